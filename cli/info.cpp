@@ -1,0 +1,5 @@
+// graphi info (see cli/args.h)
+#include "cli/args.h"
+namespace graphi::cli {
+int info_command(int argc, char** argv) { return kExitUsage; }
+}  // namespace graphi::cli

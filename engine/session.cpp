@@ -1,0 +1,2 @@
+// Sequential reference executor and Session (see session.h).
+#include "engine/session.h"

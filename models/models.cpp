@@ -1,0 +1,1 @@
+// Model builders (see lstm.h, gru.h).

@@ -1,0 +1,65 @@
+// The kernel contract: what an op implementation may know. A kernel knows its node's descs at
+// init time and a thread team at run time; it knows nothing of executors, rings or schedulers.
+#pragma once
+
+#include <algorithm>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace graphi::ops {
+
+// Everything init() may look at. Built once per node when a Plan is compiled.
+struct KernelContext {
+  const graph::Node& node;
+  std::vector<const TensorDesc*> inputs;   // nullptr for an absent optional input
+  std::vector<const Tensor*> const_inputs; // data of constant inputs (weights), else nullptr
+  std::vector<const TensorDesc*> outputs;
+  int team_size = 1;                       // threads of the team that will run this kernel
+  std::string where;                       // "<source>: node 'x' (Op)" for errors
+};
+
+// Everything run() may know: its place in the team (ggml's ith/nth) and the executor's scratch.
+struct TeamContext {
+  int ithr = 0;
+  int nthr = 1;
+  void* scratch = nullptr;  // at least Kernel::scratch_bytes(), 64-byte aligned, per executor
+  size_t scratch_bytes = 0;
+};
+
+// Raw buffers of one execution, in the node's input/output order. Absent optional inputs are
+// nullptr. Inputs are read-only; a kernel writes only its outputs.
+struct Buffers {
+  std::span<const void* const> inputs;
+  std::span<void* const> outputs;
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // Accept the node (pack weights, create primitives, size scratch) or decline with
+  // Status::unsupported("why"); the registry then tries the next kernel in the op's list.
+  virtual Status init(const KernelContext& ctx) = 0;
+  // Called by every member of the team (ithr = 0..nthr-1) inside one parallel region, unless
+  // opens_own_region() is true; then only once, outside any region, with ithr = 0 and nthr =
+  // team size, and the kernel (e.g. a oneDNN primitive) parallelizes itself over nthr threads.
+  // Never throws, never allocates: whatever could fail was checked in init().
+  virtual void run(const TeamContext& team, const Buffers& io) const noexcept = 0;
+  virtual const char* name() const = 0;  // "matmul_onednn", shows in traces and `graphi info`
+  virtual bool opens_own_region() const { return false; }
+  virtual size_t scratch_bytes() const { return 0; }
+};
+
+// Splits [0, n) into nthr near-equal chunks; returns thread ithr's [begin, end) (oneDNN's
+// balance211).
+inline std::pair<int64_t, int64_t> team_range(int64_t n, int ithr, int nthr) {
+  int64_t chunk = n / nthr, rem = n % nthr;
+  int64_t begin = ithr * chunk + std::min<int64_t>(ithr, rem);
+  int64_t end = begin + chunk + (ithr < rem ? 1 : 0);
+  return {begin, end};
+}
+
+}  // namespace graphi::ops

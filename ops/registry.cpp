@@ -1,0 +1,82 @@
+#include "ops/registry.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace graphi::ops {
+
+const Registry& Registry::get() {
+  static const Registry* table = [] {
+    auto* r = new Registry();  // never destroyed: kernels may outlive static destruction order
+    register_elementwise_ops(*r);
+    register_shape_ops(*r);
+    register_softmax_op(*r);
+    register_gemm_ops(*r);
+    register_conv_pool_ops(*r);
+    return r;
+  }();
+  return *table;
+}
+
+void Registry::add(OpDef def) {
+  GRAPHI_CHECK(def.infer && def.cost && !def.kernels.empty(), "incomplete OpDef " + def.type);
+  GRAPHI_CHECK(!defs_.count(def.type), "op registered twice: " + def.type);
+  std::string type = def.type;
+  defs_.emplace(std::move(type), std::move(def));
+}
+
+const OpDef* Registry::find(const std::string& type) const {
+  auto it = defs_.find(type);
+  return it == defs_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> Registry::op_types() const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : defs_) out.push_back(k);
+  return out;
+}
+
+Result<std::vector<TensorDesc>> Registry::infer(const graph::InferContext& ctx) const {
+  const OpDef* def = find(ctx.node.op);
+  if (!def) {
+    std::string known;
+    for (const auto& [k, v] : defs_) known += (known.empty() ? "" : ", ") + k;
+    return Status::unsupported(ctx.where + ": unknown op type '" + ctx.node.op +
+                               "' (supported: " + known + ")");
+  }
+  return def->infer(ctx);
+}
+
+CostHint Registry::cost(const graph::Node& node, std::span<const TensorDesc* const> inputs,
+                        std::span<const TensorDesc* const> outputs) const {
+  const OpDef* def = find(node.op);
+  GRAPHI_CHECK(def != nullptr, "cost of unknown op " + node.op);
+  return def->cost(node, inputs, outputs);
+}
+
+static bool verbose_dispatch() {
+  const char* v = std::getenv("GRAPHI_VERBOSE");
+  return v && std::strstr(v, "dispatch") != nullptr;
+}
+
+Result<std::unique_ptr<Kernel>> Registry::select(const KernelContext& ctx) const {
+  const OpDef* def = find(ctx.node.op);
+  if (!def) return Status::unsupported(ctx.where + ": unknown op type '" + ctx.node.op + "'");
+  std::string reasons;
+  for (KernelFactory make : def->kernels) {
+    std::unique_ptr<Kernel> k = make();
+    Status s = k->init(ctx);
+    if (s.is_ok()) {
+      if (verbose_dispatch()) std::fprintf(stderr, "graphi: dispatch %s -> %s\n", ctx.where.c_str(), k->name());
+      return k;
+    }
+    if (verbose_dispatch())
+      std::fprintf(stderr, "graphi: dispatch %s: %s declined: %s\n", ctx.where.c_str(), k->name(),
+                   s.message().c_str());
+    reasons += std::string(reasons.empty() ? "" : "; ") + k->name() + ": " + s.message();
+  }
+  return Status::unsupported(ctx.where + ": no kernel accepts this node (" + reasons + ")");
+}
+
+}  // namespace graphi::ops

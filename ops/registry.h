@@ -1,0 +1,65 @@
+// The op registry: the single table of op type -> shape rule, cost hint, small-op flag and an
+// ordered list of kernels (first that accepts wins). It implements graph::ShapeInferencer so
+// graph/ can validate without knowing ops/.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ops/kernel.h"
+
+namespace graphi::ops {
+
+// Work of one execution of a node, for levels, the profiler's first guess and `graphi info`.
+struct CostHint {
+  double flops = 0;  // floating point operations (an FMA counts 2)
+  double bytes = 0;  // bytes read + written
+};
+
+using ShapeFn = Result<std::vector<TensorDesc>> (*)(const graph::InferContext& ctx);
+// Called with the node's input descs (nullptr if absent) and inferred output descs.
+using CostFn = CostHint (*)(const graph::Node& node, std::span<const TensorDesc* const> inputs,
+                            std::span<const TensorDesc* const> outputs);
+using KernelFactory = std::unique_ptr<Kernel> (*)();
+
+struct OpDef {
+  std::string type;  // "MatMul"
+  ShapeFn infer = nullptr;
+  CostFn cost = nullptr;
+  // Scalar/bookkeeping ops (Reshape, Identity, ...) that are always cheap: run inline by the
+  // executor that made them ready, never on a team.
+  bool small = false;
+  std::vector<KernelFactory> kernels;  // preference order; the last is the generic fallback
+};
+
+class Registry : public graph::ShapeInferencer {
+ public:
+  static const Registry& get();  // the process-wide table, built on first use
+
+  const OpDef* find(const std::string& type) const;
+  std::vector<std::string> op_types() const;  // sorted, for --help and error messages
+
+  Result<std::vector<TensorDesc>> infer(const graph::InferContext& ctx) const override;
+  CostHint cost(const graph::Node& node, std::span<const TensorDesc* const> inputs,
+                std::span<const TensorDesc* const> outputs) const;
+  // First kernel of the op's list that accepts ctx. If none does, the error lists every
+  // kernel's reason. Set GRAPHI_VERBOSE=dispatch to print refusals as they happen.
+  Result<std::unique_ptr<Kernel>> select(const KernelContext& ctx) const;
+
+  void add(OpDef def);  // used while building the table
+
+ private:
+  std::map<std::string, OpDef> defs_;
+};
+
+// Registration functions, one per op family file (called once by Registry::get()).
+void register_elementwise_ops(Registry& r);  // ops/elementwise.cpp: Add..Div, Sigmoid, Tanh, Relu
+void register_shape_ops(Registry& r);        // ops/shape_ops.cpp: Concat, Split, Slice, Transpose, Reshape, Identity
+void register_softmax_op(Registry& r);       // ops/softmax.cpp
+void register_gemm_ops(Registry& r);         // ops/gemm.cpp: MatMul, Gemm
+void register_conv_pool_ops(Registry& r);    // ops/conv_pool.cpp: Conv, MaxPool, AveragePool
+
+}  // namespace graphi::ops

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs graphi's build and test dependencies from Debian's archive (Debian 12).
+# Only what is missing is installed, so a second run costs a dpkg query.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkgconf git
+  libhwloc-dev hwloc            # topology and pinning
+  libdnnl-dev ocl-icd-opencl-dev  # oneDNN 2.6 (its CMake config needs the OpenCL dev files)
+  libxsmm-dev                   # LIBXSMM 1.17 small-GEMM microkernels
+  catch2                        # Catch2 v2 tests
+  nlohmann-json3-dev            # the .graphi file's JSON header
+  python3 python3-numpy         # /usr/bin/python3 for the numpy cross-checks in tests
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all dependencies present"
+  exit 0
+fi
+echo "setup: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,24 @@
+// Runs one op through the registry (shape inference, kernel selection, a team of threads)
+// without the engine, so op tests check kernels against the naive references directly.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace graphi::test {
+
+struct OpRun {
+  std::vector<Tensor> outputs;
+  std::string kernel;  // name of the kernel the registry selected
+};
+
+// Builds a one-node graph `op` with inputs in0..inN (those flagged in `constant` become
+// constants, so kernels may pre-pack them), `num_outputs` outputs, runs it once on a team of
+// `threads` OpenMP threads. Errors (shape inference, no kernel) come back as the Status.
+Result<OpRun> run_single_op(const std::string& op, const graph::Attributes& attrs,
+                           const std::vector<Tensor>& inputs, int num_outputs = 1,
+                           int threads = 1, const std::vector<bool>& constant = {});
+
+}  // namespace graphi::test

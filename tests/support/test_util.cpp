@@ -1,0 +1,61 @@
+#include "tests/support/test_util.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <random>
+
+namespace graphi::test {
+
+Tensor random_tensor(const TensorDesc& desc, uint64_t seed, double lo, double hi) {
+  Tensor t(desc);
+  std::mt19937_64 rng(seed);
+  const int64_t n = t.numel();
+  if (desc.dtype == DType::kF32) {
+    std::uniform_real_distribution<float> u(static_cast<float>(lo), static_cast<float>(hi));
+    float* p = t.data_as<float>();
+    for (int64_t i = 0; i < n; ++i) p[i] = u(rng);
+  } else {
+    std::uniform_int_distribution<int64_t> u(static_cast<int64_t>(lo), static_cast<int64_t>(hi) - 1);
+    for (int64_t i = 0; i < n; ++i) {
+      if (desc.dtype == DType::kI32) t.data_as<int32_t>()[i] = static_cast<int32_t>(u(rng));
+      else t.data_as<int64_t>()[i] = u(rng);
+    }
+  }
+  return t;
+}
+
+static double element(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::kF32: return t.data_as<float>()[i];
+    case DType::kI32: return t.data_as<int32_t>()[i];
+    case DType::kI64: return static_cast<double>(t.data_as<int64_t>()[i]);
+  }
+  return 0;
+}
+
+double max_rel_error(const Tensor& a, const Tensor& b) {
+  if (!(a.desc() == b.desc())) return std::numeric_limits<double>::infinity();
+  double worst = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    double x = element(a, i), y = element(b, i);
+    if (std::isnan(x) && std::isnan(y)) continue;
+    if (std::isnan(x) != std::isnan(y)) return std::numeric_limits<double>::infinity();
+    worst = std::max(worst, std::abs(x - y) / std::max(1.0, std::abs(y)));
+  }
+  return worst;
+}
+
+std::filesystem::path scratch_dir(const std::string& name) {
+  std::filesystem::path dir = std::filesystem::path(GRAPHI_BINARY_DIR) / "test_scratch" / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string cli_path() {
+  const char* p = std::getenv("GRAPHI_CLI");
+  return p ? p : std::string(GRAPHI_BINARY_DIR) + "/graphi";
+}
+
+}  // namespace graphi::test

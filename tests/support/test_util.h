@@ -1,0 +1,24 @@
+// Helpers shared by the tests: seeded random tensors, closeness checks, scratch directories.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "graph/tensor.h"
+
+namespace graphi::test {
+
+// Uniform values in [lo, hi) for f32; integers in [lo, hi) for i32/i64. Same seed, same tensor.
+Tensor random_tensor(const TensorDesc& desc, uint64_t seed, double lo = -1.0, double hi = 1.0);
+
+// Largest |a - b| / max(1, |b|) over all elements (a mixed absolute/relative error); infinity when
+// the descs differ or exactly one side is NaN.
+double max_rel_error(const Tensor& a, const Tensor& b);
+
+// A fresh, empty directory under the build tree, named after the test; removed at exit.
+std::filesystem::path scratch_dir(const std::string& name);
+
+// The graphi executable (set by CMake through the GRAPHI_CLI environment variable).
+std::string cli_path();
+
+}  // namespace graphi::test
