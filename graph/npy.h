@@ -1,0 +1,36 @@
+// NumPy .npy files (format versions 1.0, 2.0 and 3.0) <-> Tensor, for the CLI's inputs and
+// outputs and for tests that exchange data with numpy. graph/ only: no ops/ or engine/.
+//
+// Supported: little-endian float32 ('<f4'), int32 ('<i4') and int64 ('<i8') in C order, any
+// rank including 0 (a scalar). Everything else is refused with an error that names the file and
+// what was found: Fortran order, big-endian data, other dtypes (float64, float16, uint8, bool,
+// ...), object arrays, a malformed header, a file shorter or longer than its header says.
+// Spec: https://numpy.org/doc/stable/reference/generated/numpy.lib.format.html
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "graph/tensor.h"
+
+namespace graphi::graph {
+
+// Reads `path`. Errors (StatusCode::kIoError for an unreadable file, kInvalidArgument for
+// content graphi cannot use) start with the path, e.g.
+//   "x.npy: dtype float64 ('<f8') is not supported; graphi reads float32, int32 and int64 (in
+//    numpy: a.astype(np.float32))".
+// Never crashes on malformed input; never allocates more than the file's size plus the header's
+// claimed tensor when that claim matches the file.
+Result<Tensor> read_npy(const std::string& path);
+
+// Parses the bytes of a whole .npy file; `source` names it in errors.
+Result<Tensor> parse_npy(std::string_view bytes, const std::string& source);
+
+// Writes `t` as a version 1.0 file (2.0 if the header would not fit in 64 KiB), C order,
+// little-endian, header padded to a multiple of 64 bytes as numpy does. Errors name the path.
+Status write_npy(const std::string& path, const Tensor& t);
+
+// The bytes write_npy() writes.
+std::string serialize_npy(const Tensor& t);
+
+}  // namespace graphi::graph

@@ -1,1 +1,0 @@
-// Model builders (see lstm.h, gru.h).
