@@ -1,0 +1,62 @@
+// Memory planning: where every value of a Graph lives during a run. Intermediates share one
+// arena (64-byte aligned offsets) and reuse each other's bytes once their lifetimes have ended;
+// graph inputs are the caller's buffers (read-only, zero copy); constants are the graph's data.
+// Knows the Graph only (no kernels), so it can be tested on synthetic DAGs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace graphi::engine {
+
+inline constexpr size_t kArenaAlignment = 64;
+
+// Which execution orders a plan must be correct for.
+enum class ReuseMode : uint8_t {
+  // No reuse: every intermediate has bytes of its own (peak == total). For debugging.
+  kNone,
+  // Reuse valid only when nodes run one at a time in the Graph's node order (0, 1, ..., n-1):
+  // a buffer is reused once its last consumer in that order has run.
+  kSequential,
+  // Reuse valid for ANY execution order that respects dependencies, including parallel ones
+  // (issue 3's executors): value w may take bytes of value u only if w's producer transitively
+  // depends on every consumer of u (on u's producer when u has no consumer). Then in every valid
+  // schedule all reads of u finish before w is written. Graph outputs are never reused.
+  kDependencySafe,
+};
+
+const char* reuse_mode_name(ReuseMode m);  // "none", "sequential", "dependency-safe"
+
+// Where a value lives.
+enum class Storage : uint8_t {
+  kCallerInput,  // a graph input: the caller's tensor, bound per run, never written
+  kConstant,     // Value::data of the graph, never written
+  kArena,        // arena + offset[v]
+};
+
+// The result of plan_memory(). Arrays are indexed by ValueId.
+struct MemoryPlan {
+  ReuseMode mode = ReuseMode::kDependencySafe;
+  std::vector<Storage> storage;
+  std::vector<size_t> offset;  // byte offset into the arena (kArena only; 0 otherwise)
+  std::vector<size_t> size;    // bytes reserved in the arena: desc.bytes() rounded up to 64 (kArena only)
+  size_t peak_bytes = 0;       // arena size with reuse
+  size_t total_bytes = 0;      // arena size without reuse (sum of size[])
+  // kDependencySafe only: true when reuse was decided with exact reachability (bitsets, graphs
+  // of up to kExactReachabilityMaxNodes nodes); false when the conservative fallback was used
+  // (reuse only by a node that directly consumes an output of every consumer of the old value).
+  bool exact_reachability = true;
+
+  static constexpr size_t kExactReachabilityMaxNodes = 16384;  // bitsets of n*n bits: 32 MiB here
+};
+
+// Plans the arena for `g` in node order. Graph outputs stay live until the run ends, so they
+// are intact when the run returns; an intermediate nobody consumes still gets bytes (its
+// producer writes it) and is free right after its producer. Best fit over the free ranges.
+// Deterministic; never fails for a validated Graph.
+MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode = ReuseMode::kDependencySafe);
+
+}  // namespace graphi::engine

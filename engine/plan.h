@@ -1,0 +1,115 @@
+// Plan: a Graph compiled for execution. Everything that can fail or allocate happens in
+// compile() (kernel selection, weight packing, memory plan); executors then walk flat arrays.
+// One Plan serves every executor and scheduler (the sequential Session here, issue 3's
+// parallel executors later): it is immutable once compiled except for set_levels().
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/memory_plan.h"
+#include "graph/graph.h"
+#include "ops/kernel.h"
+#include "ops/registry.h"
+
+namespace graphi::engine {
+
+using graph::NodeId;
+using graph::ValueId;
+
+class Plan;
+
+// Compiles `graph` for teams of `team_size` threads: for every node builds a KernelContext,
+// selects a kernel through ops::Registry (kernels may pack weights here), records cost hints,
+// small flags and value ids, builds successor lists and pending counts, plans memory with
+// `reuse` and computes levels from default_node_costs(). Errors name the node:
+// "<source>: node 'x' (Op): ...". The Plan keeps `graph` alive.
+Result<Plan> compile(std::shared_ptr<const graph::Graph> graph, int team_size,
+                     ReuseMode reuse = ReuseMode::kDependencySafe);
+
+// Arrays are indexed by NodeId unless noted. The Graph stores nodes in a topological order
+// (NodeId = position), so order[] is 0..n-1 today; schedulers should still iterate order[] so
+// a later reordering pass stays possible.
+class Plan {
+ public:
+  Plan() = default;
+  Plan(Plan&&) noexcept = default;
+  Plan& operator=(Plan&&) noexcept = default;
+
+  const graph::Graph& graph() const { return *graph_; }
+  const std::shared_ptr<const graph::Graph>& graph_ptr() const { return graph_; }
+  size_t num_nodes() const { return kernels_.size(); }
+  int team_size() const { return team_size_; }
+
+  // Topological order of node ids.
+  std::span<const NodeId> order() const { return order_; }
+  // CSR successor lists: the distinct nodes that read an output of n, ascending.
+  std::span<const NodeId> successors(NodeId n) const {
+    return {succ_.data() + succ_offsets_[n], succ_.data() + succ_offsets_[n + 1]};
+  }
+  std::span<const uint32_t> succ_offsets() const { return succ_offsets_; }  // size n + 1
+  std::span<const NodeId> succ_ids() const { return succ_; }
+  // Number of distinct predecessor nodes: a node is ready when its count reaches 0. Copy
+  // these into the per-run state; the Plan itself is never modified by a run.
+  std::span<const uint32_t> initial_pending() const { return initial_pending_; }
+
+  // Value ids read / written by n, in the node's slot order (graph::kNoId = absent optional).
+  std::span<const ValueId> inputs(NodeId n) const {
+    return {in_ids_.data() + in_offsets_[n], in_ids_.data() + in_offsets_[n + 1]};
+  }
+  std::span<const ValueId> outputs(NodeId n) const {
+    return {out_ids_.data() + out_offsets_[n], out_ids_.data() + out_offsets_[n + 1]};
+  }
+  std::span<const uint32_t> in_offsets() const { return in_offsets_; }    // CSR, size n + 1
+  std::span<const uint32_t> out_offsets() const { return out_offsets_; }  // CSR, size n + 1
+
+  const ops::Kernel& kernel(NodeId n) const { return *kernels_[n]; }
+  const char* kernel_name(NodeId n) const { return kernels_[n]->name(); }
+  // Small ops (OpDef::small) run inline with nthr = 1, never on a team.
+  bool small(NodeId n) const { return small_[n] != 0; }
+  std::span<const uint8_t> small_flags() const { return small_; }
+  const ops::CostHint& cost(NodeId n) const { return cost_[n]; }
+  std::span<const ops::CostHint> costs() const { return cost_; }
+
+  // Level of n: the longest cost-weighted path from n to a sink, n's own cost included. The
+  // critical-path-first scheduler runs the ready node with the highest level first.
+  std::span<const double> levels() const { return levels_; }
+  double level(NodeId n) const { return levels_[n]; }
+  // Replaces the levels (e.g. with ones from measured costs: see compute_levels()). Call before
+  // the Plan is shared with running executors.
+  void set_levels(std::vector<double> levels);
+
+  const MemoryPlan& memory() const { return memory_; }
+  // Largest Kernel::scratch_bytes() over all kernels, rounded up to 64: one buffer of this size
+  // per executor serves every kernel it runs.
+  size_t scratch_bytes() const { return scratch_bytes_; }
+
+ private:
+  friend Result<Plan> compile(std::shared_ptr<const graph::Graph> graph, int team_size, ReuseMode reuse);
+
+  std::shared_ptr<const graph::Graph> graph_;  // kernels point into it (descs, weights)
+  int team_size_ = 1;
+  std::vector<NodeId> order_;
+  std::vector<uint32_t> succ_offsets_;
+  std::vector<NodeId> succ_;
+  std::vector<uint32_t> initial_pending_;
+  std::vector<uint32_t> in_offsets_, out_offsets_;
+  std::vector<ValueId> in_ids_, out_ids_;
+  std::vector<std::unique_ptr<ops::Kernel>> kernels_;
+  std::vector<uint8_t> small_;
+  std::vector<ops::CostHint> cost_;
+  std::vector<double> levels_;
+  MemoryPlan memory_;
+  size_t scratch_bytes_ = 0;
+};
+
+// A first guess at per-node cost before anything is measured: flops + bytes of the cost hint.
+std::vector<double> default_node_costs(const Plan& plan);
+
+// Longest cost-weighted path from each node to a sink (including the node's own cost) over the
+// plan's successor lists. `node_cost` has one entry per node (e.g. measured microseconds).
+std::vector<double> compute_levels(const Plan& plan, std::span<const double> node_cost);
+
+}  // namespace graphi::engine
