@@ -1,5 +1,72 @@
-// graphi info (see cli/args.h)
+// graphi info: what a model costs and how much parallelism it offers (engine/graph_stats.h),
+// plus the kernel the registry selects for each op type.
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
 #include "cli/args.h"
+#include "cli/cli_util.h"
+#include "engine/graph_stats.h"
+#include "engine/plan.h"
+
 namespace graphi::cli {
-int info_command(int argc, char** argv) { return kExitUsage; }
+
+int info_command(int argc, char** argv) {
+  Args args("graphi info MODEL [--json] [--threads K]",
+            "Prints a model's op counts, parameters and bytes, FLOPs per run, the number of ops at\n"
+            "each depth level (the inter-op parallelism the graph offers), the critical path in\n"
+            "ops and FLOPs, peak memory with and without buffer reuse, and the kernel selected for\n"
+            "each op type. Example:\n"
+            "  graphi info lstm.graphi --json");
+  args.positional("MODEL", "the .graphi model file");
+  args.flag("--json", "print one JSON object on stdout instead of text");
+  args.option("--threads", "K", "team size the kernels are selected for, 1..1024 (default 1)");
+  if (auto code = args.parse(argc, argv)) return *code;
+  auto threads = args.get_int("--threads", 1, 1, 1024);
+  if (!threads) return kExitUsage;
+  const std::string path = args.positionals()[0];
+
+  auto g = load_model(path);
+  if (!g.is_ok()) return runtime_error(g.status());
+
+  // Kernel selection needs a compiled Plan; if compiling fails (a kernel refuses every
+  // candidate), the statistics are still useful, so report the reason and go on.
+  auto plan = engine::compile(*g, static_cast<int>(*threads));
+  std::string plan_error;
+  if (!plan.is_ok()) plan_error = plan.status().message();
+  auto stats = engine::compute_graph_stats(**g, plan.is_ok() ? &*plan : nullptr);
+  if (!stats.is_ok()) return runtime_error(stats.status());
+
+  std::map<std::string, std::map<std::string, size_t>> kernels_by_op;
+  if (plan.is_ok())
+    for (graph::NodeId n = 0; n < plan->num_nodes(); ++n)
+      ++kernels_by_op[(*g)->node(n).op][plan->kernel_name(n)];
+
+  if (args.has("--json")) {
+    nlohmann::json j = engine::to_json(*stats);
+    j["model"] = path;
+    if (plan.is_ok()) {
+      j["kernels_by_op"] = kernels_by_op;
+      j["kernel_threads"] = *threads;
+    } else {
+      j["kernel_selection_error"] = plan_error;
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+    return kExitOk;
+  }
+  std::printf("%s", engine::to_text(*stats).c_str());
+  if (plan.is_ok()) {
+    std::printf("kernels per op type (team of %ld):\n", *threads);
+    for (const auto& [op, ks] : kernels_by_op) {
+      std::string line;
+      for (const auto& [k, n] : ks) line += (line.empty() ? "" : ", ") + k + " x" + std::to_string(n);
+      std::printf("  %-20s %s\n", op.c_str(), line.c_str());
+    }
+  } else {
+    std::printf("kernels: not available (%s)\n", plan_error.c_str());
+  }
+  return kExitOk;
+}
+
 }  // namespace graphi::cli

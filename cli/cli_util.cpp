@@ -1,0 +1,49 @@
+#include "cli/cli_util.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/args.h"
+#include "graph/graph_file.h"
+#include "ops/registry.h"
+
+namespace graphi::cli {
+
+Result<std::shared_ptr<const graph::Graph>> load_model(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return Status::io_error(path + ": no such file");
+  if (std::filesystem::is_directory(path, ec)) return Status::io_error(path + ": is a directory, not a model file");
+  GRAPHI_ASSIGN_OR_RETURN(graph::Graph g, graph::read_graph_file(path, ops::Registry::get()));
+  return std::make_shared<const graph::Graph>(std::move(g));
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
+  return buf;
+}
+
+std::string human_flops(double f) {
+  const char* units[] = {"FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP"};
+  int u = 0;
+  while (f >= 1000 && u < 4) {
+    f /= 1000;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", f, units[u]);
+  return buf;
+}
+
+int runtime_error(const Status& s) {
+  std::fprintf(stderr, "error: %s\n", s.message().c_str());
+  return kExitRuntimeError;
+}
+
+}  // namespace graphi::cli

@@ -1,0 +1,23 @@
+// Helpers shared by the graphi subcommands: loading a model file, human-readable sizes.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "graph/graph.h"
+
+namespace graphi::cli {
+
+// Loads a model file (graph::read_graph_file: .graphi today) and validates it with the op
+// registry. Errors name the path.
+Result<std::shared_ptr<const graph::Graph>> load_model(const std::string& path);
+
+// "390.0 KiB"
+std::string human_bytes(double bytes);
+// "1.23 GFLOP"
+std::string human_flops(double flops);
+
+// Prints "error: <message>" to stderr and returns kExitRuntimeError.
+int runtime_error(const Status& s);
+
+}  // namespace graphi::cli
