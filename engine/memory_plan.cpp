@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 
 namespace graphi::engine {
 
@@ -29,53 +30,72 @@ namespace {
 
 size_t align_up(size_t n) { return (n + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
 
-// "Does node b transitively depend on node a (a != b)?" for the dependency-safe mode.
-class Reachability {
+// Ancestor sets for "does node p transitively depend on node c?" (dependency-safe mode).
+// Built in node order (a topological order): anc(p) = union over predecessors q of
+// anc(q) + {q}. A set is freed once every successor of its node has been entered, so only the
+// frontier of the DAG is held. When the sets would exceed the budget, a node gets no set: its
+// queries use direct edges only and its successors inherit just {q}; every set is then a
+// subset of the true ancestors, so answers stay safe (no false "yes") and only reuse is lost.
+class AncestorSets {
  public:
-  explicit Reachability(const graph::Graph& g) : n_(g.num_nodes()) {
-    succ_.resize(n_);
-    preds_.resize(n_);
-    for (NodeId b = 0; b < n_; ++b) {
-      for (ValueId v : g.node(b).inputs) {
-        if (v == kNoId) continue;
-        NodeId a = g.value(v).producer;
-        if (a == kNoId) continue;
-        succ_[a].push_back(b);
-        preds_[b].push_back(a);
-      }
+  AncestorSets(const graph::Graph& g, size_t budget_bytes) : budget_(budget_bytes) {
+    const size_t n = g.num_nodes();
+    preds_.resize(n);
+    remaining_succ_.assign(n, 0);
+    sets_.resize(n);
+    for (NodeId b = 0; b < n; ++b) {
+      for (ValueId v : g.node(b).inputs)
+        if (v != kNoId && g.value(v).producer != kNoId) preds_[b].push_back(g.value(v).producer);
       std::sort(preds_[b].begin(), preds_[b].end());
       preds_[b].erase(std::unique(preds_[b].begin(), preds_[b].end()), preds_[b].end());
-    }
-    exact_ = n_ <= MemoryPlan::kExactReachabilityMaxNodes;
-    if (!exact_) return;
-    // desc_[a] = strict descendants of a. Node ids are a topological order, so walking them
-    // backwards sees every successor's row complete before its predecessors need it.
-    words_ = (n_ + 63) / 64;
-    desc_.assign(n_ * words_, 0);
-    for (NodeId a = static_cast<NodeId>(n_); a-- > 0;) {
-      uint64_t* row = &desc_[a * words_];
-      for (NodeId s : succ_[a]) {
-        row[s / 64] |= uint64_t{1} << (s % 64);
-        const uint64_t* srow = &desc_[s * words_];
-        for (size_t i = s / 64; i < words_; ++i) row[i] |= srow[i];  // descendants of s are > s
-      }
+      for (NodeId a : preds_[b]) ++remaining_succ_[a];
     }
   }
 
   bool exact() const { return exact_; }
 
-  bool reaches(NodeId a, NodeId b) const {
-    if (a >= b) return false;
-    if (exact_) return (desc_[a * words_ + b / 64] >> (b % 64)) & 1;
-    // Conservative fallback for very large graphs: only direct edges count.
-    return std::binary_search(preds_[b].begin(), preds_[b].end(), a);
+  // Builds anc(p). Every predecessor of p must have been entered.
+  void enter(NodeId p) {
+    const size_t words = p / 64 + 1;
+    if (used_ + words * 8 > budget_) {
+      exact_ = false;
+      return;  // no set: reaches() uses direct edges for p
+    }
+    std::vector<uint64_t>& set = sets_[p];
+    set.assign(words, 0);
+    used_ += words * 8;
+    for (NodeId q : preds_[p]) {
+      set[q / 64] |= uint64_t{1} << (q % 64);
+      for (size_t i = 0; i < sets_[q].size(); ++i) set[i] |= sets_[q][i];
+    }
+  }
+
+  // Does p (entered, not yet left) depend on c? Never "yes" when the truth is "no".
+  bool reaches(NodeId c, NodeId p) const {
+    if (c >= p) return false;
+    const std::vector<uint64_t>& set = sets_[p];
+    if (set.empty()) return std::binary_search(preds_[p].begin(), preds_[p].end(), c);
+    return (set[c / 64] >> (c % 64)) & 1;
+  }
+
+  // p is planned: release the sets nobody will read again.
+  void leave(NodeId p) {
+    for (NodeId q : preds_[p])
+      if (--remaining_succ_[q] == 0) release(q);
+    if (remaining_succ_[p] == 0) release(p);
   }
 
  private:
-  size_t n_, words_ = 0;
+  void release(NodeId q) {
+    used_ -= sets_[q].size() * 8;
+    std::vector<uint64_t>().swap(sets_[q]);
+  }
+
+  size_t budget_, used_ = 0;
   bool exact_ = true;
-  std::vector<std::vector<NodeId>> succ_, preds_;
-  std::vector<uint64_t> desc_;
+  std::vector<std::vector<NodeId>> preds_;
+  std::vector<uint32_t> remaining_succ_;
+  std::vector<std::vector<uint64_t>> sets_;
 };
 
 struct Segment {
@@ -85,7 +105,7 @@ struct Segment {
 
 }  // namespace
 
-MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode) {
+MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode, size_t reachability_budget_bytes) {
   const size_t nv = g.num_values();
   MemoryPlan plan;
   plan.mode = mode;
@@ -111,11 +131,8 @@ MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode) {
       last_use[v] = *std::max_element(us.begin(), us.end());
     }
 
-  std::unique_ptr<Reachability> reach;
-  if (mode == ReuseMode::kDependencySafe) {
-    reach = std::make_unique<Reachability>(g);
-    plan.exact_reachability = reach->exact();
-  }
+  std::unique_ptr<AncestorSets> reach;
+  if (mode == ReuseMode::kDependencySafe) reach = std::make_unique<AncestorSets>(g, reachability_budget_bytes);
 
   // May a value produced by node p take the bytes last held by u? Memoized per producer (all
   // outputs of one node have the same answer).
@@ -138,6 +155,7 @@ MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode) {
   std::vector<Segment> segs, next;  // sorted, contiguous, covering [0, arena_end)
   size_t arena_end = 0;
   for (NodeId p = 0; p < g.num_nodes(); ++p) {
+    if (reach) reach->enter(p);
     for (ValueId w : g.node(p).outputs) {
       const size_t size = std::max(align_up(g.value(w).desc.bytes()), kArenaAlignment);
       plan.size[w] = size;
@@ -191,8 +209,10 @@ MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode) {
       segs.swap(next);
       arena_end = std::max(arena_end, end);
     }
+    if (reach) reach->leave(p);
   }
   plan.peak_bytes = arena_end;
+  if (reach) plan.exact_reachability = reach->exact();
   return plan;
 }
 

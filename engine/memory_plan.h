@@ -45,18 +45,23 @@ struct MemoryPlan {
   std::vector<size_t> size;    // bytes reserved in the arena: desc.bytes() rounded up to 64 (kArena only)
   size_t peak_bytes = 0;       // arena size with reuse
   size_t total_bytes = 0;      // arena size without reuse (sum of size[])
-  // kDependencySafe only: true when reuse was decided with exact reachability (bitsets, graphs
-  // of up to kExactReachabilityMaxNodes nodes); false when the conservative fallback was used
-  // (reuse only by a node that directly consumes an output of every consumer of the old value).
+  // kDependencySafe only: true when every reuse decision used exact reachability; false when
+  // the ancestor sets outgrew the budget and some decisions fell back to the conservative rule
+  // "reuse only by a node that directly reads an output of every consumer of the old value"
+  // (safe, but reuses less).
   bool exact_reachability = true;
-
-  static constexpr size_t kExactReachabilityMaxNodes = 16384;  // bitsets of n*n bits: 32 MiB here
 };
+
+// Memory allowed for the ancestor bitsets of the dependency-safe mode. Sets are built in node
+// order and freed once all successors of a node are planned, so only the "frontier" is held:
+// a chain-like graph (an unrolled RNN) of 100k nodes needs a few MiB.
+inline constexpr size_t kDefaultReachabilityBudgetBytes = size_t{64} << 20;
 
 // Plans the arena for `g` in node order. Graph outputs stay live until the run ends, so they
 // are intact when the run returns; an intermediate nobody consumes still gets bytes (its
 // producer writes it) and is free right after its producer. Best fit over the free ranges.
 // Deterministic; never fails for a validated Graph.
-MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode = ReuseMode::kDependencySafe);
+MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode = ReuseMode::kDependencySafe,
+                       size_t reachability_budget_bytes = kDefaultReachabilityBudgetBytes);
 
 }  // namespace graphi::engine

@@ -1,0 +1,352 @@
+// Memory plan properties on random DAGs of a synthetic op ("Blob": any inputs, outputs of the
+// sizes given in its attribute), so these tests need no kernels. Every check is written from
+// the definition: reachability by a plain DFS here, and a byte-tag simulation of runs.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <random>
+#include <set>
+
+#include "engine/memory_plan.h"
+#include "graph/graph_builder.h"
+
+using namespace graphi;
+using namespace graphi::engine;
+using graph::kNoId;
+using graph::NodeId;
+using graph::ValueId;
+
+namespace {
+
+// "Blob": outputs float32[sizes[i]] for each entry of the `sizes` attribute.
+class BlobShapes : public graph::ShapeInferencer {
+ public:
+  Result<std::vector<TensorDesc>> infer(const graph::InferContext& ctx) const override {
+    if (ctx.node.op != "Blob") return Status::unsupported(ctx.where + ": unknown op");
+    GRAPHI_ASSIGN_OR_RETURN(auto sizes, graph::attr_ints(ctx.node.attrs, ctx.where, "sizes"));
+    std::vector<TensorDesc> out;
+    for (int64_t s : sizes) out.push_back(TensorDesc{DType::kF32, {s}});
+    return out;
+  }
+};
+
+graph::Attributes sizes_attr(std::vector<int64_t> sizes) {
+  graph::Attributes a;
+  a.set("sizes", std::move(sizes));
+  return a;
+}
+
+graph::Graph random_dag(uint64_t seed, int max_nodes) {
+  std::mt19937_64 rng(seed);
+  auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  graph::GraphBuilder b("<random dag " + std::to_string(seed) + ">");
+  std::vector<std::string> values, intermediates;
+  for (int i = 0, n = uni(1, 3); i < n; ++i) {
+    values.push_back("in" + std::to_string(i));
+    b.add_input(values.back(), TensorDesc{DType::kF32, {uni(1, 100)}});
+  }
+  if (uni(0, 1)) {
+    values.push_back("w");
+    b.add_constant("w", Tensor(TensorDesc{DType::kF32, {16}}));
+  }
+  const int n_nodes = uni(1, max_nodes);
+  for (int k = 0; k < n_nodes; ++k) {
+    std::vector<std::string> ins;
+    // Prefer recent values (long chains) but sometimes reach far back (long lifetimes).
+    for (int i = 0, n = uni(1, 3); i < n; ++i) {
+      int hi = static_cast<int>(values.size()) - 1;
+      int idx = uni(0, 3) ? std::max(0, hi - uni(0, 4)) : uni(0, hi);
+      ins.push_back(values[idx]);
+    }
+    std::vector<std::string> outs;
+    std::vector<int64_t> sizes;
+    for (int i = 0, n = uni(1, 4) == 1 ? 2 : 1; i < n; ++i) {
+      outs.push_back("v" + std::to_string(k) + "_" + std::to_string(i));
+      sizes.push_back(uni(1, 400));
+    }
+    b.add_node("Blob", "n" + std::to_string(k), ins, outs, sizes_attr(sizes));
+    for (auto& o : outs) values.push_back(o), intermediates.push_back(o);
+  }
+  std::set<std::string> outs{intermediates.back()};
+  for (const auto& v : intermediates)
+    if (uni(0, 7) == 0) outs.insert(v);
+  if (uni(0, 5) == 0) outs.insert("in0");
+  for (const auto& o : outs) b.add_output(o);
+  auto g = b.finish(BlobShapes());
+  REQUIRE(g.is_ok());
+  return std::move(g).value();
+}
+
+// reach[a][b]: b transitively depends on a (a != b), by DFS over consumers.
+std::vector<std::vector<bool>> reachability(const graph::Graph& g) {
+  const size_t n = g.num_nodes();
+  std::vector<std::vector<bool>> reach(n, std::vector<bool>(n, false));
+  for (NodeId a = 0; a < n; ++a) {
+    std::vector<NodeId> stack{a};
+    while (!stack.empty()) {
+      NodeId x = stack.back();
+      stack.pop_back();
+      for (ValueId v : g.node(x).outputs)
+        for (NodeId c : g.consumers(v))
+          if (!reach[a][c]) reach[a][c] = true, stack.push_back(c);
+    }
+  }
+  return reach;
+}
+
+std::vector<NodeId> uses_of(const graph::Graph& g, ValueId v) {
+  auto c = g.consumers(v);
+  if (c.empty()) return {g.value(v).producer};
+  return {c.begin(), c.end()};
+}
+
+// Layout checks plus the pairwise overlap rule of `mode`, from the definition.
+void check_plan(const graph::Graph& g, const MemoryPlan& m, ReuseMode mode) {
+  auto reach = reachability(g);
+  size_t total = 0;
+  std::vector<ValueId> arena;
+  for (ValueId v = 0; v < g.num_values(); ++v) {
+    const graph::Value& val = g.value(v);
+    if (val.kind == graph::ValueKind::kInput) { REQUIRE(m.storage[v] == Storage::kCallerInput); continue; }
+    if (val.kind == graph::ValueKind::kConstant) { REQUIRE(m.storage[v] == Storage::kConstant); continue; }
+    REQUIRE(m.storage[v] == Storage::kArena);
+    REQUIRE(m.offset[v] % 64 == 0);
+    REQUIRE(m.size[v] >= val.desc.bytes());
+    REQUIRE(m.offset[v] + m.size[v] <= m.peak_bytes);
+    total += m.size[v];
+    arena.push_back(v);
+  }
+  REQUIRE(m.total_bytes == total);
+  REQUIRE(m.peak_bytes <= m.total_bytes);
+  if (mode == ReuseMode::kNone) REQUIRE(m.peak_bytes == m.total_bytes);
+
+  for (size_t i = 0; i < arena.size(); ++i) {
+    for (size_t j = i + 1; j < arena.size(); ++j) {
+      ValueId u = arena[i], w = arena[j];
+      if (g.value(u).producer > g.value(w).producer) std::swap(u, w);
+      bool overlap = m.offset[u] < m.offset[w] + m.size[w] && m.offset[w] < m.offset[u] + m.size[u];
+      if (!overlap) continue;
+      INFO("values '" << g.value(u).name << "' and '" << g.value(w).name << "' overlap");
+      REQUIRE(mode != ReuseMode::kNone);
+      REQUIRE_FALSE(g.value(u).is_output);
+      NodeId p = g.value(w).producer;
+      REQUIRE(g.value(u).producer < p);
+      for (NodeId c : uses_of(g, u)) {
+        if (mode == ReuseMode::kSequential) REQUIRE(c < p);
+        else REQUIRE(reach[c][p]);
+      }
+    }
+  }
+}
+
+// Runs the graph in `order` over a byte arena: each node checks that its arena inputs still
+// hold their producers' tags, then writes its own tags. Returns false on the first clobber.
+bool simulate(const graph::Graph& g, const MemoryPlan& m, const std::vector<NodeId>& order) {
+  std::vector<uint32_t> arena(m.peak_bytes / 4, 0xffffffffu);
+  auto intact = [&](ValueId v) {
+    for (size_t i = 0; i < g.value(v).desc.bytes() / 4; ++i)
+      if (arena[m.offset[v] / 4 + i] != v) return false;
+    return true;
+  };
+  for (NodeId n : order) {
+    for (ValueId v : g.node(n).inputs)
+      if (v != kNoId && m.storage[v] == Storage::kArena && !intact(v)) return false;
+    for (ValueId v : g.node(n).outputs)
+      for (size_t i = 0; i < g.value(v).desc.bytes() / 4; ++i) arena[m.offset[v] / 4 + i] = v;
+  }
+  for (ValueId v : g.outputs())
+    if (m.storage[v] == Storage::kArena && !intact(v)) return false;
+  return true;
+}
+
+std::vector<NodeId> random_topological_order(const graph::Graph& g, std::mt19937_64& rng) {
+  std::vector<uint32_t> pending(g.num_nodes(), 0);
+  for (NodeId n = 0; n < g.num_nodes(); ++n)
+    for (ValueId v : g.node(n).inputs)
+      if (v != kNoId && g.value(v).producer != kNoId) ++pending[n];
+  std::vector<NodeId> ready, order;
+  for (NodeId n = 0; n < g.num_nodes(); ++n)
+    if (!pending[n]) ready.push_back(n);
+  while (!ready.empty()) {
+    size_t k = std::uniform_int_distribution<size_t>(0, ready.size() - 1)(rng);
+    NodeId n = ready[k];
+    ready.erase(ready.begin() + static_cast<long>(k));
+    order.push_back(n);
+    for (ValueId v : g.node(n).outputs)
+      for (NodeId c : g.consumers(v))
+        for (ValueId in : g.node(c).inputs)
+          if (in == v && --pending[c] == 0) ready.push_back(c);
+  }
+  return order;
+}
+
+std::vector<NodeId> node_order(const graph::Graph& g) {
+  std::vector<NodeId> o(g.num_nodes());
+  for (NodeId i = 0; i < o.size(); ++i) o[i] = i;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("memory plan: random DAGs satisfy the overlap rules of every reuse mode", "[memory_plan]") {
+  size_t peak_seq = 0, peak_safe = 0, total = 0;
+  for (uint64_t seed = 1; seed <= 150; ++seed) {
+    graph::Graph g = random_dag(seed, 60);
+    INFO("seed " << seed << ", " << g.num_nodes() << " nodes");
+    for (ReuseMode mode : {ReuseMode::kNone, ReuseMode::kSequential, ReuseMode::kDependencySafe}) {
+      INFO("mode " << reuse_mode_name(mode));
+      MemoryPlan m = plan_memory(g, mode);
+      REQUIRE(m.mode == mode);
+      check_plan(g, m, mode);
+      REQUIRE(simulate(g, m, node_order(g)));
+      if (mode == ReuseMode::kSequential) peak_seq += m.peak_bytes;
+      if (mode == ReuseMode::kDependencySafe) peak_safe += m.peak_bytes, total += m.total_bytes;
+    }
+  }
+  // Reuse must be real. These DAGs have much inter-op parallelism, which limits what a plan
+  // valid for every order can share, so the dependency-safe peak sits well above the
+  // sequential one.
+  INFO("sequential " << peak_seq << ", dependency-safe " << peak_safe << ", no reuse " << total);
+  CHECK(peak_seq <= peak_safe);
+  CHECK(peak_seq < total / 2);
+  CHECK(peak_safe < total * 4 / 5);
+}
+
+TEST_CASE("memory plan: dependency-safe plans survive every random execution order", "[memory_plan]") {
+  std::mt19937_64 rng(7);
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    graph::Graph g = random_dag(seed, 40);
+    MemoryPlan m = plan_memory(g, ReuseMode::kDependencySafe);
+    REQUIRE(m.exact_reachability);
+    for (int trial = 0; trial < 20; ++trial) {
+      INFO("seed " << seed << " trial " << trial);
+      REQUIRE(simulate(g, m, random_topological_order(g, rng)));
+    }
+  }
+}
+
+TEST_CASE("memory plan: reuse actually reduces the peak", "[memory_plan]") {
+  // A chain of 10 nodes of 1 KiB each: at any time only a node's input and output are live.
+  graph::GraphBuilder b("<chain>");
+  b.add_input("x", TensorDesc{DType::kF32, {256}});
+  std::string prev = "x";
+  for (int i = 0; i < 10; ++i) {
+    std::string out = "v" + std::to_string(i);
+    b.add_node("Blob", "n" + std::to_string(i), {prev}, {out}, sizes_attr({256}));
+    prev = out;
+  }
+  b.add_output(prev);
+  graph::Graph g = value_or_throw(b.finish(BlobShapes()));
+  for (ReuseMode mode : {ReuseMode::kSequential, ReuseMode::kDependencySafe}) {
+    MemoryPlan m = plan_memory(g, mode);
+    CHECK(m.total_bytes == 10 * 1024);
+    CHECK(m.peak_bytes == 2 * 1024);
+    check_plan(g, m, mode);
+  }
+  MemoryPlan none = plan_memory(g, ReuseMode::kNone);
+  CHECK(none.peak_bytes == 10 * 1024);
+}
+
+TEST_CASE("memory plan: sizes are rounded up to 64 bytes", "[memory_plan]") {
+  graph::GraphBuilder b("<round>");
+  b.add_input("x", TensorDesc{DType::kF32, {3}});
+  b.add_node("Blob", "a", {"x"}, {"y"}, sizes_attr({3}));    // 12 bytes -> 64
+  b.add_node("Blob", "b", {"y"}, {"z"}, sizes_attr({17}));   // 68 bytes -> 128
+  b.add_output("z");
+  graph::Graph g = value_or_throw(b.finish(BlobShapes()));
+  MemoryPlan m = plan_memory(g, ReuseMode::kDependencySafe);
+  ValueId y = *g.find_value("y"), z = *g.find_value("z");
+  CHECK(m.size[y] == 64);
+  CHECK(m.size[z] == 128);
+  CHECK(m.total_bytes == 192);
+  CHECK(m.peak_bytes == 192);  // z is written while y is read: no overlap
+}
+
+TEST_CASE("memory plan: sequential reuse that a parallel order would break is refused by the dependency-safe mode",
+          "[memory_plan]") {
+  // a: x -> u;  c: u -> v;  b: x -> w (independent of c);  d: v, w -> out.
+  // In node order a, c, b, d the sequential plan may put w over u (c has already read u), but
+  // b and c may run at the same time in a parallel executor.
+  graph::GraphBuilder bld("<diamond>");
+  bld.add_input("x", TensorDesc{DType::kF32, {64}});
+  bld.add_node("Blob", "a", {"x"}, {"u"}, sizes_attr({64}));
+  bld.add_node("Blob", "c", {"u"}, {"v"}, sizes_attr({64}));
+  bld.add_node("Blob", "b", {"x"}, {"w"}, sizes_attr({64}));
+  bld.add_node("Blob", "d", {"v", "w"}, {"out"}, sizes_attr({64}));
+  bld.add_output("out");
+  graph::Graph g = value_or_throw(bld.finish(BlobShapes()));
+  REQUIRE(g.node(1).name == "c");
+  ValueId u = *g.find_value("u"), w = *g.find_value("w");
+
+  MemoryPlan seq = plan_memory(g, ReuseMode::kSequential);
+  CHECK(seq.offset[w] == seq.offset[u]);
+  MemoryPlan safe = plan_memory(g, ReuseMode::kDependencySafe);
+  CHECK(safe.offset[w] != safe.offset[u]);
+  // The sequential plan really is wrong for the order a, b, c, d (b clobbers u before c reads
+  // it); the dependency-safe plan is right for it.
+  CHECK_FALSE(simulate(g, seq, {0, 2, 1, 3}));
+  CHECK(simulate(g, safe, {0, 2, 1, 3}));
+  check_plan(g, seq, ReuseMode::kSequential);
+  check_plan(g, safe, ReuseMode::kDependencySafe);
+  // d depends on both a's consumer c and on b, so `out` may take u's bytes in both modes.
+  CHECK(safe.peak_bytes == 3 * 256);
+}
+
+TEST_CASE("memory plan: graph outputs and unconsumed values", "[memory_plan]") {
+  // `mid` is a graph output that is also consumed; `dead` is produced and never read.
+  graph::GraphBuilder b("<outputs>");
+  b.add_input("x", TensorDesc{DType::kF32, {64}});
+  b.add_node("Blob", "a", {"x"}, {"mid", "dead"}, sizes_attr({64, 64}));
+  b.add_node("Blob", "b", {"mid"}, {"y"}, sizes_attr({64}));
+  b.add_node("Blob", "c", {"y"}, {"z"}, sizes_attr({64}));
+  b.add_node("Blob", "d", {"z"}, {"out"}, sizes_attr({64}));
+  b.add_output("mid");
+  b.add_output("out");
+  graph::Graph g = value_or_throw(b.finish(BlobShapes()));
+  for (ReuseMode mode : {ReuseMode::kSequential, ReuseMode::kDependencySafe}) {
+    MemoryPlan m = plan_memory(g, mode);
+    check_plan(g, m, mode);
+    ValueId mid = *g.find_value("mid"), dead = *g.find_value("dead"), z = *g.find_value("z");
+    ValueId y = *g.find_value("y"), out = *g.find_value("out");
+    // Nothing ever takes the output's bytes; the dead value's bytes are free after node a.
+    for (ValueId v : {dead, y, z, out}) CHECK(m.offset[v] != m.offset[mid]);
+    CHECK((m.offset[y] == m.offset[dead] || m.offset[z] == m.offset[dead] || m.offset[out] == m.offset[dead]));
+    CHECK(m.peak_bytes == 3 * 256);
+  }
+}
+
+TEST_CASE("memory plan: a 20000-node chain with skip edges is planned exactly in little memory", "[memory_plan]") {
+  // Ancestor sets are freed along the way, so the default budget holds a long unrolled graph.
+  const int n = 20000;
+  graph::GraphBuilder b("<long chain>");
+  b.add_input("x", TensorDesc{DType::kF32, {16}});
+  std::string prev = "x";
+  for (int i = 0; i < n; ++i) {
+    std::string out = "v" + std::to_string(i);
+    std::vector<std::string> ins{prev};
+    if (i >= 3 && i % 7 == 0) ins.push_back("v" + std::to_string(i - 3));
+    b.add_node("Blob", "n" + std::to_string(i), ins, {out}, sizes_attr({16}));
+    prev = out;
+  }
+  b.add_output(prev);
+  graph::Graph g = value_or_throw(b.finish(BlobShapes()));
+  MemoryPlan m = plan_memory(g, ReuseMode::kDependencySafe);
+  CHECK(m.exact_reachability);
+  CHECK(m.peak_bytes <= 5 * 64);
+  CHECK(m.total_bytes == static_cast<size_t>(n) * 64);
+  CHECK(simulate(g, m, node_order(g)));
+}
+
+TEST_CASE("memory plan: over the reachability budget the plan stays dependency-safe", "[memory_plan]") {
+  std::mt19937_64 rng(11);
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    graph::Graph g = random_dag(seed, 60);
+    INFO("seed " << seed);
+    for (size_t budget : {size_t{0}, size_t{64}}) {
+      MemoryPlan m = plan_memory(g, ReuseMode::kDependencySafe, budget);
+      if (budget == 0) CHECK_FALSE(m.exact_reachability);
+      check_plan(g, m, ReuseMode::kDependencySafe);
+      for (int trial = 0; trial < 5; ++trial) REQUIRE(simulate(g, m, random_topological_order(g, rng)));
+    }
+  }
+}
