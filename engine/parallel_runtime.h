@@ -1,0 +1,83 @@
+// ParallelRuntime: n executors x k threads running one Plan under a scheduling policy (the
+// Graphi design, seed 002 sections 4-5, adapted for small machines as issue 3 describes).
+//
+// - Executor: a std::thread leading an OpenMP team of k threads, created once and reused for
+//   every op and every run; each member pins itself (hwloc) to its core in the first region.
+// - Buffers: a lock-free SPSC ring of op ids scheduler -> executor (capacity `ring_capacity`)
+//   and one executor -> scheduler for reports (ops that became ready, "done" markers).
+// - The scheduler is a role. With a spare core (n*k + 1 <= usable cores) the client thread in
+//   run() plays it in a polling loop, as in the paper. Otherwise the executor that finishes an op
+//   takes it (a try-lock), drains every report ring and assigns ready ops by the same policy;
+//   the client thread sleeps until the run ends.
+// - Small ops run inline in the executor that made them ready; small ops that are ready at the
+//   start (bootstrap ops) run on the client thread before dispatch, a light-weight executor.
+// - Idle threads spin for a bounded budget, then sleep on a futex (engine/parker.h).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "engine/node_runner.h"
+#include "engine/parker.h"
+#include "engine/placement.h"
+#include "engine/policy.h"
+#include "engine/thread_binder.h"
+
+namespace graphi::engine {
+
+struct RuntimeOptions {
+  int executors = 1;
+  int threads = 1;
+  Policy policy = Policy::kCriticalPath;
+  int ring_capacity = 1;
+  // Bind team members to the placement's cores. With pin = false threads float (useful when
+  // oversubscribing on purpose, e.g. tests of 8x1 on 2 cores).
+  bool pin = true;
+  // An executor whose finished op makes exactly one op ready runs it next itself (cpf, fifo).
+  bool local_continuation = true;
+  // Scheduler role: nullopt = decide from the placement (client thread iff a spare core).
+  std::optional<bool> dedicated_scheduler;
+  std::chrono::microseconds spin_budget = kDefaultSpinBudget;
+  // Count executions per op (exactly-once checks in tests); off by default (one atomic per op).
+  bool count_executions = false;
+  // Where executors run; required when pin is true. The binder applies it (HwlocBinder for
+  // real, RecordingBinder in tests). Both must outlive the runtime.
+  const Placement* placement = nullptr;
+  ThreadBinder* binder = nullptr;
+};
+
+class ParallelRuntime {
+ public:
+  // Starts the executors (threads and teams, pinned) for `plan`, which must outlive the runtime.
+  // Errors: invalid options, pinning failures (naming the executor, member and core).
+  static Result<std::unique_ptr<ParallelRuntime>> create(const Plan& plan, const RuntimeOptions& options);
+  // Stops and joins every executor thread. Must not be called from an executor thread.
+  ~ParallelRuntime();
+
+  // Runs every node once with these slot tables; returns when all have run. Not reentrant:
+  // the Session serializes calls.
+  Status run(SlotTables slots);
+
+  const RuntimeOptions& options() const;
+  bool dedicated_scheduler() const;
+  // After a run with count_executions: how many times each op ran in that run.
+  std::vector<uint32_t> execution_counts() const;
+  // OS thread ids of each executor's team members (member i at [e][i]), and the CPU each member
+  // observed with sched_getcpu() right after binding.
+  std::vector<std::vector<pid_t>> team_thread_ids() const;
+  std::vector<std::vector<int>> team_cpus() const;
+  // Asks every team member for its current OS thread id by running one empty region on each
+  // executor (tests check teams keep their threads across ops).
+  std::vector<std::vector<pid_t>> probe_team_thread_ids();
+
+ private:
+  ParallelRuntime();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace graphi::engine

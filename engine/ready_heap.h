@@ -1,0 +1,67 @@
+// ReadyHeap: the scheduler's ready set, a binary max-heap of op ids by a per-op key. With
+// levels as keys it is critical-path first; with -topological position it is FIFO. Storage is
+// reserved once (one slot per op), so push/pop never allocate during a run.
+#pragma once
+
+#include <algorithm>
+#include <span>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace graphi::engine {
+
+class ReadyHeap {
+ public:
+  // keys[n] orders op n; higher runs first. Ties go to the lower op id (deterministic).
+  void reset(std::span<const double> keys) {
+    keys_ = keys;
+    heap_.clear();
+    heap_.reserve(keys.size());
+  }
+  bool empty() const { return heap_.empty(); }
+  size_t size() const { return heap_.size(); }
+  void push(graph::NodeId n) {
+    heap_.push_back(n);
+    std::push_heap(heap_.begin(), heap_.end(), Less{keys_});
+  }
+  graph::NodeId pop() {
+    std::pop_heap(heap_.begin(), heap_.end(), Less{keys_});
+    graph::NodeId n = heap_.back();
+    heap_.pop_back();
+    return n;
+  }
+
+ private:
+  struct Less {
+    std::span<const double> keys;
+    bool operator()(graph::NodeId a, graph::NodeId b) const {
+      return keys[a] < keys[b] || (keys[a] == keys[b] && a > b);
+    }
+  };
+  std::span<const double> keys_;
+  std::vector<graph::NodeId> heap_;
+};
+
+// IdleSet: which executors can take another op, as a bitmap; first() uses count-trailing-zeros.
+class IdleSet {
+ public:
+  void reset(size_t n) { words_.assign((n + 63) / 64, 0); }
+  void set(size_t i) { words_[i / 64] |= uint64_t{1} << (i % 64); }
+  void clear(size_t i) { words_[i / 64] &= ~(uint64_t{1} << (i % 64)); }
+  bool any() const {
+    for (uint64_t w : words_)
+      if (w) return true;
+    return false;
+  }
+  // Lowest set index; call only when any().
+  size_t first() const {
+    for (size_t k = 0;; ++k)
+      if (words_[k]) return k * 64 + static_cast<size_t>(__builtin_ctzll(words_[k]));
+  }
+
+ private:
+  std::vector<uint64_t> words_;
+};
+
+}  // namespace graphi::engine
