@@ -85,6 +85,7 @@ struct InferContext {
   std::vector<const TensorDesc*> inputs;     // nullptr for an absent optional input
   std::vector<const Tensor*> const_inputs;   // data of constant inputs (e.g. Reshape's shape)
   std::string where;                         // node.where(), prefixed with the source
+  size_t num_outputs = 0;                    // outputs the node declares (Split divides by it)
 };
 
 class ShapeInferencer {

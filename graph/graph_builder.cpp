@@ -190,7 +190,7 @@ Result<Graph> GraphBuilder::finish(const ShapeInferencer& shapes) const {
     Node node{pn.op, pn.name, pn.attrs, {}, {}};
     for (const std::string& in : pn.inputs) node.inputs.push_back(in.empty() ? kNoId : g.value_index_.at(in));
 
-    InferContext ctx{node, {}, {}, src + ": " + node.where()};
+    InferContext ctx{node, {}, {}, src + ": " + node.where(), pn.outputs.size()};
     for (ValueId v : node.inputs) {
       ctx.inputs.push_back(v == kNoId ? nullptr : &g.values_[v].desc);
       ctx.const_inputs.push_back(v != kNoId && g.values_[v].kind == ValueKind::kConstant
