@@ -41,12 +41,13 @@ Result<AlignedBytes> alloc_aligned(size_t bytes, const std::string& what) {
 
 struct Session::Impl {
   SessionOptions options;
-  Plan plan;
+  std::shared_ptr<const Plan> plan_ptr;  // read-only; may be shared with other Sessions
+  const Plan& plan() const { return *plan_ptr; }
 
   std::mutex run_mutex;  // serializes run(): the buffers below belong to the run in progress
   AlignedBytes arena;
   AlignedBytes scratch;
-  // Buffers of every node slot, laid out like plan.in_offsets()/out_offsets(). Arena and
+  // Buffers of every node slot, laid out like plan().in_offsets()/out_offsets(). Arena and
   // constant pointers are fixed at create(); graph-input slots are patched on every run.
   std::vector<const void*> in_ptrs;
   std::vector<void*> out_ptrs;
@@ -58,10 +59,10 @@ struct Session::Impl {
   std::unordered_map<std::string, uint32_t> input_index;  // graph input name -> position
 
   const void* value_ptr(ValueId v) const {
-    const MemoryPlan& m = plan.memory();
+    const MemoryPlan& m = plan().memory();
     switch (m.storage[v]) {
       case Storage::kArena: return static_cast<const char*>(arena.get()) + m.offset[v];
-      case Storage::kConstant: return plan.graph().value(v).data->data();
+      case Storage::kConstant: return plan().graph().value(v).data->data();
       case Storage::kCallerInput: return nullptr;
     }
     return nullptr;
@@ -75,8 +76,9 @@ struct Session::Impl {
 Session::Session() : impl_(std::make_unique<Impl>()) {}
 Session::~Session() = default;
 
-const graph::Graph& Session::graph() const { return impl_->plan.graph(); }
-const Plan& Session::plan() const { return impl_->plan; }
+const graph::Graph& Session::graph() const { return impl_->plan().graph(); }
+const Plan& Session::plan() const { return impl_->plan(); }
+std::shared_ptr<const Plan> Session::shared_plan() const { return impl_->plan_ptr; }
 const SessionOptions& Session::options() const { return impl_->options; }
 
 static Status check_options(const SessionOptions& o) {
@@ -101,11 +103,23 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const graph::Gr
                                                  const SessionOptions& options) {
   if (!graph) return Status::invalid_argument("Session::create: no graph");
   GRAPHI_RETURN_IF_ERROR(check_options(options));
+  GRAPHI_ASSIGN_OR_RETURN(Plan plan, compile(std::move(graph), options.threads));
+  return create(std::make_shared<const Plan>(std::move(plan)), options);
+}
+
+Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Plan> plan_ptr,
+                                                 const SessionOptions& options) {
+  if (!plan_ptr) return Status::invalid_argument("Session::create: no plan");
+  GRAPHI_RETURN_IF_ERROR(check_options(options));
+  if (plan_ptr->team_size() != options.threads)
+    return Status::invalid_argument("session options: threads = " + std::to_string(options.threads) +
+                                    ", but the plan's kernels were compiled for teams of " +
+                                    std::to_string(plan_ptr->team_size()));
   std::unique_ptr<Session> s(new Session());
   Impl& im = *s->impl_;
   im.options = options;
-  GRAPHI_ASSIGN_OR_RETURN(im.plan, compile(std::move(graph), options.threads));
-  const Plan& plan = im.plan;
+  im.plan_ptr = std::move(plan_ptr);
+  const Plan& plan = im.plan();
   const graph::Graph& g = plan.graph();
 
   GRAPHI_ASSIGN_OR_RETURN(im.arena, alloc_aligned(plan.memory().peak_bytes, "arena of " + g.source()));
@@ -116,9 +130,8 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const graph::Gr
     input_pos[g.inputs()[i]] = i;
     im.input_index.emplace(g.value(g.inputs()[i]).name, i);
   }
-  const size_t n_in_slots = plan.in_offsets().back(), n_out_slots = plan.out_offsets().back();
-  im.in_ptrs.assign(n_in_slots, nullptr);
-  im.out_ptrs.assign(n_out_slots, nullptr);
+  im.in_ptrs.assign(plan.in_offsets().back(), nullptr);
+  im.out_ptrs.assign(plan.out_offsets().back(), nullptr);
   for (NodeId n = 0; n < plan.num_nodes(); ++n) {
     std::span<const ValueId> ins = plan.inputs(n), outs = plan.outputs(n);
     for (size_t k = 0; k < ins.size(); ++k) {
@@ -136,14 +149,14 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const graph::Gr
 }
 
 std::string Session::Impl::input_list() const {
-  const graph::Graph& g = plan.graph();
+  const graph::Graph& g = plan().graph();
   std::string s;
   for (ValueId v : g.inputs()) s += (s.empty() ? "" : ", ") + g.value(v).name + " " + g.value(v).desc.to_string();
   return s.empty() ? "none" : s;
 }
 
 Status Session::Impl::bind_inputs(const NamedTensors& inputs, std::vector<const Tensor*>& bound) const {
-  const graph::Graph& g = plan.graph();
+  const graph::Graph& g = plan().graph();
   const std::string prefix = g.source() + ": ";
   bound.assign(g.inputs().size(), nullptr);
   for (const auto& [name, tensor] : inputs) {
@@ -173,17 +186,17 @@ Status Session::Impl::bind_inputs(const NamedTensors& inputs, std::vector<const 
 
 void Session::Impl::execute(int threads) {
   void* scr = scratch.get();
-  const size_t scr_bytes = plan.scratch_bytes();
+  const size_t scr_bytes = plan().scratch_bytes();
   // The calling thread's OpenMP ICV may be anything (an embedding framework may have changed
   // it); kernels that open their own region (oneDNN) size their team from it.
   omp_set_num_threads(threads);
-  for (NodeId n : plan.order()) {
-    const ops::Kernel& k = plan.kernel(n);
-    const uint32_t i0 = plan.in_offsets()[n], i1 = plan.in_offsets()[n + 1];
-    const uint32_t o0 = plan.out_offsets()[n], o1 = plan.out_offsets()[n + 1];
+  for (NodeId n : plan().order()) {
+    const ops::Kernel& k = plan().kernel(n);
+    const uint32_t i0 = plan().in_offsets()[n], i1 = plan().in_offsets()[n + 1];
+    const uint32_t o0 = plan().out_offsets()[n], o1 = plan().out_offsets()[n + 1];
     ops::Buffers io{std::span<const void* const>(in_ptrs.data() + i0, i1 - i0),
                     std::span<void* const>(out_ptrs.data() + o0, o1 - o0)};
-    if (plan.small(n)) {
+    if (plan().small(n)) {
       k.run(ops::TeamContext{0, 1, scr, scr_bytes}, io);
     } else if (k.opens_own_region() || threads == 1) {
       k.run(ops::TeamContext{0, threads, scr, scr_bytes}, io);
@@ -199,7 +212,7 @@ void Session::Impl::execute(int threads) {
 
 Result<NamedTensors> Session::run(const NamedTensors& inputs) {
   Impl& im = *impl_;
-  const graph::Graph& g = im.plan.graph();
+  const graph::Graph& g = im.plan().graph();
   std::lock_guard<std::mutex> lock(im.run_mutex);
 
   std::vector<const Tensor*> bound;
@@ -213,7 +226,7 @@ Result<NamedTensors> Session::run(const NamedTensors& inputs) {
     out.reserve(g.outputs().size());
     for (ValueId v : g.outputs()) {
       const graph::Value& val = g.value(v);
-      const void* src = im.plan.memory().storage[v] == Storage::kCallerInput
+      const void* src = im.plan().memory().storage[v] == Storage::kCallerInput
                             ? bound[im.input_index.at(val.name)]->data()
                             : im.value_ptr(v);
       Tensor t(val.desc);

@@ -28,6 +28,10 @@ class Session {
   // Compiles `graph` (kernel selection, weight packing, memory plan). Errors name the node.
   static Result<std::unique_ptr<Session>> create(std::shared_ptr<const graph::Graph> graph,
                                                  const SessionOptions& options = {});
+  // Runs an already compiled Plan (e.g. several Sessions serving in parallel share one Plan and
+  // its packed weights without copying them). options.threads must equal plan->team_size().
+  static Result<std::unique_ptr<Session>> create(std::shared_ptr<const Plan> plan,
+                                                 const SessionOptions& options = {});
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -40,6 +44,7 @@ class Session {
 
   const graph::Graph& graph() const;
   const Plan& plan() const;
+  std::shared_ptr<const Plan> shared_plan() const;
   const SessionOptions& options() const;
 
  private:
