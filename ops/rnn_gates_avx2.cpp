@@ -1,0 +1,19 @@
+// The AVX2 path of ops/rnn_gates.h; compiled for AVX2 by ops/vec_math.h's target switch and
+// reached only through rnn_gate_kernels() after the CPU check.
+#include "ops/rnn_gates.h"
+
+#define GRAPHI_VEC_AVX2
+#include "ops/vec_math.h"
+#include "ops/rnn_gates_impl.h"
+
+namespace graphi::ops::detail {
+extern const RnnGateKernels kRnnGateKernelsAvx2;
+const RnnGateKernels kRnnGateKernelsAvx2{SimdIsa::kAvx2,
+                                         lstm_gates_t<VecAvx2>,
+                                         gru_gates_lbr_t<VecAvx2>,
+                                         gru_gates_reset_t<VecAvx2>,
+                                         gru_gates_output_t<VecAvx2>,
+                                         rnn_gates_t<VecAvx2>};
+}  // namespace graphi::ops::detail
+
+GRAPHI_VEC_TARGET_END

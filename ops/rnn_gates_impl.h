@@ -1,0 +1,205 @@
+// Internal to ops/: the fused gate kernels of ops/rnn_gates.h written once over the SIMD traits of
+// ops/vec_math.h. Included after ops/vec_math.h by ops/rnn_gates.cpp (scalar) and
+// ops/rnn_gates_avx2.cpp / ops/rnn_gates_avx512.cpp, under their target switch; so it includes
+// nothing and uses no std:: templates (see ops/vec_math.h).
+#pragma once
+
+namespace {
+
+using graphi::ops::GateTile;
+using graphi::ops::GruGateArgs;
+using graphi::ops::LstmGateArgs;
+using graphi::ops::RnnActivation;
+using graphi::ops::RnnGateArgs;
+
+template <class T>
+inline typename T::V ld_n(const float* p, int n) {
+  return n == T::kWidth ? T::load(p) : T::load_n(p, n);
+}
+template <class T>
+inline void st_n(float* p, typename T::V v, int n) {
+  if (n == T::kWidth) {
+    T::store(p, v);
+  } else {
+    T::store_n(p, v, n);
+  }
+}
+// min(max(v, -clip), clip) with v second in both, so NaN propagates.
+template <class T>
+inline typename T::V clip_v(typename T::V v, float clip) {
+  return clip > 0.0f ? T::min(T::set1(clip), T::max(T::set1(-clip), v)) : v;
+}
+inline int lanes_left(int64_t j, int64_t end, int width) {
+  return end - j >= width ? width : static_cast<int>(end - j);
+}
+
+template <class T>
+void lstm_gates_t(const LstmGateArgs& a, const GateTile& tile) noexcept {
+  using V = typename T::V;
+  const int64_t gs = a.gate_stride > 0 ? a.gate_stride : a.hidden;
+  const V one = T::set1(1.0f);
+  const float* pb = a.bias;
+  const float* pp = a.peephole;
+  for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
+    const float* gx = a.gates_x + r * a.ld_gates_x;
+    const float* gh = a.gates_h ? a.gates_h + r * a.ld_gates_h : nullptr;
+    const float* cp = a.c_prev ? a.c_prev + r * a.ld_c_prev : nullptr;
+    float* c = a.c + r * a.ld_c;
+    float* h = a.h + r * a.ld_h;
+    for (int64_t j = tile.col_begin; j < tile.col_end; j += T::kWidth) {
+      const int n = lanes_left(j, tile.col_end, T::kWidth);
+      V gi = ld_n<T>(gx + j, n);
+      V go = ld_n<T>(gx + gs + j, n);
+      V gf = ld_n<T>(gx + 2 * gs + j, n);
+      V gc = ld_n<T>(gx + 3 * gs + j, n);
+      if (gh) {
+        gi = T::add(gi, ld_n<T>(gh + j, n));
+        go = T::add(go, ld_n<T>(gh + gs + j, n));
+        gf = T::add(gf, ld_n<T>(gh + 2 * gs + j, n));
+        gc = T::add(gc, ld_n<T>(gh + 3 * gs + j, n));
+      }
+      if (pb) {
+        gi = T::add(gi, ld_n<T>(pb + j, n));
+        go = T::add(go, ld_n<T>(pb + gs + j, n));
+        gf = T::add(gf, ld_n<T>(pb + 2 * gs + j, n));
+        gc = T::add(gc, ld_n<T>(pb + 3 * gs + j, n));
+      }
+      const V c_prev = cp ? ld_n<T>(cp + j, n) : T::zero();
+      if (pp) {
+        gi = T::fmadd(ld_n<T>(pp + j, n), c_prev, gi);
+        gf = T::fmadd(ld_n<T>(pp + 2 * gs + j, n), c_prev, gf);
+      }
+      const V i = vsigmoid<T>(clip_v<T>(gi, a.clip));
+      const V f = a.input_forget ? T::sub(one, i) : vsigmoid<T>(clip_v<T>(gf, a.clip));
+      const V g = vtanh<T>(clip_v<T>(gc, a.clip));
+      const V c_new = T::fmadd(f, c_prev, T::mul(i, g));
+      if (pp) go = T::fmadd(ld_n<T>(pp + gs + j, n), c_new, go);
+      const V o = vsigmoid<T>(clip_v<T>(go, a.clip));
+      st_n<T>(c + j, c_new, n);
+      st_n<T>(h + j, T::mul(o, vtanh<T>(c_new)), n);
+    }
+  }
+}
+
+// z and r pre-activations of one vector of hidden units: Xg + Hg + Wb + Rb, clipped.
+template <class T>
+inline void gru_zr(const GruGateArgs& a, int64_t gs, const float* gx, const float* gh, int64_t j,
+                   int n, typename T::V* z_pre, typename T::V* r_pre) {
+  using V = typename T::V;
+  V z = ld_n<T>(gx + j, n);
+  V r = ld_n<T>(gx + gs + j, n);
+  if (gh) {
+    z = T::add(z, ld_n<T>(gh + j, n));
+    r = T::add(r, ld_n<T>(gh + gs + j, n));
+  }
+  if (a.bias_x) {
+    z = T::add(z, ld_n<T>(a.bias_x + j, n));
+    r = T::add(r, ld_n<T>(a.bias_x + gs + j, n));
+  }
+  if (a.bias_h) {
+    z = T::add(z, ld_n<T>(a.bias_h + j, n));
+    r = T::add(r, ld_n<T>(a.bias_h + gs + j, n));
+  }
+  *z_pre = clip_v<T>(z, a.clip);
+  *r_pre = clip_v<T>(r, a.clip);
+}
+
+template <class T>
+void gru_gates_lbr_t(const GruGateArgs& a, const GateTile& tile) noexcept {
+  using V = typename T::V;
+  const int64_t gs = a.gate_stride > 0 ? a.gate_stride : a.hidden;
+  const V one = T::set1(1.0f);
+  for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
+    const float* gx = a.gates_x + r * a.ld_gates_x;
+    const float* gh = a.gates_h + r * a.ld_gates_h;
+    const float* hp = a.h_prev ? a.h_prev + r * a.ld_h_prev : nullptr;
+    float* h = a.h + r * a.ld_h;
+    for (int64_t j = tile.col_begin; j < tile.col_end; j += T::kWidth) {
+      const int n = lanes_left(j, tile.col_end, T::kWidth);
+      V z_pre, r_pre;
+      gru_zr<T>(a, gs, gx, gh, j, n, &z_pre, &r_pre);
+      const V z = vsigmoid<T>(z_pre);
+      const V rg = vsigmoid<T>(r_pre);
+      V lin = ld_n<T>(gh + 2 * gs + j, n);  // h_prev Rh^T
+      if (a.bias_h) lin = T::add(lin, ld_n<T>(a.bias_h + 2 * gs + j, n));
+      V hh_pre = T::fmadd(rg, lin, ld_n<T>(gx + 2 * gs + j, n));
+      if (a.bias_x) hh_pre = T::add(hh_pre, ld_n<T>(a.bias_x + 2 * gs + j, n));
+      const V hh = vtanh<T>(clip_v<T>(hh_pre, a.clip));
+      const V h_prev = hp ? ld_n<T>(hp + j, n) : T::zero();
+      // (1 - z) * hh + z * h_prev
+      st_n<T>(h + j, T::fmadd(z, h_prev, T::mul(T::sub(one, z), hh)), n);
+    }
+  }
+}
+
+template <class T>
+void gru_gates_reset_t(const GruGateArgs& a, const GateTile& tile) noexcept {
+  using V = typename T::V;
+  const int64_t gs = a.gate_stride > 0 ? a.gate_stride : a.hidden;
+  for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
+    const float* gx = a.gates_x + r * a.ld_gates_x;
+    const float* gh = a.gates_h ? a.gates_h + r * a.ld_gates_h : nullptr;
+    const float* hp = a.h_prev ? a.h_prev + r * a.ld_h_prev : nullptr;
+    float* zo = a.z + r * a.ld_z;
+    float* rho = a.rh + r * a.ld_rh;
+    for (int64_t j = tile.col_begin; j < tile.col_end; j += T::kWidth) {
+      const int n = lanes_left(j, tile.col_end, T::kWidth);
+      V z_pre, r_pre;
+      gru_zr<T>(a, gs, gx, gh, j, n, &z_pre, &r_pre);
+      st_n<T>(zo + j, vsigmoid<T>(z_pre), n);
+      const V h_prev = hp ? ld_n<T>(hp + j, n) : T::zero();
+      st_n<T>(rho + j, T::mul(vsigmoid<T>(r_pre), h_prev), n);
+    }
+  }
+}
+
+template <class T>
+void gru_gates_output_t(const GruGateArgs& a, const GateTile& tile) noexcept {
+  using V = typename T::V;
+  const int64_t gs = a.gate_stride > 0 ? a.gate_stride : a.hidden;
+  const V one = T::set1(1.0f);
+  for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
+    const float* gx = a.gates_x + r * a.ld_gates_x;
+    const float* ghh = a.gates_hh + r * a.ld_gates_hh;
+    const float* zi = a.z + r * a.ld_z;
+    const float* hp = a.h_prev ? a.h_prev + r * a.ld_h_prev : nullptr;
+    float* h = a.h + r * a.ld_h;
+    for (int64_t j = tile.col_begin; j < tile.col_end; j += T::kWidth) {
+      const int n = lanes_left(j, tile.col_end, T::kWidth);
+      V pre = T::add(ld_n<T>(gx + 2 * gs + j, n), ld_n<T>(ghh + j, n));
+      if (a.bias_x) pre = T::add(pre, ld_n<T>(a.bias_x + 2 * gs + j, n));
+      if (a.bias_h) pre = T::add(pre, ld_n<T>(a.bias_h + 2 * gs + j, n));
+      const V hh = vtanh<T>(clip_v<T>(pre, a.clip));
+      const V z = ld_n<T>(zi + j, n);
+      const V h_prev = hp ? ld_n<T>(hp + j, n) : T::zero();
+      st_n<T>(h + j, T::fmadd(z, h_prev, T::mul(T::sub(one, z), hh)), n);
+    }
+  }
+}
+
+template <class T>
+void rnn_gates_t(const RnnGateArgs& a, const GateTile& tile) noexcept {
+  using V = typename T::V;
+  for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
+    const float* gx = a.gates_x + r * a.ld_gates_x;
+    const float* gh = a.gates_h ? a.gates_h + r * a.ld_gates_h : nullptr;
+    float* h = a.h + r * a.ld_h;
+    for (int64_t j = tile.col_begin; j < tile.col_end; j += T::kWidth) {
+      const int n = lanes_left(j, tile.col_end, T::kWidth);
+      V pre = ld_n<T>(gx + j, n);
+      if (gh) pre = T::add(pre, ld_n<T>(gh + j, n));
+      if (a.bias) pre = T::add(pre, ld_n<T>(a.bias + j, n));
+      pre = clip_v<T>(pre, a.clip);
+      V out;
+      switch (a.activation) {
+        case RnnActivation::kRelu: out = T::max(T::zero(), pre); break;  // NaN stays NaN
+        case RnnActivation::kSigmoid: out = vsigmoid<T>(pre); break;
+        case RnnActivation::kTanh:
+        default: out = vtanh<T>(pre); break;
+      }
+      st_n<T>(h + j, out, n);
+    }
+  }
+}
+
+}  // namespace

@@ -1,0 +1,269 @@
+// Internal to ops/: SIMD traits (scalar, AVX2+FMA, AVX-512F) and the exp/sigmoid/tanh math written
+// once over them. Not a public header: include it only from the per-ISA translation units.
+//
+// Usage: a TU includes every other header it needs first, then defines exactly one of
+// GRAPHI_VEC_SCALAR, GRAPHI_VEC_AVX2, GRAPHI_VEC_AVX512 and includes this file (only template
+// headers without includes of their own, like ops/rnn_gates_impl.h, may follow). For the
+// SIMD ones this header switches the compilation target on (GCC pragma / clang attribute push)
+// and leaves it on: the TU's own kernels after the include are compiled for that ISA, and the
+// TU ends with GRAPHI_VEC_TARGET_END. Everything here lives in an anonymous namespace, so each
+// TU gets its own copy compiled for its ISA and no AVX-512 code can leak into a baseline caller
+// through a shared inline (ODR) symbol; for the same reason, code under the target must not
+// instantiate std:: templates (std::min and friends), whose COMDAT copies the linker may pick.
+// The public entry points of a SIMD TU are reached only after a __builtin_cpu_supports check.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(GRAPHI_VEC_AVX2) || defined(GRAPHI_VEC_AVX512)
+#include <immintrin.h>
+#endif
+
+// Switch the target on for the SIMD TUs (GCC: pragma; clang: attribute push over every function).
+#if defined(GRAPHI_VEC_AVX512) || defined(GRAPHI_VEC_AVX2)
+#if defined(__clang__)
+#if defined(GRAPHI_VEC_AVX512)
+#pragma clang attribute push(__attribute__((target("avx512f,avx2,fma"))), apply_to = function)
+#else
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#endif
+#define GRAPHI_VEC_TARGET_END _Pragma("clang attribute pop")
+#else
+#pragma GCC push_options
+#if defined(GRAPHI_VEC_AVX512)
+// GCC 12 warns inside its own avx512fintrin.h (_mm512_undefined_ps in min/max); a known false
+// positive, silenced for this TU only.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC target("avx512f,avx2,fma")
+#else
+#pragma GCC target("avx2,fma")
+#endif
+#define GRAPHI_VEC_TARGET_END _Pragma("GCC pop_options")
+#endif
+#endif
+
+namespace {
+
+// Traits contract (T): V vector type, M mask type, kWidth lanes;
+//   set1, zero, load/store (unaligned), load_n/store_n (first n < kWidth lanes, others
+//   untouched and never read), add/sub/mul, fmadd(a,b,c)=a*b+c, fnmadd(a,b,c)=c-a*b,
+//   min(a,b)/max(a,b) (return b when either is NaN, as x86 MINPS/MAXPS do; the math below puts
+//   the possibly-NaN operand second so NaN propagates), abs, copysign(mag>=0, sgn),
+//   round (to nearest even), scale2(y, n) = y * 2^n for integral n in [-126, 0],
+//   rcp(d) ~ 1/d for d in [1, 2] to ~1 ulp, lt(a,b) (false on NaN), isnan, select(m, a, b).
+
+#if defined(GRAPHI_VEC_SCALAR)
+struct VecScalar {
+  using V = float;
+  using M = bool;
+  static constexpr int kWidth = 1;
+  static V set1(float x) { return x; }
+  static V zero() { return 0.0f; }
+  static V load(const float* p) { return *p; }
+  static void store(float* p, V v) { *p = v; }
+  static V load_n(const float* p, int) { return *p; }
+  static void store_n(float* p, V v, int) { *p = v; }
+  static V add(V a, V b) { return a + b; }
+  static V sub(V a, V b) { return a - b; }
+  static V mul(V a, V b) { return a * b; }
+  static V fmadd(V a, V b, V c) { return a * b + c; }
+  static V fnmadd(V a, V b, V c) { return c - a * b; }
+  static V min(V a, V b) { return a < b ? a : b; }
+  static V max(V a, V b) { return a > b ? a : b; }
+  static V abs(V a) {
+    uint32_t u;
+    std::memcpy(&u, &a, 4);
+    u &= 0x7fffffffu;
+    std::memcpy(&a, &u, 4);
+    return a;
+  }
+  static V copysign(V mag, V sgn) {
+    uint32_t m, s;
+    std::memcpy(&m, &mag, 4);
+    std::memcpy(&s, &sgn, 4);
+    m |= s & 0x80000000u;
+    std::memcpy(&mag, &m, 4);
+    return mag;
+  }
+  static V round(V a) { return __builtin_nearbyintf(a); }
+  static V scale2(V y, V n) {
+    if (n != n) return n;  // casting NaN to int is UB
+    int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+    float p;
+    std::memcpy(&p, &bits, 4);
+    return y * p;
+  }
+  static V rcp(V d) { return 1.0f / d; }
+  static M lt(V a, V b) { return a < b; }
+  static M isnan(V a) { return a != a; }
+  static V select(M m, V a, V b) { return m ? a : b; }
+};
+#endif
+
+#if defined(GRAPHI_VEC_AVX2)
+struct VecAvx2 {
+  using V = __m256;
+  using M = __m256;
+  static constexpr int kWidth = 8;
+  static V set1(float x) { return _mm256_set1_ps(x); }
+  static V zero() { return _mm256_setzero_ps(); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static __m256i lanes(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  // vmaskmov never touches (or faults on) the masked-off lanes.
+  static V load_n(const float* p, int n) { return _mm256_maskload_ps(p, lanes(n)); }
+  static void store_n(float* p, V v, int n) { _mm256_maskstore_ps(p, lanes(n), v); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V fnmadd(V a, V b, V c) { return _mm256_fnmadd_ps(a, b, c); }
+  static V min(V a, V b) { return _mm256_min_ps(a, b); }
+  static V max(V a, V b) { return _mm256_max_ps(a, b); }
+  static V abs(V a) { return _mm256_and_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff))); }
+  static V copysign(V mag, V sgn) {
+    return _mm256_or_ps(mag, _mm256_and_ps(sgn, _mm256_castsi256_ps(_mm256_set1_epi32(
+                                                    static_cast<int>(0x80000000u)))));
+  }
+  static V round(V a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V scale2(V y, V n) {
+    // n is integral in [-126, 0]: build 2^n in the exponent field. A NaN n gives a finite
+    // factor here, but y is NaN then too.
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+  }
+  // A true division: rcpps + one Newton step is ~2-3 ulp and makes sigmoid(0) = 0.49999997; the
+  // AVX2 path runs on machines whose ymm divider is fast enough for an O(B*H) elementwise pass.
+  static V rcp(V d) { return _mm256_div_ps(_mm256_set1_ps(1.0f), d); }
+  static M lt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
+  static M isnan(V a) { return _mm256_cmp_ps(a, a, _CMP_UNORD_Q); }
+  static V select(M m, V a, V b) { return _mm256_blendv_ps(b, a, m); }
+};
+#endif
+
+#if defined(GRAPHI_VEC_AVX512)
+struct VecAvx512 {
+  using V = __m512;
+  using M = __mmask16;
+  static constexpr int kWidth = 16;
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static V zero() { return _mm512_setzero_ps(); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static __mmask16 lanes(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
+  static V load_n(const float* p, int n) { return _mm512_maskz_loadu_ps(lanes(n), p); }
+  static void store_n(float* p, V v, int n) { _mm512_mask_storeu_ps(p, lanes(n), v); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V fnmadd(V a, V b, V c) { return _mm512_fnmadd_ps(a, b, c); }
+  static V min(V a, V b) { return _mm512_min_ps(a, b); }
+  static V max(V a, V b) { return _mm512_max_ps(a, b); }
+  static V abs(V a) { return _mm512_abs_ps(a); }
+  static V copysign(V mag, V sgn) {
+    // AVX-512F has no and_ps/or_ps (those are DQ); go through the integer domain.
+    __m512i s = _mm512_and_si512(_mm512_castps_si512(sgn),
+                                 _mm512_set1_epi32(static_cast<int>(0x80000000u)));
+    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(mag), s));
+  }
+  static V round(V a) {
+    return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
+  static V scale2(V y, V n) { return _mm512_scalef_ps(y, n); }
+  static V rcp(V d) {
+    // rcp14 has 14 bits; one Newton step gives ~1 ulp.
+    V r = _mm512_rcp14_ps(d);
+    return _mm512_fmadd_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(1.0f)), r);
+  }
+  static M lt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+  static M isnan(V a) { return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q); }
+  static V select(M m, V a, V b) { return _mm512_mask_blend_ps(m, b, a); }
+};
+#endif
+
+// exp(x) for x <= 0 (NaN propagates). Cephes expf: x = n ln2 + r with |r| <= ln2/2, ln2 split in
+// two parts so n*ln2_hi is exact, exp(r) by a degree-5 minimax polynomial; max relative error
+// ~1.5 ulp. Clamped at -87 so 2^n stays a normal float; callers saturate below that.
+template <class T>
+inline typename T::V vexp_nonpos(typename T::V x) {
+  using V = typename T::V;
+  x = T::max(T::set1(-87.0f), x);
+  V n = T::round(T::mul(x, T::set1(1.44269504088896341f)));
+  V r = T::fnmadd(n, T::set1(0.693359375f), x);
+  r = T::fnmadd(n, T::set1(-2.12194440e-4f), r);
+  V p = T::set1(1.9875691500e-4f);
+  p = T::fmadd(p, r, T::set1(1.3981999507e-3f));
+  p = T::fmadd(p, r, T::set1(8.3334519073e-3f));
+  p = T::fmadd(p, r, T::set1(4.1665795894e-2f));
+  p = T::fmadd(p, r, T::set1(1.6666665459e-1f));
+  p = T::fmadd(p, r, T::set1(5.0000001201e-1f));
+  p = T::fmadd(p, T::mul(r, r), T::add(r, T::set1(1.0f)));
+  return T::scale2(p, n);
+}
+
+// sigmoid(x) = 1/(1+e) for x >= 0 and e/(1+e) for x < 0 with e = exp(-|x|) in (0, 1], so the
+// denominator is in [1, 2] (no overflow, rcp is safe) and the negative side keeps relative
+// precision. Saturates to exactly 1 above 17.5 (sigmoid rounds to 1.0f there) and to 0 below
+// -87 (true value < 2e-38).
+template <class T>
+inline typename T::V vsigmoid(typename T::V x) {
+  using V = typename T::V;
+  const V one = T::set1(1.0f);
+  V e = vexp_nonpos<T>(T::sub(T::zero(), T::abs(x)));
+  V s = T::rcp(T::add(one, e));
+  V r = T::select(T::lt(x, T::zero()), T::mul(e, s), s);
+  r = T::select(T::lt(T::set1(17.5f), x), one, r);
+  r = T::select(T::lt(x, T::set1(-87.0f)), T::zero(), r);
+  return T::select(T::isnan(x), x, r);
+}
+
+// tanh: for |x| < 0.625 Cephes tanhf's odd minimax polynomial x + x^3 P(x^2) (relative error
+// ~1e-7, exact sign and -0); above, sign(x) (1-e2)/(1+e2) with e2 = exp(-2|x|), whose absolute
+// error is a few 1e-8. Saturates to exactly +-1 for |x| > 9.1 (tanh rounds to 1.0f there).
+template <class T>
+inline typename T::V vtanh(typename T::V x) {
+  using V = typename T::V;
+  const V one = T::set1(1.0f);
+  V a = T::abs(x);
+  V z = T::mul(x, x);
+  V p = T::set1(-5.70498872745e-3f);
+  p = T::fmadd(p, z, T::set1(2.06390887954e-2f));
+  p = T::fmadd(p, z, T::set1(-5.37397155531e-2f));
+  p = T::fmadd(p, z, T::set1(1.33314422036e-1f));
+  p = T::fmadd(p, z, T::set1(-3.33332819422e-1f));
+  V small = T::fmadd(T::mul(p, z), a, a);  // on |x|, so that -0 keeps its sign below
+  V e2 = vexp_nonpos<T>(T::mul(T::set1(-2.0f), T::min(T::set1(9.5f), a)));
+  V t = T::mul(T::sub(one, e2), T::rcp(T::add(one, e2)));
+  t = T::select(T::lt(T::set1(9.1f), a), one, t);
+  V r = T::copysign(T::select(T::lt(a, T::set1(0.625f)), small, t), x);
+  return T::select(T::isnan(x), x, r);
+}
+
+template <class T>
+void sigmoid_array(const float* src, float* dst, int64_t n) {
+  constexpr int W = T::kWidth;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) T::store(dst + i, vsigmoid<T>(T::load(src + i)));
+  if (i < n) {
+    const int rest = static_cast<int>(n - i);
+    T::store_n(dst + i, vsigmoid<T>(T::load_n(src + i, rest)), rest);
+  }
+}
+
+template <class T>
+void tanh_array(const float* src, float* dst, int64_t n) {
+  constexpr int W = T::kWidth;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) T::store(dst + i, vtanh<T>(T::load(src + i)));
+  if (i < n) {
+    const int rest = static_cast<int>(n - i);
+    T::store_n(dst + i, vtanh<T>(T::load_n(src + i, rest)), rest);
+  }
+}
+
+}  // namespace
+

@@ -1,0 +1,160 @@
+// SIMD sigmoid/tanh: every available ISA path against double-precision references.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "ops/activations.h"
+
+using graphi::ops::ActivationKernels;
+using graphi::ops::SimdIsa;
+
+namespace {
+
+double ref_sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+std::vector<const ActivationKernels*> available_paths() {
+  std::vector<const ActivationKernels*> out;
+  for (SimdIsa isa : {SimdIsa::kScalar, SimdIsa::kAvx2, SimdIsa::kAvx512})
+    if (const ActivationKernels* k = graphi::ops::activation_kernels(isa)) out.push_back(k);
+  return out;
+}
+
+// Dense sweep of [-30, 30], random points, and the edge values named in the issue.
+std::vector<float> sample_inputs() {
+  std::vector<float> x;
+  for (int i = -300000; i <= 300000; i += 7) x.push_back(static_cast<float>(i * 1e-4));
+  std::mt19937 gen(1234);
+  std::uniform_real_distribution<float> wide(-30.0f, 30.0f), narrow(-1.0f, 1.0f);
+  for (int i = 0; i < 50000; ++i) x.push_back(wide(gen));
+  for (int i = 0; i < 50000; ++i) x.push_back(narrow(gen));
+  for (float v : {1e-8f, -1e-8f, 0.0f, -0.0f, 100.0f, -100.0f, 1e-30f, -1e-30f, 1e-40f, 0.625f,
+                  -0.625f, 0.62499994f, 9.1f, -9.1f, 17.5f, -17.5f, 87.0f, -87.0f, -88.0f, 88.5f})
+    x.push_back(v);
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("activations: the scalar path is always available and the active path is supported") {
+  REQUIRE(graphi::ops::activation_kernels(SimdIsa::kScalar) != nullptr);
+  REQUIRE(graphi::ops::simd_isa_supported(graphi::ops::active_simd_isa()));
+  INFO("active path: " << graphi::ops::simd_isa_name(graphi::ops::active_simd_isa()));
+  for (const ActivationKernels* k : available_paths())
+    CHECK(graphi::ops::simd_isa_supported(k->isa));
+}
+
+TEST_CASE("activations: max absolute error <= 1e-6 on [-30, 30] on every path") {
+  const std::vector<float> x = sample_inputs();
+  for (const ActivationKernels* k : available_paths()) {
+    INFO("path " << graphi::ops::simd_isa_name(k->isa));
+    std::vector<float> s(x.size()), t(x.size());
+    k->sigmoid(x.data(), s.data(), static_cast<int64_t>(x.size()));
+    k->tanh(x.data(), t.data(), static_cast<int64_t>(x.size()));
+    double err_s = 0, err_t = 0, rel_t_small = 0;
+    int out_of_range = 0;
+    float worst_s = 0, worst_t = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double xi = x[i];
+      const double es = std::fabs(s[i] - ref_sigmoid(xi));
+      const double et = std::fabs(t[i] - std::tanh(xi));
+      if (es > err_s) err_s = es, worst_s = x[i];
+      if (et > err_t) err_t = et, worst_t = x[i];
+      // Near 0 tanh must keep relative precision too (absolute error alone would allow 0).
+      if (xi != 0 && std::fabs(xi) < 1 && std::fabs(xi) > 1e-37)
+        rel_t_small = std::max(rel_t_small, et / std::fabs(std::tanh(xi)));
+      // Sigmoid in [0, 1], tanh in [-1, 1]: never outside the range.
+      if (!(s[i] >= 0.0f && s[i] <= 1.0f && std::fabs(t[i]) <= 1.0f)) ++out_of_range;
+    }
+    CHECK(out_of_range == 0);
+    INFO("worst sigmoid at " << worst_s << ", worst tanh at " << worst_t);
+    CHECK(err_s <= 1e-6);
+    CHECK(err_t <= 1e-6);
+    CHECK(rel_t_small <= 1e-6);
+  }
+}
+
+TEST_CASE("activations: saturation, signed zero and NaN on every path") {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> x = {inf, -inf, 100.0f, -100.0f, 1e30f, -1e30f, nan, -nan, 0.0f, -0.0f};
+  for (const ActivationKernels* k : available_paths()) {
+    INFO("path " << graphi::ops::simd_isa_name(k->isa));
+    std::vector<float> s(x.size()), t(x.size());
+    k->sigmoid(x.data(), s.data(), static_cast<int64_t>(x.size()));
+    k->tanh(x.data(), t.data(), static_cast<int64_t>(x.size()));
+    CHECK(s[0] == 1.0f);
+    CHECK(s[1] == 0.0f);
+    CHECK(s[2] == 1.0f);
+    CHECK(s[3] == 0.0f);
+    CHECK(s[4] == 1.0f);
+    CHECK(s[5] == 0.0f);
+    CHECK(t[0] == 1.0f);
+    CHECK(t[1] == -1.0f);
+    CHECK(t[2] == 1.0f);
+    CHECK(t[3] == -1.0f);
+    CHECK(t[4] == 1.0f);
+    CHECK(t[5] == -1.0f);
+    CHECK(std::isnan(s[6]));
+    CHECK(std::isnan(s[7]));
+    CHECK(std::isnan(t[6]));
+    CHECK(std::isnan(t[7]));
+    CHECK(s[8] == 0.5f);
+    CHECK(s[9] == 0.5f);
+    CHECK(t[8] == 0.0f);
+    CHECK_FALSE(std::signbit(t[8]));
+    CHECK(t[9] == 0.0f);
+    CHECK(std::signbit(t[9]));  // tanh(-0) = -0
+  }
+}
+
+TEST_CASE("activations: tails, unaligned pointers, in place, and nothing written past n") {
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> dist(-8.0f, 8.0f);
+  for (const ActivationKernels* k : available_paths()) {
+    INFO("path " << graphi::ops::simd_isa_name(k->isa));
+    for (int n = 0; n <= 40; ++n) {
+      for (int offset : {0, 1, 3}) {
+        INFO("n=" << n << " offset=" << offset);
+        std::vector<float> src(n + offset + 4), dst(n + offset + 4, 42.0f);
+        for (float& v : src) v = dist(gen);
+        const float* in = src.data() + offset;
+        float* out = dst.data() + offset;
+        k->tanh(in, out, n);
+        for (int i = 0; i < n; ++i) CHECK(std::fabs(out[i] - std::tanh(double(in[i]))) <= 1e-6);
+        for (int i = n; i < n + 4; ++i) CHECK(out[i] == 42.0f);
+        for (int i = 0; i < offset; ++i) CHECK(dst[i] == 42.0f);
+        // In place must give the same bits as out of place.
+        std::vector<float> inplace(src);
+        k->tanh(inplace.data() + offset, inplace.data() + offset, n);
+        for (int i = 0; i < n; ++i) CHECK(inplace[offset + i] == out[i]);
+        k->sigmoid(in, out, n);
+        for (int i = 0; i < n; ++i) CHECK(std::fabs(out[i] - ref_sigmoid(in[i])) <= 1e-6);
+        for (int i = n; i < n + 4; ++i) CHECK(out[i] == 42.0f);
+        inplace = src;
+        k->sigmoid(inplace.data() + offset, inplace.data() + offset, n);
+        for (int i = 0; i < n; ++i) CHECK(inplace[offset + i] == out[i]);
+      }
+    }
+  }
+}
+
+TEST_CASE("activations: the dispatching entry points match the active path") {
+  std::vector<float> x(1000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = -12.0f + 0.024f * static_cast<float>(i);
+  const ActivationKernels* k = graphi::ops::activation_kernels(graphi::ops::active_simd_isa());
+  REQUIRE(k != nullptr);
+  std::vector<float> a(x.size()), b(x.size());
+  graphi::ops::sigmoid_f32(x.data(), a.data(), static_cast<int64_t>(x.size()));
+  k->sigmoid(x.data(), b.data(), static_cast<int64_t>(x.size()));
+  CHECK(a == b);
+  graphi::ops::tanh_f32(x.data(), a.data(), static_cast<int64_t>(x.size()));
+  k->tanh(x.data(), b.data(), static_cast<int64_t>(x.size()));
+  CHECK(a == b);
+  std::vector<float> c(x);
+  graphi::ops::tanh_f32_inplace(c.data(), static_cast<int64_t>(c.size()));
+  CHECK(c == b);
+  graphi::ops::sigmoid_f32(x.data(), a.data(), 0);  // n = 0 is a no-op
+}
