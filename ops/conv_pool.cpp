@@ -1,6 +1,402 @@
-// Conv (2-D), MaxPool, AveragePool.
+// Conv (2-D, NCHW: strides, pads, dilations, groups, optional bias), MaxPool and AveragePool
+// (kernel_shape, strides, pads, count_include_pad). ONNX semantics; pads are
+// [top, left, bottom, right]; auto_pad other than NOTSET, ceil_mode and pooling dilations are
+// rejected as unsupported.
+//
+// Kernels, in preference order: a oneDNN primitive (constant conv weights pre-packed) that
+// opens its own region, then a plain loop nest over output planes split across the team.
+#include <atomic>
+#include <cstdio>
+#include <limits>
+
+#include "ops/onednn.h"
 #include "ops/registry.h"
 
 namespace graphi::ops {
-void register_conv_pool_ops(Registry& r) {}
+namespace {
+
+// Geometry of one 2-D conv or pool, NCHW.
+struct Geometry {
+  int64_t n = 0, c = 0, h = 0, w = 0;  // input
+  int64_t oc = 0, oh = 0, ow = 0;      // output (oc == c for pools)
+  int64_t kh = 0, kw = 0, group = 1;
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1;
+  int64_t pt = 0, pl = 0, pb = 0, pr = 0;
+  bool has_bias = false;
+  bool count_include_pad = false;  // AveragePool only
+};
+
+std::string ints_to_string(const std::vector<int64_t>& v) { return shape_to_string(v); }
+
+Status check_input_x(const std::string& where, const TensorDesc* x) {
+  if (!x) return Status::invalid_graph(where + ": missing input X");
+  if (x->dtype != DType::kF32)
+    return Status::invalid_graph(where + ": input X must be float32, got " + x->to_string());
+  if (x->rank() != 4)
+    return Status::unsupported(where + ": only 2-D operation on a 4-D NCHW input X is supported, X is " +
+                               x->to_string());
+  return Status::ok();
+}
+
+Status check_auto_pad(const graph::Node& node, const std::string& where) {
+  GRAPHI_ASSIGN_OR_RETURN(std::string auto_pad, graph::attr_string(node.attrs, where, "auto_pad", "NOTSET"));
+  if (auto_pad != "NOTSET")
+    return Status::unsupported(where + ": attribute 'auto_pad' = '" + auto_pad +
+                               "' is not supported (only NOTSET); give explicit 'pads'");
+  return Status::ok();
+}
+
+// strides, pads and dilations (when `with_dilations`), checked and stored in g.
+Status read_window_attrs(const graph::Node& node, const std::string& where, Geometry& g,
+                         bool with_dilations) {
+  GRAPHI_ASSIGN_OR_RETURN(auto strides, graph::attr_ints(node.attrs, where, "strides", {1, 1}));
+  GRAPHI_ASSIGN_OR_RETURN(auto pads, graph::attr_ints(node.attrs, where, "pads", {0, 0, 0, 0}));
+  if (strides.size() != 2 || strides[0] < 1 || strides[1] < 1)
+    return Status::invalid_graph(where + ": attribute 'strides' must be 2 ints >= 1, got " + ints_to_string(strides));
+  if (pads.size() != 4 || pads[0] < 0 || pads[1] < 0 || pads[2] < 0 || pads[3] < 0)
+    return Status::invalid_graph(where + ": attribute 'pads' must be 4 ints >= 0 [top, left, bottom, right], got " +
+                                 ints_to_string(pads));
+  g.sh = strides[0];
+  g.sw = strides[1];
+  g.pt = pads[0];
+  g.pl = pads[1];
+  g.pb = pads[2];
+  g.pr = pads[3];
+  if (with_dilations) {
+    GRAPHI_ASSIGN_OR_RETURN(auto dil, graph::attr_ints(node.attrs, where, "dilations", {1, 1}));
+    if (dil.size() != 2 || dil[0] < 1 || dil[1] < 1)
+      return Status::invalid_graph(where + ": attribute 'dilations' must be 2 ints >= 1, got " + ints_to_string(dil));
+    g.dh = dil[0];
+    g.dw = dil[1];
+  }
+  return Status::ok();
+}
+
+// Output size from the window; errors when the (dilated) kernel is larger than the padded input.
+Status output_size(const std::string& where, Geometry& g) {
+  const int64_t ekh = g.dh * (g.kh - 1) + 1, ekw = g.dw * (g.kw - 1) + 1;
+  const int64_t ph = g.h + g.pt + g.pb, pw = g.w + g.pl + g.pr;
+  if (ekh > ph || ekw > pw)
+    return Status::invalid_graph(where + ": kernel " + shape_to_string({ekh, ekw}) +
+                                 (g.dh > 1 || g.dw > 1 ? " (dilated)" : "") +
+                                 " is larger than the padded input " + shape_to_string({ph, pw}) +
+                                 " (input " + shape_to_string({g.h, g.w}) + " plus pads)");
+  g.oh = (ph - ekh) / g.sh + 1;
+  g.ow = (pw - ekw) / g.sw + 1;
+  return Status::ok();
+}
+
+Result<Geometry> conv_geometry(const graph::Node& node, const std::vector<const TensorDesc*>& in,
+                               const std::string& where) {
+  if (in.size() < 2 || in.size() > 3 || !in[1])
+    return Status::invalid_graph(where + ": Conv takes inputs X, W and an optional B, got " +
+                                 std::to_string(in.size()) + " inputs");
+  GRAPHI_RETURN_IF_ERROR(check_input_x(where, in[0]));
+  GRAPHI_RETURN_IF_ERROR(check_auto_pad(node, where));
+  const TensorDesc& x = *in[0];
+  const TensorDesc& w = *in[1];
+  if (w.dtype != DType::kF32)
+    return Status::invalid_graph(where + ": input W must be float32, got " + w.to_string());
+  if (w.rank() != 4)
+    return Status::invalid_graph(where + ": input W must be 4-D [M, C/group, kH, kW], got " + w.to_string());
+  Geometry g;
+  g.n = x.shape[0];
+  g.c = x.shape[1];
+  g.h = x.shape[2];
+  g.w = x.shape[3];
+  g.oc = w.shape[0];
+  g.kh = w.shape[2];
+  g.kw = w.shape[3];
+  GRAPHI_ASSIGN_OR_RETURN(g.group, graph::attr_int(node.attrs, where, "group", 1));
+  if (g.group < 1) return Status::invalid_graph(where + ": attribute 'group' must be >= 1, got " + std::to_string(g.group));
+  if (g.c % g.group != 0)
+    return Status::invalid_graph(where + ": input channels C = " + std::to_string(g.c) +
+                                 " of X " + x.to_string() + " are not divisible by group = " +
+                                 std::to_string(g.group));
+  if (g.oc % g.group != 0)
+    return Status::invalid_graph(where + ": output channels M = " + std::to_string(g.oc) +
+                                 " of W " + w.to_string() + " are not divisible by group = " +
+                                 std::to_string(g.group));
+  if (w.shape[1] != g.c / g.group)
+    return Status::invalid_graph(where + ": W " + w.to_string() + " has " + std::to_string(w.shape[1]) +
+                                 " input channels per group, but X " + x.to_string() + " with group = " +
+                                 std::to_string(g.group) + " has " + std::to_string(g.c / g.group));
+  if (node.attrs.has("kernel_shape")) {
+    GRAPHI_ASSIGN_OR_RETURN(auto ks, graph::attr_ints(node.attrs, where, "kernel_shape"));
+    if (ks != std::vector<int64_t>{g.kh, g.kw})
+      return Status::invalid_graph(where + ": attribute 'kernel_shape' " + ints_to_string(ks) +
+                                   " does not match W " + w.to_string());
+  }
+  if (in.size() == 3 && in[2]) {
+    const TensorDesc& b = *in[2];
+    if (b.dtype != DType::kF32 || b.shape != Shape{g.oc})
+      return Status::invalid_graph(where + ": input B must be float32[" + std::to_string(g.oc) +
+                                   "] (one bias per output channel), got " + b.to_string());
+    g.has_bias = true;
+  }
+  GRAPHI_RETURN_IF_ERROR(read_window_attrs(node, where, g, true));
+  GRAPHI_RETURN_IF_ERROR(output_size(where, g));
+  return g;
+}
+
+// `num_outputs`: outputs the node declares (only Y is supported, not Indices).
+Result<Geometry> pool_geometry(const graph::Node& node, const std::vector<const TensorDesc*>& in,
+                               size_t num_outputs, const std::string& where) {
+  if (in.size() != 1)
+    return Status::invalid_graph(where + ": " + node.op + " takes exactly 1 input X, got " + std::to_string(in.size()));
+  GRAPHI_RETURN_IF_ERROR(check_input_x(where, in[0]));
+  GRAPHI_RETURN_IF_ERROR(check_auto_pad(node, where));
+  if (num_outputs != 1)
+    return Status::unsupported(where + ": only the Y output is supported (no Indices), got " +
+                               std::to_string(num_outputs) + " outputs");
+  GRAPHI_ASSIGN_OR_RETURN(int64_t ceil_mode, graph::attr_int(node.attrs, where, "ceil_mode", 0));
+  if (ceil_mode != 0)
+    return Status::unsupported(where + ": attribute 'ceil_mode' = " + std::to_string(ceil_mode) + " is not supported (only 0)");
+  if (node.attrs.has("dilations")) {
+    GRAPHI_ASSIGN_OR_RETURN(auto dil, graph::attr_ints(node.attrs, where, "dilations"));
+    for (int64_t d : dil)
+      if (d != 1)
+        return Status::unsupported(where + ": attribute 'dilations' " + ints_to_string(dil) +
+                                   " is not supported for pooling (only 1)");
+  }
+  const TensorDesc& x = *in[0];
+  Geometry g;
+  g.n = x.shape[0];
+  g.c = g.oc = x.shape[1];
+  g.h = x.shape[2];
+  g.w = x.shape[3];
+  GRAPHI_ASSIGN_OR_RETURN(auto ks, graph::attr_ints(node.attrs, where, "kernel_shape"));
+  if (ks.size() != 2 || ks[0] < 1 || ks[1] < 1)
+    return Status::invalid_graph(where + ": attribute 'kernel_shape' must be 2 ints >= 1, got " + ints_to_string(ks));
+  g.kh = ks[0];
+  g.kw = ks[1];
+  if (node.op == "AveragePool") {
+    GRAPHI_ASSIGN_OR_RETURN(int64_t cip, graph::attr_int(node.attrs, where, "count_include_pad", 0));
+    if (cip != 0 && cip != 1)
+      return Status::invalid_graph(where + ": attribute 'count_include_pad' must be 0 or 1, got " + std::to_string(cip));
+    g.count_include_pad = cip == 1;
+  }
+  GRAPHI_RETURN_IF_ERROR(read_window_attrs(node, where, g, false));
+  if (g.pt >= g.kh || g.pb >= g.kh || g.pl >= g.kw || g.pr >= g.kw)
+    return Status::unsupported(where + ": pads " + ints_to_string({g.pt, g.pl, g.pb, g.pr}) +
+                               " must each be smaller than the kernel " + ints_to_string({g.kh, g.kw}) +
+                               " (a window would lie entirely in padding)");
+  GRAPHI_RETURN_IF_ERROR(output_size(where, g));
+  return g;
+}
+
+Result<std::vector<TensorDesc>> infer_conv_pool(const graph::InferContext& ctx) {
+  if (ctx.node.op == "Conv" && ctx.num_outputs != 1)
+    return Status::invalid_graph(ctx.where + ": Conv has exactly 1 output, got " + std::to_string(ctx.num_outputs));
+  GRAPHI_ASSIGN_OR_RETURN(Geometry g, ctx.node.op == "Conv"
+                                          ? conv_geometry(ctx.node, ctx.inputs, ctx.where)
+                                          : pool_geometry(ctx.node, ctx.inputs, ctx.num_outputs, ctx.where));
+  return std::vector<TensorDesc>{TensorDesc{DType::kF32, {g.n, g.oc, g.oh, g.ow}}};
+}
+
+CostHint cost_conv_pool(const graph::Node& node, std::span<const TensorDesc* const> inputs,
+                        std::span<const TensorDesc* const> outputs) {
+  CostHint c;
+  const TensorDesc& y = *outputs[0];
+  const double out = static_cast<double>(y.numel());
+  if (node.op == "Conv") {
+    const TensorDesc& w = *inputs[1];
+    // Each output element: C/group * kH * kW multiply-adds (W is [M, C/group, kH, kW]).
+    c.flops = 2.0 * out * static_cast<double>(w.shape[1] * w.shape[2] * w.shape[3]);
+    if (inputs.size() == 3 && inputs[2]) c.flops += out;
+  } else {
+    const graph::Attribute* ks = node.attrs.find("kernel_shape");
+    const auto* k = ks ? std::get_if<std::vector<int64_t>>(ks) : nullptr;
+    double window = 1;
+    if (k)
+      for (int64_t v : *k) window *= static_cast<double>(v);
+    c.flops = out * window;
+  }
+  for (const TensorDesc* d : inputs)
+    if (d) c.bytes += static_cast<double>(d->bytes());
+  c.bytes += static_cast<double>(y.bytes());
+  return c;
+}
+
+void report_failure(const char* name, float* y, int64_t count) {
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) std::fprintf(stderr, "graphi: %s: oneDNN execution failed; output set to NaN\n", name);
+  std::fill(y, y + count, std::numeric_limits<float>::quiet_NaN());
+}
+
+// ---------------------------------------------------------------------------------------------
+class OnednnConvKernel final : public Kernel {
+ public:
+  const char* name() const override { return "conv_onednn"; }
+  bool opens_own_region() const override { return true; }
+  size_t scratch_bytes() const override { return prim_ ? prim_->scratch_bytes() : 0; }
+
+  Status init(const KernelContext& ctx) override {
+    GRAPHI_ASSIGN_OR_RETURN(g_, conv_geometry(ctx.node, ctx.inputs, ctx.where));
+    onednn::ConvSpec s;
+    s.n = g_.n; s.c = g_.c; s.h = g_.h; s.w = g_.w;
+    s.oc = g_.oc; s.oh = g_.oh; s.ow = g_.ow;
+    s.kh = g_.kh; s.kw = g_.kw; s.group = g_.group;
+    s.stride_h = g_.sh; s.stride_w = g_.sw;
+    s.dilation_h = g_.dh; s.dilation_w = g_.dw;
+    s.pad_top = g_.pt; s.pad_left = g_.pl; s.pad_bottom = g_.pb; s.pad_right = g_.pr;
+    s.has_bias = g_.has_bias;
+    if (ctx.const_inputs.size() > 1 && ctx.const_inputs[1]) s.const_weights = ctx.const_inputs[1]->data_as<float>();
+    GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_conv(s, ctx.team_size));
+    return Status::ok();
+  }
+
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    float* y = static_cast<float*>(io.outputs[0]);
+    const float* bias = g_.has_bias ? static_cast<const float*>(io.inputs[2]) : nullptr;
+    if (!prim_->execute(static_cast<const float*>(io.inputs[0]),
+                        static_cast<const float*>(io.inputs[1]), bias, y, team.scratch))
+      report_failure(name(), y, g_.n * g_.oc * g_.oh * g_.ow);
+  }
+
+ private:
+  Geometry g_;
+  std::unique_ptr<onednn::Primitive> prim_;
+};
+
+// Direct convolution; the team splits the N * M output planes.
+class RefConvKernel final : public Kernel {
+ public:
+  const char* name() const override { return "conv_ref"; }
+
+  Status init(const KernelContext& ctx) override {
+    GRAPHI_ASSIGN_OR_RETURN(g_, conv_geometry(ctx.node, ctx.inputs, ctx.where));
+    return Status::ok();
+  }
+
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    const Geometry& g = g_;
+    const float* x = static_cast<const float*>(io.inputs[0]);
+    const float* w = static_cast<const float*>(io.inputs[1]);
+    const float* bias = g.has_bias ? static_cast<const float*>(io.inputs[2]) : nullptr;
+    float* y = static_cast<float*>(io.outputs[0]);
+    const int64_t cpg = g.c / g.group, mpg = g.oc / g.group;
+    auto [p0, p1] = team_range(g.n * g.oc, team.ithr, team.nthr);
+    for (int64_t plane = p0; plane < p1; ++plane) {
+      const int64_t b = plane / g.oc, m = plane % g.oc, grp = m / mpg;
+      float* yp = y + plane * g.oh * g.ow;
+      for (int64_t oy = 0; oy < g.oh; ++oy) {
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          float acc = bias ? bias[m] : 0.0f;
+          for (int64_t ci = 0; ci < cpg; ++ci) {
+            const float* xp = x + (b * g.c + grp * cpg + ci) * g.h * g.w;
+            const float* wp = w + (m * cpg + ci) * g.kh * g.kw;
+            for (int64_t ky = 0; ky < g.kh; ++ky) {
+              const int64_t iy = oy * g.sh - g.pt + ky * g.dh;
+              if (iy < 0 || iy >= g.h) continue;
+              for (int64_t kx = 0; kx < g.kw; ++kx) {
+                const int64_t ix = ox * g.sw - g.pl + kx * g.dw;
+                if (ix < 0 || ix >= g.w) continue;
+                acc += xp[iy * g.w + ix] * wp[ky * g.kw + kx];
+              }
+            }
+          }
+          yp[oy * g.ow + ox] = acc;
+        }
+      }
+    }
+  }
+
+ private:
+  Geometry g_;
+};
+
+// ---------------------------------------------------------------------------------------------
+class OnednnPoolKernel final : public Kernel {
+ public:
+  explicit OnednnPoolKernel(const char* name) : name_(name) {}
+  const char* name() const override { return name_; }
+  bool opens_own_region() const override { return true; }
+  size_t scratch_bytes() const override { return prim_ ? prim_->scratch_bytes() : 0; }
+
+  Status init(const KernelContext& ctx) override {
+    GRAPHI_ASSIGN_OR_RETURN(g_, pool_geometry(ctx.node, ctx.inputs, ctx.outputs.size(), ctx.where));
+    onednn::PoolSpec s;
+    s.kind = ctx.node.op == "MaxPool" ? onednn::PoolKind::kMax
+             : g_.count_include_pad   ? onednn::PoolKind::kAvgIncludePad
+                                      : onednn::PoolKind::kAvgExcludePad;
+    s.n = g_.n; s.c = g_.c; s.h = g_.h; s.w = g_.w; s.oh = g_.oh; s.ow = g_.ow;
+    s.kh = g_.kh; s.kw = g_.kw; s.stride_h = g_.sh; s.stride_w = g_.sw;
+    s.pad_top = g_.pt; s.pad_left = g_.pl; s.pad_bottom = g_.pb; s.pad_right = g_.pr;
+    GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_pool(s, ctx.team_size));
+    return Status::ok();
+  }
+
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    float* y = static_cast<float*>(io.outputs[0]);
+    if (!prim_->execute(static_cast<const float*>(io.inputs[0]), nullptr, nullptr, y, team.scratch))
+      report_failure(name_, y, g_.n * g_.c * g_.oh * g_.ow);
+  }
+
+ private:
+  const char* name_;
+  Geometry g_;
+  std::unique_ptr<onednn::Primitive> prim_;
+};
+
+// Window loops; the team splits the N * C planes.
+class RefPoolKernel final : public Kernel {
+ public:
+  RefPoolKernel(const char* name, bool is_max) : name_(name), is_max_(is_max) {}
+  const char* name() const override { return name_; }
+
+  Status init(const KernelContext& ctx) override {
+    GRAPHI_ASSIGN_OR_RETURN(g_, pool_geometry(ctx.node, ctx.inputs, ctx.outputs.size(), ctx.where));
+    return Status::ok();
+  }
+
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    const Geometry& g = g_;
+    const float* x = static_cast<const float*>(io.inputs[0]);
+    float* y = static_cast<float*>(io.outputs[0]);
+    auto [p0, p1] = team_range(g.n * g.c, team.ithr, team.nthr);
+    for (int64_t plane = p0; plane < p1; ++plane) {
+      const float* xp = x + plane * g.h * g.w;
+      float* yp = y + plane * g.oh * g.ow;
+      for (int64_t oy = 0; oy < g.oh; ++oy) {
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          const int64_t y0 = oy * g.sh - g.pt, x0 = ox * g.sw - g.pl;
+          const int64_t ys = std::max<int64_t>(y0, 0), ye = std::min(y0 + g.kh, g.h);
+          const int64_t xs = std::max<int64_t>(x0, 0), xe = std::min(x0 + g.kw, g.w);
+          float acc = is_max_ ? -std::numeric_limits<float>::infinity() : 0.0f;
+          for (int64_t iy = ys; iy < ye; ++iy)
+            for (int64_t ix = xs; ix < xe; ++ix)
+              acc = is_max_ ? std::max(acc, xp[iy * g.w + ix]) : acc + xp[iy * g.w + ix];
+          if (!is_max_) {
+            // Without ceil_mode a window never leaves the padded input, so include-pad
+            // divides by the whole kernel; exclude-pad counts the real elements only.
+            const int64_t count = g.count_include_pad ? g.kh * g.kw : (ye - ys) * (xe - xs);
+            acc /= static_cast<float>(count);
+          }
+          yp[oy * g.ow + ox] = acc;
+        }
+      }
+    }
+  }
+
+ private:
+  const char* name_;
+  bool is_max_;
+  Geometry g_;
+};
+
+}  // namespace
+
+void register_conv_pool_ops(Registry& r) {
+  r.add(OpDef{"Conv", infer_conv_pool, cost_conv_pool, false,
+              {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConvKernel>(); },
+               []() -> std::unique_ptr<Kernel> { return std::make_unique<RefConvKernel>(); }}});
+  r.add(OpDef{"MaxPool", infer_conv_pool, cost_conv_pool, false,
+              {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnPoolKernel>("maxpool_onednn"); },
+               []() -> std::unique_ptr<Kernel> { return std::make_unique<RefPoolKernel>("maxpool_ref", true); }}});
+  r.add(OpDef{"AveragePool", infer_conv_pool, cost_conv_pool, false,
+              {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnPoolKernel>("avgpool_onednn"); },
+               []() -> std::unique_ptr<Kernel> { return std::make_unique<RefPoolKernel>("avgpool_ref", false); }}});
+}
+
 }  // namespace graphi::ops

@@ -1,0 +1,242 @@
+#include "ops/onednn.h"
+
+#include <omp.h>
+
+#include <dnnl.hpp>
+#include <unordered_map>
+
+#include "graph/tensor.h"
+
+namespace graphi::ops::onednn {
+
+namespace {
+
+using dnnl::memory;
+using Dims = memory::dims;
+
+const dnnl::engine& cpu_engine() {
+  static const dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  return eng;
+}
+
+// One stream per OS thread: streams are cheap handles on CPU but are not documented as safe to
+// share between threads executing at the same time.
+dnnl::stream& thread_stream() {
+  thread_local dnnl::stream s(cpu_engine());
+  return s;
+}
+
+// oneDNN reads the OpenMP thread count of the creating thread (work split, scratchpad size);
+// set it to the team size for the creation only and put the caller's value back.
+class ScopedOmpThreads {
+ public:
+  explicit ScopedOmpThreads(int n) : prev_(omp_get_max_threads()) { omp_set_num_threads(n); }
+  ~ScopedOmpThreads() { omp_set_num_threads(prev_); }
+  ScopedOmpThreads(const ScopedOmpThreads&) = delete;
+  ScopedOmpThreads& operator=(const ScopedOmpThreads&) = delete;
+
+ private:
+  int prev_;
+};
+
+Dims row_major_strides(const Dims& dims) {
+  Dims s(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
+  return s;
+}
+
+memory::desc f32_desc(const Layout& l) {
+  Dims dims(l.dims.begin(), l.dims.end());
+  Dims strides = l.strides.empty() ? row_major_strides(dims)
+                                   : Dims(l.strides.begin(), l.strides.end());
+  return memory::desc(dims, memory::data_type::f32, strides);
+}
+
+memory::desc f32_desc(const Dims& dims, memory::format_tag tag) {
+  return memory::desc(dims, memory::data_type::f32, tag);
+}
+
+Status from_dnnl(const dnnl::error& e, const std::string& what) {
+  return Status::unsupported("oneDNN " + what + ": " + e.what() + " (status " +
+                             std::to_string(static_cast<int>(e.status)) + ")");
+}
+
+}  // namespace
+
+struct Primitive::Impl {
+  dnnl::primitive prim;
+  memory::desc src_md, wei_md, bias_md, dst_md, scratch_md;
+  bool has_weights = false, has_bias = false;
+  Tensor packed;  // weights in the primitive's preferred layout, when packed_weights
+  bool packed_weights = false;
+  int team_size = 1;
+  size_t scratch_bytes = 0;
+  std::string impl;
+};
+
+Primitive::Primitive(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Primitive::~Primitive() = default;
+size_t Primitive::scratch_bytes() const { return impl_->scratch_bytes; }
+const std::string& Primitive::impl_name() const { return impl_->impl; }
+bool Primitive::weights_packed() const { return impl_->packed_weights; }
+
+bool Primitive::execute(const float* src, const float* weights, const float* bias, float* dst,
+                        void* scratch) const noexcept {
+  const Impl& p = *impl_;
+  try {
+    const dnnl::engine& eng = cpu_engine();
+    std::unordered_map<int, memory> args;
+    args.emplace(DNNL_ARG_SRC, memory(p.src_md, eng, const_cast<float*>(src)));
+    args.emplace(DNNL_ARG_DST, memory(p.dst_md, eng, dst));
+    if (p.has_weights) {
+      void* w = p.packed_weights ? const_cast<void*>(p.packed.data()) : const_cast<float*>(weights);
+      args.emplace(DNNL_ARG_WEIGHTS, memory(p.wei_md, eng, w));
+    }
+    if (p.has_bias) args.emplace(DNNL_ARG_BIAS, memory(p.bias_md, eng, const_cast<float*>(bias)));
+    if (p.scratch_bytes > 0) args.emplace(DNNL_ARG_SCRATCHPAD, memory(p.scratch_md, eng, scratch));
+    // oneDNN opens its region with this thread's OpenMP thread count; make it the team size the
+    // primitive was created for (the executor thread of one team always runs the same size).
+    if (omp_get_max_threads() != p.team_size) omp_set_num_threads(p.team_size);
+    dnnl::stream& s = thread_stream();
+    p.prim.execute(s, args);
+    s.wait();
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+namespace {
+
+// Shared tail of every make_*: check the implementation, pack constant weights, size scratch.
+template <typename PD, typename Prim>
+Result<std::unique_ptr<Primitive>> finish(const PD& pd, std::unique_ptr<Primitive::Impl> impl,
+                                          const memory::desc& user_wei_md,
+                                          const float* const_weights, bool allow_ref,
+                                          const std::string& what) {
+  impl->impl = pd.impl_info_str();
+  if (!allow_ref && impl->impl.rfind("ref", 0) == 0)
+    return Status::unsupported("oneDNN offers only its reference implementation (" + impl->impl +
+                               ") for this " + what);
+  impl->src_md = pd.src_desc();
+  impl->dst_md = pd.dst_desc();
+  impl->scratch_md = pd.scratchpad_desc();
+  impl->scratch_bytes = impl->scratch_md.get_size();
+  if (impl->has_weights) {
+    impl->wei_md = pd.weights_desc();
+    if (const_weights != nullptr && impl->wei_md != user_wei_md) {
+      // Reorder the constant weights once into the layout the primitive chose.
+      const size_t bytes = impl->wei_md.get_size();
+      impl->packed = Tensor(TensorDesc{DType::kF32, {static_cast<int64_t>((bytes + 3) / 4)}});
+      memory user(user_wei_md, cpu_engine(), const_cast<float*>(const_weights));
+      memory packed(impl->wei_md, cpu_engine(), impl->packed.data());
+      dnnl::stream& s = thread_stream();
+      dnnl::reorder(user, packed).execute(s, user, packed);
+      s.wait();
+      impl->packed_weights = true;
+    } else if (impl->wei_md != user_wei_md) {
+      return Status::internal("oneDNN chose a weights layout other than the plain one requested");
+    }
+  }
+  impl->prim = Prim(pd);
+  return std::make_unique<Primitive>(std::move(impl));
+}
+
+dnnl::primitive_attr user_scratchpad_attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Primitive>> make_matmul(const MatMulSpec& spec, int team_size,
+                                               bool allow_ref) {
+  try {
+    ScopedOmpThreads threads(team_size);
+    auto impl = std::make_unique<Primitive::Impl>();
+    impl->team_size = team_size;
+    impl->has_weights = true;
+    impl->has_bias = spec.bias.has_value();
+    const memory::desc user_wei = f32_desc(spec.weights);
+    const memory::desc wei =
+        spec.const_weights
+            ? f32_desc(Dims(spec.weights.dims.begin(), spec.weights.dims.end()), memory::format_tag::any)
+            : user_wei;
+    const memory::desc bias = impl->has_bias ? f32_desc(*spec.bias) : memory::desc();
+    impl->bias_md = bias;
+    dnnl::primitive_attr attr = user_scratchpad_attr();
+    if (spec.output_scale != 1.0f) attr.set_output_scales(0, {spec.output_scale});
+    dnnl::matmul::desc d(f32_desc(spec.src), wei, bias, f32_desc(spec.dst));
+    dnnl::matmul::primitive_desc pd(d, attr, cpu_engine());
+    return finish<dnnl::matmul::primitive_desc, dnnl::matmul>(pd, std::move(impl), user_wei,
+                                                               spec.const_weights, allow_ref,
+                                                               "matmul");
+  } catch (const dnnl::error& e) {
+    return from_dnnl(e, "matmul");
+  }
+}
+
+Result<std::unique_ptr<Primitive>> make_conv(const ConvSpec& s, int team_size, bool allow_ref) {
+  try {
+    ScopedOmpThreads threads(team_size);
+    auto impl = std::make_unique<Primitive::Impl>();
+    impl->team_size = team_size;
+    impl->has_weights = true;
+    impl->has_bias = s.has_bias;
+    using tag = memory::format_tag;
+    // ONNX weights [OC, C/g, KH, KW] are oneDNN's goihw [g, OC/g, C/g, KH, KW] in the same bytes.
+    const bool grouped = s.group > 1;
+    const Dims wei_dims = grouped ? Dims{s.group, s.oc / s.group, s.c / s.group, s.kh, s.kw}
+                                  : Dims{s.oc, s.c, s.kh, s.kw};
+    const memory::desc user_wei = f32_desc(wei_dims, grouped ? tag::goihw : tag::oihw);
+    const memory::desc wei = s.const_weights ? f32_desc(wei_dims, tag::any) : user_wei;
+    const memory::desc src = f32_desc({s.n, s.c, s.h, s.w}, tag::nchw);
+    const memory::desc dst = f32_desc({s.n, s.oc, s.oh, s.ow}, tag::nchw);
+    const memory::desc bias = s.has_bias ? f32_desc({s.oc}, tag::a) : memory::desc();
+    impl->bias_md = bias;
+    // oneDNN's dilation counts the holes: ONNX dilation d is oneDNN d - 1.
+    dnnl::convolution_forward::desc d(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, wei, bias,
+        dst, {s.stride_h, s.stride_w}, {s.dilation_h - 1, s.dilation_w - 1},
+        {s.pad_top, s.pad_left}, {s.pad_bottom, s.pad_right});
+    dnnl::convolution_forward::primitive_desc pd(d, user_scratchpad_attr(), cpu_engine());
+    return finish<dnnl::convolution_forward::primitive_desc, dnnl::convolution_forward>(
+        pd, std::move(impl), user_wei, s.const_weights, allow_ref, "convolution");
+  } catch (const dnnl::error& e) {
+    return from_dnnl(e, "convolution");
+  }
+}
+
+Result<std::unique_ptr<Primitive>> make_pool(const PoolSpec& s, int team_size, bool allow_ref) {
+  try {
+    ScopedOmpThreads threads(team_size);
+    auto impl = std::make_unique<Primitive::Impl>();
+    impl->team_size = team_size;
+    using tag = memory::format_tag;
+    const memory::desc src = f32_desc({s.n, s.c, s.h, s.w}, tag::nchw);
+    const memory::desc dst = f32_desc({s.n, s.c, s.oh, s.ow}, tag::nchw);
+    const dnnl::algorithm alg = s.kind == PoolKind::kMax ? dnnl::algorithm::pooling_max
+                                : s.kind == PoolKind::kAvgIncludePad
+                                    ? dnnl::algorithm::pooling_avg_include_padding
+                                    : dnnl::algorithm::pooling_avg_exclude_padding;
+    dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, alg, src, dst,
+                                  {s.stride_h, s.stride_w}, {s.kh, s.kw},
+                                  {s.pad_top, s.pad_left}, {s.pad_bottom, s.pad_right});
+    dnnl::pooling_forward::primitive_desc pd(d, user_scratchpad_attr(), cpu_engine());
+    return finish<dnnl::pooling_forward::primitive_desc, dnnl::pooling_forward>(
+        pd, std::move(impl), memory::desc(), nullptr, allow_ref, "pooling");
+  } catch (const dnnl::error& e) {
+    return from_dnnl(e, "pooling");
+  }
+}
+
+std::string version_string() {
+  const dnnl_version_t* v = dnnl::version();
+  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+         std::to_string(v->patch) + " (cpu runtime " +
+         (v->cpu_runtime == DNNL_RUNTIME_OMP ? std::string("OMP") : std::to_string(v->cpu_runtime)) +
+         ")";
+}
+
+}  // namespace graphi::ops::onednn

@@ -1,0 +1,108 @@
+// The oneDNN adapter: the only file that includes dnnl.hpp (2.x `desc` API; 3.x removed ::desc,
+// see DEPENDENCIES.md 1). Kernels describe a primitive with plain structs of dims and strides,
+// get back an opaque Primitive at init time, and execute it at run time on user pointers.
+//
+// Contract of every Primitive:
+// - created once per node, with omp_set_num_threads(team_size) on the creating thread, because
+//   oneDNN sizes its work split and scratchpad for the thread count it sees at creation;
+// - scratchpad_mode::user: scratch_bytes() is what the kernel reports, and execute() runs on the
+//   caller's scratch (TeamContext::scratch), so one Primitive may run on any thread and on two
+//   threads at once (each with its own scratch and outputs);
+// - execute() opens oneDNN's own OpenMP region with team_size threads; called inside an active
+//   region it would run single-threaded, so kernels using it set opens_own_region() = true;
+// - execute() never throws. It builds dnnl::memory handles and an argument map per call (a few
+//   small heap allocations per run; acceptable for now, a per-thread cache can remove them).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/base.h"
+
+namespace graphi::ops::onednn {
+
+// A dense f32 tensor view: logical dims and strides in elements (row-major when strides are
+// empty). Strides express transposes (e.g. Gemm's transA) without copying.
+struct Layout {
+  std::vector<int64_t> dims;
+  std::vector<int64_t> strides;
+};
+
+// dst = output_scale * (src x weights + bias), batched with numpy broadcasting of the leading
+// dims (every layout has the same rank, 2..12; a broadcast dim is 1). oneDNN applies the output
+// scale after the bias (checked on this build), so a caller wanting alpha*AB + beta*C passes a
+// bias of (beta/alpha)*C.
+struct MatMulSpec {
+  Layout src, weights, dst;
+  std::optional<Layout> bias;  // each dim equal to dst's or 1
+  float output_scale = 1.0f;
+  // Constant weights: packed once into the layout the primitive prefers (format_tag::any);
+  // execute() then ignores its weights argument. nullptr: weights come with every run.
+  const float* const_weights = nullptr;
+};
+
+// 2-D convolution, NCHW src/dst, ONNX weights [OC, C/group, KH, KW], optional bias [OC].
+struct ConvSpec {
+  int64_t n = 0, c = 0, h = 0, w = 0;  // src
+  int64_t oc = 0, oh = 0, ow = 0;      // dst channels and spatial size
+  int64_t kh = 0, kw = 0, group = 1;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t dilation_h = 1, dilation_w = 1;  // ONNX convention: 1 = dense kernel
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  bool has_bias = false;
+  const float* const_weights = nullptr;  // as in MatMulSpec: packed once when given
+};
+
+enum class PoolKind { kMax, kAvgIncludePad, kAvgExcludePad };
+
+// 2-D pooling, NCHW. Max pooling treats padding as -inf; average pooling either counts padded
+// elements in the divisor (ONNX count_include_pad=1) or not.
+struct PoolSpec {
+  PoolKind kind = PoolKind::kMax;
+  int64_t n = 0, c = 0, h = 0, w = 0, oh = 0, ow = 0;
+  int64_t kh = 0, kw = 0;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+};
+
+class Primitive {
+ public:
+  struct Impl;
+  explicit Primitive(std::unique_ptr<Impl> impl);
+  ~Primitive();
+  Primitive(const Primitive&) = delete;
+  Primitive& operator=(const Primitive&) = delete;
+
+  size_t scratch_bytes() const;  // the user scratchpad size
+  // oneDNN's implementation name ("brg:avx512_core", "jit:avx512_core", "ref:any", ...).
+  const std::string& impl_name() const;
+  bool weights_packed() const;  // constant weights were reordered into a blocked layout
+
+  // Runs the primitive on the calling thread's stream with the creation team size. Pointers by
+  // role (weights/bias may be nullptr when unused or packed). `scratch` must hold
+  // scratch_bytes(). Returns false if oneDNN reported an error (not expected after a
+  // successful creation); never throws.
+  bool execute(const float* src, const float* weights, const float* bias, float* dst,
+               void* scratch) const noexcept;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Create a primitive for `team_size` threads. Any oneDNN error, and oneDNN offering only its
+// slow reference implementation ("ref:any") when `allow_ref` is false, come back as
+// Status::unsupported with oneDNN's reason, so the calling kernel can decline.
+Result<std::unique_ptr<Primitive>> make_matmul(const MatMulSpec& spec, int team_size,
+                                               bool allow_ref = false);
+Result<std::unique_ptr<Primitive>> make_conv(const ConvSpec& spec, int team_size,
+                                             bool allow_ref = false);
+Result<std::unique_ptr<Primitive>> make_pool(const PoolSpec& spec, int team_size,
+                                             bool allow_ref = false);
+
+// "oneDNN 2.6.3 (cpu runtime OMP)": for `graphi info` and logs.
+std::string version_string();
+
+}  // namespace graphi::ops::onednn
