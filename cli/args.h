@@ -58,5 +58,6 @@ class Args {
 int run_command(int argc, char** argv);    // graphi run
 int info_command(int argc, char** argv);   // graphi info
 int model_command(int argc, char** argv);  // graphi model
+int topo_command(int argc, char** argv);   // graphi topo
 
 }  // namespace graphi::cli

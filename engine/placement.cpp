@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
 
@@ -230,6 +231,63 @@ std::string Placement::summary() const {
   if (bootstrap) s += "; bootstrap core " + std::to_string(bootstrap->core);
   if (tiles_shared) s += "; tiles shared";
   return s;
+}
+
+nlohmann::ordered_json topology_to_json(const Topology& t) {
+  using J = nlohmann::ordered_json;
+  auto groups = [](const std::vector<CoreGroup>& gs, const char* bytes_key) {
+    J out = J::array();
+    for (const CoreGroup& g : gs) {
+      J one{{"id", g.id}};
+      if (bytes_key) one[bytes_key] = g.bytes;  // 0 = not reported
+      one["cores"] = g.cores;
+      out.push_back(std::move(one));
+    }
+    return out;
+  };
+  J cores = J::array();
+  for (const CoreInfo& c : t.cores()) {
+    cores.push_back({{"id", c.id}, {"pus", c.pus}, {"allowed_pus", c.allowed_pus}, {"tile", c.tile},
+                     {"l3", c.l3}, {"numa", c.numa}, {"package", c.package}});
+  }
+  return J{{"source", t.source()},
+           {"this_system", t.is_this_system()},
+           {"summary", t.summary()},
+           {"threads_per_core", t.threads_per_core()},
+           {"num_pus", t.num_pus()},
+           {"allowed_cpuset", format_cpu_list(t.allowed_pus())},
+           {"usable_cores", t.usable_cores()},
+           {"packages", groups(t.packages(), nullptr)},
+           {"numa_nodes", groups(t.numa_nodes(), "memory_bytes")},
+           {"l3_groups", groups(t.l3_groups(), "l3_bytes")},
+           {"tiles", groups(t.tiles(), "l2_bytes")},
+           {"cores", cores}};
+}
+
+nlohmann::ordered_json placement_to_json(const Placement& p) {
+  using J = nlohmann::ordered_json;
+  auto reserved = [](const std::optional<ReservedCore>& r) -> J {
+    if (!r) return nullptr;
+    return J{{"core", r->core}, {"pu", r->pu}, {"tile", r->tile}};
+  };
+  J teams = J::array();
+  for (size_t e = 0; e < p.teams.size(); ++e) {
+    const ExecutorPlacement& t = p.teams[e];
+    teams.push_back({{"executor", e}, {"cores", t.cores}, {"pus", t.pus}, {"cpuset", format_cpu_list(t.pus)},
+                     {"tiles", t.tiles}, {"l3", t.l3}, {"numa", t.numa}, {"package", t.package}});
+  }
+  return J{{"executors", p.executors},
+           {"threads", p.threads},
+           {"usable_cores", p.usable_cores},
+           {"teams", teams},
+           {"scheduler", reserved(p.scheduler)},
+           {"scheduler_role", p.scheduler ? "dedicated core" : "inside the executors"},
+           {"bootstrap", reserved(p.bootstrap)},
+           {"bootstrap_role", p.bootstrap    ? "dedicated core"
+                              : p.scheduler ? "shares the scheduler's core"
+                                            : "inside the executors"},
+           {"tiles_shared", p.tiles_shared},
+           {"notes", p.notes}};
 }
 
 }  // namespace graphi::engine

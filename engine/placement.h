@@ -3,6 +3,7 @@
 // machines; applying it (thread binding) is thread_binder.h's job.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -75,5 +76,10 @@ struct Placement {
 //     (the last usable cores), else idle cores of executors' tiles.
 // Errors: kInvalidArgument for n < 1, k < 1 or a split that does not fit.
 Result<Placement> place_executors(const Topology& topology, const PlacementRequest& request);
+
+// JSON for `graphi topo --json` and the "config actually used" of `graphi run --json`: every id
+// list in full (core, PU, tile ids as defined in topology.h) plus "cpuset"-style strings.
+nlohmann::ordered_json topology_to_json(const Topology& topology);
+nlohmann::ordered_json placement_to_json(const Placement& placement);
 
 }  // namespace graphi::engine

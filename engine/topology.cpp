@@ -152,14 +152,16 @@ struct TopologyLoader {
         else if (!std::binary_search(allowed_ids.begin(), allowed_ids.end(), id)) outside.push_back(id);
       }
       if (!missing.empty()) {
-        return Status::invalid_argument("cpuset \"" + std::string(allowed_override) + "\": PUs " +
-                                        format_cpu_list(missing) + " do not exist on " + topo.source_ +
+        return Status::invalid_argument("cpuset \"" + std::string(allowed_override) + "\": " +
+                                        (missing.size() == 1 ? "PU " : "PUs ") + format_cpu_list(missing) +
+                                        (missing.size() == 1 ? " does" : " do") + " not exist on " + topo.source_ +
                                         " (PUs " + format_cpu_list(machine_pus) + ")");
       }
       if (!outside.empty()) {
-        return Status::invalid_argument("cpuset \"" + std::string(allowed_override) + "\": PUs " +
-                                        format_cpu_list(outside) +
-                                        " are outside this process's allowed cpuset " +
+        return Status::invalid_argument("cpuset \"" + std::string(allowed_override) + "\": " +
+                                        (outside.size() == 1 ? "PU " : "PUs ") + format_cpu_list(outside) +
+                                        (outside.size() == 1 ? " is" : " are") +
+                                        " outside this process's allowed cpuset " +
                                         format_cpu_list(allowed_ids) + " (taskset / cgroup)");
       }
       allowed_ids = std::move(wanted);
