@@ -192,11 +192,10 @@ CostHint cost_gemm(const graph::Node& node, std::span<const TensorDesc* const> i
   CostHint c;
   const TensorDesc& y = *outputs[0];
   const TensorDesc& a = *inputs[0];
-  // K is A's last dim unless Gemm transposes A.
-  const bool trans_a = node.op == "Gemm" && node.attrs.has("transA") &&
-                       std::get_if<int64_t>(node.attrs.find("transA")) &&
-                       *std::get_if<int64_t>(node.attrs.find("transA")) == 1;
-  const int64_t k = trans_a ? a.shape[0] : a.shape.back();
+  // K is A's last dim unless Gemm transposes A (attributes were validated by the shape rule).
+  const graph::Attribute* ta = node.op == "Gemm" ? node.attrs.find("transA") : nullptr;
+  const int64_t* ta_value = ta ? std::get_if<int64_t>(ta) : nullptr;
+  const int64_t k = ta_value && *ta_value == 1 ? a.shape[0] : a.shape.back();
   c.flops = 2.0 * static_cast<double>(y.numel()) * static_cast<double>(k);
   for (const TensorDesc* d : inputs)
     if (d) c.bytes += static_cast<double>(d->bytes());

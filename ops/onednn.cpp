@@ -2,6 +2,9 @@
 
 #include <omp.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <dnnl.hpp>
 #include <unordered_map>
 
@@ -54,6 +57,12 @@ memory::desc f32_desc(const Layout& l) {
 
 memory::desc f32_desc(const Dims& dims, memory::format_tag tag) {
   return memory::desc(dims, memory::data_type::f32, tag);
+}
+
+// GRAPHI_VERBOSE=dispatch (the registry's switch) also names oneDNN's implementation.
+bool verbose_dispatch() {
+  const char* v = std::getenv("GRAPHI_VERBOSE");
+  return v && std::strstr(v, "dispatch") != nullptr;
 }
 
 Status from_dnnl(const dnnl::error& e, const std::string& what) {
@@ -139,6 +148,10 @@ Result<std::unique_ptr<Primitive>> finish(const PD& pd, std::unique_ptr<Primitiv
     }
   }
   impl->prim = Prim(pd);
+  if (verbose_dispatch())
+    std::fprintf(stderr, "graphi: oneDNN %s: %s, %d threads, scratchpad %zu bytes%s\n", what.c_str(),
+                 impl->impl.c_str(), impl->team_size, impl->scratch_bytes,
+                 impl->packed_weights ? ", constant weights packed" : "");
   return std::make_unique<Primitive>(std::move(impl));
 }
 
