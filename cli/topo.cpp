@@ -39,10 +39,11 @@ std::string with_bytes(const std::string& label, uint64_t bytes) {
 void print_machine(const Topology& t) {
   std::printf("machine: %s\n", t.source().c_str());
   std::printf("  %s\n", t.summary().c_str());
-  std::printf("  allowed cpuset: %s (%zu of %zu cores usable)\n", format_cpu_list(t.allowed_pus()).c_str(),
-              t.usable_cores().size(), t.cores().size());
-  std::printf("  hardware threads per core: %d (executor threads count cores; one thread per core)\n",
-              t.threads_per_core());
+  std::printf("  allowed cpuset: %s (%zu of %zu cores usable)\n",
+              format_cpu_list(t.allowed_pus()).c_str(), t.usable_cores().size(), t.cores().size());
+  std::printf(
+      "  hardware threads per core: %d (executor threads count cores; one thread per core)\n",
+      t.threads_per_core());
   std::printf("  packages:\n");
   for (const CoreGroup& g : t.packages())
     std::printf("    package %d: cores %s\n", g.id, format_cpu_list(g.cores).c_str());
@@ -62,8 +63,8 @@ void print_machine(const Topology& t) {
     for (int c : g.cores) {
       const CoreInfo& core = t.core(c);
       cores += (cores.empty() ? "" : ", ") + std::string("core ") + std::to_string(c) + " (PU" +
-               (core.pus.size() > 1 ? "s " : " ") + pu_list(core.pus) + (core.usable() ? "" : ", not allowed") +
-               ")";
+               (core.pus.size() > 1 ? "s " : " ") + pu_list(core.pus) +
+               (core.usable() ? "" : ", not allowed") + ")";
     }
     std::string label = "tile " + std::to_string(g.id);
     if (g.bytes) label += " (L2 " + human_bytes(static_cast<double>(g.bytes)) + ")";
@@ -80,45 +81,56 @@ void print_placement(const Placement& p) {
     if (t.l3 >= 0) where += "  L3 " + std::to_string(t.l3);
     if (t.numa >= 0) where += "  NUMA " + std::to_string(t.numa);
     if (t.package >= 0) where += "  package " + std::to_string(t.package);
-    std::printf("  executor %zu: cores %s  PUs %s  tiles %s%s\n", e, format_cpu_list(t.cores).c_str(),
-                pu_list(t.pus).c_str(), format_cpu_list(t.tiles).c_str(), where.c_str());
+    std::printf("  executor %zu: cores %s  PUs %s  tiles %s%s\n", e,
+                format_cpu_list(t.cores).c_str(), pu_list(t.pus).c_str(),
+                format_cpu_list(t.tiles).c_str(), where.c_str());
   }
-  auto reserved = [](const char* role, const std::optional<engine::ReservedCore>& r, const char* otherwise) {
-    if (r) std::printf("  %s: core %d (PU %d, tile %d)\n", role, r->core, r->pu, r->tile);
-    else std::printf("  %s: %s\n", role, otherwise);
+  auto reserved = [](const char* role, const std::optional<engine::ReservedCore>& r,
+                     const char* otherwise) {
+    if (r)
+      std::printf("  %s: core %d (PU %d, tile %d)\n", role, r->core, r->pu, r->tile);
+    else
+      std::printf("  %s: %s\n", role, otherwise);
   };
-  reserved("scheduler", p.scheduler, "no core of its own; the scheduler role runs inside the executors");
+  reserved("scheduler", p.scheduler,
+           "no core of its own; the scheduler role runs inside the executors");
   reserved("bootstrap", p.bootstrap,
-           p.scheduler ? "no core of its own; shares the scheduler's core" : "no core of its own; runs inside the executors");
+           p.scheduler ? "no core of its own; shares the scheduler's core"
+                       : "no core of its own; runs inside the executors");
   for (const std::string& n : p.notes) std::printf("  note: %s\n", n.c_str());
 }
 
 }  // namespace
 
 int topo_command(int argc, char** argv) {
-  Args args("graphi topo [--synthetic \"DESC\" | --xml FILE] [--cpuset LIST] [--executors N --threads K] [--json]",
-            "Prints the machine as graphi sees it: packages, NUMA nodes, L3 groups, tiles (cores\n"
-            "sharing an L2) with their cores and hardware threads, and the cpuset this process may\n"
-            "use. With --executors and --threads, also the placement: each executor's cores, the PUs\n"
-            "its team binds to, its tiles, and the scheduler and bootstrap cores. --synthetic and\n"
-            "--xml describe machines we do not have (hwloc synthetic strings / lstopo XML).\n"
-            "Exit codes: 0 ok, 1 runtime error (unreadable XML, a split that does not fit), 2 usage.\n"
-            "Examples:\n"
-            "  graphi topo --executors 2 --threads 1\n"
-            "  graphi topo --synthetic \"package:1 l2:34 core:2 pu:4\" --executors 16 --threads 4\n"
-            "  graphi topo --synthetic \"package:2 numa:4 l3:2 l2:8 core:1 pu:2\" --cpuset 0-63 --json");
-  args.option("--synthetic", "DESC", "an hwloc synthetic machine, e.g. \"package:2 l3:1 core:12 pu:2\"");
+  Args args(
+      "graphi topo [--synthetic \"DESC\" | --xml FILE] [--cpuset LIST] [--executors N --threads K] "
+      "[--json]",
+      "Prints the machine as graphi sees it: packages, NUMA nodes, L3 groups, tiles (cores\n"
+      "sharing an L2) with their cores and hardware threads, and the cpuset this process may\n"
+      "use. With --executors and --threads, also the placement: each executor's cores, the PUs\n"
+      "its team binds to, its tiles, and the scheduler and bootstrap cores. --synthetic and\n"
+      "--xml describe machines we do not have (hwloc synthetic strings / lstopo XML).\n"
+      "Exit codes: 0 ok, 1 runtime error (unreadable XML, a split that does not fit), 2 usage.\n"
+      "Examples:\n"
+      "  graphi topo --executors 2 --threads 1\n"
+      "  graphi topo --synthetic \"package:1 l2:34 core:2 pu:4\" --executors 16 --threads 4\n"
+      "  graphi topo --synthetic \"package:2 numa:4 l3:2 l2:8 core:1 pu:2\" --cpuset 0-63 --json");
+  args.option("--synthetic", "DESC",
+              "an hwloc synthetic machine, e.g. \"package:2 l3:1 core:12 pu:2\"");
   args.option("--xml", "FILE", "an hwloc XML machine (lstopo-no-graphics --of xml > FILE)");
   args.option("--cpuset", "LIST", "only use these PUs (OS ids, taskset syntax, e.g. 0-3,8)");
   args.option("--executors", "N", "number of executors to place, 1..4096 (needs --threads)");
   args.option("--threads", "K", "cores per executor, 1..4096 (needs --executors)");
-  args.flag("--no-reserve", "do not reserve scheduler and bootstrap cores even when cores are spare");
+  args.flag("--no-reserve",
+            "do not reserve scheduler and bootstrap cores even when cores are spare");
   args.flag("--json", "print one JSON object on stdout instead of text");
   if (auto code = args.parse(argc, argv)) return *code;
   if (args.has("--synthetic") && args.has("--xml"))
     return args.usage_error("--synthetic and --xml are alternatives; give one");
   if (args.has("--executors") != args.has("--threads"))
-    return args.usage_error("--executors and --threads go together (e.g. --executors 2 --threads 4)");
+    return args.usage_error(
+        "--executors and --threads go together (e.g. --executors 2 --threads 4)");
   if (args.has("--no-reserve") && !args.has("--executors"))
     return args.usage_error("--no-reserve only applies with --executors and --threads");
   auto executors = args.get_int("--executors", 1, 1, 4096);
@@ -164,7 +176,8 @@ int topo_command(int argc, char** argv) {
   if (json) {
     nlohmann::ordered_json j;
     j["machine"] = engine::topology_to_json(*topo);
-    j["placement"] = placement ? engine::placement_to_json(*placement) : nlohmann::ordered_json(nullptr);
+    j["placement"] =
+        placement ? engine::placement_to_json(*placement) : nlohmann::ordered_json(nullptr);
     j["warnings"] = warnings;
     std::printf("%s\n", j.dump(2).c_str());
   } else {

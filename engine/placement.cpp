@@ -20,21 +20,27 @@ constexpr int kLevels = 4;
 
 DomainKey domain_of(const CoreInfo& c, int level) {
   switch (level) {
-    case 0: return {c.package, c.numa, c.l3};
-    case 1: return {c.package, c.numa, -2};
-    case 2: return {c.package, -2, -2};
-    default: return {-2, -2, -2};
+    case 0:
+      return {c.package, c.numa, c.l3};
+    case 1:
+      return {c.package, c.numa, -2};
+    case 2:
+      return {c.package, -2, -2};
+    default:
+      return {-2, -2, -2};
   }
 }
 
 struct State {
   const Topology& topo;
-  std::vector<int> owner;              // per core: executor index, kFree, or unusable (-2)
+  std::vector<int> owner;  // per core: executor index, kFree, or unusable (-2)
   std::vector<std::vector<int>> free_cores_of_tile;  // usable free cores per tile
-  std::vector<bool> tile_touched;      // an executor uses at least one core of the tile
+  std::vector<bool> tile_touched;  // an executor uses at least one core of the tile
 
   explicit State(const Topology& t)
-      : topo(t), owner(t.cores().size(), -2), free_cores_of_tile(t.tiles().size()),
+      : topo(t),
+        owner(t.cores().size(), -2),
+        free_cores_of_tile(t.tiles().size()),
         tile_touched(t.tiles().size(), false) {
     for (const CoreInfo& c : t.cores()) {
       if (!c.usable()) continue;
@@ -43,7 +49,8 @@ struct State {
     }
   }
   bool tile_free(int tile) const {
-    return !tile_touched[static_cast<size_t>(tile)] && !free_cores_of_tile[static_cast<size_t>(tile)].empty();
+    return !tile_touched[static_cast<size_t>(tile)] &&
+           !free_cores_of_tile[static_cast<size_t>(tile)].empty();
   }
   void take(int core, int executor) {
     owner[static_cast<size_t>(core)] = executor;
@@ -85,7 +92,8 @@ std::optional<std::vector<int>> exclusive_tiles(const State& st, int k) {
                               [&](int a, int b) { return size_of(a) < size_of(b); });
       }
       const auto& tile_cores = st.free_cores_of_tile[static_cast<size_t>(*it)];
-      for (size_t i = 0; i < tile_cores.size() && need > 0; ++i, --need) cores.push_back(tile_cores[i]);
+      for (size_t i = 0; i < tile_cores.size() && need > 0; ++i, --need)
+        cores.push_back(tile_cores[i]);
       avail.erase(it);
     }
     return cores;
@@ -114,21 +122,22 @@ std::string group_text(const std::vector<int>& ids) { return "{" + format_cpu_li
 Result<Placement> place_executors(const Topology& topo, const PlacementRequest& req) {
   if (req.executors < 1 || req.threads < 1) {
     return Status::invalid_argument("placement needs at least 1 executor x 1 thread, got " +
-                                    std::to_string(req.executors) + " x " + std::to_string(req.threads));
+                                    std::to_string(req.executors) + " x " +
+                                    std::to_string(req.threads));
   }
   const std::vector<int> usable = topo.usable_cores();
   const int64_t n = req.executors, k = req.threads, need = n * k;
   const int64_t u = static_cast<int64_t>(usable.size());
   if (need > u) {
-    std::string msg = std::to_string(n) + (n == 1 ? " executor x " : " executors x ") + std::to_string(k) +
-                      (k == 1 ? " thread need " : " threads need ") + std::to_string(need) +
-                      " cores; this process may use " + std::to_string(u) + " (cpuset " +
-                      format_cpu_list(topo.allowed_pus()) + ")";
+    std::string msg = std::to_string(n) + (n == 1 ? " executor x " : " executors x ") +
+                      std::to_string(k) + (k == 1 ? " thread need " : " threads need ") +
+                      std::to_string(need) + " cores; this process may use " + std::to_string(u) +
+                      " (cpuset " + format_cpu_list(topo.allowed_pus()) + ")";
     if (u < static_cast<int64_t>(topo.cores().size()))
       msg += " of the machine's " + std::to_string(topo.cores().size()) + " cores";
     if (topo.threads_per_core() > 1 && need <= static_cast<int64_t>(topo.allowed_pus().size()))
-      msg += "; threads count cores, not hardware threads (" + std::to_string(topo.threads_per_core()) +
-             " per core here)";
+      msg += "; threads count cores, not hardware threads (" +
+             std::to_string(topo.threads_per_core()) + " per core here)";
     return Status::invalid_argument(msg);
   }
 
@@ -185,9 +194,10 @@ Result<Placement> place_executors(const Topology& topo, const PlacementRequest& 
     if (owners.size() > 1) shared.push_back(tile);
   if (!shared.empty()) {
     p.tiles_shared = true;
-    p.notes.push_back("not enough free tiles for exclusive L2s (" + std::to_string(topo.tiles().size()) +
-                      " tiles): executors " + format_cpu_list(without_tiles) + " share tiles " +
-                      format_cpu_list(shared) + " with other executors");
+    p.notes.push_back("not enough free tiles for exclusive L2s (" +
+                      std::to_string(topo.tiles().size()) + " tiles): executors " +
+                      format_cpu_list(without_tiles) + " share tiles " + format_cpu_list(shared) +
+                      " with other executors");
   }
 
   // Rule 5: reserved cores, untouched tiles first, last usable cores first.
@@ -247,8 +257,13 @@ nlohmann::ordered_json topology_to_json(const Topology& t) {
   };
   J cores = J::array();
   for (const CoreInfo& c : t.cores()) {
-    cores.push_back({{"id", c.id}, {"pus", c.pus}, {"allowed_pus", c.allowed_pus}, {"tile", c.tile},
-                     {"l3", c.l3}, {"numa", c.numa}, {"package", c.package}});
+    cores.push_back({{"id", c.id},
+                     {"pus", c.pus},
+                     {"allowed_pus", c.allowed_pus},
+                     {"tile", c.tile},
+                     {"l3", c.l3},
+                     {"numa", c.numa},
+                     {"package", c.package}});
   }
   return J{{"source", t.source()},
            {"this_system", t.is_this_system()},
@@ -273,8 +288,14 @@ nlohmann::ordered_json placement_to_json(const Placement& p) {
   J teams = J::array();
   for (size_t e = 0; e < p.teams.size(); ++e) {
     const ExecutorPlacement& t = p.teams[e];
-    teams.push_back({{"executor", e}, {"cores", t.cores}, {"pus", t.pus}, {"cpuset", format_cpu_list(t.pus)},
-                     {"tiles", t.tiles}, {"l3", t.l3}, {"numa", t.numa}, {"package", t.package}});
+    teams.push_back({{"executor", e},
+                     {"cores", t.cores},
+                     {"pus", t.pus},
+                     {"cpuset", format_cpu_list(t.pus)},
+                     {"tiles", t.tiles},
+                     {"l3", t.l3},
+                     {"numa", t.numa},
+                     {"package", t.package}});
   }
   return J{{"executors", p.executors},
            {"threads", p.threads},
@@ -283,7 +304,7 @@ nlohmann::ordered_json placement_to_json(const Placement& p) {
            {"scheduler", reserved(p.scheduler)},
            {"scheduler_role", p.scheduler ? "dedicated core" : "inside the executors"},
            {"bootstrap", reserved(p.bootstrap)},
-           {"bootstrap_role", p.bootstrap    ? "dedicated core"
+           {"bootstrap_role", p.bootstrap   ? "dedicated core"
                               : p.scheduler ? "shares the scheduler's core"
                                             : "inside the executors"},
            {"tiles_shared", p.tiles_shared},

@@ -24,11 +24,12 @@ struct PlacementRequest {
 
 struct ExecutorPlacement {
   std::vector<int> cores;  // core ids; team member i (omp_get_thread_num() == i) runs on cores[i]
-  std::vector<int> pus;    // OS PU id member i binds to: the first allowed hardware thread of cores[i]
+  std::vector<int>
+      pus;  // OS PU id member i binds to: the first allowed hardware thread of cores[i]
   std::vector<int> tiles;  // tiles it occupies, ascending
-  int l3 = -1;             // the L3 group holding all its cores; -1 if it spans several or none exists
-  int numa = -1;           // the NUMA node (OS id) holding all its cores; -1 likewise
-  int package = -1;        // the package holding all its cores; -1 if it spans packages
+  int l3 = -1;       // the L3 group holding all its cores; -1 if it spans several or none exists
+  int numa = -1;     // the NUMA node (OS id) holding all its cores; -1 likewise
+  int package = -1;  // the package holding all its cores; -1 if it spans packages
 };
 
 struct ReservedCore {
@@ -45,8 +46,8 @@ struct Placement {
   // nullopt: the bootstrap executor shares the scheduler's core if it has one, else its ops run
   // inside the executors.
   std::optional<ReservedCore> bootstrap;
-  bool tiles_shared = false;  // some tile (L2) holds cores of two executors; see the rules
-  int usable_cores = 0;       // cores with at least one allowed PU
+  bool tiles_shared = false;       // some tile (L2) holds cores of two executors; see the rules
+  int usable_cores = 0;            // cores with at least one allowed PU
   std::vector<std::string> notes;  // why something was not ideal: shared tiles, spans, no reserve
 
   // One line for logs: "2x1 on cores {0} {1}; scheduler inside the executors".

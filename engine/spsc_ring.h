@@ -31,7 +31,8 @@ namespace graphi::engine {
 
 template <typename T>
 class SpscRing {
-  static_assert(std::is_trivially_copyable_v<T>, "SpscRing holds trivially copyable items (op ids)");
+  static_assert(std::is_trivially_copyable_v<T>,
+                "SpscRing holds trivially copyable items (op ids)");
   static_assert(std::is_default_constructible_v<T>, "SpscRing slots are default-initialized");
 
  public:
@@ -52,7 +53,7 @@ class SpscRing {
       : capacity_(rounded_capacity(requested_capacity)), mask_(capacity_ - 1) {
     GRAPHI_CHECK(capacity_ != 0, "SpscRing capacity must be in [1, 2^30], got " +
                                      std::to_string(requested_capacity));
-    void* raw = ::operator new(sizeof(T) * capacity_, std::align_val_t{kCacheLine});
+    void* raw = ::operator new (sizeof(T) * capacity_, std::align_val_t{kCacheLine});
     std::uninitialized_value_construct_n(static_cast<T*>(raw), capacity_);
     slots_.reset(static_cast<T*>(raw));
   }
@@ -109,7 +110,7 @@ class SpscRing {
 
  private:
   struct AlignedDelete {
-    void operator()(T* p) const { ::operator delete(p, std::align_val_t{kCacheLine}); }
+    void operator()(T* p) const { ::operator delete (p, std::align_val_t{kCacheLine}); }
   };
 
   // Indices grow without wrapping into the slot range (slot = index & mask_); size_t cannot

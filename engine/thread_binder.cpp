@@ -65,10 +65,9 @@ Status HwlocBinder::bind_current_thread(std::span<const int> pus) {
   for (int pu : pus) {
     if (pu < 0 || !hwloc_bitmap_isset(machine, static_cast<unsigned>(pu))) {
       hwloc_bitmap_free(set);
-      return Status::invalid_argument("thread binding: PU " + std::to_string(pu) +
-                                      " does not exist on this machine (PUs " +
-                                      format_cpu_list(std::vector<int>(pus.begin(), pus.end())) +
-                                      " requested)");
+      return Status::invalid_argument(
+          "thread binding: PU " + std::to_string(pu) + " does not exist on this machine (PUs " +
+          format_cpu_list(std::vector<int>(pus.begin(), pus.end())) + " requested)");
     }
     hwloc_bitmap_set(set, static_cast<unsigned>(pu));
   }
@@ -103,7 +102,8 @@ Result<std::vector<int>> HwlocBinder::current_thread_binding() const {
 
 Status RecordingBinder::bind_current_thread(std::span<const int> pus) {
   std::lock_guard<std::mutex> lock(mu_);
-  calls_.push_back({std::this_thread::get_id(), current_tid(), std::vector<int>(pus.begin(), pus.end())});
+  calls_.push_back(
+      {std::this_thread::get_id(), current_tid(), std::vector<int>(pus.begin(), pus.end())});
   if (pus.empty()) return Status::invalid_argument("thread binding: empty PU set");
   return fail_;
 }
@@ -140,8 +140,8 @@ std::optional<std::string> omp_affinity_env_warning(
     bool binds = false;
     for (const char* type : {"compact", "scatter", "explicit", "balanced", "logical", "physical"})
       binds = binds || s.find(type) != std::string::npos;
-    const bool harmless = s.find("disabled") != std::string::npos ||
-                          (!binds && s.find("none") != std::string::npos);
+    const bool harmless =
+        s.find("disabled") != std::string::npos || (!binds && s.find("none") != std::string::npos);
     if (!harmless) active.push_back("KMP_AFFINITY=" + *v);
   }
   if (active.empty()) return std::nullopt;

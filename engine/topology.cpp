@@ -64,14 +64,15 @@ struct TopologyLoader {
     // Some VMs and XML files have no Core objects: then every PU counts as a core.
     const hwloc_obj_type_t core_type = n_core_objs > 0 ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
     const int n_cores = hwloc_get_nbobjs_by_type(t, core_type);
-    if (n_cores <= 0) return Status::invalid_argument(topo.source_ + ": topology has no cores or PUs");
+    if (n_cores <= 0)
+      return Status::invalid_argument(topo.source_ + ": topology has no cores or PUs");
 
     std::vector<hwloc_obj_t> numa_objs;
     for (int i = 0, n = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE); i < n; ++i)
       numa_objs.push_back(hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(i)));
 
     std::map<unsigned, int> tile_of_l2, l3_of_obj, package_of_obj;  // hwloc logical idx -> id
-    std::map<int, size_t> numa_slot;                                 // NUMA OS id -> slot
+    std::map<int, size_t> numa_slot;                                // NUMA OS id -> slot
     for (int c = 0; c < n_cores; ++c) {
       hwloc_obj_t obj = hwloc_get_obj_by_type(t, core_type, static_cast<unsigned>(c));
       CoreInfo core;
@@ -88,13 +89,15 @@ struct TopologyLoader {
         if (l2) tile_of_l2[l2->logical_index] = core.tile;
       }
       if (hwloc_obj_t l3 = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_L3CACHE, obj)) {
-        auto [it, fresh] = l3_of_obj.try_emplace(l3->logical_index, static_cast<int>(l3_of_obj.size()));
+        auto [it, fresh] =
+            l3_of_obj.try_emplace(l3->logical_index, static_cast<int>(l3_of_obj.size()));
         if (fresh) topo.l3_groups_.push_back({it->second, {}, l3->attr->cache.size});
         core.l3 = it->second;
       }
       hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_PACKAGE, obj);
       unsigned pkg_key = pkg ? pkg->logical_index : 0;
-      auto [pit, pfresh] = package_of_obj.try_emplace(pkg_key, static_cast<int>(package_of_obj.size()));
+      auto [pit, pfresh] =
+          package_of_obj.try_emplace(pkg_key, static_cast<int>(package_of_obj.size()));
       if (pfresh) topo.packages_.push_back({pit->second, {}, 0});
       core.package = pit->second;
       for (hwloc_obj_t numa : numa_objs) {
@@ -115,7 +118,8 @@ struct TopologyLoader {
       topo.num_pus_ += static_cast<int>(core.pus.size());
       topo.cores_.push_back(std::move(core));
     }
-    if (topo.cores_.empty()) return Status::invalid_argument(topo.source_ + ": topology has no PUs");
+    if (topo.cores_.empty())
+      return Status::invalid_argument(topo.source_ + ": topology has no PUs");
 
     // The PUs this process may use.
     BitmapPtr allowed = new_bitmap();
@@ -148,28 +152,32 @@ struct TopologyLoader {
       GRAPHI_ASSIGN_OR_RETURN(std::vector<int> wanted, parse_cpu_list(allowed_override));
       std::vector<int> missing, outside;
       for (int id : wanted) {
-        if (!std::binary_search(machine_pus.begin(), machine_pus.end(), id)) missing.push_back(id);
-        else if (!std::binary_search(allowed_ids.begin(), allowed_ids.end(), id)) outside.push_back(id);
+        if (!std::binary_search(machine_pus.begin(), machine_pus.end(), id))
+          missing.push_back(id);
+        else if (!std::binary_search(allowed_ids.begin(), allowed_ids.end(), id))
+          outside.push_back(id);
       }
       if (!missing.empty()) {
-        return Status::invalid_argument("cpuset \"" + std::string(allowed_override) + "\": " +
-                                        (missing.size() == 1 ? "PU " : "PUs ") + format_cpu_list(missing) +
-                                        (missing.size() == 1 ? " does" : " do") + " not exist on " + topo.source_ +
-                                        " (PUs " + format_cpu_list(machine_pus) + ")");
+        return Status::invalid_argument(
+            "cpuset \"" + std::string(allowed_override) +
+            "\": " + (missing.size() == 1 ? "PU " : "PUs ") + format_cpu_list(missing) +
+            (missing.size() == 1 ? " does" : " do") + " not exist on " + topo.source_ + " (PUs " +
+            format_cpu_list(machine_pus) + ")");
       }
       if (!outside.empty()) {
-        return Status::invalid_argument("cpuset \"" + std::string(allowed_override) + "\": " +
-                                        (outside.size() == 1 ? "PU " : "PUs ") + format_cpu_list(outside) +
-                                        (outside.size() == 1 ? " is" : " are") +
-                                        " outside this process's allowed cpuset " +
-                                        format_cpu_list(allowed_ids) + " (taskset / cgroup)");
+        return Status::invalid_argument(
+            "cpuset \"" + std::string(allowed_override) +
+            "\": " + (outside.size() == 1 ? "PU " : "PUs ") + format_cpu_list(outside) +
+            (outside.size() == 1 ? " is" : " are") + " outside this process's allowed cpuset " +
+            format_cpu_list(allowed_ids) + " (taskset / cgroup)");
       }
       allowed_ids = std::move(wanted);
     }
     topo.allowed_pus_ = allowed_ids;
     for (CoreInfo& core : topo.cores_) {
       for (int pu : core.pus)
-        if (std::binary_search(allowed_ids.begin(), allowed_ids.end(), pu)) core.allowed_pus.push_back(pu);
+        if (std::binary_search(allowed_ids.begin(), allowed_ids.end(), pu))
+          core.allowed_pus.push_back(pu);
     }
     std::sort(topo.numa_nodes_.begin(), topo.numa_nodes_.end(),
               [](const CoreGroup& a, const CoreGroup& b) { return a.id < b.id; });
@@ -210,7 +218,8 @@ Result<Topology> Topology::from_synthetic(std::string_view description,
 Result<Topology> Topology::from_xml(const std::string& path, std::string_view allowed_override) {
   {
     std::ifstream probe(path);
-    if (!probe) return Status::io_error("cannot read topology XML '" + path + "': " + std::strerror(errno));
+    if (!probe)
+      return Status::io_error("cannot read topology XML '" + path + "': " + std::strerror(errno));
   }
   GRAPHI_ASSIGN_OR_RETURN(TopologyPtr t, init_topology());
   if (hwloc_topology_set_xml(t.get(), path.c_str()) != 0 || hwloc_topology_load(t.get()) != 0) {
@@ -234,8 +243,9 @@ std::string Topology::summary() const {
     min_tile = std::min(min_tile, g.cores.size());
     max_tile = std::max(max_tile, g.cores.size());
   }
-  std::string tile_size = min_tile == max_tile ? std::to_string(max_tile)
-                                               : std::to_string(min_tile) + "-" + std::to_string(max_tile);
+  std::string tile_size = min_tile == max_tile
+                              ? std::to_string(max_tile)
+                              : std::to_string(min_tile) + "-" + std::to_string(max_tile);
   return plural(packages_.size(), "package", "packages") + ", " +
          plural(numa_nodes_.size(), "NUMA node", "NUMA nodes") + ", " +
          plural(l3_groups_.size(), "L3 group", "L3 groups") + ", " +
@@ -269,7 +279,8 @@ Result<std::vector<int>> parse_cpu_list(std::string_view text) {
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t comma = text.find(',', pos);
-    std::string_view item = trim(text.substr(pos, comma == std::string_view::npos ? text.npos : comma - pos));
+    std::string_view item =
+        trim(text.substr(pos, comma == std::string_view::npos ? text.npos : comma - pos));
     if (item.empty()) return bad(item, "empty item");
     size_t dash = item.find('-');
     long lo = number(trim(item.substr(0, dash)));

@@ -30,9 +30,9 @@ struct CoreInfo {
 
 // A group of cores: a tile (shares one L2), an L3 group, a NUMA node or a package.
 struct CoreGroup {
-  int id = 0;                // logical id; for NUMA nodes the OS id
-  std::vector<int> cores;    // core ids, ascending
-  uint64_t bytes = 0;        // cache size (tiles, L3 groups) or local memory (NUMA), 0 if unknown
+  int id = 0;              // logical id; for NUMA nodes the OS id
+  std::vector<int> cores;  // core ids, ascending
+  uint64_t bytes = 0;      // cache size (tiles, L3 groups) or local memory (NUMA), 0 if unknown
 };
 
 class Topology {

@@ -81,7 +81,8 @@ TEST_CASE("team members pinned with hwloc run on their cores, same OS threads ov
       return;
     }
   }
-  for (size_t i = 0; i < static_cast<size_t>(k); ++i) CHECK(bound_to[i] == std::vector<int>{pus[i]});
+  for (size_t i = 0; i < static_cast<size_t>(k); ++i)
+    CHECK(bound_to[i] == std::vector<int>{pus[i]});
   CHECK(tids[0][0] == executor_tid);  // the executor thread is member 0 (the master)
   const std::set<pid_t> first(tids[0].begin(), tids[0].end());
   CHECK(first.size() == static_cast<size_t>(k));

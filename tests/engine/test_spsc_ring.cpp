@@ -143,6 +143,7 @@ TEST_CASE("SpscRing two-thread stress: 10^7 items through a small ring, no loss 
   stress(64, 10'000'000);
 }
 
-TEST_CASE("SpscRing two-thread stress with capacity 1 (the paper's default)", "[spsc_ring][stress]") {
+TEST_CASE("SpscRing two-thread stress with capacity 1 (the paper's default)",
+          "[spsc_ring][stress]") {
   stress(1, 300'000);
 }

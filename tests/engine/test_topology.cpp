@@ -24,7 +24,7 @@ namespace {
 
 const char* kKnl = "package:1 l2:34 core:2 pu:4";  // Xeon Phi 7250: 34 tiles x 2 cores x 4 threads
 const char* kKnlRealNumbering = "package:1 l2:34 core:2 pu:4(indexes=4*68:1*4)";
-const char* kXeon2S = "package:2 numa:1 l3:1 core:12 pu:2";  // 2 x 12 cores, SMT 2
+const char* kXeon2S = "package:2 numa:1 l3:1 core:12 pu:2";    // 2 x 12 cores, SMT 2
 const char* kEpyc = "package:2 numa:4 l3:2 l2:8 core:1 pu:2";  // 2 x 64 cores, 8 per L3 (CCX)
 
 Topology synthetic(const char* desc, std::string_view allowed = {}) {
@@ -82,7 +82,8 @@ void check_invariants(const Topology& topo, const PlacementRequest& req, const P
   }
   if (!p.scheduler) {
     bool noted = false;
-    for (const std::string& n : p.notes) noted = noted || n.find("scheduler role runs inside") != n.npos;
+    for (const std::string& n : p.notes)
+      noted = noted || n.find("scheduler role runs inside") != n.npos;
     CHECK(noted);
   }
 }
@@ -156,7 +157,8 @@ TEST_CASE("cpu lists parse and format like taskset -c", "[topology]") {
   }
 }
 
-TEST_CASE("Xeon Phi 7250 synthetic topology: 34 tiles of 2 cores, 4 threads per core", "[topology]") {
+TEST_CASE("Xeon Phi 7250 synthetic topology: 34 tiles of 2 cores, 4 threads per core",
+          "[topology]") {
   Topology t = synthetic(kKnl);
   CHECK(t.cores().size() == 68);
   CHECK(t.tiles().size() == 34);
@@ -166,7 +168,8 @@ TEST_CASE("Xeon Phi 7250 synthetic topology: 34 tiles of 2 cores, 4 threads per 
   CHECK(t.packages().size() == 1);
   CHECK(t.allowed_pus() == range(0, 272));
   CHECK_FALSE(t.is_this_system());
-  for (const CoreGroup& tile : t.tiles()) CHECK(tile.cores == std::vector<int>{2 * tile.id, 2 * tile.id + 1});
+  for (const CoreGroup& tile : t.tiles())
+    CHECK(tile.cores == std::vector<int>{2 * tile.id, 2 * tile.id + 1});
   for (const CoreInfo& c : t.cores()) {
     CHECK(c.pus == range(4 * c.id, 4 * c.id + 4));  // sequential numbering without indexes=
     CHECK(c.tile == c.id / 2);
@@ -174,7 +177,8 @@ TEST_CASE("Xeon Phi 7250 synthetic topology: 34 tiles of 2 cores, 4 threads per 
   }
   // Real KNL numbering: core c has PUs c, c+68, c+136, c+204.
   Topology real = synthetic(kKnlRealNumbering);
-  for (const CoreInfo& c : real.cores()) CHECK(c.pus == std::vector<int>{c.id, c.id + 68, c.id + 136, c.id + 204});
+  for (const CoreInfo& c : real.cores())
+    CHECK(c.pus == std::vector<int>{c.id, c.id + 68, c.id + 136, c.id + 204});
   CHECK(t.summary().find("34 tiles of 2 cores, 68 cores x 4 threads") != std::string::npos);
 }
 
@@ -226,9 +230,11 @@ TEST_CASE("allowed-cpuset override restricts the usable cores", "[topology]") {
 TEST_CASE("bad synthetic descriptions and XML files are clear errors", "[topology]") {
   Result<Topology> bad = Topology::from_synthetic("garbage");
   CHECK(bad.status().code() == StatusCode::kInvalidArgument);
-  CHECK(bad.status().message().find("invalid hwloc synthetic topology \"garbage\"") != std::string::npos);
+  CHECK(bad.status().message().find("invalid hwloc synthetic topology \"garbage\"") !=
+        std::string::npos);
   CHECK(Topology::from_synthetic("").status().code() == StatusCode::kInvalidArgument);
-  CHECK(Topology::from_synthetic("package:2 core:0").status().code() == StatusCode::kInvalidArgument);
+  CHECK(Topology::from_synthetic("package:2 core:0").status().code() ==
+        StatusCode::kInvalidArgument);
 
   Result<Topology> absent = Topology::from_xml("/nonexistent/machine.xml");
   CHECK(absent.status().code() == StatusCode::kIoError);
@@ -242,7 +248,8 @@ TEST_CASE("bad synthetic descriptions and XML files are clear errors", "[topolog
   CHECK(r.status().message().find("not an hwloc topology XML") != std::string::npos);
 }
 
-TEST_CASE("XML topologies: a synthetic machine round-trips, and the VM fixture loads", "[topology]") {
+TEST_CASE("XML topologies: a synthetic machine round-trips, and the VM fixture loads",
+          "[topology]") {
   // Export the EPYC description with hwloc itself and load it back through from_xml.
   auto dir = test::scratch_dir("topology_xml");
   std::string path = (dir / "epyc.xml").string();
@@ -259,8 +266,8 @@ TEST_CASE("XML topologies: a synthetic machine round-trips, and the VM fixture l
   CHECK_FALSE(from_xml.is_this_system());
 
   // lstopo-no-graphics --no-io --of xml of this 2-core VM (each core its own L2, one L3).
-  Topology vm = value_or_throw(
-      Topology::from_xml(std::string(GRAPHI_SOURCE_DIR) + "/tests/engine/data/vm_2core_private_l2.xml"));
+  Topology vm = value_or_throw(Topology::from_xml(std::string(GRAPHI_SOURCE_DIR) +
+                                                  "/tests/engine/data/vm_2core_private_l2.xml"));
   CHECK(vm.cores().size() == 2);
   CHECK(vm.tiles().size() == 2);
   CHECK(vm.l3_groups().size() == 1);
@@ -285,8 +292,11 @@ TEST_CASE("this machine: cores, tiles and the allowed cpuset match /sys and sche
   for (int i = 0; i < CPU_SETSIZE; ++i)
     if (CPU_ISSET(i, &mask)) affinity.push_back(i);
   if (omp_affinity_env_warning()) {
-    WARN("OpenMP affinity variables set: only checking that the allowed set covers the main thread's");
-    CHECK(std::includes(t.allowed_pus().begin(), t.allowed_pus().end(), affinity.begin(), affinity.end()));
+    WARN(
+        "OpenMP affinity variables set: only checking that the allowed set covers the main "
+        "thread's");
+    CHECK(std::includes(t.allowed_pus().begin(), t.allowed_pus().end(), affinity.begin(),
+                        affinity.end()));
   } else {
     CHECK(t.allowed_pus() == affinity);
   }
@@ -311,7 +321,8 @@ TEST_CASE("this machine: cores, tiles and the allowed cpuset match /sys and sche
     cores.insert({read(base / "topology/physical_package_id"), read(base / "topology/core_id")});
     for (int idx = 0; idx < 8; ++idx) {
       fs::path cache = base / ("cache/index" + std::to_string(idx));
-      if (fs::exists(cache / "level") && read(cache / "level") == "2") l2_groups.insert(read(cache / "shared_cpu_list"));
+      if (fs::exists(cache / "level") && read(cache / "level") == "2")
+        l2_groups.insert(read(cache / "shared_cpu_list"));
     }
   }
   if (cpus == 0) {
@@ -324,7 +335,8 @@ TEST_CASE("this machine: cores, tiles and the allowed cpuset match /sys and sche
   for (const CoreInfo& c : t.cores()) {
     std::vector<int> expected;
     for (int pu : c.pus)
-      if (std::binary_search(t.allowed_pus().begin(), t.allowed_pus().end(), pu)) expected.push_back(pu);
+      if (std::binary_search(t.allowed_pus().begin(), t.allowed_pus().end(), pu))
+        expected.push_back(pu);
     CHECK(c.allowed_pus == expected);
   }
 }
@@ -370,7 +382,8 @@ TEST_CASE("placement on a Xeon Phi 7250: whole tiles, reserved cores, sharing on
   std::map<int, int> per_tile;
   for (const ExecutorPlacement& team : p.teams) per_tile[team.tiles[0]]++;
   CHECK(per_tile.size() == 34);
-  CHECK(std::count_if(per_tile.begin(), per_tile.end(), [](auto& kv) { return kv.second == 2; }) == 6);
+  CHECK(std::count_if(per_tile.begin(), per_tile.end(), [](auto& kv) { return kv.second == 2; }) ==
+        6);
 
   CHECK(error_of(t, 18, 4) ==
         "18 executors x 4 threads need 72 cores; this process may use 68 (cpuset 0-271); threads "
@@ -379,7 +392,8 @@ TEST_CASE("placement on a Xeon Phi 7250: whole tiles, reserved cores, sharing on
   CHECK(error_of(t, 2, -1).find("at least 1 executor") != std::string::npos);
 }
 
-TEST_CASE("placement on a 2-socket 12-core Xeon: executors stay in one socket's L3", "[placement]") {
+TEST_CASE("placement on a 2-socket 12-core Xeon: executors stay in one socket's L3",
+          "[placement]") {
   Topology t = synthetic(kXeon2S);
   sweep(t);
 
@@ -412,7 +426,8 @@ TEST_CASE("placement on a 2-socket 12-core Xeon: executors stay in one socket's 
   CHECK(p.teams[2].l3 == -1);
   CHECK(p.teams[2].cores == std::vector<int>{8, 9, 10, 11, 20, 21, 22, 23});
   bool noted = false;
-  for (const std::string& n : p.notes) noted = noted || n.find("executor 2 spans L3 groups 0-1") != n.npos;
+  for (const std::string& n : p.notes)
+    noted = noted || n.find("executor 2 spans L3 groups 0-1") != n.npos;
   CHECK(noted);
 
   // 23 x 1: one spare core, the scheduler's; bootstrap shares it.
@@ -428,10 +443,12 @@ TEST_CASE("placement on a 2-socket 12-core Xeon: executors stay in one socket's 
   CHECK(error_of(t, 2, 13) ==
         "2 executors x 13 threads need 26 cores; this process may use 24 (cpuset 0-47); threads "
         "count cores, not hardware threads (2 per core here)");
-  CHECK(error_of(t, 7, 7) == "7 executors x 7 threads need 49 cores; this process may use 24 (cpuset 0-47)");
+  CHECK(error_of(t, 7, 7) ==
+        "7 executors x 7 threads need 49 cores; this process may use 24 (cpuset 0-47)");
 }
 
-TEST_CASE("placement on a 2x64-core EPYC: one CCX (L3 group) per 8-thread executor", "[placement]") {
+TEST_CASE("placement on a 2x64-core EPYC: one CCX (L3 group) per 8-thread executor",
+          "[placement]") {
   Topology t = synthetic(kEpyc);
   sweep(t);
 
@@ -468,7 +485,8 @@ TEST_CASE("placement on a 2x64-core EPYC: one CCX (L3 group) per 8-thread execut
   for (const ExecutorPlacement& team : p.teams) CHECK(team.numa >= 0);
   CHECK(p.teams[0].numa != p.teams[1].numa);
 
-  CHECK(error_of(t, 4, 33).find("4 executors x 33 threads need 132 cores; this process may use 128") == 0);
+  CHECK(error_of(t, 4, 33).find(
+            "4 executors x 33 threads need 132 cores; this process may use 128") == 0);
 }
 
 TEST_CASE("placement stays inside an allowed-cpuset override", "[placement]") {
@@ -503,9 +521,10 @@ TEST_CASE("placement stays inside an allowed-cpuset override", "[placement]") {
   CHECK(two.teams[1].cores == std::vector<int>{2});
   CHECK(two.teams[1].pus == std::vector<int>{8});
   CHECK_FALSE(two.tiles_shared);
-  CHECK(error_of(knl, 1, 3) ==
-        "1 executor x 3 threads need 3 cores; this process may use 2 (cpuset 0-3,8) of the machine's "
-        "68 cores; threads count cores, not hardware threads (4 per core here)");
+  CHECK(
+      error_of(knl, 1, 3) ==
+      "1 executor x 3 threads need 3 cores; this process may use 2 (cpuset 0-3,8) of the machine's "
+      "68 cores; threads count cores, not hardware threads (4 per core here)");
 }
 
 TEST_CASE("placement on this machine", "[placement]") {
@@ -521,16 +540,17 @@ TEST_CASE("placement on this machine", "[placement]") {
   }
   // The error names this process's cpuset, e.g. "... may use 2 (cpuset 0-1)".
   const int n = usable + 2;
-  std::string expected = std::to_string(n) + " executors x 8 threads need " + std::to_string(8 * n) +
-                         " cores; this process may use " + std::to_string(usable) + " (cpuset " +
-                         format_cpu_list(t.allowed_pus()) + ")";
+  std::string expected = std::to_string(n) + " executors x 8 threads need " +
+                         std::to_string(8 * n) + " cores; this process may use " +
+                         std::to_string(usable) + " (cpuset " + format_cpu_list(t.allowed_pus()) +
+                         ")";
   CHECK(error_of(t, n, 8).find(expected) == 0);
 }
 
 TEST_CASE("placement on the VM fixture: 1x1 reserves a scheduler core, 2x1 runs it inside",
           "[placement]") {
-  Topology t = value_or_throw(
-      Topology::from_xml(std::string(GRAPHI_SOURCE_DIR) + "/tests/engine/data/vm_2core_private_l2.xml"));
+  Topology t = value_or_throw(Topology::from_xml(std::string(GRAPHI_SOURCE_DIR) +
+                                                 "/tests/engine/data/vm_2core_private_l2.xml"));
   Placement p = value_or_throw(place_executors(t, {1, 1}));
   CHECK(p.teams[0].cores == std::vector<int>{0});
   REQUIRE(p.scheduler);
@@ -541,5 +561,6 @@ TEST_CASE("placement on the VM fixture: 1x1 reserves a scheduler core, 2x1 runs 
   CHECK_FALSE(p.tiles_shared);
   p = value_or_throw(place_executors(t, {1, 2}));
   CHECK(p.teams[0].tiles == std::vector<int>{0, 1});
-  CHECK(error_of(t, 4, 8) == "4 executors x 8 threads need 32 cores; this process may use 2 (cpuset 0-1)");
+  CHECK(error_of(t, 4, 8) ==
+        "4 executors x 8 threads need 32 cores; this process may use 2 (cpuset 0-1)");
 }
