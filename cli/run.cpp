@@ -215,6 +215,7 @@ int run_command(int argc, char** argv) {
     for (const auto& [name, t] : outputs) outs[name] = {{"shape", t.shape()}, {"dtype", dtype_name(t.dtype())}};
     j["outputs"] = outs;
     j["inputs_generated"] = generated;
+    if (!generated.empty()) j["input_seed"] = *seed;
     if (!written.empty()) j["output_files"] = written;
     std::printf("%s\n", j.dump(2).c_str());
     return kExitOk;

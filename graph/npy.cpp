@@ -4,7 +4,9 @@
 
 #include <bit>
 #include <cctype>
+#include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <optional>
@@ -277,6 +279,8 @@ Result<Tensor> parse_npy(std::string_view bytes, const std::string& src) {
 }
 
 Result<Tensor> read_npy(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return Status::io_error(path + ": is a directory, not a .npy file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::io_error(path + ": cannot open (" + std::strerror(errno) + ")");
   std::ostringstream ss;

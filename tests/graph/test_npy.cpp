@@ -179,6 +179,9 @@ TEST_CASE("npy read of a missing file is an I/O error naming the path", "[npy]")
   CHECK(r.status().code() == StatusCode::kIoError);
   CHECK(contains(r.status().message(), "/nonexistent/dir/x.npy"));
   CHECK(graph::write_npy("/nonexistent/dir/y.npy", Tensor({DType::kF32, {1}})).code() == StatusCode::kIoError);
+  auto dir = graph::read_npy(test::scratch_dir("npy_dir").string());
+  REQUIRE_FALSE(dir.is_ok());
+  CHECK(contains(dir.status().message(), "is a directory"));
 }
 
 TEST_CASE("npy files written by numpy are read, and ours are read by numpy", "[npy][numpy]") {
