@@ -60,6 +60,7 @@ struct ParallelRuntime::Impl {
   size_t inbox_capacity = 1;
   std::vector<std::unique_ptr<Executor>> ex;
   std::vector<double> keys;  // heap key per op: level (cpf) or -position (fifo)
+  std::unique_ptr<void, FreeAligned> client_scratch;  // for bootstrap ops run by the client
 
   // Per-run state.
   SlotTables slots;
@@ -87,9 +88,9 @@ struct ParallelRuntime::Impl {
 
   void executor_main(Executor& e);
   void init_team(Executor& e);
-  void process(Executor* e, graph::NodeId first, std::vector<graph::NodeId>& local,
-               std::vector<graph::NodeId>& ready, void* scratch, int threads);
-  void finish_one();
+  size_t process(Executor* e, graph::NodeId first, std::vector<graph::NodeId>& local,
+                 std::vector<graph::NodeId>& ready, void* scratch, int threads);
+  void finish(size_t ops);
   void report(Executor& e);
   bool step();
   void try_schedule();
@@ -98,10 +99,13 @@ struct ParallelRuntime::Impl {
   void wake_all();
 };
 
-void ParallelRuntime::Impl::finish_one() {
+// Called once an executor has run `ops` ops AND handed on what they made ready, so when the
+// count reaches 0 no thread touches this run's state any more and the next run may reset it.
+void ParallelRuntime::Impl::finish(size_t ops) {
   // acq_rel: the decrements form one release sequence, so the thread that reaches 0 (and the
   // client acquiring `done`) sees every op's output writes.
-  if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+  const auto n = static_cast<int64_t>(ops);
+  if (remaining.fetch_sub(n, std::memory_order_acq_rel) == n) {
     done.store(true, std::memory_order_release);
     done_parker.wake();
   }
@@ -109,12 +113,14 @@ void ParallelRuntime::Impl::finish_one() {
 
 // Runs `first`, then the small ops it makes ready (inline, in this thread), and collects the
 // other ops that became ready in `ready`. With local continuation it keeps going while exactly
-// one op becomes ready. e == nullptr: the client thread running bootstrap ops.
-void ParallelRuntime::Impl::process(Executor* e, graph::NodeId first, std::vector<graph::NodeId>& local,
+// one op becomes ready. e == nullptr: the client thread running bootstrap ops. Returns how many
+// ops ran; the caller reports, then calls finish() with that count.
+size_t ParallelRuntime::Impl::process(Executor* e, graph::NodeId first, std::vector<graph::NodeId>& local,
                                     std::vector<graph::NodeId>& ready, void* scratch, int threads) {
   const Plan& p = *plan;
   const size_t scratch_bytes = p.scratch_bytes();
   graph::NodeId n = first;
+  size_t ran = 0;
   while (true) {
     local.clear();
     ready.clear();
@@ -129,14 +135,14 @@ void ParallelRuntime::Impl::process(Executor* e, graph::NodeId first, std::vecto
         // predecessors' outputs visible to whoever runs s (passed on through the rings).
         if (pending[s].fetch_sub(1, std::memory_order_acq_rel) == 1) (p.small(s) ? local : ready).push_back(s);
       }
-      finish_one();
+      ++ran;
     }
-    if (e == nullptr || shared) return;
+    if (e == nullptr || shared) return ran;
     if (opt.local_continuation && ready.size() == 1 && e->inbox.empty_approx()) {
       n = ready[0];
       continue;
     }
-    return;
+    return ran;
   }
 }
 
@@ -279,14 +285,16 @@ void ParallelRuntime::Impl::executor_main(Executor& e) {
         e.probed.notify_all();
         continue;
       }
-      process(&e, item, e.local, e.ready, scratch, k);
+      const size_t ran = process(&e, item, e.local, e.ready, scratch, k);
       if (shared) sq_push(e.ready);
       else report(e);
+      finish(ran);
     } else if (shared) {
       graph::NodeId n;
       if (sq_pop(n)) {
-        process(&e, n, e.local, e.ready, scratch, k);
+        const size_t ran = process(&e, n, e.local, e.ready, scratch, k);
         sq_push(e.ready);
+        finish(ran);
       }
     } else if (stopping.load(std::memory_order_acquire)) {
       return;
@@ -347,6 +355,10 @@ Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& pla
     e->local.reserve(n);
     e->ready.reserve(n);
     im.ex.push_back(std::move(e));
+  }
+  if (scratch_bytes) {
+    im.client_scratch.reset(std::aligned_alloc(64, (scratch_bytes + 63) / 64 * 64));
+    if (!im.client_scratch) return Status(StatusCode::kOutOfMemory, "cannot allocate bootstrap scratch");
   }
   im.idle.reset(im.ex.size());
   im.inflight.assign(im.ex.size(), 0);
@@ -414,8 +426,9 @@ Status ParallelRuntime::run(SlotTables slots) {
       big.push_back(s);
       continue;
     }
-    im.process(nullptr, s, local, ready, nullptr, 1);
+    const size_t ran = im.process(nullptr, s, local, ready, im.client_scratch.get(), 1);
     big.insert(big.end(), ready.begin(), ready.end());
+    im.finish(ran);
   }
   if (im.done.load(std::memory_order_acquire)) return Status::ok();  // all ops were small
 

@@ -9,12 +9,16 @@
 
 #include <omp.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
 
+#include "engine/parallel_runtime.h"
+#include "engine/node_runner.h"
 #include "engine/plan.h"
+#include "engine/topology.h"
 
 namespace graphi::engine {
 
@@ -41,6 +45,14 @@ Result<AlignedBytes> alloc_aligned(size_t bytes, const std::string& what) {
 
 struct Session::Impl {
   SessionOptions options;
+  Policy policy = Policy::kSequential;
+  // Parallel policies only. Destroyed in reverse order: the runtime (joins executor threads)
+  // before the binder and placement it uses.
+  std::optional<Placement> placement;
+  std::unique_ptr<HwlocBinder> binder;
+  std::unique_ptr<ParallelRuntime> runtime;
+  Status start_runtime();
+
   std::shared_ptr<const Plan> plan_ptr;  // read-only; may be shared with other Sessions
   const Plan& plan() const { return *plan_ptr; }
 
@@ -80,24 +92,44 @@ const graph::Graph& Session::graph() const { return impl_->plan().graph(); }
 const Plan& Session::plan() const { return impl_->plan(); }
 std::shared_ptr<const Plan> Session::shared_plan() const { return impl_->plan_ptr; }
 const SessionOptions& Session::options() const { return impl_->options; }
+const Placement* Session::placement() const { return impl_->placement ? &*impl_->placement : nullptr; }
+ParallelRuntime* Session::runtime() const { return impl_->runtime.get(); }
+std::vector<uint32_t> Session::execution_counts() const {
+  return impl_->runtime ? impl_->runtime->execution_counts() : std::vector<uint32_t>{};
+}
+
+std::string Session::config_summary() const {
+  const Impl& im = *impl_;
+  std::string s = std::to_string(im.options.executors) + "x" + std::to_string(im.options.threads) + " " +
+                  policy_name(im.policy);
+  if (!im.runtime) return s + " on the calling thread";
+  if (im.placement) s += " " + im.placement->summary();
+  else s += " unpinned";
+  s += im.runtime->dedicated_scheduler() ? "; scheduler on the client thread" : "; scheduler role inside the executors";
+  return s;
+}
 
 static Status check_options(const SessionOptions& o) {
   if (o.threads < 1)
     return Status::invalid_argument("session options: threads must be at least 1, got " + std::to_string(o.threads));
-  if (o.executors != 1)
-    return Status::invalid_argument("session options: executors = " + std::to_string(o.executors) +
-                                    ", but the sequential reference executor runs exactly 1 executor "
-                                    "(parallel executors are not available yet)");
-  if (o.scheduler != "sequential")
-    return Status::invalid_argument("session options: unknown scheduler '" + o.scheduler +
-                                    "' (available: sequential)");
-  if (o.ring_capacity < 1)
-    return Status::invalid_argument("session options: ring_capacity must be at least 1, got " +
+  if (o.executors < 1)
+    return Status::invalid_argument("session options: executors must be at least 1, got " + std::to_string(o.executors));
+  std::optional<Policy> policy = parse_policy(o.scheduler);
+  if (!policy)
+    return Status::invalid_argument("session options: unknown scheduler '" + o.scheduler + "' (available: " +
+                                    kPolicyNames + ")");
+  if (*policy == Policy::kSequential && o.executors != 1)
+    return Status::invalid_argument("session options: the sequential scheduler runs exactly 1 executor, got executors = " +
+                                    std::to_string(o.executors) + " (use cpf, fifo or shared-queue)");
+  if (o.ring_capacity < 1 || o.ring_capacity > (1 << 20))
+    return Status::invalid_argument("session options: ring_capacity must be in [1, 2^20], got " +
                                     std::to_string(o.ring_capacity));
-  // `pin` is accepted and has no effect: the sequential executor runs on the caller's thread
-  // and leaves its placement to the caller.
+  // The sequential executor runs on the caller's thread and leaves its placement to the caller,
+  // so `pin` only matters for the parallel policies.
   return Status::ok();
 }
+
+
 
 Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const graph::Graph> graph,
                                                  const SessionOptions& options) {
@@ -145,6 +177,7 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Plan> pla
     for (size_t k = 0; k < outs.size(); ++k)
       im.out_ptrs[plan.out_offsets()[n] + k] = const_cast<void*>(im.value_ptr(outs[k]));
   }
+  GRAPHI_RETURN_IF_ERROR(im.start_runtime());
   return s;
 }
 
@@ -185,29 +218,48 @@ Status Session::Impl::bind_inputs(const NamedTensors& inputs, std::vector<const 
 }
 
 void Session::Impl::execute(int threads) {
-  void* scr = scratch.get();
-  const size_t scr_bytes = plan().scratch_bytes();
   // The calling thread's OpenMP ICV may be anything (an embedding framework may have changed
   // it); kernels that open their own region (oneDNN) size their team from it.
   omp_set_num_threads(threads);
-  for (NodeId n : plan().order()) {
-    const ops::Kernel& k = plan().kernel(n);
-    const uint32_t i0 = plan().in_offsets()[n], i1 = plan().in_offsets()[n + 1];
-    const uint32_t o0 = plan().out_offsets()[n], o1 = plan().out_offsets()[n + 1];
-    ops::Buffers io{std::span<const void* const>(in_ptrs.data() + i0, i1 - i0),
-                    std::span<void* const>(out_ptrs.data() + o0, o1 - o0)};
-    if (plan().small(n)) {
-      k.run(ops::TeamContext{0, 1, scr, scr_bytes}, io);
-    } else if (k.opens_own_region() || threads == 1) {
-      k.run(ops::TeamContext{0, threads, scr, scr_bytes}, io);
-    } else {
-      // One region per op on the same team: libgomp reuses the calling thread's pool, so the
-      // same OS threads run every op. The runtime may give fewer threads than asked (e.g.
-      // when run() is itself called inside a parallel region): nthr is what we actually got.
-#pragma omp parallel num_threads(threads)
-      k.run(ops::TeamContext{omp_get_thread_num(), omp_get_num_threads(), scr, scr_bytes}, io);
-    }
+  const SlotTables slots{in_ptrs.data(), out_ptrs.data()};
+  for (NodeId n : plan().order()) run_node(plan(), n, slots, threads, scratch.get(), plan().scratch_bytes());
+}
+
+Status Session::Impl::start_runtime() {
+  policy = *parse_policy(options.scheduler);
+  if (policy == Policy::kSequential) return Status::ok();
+  const Plan& p = plan();
+  RuntimeOptions ro;
+  ro.executors = options.executors;
+  ro.threads = options.threads;
+  ro.policy = policy;
+  ro.ring_capacity = options.ring_capacity;
+  ro.pin = options.pin;
+  ro.local_continuation = options.local_continuation;
+  ro.count_executions = options.count_executions;
+  ro.dedicated_scheduler = options.dedicated_scheduler;
+  if (options.pin) {
+    static std::once_flag warned;
+    if (auto w = omp_affinity_env_warning())
+      std::call_once(warned, [&] { std::fprintf(stderr, "graphi: warning: %s\n", w->c_str()); });
+    GRAPHI_ASSIGN_OR_RETURN(Topology topo, Topology::load_this_machine(options.cpuset));
+    PlacementRequest req;
+    req.executors = options.executors;
+    req.threads = options.threads;
+    Result<Placement> pl = place_executors(topo, req);
+    if (!pl.is_ok())
+      return pl.status().with_context(p.graph().source() + ": cannot place " + std::to_string(options.executors) +
+                                      " executors x " + std::to_string(options.threads) +
+                                      " threads (pin = false runs unpinned)");
+    placement = std::move(pl).value();
+    GRAPHI_ASSIGN_OR_RETURN(binder, HwlocBinder::create());
+    ro.placement = &*placement;
+    ro.binder = binder.get();
+  } else if (!options.cpuset.empty()) {
+    return Status::invalid_argument("session options: cpuset needs pin = true");
   }
+  GRAPHI_ASSIGN_OR_RETURN(runtime, ParallelRuntime::create(p, ro));
+  return Status::ok();
 }
 
 Result<NamedTensors> Session::run(const NamedTensors& inputs) {
@@ -219,7 +271,15 @@ Result<NamedTensors> Session::run(const NamedTensors& inputs) {
   GRAPHI_RETURN_IF_ERROR(im.bind_inputs(inputs, bound));
   for (const Impl::InputSlot& s : im.input_slots) im.in_ptrs[s.slot] = bound[s.input_index]->data();
 
-  im.execute(im.options.threads);
+  if (im.runtime) {
+    Status st = im.runtime->run(SlotTables{im.in_ptrs.data(), im.out_ptrs.data()});
+    if (!st.is_ok()) {
+      for (const Impl::InputSlot& s : im.input_slots) im.in_ptrs[s.slot] = nullptr;
+      return st;
+    }
+  } else {
+    im.execute(im.options.threads);
+  }
 
   NamedTensors out;
   try {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,13 +13,26 @@
 namespace graphi::engine {
 
 class Plan;
+class ParallelRuntime;
+struct Placement;
 
 struct SessionOptions {
-  int executors = 1;                     // n executors ...
-  int threads = 1;                       // ... x k threads each
-  std::string scheduler = "sequential";  // sequential (the reference executor); more in later work
-  int ring_capacity = 1;
+  int executors = 1;  // n executors ...
+  int threads = 1;    // ... x k threads each (one team per executor)
+  // cpf (critical-path first), fifo, shared-queue (the TensorFlow/MXNet baseline) or sequential
+  // (the reference executor: one team on the calling thread, topological order; executors = 1).
+  std::string scheduler = "sequential";
+  int ring_capacity = 1;  // scheduler -> executor ring (the paper found 1 best)
+  // Pin each team member to its own core (hwloc), whole tiles per executor, inside the process's
+  // allowed cpuset. A split that does not fit is an error; pin = false lets threads float (and
+  // allows oversubscribing the machine on purpose).
   bool pin = true;
+  std::string cpuset;  // restrict placement further ("0-3,8"); empty = the process's allowed set
+  // Who plays the scheduler: nullopt = the client thread when the machine has a spare core,
+  // else the executors take turns (small machines). Tests force either.
+  std::optional<bool> dedicated_scheduler;
+  bool local_continuation = true;  // an op that makes exactly one op ready hands it to itself
+  bool count_executions = false;   // per-op execution counters (tests: exactly once)
 };
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
@@ -46,6 +60,15 @@ class Session {
   const Plan& plan() const;
   std::shared_ptr<const Plan> shared_plan() const;
   const SessionOptions& options() const;
+
+  // The executors' placement (core sets), or nullptr for the sequential executor or pin = false.
+  const Placement* placement() const;
+  // "2x1 cpf on cores {0} {1}; scheduler inside the executors" (for logs and --json).
+  std::string config_summary() const;
+  // After a run with count_executions: how often each node ran in the last run (else empty).
+  std::vector<uint32_t> execution_counts() const;
+  // The parallel runtime, or nullptr for the sequential executor (tests, profiler).
+  ParallelRuntime* runtime() const;
 
  private:
   Session();

@@ -2,7 +2,24 @@
 
 #include <libxsmm.h>
 
+#include <cstdlib>
+#include <mutex>
+
 namespace graphi::ops::xsmm {
+
+// LIBXSMM 1.17's initialization (run by its first dispatch) does setenv("OMP_PROC_BIND=TRUE")
+// when the variable is unset. libgomp has read its settings by then, but the variable would
+// leak into child processes and trip graphi's affinity warning. Initialize once here and put
+// the environment back as it was.
+static void init_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* before = std::getenv("OMP_PROC_BIND");
+    const bool was_set = before != nullptr;
+    libxsmm_init();
+    if (!was_set) unsetenv("OMP_PROC_BIND");
+  });
+}
 
 void SmmKernel::operator()(const float* a, const float* b, float* c) const noexcept {
   reinterpret_cast<libxsmm_smmfunction>(fn_)(a, b, c);
@@ -21,6 +38,7 @@ Result<SmmKernel> dispatch_smm(const SmmShape& s) {
     return Status::invalid_argument("libxsmm: empty GEMM (" + describe(s) + ")");
   if (s.alpha != 1.0f || (s.beta != 0.0f && s.beta != 1.0f))
     return Status::unsupported("libxsmm JITs only alpha=1 and beta in {0,1} (" + describe(s) + ")");
+  init_once();
   const libxsmm_blasint lda = s.lda, ldb = s.ldb, ldc = s.ldc;
   const float alpha = s.alpha, beta = s.beta;
   const int flags = (s.trans_a ? LIBXSMM_GEMM_FLAG_TRANS_A : 0) |
