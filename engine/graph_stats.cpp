@@ -23,8 +23,11 @@ Result<GraphStats> compute_graph_stats(const graph::Graph& g, const Plan* plan) 
   for (const graph::Value& v : g.values()) {
     if (v.kind == graph::ValueKind::kConstant) {
       ++s.num_constants;
-      s.parameters += v.desc.numel();
-      s.parameter_bytes += v.desc.bytes();
+      s.constant_bytes += v.desc.bytes();
+      if (v.desc.dtype == DType::kF32) {
+        s.parameters += v.desc.numel();
+        s.parameter_bytes += v.desc.bytes();
+      }
     }
     if (v.kind == graph::ValueKind::kInput) s.input_bytes += v.desc.bytes();
     if (v.is_output) s.output_bytes += v.desc.bytes();
@@ -91,6 +94,7 @@ nlohmann::json to_json(const GraphStats& s) {
   if (!s.kernel_counts.empty()) j["kernel_counts"] = s.kernel_counts;
   j["parameters"] = s.parameters;
   j["parameter_bytes"] = s.parameter_bytes;
+  j["constant_bytes"] = s.constant_bytes;
   j["input_bytes"] = s.input_bytes;
   j["output_bytes"] = s.output_bytes;
   j["flops"] = s.flops;

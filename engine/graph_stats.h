@@ -24,8 +24,9 @@ struct GraphStats {
   std::map<std::string, size_t> op_counts;      // op type -> number of nodes
   std::map<std::string, size_t> kernel_counts;  // kernel name -> nodes (only when a Plan is given)
 
-  int64_t parameters = 0;      // elements of all constants
-  size_t parameter_bytes = 0;  // bytes of all constants
+  int64_t parameters = 0;      // elements of the float constants (weights)
+  size_t parameter_bytes = 0;  // bytes of the float constants
+  size_t constant_bytes = 0;   // bytes of all constants (weights plus integer shapes/indices)
   size_t input_bytes = 0, output_bytes = 0;
 
   double flops = 0;           // per run: sum of cost hints

@@ -59,6 +59,7 @@ TEST_CASE("graph stats: counts, depth levels, critical path and memory of a hand
   CHECK(s.kernel_counts.empty());
   CHECK(s.parameters == 16);
   CHECK(s.parameter_bytes == 64);
+  CHECK(s.constant_bytes == 64);
   CHECK(s.input_bytes == 24);
   CHECK(s.output_bytes == 32 + 24);
 
@@ -129,4 +130,32 @@ TEST_CASE("graph stats: an op the registry does not know is an error naming the 
   auto p = compile(std::make_shared<const graph::Graph>(std::move(g)), 1);
   REQUIRE_FALSE(p.is_ok());
   CHECK_THAT(p.status().message(), Contains("node 'f' (Frobnicate)"));
+}
+
+TEST_CASE("graph stats: integer constants are not parameters; a graph without nodes", "[graph_stats]") {
+  graph::GraphBuilder b("<reshape>");
+  b.add_input("x", TensorDesc{DType::kF32, {2, 3}});
+  Tensor shape(TensorDesc{DType::kI64, {1}});
+  shape.data_as<int64_t>()[0] = 6;
+  b.add_constant("shape", std::move(shape));
+  b.add_node("Reshape", "flat", {"x", "shape"}, {"y"});
+  b.add_output("y");
+  graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
+  GraphStats s = value_or_throw(compute_graph_stats(g));
+  CHECK(s.parameters == 0);
+  CHECK(s.parameter_bytes == 0);
+  CHECK(s.constant_bytes == 8);
+  CHECK(s.num_constants == 1);
+
+  // An output that is the input itself: no ops, no arena.
+  graph::GraphBuilder e("<empty>");
+  e.add_input("x", TensorDesc{DType::kF32, {4}});
+  e.add_output("x");
+  GraphStats t = value_or_throw(compute_graph_stats(value_or_throw(e.finish(ops::Registry::get()))));
+  CHECK(t.num_nodes == 0);
+  CHECK(t.ops_per_depth.empty());
+  CHECK(t.critical_path_ops == 0);
+  CHECK(t.average_parallelism == 0);
+  CHECK(t.peak_bytes == 0);
+  CHECK_THAT(to_text(t), Contains("none"));
 }

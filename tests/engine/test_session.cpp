@@ -244,3 +244,18 @@ TEST_CASE("plan: successors, pending counts, levels and memory of a diamond", "[
   CHECK(m.total_bytes == 5 * 128);
   CHECK(m.peak_bytes < m.total_bytes);
 }
+
+TEST_CASE("session: a graph without nodes returns a copy of its input", "[session]") {
+  graph::GraphBuilder e("<empty>");
+  e.add_input("x", TensorDesc{DType::kF32, {4}});
+  e.add_output("x");
+  auto g = std::make_shared<const graph::Graph>(value_or_throw(e.finish(ops::Registry::get())));
+  auto s = value_or_throw(Session::create(g));
+  CHECK(s->plan().num_nodes() == 0);
+  CHECK(s->plan().memory().peak_bytes == 0);
+  Tensor x = test::random_tensor(TensorDesc{DType::kF32, {4}}, 3);
+  NamedTensors out = value_or_throw(s->run({{"x", x}}));
+  REQUIRE(out.size() == 1);
+  CHECK(same_bytes(out[0].second, x));
+  CHECK(out[0].second.data() != x.data());
+}
