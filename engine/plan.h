@@ -26,6 +26,9 @@ class Plan;
 // small flags and value ids, builds successor lists and pending counts, plans memory with
 // `reuse` and computes levels from default_node_costs(). Errors name the node:
 // "<source>: node 'x' (Op): ...". The Plan keeps `graph` alive.
+// The default reuse mode is dependency-safe: the memory plan stays correct for ANY execution
+// order that respects dependencies, so parallel executors may share this Plan (memory_plan.h).
+// kSequential gives a smaller arena but is only valid for the sequential order.
 Result<Plan> compile(std::shared_ptr<const graph::Graph> graph, int team_size,
                      ReuseMode reuse = ReuseMode::kDependencySafe);
 
