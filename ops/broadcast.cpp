@@ -1,5 +1,8 @@
 #include "ops/broadcast.h"
 
+#include <algorithm>
+#include <vector>
+
 namespace graphi::ops {
 
 Result<Shape> broadcast_shapes(const std::string& where, const Shape& a, const Shape& b) {

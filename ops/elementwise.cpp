@@ -1,13 +1,17 @@
 // Elementwise ops: Add, Sub, Mul, Div (numpy broadcasting), Sigmoid, Tanh, Relu. f32 only.
 // Kernels split the flat output over the team in 64-byte blocks (no two threads write one cache
 // line); binary ops walk a merged-dims broadcast plan (ops/broadcast.h) whose inner loops have
-// unit or zero strides, so the compiler vectorizes them.
+// unit or zero strides, so the compiler vectorizes them; the loops are compiled per ISA
+// (ops/elementwise_simd.h) and chosen once at init.
 #include <cmath>
 
 #include "ops/activations.h"
 #include "ops/broadcast.h"
+#include "ops/elementwise_simd.h"
 #include "ops/registry.h"
 #include "ops/shape_rules.h"
+// Last: the loop templates, compiled here for the baseline target.
+#include "ops/elementwise_loops.h"
 
 namespace graphi::ops {
 namespace {
@@ -22,44 +26,6 @@ std::pair<int64_t, int64_t> block_range(int64_t n, int ithr, int nthr) {
 
 // ---- binary ----
 
-enum class BinaryKind { kAdd, kSub, kMul, kDiv };
-
-template <BinaryKind K>
-inline float apply(float x, float y) {
-  if constexpr (K == BinaryKind::kAdd) return x + y;
-  if constexpr (K == BinaryKind::kSub) return x - y;
-  if constexpr (K == BinaryKind::kMul) return x * y;
-  if constexpr (K == BinaryKind::kDiv) return x / y;
-}
-
-// One run of the broadcast plan; each operand's step is 1 (walks) or 0 (held).
-template <BinaryKind K>
-void binary_run(float* dst, const float* a, const float* b, int64_t n, int64_t sa, int64_t sb) {
-  if (sa == 1 && sb == 1) {
-    for (int64_t i = 0; i < n; ++i) dst[i] = apply<K>(a[i], b[i]);
-  } else if (sa == 1) {
-    const float y = b[0];
-    for (int64_t i = 0; i < n; ++i) dst[i] = apply<K>(a[i], y);
-  } else if (sb == 1) {
-    const float x = a[0];
-    for (int64_t i = 0; i < n; ++i) dst[i] = apply<K>(x, b[i]);
-  } else {
-    const float v = apply<K>(a[0], b[0]);
-    for (int64_t i = 0; i < n; ++i) dst[i] = v;
-  }
-}
-
-template <BinaryKind K>
-void binary_range(const BroadcastPlan& p, const float* a, const float* b, float* dst, int64_t begin,
-                  int64_t end) {
-  if (p.rank == 1) {  // same shape, or a scalar operand: one flat loop
-    binary_run<K>(dst + begin, a + begin * p.a_strides[0], b + begin * p.b_strides[0], end - begin,
-                  p.a_strides[0], p.b_strides[0]);
-    return;
-  }
-  for_each_broadcast_run(p, a, b, dst, begin, end, binary_run<K>);
-}
-
 class BinaryKernel final : public Kernel {
  public:
   BinaryKernel(BinaryKind kind, const char* name) : kind_(kind), name_(name) {}
@@ -71,12 +37,7 @@ class BinaryKernel final : public Kernel {
       if (d->dtype != DType::kF32) return Status::unsupported("float32 only, got " + d->to_string());
     GRAPHI_ASSIGN_OR_RETURN(plan_, make_broadcast_plan(ctx.where, ctx.outputs[0]->shape,
                                                        ctx.inputs[0]->shape, ctx.inputs[1]->shape));
-    switch (kind_) {
-      case BinaryKind::kAdd: fn_ = binary_range<BinaryKind::kAdd>; break;
-      case BinaryKind::kSub: fn_ = binary_range<BinaryKind::kSub>; break;
-      case BinaryKind::kMul: fn_ = binary_range<BinaryKind::kMul>; break;
-      case BinaryKind::kDiv: fn_ = binary_range<BinaryKind::kDiv>; break;
-    }
+    fn_ = active_eltwise_loops().binary[static_cast<int>(kind_)];
     return Status::ok();
   }
 
@@ -88,11 +49,10 @@ class BinaryKernel final : public Kernel {
   const char* name() const override { return name_; }
 
  private:
-  using RangeFn = void (*)(const BroadcastPlan&, const float*, const float*, float*, int64_t, int64_t);
   BinaryKind kind_;
   const char* name_;
   BroadcastPlan plan_;
-  RangeFn fn_ = nullptr;
+  BinaryRangeFn fn_ = nullptr;
 };
 
 Result<std::vector<TensorDesc>> infer_binary(const graph::InferContext& ctx) {
@@ -112,8 +72,8 @@ CostHint cost_binary(const graph::Node&, std::span<const TensorDesc* const> in,
 
 // ---- unary ----
 
-// Exact to float rounding for all x: exp never overflows because its argument is -|x| <= 0, so
-// large |x| gives 0 or 1 instead of inf/inf; NaN falls through to the second branch and stays NaN.
+// Within a few ulp for all x: exp never overflows because its argument is -|x| <= 0, so large
+// |x| gives 0 or 1 instead of inf/inf; NaN falls through to the second branch and stays NaN.
 void sigmoid_loop(const float* src, float* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float x = src[i];
@@ -128,11 +88,6 @@ void sigmoid_loop(const float* src, float* dst, int64_t n) {
 
 void tanh_loop(const float* src, float* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = std::tanh(src[i]);
-}
-
-// x < 0 ? 0 : x keeps NaN (as numpy.maximum(x, 0) does) and vectorizes to a compare + blend.
-void relu_loop(const float* src, float* dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = src[i] < 0.0f ? 0.0f : src[i];
 }
 
 using UnaryFn = void (*)(const float* src, float* dst, int64_t n);
@@ -188,9 +143,33 @@ std::unique_ptr<Kernel> make_sigmoid_simd() { return std::make_unique<UnaryKerne
 std::unique_ptr<Kernel> make_tanh_simd() { return std::make_unique<UnaryKernel>(tanh_f32, "tanh_simd"); }
 std::unique_ptr<Kernel> make_sigmoid() { return std::make_unique<UnaryKernel>(sigmoid_loop, "sigmoid_libm"); }
 std::unique_ptr<Kernel> make_tanh() { return std::make_unique<UnaryKernel>(tanh_loop, "tanh_libm"); }
-std::unique_ptr<Kernel> make_relu() { return std::make_unique<UnaryKernel>(relu_loop, "relu_f32"); }
+std::unique_ptr<Kernel> make_relu() {
+  return std::make_unique<UnaryKernel>(active_eltwise_loops().relu, "relu_f32");
+}
 
 }  // namespace
+
+namespace detail {
+// Defined in ops/elementwise_avx2.cpp and ops/elementwise_avx512.cpp.
+extern const EltwiseLoops kEltwiseLoopsAvx2;
+extern const EltwiseLoops kEltwiseLoopsAvx512;
+}  // namespace detail
+
+const EltwiseLoops* eltwise_loops(SimdIsa isa) {
+  static const EltwiseLoops kBaseline = make_eltwise_loops(SimdIsa::kScalar);
+  if (!simd_isa_supported(isa)) return nullptr;
+  switch (isa) {
+    case SimdIsa::kScalar: return &kBaseline;
+    case SimdIsa::kAvx2: return &detail::kEltwiseLoopsAvx2;
+    case SimdIsa::kAvx512: return &detail::kEltwiseLoopsAvx512;
+  }
+  return nullptr;
+}
+
+const EltwiseLoops& active_eltwise_loops() {
+  static const EltwiseLoops* loops = eltwise_loops(active_simd_isa());  // thread-safe init
+  return *loops;
+}
 
 void register_elementwise_ops(Registry& r) {
   r.add({"Add", infer_binary, cost_binary, false, {make_binary<BinaryKind::kAdd>}});
