@@ -91,8 +91,10 @@ class Progress {
 }  // namespace
 
 int run_command(int argc, char** argv) {
-  Args args("graphi run MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--iterations N] [--warmup N] [--json] [--threads K]",
-            "Runs a .graphi model on the sequential reference executor and reports latency.\n"
+  Args args("graphi run MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--iterations N] [--warmup N] [--json]\n"
+            "                  [--threads K] [--executors N] [--scheduler NAME]",
+            "Runs a .graphi model and reports output shapes and latency. By default it runs on the\n"
+            "sequential reference executor (one team of K threads, ops in topological order).\n"
             "Inputs come from .npy files (float32/int32/int64, C order); inputs not given are\n"
             "filled with seeded random values (float32 uniform in [-1, 1)) and reported as generated.\n"
             "Outputs are written as DIR/NAME.npy with --output-dir ('/' in a name becomes '_').\n"
@@ -103,7 +105,12 @@ int run_command(int argc, char** argv) {
   args.option("--output-dir", "DIR", "write every graph output as DIR/NAME.npy (created if missing)");
   args.option("--iterations", "N", "timed runs, 1..1000000 (default 10)");
   args.option("--warmup", "N", "untimed runs before them, 0..1000000 (default 1)");
-  args.option("--threads", "K", "threads of the executor's team, 1..1024 (default 1)");
+  args.option("--threads", "K", "threads of each executor's team, 1..1024 (default 1)");
+  args.option("--executors", "N", "executors (thread teams), 1..1024 (default 1)");
+  args.option("--scheduler", "NAME",
+              "sequential (default with 1 executor), cpf (critical-path first, default with\n"
+              "                           more), fifo or shared-queue");
+  args.flag("--no-pin", "do not pin threads to cores (allows oversubscribing the machine)");
   args.option("--seed", "S", "seed of generated inputs (default 0)");
   args.flag("--json", "print one JSON object on stdout instead of text");
   if (auto code = args.parse(argc, argv)) return *code;
@@ -111,8 +118,14 @@ int run_command(int argc, char** argv) {
   auto iterations = args.get_int("--iterations", 10, 1, 1000000);
   auto warmup = args.get_int("--warmup", 1, 0, 1000000);
   auto threads = args.get_int("--threads", 1, 1, 1024);
+  auto executors = args.get_int("--executors", 1, 1, 1024);
   auto seed = args.get_int("--seed", 0, 0, 0x7fffffffffffffffL);
-  if (!iterations || !warmup || !threads || !seed) return kExitUsage;
+  if (!iterations || !warmup || !threads || !executors || !seed) return kExitUsage;
+  const std::string scheduler = args.get("--scheduler", *executors > 1 ? "cpf" : "sequential");
+  if (scheduler != "sequential" && scheduler != "cpf" && scheduler != "fifo" && scheduler != "shared-queue")
+    return args.usage_error("unknown scheduler '" + scheduler + "' (expected sequential, cpf, fifo or shared-queue)");
+  if (scheduler == "sequential" && *executors > 1)
+    return args.usage_error("the sequential scheduler runs one executor; use --scheduler cpf|fifo|shared-queue");
   const bool json = args.has("--json");
 
   // Input flags are checked for form before the model is loaded, so a typo is a usage error
@@ -165,6 +178,9 @@ int run_command(int argc, char** argv) {
 
   engine::SessionOptions opts;
   opts.threads = static_cast<int>(*threads);
+  opts.executors = static_cast<int>(*executors);
+  opts.scheduler = scheduler;
+  opts.pin = !args.has("--no-pin");
   auto session = engine::Session::create(g, opts);
   if (!session.is_ok()) return runtime_error(session.status());
 
@@ -207,7 +223,11 @@ int run_command(int argc, char** argv) {
   if (json) {
     nlohmann::ordered_json j;
     j["model"] = model_path;
-    j["config"] = {{"executors", eff.executors}, {"threads", eff.threads}, {"scheduler", eff.scheduler}};
+    j["config"] = {{"executors", eff.executors},
+                   {"threads", eff.threads},
+                   {"scheduler", eff.scheduler},
+                   {"pinned", eff.pin},
+                   {"summary", (*session)->config_summary()}};
     j["iterations"] = *iterations;
     j["warmup"] = *warmup;
     j["latency_ms"] = {{"median", lat.median}, {"min", lat.min}, {"p90", lat.p90}, {"mean", lat.mean}};
@@ -221,7 +241,8 @@ int run_command(int argc, char** argv) {
     return kExitOk;
   }
   std::printf("model: %s (%zu nodes)\n", model_path.c_str(), g->num_nodes());
-  std::printf("config: %d executor x %d threads, scheduler %s\n", eff.executors, eff.threads, eff.scheduler.c_str());
+  std::printf("config: %d executor(s) x %d thread(s), scheduler %s (%s)\n", eff.executors, eff.threads,
+              eff.scheduler.c_str(), (*session)->config_summary().c_str());
   std::printf("inputs:\n");
   for (const auto& [name, t] : inputs) {
     auto s = source.find(name);

@@ -169,6 +169,20 @@ TEST_CASE("graphi run feeds .npy inputs and writes outputs that match the engine
     INFO(name);
     CHECK(test::max_rel_error(read(dir / "out" / (name + ".npy")), t) == 0);
   }
+
+  // The parallel engine through the CLI gives the same outputs as the reference executor.
+  auto par = graphi_cli(dir, {"run", model.string(), "--input", "x=" + (dir / "x.npy").string(), "--input",
+                              "h0=" + (dir / "h0.npy").string(), "--output-dir", (dir / "par").string(),
+                              "--executors", "2", "--scheduler", "cpf", "--no-pin", "--json", "--iterations", "2"});
+  INFO(par.err);
+  REQUIRE(par.rc == 0);
+  auto pj = nlohmann::json::parse(par.out);
+  CHECK(pj["config"]["executors"] == 2);
+  CHECK(pj["config"]["scheduler"] == "cpf");
+  for (const auto& [name, t] : *outs) {
+    INFO(name);
+    CHECK(test::max_rel_error(read(dir / "par" / (name + ".npy")), t) < 1e-6);
+  }
 }
 
 TEST_CASE("graphi run of LSTM and GRU models matches numpy", "[cli][numpy]") {
@@ -239,7 +253,7 @@ TEST_CASE("graphi info reports ops, FLOPs, depth levels and memory", "[cli]") {
   nlohmann::json j = nlohmann::json::parse(r.out);
   CHECK(j["op_counts"]["MatMul"] == 2 * 2 * 4);  // x W and h R per layer and step
   CHECK(j["op_counts"]["Sigmoid"] == 3 * 2 * 4);
-  CHECK(j["parameters"].get<int64_t>() >= 992);
+  CHECK(j["parameters"].get<int64_t>() == 992);  // (5+8+1)*32 + (8+8+1)*32 weights and biases
   // MatMul FLOPs alone: per step 2*B*E_l*4H + 2*B*H*4H.
   CHECK(j["flops"].get<double>() >= 4 * (2 * 3 * 5 * 32 + 2 * 3 * 8 * 32) + 4 * (2 * 3 * 8 * 32 * 2));
   size_t sum = 0;
@@ -276,6 +290,7 @@ TEST_CASE("graphi exit codes: usage errors are 2, runtime errors 1, --help 0", "
   CHECK(unknown_opt.rc == 2);
   CHECK(contains(unknown_opt.err, "--bogus"));
   CHECK(graphi_cli(dir, {"run", model, "--iterations", "0"}).rc == 2);
+  CHECK(graphi_cli(dir, {"run", model, "--scheduler", "magic"}).rc == 2);
   CHECK(graphi_cli(dir, {"run", model, "--input", "x"}).rc == 2);
   CHECK(graphi_cli(dir, {"model", "rnn", "--input", "3", "--hidden", "4", "--seq", "2", "-o", model}).rc == 2);
   CHECK(graphi_cli(dir, {"model", "lstm", "--input", "3", "--hidden", "0", "--seq", "2", "-o", model}).rc == 2);
