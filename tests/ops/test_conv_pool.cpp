@@ -8,6 +8,7 @@
 #include <random>
 #include <set>
 
+#include "ops/registry.h"
 #include "tests/support/op_runner.h"
 #include "tests/support/reference_gemm_conv.h"
 #include "tests/support/test_util.h"
@@ -264,4 +265,25 @@ TEST_CASE("Pool errors", "[ops][pool][errors]") {
              Catch::Contains("only 2-D operation on a 4-D NCHW input X is supported, X is float32[2, 5, 5]"));
   Tensor ints = test::random_tensor(TensorDesc{DType::kI64, {1, 2, 5, 5}}, 1, 0, 9);
   CHECK_THAT(error_of("MaxPool", k3, {ints}), Catch::Contains("input X must be float32, got int64[1, 2, 5, 5]"));
+}
+
+TEST_CASE("Conv and pool cost hints", "[ops][conv][pool]") {
+  const ops::Registry& reg = ops::Registry::get();
+  // Grouped conv: each output does C/group * kH * kW multiply-adds, plus one bias add.
+  TensorDesc x{DType::kF32, {1, 4, 5, 5}}, w{DType::kF32, {6, 2, 3, 3}}, b{DType::kF32, {6}}, y{DType::kF32, {1, 6, 3, 3}};
+  graph::Node conv{"Conv", "c", {}, {}, {}};
+  conv.attrs.set("group", int64_t{2});
+  const TensorDesc* c_in[] = {&x, &w, &b};
+  const TensorDesc* c_out[] = {&y};
+  ops::CostHint c = reg.cost(conv, c_in, c_out);
+  CHECK(c.flops == 54.0 * (2 * 2 * 9) + 54.0);
+  CHECK(c.bytes == 4.0 * (100 + 108 + 6 + 54));
+  graph::Node pool{"MaxPool", "p", {}, {}, {}};
+  pool.attrs.set("kernel_shape", std::vector<int64_t>{3, 3});
+  const TensorDesc* p_in[] = {&x};
+  TensorDesc py{DType::kF32, {1, 4, 3, 3}};
+  const TensorDesc* p_out[] = {&py};
+  c = reg.cost(pool, p_in, p_out);
+  CHECK(c.flops == 36.0 * 9);
+  CHECK(c.bytes == 4.0 * (100 + 36));
 }

@@ -8,6 +8,7 @@
 #include <random>
 #include <set>
 
+#include "ops/registry.h"
 #include "tests/support/op_runner.h"
 #include "tests/support/reference_gemm_conv.h"
 #include "tests/support/test_util.h"
@@ -284,4 +285,23 @@ TEST_CASE("Gemm shape and attribute errors", "[ops][gemm][errors]") {
   bad.set("alpha", std::string("big"));
   CHECK_THAT(error_of("Gemm", bad, {rnd({2, 3}, 1), rnd({3, 5}, 2)}),
              Catch::Contains("attribute 'alpha' must be a float, got string"));
+}
+
+TEST_CASE("MatMul and Gemm cost hints: 2*M*N*K flops, bytes read and written", "[ops][gemm]") {
+  const ops::Registry& reg = ops::Registry::get();
+  TensorDesc a{DType::kF32, {2, 3, 4}}, b{DType::kF32, {4, 5}}, y{DType::kF32, {2, 3, 5}};
+  graph::Node mm{"MatMul", "mm", {}, {}, {}};
+  const TensorDesc* mm_in[] = {&a, &b};
+  const TensorDesc* mm_out[] = {&y};
+  ops::CostHint c = reg.cost(mm, mm_in, mm_out);
+  CHECK(c.flops == 2.0 * 2 * 3 * 5 * 4);
+  CHECK(c.bytes == 4.0 * (24 + 20 + 30));
+  // Gemm with transA: K is A's first dim; the C term adds 2 flops per output.
+  TensorDesc ga{DType::kF32, {7, 3}}, gb{DType::kF32, {7, 5}}, gc{DType::kF32, {5}}, gy{DType::kF32, {3, 5}};
+  graph::Node gemm{"Gemm", "g", gemm_attrs(1, 1, 1, 0), {}, {}};
+  const TensorDesc* g_in[] = {&ga, &gb, &gc};
+  const TensorDesc* g_out[] = {&gy};
+  c = reg.cost(gemm, g_in, g_out);
+  CHECK(c.flops == 2.0 * 3 * 5 * 7 + 2.0 * 15);
+  CHECK(c.bytes == 4.0 * (21 + 35 + 5 + 15));
 }
