@@ -3,11 +3,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 namespace graphi::ops {
 
-const Registry& Registry::get() {
-  static const Registry* table = [] {
+namespace {
+
+// The process-wide table, built on first use. Mutable only through add_to_process_table().
+Registry& process_table() {
+  static Registry* table = [] {
     auto* r = new Registry();  // never destroyed: kernels may outlive static destruction order
     register_elementwise_ops(*r);
     register_shape_ops(*r);
@@ -17,6 +21,20 @@ const Registry& Registry::get() {
     return r;
   }();
   return *table;
+}
+
+}  // namespace
+
+const Registry& Registry::get() { return process_table(); }
+
+Status Registry::add_to_process_table(OpDef def) {
+  static std::mutex mu;
+  Registry& table = process_table();
+  std::lock_guard<std::mutex> lock(mu);
+  if (table.defs_.count(def.type))
+    return Status::invalid_argument("op type '" + def.type + "' is already registered");
+  table.add(std::move(def));
+  return Status::ok();
 }
 
 void Registry::add(OpDef def) {

@@ -51,6 +51,12 @@ class Registry : public graph::ShapeInferencer {
 
   void add(OpDef def);  // used while building the table
 
+  // Adds an op to the process-wide table of get() after it was built: the mechanism behind
+  // register_custom_op() (ops/custom_op.h, which checks the OpDef first and documents when it
+  // may be called). Registrations are serialized by a mutex; readers of the table are not.
+  // kInvalidArgument if the type is already registered.
+  static Status add_to_process_table(OpDef def);
+
  private:
   std::map<std::string, OpDef> defs_;
 };

@@ -10,6 +10,7 @@ PACKAGES=(
   libxsmm-dev                   # LIBXSMM 1.17 small-GEMM microkernels
   catch2                        # Catch2 v2 tests
   nlohmann-json3-dev            # the .graphi file's JSON header
+  libtbb-dev                    # oneTBB: the benchmarks' reference competitor (flow_graph, task_group)
   python3 python3-numpy         # /usr/bin/python3 for the numpy cross-checks in tests
 )
 
