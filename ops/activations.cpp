@@ -42,16 +42,20 @@ SimdIsa detect_active_isa() {
 
 const char* simd_isa_name(SimdIsa isa) {
   switch (isa) {
-    case SimdIsa::kScalar: return "scalar";
-    case SimdIsa::kAvx2: return "avx2";
-    case SimdIsa::kAvx512: return "avx512";
+    case SimdIsa::kScalar:
+      return "scalar";
+    case SimdIsa::kAvx2:
+      return "avx2";
+    case SimdIsa::kAvx512:
+      return "avx512";
   }
   return "?";
 }
 
 bool simd_isa_supported(SimdIsa isa) {
   switch (isa) {
-    case SimdIsa::kScalar: return true;
+    case SimdIsa::kScalar:
+      return true;
     case SimdIsa::kAvx2:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case SimdIsa::kAvx512:
@@ -70,9 +74,12 @@ SimdIsa active_simd_isa() {
 const ActivationKernels* activation_kernels(SimdIsa isa) {
   if (!simd_isa_supported(isa)) return nullptr;
   switch (isa) {
-    case SimdIsa::kScalar: return &kActivationKernelsScalar;
-    case SimdIsa::kAvx2: return &detail::kActivationKernelsAvx2;
-    case SimdIsa::kAvx512: return &detail::kActivationKernelsAvx512;
+    case SimdIsa::kScalar:
+      return &kActivationKernelsScalar;
+    case SimdIsa::kAvx2:
+      return &detail::kActivationKernelsAvx2;
+    case SimdIsa::kAvx512:
+      return &detail::kActivationKernelsAvx512;
   }
   return nullptr;
 }

@@ -6,7 +6,8 @@
 // tanh(-0) = -0, NaN in -> NaN out. Method (ops/vec_math.h): exp(-|x|) by Cephes-style range
 // reduction and a degree-5 polynomial, then sigmoid = 1/(1+e) (e/(1+e) for x < 0), and with
 // e2 = exp(-2|x|), tanh = sign(x) (1-e2)/(1+e2) for |x| >= 0.625 and an odd minimax polynomial
-// below that (so tanh keeps full relative precision near 0). Reciprocals use rcp + one Newton step on the SIMD paths.
+// below that (so tanh keeps full relative precision near 0). Reciprocals: rcp14 + one Newton step
+// on AVX-512, a true division on the other paths.
 #pragma once
 
 #include <cstdint>

@@ -7,9 +7,7 @@
 
 namespace graphi::ops {
 namespace {
-void sigmoid_avx2(const float* src, float* dst, int64_t n) {
-  sigmoid_array<VecAvx2>(src, dst, n);
-}
+void sigmoid_avx2(const float* src, float* dst, int64_t n) { sigmoid_array<VecAvx2>(src, dst, n); }
 void tanh_avx2(const float* src, float* dst, int64_t n) { tanh_array<VecAvx2>(src, dst, n); }
 }  // namespace
 

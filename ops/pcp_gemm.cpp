@@ -19,13 +19,14 @@ std::string dims_string(const PcpGemmDesc& d) {
 
 }  // namespace
 
-Result<PcpGemm> PcpGemm::create(const PcpGemmDesc& desc, const PcpPartition& part,
-                                int team_size) {
+Result<PcpGemm> PcpGemm::create(const PcpGemmDesc& desc, const PcpPartition& part, int team_size) {
   if (desc.m < 1 || desc.n < 1 || desc.k < 1)
-    return Status::invalid_argument("pcp gemm: dimensions must be >= 1 (" + dims_string(desc) + ")");
+    return Status::invalid_argument("pcp gemm: dimensions must be >= 1 (" + dims_string(desc) +
+                                    ")");
   if (desc.lda < desc.k || desc.ldb < desc.n || desc.ldc < desc.n)
     return Status::invalid_argument(
-        "pcp gemm: row strides must satisfy lda >= k, ldb >= n, ldc >= n (" + dims_string(desc) + ")");
+        "pcp gemm: row strides must satisfy lda >= k, ldb >= n, ldc >= n (" + dims_string(desc) +
+        ")");
   // LIBXSMM 1.17 takes int sizes and strides.
   for (int64_t v : {desc.m, desc.n, desc.k, desc.lda, desc.ldb, desc.ldc})
     if (v > INT_MAX)
@@ -71,7 +72,8 @@ Result<PcpGemm> PcpGemm::create(const PcpGemmDesc& desc, const PcpPartition& par
     s.alpha = 1.0f;
     s.beta = (blk.bk == 0 && desc.accumulate) ? 1.0f : 0.0f;
     auto kernel = xsmm::dispatch_smm(s);
-    if (!kernel.is_ok()) return kernel.status().with_context("pcp gemm: block of thread " + std::to_string(t));
+    if (!kernel.is_ok())
+      return kernel.status().with_context("pcp gemm: block of thread " + std::to_string(t));
     p.kernel = *kernel;
     // This thread's share of the reduction of its C block: rows if there are enough, else
     // columns (in cache lines when possible).

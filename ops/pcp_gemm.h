@@ -22,9 +22,9 @@
 namespace graphi::ops {
 
 struct PcpGemmDesc {
-  int64_t m = 0, n = 0, k = 0;     // C[m,n] = A[m,k] B[k,n]; PCP's I = m, J = n, K = k
+  int64_t m = 0, n = 0, k = 0;        // C[m,n] = A[m,k] B[k,n]; PCP's I = m, J = n, K = k
   int64_t lda = 0, ldb = 0, ldc = 0;  // row strides in floats: lda >= k, ldb >= n, ldc >= n
-  bool accumulate = false;         // false: C = A B; true: C += A B
+  bool accumulate = false;            // false: C = A B; true: C += A B
 };
 
 class PcpGemm {
@@ -56,8 +56,8 @@ class PcpGemm {
  private:
   struct ThreadPlan {
     PcpBlock block;
-    xsmm::SmmKernel kernel;        // the block's microkernel (beta 0, or 1 if accumulating)
-    int64_t partial_offset = -1;   // floats into scratch; -1 = writes C directly (bk == 0)
+    xsmm::SmmKernel kernel;       // the block's microkernel (beta 0, or 1 if accumulating)
+    int64_t partial_offset = -1;  // floats into scratch; -1 = writes C directly (bk == 0)
     int64_t partial_ld = 0;
     // The slice of its C block this thread reduces after the barrier (xk > 1), relative to
     // the block: rows [r0, r1), columns [c0, c1).

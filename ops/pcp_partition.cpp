@@ -54,9 +54,9 @@ std::vector<PcpPartition> pcp_candidates(const GemmDims& d, int p, const PcpOpti
 
 Result<PcpPartition> pcp_choose(const GemmDims& d, int threads, const PcpOptions& opt) {
   if (d.i < 1 || d.j < 1 || d.k < 1)
-    return Status::invalid_argument("pcp: GEMM dimensions must be >= 1, got I=" +
-                                    std::to_string(d.i) + " J=" + std::to_string(d.j) +
-                                    " K=" + std::to_string(d.k));
+    return Status::invalid_argument(
+        "pcp: GEMM dimensions must be >= 1, got I=" + std::to_string(d.i) +
+        " J=" + std::to_string(d.j) + " K=" + std::to_string(d.k));
   if (threads < 1)
     return Status::invalid_argument("pcp: thread count must be >= 1, got " +
                                     std::to_string(threads));

@@ -35,8 +35,8 @@ struct PcpOptions {
 
 struct PcpPartition {
   int xi = 1, xj = 1, xk = 1;
-  double cost = 0;                  // L3<->L2 elements moved over all seq_len steps
-  bool weights_in_l2 = false;       // the cross-step case applied: |B|/(Xj Xk) fits L2
+  double cost = 0;             // L3<->L2 elements moved over all seq_len steps
+  bool weights_in_l2 = false;  // the cross-step case applied: |B|/(Xj Xk) fits L2
   int threads() const { return xi * xj * xk; }
 };
 

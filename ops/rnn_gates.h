@@ -54,20 +54,20 @@ GateTile gate_tile_for_thread(int64_t rows, int64_t hidden, int ithr, int nthr);
 // may alias nothing else (in-place cell state update is allowed).
 struct LstmGateArgs {
   int64_t hidden = 0;
-  int64_t gate_stride = 0;                           // 0 = hidden
-  const float* gates_x = nullptr;                    // required
+  int64_t gate_stride = 0;         // 0 = hidden
+  const float* gates_x = nullptr;  // required
   int64_t ld_gates_x = 0;
-  const float* gates_h = nullptr;                    // optional second addend
+  const float* gates_h = nullptr;  // optional second addend
   int64_t ld_gates_h = 0;
-  const float* bias = nullptr;                       // optional, 4 blocks (Wb + Rb)
-  const float* peephole = nullptr;                   // optional, 3 blocks
-  const float* c_prev = nullptr;                     // optional, nullptr = zeros
+  const float* bias = nullptr;      // optional, 4 blocks (Wb + Rb)
+  const float* peephole = nullptr;  // optional, 3 blocks
+  const float* c_prev = nullptr;    // optional, nullptr = zeros
   int64_t ld_c_prev = 0;
-  float* c = nullptr;                                // required
+  float* c = nullptr;  // required
   int64_t ld_c = 0;
-  float* h = nullptr;                                // required
+  float* h = nullptr;  // required
   int64_t ld_h = 0;
-  float clip = 0.0f;                                 // <= 0: no clipping
+  float clip = 0.0f;  // <= 0: no clipping
   bool input_forget = false;
 };
 
@@ -87,22 +87,22 @@ struct LstmGateArgs {
 // In the canonical form gates_h needs only the z and r blocks.
 struct GruGateArgs {
   int64_t hidden = 0;
-  int64_t gate_stride = 0;                           // 0 = hidden
-  const float* gates_x = nullptr;                    // required
+  int64_t gate_stride = 0;         // 0 = hidden
+  const float* gates_x = nullptr;  // required
   int64_t ld_gates_x = 0;
-  const float* gates_h = nullptr;                    // optional (required by lbr)
+  const float* gates_h = nullptr;  // optional (required by lbr)
   int64_t ld_gates_h = 0;
-  const float* gates_hh = nullptr;                   // canonical output pass: (r*h_prev) Rh^T
+  const float* gates_hh = nullptr;  // canonical output pass: (r*h_prev) Rh^T
   int64_t ld_gates_hh = 0;
-  const float* bias_x = nullptr;                     // optional Wb, 3 blocks
-  const float* bias_h = nullptr;                     // optional Rb, 3 blocks
-  const float* h_prev = nullptr;                     // optional, nullptr = zeros
+  const float* bias_x = nullptr;  // optional Wb, 3 blocks
+  const float* bias_h = nullptr;  // optional Rb, 3 blocks
+  const float* h_prev = nullptr;  // optional, nullptr = zeros
   int64_t ld_h_prev = 0;
-  float* h = nullptr;                                // lbr and output pass
+  float* h = nullptr;  // lbr and output pass
   int64_t ld_h = 0;
-  float* z = nullptr;                                // canonical: written by reset, read by output
+  float* z = nullptr;  // canonical: written by reset, read by output
   int64_t ld_z = 0;
-  float* rh = nullptr;                               // canonical: r * h_prev, written by reset
+  float* rh = nullptr;  // canonical: r * h_prev, written by reset
   int64_t ld_rh = 0;
   float clip = 0.0f;
 };
@@ -111,12 +111,12 @@ struct GruGateArgs {
 enum class RnnActivation { kTanh, kRelu, kSigmoid };
 struct RnnGateArgs {
   int64_t hidden = 0;
-  const float* gates_x = nullptr;                    // required
+  const float* gates_x = nullptr;  // required
   int64_t ld_gates_x = 0;
-  const float* gates_h = nullptr;                    // optional
+  const float* gates_h = nullptr;  // optional
   int64_t ld_gates_h = 0;
-  const float* bias = nullptr;                       // optional (Wb + Rb)
-  float* h = nullptr;                                // required; may alias gates_x (same ld)
+  const float* bias = nullptr;  // optional (Wb + Rb)
+  float* h = nullptr;           // required; may alias gates_x (same ld)
   int64_t ld_h = 0;
   float clip = 0.0f;
   RnnActivation activation = RnnActivation::kTanh;

@@ -3,8 +3,7 @@
 #include "ops/rnn_gates.h"
 
 #define GRAPHI_VEC_AVX2
-#include "ops/vec_math.h"
-#include "ops/rnn_gates_impl.h"
+#include "ops/rnn_gates_impl.h"  // includes ops/vec_math.h
 
 namespace graphi::ops::detail {
 extern const RnnGateKernels kRnnGateKernelsAvx2;

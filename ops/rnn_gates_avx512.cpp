@@ -3,17 +3,16 @@
 #include "ops/rnn_gates.h"
 
 #define GRAPHI_VEC_AVX512
-#include "ops/vec_math.h"
-#include "ops/rnn_gates_impl.h"
+#include "ops/rnn_gates_impl.h"  // includes ops/vec_math.h
 
 namespace graphi::ops::detail {
 extern const RnnGateKernels kRnnGateKernelsAvx512;
 const RnnGateKernels kRnnGateKernelsAvx512{SimdIsa::kAvx512,
-                                         lstm_gates_t<VecAvx512>,
-                                         gru_gates_lbr_t<VecAvx512>,
-                                         gru_gates_reset_t<VecAvx512>,
-                                         gru_gates_output_t<VecAvx512>,
-                                         rnn_gates_t<VecAvx512>};
+                                           lstm_gates_t<VecAvx512>,
+                                           gru_gates_lbr_t<VecAvx512>,
+                                           gru_gates_reset_t<VecAvx512>,
+                                           gru_gates_output_t<VecAvx512>,
+                                           rnn_gates_t<VecAvx512>};
 }  // namespace graphi::ops::detail
 
 GRAPHI_VEC_TARGET_END

@@ -1,8 +1,11 @@
 // Internal to ops/: the fused gate kernels of ops/rnn_gates.h written once over the SIMD traits of
-// ops/vec_math.h. Included after ops/vec_math.h by ops/rnn_gates.cpp (scalar) and
-// ops/rnn_gates_avx2.cpp / ops/rnn_gates_avx512.cpp, under their target switch; so it includes
-// nothing and uses no std:: templates (see ops/vec_math.h).
+// ops/vec_math.h. Included by ops/rnn_gates.cpp (scalar) and ops/rnn_gates_avx2.cpp /
+// ops/rnn_gates_avx512.cpp after they define GRAPHI_VEC_<ISA> and include ops/rnn_gates.h; the
+// code below is compiled under ops/vec_math.h's target switch, so it includes nothing else and
+// uses no std:: templates (see ops/vec_math.h).
 #pragma once
+
+#include "ops/vec_math.h"
 
 namespace {
 
@@ -192,10 +195,16 @@ void rnn_gates_t(const RnnGateArgs& a, const GateTile& tile) noexcept {
       pre = clip_v<T>(pre, a.clip);
       V out;
       switch (a.activation) {
-        case RnnActivation::kRelu: out = T::max(T::zero(), pre); break;  // NaN stays NaN
-        case RnnActivation::kSigmoid: out = vsigmoid<T>(pre); break;
+        case RnnActivation::kRelu:
+          out = T::max(T::zero(), pre);  // NaN stays NaN (pre is the second operand)
+          break;
+        case RnnActivation::kSigmoid:
+          out = vsigmoid<T>(pre);
+          break;
         case RnnActivation::kTanh:
-        default: out = vtanh<T>(pre); break;
+        default:
+          out = vtanh<T>(pre);
+          break;
       }
       st_n<T>(h + j, out, n);
     }

@@ -2,15 +2,15 @@
 // once over them. Not a public header: include it only from the per-ISA translation units.
 //
 // Usage: a TU includes every other header it needs first, then defines exactly one of
-// GRAPHI_VEC_SCALAR, GRAPHI_VEC_AVX2, GRAPHI_VEC_AVX512 and includes this file (only template
-// headers without includes of their own, like ops/rnn_gates_impl.h, may follow). For the
-// SIMD ones this header switches the compilation target on (GCC pragma / clang attribute push)
-// and leaves it on: the TU's own kernels after the include are compiled for that ISA, and the
-// TU ends with GRAPHI_VEC_TARGET_END. Everything here lives in an anonymous namespace, so each
-// TU gets its own copy compiled for its ISA and no AVX-512 code can leak into a baseline caller
-// through a shared inline (ODR) symbol; for the same reason, code under the target must not
-// instantiate std:: templates (std::min and friends), whose COMDAT copies the linker may pick.
-// The public entry points of a SIMD TU are reached only after a __builtin_cpu_supports check.
+// GRAPHI_VEC_SCALAR, GRAPHI_VEC_AVX2, GRAPHI_VEC_AVX512 and includes this file last, directly
+// or through ops/rnn_gates_impl.h (which includes nothing else). For the SIMD ones this header
+// switches the compilation target on (GCC pragma / clang attribute push) and leaves it on: the TU's
+// own kernels after the include are compiled for that ISA, and the TU ends with
+// GRAPHI_VEC_TARGET_END. Everything here lives in an anonymous namespace, so each TU gets its own
+// copy compiled for its ISA and no AVX-512 code can leak into a baseline caller through a shared
+// inline (ODR) symbol; for the same reason, code under the target must not instantiate std::
+// templates (std::min and friends), whose COMDAT copies the linker may pick. The public entry
+// points of a SIMD TU are reached only after a __builtin_cpu_supports check.
 #pragma once
 
 #include <cstdint>
@@ -125,14 +125,16 @@ struct VecAvx2 {
   static V max(V a, V b) { return _mm256_max_ps(a, b); }
   static V abs(V a) { return _mm256_and_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff))); }
   static V copysign(V mag, V sgn) {
-    return _mm256_or_ps(mag, _mm256_and_ps(sgn, _mm256_castsi256_ps(_mm256_set1_epi32(
-                                                    static_cast<int>(0x80000000u)))));
+    return _mm256_or_ps(
+        mag,
+        _mm256_and_ps(sgn, _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u)))));
   }
   static V round(V a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static V scale2(V y, V n) {
     // n is integral in [-126, 0]: build 2^n in the exponent field. A NaN n gives a finite
     // factor here, but y is NaN then too.
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    __m256i e =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
   }
   // A true division: rcpps + one Newton step is ~2-3 ulp and makes sigmoid(0) = 0.49999997; the
@@ -266,4 +268,3 @@ void tanh_array(const float* src, float* dst, int64_t n) {
 }
 
 }  // namespace
-

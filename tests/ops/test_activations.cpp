@@ -1,6 +1,5 @@
 // SIMD sigmoid/tanh: every available ISA path against double-precision references.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <limits>
 #include <random>
@@ -30,8 +29,9 @@ std::vector<float> sample_inputs() {
   std::uniform_real_distribution<float> wide(-30.0f, 30.0f), narrow(-1.0f, 1.0f);
   for (int i = 0; i < 50000; ++i) x.push_back(wide(gen));
   for (int i = 0; i < 50000; ++i) x.push_back(narrow(gen));
-  for (float v : {1e-8f, -1e-8f, 0.0f, -0.0f, 100.0f, -100.0f, 1e-30f, -1e-30f, 1e-40f, 0.625f,
-                  -0.625f, 0.62499994f, 9.1f, -9.1f, 17.5f, -17.5f, 87.0f, -87.0f, -88.0f, 88.5f})
+  for (float v :
+       {1e-8f,   -1e-8f,      0.0f, -0.0f, 100.0f, -100.0f, 1e-30f, -1e-30f, 1e-40f, 0.625f,
+        -0.625f, 0.62499994f, 9.1f, -9.1f, 17.5f,  -17.5f,  87.0f,  -87.0f,  -88.0f, 88.5f})
     x.push_back(v);
   return x;
 }

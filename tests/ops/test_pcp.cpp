@@ -1,10 +1,9 @@
 // PCP (DeepCPU 5.2.3): partition choice against hand-computed cases, block coverage, and the PCP
 // GEMM executor against a naive double-accumulating GEMM on every partition of P = 1..4.
-#include <catch2/catch.hpp>
-
 #include <omp.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -165,8 +164,8 @@ TEST_CASE("pcp partition: the choice is the brute-force minimum") {
           for (int xk = 1; xk <= p; ++xk) {
             if (xi * xj * xk != p || xi > d.i || xj > d.j || xk > d.k) continue;
             const double A = double(d.i) * d.k, B = double(d.k) * d.j, C = double(d.i) * d.j;
-            const bool in_l2 = opt.l2_bytes > 0 && opt.seq_len > 1 &&
-                               B / (xj * xk) * 4 <= double(opt.l2_bytes);
+            const bool in_l2 =
+                opt.l2_bytes > 0 && opt.seq_len > 1 && B / (xj * xk) * 4 <= double(opt.l2_bytes);
             const double cost = in_l2 ? opt.seq_len * (xj * A + 2 * xk * C) + xi * B
                                       : opt.seq_len * (xj * A + xi * B + 2 * xk * C);
             if (best < 0 || cost < best) best = cost, best_p = p;
@@ -265,7 +264,7 @@ TEST_CASE("pcp gemm: every partition of P = 1..4 matches a naive GEMM") {
   struct Shape {
     int64_t m, n, k;
   };
-  const Shape shapes[] = {{1, 1024, 256}, {1, 17, 5},   {3, 64, 33},  {7, 100, 1},
+  const Shape shapes[] = {{1, 1024, 256}, {1, 17, 5},   {3, 64, 33},   {7, 100, 1},
                           {20, 48, 129},  {4, 300, 64}, {10, 16, 512}, {2, 3, 4}};
   std::mt19937 gen(99);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -302,7 +301,8 @@ TEST_CASE("pcp gemm: every partition of P = 1..4 matches a naive GEMM") {
             for (int64_t i = 0; i < s.m; ++i) {
               for (int64_t j = 0; j < s.n; ++j) {
                 const double want = ab[i * s.n + j] + (acc ? C0[i * ldc + j] : 0.0);
-                err = std::max(err, std::fabs(C[i * ldc + j] - want) / std::max(1.0, std::fabs(want)));
+                err = std::max(err,
+                               std::fabs(C[i * ldc + j] - want) / std::max(1.0, std::fabs(want)));
               }
               for (int64_t j = s.n; j < ldc; ++j) pad_changed += C[i * ldc + j] != C0[i * ldc + j];
             }

@@ -1,7 +1,6 @@
 // Fused LSTM/GRU/RNN gate kernels on every ISA path against naive double-precision cells written
 // from the ONNX operator equations (starting from X, W, R, biases, peepholes and the states).
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <limits>
 #include <random>
@@ -31,7 +30,8 @@ std::vector<float> rnd(size_t n, std::mt19937& gen, float lo = -1.0f, float hi =
 double sig(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double clipd(double v, double clip) { return clip > 0 ? std::min(std::max(v, -clip), clip) : v; }
 
-// out[b, ld*...]: out[b*ld + c] = sum_k in[b*in_ld + k] * w[c*kdim + k] (x W^T, ONNX W is [G*H, K]).
+// out[b, ld*...]: out[b*ld + c] = sum_k in[b*in_ld + k] * w[c*kdim + k] (x W^T, ONNX W is [G*H,
+// K]).
 std::vector<float> project(const std::vector<float>& in, int64_t rows, int64_t kdim,
                            const std::vector<float>& w, int64_t cols, int64_t ld) {
   std::vector<float> out(rows * ld, 777.0f);  // padding must never be read as data
@@ -250,8 +250,10 @@ TEST_CASE("rnn gates: GRU canonical and linear-before-reset match the ONNX equat
     bool biases, h_prev;
     float clip;
   };
-  const Case cases[] = {{1, 6, 1, true, true, 0.0f},   {1, 16, 32, true, true, 0.0f},
-                        {3, 5, 37, true, true, 0.0f},  {2, 7, 19, false, false, 0.0f},
+  const Case cases[] = {{1, 6, 1, true, true, 0.0f},
+                        {1, 16, 32, true, true, 0.0f},
+                        {3, 5, 37, true, true, 0.0f},
+                        {2, 7, 19, false, false, 0.0f},
                         {4, 9, 50, true, true, 0.9f}};
   std::mt19937 gen(23);
   for (const Case& cs : cases) {
@@ -302,7 +304,8 @@ TEST_CASE("rnn gates: GRU canonical and linear-before-reset match the ONNX equat
       const int64_t ld = 3 * H + 1;
       auto gx = project(X, B, I, W, 3 * H, ld);
       auto gh = project(hp, B, H, R, 3 * H, ld);
-      std::vector<float> wb(Bias.begin(), Bias.begin() + 3 * H), rb(Bias.begin() + 3 * H, Bias.end());
+      std::vector<float> wb(Bias.begin(), Bias.begin() + 3 * H),
+          rb(Bias.begin() + 3 * H, Bias.end());
       std::vector<float> rh_w(R.begin() + 2 * H * H, R.end());  // Rh [H, H]
       for (const RnnGateKernels* k : paths()) {
         for (int nthr : {1, 2, 3}) {
@@ -373,8 +376,7 @@ TEST_CASE("rnn gates: vanilla RNN with tanh, relu and sigmoid") {
         double err = 0;
         for (int64_t b = 0; b < B; ++b)
           for (int64_t j = 0; j < H; ++j) {
-            const double pre =
-                clipd(double(gx[b * H + j]) + gh[b * H + j] + bias[j], clip);
+            const double pre = clipd(double(gx[b * H + j]) + gh[b * H + j] + bias[j], clip);
             const double want = act == RnnActivation::kTanh   ? std::tanh(pre)
                                 : act == RnnActivation::kRelu ? std::max(pre, 0.0)
                                                               : sig(pre);

@@ -1,10 +1,9 @@
 // SpinBarrier: no member passes a phase early, writes before wait() are visible after it, and it
 // works with more threads than cores (the yield path).
-#include <catch2/catch.hpp>
-
 #include <omp.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <thread>
 #include <vector>
 
