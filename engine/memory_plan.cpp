@@ -8,6 +8,7 @@
 #include "engine/memory_plan.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <memory>
 
@@ -124,6 +125,8 @@ MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode, size_t reachabilit
     std::span<const NodeId> c = g.consumers(u);
     return c.empty() ? std::span<const NodeId>(&g.value(u).producer, 1) : c;
   };
+  std::vector<uint8_t> is_output(nv, 0);  // compact copies: compatible() runs per segment
+  for (ValueId v : g.outputs()) is_output[v] = 1;
   std::vector<NodeId> last_use(nv, 0);
   for (ValueId v = 0; v < nv; ++v)
     if (plan.storage[v] == Storage::kArena) {
@@ -141,7 +144,7 @@ MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode, size_t reachabilit
   auto compatible = [&](ValueId u, NodeId p) -> bool {
     if (memo_node[u] == p) return memo_ok[u];
     bool ok = false;
-    if (mode != ReuseMode::kNone && !g.value(u).is_output && last_use[u] < p) {
+    if (mode != ReuseMode::kNone && last_use[u] < p && !is_output[u]) {
       ok = true;
       if (mode == ReuseMode::kDependencySafe)
         for (NodeId c : uses(u))
@@ -152,7 +155,7 @@ MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode, size_t reachabilit
     return ok;
   };
 
-  std::vector<Segment> segs, next;  // sorted, contiguous, covering [0, arena_end)
+  std::vector<Segment> segs;  // sorted, contiguous, covering [0, arena_end)
   size_t arena_end = 0;
   for (NodeId p = 0; p < g.num_nodes(); ++p) {
     if (reach) reach->enter(p);
@@ -190,23 +193,20 @@ MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode, size_t reachabilit
                                                                    : arena_end;
       plan.offset[w] = off;
 
-      // Put w over [off, off + size): cut the segments it covers.
+      // Put w over [off, off + size): replace the segments it covers, in place (only the
+      // covered range and the tail move).
       const size_t end = off + size;
-      next.clear();
-      bool placed = false;
-      for (const Segment& s : segs) {
-        if (s.end <= off) { next.push_back(s); continue; }
-        if (s.begin >= end) {
-          if (!placed) next.push_back({off, end, w}), placed = true;
-          next.push_back(s);
-          continue;
-        }
-        if (s.begin < off) next.push_back({s.begin, off, s.occupant});
-        if (!placed) next.push_back({off, end, w}), placed = true;
-        if (s.end > end) next.push_back({end, s.end, s.occupant});
-      }
-      if (!placed) next.push_back({off, end, w});
-      segs.swap(next);
+      auto first = std::partition_point(segs.begin(), segs.end(), [&](const Segment& s) { return s.end <= off; });
+      auto last = std::partition_point(first, segs.end(), [&](const Segment& s) { return s.begin < end; });
+      Segment repl[3];
+      int n_repl = 0;
+      if (first != last && first->begin < off) repl[n_repl++] = {first->begin, off, first->occupant};
+      repl[n_repl++] = {off, end, w};
+      if (first != last && std::prev(last)->end > end) repl[n_repl++] = {end, std::prev(last)->end, std::prev(last)->occupant};
+      const ptrdiff_t at = first - segs.begin(), covered = last - first;
+      if (covered < n_repl) segs.insert(segs.begin() + at, static_cast<size_t>(n_repl - covered), Segment{});
+      else segs.erase(segs.begin() + at, segs.begin() + at + (covered - n_repl));
+      for (int k = 0; k < n_repl; ++k) segs[static_cast<size_t>(at + k)] = repl[k];
       arena_end = std::max(arena_end, end);
     }
     if (reach) reach->leave(p);
