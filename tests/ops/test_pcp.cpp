@@ -264,9 +264,12 @@ TEST_CASE("pcp gemm: every partition of P = 1..4 matches a naive GEMM") {
   struct Shape {
     int64_t m, n, k;
   };
-  const Shape shapes[] = {{1, 1024, 256}, {1, 17, 5},   {3, 64, 33},   {7, 100, 1},
-                          {20, 48, 129},  {4, 300, 64}, {10, 16, 512}, {2, 3, 4}};
+  // Hand-picked shapes (batch-1 LSTM step, K = 1, tiny) plus seeded random ones.
+  std::vector<Shape> shapes = {{1, 1024, 256}, {1, 17, 5},   {3, 64, 33},   {7, 100, 1},
+                               {20, 48, 129},  {4, 300, 64}, {10, 16, 512}, {2, 3, 4}};
   std::mt19937 gen(99);
+  std::uniform_int_distribution<int64_t> rm(1, 24), rn(1, 200), rk(1, 300);
+  for (int i = 0; i < 6; ++i) shapes.push_back({rm(gen), rn(gen), rk(gen)});
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (const Shape& s : shapes) {
     for (bool padded : {false, true}) {
