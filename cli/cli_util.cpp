@@ -12,7 +12,8 @@ namespace graphi::cli {
 Result<std::shared_ptr<const graph::Graph>> load_model(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return Status::io_error(path + ": no such file");
-  if (std::filesystem::is_directory(path, ec)) return Status::io_error(path + ": is a directory, not a model file");
+  if (std::filesystem::is_directory(path, ec))
+    return Status::io_error(path + ": is a directory, not a model file");
   GRAPHI_ASSIGN_OR_RETURN(graph::Graph g, graph::read_graph_file(path, ops::Registry::get()));
   return std::make_shared<const graph::Graph>(std::move(g));
 }

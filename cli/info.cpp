@@ -13,12 +13,13 @@
 namespace graphi::cli {
 
 int info_command(int argc, char** argv) {
-  Args args("graphi info MODEL [--json] [--threads K]",
-            "Prints a model's op counts, parameters and bytes, FLOPs per run, the number of ops at\n"
-            "each depth level (the inter-op parallelism the graph offers), the critical path in\n"
-            "ops and FLOPs, peak memory with and without buffer reuse, and the kernel selected for\n"
-            "each op type. Example:\n"
-            "  graphi info lstm.graphi --json");
+  Args args(
+      "graphi info MODEL [--json] [--threads K]",
+      "Prints a model's op counts, parameters and bytes, FLOPs per run, the number of ops at\n"
+      "each depth level (the inter-op parallelism the graph offers), the critical path in\n"
+      "ops and FLOPs, peak memory with and without buffer reuse, and the kernel selected for\n"
+      "each op type. Example:\n"
+      "  graphi info lstm.graphi --json");
   args.positional("MODEL", "the .graphi model file");
   args.flag("--json", "print one JSON object on stdout instead of text");
   args.option("--threads", "K", "team size the kernels are selected for, 1..1024 (default 1)");
@@ -60,7 +61,8 @@ int info_command(int argc, char** argv) {
     std::printf("kernels per op type (team of %ld):\n", *threads);
     for (const auto& [op, ks] : kernels_by_op) {
       std::string line;
-      for (const auto& [k, n] : ks) line += (line.empty() ? "" : ", ") + k + " x" + std::to_string(n);
+      for (const auto& [k, n] : ks)
+        line += (line.empty() ? "" : ", ") + k + " x" + std::to_string(n);
       std::printf("  %-20s %s\n", op.c_str(), line.c_str());
     }
   } else {

@@ -12,28 +12,37 @@
 
 namespace graphi::cli {
 
-
 int model_command(int argc, char** argv) {
-  Args args("graphi model lstm|gru --input E --hidden H --seq T [--layers L] [--batch B] [--seed S] -o FILE",
-            "Generates an unrolled, stacked LSTM or GRU (ONNX gate order) with seeded random\n"
-            "weights, uniform in [-1/sqrt(H), 1/sqrt(H)), and writes it as a .graphi file.\n"
-            "Inputs: x f32[T,B,E], h0 (and c0 for LSTM) f32[L,B,H]. Outputs: y f32[T,B,H],\n"
-            "h_n (and c_n) f32[L,B,H]. Example:\n"
-            "  graphi model lstm --input 64 --hidden 128 --layers 2 --batch 1 --seq 20 -o lstm.graphi");
+  Args args(
+      "graphi model lstm|gru --input E --hidden H --seq T [--layers L] [--batch B] [--seed S] -o "
+      "FILE",
+      "Generates an unrolled, stacked LSTM or GRU (ONNX gate order) with seeded random\n"
+      "weights, uniform in [-1/sqrt(H), 1/sqrt(H)), and writes it as a .graphi file.\n"
+      "Inputs: x f32[T,B,E], h0 (and c0 for LSTM) f32[L,B,H]. Outputs: y f32[T,B,H],\n"
+      "h_n (and c_n) f32[L,B,H]. Example:\n"
+      "  graphi model lstm --input 64 --hidden 128 --layers 2 --batch 1 --seq 20 -o lstm.graphi");
   args.positional("KIND", "lstm or gru");
-  args.option("--input", "E", "input features per step, 1.." + std::to_string(models::kMaxRnnFeatures) + " (required)");
-  args.option("--hidden", "H", "hidden state size, 1.." + std::to_string(models::kMaxRnnFeatures) + " (required)");
-  args.option("--seq", "T", "time steps (unrolled), 1.." + std::to_string(models::kMaxRnnSeq) + " (required)");
-  args.option("--layers", "L", "stacked layers, 1.." + std::to_string(models::kMaxRnnLayers) + " (default 1)");
-  args.option("--batch", "B", "batch size, 1.." + std::to_string(models::kMaxRnnBatch) + " (default 1)");
+  args.option(
+      "--input", "E",
+      "input features per step, 1.." + std::to_string(models::kMaxRnnFeatures) + " (required)");
+  args.option("--hidden", "H",
+              "hidden state size, 1.." + std::to_string(models::kMaxRnnFeatures) + " (required)");
+  args.option("--seq", "T",
+              "time steps (unrolled), 1.." + std::to_string(models::kMaxRnnSeq) + " (required)");
+  args.option("--layers", "L",
+              "stacked layers, 1.." + std::to_string(models::kMaxRnnLayers) + " (default 1)");
+  args.option("--batch", "B",
+              "batch size, 1.." + std::to_string(models::kMaxRnnBatch) + " (default 1)");
   args.option("--seed", "S", "seed of the random weights (default 1)");
-  args.flag("--linear-before-reset", "GRU only: h~ = tanh(x W_h + Wb_h + r * (h R_h + Rb_h)) (ONNX flag)");
+  args.flag("--linear-before-reset",
+            "GRU only: h~ = tanh(x W_h + Wb_h + r * (h R_h + Rb_h)) (ONNX flag)");
   args.option("-o", "FILE", "output .graphi file (required)");
   args.option("--output", "FILE", "same as -o");
   if (auto code = args.parse(argc, argv)) return *code;
 
   const std::string kind = args.positionals()[0];
-  if (kind != "lstm" && kind != "gru") return args.usage_error("unknown model kind '" + kind + "' (expected lstm or gru)");
+  if (kind != "lstm" && kind != "gru")
+    return args.usage_error("unknown model kind '" + kind + "' (expected lstm or gru)");
   for (const char* req : {"--input", "--hidden", "--seq"})
     if (!args.has(req)) return args.usage_error(std::string("missing ") + req);
   if (args.has("-o") == args.has("--output"))
@@ -59,12 +68,15 @@ int model_command(int argc, char** argv) {
   spec.linear_before_reset = args.has("--linear-before-reset");
   const int gates = kind == "lstm" ? 4 : 3;
   // Combined limits (layers * seq, weight bytes) are usage errors too: the user picked the sizes.
-  if (Status s = models::validate_rnn_spec(spec, kind, gates); !s.is_ok()) return args.usage_error(s.message());
+  if (Status s = models::validate_rnn_spec(spec, kind, gates); !s.is_ok())
+    return args.usage_error(s.message());
 
   const auto& registry = ops::Registry::get();
-  Result<graph::Graph> g = kind == "lstm" ? models::build_lstm(spec, registry) : models::build_gru(spec, registry);
+  Result<graph::Graph> g =
+      kind == "lstm" ? models::build_lstm(spec, registry) : models::build_gru(spec, registry);
   if (!g.is_ok()) {
-    std::fprintf(stderr, "error: building the %s graph failed: %s\n", kind.c_str(), g.status().to_string().c_str());
+    std::fprintf(stderr, "error: building the %s graph failed: %s\n", kind.c_str(),
+                 g.status().to_string().c_str());
     return kExitRuntimeError;
   }
   if (Status s = graph::write_graphi(*g, out); !s.is_ok()) {
@@ -72,8 +84,8 @@ int model_command(int argc, char** argv) {
   }
   const int64_t params = models::rnn_parameter_count(spec, gates);
   std::printf("wrote %s: %s %s, %zu nodes, %lld parameters (%s)\n", out.c_str(), kind.c_str(),
-              models::rnn_spec_to_string(spec).c_str(), g->num_nodes(), static_cast<long long>(params),
-              human_bytes(static_cast<double>(params) * 4).c_str());
+              models::rnn_spec_to_string(spec).c_str(), g->num_nodes(),
+              static_cast<long long>(params), human_bytes(static_cast<double>(params) * 4).c_str());
   return kExitOk;
 }
 

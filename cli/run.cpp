@@ -48,7 +48,9 @@ Latency summarize(std::vector<double> ms) {
 // A value name as a file name: path separators and other awkward characters become '_'.
 std::string file_stem(const std::string& name) {
   std::string s;
-  for (char c : name) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
+  for (char c : name)
+    s +=
+        (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
   if (s.empty() || s == "." || s == "..") s = "_" + s;
   return s;
 }
@@ -66,7 +68,8 @@ std::string list_names(const graph::Graph& g) {
 // a terminal, one line every 5 s otherwise).
 class Progress {
  public:
-  explicit Progress(bool enabled) : enabled_(enabled), tty_(isatty(2)), start_(Clock::now()), last_(start_) {}
+  explicit Progress(bool enabled)
+      : enabled_(enabled), tty_(isatty(2)), start_(Clock::now()), last_(start_) {}
   void update(const char* phase, long done, long total) {
     if (!enabled_) return;
     auto now = Clock::now();
@@ -75,8 +78,8 @@ class Progress {
     if (since_start < 2.0 || since_last < (tty_ ? 1.0 : 5.0) || done == total) return;
     last_ = now;
     shown_ = true;
-    std::fprintf(stderr, "%sgraphi: %s %ld/%ld (%.0f s elapsed)%s", tty_ ? "\r" : "", phase, done, total,
-                 since_start, tty_ ? "   " : "\n");
+    std::fprintf(stderr, "%sgraphi: %s %ld/%ld (%.0f s elapsed)%s", tty_ ? "\r" : "", phase, done,
+                 total, since_start, tty_ ? "   " : "\n");
     std::fflush(stderr);
   }
   void finish() {
@@ -91,18 +94,21 @@ class Progress {
 }  // namespace
 
 int run_command(int argc, char** argv) {
-  Args args("graphi run MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--iterations N] [--warmup N] [--json]\n"
-            "                  [--threads K] [--executors N] [--scheduler NAME]",
-            "Runs a .graphi model and reports output shapes and latency. By default it runs on the\n"
-            "sequential reference executor (one team of K threads, ops in topological order).\n"
-            "Inputs come from .npy files (float32/int32/int64, C order); inputs not given are\n"
-            "filled with seeded random values (float32 uniform in [-1, 1)) and reported as generated.\n"
-            "Outputs are written as DIR/NAME.npy with --output-dir ('/' in a name becomes '_').\n"
-            "Exit codes: 0 ok, 1 runtime error (bad file, bad input data), 2 usage error. Example:\n"
-            "  graphi run lstm.graphi --input x=x.npy --output-dir out --iterations 100 --json");
+  Args args(
+      "graphi run MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--iterations N] [--warmup "
+      "N] [--json]\n"
+      "                  [--threads K] [--executors N] [--scheduler NAME]",
+      "Runs a .graphi model and reports output shapes and latency. By default it runs on the\n"
+      "sequential reference executor (one team of K threads, ops in topological order).\n"
+      "Inputs come from .npy files (float32/int32/int64, C order); inputs not given are\n"
+      "filled with seeded random values (float32 uniform in [-1, 1)) and reported as generated.\n"
+      "Outputs are written as DIR/NAME.npy with --output-dir ('/' in a name becomes '_').\n"
+      "Exit codes: 0 ok, 1 runtime error (bad file, bad input data), 2 usage error. Example:\n"
+      "  graphi run lstm.graphi --input x=x.npy --output-dir out --iterations 100 --json");
   args.positional("MODEL", "the .graphi model file");
   args.option("--input", "NAME=FILE.npy", "feed graph input NAME from a .npy file", true);
-  args.option("--output-dir", "DIR", "write every graph output as DIR/NAME.npy (created if missing)");
+  args.option("--output-dir", "DIR",
+              "write every graph output as DIR/NAME.npy (created if missing)");
   args.option("--iterations", "N", "timed runs, 1..1000000 (default 10)");
   args.option("--warmup", "N", "untimed runs before them, 0..1000000 (default 1)");
   args.option("--threads", "K", "threads of each executor's team, 1..1024 (default 1)");
@@ -122,10 +128,13 @@ int run_command(int argc, char** argv) {
   auto seed = args.get_int("--seed", 0, 0, 0x7fffffffffffffffL);
   if (!iterations || !warmup || !threads || !executors || !seed) return kExitUsage;
   const std::string scheduler = args.get("--scheduler", *executors > 1 ? "cpf" : "sequential");
-  if (scheduler != "sequential" && scheduler != "cpf" && scheduler != "fifo" && scheduler != "shared-queue")
-    return args.usage_error("unknown scheduler '" + scheduler + "' (expected sequential, cpf, fifo or shared-queue)");
+  if (scheduler != "sequential" && scheduler != "cpf" && scheduler != "fifo" &&
+      scheduler != "shared-queue")
+    return args.usage_error("unknown scheduler '" + scheduler +
+                            "' (expected sequential, cpf, fifo or shared-queue)");
   if (scheduler == "sequential" && *executors > 1)
-    return args.usage_error("the sequential scheduler runs one executor; use --scheduler cpf|fifo|shared-queue");
+    return args.usage_error(
+        "the sequential scheduler runs one executor; use --scheduler cpf|fifo|shared-queue");
   const bool json = args.has("--json");
 
   // Input flags are checked for form before the model is loaded, so a typo is a usage error
@@ -148,7 +157,8 @@ int run_command(int argc, char** argv) {
   for (const auto& [name, file] : input_files) {
     auto v = g->find_value(name);
     if (!v || g->value(*v).kind != graph::ValueKind::kInput)
-      return args.usage_error("'" + name + "' is not an input of " + model_path + "; its inputs are: " + list_names(*g));
+      return args.usage_error("'" + name + "' is not an input of " + model_path +
+                              "; its inputs are: " + list_names(*g));
   }
 
   // Bind inputs: files first (checked against the model's desc), then generated ones.
@@ -158,21 +168,22 @@ int run_command(int argc, char** argv) {
   models::WeightRng rng(static_cast<uint64_t>(*seed));
   for (graph::ValueId vid : g->inputs()) {
     const graph::Value& v = g->value(vid);
-    auto file = std::find_if(input_files.begin(), input_files.end(), [&](const auto& p) { return p.first == v.name; });
+    auto file = std::find_if(input_files.begin(), input_files.end(),
+                             [&](const auto& p) { return p.first == v.name; });
     if (file != input_files.end()) {
       auto t = graph::read_npy(file->second);
       if (!t.is_ok()) return runtime_error(t.status().with_context("input '" + v.name + "'"));
       if (!(t->desc() == v.desc))
-        return runtime_error(Status::invalid_argument(
-            "input '" + v.name + "': " + file->second + " holds " + t->desc().to_string() + ", the model expects " +
-            v.desc.to_string()));
+        return runtime_error(Status::invalid_argument("input '" + v.name + "': " + file->second +
+                                                      " holds " + t->desc().to_string() +
+                                                      ", the model expects " + v.desc.to_string()));
       source[v.name] = file->second;
       inputs.emplace_back(v.name, std::move(*t));
     } else {
       inputs.emplace_back(v.name, models::random_tensor(v.desc, rng));
       generated.push_back(v.name);
-      std::fprintf(stderr, "graphi: input '%s' not given: using seeded random %s (seed %ld)\n", v.name.c_str(),
-                   v.desc.to_string().c_str(), *seed);
+      std::fprintf(stderr, "graphi: input '%s' not given: using seeded random %s (seed %ld)\n",
+                   v.name.c_str(), v.desc.to_string().c_str(), *seed);
     }
   }
 
@@ -211,7 +222,9 @@ int run_command(int argc, char** argv) {
     const std::filesystem::path dir = args.get("--output-dir");
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    if (ec) return runtime_error(Status::io_error(dir.string() + ": cannot create directory (" + ec.message() + ")"));
+    if (ec)
+      return runtime_error(
+          Status::io_error(dir.string() + ": cannot create directory (" + ec.message() + ")"));
     for (const auto& [name, t] : outputs) {
       const std::string path = (dir / (file_stem(name) + ".npy")).string();
       if (Status s = graph::write_npy(path, t); !s.is_ok()) return runtime_error(s);
@@ -230,9 +243,11 @@ int run_command(int argc, char** argv) {
                    {"summary", (*session)->config_summary()}};
     j["iterations"] = *iterations;
     j["warmup"] = *warmup;
-    j["latency_ms"] = {{"median", lat.median}, {"min", lat.min}, {"p90", lat.p90}, {"mean", lat.mean}};
+    j["latency_ms"] = {
+        {"median", lat.median}, {"min", lat.min}, {"p90", lat.p90}, {"mean", lat.mean}};
     nlohmann::ordered_json outs = nlohmann::ordered_json::object();
-    for (const auto& [name, t] : outputs) outs[name] = {{"shape", t.shape()}, {"dtype", dtype_name(t.dtype())}};
+    for (const auto& [name, t] : outputs)
+      outs[name] = {{"shape", t.shape()}, {"dtype", dtype_name(t.dtype())}};
     j["outputs"] = outs;
     j["inputs_generated"] = generated;
     if (!generated.empty()) j["input_seed"] = *seed;
@@ -241,18 +256,21 @@ int run_command(int argc, char** argv) {
     return kExitOk;
   }
   std::printf("model: %s (%zu nodes)\n", model_path.c_str(), g->num_nodes());
-  std::printf("config: %d executor(s) x %d thread(s), scheduler %s (%s)\n", eff.executors, eff.threads,
-              eff.scheduler.c_str(), (*session)->config_summary().c_str());
+  std::printf("config: %d executor(s) x %d thread(s), scheduler %s (%s)\n", eff.executors,
+              eff.threads, eff.scheduler.c_str(), (*session)->config_summary().c_str());
   std::printf("inputs:\n");
   for (const auto& [name, t] : inputs) {
     auto s = source.find(name);
     std::printf("  %-12s %-24s %s\n", name.c_str(), t.desc().to_string().c_str(),
-                s != source.end() ? ("from " + s->second).c_str() : ("generated (seed " + std::to_string(*seed) + ")").c_str());
+                s != source.end() ? ("from " + s->second).c_str()
+                                  : ("generated (seed " + std::to_string(*seed) + ")").c_str());
   }
   std::printf("outputs:\n");
-  for (const auto& [name, t] : outputs) std::printf("  %-12s %s\n", name.c_str(), t.desc().to_string().c_str());
-  std::printf("latency over %ld iterations (%ld warmup): median %.3f ms, min %.3f ms, p90 %.3f ms\n", *iterations,
-              *warmup, lat.median, lat.min, lat.p90);
+  for (const auto& [name, t] : outputs)
+    std::printf("  %-12s %s\n", name.c_str(), t.desc().to_string().c_str());
+  std::printf(
+      "latency over %ld iterations (%ld warmup): median %.3f ms, min %.3f ms, p90 %.3f ms\n",
+      *iterations, *warmup, lat.median, lat.min, lat.p90);
   for (const std::string& p : written) std::printf("wrote %s\n", p.c_str());
   return kExitOk;
 }

@@ -175,17 +175,28 @@ std::string numpy_type_name(const std::string& descr) {
   }
   std::string bits = std::to_string(bytes * 8);
   switch (kind) {
-    case 'f': return "float" + bits;
-    case 'i': return "int" + bits;
-    case 'u': return "uint" + bits;
-    case 'c': return "complex" + bits;
-    case 'b': return "bool";
-    case 'O': return "object";
-    case 'U': return "unicode string";
-    case 'S': return "byte string";
-    case 'V': return "void/structured";
-    case 'M': return "datetime64";
-    case 'm': return "timedelta64";
+    case 'f':
+      return "float" + bits;
+    case 'i':
+      return "int" + bits;
+    case 'u':
+      return "uint" + bits;
+    case 'c':
+      return "complex" + bits;
+    case 'b':
+      return "bool";
+    case 'O':
+      return "object";
+    case 'U':
+      return "unicode string";
+    case 'S':
+      return "byte string";
+    case 'V':
+      return "void/structured";
+    case 'M':
+      return "datetime64";
+    case 'm':
+      return "timedelta64";
   }
   return "unknown";
 }
@@ -207,7 +218,8 @@ Result<DType> dtype_from_descr(const std::string& descr, const std::string& src)
 
 uint32_t read_le(std::string_view b, size_t off, size_t n) {
   uint32_t v = 0;
-  for (size_t i = 0; i < n; ++i) v |= static_cast<uint32_t>(static_cast<unsigned char>(b[off + i])) << (8 * i);
+  for (size_t i = 0; i < n; ++i)
+    v |= static_cast<uint32_t>(static_cast<unsigned char>(b[off + i])) << (8 * i);
   return v;
 }
 
@@ -220,8 +232,10 @@ Result<Tensor> parse_npy(std::string_view bytes, const std::string& src) {
   const int major = static_cast<unsigned char>(bytes[6]);
   const int minor = static_cast<unsigned char>(bytes[7]);
   size_t len_bytes = 0;
-  if (major == 1) len_bytes = 2;
-  else if (major == 2 || major == 3) len_bytes = 4;
+  if (major == 1)
+    len_bytes = 2;
+  else if (major == 2 || major == 3)
+    len_bytes = 4;
   else
     return bad("unsupported .npy format version " + std::to_string(major) + "." +
                std::to_string(minor) + " (graphi reads 1.0, 2.0 and 3.0)");
@@ -229,8 +243,9 @@ Result<Tensor> parse_npy(std::string_view bytes, const std::string& src) {
   if (bytes.size() < prefix) return bad("truncated: the file ends inside the header length field");
   const size_t header_len = read_le(bytes, kMagicLen + 2, len_bytes);
   if (bytes.size() - prefix < header_len)
-    return bad("truncated: the header says " + std::to_string(header_len) + " bytes, the file has " +
-               std::to_string(bytes.size() - prefix) + " after the header length field");
+    return bad("truncated: the header says " + std::to_string(header_len) +
+               " bytes, the file has " + std::to_string(bytes.size() - prefix) +
+               " after the header length field");
   std::string_view header = bytes.substr(prefix, header_len);
 
   auto dict = HeaderParser(header).parse_dict();
@@ -239,23 +254,33 @@ Result<Tensor> parse_npy(std::string_view bytes, const std::string& src) {
   const PyValue* fortran = nullptr;
   const PyValue* shape = nullptr;
   for (const auto& [k, v] : *dict) {
-    if (k == "descr") descr = &v;
-    else if (k == "fortran_order") fortran = &v;
-    else if (k == "shape") shape = &v;
+    if (k == "descr")
+      descr = &v;
+    else if (k == "fortran_order")
+      fortran = &v;
+    else if (k == "shape")
+      shape = &v;
   }
   if (!descr || !fortran || !shape)
     return bad(std::string("malformed header: missing key '") +
-               (!descr ? "descr" : !fortran ? "fortran_order" : "shape") + "'");
+               (!descr     ? "descr"
+                : !fortran ? "fortran_order"
+                           : "shape") +
+               "'");
   if (descr->kind == PyValue::kList)
-    return bad("structured dtypes (record arrays) are not supported; graphi reads float32, int32 and int64");
+    return bad(
+        "structured dtypes (record arrays) are not supported; graphi reads float32, int32 and "
+        "int64");
   if (descr->kind != PyValue::kString) return bad("malformed header: 'descr' must be a string");
-  if (fortran->kind != PyValue::kBool) return bad("malformed header: 'fortran_order' must be True or False");
+  if (fortran->kind != PyValue::kBool)
+    return bad("malformed header: 'fortran_order' must be True or False");
   if (shape->kind != PyValue::kTuple) return bad("malformed header: 'shape' must be a tuple");
   GRAPHI_ASSIGN_OR_RETURN(DType dtype, dtype_from_descr(descr->str, src));
   Shape dims = shape->ints;
   if (fortran->boolean && dims.size() > 1)
-    return bad("Fortran-order (column-major) arrays are not supported; graphi reads C order "
-               "(in numpy: np.ascontiguousarray(a) before np.save)");
+    return bad(
+        "Fortran-order (column-major) arrays are not supported; graphi reads C order "
+        "(in numpy: np.ascontiguousarray(a) before np.save)");
 
   // Element count with overflow checks, then the exact data size.
   const size_t elem = dtype_size(dtype);
@@ -268,8 +293,9 @@ Result<Tensor> parse_npy(std::string_view bytes, const std::string& src) {
   const size_t want = numel * elem;
   const size_t have = bytes.size() - prefix - header_len;
   if (have < want)
-    return bad("truncated: shape " + shape_to_string(dims) + " of " + dtype_name(dtype) + " needs " +
-               std::to_string(want) + " data bytes, the file has " + std::to_string(have));
+    return bad("truncated: shape " + shape_to_string(dims) + " of " + dtype_name(dtype) +
+               " needs " + std::to_string(want) + " data bytes, the file has " +
+               std::to_string(have));
   if (have > want)
     return bad("the file has " + std::to_string(have - want) + " bytes after the data that shape " +
                shape_to_string(dims) + " of " + dtype_name(dtype) + " describes");
@@ -280,7 +306,8 @@ Result<Tensor> parse_npy(std::string_view bytes, const std::string& src) {
 
 Result<Tensor> read_npy(const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return Status::io_error(path + ": is a directory, not a .npy file");
+  if (std::filesystem::is_directory(path, ec))
+    return Status::io_error(path + ": is a directory, not a .npy file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::io_error(path + ": cannot open (" + std::strerror(errno) + ")");
   std::ostringstream ss;
@@ -315,7 +342,8 @@ std::string serialize_npy(const Tensor& t) {
   std::string out(kMagic, kMagicLen);
   out += static_cast<char>(major);
   out += '\0';
-  for (size_t i = 0; i < len_bytes; ++i) out += static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  for (size_t i = 0; i < len_bytes; ++i)
+    out += static_cast<char>((header.size() >> (8 * i)) & 0xff);
   out += header;
   out.append(static_cast<const char*>(t.data()), t.bytes());
   return out;
@@ -323,7 +351,8 @@ std::string serialize_npy(const Tensor& t) {
 
 Status write_npy(const std::string& path, const Tensor& t) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Status::io_error(path + ": cannot open for writing (" + std::strerror(errno) + ")");
+  if (!out)
+    return Status::io_error(path + ": cannot open for writing (" + std::strerror(errno) + ")");
   const std::string bytes = serialize_npy(t);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   out.close();

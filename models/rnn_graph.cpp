@@ -20,7 +20,8 @@ std::string RnnGraph::shape_constant(const Shape& shape) {
   return name;
 }
 
-std::string RnnGraph::reshape(const std::string& name, const std::string& input, const Shape& shape) {
+std::string RnnGraph::reshape(const std::string& name, const std::string& input,
+                              const Shape& shape) {
   b_.add_node("Reshape", name, {input, shape_constant(shape)}, {name});
   return name;
 }

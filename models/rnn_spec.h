@@ -10,12 +10,12 @@
 namespace graphi::models {
 
 struct RnnSpec {
-  int64_t input = 0;   // E: features of x per step
-  int64_t hidden = 0;  // H: features of the hidden state
-  int64_t layers = 1;  // L: stacked layers; layer l > 0 reads layer l-1's h
-  int64_t batch = 1;   // B
-  int64_t seq = 1;     // T: time steps, unrolled
-  uint64_t seed = 1;   // weights are a pure function of (spec, seed)
+  int64_t input = 0;                 // E: features of x per step
+  int64_t hidden = 0;                // H: features of the hidden state
+  int64_t layers = 1;                // L: stacked layers; layer l > 0 reads layer l-1's h
+  int64_t batch = 1;                 // B
+  int64_t seq = 1;                   // T: time steps, unrolled
+  uint64_t seed = 1;                 // weights are a pure function of (spec, seed)
   bool linear_before_reset = false;  // GRU only (see gru.h)
 };
 

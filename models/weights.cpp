@@ -28,8 +28,10 @@ Tensor random_tensor(const TensorDesc& desc, WeightRng& rng) {
   Tensor t(desc);
   for (int64_t i = 0; i < t.numel(); ++i) {
     int64_t v = static_cast<int64_t>(rng.next_u64() % 10);
-    if (desc.dtype == DType::kI32) t.data_as<int32_t>()[i] = static_cast<int32_t>(v);
-    else t.data_as<int64_t>()[i] = v;
+    if (desc.dtype == DType::kI32)
+      t.data_as<int32_t>()[i] = static_cast<int32_t>(v);
+    else
+      t.data_as<int64_t>()[i] = v;
   }
   return t;
 }

@@ -1,10 +1,9 @@
 // End-to-end tests of the `graphi` executable: model -> run (--json, --input, --output-dir),
 // info, a cross-check of LSTM/GRU outputs against numpy (tests/cli/lstm_numpy.py), exit codes
 // and error messages.
-#include <catch2/catch.hpp>
-
 #include <sys/wait.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -55,7 +54,9 @@ CliResult graphi_cli(const fs::path& dir, const std::vector<std::string>& args) 
   return r;
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 bool have_numpy() {
   static const bool ok = std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0;
@@ -101,8 +102,8 @@ void write_raw_npy(const fs::path& p, const std::string& dict, size_t data_bytes
 TEST_CASE("graphi model writes a model and run --json reports it", "[cli]") {
   const fs::path dir = test::scratch_dir("cli_json");
   const std::string model = (dir / "lstm.graphi").string();
-  auto m = graphi_cli(dir, {"model", "lstm", "--input", "5", "--hidden", "8", "--layers", "2", "--batch", "3",
-                            "--seq", "4", "--seed", "7", "-o", model});
+  auto m = graphi_cli(dir, {"model", "lstm", "--input", "5", "--hidden", "8", "--layers", "2",
+                            "--batch", "3", "--seq", "4", "--seed", "7", "-o", model});
   INFO(m.err);
   REQUIRE(m.rc == 0);
   CHECK(contains(m.out, "wrote " + model));
@@ -143,16 +144,16 @@ TEST_CASE("graphi model writes a model and run --json reports it", "[cli]") {
 TEST_CASE("graphi run feeds .npy inputs and writes outputs that match the engine", "[cli]") {
   const fs::path dir = test::scratch_dir("cli_io");
   const fs::path model = dir / "gru.graphi";
-  REQUIRE(graphi_cli(dir, {"model", "gru", "--input", "6", "--hidden", "5", "--layers", "2", "--batch", "2",
-                           "--seq", "3", "-o", model.string()})
+  REQUIRE(graphi_cli(dir, {"model", "gru", "--input", "6", "--hidden", "5", "--layers", "2",
+                           "--batch", "2", "--seq", "3", "-o", model.string()})
               .rc == 0);
   Tensor x = test::random_tensor({DType::kF32, {3, 2, 6}}, 1);
   Tensor h0 = test::random_tensor({DType::kF32, {2, 2, 5}}, 2);
   write(dir / "x.npy", x);
   write(dir / "h0.npy", h0);
-  auto r = graphi_cli(dir, {"run", model.string(), "--input", "x=" + (dir / "x.npy").string(), "--input",
-                            "h0=" + (dir / "h0.npy").string(), "--output-dir", (dir / "out").string(), "--json",
-                            "--iterations", "2"});
+  auto r = graphi_cli(dir, {"run", model.string(), "--input", "x=" + (dir / "x.npy").string(),
+                            "--input", "h0=" + (dir / "h0.npy").string(), "--output-dir",
+                            (dir / "out").string(), "--json", "--iterations", "2"});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   CHECK(nlohmann::json::parse(r.out)["inputs_generated"].empty());
@@ -171,9 +172,10 @@ TEST_CASE("graphi run feeds .npy inputs and writes outputs that match the engine
   }
 
   // The parallel engine through the CLI gives the same outputs as the reference executor.
-  auto par = graphi_cli(dir, {"run", model.string(), "--input", "x=" + (dir / "x.npy").string(), "--input",
-                              "h0=" + (dir / "h0.npy").string(), "--output-dir", (dir / "par").string(),
-                              "--executors", "2", "--scheduler", "cpf", "--no-pin", "--json", "--iterations", "2"});
+  auto par = graphi_cli(
+      dir, {"run", model.string(), "--input", "x=" + (dir / "x.npy").string(), "--input",
+            "h0=" + (dir / "h0.npy").string(), "--output-dir", (dir / "par").string(),
+            "--executors", "2", "--scheduler", "cpf", "--no-pin", "--json", "--iterations", "2"});
   INFO(par.err);
   REQUIRE(par.rc == 0);
   auto pj = nlohmann::json::parse(par.out);
@@ -196,28 +198,35 @@ TEST_CASE("graphi run of LSTM and GRU models matches numpy", "[cli][numpy]") {
     bool lbr;
     int E, H, L, B, T;
   };
-  const Case cases[] = {{"lstm", false, 5, 8, 2, 3, 4}, {"lstm", false, 16, 12, 1, 1, 6},
-                        {"gru", false, 7, 6, 2, 3, 5},  {"gru", true, 4, 9, 2, 2, 3}};
+  const Case cases[] = {{"lstm", false, 5, 8, 2, 3, 4},
+                        {"lstm", false, 16, 12, 1, 1, 6},
+                        {"gru", false, 7, 6, 2, 3, 5},
+                        {"gru", true, 4, 9, 2, 2, 3}};
   int k = 0;
   for (const Case& c : cases) {
-    INFO(c.cell << (c.lbr ? " linear_before_reset" : "") << " E=" << c.E << " H=" << c.H << " L=" << c.L
-                << " B=" << c.B << " T=" << c.T);
+    INFO(c.cell << (c.lbr ? " linear_before_reset" : "") << " E=" << c.E << " H=" << c.H
+                << " L=" << c.L << " B=" << c.B << " T=" << c.T);
     const fs::path dir = test::scratch_dir("cli_numpy_" + std::to_string(k++));
     const fs::path model = dir / "m.graphi";
-    std::vector<std::string> margs = {"model", c.cell, "--input", std::to_string(c.E), "--hidden",
-                                      std::to_string(c.H), "--layers", std::to_string(c.L), "--batch",
-                                      std::to_string(c.B), "--seq", std::to_string(c.T), "--seed", "3",
-                                      "-o", model.string()};
+    std::vector<std::string> margs = {"model",    c.cell,
+                                      "--input",  std::to_string(c.E),
+                                      "--hidden", std::to_string(c.H),
+                                      "--layers", std::to_string(c.L),
+                                      "--batch",  std::to_string(c.B),
+                                      "--seq",    std::to_string(c.T),
+                                      "--seed",   "3",
+                                      "-o",       model.string()};
     if (c.lbr) margs.push_back("--linear-before-reset");
     REQUIRE(graphi_cli(dir, margs).rc == 0);
     export_weights(model, dir / "weights");
 
     std::vector<std::string> names = {"x", "h0"};
     if (c.cell == "lstm") names.push_back("c0");
-    std::vector<std::string> run_args = {"run", model.string(), "--output-dir", (dir / "graphi").string(),
-                                         "--iterations", "1"};
+    std::vector<std::string> run_args = {
+        "run", model.string(), "--output-dir", (dir / "graphi").string(), "--iterations", "1"};
     std::string py = "/usr/bin/python3 " + quote(script) + " " + c.cell + " --weights " +
-                     quote((dir / "weights").string()) + " --out " + quote((dir / "numpy").string());
+                     quote((dir / "weights").string()) + " --out " +
+                     quote((dir / "numpy").string());
     if (c.lbr) py += " --linear-before-reset";
     uint64_t seed = 40;
     for (const std::string& n : names) {
@@ -236,7 +245,8 @@ TEST_CASE("graphi run of LSTM and GRU models matches numpy", "[cli][numpy]") {
     if (c.cell == "lstm") outs.push_back("c_n");
     for (const std::string& o : outs) {
       INFO("output " << o);
-      CHECK(test::max_rel_error(read(dir / "graphi" / (o + ".npy")), read(dir / "numpy" / (o + ".npy"))) < 1e-5);
+      CHECK(test::max_rel_error(read(dir / "graphi" / (o + ".npy")),
+                                read(dir / "numpy" / (o + ".npy"))) < 1e-5);
     }
   }
 }
@@ -244,8 +254,8 @@ TEST_CASE("graphi run of LSTM and GRU models matches numpy", "[cli][numpy]") {
 TEST_CASE("graphi info reports ops, FLOPs, depth levels and memory", "[cli]") {
   const fs::path dir = test::scratch_dir("cli_info");
   const std::string model = (dir / "lstm.graphi").string();
-  REQUIRE(graphi_cli(dir, {"model", "lstm", "--input", "5", "--hidden", "8", "--layers", "2", "--batch", "3",
-                           "--seq", "4", "-o", model})
+  REQUIRE(graphi_cli(dir, {"model", "lstm", "--input", "5", "--hidden", "8", "--layers", "2",
+                           "--batch", "3", "--seq", "4", "-o", model})
               .rc == 0);
   auto r = graphi_cli(dir, {"info", model, "--json"});
   INFO(r.err);
@@ -255,7 +265,8 @@ TEST_CASE("graphi info reports ops, FLOPs, depth levels and memory", "[cli]") {
   CHECK(j["op_counts"]["Sigmoid"] == 3 * 2 * 4);
   CHECK(j["parameters"].get<int64_t>() == 992);  // (5+8+1)*32 + (8+8+1)*32 weights and biases
   // MatMul FLOPs alone: per step 2*B*E_l*4H + 2*B*H*4H.
-  CHECK(j["flops"].get<double>() >= 4 * (2 * 3 * 5 * 32 + 2 * 3 * 8 * 32) + 4 * (2 * 3 * 8 * 32 * 2));
+  CHECK(j["flops"].get<double>() >=
+        4 * (2 * 3 * 5 * 32 + 2 * 3 * 8 * 32) + 4 * (2 * 3 * 8 * 32 * 2));
   size_t sum = 0;
   for (auto& n : j["ops_per_depth"]) sum += n.get<size_t>();
   CHECK(sum == j["nodes"].get<size_t>());
@@ -273,7 +284,9 @@ TEST_CASE("graphi info reports ops, FLOPs, depth levels and memory", "[cli]") {
 TEST_CASE("graphi exit codes: usage errors are 2, runtime errors 1, --help 0", "[cli]") {
   const fs::path dir = test::scratch_dir("cli_exit");
   const std::string model = (dir / "m.graphi").string();
-  REQUIRE(graphi_cli(dir, {"model", "lstm", "--input", "3", "--hidden", "4", "--seq", "2", "-o", model}).rc == 0);
+  REQUIRE(
+      graphi_cli(dir, {"model", "lstm", "--input", "3", "--hidden", "4", "--seq", "2", "-o", model})
+          .rc == 0);
 
   for (const char* sub : {"run", "info", "model"}) {
     auto h = graphi_cli(dir, {sub, "--help"});
@@ -292,8 +305,12 @@ TEST_CASE("graphi exit codes: usage errors are 2, runtime errors 1, --help 0", "
   CHECK(graphi_cli(dir, {"run", model, "--iterations", "0"}).rc == 2);
   CHECK(graphi_cli(dir, {"run", model, "--scheduler", "magic"}).rc == 2);
   CHECK(graphi_cli(dir, {"run", model, "--input", "x"}).rc == 2);
-  CHECK(graphi_cli(dir, {"model", "rnn", "--input", "3", "--hidden", "4", "--seq", "2", "-o", model}).rc == 2);
-  CHECK(graphi_cli(dir, {"model", "lstm", "--input", "3", "--hidden", "0", "--seq", "2", "-o", model}).rc == 2);
+  CHECK(
+      graphi_cli(dir, {"model", "rnn", "--input", "3", "--hidden", "4", "--seq", "2", "-o", model})
+          .rc == 2);
+  CHECK(
+      graphi_cli(dir, {"model", "lstm", "--input", "3", "--hidden", "0", "--seq", "2", "-o", model})
+          .rc == 2);
   CHECK(graphi_cli(dir, {"model", "lstm", "--input", "3", "--hidden", "4", "--seq", "2"}).rc == 2);
 
   auto bad_name = graphi_cli(dir, {"run", model, "--input", "nope=" + (dir / "a.npy").string()});
@@ -338,7 +355,8 @@ TEST_CASE("graphi exit codes: usage errors are 2, runtime errors 1, --help 0", "
   CHECK(contains(wrong_shape.err, "float32[2, 3]"));
   CHECK(contains(wrong_shape.err, "float32[2, 1, 3]"));
 
-  auto missing_npy = graphi_cli(dir, {"run", model, "--input", "x=" + (dir / "nothere.npy").string()});
+  auto missing_npy =
+      graphi_cli(dir, {"run", model, "--input", "x=" + (dir / "nothere.npy").string()});
   CHECK(missing_npy.rc == 1);
   CHECK(contains(missing_npy.err, "nothere.npy"));
 }

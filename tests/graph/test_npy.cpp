@@ -1,7 +1,6 @@
 // graph/npy.h: round trips, numpy compatibility (both directions, when /usr/bin/python3 has
 // numpy), and one test per refusal: Fortran order, big-endian, other dtypes, truncation, junk.
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,7 +14,9 @@ using namespace graphi;
 
 namespace {
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 // A .npy file with the given header dict and raw data, version `major`.
 std::string make_npy(const std::string& dict, const std::string& data, int major = 1) {
@@ -26,7 +27,8 @@ std::string make_npy(const std::string& dict, const std::string& data, int major
   std::string out = "\x93NUMPY";
   out += static_cast<char>(major);
   out += '\0';
-  for (size_t i = 0; i < len_bytes; ++i) out += static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  for (size_t i = 0; i < len_bytes; ++i)
+    out += static_cast<char>((header.size() >> (8 * i)) & 0xff);
   return out + header + data;
 }
 
@@ -52,9 +54,10 @@ std::string slurp(const std::string& path) {
 
 TEST_CASE("npy round trip keeps dtype, shape and bytes", "[npy]") {
   auto dir = test::scratch_dir("npy_round_trip");
-  const std::vector<TensorDesc> descs = {
-      {DType::kF32, {2, 3}}, {DType::kF32, {}}, {DType::kF32, {5}}, {DType::kI32, {4, 1, 3}},
-      {DType::kI64, {7}},    {DType::kF32, {1, 1, 1, 1, 2}}, {DType::kF32, {0, 3}}};
+  const std::vector<TensorDesc> descs = {{DType::kF32, {2, 3}}, {DType::kF32, {}},
+                                         {DType::kF32, {5}},    {DType::kI32, {4, 1, 3}},
+                                         {DType::kI64, {7}},    {DType::kF32, {1, 1, 1, 1, 2}},
+                                         {DType::kF32, {0, 3}}};
   uint64_t seed = 1;
   for (const TensorDesc& d : descs) {
     Tensor t = test::random_tensor(d, seed++, -100, 100);
@@ -81,18 +84,18 @@ TEST_CASE("npy reads format versions 2.0 and 3.0", "[npy]") {
 }
 
 TEST_CASE("npy refuses Fortran order, naming the file", "[npy]") {
-  auto t = graph::parse_npy(make_npy("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 1), }",
-                                     floats({1, 2})),
-                            "f.npy");
+  auto t = graph::parse_npy(
+      make_npy("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 1), }", floats({1, 2})),
+      "f.npy");
   REQUIRE_FALSE(t.is_ok());
   CHECK(contains(t.status().message(), "f.npy"));
   CHECK(contains(t.status().message(), "Fortran"));
 }
 
 TEST_CASE("npy refuses float64, naming the dtype found", "[npy]") {
-  auto t = graph::parse_npy(make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }",
-                                     std::string(8, '\0')),
-                            "d.npy");
+  auto t = graph::parse_npy(
+      make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }", std::string(8, '\0')),
+      "d.npy");
   REQUIRE_FALSE(t.is_ok());
   CHECK(contains(t.status().message(), "d.npy"));
   CHECK(contains(t.status().message(), "float64"));
@@ -100,21 +103,22 @@ TEST_CASE("npy refuses float64, naming the dtype found", "[npy]") {
 }
 
 TEST_CASE("npy refuses big-endian data", "[npy]") {
-  auto t = graph::parse_npy(make_npy("{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }",
-                                     std::string(4, '\0')),
-                            "be.npy");
+  auto t = graph::parse_npy(
+      make_npy("{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }", std::string(4, '\0')),
+      "be.npy");
   REQUIRE_FALSE(t.is_ok());
   CHECK(contains(t.status().message(), "big-endian"));
 }
 
 TEST_CASE("npy refuses other dtypes by their numpy names", "[npy]") {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"|u1", "uint8"}, {"|b1", "bool"}, {"<f2", "float16"}, {"<i2", "int16"}, {"<c8", "complex64"},
-      {"|O", "object"}};
+      {"|u1", "uint8"}, {"|b1", "bool"},      {"<f2", "float16"},
+      {"<i2", "int16"}, {"<c8", "complex64"}, {"|O", "object"}};
   for (const auto& [descr, name] : cases) {
-    auto t = graph::parse_npy(make_npy("{'descr': '" + descr + "', 'fortran_order': False, 'shape': (1,), }",
-                                       std::string(16, '\0')),
-                              "x.npy");
+    auto t = graph::parse_npy(
+        make_npy("{'descr': '" + descr + "', 'fortran_order': False, 'shape': (1,), }",
+                 std::string(16, '\0')),
+        "x.npy");
     REQUIRE_FALSE(t.is_ok());
     INFO(t.status().message());
     CHECK(contains(t.status().message(), name));
@@ -155,8 +159,12 @@ TEST_CASE("npy survives flipped header bytes", "[npy]") {
 
 TEST_CASE("npy rejects junk headers with a message", "[npy]") {
   const std::vector<std::string> dicts = {
-      "", "{", "{'descr': '<f4'}", "{'descr': '<f4', 'fortran_order': False}",
-      "{'descr': '<f4', 'fortran_order': 1, 'shape': (1,)}", "{'descr': '<f4', 'fortran_order': False, 'shape': (-1,)}",
+      "",
+      "{",
+      "{'descr': '<f4'}",
+      "{'descr': '<f4', 'fortran_order': False}",
+      "{'descr': '<f4', 'fortran_order': 1, 'shape': (1,)}",
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (-1,)}",
       "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 99999999999, 99999999999)}",
       "{'descr': '<f4', 'fortran_order': False, 'shape': (1,)} trailing"};
   for (const std::string& d : dicts) {
@@ -178,7 +186,8 @@ TEST_CASE("npy read of a missing file is an I/O error naming the path", "[npy]")
   REQUIRE_FALSE(r.is_ok());
   CHECK(r.status().code() == StatusCode::kIoError);
   CHECK(contains(r.status().message(), "/nonexistent/dir/x.npy"));
-  CHECK(graph::write_npy("/nonexistent/dir/y.npy", Tensor({DType::kF32, {1}})).code() == StatusCode::kIoError);
+  CHECK(graph::write_npy("/nonexistent/dir/y.npy", Tensor({DType::kF32, {1}})).code() ==
+        StatusCode::kIoError);
   auto dir = graph::read_npy(test::scratch_dir("npy_dir").string());
   REQUIRE_FALSE(dir.is_ok());
   CHECK(contains(dir.status().message(), "is a directory"));

@@ -4,7 +4,6 @@
 // ("l{l}/W", "l{l}/R", "l{l}/b", GRU: "l{l}/R_zr", "l{l}/R_h" or "l{l}/R", "l{l}/Rb"); it
 // shares no code with the builders.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <memory>
 
@@ -48,13 +47,15 @@ Seq to_seq(const Tensor& t) {
   Seq out(s[0], std::vector<std::vector<double>>(s[1], std::vector<double>(s[2])));
   for (int64_t a = 0; a < s[0]; ++a)
     for (int64_t b = 0; b < s[1]; ++b)
-      for (int64_t c = 0; c < s[2]; ++c) out[a][b][c] = t.data_as<float>()[(a * s[1] + b) * s[2] + c];
+      for (int64_t c = 0; c < s[2]; ++c)
+        out[a][b][c] = t.data_as<float>()[(a * s[1] + b) * s[2] + c];
   return out;
 }
 
 Tensor from_seq(const Seq& s) {
-  Tensor t(TensorDesc{DType::kF32, {static_cast<int64_t>(s.size()), static_cast<int64_t>(s[0].size()),
-                                    static_cast<int64_t>(s[0][0].size())}});
+  Tensor t(TensorDesc{DType::kF32,
+                      {static_cast<int64_t>(s.size()), static_cast<int64_t>(s[0].size()),
+                       static_cast<int64_t>(s[0][0].size())}});
   float* p = t.data_as<float>();
   for (const auto& a : s)
     for (const auto& b : a)
@@ -71,8 +72,8 @@ std::vector<double> vec_mat(const std::vector<double>& in, const Mat& m, int64_t
 }
 
 // LSTM, ONNX gate order i, o, f, c: g = x W + h R + b; c' = f c + i tanh(g_c); h' = o tanh(c').
-void reference_lstm(const graph::Graph& g, const models::RnnSpec& s, const Seq& x, const Seq& h0, const Seq& c0,
-                    Seq& y, Seq& h_n, Seq& c_n) {
+void reference_lstm(const graph::Graph& g, const models::RnnSpec& s, const Seq& x, const Seq& h0,
+                    const Seq& c0, Seq& y, Seq& h_n, Seq& c_n) {
   const int64_t H = s.hidden;
   Seq in = x;
   h_n = h0;
@@ -88,7 +89,8 @@ void reference_lstm(const graph::Graph& g, const models::RnnSpec& s, const Seq& 
         std::vector<double> h_new(H);
         for (int64_t j = 0; j < H; ++j) {
           auto gate = [&](int k) { return gx[k * H + j] + gh[k * H + j] + b(0, k * H + j); };
-          const double i = sigmoid(gate(0)), o = sigmoid(gate(1)), f = sigmoid(gate(2)), cc = std::tanh(gate(3));
+          const double i = sigmoid(gate(0)), o = sigmoid(gate(1)), f = sigmoid(gate(2)),
+                       cc = std::tanh(gate(3));
           c[j] = f * c[j] + i * cc;
           h_new[j] = o * std::tanh(c[j]);
         }
@@ -102,7 +104,8 @@ void reference_lstm(const graph::Graph& g, const models::RnnSpec& s, const Seq& 
 
 // GRU, ONNX gate order z, r, h. Canonical: h~ = tanh(x W_h + (r h) R_h + b_h). Linear before
 // reset: h~ = tanh(x W_h + Wb_h + r (h R_h + Rb_h)). h' = (1 - z) h~ + z h.
-void reference_gru(const graph::Graph& g, const models::RnnSpec& s, const Seq& x, const Seq& h0, Seq& y, Seq& h_n) {
+void reference_gru(const graph::Graph& g, const models::RnnSpec& s, const Seq& x, const Seq& h0,
+                   Seq& y, Seq& h_n) {
   const int64_t H = s.hidden;
   Seq in = x;
   h_n = h0;
@@ -120,7 +123,8 @@ void reference_gru(const graph::Graph& g, const models::RnnSpec& s, const Seq& x
           for (int64_t j = 0; j < H; ++j) {
             z[j] = sigmoid(gx[j] + b(0, j) + gh[j] + Rb(0, j));
             r[j] = sigmoid(gx[H + j] + b(0, H + j) + gh[H + j] + Rb(0, H + j));
-            hh[j] = std::tanh(gx[2 * H + j] + b(0, 2 * H + j) + r[j] * (gh[2 * H + j] + Rb(0, 2 * H + j)));
+            hh[j] = std::tanh(gx[2 * H + j] + b(0, 2 * H + j) +
+                              r[j] * (gh[2 * H + j] + Rb(0, 2 * H + j)));
           }
         } else {
           const Mat Rzr = constant(g, p + "R_zr"), Rh = constant(g, p + "R_h");
@@ -132,7 +136,8 @@ void reference_gru(const graph::Graph& g, const models::RnnSpec& s, const Seq& x
           std::vector<double> rh(H);
           for (int64_t j = 0; j < H; ++j) rh[j] = r[j] * h[j];
           auto ghh = vec_mat(rh, Rh, 0, H);
-          for (int64_t j = 0; j < H; ++j) hh[j] = std::tanh(gx[2 * H + j] + ghh[j] + b(0, 2 * H + j));
+          for (int64_t j = 0; j < H; ++j)
+            hh[j] = std::tanh(gx[2 * H + j] + ghh[j] + b(0, 2 * H + j));
         }
         for (int64_t j = 0; j < H; ++j) h[j] = (1 - z[j]) * hh[j] + z[j] * h[j];
         in[t][n] = h;
@@ -152,7 +157,8 @@ const Tensor& output(const engine::NamedTensors& outs, const std::string& name) 
 struct Case {
   int64_t E, H, L, B, T;
 };
-const Case kCases[] = {{3, 4, 1, 1, 1}, {5, 8, 2, 3, 4}, {16, 32, 2, 3, 7}, {7, 5, 3, 2, 5}, {12, 6, 1, 4, 9}};
+const Case kCases[] = {
+    {3, 4, 1, 1, 1}, {5, 8, 2, 3, 4}, {16, 32, 2, 3, 7}, {7, 5, 3, 2, 5}, {12, 6, 1, 4, 9}};
 
 models::RnnSpec spec_of(const Case& c, uint64_t seed) {
   models::RnnSpec s;
@@ -172,7 +178,8 @@ TEST_CASE("LSTM graph matches an LSTM written from the equations", "[models][lst
   for (const Case& c : kCases) {
     for (int threads : {1, 2}) {
       const models::RnnSpec s = spec_of(c, seed++);
-      INFO("E=" << c.E << " H=" << c.H << " L=" << c.L << " B=" << c.B << " T=" << c.T << " threads=" << threads);
+      INFO("E=" << c.E << " H=" << c.H << " L=" << c.L << " B=" << c.B << " T=" << c.T
+                << " threads=" << threads);
       auto g = models::build_lstm(s, ops::Registry::get());
       REQUIRE(g.is_ok());
       auto graph = std::make_shared<const graph::Graph>(std::move(*g));
@@ -196,13 +203,15 @@ TEST_CASE("LSTM graph matches an LSTM written from the equations", "[models][lst
   }
 }
 
-TEST_CASE("GRU graph matches a GRU written from the equations (both reset variants)", "[models][gru]") {
+TEST_CASE("GRU graph matches a GRU written from the equations (both reset variants)",
+          "[models][gru]") {
   uint64_t seed = 101;
   for (bool lbr : {false, true}) {
     for (const Case& c : kCases) {
       models::RnnSpec s = spec_of(c, seed++);
       s.linear_before_reset = lbr;
-      INFO("E=" << c.E << " H=" << c.H << " L=" << c.L << " B=" << c.B << " T=" << c.T << " lbr=" << lbr);
+      INFO("E=" << c.E << " H=" << c.H << " L=" << c.L << " B=" << c.B << " T=" << c.T
+                << " lbr=" << lbr);
       auto g = models::build_gru(s, ops::Registry::get());
       REQUIRE(g.is_ok());
       auto graph = std::make_shared<const graph::Graph>(std::move(*g));
@@ -229,8 +238,10 @@ TEST_CASE("RNN graphs have the documented interface and dependencies", "[models]
   std::vector<std::string> ins, outs;
   for (auto v : g->inputs()) ins.push_back(g->value(v).name + g->value(v).desc.to_string());
   for (auto v : g->outputs()) outs.push_back(g->value(v).name + g->value(v).desc.to_string());
-  CHECK(ins == std::vector<std::string>{"xfloat32[4, 3, 5]", "h0float32[2, 3, 8]", "c0float32[2, 3, 8]"});
-  CHECK(outs == std::vector<std::string>{"yfloat32[4, 3, 8]", "h_nfloat32[2, 3, 8]", "c_nfloat32[2, 3, 8]"});
+  CHECK(ins ==
+        std::vector<std::string>{"xfloat32[4, 3, 5]", "h0float32[2, 3, 8]", "c0float32[2, 3, 8]"});
+  CHECK(outs == std::vector<std::string>{"yfloat32[4, 3, 8]", "h_nfloat32[2, 3, 8]",
+                                         "c_nfloat32[2, 3, 8]"});
   CHECK(g->value(*g->find_value("l1/W")).desc.shape == Shape{8, 32});
   CHECK(g->value(*g->find_value("l0/W")).desc.shape == Shape{5, 32});
 
@@ -261,7 +272,8 @@ TEST_CASE("RNN weights are a pure function of the seed", "[models]") {
   CHECK(test::max_rel_error(wa, wb) == 0);
   CHECK(test::max_rel_error(wa, wc) > 0);
   // PyTorch's bound: uniform in [-1/sqrt(H), 1/sqrt(H)).
-  for (int64_t i = 0; i < wa.numel(); ++i) CHECK(std::abs(wa.data_as<float>()[i]) <= 1 / std::sqrt(6.0f));
+  for (int64_t i = 0; i < wa.numel(); ++i)
+    CHECK(std::abs(wa.data_as<float>()[i]) <= 1 / std::sqrt(6.0f));
 }
 
 TEST_CASE("RNN builders reject sizes out of range, naming the field", "[models]") {
