@@ -100,13 +100,16 @@ std::vector<uint32_t> Session::execution_counts() const {
 
 std::string Session::config_summary() const {
   const Impl& im = *impl_;
-  std::string s = std::to_string(im.options.executors) + "x" + std::to_string(im.options.threads) + " " +
-                  policy_name(im.policy);
-  if (!im.runtime) return s + " on the calling thread";
-  if (im.placement) s += " " + im.placement->summary();
-  else s += " unpinned";
-  s += im.runtime->dedicated_scheduler() ? "; scheduler on the client thread" : "; scheduler role inside the executors";
-  return s;
+  const std::string policy = policy_name(im.policy);
+  const std::string split = std::to_string(im.options.executors) + "x" + std::to_string(im.options.threads);
+  if (!im.runtime) return policy + " " + split + " on the calling thread";
+  if (im.placement) {
+    std::string s = policy + " " + im.placement->summary();
+    if (im.runtime->dedicated_scheduler() && !im.placement->scheduler) s += "; scheduler on the client thread (forced)";
+    return s;
+  }
+  return policy + " " + split + " unpinned" +
+         (im.runtime->dedicated_scheduler() ? "; scheduler on the client thread" : "; scheduler role inside the executors");
 }
 
 static Status check_options(const SessionOptions& o) {
