@@ -33,8 +33,8 @@ Status check_input_x(const std::string& where, const TensorDesc* x) {
   if (x->dtype != DType::kF32)
     return Status::invalid_graph(where + ": input X must be float32, got " + x->to_string());
   if (x->rank() != 4)
-    return Status::unsupported(where + ": only 2-D operation on a 4-D NCHW input X is supported, X is " +
-                               x->to_string());
+    return Status::unsupported(where + ": input X " + x->to_string() +
+                               " is not supported: only the 2-D operation on a 4-D NCHW input");
   return Status::ok();
 }
 
@@ -147,7 +147,7 @@ Result<Geometry> pool_geometry(const graph::Node& node, const std::vector<const 
   GRAPHI_RETURN_IF_ERROR(check_input_x(where, in[0]));
   GRAPHI_RETURN_IF_ERROR(check_auto_pad(node, where));
   if (num_outputs != 1)
-    return Status::unsupported(where + ": only the Y output is supported (no Indices), got " +
+    return Status::unsupported(where + ": the Indices output is not supported (only Y), got " +
                                std::to_string(num_outputs) + " outputs");
   GRAPHI_ASSIGN_OR_RETURN(int64_t ceil_mode, graph::attr_int(node.attrs, where, "ceil_mode", 0));
   if (ceil_mode != 0)

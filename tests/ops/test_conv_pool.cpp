@@ -220,7 +220,7 @@ TEST_CASE("Conv errors", "[ops][conv][errors]") {
   CHECK(r.status().code() == StatusCode::kUnsupported);
   CHECK_THAT(r.status().message(), Catch::Contains("attribute 'auto_pad' = 'SAME_UPPER' is not supported (only NOTSET); give explicit 'pads'"));
   CHECK_THAT(error_of("Conv", {}, {rnd({1, 4, 5}, 1), rnd({2, 4, 3}, 2)}),
-             Catch::Contains("only 2-D operation on a 4-D NCHW input X is supported, X is float32[1, 4, 5]"));
+             Catch::Contains("input X float32[1, 4, 5] is not supported: only the 2-D operation on a 4-D NCHW input"));
   CHECK_THAT(error_of("Conv", {}, {x, rnd({2, 4, 3, 3}, 2), rnd({3}, 3)}),
              Catch::Contains("input B must be float32[2] (one bias per output channel), got float32[3]"));
   graph::Attributes bad_pads;
@@ -260,9 +260,9 @@ TEST_CASE("Pool errors", "[ops][pool][errors]") {
   graph::Attributes dil = k3;
   dil.set("dilations", std::vector<int64_t>{2, 2});
   CHECK_THAT(error_of("MaxPool", dil, {x}), Catch::Contains("attribute 'dilations' [2, 2] is not supported for pooling (only 1)"));
-  CHECK_THAT(error_of("MaxPool", k3, {x}, 2), Catch::Contains("only the Y output is supported (no Indices), got 2 outputs"));
+  CHECK_THAT(error_of("MaxPool", k3, {x}, 2), Catch::Contains("the Indices output is not supported (only Y), got 2 outputs"));
   CHECK_THAT(error_of("MaxPool", k3, {rnd({2, 5, 5}, 2)}),
-             Catch::Contains("only 2-D operation on a 4-D NCHW input X is supported, X is float32[2, 5, 5]"));
+             Catch::Contains("input X float32[2, 5, 5] is not supported: only the 2-D operation on a 4-D NCHW input"));
   Tensor ints = test::random_tensor(TensorDesc{DType::kI64, {1, 2, 5, 5}}, 1, 0, 9);
   CHECK_THAT(error_of("MaxPool", k3, {ints}), Catch::Contains("input X must be float32, got int64[1, 2, 5, 5]"));
 }
@@ -286,4 +286,39 @@ TEST_CASE("Conv and pool cost hints", "[ops][conv][pool]") {
   c = reg.cost(pool, p_in, p_out);
   CHECK(c.flops == 36.0 * 9);
   CHECK(c.bytes == 4.0 * (100 + 36));
+}
+
+TEST_CASE("Conv and pools match ONNX's own backend node tests; unsupported variants are refused", "[ops][conv][pool][onnx]") {
+  auto cases = test::load_onnx_node_cases(
+      {"test_basic_conv_with_padding", "test_basic_conv_without_padding",
+       "test_conv_with_strides_and_asymmetric_padding", "test_conv_with_strides_no_padding",
+       "test_conv_with_strides_padding", "test_maxpool_2d_default", "test_maxpool_2d_pads",
+       "test_maxpool_2d_precomputed_pads", "test_maxpool_2d_precomputed_strides", "test_maxpool_2d_strides",
+       "test_averagepool_2d_default", "test_averagepool_2d_pads", "test_averagepool_2d_pads_count_include_pad",
+       "test_averagepool_2d_precomputed_pads", "test_averagepool_2d_precomputed_pads_count_include_pad",
+       "test_averagepool_2d_precomputed_strides", "test_averagepool_2d_strides"});
+  if (!cases.is_ok()) {
+    WARN("skipped: " << cases.status().message());
+    return;
+  }
+  for (const test::OnnxNodeCase& c : *cases) {
+    INFO(c.name);
+    REQUIRE(c.outputs.size() == 1);
+    for (bool weights_const : {false, true})
+      check_every_kernel(c.op, c.attrs, c.inputs, {false, weights_const, weights_const}, c.outputs[0], 1e-5);
+  }
+  // auto_pad, ceil_mode, pooling dilations, Indices, 1-D and 3-D: a clean kUnsupported error.
+  auto refused = test::load_onnx_node_cases(
+      {"test_conv_with_autopad_same", "test_maxpool_2d_same_upper", "test_averagepool_2d_same_lower",
+       "test_maxpool_2d_precomputed_same_upper", "test_maxpool_2d_ceil", "test_averagepool_2d_ceil",
+       "test_maxpool_2d_dilations", "test_maxpool_with_argmax_2d_precomputed_pads", "test_maxpool_1d_default",
+       "test_averagepool_3d_default"});
+  REQUIRE(refused.is_ok());
+  for (const test::OnnxNodeCase& c : *refused) {
+    INFO(c.name);
+    auto r = test::run_single_op(c.op, c.attrs, c.inputs, static_cast<int>(c.outputs.size()));
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().code() == StatusCode::kUnsupported);
+    CHECK_THAT(r.status().message(), Catch::Contains("not supported"));
+  }
 }

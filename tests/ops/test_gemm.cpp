@@ -305,3 +305,21 @@ TEST_CASE("MatMul and Gemm cost hints: 2*M*N*K flops, bytes read and written", "
   CHECK(c.flops == 2.0 * 3 * 5 * 7 + 2.0 * 15);
   CHECK(c.bytes == 4.0 * (21 + 35 + 5 + 15));
 }
+
+TEST_CASE("MatMul and Gemm match ONNX's own backend node tests", "[ops][gemm][onnx]") {
+  auto cases = test::load_onnx_node_cases(
+      {"test_gemm_all_attributes", "test_gemm_alpha", "test_gemm_beta", "test_gemm_default_matrix_bias",
+       "test_gemm_default_no_bias", "test_gemm_default_scalar_bias", "test_gemm_default_single_elem_vector_bias",
+       "test_gemm_default_vector_bias", "test_gemm_default_zero_bias", "test_gemm_transposeA",
+       "test_gemm_transposeB", "test_matmul_2d", "test_matmul_3d", "test_matmul_4d"});
+  if (!cases.is_ok()) {
+    WARN("skipped: " << cases.status().message());
+    return;
+  }
+  for (const test::OnnxNodeCase& c : *cases) {
+    INFO(c.name);
+    REQUIRE(c.outputs.size() == 1);
+    for (bool weights_const : {false, true})
+      check_every_kernel(c.op, c.attrs, c.inputs, {false, weights_const, weights_const}, c.outputs[0], 1e-5);
+  }
+}

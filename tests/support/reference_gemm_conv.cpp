@@ -4,11 +4,16 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "graph/graph_builder.h"
+#include "graph/npy.h"
 #include "ops/registry.h"
+#include "tests/support/test_util.h"
 
 namespace graphi::test {
 
@@ -278,6 +283,93 @@ Result<ConcurrentRun> run_concurrently(const std::string& op, const graph::Attri
   t1.join();
   t2.join();
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+constexpr const char* kOnnxNodeData = "/usr/share/libonnx-testdata/data/node";
+
+// Converts each named case into DIR/<case>/{node.json, input_N.npy, output_N.npy}.
+constexpr const char* kConvertScript = R"PY(
+import json, os, sys
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+src, out = sys.argv[1], sys.argv[2]
+for name in sys.argv[3:]:
+    d = os.path.join(src, name)
+    model = onnx.load(os.path.join(d, "model.onnx"))
+    node = model.graph.node[0]
+    attrs = {}
+    for a in node.attribute:
+        v = helper.get_attribute_value(a)
+        if isinstance(v, bytes):
+            attrs[a.name] = ["string", v.decode()]
+        elif isinstance(v, int):
+            attrs[a.name] = ["int", v]
+        elif isinstance(v, float):
+            attrs[a.name] = ["float", v]
+        elif isinstance(v, list) and all(isinstance(x, int) for x in v):
+            attrs[a.name] = ["ints", list(v)]
+        elif isinstance(v, list):
+            attrs[a.name] = ["floats", [float(x) for x in v]]
+    case = os.path.join(out, name)
+    os.makedirs(case, exist_ok=True)
+    counts = {}
+    for kind in ("input", "output"):
+        i = 0
+        while os.path.exists(os.path.join(d, "test_data_set_0", "%s_%d.pb" % (kind, i))):
+            t = onnx.TensorProto()
+            with open(os.path.join(d, "test_data_set_0", "%s_%d.pb" % (kind, i)), "rb") as f:
+                t.ParseFromString(f.read())
+            np.save(os.path.join(case, "%s_%d.npy" % (kind, i)), np.ascontiguousarray(numpy_helper.to_array(t)))
+            i += 1
+        counts[kind] = i
+    with open(os.path.join(case, "node.json"), "w") as f:
+        json.dump({"op": node.op_type, "attrs": attrs, "inputs": counts["input"], "outputs": counts["output"]}, f)
+)PY";
+
+}  // namespace
+
+Result<std::vector<OnnxNodeCase>> load_onnx_node_cases(const std::vector<std::string>& names) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(kOnnxNodeData))
+    return Status::unsupported(std::string(kOnnxNodeData) + " is missing (apt-get install libonnx-testdata)");
+  if (std::system("/usr/bin/python3 -c 'import onnx, numpy' >/dev/null 2>&1") != 0)
+    return Status::unsupported("/usr/bin/python3 cannot import onnx and numpy (apt-get install python3-onnx)");
+  const fs::path dir = scratch_dir("onnx_node_cases_" + std::to_string(std::hash<std::string>{}(names.front())));
+  {
+    std::ofstream(dir / "convert.py") << kConvertScript;
+  }
+  std::string cmd = "/usr/bin/python3 " + (dir / "convert.py").string() + " " + kOnnxNodeData + " " + dir.string();
+  for (const std::string& n : names) cmd += " " + n;
+  cmd += " 2>&1";
+  if (std::system(cmd.c_str()) != 0) return Status::internal("converting ONNX node cases failed: " + cmd);
+  std::vector<OnnxNodeCase> cases;
+  for (const std::string& n : names) {
+    OnnxNodeCase c;
+    c.name = n;
+    std::ifstream in(dir / n / "node.json");
+    nlohmann::json j = nlohmann::json::parse(in);
+    c.op = j["op"].get<std::string>();
+    for (const auto& [key, kv] : j["attrs"].items()) {
+      const std::string kind = kv[0].get<std::string>();
+      if (kind == "int") c.attrs.set(key, kv[1].get<int64_t>());
+      else if (kind == "float") c.attrs.set(key, kv[1].get<double>());
+      else if (kind == "ints") c.attrs.set(key, kv[1].get<std::vector<int64_t>>());
+      else if (kind == "floats") c.attrs.set(key, kv[1].get<std::vector<double>>());
+      else c.attrs.set(key, kv[1].get<std::string>());
+    }
+    for (const char* kind : {"input", "output"}) {
+      for (int i = 0; i < j[std::string(kind) + "s"].get<int>(); ++i) {
+        GRAPHI_ASSIGN_OR_RETURN(Tensor t, graph::read_npy((dir / n / (std::string(kind) + "_" + std::to_string(i) + ".npy")).string()));
+        (std::string(kind) == "input" ? c.inputs : c.outputs).push_back(std::move(t));
+      }
+    }
+    cases.push_back(std::move(c));
+  }
+  return cases;
 }
 
 }  // namespace graphi::test

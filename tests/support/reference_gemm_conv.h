@@ -63,4 +63,17 @@ Result<ConcurrentRun> run_concurrently(const std::string& op, const graph::Attri
                                        const std::vector<Tensor>& inputs, int threads,
                                        const std::vector<bool>& constant, int repeats);
 
+// One ONNX backend node test case (Debian's libonnx-testdata: model.onnx plus
+// test_data_set_0/{input,output}_N.pb), converted by /usr/bin/python3 with the onnx package:
+// ONNX's own expected outputs, fully independent of graphi's kernels and of the references above.
+struct OnnxNodeCase {
+  std::string name;  // "test_gemm_alpha"
+  std::string op;    // "Gemm"
+  graph::Attributes attrs;
+  std::vector<Tensor> inputs, outputs;
+};
+// The cases named (directories under /usr/share/libonnx-testdata/data/node), or
+// StatusCode::kUnsupported when the test data or python3-onnx is not installed (callers skip).
+Result<std::vector<OnnxNodeCase>> load_onnx_node_cases(const std::vector<std::string>& names);
+
 }  // namespace graphi::test
