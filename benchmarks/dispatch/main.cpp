@@ -1,0 +1,215 @@
+// graphi_bench_dispatch: per-op dispatch overhead and scheduling quality of graphi's policies
+// against oneTBB (flow_graph, task_group) on the same DAG shapes, all competitors in one run,
+// samples interleaved (issue 3, benchmarks (1) and (2)).
+//
+//   graphi_bench_dispatch [--shapes chain,fan,layered,lstm] [--work 0,1000,10000]
+//                         [--configs 1x1,2x1] [--repeats N] [--csv FILE]
+//                         [--only TEXT,...] [--verbose]
+//
+// --only keeps the competitors whose "name config" contains one of the texts; --verbose prints
+// every sample.
+//
+// Every op computes value = 1 + max(predecessor values) after `work` ns of calibrated busy
+// work; each competitor's values are checked against the Dag's depths after its first run.
+// A sample is one untimed warm-up run followed by one timed run (threads awake, as in steady
+// serving); ns/op = run time / ops; tables show medians over the samples.
+#include <oneapi/tbb/version.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "benchmarks/bench_util.h"
+#include "benchmarks/dispatch/competitor.h"
+
+using namespace graphi;
+using namespace graphi::bench;
+
+namespace {
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+[[noreturn]] void usage_error(const std::string& msg) {
+  std::fprintf(stderr,
+               "graphi_bench_dispatch: %s\nusage: graphi_bench_dispatch [--shapes %s] [--work NS,...] "
+               "[--configs 1x1,2x1] [--repeats N] [--csv FILE] [--only TEXT,...] [--verbose]\n",
+               msg.c_str(), kShapeNames);
+  std::exit(2);
+}
+
+struct Options {
+  std::vector<std::string> shapes{"chain", "fan", "layered", "lstm"};
+  std::vector<int64_t> work{0, 1000, 10000};
+  std::vector<std::pair<int, int>> configs{{1, 1}, {2, 1}};
+  int repeats = 0;  // 0: by work (41 empty, 15 at 1 us, 7 at 10 us)
+  std::string csv = "build/bench/dispatch.csv";
+  std::vector<std::string> only;  // keep competitors whose "name config" contains one of these
+  bool verbose = false;           // print every sample
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage_error(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--shapes") {
+      o.shapes = split(value());
+      for (const auto& s : o.shapes)
+        if (make_shape(s).n == 0) usage_error("unknown shape '" + s + "' (shapes: " + kShapeNames + ")");
+    } else if (a == "--work") {
+      o.work.clear();
+      for (const auto& w : split(value())) {
+        char* end = nullptr;
+        const long long v = std::strtoll(w.c_str(), &end, 10);
+        if (*end || v < 0 || v > 10'000'000) usage_error("--work: '" + w + "' is not a number of ns in [0, 1e7]");
+        o.work.push_back(v);
+      }
+    } else if (a == "--configs") {
+      o.configs.clear();
+      for (const auto& c : split(value())) {
+        int n = 0, k = 0;
+        if (std::sscanf(c.c_str(), "%dx%d", &n, &k) != 2 || n < 1 || k < 1)
+          usage_error("--configs: '" + c + "' is not NxK");
+        o.configs.push_back({n, k});
+      }
+    } else if (a == "--repeats") {
+      o.repeats = std::atoi(value().c_str());
+      if (o.repeats < 1) usage_error("--repeats must be at least 1");
+    } else if (a == "--only") {
+      o.only = split(value());
+    } else if (a == "--verbose") {
+      o.verbose = true;
+    } else if (a == "--csv") {
+      o.csv = value();
+    } else if (a == "-h" || a == "--help") {
+      usage_error("help");
+    } else {
+      usage_error("unknown option '" + a + "'");
+    }
+  }
+  return o;
+}
+
+struct Entry {
+  std::unique_ptr<Competitor> c;
+  std::vector<double> ns_per_op;
+};
+
+void fail(const Status& s) {
+  std::fprintf(stderr, "graphi_bench_dispatch: %s\n", s.message().c_str());
+  std::exit(1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options opt = parse(argc, argv);
+  calibrate_spin();
+  std::printf("graphi_bench_dispatch: %u hardware threads, oneTBB %s, spin loop %.3f ns/iteration\n",
+              std::thread::hardware_concurrency(), TBB_VERSION_STRING, spin_ns_per_iteration());
+  if (!opt.csv.empty() && std::filesystem::path(opt.csv).has_parent_path())
+    std::filesystem::create_directories(std::filesystem::path(opt.csv).parent_path());
+  Csv csv;
+  if (!opt.csv.empty() &&
+      !csv.open(opt.csv, {"shape", "ops", "critical_path", "work_ns", "op_ns", "competitor", "config", "samples",
+                          "median_ns_per_op", "p25_ns_per_op", "p75_ns_per_op", "min_ns_per_op", "ideal_ns_per_op"}))
+    fail(Status::io_error("cannot write " + opt.csv));
+
+  // Summary: competitor/config -> "shape@work" -> median.
+  std::map<std::string, std::map<std::string, double>> summary;
+  std::vector<std::string> summary_rows, summary_cols;
+
+  for (const std::string& shape : opt.shapes) {
+    const Dag dag = make_shape(shape);
+    for (const int64_t work : opt.work) {
+      const double op_ns = measure_spin_ns(work);
+      // Lower bound on 2 cores: all work spread evenly, or the critical path, whichever is longer.
+      const double ideal = work == 0 ? 0
+                                     : std::max(dag.n * op_ns / 2.0, dag.critical_path * op_ns) / dag.n;
+      std::vector<Entry> entries;
+      auto add = [&](Result<std::unique_ptr<Competitor>> c) {
+        if (!c.is_ok()) fail(c.status());
+        const std::string label = (*c)->name() + " " + (*c)->config();
+        bool keep = opt.only.empty();
+        for (const std::string& o : opt.only) keep = keep || label.find(o) != std::string::npos;
+        if (keep) entries.push_back({std::move(c).value(), {}});
+      };
+      add(make_graphi(dag, work, "sequential", 1, 1));
+      for (const char* policy : {"cpf", "fifo", "shared-queue"})
+        for (auto [n, k] : opt.configs) add(make_graphi(dag, work, policy, n, k));
+      add(std::unique_ptr<Competitor>(make_tbb_flow_graph(dag, work, 2, false)));
+      add(std::unique_ptr<Competitor>(make_tbb_flow_graph(dag, work, 2, true)));
+      add(std::unique_ptr<Competitor>(make_tbb_task_group(dag, work, 2)));
+
+      for (Entry& e : entries) {
+        if (Status s = e.c->run(); !s.is_ok()) fail(s);
+        if (Status s = e.c->check(); !s.is_ok()) fail(s);
+      }
+      const int repeats = opt.repeats ? opt.repeats : work == 0 ? 41 : work <= 2000 ? 15 : 7;
+      for (int r = 0; r < repeats; ++r)
+        for (size_t j = 0; j < entries.size(); ++j) {
+          Entry& e = entries[(j + static_cast<size_t>(r)) % entries.size()];  // rotate the order
+          if (Status s = e.c->run(); !s.is_ok()) fail(s);
+          const double t0 = now_ns();
+          if (Status s = e.c->run(); !s.is_ok()) fail(s);
+          e.ns_per_op.push_back((now_ns() - t0) / dag.n);
+        }
+      for (Entry& e : entries)
+        if (Status s = e.c->check(); !s.is_ok()) fail(s);
+      if (opt.verbose)
+        for (Entry& e : entries) {
+          std::printf("%s %s:", e.c->name().c_str(), e.c->config().c_str());
+          for (double v : e.ns_per_op) std::printf(" %.0f", v);
+          std::printf("\n");
+        }
+
+      std::printf("\n== %s: %u ops, critical path %u, work %lld ns/op (measured %.0f ns)%s ==\n", shape.c_str(),
+                  dag.n, dag.critical_path, static_cast<long long>(work), op_ns,
+                  work ? (", ideal on 2 cores " + fmt(ideal) + " ns/op").c_str() : "");
+      Table t({"competitor", "config", "ns/op", "p25", "p75", "min", work ? "x ideal" : ""});
+      const std::string col = shape + (work ? "@" + std::to_string(work) + "ns" : "@empty");
+      summary_cols.push_back(col);
+      for (Entry& e : entries) {
+        const double med = median(e.ns_per_op), p25 = quantile(e.ns_per_op, 0.25), p75 = quantile(e.ns_per_op, 0.75);
+        const double mn = quantile(e.ns_per_op, 0);
+        t.add({e.c->name(), e.c->config(), fmt(med), fmt(p25), fmt(p75), fmt(mn), work ? fmt(med / ideal, 2) : ""});
+        csv.row({shape, std::to_string(dag.n), std::to_string(dag.critical_path), std::to_string(work), fmt(op_ns),
+                 e.c->name(), e.c->config(), std::to_string(e.ns_per_op.size()), fmt(med), fmt(p25), fmt(p75),
+                 fmt(mn), fmt(ideal)});
+        const std::string row = e.c->name() + " " + e.c->config();
+        if (!summary.count(row)) summary_rows.push_back(row);
+        summary[row][col] = med;
+      }
+      t.print();
+      std::fflush(stdout);
+    }
+  }
+
+  std::printf("\n== summary: median ns/op ==\n");
+  std::vector<std::string> header{"competitor"};
+  header.insert(header.end(), summary_cols.begin(), summary_cols.end());
+  Table t(header);
+  for (const std::string& row : summary_rows) {
+    std::vector<std::string> cells{row};
+    for (const std::string& col : summary_cols) {
+      auto it = summary[row].find(col);
+      cells.push_back(it == summary[row].end() ? "-" : fmt(it->second));
+    }
+    t.add(cells);
+  }
+  t.print();
+  if (!opt.csv.empty()) std::printf("\nCSV: %s\n", opt.csv.c_str());
+  return 0;
+}
