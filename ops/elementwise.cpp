@@ -34,7 +34,8 @@ class BinaryKernel final : public Kernel {
     if (ctx.inputs.size() != 2 || !ctx.inputs[0] || !ctx.inputs[1] || ctx.outputs.size() != 1)
       return Status::unsupported("expects 2 inputs and 1 output");
     for (const TensorDesc* d : {ctx.inputs[0], ctx.inputs[1], ctx.outputs[0]})
-      if (d->dtype != DType::kF32) return Status::unsupported("float32 only, got " + d->to_string());
+      if (d->dtype != DType::kF32)
+        return Status::unsupported("float32 only, got " + d->to_string());
     GRAPHI_ASSIGN_OR_RETURN(plan_, make_broadcast_plan(ctx.where, ctx.outputs[0]->shape,
                                                        ctx.inputs[0]->shape, ctx.inputs[1]->shape));
     fn_ = active_eltwise_loops().binary[static_cast<int>(kind_)];
@@ -105,8 +106,8 @@ class UnaryKernel final : public Kernel {
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
     auto [begin, end] = block_range(numel_, team.ithr, team.nthr);
     if (begin < end)
-      fn_(static_cast<const float*>(io.inputs[0]) + begin, static_cast<float*>(io.outputs[0]) + begin,
-          end - begin);
+      fn_(static_cast<const float*>(io.inputs[0]) + begin,
+          static_cast<float*>(io.outputs[0]) + begin, end - begin);
   }
   const char* name() const override { return name_; }
 
@@ -139,10 +140,18 @@ std::unique_ptr<Kernel> make_binary() {
 }
 // SIMD paths first (ops/activations.h: <= 1e-6 absolute error, exact limits, NaN kept), the
 // libm loops as the reference-grade fallback.
-std::unique_ptr<Kernel> make_sigmoid_simd() { return std::make_unique<UnaryKernel>(sigmoid_f32, "sigmoid_simd"); }
-std::unique_ptr<Kernel> make_tanh_simd() { return std::make_unique<UnaryKernel>(tanh_f32, "tanh_simd"); }
-std::unique_ptr<Kernel> make_sigmoid() { return std::make_unique<UnaryKernel>(sigmoid_loop, "sigmoid_libm"); }
-std::unique_ptr<Kernel> make_tanh() { return std::make_unique<UnaryKernel>(tanh_loop, "tanh_libm"); }
+std::unique_ptr<Kernel> make_sigmoid_simd() {
+  return std::make_unique<UnaryKernel>(sigmoid_f32, "sigmoid_simd");
+}
+std::unique_ptr<Kernel> make_tanh_simd() {
+  return std::make_unique<UnaryKernel>(tanh_f32, "tanh_simd");
+}
+std::unique_ptr<Kernel> make_sigmoid() {
+  return std::make_unique<UnaryKernel>(sigmoid_loop, "sigmoid_libm");
+}
+std::unique_ptr<Kernel> make_tanh() {
+  return std::make_unique<UnaryKernel>(tanh_loop, "tanh_libm");
+}
 std::unique_ptr<Kernel> make_relu() {
   return std::make_unique<UnaryKernel>(active_eltwise_loops().relu, "relu_f32");
 }
@@ -159,9 +168,12 @@ const EltwiseLoops* eltwise_loops(SimdIsa isa) {
   static const EltwiseLoops kBaseline = make_eltwise_loops(SimdIsa::kScalar);
   if (!simd_isa_supported(isa)) return nullptr;
   switch (isa) {
-    case SimdIsa::kScalar: return &kBaseline;
-    case SimdIsa::kAvx2: return &detail::kEltwiseLoopsAvx2;
-    case SimdIsa::kAvx512: return &detail::kEltwiseLoopsAvx512;
+    case SimdIsa::kScalar:
+      return &kBaseline;
+    case SimdIsa::kAvx2:
+      return &detail::kEltwiseLoopsAvx2;
+    case SimdIsa::kAvx512:
+      return &detail::kEltwiseLoopsAvx512;
   }
   return nullptr;
 }

@@ -21,7 +21,8 @@ inline float apply_binary(float x, float y) {
 // One run of n outputs; each operand's step is 1 (walks) or 0 (held). The four shapes of the
 // loop are separate so each vectorizes with unit-stride loads or a broadcast register.
 template <BinaryKind K>
-inline void binary_run(float* dst, const float* a, const float* b, int64_t n, int64_t sa, int64_t sb) {
+inline void binary_run(float* dst, const float* a, const float* b, int64_t n, int64_t sa,
+                       int64_t sb) {
   if (sa == 1 && sb == 1) {
     for (int64_t i = 0; i < n; ++i) dst[i] = apply_binary<K>(a[i], b[i]);
   } else if (sa == 1) {

@@ -16,8 +16,8 @@ enum class BinaryKind : int { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3 };
 
 // dst[i] = a[.] op b[.] for output positions [begin, end) of the plan. dst may equal a or b
 // when that operand has the output's shape (in place); no other overlap.
-using BinaryRangeFn = void (*)(const BroadcastPlan& plan, const float* a, const float* b, float* dst,
-                               int64_t begin, int64_t end);
+using BinaryRangeFn = void (*)(const BroadcastPlan& plan, const float* a, const float* b,
+                               float* dst, int64_t begin, int64_t end);
 using UnaryLoopFn = void (*)(const float* src, float* dst, int64_t n);
 
 struct EltwiseLoops {

@@ -79,13 +79,15 @@ Result<std::vector<TensorDesc>> infer_reshape(const graph::InferContext& ctx) {
   const bool has_attr = ctx.node.attrs.has("shape");
   if (v.has_input(1)) {
     if (has_attr)
-      return Status::invalid_graph(ctx.where + ": give the target shape either as input 1 or as "
+      return Status::invalid_graph(ctx.where +
+                                   ": give the target shape either as input 1 or as "
                                    "attribute 'shape', not both");
     GRAPHI_ASSIGN_OR_RETURN(spec, const_ints_input(v, 1, "shape"));
   } else if (has_attr) {
     GRAPHI_ASSIGN_OR_RETURN(spec, graph::attr_ints(ctx.node.attrs, ctx.where, "shape"));
   } else {
-    return Status::invalid_graph(ctx.where + ": missing the target shape: give a constant int64 "
+    return Status::invalid_graph(ctx.where +
+                                 ": missing the target shape: give a constant int64 "
                                  "input 1 (shape) or attribute 'shape' (ints)");
   }
   const std::string spec_str = ints_to_string(spec);
@@ -105,8 +107,9 @@ Result<std::vector<TensorDesc>> infer_reshape(const graph::InferContext& ctx) {
     if (spec[i] == 0) {
       if (i >= in.shape.size())
         return Status::invalid_graph(ctx.where + ": shape " + spec_str + " has 0 (copy) at index " +
-                                     std::to_string(i) + " but the input " + shape_to_string(in.shape) +
-                                     " has rank " + std::to_string(in.rank()));
+                                     std::to_string(i) + " but the input " +
+                                     shape_to_string(in.shape) + " has rank " +
+                                     std::to_string(in.rank()));
       out[i] = in.shape[i];
     } else {
       out[i] = spec[i];
@@ -116,9 +119,10 @@ Result<std::vector<TensorDesc>> infer_reshape(const graph::InferContext& ctx) {
   const int64_t n = in.numel();
   if (infer_at >= 0) {
     if (n % known != 0)
-      return Status::invalid_graph(ctx.where + ": cannot reshape input " + shape_to_string(in.shape) +
-                                   " (" + std::to_string(n) + " elements) to " + spec_str + ": " +
-                                   std::to_string(n) + " is not a multiple of " + std::to_string(known));
+      return Status::invalid_graph(ctx.where + ": cannot reshape input " +
+                                   shape_to_string(in.shape) + " (" + std::to_string(n) +
+                                   " elements) to " + spec_str + ": " + std::to_string(n) +
+                                   " is not a multiple of " + std::to_string(known));
     out[infer_at] = n / known;
   } else if (known != n) {
     return Status::invalid_graph(ctx.where + ": cannot reshape input " + shape_to_string(in.shape) +
@@ -214,7 +218,8 @@ class SplitKernel final : public Kernel {
  public:
   Status init(const KernelContext& ctx) override {
     const TensorDesc& in = *ctx.inputs[0];
-    GRAPHI_ASSIGN_OR_RETURN(int64_t axis_attr, graph::attr_int(ctx.node.attrs, ctx.where, "axis", 0));
+    GRAPHI_ASSIGN_OR_RETURN(int64_t axis_attr,
+                            graph::attr_int(ctx.node.attrs, ctx.where, "axis", 0));
     const size_t axis = static_cast<size_t>(axis_attr < 0 ? axis_attr + in.rank() : axis_attr);
     elem_ = dtype_size(in.dtype);
     const int64_t inner = prod(in.shape, axis + 1, in.shape.size());
@@ -265,7 +270,8 @@ Result<std::vector<TensorDesc>> infer_split(const graph::InferContext& ctx) {
   GRAPHI_RETURN_IF_ERROR(expect_inputs(v, 1, 2, 1));
   GRAPHI_RETURN_IF_ERROR(expect_data_dtype(v, 0, "input"));
   const TensorDesc& in = v.in(0);
-  if (in.rank() == 0) return Status::invalid_graph(ctx.where + ": cannot split a scalar (input has shape [])");
+  if (in.rank() == 0)
+    return Status::invalid_graph(ctx.where + ": cannot split a scalar (input has shape [])");
   GRAPHI_ASSIGN_OR_RETURN(int64_t axis_attr, graph::attr_int(ctx.node.attrs, ctx.where, "axis", 0));
   GRAPHI_ASSIGN_OR_RETURN(int axis, normalize_axis(v, "axis", axis_attr, in));
   const int64_t dim = in.shape[axis];
@@ -274,7 +280,8 @@ Result<std::vector<TensorDesc>> infer_split(const graph::InferContext& ctx) {
   std::vector<int64_t> sizes;
   if (v.has_input(1) || has_attr) {
     if (v.has_input(1) && has_attr)
-      return Status::invalid_graph(ctx.where + ": give the split sizes either as input 1 or as "
+      return Status::invalid_graph(ctx.where +
+                                   ": give the split sizes either as input 1 or as "
                                    "attribute 'split', not both");
     if (v.has_input(1)) {
       GRAPHI_ASSIGN_OR_RETURN(sizes, const_ints_input(v, 1, "split"));
@@ -283,23 +290,28 @@ Result<std::vector<TensorDesc>> infer_split(const graph::InferContext& ctx) {
     }
     const std::string s = ints_to_string(sizes);
     if (static_cast<int64_t>(sizes.size()) != n_out)
-      return Status::invalid_graph(ctx.where + ": 'split' = " + s + " has " + std::to_string(sizes.size()) +
-                                   " entries but the node has " + std::to_string(n_out) + " outputs");
+      return Status::invalid_graph(ctx.where + ": 'split' = " + s + " has " +
+                                   std::to_string(sizes.size()) + " entries but the node has " +
+                                   std::to_string(n_out) + " outputs");
     int64_t sum = 0;
     for (int64_t x : sizes) {
       if (x < 1)
-        return Status::invalid_graph(ctx.where + ": 'split' = " + s + " has a size below 1 (empty "
+        return Status::invalid_graph(ctx.where + ": 'split' = " + s +
+                                     " has a size below 1 (empty "
                                      "outputs are not supported)");
       sum += x;
     }
     if (sum != dim)
-      return Status::invalid_graph(ctx.where + ": 'split' = " + s + " sums to " + std::to_string(sum) +
-                                   " but axis " + std::to_string(axis) + " of input " +
-                                   shape_to_string(in.shape) + " has size " + std::to_string(dim));
+      return Status::invalid_graph(ctx.where + ": 'split' = " + s + " sums to " +
+                                   std::to_string(sum) + " but axis " + std::to_string(axis) +
+                                   " of input " + shape_to_string(in.shape) + " has size " +
+                                   std::to_string(dim));
   } else {
-    GRAPHI_ASSIGN_OR_RETURN(int64_t num_attr, graph::attr_int(ctx.node.attrs, ctx.where, "num_outputs", 0));
+    GRAPHI_ASSIGN_OR_RETURN(int64_t num_attr,
+                            graph::attr_int(ctx.node.attrs, ctx.where, "num_outputs", 0));
     if (num_attr != 0 && num_attr != n_out)
-      return Status::invalid_graph(ctx.where + ": attribute 'num_outputs' = " + std::to_string(num_attr) +
+      return Status::invalid_graph(ctx.where +
+                                   ": attribute 'num_outputs' = " + std::to_string(num_attr) +
                                    " but the node has " + std::to_string(n_out) + " outputs");
     if (n_out < 1) return Status::invalid_graph(ctx.where + ": has no outputs");
     if (dim % n_out == 0) {
@@ -385,8 +397,10 @@ void gather_range(const GatherPlan& p, const T* src, T* dst, int64_t begin, int6
   int64_t pos = begin;
   while (pos < end) {
     const int64_t n = std::min(row - idx[r - 1], end - pos);
-    if (s == 1) std::memcpy(dst + pos, src + off, static_cast<size_t>(n) * sizeof(T));
-    else strided_copy(dst + pos, src + off, n, s);
+    if (s == 1)
+      std::memcpy(dst + pos, src + off, static_cast<size_t>(n) * sizeof(T));
+    else
+      strided_copy(dst + pos, src + off, n, s);
     pos += n;
     if (pos >= end) break;
     off -= idx[r - 1] * s;  // back to the row start, then carry into the outer dims
@@ -413,11 +427,11 @@ class GatherKernel : public Kernel {
     auto [begin, end] = line_range(plan_.numel, elem_, team.ithr, team.nthr);
     if (begin >= end) return;
     if (elem_ == 8)
-      gather_range(plan_, static_cast<const int64_t*>(io.inputs[0]), static_cast<int64_t*>(io.outputs[0]),
-                   begin, end);
+      gather_range(plan_, static_cast<const int64_t*>(io.inputs[0]),
+                   static_cast<int64_t*>(io.outputs[0]), begin, end);
     else
-      gather_range(plan_, static_cast<const int32_t*>(io.inputs[0]), static_cast<int32_t*>(io.outputs[0]),
-                   begin, end);
+      gather_range(plan_, static_cast<const int32_t*>(io.inputs[0]),
+                   static_cast<int32_t*>(io.outputs[0]), begin, end);
   }
 
  protected:
@@ -439,7 +453,8 @@ Result<std::vector<int64_t>> transpose_perm(const NodeView& v) {
   const TensorDesc& in = v.in(0);
   std::vector<int64_t> dflt(in.shape.size());
   for (size_t i = 0; i < dflt.size(); ++i) dflt[i] = static_cast<int64_t>(dflt.size() - 1 - i);
-  GRAPHI_ASSIGN_OR_RETURN(std::vector<int64_t> perm, graph::attr_ints(v.node.attrs, v.where, "perm", dflt));
+  GRAPHI_ASSIGN_OR_RETURN(std::vector<int64_t> perm,
+                          graph::attr_ints(v.node.attrs, v.where, "perm", dflt));
   std::vector<bool> seen(in.shape.size(), false);
   bool ok = perm.size() == in.shape.size();
   for (size_t i = 0; ok && i < perm.size(); ++i) {
@@ -459,7 +474,8 @@ Result<std::vector<TensorDesc>> infer_transpose(const graph::InferContext& ctx) 
   GRAPHI_RETURN_IF_ERROR(expect_data_dtype(v, 0, "data"));
   GRAPHI_ASSIGN_OR_RETURN(std::vector<int64_t> perm, transpose_perm(v));
   TensorDesc out = v.in(0);
-  for (size_t i = 0; i < perm.size(); ++i) out.shape[i] = v.in(0).shape[static_cast<size_t>(perm[i])];
+  for (size_t i = 0; i < perm.size(); ++i)
+    out.shape[i] = v.in(0).shape[static_cast<size_t>(perm[i])];
   return std::vector<TensorDesc>{out};
 }
 
@@ -491,8 +507,10 @@ Result<SliceParams> slice_params(const NodeView& v) {
   if (from_inputs) {
     for (const char* a : {"starts", "ends", "axes", "steps"})
       if (attrs.has(a))
-        return Status::invalid_graph(v.where + ": attribute '" + a + "' given together with inputs; "
-                                     "give starts/ends/axes/steps either as inputs or as attributes");
+        return Status::invalid_graph(
+            v.where + ": attribute '" + a +
+            "' given together with inputs; "
+            "give starts/ends/axes/steps either as inputs or as attributes");
     GRAPHI_RETURN_IF_ERROR(expect_inputs(v, 3, 5, 3));
     GRAPHI_ASSIGN_OR_RETURN(starts, const_ints_input(v, 1, "starts"));
     GRAPHI_ASSIGN_OR_RETURN(ends, const_ints_input(v, 2, "ends"));
@@ -516,8 +534,9 @@ Result<SliceParams> slice_params(const NodeView& v) {
   if (steps.empty()) steps.assign(k, 1);
   if (ends.size() != k || axes.size() != k || steps.size() != k)
     return Status::invalid_graph(v.where + ": starts " + ints_to_string(starts) + ", ends " +
-                                 ints_to_string(ends) + ", axes " + ints_to_string(axes) + " and steps " +
-                                 ints_to_string(steps) + " must have the same length");
+                                 ints_to_string(ends) + ", axes " + ints_to_string(axes) +
+                                 " and steps " + ints_to_string(steps) +
+                                 " must have the same length");
   SliceParams p;
   const size_t rank = in.shape.size();
   p.start.assign(rank, 0);
@@ -531,7 +550,8 @@ Result<SliceParams> slice_params(const NodeView& v) {
                                    std::to_string(axis));
     seen[static_cast<size_t>(axis)] = true;
     const int64_t dim = in.shape[static_cast<size_t>(axis)], step = steps[i];
-    if (step == 0) return Status::invalid_graph(v.where + ": steps " + ints_to_string(steps) + " contain 0");
+    if (step == 0)
+      return Status::invalid_graph(v.where + ": steps " + ints_to_string(steps) + " contain 0");
     int64_t s = starts[i], e = ends[i];
     if (s < 0) s += dim;
     if (e < 0) e += dim;
@@ -546,11 +566,11 @@ Result<SliceParams> slice_params(const NodeView& v) {
       n = s > e ? (s - e + (-step) - 1) / (-step) : 0;
     }
     if (n == 0)
-      return Status::invalid_graph(v.where + ": the slice of axis " + std::to_string(axis) + " (size " +
-                                   std::to_string(dim) + ", start " + std::to_string(starts[i]) + ", end " +
-                                   std::to_string(ends[i]) + ", step " + std::to_string(step) +
-                                   ") of input " + shape_to_string(in.shape) +
-                                   " is empty; empty tensors are not supported");
+      return Status::invalid_graph(
+          v.where + ": the slice of axis " + std::to_string(axis) + " (size " +
+          std::to_string(dim) + ", start " + std::to_string(starts[i]) + ", end " +
+          std::to_string(ends[i]) + ", step " + std::to_string(step) + ") of input " +
+          shape_to_string(in.shape) + " is empty; empty tensors are not supported");
     p.start[static_cast<size_t>(axis)] = s;
     p.step[static_cast<size_t>(axis)] = step;
     p.count[static_cast<size_t>(axis)] = n;

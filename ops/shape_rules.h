@@ -15,13 +15,17 @@ namespace graphi::ops {
 // or a KernelContext (which outlive it); holds no copies.
 struct NodeView {
   const graph::Node& node;
-  std::span<const TensorDesc* const> inputs;   // nullptr for an absent optional input
-  std::span<const Tensor* const> const_inputs; // nullptr unless the input is a constant
+  std::span<const TensorDesc* const> inputs;    // nullptr for an absent optional input
+  std::span<const Tensor* const> const_inputs;  // nullptr unless the input is a constant
   const std::string& where;
 
-  static NodeView of(const graph::InferContext& c) { return {c.node, c.inputs, c.const_inputs, c.where}; }
+  static NodeView of(const graph::InferContext& c) {
+    return {c.node, c.inputs, c.const_inputs, c.where};
+  }
   template <typename Ctx>  // KernelContext (ops/kernel.h) has the same fields
-  static NodeView of_kernel(const Ctx& c) { return {c.node, c.inputs, c.const_inputs, c.where}; }
+  static NodeView of_kernel(const Ctx& c) {
+    return {c.node, c.inputs, c.const_inputs, c.where};
+  }
 
   // The desc of input i; only valid after expect_inputs() checked that it is present.
   const TensorDesc& in(size_t i) const { return *inputs[i]; }

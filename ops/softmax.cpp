@@ -17,7 +17,8 @@ class SoftmaxKernel final : public Kernel {
       return Status::unsupported("expects one float32 input");
     const TensorDesc& in = *ctx.inputs[0];
     NodeView v = NodeView::of_kernel(ctx);
-    GRAPHI_ASSIGN_OR_RETURN(int64_t axis_attr, graph::attr_int(ctx.node.attrs, ctx.where, "axis", -1));
+    GRAPHI_ASSIGN_OR_RETURN(int64_t axis_attr,
+                            graph::attr_int(ctx.node.attrs, ctx.where, "axis", -1));
     GRAPHI_ASSIGN_OR_RETURN(int axis, normalize_axis(v, "axis", axis_attr, in));
     outer_ = inner_ = 1;
     for (int d = 0; d < axis; ++d) outer_ *= in.shape[static_cast<size_t>(d)];
@@ -75,7 +76,8 @@ Result<std::vector<TensorDesc>> infer_softmax(const graph::InferContext& ctx) {
   GRAPHI_RETURN_IF_ERROR(expect_inputs(v, 1, 1, 1));
   GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 0, "input", {DType::kF32}));
   if (v.in(0).rank() == 0)
-    return Status::invalid_graph(ctx.where + ": input 0 must have rank >= 1, got " + v.in(0).to_string());
+    return Status::invalid_graph(ctx.where + ": input 0 must have rank >= 1, got " +
+                                 v.in(0).to_string());
   GRAPHI_ASSIGN_OR_RETURN(int64_t axis, graph::attr_int(ctx.node.attrs, ctx.where, "axis", -1));
   GRAPHI_RETURN_IF_ERROR(normalize_axis(v, "axis", axis, v.in(0)).status());
   return std::vector<TensorDesc>{v.in(0)};

@@ -1,7 +1,6 @@
 // Add/Sub/Mul/Div (numpy broadcasting), Sigmoid, Tanh, Relu against the naive references in
 // tests/support/reference_basic, on teams of 1, 2 and 3 threads, plus every shape-rule error.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <limits>
 #include <random>
@@ -50,7 +49,8 @@ std::string where_of(const std::string& op) { return "node 'node' (" + op + ")";
 
 }  // namespace
 
-TEST_CASE("Add, Sub, Mul and Div match the reference on random broadcast shapes", "[ops][elementwise]") {
+TEST_CASE("Add, Sub, Mul and Div match the reference on random broadcast shapes",
+          "[ops][elementwise]") {
   std::mt19937 rng(20240611);
   uint64_t seed = 1;
   for (int trial = 0; trial < 60; ++trial) {
@@ -74,13 +74,17 @@ TEST_CASE("Add, Sub, Mul and Div match the reference on random broadcast shapes"
   }
 }
 
-TEST_CASE("binary ops cover the LSTM shapes and long rows split across the team", "[ops][elementwise]") {
+TEST_CASE("binary ops cover the LSTM shapes and long rows split across the team",
+          "[ops][elementwise]") {
   // [B,H] + [H] (bias), [B,H] * [B,H] (gates), [1] * [B,H], [B,1] - [1,H], and a [B,H] + [B,1]
   // column broadcast; H not a multiple of the 16-float block so chunks straddle rows.
   const std::vector<std::pair<Shape, Shape>> cases = {
-      {{5, 257}, {257}},   {{5, 257}, {5, 257}}, {{1}, {5, 257}}, {{7, 1}, {1, 131}},
-      {{4, 100}, {4, 1}},  {{1, 257}, {257}},    {{3, 2, 50}, {2, 1}}, {{2, 3, 4, 5}, {3, 1, 5}},
-      {{33}, {}},          {{}, {}},             {{1, 1}, {1}}};
+      {{5, 257}, {257}},    {{5, 257}, {5, 257}},
+      {{1}, {5, 257}},      {{7, 1}, {1, 131}},
+      {{4, 100}, {4, 1}},   {{1, 257}, {257}},
+      {{3, 2, 50}, {2, 1}}, {{2, 3, 4, 5}, {3, 1, 5}},
+      {{33}, {}},           {{}, {}},
+      {{1, 1}, {1}}};
   uint64_t seed = 100;
   for (const auto& [sa, sb] : cases) {
     for (const char* op : {"Add", "Mul", "Sub", "Div"}) {
@@ -98,7 +102,8 @@ TEST_CASE("binary ops cover the LSTM shapes and long rows split across the team"
   }
 }
 
-TEST_CASE("every ISA path of the binary loops matches the reference on arbitrary ranges", "[ops][elementwise]") {
+TEST_CASE("every ISA path of the binary loops matches the reference on arbitrary ranges",
+          "[ops][elementwise]") {
   // The kernels call these loops on 16-float blocks; here the cut points are arbitrary, so runs
   // start and stop mid-row and the odometer starts from any position.
   std::mt19937 rng(99);
@@ -122,7 +127,8 @@ TEST_CASE("every ISA path of the binary loops matches the reference on arbitrary
         int64_t c2 = std::uniform_int_distribution<int64_t>(0, n)(rng);
         if (c1 > c2) std::swap(c1, c2);
         for (auto [lo, hi] : {std::pair{int64_t{0}, c1}, std::pair{c1, c2}, std::pair{c2, n}})
-          loops->binary[k](*plan, a.data_as<float>(), b.data_as<float>(), got.data_as<float>(), lo, hi);
+          loops->binary[k](*plan, a.data_as<float>(), b.data_as<float>(), got.data_as<float>(), lo,
+                           hi);
         INFO(ops::simd_isa_name(isa) << " " << names[k] << " " << shape_to_string(sa) << " with "
                                      << shape_to_string(sb) << ", cuts " << c1 << ", " << c2);
         CHECK(test::max_rel_error(got, want) <= kTol);
@@ -136,7 +142,8 @@ TEST_CASE("every ISA path of the binary loops matches the reference on arbitrary
 }
 
 TEST_CASE("binary ops follow IEEE semantics for special values", "[ops][elementwise]") {
-  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity(),
+              nan = std::numeric_limits<float>::quiet_NaN();
   Tensor a = f32({6}, {1.0f, -1.0f, 0.0f, inf, nan, 3.0f});
   Tensor b = f32({6}, {0.0f, 0.0f, 0.0f, inf, 1.0f, 2.0f});
   auto r = run_single_op("Div", {}, {a, b}, 1, 2);
@@ -150,7 +157,8 @@ TEST_CASE("binary ops follow IEEE semantics for special values", "[ops][elementw
   CHECK(y[5] == 1.5f);
 }
 
-TEST_CASE("every Sigmoid, Tanh and Relu kernel matches the reference on random shapes", "[ops][elementwise]") {
+TEST_CASE("every Sigmoid, Tanh and Relu kernel matches the reference on random shapes",
+          "[ops][elementwise]") {
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> rank_d(0, 4), dim_d(1, 9);
   uint64_t seed = 500;
@@ -165,7 +173,8 @@ TEST_CASE("every Sigmoid, Tanh and Relu kernel matches the reference on random s
         auto runs = test::run_every_kernel(op, {}, {x}, threads);
         REQUIRE(runs.is_ok());
         for (const test::KernelRun& k : *runs) {
-          INFO(op << " " << shape_to_string(s) << ", kernel " << k.kernel << ", " << threads << " threads");
+          INFO(op << " " << shape_to_string(s) << ", kernel " << k.kernel << ", " << threads
+                  << " threads");
           REQUIRE(k.accepted);
           CHECK(test::max_rel_error(k.outputs[0], want) <= kTol);
         }
@@ -174,10 +183,13 @@ TEST_CASE("every Sigmoid, Tanh and Relu kernel matches the reference on random s
   }
 }
 
-TEST_CASE("every Sigmoid and Tanh kernel is accurate at large |x|, infinities and NaN", "[ops][elementwise]") {
-  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-  const std::vector<float> xs = {0.0f, -0.0f, 1e-8f, -1e-8f, 15.0f, -15.0f, 88.0f, -88.0f, 89.0f, -89.0f,
-                                 100.0f, -100.0f, 1e30f, -1e30f, inf, -inf, nan, 3.0f, -3.0f};
+TEST_CASE("every Sigmoid and Tanh kernel is accurate at large |x|, infinities and NaN",
+          "[ops][elementwise]") {
+  const float inf = std::numeric_limits<float>::infinity(),
+              nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> xs = {0.0f,   -0.0f, 1e-8f,  -1e-8f, 15.0f,   -15.0f, 88.0f,
+                                 -88.0f, 89.0f, -89.0f, 100.0f, -100.0f, 1e30f,  -1e30f,
+                                 inf,    -inf,  nan,    3.0f,   -3.0f};
   Tensor x = f32({static_cast<int64_t>(xs.size())}, xs);
   for (const char* op : {"Sigmoid", "Tanh", "Relu"}) {
     Tensor want = test::unary_ref(op, x);
@@ -187,7 +199,8 @@ TEST_CASE("every Sigmoid and Tanh kernel is accurate at large |x|, infinities an
       INFO(op << ", kernel " << k.kernel);
       REQUIRE(k.accepted);
       CHECK(test::max_rel_error(k.outputs[0], want) <= kTol);
-      // Relative error where the result is tiny (sigmoid(-15) ~ 3e-7): the formula must not lose it.
+      // Relative error where the result is tiny (sigmoid(-15) ~ 3e-7): the formula must not lose
+      // it.
       const float* y = k.outputs[0].data_as<float>();
       for (size_t i = 0; i < xs.size(); ++i) {
         const float w = want.data_as<float>()[i];
@@ -213,7 +226,8 @@ TEST_CASE("every Sigmoid and Tanh kernel is accurate at large |x|, infinities an
   }
 }
 
-TEST_CASE("elementwise ops are registered with cost hints and are not small", "[ops][elementwise]") {
+TEST_CASE("elementwise ops are registered with cost hints and are not small",
+          "[ops][elementwise]") {
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Sigmoid", "Tanh", "Relu"}) {
     const ops::OpDef* def = ops::Registry::get().find(op);
     REQUIRE(def != nullptr);
@@ -236,8 +250,10 @@ TEST_CASE("elementwise ops are registered with cost hints and are not small", "[
   CHECK(t->kernel == "tanh_simd");
 }
 
-TEST_CASE("Add rejects shapes that do not broadcast, naming both shapes", "[ops][elementwise][errors]") {
-  Tensor a = test::random_tensor({DType::kF32, {2, 3}}, 1), b = test::random_tensor({DType::kF32, {4}}, 2);
+TEST_CASE("Add rejects shapes that do not broadcast, naming both shapes",
+          "[ops][elementwise][errors]") {
+  Tensor a = test::random_tensor({DType::kF32, {2, 3}}, 1),
+         b = test::random_tensor({DType::kF32, {4}}, 2);
   auto r = run_single_op("Add", {}, {a, b});
   REQUIRE_FALSE(r.is_ok());
   const std::string& m = r.status().message();
@@ -246,7 +262,8 @@ TEST_CASE("Add rejects shapes that do not broadcast, naming both shapes", "[ops]
   CHECK_THAT(m, Catch::Contains("[4]"));
   CHECK_THAT(m, Catch::Contains("broadcast"));
 
-  Tensor c = test::random_tensor({DType::kF32, {5, 1, 3}}, 3), d = test::random_tensor({DType::kF32, {2, 4, 1}}, 4);
+  Tensor c = test::random_tensor({DType::kF32, {5, 1, 3}}, 3),
+         d = test::random_tensor({DType::kF32, {2, 4, 1}}, 4);
   auto r2 = run_single_op("Mul", {}, {c, d});
   REQUIRE_FALSE(r2.is_ok());
   CHECK_THAT(r2.status().message(), Catch::Contains("[5, 1, 3]") && Catch::Contains("[2, 4, 1]"));
@@ -256,13 +273,15 @@ TEST_CASE("elementwise ops reject a wrong number of inputs", "[ops][elementwise]
   Tensor a = test::random_tensor({DType::kF32, {2, 3}}, 1);
   auto r1 = run_single_op("Sub", {}, {a});
   REQUIRE_FALSE(r1.is_ok());
-  CHECK_THAT(r1.status().message(), Catch::Contains(where_of("Sub")) && Catch::Contains("expects 2 inputs, got 1"));
+  CHECK_THAT(r1.status().message(),
+             Catch::Contains(where_of("Sub")) && Catch::Contains("expects 2 inputs, got 1"));
   auto r3 = run_single_op("Div", {}, {a, a, a});
   REQUIRE_FALSE(r3.is_ok());
   CHECK_THAT(r3.status().message(), Catch::Contains("expects 2 inputs, got 3"));
   auto r2 = run_single_op("Tanh", {}, {a, a});
   REQUIRE_FALSE(r2.is_ok());
-  CHECK_THAT(r2.status().message(), Catch::Contains(where_of("Tanh")) && Catch::Contains("expects 1 input, got 2"));
+  CHECK_THAT(r2.status().message(),
+             Catch::Contains(where_of("Tanh")) && Catch::Contains("expects 1 input, got 2"));
 }
 
 TEST_CASE("elementwise ops reject non-float32 inputs", "[ops][elementwise][errors]") {
@@ -271,7 +290,8 @@ TEST_CASE("elementwise ops reject non-float32 inputs", "[ops][elementwise][error
   auto r = run_single_op("Add", {}, {f, i});
   REQUIRE_FALSE(r.is_ok());
   CHECK_THAT(r.status().message(),
-             Catch::Contains(where_of("Add")) && Catch::Contains("input 1 (B) must be float32, got int64[2, 3]"));
+             Catch::Contains(where_of("Add")) &&
+                 Catch::Contains("input 1 (B) must be float32, got int64[2, 3]"));
   Tensor j = test::random_tensor({DType::kI32, {4}}, 3, 0, 10);
   auto s = run_single_op("Sigmoid", {}, {j});
   REQUIRE_FALSE(s.is_ok());

@@ -1,9 +1,8 @@
 // Concat, Split, Slice, Transpose, Reshape, Identity against the naive references in
 // tests/support/reference_basic on f32/i32/i64 data and teams of 1, 2 and 3 threads, plus every
 // shape-rule error. Data movement is exact, so outputs must equal the reference bit for bit.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -29,8 +28,10 @@ bool same(const Tensor& a, const Tensor& b) {
 Tensor ints(std::vector<int64_t> v, DType t = DType::kI64) {
   Tensor x(TensorDesc{t, {static_cast<int64_t>(v.size())}});
   for (size_t i = 0; i < v.size(); ++i) {
-    if (t == DType::kI64) x.data_as<int64_t>()[i] = v[i];
-    else x.data_as<int32_t>()[i] = static_cast<int32_t>(v[i]);
+    if (t == DType::kI64)
+      x.data_as<int64_t>()[i] = v[i];
+    else
+      x.data_as<int32_t>()[i] = static_cast<int32_t>(v[i]);
   }
   return x;
 }
@@ -48,7 +49,8 @@ Shape random_shape(std::mt19937& rng, int min_rank, int max_rank, int max_dim = 
   return s;
 }
 
-graph::Attributes attrs_of(std::initializer_list<std::pair<const std::string, graph::Attribute>> kv) {
+graph::Attributes attrs_of(
+    std::initializer_list<std::pair<const std::string, graph::Attribute>> kv) {
   graph::Attributes a;
   for (const auto& [k, v] : kv) a.set(k, v);
   return a;
@@ -57,8 +59,9 @@ graph::Attributes attrs_of(std::initializer_list<std::pair<const std::string, gr
 std::string where_of(const std::string& op) { return "node 'node' (" + op + ")"; }
 
 // Runs op on 1, 2 and 3 threads and checks every output against `want`.
-void check_all_teams(const std::string& op, const graph::Attributes& attrs, const std::vector<Tensor>& inputs,
-                     const std::vector<Tensor>& want, const std::vector<bool>& constant = {}) {
+void check_all_teams(const std::string& op, const graph::Attributes& attrs,
+                     const std::vector<Tensor>& inputs, const std::vector<Tensor>& want,
+                     const std::vector<bool>& constant = {}) {
   for (int threads : {1, 2, 3}) {
     INFO(op << " on " << threads << " threads");
     auto r = run_single_op(op, attrs, inputs, static_cast<int>(want.size()), threads, constant);
@@ -94,7 +97,8 @@ TEST_CASE("Concat matches the reference on random shapes, axes and dtypes", "[op
     check_all_teams("Concat", attrs_of({{"axis", axis}}), xs, {test::concat_ref(xs, axis)});
   }
   // The LSTM shape: [B, H] pieces along the last axis, large enough to split mid-row.
-  std::vector<Tensor> xs = {make_data({3, 70}, DType::kF32, 90), make_data({3, 35}, DType::kF32, 91),
+  std::vector<Tensor> xs = {make_data({3, 70}, DType::kF32, 90),
+                            make_data({3, 35}, DType::kF32, 91),
                             make_data({3, 1}, DType::kF32, 92)};
   check_all_teams("Concat", attrs_of({{"axis", int64_t{-1}}}), xs, {test::concat_ref(xs, -1)});
 }
@@ -122,13 +126,15 @@ TEST_CASE("Split matches the reference with sizes, equal parts and num_outputs",
   }
   // Equal split over the declared outputs (the LSTM gate split: [B, 4H] -> 4 x [B, H]).
   Tensor g = make_data({2, 4 * 33}, DType::kF32, 7);
-  check_all_teams("Split", attrs_of({{"axis", int64_t{1}}}), {g}, test::split_ref(g, 1, {33, 33, 33, 33}));
+  check_all_teams("Split", attrs_of({{"axis", int64_t{1}}}), {g},
+                  test::split_ref(g, 1, {33, 33, 33, 33}));
   // Default axis 0.
   Tensor h = make_data({6, 2}, DType::kI64, 8);
   check_all_teams("Split", {}, {h}, test::split_ref(h, 0, {2, 2, 2}));
   // ONNX 18 num_outputs with an uneven length: ceil-sized chunks, the last smaller.
   Tensor u = make_data({7, 3}, DType::kF32, 9);
-  check_all_teams("Split", attrs_of({{"num_outputs", int64_t{3}}}), {u}, test::split_ref(u, 0, {3, 3, 1}));
+  check_all_teams("Split", attrs_of({{"num_outputs", int64_t{3}}}), {u},
+                  test::split_ref(u, 0, {3, 3, 1}));
 }
 
 TEST_CASE("Slice matches the reference for attributes and constant inputs", "[ops][shape]") {
@@ -158,13 +164,15 @@ TEST_CASE("Slice matches the reference for attributes and constant inputs", "[op
     }
     Tensor x = make_data(s, kDtypes[trial % 3], seed++);
     Tensor want = test::slice_ref(x, starts, ends, axes, steps);
-    if (want.numel() == 0 || std::count(want.shape().begin(), want.shape().end(), 0)) continue;  // empty: an error case
+    if (want.numel() == 0 || std::count(want.shape().begin(), want.shape().end(), 0))
+      continue;  // empty: an error case
     ++checked;
     INFO("shape " << shape_to_string(s) << " starts " << shape_to_string(starts) << " ends "
                   << shape_to_string(ends) << " axes " << shape_to_string(axes) << " steps "
                   << shape_to_string(steps));
-    check_all_teams("Slice", attrs_of({{"starts", starts}, {"ends", ends}, {"axes", axes}, {"steps", steps}}), {x},
-                    {want});
+    check_all_teams(
+        "Slice", attrs_of({{"starts", starts}, {"ends", ends}, {"axes", axes}, {"steps", steps}}),
+        {x}, {want});
     check_all_teams("Slice", {}, {x, ints(starts), ints(ends), ints(axes), ints(steps)}, {want},
                     {false, true, true, true, true});
   }
@@ -174,15 +182,16 @@ TEST_CASE("Slice matches the reference for attributes and constant inputs", "[op
   Tensor x = make_data({5, 6, 7}, DType::kF32, 300);
   check_all_teams("Slice", {}, {x, ints({1, -4}, DType::kI32), ints({4, 100}, DType::kI32)},
                   {test::slice_ref(x, {1, -4}, {4, 100}, {}, {})}, {false, true, true});
-  check_all_teams("Slice", attrs_of({{"starts", std::vector<int64_t>{2}}, {"ends", std::vector<int64_t>{-1}}}), {x},
-                  {test::slice_ref(x, {2}, {-1}, {}, {})});
+  check_all_teams(
+      "Slice", attrs_of({{"starts", std::vector<int64_t>{2}}, {"ends", std::vector<int64_t>{-1}}}),
+      {x}, {test::slice_ref(x, {2}, {-1}, {}, {})});
   // Reverse a whole axis: start -1, end INT64_MIN, step -1.
   check_all_teams("Slice", {}, {x, ints({-1}), ints({kMin}), ints({1}), ints({-1})},
                   {test::slice_ref(x, {-1}, {kMin}, {1}, {-1})}, {false, true, true, true, true});
   // The LSTM use: columns [H, 2H) of a [B, 4H] gate tensor.
   Tensor g = make_data({3, 4 * 37}, DType::kF32, 301);
-  check_all_teams("Slice", {}, {g, ints({37}), ints({74}), ints({1})}, {test::slice_ref(g, {37}, {74}, {1}, {})},
-                  {false, true, true, true});
+  check_all_teams("Slice", {}, {g, ints({37}), ints({74}), ints({1})},
+                  {test::slice_ref(g, {37}, {74}, {1}, {})}, {false, true, true, true});
 }
 
 TEST_CASE("Transpose matches the reference for random and default permutations", "[ops][shape]") {
@@ -207,10 +216,10 @@ TEST_CASE("Reshape handles 0 and -1 from an attribute or a constant input", "[op
     Shape in;
     std::vector<int64_t> spec;
   };
-  const std::vector<Case> cases = {{{2, 3, 4}, {0, -1}},   {{2, 3, 4}, {-1}},     {{2, 3, 4}, {4, 0, 2}},
-                                   {{2, 3, 4}, {1, 24, 1}}, {{24}, {2, -1, 3}},     {{5, 1}, {5}},
-                                   {{7}, {1, 7}},           {{}, {1, 1}},           {{3, 4}, {0, 0}},
-                                   {{2, 6}, {-1, 0}}};
+  const std::vector<Case> cases = {
+      {{2, 3, 4}, {0, -1}}, {{2, 3, 4}, {-1}}, {{2, 3, 4}, {4, 0, 2}}, {{2, 3, 4}, {1, 24, 1}},
+      {{24}, {2, -1, 3}},   {{5, 1}, {5}},     {{7}, {1, 7}},          {{}, {1, 1}},
+      {{3, 4}, {0, 0}},     {{2, 6}, {-1, 0}}};
   uint64_t seed = 500;
   for (const Case& c : cases) {
     for (DType t : kDtypes) {
@@ -253,8 +262,9 @@ TEST_CASE("Reshape and Identity are small ops; the others are not", "[ops][shape
 // ---- errors ----
 
 namespace {
-std::string error_of(const std::string& op, const graph::Attributes& attrs, const std::vector<Tensor>& inputs,
-                     int num_outputs = 1, const std::vector<bool>& constant = {}) {
+std::string error_of(const std::string& op, const graph::Attributes& attrs,
+                     const std::vector<Tensor>& inputs, int num_outputs = 1,
+                     const std::vector<bool>& constant = {}) {
   auto r = run_single_op(op, attrs, inputs, num_outputs, 1, constant);
   if (r.is_ok()) return "<no error>";
   CHECK_THAT(r.status().message(), Catch::Contains(where_of(op)));
@@ -264,31 +274,40 @@ const Tensor kX23 = test::random_tensor({DType::kF32, {2, 3}}, 1);
 }  // namespace
 
 TEST_CASE("Concat errors name the attribute, the axis and both shapes", "[ops][shape][errors]") {
-  CHECK_THAT(error_of("Concat", {}, {kX23, kX23}), Catch::Contains("missing required attribute 'axis'"));
+  CHECK_THAT(error_of("Concat", {}, {kX23, kX23}),
+             Catch::Contains("missing required attribute 'axis'"));
   CHECK_THAT(error_of("Concat", attrs_of({{"axis", int64_t{2}}}), {kX23, kX23}),
              Catch::Contains("attribute 'axis' = 2 is out of range for input of shape [2, 3]"));
-  CHECK_THAT(error_of("Concat", attrs_of({{"axis", int64_t{-3}}}), {kX23}), Catch::Contains("'axis' = -3"));
+  CHECK_THAT(error_of("Concat", attrs_of({{"axis", int64_t{-3}}}), {kX23}),
+             Catch::Contains("'axis' = -3"));
   CHECK_THAT(error_of("Concat", attrs_of({{"axis", std::string("1")}}), {kX23}),
              Catch::Contains("attribute 'axis' must be an int, got string"));
   Tensor y = test::random_tensor({DType::kF32, {3, 3}}, 2);
   CHECK_THAT(error_of("Concat", attrs_of({{"axis", int64_t{1}}}), {kX23, y}),
              Catch::Contains("input 1 has shape [3, 3] but input 0 has shape [2, 3]"));
   Tensor r3 = test::random_tensor({DType::kF32, {2, 3, 1}}, 3);
-  CHECK_THAT(error_of("Concat", attrs_of({{"axis", int64_t{0}}}), {kX23, r3}), Catch::Contains("[2, 3, 1]"));
+  CHECK_THAT(error_of("Concat", attrs_of({{"axis", int64_t{0}}}), {kX23, r3}),
+             Catch::Contains("[2, 3, 1]"));
   Tensor i = test::random_tensor({DType::kI64, {2, 3}}, 4, 0, 5);
   CHECK_THAT(error_of("Concat", attrs_of({{"axis", int64_t{0}}}), {kX23, i}),
              Catch::Contains("input 1 is int64[2, 3] but input 0 is float32[2, 3]"));
-  CHECK_THAT(error_of("Concat", attrs_of({{"axis", int64_t{0}}}), {}), Catch::Contains("expects at least 1 input"));
+  CHECK_THAT(error_of("Concat", attrs_of({{"axis", int64_t{0}}}), {}),
+             Catch::Contains("expects at least 1 input"));
 }
 
 TEST_CASE("Split errors name the sizes, the axis and the shape", "[ops][shape][errors]") {
-  CHECK_THAT(error_of("Split", attrs_of({{"axis", int64_t{1}}, {"split", std::vector<int64_t>{1, 1}}}), {kX23}, 2),
-             Catch::Contains("'split' = [1, 1] sums to 2 but axis 1 of input [2, 3] has size 3"));
-  CHECK_THAT(error_of("Split", attrs_of({{"axis", int64_t{1}}, {"split", std::vector<int64_t>{1, 2}}}), {kX23}, 3),
-             Catch::Contains("has 2 entries but the node has 3 outputs"));
+  CHECK_THAT(
+      error_of("Split", attrs_of({{"axis", int64_t{1}}, {"split", std::vector<int64_t>{1, 1}}}),
+               {kX23}, 2),
+      Catch::Contains("'split' = [1, 1] sums to 2 but axis 1 of input [2, 3] has size 3"));
+  CHECK_THAT(
+      error_of("Split", attrs_of({{"axis", int64_t{1}}, {"split", std::vector<int64_t>{1, 2}}}),
+               {kX23}, 3),
+      Catch::Contains("has 2 entries but the node has 3 outputs"));
   CHECK_THAT(error_of("Split", attrs_of({{"axis", int64_t{1}}}), {kX23}, 2),
              Catch::Contains("does not divide into 2 equal outputs"));
-  CHECK_THAT(error_of("Split", attrs_of({{"axis", int64_t{5}}}), {kX23}, 2), Catch::Contains("'axis' = 5"));
+  CHECK_THAT(error_of("Split", attrs_of({{"axis", int64_t{5}}}), {kX23}, 2),
+             Catch::Contains("'axis' = 5"));
   CHECK_THAT(error_of("Split", attrs_of({{"num_outputs", int64_t{3}}}), {kX23}, 2),
              Catch::Contains("'num_outputs' = 3 but the node has 2 outputs"));
   CHECK_THAT(error_of("Split", attrs_of({{"split", std::vector<int64_t>{2, 0}}}), {kX23}, 2),
@@ -297,32 +316,43 @@ TEST_CASE("Split errors name the sizes, the axis and the shape", "[ops][shape][e
 
 TEST_CASE("Slice errors name the field", "[ops][shape][errors]") {
   using V = std::vector<int64_t>;
-  CHECK_THAT(error_of("Slice", attrs_of({{"starts", V{0}}}), {kX23}), Catch::Contains("missing required attribute 'ends'"));
-  CHECK_THAT(error_of("Slice", attrs_of({{"starts", V{0}}, {"ends", V{2}}, {"steps", V{0}}}), {kX23}),
-             Catch::Contains("steps [0] contain 0"));
+  CHECK_THAT(error_of("Slice", attrs_of({{"starts", V{0}}}), {kX23}),
+             Catch::Contains("missing required attribute 'ends'"));
+  CHECK_THAT(
+      error_of("Slice", attrs_of({{"starts", V{0}}, {"ends", V{2}}, {"steps", V{0}}}), {kX23}),
+      Catch::Contains("steps [0] contain 0"));
   CHECK_THAT(error_of("Slice", attrs_of({{"starts", V{0, 0}}, {"ends", V{2}}}), {kX23}),
              Catch::Contains("must have the same length"));
-  CHECK_THAT(error_of("Slice", attrs_of({{"starts", V{0, 0}}, {"ends", V{2, 2}}, {"axes", V{1, -1}}}), {kX23}),
-             Catch::Contains("repeat axis 1"));
-  CHECK_THAT(error_of("Slice", attrs_of({{"starts", V{0}}, {"ends", V{2}}, {"axes", V{2}}}), {kX23}),
-             Catch::Contains("attribute 'axes' = 2 is out of range for input of shape [2, 3]"));
-  CHECK_THAT(error_of("Slice", attrs_of({{"starts", V{2}}, {"ends", V{1}}, {"axes", V{1}}}), {kX23}),
-             Catch::Contains("is empty"));
+  CHECK_THAT(
+      error_of("Slice", attrs_of({{"starts", V{0, 0}}, {"ends", V{2, 2}}, {"axes", V{1, -1}}}),
+               {kX23}),
+      Catch::Contains("repeat axis 1"));
+  CHECK_THAT(
+      error_of("Slice", attrs_of({{"starts", V{0}}, {"ends", V{2}}, {"axes", V{2}}}), {kX23}),
+      Catch::Contains("attribute 'axes' = 2 is out of range for input of shape [2, 3]"));
+  CHECK_THAT(
+      error_of("Slice", attrs_of({{"starts", V{2}}, {"ends", V{1}}, {"axes", V{1}}}), {kX23}),
+      Catch::Contains("is empty"));
   // Indices computed at run time cannot give a static shape.
   CHECK_THAT(error_of("Slice", {}, {kX23, ints({0}), ints({1})}, 1, {false, false, true}),
              Catch::Contains("input 1 (starts) must be a constant"));
   CHECK_THAT(error_of("Slice", {}, {kX23, kX23, ints({1})}, 1, {false, true, true}),
              Catch::Contains("input 1 (starts) must be int64 or int32, got float32[2, 3]"));
-  CHECK_THAT(error_of("Slice", attrs_of({{"starts", V{0}}}), {kX23, ints({0}), ints({1})}, 1, {false, true, true}),
+  CHECK_THAT(error_of("Slice", attrs_of({{"starts", V{0}}}), {kX23, ints({0}), ints({1})}, 1,
+                      {false, true, true}),
              Catch::Contains("attribute 'starts' given together with inputs"));
 }
 
 TEST_CASE("Transpose rejects a perm that is not a permutation", "[ops][shape][errors]") {
   using V = std::vector<int64_t>;
-  CHECK_THAT(error_of("Transpose", attrs_of({{"perm", V{0, 0}}}), {kX23}),
-             Catch::Contains("attribute 'perm' = [0, 0] is not a permutation of 0..1 for input of shape [2, 3]"));
-  CHECK_THAT(error_of("Transpose", attrs_of({{"perm", V{1, 0, 2}}}), {kX23}), Catch::Contains("[1, 0, 2]"));
-  CHECK_THAT(error_of("Transpose", attrs_of({{"perm", V{-1, 0}}}), {kX23}), Catch::Contains("not a permutation"));
+  CHECK_THAT(
+      error_of("Transpose", attrs_of({{"perm", V{0, 0}}}), {kX23}),
+      Catch::Contains(
+          "attribute 'perm' = [0, 0] is not a permutation of 0..1 for input of shape [2, 3]"));
+  CHECK_THAT(error_of("Transpose", attrs_of({{"perm", V{1, 0, 2}}}), {kX23}),
+             Catch::Contains("[1, 0, 2]"));
+  CHECK_THAT(error_of("Transpose", attrs_of({{"perm", V{-1, 0}}}), {kX23}),
+             Catch::Contains("not a permutation"));
   CHECK_THAT(error_of("Transpose", {}, {kX23, kX23}), Catch::Contains("expects 1 input, got 2"));
 }
 
@@ -332,14 +362,17 @@ TEST_CASE("Reshape errors name both shapes", "[ops][shape][errors]") {
              Catch::Contains("cannot reshape input [2, 3] (6 elements) to [4, 2] (8 elements)"));
   CHECK_THAT(error_of("Reshape", attrs_of({{"shape", V{4, -1}}}), {kX23}),
              Catch::Contains("cannot reshape input [2, 3] (6 elements) to [4, -1]"));
-  CHECK_THAT(error_of("Reshape", attrs_of({{"shape", V{-1, -1}}}), {kX23}), Catch::Contains("more than one -1"));
-  CHECK_THAT(error_of("Reshape", attrs_of({{"shape", V{6, -2}}}), {kX23}), Catch::Contains("invalid dim -2"));
+  CHECK_THAT(error_of("Reshape", attrs_of({{"shape", V{-1, -1}}}), {kX23}),
+             Catch::Contains("more than one -1"));
+  CHECK_THAT(error_of("Reshape", attrs_of({{"shape", V{6, -2}}}), {kX23}),
+             Catch::Contains("invalid dim -2"));
   CHECK_THAT(error_of("Reshape", attrs_of({{"shape", V{1, 6, 0}}}), {kX23}),
              Catch::Contains("0 (copy) at index 2 but the input [2, 3] has rank 2"));
   CHECK_THAT(error_of("Reshape", {}, {kX23}), Catch::Contains("missing the target shape"));
   CHECK_THAT(error_of("Reshape", {}, {kX23, kX23}, 1, {false, true}),
              Catch::Contains("input 1 (shape) must be int64 or int32, got float32[2, 3]"));
-  CHECK_THAT(error_of("Reshape", {}, {kX23, ints({6})}, 1, {false, false}), Catch::Contains("must be a constant"));
+  CHECK_THAT(error_of("Reshape", {}, {kX23, ints({6})}, 1, {false, false}),
+             Catch::Contains("must be a constant"));
   CHECK_THAT(error_of("Reshape", attrs_of({{"shape", V{6}}}), {kX23, ints({6})}, 1, {false, true}),
              Catch::Contains("not both"));
 }

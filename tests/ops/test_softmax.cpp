@@ -1,7 +1,6 @@
 // Softmax (opset 13: one axis, default -1) against the naive reference in
 // tests/support/reference_basic on teams of 1, 2 and 3 threads, plus its errors.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <random>
 
@@ -83,15 +82,17 @@ TEST_CASE("Softmax errors name the axis, the shape and the dtype", "[ops][softma
   Tensor x = test::random_tensor({DType::kF32, {2, 3}}, 1);
   auto r = run_single_op("Softmax", axis_attr(2), {x});
   REQUIRE_FALSE(r.is_ok());
-  CHECK_THAT(r.status().message(), Catch::Contains("node 'node' (Softmax)") &&
-                                       Catch::Contains("attribute 'axis' = 2 is out of range for input of shape [2, 3]"));
+  CHECK_THAT(r.status().message(),
+             Catch::Contains("node 'node' (Softmax)") &&
+                 Catch::Contains("attribute 'axis' = 2 is out of range for input of shape [2, 3]"));
   auto r2 = run_single_op("Softmax", axis_attr(-3), {x});
   REQUIRE_FALSE(r2.is_ok());
   CHECK_THAT(r2.status().message(), Catch::Contains("'axis' = -3"));
   Tensor i = test::random_tensor({DType::kI32, {4}}, 2, 0, 9);
   auto r3 = run_single_op("Softmax", {}, {i});
   REQUIRE_FALSE(r3.is_ok());
-  CHECK_THAT(r3.status().message(), Catch::Contains("input 0 (input) must be float32, got int32[4]"));
+  CHECK_THAT(r3.status().message(),
+             Catch::Contains("input 0 (input) must be float32, got int32[4]"));
   auto r4 = run_single_op("Softmax", {}, {x, x});
   REQUIRE_FALSE(r4.is_ok());
   CHECK_THAT(r4.status().message(), Catch::Contains("expects 1 input, got 2"));

@@ -66,11 +66,16 @@ Tensor binary_ref(const std::string& op, const Tensor& a, const Tensor& b) {
     const double x = a.data_as<float>()[ravel(ia, pa)];
     const double z = b.data_as<float>()[ravel(ib, pb)];
     double r;
-    if (op == "Add") r = x + z;
-    else if (op == "Sub") r = x - z;
-    else if (op == "Mul") r = x * z;
-    else if (op == "Div") r = x / z;
-    else throw std::invalid_argument("reference: unknown binary op " + op);
+    if (op == "Add")
+      r = x + z;
+    else if (op == "Sub")
+      r = x - z;
+    else if (op == "Mul")
+      r = x * z;
+    else if (op == "Div")
+      r = x / z;
+    else
+      throw std::invalid_argument("reference: unknown binary op " + op);
     y.data_as<float>()[i] = static_cast<float>(r);
   }
   return y;
@@ -82,10 +87,14 @@ Tensor unary_ref(const std::string& op, const Tensor& x) {
   for (int64_t i = 0; i < x.numel(); ++i) {
     const double v = x.data_as<float>()[i];
     double r;
-    if (op == "Sigmoid") r = 1.0 / (1.0 + std::exp(-v));
-    else if (op == "Tanh") r = std::tanh(v);
-    else if (op == "Relu") r = std::isnan(v) ? v : (v > 0 ? v : 0.0);
-    else throw std::invalid_argument("reference: unknown unary op " + op);
+    if (op == "Sigmoid")
+      r = 1.0 / (1.0 + std::exp(-v));
+    else if (op == "Tanh")
+      r = std::tanh(v);
+    else if (op == "Relu")
+      r = std::isnan(v) ? v : (v > 0 ? v : 0.0);
+    else
+      throw std::invalid_argument("reference: unknown unary op " + op);
     y.data_as<float>()[i] = static_cast<float>(r);
   }
   return y;
@@ -154,8 +163,9 @@ std::vector<Tensor> split_ref(const Tensor& x, int64_t axis_in, const std::vecto
   return ys;
 }
 
-Tensor slice_ref(const Tensor& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
-                 std::vector<int64_t> axes, std::vector<int64_t> steps) {
+Tensor slice_ref(const Tensor& x, const std::vector<int64_t>& starts,
+                 const std::vector<int64_t>& ends, std::vector<int64_t> axes,
+                 std::vector<int64_t> steps) {
   const Shape& in = x.shape();
   if (axes.empty())
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
@@ -168,7 +178,8 @@ Tensor slice_ref(const Tensor& x, const std::vector<int64_t>& starts, const std:
     const size_t d = static_cast<size_t>(fix_axis(axes[i], in.size()));
     const int64_t dim = in[d], step = steps[i];
     require(step != 0, "step 0");
-    // ONNX: negative start/end add dim, then clamp to [0, dim] (step > 0) or [-1, dim-1] (step < 0).
+    // ONNX: negative start/end add dim, then clamp to [0, dim] (step > 0) or [-1, dim-1] (step <
+    // 0).
     int64_t s = starts[i] < 0 ? starts[i] + dim : starts[i];
     int64_t e = ends[i] < 0 ? ends[i] + dim : ends[i];
     taken[d].clear();
@@ -215,8 +226,10 @@ Tensor reshape_ref(const Tensor& x, const std::vector<int64_t>& shape) {
   size_t minus = out.size();
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == 0) out[i] = x.shape().at(i);
-    if (out[i] == -1) minus = i;
-    else known *= out[i];
+    if (out[i] == -1)
+      minus = i;
+    else
+      known *= out[i];
   }
   if (minus < out.size()) out[minus] = x.numel() / known;
   require(shape_numel(out) == x.numel(), "reshape size mismatch");

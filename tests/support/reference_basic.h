@@ -25,8 +25,9 @@ Tensor softmax_ref(const Tensor& x, int64_t axis);
 Tensor concat_ref(const std::vector<Tensor>& xs, int64_t axis);
 std::vector<Tensor> split_ref(const Tensor& x, int64_t axis, const std::vector<int64_t>& sizes);
 // ONNX Slice: empty axes means 0..k-1, empty steps means all 1.
-Tensor slice_ref(const Tensor& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
-                 std::vector<int64_t> axes, std::vector<int64_t> steps);
+Tensor slice_ref(const Tensor& x, const std::vector<int64_t>& starts,
+                 const std::vector<int64_t>& ends, std::vector<int64_t> axes,
+                 std::vector<int64_t> steps);
 // ONNX Transpose: output dim i is input dim perm[i]; empty perm reverses the dims.
 Tensor transpose_ref(const Tensor& x, std::vector<int64_t> perm);
 // ONNX Reshape: 0 copies the input dim, -1 is inferred.
