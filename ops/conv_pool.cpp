@@ -39,7 +39,8 @@ Status check_input_x(const std::string& where, const TensorDesc* x) {
 }
 
 Status check_auto_pad(const graph::Node& node, const std::string& where) {
-  GRAPHI_ASSIGN_OR_RETURN(std::string auto_pad, graph::attr_string(node.attrs, where, "auto_pad", "NOTSET"));
+  GRAPHI_ASSIGN_OR_RETURN(std::string auto_pad,
+                          graph::attr_string(node.attrs, where, "auto_pad", "NOTSET"));
   if (auto_pad != "NOTSET")
     return Status::unsupported(where + ": attribute 'auto_pad' = '" + auto_pad +
                                "' is not supported (only NOTSET); give explicit 'pads'");
@@ -52,10 +53,12 @@ Status read_window_attrs(const graph::Node& node, const std::string& where, Geom
   GRAPHI_ASSIGN_OR_RETURN(auto strides, graph::attr_ints(node.attrs, where, "strides", {1, 1}));
   GRAPHI_ASSIGN_OR_RETURN(auto pads, graph::attr_ints(node.attrs, where, "pads", {0, 0, 0, 0}));
   if (strides.size() != 2 || strides[0] < 1 || strides[1] < 1)
-    return Status::invalid_graph(where + ": attribute 'strides' must be 2 ints >= 1, got " + ints_to_string(strides));
+    return Status::invalid_graph(where + ": attribute 'strides' must be 2 ints >= 1, got " +
+                                 ints_to_string(strides));
   if (pads.size() != 4 || pads[0] < 0 || pads[1] < 0 || pads[2] < 0 || pads[3] < 0)
-    return Status::invalid_graph(where + ": attribute 'pads' must be 4 ints >= 0 [top, left, bottom, right], got " +
-                                 ints_to_string(pads));
+    return Status::invalid_graph(
+        where + ": attribute 'pads' must be 4 ints >= 0 [top, left, bottom, right], got " +
+        ints_to_string(pads));
   g.sh = strides[0];
   g.sw = strides[1];
   g.pt = pads[0];
@@ -65,7 +68,8 @@ Status read_window_attrs(const graph::Node& node, const std::string& where, Geom
   if (with_dilations) {
     GRAPHI_ASSIGN_OR_RETURN(auto dil, graph::attr_ints(node.attrs, where, "dilations", {1, 1}));
     if (dil.size() != 2 || dil[0] < 1 || dil[1] < 1)
-      return Status::invalid_graph(where + ": attribute 'dilations' must be 2 ints >= 1, got " + ints_to_string(dil));
+      return Status::invalid_graph(where + ": attribute 'dilations' must be 2 ints >= 1, got " +
+                                   ints_to_string(dil));
     g.dh = dil[0];
     g.dw = dil[1];
   }
@@ -98,7 +102,8 @@ Result<Geometry> conv_geometry(const graph::Node& node, const std::vector<const 
   if (w.dtype != DType::kF32)
     return Status::invalid_graph(where + ": input W must be float32, got " + w.to_string());
   if (w.rank() != 4)
-    return Status::invalid_graph(where + ": input W must be 4-D [M, C/group, kH, kW], got " + w.to_string());
+    return Status::invalid_graph(where + ": input W must be 4-D [M, C/group, kH, kW], got " +
+                                 w.to_string());
   Geometry g;
   g.n = x.shape[0];
   g.c = x.shape[1];
@@ -108,19 +113,22 @@ Result<Geometry> conv_geometry(const graph::Node& node, const std::vector<const 
   g.kh = w.shape[2];
   g.kw = w.shape[3];
   GRAPHI_ASSIGN_OR_RETURN(g.group, graph::attr_int(node.attrs, where, "group", 1));
-  if (g.group < 1) return Status::invalid_graph(where + ": attribute 'group' must be >= 1, got " + std::to_string(g.group));
-  if (g.c % g.group != 0)
-    return Status::invalid_graph(where + ": input channels C = " + std::to_string(g.c) +
-                                 " of X " + x.to_string() + " are not divisible by group = " +
+  if (g.group < 1)
+    return Status::invalid_graph(where + ": attribute 'group' must be >= 1, got " +
                                  std::to_string(g.group));
+  if (g.c % g.group != 0)
+    return Status::invalid_graph(where + ": input channels C = " + std::to_string(g.c) + " of X " +
+                                 x.to_string() +
+                                 " are not divisible by group = " + std::to_string(g.group));
   if (g.oc % g.group != 0)
     return Status::invalid_graph(where + ": output channels M = " + std::to_string(g.oc) +
-                                 " of W " + w.to_string() + " are not divisible by group = " +
-                                 std::to_string(g.group));
+                                 " of W " + w.to_string() +
+                                 " are not divisible by group = " + std::to_string(g.group));
   if (w.shape[1] != g.c / g.group)
-    return Status::invalid_graph(where + ": W " + w.to_string() + " has " + std::to_string(w.shape[1]) +
-                                 " input channels per group, but X " + x.to_string() + " with group = " +
-                                 std::to_string(g.group) + " has " + std::to_string(g.c / g.group));
+    return Status::invalid_graph(where + ": W " + w.to_string() + " has " +
+                                 std::to_string(w.shape[1]) + " input channels per group, but X " +
+                                 x.to_string() + " with group = " + std::to_string(g.group) +
+                                 " has " + std::to_string(g.c / g.group));
   if (node.attrs.has("kernel_shape")) {
     GRAPHI_ASSIGN_OR_RETURN(auto ks, graph::attr_ints(node.attrs, where, "kernel_shape"));
     if (ks != std::vector<int64_t>{g.kh, g.kw})
@@ -143,7 +151,8 @@ Result<Geometry> conv_geometry(const graph::Node& node, const std::vector<const 
 Result<Geometry> pool_geometry(const graph::Node& node, const std::vector<const TensorDesc*>& in,
                                size_t num_outputs, const std::string& where) {
   if (in.size() != 1)
-    return Status::invalid_graph(where + ": " + node.op + " takes exactly 1 input X, got " + std::to_string(in.size()));
+    return Status::invalid_graph(where + ": " + node.op + " takes exactly 1 input X, got " +
+                                 std::to_string(in.size()));
   GRAPHI_RETURN_IF_ERROR(check_input_x(where, in[0]));
   GRAPHI_RETURN_IF_ERROR(check_auto_pad(node, where));
   if (num_outputs != 1)
@@ -151,7 +160,8 @@ Result<Geometry> pool_geometry(const graph::Node& node, const std::vector<const 
                                std::to_string(num_outputs) + " outputs");
   GRAPHI_ASSIGN_OR_RETURN(int64_t ceil_mode, graph::attr_int(node.attrs, where, "ceil_mode", 0));
   if (ceil_mode != 0)
-    return Status::unsupported(where + ": attribute 'ceil_mode' = " + std::to_string(ceil_mode) + " is not supported (only 0)");
+    return Status::unsupported(where + ": attribute 'ceil_mode' = " + std::to_string(ceil_mode) +
+                               " is not supported (only 0)");
   if (node.attrs.has("dilations")) {
     GRAPHI_ASSIGN_OR_RETURN(auto dil, graph::attr_ints(node.attrs, where, "dilations"));
     for (int64_t d : dil)
@@ -167,19 +177,23 @@ Result<Geometry> pool_geometry(const graph::Node& node, const std::vector<const 
   g.w = x.shape[3];
   GRAPHI_ASSIGN_OR_RETURN(auto ks, graph::attr_ints(node.attrs, where, "kernel_shape"));
   if (ks.size() != 2 || ks[0] < 1 || ks[1] < 1)
-    return Status::invalid_graph(where + ": attribute 'kernel_shape' must be 2 ints >= 1, got " + ints_to_string(ks));
+    return Status::invalid_graph(where + ": attribute 'kernel_shape' must be 2 ints >= 1, got " +
+                                 ints_to_string(ks));
   g.kh = ks[0];
   g.kw = ks[1];
   if (node.op == "AveragePool") {
-    GRAPHI_ASSIGN_OR_RETURN(int64_t cip, graph::attr_int(node.attrs, where, "count_include_pad", 0));
+    GRAPHI_ASSIGN_OR_RETURN(int64_t cip,
+                            graph::attr_int(node.attrs, where, "count_include_pad", 0));
     if (cip != 0 && cip != 1)
-      return Status::invalid_graph(where + ": attribute 'count_include_pad' must be 0 or 1, got " + std::to_string(cip));
+      return Status::invalid_graph(where + ": attribute 'count_include_pad' must be 0 or 1, got " +
+                                   std::to_string(cip));
     g.count_include_pad = cip == 1;
   }
   GRAPHI_RETURN_IF_ERROR(read_window_attrs(node, where, g, false));
   if (g.pt >= g.kh || g.pb >= g.kh || g.pl >= g.kw || g.pr >= g.kw)
     return Status::unsupported(where + ": pads " + ints_to_string({g.pt, g.pl, g.pb, g.pr}) +
-                               " must each be smaller than the kernel " + ints_to_string({g.kh, g.kw}) +
+                               " must each be smaller than the kernel " +
+                               ints_to_string({g.kh, g.kw}) +
                                " (a window would lie entirely in padding)");
   GRAPHI_RETURN_IF_ERROR(output_size(where, g));
   return g;
@@ -187,10 +201,12 @@ Result<Geometry> pool_geometry(const graph::Node& node, const std::vector<const 
 
 Result<std::vector<TensorDesc>> infer_conv_pool(const graph::InferContext& ctx) {
   if (ctx.node.op == "Conv" && ctx.num_outputs != 1)
-    return Status::invalid_graph(ctx.where + ": Conv has exactly 1 output, got " + std::to_string(ctx.num_outputs));
-  GRAPHI_ASSIGN_OR_RETURN(Geometry g, ctx.node.op == "Conv"
-                                          ? conv_geometry(ctx.node, ctx.inputs, ctx.where)
-                                          : pool_geometry(ctx.node, ctx.inputs, ctx.num_outputs, ctx.where));
+    return Status::invalid_graph(ctx.where + ": Conv has exactly 1 output, got " +
+                                 std::to_string(ctx.num_outputs));
+  GRAPHI_ASSIGN_OR_RETURN(Geometry g,
+                          ctx.node.op == "Conv"
+                              ? conv_geometry(ctx.node, ctx.inputs, ctx.where)
+                              : pool_geometry(ctx.node, ctx.inputs, ctx.num_outputs, ctx.where));
   return std::vector<TensorDesc>{TensorDesc{DType::kF32, {g.n, g.oc, g.oh, g.ow}}};
 }
 
@@ -220,7 +236,8 @@ CostHint cost_conv_pool(const graph::Node& node, std::span<const TensorDesc* con
 
 void report_failure(const char* name, float* y, int64_t count) {
   static std::atomic<bool> warned{false};
-  if (!warned.exchange(true)) std::fprintf(stderr, "graphi: %s: oneDNN execution failed; output set to NaN\n", name);
+  if (!warned.exchange(true))
+    std::fprintf(stderr, "graphi: %s: oneDNN execution failed; output set to NaN\n", name);
   std::fill(y, y + count, std::numeric_limits<float>::quiet_NaN());
 }
 
@@ -234,14 +251,27 @@ class OnednnConvKernel final : public Kernel {
   Status init(const KernelContext& ctx) override {
     GRAPHI_ASSIGN_OR_RETURN(g_, conv_geometry(ctx.node, ctx.inputs, ctx.where));
     onednn::ConvSpec s;
-    s.n = g_.n; s.c = g_.c; s.h = g_.h; s.w = g_.w;
-    s.oc = g_.oc; s.oh = g_.oh; s.ow = g_.ow;
-    s.kh = g_.kh; s.kw = g_.kw; s.group = g_.group;
-    s.stride_h = g_.sh; s.stride_w = g_.sw;
-    s.dilation_h = g_.dh; s.dilation_w = g_.dw;
-    s.pad_top = g_.pt; s.pad_left = g_.pl; s.pad_bottom = g_.pb; s.pad_right = g_.pr;
+    s.n = g_.n;
+    s.c = g_.c;
+    s.h = g_.h;
+    s.w = g_.w;
+    s.oc = g_.oc;
+    s.oh = g_.oh;
+    s.ow = g_.ow;
+    s.kh = g_.kh;
+    s.kw = g_.kw;
+    s.group = g_.group;
+    s.stride_h = g_.sh;
+    s.stride_w = g_.sw;
+    s.dilation_h = g_.dh;
+    s.dilation_w = g_.dw;
+    s.pad_top = g_.pt;
+    s.pad_left = g_.pl;
+    s.pad_bottom = g_.pb;
+    s.pad_right = g_.pr;
     s.has_bias = g_.has_bias;
-    if (ctx.const_inputs.size() > 1 && ctx.const_inputs[1]) s.const_weights = ctx.const_inputs[1]->data_as<float>();
+    if (ctx.const_inputs.size() > 1 && ctx.const_inputs[1])
+      s.const_weights = ctx.const_inputs[1]->data_as<float>();
     GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_conv(s, ctx.team_size));
     return Status::ok();
   }
@@ -320,9 +350,20 @@ class OnednnPoolKernel final : public Kernel {
     s.kind = ctx.node.op == "MaxPool" ? onednn::PoolKind::kMax
              : g_.count_include_pad   ? onednn::PoolKind::kAvgIncludePad
                                       : onednn::PoolKind::kAvgExcludePad;
-    s.n = g_.n; s.c = g_.c; s.h = g_.h; s.w = g_.w; s.oh = g_.oh; s.ow = g_.ow;
-    s.kh = g_.kh; s.kw = g_.kw; s.stride_h = g_.sh; s.stride_w = g_.sw;
-    s.pad_top = g_.pt; s.pad_left = g_.pl; s.pad_bottom = g_.pb; s.pad_right = g_.pr;
+    s.n = g_.n;
+    s.c = g_.c;
+    s.h = g_.h;
+    s.w = g_.w;
+    s.oh = g_.oh;
+    s.ow = g_.ow;
+    s.kh = g_.kh;
+    s.kw = g_.kw;
+    s.stride_h = g_.sh;
+    s.stride_w = g_.sw;
+    s.pad_top = g_.pt;
+    s.pad_left = g_.pl;
+    s.pad_bottom = g_.pb;
+    s.pad_right = g_.pr;
     GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_pool(s, ctx.team_size));
     return Status::ok();
   }
@@ -388,15 +429,32 @@ class RefPoolKernel final : public Kernel {
 }  // namespace
 
 void register_conv_pool_ops(Registry& r) {
-  r.add(OpDef{"Conv", infer_conv_pool, cost_conv_pool, false,
+  r.add(OpDef{"Conv",
+              infer_conv_pool,
+              cost_conv_pool,
+              false,
               {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConvKernel>(); },
                []() -> std::unique_ptr<Kernel> { return std::make_unique<RefConvKernel>(); }}});
-  r.add(OpDef{"MaxPool", infer_conv_pool, cost_conv_pool, false,
-              {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnPoolKernel>("maxpool_onednn"); },
-               []() -> std::unique_ptr<Kernel> { return std::make_unique<RefPoolKernel>("maxpool_ref", true); }}});
-  r.add(OpDef{"AveragePool", infer_conv_pool, cost_conv_pool, false,
-              {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnPoolKernel>("avgpool_onednn"); },
-               []() -> std::unique_ptr<Kernel> { return std::make_unique<RefPoolKernel>("avgpool_ref", false); }}});
+  r.add(OpDef{"MaxPool",
+              infer_conv_pool,
+              cost_conv_pool,
+              false,
+              {[]() -> std::unique_ptr<Kernel> {
+                 return std::make_unique<OnednnPoolKernel>("maxpool_onednn");
+               },
+               []() -> std::unique_ptr<Kernel> {
+                 return std::make_unique<RefPoolKernel>("maxpool_ref", true);
+               }}});
+  r.add(OpDef{"AveragePool",
+              infer_conv_pool,
+              cost_conv_pool,
+              false,
+              {[]() -> std::unique_ptr<Kernel> {
+                 return std::make_unique<OnednnPoolKernel>("avgpool_onednn");
+               },
+               []() -> std::unique_ptr<Kernel> {
+                 return std::make_unique<RefPoolKernel>("avgpool_ref", false);
+               }}});
 }
 
 }  // namespace graphi::ops

@@ -36,8 +36,8 @@ struct GemmProblem {
   bool has_c = false;
   int64_t c_rows = 1, c_cols = 1;  // C as a 2-D [c_rows, c_cols], each 1 or M / N
   // Batches (MatMul only): element offset of each output batch's A and B matrices.
-  Shape batch;                      // output batch dims; empty for a single product
-  Shape a_batch, b_batch;           // operand batch dims, left-padded with 1 to batch's rank
+  Shape batch;             // output batch dims; empty for a single product
+  Shape a_batch, b_batch;  // operand batch dims, left-padded with 1 to batch's rank
   std::vector<int64_t> a_off, b_off;
   Shape out_shape;
 
@@ -125,14 +125,18 @@ Result<GemmProblem> gemm_problem(const graph::Node& node,
   const TensorDesc& b = *inputs[1];
   GRAPHI_RETURN_IF_ERROR(check_f32(where, "A", a));
   GRAPHI_RETURN_IF_ERROR(check_f32(where, "B", b));
-  if (a.rank() != 2) return Status::invalid_graph(where + ": input A must be 2-D, got " + a.to_string());
-  if (b.rank() != 2) return Status::invalid_graph(where + ": input B must be 2-D, got " + b.to_string());
+  if (a.rank() != 2)
+    return Status::invalid_graph(where + ": input A must be 2-D, got " + a.to_string());
+  if (b.rank() != 2)
+    return Status::invalid_graph(where + ": input B must be 2-D, got " + b.to_string());
   GRAPHI_ASSIGN_OR_RETURN(int64_t trans_a, graph::attr_int(node.attrs, where, "transA", 0));
   GRAPHI_ASSIGN_OR_RETURN(int64_t trans_b, graph::attr_int(node.attrs, where, "transB", 0));
   if (trans_a != 0 && trans_a != 1)
-    return Status::invalid_graph(where + ": attribute 'transA' must be 0 or 1, got " + std::to_string(trans_a));
+    return Status::invalid_graph(where + ": attribute 'transA' must be 0 or 1, got " +
+                                 std::to_string(trans_a));
   if (trans_b != 0 && trans_b != 1)
-    return Status::invalid_graph(where + ": attribute 'transB' must be 0 or 1, got " + std::to_string(trans_b));
+    return Status::invalid_graph(where + ": attribute 'transB' must be 0 or 1, got " +
+                                 std::to_string(trans_b));
   GRAPHI_ASSIGN_OR_RETURN(double alpha, graph::attr_float(node.attrs, where, "alpha", 1.0));
   GRAPHI_ASSIGN_OR_RETURN(double beta, graph::attr_float(node.attrs, where, "beta", 1.0));
   GemmProblem p;
@@ -151,7 +155,8 @@ Result<GemmProblem> gemm_problem(const graph::Node& node,
   if (inputs.size() == 3 && inputs[2]) {
     const TensorDesc& c = *inputs[2];
     GRAPHI_RETURN_IF_ERROR(check_f32(where, "C", c));
-    const std::string target = "[M, N] = [" + std::to_string(p.m) + ", " + std::to_string(p.n) + "]";
+    const std::string target =
+        "[M, N] = [" + std::to_string(p.m) + ", " + std::to_string(p.n) + "]";
     if (c.rank() > 2)
       return Status::invalid_graph(where + ": input C " + c.to_string() +
                                    " does not broadcast to " + target + " (rank above 2)");
@@ -168,7 +173,8 @@ Result<GemmProblem> gemm_problem(const graph::Node& node,
   return p;
 }
 
-Result<GemmProblem> problem_for(const graph::Node& node, const std::vector<const TensorDesc*>& inputs,
+Result<GemmProblem> problem_for(const graph::Node& node,
+                                const std::vector<const TensorDesc*>& inputs,
                                 const std::string& where) {
   if (node.op == "MatMul") {
     if (inputs.size() != 2 || !inputs[0] || !inputs[1])
@@ -205,8 +211,8 @@ CostHint cost_gemm(const graph::Node& node, std::span<const TensorDesc* const> i
 }
 
 // Fills y[0..rows) x [n0, n1) of a row-major [*, N] output with beta * C broadcast.
-void fill_beta_c(const GemmProblem& p, const float* c, float* y, int64_t m0, int64_t m1,
-                 int64_t n0, int64_t n1) {
+void fill_beta_c(const GemmProblem& p, const float* c, float* y, int64_t m0, int64_t m1, int64_t n0,
+                 int64_t n1) {
   const int64_t rs = p.c_row_stride(), cs = p.c_col_stride();
   for (int64_t i = m0; i < m1; ++i)
     for (int64_t j = n0; j < n1; ++j) y[i * p.n + j] = p.beta * c[i * rs + j * cs];
@@ -227,7 +233,9 @@ class XsmmGemmKernel final : public Kernel {
 
   Status init(const KernelContext& ctx) override {
     GRAPHI_ASSIGN_OR_RETURN(p_, problem_for(ctx.node, ctx.inputs, ctx.where));
-    if (p_.batch_count() != 1) return Status::unsupported("batched product (" + std::to_string(p_.batch_count()) + " batches)");
+    if (p_.batch_count() != 1)
+      return Status::unsupported("batched product (" + std::to_string(p_.batch_count()) +
+                                 " batches)");
     if (p_.alpha != 1.0f) return Status::unsupported("alpha != 1 (LIBXSMM JITs only alpha = 1)");
     constexpr int64_t kMaxWork = 64 * 64 * 64;
     if (p_.m * p_.n * p_.k > kMaxWork)
@@ -241,7 +249,9 @@ class XsmmGemmKernel final : public Kernel {
     if (p_.trans_b) {
       // LIBXSMM 1.17 cannot JIT a transposed first operand (our B), so transpose a constant B
       // once here; a B that changes every run is left to the other kernels.
-      if (!b_const) return Status::unsupported("transB with a non-constant B (LIBXSMM 1.17 has no transposed-A JIT)");
+      if (!b_const)
+        return Status::unsupported(
+            "transB with a non-constant B (LIBXSMM 1.17 has no transposed-A JIT)");
       const float* b = ctx.const_inputs[1]->data_as<float>();
       b_t_ = Tensor(TensorDesc{DType::kF32, {p_.k, p_.n}});
       float* bt = b_t_.data_as<float>();
@@ -325,7 +335,8 @@ class OnednnGemmKernel final : public Kernel {
     onednn::MatMulSpec spec;
     const int64_t m = p_.m, n = p_.n, k = p_.k;
     if (p_.batch.size() + 2 > 12)
-      return Status::unsupported("rank " + std::to_string(p_.batch.size() + 2) + " above oneDNN's 12");
+      return Status::unsupported("rank " + std::to_string(p_.batch.size() + 2) +
+                                 " above oneDNN's 12");
     spec.src.dims = p_.a_batch;
     spec.src.dims.insert(spec.src.dims.end(), {m, k});
     spec.weights.dims = p_.b_batch;
@@ -360,13 +371,15 @@ class OnednnGemmKernel final : public Kernel {
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
     const float* bias = nullptr;
     if (p_.has_c && p_.beta != 0.0f)
-      bias = scaled_c_.data() ? scaled_c_.data_as<float>() : static_cast<const float*>(io.inputs[2]);
+      bias =
+          scaled_c_.data() ? scaled_c_.data_as<float>() : static_cast<const float*>(io.inputs[2]);
     float* y = static_cast<float*>(io.outputs[0]);
     if (!prim_->execute(static_cast<const float*>(io.inputs[0]),
                         static_cast<const float*>(io.inputs[1]), bias, y, team.scratch)) {
       // Cannot happen after a successful creation; make it visible rather than silent.
       static std::atomic<bool> warned{false};
-      if (!warned.exchange(true)) std::fprintf(stderr, "graphi: %s: oneDNN execution failed; output set to NaN\n", name_);
+      if (!warned.exchange(true))
+        std::fprintf(stderr, "graphi: %s: oneDNN execution failed; output set to NaN\n", name_);
       fill_nan(y, shape_numel(p_.out_shape));
     }
   }
@@ -414,7 +427,8 @@ class RefGemmKernel final : public Kernel {
         for (int64_t j = 0; j < n; ++j) {
           const float* bcol = b + j * k;
           float acc = 0.0f;
-          for (int64_t kk = 0; kk < k; ++kk) acc += (p_.trans_a ? a[kk * m + i] : a[i * k + kk]) * bcol[kk];
+          for (int64_t kk = 0; kk < k; ++kk)
+            acc += (p_.trans_a ? a[kk * m + i] : a[i * k + kk]) * bcol[kk];
           y[j] = acc;
         }
       }
@@ -433,14 +447,26 @@ class RefGemmKernel final : public Kernel {
 }  // namespace
 
 void register_gemm_ops(Registry& r) {
-  r.add(OpDef{"MatMul", infer_gemm, cost_gemm, false,
-              {[]() -> std::unique_ptr<Kernel> { return std::make_unique<XsmmGemmKernel>("matmul_xsmm"); },
-               []() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnGemmKernel>("matmul_onednn"); },
-               []() -> std::unique_ptr<Kernel> { return std::make_unique<RefGemmKernel>("matmul_ref"); }}});
-  r.add(OpDef{"Gemm", infer_gemm, cost_gemm, false,
-              {[]() -> std::unique_ptr<Kernel> { return std::make_unique<XsmmGemmKernel>("gemm_xsmm"); },
-               []() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnGemmKernel>("gemm_onednn"); },
-               []() -> std::unique_ptr<Kernel> { return std::make_unique<RefGemmKernel>("gemm_ref"); }}});
+  r.add(OpDef{
+      "MatMul",
+      infer_gemm,
+      cost_gemm,
+      false,
+      {[]() -> std::unique_ptr<Kernel> { return std::make_unique<XsmmGemmKernel>("matmul_xsmm"); },
+       []() -> std::unique_ptr<Kernel> {
+         return std::make_unique<OnednnGemmKernel>("matmul_onednn");
+       },
+       []() -> std::unique_ptr<Kernel> { return std::make_unique<RefGemmKernel>("matmul_ref"); }}});
+  r.add(OpDef{
+      "Gemm",
+      infer_gemm,
+      cost_gemm,
+      false,
+      {[]() -> std::unique_ptr<Kernel> { return std::make_unique<XsmmGemmKernel>("gemm_xsmm"); },
+       []() -> std::unique_ptr<Kernel> {
+         return std::make_unique<OnednnGemmKernel>("gemm_onednn");
+       },
+       []() -> std::unique_ptr<Kernel> { return std::make_unique<RefGemmKernel>("gemm_ref"); }}});
 }
 
 }  // namespace graphi::ops

@@ -50,8 +50,8 @@ Dims row_major_strides(const Dims& dims) {
 
 memory::desc f32_desc(const Layout& l) {
   Dims dims(l.dims.begin(), l.dims.end());
-  Dims strides = l.strides.empty() ? row_major_strides(dims)
-                                   : Dims(l.strides.begin(), l.strides.end());
+  Dims strides =
+      l.strides.empty() ? row_major_strides(dims) : Dims(l.strides.begin(), l.strides.end());
   return memory::desc(dims, memory::data_type::f32, strides);
 }
 
@@ -149,8 +149,8 @@ Result<std::unique_ptr<Primitive>> finish(const PD& pd, std::unique_ptr<Primitiv
   }
   impl->prim = Prim(pd);
   if (verbose_dispatch())
-    std::fprintf(stderr, "graphi: oneDNN %s: %s, %d threads, scratchpad %zu bytes%s\n", what.c_str(),
-                 impl->impl.c_str(), impl->team_size, impl->scratch_bytes,
+    std::fprintf(stderr, "graphi: oneDNN %s: %s, %d threads, scratchpad %zu bytes%s\n",
+                 what.c_str(), impl->impl.c_str(), impl->team_size, impl->scratch_bytes,
                  impl->packed_weights ? ", constant weights packed" : "");
   return std::make_unique<Primitive>(std::move(impl));
 }
@@ -173,18 +173,17 @@ Result<std::unique_ptr<Primitive>> make_matmul(const MatMulSpec& spec, int team_
     impl->has_bias = spec.bias.has_value();
     const memory::desc user_wei = f32_desc(spec.weights);
     const memory::desc wei =
-        spec.const_weights
-            ? f32_desc(Dims(spec.weights.dims.begin(), spec.weights.dims.end()), memory::format_tag::any)
-            : user_wei;
+        spec.const_weights ? f32_desc(Dims(spec.weights.dims.begin(), spec.weights.dims.end()),
+                                      memory::format_tag::any)
+                           : user_wei;
     const memory::desc bias = impl->has_bias ? f32_desc(*spec.bias) : memory::desc();
     impl->bias_md = bias;
     dnnl::primitive_attr attr = user_scratchpad_attr();
     if (spec.output_scale != 1.0f) attr.set_output_scales(0, {spec.output_scale});
     dnnl::matmul::desc d(f32_desc(spec.src), wei, bias, f32_desc(spec.dst));
     dnnl::matmul::primitive_desc pd(d, attr, cpu_engine());
-    return finish<dnnl::matmul::primitive_desc, dnnl::matmul>(pd, std::move(impl), user_wei,
-                                                               spec.const_weights, allow_ref,
-                                                               "matmul");
+    return finish<dnnl::matmul::primitive_desc, dnnl::matmul>(
+        pd, std::move(impl), user_wei, spec.const_weights, allow_ref, "matmul");
   } catch (const dnnl::error& e) {
     return from_dnnl(e, "matmul");
   }
@@ -234,8 +233,8 @@ Result<std::unique_ptr<Primitive>> make_pool(const PoolSpec& s, int team_size, b
                                     ? dnnl::algorithm::pooling_avg_include_padding
                                     : dnnl::algorithm::pooling_avg_exclude_padding;
     dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, alg, src, dst,
-                                  {s.stride_h, s.stride_w}, {s.kh, s.kw},
-                                  {s.pad_top, s.pad_left}, {s.pad_bottom, s.pad_right});
+                                  {s.stride_h, s.stride_w}, {s.kh, s.kw}, {s.pad_top, s.pad_left},
+                                  {s.pad_bottom, s.pad_right});
     dnnl::pooling_forward::primitive_desc pd(d, user_scratchpad_attr(), cpu_engine());
     return finish<dnnl::pooling_forward::primitive_desc, dnnl::pooling_forward>(
         pd, std::move(impl), memory::desc(), nullptr, allow_ref, "pooling");
@@ -248,7 +247,8 @@ std::string version_string() {
   const dnnl_version_t* v = dnnl::version();
   return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
          std::to_string(v->patch) + " (cpu runtime " +
-         (v->cpu_runtime == DNNL_RUNTIME_OMP ? std::string("OMP") : std::to_string(v->cpu_runtime)) +
+         (v->cpu_runtime == DNNL_RUNTIME_OMP ? std::string("OMP")
+                                             : std::to_string(v->cpu_runtime)) +
          ")";
 }
 

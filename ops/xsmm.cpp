@@ -41,8 +41,8 @@ Result<SmmKernel> dispatch_smm(const SmmShape& s) {
   init_once();
   const libxsmm_blasint lda = s.lda, ldb = s.ldb, ldc = s.ldc;
   const float alpha = s.alpha, beta = s.beta;
-  const int flags = (s.trans_a ? LIBXSMM_GEMM_FLAG_TRANS_A : 0) |
-                    (s.trans_b ? LIBXSMM_GEMM_FLAG_TRANS_B : 0);
+  const int flags =
+      (s.trans_a ? LIBXSMM_GEMM_FLAG_TRANS_A : 0) | (s.trans_b ? LIBXSMM_GEMM_FLAG_TRANS_B : 0);
   libxsmm_smmfunction fn =
       libxsmm_smmdispatch(s.m, s.n, s.k, &lda, &ldb, &ldc, &alpha, &beta, &flags, nullptr);
   if (fn == nullptr)

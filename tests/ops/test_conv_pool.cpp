@@ -3,7 +3,6 @@
 // depthwise, bias), teams of 1 and 2, constant and non-constant weights; kernel selection; two
 // threads sharing one kernel; one test per error message.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <random>
 #include <set>
@@ -19,9 +18,13 @@ using graphi::test::Window2d;
 
 namespace {
 
-Tensor rnd(Shape s, uint64_t seed) { return test::random_tensor(TensorDesc{DType::kF32, std::move(s)}, seed); }
+Tensor rnd(Shape s, uint64_t seed) {
+  return test::random_tensor(TensorDesc{DType::kF32, std::move(s)}, seed);
+}
 
-double tolerance(int64_t k) { return 4e-6 * std::sqrt(static_cast<double>(std::max<int64_t>(k, 1))); }
+double tolerance(int64_t k) {
+  return 4e-6 * std::sqrt(static_cast<double>(std::max<int64_t>(k, 1)));
+}
 
 std::vector<std::string> check_every_kernel(const std::string& op, const graph::Attributes& attrs,
                                             const std::vector<Tensor>& inputs,
@@ -47,7 +50,8 @@ graph::Attributes window_attrs(const Window2d& w, bool with_dilations) {
   graph::Attributes a;
   a.set("strides", std::vector<int64_t>(w.strides.begin(), w.strides.end()));
   a.set("pads", std::vector<int64_t>(w.pads.begin(), w.pads.end()));
-  if (with_dilations) a.set("dilations", std::vector<int64_t>(w.dilations.begin(), w.dilations.end()));
+  if (with_dilations)
+    a.set("dilations", std::vector<int64_t>(w.dilations.begin(), w.dilations.end()));
   return a;
 }
 
@@ -75,8 +79,16 @@ TEST_CASE("Conv matches the ONNX definition on random shapes", "[ops][conv]") {
     const int kind = c % 3;
     const int64_t n = 1 + rng() % 2;
     int64_t group = 1, ch = 1 + rng() % 5, m = 1 + rng() % 6;
-    if (kind == 1) { group = 2; ch = 2 * (1 + rng() % 3); m = 2 * (1 + rng() % 3); }
-    if (kind == 2) { ch = 2 + rng() % 6; group = ch; m = ch; }
+    if (kind == 1) {
+      group = 2;
+      ch = 2 * (1 + rng() % 3);
+      m = 2 * (1 + rng() % 3);
+    }
+    if (kind == 2) {
+      ch = 2 + rng() % 6;
+      group = ch;
+      m = ch;
+    }
     const int64_t kh = 1 + rng() % 3, kw = 1 + rng() % 3;
     Window2d win;
     win.strides = {static_cast<int64_t>(1 + rng() % 2), static_cast<int64_t>(1 + rng() % 2)};
@@ -85,7 +97,8 @@ TEST_CASE("Conv matches the ONNX definition on random shapes", "[ops][conv]") {
                 static_cast<int64_t>(rng() % 3), static_cast<int64_t>(rng() % 3)};
     const int64_t h = win.dilations[0] * (kh - 1) + 1 + rng() % 6;
     const int64_t w = win.dilations[1] * (kw - 1) + 1 + rng() % 6;
-    Tensor x = rnd({n, ch, h, w}, 10 + c), wt = rnd({m, ch / group, kh, kw}, 20 + c), b = rnd({m}, 30 + c);
+    Tensor x = rnd({n, ch, h, w}, 10 + c), wt = rnd({m, ch / group, kh, kw}, 20 + c),
+           b = rnd({m}, 30 + c);
     const bool has_bias = rng() % 2, w_const = rng() % 2;
     graph::Attributes attrs = window_attrs(win, true);
     attrs.set("group", group);
@@ -93,9 +106,10 @@ TEST_CASE("Conv matches the ONNX definition on random shapes", "[ops][conv]") {
     std::vector<Tensor> in = {x, wt};
     if (has_bias) in.push_back(b);
     INFO("X " << x.desc().to_string() << " W " << wt.desc().to_string() << " group " << group
-              << " strides " << win.strides[0] << "," << win.strides[1] << " dil " << win.dilations[0]
-              << "," << win.dilations[1] << " pads " << win.pads[0] << "," << win.pads[1] << ","
-              << win.pads[2] << "," << win.pads[3] << " bias " << has_bias << " const W " << w_const);
+              << " strides " << win.strides[0] << "," << win.strides[1] << " dil "
+              << win.dilations[0] << "," << win.dilations[1] << " pads " << win.pads[0] << ","
+              << win.pads[1] << "," << win.pads[2] << "," << win.pads[3] << " bias " << has_bias
+              << " const W " << w_const);
     for (const std::string& name :
          check_every_kernel("Conv", attrs, in, {false, w_const, w_const},
                             test::conv2d_ref(x, wt, has_bias ? &b : nullptr, win, group),
@@ -111,15 +125,17 @@ TEST_CASE("Conv: a larger layer, depthwise, and kernel selection", "[ops][conv]"
   Tensor x = rnd({1, 16, 14, 14}, 1), w = rnd({32, 16, 3, 3}, 2), b = rnd({32}, 3);
   const Tensor ref = test::conv2d_ref(x, w, &b, win, 1);
   for (bool w_const : {false, true}) {
-    auto names = check_every_kernel("Conv", window_attrs(win, false), {x, w, b}, {false, w_const, w_const},
-                                    ref, tolerance(16 * 9));
+    auto names = check_every_kernel("Conv", window_attrs(win, false), {x, w, b},
+                                    {false, w_const, w_const}, ref, tolerance(16 * 9));
     CHECK(names == std::vector<std::string>{"conv_onednn", "conv_ref"});
   }
-  CHECK(selected("Conv", window_attrs(win, false), {x, w, b}, {false, true, true}) == "conv_onednn");
+  CHECK(selected("Conv", window_attrs(win, false), {x, w, b}, {false, true, true}) ==
+        "conv_onednn");
   graph::Attributes dw = window_attrs(win, false);
   dw.set("group", int64_t{16});
   Tensor wd = rnd({16, 1, 3, 3}, 4);
-  check_every_kernel("Conv", dw, {x, wd}, {false, true}, test::conv2d_ref(x, wd, nullptr, win, 16), tolerance(9));
+  check_every_kernel("Conv", dw, {x, wd}, {false, true}, test::conv2d_ref(x, wd, nullptr, win, 16),
+                     tolerance(9));
 }
 
 TEST_CASE("MaxPool and AveragePool match the ONNX definition on random shapes", "[ops][pool]") {
@@ -131,24 +147,27 @@ TEST_CASE("MaxPool and AveragePool match the ONNX definition on random shapes", 
     win.strides = {static_cast<int64_t>(1 + rng() % 3), static_cast<int64_t>(1 + rng() % 2)};
     for (int i = 0; i < 4; ++i) win.pads[i] = static_cast<int64_t>(rng() % win.kernel[i % 2]);
     const int64_t h = win.kernel[0] + rng() % 6, w = win.kernel[1] + rng() % 6;
-    Tensor x = rnd({1 + static_cast<int64_t>(rng() % 2), 1 + static_cast<int64_t>(rng() % 4), h, w}, 50 + c);
+    Tensor x = rnd({1 + static_cast<int64_t>(rng() % 2), 1 + static_cast<int64_t>(rng() % 4), h, w},
+                   50 + c);
     graph::Attributes attrs = window_attrs(win, false);
     attrs.set("kernel_shape", std::vector<int64_t>(win.kernel.begin(), win.kernel.end()));
-    INFO("X " << x.desc().to_string() << " kernel " << win.kernel[0] << "x" << win.kernel[1] << " strides "
-              << win.strides[0] << "," << win.strides[1] << " pads " << win.pads[0] << "," << win.pads[1]
-              << "," << win.pads[2] << "," << win.pads[3]);
-    for (const std::string& name : check_every_kernel("MaxPool", attrs, {x}, {}, test::maxpool2d_ref(x, win), 0.0))
+    INFO("X " << x.desc().to_string() << " kernel " << win.kernel[0] << "x" << win.kernel[1]
+              << " strides " << win.strides[0] << "," << win.strides[1] << " pads " << win.pads[0]
+              << "," << win.pads[1] << "," << win.pads[2] << "," << win.pads[3]);
+    for (const std::string& name :
+         check_every_kernel("MaxPool", attrs, {x}, {}, test::maxpool2d_ref(x, win), 0.0))
       used.insert(name);
     for (int64_t cip : {0, 1}) {
       graph::Attributes avg = attrs;
       if (cip || c % 2) avg.set("count_include_pad", cip);  // also the default (0)
       INFO("count_include_pad " << cip);
-      for (const std::string& name :
-           check_every_kernel("AveragePool", avg, {x}, {}, test::avgpool2d_ref(x, win, cip == 1), 1e-6))
+      for (const std::string& name : check_every_kernel(
+               "AveragePool", avg, {x}, {}, test::avgpool2d_ref(x, win, cip == 1), 1e-6))
         used.insert(name);
     }
   }
-  CHECK(used == std::set<std::string>{"maxpool_onednn", "maxpool_ref", "avgpool_onednn", "avgpool_ref"});
+  CHECK(used ==
+        std::set<std::string>{"maxpool_onednn", "maxpool_ref", "avgpool_onednn", "avgpool_ref"});
 }
 
 TEST_CASE("Pool kernel selection and a GoogleNet-like pool", "[ops][pool]") {
@@ -161,8 +180,8 @@ TEST_CASE("Pool kernel selection and a GoogleNet-like pool", "[ops][pool]") {
   attrs.set("kernel_shape", std::vector<int64_t>{3, 3});
   CHECK(check_every_kernel("MaxPool", attrs, {x}, {}, test::maxpool2d_ref(x, win), 0.0) ==
         std::vector<std::string>{"maxpool_onednn", "maxpool_ref"});
-  CHECK(check_every_kernel("AveragePool", attrs, {x}, {}, test::avgpool2d_ref(x, win, false), 1e-6) ==
-        std::vector<std::string>{"avgpool_onednn", "avgpool_ref"});
+  CHECK(check_every_kernel("AveragePool", attrs, {x}, {}, test::avgpool2d_ref(x, win, false),
+                           1e-6) == std::vector<std::string>{"avgpool_onednn", "avgpool_ref"});
   CHECK(selected("MaxPool", attrs, {x}, {}) == "maxpool_onednn");
 }
 
@@ -173,7 +192,8 @@ TEST_CASE("One Conv/Pool kernel runs on two threads at once", "[ops][conv][pool]
   Tensor x = rnd({1, 8, 12, 12}, 1), w = rnd({8, 8, 3, 3}, 2), b = rnd({8}, 3);
   const Tensor ref = test::conv2d_ref(x, w, &b, win, 1);
   for (int threads : {1, 2}) {
-    auto r = test::run_concurrently("Conv", window_attrs(win, false), {x, w, b}, threads, {false, true, true}, 10);
+    auto r = test::run_concurrently("Conv", window_attrs(win, false), {x, w, b}, threads,
+                                    {false, true, true}, 10);
     REQUIRE(r.is_ok());
     CHECK(r->kernel == "conv_onednn");
     CHECK(test::max_rel_error(r->first[0], ref) <= tolerance(72));
@@ -196,37 +216,48 @@ TEST_CASE("Conv errors", "[ops][conv][errors]") {
   graph::Attributes g3;
   g3.set("group", int64_t{3});
   CHECK_THAT(error_of("Conv", g3, {x, rnd({6, 1, 3, 3}, 2)}),
-             Catch::Contains("node 'node' (Conv): input channels C = 4 of X float32[1, 4, 5, 5] are not divisible by group = 3"));
+             Catch::Contains("node 'node' (Conv): input channels C = 4 of X float32[1, 4, 5, 5] "
+                             "are not divisible by group = 3"));
   graph::Attributes g2;
   g2.set("group", int64_t{2});
   CHECK_THAT(error_of("Conv", g2, {x, rnd({5, 2, 3, 3}, 2)}),
-             Catch::Contains("output channels M = 5 of W float32[5, 2, 3, 3] are not divisible by group = 2"));
+             Catch::Contains(
+                 "output channels M = 5 of W float32[5, 2, 3, 3] are not divisible by group = 2"));
   CHECK_THAT(error_of("Conv", g2, {x, rnd({6, 4, 3, 3}, 2)}),
-             Catch::Contains("W float32[6, 4, 3, 3] has 4 input channels per group, but X float32[1, 4, 5, 5] with group = 2 has 2"));
+             Catch::Contains("W float32[6, 4, 3, 3] has 4 input channels per group, but X "
+                             "float32[1, 4, 5, 5] with group = 2 has 2"));
   CHECK_THAT(error_of("Conv", {}, {x, rnd({2, 4, 7, 3}, 2)}),
-             Catch::Contains("kernel [7, 3] is larger than the padded input [5, 5] (input [5, 5] plus pads)"));
+             Catch::Contains(
+                 "kernel [7, 3] is larger than the padded input [5, 5] (input [5, 5] plus pads)"));
   graph::Attributes dil;
   dil.set("dilations", std::vector<int64_t>{3, 1});
   CHECK_THAT(error_of("Conv", dil, {x, rnd({2, 4, 3, 3}, 2)}),
              Catch::Contains("kernel [7, 3] (dilated) is larger than the padded input [5, 5]"));
   graph::Attributes ks;
   ks.set("kernel_shape", std::vector<int64_t>{2, 2});
-  CHECK_THAT(error_of("Conv", ks, {x, rnd({2, 4, 3, 3}, 2)}),
-             Catch::Contains("attribute 'kernel_shape' [2, 2] does not match W float32[2, 4, 3, 3]"));
+  CHECK_THAT(
+      error_of("Conv", ks, {x, rnd({2, 4, 3, 3}, 2)}),
+      Catch::Contains("attribute 'kernel_shape' [2, 2] does not match W float32[2, 4, 3, 3]"));
   graph::Attributes ap;
   ap.set("auto_pad", std::string("SAME_UPPER"));
   auto r = test::run_single_op("Conv", ap, {x, rnd({2, 4, 3, 3}, 2)});
   REQUIRE_FALSE(r.is_ok());
   CHECK(r.status().code() == StatusCode::kUnsupported);
-  CHECK_THAT(r.status().message(), Catch::Contains("attribute 'auto_pad' = 'SAME_UPPER' is not supported (only NOTSET); give explicit 'pads'"));
-  CHECK_THAT(error_of("Conv", {}, {rnd({1, 4, 5}, 1), rnd({2, 4, 3}, 2)}),
-             Catch::Contains("input X float32[1, 4, 5] is not supported: only the 2-D operation on a 4-D NCHW input"));
-  CHECK_THAT(error_of("Conv", {}, {x, rnd({2, 4, 3, 3}, 2), rnd({3}, 3)}),
-             Catch::Contains("input B must be float32[2] (one bias per output channel), got float32[3]"));
+  CHECK_THAT(r.status().message(),
+             Catch::Contains("attribute 'auto_pad' = 'SAME_UPPER' is not supported (only NOTSET); "
+                             "give explicit 'pads'"));
+  CHECK_THAT(
+      error_of("Conv", {}, {rnd({1, 4, 5}, 1), rnd({2, 4, 3}, 2)}),
+      Catch::Contains(
+          "input X float32[1, 4, 5] is not supported: only the 2-D operation on a 4-D NCHW input"));
+  CHECK_THAT(
+      error_of("Conv", {}, {x, rnd({2, 4, 3, 3}, 2), rnd({3}, 3)}),
+      Catch::Contains("input B must be float32[2] (one bias per output channel), got float32[3]"));
   graph::Attributes bad_pads;
   bad_pads.set("pads", std::vector<int64_t>{1, 1});
   CHECK_THAT(error_of("Conv", bad_pads, {x, rnd({2, 4, 3, 3}, 2)}),
-             Catch::Contains("attribute 'pads' must be 4 ints >= 0 [top, left, bottom, right], got [1, 1]"));
+             Catch::Contains(
+                 "attribute 'pads' must be 4 ints >= 0 [top, left, bottom, right], got [1, 1]"));
   graph::Attributes bad_strides;
   bad_strides.set("strides", std::vector<int64_t>{0, 1});
   CHECK_THAT(error_of("Conv", bad_strides, {x, rnd({2, 4, 3, 3}, 2)}),
@@ -239,38 +270,49 @@ TEST_CASE("Pool errors", "[ops][pool][errors]") {
   Tensor x = rnd({1, 2, 5, 5}, 1);
   graph::Attributes k3;
   k3.set("kernel_shape", std::vector<int64_t>{3, 3});
-  CHECK_THAT(error_of("MaxPool", {}, {x}), Catch::Contains("node 'node' (MaxPool): missing required attribute 'kernel_shape'"));
+  CHECK_THAT(error_of("MaxPool", {}, {x}),
+             Catch::Contains("node 'node' (MaxPool): missing required attribute 'kernel_shape'"));
   graph::Attributes big;
   big.set("kernel_shape", std::vector<int64_t>{6, 2});
   CHECK_THAT(error_of("AveragePool", big, {x}),
-             Catch::Contains("kernel [6, 2] is larger than the padded input [5, 5] (input [5, 5] plus pads)"));
+             Catch::Contains(
+                 "kernel [6, 2] is larger than the padded input [5, 5] (input [5, 5] plus pads)"));
   graph::Attributes ceil = k3;
   ceil.set("ceil_mode", int64_t{1});
-  CHECK_THAT(error_of("MaxPool", ceil, {x}), Catch::Contains("attribute 'ceil_mode' = 1 is not supported (only 0)"));
+  CHECK_THAT(error_of("MaxPool", ceil, {x}),
+             Catch::Contains("attribute 'ceil_mode' = 1 is not supported (only 0)"));
   graph::Attributes pads = k3;
   pads.set("pads", std::vector<int64_t>{3, 0, 0, 0});
   CHECK_THAT(error_of("MaxPool", pads, {x}),
              Catch::Contains("pads [3, 0, 0, 0] must each be smaller than the kernel [3, 3]"));
   graph::Attributes ap = k3;
   ap.set("auto_pad", std::string("VALID"));
-  CHECK_THAT(error_of("AveragePool", ap, {x}), Catch::Contains("attribute 'auto_pad' = 'VALID' is not supported"));
+  CHECK_THAT(error_of("AveragePool", ap, {x}),
+             Catch::Contains("attribute 'auto_pad' = 'VALID' is not supported"));
   graph::Attributes cip = k3;
   cip.set("count_include_pad", int64_t{2});
-  CHECK_THAT(error_of("AveragePool", cip, {x}), Catch::Contains("attribute 'count_include_pad' must be 0 or 1, got 2"));
+  CHECK_THAT(error_of("AveragePool", cip, {x}),
+             Catch::Contains("attribute 'count_include_pad' must be 0 or 1, got 2"));
   graph::Attributes dil = k3;
   dil.set("dilations", std::vector<int64_t>{2, 2});
-  CHECK_THAT(error_of("MaxPool", dil, {x}), Catch::Contains("attribute 'dilations' [2, 2] is not supported for pooling (only 1)"));
-  CHECK_THAT(error_of("MaxPool", k3, {x}, 2), Catch::Contains("the Indices output is not supported (only Y), got 2 outputs"));
-  CHECK_THAT(error_of("MaxPool", k3, {rnd({2, 5, 5}, 2)}),
-             Catch::Contains("input X float32[2, 5, 5] is not supported: only the 2-D operation on a 4-D NCHW input"));
+  CHECK_THAT(error_of("MaxPool", dil, {x}),
+             Catch::Contains("attribute 'dilations' [2, 2] is not supported for pooling (only 1)"));
+  CHECK_THAT(error_of("MaxPool", k3, {x}, 2),
+             Catch::Contains("the Indices output is not supported (only Y), got 2 outputs"));
+  CHECK_THAT(
+      error_of("MaxPool", k3, {rnd({2, 5, 5}, 2)}),
+      Catch::Contains(
+          "input X float32[2, 5, 5] is not supported: only the 2-D operation on a 4-D NCHW input"));
   Tensor ints = test::random_tensor(TensorDesc{DType::kI64, {1, 2, 5, 5}}, 1, 0, 9);
-  CHECK_THAT(error_of("MaxPool", k3, {ints}), Catch::Contains("input X must be float32, got int64[1, 2, 5, 5]"));
+  CHECK_THAT(error_of("MaxPool", k3, {ints}),
+             Catch::Contains("input X must be float32, got int64[1, 2, 5, 5]"));
 }
 
 TEST_CASE("Conv and pool cost hints", "[ops][conv][pool]") {
   const ops::Registry& reg = ops::Registry::get();
   // Grouped conv: each output does C/group * kH * kW multiply-adds, plus one bias add.
-  TensorDesc x{DType::kF32, {1, 4, 5, 5}}, w{DType::kF32, {6, 2, 3, 3}}, b{DType::kF32, {6}}, y{DType::kF32, {1, 6, 3, 3}};
+  TensorDesc x{DType::kF32, {1, 4, 5, 5}}, w{DType::kF32, {6, 2, 3, 3}}, b{DType::kF32, {6}},
+      y{DType::kF32, {1, 6, 3, 3}};
   graph::Node conv{"Conv", "c", {}, {}, {}};
   conv.attrs.set("group", int64_t{2});
   const TensorDesc* c_in[] = {&x, &w, &b};
@@ -288,14 +330,16 @@ TEST_CASE("Conv and pool cost hints", "[ops][conv][pool]") {
   CHECK(c.bytes == 4.0 * (100 + 36));
 }
 
-TEST_CASE("Conv and pools match ONNX's own backend node tests; unsupported variants are refused", "[ops][conv][pool][onnx]") {
+TEST_CASE("Conv and pools match ONNX's own backend node tests; unsupported variants are refused",
+          "[ops][conv][pool][onnx]") {
   auto cases = test::load_onnx_node_cases(
       {"test_basic_conv_with_padding", "test_basic_conv_without_padding",
        "test_conv_with_strides_and_asymmetric_padding", "test_conv_with_strides_no_padding",
        "test_conv_with_strides_padding", "test_maxpool_2d_default", "test_maxpool_2d_pads",
-       "test_maxpool_2d_precomputed_pads", "test_maxpool_2d_precomputed_strides", "test_maxpool_2d_strides",
-       "test_averagepool_2d_default", "test_averagepool_2d_pads", "test_averagepool_2d_pads_count_include_pad",
-       "test_averagepool_2d_precomputed_pads", "test_averagepool_2d_precomputed_pads_count_include_pad",
+       "test_maxpool_2d_precomputed_pads", "test_maxpool_2d_precomputed_strides",
+       "test_maxpool_2d_strides", "test_averagepool_2d_default", "test_averagepool_2d_pads",
+       "test_averagepool_2d_pads_count_include_pad", "test_averagepool_2d_precomputed_pads",
+       "test_averagepool_2d_precomputed_pads_count_include_pad",
        "test_averagepool_2d_precomputed_strides", "test_averagepool_2d_strides"});
   if (!cases.is_ok()) {
     WARN("skipped: " << cases.status().message());
@@ -305,13 +349,15 @@ TEST_CASE("Conv and pools match ONNX's own backend node tests; unsupported varia
     INFO(c.name);
     REQUIRE(c.outputs.size() == 1);
     for (bool weights_const : {false, true})
-      check_every_kernel(c.op, c.attrs, c.inputs, {false, weights_const, weights_const}, c.outputs[0], 1e-5);
+      check_every_kernel(c.op, c.attrs, c.inputs, {false, weights_const, weights_const},
+                         c.outputs[0], 1e-5);
   }
   // auto_pad, ceil_mode, pooling dilations, Indices, 1-D and 3-D: a clean kUnsupported error.
   auto refused = test::load_onnx_node_cases(
-      {"test_conv_with_autopad_same", "test_maxpool_2d_same_upper", "test_averagepool_2d_same_lower",
-       "test_maxpool_2d_precomputed_same_upper", "test_maxpool_2d_ceil", "test_averagepool_2d_ceil",
-       "test_maxpool_2d_dilations", "test_maxpool_with_argmax_2d_precomputed_pads", "test_maxpool_1d_default",
+      {"test_conv_with_autopad_same", "test_maxpool_2d_same_upper",
+       "test_averagepool_2d_same_lower", "test_maxpool_2d_precomputed_same_upper",
+       "test_maxpool_2d_ceil", "test_averagepool_2d_ceil", "test_maxpool_2d_dilations",
+       "test_maxpool_with_argmax_2d_precomputed_pads", "test_maxpool_1d_default",
        "test_averagepool_3d_default"});
   REQUIRE(refused.is_ok());
   for (const test::OnnxNodeCase& c : *refused) {

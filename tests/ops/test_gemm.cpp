@@ -3,7 +3,6 @@
 // and 2, constant and non-constant weights; kernel selection; two threads sharing one kernel;
 // one test per error message.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <random>
 #include <set>
@@ -18,10 +17,14 @@ using graphi::test::KernelRun;
 
 namespace {
 
-Tensor rnd(Shape s, uint64_t seed) { return test::random_tensor(TensorDesc{DType::kF32, std::move(s)}, seed); }
+Tensor rnd(Shape s, uint64_t seed) {
+  return test::random_tensor(TensorDesc{DType::kF32, std::move(s)}, seed);
+}
 
 // Float accumulation over K terms of magnitude <= 1 drifts like sqrt(K) ulps of the sum.
-double tolerance(int64_t k) { return 4e-6 * std::sqrt(static_cast<double>(std::max<int64_t>(k, 1))); }
+double tolerance(int64_t k) {
+  return 4e-6 * std::sqrt(static_cast<double>(std::max<int64_t>(k, 1)));
+}
 
 // Runs every kernel of `op` on teams of 1 and 2 and checks each that accepts against
 // `expected`. The last kernel (the generic fallback) must accept. Returns the names of the
@@ -93,8 +96,8 @@ TEST_CASE("MatMul matches numpy matmul on random shapes with batch broadcasting"
     Tensor a = rnd(as, 100 + c), b = rnd(bs, 200 + c);
     const bool b_const = c % 2 == 1;
     INFO("A " << a.desc().to_string() << " B " << b.desc().to_string() << " const B " << b_const);
-    for (const std::string& name :
-         check_every_kernel("MatMul", {}, {a, b}, {false, b_const}, test::matmul_ref(a, b), tolerance(k)))
+    for (const std::string& name : check_every_kernel("MatMul", {}, {a, b}, {false, b_const},
+                                                      test::matmul_ref(a, b), tolerance(k)))
       used.insert(name);
   }
   // The random shapes exercised every kernel of the list.
@@ -102,17 +105,19 @@ TEST_CASE("MatMul matches numpy matmul on random shapes with batch broadcasting"
 }
 
 TEST_CASE("MatMul edge shapes: M, N, K of 1 and 1-D operands", "[ops][gemm]") {
-  struct Case { Shape a, b; };
+  struct Case {
+    Shape a, b;
+  };
   const Case cases[] = {
-      {{1, 7}, {7, 9}},     // M = 1
-      {{6, 7}, {7, 1}},     // N = 1
-      {{6, 1}, {1, 9}},     // K = 1 (outer product)
-      {{1, 1}, {1, 1}},     // everything 1
-      {{5}, {5}},           // 1-D x 1-D: a scalar
-      {{5}, {5, 3}},        // 1-D A: [3]
-      {{4, 5}, {5}},        // 1-D B: [4]
-      {{2, 4, 5}, {5}},     // batched A, 1-D B: [2, 4]
-      {{5}, {3, 5, 2}},     // 1-D A, batched B: [3, 2]
+      {{1, 7}, {7, 9}},           // M = 1
+      {{6, 7}, {7, 1}},           // N = 1
+      {{6, 1}, {1, 9}},           // K = 1 (outer product)
+      {{1, 1}, {1, 1}},           // everything 1
+      {{5}, {5}},                 // 1-D x 1-D: a scalar
+      {{5}, {5, 3}},              // 1-D A: [3]
+      {{4, 5}, {5}},              // 1-D B: [4]
+      {{2, 4, 5}, {5}},           // batched A, 1-D B: [2, 4]
+      {{5}, {3, 5, 2}},           // 1-D A, batched B: [3, 2]
       {{3, 1, 4, 5}, {2, 5, 6}},  // [3, 2, 4, 6]
       {{1, 4, 5}, {3, 5, 6}},     // A broadcast over B's batch
   };
@@ -123,7 +128,8 @@ TEST_CASE("MatMul edge shapes: M, N, K of 1 and 1-D operands", "[ops][gemm]") {
     INFO("A " << a.desc().to_string() << " B " << b.desc().to_string());
     const int64_t k = c.a.back();
     for (bool b_const : {false, true})
-      check_every_kernel("MatMul", {}, {a, b}, {false, b_const}, test::matmul_ref(a, b), tolerance(k));
+      check_every_kernel("MatMul", {}, {a, b}, {false, b_const}, test::matmul_ref(a, b),
+                         tolerance(k));
   }
   // The scalar result really is rank 0.
   auto r = test::run_single_op("MatMul", {}, {rnd({5}, 1), rnd({5}, 2)});
@@ -152,18 +158,26 @@ TEST_CASE("MatMul LSTM shapes on every kernel, teams of 1 and 2", "[ops][gemm]")
 
 TEST_CASE("MatMul kernel selection follows the measured xsmm/oneDNN boundary", "[ops][gemm]") {
   // Small: LIBXSMM, whatever B is.
-  CHECK(selected("MatMul", {}, {rnd({1, 64}, 1), rnd({64, 256}, 2)}, {false, false}) == "matmul_xsmm");
-  CHECK(selected("MatMul", {}, {rnd({1, 64}, 1), rnd({64, 256}, 2)}, {false, true}) == "matmul_xsmm");
-  CHECK(selected("MatMul", {}, {rnd({1, 64}, 1), rnd({64, 256}, 2)}, {false, true}, 2) == "matmul_xsmm");
+  CHECK(selected("MatMul", {}, {rnd({1, 64}, 1), rnd({64, 256}, 2)}, {false, false}) ==
+        "matmul_xsmm");
+  CHECK(selected("MatMul", {}, {rnd({1, 64}, 1), rnd({64, 256}, 2)}, {false, true}) ==
+        "matmul_xsmm");
+  CHECK(selected("MatMul", {}, {rnd({1, 64}, 1), rnd({64, 256}, 2)}, {false, true}, 2) ==
+        "matmul_xsmm");
   // [1,256]x[256,1024]: a constant B of 1 MiB is faster pre-packed in oneDNN; a changing B is not.
-  CHECK(selected("MatMul", {}, {rnd({1, 256}, 1), rnd({256, 1024}, 2)}, {false, true}) == "matmul_onednn");
-  CHECK(selected("MatMul", {}, {rnd({1, 256}, 1), rnd({256, 1024}, 2)}, {false, false}) == "matmul_xsmm");
+  CHECK(selected("MatMul", {}, {rnd({1, 256}, 1), rnd({256, 1024}, 2)}, {false, true}) ==
+        "matmul_onednn");
+  CHECK(selected("MatMul", {}, {rnd({1, 256}, 1), rnd({256, 1024}, 2)}, {false, false}) ==
+        "matmul_xsmm");
   // Large or batched: oneDNN.
-  CHECK(selected("MatMul", {}, {rnd({96, 128}, 1), rnd({128, 96}, 2)}, {false, false}) == "matmul_onednn");
-  CHECK(selected("MatMul", {}, {rnd({2, 3, 4}, 1), rnd({4, 5}, 2)}, {false, false}) == "matmul_onednn");
+  CHECK(selected("MatMul", {}, {rnd({96, 128}, 1), rnd({128, 96}, 2)}, {false, false}) ==
+        "matmul_onednn");
+  CHECK(selected("MatMul", {}, {rnd({2, 3, 4}, 1), rnd({4, 5}, 2)}, {false, false}) ==
+        "matmul_onednn");
 }
 
-TEST_CASE("Gemm matches the ONNX definition: alpha, beta, transposes, C broadcasts", "[ops][gemm]") {
+TEST_CASE("Gemm matches the ONNX definition: alpha, beta, transposes, C broadcasts",
+          "[ops][gemm]") {
   std::mt19937 rng(99);
   const int64_t sizes[] = {1, 3, 4, 16, 19};
   auto pick = [&] { return sizes[rng() % 5]; };
@@ -189,8 +203,9 @@ TEST_CASE("Gemm matches the ONNX definition: alpha, beta, transposes, C broadcas
     INFO("M " << m << " N " << n << " K " << k << " transA " << ta << " transB " << tb << " alpha "
               << alpha << " beta " << beta << " C " << (c_kind ? cc.desc().to_string() : "none")
               << " const B " << b_const << " const C " << c_const);
-    for (const std::string& name : check_every_kernel("Gemm", gemm_attrs(alpha, beta, ta, tb), inputs,
-                                                      {false, b_const, c_const}, ref, tolerance(k)))
+    for (const std::string& name :
+         check_every_kernel("Gemm", gemm_attrs(alpha, beta, ta, tb), inputs,
+                            {false, b_const, c_const}, ref, tolerance(k)))
       used.insert(name);
   }
   CHECK(used == std::set<std::string>{"gemm_xsmm", "gemm_onednn", "gemm_ref"});
@@ -199,7 +214,8 @@ TEST_CASE("Gemm matches the ONNX definition: alpha, beta, transposes, C broadcas
 TEST_CASE("Gemm edge shapes and defaults", "[ops][gemm]") {
   // Defaults: alpha = beta = 1, no transposes.
   Tensor a = rnd({1, 5}, 1), b = rnd({5, 1}, 2), c = rnd({1}, 3);
-  check_every_kernel("Gemm", {}, {a, b, c}, {}, test::gemm_ref(a, b, &c, 1, 1, false, false), tolerance(5));
+  check_every_kernel("Gemm", {}, {a, b, c}, {}, test::gemm_ref(a, b, &c, 1, 1, false, false),
+                     tolerance(5));
   // K = 1 with transposes.
   Tensor a2 = rnd({1, 6}, 4), b2 = rnd({7, 1}, 5), c2 = rnd({6, 7}, 6);
   check_every_kernel("Gemm", gemm_attrs(1, 1, 1, 1), {a2, b2, c2}, {false, true, true},
@@ -215,34 +231,49 @@ TEST_CASE("Gemm kernel selection", "[ops][gemm]") {
   Tensor a = rnd({4, 64}, 1), b = rnd({64, 256}, 2), bias = rnd({256}, 3);
   CHECK(selected("Gemm", {}, {a, b, bias}, {false, true, true}) == "gemm_xsmm");
   // LIBXSMM: alpha must be 1, and a transposed B must be constant.
-  CHECK(selected("Gemm", gemm_attrs(2, 1, 0, 0), {a, b, bias}, {false, true, true}) == "gemm_onednn");
+  CHECK(selected("Gemm", gemm_attrs(2, 1, 0, 0), {a, b, bias}, {false, true, true}) ==
+        "gemm_onednn");
   Tensor bt = rnd({256, 64}, 4);
-  CHECK(selected("Gemm", gemm_attrs(1, 1, 0, 1), {a, bt, bias}, {false, false, false}) == "gemm_onednn");
-  CHECK(selected("Gemm", gemm_attrs(1, 1, 0, 1), {a, bt, bias}, {false, true, false}) == "gemm_xsmm");
+  CHECK(selected("Gemm", gemm_attrs(1, 1, 0, 1), {a, bt, bias}, {false, false, false}) ==
+        "gemm_onednn");
+  CHECK(selected("Gemm", gemm_attrs(1, 1, 0, 1), {a, bt, bias}, {false, true, false}) ==
+        "gemm_xsmm");
   // oneDNN needs a scaled copy of C for beta/alpha != 1, so only for a constant C.
   Tensor big_a = rnd({128, 128}, 5), big_b = rnd({128, 128}, 6), big_c = rnd({128}, 7);
-  CHECK(selected("Gemm", gemm_attrs(1, 0.5, 0, 0), {big_a, big_b, big_c}, {false, false, true}) == "gemm_onednn");
-  CHECK(selected("Gemm", gemm_attrs(1, 0.5, 0, 0), {big_a, big_b, big_c}, {false, false, false}) == "gemm_ref");
+  CHECK(selected("Gemm", gemm_attrs(1, 0.5, 0, 0), {big_a, big_b, big_c}, {false, false, true}) ==
+        "gemm_onednn");
+  CHECK(selected("Gemm", gemm_attrs(1, 0.5, 0, 0), {big_a, big_b, big_c}, {false, false, false}) ==
+        "gemm_ref");
   // oneDNN has only its reference implementation for a per-row bias [M, 1]: the fallback runs.
   Tensor col = rnd({128, 1}, 8);
   CHECK(selected("Gemm", {}, {big_a, big_b, col}, {false, false, false}) == "gemm_ref");
 }
 
 TEST_CASE("One MatMul/Gemm kernel runs on two threads at once", "[ops][gemm]") {
-  struct Case { std::string op; graph::Attributes attrs; std::vector<Tensor> in; std::vector<bool> konst; };
-  Tensor a = rnd({4, 64}, 1), b = rnd({64, 256}, 2), big_b = rnd({256, 1024}, 3), a2 = rnd({3, 256}, 4);
+  struct Case {
+    std::string op;
+    graph::Attributes attrs;
+    std::vector<Tensor> in;
+    std::vector<bool> konst;
+  };
+  Tensor a = rnd({4, 64}, 1), b = rnd({64, 256}, 2), big_b = rnd({256, 1024}, 3),
+         a2 = rnd({3, 256}, 4);
   Tensor ab = rnd({2, 8, 32}, 5), bb = rnd({32, 48}, 6);
   const Case cases[] = {
-      {"MatMul", {}, {a, b}, {false, true}},           // xsmm
-      {"MatMul", {}, {a2, big_b}, {false, true}},      // oneDNN, packed B
-      {"MatMul", {}, {ab, bb}, {false, false}},        // oneDNN, batched
-      {"Gemm", gemm_attrs(0.5, 0.5, 0, 0), {big_b, rnd({1024, 8}, 7), rnd({256, 1}, 8)}, {false, false, false}},  // ref
+      {"MatMul", {}, {a, b}, {false, true}},       // xsmm
+      {"MatMul", {}, {a2, big_b}, {false, true}},  // oneDNN, packed B
+      {"MatMul", {}, {ab, bb}, {false, false}},    // oneDNN, batched
+      {"Gemm",
+       gemm_attrs(0.5, 0.5, 0, 0),
+       {big_b, rnd({1024, 8}, 7), rnd({256, 1}, 8)},
+       {false, false, false}},  // ref
   };
   const std::string expect_kernel[] = {"matmul_xsmm", "matmul_onednn", "matmul_onednn", "gemm_ref"};
   for (int i = 0; i < 4; ++i) {
     const Case& c = cases[i];
-    const Tensor ref = c.op == "MatMul" ? test::matmul_ref(c.in[0], c.in[1])
-                                        : test::gemm_ref(c.in[0], c.in[1], &c.in[2], 0.5, 0.5, false, false);
+    const Tensor ref = c.op == "MatMul"
+                           ? test::matmul_ref(c.in[0], c.in[1])
+                           : test::gemm_ref(c.in[0], c.in[1], &c.in[2], 0.5, 0.5, false, false);
     for (int threads : {1, 2}) {
       auto r = test::run_concurrently(c.op, c.attrs, c.in, threads, c.konst, 20);
       REQUIRE(r.is_ok());
@@ -256,21 +287,29 @@ TEST_CASE("One MatMul/Gemm kernel runs on two threads at once", "[ops][gemm]") {
 }
 
 TEST_CASE("MatMul shape errors name both shapes", "[ops][gemm][errors]") {
-  CHECK_THAT(error_of("MatMul", {}, {rnd({2, 3}, 1), rnd({4, 5}, 2)}),
-             Catch::Contains("node 'node' (MatMul): inner dimensions differ: A is float32[2, 3], B is float32[4, 5]"));
-  CHECK_THAT(error_of("MatMul", {}, {rnd({2, 3, 4}, 1), rnd({5, 4, 6}, 2)}),
-             Catch::Contains("batch dimensions do not broadcast: A is float32[2, 3, 4], B is float32[5, 4, 6]"));
-  CHECK_THAT(error_of("MatMul", {}, {rnd({}, 1), rnd({4, 5}, 2)}),
-             Catch::Contains("MatMul operands must have rank >= 1: A is float32[], B is float32[4, 5]"));
+  CHECK_THAT(
+      error_of("MatMul", {}, {rnd({2, 3}, 1), rnd({4, 5}, 2)}),
+      Catch::Contains(
+          "node 'node' (MatMul): inner dimensions differ: A is float32[2, 3], B is float32[4, 5]"));
+  CHECK_THAT(
+      error_of("MatMul", {}, {rnd({2, 3, 4}, 1), rnd({5, 4, 6}, 2)}),
+      Catch::Contains(
+          "batch dimensions do not broadcast: A is float32[2, 3, 4], B is float32[5, 4, 6]"));
+  CHECK_THAT(
+      error_of("MatMul", {}, {rnd({}, 1), rnd({4, 5}, 2)}),
+      Catch::Contains("MatMul operands must have rank >= 1: A is float32[], B is float32[4, 5]"));
   Tensor ints = test::random_tensor(TensorDesc{DType::kI32, {2, 3}}, 1, 0, 5);
   CHECK_THAT(error_of("MatMul", {}, {ints, rnd({3, 5}, 2)}),
              Catch::Contains("input A must be float32, got int32[2, 3]"));
-  CHECK_THAT(error_of("MatMul", {}, {rnd({2, 3}, 1)}), Catch::Contains("MatMul takes exactly 2 inputs (A, B), got 1"));
+  CHECK_THAT(error_of("MatMul", {}, {rnd({2, 3}, 1)}),
+             Catch::Contains("MatMul takes exactly 2 inputs (A, B), got 1"));
 }
 
 TEST_CASE("Gemm shape and attribute errors", "[ops][gemm][errors]") {
-  CHECK_THAT(error_of("Gemm", gemm_attrs(1, 1, 1, 0), {rnd({2, 3}, 1), rnd({3, 5}, 2)}),
-             Catch::Contains("inner dimensions differ: A is float32[2, 3] (transA=1), B is float32[3, 5] (transB=0)"));
+  CHECK_THAT(
+      error_of("Gemm", gemm_attrs(1, 1, 1, 0), {rnd({2, 3}, 1), rnd({3, 5}, 2)}),
+      Catch::Contains(
+          "inner dimensions differ: A is float32[2, 3] (transA=1), B is float32[3, 5] (transB=0)"));
   CHECK_THAT(error_of("Gemm", {}, {rnd({2, 2, 3}, 1), rnd({3, 5}, 2)}),
              Catch::Contains("input A must be 2-D, got float32[2, 2, 3]"));
   CHECK_THAT(error_of("Gemm", {}, {rnd({2, 3}, 1), rnd({3}, 2)}),
@@ -280,7 +319,8 @@ TEST_CASE("Gemm shape and attribute errors", "[ops][gemm][errors]") {
   CHECK_THAT(error_of("Gemm", {}, {rnd({2, 3}, 1), rnd({3, 5}, 2), rnd({2}, 3)}),
              Catch::Contains("input C float32[2] does not broadcast to [M, N] = [2, 5]"));
   CHECK_THAT(error_of("Gemm", {}, {rnd({2, 3}, 1), rnd({3, 5}, 2), rnd({1, 2, 5}, 3)}),
-             Catch::Contains("input C float32[1, 2, 5] does not broadcast to [M, N] = [2, 5] (rank above 2)"));
+             Catch::Contains(
+                 "input C float32[1, 2, 5] does not broadcast to [M, N] = [2, 5] (rank above 2)"));
   graph::Attributes bad;
   bad.set("alpha", std::string("big"));
   CHECK_THAT(error_of("Gemm", bad, {rnd({2, 3}, 1), rnd({3, 5}, 2)}),
@@ -297,7 +337,8 @@ TEST_CASE("MatMul and Gemm cost hints: 2*M*N*K flops, bytes read and written", "
   CHECK(c.flops == 2.0 * 2 * 3 * 5 * 4);
   CHECK(c.bytes == 4.0 * (24 + 20 + 30));
   // Gemm with transA: K is A's first dim; the C term adds 2 flops per output.
-  TensorDesc ga{DType::kF32, {7, 3}}, gb{DType::kF32, {7, 5}}, gc{DType::kF32, {5}}, gy{DType::kF32, {3, 5}};
+  TensorDesc ga{DType::kF32, {7, 3}}, gb{DType::kF32, {7, 5}}, gc{DType::kF32, {5}},
+      gy{DType::kF32, {3, 5}};
   graph::Node gemm{"Gemm", "g", gemm_attrs(1, 1, 1, 0), {}, {}};
   const TensorDesc* g_in[] = {&ga, &gb, &gc};
   const TensorDesc* g_out[] = {&gy};
@@ -308,8 +349,9 @@ TEST_CASE("MatMul and Gemm cost hints: 2*M*N*K flops, bytes read and written", "
 
 TEST_CASE("MatMul and Gemm match ONNX's own backend node tests", "[ops][gemm][onnx]") {
   auto cases = test::load_onnx_node_cases(
-      {"test_gemm_all_attributes", "test_gemm_alpha", "test_gemm_beta", "test_gemm_default_matrix_bias",
-       "test_gemm_default_no_bias", "test_gemm_default_scalar_bias", "test_gemm_default_single_elem_vector_bias",
+      {"test_gemm_all_attributes", "test_gemm_alpha", "test_gemm_beta",
+       "test_gemm_default_matrix_bias", "test_gemm_default_no_bias",
+       "test_gemm_default_scalar_bias", "test_gemm_default_single_elem_vector_bias",
        "test_gemm_default_vector_bias", "test_gemm_default_zero_bias", "test_gemm_transposeA",
        "test_gemm_transposeB", "test_matmul_2d", "test_matmul_3d", "test_matmul_4d"});
   if (!cases.is_ok()) {
@@ -320,6 +362,7 @@ TEST_CASE("MatMul and Gemm match ONNX's own backend node tests", "[ops][gemm][on
     INFO(c.name);
     REQUIRE(c.outputs.size() == 1);
     for (bool weights_const : {false, true})
-      check_every_kernel(c.op, c.attrs, c.inputs, {false, weights_const, weights_const}, c.outputs[0], 1e-5);
+      check_every_kernel(c.op, c.attrs, c.inputs, {false, weights_const, weights_const},
+                         c.outputs[0], 1e-5);
   }
 }

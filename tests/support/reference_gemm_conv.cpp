@@ -163,7 +163,8 @@ Tensor pool_ref(const Tensor& x, const Window2d& win, bool is_max, bool count_in
             sum += v;
             ++real;
           }
-        const double v = is_max ? best : sum / static_cast<double>(count_include_pad ? KH * KW : real);
+        const double v =
+            is_max ? best : sum / static_cast<double>(count_include_pad ? KH * KW : real);
         y.data_as<float>()[(p * OH + oy) * OW + ox] = static_cast<float>(v);
       }
   return y;
@@ -202,8 +203,10 @@ Result<OneNodeGraph> build(const std::string& op, const graph::Attributes& attrs
   std::vector<std::string> in_names;
   for (size_t i = 0; i < inputs.size(); ++i) {
     in_names.push_back("in" + std::to_string(i));
-    if (i < constant.size() && constant[i]) b.add_constant(in_names.back(), inputs[i]);
-    else b.add_input(in_names.back(), inputs[i].desc());
+    if (i < constant.size() && constant[i])
+      b.add_constant(in_names.back(), inputs[i]);
+    else
+      b.add_input(in_names.back(), inputs[i].desc());
   }
   b.add_output("out0");
   b.add_node(op, "node", in_names, {"out0"}, attrs);
@@ -231,7 +234,8 @@ std::vector<Tensor> execute(const ops::Kernel& k, const OneNodeGraph& one, int t
   for (const TensorDesc& d : one.out_descs) {
     outs.emplace_back(d);
     // Poison: a kernel that skips an element shows up as NaN.
-    std::fill_n(outs.back().data_as<float>(), outs.back().numel(), std::numeric_limits<float>::quiet_NaN());
+    std::fill_n(outs.back().data_as<float>(), outs.back().numel(),
+                std::numeric_limits<float>::quiet_NaN());
   }
   for (Tensor& t : outs) out_ptrs.push_back(t.data());
   Scratch scratch(k.scratch_bytes());
@@ -262,8 +266,10 @@ Result<std::vector<KernelRun>> run_every_kernel(const std::string& op,
     r.kernel = k->name();
     Status s = k->init(one.ctx(threads));
     r.accepted = s.is_ok();
-    if (!r.accepted) r.reason = s.message();
-    else r.outputs = execute(*k, one, threads);
+    if (!r.accepted)
+      r.reason = s.message();
+    else
+      r.outputs = execute(*k, one, threads);
     runs.push_back(std::move(r));
   }
   return runs;
@@ -273,7 +279,8 @@ Result<ConcurrentRun> run_concurrently(const std::string& op, const graph::Attri
                                        const std::vector<Tensor>& inputs, int threads,
                                        const std::vector<bool>& constant, int repeats) {
   GRAPHI_ASSIGN_OR_RETURN(OneNodeGraph one, build(op, attrs, inputs, constant));
-  GRAPHI_ASSIGN_OR_RETURN(std::unique_ptr<ops::Kernel> k, ops::Registry::get().select(one.ctx(threads)));
+  GRAPHI_ASSIGN_OR_RETURN(std::unique_ptr<ops::Kernel> k,
+                          ops::Registry::get().select(one.ctx(threads)));
   ConcurrentRun out;
   out.kernel = k->name();
   auto body = [&](std::vector<Tensor>* result) {
@@ -335,17 +342,20 @@ for name in sys.argv[3:]:
 Result<std::vector<OnnxNodeCase>> load_onnx_node_cases(const std::vector<std::string>& names) {
   namespace fs = std::filesystem;
   if (!fs::is_directory(kOnnxNodeData))
-    return Status::unsupported(std::string(kOnnxNodeData) + " is missing (apt-get install libonnx-testdata)");
+    return Status::unsupported(std::string(kOnnxNodeData) +
+                               " is missing (apt-get install libonnx-testdata)");
   if (std::system("/usr/bin/python3 -c 'import onnx, numpy' >/dev/null 2>&1") != 0)
-    return Status::unsupported("/usr/bin/python3 cannot import onnx and numpy (apt-get install python3-onnx)");
-  const fs::path dir = scratch_dir("onnx_node_cases_" + std::to_string(std::hash<std::string>{}(names.front())));
-  {
-    std::ofstream(dir / "convert.py") << kConvertScript;
-  }
-  std::string cmd = "/usr/bin/python3 " + (dir / "convert.py").string() + " " + kOnnxNodeData + " " + dir.string();
+    return Status::unsupported(
+        "/usr/bin/python3 cannot import onnx and numpy (apt-get install python3-onnx)");
+  const fs::path dir =
+      scratch_dir("onnx_node_cases_" + std::to_string(std::hash<std::string>{}(names.front())));
+  { std::ofstream(dir / "convert.py") << kConvertScript; }
+  std::string cmd = "/usr/bin/python3 " + (dir / "convert.py").string() + " " + kOnnxNodeData +
+                    " " + dir.string();
   for (const std::string& n : names) cmd += " " + n;
   cmd += " 2>&1";
-  if (std::system(cmd.c_str()) != 0) return Status::internal("converting ONNX node cases failed: " + cmd);
+  if (std::system(cmd.c_str()) != 0)
+    return Status::internal("converting ONNX node cases failed: " + cmd);
   std::vector<OnnxNodeCase> cases;
   for (const std::string& n : names) {
     OnnxNodeCase c;
@@ -355,15 +365,23 @@ Result<std::vector<OnnxNodeCase>> load_onnx_node_cases(const std::vector<std::st
     c.op = j["op"].get<std::string>();
     for (const auto& [key, kv] : j["attrs"].items()) {
       const std::string kind = kv[0].get<std::string>();
-      if (kind == "int") c.attrs.set(key, kv[1].get<int64_t>());
-      else if (kind == "float") c.attrs.set(key, kv[1].get<double>());
-      else if (kind == "ints") c.attrs.set(key, kv[1].get<std::vector<int64_t>>());
-      else if (kind == "floats") c.attrs.set(key, kv[1].get<std::vector<double>>());
-      else c.attrs.set(key, kv[1].get<std::string>());
+      if (kind == "int")
+        c.attrs.set(key, kv[1].get<int64_t>());
+      else if (kind == "float")
+        c.attrs.set(key, kv[1].get<double>());
+      else if (kind == "ints")
+        c.attrs.set(key, kv[1].get<std::vector<int64_t>>());
+      else if (kind == "floats")
+        c.attrs.set(key, kv[1].get<std::vector<double>>());
+      else
+        c.attrs.set(key, kv[1].get<std::string>());
     }
     for (const char* kind : {"input", "output"}) {
       for (int i = 0; i < j[std::string(kind) + "s"].get<int>(); ++i) {
-        GRAPHI_ASSIGN_OR_RETURN(Tensor t, graph::read_npy((dir / n / (std::string(kind) + "_" + std::to_string(i) + ".npy")).string()));
+        GRAPHI_ASSIGN_OR_RETURN(
+            Tensor t,
+            graph::read_npy(
+                (dir / n / (std::string(kind) + "_" + std::to_string(i) + ".npy")).string()));
         (std::string(kind) == "input" ? c.inputs : c.outputs).push_back(std::move(t));
       }
     }

@@ -21,7 +21,7 @@ Tensor gemm_ref(const Tensor& a, const Tensor& b, const Tensor* c, double alpha,
                 bool trans_a, bool trans_b);
 
 struct Window2d {
-  std::array<int64_t, 2> kernel{1, 1};     // pools only; Conv takes it from W
+  std::array<int64_t, 2> kernel{1, 1};  // pools only; Conv takes it from W
   std::array<int64_t, 2> strides{1, 1};
   std::array<int64_t, 4> pads{0, 0, 0, 0};  // top, left, bottom, right
   std::array<int64_t, 2> dilations{1, 1};   // Conv only
@@ -48,8 +48,7 @@ struct KernelRun {
 // own). Shape-inference errors come back as the Status.
 Result<std::vector<KernelRun>> run_every_kernel(const std::string& op,
                                                 const graph::Attributes& attrs,
-                                                const std::vector<Tensor>& inputs,
-                                                int threads = 1,
+                                                const std::vector<Tensor>& inputs, int threads = 1,
                                                 const std::vector<bool>& constant = {});
 
 // Selects the op's kernel for a team of `threads`, then runs that one kernel object from two
