@@ -34,6 +34,28 @@ size_t pow2_at_least(size_t n) {
   return c;
 }
 
+// Moves the calling (client) thread to the placement's scheduler core for its lifetime and puts
+// its affinity back afterwards. No-op without pinning or without a reserved core.
+class ClientPin {
+ public:
+  explicit ClientPin(const RuntimeOptions& o) {
+    if (!o.pin || !o.placement || !o.placement->scheduler || !o.binder) return;
+    CPU_ZERO(&saved_);
+    if (pthread_getaffinity_np(pthread_self(), sizeof saved_, &saved_) != 0) return;
+    const int pu = o.placement->scheduler->pu;
+    active_ = o.binder->bind_current_thread(std::span<const int>(&pu, 1)).is_ok();
+  }
+  ~ClientPin() {
+    if (active_) pthread_setaffinity_np(pthread_self(), sizeof saved_, &saved_);
+  }
+  ClientPin(const ClientPin&) = delete;
+  ClientPin& operator=(const ClientPin&) = delete;
+
+ private:
+  cpu_set_t saved_;
+  bool active_ = false;
+};
+
 }  // namespace
 
 struct alignas(64) Executor {
@@ -445,7 +467,9 @@ Status ParallelRuntime::run(SlotTables slots) {
   }
 
   if (im.dedicated && !im.shared) {
-    // The paper's design: the client thread polls the report rings in a loop (it has a core).
+    // The paper's design: the client thread polls the report rings in a loop on a core of its
+    // own. It is the caller's thread, so it moves to the reserved core only for this run.
+    ClientPin pin(im.opt);
     uint32_t idle_steps = 0;
     while (!im.done.load(std::memory_order_acquire)) {
       if (im.step()) {

@@ -6,7 +6,8 @@
 // - Buffers: a lock-free SPSC ring of op ids scheduler -> executor (capacity `ring_capacity`)
 //   and one executor -> scheduler for reports (ops that became ready, "done" markers).
 // - The scheduler is a role. With a spare core (n*k + 1 <= usable cores) the client thread in
-//   run() plays it in a polling loop, as in the paper. Otherwise the executor that finishes an op
+//   run() plays it in a polling loop on the reserved core (moved there for the run and put
+//   back after), as in the paper. Otherwise the executor that finishes an op
 //   takes it (a try-lock), drains every report ring and assigns ready ops by the same policy;
 //   the client thread sleeps until the run ends.
 // - Small ops run inline in the executor that made them ready; small ops that are ready at the
