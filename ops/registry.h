@@ -67,5 +67,6 @@ void register_shape_ops(Registry& r);        // ops/shape_ops.cpp: Concat, Split
 void register_softmax_op(Registry& r);       // ops/softmax.cpp
 void register_gemm_ops(Registry& r);         // ops/gemm.cpp: MatMul, Gemm
 void register_conv_pool_ops(Registry& r);    // ops/conv_pool.cpp: Conv, MaxPool, AveragePool
+void register_rnn_ops(Registry& r);          // ops/rnn_sequence.cpp: LSTM, GRU, RNN
 
 }  // namespace graphi::ops

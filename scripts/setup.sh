@@ -12,6 +12,7 @@ PACKAGES=(
   nlohmann-json3-dev            # the .graphi file's JSON header
   libtbb-dev                    # oneTBB: the benchmarks' reference competitor (flow_graph, task_group)
   python3 python3-numpy         # /usr/bin/python3 for the numpy cross-checks in tests
+  libonnx-testdata python3-onnx # ONNX backend cases of LSTM/GRU/RNN, converted to .npy by tests/ops/onnx_rnn_cases.py
 )
 
 missing=()

@@ -1,0 +1,1013 @@
+// LSTM, GRU and RNN sequence ops (ONNX semantics, see ops/rnn_sequence.h) and their
+// weight-centric streamlined kernel.
+//
+// Layout of the packed weights (row-major [K][cols], K = I for W, H for R). The hidden units of
+// each direction are split into blocks (one per thread and direction, in whole 16-unit cache
+// lines; see plan_partition); within a block [j0, j1) of width w, the G gates of the block's
+// units sit next to each other, gate-major: gate g of unit j0 + u at column G*j0 + g*w + u. So a
+// thread's GEMM output holds every gate of its own units (the fused gate kernel then needs
+// nothing from other threads), and a block's columns are one contiguous range. Biases and
+// peepholes use the same block layout (gate_stride = w in ops/rnn_gates.h).
+//
+// The canonical GRU (linear_before_reset = 0) splits R into two groups: (z, r) packed as above
+// with G = 2, and the h gate in plain column order; its step is GEMM(z,r) -> reset pass ->
+// barrier (every thread needs all of r * h_prev) -> GEMM(h) -> output pass.
+//
+// Work split (DeepCPU 5.2.3 / 5.2.4): the recurrent GEMM C[B, D*G*H] = h R^T of one step is cut
+// into xi x xj blocks (rows x units, no K split: a K split costs a second barrier per step)
+// chosen by PCP's cross-step cost (ops/pcp_partition.h). Thread t owns the same block for the
+// whole sequence; it also computes the input projection X W^T of that block (rows and columns
+// of its own), so the hoisted GEMM needs no barrier before the recurrence, and its slice of R
+// stays in its L2 across steps.
+#include "ops/rnn_sequence.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <set>
+
+#include "ops/pcp_partition.h"
+#include "ops/registry.h"
+#include "ops/shape_rules.h"
+#include "ops/spin_barrier.h"
+#include "ops/xsmm.h"
+
+namespace graphi::ops {
+
+const char* rnn_cell_name(RnnCellKind kind) {
+  switch (kind) {
+    case RnnCellKind::kLstm: return "LSTM";
+    case RnnCellKind::kGru: return "GRU";
+    case RnnCellKind::kRnn: return "RNN";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr int64_t kLine = 16;  // floats per 64-byte cache line
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+RnnCellKind kind_of(const std::string& op) {
+  if (op == "LSTM") return RnnCellKind::kLstm;
+  if (op == "GRU") return RnnCellKind::kGru;
+  return RnnCellKind::kRnn;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::vector<std::string> split_names(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  auto flush = [&] {
+    size_t b = cur.find_first_not_of(" \t"), e = cur.find_last_not_of(" \t");
+    out.push_back(b == std::string::npos ? std::string() : cur.substr(b, e - b + 1));
+    cur.clear();
+  };
+  for (char c : s) {
+    if (c == ',') flush();
+    else cur += c;
+  }
+  flush();
+  return out;
+}
+
+// "input 1 (W)"
+std::string input_name(int i) {
+  static const char* names[] = {"X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"};
+  return "input " + std::to_string(i) + " (" + names[i] + ")";
+}
+
+}  // namespace
+
+Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* const> inputs,
+                         size_t num_outputs, const std::string& where) {
+  RnnSpec s;
+  s.kind = kind_of(node.op);
+  const bool lstm = s.kind == RnnCellKind::kLstm, gru = s.kind == RnnCellKind::kGru;
+  const size_t max_inputs = lstm ? 8 : 6;
+  const size_t max_outputs = lstm ? 3 : 2;
+  const char* op = rnn_cell_name(s.kind);
+  NodeView v{node, inputs, {}, where};
+  GRAPHI_RETURN_IF_ERROR(expect_inputs(v, 3, max_inputs, 3));
+  if (num_outputs < 1 || num_outputs > max_outputs)
+    return Status::invalid_graph(where + ": " + op + " has 1 to " + std::to_string(max_outputs) +
+                                 " outputs (Y, Y_h" + (lstm ? ", Y_c" : "") + "), got " +
+                                 std::to_string(num_outputs));
+  s.num_outputs = static_cast<int>(num_outputs);
+
+  // Attributes: known names only, so a typo is not silently ignored.
+  std::vector<std::string> known = {"hidden_size", "direction", "layout", "clip", "activations",
+                                    "activation_alpha", "activation_beta", kWcsShuffleAttr};
+  if (lstm) known.push_back("input_forget");
+  if (gru) known.push_back("linear_before_reset");
+  for (const auto& [name, value] : node.attrs.all()) {
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    std::string list;
+    for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+    return Status::invalid_graph(where + ": unknown attribute '" + name + "' for " + op +
+                                 " (known: " + list + ")");
+  }
+  GRAPHI_ASSIGN_OR_RETURN(std::string direction,
+                          graph::attr_string(node.attrs, where, "direction", "forward"));
+  if (direction == "forward") {
+    s.num_directions = 1;
+  } else if (direction == "reverse") {
+    s.num_directions = 1;
+    s.reverse_only = true;
+  } else if (direction == "bidirectional") {
+    s.num_directions = 2;
+  } else {
+    return Status::invalid_graph(where + ": attribute 'direction' must be forward, reverse or "
+                                 "bidirectional, got '" + direction + "'");
+  }
+  GRAPHI_ASSIGN_OR_RETURN(int64_t layout, graph::attr_int(node.attrs, where, "layout", 0));
+  if (layout != 0 && layout != 1)
+    return Status::invalid_graph(where + ": attribute 'layout' must be 0 or 1, got " +
+                                 std::to_string(layout));
+  s.layout = static_cast<int>(layout);
+  if (node.attrs.has("clip")) {
+    GRAPHI_ASSIGN_OR_RETURN(double clip, graph::attr_float(node.attrs, where, "clip", 0.0));
+    if (!(clip > 0.0) || !std::isfinite(clip))
+      return Status::invalid_graph(where + ": attribute 'clip' must be a positive finite number, got " +
+                                   std::to_string(clip));
+    s.clip = static_cast<float>(clip);
+  }
+  if (lstm) {
+    GRAPHI_ASSIGN_OR_RETURN(int64_t f, graph::attr_int(node.attrs, where, "input_forget", 0));
+    if (f != 0 && f != 1)
+      return Status::invalid_graph(where + ": attribute 'input_forget' must be 0 or 1, got " + std::to_string(f));
+    s.input_forget = f == 1;
+  }
+  if (gru) {
+    GRAPHI_ASSIGN_OR_RETURN(int64_t l, graph::attr_int(node.attrs, where, "linear_before_reset", 0));
+    if (l != 0 && l != 1)
+      return Status::invalid_graph(where + ": attribute 'linear_before_reset' must be 0 or 1, got " + std::to_string(l));
+    s.linear_before_reset = l == 1;
+  }
+  GRAPHI_ASSIGN_OR_RETURN(int64_t shuffle, graph::attr_int(node.attrs, where, kWcsShuffleAttr, 0));
+  if (shuffle != 0 && shuffle != 1)
+    return Status::invalid_graph(where + ": attribute '" + std::string(kWcsShuffleAttr) +
+                                 "' must be 0 or 1, got " + std::to_string(shuffle));
+  s.wcs_shuffle = shuffle == 1;
+  for (const char* a : {"activation_alpha", "activation_beta"}) {
+    const graph::Attribute* attr = node.attrs.find(a);
+    if (!attr) continue;
+    const auto* floats = std::get_if<std::vector<double>>(attr);
+    if (floats && floats->empty()) continue;
+    return Status::unsupported(where + ": attribute '" + a +
+                               "' is not supported (no supported activation takes parameters)");
+  }
+  // Activations: the ONNX defaults, and for RNN any of Tanh/Relu/Sigmoid per direction.
+  {
+    const int per_dir = lstm ? 3 : gru ? 2 : 1;
+    const std::vector<std::string> defaults =
+        lstm ? std::vector<std::string>{"sigmoid", "tanh", "tanh"}
+             : gru ? std::vector<std::string>{"sigmoid", "tanh"} : std::vector<std::string>{"tanh"};
+    GRAPHI_ASSIGN_OR_RETURN(std::string acts, graph::attr_string(node.attrs, where, "activations", ""));
+    std::vector<std::string> names;
+    if (!acts.empty()) names = split_names(acts);
+    if (!names.empty() && names.size() != static_cast<size_t>(per_dir) &&
+        names.size() != static_cast<size_t>(per_dir * s.num_directions))
+      return Status::invalid_graph(where + ": attribute 'activations' = '" + acts + "' has " +
+                                   std::to_string(names.size()) + " names; " + op + " needs " +
+                                   std::to_string(per_dir) + " per direction (" +
+                                   std::to_string(s.num_directions) + " direction" +
+                                   (s.num_directions > 1 ? "s" : "") + ")");
+    for (int d = 0; d < s.num_directions; ++d) {
+      for (int k = 0; k < per_dir; ++k) {
+        std::string name = defaults[k];
+        if (!names.empty()) {
+          const size_t idx = names.size() == static_cast<size_t>(per_dir) ? k : d * per_dir + k;
+          name = lower(names[idx]);
+        }
+        if (s.kind == RnnCellKind::kRnn) {
+          if (name == "tanh") s.activation[d] = RnnActivation::kTanh;
+          else if (name == "relu") s.activation[d] = RnnActivation::kRelu;
+          else if (name == "sigmoid") s.activation[d] = RnnActivation::kSigmoid;
+          else
+            return Status::unsupported(where + ": RNN activation '" + name +
+                                       "' is not supported (Tanh, Relu or Sigmoid)");
+        } else if (name != defaults[k]) {
+          std::string want;
+          for (const std::string& n : defaults) want += (want.empty() ? "" : ",") + n;
+          return Status::unsupported(where + ": " + op + " activations '" + acts +
+                                     "' are not supported; only the defaults (" + want +
+                                     " per direction)");
+        }
+      }
+    }
+  }
+
+  // Shapes.
+  for (int i : {kRnnX, kRnnW, kRnnR})
+    if (inputs[i]->dtype != DType::kF32)
+      return Status::invalid_graph(where + ": " + input_name(i) + " must be float32, got " +
+                                   inputs[i]->to_string());
+  const TensorDesc& x = *inputs[kRnnX];
+  const TensorDesc& r = *inputs[kRnnR];
+  if (x.rank() != 3)
+    return Status::invalid_graph(where + ": " + input_name(kRnnX) + " must be 3-D " +
+                                 (s.layout == 0 ? "[seq_length, batch_size, input_size]"
+                                                : "[batch_size, seq_length, input_size]") +
+                                 ", got " + x.to_string());
+  if (r.rank() != 3)
+    return Status::invalid_graph(where + ": " + input_name(kRnnR) +
+                                 " must be 3-D [num_directions, G*hidden_size, hidden_size], got " +
+                                 r.to_string());
+  s.seq_len = s.layout == 0 ? x.shape[0] : x.shape[1];
+  s.batch = s.layout == 0 ? x.shape[1] : x.shape[0];
+  s.input_size = x.shape[2];
+  if (s.seq_len < 1 || s.batch < 1 || s.input_size < 1)
+    return Status::invalid_graph(where + ": " + input_name(kRnnX) + " " + x.to_string() +
+                                 " has an empty dimension (sequence, batch and input sizes must be >= 1)");
+  if (node.attrs.has("hidden_size")) {
+    GRAPHI_ASSIGN_OR_RETURN(s.hidden, graph::attr_int(node.attrs, where, "hidden_size"));
+    if (s.hidden < 1)
+      return Status::invalid_graph(where + ": attribute 'hidden_size' must be >= 1, got " +
+                                   std::to_string(s.hidden));
+  } else {
+    s.hidden = r.shape[2];
+    if (s.hidden < 1)
+      return Status::invalid_graph(where + ": " + input_name(kRnnR) + " " + r.to_string() +
+                                   " gives hidden_size " + std::to_string(s.hidden));
+  }
+  s.gates = lstm ? 4 : gru ? 3 : 1;
+  const int64_t D = s.num_directions, G = s.gates, H = s.hidden, B = s.batch, T = s.seq_len;
+  const std::string g_h = G == 1 ? "hidden_size" : std::to_string(G) + "*hidden_size";
+  const std::string context = "from X " + x.to_string() + (s.layout ? " (layout 1)" : "") +
+                              ", hidden_size " + std::to_string(H) + ", direction " + direction;
+  auto expect = [&](int i, const Shape& want, const std::string& dims) -> Status {
+    const TensorDesc& d = *inputs[i];
+    if (d.shape == want) return Status::ok();
+    return Status::invalid_graph(where + ": " + input_name(i) + " is " + d.to_string() +
+                                 ", expected " + shape_to_string(want) + " = " + dims + " (" +
+                                 context + ")");
+  };
+  GRAPHI_RETURN_IF_ERROR(expect(kRnnW, {D, G * H, s.input_size},
+                                "[num_directions, " + g_h + ", input_size]"));
+  GRAPHI_RETURN_IF_ERROR(expect(kRnnR, {D, G * H, H}, "[num_directions, " + g_h + ", hidden_size]"));
+  auto present = [&](int i) { return static_cast<size_t>(i) < inputs.size() && inputs[i] != nullptr; };
+  auto expect_f32 = [&](int i) -> Status {
+    if (inputs[i]->dtype == DType::kF32) return Status::ok();
+    return Status::invalid_graph(where + ": " + input_name(i) + " must be float32, got " +
+                                 inputs[i]->to_string());
+  };
+  if (present(kRnnB)) {
+    GRAPHI_RETURN_IF_ERROR(expect_f32(kRnnB));
+    GRAPHI_RETURN_IF_ERROR(expect(kRnnB, {D, 2 * G * H}, "[num_directions, 2*" + g_h + "]"));
+    s.has_bias = true;
+  }
+  if (present(kRnnSeqLens)) {
+    const TensorDesc& d = *inputs[kRnnSeqLens];
+    if (d.dtype != DType::kI32 && d.dtype != DType::kI64)
+      return Status::invalid_graph(where + ": " + input_name(kRnnSeqLens) +
+                                   " must be int32 or int64, got " + d.to_string());
+    GRAPHI_RETURN_IF_ERROR(expect(kRnnSeqLens, {B}, "[batch_size]"));
+    s.has_seq_lens = true;
+    s.seq_lens_dtype = d.dtype;
+  }
+  const Shape state = s.layout == 0 ? Shape{D, B, H} : Shape{B, D, H};
+  const std::string state_dims =
+      s.layout == 0 ? "[num_directions, batch_size, hidden_size]" : "[batch_size, num_directions, hidden_size]";
+  if (present(kRnnInitialH)) {
+    GRAPHI_RETURN_IF_ERROR(expect_f32(kRnnInitialH));
+    GRAPHI_RETURN_IF_ERROR(expect(kRnnInitialH, state, state_dims));
+    s.has_initial_h = true;
+  }
+  if (lstm && present(kRnnInitialC)) {
+    GRAPHI_RETURN_IF_ERROR(expect_f32(kRnnInitialC));
+    GRAPHI_RETURN_IF_ERROR(expect(kRnnInitialC, state, state_dims));
+    s.has_initial_c = true;
+  }
+  if (lstm && present(kRnnP)) {
+    GRAPHI_RETURN_IF_ERROR(expect_f32(kRnnP));
+    GRAPHI_RETURN_IF_ERROR(expect(kRnnP, {D, 3 * H}, "[num_directions, 3*hidden_size]"));
+    s.has_peephole = true;
+  }
+  (void)T;
+  return s;
+}
+
+std::vector<TensorDesc> rnn_output_descs(const RnnSpec& s) {
+  const int64_t D = s.num_directions, B = s.batch, H = s.hidden, T = s.seq_len;
+  std::vector<TensorDesc> out;
+  out.push_back({DType::kF32, s.layout == 0 ? Shape{T, D, B, H} : Shape{B, T, D, H}});
+  const Shape state = s.layout == 0 ? Shape{D, B, H} : Shape{B, D, H};
+  for (int i = 1; i < s.num_outputs; ++i) out.push_back({DType::kF32, state});
+  return out;
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Small GEMMs on LIBXSMM microkernels. Row-major C[n x m] (ldc) (+)= B[n x k] (ldb) * A[k x m]
+// (lda), A = packed weights. Cut into tiles that LIBXSMM 1.17 JITs (m*n*k <= 64^3; above that
+// it falls back to a slow generic path) and that keep C and a slice of A in L1.
+class TiledGemm {
+ public:
+  // `ns`: every row count run() will be called with.
+  static TiledGemm create(int64_t m, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
+                          const std::set<int64_t>& ns) {
+    TiledGemm g;
+    g.m_ = m;
+    g.k_ = k;
+    g.lda_ = lda;
+    g.ldb_ = ldb;
+    g.ldc_ = ldc;
+    const int64_t nmax = ns.empty() ? 1 : *ns.rbegin();
+    g.nt_ = std::min<int64_t>(nmax, 32);
+    g.mt_ = std::min<int64_t>(m, g.nt_ <= 2 ? 256 : 64);
+    constexpr int64_t kBudget = 64 * 64 * 64;
+    int64_t kt = std::max<int64_t>(1, kBudget / (g.mt_ * g.nt_));
+    const int64_t nk = (k + kt - 1) / kt;
+    g.kt_ = (k + nk - 1) / nk;
+    std::set<int64_t> nn_set;
+    for (int64_t n : ns) {
+      if (n >= g.nt_) nn_set.insert(g.nt_);
+      if (n % g.nt_) nn_set.insert(n % g.nt_);
+    }
+    for (int64_t m0 = 0; m0 < m; m0 += g.mt_) {
+      const int64_t mm = std::min(g.mt_, m - m0);
+      for (int64_t nn : nn_set)
+        for (int64_t k0 = 0; k0 < k; k0 += g.kt_) g.add(mm, nn, std::min(g.kt_, k - k0), k0 > 0);
+    }
+    return g;
+  }
+
+  void run(const float* a, const float* b, float* c, int64_t n) const noexcept {
+    for (int64_t n0 = 0; n0 < n; n0 += nt_) {
+      const int64_t nn = std::min(nt_, n - n0);
+      for (int64_t m0 = 0; m0 < m_; m0 += mt_) {
+        const int64_t mm = std::min(mt_, m_ - m0);
+        for (int64_t k0 = 0; k0 < k_; k0 += kt_) {
+          const int64_t kk = std::min(kt_, k_ - k0);
+          const float* at = a + k0 * lda_ + m0;
+          const float* bt = b + n0 * ldb_ + k0;
+          float* ct = c + n0 * ldc_ + m0;
+          const Entry* e = find(mm, nn, kk, k0 > 0);
+          if (e && e->kernel.valid()) {
+            e->kernel(at, bt, ct);
+          } else {
+            naive(at, bt, ct, mm, nn, kk, k0 > 0);
+          }
+        }
+      }
+    }
+  }
+
+ private:
+  struct Entry {
+    int64_t mm, nn, kk;
+    bool acc;
+    xsmm::SmmKernel kernel;  // invalid: LIBXSMM declined, use the plain loop
+  };
+
+  void add(int64_t mm, int64_t nn, int64_t kk, bool acc) {
+    if (find(mm, nn, kk, acc)) return;
+    xsmm::SmmShape s;
+    s.m = static_cast<int>(mm);
+    s.n = static_cast<int>(nn);
+    s.k = static_cast<int>(kk);
+    s.lda = static_cast<int>(lda_);
+    s.ldb = static_cast<int>(ldb_);
+    s.ldc = static_cast<int>(ldc_);
+    s.beta = acc ? 1.0f : 0.0f;
+    auto k = xsmm::dispatch_smm(s);
+    entries_.push_back({mm, nn, kk, acc, k.is_ok() ? *k : xsmm::SmmKernel()});
+  }
+  const Entry* find(int64_t mm, int64_t nn, int64_t kk, bool acc) const noexcept {
+    for (const Entry& e : entries_)
+      if (e.mm == mm && e.nn == nn && e.kk == kk && e.acc == acc) return &e;
+    return nullptr;
+  }
+  void naive(const float* a, const float* b, float* c, int64_t mm, int64_t nn, int64_t kk,
+             bool acc) const noexcept {
+    for (int64_t r = 0; r < nn; ++r) {
+      float* crow = c + r * ldc_;
+      if (!acc) std::fill(crow, crow + mm, 0.0f);
+      for (int64_t q = 0; q < kk; ++q) {
+        const float bv = b[r * ldb_ + q];
+        const float* arow = a + q * lda_;
+        for (int64_t i = 0; i < mm; ++i) crow[i] += arow[i] * bv;
+      }
+    }
+  }
+
+  int64_t m_ = 0, k_ = 0, lda_ = 0, ldb_ = 0, ldc_ = 0, mt_ = 1, nt_ = 1, kt_ = 1;
+  std::vector<Entry> entries_;
+};
+
+// One block of hidden units [j0, j1) of direction d, and its GEMMs.
+struct Segment {
+  int d = 0;
+  int64_t j0 = 0, j1 = 0;
+  TiledGemm hoist;  // X rows * Wp[:, block columns]
+  TiledGemm rec0;   // h_prev rows * Rp0[:, block columns]
+  TiledGemm rec1;   // canonical GRU: (r * h_prev) rows * Rp1[:, block columns]
+};
+
+// What one thread computes at every step: batch rows [r0, r1) of its segments.
+struct ThreadPlan {
+  int64_t r0 = 0, r1 = 0;
+  std::vector<Segment> segs;
+  bool active() const { return !segs.empty() && r1 > r0; }
+};
+
+class RnnSequenceKernel final : public Kernel {
+ public:
+  explicit RnnSequenceKernel(RnnCellKind kind) : kind_(kind) {}
+
+  const char* name() const override {
+    switch (kind_) {
+      case RnnCellKind::kLstm: return "lstm_wcs";
+      case RnnCellKind::kGru: return "gru_wcs";
+      case RnnCellKind::kRnn: return "rnn_wcs";
+    }
+    return "rnn_wcs";
+  }
+  size_t scratch_bytes() const override { return scratch_floats_ * sizeof(float); }
+
+  Status init(const KernelContext& ctx) override {
+    GRAPHI_ASSIGN_OR_RETURN(s_, rnn_spec(ctx.node, ctx.inputs, ctx.outputs.size(), ctx.where));
+    const int64_t D = s_.num_directions, G = s_.gates, H = s_.hidden, B = s_.batch,
+                  T = s_.seq_len, I = s_.input_size;
+    for (int64_t v : {G * H, I, H, B * T})
+      if (v > (1 << 30)) return Status::unsupported("sizes beyond LIBXSMM's int range");
+    canonical_gru_ = kind_ == RnnCellKind::kGru && !s_.linear_before_reset;
+    g0_ = canonical_gru_ ? 2 : G;
+    team_ = std::max(1, ctx.team_size);
+
+    // Strides (floats), each row padded to whole cache lines.
+    ldh_ = round_up(H, kLine);
+    dir_x_ = round_up(G * H, kLine);
+    ldx_ = D * dir_x_;
+    ldw_ = dir_x_;
+    ld_r0_ = round_up(g0_ * H, kLine);
+    dir_gh0_ = ld_r0_;
+    ld_gh0_ = D * dir_gh0_;
+    ld_r1_ = canonical_gru_ ? ldh_ : 0;
+    dir_gh1_ = ld_r1_;
+    ld_gh1_ = D * dir_gh1_;
+    dir_p_ = round_up(3 * H, kLine);
+
+    plan_partition();
+    // Time chunk of the hoisted projection: at most ~4 MiB of gate pre-activations at once.
+    const int64_t per_step = B * ldx_ * static_cast<int64_t>(sizeof(float));
+    chunk_ = std::clamp<int64_t>((int64_t{4} << 20) / std::max<int64_t>(per_step, 1), 1, T);
+    for (ThreadPlan& p : plans_) make_gemms(p);
+    make_gemms(solo_);
+
+    // Packed weights.
+    wp_off_ = 0;
+    int64_t off = D * I * ldw_;
+    rp0_off_ = off;
+    off += D * H * ld_r0_;
+    rp1_off_ = off;
+    off += canonical_gru_ ? D * H * ld_r1_ : 0;
+    bias_off_ = off;  // LSTM/RNN: Wb + Rb; GRU: Wb
+    off += s_.has_bias ? D * dir_x_ : 0;
+    bias_h_off_ = off;  // GRU: Rb
+    off += (s_.has_bias && kind_ == RnnCellKind::kGru) ? D * dir_x_ : 0;
+    peep_off_ = off;
+    off += s_.has_peephole ? D * dir_p_ : 0;
+    packed_floats_ = off;
+    auto is_const = [&](int i) {
+      return static_cast<size_t>(i) < ctx.const_inputs.size() && ctx.const_inputs[i] != nullptr;
+    };
+    const_weights_ = is_const(kRnnW) && is_const(kRnnR) && (!s_.has_bias || is_const(kRnnB)) &&
+                     (!s_.has_peephole || is_const(kRnnP));
+    if (const_weights_) {
+      packed_ = Tensor(TensorDesc{DType::kF32, {packed_floats_}});
+      WeightSources src{ctx.const_inputs[kRnnW]->data_as<float>(),
+                        ctx.const_inputs[kRnnR]->data_as<float>(),
+                        s_.has_bias ? ctx.const_inputs[kRnnB]->data_as<float>() : nullptr,
+                        s_.has_peephole ? ctx.const_inputs[kRnnP]->data_as<float>() : nullptr};
+      for (const Segment& seg : solo_.segs) pack_segment(src, seg, packed_.data_as<float>());
+    }
+
+    // Scratch: barrier, hoisted projections, GEMM outputs, states, [packed weights].
+    auto take = [&](int64_t floats) {
+      const int64_t at = scratch_floats_;
+      scratch_floats_ += round_up(floats, kLine);
+      return at;
+    };
+    static_assert(sizeof(SpinBarrier) <= 64 * kLine, "barrier slot too small");
+    scratch_floats_ = 0;
+    take(sizeof(SpinBarrier) / sizeof(float) + 1);
+    xw_off_ = take(chunk_ * B * ldx_);
+    gh0_off_ = take(B * ld_gh0_);
+    gh1_off_ = take(B * ld_gh1_);
+    hb_off_ = take(2 * D * B * ldh_);
+    cb_off_ = take(kind_ == RnnCellKind::kLstm ? D * B * ldh_ : 0);
+    zb_off_ = take(canonical_gru_ ? D * B * ldh_ : 0);
+    rhb_off_ = take(canonical_gru_ ? D * B * ldh_ : 0);
+    scratch_packed_off_ = take(const_weights_ ? 0 : packed_floats_);
+    return Status::ok();
+  }
+
+  void run(const TeamContext& team, const Buffers& io) const noexcept override;
+
+ private:
+  struct WeightSources {
+    const float* w;
+    const float* r;
+    const float* b;
+    const float* p;
+  };
+
+  void plan_partition();
+  void make_gemms(ThreadPlan& p) const;
+  void pack_segment(const WeightSources& src, const Segment& seg, float* packed) const;
+  void hoist(const ThreadPlan& p, const float* x, const float* packed, float* xw, int64_t s0,
+             int64_t s1) const noexcept;
+  void init_state(const ThreadPlan& p, const Buffers& io, float* hb, float* cb) const noexcept;
+  // One step of plan p; `barrier` (nullptr for a team of 1) for the canonical GRU's mid-step
+  // barrier.
+  void step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t s1, const Buffers& io,
+            const float* packed, float* scratch, SpinBarrier* barrier) const noexcept;
+  void write_final(const ThreadPlan& p, const Buffers& io, const float* hb, const float* cb) const noexcept;
+
+  int64_t seq_len_of(const void* lens, int64_t b) const noexcept {
+    if (!lens) return s_.seq_len;
+    const int64_t v = s_.seq_lens_dtype == DType::kI64 ? static_cast<const int64_t*>(lens)[b]
+                                                       : static_cast<const int32_t*>(lens)[b];
+    return std::clamp<int64_t>(v, 0, s_.seq_len);
+  }
+  // First time index of direction d's window of steps [s0, s1).
+  int64_t window_begin(int d, int64_t s0, int64_t s1) const {
+    return s_.is_reverse(d) ? s_.seq_len - s1 : s0;
+  }
+  // Offsets (floats) of rows in the ONNX tensors, per layout.
+  int64_t x_row(int64_t t, int64_t b) const {
+    return (s_.layout == 0 ? t * s_.batch + b : b * s_.seq_len + t) * s_.input_size;
+  }
+  int64_t y_row(int64_t t, int d, int64_t b) const {
+    const int64_t D = s_.num_directions;
+    return (s_.layout == 0 ? (t * D + d) * s_.batch + b : (b * s_.seq_len + t) * D + d) * s_.hidden;
+  }
+  int64_t state_row(int d, int64_t b) const {
+    return (s_.layout == 0 ? d * s_.batch + b : b * s_.num_directions + d) * s_.hidden;
+  }
+
+  RnnCellKind kind_;
+  RnnSpec s_;
+  bool canonical_gru_ = false;
+  int64_t g0_ = 1;  // gates in R's first group
+  int team_ = 1;
+  int64_t ldh_ = 0, dir_x_ = 0, ldx_ = 0, ldw_ = 0, ld_r0_ = 0, dir_gh0_ = 0, ld_gh0_ = 0,
+          ld_r1_ = 0, dir_gh1_ = 0, ld_gh1_ = 0, dir_p_ = 0;
+  int64_t chunk_ = 1;
+  std::vector<ThreadPlan> plans_;  // one per team member (some may be idle)
+  ThreadPlan solo_;                // everything, for a run on a team of another size
+  bool const_weights_ = false;
+  Tensor packed_;
+  int64_t packed_floats_ = 0, wp_off_ = 0, rp0_off_ = 0, rp1_off_ = 0, bias_off_ = 0,
+          bias_h_off_ = 0, peep_off_ = 0;
+  int64_t scratch_floats_ = 0, xw_off_ = 0, gh0_off_ = 0, gh1_off_ = 0, hb_off_ = 0, cb_off_ = 0,
+          zb_off_ = 0, rhb_off_ = 0, scratch_packed_off_ = 0;
+};
+
+// Choose xi (row parts) x xj (unit parts) for the team by PCP's cross-step cost of the
+// recurrent GEMM, then cut the (direction, 16-unit line) space into xj ranges.
+void RnnSequenceKernel::plan_partition() {
+  const int64_t D = s_.num_directions, G = s_.gates, H = s_.hidden, B = s_.batch;
+  const int64_t lines = (H + kLine - 1) / kLine;
+  const int64_t total = D * lines;
+  const GemmDims dims{B, D * G * H, H};
+  PcpOptions opt;
+  opt.seq_len = s_.seq_len;
+  opt.l2_bytes = 1 << 20;
+  int best_xi = 1, best_xj = 1;
+  for (int p = team_; p >= 1; --p) {
+    double best = std::numeric_limits<double>::infinity();
+    for (int xj = p; xj >= 1; --xj) {  // more unit splits first on ties (weights stay apart)
+      if (p % xj) continue;
+      const int xi = p / xj;
+      if (xj > total || xi > B) continue;
+      const double c = pcp_cost(dims, xi, xj, 1, opt);
+      if (c < best) {
+        best = c;
+        best_xi = xi;
+        best_xj = xj;
+      }
+    }
+    if (best < std::numeric_limits<double>::infinity()) break;
+  }
+  auto segments_of = [&](int64_t l0, int64_t l1) {
+    std::vector<Segment> segs;
+    for (int d = 0; d < D; ++d) {
+      const int64_t a = std::max(l0, d * lines) - d * lines, b = std::min(l1, (d + 1) * lines) - d * lines;
+      if (a >= b) continue;
+      Segment seg;
+      seg.d = d;
+      seg.j0 = a * kLine;
+      seg.j1 = std::min(H, b * kLine);
+      segs.push_back(std::move(seg));
+    }
+    return segs;
+  };
+  plans_.assign(team_, ThreadPlan{});
+  for (int t = 0; t < best_xi * best_xj; ++t) {
+    const int q = t % best_xj, r = t / best_xj;
+    auto [l0, l1] = team_range(total, q, best_xj);
+    auto [r0, r1] = team_range(B, r, best_xi);
+    plans_[t].r0 = r0;
+    plans_[t].r1 = r1;
+    plans_[t].segs = segments_of(l0, l1);
+  }
+  // The solo plan walks the same blocks (the packed layout depends on them) with all rows.
+  solo_.r0 = 0;
+  solo_.r1 = B;
+  solo_.segs.clear();
+  for (int q = 0; q < best_xj; ++q) {
+    auto [l0, l1] = team_range(total, q, best_xj);
+    for (Segment& seg : segments_of(l0, l1)) solo_.segs.push_back(std::move(seg));
+  }
+  std::stable_sort(solo_.segs.begin(), solo_.segs.end(),
+                   [](const Segment& a, const Segment& b) { return a.d < b.d; });
+}
+
+void RnnSequenceKernel::make_gemms(ThreadPlan& p) const {
+  if (!p.active()) return;
+  const int64_t B = s_.batch, T = s_.seq_len, I = s_.input_size, H = s_.hidden;
+  const int64_t rows = p.r1 - p.r0;
+  const bool full_rows = rows == B;
+  // Row counts of the hoisted GEMM calls (see hoist()).
+  std::set<int64_t> hoist_ns;
+  for (int64_t s0 = 0; s0 < T; s0 += chunk_) {
+    const int64_t len = std::min(chunk_, T - s0);
+    if (s_.layout == 1) hoist_ns.insert(len);
+    else hoist_ns.insert(full_rows ? len * B : rows);
+  }
+  const int64_t hoist_ldc = s_.layout == 1 ? B * ldx_ : ldx_;
+  for (Segment& seg : p.segs) {
+    const int64_t w = seg.j1 - seg.j0;
+    seg.hoist = TiledGemm::create(s_.gates * w, I, ldw_, I, hoist_ldc, hoist_ns);
+    seg.rec0 = TiledGemm::create(g0_ * w, H, ld_r0_, ldh_, ld_gh0_, {rows});
+    if (canonical_gru_) seg.rec1 = TiledGemm::create(w, H, ld_r1_, ldh_, ld_gh1_, {rows});
+  }
+}
+
+void RnnSequenceKernel::pack_segment(const WeightSources& src, const Segment& seg,
+                                     float* packed) const {
+  const int64_t D = s_.num_directions, G = s_.gates, H = s_.hidden, I = s_.input_size;
+  (void)D;
+  const int d = seg.d;
+  const int64_t j0 = seg.j0, w = seg.j1 - seg.j0;
+  const float* W = src.w + d * G * H * I;
+  const float* R = src.r + d * G * H * H;
+  float* wp = packed + wp_off_ + d * I * ldw_;
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t u = 0; u < w; ++u) {
+      const float* row = W + (g * H + j0 + u) * I;
+      const int64_t col = G * j0 + g * w + u;
+      for (int64_t k = 0; k < I; ++k) wp[k * ldw_ + col] = row[k];
+    }
+  float* rp0 = packed + rp0_off_ + d * H * ld_r0_;
+  for (int64_t g = 0; g < g0_; ++g)
+    for (int64_t u = 0; u < w; ++u) {
+      const float* row = R + (g * H + j0 + u) * H;
+      const int64_t col = g0_ * j0 + g * w + u;
+      for (int64_t k = 0; k < H; ++k) rp0[k * ld_r0_ + col] = row[k];
+    }
+  if (canonical_gru_) {
+    float* rp1 = packed + rp1_off_ + d * H * ld_r1_;
+    for (int64_t u = 0; u < w; ++u) {
+      const float* row = R + (2 * H + j0 + u) * H;
+      for (int64_t k = 0; k < H; ++k) rp1[k * ld_r1_ + j0 + u] = row[k];
+    }
+  }
+  if (src.b) {
+    const float* wb = src.b + d * 2 * G * H;
+    const float* rb = wb + G * H;
+    float* bias = packed + bias_off_ + d * dir_x_;
+    float* bias_h = packed + bias_h_off_ + d * dir_x_;
+    for (int64_t g = 0; g < G; ++g)
+      for (int64_t u = 0; u < w; ++u) {
+        const int64_t col = G * j0 + g * w + u, j = g * H + j0 + u;
+        if (kind_ == RnnCellKind::kGru) {
+          bias[col] = wb[j];
+          bias_h[col] = rb[j];
+        } else {
+          bias[col] = wb[j] + rb[j];
+        }
+      }
+  }
+  if (src.p) {
+    const float* pv = src.p + d * 3 * H;
+    float* pp = packed + peep_off_ + d * dir_p_;
+    for (int64_t g = 0; g < 3; ++g)
+      for (int64_t u = 0; u < w; ++u) pp[3 * j0 + g * w + u] = pv[g * H + j0 + u];
+  }
+}
+
+// X W^T for plan p's rows and segments over steps [s0, s1). Row (t - window_begin) * B + b of
+// xw holds time t, batch b, so each direction's window of times fills the same rows.
+void RnnSequenceKernel::hoist(const ThreadPlan& p, const float* x, const float* packed, float* xw,
+                              int64_t s0, int64_t s1) const noexcept {
+  const int64_t B = s_.batch, I = s_.input_size, G = s_.gates;
+  const int64_t len = s1 - s0;
+  for (const Segment& seg : p.segs) {
+    const int64_t t0 = window_begin(seg.d, s0, s1);
+    const float* wp = packed + wp_off_ + seg.d * I * ldw_ + G * seg.j0;
+    float* out = xw + seg.d * dir_x_ + G * seg.j0;
+    if (s_.layout == 1) {
+      for (int64_t b = p.r0; b < p.r1; ++b) seg.hoist.run(wp, x + x_row(t0, b), out + b * ldx_, len);
+    } else if (p.r1 - p.r0 == B) {
+      seg.hoist.run(wp, x + x_row(t0, 0), out, len * B);
+    } else {
+      for (int64_t t = 0; t < len; ++t)
+        seg.hoist.run(wp, x + x_row(t0 + t, p.r0), out + (t * B + p.r0) * ldx_, p.r1 - p.r0);
+    }
+  }
+}
+
+void RnnSequenceKernel::init_state(const ThreadPlan& p, const Buffers& io, float* hb,
+                                   float* cb) const noexcept {
+  const int64_t B = s_.batch;
+  const float* h0 = s_.has_initial_h ? static_cast<const float*>(io.inputs[kRnnInitialH]) : nullptr;
+  const float* c0 = s_.has_initial_c ? static_cast<const float*>(io.inputs[kRnnInitialC]) : nullptr;
+  for (const Segment& seg : p.segs)
+    for (int64_t b = p.r0; b < p.r1; ++b) {
+      float* h = hb + (seg.d * B + b) * ldh_;
+      if (h0) std::memcpy(h + seg.j0, h0 + state_row(seg.d, b) + seg.j0, (seg.j1 - seg.j0) * sizeof(float));
+      else std::fill(h + seg.j0, h + seg.j1, 0.0f);
+      if (kind_ == RnnCellKind::kLstm) {
+        float* c = cb + (seg.d * B + b) * ldh_;
+        if (c0) std::memcpy(c + seg.j0, c0 + state_row(seg.d, b) + seg.j0, (seg.j1 - seg.j0) * sizeof(float));
+        else std::fill(c + seg.j0, c + seg.j1, 0.0f);
+      }
+    }
+}
+
+void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t s1,
+                             const Buffers& io, const float* packed, float* scratch,
+                             SpinBarrier* barrier) const noexcept {
+  const int64_t B = s_.batch, H = s_.hidden, G = s_.gates, T = s_.seq_len;
+  const int64_t DBH = s_.num_directions * B * ldh_;
+  const float* hprev_all = scratch + hb_off_ + (s & 1) * DBH;
+  float* hnext_all = scratch + hb_off_ + ((s + 1) & 1) * DBH;
+  const float* xw = scratch + xw_off_;
+  float* gh0 = scratch + gh0_off_;
+  float* y = static_cast<float*>(io.outputs[0]);
+  const void* lens = s_.has_seq_lens ? io.inputs[kRnnSeqLens] : nullptr;
+  const bool has_bias = s_.has_bias;
+  // At step 0 without initial_h, h_prev R^T is zero: LSTM and RNN skip the GEMM.
+  const bool zero_h = s == 0 && !s_.has_initial_h;
+  const bool active_p = p.active();
+
+  // Calls f(ra, rb) for each run of rows in [r0, r1) whose sequence covers time tt.
+  auto for_active_runs = [&](int64_t tt, auto&& f) {
+    if (!lens) {
+      f(p.r0, p.r1);
+      return;
+    }
+    int64_t b = p.r0;
+    while (b < p.r1) {
+      while (b < p.r1 && seq_len_of(lens, b) <= tt) ++b;
+      const int64_t a = b;
+      while (b < p.r1 && seq_len_of(lens, b) > tt) ++b;
+      if (a < b) f(a, b);
+    }
+  };
+  // Y for this step (h or 0), and h carried over for rows past their length.
+  auto finish_rows = [&](const Segment& seg, int64_t tt) {
+    const int64_t w = seg.j1 - seg.j0;
+    const float* hprev = hprev_all + seg.d * B * ldh_;
+    float* hnext = hnext_all + seg.d * B * ldh_;
+    for (int64_t b = p.r0; b < p.r1; ++b) {
+      float* yr = y + y_row(tt, seg.d, b) + seg.j0;
+      float* hn = hnext + b * ldh_ + seg.j0;
+      if (seq_len_of(lens, b) > tt) {
+        std::memcpy(yr, hn, w * sizeof(float));
+      } else {
+        std::memcpy(hn, hprev + b * ldh_ + seg.j0, w * sizeof(float));
+        std::fill(yr, yr + w, 0.0f);
+      }
+    }
+  };
+  auto time_of = [&](int d) { return s_.is_reverse(d) ? T - 1 - s : s; };
+  auto xg_of = [&](const Segment& seg, int64_t tt) {
+    return xw + (tt - window_begin(seg.d, s0, s1)) * B * ldx_ + seg.d * dir_x_ + G * seg.j0;
+  };
+
+  if (kind_ == RnnCellKind::kLstm || kind_ == RnnCellKind::kRnn) {
+    if (!active_p) return;
+    for (const Segment& seg : p.segs) {
+      const int d = seg.d;
+      const int64_t w = seg.j1 - seg.j0, tt = time_of(d);
+      const float* hprev = hprev_all + d * B * ldh_;
+      float* gh = gh0 + d * dir_gh0_ + G * seg.j0;
+      if (!zero_h)
+        seg.rec0.run(packed + rp0_off_ + d * H * ld_r0_ + G * seg.j0, hprev + p.r0 * ldh_,
+                     gh + p.r0 * ld_gh0_, p.r1 - p.r0);
+      const float* xg = xg_of(seg, tt);
+      float* hnext = hnext_all + d * B * ldh_ + seg.j0;
+      if (kind_ == RnnCellKind::kLstm) {
+        LstmGateArgs a;
+        a.hidden = w;
+        a.gate_stride = w;
+        a.gates_x = xg;
+        a.ld_gates_x = ldx_;
+        a.gates_h = zero_h ? nullptr : gh;
+        a.ld_gates_h = ld_gh0_;
+        a.bias = has_bias ? packed + bias_off_ + d * dir_x_ + G * seg.j0 : nullptr;
+        a.peephole = s_.has_peephole ? packed + peep_off_ + d * dir_p_ + 3 * seg.j0 : nullptr;
+        float* c = scratch + cb_off_ + d * B * ldh_ + seg.j0;
+        a.c_prev = c;
+        a.ld_c_prev = ldh_;
+        a.c = c;
+        a.ld_c = ldh_;
+        a.h = hnext;
+        a.ld_h = ldh_;
+        a.clip = s_.clip;
+        a.input_forget = s_.input_forget;
+        for_active_runs(tt, [&](int64_t ra, int64_t rb) { lstm_gates(a, GateTile{ra, rb, 0, w}); });
+      } else {
+        RnnGateArgs a;
+        a.hidden = w;
+        a.gates_x = xg;
+        a.ld_gates_x = ldx_;
+        a.gates_h = zero_h ? nullptr : gh;
+        a.ld_gates_h = ld_gh0_;
+        a.bias = has_bias ? packed + bias_off_ + d * dir_x_ + seg.j0 : nullptr;
+        a.h = hnext;
+        a.ld_h = ldh_;
+        a.clip = s_.clip;
+        a.activation = s_.activation[d];
+        for_active_runs(tt, [&](int64_t ra, int64_t rb) { rnn_gates(a, GateTile{ra, rb, 0, w}); });
+      }
+      finish_rows(seg, tt);
+    }
+    return;
+  }
+
+  // GRU.
+  auto gru_args = [&](const Segment& seg, int64_t tt) {
+    const int d = seg.d;
+    GruGateArgs a;
+    a.hidden = seg.j1 - seg.j0;
+    a.gate_stride = a.hidden;
+    a.gates_x = xg_of(seg, tt);
+    a.ld_gates_x = ldx_;
+    a.gates_h = gh0 + d * dir_gh0_ + g0_ * seg.j0;
+    a.ld_gates_h = ld_gh0_;
+    a.bias_x = has_bias ? packed + bias_off_ + d * dir_x_ + G * seg.j0 : nullptr;
+    a.bias_h = has_bias ? packed + bias_h_off_ + d * dir_x_ + G * seg.j0 : nullptr;
+    a.h_prev = hprev_all + d * B * ldh_ + seg.j0;
+    a.ld_h_prev = ldh_;
+    a.h = hnext_all + d * B * ldh_ + seg.j0;
+    a.ld_h = ldh_;
+    a.clip = s_.clip;
+    return a;
+  };
+  if (active_p) {
+    for (const Segment& seg : p.segs) {
+      const int d = seg.d;
+      const int64_t tt = time_of(d), w = seg.j1 - seg.j0;
+      const float* hprev = hprev_all + d * B * ldh_;
+      seg.rec0.run(packed + rp0_off_ + d * H * ld_r0_ + g0_ * seg.j0, hprev + p.r0 * ldh_,
+                   gh0 + d * dir_gh0_ + g0_ * seg.j0 + p.r0 * ld_gh0_, p.r1 - p.r0);
+      GruGateArgs a = gru_args(seg, tt);
+      if (!canonical_gru_) {
+        for_active_runs(tt, [&](int64_t ra, int64_t rb) { gru_gates_lbr(a, GateTile{ra, rb, 0, w}); });
+        finish_rows(seg, tt);
+      } else {
+        a.z = scratch + zb_off_ + d * B * ldh_ + seg.j0;
+        a.ld_z = ldh_;
+        a.rh = scratch + rhb_off_ + d * B * ldh_ + seg.j0;
+        a.ld_rh = ldh_;
+        gru_gates_reset(a, GateTile{p.r0, p.r1, 0, w});
+      }
+    }
+  }
+  if (!canonical_gru_) return;
+  if (barrier) barrier->wait();  // every thread's r * h_prev is in rhb
+  if (!active_p) return;
+  for (const Segment& seg : p.segs) {
+    const int d = seg.d;
+    const int64_t tt = time_of(d), w = seg.j1 - seg.j0;
+    float* ghh = scratch + gh1_off_ + d * dir_gh1_ + seg.j0;
+    seg.rec1.run(packed + rp1_off_ + d * H * ld_r1_ + seg.j0,
+                 scratch + rhb_off_ + (d * B + p.r0) * ldh_, ghh + p.r0 * ld_gh1_, p.r1 - p.r0);
+    GruGateArgs a = gru_args(seg, tt);
+    a.gates_hh = ghh;
+    a.ld_gates_hh = ld_gh1_;
+    a.z = scratch + zb_off_ + d * B * ldh_ + seg.j0;
+    a.ld_z = ldh_;
+    for_active_runs(tt, [&](int64_t ra, int64_t rb) { gru_gates_output(a, GateTile{ra, rb, 0, w}); });
+    finish_rows(seg, tt);
+  }
+}
+
+void RnnSequenceKernel::write_final(const ThreadPlan& p, const Buffers& io, const float* hb,
+                                    const float* cb) const noexcept {
+  if (s_.num_outputs < 2 || !p.active()) return;
+  const int64_t B = s_.batch;
+  float* yh = static_cast<float*>(io.outputs[1]);
+  float* yc = s_.num_outputs > 2 ? static_cast<float*>(io.outputs[2]) : nullptr;
+  for (const Segment& seg : p.segs)
+    for (int64_t b = p.r0; b < p.r1; ++b) {
+      const size_t bytes = (seg.j1 - seg.j0) * sizeof(float);
+      std::memcpy(yh + state_row(seg.d, b) + seg.j0, hb + (seg.d * B + b) * ldh_ + seg.j0, bytes);
+      if (yc) std::memcpy(yc + state_row(seg.d, b) + seg.j0, cb + (seg.d * B + b) * ldh_ + seg.j0, bytes);
+    }
+}
+
+void RnnSequenceKernel::run(const TeamContext& team, const Buffers& io) const noexcept {
+  // A team of another size than init's (the runtime may give fewer threads): member 0 runs
+  // every block alone, the others have nothing to do.
+  const bool solo = team.nthr != team_;
+  if (solo && team.ithr != 0) return;
+  const int nthr = solo ? 1 : team.nthr;
+  const int ithr = solo ? 0 : team.ithr;
+  float* scratch = static_cast<float*>(team.scratch);
+  SpinBarrier* barrier = reinterpret_cast<SpinBarrier*>(scratch);
+  const ThreadPlan& own = solo ? solo_ : plans_[ithr];
+  const int64_t T = s_.seq_len;
+  const float* x = static_cast<const float*>(io.inputs[kRnnX]);
+
+  // Phase 0: per-run set-up of this thread's share; one OpenMP barrier publishes it all.
+  if (ithr == 0 && nthr > 1) new (barrier) SpinBarrier(nthr);
+  const float* packed = const_weights_ ? packed_.data_as<float>() : scratch + scratch_packed_off_;
+  if (!const_weights_ && own.active() && own.r0 == 0) {
+    WeightSources src{static_cast<const float*>(io.inputs[kRnnW]),
+                      static_cast<const float*>(io.inputs[kRnnR]),
+                      s_.has_bias ? static_cast<const float*>(io.inputs[kRnnB]) : nullptr,
+                      s_.has_peephole ? static_cast<const float*>(io.inputs[kRnnP]) : nullptr};
+    for (const Segment& seg : own.segs) pack_segment(src, seg, scratch + scratch_packed_off_);
+  }
+  init_state(own, io, scratch + hb_off_, scratch + cb_off_);
+  if (nthr > 1) {
+#pragma omp barrier
+  }
+
+  // The recurrence. Thread ithr computes plan ithr at every step (weight-centric
+  // streamlining), or plan (ithr + step) mod nthr with the shuffle knob.
+  const bool shuffle = s_.wcs_shuffle && nthr > 1;
+  for (int64_t s0 = 0; s0 < T; s0 += chunk_) {
+    const int64_t s1 = std::min(T, s0 + chunk_);
+    // Hoisted input projections of this chunk, for the thread's own block: no barrier needed
+    // unless another thread will read them (shuffle).
+    hoist(own, x, packed, scratch + xw_off_, s0, s1);
+    if (shuffle) barrier->wait();
+    for (int64_t s = s0; s < s1; ++s) {
+      const ThreadPlan& p = shuffle ? plans_[(ithr + s) % nthr] : own;
+      step(p, s, s0, s1, io, packed, scratch, nthr > 1 ? barrier : nullptr);
+      if (s + 1 < T && nthr > 1) barrier->wait();  // h of step s is read by all at s + 1
+    }
+  }
+  const ThreadPlan& last = shuffle ? plans_[(ithr + T - 1) % nthr] : own;
+  write_final(last, io, scratch + hb_off_ + (T & 1) * s_.num_directions * s_.batch * ldh_,
+              scratch + cb_off_);
+}
+
+// ---- registration ----
+
+Result<std::vector<TensorDesc>> infer_rnn(const graph::InferContext& ctx) {
+  GRAPHI_ASSIGN_OR_RETURN(RnnSpec s, rnn_spec(ctx.node, ctx.inputs, ctx.num_outputs, ctx.where));
+  return rnn_output_descs(s);
+}
+
+CostHint cost_rnn(const graph::Node& node, std::span<const TensorDesc* const> inputs,
+                  std::span<const TensorDesc* const> outputs) {
+  CostHint c;
+  const TensorDesc& w = *inputs[kRnnW];
+  const TensorDesc& r = *inputs[kRnnR];
+  const TensorDesc& y = *outputs[0];
+  // Y is [T, D, B, H] or [B, T, D, H]: T*D*B*H elements either way.
+  const double tdbh = static_cast<double>(y.numel());
+  const double gh = static_cast<double>(w.shape[1]);  // G*H
+  const double h = static_cast<double>(r.shape[2]), i = static_cast<double>(w.shape[2]);
+  const double g = gh / std::max(1.0, h);
+  c.flops = 2.0 * tdbh * g * (i + h) + tdbh * g * 10.0;  // GEMMs + gates
+  for (const TensorDesc* d : inputs)
+    if (d) c.bytes += static_cast<double>(d->bytes());
+  for (const TensorDesc* d : outputs) c.bytes += static_cast<double>(d->bytes());
+  return c;
+}
+
+template <RnnCellKind K>
+std::unique_ptr<Kernel> make_rnn_kernel() {
+  return std::make_unique<RnnSequenceKernel>(K);
+}
+
+}  // namespace
+
+void register_rnn_ops(Registry& r) {
+  r.add({"LSTM", infer_rnn, cost_rnn, false, {make_rnn_kernel<RnnCellKind::kLstm>}});
+  r.add({"GRU", infer_rnn, cost_rnn, false, {make_rnn_kernel<RnnCellKind::kGru>}});
+  r.add({"RNN", infer_rnn, cost_rnn, false, {make_rnn_kernel<RnnCellKind::kRnn>}});
+}
+
+}  // namespace graphi::ops

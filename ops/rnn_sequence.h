@@ -1,0 +1,88 @@
+// The fused sequence ops LSTM, GRU and RNN with ONNX (opset 14) semantics: one node runs a whole
+// layer (all time steps, one or both directions). Stacked layers are separate nodes, as in ONNX.
+//
+// Inputs (ONNX order; "" = absent optional input):
+//   X [T, B, I]                      (layout = 1: [B, T, I])
+//   W [D, G*H, I]   R [D, G*H, H]    gate blocks in ONNX order: LSTM (i, o, f, c), GRU (z, r, h),
+//                                    RNN one block; D = 2 for direction = bidirectional, else 1
+//   B [D, 2*G*H]    optional, Wb then Rb
+//   sequence_lens [B]  optional, int32 or int64; values outside [0, T] are clamped to it
+//   initial_h [D, B, H]  optional (layout = 1: [B, D, H])
+//   initial_c [D, B, H]  optional, LSTM only
+//   P [D, 3*H]      optional, LSTM peepholes (i, o, f)
+// Outputs, the first 1..3 (LSTM) or 1..2 (GRU, RNN) of:
+//   Y [T, D, B, H] (layout = 1: [B, T, D, H]), Y_h [D, B, H], Y_c [D, B, H] (LSTM)
+//   (layout = 1: Y_h, Y_c are [B, D, H]). For a batch entry of length L < T, Y is 0 at steps
+//   >= L and Y_h / Y_c hold its state after its last valid step (the reverse direction runs
+//   steps L-1 .. 0).
+// Attributes: hidden_size (default: R's last dim), direction (forward | reverse |
+// bidirectional), layout (0 | 1), clip (> 0; applied to the gate pre-activations), input_forget
+// (LSTM, 0 | 1), linear_before_reset (GRU, 0 | 1), activations (one comma-separated string, since
+// graphi attributes have no string lists: "Sigmoid,Tanh,Tanh" per direction for LSTM,
+// "Sigmoid,Tanh" for GRU — only these defaults are supported — and one of Tanh | Relu | Sigmoid
+// per direction for RNN; a single direction's list is reused for both directions).
+// activation_alpha / activation_beta are rejected (no supported activation takes them).
+// Internal benchmark knob: graphi_wcs_shuffle (int, default 0). 1 rotates the thread-to-block
+// mapping every step (thread t computes the block of thread (t + step) mod nthr), which defeats
+// weight-centric streamlining; same results, used to measure what WCS buys.
+//
+// The kernel (weight-centric streamlining, DeepCPU 5.2.4): weights packed once at init (when W,
+// R, B, P are constants; else per run into scratch), one parallel region for the sequence (the
+// executor's), thread t always owning the same block of hidden units (all G gates of each of
+// its units, so the fused gate kernel needs only its own GEMM block), the input projection
+// X W^T hoisted out of the recurrence as large GEMMs over chunks of time steps, LIBXSMM
+// microkernels for every GEMM, one team barrier per step (two for the canonical GRU, whose
+// reset gate must see all of r * h_prev before its last GEMM).
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "ops/rnn_gates.h"
+
+namespace graphi::ops {
+
+enum class RnnCellKind { kRnn, kGru, kLstm };
+
+// The benchmark knob described above.
+inline constexpr const char* kWcsShuffleAttr = "graphi_wcs_shuffle";
+
+// Input slots, ONNX order.
+enum RnnInput : int { kRnnX = 0, kRnnW, kRnnR, kRnnB, kRnnSeqLens, kRnnInitialH, kRnnInitialC, kRnnP };
+
+// A validated LSTM/GRU/RNN node.
+struct RnnSpec {
+  RnnCellKind kind = RnnCellKind::kLstm;
+  int64_t seq_len = 0, batch = 0, input_size = 0, hidden = 0;
+  int num_directions = 1;
+  bool reverse_only = false;      // direction = reverse (D = 1)
+  int gates = 4;                  // G: LSTM 4, GRU 3, RNN 1
+  int layout = 0;
+  float clip = 0.0f;              // 0 = no clipping
+  bool input_forget = false;      // LSTM
+  bool linear_before_reset = false;  // GRU
+  RnnActivation activation[2] = {RnnActivation::kTanh, RnnActivation::kTanh};  // RNN, per direction
+  bool has_bias = false, has_seq_lens = false, has_initial_h = false, has_initial_c = false,
+       has_peephole = false;
+  DType seq_lens_dtype = DType::kI32;
+  int num_outputs = 1;
+  bool wcs_shuffle = false;
+
+  // Is direction d (0 or 1) processed back to front?
+  bool is_reverse(int d) const { return reverse_only || d == 1; }
+};
+
+const char* rnn_cell_name(RnnCellKind kind);  // "LSTM", "GRU", "RNN"
+
+// Checks inputs, attributes and the number of outputs of an LSTM/GRU/RNN node. Shape errors name
+// the input, its shape and the expected shape with where each dim comes from; unsupported
+// features (non-default activations, activation_alpha/beta) are kUnsupported.
+Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* const> inputs,
+                         size_t num_outputs, const std::string& where);
+
+// The descs of the spec's outputs (the first num_outputs of Y, Y_h, Y_c).
+std::vector<TensorDesc> rnn_output_descs(const RnnSpec& s);
+
+}  // namespace graphi::ops
