@@ -8,6 +8,8 @@
 #include <numeric>
 #include <random>
 
+#include "engine/session.h"
+#include "graph/graph_builder.h"
 #include "ops/registry.h"
 #include "tests/support/op_runner.h"
 #include "tests/support/reference_basic.h"
@@ -375,4 +377,24 @@ TEST_CASE("Reshape errors name both shapes", "[ops][shape][errors]") {
              Catch::Contains("must be a constant"));
   CHECK_THAT(error_of("Reshape", attrs_of({{"shape", V{6}}}), {kX23, ints({6})}, 1, {false, true}),
              Catch::Contains("not both"));
+}
+
+TEST_CASE("Slice with an absent optional axes input and present steps runs through a Session",
+          "[ops][shape]") {
+  // ONNX importers pass "" for a skipped optional input; axes then default to 0..k-1.
+  Tensor x = make_data({6, 5}, DType::kF32, 700);
+  graph::GraphBuilder b("<slice test>");
+  b.add_input("x", x.desc());
+  b.add_constant("starts", ints({-1, 1}));
+  b.add_constant("ends", ints({kMin, 5}));
+  b.add_constant("steps", ints({-2, 2}));
+  b.add_output("y");
+  b.add_node("Slice", "node", {"x", "starts", "ends", "", "steps"}, {"y"}, {});
+  auto g = b.finish(ops::Registry::get());
+  REQUIRE(g.is_ok());
+  auto session = engine::Session::create(std::make_shared<const graph::Graph>(std::move(*g)));
+  REQUIRE(session.is_ok());
+  auto out = (*session)->run({{"x", x}});
+  REQUIRE(out.is_ok());
+  CHECK(same(out->at(0).second, test::slice_ref(x, {-1, 1}, {kMin, 5}, {}, {-2, 2})));
 }
