@@ -13,6 +13,8 @@ Result<graph::Graph> build_gru(const RnnSpec& spec, const graph::ShapeInferencer
   b.set_metadata("linear_before_reset", lbr ? "1" : "0");
   detail::RnnGraph g(b, spec);
 
+  g.input("x", T, spec.input);
+  g.input("h0", L, H);
   std::vector<std::string> inputs = g.split_input("x", T, spec.input, "t");
   const std::vector<std::string> h0 = g.split_input("h0", L, H, "l");
   std::vector<std::string> h_n;

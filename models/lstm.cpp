@@ -11,6 +11,9 @@ Result<graph::Graph> build_lstm(const RnnSpec& spec, const graph::ShapeInference
   detail::set_rnn_metadata(b, spec, "lstm", "iofc");
   detail::RnnGraph g(b, spec);
 
+  g.input("x", T, spec.input);
+  g.input("h0", L, H);
+  g.input("c0", L, H);
   std::vector<std::string> inputs = g.split_input("x", T, spec.input, "t");
   const std::vector<std::string> h0 = g.split_input("h0", L, H, "l");
   const std::vector<std::string> c0 = g.split_input("c0", L, H, "l");

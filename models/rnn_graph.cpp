@@ -40,10 +40,13 @@ std::string RnnGraph::op(const std::string& type, const std::string& name,
   return name;
 }
 
+void RnnGraph::input(const std::string& name, int64_t count, int64_t feat) {
+  b_.add_input(name, TensorDesc{DType::kF32, {count, spec_.batch, feat}});
+}
+
 std::vector<std::string> RnnGraph::split_input(const std::string& name, int64_t count, int64_t feat,
                                                const std::string& prefix) {
   const int64_t B = spec_.batch;
-  b_.add_input(name, TensorDesc{DType::kF32, {count, B, feat}});
   // [count, B, feat] -> [count*B, feat] -> count pieces of B rows. With count == 1 the Reshape
   // alone gives the [B, feat] value.
   std::string flat = reshape(name + "/rows", name, {count * B, feat});

@@ -32,8 +32,11 @@ class RnnGraph {
   std::string op(const std::string& type, const std::string& name,
                  const std::vector<std::string>& inputs);
 
-  // Declares graph input `name` f32[count, B, feat] and splits it into `count` values of
-  // [B, feat] named "{name}/{prefix}{i}". Returns their names.
+  // Declares graph input `name` f32[count, B, feat]. Declare every input before anything else,
+  // so inputs get the lowest value ids (as the .graphi reader assigns them).
+  void input(const std::string& name, int64_t count, int64_t feat);
+  // Splits declared input `name` into `count` values of [B, feat] named
+  // "{name}/{prefix}{i}". Returns their names.
   std::vector<std::string> split_input(const std::string& name, int64_t count, int64_t feat,
                                        const std::string& prefix);
   // Concatenates `parts` (each [B, H]) into graph output `name` of [parts.size(), B, H].
