@@ -325,8 +325,10 @@ class TiledGemm {
     g.ldb_ = ldb;
     g.ldc_ = ldc;
     const int64_t nmax = ns.empty() ? 1 : *ns.rbegin();
+    // Measured on the 2-core EPYC (AVX-512): 32 x 32 x 256 tiles reach ~140 GFLOP/s per core
+    // (64 x 32 x 128: ~118); GEMV-like calls (1-2 rows) stream A and want long columns.
     g.nt_ = std::min<int64_t>(nmax, 32);
-    g.mt_ = std::min<int64_t>(m, g.nt_ <= 2 ? 256 : 64);
+    g.mt_ = std::min<int64_t>(m, g.nt_ <= 2 ? 256 : 32);
     constexpr int64_t kBudget = 64 * 64 * 64;
     int64_t kt = std::max<int64_t>(1, kBudget / (g.mt_ * g.nt_));
     const int64_t nk = (k + kt - 1) / kt;
@@ -407,10 +409,13 @@ class TiledGemm {
   std::vector<Entry> entries_;
 };
 
-// One block of hidden units [j0, j1) of direction d, and its GEMMs.
+// One block of hidden units [j0, j1) of direction d, its packed weights and its GEMMs.
 struct Segment {
   int d = 0;
   int64_t j0 = 0, j1 = 0;
+  // The block's columns of W and R, each a contiguous [K][ld] slab of the packed buffer (a
+  // thread streams one dense slab per step: ~13% faster than a strided slice of a shared one).
+  int64_t wp_off = 0, ldw = 0, rp0_off = 0, ld_r0 = 0, rp1_off = 0, ld_r1 = 0;
   TiledGemm hoist;  // X rows * Wp[:, block columns]
   TiledGemm rec0;   // h_prev rows * Rp0[:, block columns]
   TiledGemm rec1;   // canonical GRU: (r * h_prev) rows * Rp1[:, block columns]
@@ -451,12 +456,9 @@ class RnnSequenceKernel final : public Kernel {
     ldh_ = round_up(H, kLine);
     dir_x_ = round_up(G * H, kLine);
     ldx_ = D * dir_x_;
-    ldw_ = dir_x_;
-    ld_r0_ = round_up(g0_ * H, kLine);
-    dir_gh0_ = ld_r0_;
+    dir_gh0_ = round_up(g0_ * H, kLine);
     ld_gh0_ = D * dir_gh0_;
-    ld_r1_ = canonical_gru_ ? ldh_ : 0;
-    dir_gh1_ = ld_r1_;
+    dir_gh1_ = canonical_gru_ ? ldh_ : 0;
     ld_gh1_ = D * dir_gh1_;
     dir_p_ = round_up(3 * H, kLine);
 
@@ -467,13 +469,8 @@ class RnnSequenceKernel final : public Kernel {
     for (ThreadPlan& p : plans_) make_gemms(p);
     make_gemms(solo_);
 
-    // Packed weights.
-    wp_off_ = 0;
-    int64_t off = D * I * ldw_;
-    rp0_off_ = off;
-    off += D * H * ld_r0_;
-    rp1_off_ = off;
-    off += canonical_gru_ ? D * H * ld_r1_ : 0;
+    // Packed weights: the blocks' slabs (offsets set by plan_partition), then biases, peepholes.
+    int64_t off = slabs_floats_;
     bias_off_ = off;  // LSTM/RNN: Wb + Rb; GRU: Wb
     off += s_.has_bias ? D * dir_x_ : 0;
     bias_h_off_ = off;  // GRU: Rb
@@ -564,14 +561,15 @@ class RnnSequenceKernel final : public Kernel {
   bool canonical_gru_ = false;
   int64_t g0_ = 1;  // gates in R's first group
   int team_ = 1;
-  int64_t ldh_ = 0, dir_x_ = 0, ldx_ = 0, ldw_ = 0, ld_r0_ = 0, dir_gh0_ = 0, ld_gh0_ = 0,
-          ld_r1_ = 0, dir_gh1_ = 0, ld_gh1_ = 0, dir_p_ = 0;
+  int64_t ldh_ = 0, dir_x_ = 0, ldx_ = 0, dir_gh0_ = 0, ld_gh0_ = 0, dir_gh1_ = 0, ld_gh1_ = 0,
+          dir_p_ = 0;
+  int64_t slabs_floats_ = 0;  // packed W and R slabs of every block
   int64_t chunk_ = 1;
   std::vector<ThreadPlan> plans_;  // one per team member (some may be idle)
   ThreadPlan solo_;                // everything, for a run on a team of another size
   bool const_weights_ = false;
   Tensor packed_;
-  int64_t packed_floats_ = 0, wp_off_ = 0, rp0_off_ = 0, rp1_off_ = 0, bias_off_ = 0,
+  int64_t packed_floats_ = 0, bias_off_ = 0,
           bias_h_off_ = 0, peep_off_ = 0;
   int64_t scratch_floats_ = 0, xw_off_ = 0, gh0_off_ = 0, gh1_off_ = 0, hb_off_ = 0, cb_off_ = 0,
           zb_off_ = 0, rhb_off_ = 0, scratch_packed_off_ = 0;
@@ -635,6 +633,31 @@ void RnnSequenceKernel::plan_partition() {
   }
   std::stable_sort(solo_.segs.begin(), solo_.segs.end(),
                    [](const Segment& a, const Segment& b) { return a.d < b.d; });
+  // One slab per block, each starting on a cache line.
+  slabs_floats_ = 0;
+  for (Segment& seg : solo_.segs) {
+    const int64_t w = seg.j1 - seg.j0;
+    seg.ldw = round_up(G * w, kLine);
+    seg.ld_r0 = round_up(g0_ * w, kLine);
+    seg.ld_r1 = canonical_gru_ ? round_up(w, kLine) : 0;
+    seg.wp_off = slabs_floats_;
+    slabs_floats_ += s_.input_size * seg.ldw;
+    seg.rp0_off = slabs_floats_;
+    slabs_floats_ += H * seg.ld_r0;
+    seg.rp1_off = slabs_floats_;
+    slabs_floats_ += H * seg.ld_r1;
+  }
+  for (ThreadPlan& p : plans_)
+    for (Segment& seg : p.segs)
+      for (const Segment& b : solo_.segs)
+        if (b.d == seg.d && b.j0 == seg.j0) {
+          seg.wp_off = b.wp_off;
+          seg.ldw = b.ldw;
+          seg.rp0_off = b.rp0_off;
+          seg.ld_r0 = b.ld_r0;
+          seg.rp1_off = b.rp1_off;
+          seg.ld_r1 = b.ld_r1;
+        }
 }
 
 void RnnSequenceKernel::make_gemms(ThreadPlan& p) const {
@@ -652,9 +675,9 @@ void RnnSequenceKernel::make_gemms(ThreadPlan& p) const {
   const int64_t hoist_ldc = s_.layout == 1 ? B * ldx_ : ldx_;
   for (Segment& seg : p.segs) {
     const int64_t w = seg.j1 - seg.j0;
-    seg.hoist = TiledGemm::create(s_.gates * w, I, ldw_, I, hoist_ldc, hoist_ns);
-    seg.rec0 = TiledGemm::create(g0_ * w, H, ld_r0_, ldh_, ld_gh0_, {rows});
-    if (canonical_gru_) seg.rec1 = TiledGemm::create(w, H, ld_r1_, ldh_, ld_gh1_, {rows});
+    seg.hoist = TiledGemm::create(s_.gates * w, I, seg.ldw, I, hoist_ldc, hoist_ns);
+    seg.rec0 = TiledGemm::create(g0_ * w, H, seg.ld_r0, ldh_, ld_gh0_, {rows});
+    if (canonical_gru_) seg.rec1 = TiledGemm::create(w, H, seg.ld_r1, ldh_, ld_gh1_, {rows});
   }
 }
 
@@ -666,25 +689,25 @@ void RnnSequenceKernel::pack_segment(const WeightSources& src, const Segment& se
   const int64_t j0 = seg.j0, w = seg.j1 - seg.j0;
   const float* W = src.w + d * G * H * I;
   const float* R = src.r + d * G * H * H;
-  float* wp = packed + wp_off_ + d * I * ldw_;
+  float* wp = packed + seg.wp_off;
   for (int64_t g = 0; g < G; ++g)
     for (int64_t u = 0; u < w; ++u) {
       const float* row = W + (g * H + j0 + u) * I;
-      const int64_t col = G * j0 + g * w + u;
-      for (int64_t k = 0; k < I; ++k) wp[k * ldw_ + col] = row[k];
+      const int64_t col = g * w + u;
+      for (int64_t k = 0; k < I; ++k) wp[k * seg.ldw + col] = row[k];
     }
-  float* rp0 = packed + rp0_off_ + d * H * ld_r0_;
+  float* rp0 = packed + seg.rp0_off;
   for (int64_t g = 0; g < g0_; ++g)
     for (int64_t u = 0; u < w; ++u) {
       const float* row = R + (g * H + j0 + u) * H;
-      const int64_t col = g0_ * j0 + g * w + u;
-      for (int64_t k = 0; k < H; ++k) rp0[k * ld_r0_ + col] = row[k];
+      const int64_t col = g * w + u;
+      for (int64_t k = 0; k < H; ++k) rp0[k * seg.ld_r0 + col] = row[k];
     }
   if (canonical_gru_) {
-    float* rp1 = packed + rp1_off_ + d * H * ld_r1_;
+    float* rp1 = packed + seg.rp1_off;
     for (int64_t u = 0; u < w; ++u) {
       const float* row = R + (2 * H + j0 + u) * H;
-      for (int64_t k = 0; k < H; ++k) rp1[k * ld_r1_ + j0 + u] = row[k];
+      for (int64_t k = 0; k < H; ++k) rp1[k * seg.ld_r1 + u] = row[k];
     }
   }
   if (src.b) {
@@ -715,11 +738,11 @@ void RnnSequenceKernel::pack_segment(const WeightSources& src, const Segment& se
 // xw holds time t, batch b, so each direction's window of times fills the same rows.
 void RnnSequenceKernel::hoist(const ThreadPlan& p, const float* x, const float* packed, float* xw,
                               int64_t s0, int64_t s1) const noexcept {
-  const int64_t B = s_.batch, I = s_.input_size, G = s_.gates;
+  const int64_t B = s_.batch, G = s_.gates;
   const int64_t len = s1 - s0;
   for (const Segment& seg : p.segs) {
     const int64_t t0 = window_begin(seg.d, s0, s1);
-    const float* wp = packed + wp_off_ + seg.d * I * ldw_ + G * seg.j0;
+    const float* wp = packed + seg.wp_off;
     float* out = xw + seg.d * dir_x_ + G * seg.j0;
     if (s_.layout == 1) {
       for (int64_t b = p.r0; b < p.r1; ++b) seg.hoist.run(wp, x + x_row(t0, b), out + b * ldx_, len);
@@ -753,7 +776,7 @@ void RnnSequenceKernel::init_state(const ThreadPlan& p, const Buffers& io, float
 void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t s1,
                              const Buffers& io, const float* packed, float* scratch,
                              SpinBarrier* barrier) const noexcept {
-  const int64_t B = s_.batch, H = s_.hidden, G = s_.gates, T = s_.seq_len;
+  const int64_t B = s_.batch, G = s_.gates, T = s_.seq_len;
   const int64_t DBH = s_.num_directions * B * ldh_;
   const float* hprev_all = scratch + hb_off_ + (s & 1) * DBH;
   float* hnext_all = scratch + hb_off_ + ((s + 1) & 1) * DBH;
@@ -809,7 +832,7 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
       const float* hprev = hprev_all + d * B * ldh_;
       float* gh = gh0 + d * dir_gh0_ + G * seg.j0;
       if (!zero_h)
-        seg.rec0.run(packed + rp0_off_ + d * H * ld_r0_ + G * seg.j0, hprev + p.r0 * ldh_,
+        seg.rec0.run(packed + seg.rp0_off, hprev + p.r0 * ldh_,
                      gh + p.r0 * ld_gh0_, p.r1 - p.r0);
       const float* xg = xg_of(seg, tt);
       float* hnext = hnext_all + d * B * ldh_ + seg.j0;
@@ -876,7 +899,7 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
       const int d = seg.d;
       const int64_t tt = time_of(d), w = seg.j1 - seg.j0;
       const float* hprev = hprev_all + d * B * ldh_;
-      seg.rec0.run(packed + rp0_off_ + d * H * ld_r0_ + g0_ * seg.j0, hprev + p.r0 * ldh_,
+      seg.rec0.run(packed + seg.rp0_off, hprev + p.r0 * ldh_,
                    gh0 + d * dir_gh0_ + g0_ * seg.j0 + p.r0 * ld_gh0_, p.r1 - p.r0);
       GruGateArgs a = gru_args(seg, tt);
       if (!canonical_gru_) {
@@ -898,7 +921,7 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
     const int d = seg.d;
     const int64_t tt = time_of(d), w = seg.j1 - seg.j0;
     float* ghh = scratch + gh1_off_ + d * dir_gh1_ + seg.j0;
-    seg.rec1.run(packed + rp1_off_ + d * H * ld_r1_ + seg.j0,
+    seg.rec1.run(packed + seg.rp1_off,
                  scratch + rhb_off_ + (d * B + p.r0) * ldh_, ghh + p.r0 * ld_gh1_, p.r1 - p.r0);
     GruGateArgs a = gru_args(seg, tt);
     a.gates_hh = ghh;

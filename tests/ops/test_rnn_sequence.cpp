@@ -573,7 +573,9 @@ TEST_CASE("rnn sequence: ONNX backend test cases (libonnx-testdata)", "[rnn_sequ
   CHECK(ran == 12);
 }
 
-// ---- a quick timing, not a test (hidden: run with `graphi_tests_ops "[.rnn_timing]"`) ----
+// ---- a quick timing, not a test (hidden: run with `graphi_tests_ops "[.rnn_timing]"`; the
+// environment variables RNN_TIMING_OP, RNN_TIMING_HIDDEN, RNN_TIMING_BATCH, RNN_TIMING_T change
+// the shape) ----
 
 TEST_CASE("rnn sequence: timing of LSTM I=H=256 B=1 T=100", "[.rnn_timing]") {
   Case c;
@@ -587,6 +589,8 @@ TEST_CASE("rnn sequence: timing of LSTM I=H=256 B=1 T=100", "[.rnn_timing]") {
   const char* env_b = std::getenv("RNN_TIMING_BATCH");
   const char* env_h = std::getenv("RNN_TIMING_HIDDEN");
   const char* env_op = std::getenv("RNN_TIMING_OP");
+  const char* env_t = std::getenv("RNN_TIMING_T");
+  if (env_t) c.T = std::atoi(env_t);
   if (env_b) c.B = std::atoi(env_b);
   if (env_h) c.I = c.H = std::atoi(env_h);
   if (env_op) c.op = env_op;
