@@ -59,6 +59,14 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
+// "1.52 1.30 0.90" from /proc/loadavg: other load on the machine distorts every benchmark.
+inline std::string load_average() {
+  std::ifstream f("/proc/loadavg");
+  std::string a, b, c;
+  f >> a >> b >> c;
+  return f ? a + " " + b + " " + c : "unknown";
+}
+
 inline std::string fmt(double v, int decimals = 1) {
   char b[64];
   std::snprintf(b, sizeof b, "%.*f", decimals, v);

@@ -136,8 +136,9 @@ int main(int argc, char** argv) {
   for (const char* policy : {"cpf", "fifo", "shared-queue"})
     for (auto [n, k] : configs) add(policy, n, k);
 
-  std::printf("graphi_bench_lstm: LSTM %s, %zu nodes, %d samples per Session\n",
-              models::rnn_spec_to_string(spec).c_str(), plans[1] ? plans[1]->num_nodes() : size_t{0}, repeats);
+  std::printf("graphi_bench_lstm: LSTM %s, %zu nodes, %d samples per Session, load average %s\n",
+              models::rnn_spec_to_string(spec).c_str(), plans[1] ? plans[1]->num_nodes() : size_t{0}, repeats,
+              load_average().c_str());
   engine::NamedTensors reference;
   for (Entry& e : entries) {
     auto out = e.session->run(inputs);
@@ -175,6 +176,6 @@ int main(int argc, char** argv) {
   }
   t.print();
   for (Entry& e : entries) std::printf("  %s\n", e.session->config_summary().c_str());
-  std::printf("\nCSV: %s\n", csv_path.c_str());
+  std::printf("\nload average at the end: %s\nCSV: %s\n", load_average().c_str(), csv_path.c_str());
   return 0;
 }

@@ -117,8 +117,8 @@ void fail(const Status& s) {
 int main(int argc, char** argv) {
   const Options opt = parse(argc, argv);
   calibrate_spin();
-  std::printf("graphi_bench_dispatch: %u hardware threads, oneTBB %s, spin loop %.3f ns/iteration\n",
-              std::thread::hardware_concurrency(), TBB_VERSION_STRING, spin_ns_per_iteration());
+  std::printf("graphi_bench_dispatch: %u hardware threads, oneTBB %s, spin loop %.3f ns/iteration, load average %s\n",
+              std::thread::hardware_concurrency(), TBB_VERSION_STRING, spin_ns_per_iteration(), load_average().c_str());
   if (!opt.csv.empty() && std::filesystem::path(opt.csv).has_parent_path())
     std::filesystem::create_directories(std::filesystem::path(opt.csv).parent_path());
   Csv csv;
@@ -210,6 +210,7 @@ int main(int argc, char** argv) {
     t.add(cells);
   }
   t.print();
-  if (!opt.csv.empty()) std::printf("\nCSV: %s\n", opt.csv.c_str());
+  std::printf("\nload average at the end: %s\n", load_average().c_str());
+  if (!opt.csv.empty()) std::printf("CSV: %s\n", opt.csv.c_str());
   return 0;
 }

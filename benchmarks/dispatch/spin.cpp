@@ -15,6 +15,10 @@ double elapsed_ns(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
+__attribute__((noipa)) void spin_iterations(uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i) __asm__ __volatile__("" ::: "memory");
+}
+
 void calibrate_spin() {
   constexpr uint64_t kIterations = uint64_t{1} << 22;  // a few ms
   double best = 1e300;

@@ -7,9 +7,10 @@
 
 namespace graphi::bench {
 
-inline void spin_iterations(uint64_t n) {
-  for (uint64_t i = 0; i < n; ++i) __asm__ __volatile__("" ::: "memory");
-}
+// Out of line and opaque to the optimizer (noipa) on purpose: calibration and every op must run
+// the same machine code; an inlined or constant-propagated copy compiles to another loop that
+// runs at another speed (measured: 2x apart on this machine).
+void spin_iterations(uint64_t n);
 
 // Measures the loop's speed (fastest of several timed runs, so a preempted run does not count).
 // Call once before spin_iterations_for().
