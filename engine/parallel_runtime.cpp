@@ -481,7 +481,10 @@ Status ParallelRuntime::run(SlotTables slots) {
       }
     }
   } else {
-    im.done_parker.wait([&] { return im.done.load(std::memory_order_acquire); }, im.opt.spin_budget);
+    // Without a core of its own (the role runs inside the executors) the client sleeps at once:
+    // spinning would take a core from an executor for the spin budget of every run.
+    const auto budget = im.dedicated ? im.opt.spin_budget : std::chrono::microseconds(0);
+    im.done_parker.wait([&] { return im.done.load(std::memory_order_acquire); }, budget);
   }
   return Status::ok();
 }
