@@ -109,7 +109,9 @@ class Graphi final : public Competitor {
     const auto& o = session_->options();
     std::string c = std::to_string(o.executors) + "x" + std::to_string(o.threads);
     if (policy_ == "sequential") return c + " caller";
-    return c + (session_->runtime()->dedicated_scheduler() ? " pin sched-thread" : " pin sched-role");
+    c += session_->runtime()->dedicated_scheduler() ? " pin sched-thread" : " pin sched-role";
+    if (o.ring_capacity != 1 && policy_ != "shared-queue") c += " ring" + std::to_string(o.ring_capacity);
+    return c;
   }
   Status run() override {
     GRAPHI_ASSIGN_OR_RETURN(outputs_, session_->run(inputs_));
@@ -148,13 +150,14 @@ Status check_values(const Dag& d, const std::vector<float>& values, const std::s
 }
 
 Result<std::unique_ptr<Competitor>> make_graphi(const Dag& d, int64_t work_ns, const std::string& policy,
-                                                int executors, int threads) {
+                                                int executors, int threads, int ring_capacity) {
   GRAPHI_ASSIGN_OR_RETURN(std::shared_ptr<const engine::Plan> plan, plan_for(d, work_ns, threads));
   engine::SessionOptions o;
   o.executors = executors;
   o.threads = threads;
   o.scheduler = policy;
   o.pin = true;
+  o.ring_capacity = ring_capacity;
   GRAPHI_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> s, engine::Session::create(plan, o));
   return std::unique_ptr<Competitor>(new Graphi(d, policy, std::move(s)));
 }

@@ -3,10 +3,11 @@
 // samples interleaved (issue 3, benchmarks (1) and (2)).
 //
 //   graphi_bench_dispatch [--shapes chain,fan,layered,lstm] [--work 0,1000,10000]
-//                         [--configs 1x1,2x1] [--repeats N] [--csv FILE]
+//                         [--configs 1x1,2x1] [--rings 1] [--repeats N] [--csv FILE]
 //                         [--only TEXT,...] [--verbose]
 //
-// --only keeps the competitors whose "name config" contains one of the texts; --verbose prints
+// --rings: scheduler -> executor ring capacities to run cpf and fifo with (default 1, the
+// paper's choice). --only keeps the competitors whose "name config" contains one of the texts; --verbose prints
 // every sample.
 //
 // Every op computes value = 1 + max(predecessor values) after `work` ns of calibrated busy
@@ -41,7 +42,7 @@ std::vector<std::string> split(const std::string& s) {
 [[noreturn]] void usage_error(const std::string& msg) {
   std::fprintf(stderr,
                "graphi_bench_dispatch: %s\nusage: graphi_bench_dispatch [--shapes %s] [--work NS,...] "
-               "[--configs 1x1,2x1] [--repeats N] [--csv FILE] [--only TEXT,...] [--verbose]\n",
+               "[--configs 1x1,2x1] [--rings 1,4] [--repeats N] [--csv FILE] [--only TEXT,...] [--verbose]\n",
                msg.c_str(), kShapeNames);
   std::exit(2);
 }
@@ -50,6 +51,7 @@ struct Options {
   std::vector<std::string> shapes{"chain", "fan", "layered", "lstm"};
   std::vector<int64_t> work{0, 1000, 10000};
   std::vector<std::pair<int, int>> configs{{1, 1}, {2, 1}};
+  std::vector<int> rings{1};  // scheduler -> executor ring capacities (cpf, fifo)
   int repeats = 0;  // 0: by work (41 empty, 15 at 1 us, 7 at 10 us)
   std::string csv = "build/bench/dispatch.csv";
   std::vector<std::string> only;  // keep competitors whose "name config" contains one of these
@@ -83,6 +85,13 @@ Options parse(int argc, char** argv) {
         if (std::sscanf(c.c_str(), "%dx%d", &n, &k) != 2 || n < 1 || k < 1)
           usage_error("--configs: '" + c + "' is not NxK");
         o.configs.push_back({n, k});
+      }
+    } else if (a == "--rings") {
+      o.rings.clear();
+      for (const auto& r : split(value())) {
+        const int v = std::atoi(r.c_str());
+        if (v < 1 || v > 4096) usage_error("--rings: '" + r + "' is not a capacity in [1, 4096]");
+        o.rings.push_back(v);
       }
     } else if (a == "--repeats") {
       o.repeats = std::atoi(value().c_str());
@@ -147,8 +156,10 @@ int main(int argc, char** argv) {
         if (keep) entries.push_back({std::move(c).value(), {}});
       };
       add(make_graphi(dag, work, "sequential", 1, 1));
-      for (const char* policy : {"cpf", "fifo", "shared-queue"})
-        for (auto [n, k] : opt.configs) add(make_graphi(dag, work, policy, n, k));
+      for (const char* policy : {"cpf", "fifo"})
+        for (auto [n, k] : opt.configs)
+          for (int ring : opt.rings) add(make_graphi(dag, work, policy, n, k, ring));
+      for (auto [n, k] : opt.configs) add(make_graphi(dag, work, "shared-queue", n, k));
       add(std::unique_ptr<Competitor>(make_tbb_flow_graph(dag, work, 2, false)));
       add(std::unique_ptr<Competitor>(make_tbb_flow_graph(dag, work, 2, true)));
       add(std::unique_ptr<Competitor>(make_tbb_task_group(dag, work, 2)));
