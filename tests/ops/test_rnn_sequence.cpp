@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "graph/graph_builder.h"
+#include "engine/session.h"
 #include "graph/npy.h"
 #include "ops/registry.h"
 #include "ops/rnn_sequence.h"
@@ -391,6 +392,94 @@ TEST_CASE("rnn sequence: batch 1..64 with one long sequence", "[rnn_sequence]") 
     c.seq_lens = true;
     c.outputs = 3;
     check_case(c, 40 + batch, 2);
+  }
+}
+
+TEST_CASE("rnn sequence: stacked layers as separate nodes through a Session", "[rnn_sequence]") {
+  // Layer 1: bidirectional LSTM; Transpose + Reshape turn Y [T, 2, B, H1] into X2 [T, B, 2*H1];
+  // layer 2: GRU (linear_before_reset) forward. Both with the same uneven sequence lengths.
+  const int64_t T = 4, B = 3, I = 8, H1 = 16, H2 = 8;
+  Tensor x = test::random_tensor({DType::kF32, {T, B, I}}, 1);
+  Tensor w1 = test::random_tensor({DType::kF32, {2, 4 * H1, I}}, 2, -0.4, 0.4);
+  Tensor r1 = test::random_tensor({DType::kF32, {2, 4 * H1, H1}}, 3, -0.4, 0.4);
+  Tensor b1 = test::random_tensor({DType::kF32, {2, 8 * H1}}, 4, -0.4, 0.4);
+  Tensor w2 = test::random_tensor({DType::kF32, {1, 3 * H2, 2 * H1}}, 5, -0.4, 0.4);
+  Tensor r2 = test::random_tensor({DType::kF32, {1, 3 * H2, H2}}, 6, -0.4, 0.4);
+  Tensor lens(TensorDesc{DType::kI64, {B}});
+  lens.data_as<int64_t>()[0] = 4;
+  lens.data_as<int64_t>()[1] = 2;
+  lens.data_as<int64_t>()[2] = 3;
+  Tensor shape(TensorDesc{DType::kI64, {3}});
+  shape.data_as<int64_t>()[0] = T;
+  shape.data_as<int64_t>()[1] = B;
+  shape.data_as<int64_t>()[2] = 2 * H1;
+
+  graph::GraphBuilder gb("<stacked>");
+  gb.add_input("x", x.desc());
+  gb.add_input("lens", lens.desc());
+  for (auto& [name, t] : std::vector<std::pair<std::string, Tensor*>>{
+           {"w1", &w1}, {"r1", &r1}, {"b1", &b1}, {"w2", &w2}, {"r2", &r2}, {"shape", &shape}})
+    gb.add_constant(name, *t);
+  graph::Attributes a1;
+  a1.set("hidden_size", H1);
+  a1.set("direction", std::string("bidirectional"));
+  gb.add_node("LSTM", "layer1", {"x", "w1", "r1", "b1", "lens"}, {"y1", "yh1"}, a1);
+  graph::Attributes tp;
+  tp.set("perm", std::vector<int64_t>{0, 2, 1, 3});
+  gb.add_node("Transpose", "t1", {"y1"}, {"y1t"}, tp);
+  gb.add_node("Reshape", "x2", {"y1t", "shape"}, {"x2"});
+  graph::Attributes a2;
+  a2.set("hidden_size", H2);
+  a2.set("linear_before_reset", int64_t{1});
+  gb.add_node("GRU", "layer2", {"x2", "w2", "r2", "", "lens"}, {"y2", "yh2"}, a2);
+  gb.add_output("y2");
+  gb.add_output("yh2");
+  gb.add_output("yh1");
+  auto g = gb.finish(ops::Registry::get());
+  REQUIRE(g.is_ok());
+  auto graph = std::make_shared<const graph::Graph>(std::move(*g));
+
+  // Reference: layer 1, the same transpose/reshape by hand, layer 2.
+  test::RnnRefSpec s1;
+  s1.op = "LSTM";
+  s1.hidden = H1;
+  s1.direction = "bidirectional";
+  std::vector<Tensor> ref1 = test::reference_rnn(s1, {&x, &w1, &r1, &b1, &lens});
+  Tensor x2(TensorDesc{DType::kF32, {T, B, 2 * H1}});
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t d = 0; d < 2; ++d)
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t j = 0; j < H1; ++j)
+          x2.data_as<float>()[(t * B + b) * 2 * H1 + d * H1 + j] =
+              ref1[0].data_as<float>()[((t * 2 + d) * B + b) * H1 + j];
+  test::RnnRefSpec s2;
+  s2.op = "GRU";
+  s2.hidden = H2;
+  s2.linear_before_reset = true;
+  std::vector<Tensor> ref2 = test::reference_rnn(s2, {&x2, &w2, &r2, nullptr, &lens});
+
+  struct Config {
+    int executors, threads;
+    const char* scheduler;
+  };
+  for (Config c : {Config{1, 1, "sequential"}, Config{1, 2, "sequential"}, Config{1, 2, "cpf"},
+                   Config{2, 1, "cpf"}}) {
+    engine::SessionOptions opt;
+    opt.executors = c.executors;
+    opt.threads = c.threads;
+    opt.scheduler = c.scheduler;
+    opt.pin = false;
+    auto session = engine::Session::create(graph, opt);
+    INFO(c.executors << "x" << c.threads << " " << c.scheduler);
+    REQUIRE(session.is_ok());
+    for (int rep = 0; rep < 2; ++rep) {  // a second run reuses packed weights and scratch
+      auto out = (*session)->run({{"x", x}, {"lens", lens}});
+      REQUIRE(out.is_ok());
+      REQUIRE(out->size() == 3);
+      CHECK(max_rel_error_ok((*out)[0].second, ref2[0]));
+      CHECK(max_rel_error_ok((*out)[1].second, ref2[1]));
+      CHECK(max_rel_error_ok((*out)[2].second, ref1[1]));
+    }
   }
 }
 
