@@ -2,7 +2,8 @@
 // scheduling policy and configuration, against the sequential executor (issue 3, benchmark (3)).
 //
 //   graphi_bench_lstm [--hidden 256] [--input 256] [--layers 4] [--batch 1] [--steps 50]
-//                     [--configs 1x1,1x2,2x1] [--repeats 21] [--csv FILE]
+//                     [--configs 1x1,1x2,2x1] [--policies cpf,fifo,shared-queue] [--repeats 21]
+//                     [--csv FILE]
 //
 // All Sessions are created first and sampled interleaved (order rotated every round); a
 // sample is one untimed warm-up run and one timed run. Every Session's outputs are compared
@@ -28,7 +29,7 @@ namespace {
 [[noreturn]] void usage_error(const std::string& msg) {
   std::fprintf(stderr,
                "graphi_bench_lstm: %s\nusage: graphi_bench_lstm [--hidden H] [--input E] [--layers L] [--batch B] "
-               "[--steps T] [--configs 1x1,1x2,2x1] [--repeats N] [--csv FILE]\n",
+               "[--steps T] [--configs 1x1,1x2,2x1] [--policies cpf,...] [--repeats N] [--csv FILE]\n",
                msg.c_str());
   std::exit(2);
 }
@@ -62,6 +63,7 @@ struct Entry {
 int main(int argc, char** argv) {
   models::RnnSpec spec{256, 256, 4, 1, 50};
   std::vector<std::pair<int, int>> configs{{1, 1}, {1, 2}, {2, 1}};
+  std::vector<std::string> policies{"cpf", "fifo", "shared-queue"};
   int repeats = 21;
   std::string csv_path = "build/bench/lstm_makespan.csv";
   for (int i = 1; i < argc; ++i) {
@@ -84,7 +86,14 @@ int main(int argc, char** argv) {
     else if (a == "--steps") spec.seq = number();
     else if (a == "--repeats") repeats = static_cast<int>(number());
     else if (a == "--csv") csv_path = value();
-    else if (a == "--configs") {
+    else if (a == "--policies") {
+      policies.clear();
+      std::stringstream ss(value());
+      for (std::string p; std::getline(ss, p, ',');) {
+        if (p != "cpf" && p != "fifo" && p != "shared-queue") usage_error("--policies: unknown policy '" + p + "'");
+        policies.push_back(p);
+      }
+    } else if (a == "--configs") {
       configs.clear();
       std::stringstream ss(value());
       for (std::string c; std::getline(ss, c, ',');) {
@@ -133,7 +142,7 @@ int main(int argc, char** argv) {
   add("sequential", 1, 1);
   for (auto [n, k] : configs)
     if (n == 1 && k > 1) add("sequential", 1, k);
-  for (const char* policy : {"cpf", "fifo", "shared-queue"})
+  for (const std::string& policy : policies)
     for (auto [n, k] : configs) add(policy, n, k);
 
   std::printf("graphi_bench_lstm: LSTM %s, %zu nodes, %d samples per Session, load average %s\n",
