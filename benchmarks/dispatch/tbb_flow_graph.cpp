@@ -4,6 +4,7 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include "benchmarks/dispatch/competitor.h"
+#include "benchmarks/dispatch/tbb_arena.h"
 
 namespace graphi::bench {
 
@@ -14,7 +15,7 @@ template <typename Node>
 class TbbFlowGraph final : public Competitor {
  public:
   TbbFlowGraph(const Dag& d, int64_t work_ns, int threads, const char* name)
-      : dag_(d), spin_(spin_iterations_for(work_ns)), threads_(threads), name_(name), arena_(threads),
+      : dag_(d), spin_(spin_iterations_for(work_ns)), threads_(threads), name_(name), arena_(tbb_arena(threads)),
         values_(d.n, 0.0f) {
     // The graph attaches to the arena it is constructed in.
     arena_.execute([&] {
@@ -54,7 +55,7 @@ class TbbFlowGraph final : public Competitor {
   uint64_t spin_;
   int threads_;
   std::string name_;
-  tbb::task_arena arena_;
+  tbb::task_arena& arena_;  // shared by every oneTBB competitor (tbb_arena.h)
   std::vector<float> values_;
   std::unique_ptr<tbb::flow::graph> graph_;
   std::vector<std::unique_ptr<Node>> nodes_;

@@ -7,6 +7,7 @@
 #include <atomic>
 
 #include "benchmarks/dispatch/competitor.h"
+#include "benchmarks/dispatch/tbb_arena.h"
 
 namespace graphi::bench {
 
@@ -15,7 +16,7 @@ namespace {
 class TbbTaskGroup final : public Competitor {
  public:
   TbbTaskGroup(const Dag& d, int64_t work_ns, int threads)
-      : dag_(d), spin_(spin_iterations_for(work_ns)), threads_(threads), arena_(threads),
+      : dag_(d), spin_(spin_iterations_for(work_ns)), threads_(threads), arena_(tbb_arena(threads)),
         pending_(new std::atomic<uint32_t>[d.n]), values_(d.n, 0.0f) {}
 
   std::string name() const override { return "tbb task_group"; }
@@ -53,7 +54,7 @@ class TbbTaskGroup final : public Competitor {
   const Dag& dag_;
   uint64_t spin_;
   int threads_;
-  tbb::task_arena arena_;
+  tbb::task_arena& arena_;  // shared by every oneTBB competitor (tbb_arena.h)
   tbb::task_group* group_ = nullptr;  // the group of the run in progress
   std::unique_ptr<std::atomic<uint32_t>[]> pending_;
   std::vector<float> values_;
