@@ -25,6 +25,7 @@
 
 #include "benchmarks/bench_util.h"
 #include "benchmarks/dispatch/competitor.h"
+#include "benchmarks/dispatch/handoff.h"
 
 using namespace graphi;
 using namespace graphi::bench;
@@ -128,6 +129,8 @@ int main(int argc, char** argv) {
   calibrate_spin();
   std::printf("graphi_bench_dispatch: %u hardware threads, oneTBB %s, spin loop %.3f ns/iteration, load average %s\n",
               std::thread::hardware_concurrency(), TBB_VERSION_STRING, spin_ns_per_iteration(), load_average().c_str());
+  std::printf("core-to-core hand-off (two pinned threads, one cache line each way): %.0f ns one-way\n",
+              measure_handoff_ns());
   if (!opt.csv.empty() && std::filesystem::path(opt.csv).has_parent_path())
     std::filesystem::create_directories(std::filesystem::path(opt.csv).parent_path());
   Csv csv;

@@ -1,0 +1,13 @@
+// The machine's core-to-core hand-off cost: two threads pinned to two cores bounce a counter
+// through one cache line each way. Every cross-thread dispatch pays a few of these, so the
+// dispatch numbers only make sense next to it (issue 3 quotes ~35 ns on the machine it was
+// written on).
+#pragma once
+
+namespace graphi::bench {
+
+// One-way hand-off latency in ns (half the median round trip), or a negative value when the
+// process cannot run on two CPUs.
+double measure_handoff_ns();
+
+}  // namespace graphi::bench
