@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cmath>
@@ -432,6 +433,25 @@ Result<Graph> read_graphi_impl(const ByteSource& in, const std::string& src, con
                               std::to_string(start) + " but the file ends at " + std::to_string(file_size));
     used_end = std::max(used_end, c.offset + c.length);
     consts.push_back(std::move(c));
+  }
+  // No two constants may share bytes: with that, the weight memory allocated below is at most
+  // the section length, itself bounded by the file size (overlapping ranges would let a small
+  // file request many copies of its size).
+  {
+    std::vector<const ConstantEntry*> by_offset;
+    for (const ConstantEntry& c : consts) by_offset.push_back(&c);
+    std::sort(by_offset.begin(), by_offset.end(), [](const ConstantEntry* a, const ConstantEntry* b) {
+      return a->offset != b->offset ? a->offset < b->offset : a->length < b->length;
+    });
+    for (size_t i = 1; i < by_offset.size(); ++i) {
+      const ConstantEntry& a = *by_offset[i - 1];
+      const ConstantEntry& c = *by_offset[i];
+      if (c.offset < a.offset + a.length)
+        return r.bad("constant '" + c.name + "'",
+                     "weight bytes [" + std::to_string(c.offset) + ", " + std::to_string(c.offset + c.length) +
+                         ") overlap those of constant '" + a.name + "' [" + std::to_string(a.offset) + ", " +
+                         std::to_string(a.offset + a.length) + ")");
+    }
   }
   if (used_end != weights_bytes)
     return r.bad("", "the weight section is " + std::to_string(weights_bytes) + " bytes but the constants end at byte " +

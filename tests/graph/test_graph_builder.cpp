@@ -1,10 +1,11 @@
 // GraphBuilder::finish(): one test per validation error, each checking that the message names the
-// source, the node and the value involved. Shape rules come from ToyShapes (tests/graph/
-// toy_shapes.h) so these tests exercise graph/ alone; the real op rules are tested in
-// test_graph_builder_ops.cpp.
+// source, the node and the value involved. The first part uses ToyShapes (tests/graph/
+// toy_shapes.h) so it exercises graph/ alone; the last part goes through the real op registry
+// (ops::Registry::get()) for the errors that op shape rules raise inside finish().
 #include <catch2/catch.hpp>
 
 #include "graph/graph_builder.h"
+#include "ops/registry.h"
 #include "tests/graph/toy_shapes.h"
 
 using namespace graphi;
@@ -363,4 +364,117 @@ TEST_CASE("builder: from_graph rebuilds an identical graph") {
   }
   CHECK(h.metadata() == g.metadata());
   CHECK(h.source() == g.source());
+}
+
+// ------------------------------------------------------------------------------------------
+// Errors raised by the real op shape rules through finish(): they carry the source and node.
+
+namespace {
+
+Status registry_error(const GraphBuilder& b) {
+  Result<Graph> r = b.finish(ops::Registry::get());
+  REQUIRE_FALSE(r.is_ok());
+  INFO(r.status().message());
+  return r.status();
+}
+
+}  // namespace
+
+TEST_CASE("builder (registry): an unknown op names the node and lists the supported ops") {
+  GraphBuilder b("m.graphi");
+  b.add_input("x", kF23);
+  b.add_node("Frobnicate", "f1", {"x"}, {"y"});
+  b.add_output("y");
+  Status s = registry_error(b);
+  CHECK(s.code() == StatusCode::kUnsupported);
+  CHECK_THAT(s.message(), Catch::StartsWith("m.graphi: node 'f1' (Frobnicate): unknown op type 'Frobnicate' (supported: "));
+  CHECK_THAT(s.message(), Catch::Contains("MatMul"));
+  CHECK_THAT(s.message(), Catch::Contains("Sigmoid"));
+}
+
+TEST_CASE("builder (registry): a shape mismatch in Add says both shapes") {
+  GraphBuilder b("m.graphi");
+  b.add_input("x", kF23);
+  b.add_input("z", TensorDesc{DType::kF32, {4, 5}});
+  b.add_node("Add", "gates", {"x", "z"}, {"y"});
+  b.add_output("y");
+  Status s = registry_error(b);
+  CHECK(s.code() == StatusCode::kInvalidGraph);
+  CHECK_THAT(s.message(), Catch::StartsWith("m.graphi: node 'gates' (Add): "));
+  CHECK_THAT(s.message(), Catch::Contains("[2, 3]"));
+  CHECK_THAT(s.message(), Catch::Contains("[4, 5]"));
+}
+
+TEST_CASE("builder (registry): a MatMul inner-dimension mismatch says both shapes") {
+  GraphBuilder b("m.graphi");
+  b.add_input("x", kF23);
+  b.add_constant("w", Tensor(TensorDesc{DType::kF32, {4, 5}}));
+  b.add_node("MatMul", "xw", {"x", "w"}, {"y"});
+  b.add_output("y");
+  Status s = registry_error(b);
+  CHECK_THAT(s.message(), Catch::StartsWith("m.graphi: node 'xw' (MatMul): "));
+  CHECK_THAT(s.message(), Catch::Contains("float32[2, 3]"));
+  CHECK_THAT(s.message(), Catch::Contains("float32[4, 5]"));
+}
+
+TEST_CASE("builder (registry): a dtype mismatch names the input and both descs") {
+  SECTION("MatMul with an int32 operand") {
+    GraphBuilder b("m.graphi");
+    b.add_input("x", kF23);
+    b.add_input("w", TensorDesc{DType::kI32, {3, 4}});
+    b.add_node("MatMul", "xw", {"x", "w"}, {"y"});
+    b.add_output("y");
+    Status s = registry_error(b);
+    CHECK_THAT(s.message(), Catch::StartsWith("m.graphi: node 'xw' (MatMul): "));
+    CHECK_THAT(s.message(), Catch::Contains("int32[3, 4]"));
+  }
+  SECTION("Concat of float32 and int64") {
+    GraphBuilder b("m.graphi");
+    b.add_input("x", kF23);
+    b.add_input("i", TensorDesc{DType::kI64, {2, 3}});
+    Attributes a;
+    a.set("axis", int64_t{0});
+    b.add_node("Concat", "cat", {"x", "i"}, {"y"}, a);
+    b.add_output("y");
+    Status s = registry_error(b);
+    CHECK_THAT(s.message(), Catch::StartsWith("m.graphi: node 'cat' (Concat): "));
+    CHECK_THAT(s.message(), Catch::Contains("int64[2, 3]"));
+    CHECK_THAT(s.message(), Catch::Contains("float32[2, 3]"));
+  }
+}
+
+TEST_CASE("builder (registry): Concat without its required axis attribute") {
+  GraphBuilder b("m.graphi");
+  b.add_input("x", kF23);
+  b.add_node("Concat", "cat", {"x", "x"}, {"y"});
+  b.add_output("y");
+  CHECK(registry_error(b).message() == "m.graphi: node 'cat' (Concat): missing required attribute 'axis' (an int)");
+}
+
+TEST_CASE("builder (registry): Concat with an ill-typed axis attribute") {
+  GraphBuilder b("m.graphi");
+  b.add_input("x", kF23);
+  Attributes a;
+  a.set("axis", std::string("1"));
+  b.add_node("Concat", "cat", {"x", "x"}, {"y"}, a);
+  b.add_output("y");
+  CHECK(registry_error(b).message() == "m.graphi: node 'cat' (Concat): attribute 'axis' must be an int, got string");
+}
+
+TEST_CASE("builder (registry): a valid small cell infers every shape") {
+  GraphBuilder b("m.graphi");
+  b.add_input("x", TensorDesc{DType::kF32, {1, 4}});
+  b.add_constant("W", Tensor(TensorDesc{DType::kF32, {4, 3}}));
+  b.add_constant("b", Tensor(TensorDesc{DType::kF32, {3}}));
+  b.add_node("MatMul", "xw", {"x", "W"}, {"xw"});
+  b.add_node("Add", "xwb", {"xw", "b"}, {"xwb"});
+  b.add_node("Sigmoid", "h", {"xwb"}, {"h"});
+  Attributes a;
+  a.set("axis", int64_t{1});
+  b.add_node("Concat", "cat", {"h", "h"}, {"hh"}, a);
+  b.add_output("hh");
+  Result<Graph> r = b.finish(ops::Registry::get());
+  REQUIRE(r.is_ok());
+  CHECK(r->value(*r->find_value("xwb")).desc == TensorDesc{DType::kF32, {1, 3}});
+  CHECK(r->value(*r->find_value("hh")).desc == TensorDesc{DType::kF32, {1, 6}});
 }
