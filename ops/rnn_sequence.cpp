@@ -42,9 +42,12 @@ namespace graphi::ops {
 
 const char* rnn_cell_name(RnnCellKind kind) {
   switch (kind) {
-    case RnnCellKind::kLstm: return "LSTM";
-    case RnnCellKind::kGru: return "GRU";
-    case RnnCellKind::kRnn: return "RNN";
+    case RnnCellKind::kLstm:
+      return "LSTM";
+    case RnnCellKind::kGru:
+      return "GRU";
+    case RnnCellKind::kRnn:
+      return "RNN";
   }
   return "?";
 }
@@ -84,8 +87,10 @@ std::vector<std::string> split_names(const std::string& s) {
     cur.clear();
   };
   for (char c : s) {
-    if (c == ',') flush();
-    else cur += c;
+    if (c == ',')
+      flush();
+    else
+      cur += c;
   }
   flush();
   return out;
@@ -116,8 +121,9 @@ Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* co
   s.num_outputs = static_cast<int>(num_outputs);
 
   // Attributes: known names only, so a typo is not silently ignored.
-  std::vector<std::string> known = {"hidden_size", "direction", "layout", "clip", "activations",
-                                    "activation_alpha", "activation_beta", kWcsShuffleAttr};
+  std::vector<std::string> known = {
+      "hidden_size", "direction",        "layout",          "clip",
+      "activations", "activation_alpha", "activation_beta", kWcsShuffleAttr};
   if (lstm) known.push_back("input_forget");
   if (gru) known.push_back("linear_before_reset");
   for (const auto& [name, value] : node.attrs.all()) {
@@ -137,8 +143,10 @@ Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* co
   } else if (direction == "bidirectional") {
     s.num_directions = 2;
   } else {
-    return Status::invalid_graph(where + ": attribute 'direction' must be forward, reverse or "
-                                 "bidirectional, got '" + direction + "'");
+    return Status::invalid_graph(where +
+                                 ": attribute 'direction' must be forward, reverse or "
+                                 "bidirectional, got '" +
+                                 direction + "'");
   }
   GRAPHI_ASSIGN_OR_RETURN(int64_t layout, graph::attr_int(node.attrs, where, "layout", 0));
   if (layout != 0 && layout != 1)
@@ -148,20 +156,24 @@ Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* co
   if (node.attrs.has("clip")) {
     GRAPHI_ASSIGN_OR_RETURN(double clip, graph::attr_float(node.attrs, where, "clip", 0.0));
     if (!(clip > 0.0) || !std::isfinite(clip))
-      return Status::invalid_graph(where + ": attribute 'clip' must be a positive finite number, got " +
+      return Status::invalid_graph(where +
+                                   ": attribute 'clip' must be a positive finite number, got " +
                                    std::to_string(clip));
     s.clip = static_cast<float>(clip);
   }
   if (lstm) {
     GRAPHI_ASSIGN_OR_RETURN(int64_t f, graph::attr_int(node.attrs, where, "input_forget", 0));
     if (f != 0 && f != 1)
-      return Status::invalid_graph(where + ": attribute 'input_forget' must be 0 or 1, got " + std::to_string(f));
+      return Status::invalid_graph(where + ": attribute 'input_forget' must be 0 or 1, got " +
+                                   std::to_string(f));
     s.input_forget = f == 1;
   }
   if (gru) {
-    GRAPHI_ASSIGN_OR_RETURN(int64_t l, graph::attr_int(node.attrs, where, "linear_before_reset", 0));
+    GRAPHI_ASSIGN_OR_RETURN(int64_t l,
+                            graph::attr_int(node.attrs, where, "linear_before_reset", 0));
     if (l != 0 && l != 1)
-      return Status::invalid_graph(where + ": attribute 'linear_before_reset' must be 0 or 1, got " + std::to_string(l));
+      return Status::invalid_graph(
+          where + ": attribute 'linear_before_reset' must be 0 or 1, got " + std::to_string(l));
     s.linear_before_reset = l == 1;
   }
   GRAPHI_ASSIGN_OR_RETURN(int64_t shuffle, graph::attr_int(node.attrs, where, kWcsShuffleAttr, 0));
@@ -181,9 +193,11 @@ Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* co
   {
     const int per_dir = lstm ? 3 : gru ? 2 : 1;
     const std::vector<std::string> defaults =
-        lstm ? std::vector<std::string>{"sigmoid", "tanh", "tanh"}
-             : gru ? std::vector<std::string>{"sigmoid", "tanh"} : std::vector<std::string>{"tanh"};
-    GRAPHI_ASSIGN_OR_RETURN(std::string acts, graph::attr_string(node.attrs, where, "activations", ""));
+        lstm  ? std::vector<std::string>{"sigmoid", "tanh", "tanh"}
+        : gru ? std::vector<std::string>{"sigmoid", "tanh"}
+              : std::vector<std::string>{"tanh"};
+    GRAPHI_ASSIGN_OR_RETURN(std::string acts,
+                            graph::attr_string(node.attrs, where, "activations", ""));
     std::vector<std::string> names;
     if (!acts.empty()) names = split_names(acts);
     if (!names.empty() && names.size() != static_cast<size_t>(per_dir) &&
@@ -201,9 +215,12 @@ Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* co
           name = lower(names[idx]);
         }
         if (s.kind == RnnCellKind::kRnn) {
-          if (name == "tanh") s.activation[d] = RnnActivation::kTanh;
-          else if (name == "relu") s.activation[d] = RnnActivation::kRelu;
-          else if (name == "sigmoid") s.activation[d] = RnnActivation::kSigmoid;
+          if (name == "tanh")
+            s.activation[d] = RnnActivation::kTanh;
+          else if (name == "relu")
+            s.activation[d] = RnnActivation::kRelu;
+          else if (name == "sigmoid")
+            s.activation[d] = RnnActivation::kSigmoid;
           else
             return Status::unsupported(where + ": RNN activation '" + name +
                                        "' is not supported (Tanh, Relu or Sigmoid)");
@@ -238,8 +255,9 @@ Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* co
   s.batch = s.layout == 0 ? x.shape[1] : x.shape[0];
   s.input_size = x.shape[2];
   if (s.seq_len < 1 || s.batch < 1 || s.input_size < 1)
-    return Status::invalid_graph(where + ": " + input_name(kRnnX) + " " + x.to_string() +
-                                 " has an empty dimension (sequence, batch and input sizes must be >= 1)");
+    return Status::invalid_graph(
+        where + ": " + input_name(kRnnX) + " " + x.to_string() +
+        " has an empty dimension (sequence, batch and input sizes must be >= 1)");
   if (node.attrs.has("hidden_size")) {
     GRAPHI_ASSIGN_OR_RETURN(s.hidden, graph::attr_int(node.attrs, where, "hidden_size"));
     if (s.hidden < 1)
@@ -263,10 +281,13 @@ Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* co
                                  ", expected " + shape_to_string(want) + " = " + dims + " (" +
                                  context + ")");
   };
-  GRAPHI_RETURN_IF_ERROR(expect(kRnnW, {D, G * H, s.input_size},
-                                "[num_directions, " + g_h + ", input_size]"));
-  GRAPHI_RETURN_IF_ERROR(expect(kRnnR, {D, G * H, H}, "[num_directions, " + g_h + ", hidden_size]"));
-  auto present = [&](int i) { return static_cast<size_t>(i) < inputs.size() && inputs[i] != nullptr; };
+  GRAPHI_RETURN_IF_ERROR(
+      expect(kRnnW, {D, G * H, s.input_size}, "[num_directions, " + g_h + ", input_size]"));
+  GRAPHI_RETURN_IF_ERROR(
+      expect(kRnnR, {D, G * H, H}, "[num_directions, " + g_h + ", hidden_size]"));
+  auto present = [&](int i) {
+    return static_cast<size_t>(i) < inputs.size() && inputs[i] != nullptr;
+  };
   auto expect_f32 = [&](int i) -> Status {
     if (inputs[i]->dtype == DType::kF32) return Status::ok();
     return Status::invalid_graph(where + ": " + input_name(i) + " must be float32, got " +
@@ -287,8 +308,8 @@ Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* co
     s.seq_lens_dtype = d.dtype;
   }
   const Shape state = s.layout == 0 ? Shape{D, B, H} : Shape{B, D, H};
-  const std::string state_dims =
-      s.layout == 0 ? "[num_directions, batch_size, hidden_size]" : "[batch_size, num_directions, hidden_size]";
+  const std::string state_dims = s.layout == 0 ? "[num_directions, batch_size, hidden_size]"
+                                               : "[batch_size, num_directions, hidden_size]";
   if (present(kRnnInitialH)) {
     GRAPHI_RETURN_IF_ERROR(expect_f32(kRnnInitialH));
     GRAPHI_RETURN_IF_ERROR(expect(kRnnInitialH, state, state_dims));
@@ -446,9 +467,12 @@ class RnnSequenceKernel final : public Kernel {
 
   const char* name() const override {
     switch (kind_) {
-      case RnnCellKind::kLstm: return "lstm_wcs";
-      case RnnCellKind::kGru: return "gru_wcs";
-      case RnnCellKind::kRnn: return "rnn_wcs";
+      case RnnCellKind::kLstm:
+        return "lstm_wcs";
+      case RnnCellKind::kGru:
+        return "gru_wcs";
+      case RnnCellKind::kRnn:
+        return "rnn_wcs";
     }
     return "rnn_wcs";
   }
@@ -456,8 +480,8 @@ class RnnSequenceKernel final : public Kernel {
 
   Status init(const KernelContext& ctx) override {
     GRAPHI_ASSIGN_OR_RETURN(s_, rnn_spec(ctx.node, ctx.inputs, ctx.outputs.size(), ctx.where));
-    const int64_t D = s_.num_directions, G = s_.gates, H = s_.hidden, B = s_.batch,
-                  T = s_.seq_len, I = s_.input_size;
+    const int64_t D = s_.num_directions, G = s_.gates, H = s_.hidden, B = s_.batch, T = s_.seq_len,
+                  I = s_.input_size;
     for (int64_t v : {G * H, I, H, B * T})
       if (v > (1 << 30)) return Status::unsupported("sizes beyond LIBXSMM's int range");
     canonical_gru_ = kind_ == RnnCellKind::kGru && !s_.linear_before_reset;
@@ -544,7 +568,8 @@ class RnnSequenceKernel final : public Kernel {
   // barrier.
   void step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t s1, const Buffers& io,
             const float* packed, float* scratch, SpinBarrier* barrier) const noexcept;
-  void write_final(const ThreadPlan& p, const Buffers& io, const float* hb, const float* cb) const noexcept;
+  void write_final(const ThreadPlan& p, const Buffers& io, const float* hb,
+                   const float* cb) const noexcept;
 
   int64_t seq_len_of(const void* lens, int64_t b) const noexcept {
     if (!lens) return s_.seq_len;
@@ -581,8 +606,7 @@ class RnnSequenceKernel final : public Kernel {
   ThreadPlan solo_;                // everything, for a run on a team of another size
   bool const_weights_ = false;
   Tensor packed_;
-  int64_t packed_floats_ = 0, bias_off_ = 0,
-          bias_h_off_ = 0, peep_off_ = 0;
+  int64_t packed_floats_ = 0, bias_off_ = 0, bias_h_off_ = 0, peep_off_ = 0;
   int64_t scratch_floats_ = 0, xw_off_ = 0, gh0_off_ = 0, gh1_off_ = 0, hb_off_ = 0, cb_off_ = 0,
           zb_off_ = 0, rhb_off_ = 0, scratch_packed_off_ = 0;
 };
@@ -619,7 +643,8 @@ void RnnSequenceKernel::plan_partition() {
   auto segments_of = [&](int64_t l0, int64_t l1) {
     std::vector<Segment> segs;
     for (int d = 0; d < D; ++d) {
-      const int64_t a = std::max(l0, d * lines) - d * lines, b = std::min(l1, (d + 1) * lines) - d * lines;
+      const int64_t a = std::max(l0, d * lines) - d * lines,
+                    b = std::min(l1, (d + 1) * lines) - d * lines;
       if (a >= b) continue;
       Segment seg;
       seg.d = d;
@@ -684,8 +709,10 @@ void RnnSequenceKernel::make_gemms(ThreadPlan& p) const {
   std::set<int64_t> hoist_ns;
   for (int64_t s0 = 0; s0 < T; s0 += chunk_) {
     const int64_t len = std::min(chunk_, T - s0);
-    if (s_.layout == 1) hoist_ns.insert(len);
-    else hoist_ns.insert(full_rows ? len * B : rows);
+    if (s_.layout == 1)
+      hoist_ns.insert(len);
+    else
+      hoist_ns.insert(full_rows ? len * B : rows);
   }
   const int64_t hoist_ldc = s_.layout == 1 ? B * ldx_ : ldx_;
   for (Segment& seg : p.segs) {
@@ -760,7 +787,8 @@ void RnnSequenceKernel::hoist(const ThreadPlan& p, const float* x, const float* 
     const float* wp = packed + seg.wp_off;
     float* out = xw + seg.d * dir_x_ + G * seg.j0;
     if (s_.layout == 1) {
-      for (int64_t b = p.r0; b < p.r1; ++b) seg.hoist.run(wp, x + x_row(t0, b), out + b * ldx_, len);
+      for (int64_t b = p.r0; b < p.r1; ++b)
+        seg.hoist.run(wp, x + x_row(t0, b), out + b * ldx_, len);
     } else if (p.r1 - p.r0 == B) {
       seg.hoist.run(wp, x + x_row(t0, 0), out, len * B);
     } else {
@@ -778,12 +806,18 @@ void RnnSequenceKernel::init_state(const ThreadPlan& p, const Buffers& io, float
   for (const Segment& seg : p.segs)
     for (int64_t b = p.r0; b < p.r1; ++b) {
       float* h = hb + (seg.d * B + b) * ldh_;
-      if (h0) std::memcpy(h + seg.j0, h0 + state_row(seg.d, b) + seg.j0, (seg.j1 - seg.j0) * sizeof(float));
-      else std::fill(h + seg.j0, h + seg.j1, 0.0f);
+      if (h0)
+        std::memcpy(h + seg.j0, h0 + state_row(seg.d, b) + seg.j0,
+                    (seg.j1 - seg.j0) * sizeof(float));
+      else
+        std::fill(h + seg.j0, h + seg.j1, 0.0f);
       if (kind_ == RnnCellKind::kLstm) {
         float* c = cb + (seg.d * B + b) * ldh_;
-        if (c0) std::memcpy(c + seg.j0, c0 + state_row(seg.d, b) + seg.j0, (seg.j1 - seg.j0) * sizeof(float));
-        else std::fill(c + seg.j0, c + seg.j1, 0.0f);
+        if (c0)
+          std::memcpy(c + seg.j0, c0 + state_row(seg.d, b) + seg.j0,
+                      (seg.j1 - seg.j0) * sizeof(float));
+        else
+          std::fill(c + seg.j0, c + seg.j1, 0.0f);
       }
     }
 }
@@ -847,8 +881,7 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
       const float* hprev = hprev_all + d * B * ldh_;
       float* gh = gh0 + d * dir_gh0_ + G * seg.j0;
       if (!zero_h)
-        seg.rec0.run(packed + seg.rp0_off, hprev + p.r0 * ldh_,
-                     gh + p.r0 * ld_gh0_, p.r1 - p.r0);
+        seg.rec0.run(packed + seg.rp0_off, hprev + p.r0 * ldh_, gh + p.r0 * ld_gh0_, p.r1 - p.r0);
       const float* xg = xg_of(seg, tt);
       float* hnext = hnext_all + d * B * ldh_ + seg.j0;
       if (kind_ == RnnCellKind::kLstm) {
@@ -918,7 +951,9 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
                    gh0 + d * dir_gh0_ + g0_ * seg.j0 + p.r0 * ld_gh0_, p.r1 - p.r0);
       GruGateArgs a = gru_args(seg, tt);
       if (!canonical_gru_) {
-        for_active_runs(tt, [&](int64_t ra, int64_t rb) { gru_gates_lbr(a, GateTile{ra, rb, 0, w}); });
+        for_active_runs(tt, [&](int64_t ra, int64_t rb) {
+          gru_gates_lbr(a, GateTile{ra, rb, 0, w});
+        });
         finish_rows(seg, tt);
       } else {
         a.z = scratch + zb_off_ + d * B * ldh_ + seg.j0;
@@ -936,14 +971,16 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
     const int d = seg.d;
     const int64_t tt = time_of(d), w = seg.j1 - seg.j0;
     float* ghh = scratch + gh1_off_ + d * dir_gh1_ + seg.j0;
-    seg.rec1.run(packed + seg.rp1_off,
-                 scratch + rhb_off_ + (d * B + p.r0) * ldh_, ghh + p.r0 * ld_gh1_, p.r1 - p.r0);
+    seg.rec1.run(packed + seg.rp1_off, scratch + rhb_off_ + (d * B + p.r0) * ldh_,
+                 ghh + p.r0 * ld_gh1_, p.r1 - p.r0);
     GruGateArgs a = gru_args(seg, tt);
     a.gates_hh = ghh;
     a.ld_gates_hh = ld_gh1_;
     a.z = scratch + zb_off_ + d * B * ldh_ + seg.j0;
     a.ld_z = ldh_;
-    for_active_runs(tt, [&](int64_t ra, int64_t rb) { gru_gates_output(a, GateTile{ra, rb, 0, w}); });
+    for_active_runs(tt, [&](int64_t ra, int64_t rb) {
+      gru_gates_output(a, GateTile{ra, rb, 0, w});
+    });
     finish_rows(seg, tt);
   }
 }
@@ -958,7 +995,8 @@ void RnnSequenceKernel::write_final(const ThreadPlan& p, const Buffers& io, cons
     for (int64_t b = p.r0; b < p.r1; ++b) {
       const size_t bytes = (seg.j1 - seg.j0) * sizeof(float);
       std::memcpy(yh + state_row(seg.d, b) + seg.j0, hb + (seg.d * B + b) * ldh_ + seg.j0, bytes);
-      if (yc) std::memcpy(yc + state_row(seg.d, b) + seg.j0, cb + (seg.d * B + b) * ldh_ + seg.j0, bytes);
+      if (yc)
+        std::memcpy(yc + state_row(seg.d, b) + seg.j0, cb + (seg.d * B + b) * ldh_ + seg.j0, bytes);
     }
 }
 

@@ -50,19 +50,28 @@ enum class RnnCellKind { kRnn, kGru, kLstm };
 inline constexpr const char* kWcsShuffleAttr = "graphi_wcs_shuffle";
 
 // Input slots, ONNX order.
-enum RnnInput : int { kRnnX = 0, kRnnW, kRnnR, kRnnB, kRnnSeqLens, kRnnInitialH, kRnnInitialC, kRnnP };
+enum RnnInput : int {
+  kRnnX = 0,
+  kRnnW,
+  kRnnR,
+  kRnnB,
+  kRnnSeqLens,
+  kRnnInitialH,
+  kRnnInitialC,
+  kRnnP
+};
 
 // A validated LSTM/GRU/RNN node.
 struct RnnSpec {
   RnnCellKind kind = RnnCellKind::kLstm;
   int64_t seq_len = 0, batch = 0, input_size = 0, hidden = 0;
   int num_directions = 1;
-  bool reverse_only = false;      // direction = reverse (D = 1)
-  int gates = 4;                  // G: LSTM 4, GRU 3, RNN 1
+  bool reverse_only = false;  // direction = reverse (D = 1)
+  int gates = 4;              // G: LSTM 4, GRU 3, RNN 1
   int layout = 0;
-  float clip = 0.0f;              // 0 = no clipping
-  bool input_forget = false;      // LSTM
-  bool linear_before_reset = false;  // GRU
+  float clip = 0.0f;                                                           // 0 = no clipping
+  bool input_forget = false;                                                   // LSTM
+  bool linear_before_reset = false;                                            // GRU
   RnnActivation activation[2] = {RnnActivation::kTanh, RnnActivation::kTanh};  // RNN, per direction
   bool has_bias = false, has_seq_lens = false, has_initial_h = false, has_initial_c = false,
        has_peephole = false;

@@ -7,11 +7,11 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <cmath>
-#include <cstring>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "graph/graph_builder.h"
 #include "engine/session.h"
+#include "graph/graph_builder.h"
 #include "graph/npy.h"
 #include "ops/registry.h"
 #include "ops/rnn_sequence.h"
@@ -50,8 +50,10 @@ Result<test::OpRun> run_op(const std::string& op, const graph::Attributes& attrs
       continue;
     }
     in_names.push_back("in" + std::to_string(i));
-    if (i < constant.size() && constant[i]) b.add_constant(in_names.back(), *inputs[i]);
-    else b.add_input(in_names.back(), inputs[i]->desc());
+    if (i < constant.size() && constant[i])
+      b.add_constant(in_names.back(), *inputs[i]);
+    else
+      b.add_input(in_names.back(), inputs[i]->desc());
   }
   for (int i = 0; i < num_outputs; ++i) {
     out_names.push_back("out" + std::to_string(i));
@@ -115,13 +117,13 @@ struct Case {
 
   std::string describe() const {
     char buf[400];
-    std::snprintf(buf, sizeof buf,
-                  "%s T=%lld B=%lld I=%lld H=%lld %s layout=%d bias=%d init_h=%d init_c=%d "
-                  "seq_lens=%d%s peephole=%d lbr=%d input_forget=%d clip=%g act=%s const=%d outputs=%d",
-                  op.c_str(), (long long)T, (long long)B, (long long)I, (long long)H,
-                  direction.c_str(), layout, bias, init_h, init_c, seq_lens,
-                  seq_lens_i64 ? "(i64)" : "", peephole, lbr, input_forget, clip,
-                  activation.c_str(), constant_weights, outputs);
+    std::snprintf(
+        buf, sizeof buf,
+        "%s T=%lld B=%lld I=%lld H=%lld %s layout=%d bias=%d init_h=%d init_c=%d "
+        "seq_lens=%d%s peephole=%d lbr=%d input_forget=%d clip=%g act=%s const=%d outputs=%d",
+        op.c_str(), (long long)T, (long long)B, (long long)I, (long long)H, direction.c_str(),
+        layout, bias, init_h, init_c, seq_lens, seq_lens_i64 ? "(i64)" : "", peephole, lbr,
+        input_forget, clip, activation.c_str(), constant_weights, outputs);
     return buf;
   }
 };
@@ -141,30 +143,42 @@ Built build(const Case& c, uint64_t seed) {
   const Shape xs = c.layout == 0 ? Shape{c.T, c.B, c.I} : Shape{c.B, c.T, c.I};
   const Shape ss = c.layout == 0 ? Shape{D, c.B, c.H} : Shape{c.B, D, c.H};
   b.inputs.push_back(test::random_tensor({DType::kF32, xs}, seed + 1));
-  b.inputs.push_back(test::random_tensor({DType::kF32, {D, G * c.H, c.I}}, seed + 2, -2 * ws, 2 * ws));
-  b.inputs.push_back(test::random_tensor({DType::kF32, {D, G * c.H, c.H}}, seed + 3, -2 * ws, 2 * ws));
-  if (c.bias) b.inputs.push_back(test::random_tensor({DType::kF32, {D, 2 * G * c.H}}, seed + 4, -0.5, 0.5));
-  else b.inputs.push_back(std::nullopt);
+  b.inputs.push_back(
+      test::random_tensor({DType::kF32, {D, G * c.H, c.I}}, seed + 2, -2 * ws, 2 * ws));
+  b.inputs.push_back(
+      test::random_tensor({DType::kF32, {D, G * c.H, c.H}}, seed + 3, -2 * ws, 2 * ws));
+  if (c.bias)
+    b.inputs.push_back(test::random_tensor({DType::kF32, {D, 2 * G * c.H}}, seed + 4, -0.5, 0.5));
+  else
+    b.inputs.push_back(std::nullopt);
   if (c.seq_lens) {
     // Uneven lengths in [0, T], at least one full (ONNX expects max <= T).
     Tensor l(TensorDesc{c.seq_lens_i64 ? DType::kI64 : DType::kI32, {c.B}});
     std::mt19937_64 rng(seed + 5);
     for (int64_t i = 0; i < c.B; ++i) {
       const int64_t v = i == 0 ? c.T : static_cast<int64_t>(rng() % (c.T + 1));
-      if (c.seq_lens_i64) l.data_as<int64_t>()[i] = v;
-      else l.data_as<int32_t>()[i] = static_cast<int32_t>(v);
+      if (c.seq_lens_i64)
+        l.data_as<int64_t>()[i] = v;
+      else
+        l.data_as<int32_t>()[i] = static_cast<int32_t>(v);
     }
     b.inputs.push_back(std::move(l));
   } else {
     b.inputs.push_back(std::nullopt);
   }
-  if (c.init_h) b.inputs.push_back(test::random_tensor({DType::kF32, ss}, seed + 6));
-  else b.inputs.push_back(std::nullopt);
+  if (c.init_h)
+    b.inputs.push_back(test::random_tensor({DType::kF32, ss}, seed + 6));
+  else
+    b.inputs.push_back(std::nullopt);
   if (c.op == "LSTM") {
-    if (c.init_c) b.inputs.push_back(test::random_tensor({DType::kF32, ss}, seed + 7));
-    else b.inputs.push_back(std::nullopt);
-    if (c.peephole) b.inputs.push_back(test::random_tensor({DType::kF32, {D, 3 * c.H}}, seed + 8, -0.5, 0.5));
-    else b.inputs.push_back(std::nullopt);
+    if (c.init_c)
+      b.inputs.push_back(test::random_tensor({DType::kF32, ss}, seed + 7));
+    else
+      b.inputs.push_back(std::nullopt);
+    if (c.peephole)
+      b.inputs.push_back(test::random_tensor({DType::kF32, {D, 3 * c.H}}, seed + 8, -0.5, 0.5));
+    else
+      b.inputs.push_back(std::nullopt);
   }
   while (!b.inputs.empty() && !b.inputs.back()) b.inputs.pop_back();  // trailing absents
 
@@ -197,8 +211,8 @@ std::vector<Tensor> reference(const Built& b) {
 
 std::vector<bool> constant_flags(const Case& c) {
   // W, R, B, P constant (packed at init) or all fed at run time (packed per run).
-  return {false, c.constant_weights, c.constant_weights, c.constant_weights, false, false, false,
-          c.constant_weights};
+  return {false, c.constant_weights, c.constant_weights, c.constant_weights, false, false,
+          false, c.constant_weights};
 }
 
 // max_rel_error within kTol, with a readable failure.
@@ -320,7 +334,8 @@ TEST_CASE("rnn sequence: every feature at once, all ops, 1-3 threads", "[rnn_seq
     }
 }
 
-TEST_CASE("rnn sequence: larger hidden sizes (several blocks per thread, k tiles)", "[rnn_sequence]") {
+TEST_CASE("rnn sequence: larger hidden sizes (several blocks per thread, k tiles)",
+          "[rnn_sequence]") {
   Case c;
   c.T = 3;
   c.B = 2;
@@ -344,7 +359,8 @@ TEST_CASE("rnn sequence: larger hidden sizes (several blocks per thread, k tiles
   check_case(c, 501, 2);
 }
 
-TEST_CASE("rnn sequence: thread-to-block shuffle (WCS off) gives the same results", "[rnn_sequence]") {
+TEST_CASE("rnn sequence: thread-to-block shuffle (WCS off) gives the same results",
+          "[rnn_sequence]") {
   for (const char* op : {"LSTM", "GRU", "RNN"})
     for (bool lbr : {false, true}) {
       if (lbr && std::string(op) != "GRU") continue;
@@ -518,16 +534,19 @@ TEST_CASE("rnn sequence: shape errors name the input and both shapes", "[rnn_seq
   // Bias, initial_h, sequence_lens, P.
   e = error_of("RNN", a, {f32({5, 1, 2}), f32({1, 4, 2}), f32({1, 4, 4}), f32({1, 4})});
   CHECK_THAT(e, Catch::Contains("input 3 (B) is float32[1, 4], expected [1, 8]"));
-  e = error_of("RNN", a, {f32({5, 3, 2}), f32({1, 4, 2}), f32({1, 4, 4}), std::nullopt, std::nullopt,
-                          f32({1, 2, 4})});
+  e = error_of(
+      "RNN", a,
+      {f32({5, 3, 2}), f32({1, 4, 2}), f32({1, 4, 4}), std::nullopt, std::nullopt, f32({1, 2, 4})});
   CHECK_THAT(e, Catch::Contains("input 5 (initial_h) is float32[1, 2, 4], expected [1, 3, 4]"));
   e = error_of("RNN", a, {f32({5, 3, 2}), f32({1, 4, 2}), f32({1, 4, 4}), std::nullopt, f32({3})});
   CHECK_THAT(e, Catch::Contains("input 4 (sequence_lens) must be int32 or int64, got float32[3]"));
-  e = error_of("RNN", a, {f32({5, 3, 2}), f32({1, 4, 2}), f32({1, 4, 4}), std::nullopt,
-                          Tensor(TensorDesc{DType::kI32, {2}})});
+  e = error_of("RNN", a,
+               {f32({5, 3, 2}), f32({1, 4, 2}), f32({1, 4, 4}), std::nullopt,
+                Tensor(TensorDesc{DType::kI32, {2}})});
   CHECK_THAT(e, Catch::Contains("input 4 (sequence_lens) is int32[2], expected [3]"));
-  e = error_of("LSTM", a, {f32({5, 1, 2}), f32({1, 16, 2}), f32({1, 16, 4}), std::nullopt,
-                           std::nullopt, std::nullopt, std::nullopt, f32({1, 16})});
+  e = error_of("LSTM", a,
+               {f32({5, 1, 2}), f32({1, 16, 2}), f32({1, 16, 4}), std::nullopt, std::nullopt,
+                std::nullopt, std::nullopt, f32({1, 16})});
   CHECK_THAT(e, Catch::Contains("input 7 (P) is float32[1, 16], expected [1, 12]"));
   // hidden_size attribute vs R.
   graph::Attributes h5;
@@ -537,7 +556,8 @@ TEST_CASE("rnn sequence: shape errors name the input and both shapes", "[rnn_seq
   // X rank, dtype.
   e = error_of("RNN", a, {f32({5, 2}), f32({1, 4, 2}), f32({1, 4, 4})});
   CHECK_THAT(e, Catch::Contains("input 0 (X) must be 3-D"));
-  e = error_of("RNN", a, {Tensor(TensorDesc{DType::kI32, {5, 1, 2}}), f32({1, 4, 2}), f32({1, 4, 4})});
+  e = error_of("RNN", a,
+               {Tensor(TensorDesc{DType::kI32, {5, 1, 2}}), f32({1, 4, 2}), f32({1, 4, 4})});
   CHECK_THAT(e, Catch::Contains("input 0 (X) must be float32"));
   // Missing R, too many outputs.
   e = error_of("RNN", a, {f32({5, 1, 2}), f32({1, 4, 2})});
@@ -547,7 +567,8 @@ TEST_CASE("rnn sequence: shape errors name the input and both shapes", "[rnn_seq
 }
 
 TEST_CASE("rnn sequence: unsupported and invalid attributes are clear errors", "[rnn_sequence]") {
-  const std::vector<std::optional<Tensor>> lstm_in = {f32({2, 1, 2}), f32({1, 16, 2}), f32({1, 16, 4})};
+  const std::vector<std::optional<Tensor>> lstm_in = {f32({2, 1, 2}), f32({1, 16, 2}),
+                                                      f32({1, 16, 4})};
   auto with = [](const char* name, graph::Attribute v) {
     graph::Attributes a;
     a.set("hidden_size", int64_t{4});
@@ -563,7 +584,8 @@ TEST_CASE("rnn sequence: unsupported and invalid attributes are clear errors", "
   e = error_of("LSTM", with("layout", int64_t{2}), lstm_in);
   CHECK_THAT(e, Catch::Contains("'layout' must be 0 or 1, got 2"));
   e = error_of("LSTM", with("direction", std::string("sideways")), lstm_in);
-  CHECK_THAT(e, Catch::Contains("'direction' must be forward, reverse or bidirectional, got 'sideways'"));
+  CHECK_THAT(
+      e, Catch::Contains("'direction' must be forward, reverse or bidirectional, got 'sideways'"));
   e = error_of("LSTM", with("clip", -1.0), lstm_in);
   CHECK_THAT(e, Catch::Contains("'clip' must be a positive finite number"));
   e = error_of("LSTM", with("input_forget", int64_t{3}), lstm_in);
@@ -613,7 +635,8 @@ TEST_CASE("rnn sequence: ONNX backend test cases (libonnx-testdata)", "[rnn_sequ
   const int status = std::system(cmd.c_str());
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   if (code == 77 || code == 78 || code == 127) {
-    WARN("skipped: " << (code == 78 ? "libonnx-testdata not installed" : "python3-onnx not available")
+    WARN("skipped: " << (code == 78 ? "libonnx-testdata not installed"
+                                    : "python3-onnx not available")
                      << " (exit " << code << " from " << cmd << ")");
     return;
   }
@@ -645,7 +668,8 @@ TEST_CASE("rnn sequence: ONNX backend test cases (libonnx-testdata)", "[rnn_sequ
       if (!outs[i].is_null()) num_outputs = static_cast<int>(i) + 1;
     for (bool constant : {true, false})
       for (int threads : {1, 2}) {
-        const std::vector<bool> flags = {false, constant, constant, constant, false, false, false, constant};
+        const std::vector<bool> flags = {false, constant, constant, constant,
+                                         false, false,    false,    constant};
         auto r = run_op(op, attrs, inputs, num_outputs, threads, flags);
         INFO(dir.filename().string() << " constant weights=" << constant << " threads=" << threads);
         REQUIRE(r.is_ok());
@@ -698,8 +722,10 @@ TEST_CASE("rnn sequence: timing of LSTM I=H=256 B=1 T=100", "[.rnn_timing]") {
           continue;
         }
         names.push_back("in" + std::to_string(i));
-        if (i == 0) gb.add_input(names.back(), b.inputs[i]->desc());
-        else gb.add_constant(names.back(), *b.inputs[i]);
+        if (i == 0)
+          gb.add_input(names.back(), b.inputs[i]->desc());
+        else
+          gb.add_constant(names.back(), *b.inputs[i]);
       }
       std::vector<std::string> outs;
       for (int i = 0; i < c.outputs; ++i) {
@@ -714,10 +740,13 @@ TEST_CASE("rnn sequence: timing of LSTM I=H=256 B=1 T=100", "[.rnn_timing]") {
       std::vector<const void*> in_ptrs;
       for (graph::ValueId v : node.inputs) {
         ctx.inputs.push_back(v == graph::kNoId ? nullptr : &g->value(v).desc);
-        ctx.const_inputs.push_back(v != graph::kNoId && g->value(v).kind == graph::ValueKind::kConstant
-                                       ? g->value(v).data.get() : nullptr);
+        ctx.const_inputs.push_back(v != graph::kNoId &&
+                                           g->value(v).kind == graph::ValueKind::kConstant
+                                       ? g->value(v).data.get()
+                                       : nullptr);
       }
-      for (size_t i = 0; i < b.inputs.size(); ++i) in_ptrs.push_back(b.inputs[i] ? b.inputs[i]->data() : nullptr);
+      for (size_t i = 0; i < b.inputs.size(); ++i)
+        in_ptrs.push_back(b.inputs[i] ? b.inputs[i]->data() : nullptr);
       std::vector<Tensor> out_t;
       std::vector<void*> out_ptrs;
       for (graph::ValueId v : node.outputs) {
@@ -738,9 +767,12 @@ TEST_CASE("rnn sequence: timing of LSTM I=H=256 B=1 T=100", "[.rnn_timing]") {
           (*k)->run(ops::TeamContext{0, 1, scratch, bytes}, io);
         } else {
 #pragma omp parallel num_threads(threads)
-          (*k)->run(ops::TeamContext{omp_get_thread_num(), omp_get_num_threads(), scratch, bytes}, io);
+          (*k)->run(ops::TeamContext{omp_get_thread_num(), omp_get_num_threads(), scratch, bytes},
+                    io);
         }
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count());
       }
       std::sort(ms.begin(), ms.end());
       std::printf("%s I=H=%lld B=%lld T=%lld threads=%d shuffle=%d: median %.3f ms, min %.3f ms\n",

@@ -89,8 +89,12 @@ std::vector<Tensor> reference_rnn(const RnnRefSpec& spec, const RnnRefInputs& in
       return s;
     };
     auto wb = [&](int64_t n) { return Bias ? static_cast<double>(Bias[d * 2 * G * H + n]) : 0.0; };
-    auto rb = [&](int64_t n) { return Bias ? static_cast<double>(Bias[d * 2 * G * H + G * H + n]) : 0.0; };
-    auto peep = [&](int64_t g, int64_t j) { return P ? static_cast<double>(P[d * 3 * H + g * H + j]) : 0.0; };
+    auto rb = [&](int64_t n) {
+      return Bias ? static_cast<double>(Bias[d * 2 * G * H + G * H + n]) : 0.0;
+    };
+    auto peep = [&](int64_t g, int64_t j) {
+      return P ? static_cast<double>(P[d * 3 * H + g * H + j]) : 0.0;
+    };
 
     for (int64_t b = 0; b < B; ++b) {
       std::vector<double> h(H), c(H), hn(H), cn(H);
@@ -105,13 +109,16 @@ std::vector<Tensor> reference_rnn(const RnnRefSpec& spec, const RnnRefInputs& in
           // Gate blocks i, o, f, c; peepholes i, o, f.
           for (int64_t j = 0; j < H; ++j) {
             const int64_t ni = 0 * H + j, no = 1 * H + j, nf = 2 * H + j, nc = 3 * H + j;
-            const double it = sigmoid(clip(wx(ni, t, b) + rh(ni, h) + peep(0, j) * c[j] + wb(ni) + rb(ni)));
-            const double ft = spec.input_forget
-                                  ? 1.0 - it
-                                  : sigmoid(clip(wx(nf, t, b) + rh(nf, h) + peep(2, j) * c[j] + wb(nf) + rb(nf)));
+            const double it =
+                sigmoid(clip(wx(ni, t, b) + rh(ni, h) + peep(0, j) * c[j] + wb(ni) + rb(ni)));
+            const double ft =
+                spec.input_forget
+                    ? 1.0 - it
+                    : sigmoid(clip(wx(nf, t, b) + rh(nf, h) + peep(2, j) * c[j] + wb(nf) + rb(nf)));
             const double ct = std::tanh(clip(wx(nc, t, b) + rh(nc, h) + wb(nc) + rb(nc)));
             cn[j] = ft * c[j] + it * ct;
-            const double ot = sigmoid(clip(wx(no, t, b) + rh(no, h) + peep(1, j) * cn[j] + wb(no) + rb(no)));
+            const double ot =
+                sigmoid(clip(wx(no, t, b) + rh(no, h) + peep(1, j) * cn[j] + wb(no) + rb(no)));
             hn[j] = ot * std::tanh(cn[j]);
           }
         } else if (gru) {

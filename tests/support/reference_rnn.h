@@ -13,13 +13,13 @@
 namespace graphi::test {
 
 struct RnnRefSpec {
-  std::string op;                      // "LSTM", "GRU" or "RNN"
-  int64_t hidden = 0;                  // hidden_size
-  std::string direction = "forward";   // forward | reverse | bidirectional
-  int layout = 0;                      // 0: X [T, B, I]; 1: X [B, T, I]
-  double clip = 0;                     // > 0: clip the activations' inputs to [-clip, clip]
-  bool input_forget = false;           // LSTM: f = 1 - i
-  bool linear_before_reset = false;    // GRU
+  std::string op;                     // "LSTM", "GRU" or "RNN"
+  int64_t hidden = 0;                 // hidden_size
+  std::string direction = "forward";  // forward | reverse | bidirectional
+  int layout = 0;                     // 0: X [T, B, I]; 1: X [B, T, I]
+  double clip = 0;                    // > 0: clip the activations' inputs to [-clip, clip]
+  bool input_forget = false;          // LSTM: f = 1 - i
+  bool linear_before_reset = false;   // GRU
   // RNN: "Tanh", "Relu" or "Sigmoid", one per direction (or one for all); empty = Tanh.
   std::vector<std::string> activations;
 };
