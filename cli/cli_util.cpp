@@ -5,6 +5,7 @@
 
 #include "cli/args.h"
 #include "graph/graph_file.h"
+#include "graph/passes/lstm_fusion.h"
 #include "ops/registry.h"
 
 namespace graphi::cli {
@@ -16,6 +17,15 @@ Result<std::shared_ptr<const graph::Graph>> load_model(const std::string& path) 
     return Status::io_error(path + ": is a directory, not a model file");
   GRAPHI_ASSIGN_OR_RETURN(graph::Graph g, graph::read_graph_file(path, ops::Registry::get()));
   return std::make_shared<const graph::Graph>(std::move(g));
+}
+
+Result<std::shared_ptr<const graph::Graph>> fuse_graph(std::shared_ptr<const graph::Graph> g) {
+  GRAPHI_ASSIGN_OR_RETURN(graph::passes::LstmFusionResult f,
+                          graph::passes::fuse_lstm_cells(*g, ops::Registry::get()));
+  std::fprintf(stderr, "graphi: fused %d LSTM cells into %d LSTM sequence op%s (--no-fuse: off)\n",
+               f.cells, f.sequences, f.sequences == 1 ? "" : "s");
+  if (f.sequences == 0) return g;
+  return std::make_shared<const graph::Graph>(std::move(f.graph));
 }
 
 std::string human_bytes(double b) {

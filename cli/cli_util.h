@@ -12,6 +12,11 @@ namespace graphi::cli {
 // registry. Errors name the path.
 Result<std::shared_ptr<const graph::Graph>> load_model(const std::string& path);
 
+// Applies the default graph passes (graph/passes/lstm_fusion.h: unrolled LSTM cells -> LSTM
+// sequence ops) and says on stderr how many cells became how many sequence ops. `graphi run`
+// and `graphi info` call it unless --no-fuse is given.
+Result<std::shared_ptr<const graph::Graph>> fuse_graph(std::shared_ptr<const graph::Graph> g);
+
 // "390.0 KiB"
 std::string human_bytes(double bytes);
 // "1.23 GFLOP"

@@ -14,13 +14,15 @@ namespace graphi::cli {
 
 int info_command(int argc, char** argv) {
   Args args(
-      "graphi info MODEL [--json] [--threads K]",
+      "graphi info MODEL [--json] [--threads K] [--no-fuse]",
       "Prints a model's op counts, parameters and bytes, FLOPs per run, the number of ops at\n"
       "each depth level (the inter-op parallelism the graph offers), the critical path in\n"
       "ops and FLOPs, peak memory with and without buffer reuse, and the kernel selected for\n"
-      "each op type. Example:\n"
+      "each op type, after fusing unrolled LSTM cells into LSTM ops (--no-fuse: as stored).\n"
+      "Example:\n"
       "  graphi info lstm.graphi --json");
   args.positional("MODEL", "the .graphi model file");
+  args.flag("--no-fuse", "describe the graph as stored (no LSTM cell fusion)");
   args.flag("--json", "print one JSON object on stdout instead of text");
   args.option("--threads", "K", "team size the kernels are selected for, 1..1024 (default 1)");
   if (auto code = args.parse(argc, argv)) return *code;
@@ -30,6 +32,10 @@ int info_command(int argc, char** argv) {
 
   auto g = load_model(path);
   if (!g.is_ok()) return runtime_error(g.status());
+  if (!args.has("--no-fuse")) {
+    g = fuse_graph(*g);
+    if (!g.is_ok()) return runtime_error(g.status());
+  }
 
   // Kernel selection needs a compiled Plan; if compiling fails (a kernel refuses every
   // candidate), the statistics are still useful, so report the reason and go on.

@@ -97,12 +97,13 @@ int run_command(int argc, char** argv) {
   Args args(
       "graphi run MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--iterations N] [--warmup "
       "N] [--json]\n"
-      "                  [--threads K] [--executors N] [--scheduler NAME]",
+      "                  [--threads K] [--executors N] [--scheduler NAME] [--no-fuse]",
       "Runs a .graphi model and reports output shapes and latency. By default it runs on the\n"
       "sequential reference executor (one team of K threads, ops in topological order).\n"
       "Inputs come from .npy files (float32/int32/int64, C order); inputs not given are\n"
       "filled with seeded random values (float32 uniform in [-1, 1)) and reported as generated.\n"
       "Outputs are written as DIR/NAME.npy with --output-dir ('/' in a name becomes '_').\n"
+      "Unrolled LSTM cells are fused into LSTM sequence ops first (--no-fuse: run as is).\n"
       "Exit codes: 0 ok, 1 runtime error (bad file, bad input data), 2 usage error. Example:\n"
       "  graphi run lstm.graphi --input x=x.npy --output-dir out --iterations 100 --json");
   args.positional("MODEL", "the .graphi model file");
@@ -116,6 +117,7 @@ int run_command(int argc, char** argv) {
   args.option("--scheduler", "NAME",
               "sequential (default with 1 executor), cpf (critical-path first, default with\n"
               "                           more), fifo or shared-queue");
+  args.flag("--no-fuse", "run the graph as stored (no LSTM cell fusion)");
   args.flag("--no-pin", "do not pin threads to cores (allows oversubscribing the machine)");
   args.option("--seed", "S", "seed of generated inputs (default 0)");
   args.flag("--json", "print one JSON object on stdout instead of text");
@@ -153,6 +155,11 @@ int run_command(int argc, char** argv) {
   auto loaded = load_model(model_path);
   if (!loaded.is_ok()) return runtime_error(loaded.status());
   std::shared_ptr<const graph::Graph> g = *loaded;
+  if (!args.has("--no-fuse")) {
+    auto fused = fuse_graph(g);
+    if (!fused.is_ok()) return runtime_error(fused.status());
+    g = *fused;
+  }
 
   for (const auto& [name, file] : input_files) {
     auto v = g->find_value(name);

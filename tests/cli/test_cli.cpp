@@ -257,7 +257,7 @@ TEST_CASE("graphi info reports ops, FLOPs, depth levels and memory", "[cli]") {
   REQUIRE(graphi_cli(dir, {"model", "lstm", "--input", "5", "--hidden", "8", "--layers", "2",
                            "--batch", "3", "--seq", "4", "-o", model})
               .rc == 0);
-  auto r = graphi_cli(dir, {"info", model, "--json"});
+  auto r = graphi_cli(dir, {"info", model, "--json", "--no-fuse"});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   nlohmann::json j = nlohmann::json::parse(r.out);
@@ -275,10 +275,70 @@ TEST_CASE("graphi info reports ops, FLOPs, depth levels and memory", "[cli]") {
   CHECK(j["memory"]["peak_bytes"].get<size_t>() <= j["memory"]["total_bytes"].get<size_t>());
   CHECK(j.contains("kernels_by_op"));
 
-  auto text = graphi_cli(dir, {"info", model});
+  auto text = graphi_cli(dir, {"info", model, "--no-fuse"});
   REQUIRE(text.rc == 0);
   CHECK(contains(text.out, "MatMul"));
   CHECK(contains(text.out, "critical path"));
+
+  // By default the unrolled cells are fused: one LSTM op per layer, with its kernel named.
+  auto fused = graphi_cli(dir, {"info", model, "--json"});
+  INFO(fused.err);
+  REQUIRE(fused.rc == 0);
+  CHECK(contains(fused.err, "fused 8 LSTM cells into 2 LSTM sequence ops"));
+  nlohmann::json fj = nlohmann::json::parse(fused.out);
+  CHECK(fj["op_counts"]["LSTM"] == 2);
+  CHECK_FALSE(fj["op_counts"].contains("Sigmoid"));
+  REQUIRE(fj["kernels_by_op"].contains("LSTM"));
+  CHECK(fj["kernels_by_op"]["LSTM"].size() == 1);
+  auto ftext = graphi_cli(dir, {"info", model});
+  REQUIRE(ftext.rc == 0);
+  CHECK(contains(ftext.out, "LSTM"));
+}
+
+TEST_CASE("graphi run fuses LSTM cells by default and --no-fuse runs the graph as stored", "[cli]") {
+  const fs::path dir = test::scratch_dir("cli_fuse");
+  const fs::path model = dir / "lstm.graphi";
+  REQUIRE(graphi_cli(dir, {"model", "lstm", "--input", "6", "--hidden", "5", "--layers", "2",
+                           "--batch", "2", "--seq", "3", "-o", model.string()})
+              .rc == 0);
+  engine::NamedTensors in = {{"x", test::random_tensor({DType::kF32, {3, 2, 6}}, 1)},
+                             {"h0", test::random_tensor({DType::kF32, {2, 2, 5}}, 2)},
+                             {"c0", test::random_tensor({DType::kF32, {2, 2, 5}}, 3)}};
+  std::vector<std::string> feed;
+  for (const auto& [name, t] : in) {
+    write(dir / (name + ".npy"), t);
+    feed.push_back("--input");
+    feed.push_back(name + "=" + (dir / (name + ".npy")).string());
+  }
+  auto run = [&](const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> a = {"run", model.string(), "--output-dir", (dir / out).string(),
+                                  "--iterations", "2"};
+    a.insert(a.end(), feed.begin(), feed.end());
+    a.insert(a.end(), extra.begin(), extra.end());
+    return graphi_cli(dir, a);
+  };
+  auto fused = run("fused", {});
+  INFO(fused.err);
+  REQUIRE(fused.rc == 0);
+  CHECK(contains(fused.err, "fused 6 LSTM cells into 2 LSTM sequence ops"));
+  auto plain = run("plain", {"--no-fuse"});
+  INFO(plain.err);
+  REQUIRE(plain.rc == 0);
+  CHECK_FALSE(contains(plain.err, "fused"));
+
+  // Reference: the stored (unfused) graph through an in-process Session.
+  auto g = graph::read_graphi(model.string(), ops::Registry::get());
+  REQUIRE(g.is_ok());
+  auto session = engine::Session::create(std::make_shared<const graph::Graph>(std::move(*g)));
+  REQUIRE(session.is_ok());
+  auto outs = (*session)->run(in);
+  REQUIRE(outs.is_ok());
+  REQUIRE(outs->size() == 3);
+  for (const auto& [name, t] : *outs) {
+    INFO(name);
+    CHECK(test::max_rel_error(read(dir / "plain" / (name + ".npy")), t) == 0);
+    CHECK(test::max_rel_error(read(dir / "fused" / (name + ".npy")), t) < 1e-5);
+  }
 }
 
 TEST_CASE("graphi exit codes: usage errors are 2, runtime errors 1, --help 0", "[cli]") {
