@@ -325,6 +325,60 @@ Result<LstmFusionResult> fuse_lstm_cells(const Graph& g, const ShapeInferencer& 
   for (const auto& chain : chains)
     for (int i : chain)
       for (NodeId n : cells[i].nodes) removed[n] = true;
+  const size_t K = chains.size();
+  std::vector<std::vector<ValueId>> xs(K), hs(K);
+  for (size_t k = 0; k < K; ++k)
+    for (int i : chains[k]) {
+      xs[k].push_back(cells[i].left[1 - cells[i].r_slot]);
+      hs[k].push_back(cells[i].h);
+    }
+  // Where each chain's X comes from, cheapest first: another fused chain's Y (stacked layers),
+  // the input of a Split along axis 0 whose pieces only the cells read (as build_lstm splits x),
+  // else a Concat of the x_t reshaped to [1, B, I].
+  std::vector<int> x_from_chain(K, -1);
+  std::vector<NodeId> x_from_split(K, kNoId), y_concat(K, kNoId);
+  std::unordered_set<ValueId> needed;  // values the fallback X reads
+  for (size_t k = 0; k < K; ++k) {
+    const int64_t T = static_cast<int64_t>(xs[k].size()), B = cells[chains[k][0]].batch;
+    for (size_t j = 0; j < K && x_from_chain[k] < 0; ++j)
+      if (j != k && hs[j] == xs[k]) x_from_chain[k] = static_cast<int>(j);
+    if (x_from_chain[k] >= 0) continue;
+    const Value& x0 = g.value(xs[k][0]);
+    if (T > 1 && x0.producer != kNoId) {
+      const Node& s = g.node(x0.producer);
+      bool ok = s.op == "Split" && s.outputs == xs[k] && s.inputs.size() == 1 &&
+                !removed[x0.producer] && g.value(s.inputs[0]).desc.rank() == 2 &&
+                g.value(s.inputs[0]).desc.shape[0] == T * B;
+      auto axis = attr_int(s.attrs, "", "axis", 0);
+      ok = ok && axis.is_ok() && *axis == 0;
+      for (ValueId v : xs[k]) {
+        auto cs = g.consumers(v);
+        ok = ok && !g.value(v).is_output &&
+             std::all_of(cs.begin(), cs.end(), [&](NodeId n) { return removed[n]; });
+      }
+      if (ok) {
+        x_from_split[k] = x0.producer;
+        continue;
+      }
+    }
+    needed.insert(xs[k].begin(), xs[k].end());
+  }
+  for (size_t k = 0; k < K; ++k) {
+    if (x_from_split[k] != kNoId) removed[x_from_split[k]] = true;
+    // A Concat along axis 0 of exactly h_0 .. h_{T-1} (as build_lstm assembles y) is Y itself.
+    const ValueId h0v = hs[k][0];
+    for (NodeId n : g.consumers(h0v)) {
+      const Node& c = g.node(n);
+      auto axis = attr_int(c.attrs, "", "axis", 0);
+      if (hs[k].size() > 1 && c.op == "Concat" && c.inputs == hs[k] && !removed[n] &&
+          axis.is_ok() && *axis == 0) {
+        y_concat[k] = n;
+        removed[n] = true;
+        break;
+      }
+    }
+  }
+
   std::unordered_set<std::string> names;
   for (const Value& v : g.values()) names.insert(v.name);
   for (const Node& n : g.nodes()) names.insert(n.name);
@@ -353,14 +407,27 @@ Result<LstmFusionResult> fuse_lstm_cells(const Graph& g, const ShapeInferencer& 
     for (ValueId v : n.outputs) outs.push_back(g.value(v).name);
     b.add_node(n.op, n.name, ins, outs, n.attrs);
   }
+  // A value the rewritten graph still reads (or returns) must be produced again.
+  auto still_used = [&](ValueId v) {
+    auto cs = g.consumers(v);
+    return g.value(v).is_output || needed.count(v) ||
+           std::any_of(cs.begin(), cs.end(), [&](NodeId n) { return !removed[n]; });
+  };
 
-  for (const auto& chain : chains) {
+  std::vector<std::string> y_names(K);
+  std::vector<std::string> bases(K);
+  for (size_t k = 0; k < K; ++k) {
+    bases[k] = fresh("lstm_fused" + std::to_string(k));
+    y_names[k] = fresh(bases[k] + "/Y");
+  }
+  for (size_t k = 0; k < K; ++k) {
+    const auto& chain = chains[k];
     const Cell& head = cells[chain.front()];
     const Cell& last = cells[chain.back()];
     const int64_t T = static_cast<int64_t>(chain.size()), B = head.batch, H = head.hidden;
     const ValueId W = head.weight[1 - head.r_slot], R = head.weight[head.r_slot];
     const int64_t I = g.value(W).desc.shape[0];
-    const std::string base = fresh("lstm_fused" + std::to_string(result.sequences));
+    const std::string& base = bases[k];
     auto name = [&](const std::string& what) { return fresh(base + "/" + what); };
     auto reshape = [&](const std::string& in, const std::string& shape, const std::string& out) {
       b.add_node("Reshape", fresh(base + "/reshape"), {in, shape}, {out});
@@ -371,18 +438,27 @@ Result<LstmFusionResult> fuse_lstm_cells(const Graph& g, const ShapeInferencer& 
     b.add_constant(shape_s, int_tensor({1, B, H}));
     b.add_constant(shape_h, int_tensor({B, H}));
 
-    std::vector<std::string> xs;
-    for (int i : chain) {
-      const Cell& c = cells[i];
-      xs.push_back(name("x"));
-      reshape(g.value(c.left[1 - c.r_slot]).name, shape_x, xs.back());
-    }
-    std::string X = xs.front();
-    if (T > 1) {
+    std::string X;
+    if (x_from_chain[k] >= 0 || x_from_split[k] != kNoId) {
+      const std::string shape_seq = name("shape_seq");
+      b.add_constant(shape_seq, int_tensor({T, B, I}));
       X = name("X");
-      Attributes a;
-      a.set("axis", int64_t{0});
-      b.add_node("Concat", fresh(base + "/concat_x"), xs, {X}, std::move(a));
+      reshape(x_from_chain[k] >= 0 ? y_names[x_from_chain[k]]
+                                   : g.value(g.node(x_from_split[k]).inputs[0]).name,
+              shape_seq, X);
+    } else {
+      std::vector<std::string> parts;
+      for (ValueId v : xs[k]) {
+        parts.push_back(name("x"));
+        reshape(g.value(v).name, shape_x, parts.back());
+      }
+      X = parts.front();
+      if (T > 1) {
+        X = name("X");
+        Attributes a;
+        a.set("axis", int64_t{0});
+        b.add_node("Concat", fresh(base + "/concat_x"), parts, {X}, std::move(a));
+      }
     }
     const std::string h0 = name("initial_h"), c0 = name("initial_c");
     reshape(g.value(head.left[head.r_slot]).name, shape_s, h0);
@@ -396,21 +472,20 @@ Result<LstmFusionResult> fuse_lstm_cells(const Graph& g, const ShapeInferencer& 
       for (int64_t j = 0; j < H; ++j)
         bias.data_as<float>()[r * H + j] = bsrc[head.piece[r] * H + j];
     b.add_constant(bn, std::move(bias));
-    const std::string Y = name("Y"), Yh = name("Y_h"), Yc = name("Y_c");
+    const std::string& Y = y_names[k];
+    const std::string Yh = name("Y_h"), Yc = name("Y_c");
     Attributes la;
     la.set("hidden_size", H);
     b.add_node("LSTM", base, {X, wn, rn, bn, "", h0, c0}, {Y, Yh, Yc}, std::move(la));
 
-    std::unordered_set<NodeId> members;
-    for (int i : chain) members.insert(cells[i].nodes.begin(), cells[i].nodes.end());
-    auto used_outside = [&](ValueId v) {
-      auto cs = g.consumers(v);
-      return g.value(v).is_output ||
-             std::any_of(cs.begin(), cs.end(), [&](NodeId n) { return !members.count(n); });
-    };
+    if (y_concat[k] != kNoId) {
+      const std::string shape_rows = name("shape_rows");
+      b.add_constant(shape_rows, int_tensor({T * B, H}));
+      reshape(Y, shape_rows, g.value(g.node(y_concat[k]).outputs[0]).name);
+    }
     for (int64_t t = 0; t < T; ++t) {
       const Cell& c = cells[chain[t]];
-      if (!used_outside(c.h)) continue;
+      if (!still_used(c.h)) continue;
       if (t == T - 1) {
         reshape(Yh, shape_h, g.value(c.h).name);
         continue;
@@ -423,7 +498,7 @@ Result<LstmFusionResult> fuse_lstm_cells(const Graph& g, const ShapeInferencer& 
       b.add_node("Slice", fresh(base + "/slice"), {Y}, {yt}, std::move(sa));
       reshape(yt, shape_h, g.value(c.h).name);
     }
-    if (used_outside(last.c)) reshape(Yc, shape_h, g.value(last.c).name);
+    if (still_used(last.c)) reshape(Yc, shape_h, g.value(last.c).name);
     result.cells += static_cast<int>(T);
     ++result.sequences;
   }
