@@ -12,7 +12,7 @@ namespace graphi::cli {
 // registry. Errors name the path.
 Result<std::shared_ptr<const graph::Graph>> load_model(const std::string& path);
 
-// Applies the default graph passes (graph/passes/lstm_fusion.h: unrolled LSTM cells -> LSTM
+// Applies the default graph passes (graph/passes/rnn_fusion.h: unrolled LSTM and GRU cells ->
 // sequence ops) and says on stderr how many cells became how many sequence ops. `graphi run`
 // and `graphi info` call it unless --no-fuse is given.
 Result<std::shared_ptr<const graph::Graph>> fuse_graph(std::shared_ptr<const graph::Graph> g);

@@ -1,4 +1,4 @@
-// graph/passes/lstm_fusion.h: unrolled LSTMs (models::build_lstm, and a hand-written cell with a
+// graph/passes/rnn_fusion.h: unrolled LSTMs (models::build_lstm, and a hand-written cell with a
 // different gate order and Add association) are rewritten to ONNX LSTM ops; both graphs run
 // through engine::Session on the same inputs and must agree to 1e-5 relative. The unfused graph
 // is the reference: its plain ops share no code with the LSTM sequence kernel.
@@ -7,7 +7,8 @@
 
 #include "engine/session.h"
 #include "graph/graph_builder.h"
-#include "graph/passes/lstm_fusion.h"
+#include "graph/passes/rnn_fusion.h"
+#include "models/gru.h"
 #include "models/lstm.h"
 #include "ops/registry.h"
 #include "tests/support/test_util.h"
@@ -70,7 +71,7 @@ TEST_CASE("LSTM fusion replaces each layer of build_lstm with one LSTM op", "[gr
     INFO("E=" << c.e << " H=" << c.h << " L=" << c.l << " B=" << c.b << " T=" << c.t);
     auto g = models::build_lstm(spec, ops::Registry::get());
     REQUIRE(g.is_ok());
-    auto f = graph::passes::fuse_lstm_cells(*g, ops::Registry::get());
+    auto f = graph::passes::fuse_rnn_cells(*g, ops::Registry::get());
     INFO(f.status().message());
     REQUIRE(f.is_ok());
     CHECK(f->cells == c.l * c.t);
@@ -100,7 +101,7 @@ TEST_CASE("LSTM fusion leaves a chain alone when an intermediate c_t is used", "
   b.add_output("l0/t1/c");
   auto g2 = b.finish(ops::Registry::get());
   REQUIRE(g2.is_ok());
-  auto f = graph::passes::fuse_lstm_cells(*g2, ops::Registry::get());
+  auto f = graph::passes::fuse_rnn_cells(*g2, ops::Registry::get());
   REQUIRE(f.is_ok());
   CHECK(f->cells == 0);
   CHECK(f->sequences == 0);
@@ -113,7 +114,7 @@ TEST_CASE("LSTM fusion leaves a chain alone when an intermediate c_t is used", "
   b3.add_output("l0/t0/h");
   auto g3 = b3.finish(ops::Registry::get());
   REQUIRE(g3.is_ok());
-  auto f3 = graph::passes::fuse_lstm_cells(*g3, ops::Registry::get());
+  auto f3 = graph::passes::fuse_rnn_cells(*g3, ops::Registry::get());
   REQUIRE(f3.is_ok());
   CHECK(f3->sequences == 1);
   check_same(*g3, f3->graph, 1);
@@ -165,10 +166,64 @@ TEST_CASE("LSTM fusion matches cells by structure, not names or gate order", "[g
   auto g = b.finish(ops::Registry::get());
   INFO(g.status().message());
   REQUIRE(g.is_ok());
-  auto f = graph::passes::fuse_lstm_cells(*g, ops::Registry::get());
+  auto f = graph::passes::fuse_rnn_cells(*g, ops::Registry::get());
   INFO(f.status().message());
   REQUIRE(f.is_ok());
   CHECK(f->cells == T);
   CHECK(f->sequences == 1);
   check_same(*g, f->graph, 1);
+}
+
+TEST_CASE("GRU fusion replaces each layer of build_gru with one GRU op", "[graph][fusion]") {
+  struct Case {
+    int64_t e, h, l, b, t;
+    bool lbr;
+  };
+  const Case cases[] = {{6, 5, 1, 2, 4, false}, {6, 5, 1, 2, 4, true},  {8, 8, 2, 3, 5, false},
+                        {8, 8, 2, 3, 5, true},  {4, 7, 2, 1, 1, false}, {4, 7, 2, 1, 1, true},
+                        {16, 12, 3, 4, 3, true}};
+  for (const Case& c : cases) {
+    models::RnnSpec spec;
+    spec.input = c.e;
+    spec.hidden = c.h;
+    spec.layers = c.l;
+    spec.batch = c.b;
+    spec.seq = c.t;
+    spec.seed = 5;
+    spec.linear_before_reset = c.lbr;
+    INFO("E=" << c.e << " H=" << c.h << " L=" << c.l << " B=" << c.b << " T=" << c.t
+              << " lbr=" << c.lbr);
+    auto g = models::build_gru(spec, ops::Registry::get());
+    REQUIRE(g.is_ok());
+    auto f = graph::passes::fuse_rnn_cells(*g, ops::Registry::get());
+    INFO(f.status().message());
+    REQUIRE(f.is_ok());
+    CHECK(f->gru_cells == c.l * c.t);
+    CHECK(f->gru_sequences == c.l);
+    CHECK(f->lstm_sequences == 0);
+    CHECK(count_op(f->graph, "GRU") == static_cast<size_t>(c.l));
+    CHECK(count_op(f->graph, "Sigmoid") == 0);
+    CHECK(f->graph.num_nodes() < g->num_nodes());
+    check_same(*g, f->graph, 1);
+    check_same(*g, f->graph, 2);
+  }
+}
+
+TEST_CASE("GRU fusion leaves a chain alone when an internal value is used", "[graph][fusion]") {
+  models::RnnSpec spec;
+  spec.input = 4;
+  spec.hidden = 3;
+  spec.batch = 2;
+  spec.seq = 3;
+  auto g = models::build_gru(spec, ops::Registry::get());
+  REQUIRE(g.is_ok());
+  graph::GraphBuilder b = graph::GraphBuilder::from_graph(*g);
+  b.add_output("l0/t1/z");
+  auto g2 = b.finish(ops::Registry::get());
+  REQUIRE(g2.is_ok());
+  auto f = graph::passes::fuse_rnn_cells(*g2, ops::Registry::get());
+  REQUIRE(f.is_ok());
+  // Only the cells after the one whose gate is used chain up: t2 alone.
+  CHECK(f->gru_cells <= 2);
+  check_same(*g2, f->graph, 1);
 }
