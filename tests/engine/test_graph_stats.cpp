@@ -85,7 +85,7 @@ TEST_CASE("graph stats: counts, depth levels, critical path and memory of a hand
   CHECK(s.peak_bytes < s.total_bytes);
 }
 
-TEST_CASE("graph stats: with a Plan, kernel counts; JSON and text forms", "[graph_stats]") {
+TEST_CASE("graph stats: with a Plan, kernel counts, JSON and text forms", "[graph_stats]") {
   auto g = hand_graph();
   Plan p = value_or_throw(compile(g, 1));
   GraphStats s = value_or_throw(compute_graph_stats(*g, &p));
@@ -132,7 +132,7 @@ TEST_CASE("graph stats: an op the registry does not know is an error naming the 
   CHECK_THAT(p.status().message(), Contains("node 'f' (Frobnicate)"));
 }
 
-TEST_CASE("graph stats: integer constants are not parameters; a graph without nodes", "[graph_stats]") {
+TEST_CASE("graph stats: integer constants are not parameters, a graph without nodes", "[graph_stats]") {
   graph::GraphBuilder b("<reshape>");
   b.add_input("x", TensorDesc{DType::kF32, {2, 3}});
   Tensor shape(TensorDesc{DType::kI64, {1}});

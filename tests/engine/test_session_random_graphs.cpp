@@ -273,7 +273,7 @@ TEST_CASE("session: every reuse mode gives the same outputs", "[session][random]
   }
 }
 
-TEST_CASE("session: two Sessions share one Plan; a team size mismatch is refused", "[session]") {
+TEST_CASE("session: two Sessions share one Plan, a team size mismatch is refused", "[session]") {
   RandomGraph rg(7, 20);
   auto g = rg.finish();
   auto plan = std::make_shared<const Plan>(value_or_throw(compile(g, 1)));

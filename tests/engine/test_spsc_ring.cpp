@@ -11,7 +11,7 @@
 
 using graphi::engine::SpscRing;
 
-TEST_CASE("SpscRing capacity rounds up to a power of two; 1 is valid", "[spsc_ring]") {
+TEST_CASE("SpscRing capacity rounds up to a power of two, 1 is valid", "[spsc_ring]") {
   using Ring = SpscRing<uint32_t>;
   CHECK(Ring::rounded_capacity(0) == 0);
   CHECK(Ring::rounded_capacity(1) == 1);

@@ -751,7 +751,7 @@ TEST_CASE("format corruption: every truncation is an error") {
   CHECK(errors == f.size());
 }
 
-TEST_CASE("format corruption: random byte flips give an error or a valid graph; flips in weights load") {
+TEST_CASE("format corruption: random byte flips give an error or a valid graph, flips in weights load") {
   const Bytes f = to_bytes(sample_graph());
   const Parts p = split(f);
   std::mt19937_64 rng(20240611);

@@ -330,7 +330,7 @@ TEST_CASE("Conv and pool cost hints", "[ops][conv][pool]") {
   CHECK(c.bytes == 4.0 * (100 + 36));
 }
 
-TEST_CASE("Conv and pools match ONNX's own backend node tests; unsupported variants are refused",
+TEST_CASE("Conv and pools match ONNX's own backend node tests, unsupported variants are refused",
           "[ops][conv][pool][onnx]") {
   auto cases = test::load_onnx_node_cases(
       {"test_basic_conv_with_padding", "test_basic_conv_without_padding",

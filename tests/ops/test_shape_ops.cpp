@@ -244,7 +244,7 @@ TEST_CASE("Identity copies every dtype", "[ops][shape]") {
     }
 }
 
-TEST_CASE("Reshape and Identity are small ops; the others are not", "[ops][shape]") {
+TEST_CASE("Reshape and Identity are small ops, the others are not", "[ops][shape]") {
   const ops::Registry& r = ops::Registry::get();
   for (const char* op : {"Reshape", "Identity"}) {
     REQUIRE(r.find(op) != nullptr);
