@@ -1,0 +1,37 @@
+// ONNX import: decodes an ONNX ModelProto (graph/protobuf_reader.h, no libprotobuf) into a
+// graphi Graph. ONNX ops map one to one onto graphi ops of the same name; shape bookkeeping of
+// PyTorch exports (Shape, Gather, Unsqueeze, Concat of shapes, ConstantOfShape, Cast, ...) is
+// evaluated at import time when its inputs are constant, since graphi graphs are static.
+// Supported ops, opsets, folding and limits: graph/ONNX.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+
+#include "graph/graph.h"
+
+namespace graphi::graph {
+
+struct ImportOptions {
+  // Values of symbolic dims (dim_param, e.g. "batch" from torch.onnx.export's dynamic_axes);
+  // the CLI fills it from --dim NAME=VALUE. A symbolic dim without an entry is an error.
+  std::map<std::string, int64_t> dims;
+};
+
+// Reads and imports an .onnx file, validating the result with `shapes` (usually
+// ops::Registry::get()). Errors name the file and the node or protobuf field path.
+Result<Graph> import_onnx_file(const std::string& path, const ShapeInferencer& shapes,
+                               const ImportOptions& options = {});
+
+// The same for bytes in memory; `source` names them in errors (usually the path).
+Result<Graph> import_onnx_bytes(std::span<const std::byte> bytes, const std::string& source,
+                                const ShapeInferencer& shapes, const ImportOptions& options = {});
+
+// True if `head` (the first bytes of a file) plausibly starts an ONNX ModelProto: field 1
+// (ir_version, varint) or another ModelProto field with the right wire type first.
+bool looks_like_onnx_model(std::span<const std::byte> head);
+
+}  // namespace graphi::graph
