@@ -15,13 +15,17 @@ PACKAGES=(
   libonnx-testdata python3-onnx # ONNX backend cases of LSTM/GRU/RNN, converted to .npy by tests/ops/onnx_rnn_cases.py
   python3-torch                 # PyTorch 1.13: tests regenerate their PyTorch fixtures with it; the RNN benchmark's peer
   libopenblas0-pthread          # the BLAS PyTorch should use (Debian's reference BLAS makes nn.LSTM ~10x slower)
-  nodejs npm                    # ONNX Runtime peer of the RNN benchmark (npm onnxruntime-node)
+  nodejs                        # ONNX Runtime peer of the RNN benchmark (npm onnxruntime-node)
 )
 
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# npm: Debian ships it as its own package; a NodeSource nodejs (as on this machine) bundles it.
+if ! command -v npm >/dev/null 2>&1 && ! dpkg-query -W -f='${Status}' npm 2>/dev/null | grep -q "install ok installed"; then
+  missing+=(npm)
+fi
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all dependencies present"
   exit 0
