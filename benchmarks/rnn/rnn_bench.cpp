@@ -1,35 +1,52 @@
 // graphi_bench_rnn: graphi's fused LSTM/GRU sequence ops (ops/rnn_sequence.h) against oneDNN
 // 2.6's lstm_forward and lbr_gru_forward primitives, in the same process (issue 4, Benchmark).
+// The other peers (ONNX Runtime, PyTorch) run in their own processes; benchmarks/rnn/peers/
+// run_all.py drives all of them, this binary included (--serve), interleaved.
 //
-//   graphi_bench_rnn [--full] [--threads 1,2] [--cells lstm,gru] [--budget-ms 250]
-//                    [--csv FILE]
+//   graphi_bench_rnn [--full] [--threads 1,2] [--cells lstm,gru] [--hidden 64,256]
+//                    [--batch 1,10] [--seq 100] [--budget-ms 250] [--csv FILE]
+//   graphi_bench_rnn --serve --threads T     (line protocol on stdin/stdout, see serve())
 //
 // Configurations: DeepCPU Table 1 (input = hidden in {64, 256, 1024}, batch in {1, 10, 20},
 // sequence 100) plus hidden 256 batch 1 at sequence 1 and 10. Hidden 1024 at batch 10 and 20
-// only with --full (each run takes hundreds of ms).
+// only with --full (each run takes hundreds of ms). --hidden/--batch/--seq keep a subset.
 //
 // graphi: a one-node graph (X input; W, R, B constants, so the weights are packed once at
-// Session creation) run by engine::Session with the sequential executor and a team of k.
+// Session creation) run by engine::Session with the sequential executor and a team of k; a
+// second Session of the same node with graphi_wcs_shuffle = 1 (thread-to-block mapping rotated
+// every step, which defeats weight-centric streamlining) shows what WCS buys.
 // oneDNN: forward_inference, weights in format_tag::any reordered once from the same values
 // (gate blocks permuted from ONNX order), primitives created once, executed on the calling
 // thread after omp_set_num_threads(k). GRU is compared like for like: graphi's GRU with
-// linear_before_reset = 1 against lbr_gru_forward. Both get zero initial states and produce
-// the whole output sequence Y; their max abs difference is printed per row.
+// linear_before_reset = 1 against lbr_gru_forward. All get zero initial states and produce
+// the whole output sequence Y; the max abs difference to graphi's Y is printed per row.
 //
-// Timing: per row, two rounds over all rows; within a row the two implementations alternate
-// sample by sample (one untimed warm-up each first). Medians over both rounds' samples; the
-// per-round ratios show the drift between rounds.
+// Timing: per row, two rounds over all rows; within a row the implementations take turns
+// sample by sample, the order rotated each sample (one untimed warm-up each first). Medians
+// over both rounds' samples; the per-round ratios show the drift between rounds.
+//
+// Roofline (measured here, per thread count): FP32 FMA peak, and L2 / L3 read bandwidth. The
+// bound of a configuration is max(GEMM flops / peak, weight bytes / bandwidth), where the
+// weight bytes are the recurrent weights R read once per step plus the input weights W read
+// once (the hoisted input GEMM), from L2 when R fits the team's L2 caches, else from L3.
+#include <immintrin.h>
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "benchmarks/bench_util.h"
@@ -38,6 +55,7 @@
 #include "graph/graph_builder.h"
 #include "models/weights.h"
 #include "ops/registry.h"
+#include "ops/rnn_sequence.h"
 
 using namespace graphi;
 using namespace graphi::bench;
@@ -47,7 +65,8 @@ namespace {
 [[noreturn]] void usage_error(const std::string& msg) {
   std::fprintf(stderr,
                "graphi_bench_rnn: %s\nusage: graphi_bench_rnn [--full] [--threads 1,2] "
-               "[--cells lstm,gru] [--budget-ms MS] [--csv FILE]\n",
+               "[--cells lstm,gru] [--hidden LIST] [--batch LIST] [--seq LIST] [--budget-ms MS] "
+               "[--csv FILE]\n       graphi_bench_rnn --serve --threads T\n",
                msg.c_str());
   std::exit(2);
 }
@@ -57,11 +76,162 @@ namespace {
   std::exit(1);
 }
 
+// ---- roofline -----------------------------------------------------------------------------
+
+struct Roofline {
+  int threads = 1;
+  double fma_gflops = 0, l2_gbs = 0, l3_gbs = 0;
+  int64_t l2_bytes_per_core = 0, l3_bytes = 0;
+  std::string isa;
+};
+
+int64_t cache_bytes(int level, int64_t fallback) {
+  const long v = sysconf(level == 2 ? _SC_LEVEL2_CACHE_SIZE : _SC_LEVEL3_CACHE_SIZE);
+  if (v > 0) return v;
+  std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(level == 2 ? 2 : 3) +
+                  "/size");
+  std::string s;
+  if (f >> s && !s.empty()) {
+    int64_t n = std::atoll(s.c_str());
+    if (s.back() == 'K') n <<= 10;
+    if (s.back() == 'M') n <<= 20;
+    if (n > 0) return n;
+  }
+  return fallback;
+}
+
+volatile float g_sink;  // keeps the measuring loops' results alive
+
+// `iters` x 16 independent FMA chains of 16 lanes (enough to fill two FMA ports of latency 4).
+__attribute__((target("avx512f"), noinline)) void fma_loop_avx512(int64_t iters) {
+  __m512 a[16];
+  for (int j = 0; j < 16; ++j) a[j] = _mm512_set1_ps(1.0f + 0.01f * float(j));
+  const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iters; ++i)
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) a[j] = _mm512_fmadd_ps(a[j], m, c);
+  __m512 s = a[0];
+  for (int j = 1; j < 16; ++j) s = _mm512_add_ps(s, a[j]);
+  float v[16];
+  _mm512_storeu_ps(v, s);
+  g_sink = v[0] + v[15];
+}
+
+// AVX2: 12 chains of 8 lanes (16 ymm registers, two hold m and c).
+__attribute__((target("avx2,fma"), noinline)) void fma_loop_avx2(int64_t iters) {
+  __m256 a[12];
+  for (int j = 0; j < 12; ++j) a[j] = _mm256_set1_ps(1.0f + 0.01f * float(j));
+  const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iters; ++i)
+#pragma GCC unroll 12
+    for (int j = 0; j < 12; ++j) a[j] = _mm256_fmadd_ps(a[j], m, c);
+  __m256 s = a[0];
+  for (int j = 1; j < 12; ++j) s = _mm256_add_ps(s, a[j]);
+  float v[8];
+  _mm256_storeu_ps(v, s);
+  g_sink = v[0] + v[7];
+}
+
+// Sums `n` floats `passes` times with 8 independent accumulators (loads, not adds, limit it).
+__attribute__((target("avx512f"), noinline)) void read_loop_avx512(const float* p, int64_t n,
+                                                                   int64_t passes) {
+  __m512 a[8];
+  for (auto& v : a) v = _mm512_setzero_ps();
+  for (int64_t r = 0; r < passes; ++r)
+    for (int64_t i = 0; i + 128 <= n; i += 128)
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) a[j] = _mm512_add_ps(a[j], _mm512_load_ps(p + i + 16 * j));
+  __m512 s = a[0];
+  for (int j = 1; j < 8; ++j) s = _mm512_add_ps(s, a[j]);
+  float v[16];
+  _mm512_storeu_ps(v, s);
+  g_sink = v[0] + v[15];
+}
+
+__attribute__((target("avx2"), noinline)) void read_loop_avx2(const float* p, int64_t n,
+                                                             int64_t passes) {
+  __m256 a[8];
+  for (auto& v : a) v = _mm256_setzero_ps();
+  for (int64_t r = 0; r < passes; ++r)
+    for (int64_t i = 0; i + 64 <= n; i += 64)
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) a[j] = _mm256_add_ps(a[j], _mm256_load_ps(p + i + 8 * j));
+  __m256 s = a[0];
+  for (int j = 1; j < 8; ++j) s = _mm256_add_ps(s, a[j]);
+  float v[8];
+  _mm256_storeu_ps(v, s);
+  g_sink = v[0] + v[7];
+}
+
+// Runs body(thread) on `threads` OpenMP threads `reps` times between barriers and returns the
+// shortest wall time of one repetition in seconds.
+template <typename Body>
+double best_parallel_seconds(int threads, int reps, Body body) {
+  double best = 1e30;
+#pragma omp parallel num_threads(threads)
+  {
+    for (int r = 0; r < reps; ++r) {
+#pragma omp barrier
+      double t0 = 0;
+#pragma omp master
+      t0 = now_ns();
+      body(omp_get_thread_num());
+#pragma omp barrier
+#pragma omp master
+      best = std::min(best, (now_ns() - t0) * 1e-9);
+    }
+  }
+  return best;
+}
+
+// Aggregate read bandwidth (GB/s) of `threads` threads each summing its own buffer of `bytes`.
+double read_bandwidth(int threads, int64_t bytes, bool avx512) {
+  const int64_t n = std::max<int64_t>(bytes / 4 / 128 * 128, 128);
+  std::vector<float*> bufs(size_t(threads), nullptr);
+  // Target ~20 ms per repetition at ~100 GB/s per thread.
+  const int64_t passes = std::max<int64_t>(1, int64_t(2e9 / double(n * 4)));
+  const double s = best_parallel_seconds(threads, 5, [&](int t) {
+    if (!bufs[size_t(t)]) {  // first touch by the reading thread
+      bufs[size_t(t)] = static_cast<float*>(std::aligned_alloc(64, size_t(n) * 4));
+      for (int64_t i = 0; i < n; ++i) bufs[size_t(t)][i] = float(i & 7);
+    }
+    if (avx512) read_loop_avx512(bufs[size_t(t)], n, passes);
+    else read_loop_avx2(bufs[size_t(t)], n, passes);
+  });
+  for (float* b : bufs) std::free(b);
+  return double(threads) * double(passes) * double(n) * 4.0 / s * 1e-9;
+}
+
+Roofline measure_roofline(int threads) {
+  Roofline r;
+  r.threads = threads;
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  r.isa = avx512 ? "avx512" : "avx2";
+  const int64_t iters = 2'000'000;
+  const double flops_per_iter = avx512 ? 16.0 * 16 * 2 : 12.0 * 8 * 2;
+  const double s = best_parallel_seconds(threads, 5, [&](int) {
+    if (avx512) fma_loop_avx512(iters);
+    else fma_loop_avx2(iters);
+  });
+  r.fma_gflops = double(threads) * double(iters) * flops_per_iter / s * 1e-9;
+  r.l2_bytes_per_core = cache_bytes(2, 1 << 20);
+  r.l3_bytes = cache_bytes(3, 32 << 20);
+  // L2: half of a core's L2 each (out of L1, safely inside L2). L3: 8 MiB each (the 16 MiB
+  // recurrent weights of an LSTM at hidden 1024 on 2 threads), capped to a share of L3.
+  r.l2_gbs = read_bandwidth(threads, r.l2_bytes_per_core / 2, avx512);
+  const int64_t l3_each = std::min<int64_t>(8 << 20, r.l3_bytes / (2 * threads));
+  r.l3_gbs = read_bandwidth(threads, std::max<int64_t>(l3_each, 2 * r.l2_bytes_per_core), avx512);
+  return r;
+}
+
+// ---- configurations and weights -------------------------------------------------------------
+
 struct Config {
   bool lstm = true;
   int64_t hidden = 0, batch = 0, seq = 0;  // input = hidden
   int threads = 1;
   int gates() const { return lstm ? 4 : 3; }
+  std::string cell() const { return lstm ? "LSTM" : "GRU-lbr"; }
   std::string name() const {
     return std::string(lstm ? "LSTM" : "GRU") + " h" + std::to_string(hidden) + " b" +
            std::to_string(batch) + " s" + std::to_string(seq) + " t" + std::to_string(threads);
@@ -70,25 +240,59 @@ struct Config {
   double flops() const {
     return 2.0 * double(seq) * double(batch) * double(hidden + hidden) * double(gates() * hidden);
   }
+  int64_t r_bytes() const { return int64_t(gates()) * hidden * hidden * 4; }
+  int64_t w_bytes() const { return int64_t(gates()) * hidden * hidden * 4; }  // input = hidden
+  // The roofline bound (see the file comment): R read every step, W once.
+  bool r_in_l2(const Roofline& m) const { return r_bytes() <= int64_t(threads) * m.l2_bytes_per_core; }
+  double weight_bytes() const { return double(seq) * double(r_bytes()) + double(w_bytes()); }
+  double bound_ms(const Roofline& m) const {
+    const double bw = r_in_l2(m) ? m.l2_gbs : m.l3_gbs;
+    return std::max(flops() / (m.fma_gflops * 1e9), weight_bytes() / (bw * 1e9)) * 1e3;
+  }
 };
 
-// ONNX-layout weights of one layer (D = 1): W [G*H, I], R [G*H, H], B [2*G*H] (Wb then Rb).
+// ONNX-layout weights of one layer (D = 1): W [G*H, I], R [G*H, H], B [2*G*H] (Wb then Rb),
+// and the input X [T, B, I]. Seeded by the configuration (not the thread count), so every
+// process and thread count sees the same values.
 struct Weights {
-  std::vector<float> w, r, b;
+  std::vector<float> w, r, b, x;
 };
 
-Weights make_weights(const Config& c, uint64_t seed) {
+Weights make_weights(const Config& c) {
   const int64_t G = c.gates(), H = c.hidden, I = c.hidden;
+  const uint64_t seed = (c.lstm ? 1u : 2u) * 1'000'003ull + uint64_t(H) * 10'007ull +
+                        uint64_t(c.batch) * 101ull + uint64_t(c.seq);
   models::WeightRng rng(seed);
   const float bound = 1.0f / std::sqrt(float(H));  // PyTorch's init range
   Weights wt;
   wt.w.resize(size_t(G * H * I));
   wt.r.resize(size_t(G * H * H));
   wt.b.resize(size_t(2 * G * H));
+  wt.x.resize(size_t(c.seq * c.batch * I));
   for (float& v : wt.w) v = rng.uniform(-bound, bound);
   for (float& v : wt.r) v = rng.uniform(-bound, bound);
   for (float& v : wt.b) v = rng.uniform(-bound, bound);
+  for (float& v : wt.x) v = rng.uniform(-1, 1);
   return wt;
+}
+
+// Writes a float32 C-order .npy file (format 1.0).
+void write_npy(const std::filesystem::path& path, const std::vector<int64_t>& shape,
+               const float* data, size_t n) {
+  std::string dims;
+  for (int64_t d : shape) dims += std::to_string(d) + ", ";
+  if (shape.size() > 1) dims.resize(dims.size() - 1);  // "(3, 4)"; one dim keeps "(3,)"
+  if (!dims.empty() && dims.back() == ' ') dims.pop_back();
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+  const size_t total = 10 + header.size() + 1;
+  header += std::string((64 - total % 64) % 64, ' ') + "\n";
+  std::ofstream f(path, std::ios::binary);
+  f.write("\x93NUMPY\x01\x00", 8);
+  const uint16_t len = uint16_t(header.size());
+  f.write(reinterpret_cast<const char*>(&len), 2);
+  f << header;
+  f.write(reinterpret_cast<const char*>(data), std::streamsize(n * sizeof(float)));
+  if (!f) fail("cannot write " + path.string());
 }
 
 // ---- graphi -------------------------------------------------------------------------------
@@ -97,7 +301,7 @@ struct GraphiRunner {
   std::unique_ptr<engine::Session> session;
   engine::NamedTensors inputs;
 
-  void init(const Config& c, const Weights& wt, const std::vector<float>& x) {
+  void init(const Config& c, const Weights& wt, bool wcs_shuffle) {
     const int64_t G = c.gates(), H = c.hidden, I = c.hidden;
     auto constant = [](const Shape& shape, const std::vector<float>& v) {
       Tensor t(TensorDesc{DType::kF32, shape});
@@ -112,6 +316,7 @@ struct GraphiRunner {
     graph::Attributes a;
     a.set("hidden_size", H);
     if (!c.lstm) a.set("linear_before_reset", int64_t{1});
+    if (wcs_shuffle) a.set(ops::kWcsShuffleAttr, int64_t{1});
     b.add_node(c.lstm ? "LSTM" : "GRU", "rnn", {"X", "W", "R", "B"}, {"Y"}, a);
     b.add_output("Y");
     auto g = b.finish(ops::Registry::get());
@@ -121,7 +326,7 @@ struct GraphiRunner {
     auto s = engine::Session::create(std::make_shared<const graph::Graph>(std::move(g).value()), o);
     if (!s.is_ok()) fail(s.status().message());
     session = std::move(s).value();
-    inputs.emplace_back("X", constant({c.seq, c.batch, I}, x));
+    inputs.emplace_back("X", constant({c.seq, c.batch, I}, wt.x));
   }
   // Runs once; copies Y [T, 1, B, H] into `y` when given.
   void run(std::vector<float>* y = nullptr) {
@@ -234,39 +439,56 @@ struct DnnlRunner {
   }
 };
 
+// One configuration: graphi, graphi with the WCS shuffle, oneDNN, on the same weights.
 struct Row {
   Config c;
-  GraphiRunner graphi;
+  GraphiRunner graphi, shuffled;
   DnnlRunner dnnl;
-  double max_abs_diff = 0;
-  std::vector<double> g_ms, d_ms;     // both rounds
-  double round_ratio[2] = {0, 0};     // oneDNN / graphi median per round
-};
+  std::vector<float> y_graphi;
+  double diff_dnnl = 0, diff_shuffled = 0;  // max abs difference to graphi's Y
+  std::vector<double> ms[3];                // graphi, shuffled, oneDNN; both rounds
+  double round_ratio[2] = {0, 0};           // oneDNN / graphi median per round
 
-void sample_row(Row& row, int round, double budget_ms) {
-  // Warm-up (untimed), then estimate how many samples fit the budget.
-  row.graphi.run();
-  row.dnnl.run();
-  double t0 = now_ns();
-  row.graphi.run();
-  row.dnnl.run();
-  const double pair_ms = (now_ns() - t0) * 1e-6;
-  const int n = std::clamp(int(budget_ms / std::max(pair_ms, 1e-3)), 5, 400);
-  std::vector<double> g, d;
-  for (int i = 0; i < n; ++i) {
-    // Alternate which goes first, so neither always follows the other.
-    for (int k = 0; k < 2; ++k) {
-      const bool graphi_turn = (k == 0) == (i % 2 == 0);
-      t0 = now_ns();
-      if (graphi_turn) row.graphi.run();
-      else row.dnnl.run();
-      (graphi_turn ? g : d).push_back((now_ns() - t0) * 1e-6);
+  void init(const Config& cfg, const Weights& wt) {
+    c = cfg;
+    graphi.init(c, wt, false);
+    shuffled.init(c, wt, true);
+    dnnl.init(c, wt, wt.x);
+    std::vector<float> ys, yd;
+    graphi.run(&y_graphi);
+    shuffled.run(&ys);
+    dnnl.run(&yd);
+    if (ys.size() != y_graphi.size() || yd.size() != y_graphi.size())
+      fail(c.name() + ": output sizes differ (" + std::to_string(y_graphi.size()) + ", " +
+           std::to_string(ys.size()) + ", " + std::to_string(yd.size()) + ")");
+    for (size_t k = 0; k < y_graphi.size(); ++k) {
+      diff_dnnl = std::max(diff_dnnl, double(std::abs(y_graphi[k] - yd[k])));
+      diff_shuffled = std::max(diff_shuffled, double(std::abs(y_graphi[k] - ys[k])));
     }
   }
-  row.round_ratio[round] = median(d) / median(g);
-  row.g_ms.insert(row.g_ms.end(), g.begin(), g.end());
-  row.d_ms.insert(row.d_ms.end(), d.begin(), d.end());
-}
+  void run(int which) {
+    if (which == 0) graphi.run();
+    else if (which == 1) shuffled.run();
+    else dnnl.run();
+  }
+  // One warm-up each, then turns (order rotated every sample) until `budget_ms` has passed and
+  // every implementation has at least `min_samples` (at most 2000). Returns this call's samples.
+  std::array<std::vector<double>, 3> sample(double budget_ms, int min_samples) {
+    for (int k = 0; k < 3; ++k) run(k);
+    std::array<std::vector<double>, 3> out;
+    const double start = now_ns();
+    for (int i = 0; i < 2000; ++i) {
+      if (i >= min_samples && (now_ns() - start) * 1e-6 >= budget_ms) break;
+      for (int j = 0; j < 3; ++j) {
+        const int k = (i + j) % 3;
+        const double t0 = now_ns();
+        run(k);
+        out[size_t(k)].push_back((now_ns() - t0) * 1e-6);
+      }
+    }
+    return out;
+  }
+};
 
 std::vector<int64_t> parse_list(const std::string& opt, const std::string& v) {
   std::vector<int64_t> out;
@@ -280,11 +502,112 @@ std::vector<int64_t> parse_list(const std::string& opt, const std::string& v) {
   return out;
 }
 
+std::string json_num(double v) {
+  char b[40];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  return b;
+}
+
+std::string json_list(const std::vector<double>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + json_num(v[i]);
+  return s + "]";
+}
+
+std::string roofline_json(const Roofline& m) {
+  return "{\"kind\":\"roofline\",\"threads\":" + std::to_string(m.threads) +
+         ",\"isa\":\"" + m.isa + "\",\"fma_gflops\":" + json_num(m.fma_gflops) +
+         ",\"l2_gbs\":" + json_num(m.l2_gbs) + ",\"l3_gbs\":" + json_num(m.l3_gbs) +
+         ",\"l2_bytes_per_core\":" + std::to_string(m.l2_bytes_per_core) +
+         ",\"l3_bytes\":" + std::to_string(m.l3_bytes) + "}";
+}
+
+// --serve: one process per thread count, driven by benchmarks/rnn/peers/run_all.py. Commands,
+// one per line; each answer is one JSON line on stdout:
+//   roofline                          -> measured peak and bandwidths for this thread count
+//   prepare CELL H B S DIR            -> builds the row (once) and writes DIR/{W,R,B,X}.npy (ONNX
+//                                        layout) and DIR/Y_graphi_t<T>.npy; answers the flops,
+//                                        weight bytes, cache level and oneDNN's max abs diff
+//   run CELL H B S BUDGET_MS MIN      -> interleaved samples (ms) of graphi, graphi with the WCS
+//                                        shuffle and oneDNN
+//   quit
+// CELL is lstm or gru (linear-before-reset). Errors end the process with a message on stderr.
+int serve(int threads) {
+  std::map<std::tuple<bool, int64_t, int64_t, int64_t>, std::unique_ptr<Row>> rows;
+  Roofline last = measure_roofline(threads);
+  auto parse_config = [&](std::istringstream& in) {
+    std::string cell;
+    Config c;
+    in >> cell >> c.hidden >> c.batch >> c.seq;
+    if (!in || (cell != "lstm" && cell != "gru") || c.hidden < 1 || c.batch < 1 || c.seq < 1)
+      fail("serve: expected CELL H B S with CELL lstm or gru");
+    c.lstm = cell == "lstm";
+    c.threads = threads;
+    return c;
+  };
+  auto get_row = [&](const Config& c, const Weights* wt) -> Row& {
+    auto& slot = rows[{c.lstm, c.hidden, c.batch, c.seq}];
+    if (!slot) {
+      slot = std::make_unique<Row>();
+      if (wt) slot->init(c, *wt);
+      else slot->init(c, make_weights(c));
+    }
+    return *slot;
+  };
+  std::printf("{\"kind\":\"ready\",\"threads\":%d,\"onednn\":\"%d.%d.%d\"}\n", threads,
+              dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch);
+  std::fflush(stdout);
+  for (std::string line; std::getline(std::cin, line);) {
+    std::istringstream in(line);
+    std::string cmd;
+    if (!(in >> cmd)) continue;
+    if (cmd == "quit") break;
+    if (cmd == "roofline") {
+      last = measure_roofline(threads);
+      std::printf("%s\n", roofline_json(last).c_str());
+    } else if (cmd == "prepare") {
+      const Config c = parse_config(in);
+      std::string dir;
+      in >> dir;
+      if (dir.empty()) fail("serve: prepare needs a directory");
+      const Weights wt = make_weights(c);
+      Row& r = get_row(c, &wt);
+      const int64_t G = c.gates(), H = c.hidden, I = c.hidden;
+      const std::filesystem::path d(dir);
+      std::filesystem::create_directories(d);
+      write_npy(d / "W.npy", {1, G * H, I}, wt.w.data(), wt.w.size());
+      write_npy(d / "R.npy", {1, G * H, H}, wt.r.data(), wt.r.size());
+      write_npy(d / "B.npy", {1, 2 * G * H}, wt.b.data(), wt.b.size());
+      write_npy(d / "X.npy", {c.seq, c.batch, I}, wt.x.data(), wt.x.size());
+      write_npy(d / ("Y_graphi_t" + std::to_string(threads) + ".npy"), {c.seq, c.batch, H},
+                r.y_graphi.data(), r.y_graphi.size());
+      std::printf(
+          "{\"kind\":\"prepare\",\"flops\":%.17g,\"weight_bytes\":%.17g,\"r_level\":\"%s\","
+          "\"onednn_max_abs_diff\":%s,\"graphi_wcs_shuffle_max_abs_diff\":%s}\n",
+          c.flops(), c.weight_bytes(), c.r_in_l2(last) ? "L2" : "L3",
+          json_num(r.diff_dnnl).c_str(), json_num(r.diff_shuffled).c_str());
+    } else if (cmd == "run") {
+      const Config c = parse_config(in);
+      double budget = 0;
+      int min_samples = 0;
+      in >> budget >> min_samples;
+      if (!in || budget < 0 || min_samples < 1) fail("serve: run needs BUDGET_MS MIN_SAMPLES");
+      auto s = get_row(c, nullptr).sample(budget, min_samples);
+      std::printf("{\"kind\":\"run\",\"graphi\":%s,\"graphi_wcs_shuffle\":%s,\"onednn\":%s}\n",
+                  json_list(s[0]).c_str(), json_list(s[1]).c_str(), json_list(s[2]).c_str());
+    } else {
+      fail("serve: unknown command '" + cmd + "'");
+    }
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool full = false, do_lstm = true, do_gru = true;
-  std::vector<int64_t> threads{1, 2};
+  bool full = false, do_lstm = true, do_gru = true, serve_mode = false;
+  std::vector<int64_t> threads{1, 2}, only_hidden, only_batch, only_seq;
   double budget_ms = 250;
   std::string csv_path = "build/bench/rnn.csv";
   for (int i = 1; i < argc; ++i) {
@@ -294,7 +617,11 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--full") full = true;
+    else if (a == "--serve") serve_mode = true;
     else if (a == "--threads") threads = parse_list(a, value());
+    else if (a == "--hidden") only_hidden = parse_list(a, value());
+    else if (a == "--batch") only_batch = parse_list(a, value());
+    else if (a == "--seq") only_seq = parse_list(a, value());
     else if (a == "--budget-ms") budget_ms = double(parse_list(a, value())[0]);
     else if (a == "--csv") csv_path = value();
     else if (a == "--cells") {
@@ -304,13 +631,18 @@ int main(int argc, char** argv) {
       if (!do_lstm && !do_gru) usage_error("--cells: expected lstm, gru or lstm,gru");
     } else usage_error("unknown option '" + a + "'");
   }
+  if (serve_mode) {
+    if (threads.size() != 1) usage_error("--serve needs exactly one --threads value");
+    return serve(int(threads[0]));
+  }
 
-  std::vector<Row> rows;
+  auto keep = [](const std::vector<int64_t>& only, int64_t v) {
+    return only.empty() || std::find(only.begin(), only.end(), v) != only.end();
+  };
+  std::vector<Config> configs;
   auto add = [&](bool lstm, int64_t h, int64_t b, int64_t s) {
-    for (int64_t t : threads) {
-      rows.emplace_back();
-      rows.back().c = Config{lstm, h, b, s, int(t)};
-    }
+    if (!keep(only_hidden, h) || !keep(only_batch, b) || !keep(only_seq, s)) return;
+    for (int64_t t : threads) configs.push_back(Config{lstm, h, b, s, int(t)});
   };
   for (bool lstm : {true, false}) {
     if ((lstm && !do_lstm) || (!lstm && !do_gru)) continue;
@@ -320,67 +652,80 @@ int main(int argc, char** argv) {
     add(lstm, 256, 1, 1);
     add(lstm, 256, 1, 10);
   }
+  if (configs.empty()) usage_error("no configuration left after --hidden/--batch/--seq");
 
-  std::printf("graphi_bench_rnn: %zu rows, oneDNN %d.%d.%d, load average %s\n", rows.size(),
+  std::printf("graphi_bench_rnn: %zu rows, oneDNN %d.%d.%d, load average %s\n", configs.size(),
               dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch,
               load_average().c_str());
+  std::map<int, Roofline> roof;
+  for (int64_t t : threads) {
+    roof[int(t)] = measure_roofline(int(t));
+    const Roofline& m = roof[int(t)];
+    std::printf("roofline, %d thread(s), %s: FMA %.0f GFLOP/s, L2 read %.0f GB/s, L3 read %.0f GB/s "
+                "(L2 %lld KiB per core)\n",
+                m.threads, m.isa.c_str(), m.fma_gflops, m.l2_gbs, m.l3_gbs,
+                (long long)(m.l2_bytes_per_core >> 10));
+  }
   std::fflush(stdout);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    Row& r = rows[i];
-    const Weights wt = make_weights(r.c, 1000 + i);
-    models::WeightRng rng(77 + i);
-    std::vector<float> x(size_t(r.c.seq * r.c.batch * r.c.hidden));
-    for (float& v : x) v = rng.uniform(-1, 1);
-    r.graphi.init(r.c, wt, x);
-    r.dnnl.init(r.c, wt, x);
-    std::vector<float> yg, yd;
-    r.graphi.run(&yg);
-    r.dnnl.run(&yd);
-    if (yg.size() != yd.size())
-      fail(r.c.name() + ": output sizes differ (" + std::to_string(yg.size()) + " vs " +
-           std::to_string(yd.size()) + ")");
-    for (size_t k = 0; k < yg.size(); ++k)
-      r.max_abs_diff = std::max(r.max_abs_diff, double(std::abs(yg[k] - yd[k])));
+  std::vector<std::unique_ptr<Row>> rows;
+  for (const Config& c : configs) {
+    rows.push_back(std::make_unique<Row>());
+    rows.back()->init(c, make_weights(c));
   }
   for (int round = 0; round < 2; ++round)
-    for (Row& r : rows) sample_row(r, round, budget_ms);
+    for (auto& r : rows) {
+      auto s = r->sample(budget_ms, 5);
+      r->round_ratio[round] = median(s[2]) / median(s[0]);
+      for (int k = 0; k < 3; ++k) r->ms[k].insert(r->ms[k].end(), s[size_t(k)].begin(), s[size_t(k)].end());
+    }
 
   if (std::filesystem::path(csv_path).has_parent_path())
     std::filesystem::create_directories(std::filesystem::path(csv_path).parent_path());
   Csv csv;
   if (!csv.open(csv_path, {"cell", "hidden", "input", "batch", "seq", "threads", "samples",
-                           "graphi_ms", "onednn_ms", "ratio_onednn_over_graphi",
-                           "ratio_round1", "ratio_round2", "graphi_gflops", "onednn_gflops",
-                           "max_abs_diff"}))
+                           "graphi_ms", "graphi_wcs_shuffle_ms", "onednn_ms",
+                           "ratio_onednn_over_graphi", "ratio_round1", "ratio_round2",
+                           "graphi_gflops", "onednn_gflops", "bound_ms", "graphi_pct_roofline",
+                           "max_abs_diff_onednn", "max_abs_diff_wcs_shuffle"}))
     fail("cannot write " + csv_path);
-  Table t({"config", "graphi ms", "oneDNN ms", "oneDNN/graphi", "(round 1, 2)", "graphi GFLOP/s",
-           "oneDNN GFLOP/s", "max |diff|"});
-  for (Row& r : rows) {
-    const double g = median(r.g_ms), d = median(r.d_ms);
+  Table t({"config", "graphi ms", "WCS-shuffled ms", "oneDNN ms", "oneDNN/graphi", "(round 1, 2)",
+           "graphi GFLOP/s", "oneDNN GFLOP/s", "% roofline", "max |diff|"});
+  for (auto& rp : rows) {
+    Row& r = *rp;
+    const double g = median(r.ms[0]), sh = median(r.ms[1]), d = median(r.ms[2]);
+    const double bound = r.c.bound_ms(roof[r.c.threads]);
     char diff[32];
-    std::snprintf(diff, sizeof diff, "%.1e", r.max_abs_diff);
-    t.add({r.c.name(), fmt(g, 3), fmt(d, 3), fmt(d / g, 2) + "x",
-           fmt(r.round_ratio[0], 2) + ", " + fmt(r.round_ratio[1], 2), fmt(r.c.flops() / g * 1e-6, 1),
-           fmt(r.c.flops() / d * 1e-6, 1), diff});
-    csv.row({r.c.lstm ? "LSTM" : "GRU-lbr", std::to_string(r.c.hidden), std::to_string(r.c.hidden),
+    std::snprintf(diff, sizeof diff, "%.1e", std::max(r.diff_dnnl, r.diff_shuffled));
+    t.add({r.c.name(), fmt(g, 3), fmt(sh, 3), fmt(d, 3), fmt(d / g, 2) + "x",
+           fmt(r.round_ratio[0], 2) + ", " + fmt(r.round_ratio[1], 2),
+           fmt(r.c.flops() / g * 1e-6, 1), fmt(r.c.flops() / d * 1e-6, 1),
+           fmt(100 * bound / g, 0) + "%", diff});
+    char dd[32], ds[32];
+    std::snprintf(dd, sizeof dd, "%.3g", r.diff_dnnl);
+    std::snprintf(ds, sizeof ds, "%.3g", r.diff_shuffled);
+    csv.row({r.c.cell(), std::to_string(r.c.hidden), std::to_string(r.c.hidden),
              std::to_string(r.c.batch), std::to_string(r.c.seq), std::to_string(r.c.threads),
-             std::to_string(r.g_ms.size()), fmt(g, 4), fmt(d, 4), fmt(d / g, 3),
+             std::to_string(r.ms[0].size()), fmt(g, 4), fmt(sh, 4), fmt(d, 4), fmt(d / g, 3),
              fmt(r.round_ratio[0], 3), fmt(r.round_ratio[1], 3), fmt(r.c.flops() / g * 1e-6, 2),
-             fmt(r.c.flops() / d * 1e-6, 2), diff});
+             fmt(r.c.flops() / d * 1e-6, 2), fmt(bound, 4), fmt(100 * bound / g, 1), dd, ds});
   }
   t.print();
   // float32 sums in a different order differ by ~1e-6; a wrong gate mapping differs by ~0.1.
   constexpr double kTolerance = 1e-4;
   int disagree = 0;
-  for (const Row& r : rows)
-    if (!(r.max_abs_diff <= kTolerance)) {
-      std::fprintf(stderr, "graphi_bench_rnn: %s: graphi and oneDNN disagree (max abs diff %.3g > %g)\n",
-                   r.c.name().c_str(), r.max_abs_diff, kTolerance);
+  for (const auto& r : rows)
+    if (!(r->diff_dnnl <= kTolerance) || !(r->diff_shuffled <= kTolerance)) {
+      std::fprintf(stderr,
+                   "graphi_bench_rnn: %s: outputs disagree (max abs diff to graphi: oneDNN %.3g, "
+                   "WCS-shuffled %.3g; tolerance %g)\n",
+                   r->c.name().c_str(), r->diff_dnnl, r->diff_shuffled, kTolerance);
       ++disagree;
     }
   std::printf(
       "\nmedians over 2 interleaved rounds; GFLOP/s counts the GEMM flops 2*T*B*(I+H)*G*H; "
-      "GRU = linear_before_reset (oneDNN lbr_gru)\nload average at the end: %s\nCSV: %s\n",
+      "GRU = linear_before_reset (oneDNN lbr_gru)\n%% roofline = bound / graphi time, bound = "
+      "max(flops / FMA peak, (T*|R| + |W|) / bandwidth of L2 if R fits the team's L2, else L3)\n"
+      "load average at the end: %s\nCSV: %s\n",
       load_average().c_str(), csv_path.c_str());
   return disagree ? 1 : 0;
 }
