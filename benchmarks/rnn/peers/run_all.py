@@ -1,0 +1,371 @@
+#!/usr/bin/python3
+"""Issue 4's RNN benchmark table from one run: graphi vs oneDNN, ONNX Runtime and PyTorch.
+
+Every peer is a long-lived process of its own that answers a line protocol (JSON lines):
+  graphi_bench_rnn --serve --threads T   graphi, graphi with the WCS shuffle, oneDNN 2.6
+                                         (interleaved sample by sample inside the process), the
+                                         roofline measurements, and the shared weights as .npy
+  node ort_peer.js --threads T           ONNX Runtime (onnxruntime-node), model exported from
+                                         PyTorch by torch_peer.py
+  torch_peer.py --threads T              PyTorch nn.LSTM / nn.GRU, torch.set_num_threads(1) with
+                                         OPENBLAS_NUM_THREADS=T (and set_num_threads(T) once)
+One set of processes per thread count. Every configuration's weights and input come from
+graphi_bench_rnn (ONNX layout .npy files under <out>/rnn_data/), so all peers compute on the
+same values and report their max abs difference to graphi's Y.
+
+Timing: two rounds over all configurations; in each round, each configuration visits every peer
+in turn (the order rotated per configuration and round) with a fixed time budget; medians over
+both rounds' samples. Peers that cannot start or die are reported in the table, never dropped.
+
+  run_all.py [--quick | --full] [--threads 2,1] [--cells lstm,gru] [--budget-ms MS]
+             [--build-dir build] [--out build/bench]
+"""
+import argparse
+import json
+import os
+import select
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+
+
+class Peer:
+    """A peer process answering one JSON line per command; `error` says why it is unavailable."""
+
+    def __init__(self, name, argv, env=None, cwd=None, start_timeout=120):
+        self.name = name
+        self.error = None
+        self.ready = {}
+        self.proc = None
+        self.stderr_path = None
+        try:
+            import tempfile
+            self.stderr_file = tempfile.TemporaryFile(mode="w+")
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=self.stderr_file, env=env, cwd=cwd, text=True,
+                                         bufsize=1)
+        except OSError as e:
+            self.error = f"cannot start {argv[0]}: {e}"
+            return
+        msg = self._read(start_timeout)
+        if msg is not None and msg.get("kind") == "ready":
+            self.ready = msg
+        elif msg is not None and self.error is None:
+            self.error = msg.get("message", f"unexpected answer {msg}")
+
+    def _stderr_tail(self):
+        try:
+            self.stderr_file.seek(0)
+            lines = [l.strip() for l in self.stderr_file.read().splitlines() if l.strip()]
+            return lines[-1] if lines else ""
+        except Exception:
+            return ""
+
+    def _read(self, timeout):
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            self.error = f"no answer within {timeout:.0f} s"
+            self.close()
+            return None
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait()
+            self.error = f"exited with code {self.proc.returncode}: {self._stderr_tail()}"
+            return None
+        try:
+            return json.loads(line)
+        except json.JSONDecodeError:
+            self.error = f"bad answer: {line[:200]!r}"
+            self.close()
+            return None
+
+    def ask(self, command, timeout=600):
+        """Sends one command; returns its JSON answer or None (and sets `error`)."""
+        if self.error:
+            return None
+        try:
+            self.proc.stdin.write(command + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self.proc.wait()
+            self.error = f"exited with code {self.proc.returncode}: {self._stderr_tail()}"
+            return None
+        msg = self._read(timeout)
+        if msg is not None and msg.get("kind") == "error":
+            self.error = msg.get("message", "error")
+            return None
+        return msg
+
+    def close(self):
+        if self.proc and self.proc.poll() is None:
+            try:
+                self.proc.stdin.write("quit\n")
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=10)
+            except Exception:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def configurations(args):
+    cells = [c for c in ("lstm", "gru") if c in args.cells.split(",")]
+    out = []
+    for cell in cells:
+        if args.quick:
+            out += [(cell, 64, 1, 100), (cell, 256, 1, 100)]
+            continue
+        for h in (64, 256, 1024):
+            for b in (1, 10, 20):
+                if args.full or h < 1024 or b == 1:
+                    out.append((cell, h, b, 100))
+        out += [(cell, 256, 1, 1), (cell, 256, 1, 10)]
+    return out
+
+
+def cname(c):
+    cell, h, b, s = c
+    return f"{'LSTM' if cell == 'lstm' else 'GRU'} h{h} b{b} s{s}"
+
+
+def med(v):
+    return statistics.median(v) if v else None
+
+
+def fmt_ms(v):
+    if v is None:
+        return "n/a"
+    return f"{v:.3f}" if v < 10 else f"{v:.2f}" if v < 100 else f"{v:.1f}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="smoke run: h64/h256 batch 1, 2 threads")
+    ap.add_argument("--full", action="store_true", help="also hidden 1024 at batch 10 and 20")
+    ap.add_argument("--threads", default=None, help="thread counts (default 2,1; --quick: 2)")
+    ap.add_argument("--cells", default="lstm,gru")
+    ap.add_argument("--budget-ms", type=float, default=None,
+                    help="time per peer and configuration per round (default 400; --quick 80; "
+                         "--full 1000); graphi_bench_rnn gets 2x (it interleaves three)")
+    ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--out", default=None, help="output folder (default <build-dir>/bench)")
+    args = ap.parse_args()
+    threads = [int(t) for t in (args.threads or ("2" if args.quick else "2,1")).split(",")]
+    budget = args.budget_ms or (80 if args.quick else 1000 if args.full else 400)
+    out_dir = os.path.abspath(args.out or os.path.join(args.build_dir, "bench"))
+    data_dir = os.path.join(out_dir, "rnn_data")
+    os.makedirs(data_dir, exist_ok=True)
+    configs = configurations(args)
+    bench_bin = os.path.abspath(os.path.join(args.build_dir, "benchmarks", "graphi_bench_rnn"))
+    log = []  # header lines of the report
+
+    def say(line):
+        print(line, flush=True)
+        log.append(line)
+
+    with open("/proc/loadavg") as f:
+        say(f"RNN benchmark: {len(configs)} configurations x threads {threads}, 2 rounds, "
+            f"budget {budget:.0f} ms per peer; load average {' '.join(f.read().split()[:3])}")
+    results = {}  # (config, threads) -> dict of sample lists and diffs
+    notes = {}    # peer name -> why unavailable / versions
+    roofs = {}    # threads -> list of roofline dicts
+    started = time.time()
+    for t in threads:
+        env_torch = dict(os.environ, OPENBLAS_NUM_THREADS=str(t))
+        env_torch.pop("OMP_NUM_THREADS", None)
+        cpp = Peer("graphi", [bench_bin, "--serve", "--threads", str(t)])
+        node = shutil.which("node")
+        if not node:
+            ort = Peer.__new__(Peer)
+            ort.name, ort.error, ort.ready, ort.proc = "ORT", "node not found", {}, None
+        elif not os.path.isdir(os.path.join(HERE, "node_modules", "onnxruntime-node")):
+            ort = Peer.__new__(Peer)
+            ort.name, ort.proc, ort.ready = "ORT", None, {}
+            ort.error = ("onnxruntime-node not installed (cd benchmarks/rnn/peers && "
+                         "ONNXRUNTIME_NODE_INSTALL=skip npm ci)")
+        else:
+            ort = Peer("ORT", [node, os.path.join(HERE, "ort_peer.js"), "--threads", str(t)],
+                       cwd=HERE)
+        torch_p = Peer("torch", ["/usr/bin/python3", os.path.join(HERE, "torch_peer.py"),
+                                 "--threads", str(t)], env=env_torch)
+        if cpp.error:
+            sys.exit(f"run_all.py: graphi_bench_rnn ({bench_bin}) unavailable: {cpp.error}")
+        say(f"[{t} thread(s)] graphi_bench_rnn: oneDNN {cpp.ready.get('onednn')}; "
+            f"ORT: {ort.error or 'onnxruntime-node ' + str(ort.ready.get('onnxruntime'))}; "
+            f"torch: {torch_p.error or torch_p.ready.get('torch')}")
+        if torch_p.ready:
+            say(f"[{t} thread(s)] PyTorch BLAS (mapped after a matmul): "
+                f"{', '.join(torch_p.ready.get('blas', [])) or 'none found'} "
+                f"(OPENBLAS_NUM_THREADS={torch_p.ready.get('openblas_num_threads')})")
+            if not any("openblas" in b for b in torch_p.ready.get("blas", [])):
+                say("  warning: PyTorch does not use OpenBLAS (scripts/bench_rnn.sh installs "
+                    "libopenblas0-pthread); the torch column is not a fair peer")
+        # Prepare: shared weights (C++), ONNX export and numerics (torch), ORT sessions.
+        for c in configs:
+            cell, h, b, s = c
+            d = os.path.join(data_dir, f"{cell}_h{h}_b{b}_s{s}")
+            r = results.setdefault((c, t), {"graphi": [], "graphi_wcs_shuffle": [], "onednn": [],
+                                            "ort": [], "torch": [], "torch_intra": [],
+                                            "round_medians": [{}, {}], "diff": {}})
+            p = cpp.ask(f"prepare {cell} {h} {b} {s} {d}")
+            if p is None:
+                sys.exit(f"run_all.py: graphi_bench_rnn failed on {cname(c)}: {cpp.error}")
+            r["flops"], r["weight_bytes"], r["r_level"] = p["flops"], p["weight_bytes"], p["r_level"]
+            r["diff"]["onednn"] = p["onednn_max_abs_diff"]
+            r["diff"]["graphi_wcs_shuffle"] = p["graphi_wcs_shuffle_max_abs_diff"]
+            q = torch_p.ask(f"prepare {cell} {h} {b} {s} {d}")
+            if q is not None:
+                r["diff"]["torch"] = q["max_abs_diff"]
+            if not os.path.exists(os.path.join(d, "model.onnx")) and not ort.error:
+                ort.error = "no ONNX model (the export needs torch: " + (torch_p.error or "?") + ")"
+            q = ort.ask(f"prepare {cell} {h} {b} {s} {d}")
+            if q is not None:
+                r["diff"]["ort"] = q["max_abs_diff"]
+        say(f"[{t} thread(s)] prepared {len(configs)} configurations in "
+            f"{time.time() - started:.0f} s")
+        for rnd in range(2):
+            roof = cpp.ask("roofline")
+            if roof is None:
+                sys.exit(f"run_all.py: graphi_bench_rnn failed: {cpp.error}")
+            roofs.setdefault(t, []).append(roof)
+            say(f"[{t} thread(s)] round {rnd + 1}: FMA {roof['fma_gflops']:.0f} GFLOP/s, "
+                f"L2 read {roof['l2_gbs']:.0f} GB/s, L3 read {roof['l3_gbs']:.0f} GB/s ({roof['isa']})")
+            for i, c in enumerate(configs):
+                cell, h, b, s = c
+                r = results[(c, t)]
+                args_c = f"{cell} {h} {b} {s}"
+                turns = ["cpp", "ort", "torch"]
+                k = (i + rnd) % 3
+                turns = turns[k:] + turns[:k]
+                if rnd == 0 and t > 1:
+                    turns.append("torch_intra")  # once: torch.set_num_threads(T) on T OpenBLAS threads
+                for who in turns:
+                    if who == "cpp":
+                        a = cpp.ask(f"run {args_c} {2 * budget:.0f} 5")
+                        if a is None:
+                            sys.exit(f"run_all.py: graphi_bench_rnn failed on {cname(c)}: {cpp.error}")
+                        for key in ("graphi", "graphi_wcs_shuffle", "onednn"):
+                            r[key] += a[key]
+                            r["round_medians"][rnd][key] = med(a[key])
+                    elif who == "ort":
+                        a = ort.ask(f"run {args_c} {budget:.0f} 5")
+                        if a is not None:
+                            r["ort"] += a["ort"]
+                            r["round_medians"][rnd]["ort"] = med(a["ort"])
+                    elif who == "torch":
+                        a = torch_p.ask(f"run {args_c} {budget:.0f} 5 1")
+                        if a is not None:
+                            r["torch"] += a["torch"]
+                            r["round_medians"][rnd]["torch"] = med(a["torch"])
+                    else:
+                        a = torch_p.ask(f"run {args_c} {budget / 2:.0f} 3 {t}")
+                        if a is not None:
+                            r["torch_intra"] += a["torch"]
+                    time.sleep(0.02)  # let the previous peer's spinning threads go to sleep
+            say(f"[{t} thread(s)] round {rnd + 1} done at {time.time() - started:.0f} s")
+        for p in (cpp, ort, torch_p):
+            if p.error:
+                notes[f"{p.name} ({t} thread(s))"] = p.error
+            p.close()
+
+    # ---- report ---------------------------------------------------------------------------
+    peers = [("onednn", "oneDNN"), ("ort", "ORT"), ("torch", "torch"), ("torch_intra", "torch xT")]
+    header = ["config", "cell", "thr", "graphi ms", "oneDNN ms", "ORT ms", "torch ms",
+              "torch xT ms", "best peer/graphi", "(round 1, 2)", "GFLOP/s", "% roofline",
+              "WCS-shuffled ms", "max |diff|"]
+    csv_header = ["cell", "hidden", "input", "batch", "seq", "threads", "graphi_ms", "onednn_ms",
+                  "ort_ms", "torch_ms", "torch_intra_threads_ms", "best_peer", "best_peer_ms",
+                  "ratio_best_peer_over_graphi", "ratio_round1", "ratio_round2", "graphi_gflops",
+                  "bound_ms", "r_level", "graphi_pct_roofline", "graphi_wcs_shuffle_ms",
+                  "graphi_samples", "onednn_samples", "ort_samples", "torch_samples",
+                  "max_abs_diff_onednn", "max_abs_diff_ort", "max_abs_diff_torch",
+                  "max_abs_diff_wcs_shuffle"]
+    rows, csv_rows = [], []
+    best_roof = {t: {k: max(r[k] for r in roofs[t]) for k in ("fma_gflops", "l2_gbs", "l3_gbs")}
+                 for t in roofs}
+    for t in threads:
+        for c in configs:
+            r = results[(c, t)]
+            cell, h, b, s = c
+            g = med(r["graphi"])
+            m = {k: med(r[k]) for k, _ in peers}
+            avail = {k: v for k, v in m.items() if v is not None}
+            best = min(avail, key=avail.get) if avail else None
+            rr = []
+            for rnd in range(2):
+                rm = r["round_medians"][rnd]
+                bp = [rm[k] for k in ("onednn", "ort", "torch") if rm.get(k) is not None]
+                rr.append(min(bp) / rm["graphi"] if bp and rm.get("graphi") else None)
+            roof = best_roof[t]
+            bw = roof["l2_gbs"] if r["r_level"] == "L2" else roof["l3_gbs"]
+            bound = max(r["flops"] / (roof["fma_gflops"] * 1e9), r["weight_bytes"] / (bw * 1e9)) * 1e3
+            diffs = [r["diff"].get(k) for k in ("onednn", "ort", "torch", "graphi_wcs_shuffle")]
+            known = [d for d in diffs if d is not None]
+            cell_name = "LSTM" if cell == "lstm" else "GRU-lbr"
+            rows.append([f"h{h} b{b} s{s}", cell_name, str(t), fmt_ms(g)] +
+                        [fmt_ms(m[k]) for k, _ in peers[:3]] +
+                        [fmt_ms(m["torch_intra"]) if t > 1 else "-",
+                         f"{avail[best] / g:.2f}x ({dict(peers)[best]})" if best else "n/a",
+                         ", ".join(f"{x:.2f}" if x else "n/a" for x in rr),
+                         f"{r['flops'] / g * 1e-6:.1f}", f"{100 * bound / g:.0f}% ({r['r_level']})",
+                         fmt_ms(med(r["graphi_wcs_shuffle"])),
+                         f"{max(known):.1e}" if known else "n/a"])
+
+            def c6(v, d=4):
+                return "" if v is None else f"{v:.{d}f}"
+            csv_rows.append([cell_name, h, h, b, s, t, c6(g), c6(m["onednn"]), c6(m["ort"]),
+                             c6(m["torch"]), c6(m["torch_intra"]), dict(peers)[best] if best else "",
+                             c6(avail.get(best)), c6(avail[best] / g if best else None, 3),
+                             c6(rr[0], 3), c6(rr[1], 3), c6(r["flops"] / g * 1e-6, 2), c6(bound),
+                             r["r_level"], c6(100 * bound / g, 1),
+                             c6(med(r["graphi_wcs_shuffle"])), len(r["graphi"]), len(r["onednn"]),
+                             len(r["ort"]), len(r["torch"])] +
+                            ["" if d is None else f"{d:.3g}" for d in diffs])
+    widths = [max(len(str(x[i])) for x in [header] + rows) for i in range(len(header))]
+    lines = ["  ".join((str(x[i]).ljust(widths[i]) if i == 0 else str(x[i]).rjust(widths[i]))
+                       for i in range(len(header))) for x in [header] + rows]
+    lines.insert(1, "-" * len(lines[0]))
+    footer = [
+        "",
+        "medians over 2 interleaved rounds (ms per sequence, whole output Y); GRU = linear-before-reset "
+        "everywhere (oneDNN lbr_gru, ONNX/PyTorch default)",
+        "torch = nn.LSTM/nn.GRU, torch.set_num_threads(1), OpenBLAS with T threads; torch xT = "
+        "torch.set_num_threads(T) on top (round 1 only)",
+        "best peer/graphi > 1 means graphi is faster; (round 1, 2) = the same ratio per round "
+        "(oneDNN, ORT, torch)",
+        "GFLOP/s = GEMM flops 2*T*B*(I+H)*G*H / graphi time; % roofline = bound / graphi time, bound = "
+        "max(flops / FMA peak, (T*|R| + |W|) / read bandwidth of L2 if R fits the team's L2, else L3)",
+        "roofline (best of the rounds): " + "; ".join(
+            f"{t} thread(s): FMA {v['fma_gflops']:.0f} GFLOP/s, L2 {v['l2_gbs']:.0f} GB/s, "
+            f"L3 {v['l3_gbs']:.0f} GB/s" for t, v in best_roof.items()),
+        "max |diff| = largest max abs difference of any peer's Y (and the WCS-shuffled op's) to graphi's",
+    ]
+    for k, v in notes.items():
+        footer.append(f"UNAVAILABLE {k}: {v.splitlines()[0] if v else v}")
+    with open("/proc/loadavg") as f:
+        footer.append(f"load average at the end: {' '.join(f.read().split()[:3])}; total "
+                      f"{time.time() - started:.0f} s")
+    text = "\n".join(log + [""] + lines + footer) + "\n"
+    print("\n".join([""] + lines + footer))
+    with open(os.path.join(out_dir, "rnn.txt"), "w") as f:
+        f.write(text)
+    import csv as csvmod
+    with open(os.path.join(out_dir, "rnn.csv"), "w", newline="") as f:
+        w = csvmod.writer(f)
+        w.writerow(csv_header)
+        w.writerows(csv_rows)
+    print(f"table: {os.path.join(out_dir, 'rnn.txt')}\nCSV: {os.path.join(out_dir, 'rnn.csv')}")
+    bad = [(cname(c), t) for (c, t), r in results.items()
+           for k, d in r["diff"].items() if d is not None and not d <= 1e-4]
+    if bad:
+        print(f"run_all.py: outputs disagree with graphi's beyond 1e-4: {bad}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
