@@ -149,13 +149,13 @@ def main():
     ap.add_argument("--threads", default=None, help="thread counts (default 2,1; --quick: 2)")
     ap.add_argument("--cells", default="lstm,gru")
     ap.add_argument("--budget-ms", type=float, default=None,
-                    help="time per peer and configuration per round (default 400; --quick 80; "
-                         "--full 1000); graphi_bench_rnn gets 2x (it interleaves three)")
+                    help="time per peer and configuration per round (default 1000; --quick 80; "
+                         "--full 1500); graphi_bench_rnn gets 2x (it interleaves three)")
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     ap.add_argument("--out", default=None, help="output folder (default <build-dir>/bench)")
     args = ap.parse_args()
     threads = [int(t) for t in (args.threads or ("2" if args.quick else "2,1")).split(",")]
-    budget = args.budget_ms or (80 if args.quick else 1000 if args.full else 400)
+    budget = args.budget_ms or (80 if args.quick else 1500 if args.full else 1000)
     out_dir = os.path.abspath(args.out or os.path.join(args.build_dir, "bench"))
     data_dir = os.path.join(out_dir, "rnn_data")
     os.makedirs(data_dir, exist_ok=True)
@@ -204,6 +204,7 @@ def main():
             if not any("openblas" in b for b in torch_p.ready.get("blas", [])):
                 say("  warning: PyTorch does not use OpenBLAS (scripts/bench_rnn.sh installs "
                     "libopenblas0-pthread); the torch column is not a fair peer")
+        t_prep = time.time()
         # Prepare: shared weights (C++), ONNX export and numerics (torch), ORT sessions.
         for c in configs:
             cell, h, b, s = c
@@ -226,7 +227,7 @@ def main():
             if q is not None:
                 r["diff"]["ort"] = q["max_abs_diff"]
         say(f"[{t} thread(s)] prepared {len(configs)} configurations in "
-            f"{time.time() - started:.0f} s")
+            f"{time.time() - t_prep:.0f} s")
         for rnd in range(2):
             roof = cpp.ask("roofline")
             if roof is None:
@@ -279,7 +280,8 @@ def main():
               "WCS-shuffled ms", "max |diff|"]
     csv_header = ["cell", "hidden", "input", "batch", "seq", "threads", "graphi_ms", "onednn_ms",
                   "ort_ms", "torch_ms", "torch_intra_threads_ms", "best_peer", "best_peer_ms",
-                  "ratio_best_peer_over_graphi", "ratio_round1", "ratio_round2", "graphi_gflops",
+                  "ratio_best_peer_over_graphi", "ratio_round1", "ratio_round2",
+                  "ratio_onednn_over_graphi", "ratio_ort_over_graphi", "ratio_torch_over_graphi", "graphi_gflops",
                   "bound_ms", "r_level", "graphi_pct_roofline", "graphi_wcs_shuffle_ms",
                   "graphi_samples", "onednn_samples", "ort_samples", "torch_samples",
                   "max_abs_diff_onednn", "max_abs_diff_ort", "max_abs_diff_torch",
@@ -320,7 +322,10 @@ def main():
             csv_rows.append([cell_name, h, h, b, s, t, c6(g), c6(m["onednn"]), c6(m["ort"]),
                              c6(m["torch"]), c6(m["torch_intra"]), dict(peers)[best] if best else "",
                              c6(avail.get(best)), c6(avail[best] / g if best else None, 3),
-                             c6(rr[0], 3), c6(rr[1], 3), c6(r["flops"] / g * 1e-6, 2), c6(bound),
+                             c6(rr[0], 3), c6(rr[1], 3)] +
+                            [c6(m[k] / g if m[k] is not None else None, 3)
+                             for k in ("onednn", "ort", "torch")] +
+                            [c6(r["flops"] / g * 1e-6, 2), c6(bound),
                              r["r_level"], c6(100 * bound / g, 1),
                              c6(med(r["graphi_wcs_shuffle"])), len(r["graphi"]), len(r["onednn"]),
                              len(r["ort"]), len(r["torch"])] +
