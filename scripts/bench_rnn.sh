@@ -7,11 +7,11 @@
 # every peer's max abs difference to graphi's output (same weights everywhere).
 # Table to stdout and $BUILD_DIR/bench/rnn.txt, CSV to $BUILD_DIR/bench/rnn.csv.
 #
-#   scripts/bench_rnn.sh              # threads 2 and 1 (about 10 minutes on 2 cores)
+#   scripts/bench_rnn.sh              # threads 2 and 1 (about 5 minutes on 2 cores)
 #   scripts/bench_rnn.sh --quick      # smoke run: hidden 64 and 256, batch 1, 2 threads (~1 min)
-#   scripts/bench_rnn.sh --full       # also hidden 1024 at batch 10 and 20, longer budgets
+#   scripts/bench_rnn.sh --full       # also hidden 1024 at batch 10 and 20, longer budgets (~10 min)
 #   scripts/bench_rnn.sh --boost      # everything at top priority (root; see bench_engine.sh)
-#   scripts/bench_rnn.sh --threads 2 --cells lstm --budget-ms 300   # other options: run_all.py
+#   scripts/bench_rnn.sh --threads 2 --cells lstm --hidden 256 --batch 1   # other options: run_all.py
 #   scripts/bench_rnn.sh --cpp-only --threads 2 --hidden 256      # graphi vs oneDNN only
 #   GRAPHI_BUILD_DIR=build-x scripts/bench_rnn.sh
 #

@@ -209,7 +209,7 @@ Roofline measure_roofline(int threads) {
   r.isa = avx512 ? "avx512" : "avx2";
   const int64_t iters = 2'000'000;
   const double flops_per_iter = avx512 ? 16.0 * 16 * 2 : 12.0 * 8 * 2;
-  const double s = best_parallel_seconds(threads, 5, [&](int) {
+  const double s = best_parallel_seconds(threads, 10, [&](int) {
     if (avx512) fma_loop_avx512(iters);
     else fma_loop_avx2(iters);
   });

@@ -17,8 +17,9 @@ Timing: two rounds over all configurations; in each round, each configuration vi
 in turn (the order rotated per configuration and round) with a fixed time budget; medians over
 both rounds' samples. Peers that cannot start or die are reported in the table, never dropped.
 
-  run_all.py [--quick | --full] [--threads 2,1] [--cells lstm,gru] [--budget-ms MS]
-             [--build-dir build] [--out build/bench]
+  run_all.py [--quick | --full] [--threads 2,1] [--cells lstm,gru] [--hidden 64,256,1024]
+             [--batch 1,10,20] [--seq 1,10,100] [--budget-ms MS] [--build-dir build]
+             [--out build/bench]
 """
 import argparse
 import json
@@ -42,7 +43,6 @@ class Peer:
         self.error = None
         self.ready = {}
         self.proc = None
-        self.stderr_path = None
         try:
             import tempfile
             self.stderr_file = tempfile.TemporaryFile(mode="w+")
@@ -124,7 +124,9 @@ def configurations(args):
                 if args.full or h < 1024 or b == 1:
                     out.append((cell, h, b, 100))
         out += [(cell, 256, 1, 1), (cell, 256, 1, 10)]
-    return out
+    def keep(flag, v):
+        return not flag or v in [int(x) for x in flag.split(",")]
+    return [c for c in out if keep(args.hidden, c[1]) and keep(args.batch, c[2]) and keep(args.seq, c[3])]
 
 
 def cname(c):
@@ -148,6 +150,9 @@ def main():
     ap.add_argument("--full", action="store_true", help="also hidden 1024 at batch 10 and 20")
     ap.add_argument("--threads", default=None, help="thread counts (default 2,1; --quick: 2)")
     ap.add_argument("--cells", default="lstm,gru")
+    ap.add_argument("--hidden", help="keep only these hidden sizes (e.g. 256,1024)")
+    ap.add_argument("--batch", help="keep only these batch sizes")
+    ap.add_argument("--seq", help="keep only these sequence lengths")
     ap.add_argument("--budget-ms", type=float, default=None,
                     help="time per peer and configuration per round (default 1000; --quick 80; "
                          "--full 1500); graphi_bench_rnn gets 2x (it interleaves three)")
@@ -160,6 +165,8 @@ def main():
     data_dir = os.path.join(out_dir, "rnn_data")
     os.makedirs(data_dir, exist_ok=True)
     configs = configurations(args)
+    if not configs:
+        sys.exit("run_all.py: no configuration left after --cells/--hidden/--batch/--seq")
     bench_bin = os.path.abspath(os.path.join(args.build_dir, "benchmarks", "graphi_bench_rnn"))
     log = []  # header lines of the report
 
