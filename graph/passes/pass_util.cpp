@@ -1,0 +1,224 @@
+#include "graph/passes/pass_util.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace graphi::graph::passes {
+
+std::optional<ConstRef> resolve_const(const Graph& g, ValueId v) {
+  ConstRef r;
+  for (int depth = 0; depth < 8 && v != kNoId; ++depth) {
+    const Value& val = g.value(v);
+    if (val.kind == ValueKind::kConstant) {
+      if (!val.data) return std::nullopt;
+      r.value = v;
+      return r;
+    }
+    if (val.producer == kNoId) return std::nullopt;
+    const Node& n = g.node(val.producer);
+    if (n.inputs.size() != 1 || n.outputs.size() != 1) return std::nullopt;
+    if (n.op == "Transpose") {
+      if (val.desc.rank() != 2) return std::nullopt;
+      auto perm = attr_ints(n.attrs, "", "perm", {1, 0});
+      if (!perm.is_ok() || *perm != std::vector<int64_t>{1, 0}) return std::nullopt;
+      r.transposed = !r.transposed;
+    } else if (n.op != "Identity") {
+      return std::nullopt;
+    }
+    v = n.inputs[0];
+  }
+  return std::nullopt;
+}
+
+bool same_const(const Graph& g, ValueId a, ValueId b) {
+  if (a == b) return true;
+  const Value &va = g.value(a), &vb = g.value(b);
+  if (!va.data || !vb.data) return false;
+  if (va.data == vb.data) return true;
+  return va.desc == vb.desc && va.data->bytes() == vb.data->bytes() &&
+         std::memcmp(va.data->data(), vb.data->data(), va.data->bytes()) == 0;
+}
+
+bool const_all_equal(const Graph& g, ValueId v, float x) {
+  auto c = resolve_const(g, v);
+  if (!c) return false;
+  const Tensor& t = *g.value(c->value).data;
+  if (t.dtype() != DType::kF32 || t.numel() < 1) return false;
+  const float* p = t.data_as<float>();
+  return std::all_of(p, p + t.numel(), [&](float e) { return e == x; });
+}
+
+namespace {
+
+std::optional<std::vector<int64_t>> const_ints(const Graph& g, ValueId v) {
+  if (v == kNoId) return std::nullopt;
+  auto c = resolve_const(g, v);
+  if (!c) return std::nullopt;
+  const Tensor& t = *g.value(c->value).data;
+  if (t.desc().rank() > 1) return std::nullopt;
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (t.dtype() == DType::kI64)
+      out.push_back(t.data_as<int64_t>()[i]);
+    else if (t.dtype() == DType::kI32)
+      out.push_back(t.data_as<int32_t>()[i]);
+    else
+      return std::nullopt;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<int> node_axis(const Node& n, int rank, int64_t fallback) {
+  auto a = attr_int(n.attrs, "", "axis", fallback);
+  if (!a.is_ok() || *a < -rank || *a >= rank) return std::nullopt;
+  return static_cast<int>(*a < 0 ? *a + rank : *a);
+}
+
+std::optional<std::pair<int64_t, int64_t>> slice_range(const Graph& g, const Node& n, int axis) {
+  if (n.op != "Slice" || n.inputs.empty() || n.inputs[0] == kNoId || n.outputs.size() != 1)
+    return std::nullopt;
+  const TensorDesc& in = g.value(n.inputs[0]).desc;
+  const int rank = in.rank();
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (n.inputs.size() > 1) {
+    auto s = const_ints(g, n.inputs[1]);
+    auto e = n.inputs.size() > 2 ? const_ints(g, n.inputs[2]) : std::nullopt;
+    if (!s || !e) return std::nullopt;
+    starts = *s;
+    ends = *e;
+    if (n.inputs.size() > 3 && n.inputs[3] != kNoId) {
+      auto a = const_ints(g, n.inputs[3]);
+      if (!a) return std::nullopt;
+      axes = *a;
+    }
+    if (n.inputs.size() > 4 && n.inputs[4] != kNoId) {
+      auto st = const_ints(g, n.inputs[4]);
+      if (!st) return std::nullopt;
+      steps = *st;
+    }
+  } else {
+    auto s = attr_ints(n.attrs, "", "starts");
+    auto e = attr_ints(n.attrs, "", "ends");
+    auto a = attr_ints(n.attrs, "", "axes", {});
+    auto st = attr_ints(n.attrs, "", "steps", {});
+    if (!s.is_ok() || !e.is_ok() || !a.is_ok() || !st.is_ok()) return std::nullopt;
+    starts = *s;
+    ends = *e;
+    axes = *a;
+    steps = *st;
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (starts.size() != 1 || ends.size() != 1 || axes.size() != 1 || steps.size() != 1 ||
+      steps[0] != 1)
+    return std::nullopt;
+  int64_t ax = axes[0] < 0 ? axes[0] + rank : axes[0];
+  if (ax != axis) return std::nullopt;
+  const int64_t dim = in.shape[axis];
+  int64_t s = starts[0], e = ends[0];
+  if (s < 0) s += dim;
+  if (e < 0) e += dim;
+  s = std::clamp<int64_t>(s, 0, dim);
+  e = std::clamp<int64_t>(e, 0, dim);
+  if (e <= s) return std::nullopt;
+  return std::make_pair(s, e);
+}
+
+Tensor i64_tensor(const std::vector<int64_t>& v) {
+  Tensor t(TensorDesc{DType::kI64, {static_cast<int64_t>(v.size())}});
+  std::copy(v.begin(), v.end(), t.data_as<int64_t>());
+  return t;
+}
+
+bool inputs_independent(const Graph& g, std::vector<ValueId> frontier,
+                        const std::unordered_set<NodeId>& members) {
+  std::unordered_set<NodeId> seen;
+  while (!frontier.empty()) {
+    const ValueId v = frontier.back();
+    frontier.pop_back();
+    if (v == kNoId) continue;
+    const NodeId p = g.value(v).producer;
+    if (p == kNoId || !seen.insert(p).second) continue;
+    if (members.count(p)) return false;
+    for (ValueId in : g.node(p).inputs) frontier.push_back(in);
+  }
+  return true;
+}
+
+Rewrite::Rewrite(const Graph& g) : g_(g), removed_(g.num_nodes(), false) {
+  for (const Value& v : g.values()) names_.insert(v.name);
+  for (const Node& n : g.nodes()) names_.insert(n.name);
+}
+
+std::string Rewrite::fresh(const std::string& want) {
+  std::string name = want;
+  for (int k = 1; names_.count(name); ++k) name = want + "_" + std::to_string(k);
+  names_.insert(name);
+  return name;
+}
+
+void Rewrite::add_constant(const std::string& name, std::shared_ptr<const Tensor> t) {
+  names_.insert(name);
+  constants_.emplace_back(name, std::move(t));
+}
+
+void Rewrite::add_constant(const std::string& name, Tensor t) {
+  add_constant(name, std::make_shared<const Tensor>(std::move(t)));
+}
+
+void Rewrite::add_node(const std::string& op, const std::string& name,
+                       const std::vector<std::string>& inputs,
+                       const std::vector<std::string>& outputs, Attributes attrs) {
+  names_.insert(name);
+  for (const std::string& o : outputs) names_.insert(o);
+  nodes_.push_back({op, name, inputs, outputs, std::move(attrs)});
+}
+
+Result<Graph> Rewrite::finish(const ShapeInferencer& shapes) const {
+  // Values still read: graph outputs, new nodes' inputs, then (walking the kept nodes from the
+  // last to the first, so consumers come before producers) the inputs of every live node.
+  std::unordered_set<std::string> used;
+  for (ValueId v : g_.outputs()) used.insert(g_.value(v).name);
+  for (const NewNode& n : nodes_) used.insert(n.inputs.begin(), n.inputs.end());
+  std::vector<bool> keep(g_.num_nodes(), false);
+  for (size_t i = g_.num_nodes(); i-- > 0;) {
+    if (removed_[i]) continue;
+    const Node& n = g_.node(static_cast<NodeId>(i));
+    bool live = true, was_dead = true;
+    for (ValueId o : n.outputs) {
+      was_dead = was_dead && g_.consumers(o).empty() && !g_.value(o).is_output;
+    }
+    if (!was_dead) {
+      live = false;
+      for (ValueId o : n.outputs) live = live || used.count(g_.value(o).name);
+    }
+    if (!live) continue;
+    keep[i] = true;
+    for (ValueId in : n.inputs)
+      if (in != kNoId) used.insert(g_.value(in).name);
+  }
+  GraphBuilder b(g_.source());
+  for (ValueId id = 0; id < g_.num_values(); ++id) {
+    const Value& v = g_.value(id);
+    if (v.kind == ValueKind::kInput) b.add_input(v.name, v.desc);
+    if (v.kind == ValueKind::kConstant && used.count(v.name)) b.add_constant(v.name, v.data);
+  }
+  for (const auto& [name, t] : constants_) b.add_constant(name, t);
+  for (NodeId id = 0; id < g_.num_nodes(); ++id) {
+    if (!keep[id]) continue;
+    const Node& n = g_.node(id);
+    std::vector<std::string> ins, outs;
+    for (ValueId v : n.inputs) ins.push_back(v == kNoId ? std::string() : g_.value(v).name);
+    for (ValueId v : n.outputs) outs.push_back(g_.value(v).name);
+    b.add_node(n.op, n.name, ins, outs, n.attrs);
+  }
+  for (const NewNode& n : nodes_) b.add_node(n.op, n.name, n.inputs, n.outputs, n.attrs);
+  for (ValueId v : g_.outputs()) b.add_output(g_.value(v).name);
+  for (const auto& [k, v] : g_.metadata()) b.set_metadata(k, v);
+  return b.finish(shapes);
+}
+
+}  // namespace graphi::graph::passes

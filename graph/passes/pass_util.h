@@ -1,0 +1,78 @@
+// Helpers shared by the graph passes: looking through constant plumbing (Identity / Transpose of
+// a constant), comparing constants, reading a Slice's range, and Rewrite, which rebuilds a graph
+// minus some nodes plus new ones and drops what the removal left dead.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "graph/graph.h"
+#include "graph/graph_builder.h"
+
+namespace graphi::graph::passes {
+
+// A constant reached through Identity / 2-D Transpose nodes (as PyTorch exports weights):
+// `value` is the constant, `transposed` whether the path transposes it an odd number of times.
+struct ConstRef {
+  ValueId value = kNoId;
+  bool transposed = false;
+};
+std::optional<ConstRef> resolve_const(const Graph& g, ValueId v);
+
+// Same constant: one value, one shared tensor, or equal dtype, shape and bytes.
+bool same_const(const Graph& g, ValueId a, ValueId b);
+
+// Every element of constant `v` equals `x` (e.g. the 1 of `1 - z`).
+bool const_all_equal(const Graph& g, ValueId v, float x);
+
+// [start, end) of a Slice along `axis` (normalized, clamped, step 1) with constant starts/ends
+// (attributes or inputs); nullopt when the Slice cuts another axis or has another step.
+std::optional<std::pair<int64_t, int64_t>> slice_range(const Graph& g, const Node& n, int axis);
+
+// A node's attribute `axis` normalized for an input of rank `rank` (nullopt if out of range).
+std::optional<int> node_axis(const Node& n, int rank, int64_t fallback = 0);
+
+// An i64 vector constant.
+Tensor i64_tensor(const std::vector<int64_t>& v);
+
+// True when no value of `frontier` depends on a node of `members` (a rewrite that puts the
+// members after `frontier` would otherwise make a cycle).
+bool inputs_independent(const Graph& g, std::vector<ValueId> frontier,
+                        const std::unordered_set<NodeId>& members);
+
+// Rebuilds `g` without the removed nodes, with the added constants and nodes. Nodes and
+// constants whose values nothing reads any more (weights only the removed nodes used, the
+// Identity / Transpose feeding them) are dropped; nodes that were already dead are kept.
+// Graph inputs, outputs and metadata are unchanged.
+class Rewrite {
+ public:
+  explicit Rewrite(const Graph& g);
+  void remove(NodeId n) { removed_[n] = true; }
+  bool removed(NodeId n) const { return removed_[n]; }
+  // A name not used in the graph or by this rewrite: `want`, else want_1, want_2, ...
+  std::string fresh(const std::string& want);
+  void add_constant(const std::string& name, std::shared_ptr<const Tensor> t);
+  void add_constant(const std::string& name, Tensor t);
+  void add_node(const std::string& op, const std::string& name,
+                const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
+                Attributes attrs = {});
+  size_t added_nodes() const { return nodes_.size(); }
+  Result<Graph> finish(const ShapeInferencer& shapes) const;
+
+ private:
+  struct NewNode {
+    std::string op, name;
+    std::vector<std::string> inputs, outputs;
+    Attributes attrs;
+  };
+  const Graph& g_;
+  std::vector<bool> removed_;
+  std::unordered_set<std::string> names_;
+  std::vector<std::pair<std::string, std::shared_ptr<const Tensor>>> constants_;
+  std::vector<NewNode> nodes_;
+};
+
+}  // namespace graphi::graph::passes
