@@ -5,13 +5,16 @@
 #include <string>
 
 #include "graph/graph.h"
+#include "graph/onnx_import.h"
 
 namespace graphi::graph {
 
 // Reads `path` and validates it with `shapes` (usually ops::Registry::get()).
-// ".graphi" -> read_graphi; ".onnx" -> kUnsupported until the ONNX importer exists; any other
-// extension: a file starting with the .graphi magic is read as .graphi, anything else is
+// ".graphi" -> read_graphi; ".onnx" -> import_onnx_file (graph/onnx_import.h) with `onnx`
+// (symbolic dim values); any other extension: a file starting with the .graphi magic is read as
+// .graphi, one that starts like an ONNX ModelProto is imported as ONNX, anything else is
 // kInvalidArgument naming the accepted extensions. Errors name the file.
-Result<Graph> read_graph_file(const std::string& path, const ShapeInferencer& shapes);
+Result<Graph> read_graph_file(const std::string& path, const ShapeInferencer& shapes,
+                              const ImportOptions& onnx = {});
 
 }  // namespace graphi::graph

@@ -30,6 +30,11 @@ Result<Graph> import_onnx_file(const std::string& path, const ShapeInferencer& s
 Result<Graph> import_onnx_bytes(std::span<const std::byte> bytes, const std::string& source,
                                 const ShapeInferencer& shapes, const ImportOptions& options = {});
 
+// Reads a serialized TensorProto (the input_*.pb / output_*.pb files of ONNX's test data) as a
+// graphi Tensor: FLOAT -> float32, INT32 -> int32, INT64 -> int64, anything else an error.
+// `name` (optional) receives the tensor's name.
+Result<Tensor> read_onnx_tensor_file(const std::string& path, std::string* name = nullptr);
+
 // True if `head` (the first bytes of a file) plausibly starts an ONNX ModelProto: field 1
 // (ir_version, varint) or another ModelProto field with the right wire type first.
 bool looks_like_onnx_model(std::span<const std::byte> head);

@@ -1,0 +1,875 @@
+#include "graph/onnx_fold.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+
+namespace graphi::graph::onnx {
+
+namespace {
+
+using Ins = std::vector<const HostTensor*>;
+using Outs = std::vector<HostTensor>;
+
+// Keeps values representable in the tensor's type: FLOAT rounded to float32, narrow integers
+// wrapped, BOOL 0/1 (so folding a chain gives what running it in that type would).
+void fit_to_type(HostTensor& t) {
+  switch (t.type) {
+    case kFloat:
+    case kFloat16:
+    case kBfloat16:
+      for (double& v : t.f) v = static_cast<double>(static_cast<float>(v));
+      break;
+    case kInt32: for (int64_t& v : t.i) v = static_cast<int32_t>(v); break;
+    case kInt16: for (int64_t& v : t.i) v = static_cast<int16_t>(v); break;
+    case kInt8: for (int64_t& v : t.i) v = static_cast<int8_t>(v); break;
+    case kUint32: for (int64_t& v : t.i) v = static_cast<uint32_t>(v); break;
+    case kUint16: for (int64_t& v : t.i) v = static_cast<uint16_t>(v); break;
+    case kUint8: for (int64_t& v : t.i) v = static_cast<uint8_t>(v); break;
+    case kBool: for (int64_t& v : t.i) v = v != 0; break;
+    default: break;
+  }
+}
+
+void set_value(HostTensor& t, size_t k, double v) {
+  if (t.is_float())
+    t.f[k] = v;
+  else
+    t.i[k] = std::isfinite(v) ? static_cast<int64_t>(v) : 0;
+}
+
+// Copies element sk of src to element dk of dst (same type class).
+void copy_elem(HostTensor& dst, size_t dk, const HostTensor& src, size_t sk) {
+  if (dst.is_float())
+    dst.f[dk] = src.get_f(sk);
+  else
+    dst.i[dk] = src.get_i(sk);
+}
+
+Result<int64_t> a_int(const Node& n, const char* name, int64_t dflt, const std::string& where) {
+  const Attr* a = n.attr(name);
+  if (!a) return dflt;
+  if (a->type != kAttrInt)
+    return Status::invalid_graph(where + ": attribute '" + name + "' must be INT, got " +
+                                 attr_type_name(a->type));
+  return a->i;
+}
+
+Result<std::optional<std::vector<int64_t>>> a_ints(const Node& n, const char* name,
+                                                   const std::string& where) {
+  const Attr* a = n.attr(name);
+  if (!a) return std::optional<std::vector<int64_t>>();
+  if (a->type != kAttrInts)
+    return Status::invalid_graph(where + ": attribute '" + name + "' must be INTS, got " +
+                                 attr_type_name(a->type));
+  return std::optional<std::vector<int64_t>>(a->ints);
+}
+
+Status need_inputs(const Ins& in, size_t required, const std::string& where) {
+  for (size_t k = 0; k < required; ++k)
+    if (k >= in.size() || !in[k])
+      return Status::invalid_graph(where + ": input " + std::to_string(k) + " is missing");
+  return Status::ok();
+}
+
+Result<std::vector<int64_t>> ints_of(const HostTensor* t, const char* what, const std::string& where) {
+  if (t->is_float() || t->shape.size() > 1)
+    return Status::invalid_graph(where + ": input '" + what + "' must be a 1-D integer tensor, got " +
+                                 t->desc());
+  return t->i;
+}
+
+Result<int64_t> norm_axis(int64_t axis, int64_t rank, const std::string& where, const char* what) {
+  if (axis < -rank || axis >= rank)
+    return Status::invalid_graph(where + ": " + what + " " + std::to_string(axis) +
+                                 " is out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::vector<int64_t> strides_of(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t d = s.size(); d-- > 1;) st[d - 1] = st[d] * s[d];
+  return st;
+}
+
+// For every element of `out`, the flat index of the element of `in` (broadcast to out) it reads.
+std::vector<size_t> broadcast_index(const Shape& out, const Shape& in) {
+  const size_t r = out.size();
+  std::vector<int64_t> st(r, 0);
+  int64_t s = 1;
+  for (size_t d = in.size(); d-- > 0;) {
+    const size_t od = r - in.size() + d;
+    st[od] = in[d] == 1 ? 0 : s;
+    s *= in[d];
+  }
+  const auto n = static_cast<size_t>(shape_numel(out));
+  std::vector<size_t> idx(n);
+  std::vector<int64_t> c(r, 0);
+  int64_t off = 0;
+  for (size_t k = 0; k < n; ++k) {
+    idx[k] = static_cast<size_t>(off);
+    for (size_t d = r; d-- > 0;) {
+      off += st[d];
+      if (++c[d] < out[d]) break;
+      off -= st[d] * out[d];
+      c[d] = 0;
+    }
+  }
+  return idx;
+}
+
+// Gathers src elements by a strided walk: out[k] = src[base + sum idx_d * strides[d]].
+HostTensor strided(const HostTensor& src, const Shape& out_shape, const std::vector<int64_t>& strides,
+                   int64_t base) {
+  HostTensor o = HostTensor::make(src.type, out_shape);
+  const size_t r = out_shape.size();
+  std::vector<int64_t> c(r, 0);
+  int64_t off = base;
+  for (size_t k = 0; k < o.numel(); ++k) {
+    copy_elem(o, k, src, static_cast<size_t>(off));
+    for (size_t d = r; d-- > 0;) {
+      off += strides[d];
+      if (++c[d] < out_shape[d]) break;
+      off -= strides[d] * out_shape[d];
+      c[d] = 0;
+    }
+  }
+  return o;
+}
+
+HostTensor reshaped(const HostTensor& t, Shape s) {
+  HostTensor o = t;
+  o.shape = std::move(s);
+  return o;
+}
+
+// Cast of every element to type `to` (ONNX Cast: float -> int truncates, -> BOOL is != 0).
+Result<HostTensor> cast_to(const HostTensor& t, int64_t to, const std::string& where) {
+  const auto type = static_cast<int32_t>(to);
+  if (type == kString || type == kComplex64 || type == kComplex128 || type <= kUndefined || type > kBfloat16)
+    return Status::unsupported(where + ": Cast to " + data_type_name(type) + " is not supported");
+  HostTensor o = HostTensor::make(type, t.shape);
+  for (size_t k = 0; k < t.numel(); ++k) {
+    if (type == kBool)
+      o.i[k] = t.get_f(k) != 0.0;
+    else if (o.is_float())
+      o.f[k] = t.get_f(k);
+    else if (t.is_float())
+      o.i[k] = std::isfinite(t.f[k]) ? static_cast<int64_t>(t.f[k]) : 0;
+    else
+      o.i[k] = t.i[k];
+  }
+  fit_to_type(o);
+  return o;
+}
+
+// ONNX Reshape target: 0 copies the input dim (unless allowzero), -1 is inferred.
+Result<Shape> reshape_target(const Shape& in, const std::vector<int64_t>& spec, bool allowzero,
+                             const std::string& where) {
+  Shape out(spec.size());
+  int infer = -1;
+  int64_t known = 1;
+  for (size_t k = 0; k < spec.size(); ++k) {
+    if (spec[k] == -1) {
+      if (infer >= 0) return Status::invalid_graph(where + ": shape " + shape_to_string(spec) + " has two -1");
+      infer = static_cast<int>(k);
+      continue;
+    }
+    if (spec[k] < -1) return Status::invalid_graph(where + ": shape " + shape_to_string(spec) + " has a negative dim");
+    out[k] = spec[k] == 0 && !allowzero ? (k < in.size() ? in[k] : -2) : spec[k];
+    if (out[k] == -2)
+      return Status::invalid_graph(where + ": shape " + shape_to_string(spec) + " copies dim " +
+                                   std::to_string(k) + " of input " + shape_to_string(in));
+    known *= out[k];
+  }
+  const int64_t n = shape_numel(in);
+  if (infer >= 0) {
+    if (known == 0 || n % known != 0)
+      return Status::invalid_graph(where + ": cannot reshape " + shape_to_string(in) + " to " + shape_to_string(spec));
+    out[static_cast<size_t>(infer)] = n / known;
+  } else if (known != n) {
+    return Status::invalid_graph(where + ": cannot reshape " + shape_to_string(in) + " to " + shape_to_string(spec));
+  }
+  return out;
+}
+
+Result<std::vector<int64_t>> axes_from(const Node& n, const Ins& in, size_t input_slot, int64_t opset,
+                                       int64_t input_since, const std::string& where, bool* given) {
+  *given = false;
+  if (opset >= input_since) {
+    if (in.size() > input_slot && in[input_slot]) {
+      *given = true;
+      return ints_of(in[input_slot], "axes", where);
+    }
+    return std::vector<int64_t>{};
+  }
+  GRAPHI_ASSIGN_OR_RETURN(auto a, a_ints(n, "axes", where));
+  if (a) *given = true;
+  return a ? *a : std::vector<int64_t>{};
+}
+
+// Sorted, non-negative, duplicate-free axes for a tensor of `rank`.
+Result<std::vector<int64_t>> normalize_axes(std::vector<int64_t> axes, int64_t rank, const std::string& where) {
+  for (int64_t& a : axes) {
+    GRAPHI_ASSIGN_OR_RETURN(a, norm_axis(a, rank, where, "axis"));
+  }
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    return Status::invalid_graph(where + ": repeated axis in " + shape_to_string(axes));
+  return axes;
+}
+
+Result<Outs> fold_slice(const Node& n, int64_t opset, const Ins& in, const std::string& where) {
+  const HostTensor& x = *in[0];
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (opset >= 10) {
+    GRAPHI_RETURN_IF_ERROR(need_inputs(in, 3, where));
+    GRAPHI_ASSIGN_OR_RETURN(starts, ints_of(in[1], "starts", where));
+    GRAPHI_ASSIGN_OR_RETURN(ends, ints_of(in[2], "ends", where));
+    if (in.size() > 3 && in[3]) {
+      GRAPHI_ASSIGN_OR_RETURN(axes, ints_of(in[3], "axes", where));
+    }
+    if (in.size() > 4 && in[4]) {
+      GRAPHI_ASSIGN_OR_RETURN(steps, ints_of(in[4], "steps", where));
+    }
+  } else {
+    GRAPHI_ASSIGN_OR_RETURN(auto s, a_ints(n, "starts", where));
+    GRAPHI_ASSIGN_OR_RETURN(auto e, a_ints(n, "ends", where));
+    GRAPHI_ASSIGN_OR_RETURN(auto a, a_ints(n, "axes", where));
+    if (!s || !e) return Status::invalid_graph(where + ": missing attribute 'starts' or 'ends'");
+    starts = *s;
+    ends = *e;
+    if (a) axes = *a;
+  }
+  if (axes.empty()) {
+    axes.resize(starts.size());
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    return Status::invalid_graph(where + ": starts, ends, axes and steps differ in length");
+  const auto rank = static_cast<int64_t>(x.shape.size());
+  Shape out = x.shape;
+  const std::vector<int64_t> st = strides_of(x.shape);
+  std::vector<int64_t> strides = st;
+  int64_t base = 0;
+  for (size_t k = 0; k < starts.size(); ++k) {
+    GRAPHI_ASSIGN_OR_RETURN(int64_t axis, norm_axis(axes[k], rank, where, "axis"));
+    const int64_t dim = x.shape[static_cast<size_t>(axis)], step = steps[k];
+    if (step == 0) return Status::invalid_graph(where + ": step 0");
+    int64_t s = starts[k], e = ends[k];
+    if (s < 0) s += dim;
+    if (e < 0) e += dim;
+    int64_t cnt;
+    if (step > 0) {
+      s = std::clamp<int64_t>(s, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+      cnt = e > s ? (e - s + step - 1) / step : 0;
+    } else {
+      s = std::clamp<int64_t>(s, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+      cnt = s > e ? (s - e - step - 1) / (-step) : 0;
+    }
+    out[static_cast<size_t>(axis)] = cnt;
+    strides[static_cast<size_t>(axis)] = st[static_cast<size_t>(axis)] * step;
+    base += s * st[static_cast<size_t>(axis)];
+  }
+  if (shape_numel(out) == 0) return Outs{HostTensor::make(x.type, out)};
+  return Outs{strided(x, out, strides, base)};
+}
+
+Result<Outs> fold_split(const Node& n, int64_t opset, const Ins& in, const std::string& where) {
+  const HostTensor& x = *in[0];
+  GRAPHI_ASSIGN_OR_RETURN(int64_t axis_attr, a_int(n, "axis", 0, where));
+  const auto rank = static_cast<int64_t>(x.shape.size());
+  GRAPHI_ASSIGN_OR_RETURN(int64_t axis, norm_axis(axis_attr, rank, where, "axis"));
+  const int64_t dim = x.shape[static_cast<size_t>(axis)];
+  std::vector<int64_t> sizes;
+  if (opset >= 13 && in.size() > 1 && in[1]) {
+    GRAPHI_ASSIGN_OR_RETURN(sizes, ints_of(in[1], "split", where));
+  } else if (opset < 13) {
+    GRAPHI_ASSIGN_OR_RETURN(auto a, a_ints(n, "split", where));
+    if (a) sizes = *a;
+  }
+  const auto nout = static_cast<int64_t>(n.outputs.size());
+  if (sizes.empty()) {
+    GRAPHI_ASSIGN_OR_RETURN(int64_t num, a_int(n, "num_outputs", nout, where));
+    if (num < 1) return Status::invalid_graph(where + ": no outputs");
+    const int64_t chunk = (dim + num - 1) / num;
+    if (dim % num != 0 && !n.attr("num_outputs"))
+      return Status::invalid_graph(where + ": dim " + std::to_string(dim) + " does not split into " +
+                                   std::to_string(num) + " equal parts");
+    for (int64_t k = 0; k < num; ++k) sizes.push_back(std::min(chunk, dim - k * chunk));
+  }
+  int64_t sum = 0;
+  for (int64_t s : sizes) sum += s;
+  if (sum != dim || static_cast<int64_t>(sizes.size()) != nout)
+    return Status::invalid_graph(where + ": split " + shape_to_string(sizes) + " does not match dim " +
+                                 std::to_string(dim) + " and " + std::to_string(nout) + " outputs");
+  Outs outs;
+  const std::vector<int64_t> st = strides_of(x.shape);
+  int64_t start = 0;
+  for (int64_t s : sizes) {
+    Shape os = x.shape;
+    os[static_cast<size_t>(axis)] = s;
+    outs.push_back(s == 0 ? HostTensor::make(x.type, os) : strided(x, os, st, start * st[static_cast<size_t>(axis)]));
+    start += s;
+  }
+  return outs;
+}
+
+Result<Outs> fold_gather(const Node& n, const Ins& in, const std::string& where) {
+  const HostTensor& x = *in[0];
+  const HostTensor& ind = *in[1];
+  if (ind.is_float()) return Status::invalid_graph(where + ": indices must be integers, got " + ind.desc());
+  GRAPHI_ASSIGN_OR_RETURN(int64_t axis_attr, a_int(n, "axis", 0, where));
+  const auto rank = static_cast<int64_t>(x.shape.size());
+  GRAPHI_ASSIGN_OR_RETURN(int64_t axis, norm_axis(axis_attr, rank, where, "axis"));
+  const auto ax = static_cast<size_t>(axis);
+  Shape out(x.shape.begin(), x.shape.begin() + axis);
+  out.insert(out.end(), ind.shape.begin(), ind.shape.end());
+  out.insert(out.end(), x.shape.begin() + axis + 1, x.shape.end());
+  const int64_t outer = shape_numel(Shape(x.shape.begin(), x.shape.begin() + axis));
+  const int64_t inner = shape_numel(Shape(x.shape.begin() + axis + 1, x.shape.end()));
+  const int64_t dim = x.shape[ax];
+  HostTensor o = HostTensor::make(x.type, out);
+  size_t k = 0;
+  for (int64_t a = 0; a < outer; ++a)
+    for (size_t j = 0; j < ind.numel(); ++j) {
+      int64_t idx = ind.i[j];
+      if (idx < 0) idx += dim;
+      if (idx < 0 || idx >= dim)
+        return Status::invalid_graph(where + ": index " + std::to_string(ind.i[j]) +
+                                     " is out of range for axis " + std::to_string(axis) + " of size " +
+                                     std::to_string(dim));
+      for (int64_t b = 0; b < inner; ++b)
+        copy_elem(o, k++, x, static_cast<size_t>((a * dim + idx) * inner + b));
+    }
+  return Outs{std::move(o)};
+}
+
+Result<Outs> fold_concat(const Node& n, const Ins& in, const std::string& where) {
+  GRAPHI_ASSIGN_OR_RETURN(int64_t axis_attr, a_int(n, "axis", 0, where));
+  std::vector<const HostTensor*> xs;
+  for (const HostTensor* t : in)
+    if (t) xs.push_back(t);
+  if (xs.empty()) return Status::invalid_graph(where + ": no inputs");
+  const auto rank = static_cast<int64_t>(xs[0]->shape.size());
+  GRAPHI_ASSIGN_OR_RETURN(int64_t axis, norm_axis(axis_attr, rank, where, "axis"));
+  const auto ax = static_cast<size_t>(axis);
+  Shape out = xs[0]->shape;
+  out[ax] = 0;
+  for (const HostTensor* t : xs) {
+    bool ok = t->shape.size() == out.size() && t->is_float() == xs[0]->is_float();
+    for (size_t d = 0; ok && d < out.size(); ++d) ok = d == ax || t->shape[d] == xs[0]->shape[d];
+    if (!ok) return Status::invalid_graph(where + ": inputs " + xs[0]->desc() + " and " + t->desc() + " do not concatenate");
+    out[ax] += t->shape[ax];
+  }
+  HostTensor o = HostTensor::make(xs[0]->type, out);
+  const int64_t outer = shape_numel(Shape(out.begin(), out.begin() + axis));
+  size_t k = 0;
+  for (int64_t a = 0; a < outer; ++a)
+    for (const HostTensor* t : xs) {
+      const int64_t row = shape_numel(Shape(t->shape.begin() + axis, t->shape.end()));
+      for (int64_t b = 0; b < row; ++b) copy_elem(o, k++, *t, static_cast<size_t>(a * row + b));
+    }
+  return Outs{std::move(o)};
+}
+
+Result<Outs> fold_transpose(const Node& n, const Ins& in, const std::string& where) {
+  const HostTensor& x = *in[0];
+  const size_t r = x.shape.size();
+  std::vector<int64_t> perm(r);
+  for (size_t d = 0; d < r; ++d) perm[d] = static_cast<int64_t>(r - 1 - d);
+  GRAPHI_ASSIGN_OR_RETURN(auto p, a_ints(n, "perm", where));
+  if (p) perm = *p;
+  std::vector<bool> seen(r, false);
+  bool ok = perm.size() == r;
+  for (size_t d = 0; ok && d < r; ++d) {
+    ok = perm[d] >= 0 && perm[d] < static_cast<int64_t>(r) && !seen[static_cast<size_t>(perm[d])];
+    if (ok) seen[static_cast<size_t>(perm[d])] = true;
+  }
+  if (!ok) return Status::invalid_graph(where + ": perm " + shape_to_string(perm) + " is not a permutation");
+  const std::vector<int64_t> st = strides_of(x.shape);
+  Shape out(r);
+  std::vector<int64_t> strides(r);
+  for (size_t d = 0; d < r; ++d) {
+    out[d] = x.shape[static_cast<size_t>(perm[d])];
+    strides[d] = st[static_cast<size_t>(perm[d])];
+  }
+  return Outs{strided(x, out, strides, 0)};
+}
+
+// Elementwise op over broadcast inputs; `fn` gets the inputs' element indices.
+Result<HostTensor> elementwise(const Ins& xs, int32_t out_type, const std::string& where,
+                               const std::function<void(HostTensor&, size_t, const std::vector<size_t>&)>& fn) {
+  Shape out = xs[0]->shape;
+  for (size_t k = 1; k < xs.size(); ++k) {
+    GRAPHI_ASSIGN_OR_RETURN(out, broadcast_shapes(out, xs[k]->shape, where));
+  }
+  std::vector<std::vector<size_t>> maps;
+  for (const HostTensor* x : xs) maps.push_back(broadcast_index(out, x->shape));
+  HostTensor o = HostTensor::make(out_type, out);
+  std::vector<size_t> at(xs.size());
+  for (size_t k = 0; k < o.numel(); ++k) {
+    for (size_t j = 0; j < xs.size(); ++j) at[j] = maps[j][k];
+    fn(o, k, at);
+  }
+  fit_to_type(o);
+  return o;
+}
+
+Status same_type(const Ins& xs, const std::string& where) {
+  for (const HostTensor* x : xs)
+    if (x->type != xs[0]->type)
+      return Status::invalid_graph(where + ": inputs of types " + data_type_name(xs[0]->type) +
+                                   " and " + data_type_name(x->type) + " differ");
+  return Status::ok();
+}
+
+int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+Result<Outs> fold_binary(const std::string& op, const Node& n, const Ins& in, const std::string& where) {
+  GRAPHI_RETURN_IF_ERROR(need_inputs(in, 2, where));
+  const Ins xs{in[0], in[1]};
+  const bool cmp = op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" ||
+                   op == "GreaterOrEqual";
+  const bool logic = op == "And" || op == "Or" || op == "Xor";
+  if (op != "Pow") GRAPHI_RETURN_IF_ERROR(same_type(xs, where));
+  const HostTensor &a = *xs[0], &b = *xs[1];
+  const int32_t out_type = cmp || logic ? kBool : a.type;
+  const bool fl = a.is_float();
+  GRAPHI_ASSIGN_OR_RETURN(int64_t fmod, a_int(n, "fmod", 0, where));
+  if (!fl && (op == "Div" || op == "Mod"))
+    for (int64_t v : b.i)
+      if (v == 0) return Status::invalid_graph(where + ": integer division by zero");
+  GRAPHI_ASSIGN_OR_RETURN(
+      HostTensor o, elementwise(xs, out_type, where, [&](HostTensor& o, size_t k, const std::vector<size_t>& at) {
+        if (fl || op == "Pow") {
+          const double x = a.get_f(at[0]), y = b.get_f(at[1]);
+          double r = 0;
+          if (op == "Add") r = x + y;
+          else if (op == "Sub") r = x - y;
+          else if (op == "Mul") r = x * y;
+          else if (op == "Div") r = x / y;
+          else if (op == "Pow") r = std::pow(x, y);
+          else if (op == "Mod") r = fmod ? std::fmod(x, y) : x - std::floor(x / y) * y;
+          else if (op == "Equal") r = x == y;
+          else if (op == "Less") r = x < y;
+          else if (op == "Greater") r = x > y;
+          else if (op == "LessOrEqual") r = x <= y;
+          else if (op == "GreaterOrEqual") r = x >= y;
+          set_value(o, k, r);
+        } else {
+          const int64_t x = a.i[at[0]], y = b.i[at[1]];
+          int64_t r = 0;
+          if (op == "Add") r = static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y));
+          else if (op == "Sub") r = static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y));
+          else if (op == "Mul") r = static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y));
+          else if (op == "Div") r = x / y;
+          else if (op == "Mod") r = fmod ? x % y : x - floor_div(x, y) * y;
+          else if (op == "Equal") r = x == y;
+          else if (op == "Less") r = x < y;
+          else if (op == "Greater") r = x > y;
+          else if (op == "LessOrEqual") r = x <= y;
+          else if (op == "GreaterOrEqual") r = x >= y;
+          else if (op == "And") r = x && y;
+          else if (op == "Or") r = x || y;
+          else if (op == "Xor") r = (x != 0) != (y != 0);
+          o.i[k] = r;
+        }
+      }));
+  return Outs{std::move(o)};
+}
+
+Result<Outs> fold_variadic(const std::string& op, const Ins& in, const std::string& where) {
+  Ins xs;
+  for (const HostTensor* t : in)
+    if (t) xs.push_back(t);
+  if (xs.empty()) return Status::invalid_graph(where + ": no inputs");
+  GRAPHI_RETURN_IF_ERROR(same_type(xs, where));
+  const bool fl = xs[0]->is_float();
+  GRAPHI_ASSIGN_OR_RETURN(
+      HostTensor o, elementwise(xs, xs[0]->type, where, [&](HostTensor& o, size_t k, const std::vector<size_t>& at) {
+        if (fl) {
+          double r = xs[0]->f[at[0]];
+          for (size_t j = 1; j < xs.size(); ++j) {
+            const double v = xs[j]->f[at[j]];
+            if (op == "Min") r = std::isnan(v) ? v : std::min(r, v);
+            else if (op == "Max") r = std::isnan(v) ? v : std::max(r, v);
+            else r += v;  // Sum, Mean
+          }
+          if (op == "Mean") r /= static_cast<double>(xs.size());
+          o.f[k] = r;
+        } else {
+          int64_t r = xs[0]->i[at[0]];
+          for (size_t j = 1; j < xs.size(); ++j) {
+            const int64_t v = xs[j]->i[at[j]];
+            if (op == "Min") r = std::min(r, v);
+            else if (op == "Max") r = std::max(r, v);
+            else r += v;
+          }
+          if (op == "Mean") r /= static_cast<int64_t>(xs.size());
+          o.i[k] = r;
+        }
+      }));
+  return Outs{std::move(o)};
+}
+
+Result<Outs> fold_unary(const std::string& op, const Ins& in, const std::string& where) {
+  const HostTensor& x = *in[0];
+  HostTensor o = x;
+  if (op == "Not") {
+    if (x.type != kBool) return Status::invalid_graph(where + ": Not needs BOOL, got " + x.desc());
+    for (int64_t& v : o.i) v = !v;
+    return Outs{std::move(o)};
+  }
+  if (!x.is_float()) {
+    for (int64_t& v : o.i) {
+      if (op == "Neg") v = -v;
+      else if (op == "Abs") v = v < 0 ? -v : v;
+      else if (op == "Sign") v = (v > 0) - (v < 0);
+      else if (op == "Relu") v = std::max<int64_t>(v, 0);
+      else if (op == "Identity" || op == "Floor" || op == "Ceil" || op == "Round") continue;
+      else
+        return Status::unsupported(where + ": " + op + " of an integer tensor (" + x.desc() +
+                                   ") is not supported at import time");
+    }
+    fit_to_type(o);
+    return Outs{std::move(o)};
+  }
+  for (double& v : o.f) {
+    if (op == "Neg") v = -v;
+    else if (op == "Abs") v = std::fabs(v);
+    else if (op == "Sqrt") v = std::sqrt(v);
+    else if (op == "Exp") v = std::exp(v);
+    else if (op == "Log") v = std::log(v);
+    else if (op == "Floor") v = std::floor(v);
+    else if (op == "Ceil") v = std::ceil(v);
+    else if (op == "Round") v = std::nearbyint(v);
+    else if (op == "Reciprocal") v = 1.0 / v;
+    else if (op == "Sign") v = (v > 0) - (v < 0);
+    else if (op == "Relu") v = std::max(v, 0.0);
+    else if (op == "Sigmoid") v = 1.0 / (1.0 + std::exp(-v));
+    else if (op == "Tanh") v = std::tanh(v);
+  }
+  fit_to_type(o);
+  return Outs{std::move(o)};
+}
+
+Result<Outs> fold_reduce(const std::string& op, const Node& n, int64_t opset, const Ins& in,
+                         const std::string& where) {
+  const HostTensor& x = *in[0];
+  const auto rank = static_cast<int64_t>(x.shape.size());
+  bool given = false;
+  GRAPHI_ASSIGN_OR_RETURN(std::vector<int64_t> axes,
+                          axes_from(n, in, 1, opset, op == "ReduceSum" ? 13 : 18, where, &given));
+  GRAPHI_ASSIGN_OR_RETURN(int64_t keep, a_int(n, "keepdims", 1, where));
+  GRAPHI_ASSIGN_OR_RETURN(int64_t noop, a_int(n, "noop_with_empty_axes", 0, where));
+  if (axes.empty()) {
+    if (noop) return Outs{x};
+    axes.resize(static_cast<size_t>(rank));
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  GRAPHI_ASSIGN_OR_RETURN(axes, normalize_axes(axes, rank, where));
+  std::vector<bool> red(static_cast<size_t>(rank), false);
+  for (int64_t a : axes) red[static_cast<size_t>(a)] = true;
+  Shape kept, out;
+  for (int64_t d = 0; d < rank; ++d) {
+    kept.push_back(red[static_cast<size_t>(d)] ? 1 : x.shape[static_cast<size_t>(d)]);
+    if (!red[static_cast<size_t>(d)] || keep) out.push_back(kept.back());
+  }
+  HostTensor o = HostTensor::make(x.type, kept);
+  std::vector<bool> first(o.numel(), true);
+  std::vector<int64_t> count(o.numel(), 0);
+  const std::vector<size_t> to = broadcast_index(x.shape, kept);  // x element -> output element
+  for (size_t k = 0; k < x.numel(); ++k) {
+    const size_t j = to[k];
+    const double v = x.get_f(k);
+    double cur = o.get_f(j);
+    if (first[j]) cur = op == "ReduceProd" ? 1.0 : (op == "ReduceMin" || op == "ReduceMax") ? v : 0.0;
+    first[j] = false;
+    if (op == "ReduceSum" || op == "ReduceMean") cur += v;
+    else if (op == "ReduceProd") cur *= v;
+    else if (op == "ReduceMin") cur = std::min(cur, v);
+    else if (op == "ReduceMax") cur = std::max(cur, v);
+    ++count[j];
+    if (o.is_float()) o.f[j] = cur;
+    else o.i[j] = static_cast<int64_t>(cur);
+  }
+  if (op == "ReduceMean")
+    for (size_t j = 0; j < o.numel(); ++j) set_value(o, j, o.get_f(j) / static_cast<double>(std::max<int64_t>(count[j], 1)));
+  if (!x.is_float() && op != "ReduceMean") {  // exact integer sums/products
+    for (size_t j = 0; j < o.numel(); ++j) o.i[j] = op == "ReduceProd" ? 1 : 0;
+    std::fill(first.begin(), first.end(), true);
+    for (size_t k = 0; k < x.numel(); ++k) {
+      const size_t j = to[k];
+      const int64_t v = x.i[k];
+      if (op == "ReduceSum") o.i[j] += v;
+      else if (op == "ReduceProd") o.i[j] *= v;
+      else o.i[j] = first[j] ? v : op == "ReduceMin" ? std::min(o.i[j], v) : std::max(o.i[j], v);
+      first[j] = false;
+    }
+  }
+  fit_to_type(o);
+  o.shape = out;
+  return Outs{std::move(o)};
+}
+
+Result<Outs> fold_constant(const Node& n, const std::string& where) {
+  if (n.attrs.size() != 1)
+    return Status::invalid_graph(where + ": Constant needs exactly one value attribute, has " +
+                                 std::to_string(n.attrs.size()));
+  const Attr& a = n.attrs[0];
+  if (a.name == "value" && a.t) return Outs{*a.t};
+  if (a.name == "value_float" && a.type == kAttrFloat) {
+    HostTensor t = HostTensor::make(kFloat, {});
+    t.f[0] = a.f;
+    return Outs{t};
+  }
+  if (a.name == "value_floats" && a.type == kAttrFloats) {
+    HostTensor t = HostTensor::make(kFloat, {static_cast<int64_t>(a.floats.size())});
+    for (size_t k = 0; k < a.floats.size(); ++k) t.f[k] = a.floats[k];
+    return Outs{t};
+  }
+  if (a.name == "value_int" && a.type == kAttrInt) {
+    HostTensor t = HostTensor::make(kInt64, {});
+    t.i[0] = a.i;
+    return Outs{t};
+  }
+  if (a.name == "value_ints" && a.type == kAttrInts) {
+    HostTensor t = HostTensor::make(kInt64, {static_cast<int64_t>(a.ints.size())});
+    t.i = a.ints;
+    return Outs{t};
+  }
+  return Status::unsupported(where + ": Constant with attribute '" + a.name + "' (" +
+                             attr_type_name(a.type) + ") is not supported (strings and sparse "
+                             "tensors are not)");
+}
+
+}  // namespace
+
+Result<Shape> broadcast_shapes(const Shape& a, const Shape& b, const std::string& where) {
+  Shape out(std::max(a.size(), b.size()));
+  for (size_t k = 0; k < out.size(); ++k) {
+    const int64_t x = k < out.size() - a.size() ? 1 : a[k - (out.size() - a.size())];
+    const int64_t y = k < out.size() - b.size() ? 1 : b[k - (out.size() - b.size())];
+    if (x != y && x != 1 && y != 1)
+      return Status::invalid_graph(where + ": shapes " + shape_to_string(a) + " and " +
+                                   shape_to_string(b) + " do not broadcast");
+    out[k] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+const std::vector<std::string>& foldable_ops() {
+  static const std::vector<std::string> kOps = [] {
+    std::vector<std::string> v = {
+        "Abs", "Add", "And", "Cast", "CastLike", "Ceil", "Concat", "Constant", "ConstantOfShape",
+        "Div", "Dropout", "Equal", "Exp", "Expand", "Flatten", "Floor", "Gather", "Greater",
+        "GreaterOrEqual", "Identity", "Less", "LessOrEqual", "Log", "Max", "Mean", "Min", "Mod",
+        "Mul", "Neg", "Not", "Or", "Pow", "Range", "Reciprocal", "ReduceMax", "ReduceMean",
+        "ReduceMin", "ReduceProd", "ReduceSum", "Relu", "Reshape", "Round", "Shape", "Sigmoid",
+        "Sign", "Size", "Slice", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Tile",
+        "Transpose", "Unsqueeze", "Where", "Xor"};
+    std::sort(v.begin(), v.end());
+    return v;
+  }();
+  return kOps;
+}
+
+bool is_foldable_op(const std::string& op) {
+  const auto& v = foldable_ops();
+  return std::binary_search(v.begin(), v.end(), op);
+}
+
+Result<std::vector<HostTensor>> fold_node(const Node& n, int64_t opset, const Ins& in,
+                                          const std::string& where) {
+  const std::string& op = n.op;
+  if (op == "Constant") return fold_constant(n, where);
+  if (op != "ConstantOfShape" && op != "Concat" && op != "Sum" && op != "Min" && op != "Max" && op != "Mean")
+    GRAPHI_RETURN_IF_ERROR(need_inputs(in, 1, where));
+  if (op == "Shape") {
+    const Shape& s = in[0]->shape;
+    const auto r = static_cast<int64_t>(s.size());
+    GRAPHI_ASSIGN_OR_RETURN(int64_t start, a_int(n, "start", 0, where));
+    GRAPHI_ASSIGN_OR_RETURN(int64_t end, a_int(n, "end", r, where));
+    if (start < 0) start += r;
+    if (end < 0) end += r;
+    start = std::clamp<int64_t>(start, 0, r);
+    end = std::clamp<int64_t>(end, start, r);
+    HostTensor t = HostTensor::make(kInt64, {end - start});
+    for (int64_t k = start; k < end; ++k) t.i[static_cast<size_t>(k - start)] = s[static_cast<size_t>(k)];
+    return Outs{t};
+  }
+  if (op == "Size") {
+    HostTensor t = HostTensor::make(kInt64, {});
+    t.i[0] = shape_numel(in[0]->shape);
+    return Outs{t};
+  }
+  if (op == "Identity") return Outs{*in[0]};
+  if (op == "Dropout") {
+    Outs o{*in[0]};
+    if (n.outputs.size() > 1) {
+      HostTensor mask = HostTensor::make(kBool, in[0]->shape);
+      std::fill(mask.i.begin(), mask.i.end(), 1);
+      o.push_back(std::move(mask));
+    }
+    return o;
+  }
+  if (op == "ConstantOfShape") {
+    GRAPHI_RETURN_IF_ERROR(need_inputs(in, 1, where));
+    GRAPHI_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ints_of(in[0], "input", where));
+    for (int64_t d : shape)
+      if (d < 0) return Status::invalid_graph(where + ": negative dim in " + shape_to_string(shape));
+    HostTensor v = HostTensor::make(kFloat, {1});
+    if (const Attr* a = n.attr("value")) {
+      if (!a->t || a->t->numel() != 1)
+        return Status::invalid_graph(where + ": attribute 'value' must be a one-element tensor");
+      v = *a->t;
+    }
+    HostTensor o = HostTensor::make(v.type, shape);
+    for (size_t k = 0; k < o.numel(); ++k) copy_elem(o, k, v, 0);
+    return Outs{std::move(o)};
+  }
+  if (op == "Cast") {
+    GRAPHI_ASSIGN_OR_RETURN(int64_t to, a_int(n, "to", -1, where));
+    GRAPHI_ASSIGN_OR_RETURN(HostTensor o, cast_to(*in[0], to, where));
+    return Outs{std::move(o)};
+  }
+  if (op == "CastLike") {
+    GRAPHI_RETURN_IF_ERROR(need_inputs(in, 2, where));
+    GRAPHI_ASSIGN_OR_RETURN(HostTensor o, cast_to(*in[0], in[1]->type, where));
+    return Outs{std::move(o)};
+  }
+  if (op == "Reshape") {
+    std::vector<int64_t> spec;
+    if (opset >= 5) {
+      GRAPHI_RETURN_IF_ERROR(need_inputs(in, 2, where));
+      GRAPHI_ASSIGN_OR_RETURN(spec, ints_of(in[1], "shape", where));
+    } else {
+      GRAPHI_ASSIGN_OR_RETURN(auto a, a_ints(n, "shape", where));
+      if (!a) return Status::invalid_graph(where + ": missing attribute 'shape'");
+      spec = *a;
+    }
+    GRAPHI_ASSIGN_OR_RETURN(int64_t allowzero, a_int(n, "allowzero", 0, where));
+    GRAPHI_ASSIGN_OR_RETURN(Shape s, reshape_target(in[0]->shape, spec, allowzero != 0, where));
+    return Outs{reshaped(*in[0], s)};
+  }
+  if (op == "Flatten") {
+    GRAPHI_ASSIGN_OR_RETURN(int64_t axis, a_int(n, "axis", 1, where));
+    const Shape& s = in[0]->shape;
+    const auto r = static_cast<int64_t>(s.size());
+    if (axis < -r || axis > r) return Status::invalid_graph(where + ": axis out of range");
+    if (axis < 0) axis += r;
+    return Outs{reshaped(*in[0], {shape_numel(Shape(s.begin(), s.begin() + axis)),
+                                  shape_numel(Shape(s.begin() + axis, s.end()))})};
+  }
+  if (op == "Squeeze" || op == "Unsqueeze") {
+    bool given = false;
+    GRAPHI_ASSIGN_OR_RETURN(std::vector<int64_t> axes, axes_from(n, in, 1, opset, 13, where, &given));
+    const Shape& s = in[0]->shape;
+    Shape out;
+    if (op == "Squeeze") {
+      GRAPHI_ASSIGN_OR_RETURN(axes, normalize_axes(axes, static_cast<int64_t>(s.size()), where));
+      for (size_t d = 0; d < s.size(); ++d) {
+        const bool listed = std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(d));
+        if (listed && s[d] != 1)
+          return Status::invalid_graph(where + ": cannot squeeze axis " + std::to_string(d) + " of " + shape_to_string(s));
+        if (!(listed || (axes.empty() && s[d] == 1))) out.push_back(s[d]);
+      }
+    } else {
+      if (!given) return Status::invalid_graph(where + ": Unsqueeze needs axes");
+      const auto r = static_cast<int64_t>(s.size() + axes.size());
+      GRAPHI_ASSIGN_OR_RETURN(axes, normalize_axes(axes, r, where));
+      size_t src = 0;
+      for (int64_t d = 0; d < r; ++d)
+        out.push_back(std::binary_search(axes.begin(), axes.end(), d) ? 1 : s[src++]);
+    }
+    return Outs{reshaped(*in[0], out)};
+  }
+  if (op == "Concat") return fold_concat(n, in, where);
+  if (op == "Gather") {
+    GRAPHI_RETURN_IF_ERROR(need_inputs(in, 2, where));
+    return fold_gather(n, in, where);
+  }
+  if (op == "Slice") return fold_slice(n, opset, in, where);
+  if (op == "Split") return fold_split(n, opset, in, where);
+  if (op == "Transpose") return fold_transpose(n, in, where);
+  if (op == "Expand") {
+    GRAPHI_RETURN_IF_ERROR(need_inputs(in, 2, where));
+    GRAPHI_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ints_of(in[1], "shape", where));
+    GRAPHI_ASSIGN_OR_RETURN(Shape out, broadcast_shapes(in[0]->shape, shape, where));
+    const std::vector<size_t> map = broadcast_index(out, in[0]->shape);
+    HostTensor o = HostTensor::make(in[0]->type, out);
+    for (size_t k = 0; k < o.numel(); ++k) copy_elem(o, k, *in[0], map[k]);
+    return Outs{std::move(o)};
+  }
+  if (op == "Tile") {
+    GRAPHI_RETURN_IF_ERROR(need_inputs(in, 2, where));
+    GRAPHI_ASSIGN_OR_RETURN(std::vector<int64_t> reps, ints_of(in[1], "repeats", where));
+    const Shape& s = in[0]->shape;
+    if (reps.size() != s.size()) return Status::invalid_graph(where + ": repeats do not match the rank");
+    Shape out(s.size());
+    for (size_t d = 0; d < s.size(); ++d) {
+      if (reps[d] < 0) return Status::invalid_graph(where + ": negative repeat");
+      out[d] = s[d] * reps[d];
+    }
+    HostTensor o = HostTensor::make(in[0]->type, out);
+    const std::vector<int64_t> st = strides_of(s);
+    std::vector<int64_t> c(out.size(), 0);
+    for (size_t k = 0; k < o.numel(); ++k) {
+      int64_t off = 0;
+      for (size_t d = 0; d < out.size(); ++d) off += (c[d] % s[d]) * st[d];
+      copy_elem(o, k, *in[0], static_cast<size_t>(off));
+      for (size_t d = out.size(); d-- > 0;) {
+        if (++c[d] < out[d]) break;
+        c[d] = 0;
+      }
+    }
+    return Outs{std::move(o)};
+  }
+  if (op == "Range") {
+    GRAPHI_RETURN_IF_ERROR(need_inputs(in, 3, where));
+    for (size_t k = 0; k < 3; ++k)
+      if (in[k]->numel() != 1) return Status::invalid_graph(where + ": inputs must be scalars");
+    const double start = in[0]->get_f(0), limit = in[1]->get_f(0), delta = in[2]->get_f(0);
+    if (delta == 0) return Status::invalid_graph(where + ": delta is 0");
+    const auto count = static_cast<int64_t>(std::max(0.0, std::ceil((limit - start) / delta)));
+    if (count > (int64_t{1} << 30)) return Status::invalid_graph(where + ": range too long");
+    HostTensor o = HostTensor::make(in[0]->type, {count});
+    for (int64_t k = 0; k < count; ++k) {
+      if (o.is_float())
+        o.f[static_cast<size_t>(k)] = start + static_cast<double>(k) * delta;
+      else
+        o.i[static_cast<size_t>(k)] = in[0]->i[0] + k * in[2]->i[0];
+    }
+    fit_to_type(o);
+    return Outs{std::move(o)};
+  }
+  if (op == "Where") {
+    GRAPHI_RETURN_IF_ERROR(need_inputs(in, 3, where));
+    const Ins xs{in[0], in[1], in[2]};
+    if (in[1]->type != in[2]->type) return Status::invalid_graph(where + ": X and Y types differ");
+    GRAPHI_ASSIGN_OR_RETURN(
+        HostTensor o, elementwise(xs, in[1]->type, where, [&](HostTensor& o, size_t k, const std::vector<size_t>& at) {
+          copy_elem(o, k, in[0]->get_i(at[0]) ? *in[1] : *in[2], in[0]->get_i(at[0]) ? at[1] : at[2]);
+        }));
+    return Outs{std::move(o)};
+  }
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Mod" || op == "Pow" ||
+      op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" ||
+      op == "GreaterOrEqual" || op == "And" || op == "Or" || op == "Xor")
+    return fold_binary(op, n, in, where);
+  if (op == "Sum" || op == "Min" || op == "Max" || op == "Mean") return fold_variadic(op, in, where);
+  if (op.rfind("Reduce", 0) == 0) return fold_reduce(op, n, opset, in, where);
+  if (is_foldable_op(op)) return fold_unary(op, in, where);
+  return Status::unsupported(where + ": op " + op + " cannot be evaluated at import time");
+}
+
+}  // namespace graphi::graph::onnx

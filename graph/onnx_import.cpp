@@ -1,0 +1,808 @@
+#include "graph/onnx_import.h"
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <queue>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "graph/graph_builder.h"
+#include "graph/onnx_fold.h"
+#include "graph/onnx_proto.h"
+
+namespace graphi::graph {
+
+namespace {
+
+using onnx::HostTensor;
+
+constexpr int64_t kMinOpset = 7, kMaxOpset = 18;
+constexpr int64_t kMinIr = 3, kMaxIr = 10;
+
+// ONNX ops mapped onto graphi ops when their data is computed at run time (graph/ONNX.md).
+const std::vector<std::string>& runtime_ops() {
+  static const std::vector<std::string> kOps = {
+      "Add", "AveragePool", "Cast", "Concat", "Conv", "Div", "Dropout", "Expand", "Flatten",
+      "GRU", "Gather", "Gemm", "Identity", "LSTM", "MatMul", "MaxPool", "Mul", "RNN", "Relu",
+      "Reshape", "Sigmoid", "Slice", "Softmax", "Split", "Squeeze", "Sub", "Sum", "Tanh",
+      "Transpose", "Unsqueeze"};
+  return kOps;
+}
+
+bool is_runtime_op(const std::string& op) {
+  const auto& v = runtime_ops();
+  return std::find(v.begin(), v.end(), op) != v.end();
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+std::optional<DType> graphi_dtype(int32_t t) {
+  switch (t) {
+    case onnx::kFloat: return DType::kF32;
+    case onnx::kInt32: return DType::kI32;
+    case onnx::kInt64: return DType::kI64;
+    default: return std::nullopt;
+  }
+}
+
+int32_t onnx_type_of(DType d) {
+  return d == DType::kF32 ? onnx::kFloat : d == DType::kI32 ? onnx::kInt32 : onnx::kInt64;
+}
+
+struct ValState {
+  bool is_const = false;
+  std::shared_ptr<const HostTensor> host;  // constants
+  TensorDesc desc;                         // runtime values; constants once converted
+  std::shared_ptr<const Tensor> tensor;    // graphi form of a constant, once made
+  std::string graph_name;                  // name in the builder ("" = not added yet)
+};
+
+class Importer {
+ public:
+  Importer(const std::string& source, const ShapeInferencer& shapes, const ImportOptions& opts,
+           onnx::Model& m)
+      : src_(source), shapes_(shapes), opts_(opts), m_(m), b_(source) {}
+
+  Result<Graph> run();
+
+ private:
+  Status check_versions();
+  Status add_inputs();
+  Result<std::vector<size_t>> topo_order();
+  Status import_node(const onnx::Node& n);
+  Status translate(const onnx::Node& n, const std::string& where);
+  Status add_outputs();
+
+  std::string where_of(const onnx::Node& n) const {
+    return src_ + ": node[" + std::to_string(n.index) + "] '" + n.name + "' (" + n.op + ")";
+  }
+  Status unsupported_op(const onnx::Node& n, const std::string& why = "") const;
+  std::string fresh(const std::string& base);
+  std::string node_name(const onnx::Node& n);
+  // Outputs with trailing absent ones dropped and inner absent ones named.
+  std::vector<std::string> outputs_of(const onnx::Node& n, const std::string& name);
+
+  bool is_const(const std::string& v) const {
+    auto it = vals_.find(v);
+    return it != vals_.end() && it->second.is_const;
+  }
+  const HostTensor* host(const std::string& v) const {
+    auto it = vals_.find(v);
+    return it != vals_.end() && it->second.is_const ? it->second.host.get() : nullptr;
+  }
+  // Desc of a runtime value or of a constant convertible to graphi.
+  Result<TensorDesc> desc_of(const std::string& v, const std::string& where);
+  // Makes constant `v` a builder constant (once); returns its builder name.
+  Result<std::string> ensure_graph_value(const std::string& v, const std::string& where);
+  std::string add_const(const std::string& base, HostTensor t);  // a new importer constant
+  std::string add_ints_const(const std::string& base, std::vector<int64_t> v);
+
+  // Adds graphi node `op` after inferring its outputs; inputs are ONNX or importer value names.
+  Status emit(const std::string& op, const std::string& name, const std::vector<std::string>& inputs,
+              const std::vector<std::string>& outputs, Attributes attrs, const std::string& where,
+              const onnx::Node* onnx_node);
+  Result<Attributes> convert_attrs(const onnx::Node& n, const std::string& where,
+                                   const std::set<std::string>& drop = {}) const;
+  // Output shape of a shape-only op (Flatten/Squeeze/Unsqueeze) on a runtime value.
+  Result<Shape> shape_after(const onnx::Node& n, const TensorDesc& in, const std::string& where);
+
+  const std::string& src_;
+  const ShapeInferencer& shapes_;
+  const ImportOptions& opts_;
+  onnx::Model& m_;
+  GraphBuilder b_;
+  int64_t opset_ = 0;
+  std::unordered_map<std::string, ValState> vals_;
+  std::unordered_set<std::string> names_;  // every ONNX value name and every name we made
+  std::unordered_set<std::string> node_names_;
+  std::unordered_set<std::string> graph_outputs_;
+};
+
+Status Importer::unsupported_op(const onnx::Node& n, const std::string& why) const {
+  std::vector<std::string> fold_only;
+  for (const std::string& op : onnx::foldable_ops())
+    if (!is_runtime_op(op)) fold_only.push_back(op);
+  const std::string domain = n.domain.empty() ? "ai.onnx" : n.domain;
+  return Status::unsupported(
+      where_of(n) + ": op type '" + n.op + "' (domain '" + domain + "'" +
+      (n.domain.empty() || n.domain == "ai.onnx" ? ", opset " + std::to_string(opset_) : "") +
+      ") is not supported" + (why.empty() ? "" : " " + why) +
+      ". graphi runs these ONNX ops: " + join(runtime_ops()) +
+      "; and evaluates these at import time when their inputs are constants or static shapes: " +
+      join(fold_only) + " (see graph/ONNX.md)");
+}
+
+std::string Importer::fresh(const std::string& base) {
+  std::string n = base;
+  for (int k = 1; names_.count(n) || node_names_.count(n); ++k) n = base + "_" + std::to_string(k);
+  names_.insert(n);
+  return n;
+}
+
+std::string Importer::node_name(const onnx::Node& n) {
+  std::string base = n.name.empty() ? n.op + "_" + std::to_string(n.index) : n.name;
+  std::string name = base;
+  for (int k = 1; node_names_.count(name); ++k) name = base + "_" + std::to_string(k);
+  node_names_.insert(name);
+  return name;
+}
+
+std::vector<std::string> Importer::outputs_of(const onnx::Node& n, const std::string& name) {
+  std::vector<std::string> outs = n.outputs;
+  while (!outs.empty() && outs.back().empty()) outs.pop_back();
+  for (size_t k = 0; k < outs.size(); ++k)
+    if (outs[k].empty()) outs[k] = fresh(name + "/unused_output" + std::to_string(k));
+  return outs;
+}
+
+Result<TensorDesc> Importer::desc_of(const std::string& v, const std::string& where) {
+  GRAPHI_ASSIGN_OR_RETURN(std::string g, ensure_graph_value(v, where));
+  (void)g;
+  return vals_.at(v).desc;
+}
+
+Result<std::string> Importer::ensure_graph_value(const std::string& v, const std::string& where) {
+  auto it = vals_.find(v);
+  if (it == vals_.end()) return Status::internal(where + ": value '" + v + "' is unknown");
+  ValState& s = it->second;
+  if (!s.graph_name.empty()) return s.graph_name;
+  const HostTensor& h = *s.host;
+  std::optional<DType> dt = graphi_dtype(h.type);
+  if (!dt)
+    return Status::unsupported(where + ": value '" + v + "' is a constant " + h.desc() +
+                               "; graphi ops take float32, int32 or int64 tensors");
+  auto t = std::make_shared<Tensor>(TensorDesc{*dt, h.shape});
+  const size_t n = h.numel();
+  if (*dt == DType::kF32) {
+    float* p = t->data_as<float>();
+    for (size_t k = 0; k < n; ++k) p[k] = static_cast<float>(h.f[k]);
+  } else if (*dt == DType::kI32) {
+    int32_t* p = t->data_as<int32_t>();
+    for (size_t k = 0; k < n; ++k) p[k] = static_cast<int32_t>(h.i[k]);
+  } else {
+    int64_t* p = t->data_as<int64_t>();
+    for (size_t k = 0; k < n; ++k) p[k] = h.i[k];
+  }
+  s.desc = t->desc();
+  s.tensor = t;
+  // A constant that is also a graph output gets its own name; the output is an Identity of it.
+  s.graph_name = graph_outputs_.count(v) ? fresh(v + "/const") : v;
+  b_.add_constant(s.graph_name, std::shared_ptr<const Tensor>(t));
+  return s.graph_name;
+}
+
+std::string Importer::add_const(const std::string& base, HostTensor t) {
+  const std::string name = fresh(base);
+  ValState s;
+  s.is_const = true;
+  s.host = std::make_shared<HostTensor>(std::move(t));
+  vals_[name] = std::move(s);
+  return name;
+}
+
+std::string Importer::add_ints_const(const std::string& base, std::vector<int64_t> v) {
+  HostTensor t = HostTensor::make(onnx::kInt64, {static_cast<int64_t>(v.size())});
+  t.i = std::move(v);
+  return add_const(base, std::move(t));
+}
+
+Result<Attributes> Importer::convert_attrs(const onnx::Node& n, const std::string& where,
+                                           const std::set<std::string>& drop) const {
+  Attributes out;
+  for (const onnx::Attr& a : n.attrs) {
+    if (drop.count(a.name)) continue;
+    switch (a.type) {
+      case onnx::kAttrInt: out.set(a.name, a.i); break;
+      case onnx::kAttrFloat: out.set(a.name, static_cast<double>(a.f)); break;
+      case onnx::kAttrString: out.set(a.name, a.s); break;
+      case onnx::kAttrInts: out.set(a.name, a.ints); break;
+      case onnx::kAttrFloats:
+        out.set(a.name, std::vector<double>(a.floats.begin(), a.floats.end()));
+        break;
+      case onnx::kAttrStrings: {
+        // graphi has no string lists: one comma-separated string (ops/rnn_sequence.h).
+        std::string s;
+        for (const std::string& x : a.strings) s += (s.empty() ? "" : ",") + x;
+        out.set(a.name, s);
+        break;
+      }
+      default:
+        return Status::unsupported(where + ": attribute '" + a.name + "' of type " +
+                                   onnx::attr_type_name(a.type) + " is not supported");
+    }
+  }
+  return out;
+}
+
+Status Importer::emit(const std::string& op, const std::string& name,
+                      const std::vector<std::string>& inputs,
+                      const std::vector<std::string>& outputs, Attributes attrs,
+                      const std::string& where, const onnx::Node* onnx_node) {
+  std::vector<std::string> gin;
+  std::vector<const TensorDesc*> descs;
+  std::vector<const Tensor*> consts;
+  for (const std::string& in : inputs) {
+    if (in.empty()) {
+      gin.emplace_back();
+      continue;
+    }
+    GRAPHI_ASSIGN_OR_RETURN(std::string g, ensure_graph_value(in, where));
+    gin.push_back(g);
+  }
+  for (const std::string& in : inputs) {
+    if (in.empty()) {
+      descs.push_back(nullptr);
+      consts.push_back(nullptr);
+    } else {
+      const ValState& s = vals_.at(in);
+      descs.push_back(&s.desc);
+      consts.push_back(s.tensor.get());
+    }
+  }
+  Node node{op, name, attrs, {}, {}};
+  InferContext ctx{node, descs, consts, where, outputs.size()};
+  Result<std::vector<TensorDesc>> out = shapes_.infer(ctx);
+  if (!out.is_ok()) {
+    if (onnx_node && out.status().code() == StatusCode::kUnsupported &&
+        out.status().message().find("unknown op type") != std::string::npos)
+      return unsupported_op(*onnx_node);
+    const std::string& msg = out.status().message();
+    if (msg.rfind(src_ + ":", 0) == 0) return out.status();
+    return Status(out.status().code(), where + ": " + msg);
+  }
+  if (out->size() != outputs.size())
+    return Status::invalid_graph(where + ": has " + std::to_string(outputs.size()) +
+                                 " outputs, graphi's " + op + " produces " +
+                                 std::to_string(out->size()));
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    if (vals_.count(outputs[k]))
+      return Status::invalid_graph(where + ": output '" + outputs[k] + "' is already defined");
+    ValState s;
+    s.desc = (*out)[k];
+    s.graph_name = outputs[k];
+    vals_[outputs[k]] = std::move(s);
+  }
+  b_.add_node(op, name, gin, outputs, std::move(attrs));
+  return Status::ok();
+}
+
+Result<Shape> Importer::shape_after(const onnx::Node& n, const TensorDesc& in, const std::string& where) {
+  HostTensor fake;
+  fake.type = onnx_type_of(in.dtype);
+  fake.shape = in.shape;
+  std::vector<const HostTensor*> ins{&fake};
+  for (size_t k = 1; k < n.inputs.size(); ++k) {
+    if (n.inputs[k].empty()) {
+      ins.push_back(nullptr);
+      continue;
+    }
+    const HostTensor* h = host(n.inputs[k]);
+    if (!h)
+      return Status::unsupported(where + ": input " + std::to_string(k) + " ('" + n.inputs[k] +
+                                 "') must be known at import time (a constant)");
+    ins.push_back(h);
+  }
+  // The fake input has no data: fold only ops that look at shapes (checked by the caller).
+  fake.f.clear();
+  fake.i.clear();
+  GRAPHI_ASSIGN_OR_RETURN(std::vector<HostTensor> r, onnx::fold_node(n, opset_, ins, where));
+  return r.at(0).shape;
+}
+
+Status Importer::translate(const onnx::Node& n, const std::string& where) {
+  const std::string& op = n.op;
+  const std::string name = node_name(n);
+  std::vector<std::string> outs = outputs_of(n, name);
+  if (outs.empty()) return Status::invalid_graph(where + ": has no outputs");
+  std::vector<std::string> ins = n.inputs;
+  auto need = [&](size_t k) -> Status {
+    if (k < ins.size() && !ins[k].empty()) return Status::ok();
+    return Status::invalid_graph(where + ": input " + std::to_string(k) + " is missing");
+  };
+
+  if (op == "Identity" || op == "Dropout") {
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    if (outs.size() > 1)
+      return Status::unsupported(where + ": Dropout's mask output is not supported");
+    if (op == "Dropout" && ins.size() > 2 && !ins[2].empty()) {
+      const HostTensor* t = host(ins[2]);
+      if (!t || t->numel() != 1 || t->get_i(0) != 0)
+        return Status::unsupported(where + ": Dropout in training mode is not supported");
+    }
+    return emit("Identity", name, {ins[0]}, outs, {}, where, &n);
+  }
+  if (op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") {
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
+    GRAPHI_ASSIGN_OR_RETURN(Shape s, shape_after(n, d, where));
+    const std::string shape = add_ints_const(name + "/shape", s);
+    return emit("Reshape", name, {ins[0], shape}, outs, {}, where, &n);
+  }
+  if (op == "Expand") {
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    GRAPHI_RETURN_IF_ERROR(need(1));
+    const HostTensor* shape = host(ins[1]);
+    if (!shape) return unsupported_op(n, "with a shape computed at run time");
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
+    if (shape->is_float()) return Status::invalid_graph(where + ": shape must be INT64");
+    GRAPHI_ASSIGN_OR_RETURN(Shape out, onnx::broadcast_shapes(d.shape, shape->i, where));
+    if (out == d.shape) return emit("Identity", name, {ins[0]}, outs, {}, where, &n);
+    // x + zeros(out): graphi's Add broadcasts like Expand (float32 only).
+    const std::string zeros = add_const(name + "/zeros", HostTensor::make(onnx::kFloat, out));
+    return emit("Add", name, {ins[0], zeros}, outs, {}, where, &n);
+  }
+  if (op == "Cast") {
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
+    const onnx::Attr* to = n.attr("to");
+    if (!to || to->type != onnx::kAttrInt) return Status::invalid_graph(where + ": missing attribute 'to'");
+    if (graphi_dtype(static_cast<int32_t>(to->i)) == d.dtype)
+      return emit("Identity", name, {ins[0]}, outs, {}, where, &n);
+    return Status::unsupported(where + ": Cast of a run-time " + d.to_string() + " to " +
+                               onnx::data_type_name(static_cast<int32_t>(to->i)) +
+                               " is not supported (graphi computes in float32)");
+  }
+  if (op == "Sum") {
+    std::vector<std::string> xs;
+    for (const std::string& x : ins)
+      if (!x.empty()) xs.push_back(x);
+    if (xs.empty()) return Status::invalid_graph(where + ": no inputs");
+    if (xs.size() == 1) return emit("Identity", name, xs, outs, {}, where, &n);
+    std::string acc = xs[0];
+    for (size_t k = 1; k < xs.size(); ++k) {
+      const bool last = k + 1 == xs.size();
+      const std::string out = last ? outs[0] : fresh(name + "/partial" + std::to_string(k));
+      GRAPHI_RETURN_IF_ERROR(emit("Add", last ? name : fresh(name + "/add" + std::to_string(k)),
+                                  {acc, xs[k]}, {out}, {}, where, &n));
+      acc = out;
+    }
+    return Status::ok();
+  }
+  if (op == "Gather") {
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    GRAPHI_RETURN_IF_ERROR(need(1));
+    const HostTensor* idx = host(ins[1]);
+    if (!idx) return unsupported_op(n, "with indices computed at run time");
+    if (idx->is_float()) return Status::invalid_graph(where + ": indices must be integers");
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
+    const onnx::Attr* ax = n.attr("axis");
+    int64_t axis = ax ? ax->i : 0;
+    const int64_t rank = d.rank();
+    if (axis < -rank || axis >= rank) return Status::invalid_graph(where + ": axis out of range");
+    if (axis < 0) axis += rank;
+    const int64_t dim = d.shape[static_cast<size_t>(axis)];
+    std::vector<int64_t> v = idx->i;
+    for (int64_t& x : v) {
+      if (x < -dim || x >= dim)
+        return Status::invalid_graph(where + ": index " + std::to_string(x) + " is out of range for axis " +
+                                     std::to_string(axis) + " of size " + std::to_string(dim));
+      if (x < 0) x += dim;
+    }
+    if (v.empty()) return Status::unsupported(where + ": empty indices");
+    Shape out(d.shape.begin(), d.shape.begin() + axis);
+    out.insert(out.end(), idx->shape.begin(), idx->shape.end());
+    out.insert(out.end(), d.shape.begin() + axis + 1, d.shape.end());
+    const int64_t step = v.size() > 1 ? v[1] - v[0] : 1;
+    bool progression = step != 0;
+    for (size_t k = 1; progression && k < v.size(); ++k) progression = v[k] - v[k - 1] == step;
+    auto slice = [&](int64_t start, int64_t count, int64_t st, const std::string& out_name,
+                     const std::string& node) {
+      int64_t end = start + count * st;
+      if (end < 0) end = -dim - 1;  // a negative step running past index 0
+      return emit("Slice", node,
+                  {ins[0], add_ints_const(node + "/starts", {start}),
+                   add_ints_const(node + "/ends", {end}), add_ints_const(node + "/axes", {axis}),
+                   add_ints_const(node + "/steps", {st})},
+                  {out_name}, {}, where, &n);
+    };
+    Shape sliced = d.shape;
+    sliced[static_cast<size_t>(axis)] = static_cast<int64_t>(v.size());
+    const bool same_shape = sliced == out;
+    const std::string sliced_name = same_shape ? outs[0] : fresh(name + "/sliced");
+    const std::string slice_node = same_shape ? name : fresh(name + "/slice");
+    if (progression) {
+      GRAPHI_RETURN_IF_ERROR(slice(v[0], static_cast<int64_t>(v.size()), step, sliced_name, slice_node));
+    } else {
+      if (v.size() > 256) return unsupported_op(n, "with more than 256 irregular indices");
+      std::vector<std::string> parts;
+      for (size_t k = 0; k < v.size(); ++k) {
+        const std::string part = fresh(name + "/part" + std::to_string(k));
+        GRAPHI_RETURN_IF_ERROR(slice(v[k], 1, 1, part, fresh(name + "/slice" + std::to_string(k))));
+        parts.push_back(part);
+      }
+      Attributes a;
+      a.set("axis", axis);
+      GRAPHI_RETURN_IF_ERROR(emit("Concat", same_shape ? name : fresh(name + "/concat"), parts,
+                                  {sliced_name}, a, where, &n));
+    }
+    if (same_shape) return Status::ok();
+    return emit("Reshape", name, {sliced_name, add_ints_const(name + "/shape", out)}, outs, {}, where, &n);
+  }
+  if (op == "Softmax" && opset_ < 13) {
+    // Opsets 1-12 flatten the input to 2-D at `axis` (default 1) and normalize each row.
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
+    const onnx::Attr* ax = n.attr("axis");
+    int64_t axis = ax ? ax->i : 1;
+    const int64_t rank = d.rank();
+    if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) return Status::invalid_graph(where + ": axis out of range");
+    if (axis < 0) axis += rank;
+    Attributes a;
+    a.set("axis", int64_t{-1});
+    if (axis >= rank - 1) return emit("Softmax", name, {ins[0]}, outs, a, where, &n);
+    const Shape flat{shape_numel(Shape(d.shape.begin(), d.shape.begin() + axis)),
+                     shape_numel(Shape(d.shape.begin() + axis, d.shape.end()))};
+    const std::string x2 = fresh(name + "/flat"), y2 = fresh(name + "/flat_out");
+    GRAPHI_RETURN_IF_ERROR(emit("Reshape", fresh(name + "/flatten"), {ins[0], add_ints_const(name + "/flat_shape", flat)},
+                                {x2}, {}, where, &n));
+    GRAPHI_RETURN_IF_ERROR(emit("Softmax", fresh(name + "/softmax"), {x2}, {y2}, a, where, &n));
+    return emit("Reshape", name, {y2, add_ints_const(name + "/shape", d.shape)}, outs, {}, where, &n);
+  }
+  if (op == "MaxPool" && outs.size() > 1)
+    return Status::unsupported(where + ": MaxPool's Indices output is not supported");
+  if (op == "Reshape") {
+    const onnx::Attr* az = n.attr("allowzero");
+    if (az && az->i != 0 && ins.size() > 1) {
+      const HostTensor* s = host(ins[1]);
+      if (s && std::find(s->i.begin(), s->i.end(), 0) != s->i.end())
+        return Status::unsupported(where + ": Reshape with allowzero = 1 and a 0 in the shape (empty tensors) is not supported");
+    }
+  }
+  // Everything else: graphi's op of the same name, attributes as they are.
+  GRAPHI_ASSIGN_OR_RETURN(Attributes attrs, convert_attrs(n, where, {"allowzero", "broadcast"}));
+  return emit(op, name, ins, outs, std::move(attrs), where, &n);
+}
+
+Status Importer::import_node(const onnx::Node& n) {
+  const std::string where = where_of(n);
+  if (!n.domain.empty() && n.domain != "ai.onnx") return unsupported_op(n);
+  for (const std::string& in : n.inputs)
+    if (!in.empty() && !vals_.count(in))
+      return Status::internal(where + ": input '" + in + "' is not defined");
+
+  bool all_const = true;
+  for (const std::string& in : n.inputs)
+    if (!in.empty() && !is_const(in)) all_const = false;
+  const bool shape_only = (n.op == "Shape" || n.op == "Size") && !n.inputs.empty() && !n.inputs[0].empty();
+  if (onnx::is_foldable_op(n.op) && (all_const || shape_only)) {
+    std::vector<const HostTensor*> ins;
+    std::vector<HostTensor> fakes;
+    fakes.reserve(1);
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const std::string& in = n.inputs[k];
+      if (in.empty()) {
+        ins.push_back(nullptr);
+      } else if (is_const(in)) {
+        ins.push_back(host(in));
+      } else {  // Shape/Size of a run-time value: only its desc matters
+        HostTensor f;
+        f.type = onnx_type_of(vals_.at(in).desc.dtype);
+        f.shape = vals_.at(in).desc.shape;
+        fakes.push_back(std::move(f));
+        ins.push_back(&fakes.back());
+      }
+    }
+    GRAPHI_ASSIGN_OR_RETURN(std::vector<HostTensor> outs, onnx::fold_node(n, opset_, ins, where));
+    if (outs.size() < n.outputs.size())
+      return Status::internal(where + ": folding produced " + std::to_string(outs.size()) + " outputs");
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      if (n.outputs[k].empty()) continue;
+      if (vals_.count(n.outputs[k]))
+        return Status::invalid_graph(where + ": output '" + n.outputs[k] + "' is already defined");
+      ValState s;
+      s.is_const = true;
+      s.host = std::make_shared<HostTensor>(std::move(outs[k]));
+      vals_[n.outputs[k]] = std::move(s);
+    }
+    return Status::ok();
+  }
+  if (!is_runtime_op(n.op)) {
+    if (onnx::is_foldable_op(n.op)) {
+      std::string runtime;
+      for (const std::string& in : n.inputs)
+        if (!in.empty() && !is_const(in)) runtime = in;
+      return unsupported_op(n, "with inputs computed at run time (input '" + runtime +
+                                   "'); graphi evaluates it only at import time");
+    }
+    // Maybe a custom op of the registry: pass through; the shape inferencer decides.
+  }
+  return translate(n, where);
+}
+
+Status Importer::check_versions() {
+  if (m_.ir_version == 0)
+    return Status::invalid_graph(src_ + ": no ir_version: not an ONNX model file");
+  if (m_.ir_version < kMinIr || m_.ir_version > kMaxIr)
+    return Status::unsupported(src_ + ": ONNX IR version " + std::to_string(m_.ir_version) +
+                               " is not supported (graphi reads IR " + std::to_string(kMinIr) + " to " +
+                               std::to_string(kMaxIr) + ")");
+  if (!m_.has_graph) return Status::invalid_graph(src_ + ": the model has no graph");
+  auto it = m_.opsets.find("");
+  if (it == m_.opsets.end())
+    return Status::invalid_graph(src_ + ": the model imports no opset of the default ONNX domain");
+  opset_ = it->second;
+  if (opset_ < kMinOpset || opset_ > kMaxOpset)
+    return Status::unsupported(src_ + ": ONNX opset " + std::to_string(opset_) +
+                               " is not supported (graphi imports opsets " + std::to_string(kMinOpset) +
+                               " to " + std::to_string(kMaxOpset) +
+                               "; convert with onnx.version_converter.convert_version(model, 14))");
+  return Status::ok();
+}
+
+Status Importer::add_inputs() {
+  const onnx::GraphProto& g = m_.graph;
+  for (const auto& [name, t] : g.initializers) {
+    if (vals_.count(name))
+      return Status::invalid_graph(src_ + ": initializer '" + name + "' is defined twice");
+    ValState s;
+    s.is_const = true;
+    s.host = t;
+    vals_[name] = std::move(s);
+  }
+  std::set<std::string> used_dims, all_params;
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    const onnx::ValueInfo& v = g.inputs[k];
+    const std::string what = src_ + ": graph input " + std::to_string(k) + " '" + v.name + "'";
+    if (v.name.empty()) return Status::invalid_graph(src_ + ": graph input " + std::to_string(k) + " has no name");
+    if (vals_.count(v.name)) {
+      if (vals_.at(v.name).is_const) continue;  // an initializer listed as input: a constant
+      return Status::invalid_graph(what + " is declared twice");
+    }
+    if (!v.is_tensor)
+      return Status::unsupported(what + " is not a tensor (sequence, map and optional types are not supported)");
+    std::optional<DType> dt = graphi_dtype(v.elem_type);
+    if (!dt)
+      return Status::unsupported(what + " has element type " + onnx::data_type_name(v.elem_type) +
+                                 "; graphi inputs are FLOAT, INT32 or INT64");
+    if (!v.has_shape)
+      return Status::unsupported(what + " has no shape; graphi needs static input shapes");
+    Shape shape;
+    for (size_t d = 0; d < v.dims.size(); ++d) {
+      const onnx::Dim& dim = v.dims[d];
+      if (dim.has_value) {
+        if (dim.value < 1)
+          return Status::unsupported(what + ": dim " + std::to_string(d) + " is " + std::to_string(dim.value) +
+                                     " (empty tensors are not supported)");
+        shape.push_back(dim.value);
+      } else if (!dim.param.empty()) {
+        all_params.insert(dim.param);
+        auto o = opts_.dims.find(dim.param);
+        if (o == opts_.dims.end())
+          return Status::invalid_argument(
+              what + ": dim " + std::to_string(d) + " is symbolic ('" + dim.param +
+              "'); graphi needs static shapes: give its value with --dim " + dim.param +
+              "=N (ImportOptions::dims)");
+        if (o->second < 1)
+          return Status::invalid_argument(src_ + ": --dim " + dim.param + "=" + std::to_string(o->second) +
+                                          ": the value must be at least 1");
+        used_dims.insert(dim.param);
+        shape.push_back(o->second);
+      } else {
+        return Status::unsupported(what + ": dim " + std::to_string(d) +
+                                   " has neither a size nor a name; graphi needs static shapes "
+                                   "(fix the model's input shape, e.g. with onnx.tools.update_model_dims)");
+      }
+    }
+    ValState s;
+    s.desc = TensorDesc{*dt, shape};
+    s.graph_name = v.name;
+    vals_[v.name] = s;
+    b_.add_input(v.name, s.desc);
+  }
+  for (const auto& [name, value] : opts_.dims)
+    if (!used_dims.count(name)) {
+      std::vector<std::string> params(all_params.begin(), all_params.end());
+      return Status::invalid_argument(src_ + ": --dim " + name + " names no symbolic dim of the model's inputs (" +
+                                      (params.empty() ? std::string("it has none") : "it has: " + join(params)) + ")");
+    }
+  return Status::ok();
+}
+
+Result<std::vector<size_t>> Importer::topo_order() {
+  const auto& nodes = m_.graph.nodes;
+  std::unordered_map<std::string, size_t> producer;
+  for (const onnx::Node& n : nodes)
+    for (const std::string& o : n.outputs) {
+      if (o.empty()) continue;
+      if (vals_.count(o))
+        return Status::invalid_graph(where_of(n) + ": output '" + o +
+                                     "' is also a graph input or initializer");
+      if (!producer.emplace(o, n.index).second)
+        return Status::invalid_graph(where_of(n) + ": output '" + o + "' is also produced by node[" +
+                                     std::to_string(producer.at(o)) + "] '" + nodes[producer.at(o)].name + "'");
+    }
+  std::vector<std::vector<size_t>> users(nodes.size());
+  std::vector<size_t> pending(nodes.size(), 0);
+  for (const onnx::Node& n : nodes)
+    for (const std::string& in : n.inputs) {
+      if (in.empty() || vals_.count(in)) continue;
+      auto p = producer.find(in);
+      if (p == producer.end())
+        return Status::invalid_graph(where_of(n) + ": input '" + in +
+                                     "' is not a graph input, an initializer or any node's output");
+      users[p->second].push_back(n.index);
+      ++pending[n.index];
+    }
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+  for (size_t k = 0; k < nodes.size(); ++k)
+    if (pending[k] == 0) ready.push(k);
+  std::vector<size_t> order;
+  while (!ready.empty()) {
+    const size_t k = ready.top();
+    ready.pop();
+    order.push_back(k);
+    for (size_t u : users[k])
+      if (--pending[u] == 0) ready.push(u);
+  }
+  if (order.size() == nodes.size()) return order;
+  // A cycle: walk back from a stuck node through stuck producers until a node repeats.
+  size_t at = 0;
+  while (pending[at] == 0) ++at;
+  std::vector<size_t> path;
+  std::vector<int> seen(nodes.size(), -1);
+  while (seen[at] < 0) {
+    seen[at] = static_cast<int>(path.size());
+    path.push_back(at);
+    for (const std::string& in : nodes[at].inputs) {
+      auto p = producer.find(in);
+      if (!in.empty() && !vals_.count(in) && p != producer.end() && pending[p->second] > 0) {
+        at = p->second;
+        break;
+      }
+    }
+  }
+  std::string cycle;
+  for (size_t k = static_cast<size_t>(seen[at]); k < path.size(); ++k)
+    cycle = "node[" + std::to_string(path[k]) + "] '" + nodes[path[k]].name + "' (" + nodes[path[k]].op + ")" +
+            (cycle.empty() ? "" : " -> ") + cycle;
+  return Status::invalid_graph(src_ + ": the graph has a cycle: " + cycle);
+}
+
+Status Importer::add_outputs() {
+  const onnx::GraphProto& g = m_.graph;
+  if (g.outputs.empty()) return Status::invalid_graph(src_ + ": the graph declares no outputs");
+  for (const onnx::ValueInfo& o : g.outputs) {
+    auto it = vals_.find(o.name);
+    if (it == vals_.end())
+      return Status::invalid_graph(src_ + ": graph output '" + o.name + "' is not produced by any node");
+    if (it->second.is_const || it->second.graph_name != o.name) {
+      // A folded (constant) output, or a graph input: an Identity names it.
+      const std::string where = src_ + ": graph output '" + o.name + "'";
+      GRAPHI_ASSIGN_OR_RETURN(std::string from, ensure_graph_value(o.name, where));
+      if (from == o.name) {  // an input that is also an output
+        return Status::unsupported(where + " is also a graph input; graphi needs outputs computed by nodes");
+      }
+      Node node{"Identity", fresh(o.name + "/identity"), {}, {}, {}};
+      node_names_.insert(node.name);
+      b_.add_node("Identity", node.name, {from}, {o.name});
+      it->second.graph_name = o.name;
+    }
+    b_.add_output(o.name);
+  }
+  // Declared shapes of runtime values: finish() checks them against inference.
+  auto declare = [&](const onnx::ValueInfo& v) {
+    auto it = vals_.find(v.name);
+    if (it == vals_.end() || it->second.is_const || it->second.graph_name != v.name) return;
+    if (!v.is_tensor || !v.has_shape) return;
+    std::optional<DType> dt = graphi_dtype(v.elem_type);
+    if (!dt) return;
+    Shape s;
+    for (const onnx::Dim& d : v.dims) {
+      if (d.has_value) {
+        s.push_back(d.value);
+      } else {
+        auto o = opts_.dims.find(d.param);
+        if (d.param.empty() || o == opts_.dims.end()) return;
+        s.push_back(o->second);
+      }
+    }
+    b_.declare(v.name, TensorDesc{*dt, s});
+  };
+  for (const onnx::ValueInfo& v : g.outputs) declare(v);
+  return Status::ok();
+}
+
+Result<Graph> Importer::run() {
+  GRAPHI_RETURN_IF_ERROR(check_versions());
+  for (const onnx::ValueInfo& o : m_.graph.outputs) graph_outputs_.insert(o.name);
+  for (const auto& [name, t] : m_.graph.initializers) names_.insert(name);
+  for (const onnx::ValueInfo& v : m_.graph.inputs) names_.insert(v.name);
+  for (const onnx::Node& n : m_.graph.nodes)
+    for (const auto* list : {&n.inputs, &n.outputs})
+      for (const std::string& v : *list) names_.insert(v);
+  GRAPHI_RETURN_IF_ERROR(add_inputs());
+  GRAPHI_ASSIGN_OR_RETURN(std::vector<size_t> order, topo_order());
+  for (size_t k : order) GRAPHI_RETURN_IF_ERROR(import_node(m_.graph.nodes[k]));
+  GRAPHI_RETURN_IF_ERROR(add_outputs());
+  std::string producer = m_.producer_name;
+  if (!m_.producer_version.empty()) producer += (producer.empty() ? "" : " ") + m_.producer_version;
+  b_.set_metadata("format", "onnx");
+  if (!producer.empty()) b_.set_metadata("producer", producer);
+  if (!m_.doc.empty()) b_.set_metadata("description", m_.doc);
+  b_.set_metadata("onnx_ir_version", std::to_string(m_.ir_version));
+  b_.set_metadata("onnx_opset", std::to_string(opset_));
+  for (const auto& [k, v] : m_.metadata) b_.set_metadata("onnx:" + k, v);
+  return b_.finish(shapes_);
+}
+
+Result<std::vector<std::byte>> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  if (!f) return Status::io_error(path + ": cannot open file");
+  const std::streamoff size = f.tellg();
+  if (size < 0) return Status::io_error(path + ": cannot read file");
+  std::vector<std::byte> bytes(static_cast<size_t>(size));
+  f.seekg(0);
+  if (size > 0 && !f.read(reinterpret_cast<char*>(bytes.data()), size))
+    return Status::io_error(path + ": read error");
+  return bytes;
+}
+
+}  // namespace
+
+Result<Graph> import_onnx_bytes(std::span<const std::byte> bytes, const std::string& source,
+                                const ShapeInferencer& shapes, const ImportOptions& options) {
+  if (bytes.empty()) return Status::invalid_graph(source + ": empty file, not an ONNX model");
+  Result<onnx::Model> m = onnx::decode_model(bytes);
+  if (!m.is_ok()) return m.status().with_context(source);
+  Importer imp(source, shapes, options, *m);
+  return imp.run();
+}
+
+Result<Graph> import_onnx_file(const std::string& path, const ShapeInferencer& shapes,
+                               const ImportOptions& options) {
+  GRAPHI_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, read_file(path));
+  return import_onnx_bytes(bytes, path, shapes, options);
+}
+
+Result<Tensor> read_onnx_tensor_file(const std::string& path, std::string* name) {
+  GRAPHI_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, read_file(path));
+  Result<HostTensor> h = onnx::decode_tensor(bytes, name);
+  if (!h.is_ok()) return h.status().with_context(path);
+  std::optional<DType> dt = graphi_dtype(h->type);
+  if (!dt)
+    return Status::unsupported(path + ": tensor of type " + h->desc() +
+                               "; graphi tensors are FLOAT, INT32 or INT64");
+  Tensor t(TensorDesc{*dt, h->shape});
+  for (size_t k = 0; k < h->numel(); ++k) {
+    if (*dt == DType::kF32) t.data_as<float>()[k] = static_cast<float>(h->f[k]);
+    else if (*dt == DType::kI32) t.data_as<int32_t>()[k] = static_cast<int32_t>(h->i[k]);
+    else t.data_as<int64_t>()[k] = h->i[k];
+  }
+  return t;
+}
+
+bool looks_like_onnx_model(std::span<const std::byte> head) {
+  if (head.size() < 2) return false;
+  const auto b0 = static_cast<uint8_t>(head[0]), b1 = static_cast<uint8_t>(head[1]);
+  if (b0 == 0x08) return b1 >= 1 && b1 <= 0x7f;  // ir_version, a small varint
+  // producer_name, producer_version, domain, doc_string, graph, opset_import: length-delimited.
+  return b0 == 0x12 || b0 == 0x1a || b0 == 0x22 || b0 == 0x32 || b0 == 0x3a || b0 == 0x42;
+}
+
+}  // namespace graphi::graph

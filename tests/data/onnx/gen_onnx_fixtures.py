@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""Regenerates the ONNX import fixtures of tests/graph/test_onnx_import.cpp.
+
+Each model NAME is exported with torch.onnx.export to NAME.onnx, with its inputs as
+NAME.in<i>.npy and PyTorch's outputs as NAME.out<i>.npy (graph input/output order). Weights and
+inputs come from fixed seeds, so reruns give the same files up to PyTorch version differences.
+Run: /usr/bin/python3 tests/data/onnx/gen_onnx_fixtures.py  (from anywhere)
+"""
+import os
+
+import numpy as np
+import torch
+from torch import nn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class LstmCellUnrolled(nn.Module):
+    """A hand-written LSTM cell (plain Linear, chunk, sigmoid, tanh, mul, add) unrolled over
+    the steps of x [T, B, I]; returns all hidden states stacked [T, B, H] and the last c."""
+
+    def __init__(self, inp, hidden):
+        super().__init__()
+        self.hidden = hidden
+        self.wx = nn.Linear(inp, 4 * hidden)
+        self.wh = nn.Linear(hidden, 4 * hidden, bias=False)
+
+    def forward(self, x):
+        b = x.shape[1]
+        h = torch.zeros(b, self.hidden)
+        c = torch.zeros(b, self.hidden)
+        hs = []
+        for t in range(x.shape[0]):
+            gates = self.wx(x[t]) + self.wh(h)
+            i, f, g, o = gates.chunk(4, 1)
+            i, f, g, o = torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g), torch.sigmoid(o)
+            c = f * c + i * g
+            h = o * torch.tanh(c)
+            hs.append(h)
+        return torch.stack(hs), c
+
+
+class Cnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(4 * 4 * 4, 10)
+
+    def forward(self, x):
+        y = self.pool(torch.relu(self.conv(x)))
+        return self.fc(y.view(y.size(0), -1))  # Shape/Gather/Unsqueeze/Concat -> Reshape
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 32), nn.Tanh(),
+                                 nn.Linear(32, 10), nn.Softmax(dim=1))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Lstm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(8, 16, num_layers=2, bidirectional=True)
+
+    def forward(self, x):
+        y, (h, c) = self.lstm(x)
+        return y, h, c
+
+
+class Gru(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(8, 16, num_layers=1)
+
+    def forward(self, x):
+        y, h = self.gru(x)
+        return y, h
+
+
+def export(name, model, inputs, input_names, output_names, opset=14, dynamic_axes=None):
+    model.eval()
+    with torch.no_grad():
+        outs = model(*inputs)
+    if isinstance(outs, torch.Tensor):
+        outs = (outs,)
+    path = os.path.join(HERE, name + ".onnx")
+    torch.onnx.export(model, tuple(inputs), path, input_names=input_names,
+                      output_names=output_names, opset_version=opset, dynamic_axes=dynamic_axes)
+    for i, t in enumerate(inputs):
+        np.save(os.path.join(HERE, "%s.in%d.npy" % (name, i)), t.numpy().astype(np.float32))
+    for i, t in enumerate(outs):
+        np.save(os.path.join(HERE, "%s.out%d.npy" % (name, i)), t.numpy().astype(np.float32))
+    print("%s.onnx: %d bytes" % (name, os.path.getsize(path)))
+
+
+def main():
+    torch.manual_seed(0)
+    export("lstm_2layer_bidir", Lstm(),
+           [torch.randn(5, 4, 8)], ["x"], ["y", "h", "c"])
+    torch.manual_seed(1)
+    # Dynamic batch: the importer needs dims={"batch": 4} (graphi --dim batch=4).
+    export("gru_dynamic_batch", Gru(), [torch.randn(5, 4, 8)], ["x"], ["y", "h"],
+           dynamic_axes={"x": {1: "batch"}, "y": {1: "batch"}, "h": {1: "batch"}})
+    torch.manual_seed(2)
+    export("lstm_cell_unrolled", LstmCellUnrolled(8, 16), [torch.randn(3, 4, 8)], ["x"],
+           ["hs", "c"])
+    torch.manual_seed(3)
+    # Opset 11: Split/Unsqueeze/Squeeze take attributes instead of constant inputs.
+    export("lstm_cell_unrolled_opset11", LstmCellUnrolled(8, 16), [torch.randn(3, 4, 8)], ["x"],
+           ["hs", "c"], opset=11)
+    torch.manual_seed(4)
+    export("mlp", Mlp(), [torch.randn(4, 16)], ["x"], ["probs"])
+    torch.manual_seed(5)
+    export("cnn", Cnn(), [torch.randn(2, 1, 8, 8)], ["image"], ["logits"])
+    torch.manual_seed(6)
+    export("cnn_dynamic_batch", Cnn(), [torch.randn(3, 1, 8, 8)], ["image"], ["logits"],
+           dynamic_axes={"image": {0: "n"}, "logits": {0: "n"}})
+
+
+if __name__ == "__main__":
+    main()
