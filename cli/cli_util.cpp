@@ -11,12 +11,39 @@
 namespace graphi::cli {
 
 Result<std::shared_ptr<const graph::Graph>> load_model(const std::string& path) {
+  return load_model(path, graph::ImportOptions{});
+}
+
+Result<std::shared_ptr<const graph::Graph>> load_model(const std::string& path,
+                                                       const graph::ImportOptions& onnx) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return Status::io_error(path + ": no such file");
   if (std::filesystem::is_directory(path, ec))
     return Status::io_error(path + ": is a directory, not a model file");
-  GRAPHI_ASSIGN_OR_RETURN(graph::Graph g, graph::read_graph_file(path, ops::Registry::get()));
+  GRAPHI_ASSIGN_OR_RETURN(graph::Graph g, graph::read_graph_file(path, ops::Registry::get(), onnx));
   return std::make_shared<const graph::Graph>(std::move(g));
+}
+
+Result<graph::ImportOptions> parse_dim_flags(const std::vector<std::string>& specs) {
+  graph::ImportOptions o;
+  for (const std::string& spec : specs) {
+    const auto eq = spec.find('=');
+    const std::string name = eq == std::string::npos ? spec : spec.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : spec.substr(eq + 1);
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (name.empty() || value.empty() || used != value.size() || v < 1 || v > (1LL << 40))
+      return Status::invalid_argument("--dim expects NAME=VALUE with VALUE a positive integer, got '" +
+                                      spec + "'");
+    if (o.dims.count(name)) return Status::invalid_argument("--dim " + name + " is given more than once");
+    o.dims[name] = v;
+  }
+  return o;
 }
 
 Result<std::shared_ptr<const graph::Graph>> fuse_graph(std::shared_ptr<const graph::Graph> g) {

@@ -3,14 +3,22 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "graph/graph.h"
+#include "graph/onnx_import.h"
 
 namespace graphi::cli {
 
 // Loads a model file (graph::read_graph_file: .graphi today) and validates it with the op
 // registry. Errors name the path.
 Result<std::shared_ptr<const graph::Graph>> load_model(const std::string& path);
+// The same with import options for .onnx files (symbolic dim values from --dim).
+Result<std::shared_ptr<const graph::Graph>> load_model(const std::string& path,
+                                                       const graph::ImportOptions& onnx);
+
+// --dim NAME=VALUE flags (repeatable) as ImportOptions: kInvalidArgument naming the bad flag.
+Result<graph::ImportOptions> parse_dim_flags(const std::vector<std::string>& specs);
 
 // Applies the default graph passes (graph/passes/rnn_fusion.h: unrolled LSTM and GRU cells ->
 // sequence ops) and says on stderr how many cells became how many sequence ops. `graphi run`

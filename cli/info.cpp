@@ -14,15 +14,16 @@ namespace graphi::cli {
 
 int info_command(int argc, char** argv) {
   Args args(
-      "graphi info MODEL [--json] [--threads K] [--no-fuse]",
+      "graphi info MODEL [--json] [--threads K] [--no-fuse] [--dim NAME=VALUE]...",
       "Prints a model's op counts, parameters and bytes, FLOPs per run, the number of ops at\n"
       "each depth level (the inter-op parallelism the graph offers), the critical path in\n"
       "ops and FLOPs, peak memory with and without buffer reuse, and the kernel selected for\n"
       "each op type, after fusing unrolled LSTM cells into LSTM ops (--no-fuse: as stored).\n"
       "Example:\n"
       "  graphi info lstm.graphi --json");
-  args.positional("MODEL", "the .graphi model file");
+  args.positional("MODEL", "the model file (.graphi or .onnx)");
   args.flag("--no-fuse", "describe the graph as stored (no LSTM cell fusion)");
+  args.option("--dim", "NAME=VALUE", "value of a symbolic dim of an .onnx model's inputs", true);
   args.flag("--json", "print one JSON object on stdout instead of text");
   args.option("--threads", "K", "team size the kernels are selected for, 1..1024 (default 1)");
   if (auto code = args.parse(argc, argv)) return *code;
@@ -30,7 +31,9 @@ int info_command(int argc, char** argv) {
   if (!threads) return kExitUsage;
   const std::string path = args.positionals()[0];
 
-  auto g = load_model(path);
+  auto dims = parse_dim_flags(args.get_all("--dim"));
+  if (!dims.is_ok()) return args.usage_error(dims.status().message());
+  auto g = load_model(path, *dims);
   if (!g.is_ok()) return runtime_error(g.status());
   if (!args.has("--no-fuse")) {
     g = fuse_graph(*g);

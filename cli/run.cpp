@@ -97,8 +97,8 @@ int run_command(int argc, char** argv) {
   Args args(
       "graphi run MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--iterations N] [--warmup "
       "N] [--json]\n"
-      "                  [--threads K] [--executors N] [--scheduler NAME] [--no-fuse]",
-      "Runs a .graphi model and reports output shapes and latency. By default it runs on the\n"
+      "                  [--threads K] [--executors N] [--scheduler NAME] [--no-fuse] [--dim NAME=VALUE]...",
+      "Runs a .graphi or .onnx model and reports output shapes and latency. By default it runs on the\n"
       "sequential reference executor (one team of K threads, ops in topological order).\n"
       "Inputs come from .npy files (float32/int32/int64, C order); inputs not given are\n"
       "filled with seeded random values (float32 uniform in [-1, 1)) and reported as generated.\n"
@@ -106,7 +106,7 @@ int run_command(int argc, char** argv) {
       "Unrolled LSTM cells are fused into LSTM sequence ops first (--no-fuse: run as is).\n"
       "Exit codes: 0 ok, 1 runtime error (bad file, bad input data), 2 usage error. Example:\n"
       "  graphi run lstm.graphi --input x=x.npy --output-dir out --iterations 100 --json");
-  args.positional("MODEL", "the .graphi model file");
+  args.positional("MODEL", "the model file (.graphi or .onnx)");
   args.option("--input", "NAME=FILE.npy", "feed graph input NAME from a .npy file", true);
   args.option("--output-dir", "DIR",
               "write every graph output as DIR/NAME.npy (created if missing)");
@@ -118,6 +118,7 @@ int run_command(int argc, char** argv) {
               "sequential (default with 1 executor), cpf (critical-path first, default with\n"
               "                           more), fifo or shared-queue");
   args.flag("--no-fuse", "run the graph as stored (no LSTM cell fusion)");
+  args.option("--dim", "NAME=VALUE", "value of a symbolic dim of an .onnx model's inputs", true);
   args.flag("--no-pin", "do not pin threads to cores (allows oversubscribing the machine)");
   args.option("--seed", "S", "seed of generated inputs (default 0)");
   args.flag("--json", "print one JSON object on stdout instead of text");
@@ -152,7 +153,9 @@ int run_command(int argc, char** argv) {
     input_files.emplace_back(name, spec.substr(eq + 1));
   }
 
-  auto loaded = load_model(model_path);
+  auto dims = parse_dim_flags(args.get_all("--dim"));
+  if (!dims.is_ok()) return args.usage_error(dims.status().message());
+  auto loaded = load_model(model_path, *dims);
   if (!loaded.is_ok()) return runtime_error(loaded.status());
   std::shared_ptr<const graph::Graph> g = *loaded;
   if (!args.has("--no-fuse")) {
