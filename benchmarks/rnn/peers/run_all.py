@@ -18,7 +18,7 @@ in turn (the order rotated per configuration and round) with a fixed time budget
 both rounds' samples. Peers that cannot start or die are reported in the table, never dropped.
 
   run_all.py [--quick | --full] [--threads 2,1] [--cells lstm,gru] [--hidden 64,256,1024]
-             [--batch 1,10,20] [--seq 1,10,100] [--budget-ms MS] [--build-dir build]
+             [--batch 1,10,20] [--seq 1,10,100] [--peers ort,torch] [--budget-ms MS] [--build-dir build]
              [--out build/bench]
 """
 import argparse
@@ -57,6 +57,12 @@ class Peer:
             self.ready = msg
         elif msg is not None and self.error is None:
             self.error = msg.get("message", f"unexpected answer {msg}")
+
+    @classmethod
+    def unavailable(cls, name, why):
+        p = cls.__new__(cls)
+        p.name, p.error, p.ready, p.proc = name, why, {}, None
+        return p
 
     def _stderr_tail(self):
         try:
@@ -129,6 +135,31 @@ def configurations(args):
     return [c for c in out if keep(args.hidden, c[1]) and keep(args.batch, c[2]) and keep(args.seq, c[3])]
 
 
+def build_onnx_model(d, cell):
+    """Fallback when PyTorch is unavailable: DIR/model.onnx as one ONNX LSTM / GRU
+    (linear_before_reset = 1) node on DIR/{W,R,B}.npy, written with the onnx package."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    W, R, B = (np.load(os.path.join(d, f"{n}.npy")) for n in ("W", "R", "B"))
+    X = np.load(os.path.join(d, "X.npy"), mmap_mode="r")
+    t, b, i = X.shape
+    h = R.shape[2]
+    attrs = {"hidden_size": h}
+    if cell == "gru":
+        attrs["linear_before_reset"] = 1
+    node = helper.make_node("LSTM" if cell == "lstm" else "GRU", ["X", "W", "R", "B"], ["Y4"], **attrs)
+    squeeze = helper.make_node("Squeeze", ["Y4", "axes"], ["Y"])
+    graph = helper.make_graph(
+        [node, squeeze], "rnn", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [t, b, i])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [t, b, h])],
+        [numpy_helper.from_array(W, "W"), numpy_helper.from_array(R, "R"),
+         numpy_helper.from_array(B, "B"), numpy_helper.from_array(np.array([1], np.int64), "axes")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(d, "model.onnx"))
+
+
 def cname(c):
     cell, h, b, s = c
     return f"{'LSTM' if cell == 'lstm' else 'GRU'} h{h} b{b} s{s}"
@@ -150,6 +181,9 @@ def main():
     ap.add_argument("--full", action="store_true", help="also hidden 1024 at batch 10 and 20")
     ap.add_argument("--threads", default=None, help="thread counts (default 2,1; --quick: 2)")
     ap.add_argument("--cells", default="lstm,gru")
+    ap.add_argument("--peers", default="ort,torch",
+                    help="peers besides graphi and oneDNN (default ort,torch); a left-out peer "
+                         "is shown as n/a")
     ap.add_argument("--hidden", help="keep only these hidden sizes (e.g. 256,1024)")
     ap.add_argument("--batch", help="keep only these batch sizes")
     ap.add_argument("--seq", help="keep only these sequence lengths")
@@ -164,6 +198,7 @@ def main():
     out_dir = os.path.abspath(args.out or os.path.join(args.build_dir, "bench"))
     data_dir = os.path.join(out_dir, "rnn_data")
     os.makedirs(data_dir, exist_ok=True)
+    wanted = set(args.peers.split(","))
     configs = configurations(args)
     if not configs:
         sys.exit("run_all.py: no configuration left after --cells/--hidden/--batch/--seq")
@@ -186,19 +221,21 @@ def main():
         env_torch.pop("OMP_NUM_THREADS", None)
         cpp = Peer("graphi", [bench_bin, "--serve", "--threads", str(t)])
         node = shutil.which("node")
-        if not node:
-            ort = Peer.__new__(Peer)
-            ort.name, ort.error, ort.ready, ort.proc = "ORT", "node not found", {}, None
+        if "ort" not in wanted:
+            ort = Peer.unavailable("ORT", "left out (--peers)")
+        elif not node:
+            ort = Peer.unavailable("ORT", "node not found")
         elif not os.path.isdir(os.path.join(HERE, "node_modules", "onnxruntime-node")):
-            ort = Peer.__new__(Peer)
-            ort.name, ort.proc, ort.ready = "ORT", None, {}
-            ort.error = ("onnxruntime-node not installed (cd benchmarks/rnn/peers && "
-                         "ONNXRUNTIME_NODE_INSTALL=skip npm ci)")
+            ort = Peer.unavailable("ORT", "onnxruntime-node not installed (cd benchmarks/rnn/peers "
+                                          "&& ONNXRUNTIME_NODE_INSTALL=skip npm ci)")
         else:
             ort = Peer("ORT", [node, os.path.join(HERE, "ort_peer.js"), "--threads", str(t)],
                        cwd=HERE)
-        torch_p = Peer("torch", ["/usr/bin/python3", os.path.join(HERE, "torch_peer.py"),
-                                 "--threads", str(t)], env=env_torch)
+        if "torch" not in wanted:
+            torch_p = Peer.unavailable("torch", "left out (--peers)")
+        else:
+            torch_p = Peer("torch", ["/usr/bin/python3", os.path.join(HERE, "torch_peer.py"),
+                                     "--threads", str(t)], env=env_torch)
         if cpp.error:
             sys.exit(f"run_all.py: graphi_bench_rnn ({bench_bin}) unavailable: {cpp.error}")
         say(f"[{t} thread(s)] graphi_bench_rnn: oneDNN {cpp.ready.get('onednn')}; "
@@ -228,8 +265,17 @@ def main():
             q = torch_p.ask(f"prepare {cell} {h} {b} {s} {d}")
             if q is not None:
                 r["diff"]["torch"] = q["max_abs_diff"]
-            if not os.path.exists(os.path.join(d, "model.onnx")) and not ort.error:
-                ort.error = "no ONNX model (the export needs torch: " + (torch_p.error or "?") + ")"
+            onnx_path = os.path.join(d, "model.onnx")
+            if torch_p.error and not ort.error and (
+                    not os.path.exists(onnx_path) or
+                    os.path.getmtime(onnx_path) < os.path.getmtime(os.path.join(d, "W.npy"))):
+                try:
+                    build_onnx_model(d, cell)
+                    notes["ORT model"] = ("built with the onnx package (one LSTM/GRU node), not "
+                                          "exported from PyTorch: torch unavailable")
+                except Exception as e:
+                    ort.error = f"no ONNX model: torch unavailable ({torch_p.error}) and the onnx " \
+                                f"package fallback failed: {e}"
             q = ort.ask(f"prepare {cell} {h} {b} {s} {d}")
             if q is not None:
                 r["diff"]["ort"] = q["max_abs_diff"]
@@ -357,7 +403,8 @@ def main():
         "max |diff| = largest max abs difference of any peer's Y (and the WCS-shuffled op's) to graphi's",
     ]
     for k, v in notes.items():
-        footer.append(f"UNAVAILABLE {k}: {v.splitlines()[0] if v else v}")
+        footer.append(f"{'NOTE' if k == 'ORT model' else 'UNAVAILABLE'} {k}: "
+                      f"{v.splitlines()[0] if v else v}")
     with open("/proc/loadavg") as f:
         footer.append(f"load average at the end: {' '.join(f.read().split()[:3])}; total "
                       f"{time.time() - started:.0f} s")
