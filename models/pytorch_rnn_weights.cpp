@@ -80,10 +80,10 @@ namespace {
 Status check_config(const PytorchRnnConfig& cfg) {
   const std::string m = std::string("PyTorch ") + pytorch_rnn_mode_name(cfg.mode);
   if (cfg.input_size < 1 || cfg.hidden_size < 1 || cfg.num_layers < 1)
-    return Status::invalid_argument(m + ": input_size, hidden_size and num_layers must be >= 1, got " +
-                                    std::to_string(cfg.input_size) + ", " +
-                                    std::to_string(cfg.hidden_size) + ", " +
-                                    std::to_string(cfg.num_layers));
+    return Status::invalid_argument(
+        m + ": input_size, hidden_size and num_layers must be >= 1, got " +
+        std::to_string(cfg.input_size) + ", " + std::to_string(cfg.hidden_size) + ", " +
+        std::to_string(cfg.num_layers));
   return Status::ok();
 }
 
@@ -132,11 +132,10 @@ Result<std::vector<OnnxRnnLayer>> onnx_layers_from_pytorch(const PytorchRnnConfi
       return Status::unsupported(m + " state_dict: '" + k +
                                  "' is a projection (proj_size > 0), which graphi's ONNX "
                                  "sequence ops do not support");
-    return Status::invalid_argument(m + " state_dict: unexpected key '" + k + "' for " +
-                                    std::to_string(cfg.num_layers) + " layer(s)" +
-                                    (cfg.bidirectional ? ", bidirectional" : "") +
-                                    (cfg.bias ? "" : ", bias=False") +
-                                    " (wrong config, or strip the module's prefix)");
+    return Status::invalid_argument(
+        m + " state_dict: unexpected key '" + k + "' for " + std::to_string(cfg.num_layers) +
+        " layer(s)" + (cfg.bidirectional ? ", bidirectional" : "") +
+        (cfg.bias ? "" : ", bias=False") + " (wrong config, or strip the module's prefix)");
   }
 
   const int G = cfg.gates();
@@ -171,8 +170,7 @@ Result<std::vector<OnnxRnnLayer>> onnx_layers_from_pytorch(const PytorchRnnConfi
   return layers;
 }
 
-Result<StateDict> read_pytorch_state_dict_npy(const PytorchRnnConfig& cfg,
-                                              const std::string& dir) {
+Result<StateDict> read_pytorch_state_dict_npy(const PytorchRnnConfig& cfg, const std::string& dir) {
   GRAPHI_RETURN_IF_ERROR(check_config(cfg));
   StateDict sd;
   for (const auto& [k, shape] : expected_keys(cfg)) {
@@ -236,8 +234,8 @@ Status add_pytorch_rnn(graph::GraphBuilder& b, const PytorchRnnConfig& cfg,
     b.add_constant(n + "/W", layer.w);
     b.add_constant(n + "/R", layer.r);
     if (layer.b) b.add_constant(n + "/B", *layer.b);
-    std::vector<std::string> in = {x, n + "/W", n + "/R", layer.b ? n + "/B" : "", io.lengths,
-                                   h0[l]};
+    std::vector<std::string> in = {x,          n + "/W", n + "/R", layer.b ? n + "/B" : "",
+                                   io.lengths, h0[l]};
     if (lstm) in.push_back(c0[l]);
     while (!in.empty() && in.back().empty()) in.pop_back();
     std::vector<std::string> out = {n + "/Y", n + "/Y_h"};

@@ -41,7 +41,7 @@ struct PytorchRnnConfig {
   bool bidirectional = false;
 
   int directions() const { return bidirectional ? 2 : 1; }
-  int gates() const;          // 4, 3, 1
+  int gates() const;            // 4, 3, 1
   const char* onnx_op() const;  // "LSTM", "GRU", "RNN"
 };
 
@@ -68,10 +68,10 @@ Result<StateDict> read_pytorch_state_dict_npy(const PytorchRnnConfig& cfg, const
 
 // Value names of the module's call inside a bigger graph. Empty optional names = absent.
 struct PytorchRnnIo {
-  std::string input = "input";  // [T, B, input_size]; [B, T, input_size] if batch_first
-  std::string lengths;           // int32/int64 [B]: a packed batch (pack_padded_sequence)
-  std::string h0;                // [L*D, B, H]
-  std::string c0;                // [L*D, B, H], LSTM only
+  std::string input = "input";    // [T, B, input_size]; [B, T, input_size] if batch_first
+  std::string lengths;            // int32/int64 [B]: a packed batch (pack_padded_sequence)
+  std::string h0;                 // [L*D, B, H]
+  std::string c0;                 // [L*D, B, H], LSTM only
   std::string output = "output";  // [T, B, D*H] ([B, T, D*H]); zeros past each length
   std::string h_n = "h_n";        // [L*D, B, H]; "" = not needed
   std::string c_n;                // [L*D, B, H], LSTM only; "" = not needed

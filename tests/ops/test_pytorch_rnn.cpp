@@ -109,7 +109,8 @@ TEST_CASE("pytorch rnn: nn.LSTM / nn.GRU / nn.RNN fixtures through a Session, 1 
   if (!fx.regenerated) WARN(fx.note);
   std::vector<std::filesystem::path> dirs;
   for (const auto& e : std::filesystem::directory_iterator(fx.dir))
-    if (e.is_directory() && std::filesystem::exists(e.path() / "case.json")) dirs.push_back(e.path());
+    if (e.is_directory() && std::filesystem::exists(e.path() / "case.json"))
+      dirs.push_back(e.path());
   std::sort(dirs.begin(), dirs.end());
   std::vector<std::string> seen;
   int ran = 0;
