@@ -25,15 +25,21 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <new>
+#include <optional>
 #include <set>
 
 #include "ops/pcp_partition.h"
 #include "ops/registry.h"
+#include "ops/rnn_schedule.h"
 #include "ops/shape_rules.h"
 #include "ops/spin_barrier.h"
 #include "ops/xsmm.h"
@@ -122,8 +128,8 @@ Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* co
 
   // Attributes: known names only, so a typo is not silently ignored.
   std::vector<std::string> known = {
-      "hidden_size", "direction",        "layout",          "clip",
-      "activations", "activation_alpha", "activation_beta", kWcsShuffleAttr};
+      "hidden_size",      "direction",       "layout",        "clip",        "activations",
+      "activation_alpha", "activation_beta", kWcsShuffleAttr, kScheduleAttr, kScheduleSearchAttr};
   if (lstm) known.push_back("input_forget");
   if (gru) known.push_back("linear_before_reset");
   for (const auto& [name, value] : node.attrs.all()) {
@@ -181,6 +187,16 @@ Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* co
     return Status::invalid_graph(where + ": attribute '" + std::string(kWcsShuffleAttr) +
                                  "' must be 0 or 1, got " + std::to_string(shuffle));
   s.wcs_shuffle = shuffle == 1;
+  GRAPHI_ASSIGN_OR_RETURN(s.forced_schedule,
+                          graph::attr_string(node.attrs, where, kScheduleAttr, ""));
+  if (node.attrs.has(kScheduleSearchAttr)) {
+    GRAPHI_ASSIGN_OR_RETURN(int64_t search,
+                            graph::attr_int(node.attrs, where, kScheduleSearchAttr, 0));
+    if (search != 0 && search != 1)
+      return Status::invalid_graph(where + ": attribute '" + std::string(kScheduleSearchAttr) +
+                                   "' must be 0 or 1, got " + std::to_string(search));
+    s.schedule_search = static_cast<int>(search);
+  }
   for (const char* a : {"activation_alpha", "activation_beta"}) {
     const graph::Attribute* attr = node.attrs.find(a);
     if (!attr) continue;
@@ -340,25 +356,26 @@ std::vector<TensorDesc> rnn_output_descs(const RnnSpec& s) {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// Small GEMMs on LIBXSMM microkernels. Row-major C[n x m] (ldc) (+)= B[n x k] (ldb) * A[k x m]
-// (lda), A = packed weights. Cut into tiles that LIBXSMM 1.17 JITs (m*n*k <= 64^3; above that
-// it falls back to a slow generic path) and that keep C and a slice of A in L1.
+// Small GEMMs on LIBXSMM microkernels. Row-major C[n x m] (ldc) (+)= B[n x k] (ldb) * A[k x m],
+// A = packed weights in panel-major order: panels of `panel` columns, each a contiguous
+// [k][panel] block (element (q, col) at panel_offset(col, q)), so one microkernel call streams one
+// dense block (no 4 KiB-page hops between rows; the hardware prefetchers keep up). Cut into tiles
+// that LIBXSMM 1.17 JITs (m*n*k <= 64^3; above that it falls back to a slow generic path).
 class TiledGemm {
  public:
   // `ns`: every row count run() will be called with.
-  static TiledGemm create(int64_t m, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
+  static TiledGemm create(int64_t m, int64_t k, int64_t panel, int64_t ldb, int64_t ldc,
                           const std::set<int64_t>& ns) {
     TiledGemm g;
     g.m_ = m;
     g.k_ = k;
-    g.lda_ = lda;
+    g.mt_ = panel;
     g.ldb_ = ldb;
     g.ldc_ = ldc;
     const int64_t nmax = ns.empty() ? 1 : *ns.rbegin();
     // Measured on this 2-core AVX-512 VM: 32 x 32 x 256 tiles reach ~140 GFLOP/s per core
-    // (64 x 32 x 128: ~118); GEMV-like calls (1-2 rows) stream A and want long columns.
+    // (64 x 32 x 128: ~118); GEMV-like calls (1-2 rows) stream A and want wide panels.
     g.nt_ = std::min<int64_t>(nmax, 32);
-    g.mt_ = std::min<int64_t>(m, g.nt_ <= 2 ? 256 : 32);
     constexpr int64_t kBudget = 64 * 64 * 64;
     int64_t kt = std::max<int64_t>(1, kBudget / (g.mt_ * g.nt_));
     const int64_t nk = (k + kt - 1) / kt;
@@ -376,16 +393,31 @@ class TiledGemm {
     return g;
   }
 
-  // Column tiles outermost: each [k x mt] slice of the weights is loaded once and reused for
-  // every row tile (the rows, X or h, are the smaller operand and stay in L1/L2).
-  void run(const float* a, const float* b, float* c, int64_t n) const noexcept {
-    for (int64_t m0 = 0; m0 < m_; m0 += mt_) {
+  // Floats of a packed [k x m] operand with `panel`-column panels (the last one padded).
+  static int64_t packed_floats(int64_t m, int64_t k, int64_t panel) {
+    return (m + panel - 1) / panel * panel * k;
+  }
+  // Offset of A[q][col] in that layout.
+  static int64_t panel_offset(int64_t col, int64_t q, int64_t k, int64_t panel) {
+    return col / panel * panel * k + q * panel + col % panel;
+  }
+
+  // Panels outermost: each [k x panel] block of the weights is loaded once and reused for every
+  // row tile (the rows, X or h, are the smaller operand and stay in L1/L2). `reverse` walks the
+  // panels last to first: alternating it every step (zigzag) starts each step on the panels the
+  // previous one touched last, which are still in L2 when a thread's weights overflow it.
+  void run(const float* a, const float* b, float* c, int64_t n,
+           bool reverse = false) const noexcept {
+    const int64_t np = (m_ + mt_ - 1) / mt_;
+    for (int64_t pi = 0; pi < np; ++pi) {
+      const int64_t m0 = (reverse ? np - 1 - pi : pi) * mt_;
       const int64_t mm = std::min(mt_, m_ - m0);
+      const float* panel = a + m0 * k_;
       for (int64_t n0 = 0; n0 < n; n0 += nt_) {
         const int64_t nn = std::min(nt_, n - n0);
         for (int64_t k0 = 0; k0 < k_; k0 += kt_) {
           const int64_t kk = std::min(kt_, k_ - k0);
-          const float* at = a + k0 * lda_ + m0;
+          const float* at = panel + k0 * mt_;
           const float* bt = b + n0 * ldb_ + k0;
           float* ct = c + n0 * ldc_ + m0;
           const Entry* e = find(mm, nn, kk, k0 > 0);
@@ -412,7 +444,7 @@ class TiledGemm {
     s.m = static_cast<int>(mm);
     s.n = static_cast<int>(nn);
     s.k = static_cast<int>(kk);
-    s.lda = static_cast<int>(lda_);
+    s.lda = static_cast<int>(mt_);
     s.ldb = static_cast<int>(ldb_);
     s.ldc = static_cast<int>(ldc_);
     s.beta = acc ? 1.0f : 0.0f;
@@ -431,13 +463,13 @@ class TiledGemm {
       if (!acc) std::fill(crow, crow + mm, 0.0f);
       for (int64_t q = 0; q < kk; ++q) {
         const float bv = b[r * ldb_ + q];
-        const float* arow = a + q * lda_;
+        const float* arow = a + q * mt_;
         for (int64_t i = 0; i < mm; ++i) crow[i] += arow[i] * bv;
       }
     }
   }
 
-  int64_t m_ = 0, k_ = 0, lda_ = 0, ldb_ = 0, ldc_ = 0, mt_ = 1, nt_ = 1, kt_ = 1;
+  int64_t m_ = 0, k_ = 0, ldb_ = 0, ldc_ = 0, mt_ = 1, nt_ = 1, kt_ = 1;
   std::vector<Entry> entries_;
 };
 
@@ -445,9 +477,10 @@ class TiledGemm {
 struct Segment {
   int d = 0;
   int64_t j0 = 0, j1 = 0;
-  // The block's columns of W and R, each a contiguous [K][ld] slab of the packed buffer (a
-  // thread streams one dense slab per step: ~13% faster than a strided slice of a shared one).
-  int64_t wp_off = 0, ldw = 0, rp0_off = 0, ld_r0 = 0, rp1_off = 0, ld_r1 = 0;
+  // The block's columns of W and R, each a contiguous slab of the packed buffer in panel-major
+  // order (TiledGemm; a thread streams dense blocks: a strided slice of a shared [K][cols]
+  // matrix was ~13% slower) with panels of pw_* columns.
+  int64_t wp_off = 0, pw_w = 16, rp0_off = 0, pw_r0 = 16, rp1_off = 0, pw_r1 = 16;
   TiledGemm hoist;  // X rows * Wp[:, block columns]
   TiledGemm rec0;   // h_prev rows * Rp0[:, block columns]
   TiledGemm rec1;   // canonical GRU: (r * h_prev) rows * Rp1[:, block columns]
@@ -479,49 +512,14 @@ class RnnSequenceKernel final : public Kernel {
 
   Status init(const KernelContext& ctx) override {
     GRAPHI_ASSIGN_OR_RETURN(s_, rnn_spec(ctx.node, ctx.inputs, ctx.outputs.size(), ctx.where));
-    const int64_t D = s_.num_directions, G = s_.gates, H = s_.hidden, B = s_.batch, T = s_.seq_len,
-                  I = s_.input_size;
-    for (int64_t v : {G * H, I, H, B * T})
-      if (v > (1 << 30)) return Status::unsupported("sizes beyond LIBXSMM's int range");
-    canonical_gru_ = kind_ == RnnCellKind::kGru && !s_.linear_before_reset;
-    g0_ = canonical_gru_ ? 2 : G;
-    team_ = std::max(1, ctx.team_size);
-
-    // Strides (floats), each row padded to whole cache lines.
-    ldh_ = round_up(H, kLine);
-    dir_x_ = round_up(G * H, kLine);
-    ldx_ = D * dir_x_;
-    dir_gh0_ = round_up(g0_ * H, kLine);
-    ld_gh0_ = D * dir_gh0_;
-    dir_gh1_ = canonical_gru_ ? ldh_ : 0;
-    ld_gh1_ = D * dir_gh1_;
-    dir_p_ = round_up(3 * H, kLine);
-    // LIBXSMM takes int strides; the layout-1 projection rows are B * ldx apart.
-    if (B * ldx_ > (int64_t{1} << 30))
-      return Status::unsupported("strides beyond LIBXSMM's int range (batch " + std::to_string(B) +
-                                 " x " + std::to_string(ldx_) + " gate columns)");
-
-    plan_partition();
-    // Time chunk of the hoisted projection: at most ~4 MiB of gate pre-activations at once.
-    const int64_t per_step = B * ldx_ * static_cast<int64_t>(sizeof(float));
-    chunk_ = std::clamp<int64_t>((int64_t{4} << 20) / std::max<int64_t>(per_step, 1), 1, T);
-    for (ThreadPlan& p : plans_) make_gemms(p);
-    make_gemms(solo_);
-
-    // Packed weights: the blocks' slabs (offsets set by plan_partition), then biases, peepholes.
-    int64_t off = slabs_floats_;
-    bias_off_ = off;  // LSTM/RNN: Wb + Rb; GRU: Wb
-    off += s_.has_bias ? D * dir_x_ : 0;
-    bias_h_off_ = off;  // GRU: Rb
-    off += (s_.has_bias && kind_ == RnnCellKind::kGru) ? D * dir_x_ : 0;
-    peep_off_ = off;
-    off += s_.has_peephole ? D * dir_p_ : 0;
-    packed_floats_ = off;
+    GRAPHI_RETURN_IF_ERROR(prepare(std::max(1, ctx.team_size)));
     auto is_const = [&](int i) {
       return static_cast<size_t>(i) < ctx.const_inputs.size() && ctx.const_inputs[i] != nullptr;
     };
     const_weights_ = is_const(kRnnW) && is_const(kRnnR) && (!s_.has_bias || is_const(kRnnB)) &&
                      (!s_.has_peephole || is_const(kRnnP));
+    GRAPHI_ASSIGN_OR_RETURN(schedule_, choose_schedule(ctx.where));
+    configure();
     if (const_weights_) {
       packed_ = Tensor(TensorDesc{DType::kF32, {packed_floats_}});
       WeightSources src{ctx.const_inputs[kRnnW]->data_as<float>(),
@@ -530,26 +528,11 @@ class RnnSequenceKernel final : public Kernel {
                         s_.has_peephole ? ctx.const_inputs[kRnnP]->data_as<float>() : nullptr};
       for (const Segment& seg : solo_.segs) pack_segment(src, seg, packed_.data_as<float>());
     }
-
-    // Scratch: barrier, hoisted projections, GEMM outputs, states, [packed weights].
-    auto take = [&](int64_t floats) {
-      const int64_t at = scratch_floats_;
-      scratch_floats_ += round_up(floats, kLine);
-      return at;
-    };
-    static_assert(sizeof(SpinBarrier) <= 64 * kLine, "barrier slot too small");
-    scratch_floats_ = 0;
-    take(sizeof(SpinBarrier) / sizeof(float) + 1);
-    xw_off_ = take(chunk_ * B * ldx_);
-    gh0_off_ = take(B * ld_gh0_);
-    gh1_off_ = take(B * ld_gh1_);
-    hb_off_ = take(2 * D * B * ldh_);
-    cb_off_ = take(kind_ == RnnCellKind::kLstm ? D * B * ldh_ : 0);
-    zb_off_ = take(canonical_gru_ ? D * B * ldh_ : 0);
-    rhb_off_ = take(canonical_gru_ ? D * B * ldh_ : 0);
-    scratch_packed_off_ = take(const_weights_ ? 0 : packed_floats_);
     return Status::ok();
   }
+
+  const RnnSchedule& schedule() const { return schedule_; }
+  const RnnLayerShape& layer_shape() const { return shape_; }
 
   void run(const TeamContext& team, const Buffers& io) const noexcept override;
 
@@ -561,6 +544,17 @@ class RnnSequenceKernel final : public Kernel {
     const float* p;
   };
 
+  // Strides and size checks from s_ for a team of `team`.
+  Status prepare(int team);
+  // The schedule: forced by attribute, else cached / calibrated / the analytical default.
+  Result<RnnSchedule> choose_schedule(const std::string& where);
+  // Times `cands` on a shortened copy of this layer (zero weights and inputs); the fastest, or
+  // nullopt when calibration cannot run here (nested parallelism, a team larger than the
+  // machine).
+  std::optional<RnnSchedule> calibrate(const std::vector<RnnSchedule>& cands,
+                                       double budget_ms) const;
+  // Plans, GEMMs and buffer offsets for schedule_ (weights not packed).
+  void configure();
   void plan_partition();
   void make_gemms(ThreadPlan& p) const;
   void pack_segment(const WeightSources& src, const Segment& seg, float* packed) const;
@@ -598,6 +592,8 @@ class RnnSequenceKernel final : public Kernel {
 
   RnnCellKind kind_;
   RnnSpec s_;
+  RnnSchedule schedule_;
+  RnnLayerShape shape_;
   bool canonical_gru_ = false;
   int64_t g0_ = 1;  // gates in R's first group
   int team_ = 1;
@@ -614,35 +610,255 @@ class RnnSequenceKernel final : public Kernel {
           zb_off_ = 0, rhb_off_ = 0, scratch_packed_off_ = 0;
 };
 
-// Choose xi (row parts) x xj (unit parts) for the team by PCP's cross-step cost of the
-// recurrent GEMM, then cut the (direction, 16-unit line) space into xj ranges. Measured on 2
-// cores, LSTM H = 256, T = 100: the model picks the unit split at batch 10 (4.2 ms vs 4.8 ms for
-// the row split) and the row split at batch 20 (7.9 vs 8.4 ms) and 64 (25.7 vs 26.8 ms), the
-// faster one each time.
+Status RnnSequenceKernel::prepare(int team) {
+  const int64_t D = s_.num_directions, G = s_.gates, H = s_.hidden, B = s_.batch, T = s_.seq_len,
+                I = s_.input_size;
+  for (int64_t v : {G * H, I, H, B * T})
+    if (v > (1 << 30)) return Status::unsupported("sizes beyond LIBXSMM's int range");
+  canonical_gru_ = kind_ == RnnCellKind::kGru && !s_.linear_before_reset;
+  g0_ = canonical_gru_ ? 2 : G;
+  team_ = team;
+
+  // Strides (floats), each row padded to whole cache lines.
+  ldh_ = round_up(H, kLine);
+  dir_x_ = round_up(G * H, kLine);
+  ldx_ = D * dir_x_;
+  dir_gh0_ = round_up(g0_ * H, kLine);
+  ld_gh0_ = D * dir_gh0_;
+  dir_gh1_ = canonical_gru_ ? ldh_ : 0;
+  ld_gh1_ = D * dir_gh1_;
+  dir_p_ = round_up(3 * H, kLine);
+  // LIBXSMM takes int strides; the layout-1 projection rows are B * ldx apart.
+  if (B * ldx_ > (int64_t{1} << 30))
+    return Status::unsupported("strides beyond LIBXSMM's int range (batch " + std::to_string(B) +
+                               " x " + std::to_string(ldx_) + " gate columns)");
+
+  shape_.cell = std::string(rnn_cell_name(kind_)) +
+                (kind_ == RnnCellKind::kGru && s_.linear_before_reset ? "-lbr" : "");
+  if (s_.layout == 1) shape_.cell += " layout1";
+  shape_.seq_len = T;
+  shape_.batch = B;
+  shape_.input_size = I;
+  shape_.hidden = H;
+  shape_.directions = static_cast<int>(D);
+  shape_.gates = static_cast<int>(g0_);
+  shape_.canonical_gru = canonical_gru_;
+  shape_.team = team_;
+  shape_.l2_bytes = l2_bytes();
+  return Status::ok();
+}
+
+void RnnSequenceKernel::configure() {
+  const int64_t D = s_.num_directions, B = s_.batch, T = s_.seq_len;
+  chunk_ = std::clamp<int64_t>(schedule_.chunk, 1, T);
+  plan_partition();
+  for (ThreadPlan& p : plans_) make_gemms(p);
+  make_gemms(solo_);
+
+  // Packed weights: the blocks' slabs (offsets set by plan_partition), then biases, peepholes.
+  int64_t off = slabs_floats_;
+  bias_off_ = off;  // LSTM/RNN: Wb + Rb; GRU: Wb
+  off += s_.has_bias ? D * dir_x_ : 0;
+  bias_h_off_ = off;  // GRU: Rb
+  off += (s_.has_bias && kind_ == RnnCellKind::kGru) ? D * dir_x_ : 0;
+  peep_off_ = off;
+  off += s_.has_peephole ? D * dir_p_ : 0;
+  packed_floats_ = off;
+
+  // Scratch: barrier, hoisted projections, GEMM outputs, states, [packed weights].
+  auto take = [&](int64_t floats) {
+    const int64_t at = scratch_floats_;
+    scratch_floats_ += round_up(floats, kLine);
+    return at;
+  };
+  static_assert(sizeof(SpinBarrier) <= 64 * kLine, "barrier slot too small");
+  scratch_floats_ = 0;
+  take(sizeof(SpinBarrier) / sizeof(float) + 1);
+  xw_off_ = take(chunk_ * B * ldx_);
+  gh0_off_ = take(B * ld_gh0_);
+  gh1_off_ = take(B * ld_gh1_);
+  hb_off_ = take(2 * D * B * ldh_);
+  cb_off_ = take(kind_ == RnnCellKind::kLstm ? D * B * ldh_ : 0);
+  zb_off_ = take(canonical_gru_ ? D * B * ldh_ : 0);
+  rhb_off_ = take(canonical_gru_ ? D * B * ldh_ : 0);
+  scratch_packed_off_ = take(const_weights_ ? 0 : packed_floats_);
+}
+
+namespace {
+
+// Schedules already chosen in this process, by cache key (layers of one shape search once even
+// when the cache file is unusable).
+std::mutex& memo_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<std::string, RnnSchedule>& memo() {
+  static std::map<std::string, RnnSchedule> m;
+  return m;
+}
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+Result<RnnSchedule> RnnSequenceKernel::choose_schedule(const std::string& where) {
+  const int64_t B = s_.batch, lines = (s_.hidden + kLine - 1) / kLine;
+  if (!s_.forced_schedule.empty()) {
+    // "threads,xi,xj,chunk,tile,zigzag" (tests and experiments).
+    std::vector<int64_t> v;
+    for (const std::string& part : split_names(s_.forced_schedule)) {
+      char* end = nullptr;
+      const long long x = std::strtoll(part.c_str(), &end, 10);
+      if (part.empty() || !end || *end) {
+        v.clear();
+        break;
+      }
+      v.push_back(x);
+    }
+    RnnSchedule r;
+    if (v.size() == 6) {
+      r.threads = static_cast<int>(v[0]);
+      r.xi = static_cast<int>(v[1]);
+      r.xj = static_cast<int>(v[2]);
+      r.chunk = v[3];
+      r.rec_tile = static_cast<int>(v[4]);
+      r.zigzag = v[5] == 1;
+    }
+    if (v.size() != 6 || r.threads < 1 || r.threads > team_ || r.xi < 1 || r.xj < 1 ||
+        int64_t{r.xi} * r.xj != r.threads || r.xi > B || r.xj > s_.num_directions * lines ||
+        r.chunk < 1 || r.rec_tile < 16 || r.rec_tile > 4096 || r.rec_tile % 16 != 0 ||
+        (v[5] != 0 && v[5] != 1))
+      return Status::invalid_graph(
+          where + ": attribute '" + std::string(kScheduleAttr) + "' = '" + s_.forced_schedule +
+          "' is not a valid schedule for this layer (threads,xi,xj,chunk,tile,zigzag with " +
+          "1 <= threads = xi*xj <= team " + std::to_string(team_) + ", xi <= batch " +
+          std::to_string(B) + ", xj <= " + std::to_string(s_.num_directions * lines) +
+          " unit lines, chunk >= 1, tile a multiple of 16 in [16, 4096], zigzag 0|1)");
+    return r;
+  }
+  const RnnSchedule fallback = default_rnn_schedule(shape_);
+  const bool search =
+      s_.schedule_search >= 0 ? s_.schedule_search == 1 : rnn_schedule_search_enabled_by_env();
+  if (!search || s_.wcs_shuffle) return fallback;
+  // Left to the environment, tiny layers (< 1 MFLOP of GEMMs, a few microseconds) keep the
+  // default: calibrating them would cost more than it could ever save.
+  const double flops = 2.0 * double(s_.seq_len) * double(s_.batch) * double(s_.num_directions) *
+                       double(s_.input_size + s_.hidden) * double(s_.gates * s_.hidden);
+  if (s_.schedule_search < 0 && flops < 1e6) return fallback;
+  const std::string key = shape_.key(), sig = cpu_signature();
+  {
+    std::lock_guard<std::mutex> lock(memo_mutex());
+    auto it = memo().find(key);
+    if (it != memo().end()) return it->second;
+  }
+  const std::vector<RnnSchedule> cands = rnn_schedule_candidates(shape_);
+  const std::string path = rnn_schedule_cache_path();
+  std::optional<RnnSchedule> chosen = load_cached_schedule(path, key, sig);
+  // A cached entry must still be one of this layer's candidates (else: recompute).
+  if (chosen && std::find(cands.begin(), cands.end(), *chosen) == cands.end()) chosen.reset();
+  if (!chosen) {
+    chosen = calibrate(cands, rnn_schedule_search_budget_ms());
+    if (!chosen) return fallback;  // cannot calibrate here; do not cache
+    if (!path.empty()) {
+      Status st = store_cached_schedule(path, key, sig, *chosen);
+      if (!st.is_ok())
+        std::fprintf(stderr, "graphi: warning: cannot write RNN schedule cache %s: %s\n",
+                     path.c_str(), st.message().c_str());
+    }
+  }
+  std::lock_guard<std::mutex> lock(memo_mutex());
+  memo()[key] = *chosen;
+  return *chosen;
+}
+
+std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSchedule>& cands,
+                                                        double budget_ms) const {
+  if (cands.empty() || omp_in_parallel() || team_ > omp_get_num_procs()) return std::nullopt;
+  if (cands.size() == 1) {
+    RnnSchedule r = cands[0];
+    r.searched = true;
+    return r;
+  }
+  // A shortened copy of the layer: every step costs the same (rule i), so a few steps rank the
+  // schedules; no lengths, no initial states, Y only, zero weights and inputs.
+  RnnSequenceKernel k(kind_);
+  k.s_ = s_;
+  k.s_.seq_len = std::min<int64_t>(s_.seq_len, 16);
+  k.s_.has_seq_lens = k.s_.has_initial_h = k.s_.has_initial_c = false;
+  k.s_.num_outputs = 1;
+  k.s_.wcs_shuffle = false;
+  if (!k.prepare(team_).is_ok()) return std::nullopt;
+  k.const_weights_ = true;
+  const int64_t T = k.s_.seq_len, B = s_.batch, D = s_.num_directions, H = s_.hidden;
+  Tensor x(TensorDesc{DType::kF32, {T * B * s_.input_size}});
+  Tensor y(TensorDesc{DType::kF32, {T * D * B * H}});
+  std::memset(x.data(), 0, x.desc().bytes());
+  const void* ins[8] = {x.data(), nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+  void* outs[1] = {y.data()};
+  const Buffers io{std::span<const void* const>(ins, 8), std::span<void* const>(outs, 1)};
+
+  const double start = now_ms();
+  bool announced = false;
+  std::optional<RnnSchedule> best;
+  for (size_t ci = 0; ci < cands.size(); ++ci) {
+    const double elapsed = now_ms() - start;
+    if (ci > 0 && elapsed > budget_ms) break;
+    if (!announced && elapsed > 500) {
+      std::fprintf(stderr, "graphi: calibrating %s schedules (%zu candidates)...\n",
+                   shape_.key().c_str(), cands.size());
+      announced = true;
+    }
+    k.schedule_ = cands[ci];
+    k.configure();
+    k.packed_ = Tensor(TensorDesc{DType::kF32, {k.packed_floats_}});
+    std::memset(k.packed_.data(), 0, k.packed_.desc().bytes());
+    Tensor scratch(TensorDesc{DType::kF32, {std::max<int64_t>(k.scratch_floats_, 16)}});
+    double best_ms = std::numeric_limits<double>::infinity();
+    std::atomic<bool> ok{true};
+    for (int rep = 0; rep < 3 && ok; ++rep) {  // one warm-up, min of two
+      double t0 = 0, t1 = 0;
+#pragma omp parallel num_threads(team_)
+      {
+        if (omp_get_num_threads() != team_) ok = false;
+#pragma omp barrier
+        if (ok) {
+          if (omp_get_thread_num() == 0) t0 = now_ms();
+          k.run(TeamContext{omp_get_thread_num(), team_, scratch.data(),
+                            static_cast<size_t>(k.scratch_floats_) * sizeof(float)},
+                io);
+#pragma omp barrier
+          if (omp_get_thread_num() == 0) t1 = now_ms();
+        }
+      }
+      if (ok && rep > 0) best_ms = std::min(best_ms, t1 - t0);
+    }
+    if (!ok) return std::nullopt;
+    if (!best || best_ms < best->measured_ms) {
+      best = cands[ci];
+      best->measured_ms = best_ms;
+      best->searched = true;
+    }
+  }
+  if (announced)
+    std::fprintf(stderr, "graphi: %s -> %s after %.0f ms\n", shape_.key().c_str(),
+                 best->to_string().c_str(), now_ms() - start);
+  return best;
+}
+
+// Cut the (direction, 16-unit line) space into the schedule's xj ranges and the batch into its
+// xi row ranges; threads >= xi * xj idle. (The analytical default comes from PCP's cross-step
+// cost, ops/rnn_schedule.cpp. Measured on 2 cores, LSTM H = 256, T = 100: it picks the unit
+// split at batch 10 (4.2 ms vs 4.8 ms for the row split) and the row split at batch 20 (7.9 vs
+// 8.4 ms) and 64 (25.7 vs 26.8 ms), the faster one each time.)
 void RnnSequenceKernel::plan_partition() {
   const int64_t D = s_.num_directions, G = s_.gates, H = s_.hidden, B = s_.batch;
   const int64_t lines = (H + kLine - 1) / kLine;
   const int64_t total = D * lines;
-  const GemmDims dims{B, D * G * H, H};
-  PcpOptions opt;
-  opt.seq_len = s_.seq_len;
-  opt.l2_bytes = l2_bytes();
-  int best_xi = 1, best_xj = 1;
-  for (int p = team_; p >= 1; --p) {
-    double best = std::numeric_limits<double>::infinity();
-    for (int xj = p; xj >= 1; --xj) {  // more unit splits first on ties (weights stay apart)
-      if (p % xj) continue;
-      const int xi = p / xj;
-      if (xj > total || xi > B) continue;
-      const double c = pcp_cost(dims, xi, xj, 1, opt);
-      if (c < best) {
-        best = c;
-        best_xi = xi;
-        best_xj = xj;
-      }
-    }
-    if (best < std::numeric_limits<double>::infinity()) break;
-  }
+  const int best_xi = schedule_.xi, best_xj = schedule_.xj;
   auto segments_of = [&](int64_t l0, int64_t l1) {
     std::vector<Segment> segs;
     for (int d = 0; d < D; ++d) {
@@ -678,28 +894,34 @@ void RnnSequenceKernel::plan_partition() {
                    [](const Segment& a, const Segment& b) { return a.d < b.d; });
   // One slab per block, each starting on a cache line.
   slabs_floats_ = 0;
+  // Panel widths: the schedule's for the recurrent GEMM; for the hoisted one, wide panels only
+  // when its calls are GEMV-like (per-step schedule at batch 1).
+  const int64_t hoist_rows = s_.layout == 1 ? chunk_ : chunk_ * ((B + best_xi - 1) / best_xi);
   for (Segment& seg : solo_.segs) {
     const int64_t w = seg.j1 - seg.j0;
-    seg.ldw = round_up(G * w, kLine);
-    seg.ld_r0 = round_up(g0_ * w, kLine);
-    seg.ld_r1 = canonical_gru_ ? round_up(w, kLine) : 0;
+    auto panel = [&](int64_t cols, int64_t want) {
+      return std::min(round_up(cols, kLine), round_up(std::max<int64_t>(want, kLine), kLine));
+    };
+    seg.pw_w = panel(G * w, hoist_rows <= 2 ? 256 : 32);
+    seg.pw_r0 = panel(g0_ * w, schedule_.rec_tile);
+    seg.pw_r1 = panel(w, schedule_.rec_tile);
     seg.wp_off = slabs_floats_;
-    slabs_floats_ += s_.input_size * seg.ldw;
+    slabs_floats_ += TiledGemm::packed_floats(G * w, s_.input_size, seg.pw_w);
     seg.rp0_off = slabs_floats_;
-    slabs_floats_ += H * seg.ld_r0;
+    slabs_floats_ += TiledGemm::packed_floats(g0_ * w, H, seg.pw_r0);
     seg.rp1_off = slabs_floats_;
-    slabs_floats_ += H * seg.ld_r1;
+    slabs_floats_ += canonical_gru_ ? TiledGemm::packed_floats(w, H, seg.pw_r1) : 0;
   }
   for (ThreadPlan& p : plans_)
     for (Segment& seg : p.segs)
       for (const Segment& b : solo_.segs)
         if (b.d == seg.d && b.j0 == seg.j0) {
           seg.wp_off = b.wp_off;
-          seg.ldw = b.ldw;
+          seg.pw_w = b.pw_w;
           seg.rp0_off = b.rp0_off;
-          seg.ld_r0 = b.ld_r0;
+          seg.pw_r0 = b.pw_r0;
           seg.rp1_off = b.rp1_off;
-          seg.ld_r1 = b.ld_r1;
+          seg.pw_r1 = b.pw_r1;
         }
 }
 
@@ -720,9 +942,9 @@ void RnnSequenceKernel::make_gemms(ThreadPlan& p) const {
   const int64_t hoist_ldc = s_.layout == 1 ? B * ldx_ : ldx_;
   for (Segment& seg : p.segs) {
     const int64_t w = seg.j1 - seg.j0;
-    seg.hoist = TiledGemm::create(s_.gates * w, I, seg.ldw, I, hoist_ldc, hoist_ns);
-    seg.rec0 = TiledGemm::create(g0_ * w, H, seg.ld_r0, ldh_, ld_gh0_, {rows});
-    if (canonical_gru_) seg.rec1 = TiledGemm::create(w, H, seg.ld_r1, ldh_, ld_gh1_, {rows});
+    seg.hoist = TiledGemm::create(s_.gates * w, I, seg.pw_w, I, hoist_ldc, hoist_ns);
+    seg.rec0 = TiledGemm::create(g0_ * w, H, seg.pw_r0, ldh_, ld_gh0_, {rows});
+    if (canonical_gru_) seg.rec1 = TiledGemm::create(w, H, seg.pw_r1, ldh_, ld_gh1_, {rows});
   }
 }
 
@@ -739,20 +961,20 @@ void RnnSequenceKernel::pack_segment(const WeightSources& src, const Segment& se
     for (int64_t u = 0; u < w; ++u) {
       const float* row = W + (g * H + j0 + u) * I;
       const int64_t col = g * w + u;
-      for (int64_t k = 0; k < I; ++k) wp[k * seg.ldw + col] = row[k];
+      for (int64_t k = 0; k < I; ++k) wp[TiledGemm::panel_offset(col, k, I, seg.pw_w)] = row[k];
     }
   float* rp0 = packed + seg.rp0_off;
   for (int64_t g = 0; g < g0_; ++g)
     for (int64_t u = 0; u < w; ++u) {
       const float* row = R + (g * H + j0 + u) * H;
       const int64_t col = g * w + u;
-      for (int64_t k = 0; k < H; ++k) rp0[k * seg.ld_r0 + col] = row[k];
+      for (int64_t k = 0; k < H; ++k) rp0[TiledGemm::panel_offset(col, k, H, seg.pw_r0)] = row[k];
     }
   if (canonical_gru_) {
     float* rp1 = packed + seg.rp1_off;
     for (int64_t u = 0; u < w; ++u) {
       const float* row = R + (2 * H + j0 + u) * H;
-      for (int64_t k = 0; k < H; ++k) rp1[k * seg.ld_r1 + u] = row[k];
+      for (int64_t k = 0; k < H; ++k) rp1[TiledGemm::panel_offset(u, k, H, seg.pw_r1)] = row[k];
     }
   }
   if (src.b) {
@@ -840,6 +1062,7 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
   // At step 0 without initial_h, h_prev R^T is zero: LSTM and RNN skip the GEMM.
   const bool zero_h = s == 0 && !s_.has_initial_h;
   const bool active_p = p.active();
+  const bool zig = schedule_.zigzag && (s & 1);
 
   // Calls f(ra, rb) for each run of rows in [r0, r1) whose sequence covers time tt.
   auto for_active_runs = [&](int64_t tt, auto&& f) {
@@ -884,7 +1107,8 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
       const float* hprev = hprev_all + d * B * ldh_;
       float* gh = gh0 + d * dir_gh0_ + G * seg.j0;
       if (!zero_h)
-        seg.rec0.run(packed + seg.rp0_off, hprev + p.r0 * ldh_, gh + p.r0 * ld_gh0_, p.r1 - p.r0);
+        seg.rec0.run(packed + seg.rp0_off, hprev + p.r0 * ldh_, gh + p.r0 * ld_gh0_, p.r1 - p.r0,
+                     zig);
       const float* xg = xg_of(seg, tt);
       float* hnext = hnext_all + d * B * ldh_ + seg.j0;
       if (kind_ == RnnCellKind::kLstm) {
@@ -951,7 +1175,7 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
       const int64_t tt = time_of(d), w = seg.j1 - seg.j0;
       const float* hprev = hprev_all + d * B * ldh_;
       seg.rec0.run(packed + seg.rp0_off, hprev + p.r0 * ldh_,
-                   gh0 + d * dir_gh0_ + g0_ * seg.j0 + p.r0 * ld_gh0_, p.r1 - p.r0);
+                   gh0 + d * dir_gh0_ + g0_ * seg.j0 + p.r0 * ld_gh0_, p.r1 - p.r0, zig);
       GruGateArgs a = gru_args(seg, tt);
       if (!canonical_gru_) {
         for_active_runs(tt, [&](int64_t ra, int64_t rb) {
@@ -975,7 +1199,7 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
     const int64_t tt = time_of(d), w = seg.j1 - seg.j0;
     float* ghh = scratch + gh1_off_ + d * dir_gh1_ + seg.j0;
     seg.rec1.run(packed + seg.rp1_off, scratch + rhb_off_ + (d * B + p.r0) * ldh_,
-                 ghh + p.r0 * ld_gh1_, p.r1 - p.r0);
+                 ghh + p.r0 * ld_gh1_, p.r1 - p.r0, zig);
     GruGateArgs a = gru_args(seg, tt);
     a.gates_hh = ghh;
     a.ld_gates_hh = ld_gh1_;
@@ -1082,6 +1306,12 @@ std::unique_ptr<Kernel> make_rnn_kernel() {
 }
 
 }  // namespace
+
+std::string rnn_kernel_description(const Kernel& k) {
+  const auto* rnn = dynamic_cast<const RnnSequenceKernel*>(&k);
+  if (!rnn) return "";
+  return std::string(rnn->name()) + " " + rnn->schedule().to_string();
+}
 
 void register_rnn_ops(Registry& r) {
   r.add({"LSTM", infer_rnn, cost_rnn, false, {make_rnn_kernel<RnnCellKind::kLstm>}});

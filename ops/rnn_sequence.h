@@ -25,6 +25,10 @@
 // Internal benchmark knob: graphi_wcs_shuffle (int, default 0). 1 rotates the thread-to-block
 // mapping every step (thread t computes the block of thread (t + step) mod nthr), which defeats
 // weight-centric streamlining; same results, used to measure what WCS buys.
+// Schedule knobs (ops/rnn_schedule.h): graphi_schedule_search (int 0 | 1, default: the
+// environment, GRAPHI_RNN_SCHEDULE_SEARCH, on unless "0") calibrates the kernel's schedules at
+// init and caches the fastest; graphi_schedule ("threads,xi,xj,chunk,tile,zigzag") forces one
+// (tests, experiments; an invalid one is an error naming the limits).
 //
 // The kernel (weight-centric streamlining, DeepCPU 5.2.4): weights packed once at init (when W,
 // R, B, P are constants; else per run into scratch), one parallel region for the sequence (the
@@ -48,6 +52,8 @@ enum class RnnCellKind { kRnn, kGru, kLstm };
 
 // The benchmark knob described above.
 inline constexpr const char* kWcsShuffleAttr = "graphi_wcs_shuffle";
+inline constexpr const char* kScheduleAttr = "graphi_schedule";
+inline constexpr const char* kScheduleSearchAttr = "graphi_schedule_search";
 
 // Input slots, ONNX order.
 enum RnnInput : int {
@@ -78,6 +84,8 @@ struct RnnSpec {
   DType seq_lens_dtype = DType::kI32;
   int num_outputs = 1;
   bool wcs_shuffle = false;
+  std::string forced_schedule;  // graphi_schedule, "" = none
+  int schedule_search = -1;     // graphi_schedule_search: -1 = the environment decides
 
   // Is direction d (0 or 1) processed back to front?
   bool is_reverse(int d) const { return reverse_only || d == 1; }
@@ -93,5 +101,10 @@ Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* co
 
 // The descs of the spec's outputs (the first num_outputs of Y, Y_h, Y_c).
 std::vector<TensorDesc> rnn_output_descs(const RnnSpec& s);
+
+// For `graphi info`: "<kernel> <schedule>" (e.g. "lstm_wcs p2 1x2 hoisted chunk 100 tile 256
+// (calibrated)") when `k` is an LSTM/GRU/RNN sequence kernel, else "".
+class Kernel;
+std::string rnn_kernel_description(const Kernel& k);
 
 }  // namespace graphi::ops

@@ -1,0 +1,427 @@
+// Phased-schedule enumeration, the kernel's calibration candidates and the schedule cache (see
+// ops/rnn_schedule.h).
+#include "ops/rnn_schedule.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "ops/pcp_partition.h"
+#include "ops/xsmm.h"
+
+namespace graphi::ops {
+
+// ---- MM-DAG -------------------------------------------------------------------------------------
+
+std::vector<RnnMm> rnn_mm_dag(bool canonical_gru) {
+  if (!canonical_gru) return {{"X", false, {}}, {"H", true, {}}};
+  // Hh = (r * h_prev) R_h^T: r needs the step's X (its r block) and Hzr.
+  return {{"X", false, {}}, {"Hzr", true, {}}, {"Hh", true, {0, 1}}};
+}
+
+std::string PhasedSchedule::to_string() const {
+  std::string out;
+  if (!independent.empty()) {
+    out += "[";
+    for (size_t i = 0; i < independent.size(); ++i) out += (i ? "," : "") + independent[i] + "*";
+    out += "]";
+  }
+  for (const auto &phase : per_step) {
+    out += out.empty() ? "{" : " {";
+    for (size_t i = 0; i < phase.size(); ++i) out += (i ? "," : "") + phase[i];
+    out += "}";
+  }
+  return out;
+}
+
+// Brute force over placements: each MM is hoisted (time-independent phase), or sits in per-step
+// phase k (0..P-1) of its own step (shift 0) or, if it does not read h, of the previous step (shift
+// 1: computed one step early). Small DAGs only (a cell has at most 3 fused MMs).
+std::vector<PhasedSchedule> enumerate_phased_schedules(const std::vector<RnnMm> &dag) {
+  const int n = static_cast<int>(dag.size());
+  std::vector<PhasedSchedule> out;
+  std::set<std::string> seen;
+  // Placement codes: -1 hoisted; else phase * 2 + shift.
+  for (int phases = 1; phases <= n; ++phases) {
+    const int codes = 1 + 2 * phases;
+    int combos = 1;
+    for (int i = 0; i < n; ++i) combos *= codes;
+    for (int c = 0; c < combos; ++c) {
+      std::vector<int> hoisted(n), phase(n), shift(n);
+      int v = c;
+      for (int i = 0; i < n; ++i) {
+        const int code = v % codes - 1;
+        v /= codes;
+        hoisted[i] = code < 0;
+        phase[i] = code < 0 ? -1 : code / 2;
+        shift[i] = code < 0 ? 0 : code % 2;
+      }
+      bool ok = true;
+      // Only MMs that do not read h_{t-1} may be hoisted or computed a step early; an MM is hoisted
+      // only with everything it depends on.
+      for (int i = 0; i < n && ok; ++i) {
+        if (dag[i].time_dependent && (hoisted[i] || shift[i])) ok = false;
+        if (hoisted[i])
+          for (int d : dag[i].deps) ok = ok && hoisted[d];
+      }
+      if (!ok) continue;
+      // Every phase non-empty and (rule iii: no time-independent phase after a dependent one)
+      // holding at least one time-dependent MM.
+      std::vector<std::vector<int>> members(phases);
+      for (int i = 0; i < n; ++i)
+        if (!hoisted[i]) members[phase[i]].push_back(i);
+      for (int k = 0; k < phases && ok; ++k) {
+        bool dep = false;
+        for (int i : members[k]) dep = dep || dag[i].time_dependent;
+        ok = dep;
+      }
+      if (!ok) continue;
+      // Dependencies within a step: position = phase - shift * phases (a step-early MM runs in the
+      // previous step's frame); hoisted MMs come before everything.
+      auto pos = [&](int i) { return hoisted[i] ? -1000 : phase[i] - shift[i] * phases; };
+      for (int i = 0; i < n && ok; ++i)
+        for (int d : dag[i].deps) ok = ok && pos(d) < pos(i);
+      if (!ok) continue;
+      // Rule ii between consecutive per-step phases (all are time-dependent by now), including the
+      // wrap from the last phase of step t to the first of step t+1: the later one must depend on
+      // the earlier one. Across steps, a time-dependent MM of step t+1 depends on every MM instance
+      // of step t (through h_t); within a step, on its listed deps.
+      auto depends = [&](int later_phase, int earlier_phase, bool wrap) {
+        for (int a : members[later_phase])
+          for (int b : members[earlier_phase]) {
+            // Instances: a of step (wrap ? t+1 : t) + shift[a], b of step t + shift[b].
+            const int step_a = (wrap ? 1 : 0) + shift[a], step_b = shift[b];
+            if (step_a == step_b + 1 && dag[a].time_dependent) return true;
+            if (step_a == step_b &&
+                std::find(dag[a].deps.begin(), dag[a].deps.end(), b) != dag[a].deps.end())
+              return true;
+          }
+        return false;
+      };
+      for (int k = 0; k + 1 < phases && ok; ++k) ok = depends(k + 1, k, false);
+      if (ok) ok = depends(0, phases - 1, true);
+      if (!ok) continue;
+
+      PhasedSchedule s;
+      for (int i = 0; i < n; ++i)
+        if (hoisted[i]) s.independent.push_back(dag[i].name);
+      for (int k = 0; k < phases; ++k) {
+        std::vector<std::string> names;
+        for (int i : members[k]) names.push_back(dag[i].name + (shift[i] ? "+1" : ""));
+        s.per_step.push_back(names);
+      }
+      bool any_shift = false;
+      for (int i = 0; i < n; ++i) any_shift = any_shift || (!hoisted[i] && shift[i]);
+      // The kernel runs X hoisted, or X_t in the first phase of step t.
+      const bool x_first = !hoisted[0] && !shift[0] && phase[0] == 0;
+      s.name = !s.independent.empty() ? "hoisted" : any_shift ? "pipelined" : "per-step";
+      s.kernel_supported = !any_shift && (hoisted[0] || x_first);
+      if (seen.insert(s.to_string()).second) out.push_back(std::move(s));
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const PhasedSchedule &a, const PhasedSchedule &b) {
+    return !a.independent.empty() && b.independent.empty();
+  });
+  return out;
+}
+
+// ---- knobs --------------------------------------------------------------------------------------
+
+std::string RnnSchedule::to_string() const {
+  std::string s =
+      "p" + std::to_string(threads) + " " + std::to_string(xi) + "x" + std::to_string(xj) +
+      (chunk > 1 ? " hoisted chunk " + std::to_string(chunk) : std::string(" per-step")) +
+      " tile " + std::to_string(rec_tile);
+  if (zigzag) s += " zigzag";
+  s += searched ? " (calibrated)" : " (default)";
+  return s;
+}
+
+std::string RnnLayerShape::key() const {
+  return cell + " T" + std::to_string(seq_len) + " B" + std::to_string(batch) + " I" +
+         std::to_string(input_size) + " H" + std::to_string(hidden) + " D" +
+         std::to_string(directions) + " team" + std::to_string(team);
+}
+
+namespace {
+
+constexpr int64_t kLine = 16;
+
+int64_t lines_of(const RnnLayerShape &s) { return (s.hidden + kLine - 1) / kLine; }
+
+// PCP over the recurrent GEMM C[B, D*G*H] = h R^T for p threads: the best (xi, xj) pairs that fit
+// (rows x units, no K split; the units are cut in whole cache lines), best first.
+std::vector<std::pair<int, int>> partitions_for(const RnnLayerShape &s, int p) {
+  const GemmDims dims{s.batch, s.directions * s.gates * s.hidden, s.hidden};
+  PcpOptions opt;
+  opt.seq_len = s.seq_len;
+  opt.l2_bytes = s.l2_bytes;
+  const int64_t units = s.directions * lines_of(s);
+  std::vector<std::pair<double, std::pair<int, int>>> scored;
+  for (int xj = p; xj >= 1; --xj) {  // more unit splits first on ties (weights stay apart)
+    if (p % xj) continue;
+    const int xi = p / xj;
+    if (xj > units || xi > s.batch) continue;
+    scored.push_back({pcp_cost(dims, xi, xj, 1, opt), {xi, xj}});
+  }
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto &a, const auto &b) { return a.first < b.first; });
+  std::vector<std::pair<int, int>> out;
+  for (const auto &e : scored) out.push_back(e.second);
+  return out;
+}
+
+int64_t default_chunk(const RnnLayerShape &s) {
+  const int64_t per_step =
+      s.batch * s.directions * ((s.gates == 2 ? 3 : s.gates) * s.hidden) * int64_t{sizeof(float)};
+  return std::clamp<int64_t>(s.hoist_budget_bytes / std::max<int64_t>(per_step, 1), 1, s.seq_len);
+}
+
+int default_tile(int64_t rows) { return rows <= 2 ? 256 : 32; }
+int alt_tile(int64_t rows) { return rows <= 2 ? 128 : 64; }
+
+// Bytes of recurrent weights one thread of partition xj streams per step.
+int64_t rec_bytes_per_thread(const RnnLayerShape &s, int xj) {
+  const int64_t cols = s.directions * (s.gates + (s.canonical_gru ? 1 : 0)) * s.hidden;
+  return cols / std::max(1, xj) * s.hidden * int64_t{sizeof(float)};
+}
+
+}  // namespace
+
+RnnSchedule default_rnn_schedule(const RnnLayerShape &s) {
+  RnnSchedule r;
+  for (int p = std::max(1, s.team); p >= 1; --p) {
+    auto parts = partitions_for(s, p);
+    if (parts.empty()) continue;
+    r.threads = p;
+    r.xi = parts[0].first;
+    r.xj = parts[0].second;
+    break;
+  }
+  r.chunk = default_chunk(s);
+  const int64_t rows = (s.batch + r.xi - 1) / r.xi;
+  r.rec_tile = default_tile(rows);
+  r.zigzag = s.seq_len > 1 && rec_bytes_per_thread(s, r.xj) > s.l2_bytes / 2;
+  return r;
+}
+
+std::vector<RnnSchedule> rnn_schedule_candidates(const RnnLayerShape &s) {
+  std::vector<RnnSchedule> out;
+  auto add = [&](const RnnSchedule &c) {
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  };
+  add(default_rnn_schedule(s));
+  std::vector<int64_t> chunks;
+  for (const PhasedSchedule &ph : enumerate_phased_schedules(rnn_mm_dag(s.canonical_gru))) {
+    if (!ph.kernel_supported) continue;
+    if (ph.independent.empty()) {
+      chunks.push_back(1);
+    } else {
+      const int64_t c = default_chunk(s);
+      if (c > 1) chunks.push_back(c);
+      if (c > 16) chunks.push_back(8);
+    }
+  }
+  for (int p = std::max(1, s.team); p >= 1; --p) {
+    auto parts = partitions_for(s, p);
+    if (parts.size() > 2) parts.resize(2);
+    for (auto [xi, xj] : parts) {
+      const int64_t rows = (s.batch + xi - 1) / xi;
+      const bool big = s.seq_len > 1 && rec_bytes_per_thread(s, xj) > s.l2_bytes / 2;
+      for (int64_t chunk : chunks)
+        for (int tile : {default_tile(rows), alt_tile(rows)})
+          for (int zz = big ? 1 : 0; zz >= 0; --zz) {
+            RnnSchedule c;
+            c.threads = p;
+            c.xi = xi;
+            c.xj = xj;
+            c.chunk = chunk;
+            c.rec_tile = tile;
+            c.zigzag = zz == 1;
+            add(c);
+          }
+    }
+  }
+  return out;
+}
+
+// ---- cache --------------------------------------------------------------------------------------
+
+std::string cpu_signature() {
+  static const std::string sig = [] {
+    std::string model = "unknown cpu", family, modelno;
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+      auto value = [&] {
+        const size_t c = line.find(':');
+        std::string v = c == std::string::npos ? "" : line.substr(c + 1);
+        const size_t b = v.find_first_not_of(" \t");
+        return b == std::string::npos ? std::string() : v.substr(b);
+      };
+      if (line.rfind("model name", 0) == 0 && model == "unknown cpu") model = value();
+      if (line.rfind("cpu family", 0) == 0 && family.empty()) family = value();
+      if (line.rfind("model\t", 0) == 0 && modelno.empty()) modelno = value();
+    }
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return model + "|fam " + family + " model " + modelno + "|" +
+           std::to_string(std::thread::hardware_concurrency()) + " cpus|L2 " + std::to_string(l2) +
+           "|" + xsmm::version_string();
+  }();
+  return sig;
+}
+
+std::string rnn_schedule_cache_path() {
+  namespace fs = std::filesystem;
+  if (const char *d = std::getenv("GRAPHI_CACHE_DIR"); d && *d)
+    return (fs::path(d) / "rnn_schedules.json").string();
+  if (const char *d = std::getenv("XDG_CACHE_HOME"); d && *d)
+    return (fs::path(d) / "graphi" / "rnn_schedules.json").string();
+  if (const char *d = std::getenv("HOME"); d && *d)
+    return (fs::path(d) / ".cache" / "graphi" / "rnn_schedules.json").string();
+  return "";
+}
+
+namespace {
+
+std::mutex &cache_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+void warn_once(const std::string &path, const std::string &msg) {
+  static std::set<std::string> warned;
+  if (!warned.insert(path).second) return;
+  std::fprintf(stderr, "graphi: warning: RNN schedule cache %s: %s (ignored; recomputing)\n",
+               path.c_str(), msg.c_str());
+}
+
+// The file's JSON, or nullopt if missing; a corrupt file sets *corrupt.
+std::optional<nlohmann::json> read_cache(const std::string &path, std::string *corrupt) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return std::nullopt;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *corrupt = "cannot open";
+    return std::nullopt;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("entries") || !j["entries"].is_object()) {
+    *corrupt = "not a schedule cache (bad JSON or no \"entries\" object)";
+    return std::nullopt;
+  }
+  return j;
+}
+
+}  // namespace
+
+std::optional<RnnSchedule> load_cached_schedule(const std::string &path, const std::string &key,
+                                                const std::string &signature) {
+  if (path.empty()) return std::nullopt;
+  std::lock_guard<std::mutex> lock(cache_mutex());
+  std::string corrupt;
+  auto j = read_cache(path, &corrupt);
+  if (!corrupt.empty()) warn_once(path, corrupt);
+  if (!j) return std::nullopt;
+  const std::string full = key + "|" + signature;
+  const auto &entries = (*j)["entries"];
+  auto it = entries.find(full);
+  if (it == entries.end()) return std::nullopt;
+  const nlohmann::json &e = *it;
+  auto int_field = [&](const char *name, int64_t lo, int64_t hi, int64_t *out) {
+    if (!e.is_object() || !e.contains(name) || !e[name].is_number_integer()) return false;
+    const int64_t v = e[name].get<int64_t>();
+    if (v < lo || v > hi) return false;
+    *out = v;
+    return true;
+  };
+  int64_t threads, xi, xj, chunk, tile, zigzag;
+  if (!int_field("threads", 1, 4096, &threads) || !int_field("xi", 1, 4096, &xi) ||
+      !int_field("xj", 1, 4096, &xj) || !int_field("chunk", 1, int64_t{1} << 40, &chunk) ||
+      !int_field("rec_tile", 16, 4096, &tile) || !int_field("zigzag", 0, 1, &zigzag) ||
+      xi * xj != threads || tile % 16 != 0) {
+    warn_once(path, "entry '" + full + "' is malformed");
+    return std::nullopt;
+  }
+  RnnSchedule s;
+  s.threads = static_cast<int>(threads);
+  s.xi = static_cast<int>(xi);
+  s.xj = static_cast<int>(xj);
+  s.chunk = chunk;
+  s.rec_tile = static_cast<int>(tile);
+  s.zigzag = zigzag == 1;
+  s.searched = true;
+  if (e.contains("ms") && e["ms"].is_number()) s.measured_ms = e["ms"].get<double>();
+  return s;
+}
+
+Status store_cached_schedule(const std::string &path, const std::string &key,
+                             const std::string &signature, const RnnSchedule &s) {
+  namespace fs = std::filesystem;
+  if (path.empty()) return Status::invalid_argument("no cache path");
+  std::lock_guard<std::mutex> lock(cache_mutex());
+  std::string corrupt;
+  nlohmann::json j = read_cache(path, &corrupt).value_or(nlohmann::json());
+  if (!j.is_object()) j = nlohmann::json::object();
+  j["version"] = 1;
+  if (!j.contains("entries") || !j["entries"].is_object()) j["entries"] = nlohmann::json::object();
+  j["entries"][key + "|" + signature] = {{"threads", s.threads},
+                                         {"xi", s.xi},
+                                         {"xj", s.xj},
+                                         {"chunk", s.chunk},
+                                         {"rec_tile", s.rec_tile},
+                                         {"zigzag", s.zigzag ? 1 : 0},
+                                         {"ms", s.measured_ms}};
+  std::error_code ec;
+  const fs::path p(path);
+  if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
+  if (ec)
+    return Status::io_error("cannot create " + p.parent_path().string() + ": " + ec.message());
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return Status::io_error("cannot write " + tmp);
+    out << j.dump(2) << "\n";
+    if (!out.good()) {
+      out.close();
+      fs::remove(tmp, ec);
+      return Status::io_error("write failed: " + tmp);
+    }
+  }
+  fs::rename(tmp, p, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return Status::io_error("cannot rename " + tmp + " to " + path);
+  }
+  return Status::ok();
+}
+
+bool rnn_schedule_search_enabled_by_env() {
+  const char *v = std::getenv("GRAPHI_RNN_SCHEDULE_SEARCH");
+  if (!v) return true;
+  const std::string s(v);
+  return !(s == "0" || s == "off" || s == "false" || s == "no");
+}
+
+double rnn_schedule_search_budget_ms() {
+  const char *v = std::getenv("GRAPHI_RNN_SEARCH_BUDGET_MS");
+  if (!v || !*v) return 200.0;
+  char *end = nullptr;
+  const double d = std::strtod(v, &end);
+  return (end && *end == 0 && d >= 0 && d < 1e7) ? d : 200.0;
+}
+
+}  // namespace graphi::ops

@@ -1,0 +1,131 @@
+// Schedule search for the fused RNN sequence kernel (DeepCPU section 5.1, "MM-DAG scheduling",
+// with the parallelism generator of 5.2.2 and PCP of 5.2.3): what can be chosen per layer, the
+// phased schedules that survive the paper's three pruning rules, the candidates the kernel
+// calibrates at init, and the on-disk cache of the winners. Pure functions plus file I/O; ops/
+// only.
+//
+// Phased schedules. One time step of a cell is a small DAG of fused matrix multiplications
+// (MM fusion, 5.2.1, has already merged the gate MMs that share an input):
+//   LSTM, RNN, GRU with linear_before_reset = 1:
+//     X = x_t W^T (time-independent), H = h_{t-1} R^T (time-dependent)
+//   canonical GRU:
+//     X = x_t W^T, Hzr = h_{t-1} R_zr^T, Hh = (r_t * h_{t-1}) R_h^T, where Hh needs X and Hzr
+//     of the same step (through r_t).
+// A phased schedule assigns every MM to an ordered phase. enumerate_phased_schedules() lists
+// those that satisfy (i) the time-dependent phases of every step look the same (symmetry; an
+// MM that does not read h may sit in a phase of its own step or of the step before), (ii) two
+// consecutive phases of the same type depend on each other (else they would be one phase),
+// (iii) time-independent phases come first (the hoisted input projection X of all steps is
+// one phase, computed before the recurrence; no phase inside the recurrence may be
+// time-independent).
+//
+// The kernel runs two of them: "per-step" (X_t in the same phase as the step's first
+// recurrent MM: the hoist chunk is 1 step) and "hoisted" (X of all steps first; the kernel
+// computes it in chunks of `chunk` steps so the gate pre-activations stay within a few MiB:
+// chunk is a knob of the search). The "pipelined" schedules (X_{t+1} computed during step t)
+// are enumerated but not implemented (kernel_supported = false).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/base.h"
+
+namespace graphi::ops {
+
+// ---- the MM-DAG and its phased schedules ----------------------------------------------------
+
+struct RnnMm {
+  std::string name;             // "X", "H", "Hzr", "Hh"
+  bool time_dependent = false;  // reads h_{t-1}
+  std::vector<int> deps;        // MMs of the same step that must finish first (indices)
+};
+
+// The fused MMs of one step of the cell (see above). canonical_gru selects the 3-MM DAG.
+std::vector<RnnMm> rnn_mm_dag(bool canonical_gru);
+
+struct PhasedSchedule {
+  std::vector<std::string> independent;            // hoisted MMs (all steps); empty = none
+  std::vector<std::vector<std::string>> per_step;  // phases of step t; "X+1" = X of step t+1
+  bool kernel_supported = false;
+  std::string name;               // "hoisted", "per-step", "pipelined"
+  std::string to_string() const;  // "[X*] {H}", "{X,Hzr} {Hh}": for logs and tests
+};
+
+// Every phased schedule of the DAG that satisfies rules (i)-(iii), without duplicates; the
+// hoisted ones first.
+std::vector<PhasedSchedule> enumerate_phased_schedules(const std::vector<RnnMm>& dag);
+
+// ---- the kernel's knobs ------------------------------------------------------------------------
+
+struct RnnSchedule {
+  int threads = 1;         // parallelism degree p <= team size (members >= p idle)
+  int xi = 1, xj = 1;      // PCP partition of the recurrent GEMM: batch rows x hidden units
+  int64_t chunk = 1;       // steps per hoisted input-projection chunk (1 = per-step schedule)
+  int rec_tile = 32;       // columns per packed weight panel / microkernel, recurrent GEMM
+  bool zigzag = false;     // alternate the panel order every step (L2 keeps the last panels)
+  bool searched = false;   // chosen by calibration (else the analytical default)
+  double measured_ms = 0;  // its calibration time (one shortened run), 0 = not measured
+
+  bool operator==(const RnnSchedule& o) const {
+    return threads == o.threads && xi == o.xi && xj == o.xj && chunk == o.chunk &&
+           rec_tile == o.rec_tile && zigzag == o.zigzag;
+  }
+  // "p2 1x2 hoisted chunk 100 tile 256 zigzag (calibrated)": for `graphi info` and logs.
+  std::string to_string() const;
+};
+
+// What the search needs to know about a layer.
+struct RnnLayerShape {
+  std::string cell;  // "LSTM", "GRU", "GRU-lbr", "RNN" (+ " layout1")
+  int64_t seq_len = 1, batch = 1, input_size = 1, hidden = 1;
+  int directions = 1;
+  int gates = 4;  // in the first recurrent GEMM group (canonical GRU: 2)
+  bool canonical_gru = false;
+  int team = 1;
+  int64_t l2_bytes = 1 << 20;                     // one core's private L2
+  int64_t hoist_budget_bytes = int64_t{4} << 20;  // gate pre-activations per hoisted chunk
+  std::string key() const;                        // cache key (without the CPU signature)
+};
+
+// The analytical default: PCP's cross-step cost picks (xi, xj) for the full team (more unit
+// splits on ties), the largest chunk within hoist_budget_bytes, wide panels for GEMV-like
+// steps (<= 2 rows), zigzag when a thread's recurrent weights exceed half its L2.
+RnnSchedule default_rnn_schedule(const RnnLayerShape& s);
+
+// The calibration candidates: every kernel-supported phased schedule (per-step: chunk 1;
+// hoisted: the default chunk, and 8 when that is > 16) x every parallelism degree p in
+// [1, team] x the best two PCP partitions of p (rows x units, no K split) x two recurrent
+// panel widths x zigzag (only where a thread's weights overflow half its L2). The default
+// comes first; no duplicates.
+std::vector<RnnSchedule> rnn_schedule_candidates(const RnnLayerShape& s);
+
+// ---- cache -------------------------------------------------------------------------------------
+
+// "Intel(R) Xeon(R) Processor|fam 6 model 167|2 cpus|L2 2097152|libxsmm 1.17 (target cpx)".
+std::string cpu_signature();
+
+// $GRAPHI_CACHE_DIR/rnn_schedules.json, else $XDG_CACHE_HOME/graphi/rnn_schedules.json, else
+// $HOME/.cache/graphi/rnn_schedules.json; "" if none of them is set.
+std::string rnn_schedule_cache_path();
+
+// The entry for key + signature. A missing file or entry is nullopt; a corrupt file or entry is
+// nullopt plus a warning on stderr (once per path). Never throws.
+std::optional<RnnSchedule> load_cached_schedule(const std::string& path, const std::string& key,
+                                                const std::string& signature);
+// Adds or replaces the entry (read-modify-write, written to a temporary file and renamed, so
+// readers never see a half-written file). A corrupt existing file is replaced. Errors (an
+// unwritable directory) come back as Status; callers warn and go on.
+Status store_cached_schedule(const std::string& path, const std::string& key,
+                             const std::string& signature, const RnnSchedule& s);
+
+// GRAPHI_RNN_SCHEDULE_SEARCH=0 (or off, false, no) turns the search off; default on. The node
+// attribute graphi_schedule_search (0 | 1) overrides the environment.
+bool rnn_schedule_search_enabled_by_env();
+
+// Calibration time budget per distinct layer shape: GRAPHI_RNN_SEARCH_BUDGET_MS, default 200.
+double rnn_schedule_search_budget_ms();
+
+}  // namespace graphi::ops

@@ -1,0 +1,354 @@
+// The RNN schedule search (ops/rnn_schedule.h): phased-schedule enumeration and pruning against
+// hand-enumerated cases, the calibration candidates of small layers, the cache file (round trip,
+// other CPU, corrupt file, unwritable path), and every candidate schedule of several layers run
+// through the registry (forced with the graphi_schedule attribute) against the naive reference.
+//
+// This binary runs with the search off unless GRAPHI_RNN_SCHEDULE_SEARCH is already set (the static
+// initializer below), so the other op tests stay fast and deterministic; the tests here that
+// exercise the search turn it on per node with the graphi_schedule_search attribute.
+#include <omp.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ops/rnn_schedule.h"
+#include "ops/rnn_sequence.h"
+#include "tests/support/op_runner.h"
+#include "tests/support/reference_rnn.h"
+#include "tests/support/test_util.h"
+
+using namespace graphi;
+
+namespace {
+
+const bool kSearchOffByDefault = [] {
+  setenv("GRAPHI_RNN_SCHEDULE_SEARCH", "0", /*overwrite=*/0);
+  return true;
+}();
+
+std::vector<std::string> names_of(const std::vector<ops::PhasedSchedule> &v) {
+  std::vector<std::string> out;
+  for (const auto &s : v) out.push_back(s.to_string());
+  return out;
+}
+
+ops::RnnLayerShape lstm_shape(int64_t T, int64_t B, int64_t H, int team) {
+  ops::RnnLayerShape s;
+  s.cell = "LSTM";
+  s.seq_len = T;
+  s.batch = B;
+  s.input_size = H;
+  s.hidden = H;
+  s.gates = 4;
+  s.team = team;
+  s.l2_bytes = 2 << 20;
+  return s;
+}
+
+// One layer: inputs (X, W, R, B), attributes and the reference's outputs.
+struct Layer {
+  std::string op;
+  int64_t T, B, I, H;
+  bool lbr = false;
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> expected;  // Y, Y_h (, Y_c)
+};
+
+Layer make_layer(const std::string &op, int64_t T, int64_t B, int64_t I, int64_t H, bool lbr,
+                 uint64_t seed) {
+  Layer l{op, T, B, I, H, lbr, {}, {}};
+  const int64_t G = op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
+  const double ws = 1.0 / std::sqrt(double(I + H));
+  l.inputs.push_back(test::random_tensor({DType::kF32, {T, B, I}}, seed));
+  l.inputs.push_back(test::random_tensor({DType::kF32, {1, G * H, I}}, seed + 1, -ws, ws));
+  l.inputs.push_back(test::random_tensor({DType::kF32, {1, G * H, H}}, seed + 2, -ws, ws));
+  l.inputs.push_back(test::random_tensor({DType::kF32, {1, 2 * G * H}}, seed + 3, -0.5, 0.5));
+  test::RnnRefSpec spec;
+  spec.op = op;
+  spec.hidden = H;
+  spec.linear_before_reset = lbr;
+  test::RnnRefInputs in;
+  in.x = &l.inputs[0];
+  in.w = &l.inputs[1];
+  in.r = &l.inputs[2];
+  in.b = &l.inputs[3];
+  l.expected = test::reference_rnn(spec, in);
+  return l;
+}
+
+graph::Attributes attrs_of(const Layer &l) {
+  graph::Attributes a;
+  a.set("hidden_size", l.H);
+  if (l.op == "GRU") a.set("linear_before_reset", int64_t{l.lbr ? 1 : 0});
+  return a;
+}
+
+void check_outputs(const Layer &l, const test::OpRun &run, const std::string &what) {
+  REQUIRE(run.outputs.size() == 2);
+  for (int i = 0; i < 2; ++i) {
+    INFO(what << " output " << i);
+    CHECK(test::max_rel_error(run.outputs[i], l.expected[i]) < 1e-5);
+  }
+}
+
+ops::RnnLayerShape shape_of(const Layer &l, int team) {
+  ops::RnnLayerShape s;
+  s.cell = l.op;
+  s.seq_len = l.T;
+  s.batch = l.B;
+  s.input_size = l.I;
+  s.hidden = l.H;
+  s.canonical_gru = l.op == "GRU" && !l.lbr;
+  s.gates = l.op == "LSTM" ? 4 : l.op == "GRU" ? (s.canonical_gru ? 2 : 3) : 1;
+  s.team = team;
+  s.l2_bytes = 2 << 20;
+  return s;
+}
+
+std::string forced(const ops::RnnSchedule &s) {
+  return std::to_string(s.threads) + "," + std::to_string(s.xi) + "," + std::to_string(s.xj) + "," +
+         std::to_string(s.chunk) + "," + std::to_string(s.rec_tile) + "," + (s.zigzag ? "1" : "0");
+}
+
+}  // namespace
+
+TEST_CASE("rnn schedule: phased schedules of the LSTM DAG (hand-enumerated)", "[rnn_schedule]") {
+  // X = x_t W^T (time-independent), H = h_{t-1} R^T. Hoisted X; X_t with H_t; X_{t+1} with H_t
+  // (computed one step early). {X}{H} fails rule iii (a time-independent phase after dependent
+  // ones) and rule ii (no dependency between X_t and H_t); {H}{X} likewise.
+  auto s = ops::enumerate_phased_schedules(ops::rnn_mm_dag(false));
+  CHECK(names_of(s) == std::vector<std::string>{"[X*] {H}", "{X,H}", "{X+1,H}"});
+  REQUIRE(s.size() == 3);
+  CHECK(s[0].kernel_supported);
+  CHECK(s[0].name == "hoisted");
+  CHECK(s[1].kernel_supported);
+  CHECK(s[1].name == "per-step");
+  CHECK_FALSE(s[2].kernel_supported);
+  CHECK(s[2].name == "pipelined");
+}
+
+TEST_CASE("rnn schedule: phased schedules of the canonical GRU DAG (hand-enumerated)",
+          "[rnn_schedule]") {
+  // X, Hzr = h R_zr^T, Hh = (r * h) R_h^T after X and Hzr. Hzr and Hh never share a phase
+  // (dependency), so every step has the phases {Hzr ...} {Hh ...}; X is hoisted, or joins Hzr of
+  // its own step, or is computed a step early next to Hzr or Hh. X next to Hh of its own step is
+  // out (Hh needs it).
+  auto s = ops::enumerate_phased_schedules(ops::rnn_mm_dag(true));
+  CHECK(names_of(s) == std::vector<std::string>{"[X*] {Hzr} {Hh}", "{X,Hzr} {Hh}", "{X+1,Hzr} {Hh}",
+                                                "{Hzr} {X+1,Hh}"});
+  int supported = 0;
+  for (const auto &p : s) supported += p.kernel_supported;
+  CHECK(supported == 2);
+}
+
+TEST_CASE("rnn schedule: pruning rules on small DAGs", "[rnn_schedule]") {
+  // Two independent recurrent MMs: one phase only (rule ii forbids splitting them).
+  std::vector<ops::RnnMm> two{{"A", true, {}}, {"B", true, {}}};
+  CHECK(names_of(ops::enumerate_phased_schedules(two)) == std::vector<std::string>{"{A,B}"});
+  // A chain A -> B: two phases, in dependency order.
+  std::vector<ops::RnnMm> chain{{"A", true, {}}, {"B", true, {0}}};
+  CHECK(names_of(ops::enumerate_phased_schedules(chain)) == std::vector<std::string>{"{A} {B}"});
+  // Only time-independent MMs: nothing to run per step, no valid phased schedule with a recurrence
+  // (rule iii: every per-step phase needs a time-dependent MM).
+  std::vector<ops::RnnMm> none{{"X", false, {}}};
+  auto s = ops::enumerate_phased_schedules(none);
+  REQUIRE(s.size() == 0);
+}
+
+TEST_CASE("rnn schedule: analytical default and candidates of small layers", "[rnn_schedule]") {
+  SECTION("LSTM T=100 B=1 H=256 on 2 threads") {
+    auto s = lstm_shape(100, 1, 256, 2);
+    ops::RnnSchedule d = ops::default_rnn_schedule(s);
+    CHECK(d.threads == 2);
+    CHECK(d.xi == 1);
+    CHECK(d.xj == 2);       // one batch row: split the units
+    CHECK(d.chunk == 100);  // 4 MiB / (1 * 1024 floats * 4 B) = 1024 steps, capped at T
+    CHECK(d.rec_tile == 256);
+    CHECK_FALSE(d.zigzag);  // 512 KiB of R per thread, within half of 2 MiB
+    auto c = ops::rnn_schedule_candidates(s);
+    // p in {2 (1x2), 1 (1x1)} x chunk {100, 8, 1} x tile {256, 128}, no zigzag.
+    CHECK(c.size() == 12);
+    CHECK(c.front() == d);
+    for (size_t i = 0; i < c.size(); ++i)
+      for (size_t j = i + 1; j < c.size(); ++j) CHECK_FALSE(c[i] == c[j]);
+  }
+  SECTION("LSTM T=100 B=20 H=256 on 2 threads") {
+    auto s = lstm_shape(100, 20, 256, 2);
+    auto c = ops::rnn_schedule_candidates(s);
+    // p = 2: 1x2 and 2x1; p = 1: 1x1. chunk: 4 MiB / (20 * 1024 * 4) = 51, 8, 1; tiles 32, 64.
+    CHECK(c.size() == 3 * 3 * 2);
+    bool has_rows = false, has_units = false;
+    for (const auto &x : c) {
+      has_rows = has_rows || (x.xi == 2 && x.xj == 1);
+      has_units = has_units || (x.xi == 1 && x.xj == 2);
+      CHECK(x.xi * x.xj == x.threads);
+      CHECK_FALSE(x.zigzag);
+    }
+    CHECK(has_rows);
+    CHECK(has_units);
+  }
+  SECTION("LSTM H=1024: weights overflow L2, zigzag is a knob") {
+    auto s = lstm_shape(100, 1, 1024, 2);
+    ops::RnnSchedule d = ops::default_rnn_schedule(s);
+    CHECK(d.zigzag);  // 8 MiB of R per thread
+    auto c = ops::rnn_schedule_candidates(s);
+    CHECK(c.size() == 2 * 3 * 2 * 2);
+  }
+}
+
+TEST_CASE("rnn schedule: cache round trip, other CPU, corrupt and unwritable files",
+          "[rnn_schedule]") {
+  const auto dir = test::scratch_dir("rnn_schedule_cache");
+  const std::string path = (dir / "sub" / "rnn_schedules.json").string();
+  std::filesystem::remove_all(dir / "sub");
+  ops::RnnSchedule s;
+  s.threads = 2;
+  s.xi = 2;
+  s.xj = 1;
+  s.chunk = 51;
+  s.rec_tile = 64;
+  s.zigzag = true;
+  s.measured_ms = 1.5;
+  CHECK_FALSE(ops::load_cached_schedule(path, "k1", "cpu").has_value());  // no file yet
+  REQUIRE(ops::store_cached_schedule(path, "k1", "cpu", s).is_ok());
+  ops::RnnSchedule t = s;
+  t.xi = 1;
+  t.xj = 2;
+  REQUIRE(ops::store_cached_schedule(path, "k2", "cpu", t).is_ok());
+  auto a = ops::load_cached_schedule(path, "k1", "cpu");
+  REQUIRE(a.has_value());
+  CHECK(*a == s);
+  CHECK(a->searched);
+  CHECK(a->measured_ms == 1.5);
+  auto b = ops::load_cached_schedule(path, "k2", "cpu");
+  REQUIRE(b.has_value());
+  CHECK(*b == t);
+  CHECK_FALSE(ops::load_cached_schedule(path, "k1", "other cpu").has_value());
+
+  // Corrupt: garbage, then valid JSON of the wrong shape, then a malformed entry.
+  for (const char *text : {"{\"entries\": {\"k1|cpu\": {\"threads\": 2,", "[1, 2, 3]",
+                           "{\"entries\": {\"k1|cpu\": {\"threads\": \"two\"}}}"}) {
+    {
+      std::ofstream out(path, std::ios::trunc);
+      out << text;
+    }
+    CHECK_FALSE(ops::load_cached_schedule(path, "k1", "cpu").has_value());
+    // Storing over a corrupt file replaces it with a valid one.
+    REQUIRE(ops::store_cached_schedule(path, "k1", "cpu", s).is_ok());
+    auto c = ops::load_cached_schedule(path, "k1", "cpu");
+    REQUIRE(c.has_value());
+    CHECK(*c == s);
+  }
+  // Unwritable: the parent "directory" is a regular file.
+  const std::string blocked = (dir / "sub" / "rnn_schedules.json" / "x.json").string();
+  Status st = ops::store_cached_schedule(blocked, "k1", "cpu", s);
+  CHECK_FALSE(st.is_ok());
+  CHECK_FALSE(ops::load_cached_schedule(blocked, "k1", "cpu").has_value());
+}
+
+TEST_CASE("rnn schedule: every candidate schedule matches the reference", "[rnn_schedule]") {
+  struct L {
+    const char *op;
+    int64_t T, B, I, H;
+    bool lbr;
+  };
+  // Sizes with several unit lines, partial panels and a T longer than the 8-step chunk.
+  const L layers[] = {{"LSTM", 19, 3, 20, 40, false},
+                      {"LSTM", 12, 1, 24, 72, false},
+                      {"GRU", 17, 4, 18, 36, false},
+                      {"GRU", 17, 2, 18, 50, true},
+                      {"RNN", 11, 5, 9, 33, false}};
+  uint64_t seed = 100;
+  for (const L &spec : layers) {
+    Layer l = make_layer(spec.op, spec.T, spec.B, spec.I, spec.H, spec.lbr, seed += 10);
+    for (int team : {1, 2}) {
+      auto cands = ops::rnn_schedule_candidates(shape_of(l, team));
+      REQUIRE(cands.size() >= 2);
+      // Plus the zigzag variant of every candidate (the candidates only offer it for big layers).
+      const size_t n = cands.size();
+      for (size_t i = 0; i < n; ++i) {
+        ops::RnnSchedule z = cands[i];
+        z.zigzag = !z.zigzag;
+        cands.push_back(z);
+      }
+      for (const ops::RnnSchedule &s : cands) {
+        graph::Attributes a = attrs_of(l);
+        a.set(ops::kScheduleAttr, forced(s));
+        auto r = test::run_single_op(spec.op, a, l.inputs, 2, team, {false, true, true, true});
+        REQUIRE(r.is_ok());
+        check_outputs(l, *r,
+                      std::string(spec.op) + " team " + std::to_string(team) + " " + s.to_string());
+      }
+    }
+  }
+}
+
+TEST_CASE("rnn schedule: invalid forced schedules are clear errors", "[rnn_schedule]") {
+  Layer l = make_layer("LSTM", 3, 2, 4, 20, false, 7);
+  for (const char *bad : {"2,1,2,1,32", "3,1,3,1,32,0", "2,2,1,1,33,0", "2,1,2,0,32,0",
+                          "1,1,1,1,32,2", "x,1,1,1,32,0", "1,3,1,1,32,0"}) {
+    graph::Attributes a = attrs_of(l);
+    a.set(ops::kScheduleAttr, std::string(bad));
+    auto r = test::run_single_op("LSTM", a, l.inputs, 2, 2, {false, true, true, true});
+    INFO(bad);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK_THAT(r.status().message(),
+               Catch::Contains("graphi_schedule") && Catch::Contains("node 'node' (LSTM)"));
+  }
+}
+
+TEST_CASE(
+    "rnn schedule: search on calibrates, writes the cache and reuses it; "
+    "corrupt cache",
+    "[rnn_schedule]") {
+  const auto dir = test::scratch_dir("rnn_schedule_search");
+  const std::string old_dir =
+      std::getenv("GRAPHI_CACHE_DIR") ? std::getenv("GRAPHI_CACHE_DIR") : "";
+  setenv("GRAPHI_CACHE_DIR", dir.string().c_str(), 1);
+  const std::string path = (dir / "rnn_schedules.json").string();
+  std::filesystem::remove(path);
+
+  // A shape no other test uses (the kernel remembers choices per process by shape).
+  Layer l = make_layer("LSTM", 9, 2, 13, 37, false, 321);
+  graph::Attributes a = attrs_of(l);
+  a.set(ops::kScheduleSearchAttr, int64_t{1});
+  auto r = test::run_single_op("LSTM", a, l.inputs, 2, 2, {false, true, true, true});
+  REQUIRE(r.is_ok());
+  check_outputs(l, *r, "searched");
+  REQUIRE(std::filesystem::exists(path));
+  {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    CHECK_THAT(ss.str(), Catch::Contains("LSTM T9 B2 I13 H37 D1 team2|"));
+  }
+
+  // A corrupt cache file: a warning, a fresh calibration, a valid file again, right numbers.
+  {
+    std::ofstream out(path, std::ios::trunc);
+    out << "not json at all {";
+  }
+  Layer m = make_layer("GRU", 8, 3, 11, 29, true, 654);
+  graph::Attributes b = attrs_of(m);
+  b.set(ops::kScheduleSearchAttr, int64_t{1});
+  auto r2 = test::run_single_op("GRU", b, m.inputs, 2, 2, {false, true, true, true});
+  REQUIRE(r2.is_ok());
+  check_outputs(m, *r2, "searched after corrupt cache");
+  {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    CHECK_THAT(ss.str(), Catch::Contains("GRU-lbr T8 B3 I11 H29 D1 team2|"));
+  }
+  if (old_dir.empty())
+    unsetenv("GRAPHI_CACHE_DIR");
+  else
+    setenv("GRAPHI_CACHE_DIR", old_dir.c_str(), 1);
+}
