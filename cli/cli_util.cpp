@@ -5,7 +5,7 @@
 
 #include "cli/args.h"
 #include "graph/graph_file.h"
-#include "graph/passes/rnn_fusion.h"
+#include "graph/passes/pipeline.h"
 #include "ops/registry.h"
 
 namespace graphi::cli {
@@ -47,15 +47,11 @@ Result<graph::ImportOptions> parse_dim_flags(const std::vector<std::string>& spe
 }
 
 Result<std::shared_ptr<const graph::Graph>> fuse_graph(std::shared_ptr<const graph::Graph> g) {
-  GRAPHI_ASSIGN_OR_RETURN(graph::passes::RnnFusionResult f,
-                          graph::passes::fuse_rnn_cells(*g, ops::Registry::get()));
-  std::fprintf(stderr,
-               "graphi: fused %d LSTM cells into %d LSTM sequence op%s, %d GRU cells into %d GRU "
-               "sequence op%s (--no-fuse: off)\n",
-               f.lstm_cells, f.lstm_sequences, f.lstm_sequences == 1 ? "" : "s", f.gru_cells,
-               f.gru_sequences, f.gru_sequences == 1 ? "" : "s");
-  if (f.sequences == 0) return g;
-  return std::make_shared<const graph::Graph>(std::move(f.graph));
+  GRAPHI_ASSIGN_OR_RETURN(graph::passes::PipelineResult p,
+                          graph::passes::run_passes(*g, ops::Registry::get()));
+  std::fprintf(stderr, "graphi: %s (--no-fuse: off)\n", p.summary().c_str());
+  if (!p.changed()) return g;
+  return std::make_shared<const graph::Graph>(std::move(p.graph));
 }
 
 std::string human_bytes(double b) {

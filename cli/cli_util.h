@@ -20,9 +20,9 @@ Result<std::shared_ptr<const graph::Graph>> load_model(const std::string& path,
 // --dim NAME=VALUE flags (repeatable) as ImportOptions: kInvalidArgument naming the bad flag.
 Result<graph::ImportOptions> parse_dim_flags(const std::vector<std::string>& specs);
 
-// Applies the default graph passes (graph/passes/rnn_fusion.h: unrolled LSTM and GRU cells ->
-// sequence ops) and says on stderr how many cells became how many sequence ops. `graphi run`
-// and `graphi info` call it unless --no-fuse is given.
+// Applies the default graph pass pipeline (graph/passes/pipeline.h: unrolled LSTM and GRU
+// cells -> sequence ops, then MM fusion and phase hoisting on the rest) and says on stderr, in
+// one line, what each pass did. `graphi run` and `graphi info` call it unless --no-fuse is given.
 Result<std::shared_ptr<const graph::Graph>> fuse_graph(std::shared_ptr<const graph::Graph> g);
 
 // "390.0 KiB"

@@ -1,0 +1,172 @@
+#include "graph/passes/phase_hoisting.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "graph/passes/gemm_operand.h"
+#include "graph/passes/pass_util.h"
+
+namespace graphi::graph::passes {
+namespace {
+
+// `a` is rows [off, off + rows) of `src` viewed as a [R, K] matrix (src's last dim is K).
+struct Rows {
+  ValueId src = kNoId;
+  int64_t off = 0, rows = 0;
+};
+
+// Rows [s, e) of axis 0 of `whole`, in units of whole's [R, K] view.
+Rows axis0_block(const Graph& g, ValueId whole, int64_t s, int64_t e) {
+  const TensorDesc& d = g.value(whole).desc;
+  const int64_t inner = d.numel() / d.shape[0] / d.shape.back();  // rows per index of axis 0
+  return {whole, s * inner, (e - s) * inner};
+}
+
+// Where value v (rank >= 2, last dim K) sits inside a larger tensor along axis 0.
+std::optional<Rows> axis0_piece(const Graph& g, ValueId v) {
+  const Value& val = g.value(v);
+  if (val.producer == kNoId) return std::nullopt;
+  const Node& p = g.node(val.producer);
+  if (p.inputs.empty() || p.inputs[0] == kNoId) return std::nullopt;
+  const ValueId whole = p.inputs[0];
+  const TensorDesc& wd = g.value(whole).desc;
+  if (wd.rank() < 2 || wd.shape.back() != val.desc.shape.back() || wd.dtype != val.desc.dtype)
+    return std::nullopt;
+  if (p.op == "Split") {
+    auto axis = node_axis(p, wd.rank());
+    if (!axis || *axis != 0) return std::nullopt;
+    int64_t s = 0;
+    for (ValueId o : p.outputs) {
+      const int64_t len = g.value(o).desc.shape[0];
+      if (o == v) return axis0_block(g, whole, s, s + len);
+      s += len;
+    }
+    return std::nullopt;
+  }
+  if (p.op == "Slice") {
+    auto r = slice_range(g, p, 0);
+    if (!r) return std::nullopt;
+    return axis0_block(g, whole, r->first, r->second);
+  }
+  return std::nullopt;
+}
+
+std::optional<Rows> rows_of(const Graph& g, ValueId a) {
+  const Value& av = g.value(a);
+  if (av.desc.rank() != 2) return std::nullopt;
+  if (auto r = axis0_piece(g, a)) return r;
+  // Reshape (or Squeeze / Flatten-like plumbing) of a [1, B, K] slice of a [T, B, K] tensor.
+  if (av.producer == kNoId) return std::nullopt;
+  const Node& p = g.node(av.producer);
+  if ((p.op != "Reshape" && p.op != "Squeeze") || p.inputs.empty() || p.inputs[0] == kNoId)
+    return std::nullopt;
+  const TensorDesc& pd = g.value(p.inputs[0]).desc;
+  if (pd.numel() != av.desc.numel() || pd.shape.back() != av.desc.shape.back())
+    return std::nullopt;
+  return axis0_piece(g, p.inputs[0]);
+}
+
+struct Member {
+  ConstGemm m;
+  Rows rows;
+};
+
+bool same_group(const Graph& g, const Member& a, const Member& b) {
+  const Node &na = g.node(a.m.node), &nb = g.node(b.m.node);
+  return a.rows.src == b.rows.src && na.op == nb.op && a.m.trans == b.m.trans &&
+         same_const(g, a.m.w, b.m.w) && (a.m.bias == kNoId) == (b.m.bias == kNoId) &&
+         (a.m.bias == kNoId || same_const(g, a.m.bias, b.m.bias));
+}
+
+}  // namespace
+
+Result<HoistResult> hoist_input_projections(const Graph& g, const ShapeInferencer& shapes) {
+  std::vector<Member> cands;
+  for (NodeId n = 0; n < g.num_nodes(); ++n) {
+    auto m = const_gemm(g, n);
+    if (!m || g.value(m->a).desc.rank() != 2) continue;
+    auto r = rows_of(g, m->a);
+    if (r) cands.push_back({*m, *r});
+  }
+  // Partition into groups of the same source and weights, then into runs of adjacent rows.
+  std::vector<std::vector<Member>> groups;
+  std::vector<bool> used(cands.size(), false);
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (used[i]) continue;
+    std::vector<Member> same;
+    for (size_t j = i; j < cands.size(); ++j)
+      if (!used[j] && same_group(g, cands[i], cands[j])) {
+        used[j] = true;
+        same.push_back(cands[j]);
+      }
+    std::stable_sort(same.begin(), same.end(),
+                     [](const Member& a, const Member& b) { return a.rows.off < b.rows.off; });
+    std::vector<Member> run;
+    auto flush = [&] {
+      if (run.size() >= 2) groups.push_back(run);
+      run.clear();
+    };
+    for (const Member& m : same) {
+      if (!run.empty() && m.rows.off != run.back().rows.off + run.back().rows.rows) flush();
+      run.push_back(m);
+    }
+    flush();
+  }
+  HoistResult result;
+  Rewrite rw(g);
+  for (const std::vector<Member>& ms : groups) {
+    std::unordered_set<NodeId> members;
+    for (const Member& m : ms) members.insert(m.m.node);
+    const ValueId src = ms[0].rows.src;
+    if (!inputs_independent(g, {src}, members)) continue;
+    const TensorDesc& sd = g.value(src).desc;
+    const int64_t K = sd.shape.back(), R = sd.numel() / K;
+    const int64_t lo = ms.front().rows.off, hi = ms.back().rows.off + ms.back().rows.rows;
+    const Node& first = g.node(ms[0].m.node);
+    const std::string base = rw.fresh(first.name + "/hoisted");
+    std::string x = g.value(src).name;
+    if (sd.rank() != 2) {
+      const std::string shape = rw.fresh(base + "/shape");
+      rw.add_constant(shape, i64_tensor({R, K}));
+      const std::string flat = rw.fresh(base + "/X");
+      rw.add_node("Reshape", rw.fresh(base + "/reshape"), {x, shape}, {flat});
+      x = flat;
+    }
+    if (lo != 0 || hi != R) {
+      Attributes sa;
+      sa.set("starts", std::vector<int64_t>{lo});
+      sa.set("ends", std::vector<int64_t>{hi});
+      sa.set("axes", std::vector<int64_t>{0});
+      const std::string rows = rw.fresh(base + "/rows");
+      rw.add_node("Slice", rw.fresh(base + "/slice"), {x}, {rows}, std::move(sa));
+      x = rows;
+    }
+    // The first member's op, weights and attributes, applied to all rows at once.
+    std::vector<std::string> ins{x};
+    for (size_t i = 1; i < first.inputs.size(); ++i)
+      ins.push_back(first.inputs[i] == kNoId ? std::string() : g.value(first.inputs[i]).name);
+    const std::string y = rw.fresh(base + "/Y");
+    rw.add_node(first.op, base, ins, {y}, first.attrs);
+    std::vector<std::string> outs;
+    std::vector<int64_t> sizes;
+    for (const Member& m : ms) {
+      rw.remove(m.m.node);
+      outs.push_back(g.value(g.node(m.m.node).outputs[0]).name);
+      sizes.push_back(m.rows.rows);
+    }
+    Attributes sp;
+    sp.set("axis", int64_t{0});
+    sp.set("split", sizes);
+    rw.add_node("Split", rw.fresh(base + "/split"), {y}, outs, std::move(sp));
+    ++result.groups;
+    result.members += static_cast<int>(ms.size());
+  }
+  if (result.groups == 0) {
+    result.graph = g;
+    return result;
+  }
+  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish(shapes));
+  return result;
+}
+
+}  // namespace graphi::graph::passes

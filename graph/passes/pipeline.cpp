@@ -1,0 +1,69 @@
+#include "graph/passes/pipeline.h"
+
+#include "graph/passes/mm_fusion.h"
+#include "graph/passes/phase_hoisting.h"
+#include "graph/passes/rnn_fusion.h"
+
+namespace graphi::graph::passes {
+namespace {
+
+std::string plural(int n, const std::string& what) {
+  return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+}
+
+}  // namespace
+
+bool PipelineResult::changed() const {
+  for (const PassReport& r : reports)
+    if (r.changes > 0) return true;
+  return false;
+}
+
+std::string PipelineResult::summary() const {
+  std::string s;
+  for (const PassReport& r : reports) s += (s.empty() ? "" : "; ") + r.did;
+  return s;
+}
+
+Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
+                                  const PipelineOptions& options) {
+  PipelineResult out;
+  out.graph = g;
+  if (options.rnn_fusion) {
+    GRAPHI_ASSIGN_OR_RETURN(RnnFusionResult r, fuse_rnn_cells(out.graph, shapes));
+    out.lstm_cells = r.lstm_cells;
+    out.lstm_sequences = r.lstm_sequences;
+    out.gru_cells = r.gru_cells;
+    out.gru_sequences = r.gru_sequences;
+    out.reports.push_back({"rnn_fusion",
+                           "fused " + std::to_string(r.lstm_cells) + " LSTM cells into " +
+                               plural(r.lstm_sequences, "LSTM sequence op") + ", " +
+                               std::to_string(r.gru_cells) + " GRU cells into " +
+                               plural(r.gru_sequences, "GRU sequence op"),
+                           r.sequences});
+    if (r.sequences > 0) out.graph = std::move(r.graph);
+  }
+  if (options.mm_fusion) {
+    GRAPHI_ASSIGN_OR_RETURN(MmFusionResult r, fuse_shared_matmuls(out.graph, shapes));
+    out.mm_groups = r.groups;
+    out.mm_members = r.members;
+    out.reports.push_back({"mm_fusion",
+                           "merged " + plural(r.members, "GEMM") + " sharing an input into " +
+                               std::to_string(r.groups),
+                           r.groups});
+    if (r.groups > 0) out.graph = std::move(r.graph);
+  }
+  if (options.phase_hoisting) {
+    GRAPHI_ASSIGN_OR_RETURN(HoistResult r, hoist_input_projections(out.graph, shapes));
+    out.hoisted_groups = r.groups;
+    out.hoisted_members = r.members;
+    out.reports.push_back({"phase_hoisting",
+                           "hoisted " + plural(r.members, "per-step input projection") +
+                               " into " + plural(r.groups, "GEMM"),
+                           r.groups});
+    if (r.groups > 0) out.graph = std::move(r.graph);
+  }
+  return out;
+}
+
+}  // namespace graphi::graph::passes

@@ -1,0 +1,44 @@
+// The default graph pass pipeline that `graphi run` and `graphi info` apply (--no-fuse skips
+// it), in this order:
+//   1. rnn_fusion (graph/passes/rnn_fusion.h): unrolled LSTM / GRU cells -> sequence ops;
+//   2. mm_fusion (graph/passes/mm_fusion.h): GEMMs sharing an activation -> one GEMM + Split;
+//   3. phase_hoisting (graph/passes/phase_hoisting.h): per-step input projections of what is
+//      left of a recurrence -> one GEMM ahead of it.
+// Passes 2 and 3 only see what pass 1 did not fuse (a cell the recognizer rejects, any other
+// graph). Every pass keeps the graph's inputs, outputs and their names.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace graphi::graph::passes {
+
+struct PipelineOptions {
+  bool rnn_fusion = true;
+  bool mm_fusion = true;
+  bool phase_hoisting = true;
+};
+
+struct PassReport {
+  std::string pass;  // "rnn_fusion", "mm_fusion", "phase_hoisting"
+  std::string did;   // e.g. "fused 6 LSTM cells into 2 LSTM sequence ops, ..."
+  int changes = 0;   // rewrites made (0: the pass changed nothing)
+};
+
+struct PipelineResult {
+  Graph graph;
+  std::vector<PassReport> reports;  // one per pass that ran, in order
+  int lstm_cells = 0, lstm_sequences = 0, gru_cells = 0, gru_sequences = 0;
+  int mm_groups = 0, mm_members = 0, hoisted_groups = 0, hoisted_members = 0;
+  bool changed() const;
+  // One line: what each pass did, "; "-separated.
+  std::string summary() const;
+};
+
+// `shapes` validates every intermediate graph (pass ops::Registry::get()).
+Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
+                                  const PipelineOptions& options = {});
+
+}  // namespace graphi::graph::passes
