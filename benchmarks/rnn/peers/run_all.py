@@ -259,7 +259,8 @@ def main():
             p = cpp.ask(f"prepare {cell} {h} {b} {s} {d}")
             if p is None:
                 sys.exit(f"run_all.py: graphi_bench_rnn failed on {cname(c)}: {cpp.error}")
-            r["flops"], r["weight_bytes"], r["r_level"] = p["flops"], p["weight_bytes"], p["r_level"]
+            r["flops"], r["r_level"] = p["flops"], p["r_level"]
+            r["l2_read_bytes"], r["l3_read_bytes"] = p["l2_read_bytes"], p["l3_read_bytes"]
             r["diff"]["onednn"] = p["onednn_max_abs_diff"]
             r["diff"]["graphi_wcs_shuffle"] = p["graphi_wcs_shuffle_max_abs_diff"]
             q = torch_p.ask(f"prepare {cell} {h} {b} {s} {d}")
@@ -356,8 +357,8 @@ def main():
                 bp = [rm[k] for k in ("onednn", "ort", "torch") if rm.get(k) is not None]
                 rr.append(min(bp) / rm["graphi"] if bp and rm.get("graphi") else None)
             roof = best_roof[t]
-            bw = roof["l2_gbs"] if r["r_level"] == "L2" else roof["l3_gbs"]
-            bound = max(r["flops"] / (roof["fma_gflops"] * 1e9), r["weight_bytes"] / (bw * 1e9)) * 1e3
+            mem = r["l2_read_bytes"] / (roof["l2_gbs"] * 1e9) + r["l3_read_bytes"] / (roof["l3_gbs"] * 1e9)
+            bound = max(r["flops"] / (roof["fma_gflops"] * 1e9), mem) * 1e3
             diffs = [r["diff"].get(k) for k in ("onednn", "ort", "torch", "graphi_wcs_shuffle")]
             known = [d for d in diffs if d is not None]
             cell_name = "LSTM" if cell == "lstm" else "GRU-lbr"
@@ -396,7 +397,8 @@ def main():
         "best peer/graphi > 1 means graphi is faster; (round 1, 2) = the same ratio per round "
         "(oneDNN, ORT, torch)",
         "GFLOP/s = GEMM flops 2*T*B*(I+H)*G*H / graphi time; % roofline = bound / graphi time, bound = "
-        "max(flops / FMA peak, (T*|R| + |W|) / read bandwidth of L2 if R fits the team's L2, else L3)",
+        "max(flops / FMA peak, weight read time: R every step, W once; the share of R that fits the "
+        "team's L2 from L2, the rest (and then W) from L3)",
         "roofline (best of the rounds): " + "; ".join(
             f"{t} thread(s): FMA {v['fma_gflops']:.0f} GFLOP/s, L2 {v['l2_gbs']:.0f} GB/s, "
             f"L3 {v['l3_gbs']:.0f} GB/s" for t, v in best_roof.items()),
