@@ -8,20 +8,22 @@
 #include "graph/format.h"
 #include "models/gru.h"
 #include "models/lstm.h"
+#include "models/phased_lstm.h"
 #include "ops/registry.h"
 
 namespace graphi::cli {
 
 int model_command(int argc, char** argv) {
   Args args(
-      "graphi model lstm|gru --input E --hidden H --seq T [--layers L] [--batch B] [--seed S] -o "
-      "FILE",
+      "graphi model lstm|gru|phased-lstm --input E --hidden H --seq T [--layers L] [--batch B] "
+      "[--seed S] -o FILE",
       "Generates an unrolled, stacked LSTM or GRU (ONNX gate order) with seeded random\n"
       "weights, uniform in [-1/sqrt(H), 1/sqrt(H)), and writes it as a .graphi file.\n"
       "Inputs: x f32[T,B,E], h0 (and c0 for LSTM) f32[L,B,H]. Outputs: y f32[T,B,H],\n"
-      "h_n (and c_n) f32[L,B,H]. Example:\n"
+      "h_n (and c_n) f32[L,B,H]. phased-lstm: stacked fused PhasedLSTM ops (time-gated LSTM,\n"
+      "Neil et al. 2016; see models/phased_lstm.h), plus input times f32[T,B]. Example:\n"
       "  graphi model lstm --input 64 --hidden 128 --layers 2 --batch 1 --seq 20 -o lstm.graphi");
-  args.positional("KIND", "lstm or gru");
+  args.positional("KIND", "lstm, gru or phased-lstm");
   args.option(
       "--input", "E",
       "input features per step, 1.." + std::to_string(models::kMaxRnnFeatures) + " (required)");
@@ -41,8 +43,9 @@ int model_command(int argc, char** argv) {
   if (auto code = args.parse(argc, argv)) return *code;
 
   const std::string kind = args.positionals()[0];
-  if (kind != "lstm" && kind != "gru")
-    return args.usage_error("unknown model kind '" + kind + "' (expected lstm or gru)");
+  if (kind != "lstm" && kind != "gru" && kind != "phased-lstm")
+    return args.usage_error("unknown model kind '" + kind +
+                            "' (expected lstm, gru or phased-lstm)");
   for (const char* req : {"--input", "--hidden", "--seq"})
     if (!args.has(req)) return args.usage_error(std::string("missing ") + req);
   if (args.has("-o") == args.has("--output"))
@@ -66,14 +69,15 @@ int model_command(int argc, char** argv) {
   spec.batch = *batch;
   spec.seed = static_cast<uint64_t>(*seed);
   spec.linear_before_reset = args.has("--linear-before-reset");
-  const int gates = kind == "lstm" ? 4 : 3;
+  const int gates = kind == "gru" ? 3 : 4;
   // Combined limits (layers * seq, weight bytes) are usage errors too: the user picked the sizes.
   if (Status s = models::validate_rnn_spec(spec, kind, gates); !s.is_ok())
     return args.usage_error(s.message());
 
   const auto& registry = ops::Registry::get();
-  Result<graph::Graph> g =
-      kind == "lstm" ? models::build_lstm(spec, registry) : models::build_gru(spec, registry);
+  Result<graph::Graph> g = kind == "lstm"   ? models::build_lstm(spec, registry)
+                           : kind == "gru" ? models::build_gru(spec, registry)
+                                           : models::build_phased_lstm(spec, registry);
   if (!g.is_ok()) {
     std::fprintf(stderr, "error: building the %s graph failed: %s\n", kind.c_str(),
                  g.status().to_string().c_str());
@@ -82,7 +86,8 @@ int model_command(int argc, char** argv) {
   if (Status s = graph::write_graphi(*g, out); !s.is_ok()) {
     return runtime_error(s);
   }
-  const int64_t params = models::rnn_parameter_count(spec, gates);
+  const int64_t params = kind == "phased-lstm" ? models::phased_lstm_parameter_count(spec)
+                                               : models::rnn_parameter_count(spec, gates);
   std::printf("wrote %s: %s %s, %zu nodes, %lld parameters (%s)\n", out.c_str(), kind.c_str(),
               models::rnn_spec_to_string(spec).c_str(), g->num_nodes(),
               static_cast<long long>(params), human_bytes(static_cast<double>(params) * 4).c_str());
