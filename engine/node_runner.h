@@ -20,22 +20,23 @@ struct SlotTables {
 // team size (the caller set omp_set_num_threads(threads) on this thread); others get one
 // parallel region per op. libgomp reuses the same OS threads for a thread's successive regions
 // of the same size, so a team is created once and stays pinned.
+// `failure` (may be nullptr) is where a kernel reports a run-time failure (custom ops).
 inline void run_node(const Plan& plan, NodeId n, SlotTables slots, int threads, void* scratch,
-                     size_t scratch_bytes) noexcept {
+                     size_t scratch_bytes, ops::KernelFailure* failure = nullptr) noexcept {
   const ops::Kernel& k = plan.kernel(n);
   const uint32_t i0 = plan.in_offsets()[n], i1 = plan.in_offsets()[n + 1];
   const uint32_t o0 = plan.out_offsets()[n], o1 = plan.out_offsets()[n + 1];
   ops::Buffers io{std::span<const void* const>(slots.in + i0, i1 - i0),
                   std::span<void* const>(slots.out + o0, o1 - o0)};
   if (plan.small(n)) {
-    k.run(ops::TeamContext{0, 1, scratch, scratch_bytes}, io);
+    k.run(ops::TeamContext{0, 1, scratch, scratch_bytes, failure}, io);
   } else if (k.opens_own_region() || threads == 1) {
-    k.run(ops::TeamContext{0, threads, scratch, scratch_bytes}, io);
+    k.run(ops::TeamContext{0, threads, scratch, scratch_bytes, failure}, io);
   } else {
     // The runtime may give fewer threads than asked (run() called inside a parallel region):
     // nthr is what we actually got.
 #pragma omp parallel num_threads(threads)
-    k.run(ops::TeamContext{omp_get_thread_num(), omp_get_num_threads(), scratch, scratch_bytes}, io);
+    k.run(ops::TeamContext{omp_get_thread_num(), omp_get_num_threads(), scratch, scratch_bytes, failure}, io);
   }
 }
 

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <mutex>
 #include <thread>
 
@@ -19,10 +20,11 @@ namespace graphi::engine {
 
 namespace {
 
-// Ring items besides op ids. Op ids are < 2^32 - 3 (a Plan never has that many nodes).
-constexpr uint32_t kDone = 0xFFFFFFFFu;   // report: the executor finished the op it was given
-constexpr uint32_t kStop = 0xFFFFFFFEu;   // inbox: leave the loop
-constexpr uint32_t kProbe = 0xFFFFFFFDu;  // inbox: record the team's thread ids
+// Ring items besides op ids. Op ids are < 2^31 (create() checks).
+constexpr uint32_t kDoneBit = 0x80000000u;  // report: kDoneBit | c = c inbox items finished
+constexpr uint32_t kStop = 0xFFFFFFFEu;     // inbox: leave the loop
+constexpr uint32_t kProbe = 0xFFFFFFFDu;    // inbox: record the team's thread ids
+constexpr size_t kMaxNodes = 0x7FFFFFF0u;
 
 struct FreeAligned {
   void operator()(void* p) const { std::free(p); }
@@ -34,15 +36,18 @@ size_t pow2_at_least(size_t n) {
   return c;
 }
 
-// Moves the calling (client) thread to the placement's scheduler core for its lifetime and puts
-// its affinity back afterwards. No-op without pinning or without a reserved core.
+// Moves the calling (client) thread to a core of the placement for its lifetime (the scheduler's
+// reserved core, or executor 0's when the client plays executor 0) and puts its affinity back
+// afterwards. No-op without pinning or without such a core.
 class ClientPin {
  public:
-  explicit ClientPin(const RuntimeOptions& o) {
-    if (!o.pin || !o.placement || !o.placement->scheduler || !o.binder) return;
+  ClientPin(const RuntimeOptions& o, bool executor0) {
+    if (!o.pin || !o.placement || !o.binder) return;
+    if (!executor0 && !o.placement->scheduler) return;
+    if (executor0 && (o.placement->teams.empty() || o.placement->teams[0].pus.empty())) return;
     CPU_ZERO(&saved_);
     if (pthread_getaffinity_np(pthread_self(), sizeof saved_, &saved_) != 0) return;
-    const int pu = o.placement->scheduler->pu;
+    const int pu = executor0 ? o.placement->teams[0].pus[0] : o.placement->scheduler->pu;
     active_ = o.binder->bind_current_thread(std::span<const int>(&pu, 1)).is_ok();
   }
   ~ClientPin() {
@@ -60,18 +65,29 @@ class ClientPin {
 
 struct alignas(64) Executor {
   Executor(int id_, size_t inbox_capacity, size_t report_capacity)
-      : id(id_), inbox(inbox_capacity), reports(report_capacity) {}
+      : id(id_), bit(uint64_t{1} << (id_ % 64)), inbox(inbox_capacity), reports(report_capacity) {}
   int id;
-  SpscRing<uint32_t> inbox;    // scheduler -> executor: op ids and commands
-  SpscRing<uint32_t> reports;  // executor -> scheduler role: ready op ids, then kDone
+  uint64_t bit;                // this executor's bit in idle_hint
+  SpscRing<uint32_t> inbox;    // scheduler role -> executor: op ids and commands
+  SpscRing<uint32_t> reports;  // executor -> scheduler role: published ready ops, done markers
   Parker parker;               // the executor sleeps here when idle
   std::thread thread;
   std::unique_ptr<void, FreeAligned> scratch;
   std::vector<pid_t> tids;
   std::vector<int> cpus;
-  std::vector<graph::NodeId> local, ready;  // per-op work lists, reserved once
+  // Executor-private per-run state (only this thread touches it during a run).
+  ReadyHeap heap;                     // ready ops this executor keeps for itself, by key
+  std::vector<graph::NodeId> inline_ops, ready;  // small ops to run inline; ops to publish
+  uint32_t taken = 0;                 // assignments taken and not yet reported done
+  uint64_t seen_posted = 0;           // `posted` when this executor last made sure of a step
+  size_t ran = 0;                     // ops run and not yet subtracted from `remaining`
+  ops::KernelFailure failure;         // run-time failures of this executor's ops
   Status start_status;
   std::atomic<bool> probed{false};
+  // Executor 0 when the client thread plays it (see client_drives): its own thread only serves
+  // probe requests and the stop, sleeping on cmd_parker.
+  std::atomic<bool> probe_request{false};
+  Parker cmd_parker;
 };
 
 struct ParallelRuntime::Impl {
@@ -79,10 +95,17 @@ struct ParallelRuntime::Impl {
   RuntimeOptions opt;
   bool dedicated = false;
   bool shared = false;  // shared-queue policy
+  // Small machines (no spare core, teams of 1): the client thread plays executor 0 during run()
+  // on executor 0's core instead of sleeping while two executors work. A third thread on two
+  // cores would have to sleep, and waking it costs ~30-80 us per run (measured: 80 us of every
+  // 315 us run of the LSTM-shaped DAG). oneTBB's calling thread joins its arena the same way.
+  // With threads > 1 executor 0's thread leads an OpenMP team, so the client cannot stand in.
+  bool client_drives = false;
   size_t inbox_capacity = 1;
   std::vector<std::unique_ptr<Executor>> ex;
   std::vector<double> keys;  // heap key per op: level (cpf) or -position (fifo)
   std::unique_ptr<void, FreeAligned> client_scratch;  // for bootstrap ops run by the client
+  ops::KernelFailure client_failure;
 
   // Per-run state.
   SlotTables slots;
@@ -92,12 +115,31 @@ struct ParallelRuntime::Impl {
   std::atomic<bool> done{false};
   Parker done_parker;
 
+  // Failure and cancellation: once `aborted` is set, ops are not run any more (their pending
+  // bookkeeping still is, so the run ends normally) and run() returns `error`.
+  alignas(64) std::atomic<bool> aborted{false};
+  std::atomic<bool> cancelled{false};  // sticky: cancel() was called (Session destruction)
+  std::atomic<bool> broken{false};     // an executor thread died: every later run fails
+  std::mutex error_mu;
+  Status error;
+
+  // Which executors the scheduler role sees idle (bit e % 64), for executors deciding whether
+  // to publish surplus ready ops. A hint: written by the role when the idle set changes, read
+  // (relaxed) by executors after each op; a stale value only delays or adds a publication.
+  alignas(64) std::atomic<uint64_t> idle_hint{0};
+  // Whether the central heap holds ops (0/1), another hint written by the role: an executor with
+  // surplus keeps one op published while the pool is empty, so the next executor to run out
+  // finds work at once instead of waiting for the end of someone's op.
+  std::atomic<uint32_t> pool_hint{0};
+
   // Scheduler role: owned by the client (dedicated) or by whoever holds sched_lock (embedded).
   alignas(64) std::atomic<bool> sched_lock{false};
   alignas(64) std::atomic<uint64_t> posted{0};  // reports posted; see try_schedule()
   ReadyHeap heap;
   IdleSet idle;
-  std::vector<uint32_t> inflight;  // ops assigned to executor e and not reported done
+  std::vector<uint32_t> inflight;  // inbox items given to executor e and not reported done
+  uint64_t idle_word = 0;          // last value stored to idle_hint
+  uint32_t pool_word = 0;          // last value stored to pool_hint
 
   // Shared-queue policy: one locked FIFO every executor pops (the baseline to beat).
   std::mutex sq_mu;
@@ -109,96 +151,172 @@ struct ParallelRuntime::Impl {
   std::atomic<int> started{0};
 
   void executor_main(Executor& e);
+  void executor_loop(Executor& e, bool client);
+  void command_loop(Executor& e);
   void init_team(Executor& e);
-  size_t process(Executor* e, graph::NodeId first, std::vector<graph::NodeId>& local,
-                 std::vector<graph::NodeId>& ready, void* scratch, int threads);
+  void run_one(Executor* e, graph::NodeId n, std::vector<graph::NodeId>& inline_ops, void* scratch, int threads,
+               ops::KernelFailure& failure, size_t& ran);
+  void run_local(Executor& e);
+  void publish(Executor& e, size_t count, bool done_marker);
   void finish(size_t ops);
-  void report(Executor& e);
-  bool step();
-  void try_schedule();
+  void fail(graph::NodeId n, const std::string& message);
+  void set_error(Status s);
+  bool step(Executor* self);
+  void try_schedule(Executor* self);
   void sq_push(const std::vector<graph::NodeId>& ops);
   bool sq_pop(graph::NodeId& n);
-  void wake_all();
 };
 
 // Called once an executor has run `ops` ops AND handed on what they made ready, so when the
 // count reaches 0 no thread touches this run's state any more and the next run may reset it.
 void ParallelRuntime::Impl::finish(size_t ops) {
+  if (ops == 0) return;
   // acq_rel: the decrements form one release sequence, so the thread that reaches 0 (and the
   // client acquiring `done`) sees every op's output writes.
   const auto n = static_cast<int64_t>(ops);
   if (remaining.fetch_sub(n, std::memory_order_acq_rel) == n) {
     done.store(true, std::memory_order_release);
+    if (client_drives) ex[0]->parker.wake();
     done_parker.wake();
   }
 }
 
-// Runs `first`, then the small ops it makes ready (inline, in this thread), and collects the
-// other ops that became ready in `ready`. With local continuation it keeps going while exactly
-// one op becomes ready. e == nullptr: the client thread running bootstrap ops. Returns how many
-// ops ran; the caller reports, then calls finish() with that count.
-size_t ParallelRuntime::Impl::process(Executor* e, graph::NodeId first, std::vector<graph::NodeId>& local,
-                                    std::vector<graph::NodeId>& ready, void* scratch, int threads) {
+void ParallelRuntime::Impl::set_error(Status s) {
+  {
+    std::lock_guard<std::mutex> lock(error_mu);
+    if (error.is_ok()) error = std::move(s);
+  }
+  aborted.store(true, std::memory_order_seq_cst);
+}
+
+void ParallelRuntime::Impl::fail(graph::NodeId n, const std::string& message) {
+  const graph::Graph& g = plan->graph();
+  set_error(Status::internal(g.source() + ": " + g.node(n).where() + ": " + message));
+}
+
+// Runs op n, then the small ops it makes ready (inline, in this thread). Ready ops that are not
+// small go to e's heap (e == nullptr: the client's bootstrap, `inline_ops` collects them too).
+void ParallelRuntime::Impl::run_one(Executor* e, graph::NodeId n, std::vector<graph::NodeId>& inline_ops,
+                                    void* scratch, int threads, ops::KernelFailure& failure, size_t& ran) {
   const Plan& p = *plan;
-  const size_t scratch_bytes = p.scratch_bytes();
-  graph::NodeId n = first;
-  size_t ran = 0;
-  while (true) {
-    local.clear();
-    ready.clear();
-    local.push_back(n);
-    while (!local.empty()) {
-      graph::NodeId m = local.back();
-      local.pop_back();
-      if (counts) counts[m].fetch_add(1, std::memory_order_relaxed);
-      run_node(p, m, slots, threads, scratch, scratch_bytes);
-      for (graph::NodeId s : p.successors(m)) {
-        // acq_rel: release publishes m's outputs; the acquire by the last predecessor makes all
-        // predecessors' outputs visible to whoever runs s (passed on through the rings).
-        if (pending[s].fetch_sub(1, std::memory_order_acq_rel) == 1) (p.small(s) ? local : ready).push_back(s);
+  inline_ops.push_back(n);
+  while (!inline_ops.empty()) {
+    const graph::NodeId m = inline_ops.back();
+    inline_ops.pop_back();
+    if (counts) counts[m].fetch_add(1, std::memory_order_relaxed);
+    if (!aborted.load(std::memory_order_relaxed)) {
+      run_node(p, m, slots, threads, scratch, p.scratch_bytes(), &failure);
+      if (failure.failed()) {
+        fail(m, failure.message());
+        failure.clear();
       }
-      ++ran;
     }
-    if (e == nullptr || shared) return ran;
-    if (opt.local_continuation && ready.size() == 1 && e->inbox.empty_approx()) {
-      n = ready[0];
-      continue;
+    for (graph::NodeId s : p.successors(m)) {
+      // acq_rel: release publishes m's outputs; the acquire by the last predecessor makes all
+      // predecessors' outputs visible to whoever runs s (passed on through heaps and rings).
+      if (pending[s].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+      if (p.small(s)) inline_ops.push_back(s);
+      else if (e) e->heap.push(s);
+      else heap.push(s);  // bootstrap: the client holds the scheduler role
     }
-    return ran;
+    ++ran;
   }
 }
 
-void ParallelRuntime::Impl::report(Executor& e) {
+// Pushes `count` ops from e's heap (best first) and, if asked, the done marker for e's finished
+// assignments to e's report ring, then lets the scheduler role see them.
+//
+// Surplus (no done marker, e keeps working): e only posts and wakes sleeping idle executors;
+// in embedded mode the idle executors, which watch `posted`, take the role and pay for the step,
+// not the busy publisher. Done marker (e is idle now): e takes the role itself.
+void ParallelRuntime::Impl::publish(Executor& e, size_t count, bool done_marker) {
   auto push = [&](uint32_t item) {
     while (!e.reports.try_push(item)) {
       // Full: the scheduler role drains it. In embedded mode take the role ourselves.
-      if (!dedicated) try_schedule();
+      if (!dedicated) try_schedule(nullptr);
       cpu_relax();
     }
   };
-  for (graph::NodeId r : e.ready) push(r);
-  push(kDone);
+  for (size_t i = 0; i < count && !e.heap.empty(); ++i) push(e.heap.pop());
+  if (done_marker && e.taken) {
+    push(kDoneBit | e.taken);
+    e.taken = 0;
+  }
   // seq_cst pairs with the load in try_schedule() after the role is released: either that holder
-  // sees our report and goes around again, or we find the lock free below.
-  posted.fetch_add(1, std::memory_order_seq_cst);
-  if (!dedicated) try_schedule();
+  // sees our report and goes around again, or we find the lock free below. It also orders the
+  // post before the sleepers_ loads of wake_if_sleeping().
+  const uint64_t now = posted.fetch_add(1, std::memory_order_seq_cst) + 1;
+  if (dedicated) return;
+  if (done_marker) {
+    e.seen_posted = now;
+    try_schedule(&e);
+    return;
+  }
+  uint64_t idle_bits = idle_hint.load(std::memory_order_relaxed) & ~e.bit;
+  while (idle_bits) {
+    const int i = __builtin_ctzll(idle_bits);
+    idle_bits &= idle_bits - 1;
+    if (static_cast<size_t>(i) < ex.size()) ex[static_cast<size_t>(i)]->parker.wake_if_sleeping();
+  }
+}
+
+// The executor's work loop for one batch: run the best op of its own heap while it has one.
+// After each op, if another executor is idle and this one has more than it runs next, it
+// publishes part of its surplus (best first) for the scheduler role to hand out. When the heap
+// is empty it reports its finished inbox items (it is idle now), then subtracts its ops from
+// `remaining`: nothing of this run is touched after that by this executor.
+void ParallelRuntime::Impl::run_local(Executor& e) {
+  const bool multi = ex.size() > 1;
+  void* scratch = e.scratch.get();
+  const int k = opt.threads;
+  while (!e.heap.empty()) {
+    const graph::NodeId n = e.heap.pop();
+    if (!e.heap.empty() && multi) {
+      if ((idle_hint.load(std::memory_order_relaxed) & ~e.bit) != 0) {
+        // Someone is idle: give it the best half of the surplus.
+        const size_t give = std::min((e.heap.size() + 1) / 2, e.reports.capacity() / 2);
+        publish(e, std::max<size_t>(give, 1), false);
+      } else if (pool_hint.load(std::memory_order_relaxed) == 0 && e.reports.empty_approx()) {
+        // Nobody idle yet, nothing in the pool: keep one op there for whoever runs out first.
+        publish(e, 1, false);
+      }
+    }
+    run_one(&e, n, e.inline_ops, scratch, k, e.failure, e.ran);
+    if (inbox_capacity > 1) {
+      uint32_t x;
+      while (e.inbox.try_pop(x)) {
+        ++e.taken;
+        e.heap.push(x);
+      }
+    }
+  }
 }
 
 // One scheduling step: drain every report ring, then give ready ops to executors with room in
-// their inbox, highest key first. Returns whether anything happened.
-bool ParallelRuntime::Impl::step() {
+// their inbox, highest key first. An idle executor running the step (`self`) claims a share of
+// the heap (the best 1/n of it) straight into its own heap as one assignment: fewer steps per op
+// on wide graphs. Returns whether anything happened.
+bool ParallelRuntime::Impl::step(Executor* self) {
   bool progress = false;
   for (auto& ep : ex) {
     Executor& e = *ep;
     uint32_t x;
     while (e.reports.try_pop(x)) {
       progress = true;
-      if (x == kDone) {
-        if (inflight[e.id]-- == inbox_capacity) idle.set(e.id);
+      if (x & kDoneBit) {
+        inflight[e.id] -= x & ~kDoneBit;
+        if (inflight[e.id] < inbox_capacity) idle.set(e.id);
       } else {
         heap.push(x);
       }
     }
+  }
+  if (self && opt.local_continuation && !heap.empty() && inflight[self->id] < inbox_capacity) {
+    const size_t share = std::max<size_t>(1, heap.size() / ex.size());
+    for (size_t i = 0; i < share; ++i) self->heap.push(heap.pop());
+    ++self->taken;
+    if (++inflight[self->id] == inbox_capacity) idle.clear(self->id);
+    progress = true;
   }
   while (!heap.empty() && idle.any()) {
     const size_t i = idle.first();
@@ -208,17 +326,27 @@ bool ParallelRuntime::Impl::step() {
     ex[i]->parker.wake();
     progress = true;
   }
+  const uint64_t w = idle.word(0);
+  if (w != idle_word) {
+    idle_word = w;
+    idle_hint.store(w, std::memory_order_relaxed);
+  }
+  const uint32_t pw = heap.empty() ? 0 : 1;
+  if (pw != pool_word) {
+    pool_word = pw;
+    pool_hint.store(pw, std::memory_order_relaxed);
+  }
   return progress;
 }
 
 // Embedded mode: take the scheduler role if nobody holds it. A reporter that finds the role
 // taken relies on the holder: after releasing, the holder re-reads `posted` and goes around
 // again if a report arrived meanwhile, so no report waits for a step that never comes.
-void ParallelRuntime::Impl::try_schedule() {
+void ParallelRuntime::Impl::try_schedule(Executor* self) {
   while (true) {
     if (sched_lock.exchange(true, std::memory_order_seq_cst)) return;
     const uint64_t seen = posted.load(std::memory_order_seq_cst);
-    step();
+    step(self);
     sched_lock.store(false, std::memory_order_seq_cst);
     if (posted.load(std::memory_order_seq_cst) == seen) return;
   }
@@ -245,10 +373,6 @@ bool ParallelRuntime::Impl::sq_pop(graph::NodeId& n) {
   n = sq[sq_head++];
   sq_size.store(static_cast<uint32_t>(sq.size() - sq_head), std::memory_order_release);
   return true;
-}
-
-void ParallelRuntime::Impl::wake_all() {
-  for (auto& e : ex) e->parker.wake();
 }
 
 void ParallelRuntime::Impl::init_team(Executor& e) {
@@ -281,46 +405,122 @@ void ParallelRuntime::Impl::init_team(Executor& e) {
   }
 }
 
+// The thread body. Nothing in the loop is expected to throw (kernels are noexcept, buffers are
+// reserved), but if something does, the thread must not take the process down with
+// std::terminate: it records the error, marks the runtime broken (its run state is lost, so
+// every later run fails), releases the client and leaves.
 void ParallelRuntime::Impl::executor_main(Executor& e) {
   char name[16];
   std::snprintf(name, sizeof name, "graphi-ex%d", e.id);
   pthread_setname_np(pthread_self(), name);
-  init_team(e);
+  try {
+    init_team(e);
+  } catch (const std::exception& x) {
+    e.start_status = Status::internal("executor " + std::to_string(e.id) + ": starting the team threw: " + x.what());
+  }
   started.fetch_add(1, std::memory_order_release);
   started.notify_all();
+  if (!e.start_status.is_ok()) return;
+  try {
+    if (client_drives && e.id == 0) command_loop(e);
+    else executor_loop(e, false);
+  } catch (...) {
+    std::string what = "unknown exception";
+    try {
+      throw;
+    } catch (const std::exception& x) {
+      what = x.what();
+    } catch (...) {
+    }
+    broken.store(true, std::memory_order_seq_cst);
+    set_error(Status::internal("executor " + std::to_string(e.id) + " stopped: " + what +
+                               " (the Session cannot run any more; destroy it)"));
+    done.store(true, std::memory_order_release);
+    done_parker.wake();
+  }
+}
 
+// Executor 0's own thread while the client drives executor 0: probes and the stop only.
+void ParallelRuntime::Impl::command_loop(Executor& e) {
+  while (true) {
+    e.cmd_parker.wait(
+        [&] { return e.probe_request.load(std::memory_order_acquire) || stopping.load(std::memory_order_acquire); },
+        std::chrono::microseconds(0));
+    if (stopping.load(std::memory_order_acquire)) return;
+    init_team(e);
+    e.probe_request.store(false, std::memory_order_relaxed);
+    e.probed.store(true, std::memory_order_release);
+    e.probed.notify_all();
+  }
+}
+
+// The executor's loop; `client`: the client thread playing executor 0 for one run, returning
+// when the run is done.
+void ParallelRuntime::Impl::executor_loop(Executor& e, bool client) {
   void* scratch = e.scratch.get();
   const int k = opt.threads;
+  // Embedded role: an idle executor also watches `posted` (another executor published surplus
+  // ops) and then takes the role to claim them.
+  const bool watch_posts = !dedicated && !shared && opt.local_continuation;
   while (true) {
-    e.parker.wait(
-        [&] {
-          return !e.inbox.empty_approx() || (shared && sq_size.load(std::memory_order_acquire) != 0) ||
-                 stopping.load(std::memory_order_acquire);
-        },
-        opt.spin_budget);
-    uint32_t item;
-    if (e.inbox.try_pop(item)) {
-      if (item == kStop) return;
-      if (item == kProbe) {
-        init_team(e);  // re-binding to the same core is harmless; records current tids
-        e.probed.store(true, std::memory_order_release);
-        e.probed.notify_all();
+    if (e.heap.empty()) {
+      e.parker.wait(
+          [&] {
+            return !e.inbox.empty_approx() || (shared && sq_size.load(std::memory_order_acquire) != 0) ||
+                   (watch_posts && posted.load(std::memory_order_seq_cst) != e.seen_posted) ||
+                   stopping.load(std::memory_order_acquire) || (client && done.load(std::memory_order_acquire));
+          },
+          opt.spin_budget);
+      uint32_t item;
+      while (e.inbox.try_pop(item)) {
+        if (item == kStop) return;
+        if (item == kProbe) {
+          init_team(e);  // re-binding to the same core is harmless; records current tids
+          e.probed.store(true, std::memory_order_release);
+          e.probed.notify_all();
+          continue;
+        }
+        ++e.taken;
+        if (opt.local_continuation) {
+          e.heap.push(item);
+        } else {
+          // The paper's central design: run the op given, report every op it made ready.
+          run_one(&e, item, e.inline_ops, scratch, k, e.failure, e.ran);
+          publish(e, e.heap.size(), true);
+          const size_t ran = e.ran;
+          e.ran = 0;
+          finish(ran);
+        }
+      }
+      if (e.heap.empty() && watch_posts) {
+        const uint64_t now = posted.load(std::memory_order_seq_cst);
+        if (now != e.seen_posted) {
+          e.seen_posted = now;
+          try_schedule(&e);  // may claim published ops into e.heap or e.inbox
+        }
+      }
+      if (shared && e.heap.empty()) {
+        graph::NodeId n;
+        if (sq_pop(n)) {
+          size_t ran = 0;
+          run_one(&e, n, e.inline_ops, scratch, k, e.failure, ran);
+          e.ready.clear();
+          while (!e.heap.empty()) e.ready.push_back(e.heap.pop());
+          sq_push(e.ready);
+          finish(ran);
+        }
+      }
+      if (e.heap.empty()) {
+        if (client && done.load(std::memory_order_acquire)) return;
+        if (stopping.load(std::memory_order_acquire) && e.inbox.empty_approx()) return;
         continue;
       }
-      const size_t ran = process(&e, item, e.local, e.ready, scratch, k);
-      if (shared) sq_push(e.ready);
-      else report(e);
-      finish(ran);
-    } else if (shared) {
-      graph::NodeId n;
-      if (sq_pop(n)) {
-        const size_t ran = process(&e, n, e.local, e.ready, scratch, k);
-        sq_push(e.ready);
-        finish(ran);
-      }
-    } else if (stopping.load(std::memory_order_acquire)) {
-      return;
     }
+    run_local(e);
+    publish(e, 0, true);  // idle now: report, take the role (may claim more work into e.heap)
+    const size_t ran = e.ran;
+    e.ran = 0;
+    finish(ran);
   }
 }
 
@@ -332,8 +532,8 @@ Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& pla
                                     std::to_string(o.executors) + " x " + std::to_string(o.threads));
   if (o.policy == Policy::kSequential)
     return Status::invalid_argument("parallel runtime: the sequential policy runs on the reference executor");
-  if (SpscRing<uint32_t>::rounded_capacity(static_cast<size_t>(o.ring_capacity)) == 0)
-    return Status::invalid_argument("ring capacity must be in [1, 2^30], got " + std::to_string(o.ring_capacity));
+  if (SpscRing<uint32_t>::rounded_capacity(static_cast<size_t>(o.ring_capacity)) == 0 || o.ring_capacity > (1 << 20))
+    return Status::invalid_argument("ring capacity must be in [1, 2^20], got " + std::to_string(o.ring_capacity));
   if (o.pin && (!o.placement || !o.binder))
     return Status::invalid_argument("parallel runtime: pinning needs a placement and a binder");
   if (o.pin && (o.placement->executors != o.executors || o.placement->threads != o.threads))
@@ -341,7 +541,7 @@ Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& pla
                                     std::to_string(o.placement->executors) + "x" +
                                     std::to_string(o.placement->threads) + ", not " +
                                     std::to_string(o.executors) + "x" + std::to_string(o.threads));
-  if (plan.num_nodes() >= kProbe)
+  if (plan.num_nodes() >= kMaxNodes)
     return Status::unsupported("parallel runtime: too many nodes (" + std::to_string(plan.num_nodes()) + ")");
 
   std::unique_ptr<ParallelRuntime> rt(new ParallelRuntime());
@@ -353,6 +553,7 @@ Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& pla
   im.dedicated = o.dedicated_scheduler.has_value()
                      ? *o.dedicated_scheduler
                      : (o.placement != nullptr && o.placement->scheduler.has_value());
+  im.client_drives = !im.dedicated && !im.shared && o.threads == 1 && o.local_continuation;
   const size_t n = plan.num_nodes();
 
   im.keys.resize(n);
@@ -361,12 +562,13 @@ Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& pla
   im.pending.reset(new std::atomic<uint32_t>[n == 0 ? 1 : n]);
   if (o.count_executions) im.counts.reset(new std::atomic<uint32_t>[n == 0 ? 1 : n]);
   im.sq.reserve(n);
+  im.heap.reset(im.keys);
 
   size_t max_out = 0;
   for (size_t i = 0; i < n; ++i) max_out = std::max(max_out, plan.successors(static_cast<graph::NodeId>(i)).size());
-  // Room for one op's report (its ready successors plus kDone) at least; more lets executors
-  // run ahead of a busy scheduler.
-  const size_t report_capacity = pow2_at_least(std::max<size_t>(max_out + 1, std::min<size_t>(n + 1, 4096)));
+  // Room for one op's report (its ready successors plus the done marker) at least; more lets
+  // executors publish ahead of a busy scheduler.
+  const size_t report_capacity = pow2_at_least(std::max<size_t>(max_out + 2, std::min<size_t>(n + 2, 4096)));
   const size_t scratch_bytes = plan.scratch_bytes();
   for (int i = 0; i < o.executors; ++i) {
     auto e = std::make_unique<Executor>(i, im.inbox_capacity, report_capacity);
@@ -374,8 +576,9 @@ Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& pla
       e->scratch.reset(std::aligned_alloc(64, (scratch_bytes + 63) / 64 * 64));
       if (!e->scratch) return Status(StatusCode::kOutOfMemory, "cannot allocate executor scratch");
     }
-    e->local.reserve(n);
+    e->inline_ops.reserve(n);
     e->ready.reserve(n);
+    e->heap.reset(im.keys);
     im.ex.push_back(std::move(e));
   }
   if (scratch_bytes) {
@@ -387,7 +590,13 @@ Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& pla
 
   for (auto& e : im.ex) {
     Executor* ep = e.get();
-    ep->thread = std::thread([&im, ep] { im.executor_main(*ep); });
+    try {
+      ep->thread = std::thread([&im, ep] { im.executor_main(*ep); });
+    } catch (const std::system_error& x) {
+      // The executors started so far are stopped and joined by the destructor.
+      ep->start_status = Status::internal("cannot start executor thread " + std::to_string(ep->id) + ": " + x.what());
+      im.started.fetch_add(1, std::memory_order_release);
+    }
   }
   // Wait until every team is up and pinned.
   for (int s = im.started.load(std::memory_order_acquire); s < o.executors; s = im.started.load(std::memory_order_acquire))
@@ -405,15 +614,39 @@ ParallelRuntime::~ParallelRuntime() {
     // Between runs every inbox is empty, so the stop command fits; `stopping` covers the rest.
     (void)e->inbox.try_push(kStop);
     e->parker.wake();
+    e->cmd_parker.wake();
   }
   for (auto& e : im.ex)
     if (e->thread.joinable()) e->thread.join();
+}
+
+void ParallelRuntime::cancel() {
+  Impl& im = *impl_;
+  im.cancelled.store(true, std::memory_order_seq_cst);
+  im.set_error(Status::invalid_argument(im.plan->graph().source() +
+                                        ": run cancelled: the Session is being destroyed"));
 }
 
 Status ParallelRuntime::run(SlotTables slots) {
   Impl& im = *impl_;
   const Plan& p = *im.plan;
   const size_t n = p.num_nodes();
+  if (im.broken.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(im.error_mu);
+    return im.error;
+  }
+  {
+    std::lock_guard<std::mutex> lock(im.error_mu);
+    im.error = Status::ok();
+  }
+  // cancel() sets cancelled, then aborted: whichever order the stores below meet it in, the
+  // run ends up aborted.
+  im.aborted.store(false, std::memory_order_seq_cst);
+  if (im.cancelled.load(std::memory_order_seq_cst)) {
+    cancel();
+    std::lock_guard<std::mutex> lock(im.error_mu);
+    return im.error;
+  }
   if (n == 0) return Status::ok();
 
   im.slots = slots;
@@ -423,7 +656,11 @@ Status ParallelRuntime::run(SlotTables slots) {
     for (size_t i = 0; i < n; ++i) im.counts[i].store(0, std::memory_order_relaxed);
   im.done.store(false, std::memory_order_relaxed);
   im.remaining.store(static_cast<int64_t>(n), std::memory_order_relaxed);
-  // Reports left from the previous run (its last kDone markers) belong to no one now.
+  // The role lock is held from here to the seeding step: an idle executor may still take the
+  // role for a post of the previous run (it watches `posted`), and the client owns the heap and
+  // the rings while it resets them and runs the bootstrap ops.
+  while (im.sched_lock.exchange(true, std::memory_order_seq_cst)) cpu_relax();
+  // Reports left from the previous run (its last done markers) belong to no one now.
   for (auto& e : im.ex) {
     uint32_t x;
     while (e->reports.try_pop(x)) {}
@@ -431,60 +668,75 @@ Status ParallelRuntime::run(SlotTables slots) {
   im.heap.reset(im.keys);
   im.idle.reset(im.ex.size());
   for (size_t i = 0; i < im.ex.size(); ++i) im.idle.set(i);
+  im.idle_word = 0;
+  im.idle_hint.store(0, std::memory_order_relaxed);
+  im.pool_word = 0;
+  im.pool_hint.store(0, std::memory_order_relaxed);
   std::fill(im.inflight.begin(), im.inflight.end(), 0u);
   im.sq.clear();
   im.sq_head = 0;
   im.sq_size.store(0, std::memory_order_relaxed);
+  im.client_failure.clear();
   std::atomic_thread_fence(std::memory_order_release);  // the ring pushes below publish all this
 
-  // Bootstrap: ops ready at the start that are small run here, on the client thread (the
-  // light-weight executor); the rest go to the executors.
-  std::vector<graph::NodeId> start, local, ready;
-  for (size_t i = 0; i < n; ++i)
-    if (init[i] == 0) start.push_back(static_cast<graph::NodeId>(i));
-  std::vector<graph::NodeId> big;
-  for (graph::NodeId s : start) {
-    if (!p.small(s)) {
-      big.push_back(s);
-      continue;
-    }
-    const size_t ran = im.process(nullptr, s, local, ready, im.client_scratch.get(), 1);
-    big.insert(big.end(), ready.begin(), ready.end());
-    im.finish(ran);
-  }
-  if (im.done.load(std::memory_order_acquire)) return Status::ok();  // all ops were small
+  // With a core of its own the client thread moves there for the whole run: it runs the
+  // bootstrap ops there, then plays the scheduler.
+  std::optional<ClientPin> pin;
+  if (im.dedicated && !im.shared) pin.emplace(im.opt, false);
+  else if (im.client_drives) pin.emplace(im.opt, true);
 
-  if (im.shared) {
-    im.sq_push(big);
-  } else {
-    // Seed the heap under the role lock (executors cannot report before they get work).
-    while (im.sched_lock.exchange(true, std::memory_order_seq_cst)) cpu_relax();
-    for (graph::NodeId b : big) im.heap.push(b);
-    const uint64_t seen = im.posted.load(std::memory_order_seq_cst);
-    im.step();
+  // Bootstrap: small ops ready at the start (constants, shape bookkeeping) and the small ops
+  // they make ready run here, on the client thread: the light-weight single-thread executor.
+  // The ops they make ready join the other start ops in the scheduler's heap.
+  size_t boot_ran = 0;
+  std::vector<graph::NodeId> inline_ops;
+  for (size_t i = 0; i < n; ++i) {
+    if (init[i] != 0) continue;
+    const auto s = static_cast<graph::NodeId>(i);
+    if (p.small(s)) im.run_one(nullptr, s, inline_ops, im.client_scratch.get(), 1, im.client_failure, boot_ran);
+    else im.heap.push(s);
+  }
+  im.finish(boot_ran);
+
+  if (im.done.load(std::memory_order_acquire)) {
     im.sched_lock.store(false, std::memory_order_seq_cst);
-    if (!im.dedicated && im.posted.load(std::memory_order_seq_cst) != seen) im.try_schedule();
-  }
-
-  if (im.dedicated && !im.shared) {
-    // The paper's design: the client thread polls the report rings in a loop on a core of its
-    // own. It is the caller's thread, so it moves to the reserved core only for this run.
-    ClientPin pin(im.opt);
-    uint32_t idle_steps = 0;
-    while (!im.done.load(std::memory_order_acquire)) {
-      if (im.step()) {
-        idle_steps = 0;
-      } else if (++idle_steps > 4096) {
-        std::this_thread::yield();
-      } else {
-        cpu_relax();
-      }
-    }
   } else {
-    // Without a core of its own (the role runs inside the executors) the client sleeps at once:
-    // spinning would take a core from an executor for the spin budget of every run.
-    const auto budget = im.dedicated ? im.opt.spin_budget : std::chrono::microseconds(0);
-    im.done_parker.wait([&] { return im.done.load(std::memory_order_acquire); }, budget);
+    if (im.shared) {
+      std::vector<graph::NodeId> start;
+      while (!im.heap.empty()) start.push_back(im.heap.pop());
+      im.sched_lock.store(false, std::memory_order_seq_cst);
+      im.sq_push(start);
+    } else {
+      const uint64_t seen = im.posted.load(std::memory_order_seq_cst);
+      im.step(nullptr);
+      im.sched_lock.store(false, std::memory_order_seq_cst);
+      if (!im.dedicated && im.posted.load(std::memory_order_seq_cst) != seen) im.try_schedule(nullptr);
+    }
+    if (im.client_drives) im.executor_loop(*im.ex[0], true);
+
+    if (im.dedicated && !im.shared) {
+      // The paper's design: the client thread polls the report rings in a loop on a core of
+      // its own, handing published ops to idle executors.
+      uint32_t idle_steps = 0;
+      while (!im.done.load(std::memory_order_acquire)) {
+        if (im.step(nullptr)) {
+          idle_steps = 0;
+        } else if (++idle_steps > 4096) {
+          std::this_thread::yield();
+        } else {
+          cpu_relax();
+        }
+      }
+    } else {
+      // Without a core of its own (the role runs inside the executors) the client sleeps at
+      // once: spinning would take a core from an executor for the spin budget of every run.
+      const auto budget = im.dedicated ? im.opt.spin_budget : std::chrono::microseconds(0);
+      im.done_parker.wait([&] { return im.done.load(std::memory_order_acquire); }, budget);
+    }
+  }
+  if (im.aborted.load(std::memory_order_seq_cst)) {
+    std::lock_guard<std::mutex> lock(im.error_mu);
+    return im.error;
   }
   return Status::ok();
 }
@@ -514,6 +766,11 @@ std::vector<std::vector<int>> ParallelRuntime::team_cpus() const {
 std::vector<std::vector<pid_t>> ParallelRuntime::probe_team_thread_ids() {
   for (auto& e : impl_->ex) {
     e->probed.store(false, std::memory_order_relaxed);
+    if (impl_->client_drives && e->id == 0) {
+      e->probe_request.store(true, std::memory_order_release);
+      e->cmd_parker.wake();
+      continue;
+    }
     GRAPHI_CHECK(e->inbox.try_push(kProbe), "probe while a run is in flight");
     e->parker.wake();
   }

@@ -4,14 +4,30 @@
 // - Executor: a std::thread leading an OpenMP team of k threads, created once and reused for
 //   every op and every run; each member pins itself (hwloc) to its core in the first region.
 // - Buffers: a lock-free SPSC ring of op ids scheduler -> executor (capacity `ring_capacity`)
-//   and one executor -> scheduler for reports (ops that became ready, "done" markers).
+//   and one executor -> scheduler for reports (published ready ops, "done" markers).
+// - Ready ops (cpf, fifo): each executor keeps the ops its own ops make ready in a private heap
+//   by the policy's key (level for cpf, topological position for fifo) and runs the best one
+//   next: no cross-core traffic while every executor has work. When the scheduler role sees an
+//   executor idle (a hint word executors read after each op), an executor with more than one
+//   ready op publishes the best half of its surplus to its report ring; the role moves published
+//   ops into the central max-heap and hands the best to idle executors (idle bitmap, ctz). An
+//   executor reports "done" (and subtracts its ops from the run's count, one atomic per batch)
+//   only when its heap is empty. local_continuation = false gives the paper's pure central
+//   design (every ready op goes through the scheduler).
 // - The scheduler is a role. With a spare core (n*k + 1 <= usable cores) the client thread in
 //   run() plays it in a polling loop on the reserved core (moved there for the run and put
-//   back after), as in the paper. Otherwise the executor that finishes an op
-//   takes it (a try-lock), drains every report ring and assigns ready ops by the same policy;
-//   the client thread sleeps until the run ends.
-// - Small ops run inline in the executor that made them ready; small ops that are ready at the
-//   start (bootstrap ops) run on the client thread before dispatch, a light-weight executor.
+//   back after), as in the paper. Otherwise the executor that publishes or goes idle takes it (a
+//   try-lock), drains every report ring and assigns ready ops; the client thread sleeps until the
+//   run ends.
+// - Small ops run inline in the executor that made them ready. Small ops ready at the start
+//   (bootstrap ops: constants, shape bookkeeping) run on the client thread before dispatch, on the
+//   scheduler's core when it has one: the client thread is the light-weight single-thread
+//   bootstrap executor (a thread of its own would cost a ~30 us futex wake-up per run, more than
+//   the bootstrap ops themselves, or a core spinning for them).
+// - Failures: a kernel reports a run-time failure through TeamContext::fail (custom ops whose
+//   code throws, ops/custom_op.h function_kernel); the run stops running ops, finishes its
+//   bookkeeping and run() returns the error naming the node. cancel() does the same for a run in
+//   flight (Session destruction). The runtime stays usable for the next run.
 // - Idle threads spin for a bounded budget, then sleep on a futex (engine/parker.h).
 #pragma once
 
@@ -59,9 +75,13 @@ class ParallelRuntime {
   // Stops and joins every executor thread. Must not be called from an executor thread.
   ~ParallelRuntime();
 
-  // Runs every node once with these slot tables; returns when all have run. Not reentrant:
-  // the Session serializes calls.
+  // Runs every node once with these slot tables; returns when all have run, or the error of
+  // the first op that failed (naming the node; later ops are skipped) or of cancel(). Not
+  // reentrant: the Session serializes calls.
   Status run(SlotTables slots);
+  // Any thread: the run in flight (if any) stops running ops and returns an error, and so does
+  // every later run. Used by the Session's destructor to end a run in flight quickly.
+  void cancel();
 
   const RuntimeOptions& options() const;
   bool dedicated_scheduler() const;

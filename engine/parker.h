@@ -53,6 +53,17 @@ class Parker {
     }
   }
 
+  // Like wake(), but touches no line the waiter writes while it spins: for wakers that signal
+  // often (executors publishing work). The condition must have been made true by a seq_cst
+  // operation (e.g. a fetch_add) before this call: then either the load below sees the sleeper
+  // or the sleeper's ready() check sees the condition.
+  void wake_if_sleeping() {
+    if (sleepers_.load(std::memory_order_seq_cst) != 0) {
+      seq_.fetch_add(1, std::memory_order_seq_cst);
+      seq_.notify_all();
+    }
+  }
+
   // Call after making the waiter's condition true. Costs one atomic add when nobody sleeps.
   void wake() {
     seq_.fetch_add(1, std::memory_order_seq_cst);

@@ -54,6 +54,8 @@ class IdleSet {
       if (w) return true;
     return false;
   }
+  // Bits 64*i .. 64*i+63 (0 past the end): the executors' idle hint publishes word 0.
+  uint64_t word(size_t i) const { return i < words_.size() ? words_[i] : 0; }
   // Lowest set index; call only when any().
   size_t first() const {
     for (size_t k = 0;; ++k)

@@ -5,6 +5,11 @@
 // Concurrency: one Session owns one set of per-run buffers (arena, scratch, pointer tables), so
 // run() holds a mutex for the whole run; concurrent callers wait their turn. For parallel
 // serving create several Sessions.
+//
+// Destruction while a run is in flight on another thread: the destructor cancels the run (the
+// executors stop running ops, the caller's run() returns an error), waits for run() to return,
+// then joins the executors. No run() call may start (or be waiting for its turn) once the
+// destructor has begun: that is a use after free like any other.
 #include "engine/session.h"
 
 #include <omp.h>
@@ -15,6 +20,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "engine/omp_oversubscription.h"
 #include "engine/parallel_runtime.h"
 #include "engine/node_runner.h"
 #include "engine/plan.h"
@@ -51,7 +57,10 @@ struct Session::Impl {
   std::optional<Placement> placement;
   std::unique_ptr<HwlocBinder> binder;
   std::unique_ptr<ParallelRuntime> runtime;
+  std::optional<OmpThreadClaim> omp_claim;  // this Session's share of the process's OpenMP threads
   Status start_runtime();
+  std::atomic<bool> closing{false};  // the destructor has begun: cancel the sequential run
+  ops::KernelFailure failure;        // run-time op failures of the sequential executor
 
   std::shared_ptr<const Plan> plan_ptr;  // read-only; may be shared with other Sessions
   const Plan& plan() const { return *plan_ptr; }
@@ -82,11 +91,17 @@ struct Session::Impl {
 
   std::string input_list() const;
   Status bind_inputs(const NamedTensors& inputs, std::vector<const Tensor*>& bound) const;
-  void execute(int threads);
+  Status execute(int threads);
 };
 
 Session::Session() : impl_(std::make_unique<Impl>()) {}
-Session::~Session() = default;
+Session::~Session() {
+  if (!impl_) return;
+  impl_->closing.store(true, std::memory_order_seq_cst);
+  if (impl_->runtime) impl_->runtime->cancel();
+  // Wait for a run in flight to return; the members (runtime: joins executors) go after.
+  std::lock_guard<std::mutex> lock(impl_->run_mutex);
+}
 
 const graph::Graph& Session::graph() const { return impl_->plan().graph(); }
 const Plan& Session::plan() const { return impl_->plan(); }
@@ -220,17 +235,32 @@ Status Session::Impl::bind_inputs(const NamedTensors& inputs, std::vector<const 
   return Status::ok();
 }
 
-void Session::Impl::execute(int threads) {
+Status Session::Impl::execute(int threads) {
   // The calling thread's OpenMP ICV may be anything (an embedding framework may have changed
   // it); kernels that open their own region (oneDNN) size their team from it.
   omp_set_num_threads(threads);
   const SlotTables slots{in_ptrs.data(), out_ptrs.data()};
-  for (NodeId n : plan().order()) run_node(plan(), n, slots, threads, scratch.get(), plan().scratch_bytes());
+  const graph::Graph& g = plan().graph();
+  failure.clear();
+  for (NodeId n : plan().order()) {
+    if (closing.load(std::memory_order_relaxed))
+      return Status::invalid_argument(g.source() + ": run cancelled: the Session is being destroyed");
+    run_node(plan(), n, slots, threads, scratch.get(), plan().scratch_bytes(), &failure);
+    if (failure.failed()) {
+      Status st = Status::internal(g.source() + ": " + g.node(n).where() + ": " + failure.message());
+      failure.clear();
+      return st;
+    }
+  }
+  return Status::ok();
 }
 
 Status Session::Impl::start_runtime() {
   policy = *parse_policy(options.scheduler);
-  if (policy == Policy::kSequential) return Status::ok();
+  if (policy == Policy::kSequential) {
+    omp_claim.emplace(1, options.threads, false);
+    return Status::ok();
+  }
   const Plan& p = plan();
   RuntimeOptions ro;
   ro.executors = options.executors;
@@ -262,6 +292,8 @@ Status Session::Impl::start_runtime() {
     return Status::invalid_argument("session options: cpuset needs pin = true");
   }
   GRAPHI_ASSIGN_OR_RETURN(runtime, ParallelRuntime::create(p, ro));
+  // Executor threads are new OpenMP masters; a dedicated scheduler spins on a core of its own.
+  omp_claim.emplace(options.executors, options.threads, runtime->dedicated_scheduler());
   return Status::ok();
 }
 
@@ -281,7 +313,11 @@ Result<NamedTensors> Session::run(const NamedTensors& inputs) {
       return st;
     }
   } else {
-    im.execute(im.options.threads);
+    Status st = im.execute(im.options.threads);
+    if (!st.is_ok()) {
+      for (const Impl::InputSlot& s : im.input_slots) im.in_ptrs[s.slot] = nullptr;
+      return st;
+    }
   }
 
   NamedTensors out;

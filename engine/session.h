@@ -46,6 +46,9 @@ class Session {
   // its packed weights without copying them). options.threads must equal plan->team_size().
   static Result<std::unique_ptr<Session>> create(std::shared_ptr<const Plan> plan,
                                                  const SessionOptions& options = {});
+  // Safe while run() is in flight on another thread: the run is cancelled (that run() returns
+  // an error), the destructor waits for it to return and joins every executor thread. No other
+  // run() call may be waiting or start once destruction has begun.
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -54,6 +57,8 @@ class Session {
   // missing, unknown or duplicated name, or a wrong dtype or shape, is an error that names the
   // input and both shapes. The caller's tensors are only read. Returns the graph outputs in
   // the graph's output order. Thread-safe: concurrent calls are serialized.
+  // An op that fails at run time (a custom op whose code throws, ops/custom_op.h) makes run()
+  // return an error naming the node; the Session stays usable.
   Result<NamedTensors> run(const NamedTensors& inputs);
 
   const graph::Graph& graph() const;

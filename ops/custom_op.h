@@ -18,4 +18,17 @@ namespace graphi::ops {
 // or custom).
 Status register_custom_op(OpDef def);
 
+// Kernels built from a plain function, for custom ops whose code may throw (application code,
+// bindings). The function runs like Kernel::run on every team member; an exception it throws is
+// caught in the member that threw and reported through TeamContext::fail, so the Session's run()
+// returns an error naming the node instead of the process terminating (Kernel::run is
+// noexcept). The run stops; the op's outputs are undefined. Use as a kernel factory:
+//   OpDef{"MyOp", infer, cost, false, {ops::function_kernel<&my_op>}}
+using CustomKernelFn = void (*)(const TeamContext&, const Buffers&);
+std::unique_ptr<Kernel> make_function_kernel(CustomKernelFn fn);
+template <CustomKernelFn Fn>
+std::unique_ptr<Kernel> function_kernel() {
+  return make_function_kernel(Fn);
+}
+
 }  // namespace graphi::ops

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graph/graph.h"
@@ -22,12 +24,43 @@ struct KernelContext {
   std::string where;                       // "<source>: node 'x' (Op)" for errors
 };
 
+// Where a kernel that can fail at run time (a custom op wrapping user code that may throw, see
+// ops/custom_op.h function_kernel) reports it: the engine gives each executor one, checks it
+// after every op, stops the run and returns the message as that node's error. Any team member
+// may call set(); the first message wins.
+class KernelFailure {
+ public:
+  void set(std::string_view message) noexcept {
+    if (failed_.exchange(true, std::memory_order_acq_rel)) return;
+    try {
+      message_.assign(message);
+    } catch (...) {
+    }
+  }
+  bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
+  // After failed(): the message (not concurrently with set() of the same failure).
+  const std::string& message() const noexcept { return message_; }
+  void clear() noexcept {
+    message_.clear();
+    failed_.store(false, std::memory_order_release);
+  }
+
+ private:
+  std::atomic<bool> failed_{false};
+  std::string message_;
+};
+
 // Everything run() may know: its place in the team (ggml's ith/nth) and the executor's scratch.
 struct TeamContext {
   int ithr = 0;
   int nthr = 1;
   void* scratch = nullptr;  // at least Kernel::scratch_bytes(), 64-byte aligned, per executor
   size_t scratch_bytes = 0;
+  KernelFailure* failure = nullptr;  // set by the engine; nullptr when run outside an engine
+  // Reports a run-time failure of this op (see KernelFailure). Built-in kernels never fail.
+  void fail(std::string_view message) const noexcept {
+    if (failure) failure->set(message);
+  }
 };
 
 // Raw buffers of one execution, in the node's input/output order. Absent optional inputs are
