@@ -284,6 +284,7 @@ class PhasedLstmKernel final : public Kernel {
     cb_off_ = take(D * B * ldh_);
     ct_off_ = take(D * B * ldh_);
     ht_off_ = take(D * B * ldh_);
+    inv_tau_off_ = take(2 * D * H);  // doubles
     scratch_packed_off_ = take(const_weights_ ? 0 : packed_floats_);
     return Status::ok();
   }
@@ -359,7 +360,7 @@ class PhasedLstmKernel final : public Kernel {
   Tensor packed_;
   int64_t packed_floats_ = 0, bias_off_ = 0, peep_off_ = 0;
   int64_t scratch_floats_ = 0, xw_off_ = 0, gh_off_ = 0, hb_off_ = 0, cb_off_ = 0, ct_off_ = 0,
-          ht_off_ = 0, scratch_packed_off_ = 0;
+          ht_off_ = 0, inv_tau_off_ = 0, scratch_packed_off_ = 0;
 };
 
 void PhasedLstmKernel::hoist(const std::vector<Block>& plan, const float* x, const float* packed,
@@ -386,7 +387,6 @@ void PhasedLstmKernel::step(const std::vector<Block>& plan, int64_t s, int64_t s
   float* y = static_cast<float*>(io.outputs[0]);
   const void* lens = s_.has_seq_lens ? io.inputs[kRnnSeqLens] : nullptr;
   const float* times = static_cast<const float*>(io.inputs[kPhasedTimes]);
-  const float* tau_all = static_cast<const float*>(io.inputs[kPhasedTau]);
   const float* shift_all = static_cast<const float*>(io.inputs[kPhasedShift]);
   const float* ron_all = static_cast<const float*>(io.inputs[kPhasedROn]);
   const bool zero_h = s == 0 && !s_.has_initial_h;
@@ -429,7 +429,7 @@ void PhasedLstmKernel::step(const std::vector<Block>& plan, int64_t s, int64_t s
       if (r0 < b) lstm_gates(a, GateTile{r0, b, 0, w});
     }
     // Time gate and blend; rows past their length carry the state and emit 0.
-    const float* tau = tau_all + d * H + j0;
+    const double* inv_tau = reinterpret_cast<const double*>(scratch + inv_tau_off_) + d * H + j0;
     const float* shift = shift_all + d * H + j0;
     const float* ron = ron_all + d * H + j0;
     for (int64_t r = 0; r < B; ++r) {
@@ -447,9 +447,18 @@ void PhasedLstmKernel::step(const std::vector<Block>& plan, int64_t s, int64_t s
       const float* htr = ht + r * ldh_ + j0;
       for (int64_t u = 0; u < w; ++u) {
         // phi = ((ts - shift) mod tau) / tau = frac((ts - shift) / tau), in double so that
-        // the phase boundaries match the definition closely.
-        const double q = (ts - shift[u]) / tau[u];
-        const double phi = q - std::floor(q);
+        // the phase boundaries match the definition closely (float would put phi off by
+        // ~1e-5 at q ~ 100). A truncating conversion is much cheaper than std::floor without
+        // SSE4.1; |q| beyond 2^52 has no fraction left to lose.
+        const double q = (ts - shift[u]) * inv_tau[u];
+        double fl;
+        if (std::fabs(q) < 4503599627370496.0) {
+          fl = static_cast<double>(static_cast<int64_t>(q));
+          if (fl > q) fl -= 1.0;
+        } else {
+          fl = std::floor(q);
+        }
+        const double phi = q - fl;
         const double on = ron[u];
         const double k = phi < 0.5 * on ? 2.0 * phi / on
                          : phi < on     ? 2.0 - 2.0 * phi / on
@@ -492,6 +501,14 @@ void PhasedLstmKernel::run(const TeamContext& team, const Buffers& io) const noe
       for (const Block& blk : plan) pack(src, blk, scratch + scratch_packed_off_);
     });
   }
+  // 1 / tau of the own units (the time gate multiplies by it at every step).
+  const float* tau = static_cast<const float*>(io.inputs[kPhasedTau]);
+  double* inv_tau = reinterpret_cast<double*>(scratch + inv_tau_off_);
+  for_own([&](const std::vector<Block>& plan) {
+    for (const Block& blk : plan)
+      for (int64_t j = blk.j0; j < blk.j1; ++j)
+        inv_tau[blk.d * s_.hidden + j] = 1.0 / static_cast<double>(tau[blk.d * s_.hidden + j]);
+  });
   // Initial states of the own blocks.
   const float* h0 = s_.has_initial_h ? static_cast<const float*>(io.inputs[kRnnInitialH]) : nullptr;
   const float* c0 = s_.has_initial_c ? static_cast<const float*>(io.inputs[kRnnInitialC]) : nullptr;
