@@ -482,6 +482,9 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
 Status Importer::import_node(const onnx::Node& n) {
   const std::string where = where_of(n);
   if (!n.domain.empty() && n.domain != "ai.onnx") return unsupported_op(n);
+  if (opset_ == 0)
+    return Status::invalid_graph(where + ": the node is of the default ONNX domain but the model "
+                                 "imports no opset of it");
   for (const std::string& in : n.inputs)
     if (!in.empty() && !vals_.count(in))
       return Status::internal(where + ": input '" + in + "' is not defined");
@@ -544,8 +547,7 @@ Status Importer::check_versions() {
                                std::to_string(kMaxIr) + ")");
   if (!m_.has_graph) return Status::invalid_graph(src_ + ": the model has no graph");
   auto it = m_.opsets.find("");
-  if (it == m_.opsets.end())
-    return Status::invalid_graph(src_ + ": the model imports no opset of the default ONNX domain");
+  if (it == m_.opsets.end()) return Status::ok();  // only other domains: their nodes are refused
   opset_ = it->second;
   if (opset_ < kMinOpset || opset_ > kMaxOpset)
     return Status::unsupported(src_ + ": ONNX opset " + std::to_string(opset_) +
@@ -573,6 +575,23 @@ Status Importer::add_inputs() {
     if (vals_.count(v.name)) {
       if (vals_.at(v.name).is_const) continue;  // an initializer listed as input: a constant
       return Status::invalid_graph(what + " is declared twice");
+    }
+    if (auto c = opts_.constant_inputs.find(v.name); c != opts_.constant_inputs.end()) {
+      const Tensor& t = c->second;
+      if (v.is_tensor && graphi_dtype(v.elem_type) != t.dtype())
+        return Status::invalid_argument(what + " has element type " + onnx::data_type_name(v.elem_type) +
+                                        " but the value bound to it is " + t.desc().to_string());
+      auto h = std::make_shared<HostTensor>(HostTensor::make(onnx_type_of(t.dtype()), t.shape()));
+      for (size_t e = 0; e < h->numel(); ++e) {
+        if (t.dtype() == DType::kF32) h->f[e] = t.data_as<float>()[e];
+        else if (t.dtype() == DType::kI32) h->i[e] = t.data_as<int32_t>()[e];
+        else h->i[e] = t.data_as<int64_t>()[e];
+      }
+      ValState s;
+      s.is_const = true;
+      s.host = h;
+      vals_[v.name] = std::move(s);
+      continue;
     }
     if (!v.is_tensor)
       return Status::unsupported(what + " is not a tensor (sequence, map and optional types are not supported)");
@@ -615,6 +634,10 @@ Status Importer::add_inputs() {
     vals_[v.name] = s;
     b_.add_input(v.name, s.desc);
   }
+  for (const auto& [name, t] : opts_.constant_inputs)
+    if (!vals_.count(name) || !vals_.at(name).is_const || !std::any_of(g.inputs.begin(), g.inputs.end(), [&](const onnx::ValueInfo& v) { return v.name == name; }))
+      return Status::invalid_argument(src_ + ": a constant value is bound to '" + name +
+                                      "', which is not a graph input");
   for (const auto& [name, value] : opts_.dims)
     if (!used_dims.count(name)) {
       std::vector<std::string> params(all_params.begin(), all_params.end());

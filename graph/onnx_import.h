@@ -19,6 +19,10 @@ struct ImportOptions {
   // Values of symbolic dims (dim_param, e.g. "batch" from torch.onnx.export's dynamic_axes);
   // the CLI fills it from --dim NAME=VALUE. A symbolic dim without an entry is an error.
   std::map<std::string, int64_t> dims;
+  // Graph inputs bound to fixed values: they become constants, so shape computations that
+  // depend on them fold away (e.g. a Reshape whose shape is a graph input). The tensor's dtype
+  // must match the input's element type; its shape replaces the declared one.
+  std::map<std::string, Tensor> constant_inputs;
 };
 
 // Reads and imports an .onnx file, validating the result with `shapes` (usually

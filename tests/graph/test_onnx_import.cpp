@@ -1,0 +1,489 @@
+// The ONNX importer (graph/onnx_import.h): PyTorch exports (tests/data/onnx, made by
+// gen_onnx_fixtures.py) run through Session and match PyTorch's outputs; ONNX's own backend node
+// tests (package libonnx-testdata) run where graphi supports the ops and fail cleanly otherwise;
+// hand-built models check each error; truncations and byte flips never crash the reader.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include "engine/session.h"
+#include "graph/graph_file.h"
+#include "graph/npy.h"
+#include "graph/onnx_import.h"
+#include "graph/onnx_proto.h"
+#include "graph/protobuf_reader.h"
+#include "ops/registry.h"
+#include "tests/support/test_util.h"
+
+using namespace graphi;
+using namespace graphi::graph;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kFixtures = std::string(GRAPHI_SOURCE_DIR) + "/tests/data/onnx/";
+const char* kNodeTests = "/usr/share/libonnx-testdata/data/node";
+
+std::vector<std::byte> read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::vector<char> c((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> b(c.size());
+  std::memcpy(b.data(), c.data(), c.size());
+  return b;
+}
+
+Result<engine::NamedTensors> run_graph(const Graph& g, const std::vector<Tensor>& inputs) {
+  engine::SessionOptions opts;
+  opts.pin = false;
+  GRAPHI_ASSIGN_OR_RETURN(auto s, engine::Session::create(std::make_shared<const Graph>(g), opts));
+  engine::NamedTensors feed;
+  for (size_t k = 0; k < inputs.size() && k < g.inputs().size(); ++k)
+    feed.emplace_back(g.value(g.inputs()[k]).name, inputs[k]);
+  return s->run(feed);
+}
+
+// A minimal protobuf writer, independent of the reader under test, to build ONNX models.
+struct Pw {
+  std::string b;
+  void varint(uint64_t v) {
+    do {
+      uint8_t c = v & 0x7f;
+      v >>= 7;
+      b.push_back(static_cast<char>(c | (v ? 0x80 : 0)));
+    } while (v);
+  }
+  Pw& i(int f, int64_t v) {
+    varint(static_cast<uint64_t>(f) << 3);
+    varint(static_cast<uint64_t>(v));
+    return *this;
+  }
+  Pw& s(int f, const std::string& x) {
+    varint((static_cast<uint64_t>(f) << 3) | 2);
+    varint(x.size());
+    b += x;
+    return *this;
+  }
+  Pw& m(int f, const Pw& sub) { return s(f, sub.b); }
+  Pw& f32(int f, float v) {
+    varint((static_cast<uint64_t>(f) << 3) | 5);
+    char c[4];
+    std::memcpy(c, &v, 4);
+    b.append(c, 4);
+    return *this;
+  }
+};
+
+// ValueInfoProto of a tensor; a dim is a number or a symbolic name; {} leaves the shape out.
+Pw value_info(const std::string& name, int elem, const std::vector<std::string>& dims) {
+  Pw shape;
+  for (const std::string& d : dims) {
+    Pw dim;
+    if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0])))
+      dim.i(1, std::stoll(d));
+    else if (!d.empty())
+      dim.s(2, d);
+    shape.m(1, dim);
+  }
+  Pw tensor;
+  tensor.i(1, elem);
+  if (!dims.empty()) tensor.m(2, shape);  // no dims: no shape (unknown), not a scalar
+  Pw type;
+  type.m(1, tensor);
+  Pw v;
+  v.s(1, name).m(2, type);
+  return v;
+}
+
+Pw node(const std::string& op, const std::vector<std::string>& in, const std::vector<std::string>& out,
+        const std::string& name, const std::vector<Pw>& attrs = {}, const std::string& domain = "") {
+  Pw n;
+  for (const auto& x : in) n.s(1, x);
+  for (const auto& x : out) n.s(2, x);
+  n.s(3, name).s(4, op);
+  for (const Pw& a : attrs) n.m(5, a);
+  if (!domain.empty()) n.s(7, domain);
+  return n;
+}
+
+Pw float_tensor(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& v) {
+  Pw t;
+  for (int64_t d : dims) t.i(1, d);
+  t.i(2, 1);
+  std::string raw(v.size() * 4, '\0');
+  std::memcpy(raw.data(), v.data(), raw.size());
+  t.s(8, name).s(9, raw);
+  return t;
+}
+
+std::string model(const Pw& graph, int64_t opset = 14, int64_t ir = 7) {
+  Pw op;
+  op.s(1, "").i(2, opset);
+  Pw m;
+  m.i(1, ir).s(2, "graphi-test").m(7, graph).m(8, op);
+  return m.b;
+}
+
+std::span<const std::byte> span_of(const std::string& s) {
+  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
+}
+
+Result<Graph> import_str(const std::string& bytes, const ImportOptions& o = {}) {
+  return import_onnx_bytes(span_of(bytes), "t.onnx", ops::Registry::get(), o);
+}
+
+// x [2, 3] -> Relu -> y: the smallest valid model, the base of the error tests.
+Pw relu_graph(const std::string& op = "Relu", const std::string& domain = "") {
+  Pw g;
+  g.m(1, node(op, {"x"}, {"y"}, "act", {}, domain)).s(2, "g");
+  g.m(11, value_info("x", 1, {"2", "3"})).m(12, value_info("y", 1, {"2", "3"}));
+  return g;
+}
+
+struct Fixture {
+  std::string name;
+  size_t outputs;
+  ImportOptions options;
+};
+
+}  // namespace
+
+TEST_CASE("onnx: PyTorch exports run and match PyTorch's outputs") {
+  std::vector<Fixture> fixtures = {
+      {"lstm_2layer_bidir", 3, {}},      {"gru_dynamic_batch", 2, {{{"batch", 4}}}},
+      {"lstm_cell_unrolled", 2, {}},     {"lstm_cell_unrolled_opset11", 2, {}},
+      {"mlp", 1, {}},                    {"cnn", 1, {}},
+      {"cnn_dynamic_batch", 1, {{{"n", 3}}}}};
+  for (const Fixture& f : fixtures) {
+    INFO(f.name);
+    Result<Graph> g = read_graph_file(kFixtures + f.name + ".onnx", ops::Registry::get(), f.options);
+    REQUIRE(g.is_ok());
+    CHECK(g->metadata().at("format") == "onnx");
+    CHECK_THAT(g->metadata().at("producer"), Catch::StartsWith("pytorch"));
+    Tensor x = value_or_throw(read_npy(kFixtures + f.name + ".in0.npy"));
+    Result<engine::NamedTensors> out = run_graph(*g, {x});
+    REQUIRE(out.is_ok());
+    REQUIRE(out->size() == f.outputs);
+    for (size_t k = 0; k < f.outputs; ++k) {
+      Tensor want = value_or_throw(read_npy(kFixtures + f.name + ".out" + std::to_string(k) + ".npy"));
+      INFO("output " << k << " " << (*out)[k].first);
+      CHECK(test::max_rel_error((*out)[k].second, want) <= 1e-4);
+    }
+  }
+}
+
+TEST_CASE("onnx: PyTorch shape bookkeeping is folded away") {
+  // lstm_2layer_bidir.onnx has 22 Constant, 4 Shape, 4 Gather, 4 Unsqueeze, 6 Concat, 4 Expand:
+  // all evaluated at import time; what is left is the real work (two Concats join the layers'
+  // final states into the h and c outputs).
+  Graph g = value_or_throw(read_graph_file(kFixtures + "lstm_2layer_bidir.onnx", ops::Registry::get()));
+  std::map<std::string, int> ops;
+  for (const Node& n : g.nodes()) ++ops[n.op];
+  for (const auto& [op, count] : ops) UNSCOPED_INFO(op << " " << count);
+  CHECK(ops == std::map<std::string, int>{{"LSTM", 2}, {"Transpose", 2}, {"Reshape", 2}, {"Concat", 2}});
+  // The unrolled cell: chunk() became Slices with constant bounds, x[t] a Slice + Reshape.
+  Graph c = value_or_throw(read_graph_file(kFixtures + "lstm_cell_unrolled.onnx", ops::Registry::get()));
+  for (const Node& n : c.nodes()) {
+    INFO(n.name);
+    CHECK((n.op == "Gemm" || n.op == "MatMul" || n.op == "Add" || n.op == "Mul" || n.op == "Sigmoid" ||
+           n.op == "Tanh" || n.op == "Slice" || n.op == "Reshape" || n.op == "Concat" || n.op == "Identity"));
+  }
+}
+
+TEST_CASE("onnx: symbolic dims need --dim, unused --dim names are errors") {
+  const std::string path = kFixtures + "gru_dynamic_batch.onnx";
+  Result<Graph> r = read_graph_file(path, ops::Registry::get());
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(r.status().message(),
+             Catch::Contains(path + ": graph input 0 'x': dim 1 is symbolic ('batch')") &&
+                 Catch::Contains("--dim batch=N"));
+  r = read_graph_file(path, ops::Registry::get(), ImportOptions{{{"batch", 2}, {"seq", 3}}});
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("--dim seq names no symbolic dim") &&
+                                       Catch::Contains("it has: batch"));
+  r = read_graph_file(path, ops::Registry::get(), ImportOptions{{{"batch", 7}}});
+  REQUIRE(r.is_ok());
+  CHECK(r->value(r->inputs()[0]).desc.shape == Shape{5, 7, 8});
+  // Hand-built: symbolic dim in a model without any folding.
+  Pw g;
+  g.m(1, node("Relu", {"x"}, {"y"}, "act")).m(11, value_info("x", 1, {"n", "3"})).m(12, value_info("y", 1, {}));
+  r = import_str(model(g));
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("t.onnx: graph input 0 'x': dim 0 is symbolic ('n')"));
+  r = import_str(model(g), ImportOptions{{{"n", 5}}});
+  REQUIRE(r.is_ok());
+  CHECK(r->value(r->outputs()[0]).desc.shape == Shape{5, 3});
+}
+
+TEST_CASE("onnx: unsupported ops name the file, node, op, domain and what is supported") {
+  Result<Graph> r = import_str(model(relu_graph("Erf")));
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().code() == StatusCode::kUnsupported);
+  CHECK_THAT(r.status().message(),
+             Catch::Contains("t.onnx: node[0] 'act' (Erf): op type 'Erf' (domain 'ai.onnx', opset 14) is not supported") &&
+                 Catch::Contains("graphi runs these ONNX ops: Add, AveragePool") &&
+                 Catch::Contains("LSTM") && Catch::Contains("import time") && Catch::Contains("ConstantOfShape"));
+  r = import_str(model(relu_graph("Relu", "com.microsoft")));
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("op type 'Relu' (domain 'com.microsoft')"));
+  // A fold-only op on run-time data.
+  r = import_str(model(relu_graph("Floor")));
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("(Floor): op type 'Floor'") &&
+                                       Catch::Contains("with inputs computed at run time (input 'x')"));
+}
+
+TEST_CASE("onnx: malformed and unsupported files give clear errors") {
+  // Truncated: the graph field claims more bytes than remain.
+  const std::string good = model(relu_graph());
+  REQUIRE(import_str(good).is_ok());
+  Result<Graph> r = import_str(good.substr(0, good.size() - 1));
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("t.onnx: model: field 8") && Catch::Contains("remain"));
+  // Inside a node: a truncated attribute varint names the path.
+  Pw attr;
+  attr.s(1, "axis").i(20, 2);
+  std::string a = attr.b + "\x18";  // field 3 (i), varint, with no value byte
+  Pw bad_attr;
+  bad_attr.b = a;
+  Pw g;
+  g.m(1, node("Relu", {"x"}, {"y"}, "act")).m(1, node("Softmax", {"y"}, {"z"}, "sm", {bad_attr}));
+  g.m(11, value_info("x", 1, {"2", "3"})).m(12, value_info("z", 1, {}));
+  r = import_str(model(g));
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("t.onnx: graph.node[1].attribute[0]: truncated varint"));
+  // Bad field: op_type as a varint.
+  Pw n;
+  n.s(1, "x").s(2, "y").i(4, 7);
+  Pw g2;
+  g2.m(1, n).m(11, value_info("x", 1, {"2"})).m(12, value_info("y", 1, {}));
+  r = import_str(model(g2));
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(),
+             Catch::Contains("graph.node[0]: op_type has wire type varint, expected length-delimited"));
+  // Versions.
+  r = import_str(model(relu_graph(), 5));
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("t.onnx: ONNX opset 5 is not supported"));
+  r = import_str(model(relu_graph(), 14, 99));
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("t.onnx: ONNX IR version 99 is not supported"));
+  // Non-float input.
+  Pw g3;
+  g3.m(1, node("Relu", {"x"}, {"y"}, "act")).m(11, value_info("x", 11, {"2"})).m(12, value_info("y", 11, {}));
+  r = import_str(model(g3));
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("graph input 0 'x' has element type DOUBLE"));
+  // External data.
+  Pw ext;
+  ext.i(1, 3).i(2, 1).s(8, "w").i(14, 1);
+  Pw kv;
+  kv.s(1, "location").s(2, "weights.bin");
+  ext.m(13, kv);
+  Pw g4 = relu_graph();
+  g4.m(5, ext);
+  r = import_str(model(g4));
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("graph.initializer[0] 'w': the tensor's data is stored in an "
+                                                   "external file ('weights.bin')"));
+  // raw_data of the wrong size.
+  Pw wt = float_tensor("w", {2, 3}, {1, 2, 3, 4, 5});
+  Pw g5 = relu_graph();
+  g5.m(5, wt);
+  r = import_str(model(g5));
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("'w': raw_data has 20 bytes, expected 24 for FLOAT[2, 3]"));
+  // Not a model at all.
+  r = import_str("");
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("t.onnx: empty file"));
+}
+
+TEST_CASE("onnx: cycles, undefined inputs and duplicate producers are named") {
+  Pw g;
+  g.m(1, node("Add", {"x", "c"}, {"a"}, "first")).m(1, node("Relu", {"a"}, {"b"}, "second"));
+  g.m(1, node("Relu", {"b"}, {"c"}, "third"));
+  g.m(11, value_info("x", 1, {"2"})).m(12, value_info("b", 1, {}));
+  Result<Graph> r = import_str(model(g));
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().code() == StatusCode::kInvalidGraph);
+  CHECK_THAT(r.status().message(), Catch::Contains("t.onnx: the graph has a cycle:") &&
+                                       Catch::Contains("'first' (Add)") && Catch::Contains("'second' (Relu)") &&
+                                       Catch::Contains("'third' (Relu)"));
+  Pw g2;
+  g2.m(1, node("Add", {"x", "nowhere"}, {"y"}, "add")).m(11, value_info("x", 1, {"2"})).m(12, value_info("y", 1, {}));
+  r = import_str(model(g2));
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("t.onnx: node[0] 'add' (Add): input 'nowhere' is not a graph "
+                                                   "input, an initializer or any node's output"));
+  Pw g3;
+  g3.m(1, node("Relu", {"x"}, {"y"}, "a")).m(1, node("Tanh", {"x"}, {"y"}, "b"));
+  g3.m(11, value_info("x", 1, {"2"})).m(12, value_info("y", 1, {}));
+  r = import_str(model(g3));
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("node[1] 'b' (Tanh): output 'y' is also produced by node[0] 'a'"));
+}
+
+TEST_CASE("onnx: nodes out of order, initializers as inputs, constant outputs") {
+  // Out of topological order, with an initializer also listed as a graph input (IR < 4 style)
+  // and a graph output that folds to a constant.
+  Pw g;
+  g.m(1, node("Relu", {"s"}, {"y"}, "relu")).m(1, node("Add", {"x", "w"}, {"s"}, "add"));
+  g.m(1, node("Shape", {"x"}, {"shape"}, "shape"));
+  g.m(5, float_tensor("w", {3}, {1.0f, -2.0f, 0.5f}));
+  g.m(11, value_info("x", 1, {"2", "3"})).m(11, value_info("w", 1, {"3"}));
+  g.m(12, value_info("y", 1, {"2", "3"})).m(12, value_info("shape", 7, {"2"}));
+  Graph gr = value_or_throw(import_str(model(g, 11, 5)));
+  REQUIRE(gr.inputs().size() == 1);
+  Tensor x(TensorDesc{DType::kF32, {2, 3}});
+  const float xv[] = {0.5f, 1.0f, -1.0f, 2.0f, 3.0f, -4.0f};
+  std::memcpy(x.data(), xv, sizeof xv);
+  engine::NamedTensors out = value_or_throw(run_graph(gr, {x}));
+  REQUIRE(out.size() == 2);
+  const float want[] = {1.5f, 0.0f, 0.0f, 3.0f, 1.0f, 0.0f};
+  for (int k = 0; k < 6; ++k) CHECK(out[0].second.data_as<float>()[k] == want[k]);
+  REQUIRE(out[1].second.desc() == TensorDesc{DType::kI64, {2}});
+  CHECK(out[1].second.data_as<int64_t>()[0] == 2);
+  CHECK(out[1].second.data_as<int64_t>()[1] == 3);
+}
+
+TEST_CASE("onnx: every truncation and random byte flips end in an error or a valid graph") {
+  const std::vector<std::byte> bytes = read_bytes(kFixtures + "cnn.onnx");
+  REQUIRE(bytes.size() > 1000);
+  size_t errors = 0;
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    Result<Graph> r = import_onnx_bytes(std::span(bytes.data(), n), "cut.onnx", ops::Registry::get());
+    if (!r.is_ok()) {
+      ++errors;
+      CHECK_THAT(r.status().message(), Catch::StartsWith("cut.onnx: "));
+    }
+  }
+  CHECK(errors >= bytes.size() - 2);  // at most a cut after the last field still loads
+  std::mt19937_64 rng(42);
+  for (int trial = 0; trial < 1500; ++trial) {
+    std::vector<std::byte> b = bytes;
+    const int flips = 1 + static_cast<int>(rng() % 4);
+    for (int k = 0; k < flips; ++k) b[rng() % b.size()] ^= static_cast<std::byte>(1 + rng() % 255);
+    Result<Graph> r = import_onnx_bytes(b, "flip.onnx", ops::Registry::get());
+    if (!r.is_ok()) CHECK_THAT(r.status().message(), Catch::StartsWith("flip.onnx"));
+  }
+}
+
+TEST_CASE("onnx: protobuf reader edge cases") {
+  // Overlong varint, packed repeated fields, unknown fields skipped.
+  const std::string overlong = "\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f";
+  Result<Graph> r = import_str(overlong);
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("overlong varint"));
+  Pw t;
+  std::string packed;
+  for (int v : {2, 300, 5}) {
+    Pw p;
+    p.varint(static_cast<uint64_t>(v));
+    packed += p.b;
+  }
+  t.s(1, packed).i(2, 7).i(99, 1).s(98, "ignored");
+  t.i(7, 1);  // unpacked int64_data, 3000 entries expected: error names the count
+  std::string name;
+  Result<onnx::HostTensor> h = onnx::decode_tensor(span_of(t.b), &name);
+  REQUIRE_FALSE(h.is_ok());
+  CHECK_THAT(h.status().message(), Catch::Contains("int64_data has 1 values, expected 3000 for INT64[2, 300, 5]"));
+  Pw t2;
+  t2.s(1, packed.substr(0, 1)).i(2, 7).i(7, -5).i(7, 9);
+  t2.b.resize(t2.b.size());
+  Pw d;
+  d.i(1, 2).i(2, 7).i(7, -5).i(7, 1LL << 40);
+  h = onnx::decode_tensor(span_of(d.b), &name);
+  REQUIRE(h.is_ok());
+  CHECK(h->shape == Shape{2});
+  CHECK(h->i == std::vector<int64_t>{-5, 1LL << 40});
+  const std::string group = "\x0b";  // field 1, start group
+  r = import_str(group);
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("groups"));
+}
+
+// ONNX's backend node tests: every case whose ops graphi supports must match ONNX's reference
+// outputs; the others must fail with an error (never a crash or a wrong result).
+TEST_CASE("onnx: ONNX backend node tests") {
+  if (!fs::is_directory(kNodeTests)) {
+    WARN("no ONNX test data at " << kNodeTests << " (package libonnx-testdata): skipped");
+    return;
+  }
+  std::vector<fs::path> cases;
+  for (const auto& e : fs::directory_iterator(kNodeTests))
+    if (fs::exists(e.path() / "model.onnx")) cases.push_back(e.path());
+  std::sort(cases.begin(), cases.end());
+  int passed = 0, unsupported = 0, refused = 0;
+  std::vector<std::string> wrong;
+  const bool verbose = std::getenv("GRAPHI_ONNX_TEST_VERBOSE") != nullptr;  // one line per case
+  for (const fs::path& dir : cases) {
+    const std::string name = dir.filename().string();
+    // Integer inputs (shapes, axes, indices, split sizes) are bound as constants, as graphi
+    // graphs are static: ImportOptions::constant_inputs.
+    ImportOptions options;
+    for (int k = 0; fs::exists(dir / "test_data_set_0" / ("input_" + std::to_string(k) + ".pb")); ++k) {
+      std::string in_name;
+      Result<Tensor> t = read_onnx_tensor_file((dir / "test_data_set_0" / ("input_" + std::to_string(k) + ".pb")).string(), &in_name);
+      if (t.is_ok() && t->dtype() != DType::kF32 && !in_name.empty()) options.constant_inputs.emplace(in_name, std::move(*t));
+    }
+    Result<Graph> g = import_onnx_file((dir / "model.onnx").string(), ops::Registry::get(), options);
+    if (!g.is_ok()) {
+      if (verbose) std::printf("%s: import: %s\n", name.c_str(), g.status().message().c_str());
+      if (g.status().code() == StatusCode::kUnsupported) ++unsupported;
+      else ++refused;
+      if (g.status().message().rfind((dir / "model.onnx").string(), 0) != 0)
+        wrong.push_back(name + ": error without the file name: " + g.status().message());
+      continue;
+    }
+    std::vector<Tensor> inputs;
+    std::vector<Tensor> want;
+    bool data_ok = true;
+    for (int k = 0; fs::exists(dir / "test_data_set_0" / ("input_" + std::to_string(k) + ".pb")); ++k) {
+      std::string in_name;
+      Result<Tensor> t = read_onnx_tensor_file((dir / "test_data_set_0" / ("input_" + std::to_string(k) + ".pb")).string(), &in_name);
+      if (!t.is_ok()) data_ok = false;
+      else if (!options.constant_inputs.count(in_name)) inputs.push_back(std::move(*t));
+    }
+    for (int k = 0; fs::exists(dir / "test_data_set_0" / ("output_" + std::to_string(k) + ".pb")); ++k) {
+      Result<Tensor> t = read_onnx_tensor_file((dir / "test_data_set_0" / ("output_" + std::to_string(k) + ".pb")).string());
+      if (!t.is_ok()) data_ok = false; else want.push_back(std::move(*t));
+    }
+    if (!data_ok || inputs.size() != g->inputs().size()) {
+      if (verbose) std::printf("%s: test data not representable\n", name.c_str());
+      ++refused;
+      continue;
+    }
+    Result<engine::NamedTensors> out = run_graph(*g, inputs);
+    if (!out.is_ok()) {
+      if (verbose) std::printf("%s: run: %s\n", name.c_str(), out.status().message().c_str());
+      ++refused;  // e.g. no kernel accepts the node
+      continue;
+    }
+    bool ok = out->size() == want.size();
+    for (size_t k = 0; ok && k < want.size(); ++k) {
+      const double err = test::max_rel_error((*out)[k].second, want[k]);
+      if (!(err <= 1e-4)) {
+        ok = false;
+        wrong.push_back(name + ": output " + std::to_string(k) + " differs (max rel error " + std::to_string(err) +
+                        ", " + (*out)[k].second.desc().to_string() + " vs " + want[k].desc().to_string() + ")");
+      }
+    }
+    if (verbose && ok) std::printf("%s: pass\n", name.c_str());
+    if (ok) ++passed;
+    else if (out->size() != want.size()) wrong.push_back(name + ": output count differs");
+  }
+  WARN("ONNX backend node tests: " << cases.size() << " cases, " << passed << " pass, " << unsupported
+                                   << " refused as unsupported (ops, types, attributes), " << refused
+                                   << " refused otherwise (no static shape, empty tensors, ...)");
+  for (const std::string& w : wrong) UNSCOPED_INFO(w);
+  CHECK(wrong.empty());
+  CHECK(passed > 0);
+}
