@@ -22,25 +22,30 @@ class ReadyHeap {
   bool empty() const { return heap_.empty(); }
   size_t size() const { return heap_.size(); }
   void push(graph::NodeId n) {
-    heap_.push_back(n);
-    std::push_heap(heap_.begin(), heap_.end(), Less{keys_});
+    heap_.push_back(Entry{keys_[n], n});
+    std::push_heap(heap_.begin(), heap_.end(), Less{});
   }
   graph::NodeId pop() {
-    std::pop_heap(heap_.begin(), heap_.end(), Less{keys_});
-    graph::NodeId n = heap_.back();
+    std::pop_heap(heap_.begin(), heap_.end(), Less{});
+    const graph::NodeId n = heap_.back().id;
     heap_.pop_back();
     return n;
   }
 
  private:
+  // The key travels with the id: comparisons touch only the heap's own array (no lookup into a
+  // per-op table, which missed the cache on wide graphs).
+  struct Entry {
+    double key;
+    graph::NodeId id;
+  };
   struct Less {
-    std::span<const double> keys;
-    bool operator()(graph::NodeId a, graph::NodeId b) const {
-      return keys[a] < keys[b] || (keys[a] == keys[b] && a > b);
+    bool operator()(const Entry& a, const Entry& b) const {
+      return a.key < b.key || (a.key == b.key && a.id > b.id);
     }
   };
   std::span<const double> keys_;
-  std::vector<graph::NodeId> heap_;
+  std::vector<Entry> heap_;
 };
 
 // IdleSet: which executors can take another op, as a bitmap; first() uses count-trailing-zeros.

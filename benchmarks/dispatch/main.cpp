@@ -122,6 +122,64 @@ void fail(const Status& s) {
   std::exit(1);
 }
 
+std::string goals_csv_path(const std::string& csv) {
+  if (csv.empty()) return "";
+  const auto dot = csv.rfind(".csv");
+  return (dot == std::string::npos ? csv : csv.substr(0, dot)) + "_goals.csv";
+}
+
+// The goals of issue 3 for this machine, one row per comparison, from this run's medians:
+//  - dispatch (empty ops): graphi cpf in each configuration at or below oneTBB flow_graph;
+//  - LSTM-shaped DAG with ~1 us ops: graphi cpf 2x1 within 10% of oneTBB task_group;
+//  - cpf never slower than shared-queue: every shape and work, each configuration.
+// A verdict of one run on a noisy machine: repeat the run and compare medians.
+void print_goals(std::map<std::string, std::map<std::string, double>>& summary,
+                 const std::vector<std::string>& rows, const std::vector<std::string>& cols, const Options& opt,
+                 const std::string& csv_path) {
+  auto find_row = [&](const std::string& prefix) -> std::string {
+    for (const std::string& r : rows)
+      if (r.rfind(prefix, 0) == 0) return r;
+    return "";
+  };
+  Table t({"goal", "case", "graphi", "ns/op", "reference", "ns/op", "ratio", "limit", "verdict"});
+  Csv csv;
+  if (!csv_path.empty())
+    csv.open(csv_path, {"goal", "case", "graphi", "graphi_ns_per_op", "reference", "reference_ns_per_op", "ratio",
+                        "limit", "met"});
+  int met = 0, total = 0;
+  auto add = [&](const std::string& goal, const std::string& col, const std::string& ours, const std::string& ref,
+                 double limit) {
+    if (ours.empty() || ref.empty()) return;
+    auto a = summary[ours].find(col), b = summary[ref].find(col);
+    if (a == summary[ours].end() || b == summary[ref].end()) return;
+    const double ratio = a->second / b->second;
+    const bool ok = ratio <= limit;
+    met += ok;
+    ++total;
+    t.add({goal, col, ours, fmt(a->second), ref, fmt(b->second), fmt(ratio, 2), fmt(limit, 2),
+           ok ? "met" : "NOT MET"});
+    csv.row({goal, col, ours, fmt(a->second), ref, fmt(b->second), fmt(ratio, 3), fmt(limit, 2), ok ? "1" : "0"});
+  };
+  const std::string flow = find_row("tbb flow_graph 2"), task_group = find_row("tbb task_group");
+  for (const std::string& col : cols) {
+    if (col.find("@empty") == std::string::npos) continue;
+    for (auto [n, k] : opt.configs)
+      add("dispatch <= flow_graph", col, find_row("graphi cpf " + std::to_string(n) + "x" + std::to_string(k)), flow,
+          1.0);
+  }
+  for (const std::string& col : cols)
+    if (col.rfind("lstm@1000ns", 0) == 0) add("LSTM 1us <= 1.10 x task_group", col, find_row("graphi cpf 2x1"), task_group, 1.10);
+  for (const std::string& col : cols)
+    for (auto [n, k] : opt.configs) {
+      const std::string c = std::to_string(n) + "x" + std::to_string(k);
+      add("cpf <= shared-queue", col, find_row("graphi cpf " + c), find_row("graphi shared-queue " + c), 1.0);
+    }
+  std::printf("\n== issue 3 goals on this machine (this run's medians; ratio = graphi / reference) ==\n");
+  t.print();
+  std::printf("%d of %d goal rows met\n", met, total);
+  if (!csv_path.empty()) std::printf("goals CSV: %s\n", csv_path.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -224,6 +282,8 @@ int main(int argc, char** argv) {
     t.add(cells);
   }
   t.print();
+  print_goals(summary, summary_rows, summary_cols, opt, goals_csv_path(opt.csv));
+
   std::printf("\nload average at the end: %s\n", load_average().c_str());
   if (!opt.csv.empty()) std::printf("CSV: %s\n", opt.csv.c_str());
   return 0;
