@@ -82,6 +82,21 @@ class Matcher {
  public:
   explicit Matcher(const Graph& g) : g_(g) {}
 
+  // Equal constants count as one value (an export may repeat the zero initial state per use).
+  ValueId canon(ValueId v) const {
+    const Value& val = g_.value(v);
+    if (val.kind != ValueKind::kConstant || !val.data) return v;
+    auto it = canon_.find(v);
+    if (it != canon_.end()) return it->second;
+    ValueId c = v;
+    for (ValueId u = 0; u < v && c == v; ++u)
+      if (g_.value(u).kind == ValueKind::kConstant && g_.value(u).desc == val.desc &&
+          same_const(g_, u, v))
+        c = canon(u);
+    canon_[v] = c;
+    return c;
+  }
+
   const Node* producer(ValueId v) const {
     const Value& val = g_.value(v);
     return val.producer == kNoId ? nullptr : &g_.node(val.producer);
@@ -222,12 +237,12 @@ class Matcher {
         int64_t r0 = 0;
         for (ValueId part : cat->inputs) {
           const int64_t rows = g_.value(part).desc.shape[1];
-          a.terms.push_back({part, {w->value, trans, r0, 0, rows, N}});
+          a.terms.push_back({canon(part), {w->value, trans, r0, 0, rows, N}});
           r0 += rows;
         }
         a.nodes.push_back(g_.value(l).producer);
       } else {
-        a.terms.push_back({l, {w->value, trans, 0, 0, K, N}});
+        a.terms.push_back({canon(l), {w->value, trans, 0, 0, K, N}});
       }
       a.nodes.push_back(pid);
       return a;
@@ -294,6 +309,7 @@ class Matcher {
   }
 
   const Graph& g_;
+  mutable std::unordered_map<ValueId, ValueId> canon_;
 };
 
 ValueId other(const Node& n, ValueId v) { return n.inputs[0] == v ? n.inputs[1] : n.inputs[0]; }
@@ -340,7 +356,7 @@ std::optional<LstmCell> match_lstm(const Matcher& m, NodeId tanh_id) {
       if (!i) continue;
       for (int fk = 0; fk < 2; ++fk) {
         auto f = m.gate(fc->inputs[fk], "Sigmoid");
-        const ValueId c_prev = fc->inputs[1 - fk];
+        const ValueId c_prev = m.canon(fc->inputs[1 - fk]);
         if (!f || !m.is_f32(c_prev, bh)) continue;
         LstmCell cell;
         cell.batch = bh[0];
@@ -369,7 +385,7 @@ std::optional<LstmCell> match_lstm(const Matcher& m, NodeId tanh_id) {
         for (ValueId l : lefts) ok = ok && g.value(l).desc.rank() == 2 &&
                                      g.value(l).desc.shape[0] == cell.batch;
         cell.lefts = {lefts[0], lefts[1]};
-        if (!ok || c_prev == lefts[0] || c_prev == lefts[1]) continue;
+        if (!ok) continue;
         if (!m.closed(cell.nodes, {c, cell.h}, {lefts[0], lefts[1], c_prev})) continue;
         return cell;
       }
@@ -408,6 +424,7 @@ std::optional<GruCell> gru_from(const Matcher& m, ValueId h, ValueId z_v, ValueI
                                 std::vector<NodeId> nodes) {
   const Graph& g = m.g_;
   GruCell c;
+  hp = m.canon(hp);
   c.h = h;
   c.hp = hp;
   c.batch = g.value(h).desc.shape[0];
@@ -445,8 +462,10 @@ std::optional<GruCell> gru_from(const Matcher& m, ValueId h, ValueId z_v, ValueI
     // Canonical: one term's left operand is r * h_prev.
     for (int k = 0; k < 2 && !r; ++k) {
       const Node* mul = m.op_of(c.n.terms[k].left, "Mul", 2);
-      if (!mul || (mul->inputs[0] != hp && mul->inputs[1] != hp)) continue;
-      r = m.gate(other(*mul, hp), "Sigmoid");
+      if (!mul) continue;
+      const int hk = m.canon(mul->inputs[0]) == hp ? 0 : m.canon(mul->inputs[1]) == hp ? 1 : -1;
+      if (hk < 0) continue;
+      r = m.gate(mul->inputs[1 - hk], "Sigmoid");
       if (!r) continue;
       c.rh = c.n.terms[k].left;
       c.nh.terms = {c.n.terms[k]};
