@@ -1,0 +1,101 @@
+// `graphi run` and `graphi info` on .onnx models exported from PyTorch (tests/data/onnx):
+// outputs written with --output-dir match PyTorch's, --dim sets symbolic dims, errors name the
+// file and the flag.
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "graph/npy.h"
+#include "tests/support/test_util.h"
+
+using namespace graphi;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kFixtures = std::string(GRAPHI_SOURCE_DIR) + "/tests/data/onnx/";
+
+struct Run {
+  int rc = -1;
+  std::string out, err;
+};
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+Run run_cli(const fs::path& dir, const std::vector<std::string>& args) {
+  std::string cmd = quoted(test::cli_path());
+  for (const std::string& a : args) cmd += " " + quoted(a);
+  cmd += " >" + quoted((dir / "out.txt").string()) + " 2>" + quoted((dir / "err.txt").string());
+  const int status = std::system(cmd.c_str());
+  Run r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_text(dir / "out.txt");
+  r.err = read_text(dir / "err.txt");
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("cli onnx: graphi run model.onnx --input matches PyTorch") {
+  const fs::path dir = test::scratch_dir("cli_onnx_run");
+  Run r = run_cli(dir, {"run", kFixtures + "lstm_2layer_bidir.onnx", "--input",
+                       "x=" + kFixtures + "lstm_2layer_bidir.in0.npy", "--iterations", "2",
+                       "--output-dir", (dir / "out").string(), "--json"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j.dump().find("lstm_2layer_bidir.onnx") != std::string::npos);
+  const char* names[] = {"y", "h", "c"};
+  for (int k = 0; k < 3; ++k) {
+    INFO(names[k]);
+    Tensor got = value_or_throw(graph::read_npy((dir / "out" / (std::string(names[k]) + ".npy")).string()));
+    Tensor want = value_or_throw(graph::read_npy(kFixtures + "lstm_2layer_bidir.out" + std::to_string(k) + ".npy"));
+    CHECK(test::max_rel_error(got, want) <= 1e-4);
+  }
+}
+
+TEST_CASE("cli onnx: --dim sets symbolic dims for run and info") {
+  const fs::path dir = test::scratch_dir("cli_onnx_dim");
+  const std::string model = kFixtures + "gru_dynamic_batch.onnx";
+  Run r = run_cli(dir, {"run", model, "--input", "x=" + kFixtures + "gru_dynamic_batch.in0.npy"});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find(model + ": graph input 0 'x': dim 1 is symbolic ('batch')") != std::string::npos);
+  CHECK(r.err.find("--dim batch=N") != std::string::npos);
+
+  r = run_cli(dir, {"run", model, "--dim", "batch=4", "--input", "x=" + kFixtures + "gru_dynamic_batch.in0.npy",
+                   "--iterations", "1", "--output-dir", (dir / "out").string()});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  for (int k = 0; k < 2; ++k) {
+    Tensor got = value_or_throw(graph::read_npy((dir / "out" / (k == 0 ? "y.npy" : "h.npy")).string()));
+    Tensor want = value_or_throw(graph::read_npy(kFixtures + "gru_dynamic_batch.out" + std::to_string(k) + ".npy"));
+    CHECK(test::max_rel_error(got, want) <= 1e-4);
+  }
+
+  r = run_cli(dir, {"info", kFixtures + "cnn_dynamic_batch.onnx", "--dim", "n=3", "--json"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(nlohmann::json::parse(r.out).dump().find("cnn_dynamic_batch.onnx") != std::string::npos);
+
+  r = run_cli(dir, {"info", model, "--dim", "batch"});
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("--dim expects NAME=VALUE") != std::string::npos);
+  r = run_cli(dir, {"info", model, "--dim", "batch=4", "--dim", "other=2"});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("--dim other names no symbolic dim of the model's inputs (it has: batch)") != std::string::npos);
+}
