@@ -127,6 +127,63 @@ std::optional<std::pair<int64_t, int64_t>> slice_range(const Graph& g, const Nod
   return std::make_pair(s, e);
 }
 
+namespace {
+
+
+// Rows [s, e) of axis 0 of `whole`, in units of whole's [R, K] view.
+RowBlock axis0_block(const Graph& g, ValueId whole, int64_t s, int64_t e) {
+  const TensorDesc& d = g.value(whole).desc;
+  const int64_t inner = d.numel() / d.shape[0] / d.shape.back();  // rows per index of axis 0
+  return {whole, s * inner, (e - s) * inner};
+}
+
+// Where value v (rank >= 2, last dim K) sits inside a larger tensor along axis 0.
+std::optional<RowBlock> axis0_piece(const Graph& g, ValueId v) {
+  const Value& val = g.value(v);
+  if (val.producer == kNoId) return std::nullopt;
+  const Node& p = g.node(val.producer);
+  if (p.inputs.empty() || p.inputs[0] == kNoId) return std::nullopt;
+  const ValueId whole = p.inputs[0];
+  const TensorDesc& wd = g.value(whole).desc;
+  if (wd.rank() < 2 || wd.shape.back() != val.desc.shape.back() || wd.dtype != val.desc.dtype)
+    return std::nullopt;
+  if (p.op == "Split") {
+    auto axis = node_axis(p, wd.rank());
+    if (!axis || *axis != 0) return std::nullopt;
+    int64_t s = 0;
+    for (ValueId o : p.outputs) {
+      const int64_t len = g.value(o).desc.shape[0];
+      if (o == v) return axis0_block(g, whole, s, s + len);
+      s += len;
+    }
+    return std::nullopt;
+  }
+  if (p.op == "Slice") {
+    auto r = slice_range(g, p, 0);
+    if (!r) return std::nullopt;
+    return axis0_block(g, whole, r->first, r->second);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<RowBlock> row_block(const Graph& g, ValueId a) {
+  const Value& av = g.value(a);
+  if (av.desc.rank() != 2) return std::nullopt;
+  if (auto r = axis0_piece(g, a)) return r;
+  // Reshape (or Squeeze / Flatten-like plumbing) of a [1, B, K] slice of a [T, B, K] tensor.
+  if (av.producer == kNoId) return std::nullopt;
+  const Node& p = g.node(av.producer);
+  if ((p.op != "Reshape" && p.op != "Squeeze") || p.inputs.empty() || p.inputs[0] == kNoId)
+    return std::nullopt;
+  const TensorDesc& pd = g.value(p.inputs[0]).desc;
+  if (pd.numel() != av.desc.numel() || pd.shape.back() != av.desc.shape.back())
+    return std::nullopt;
+  return axis0_piece(g, p.inputs[0]);
+}
+
+
 Tensor i64_tensor(const std::vector<int64_t>& v) {
   Tensor t(TensorDesc{DType::kI64, {static_cast<int64_t>(v.size())}});
   std::copy(v.begin(), v.end(), t.data_as<int64_t>());

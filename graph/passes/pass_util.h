@@ -35,6 +35,15 @@ std::optional<std::pair<int64_t, int64_t>> slice_range(const Graph& g, const Nod
 // A node's attribute `axis` normalized for an input of rank `rank` (nullopt if out of range).
 std::optional<int> node_axis(const Node& n, int rank, int64_t fallback = 0);
 
+// A 2-D value that is rows [off, off + rows) of `src` viewed as a [R, K] matrix (K = src's last
+// dim): a piece of a Split or a Slice along axis 0, possibly through a Reshape / Squeeze (x[t]
+// of a [T, B, K] tensor as PyTorch exports and the importer imports it).
+struct RowBlock {
+  ValueId src = kNoId;
+  int64_t off = 0, rows = 0;
+};
+std::optional<RowBlock> row_block(const Graph& g, ValueId v);
+
 // An i64 vector constant.
 Tensor i64_tensor(const std::vector<int64_t>& v);
 

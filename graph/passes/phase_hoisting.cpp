@@ -9,66 +9,9 @@
 namespace graphi::graph::passes {
 namespace {
 
-// `a` is rows [off, off + rows) of `src` viewed as a [R, K] matrix (src's last dim is K).
-struct Rows {
-  ValueId src = kNoId;
-  int64_t off = 0, rows = 0;
-};
-
-// Rows [s, e) of axis 0 of `whole`, in units of whole's [R, K] view.
-Rows axis0_block(const Graph& g, ValueId whole, int64_t s, int64_t e) {
-  const TensorDesc& d = g.value(whole).desc;
-  const int64_t inner = d.numel() / d.shape[0] / d.shape.back();  // rows per index of axis 0
-  return {whole, s * inner, (e - s) * inner};
-}
-
-// Where value v (rank >= 2, last dim K) sits inside a larger tensor along axis 0.
-std::optional<Rows> axis0_piece(const Graph& g, ValueId v) {
-  const Value& val = g.value(v);
-  if (val.producer == kNoId) return std::nullopt;
-  const Node& p = g.node(val.producer);
-  if (p.inputs.empty() || p.inputs[0] == kNoId) return std::nullopt;
-  const ValueId whole = p.inputs[0];
-  const TensorDesc& wd = g.value(whole).desc;
-  if (wd.rank() < 2 || wd.shape.back() != val.desc.shape.back() || wd.dtype != val.desc.dtype)
-    return std::nullopt;
-  if (p.op == "Split") {
-    auto axis = node_axis(p, wd.rank());
-    if (!axis || *axis != 0) return std::nullopt;
-    int64_t s = 0;
-    for (ValueId o : p.outputs) {
-      const int64_t len = g.value(o).desc.shape[0];
-      if (o == v) return axis0_block(g, whole, s, s + len);
-      s += len;
-    }
-    return std::nullopt;
-  }
-  if (p.op == "Slice") {
-    auto r = slice_range(g, p, 0);
-    if (!r) return std::nullopt;
-    return axis0_block(g, whole, r->first, r->second);
-  }
-  return std::nullopt;
-}
-
-std::optional<Rows> rows_of(const Graph& g, ValueId a) {
-  const Value& av = g.value(a);
-  if (av.desc.rank() != 2) return std::nullopt;
-  if (auto r = axis0_piece(g, a)) return r;
-  // Reshape (or Squeeze / Flatten-like plumbing) of a [1, B, K] slice of a [T, B, K] tensor.
-  if (av.producer == kNoId) return std::nullopt;
-  const Node& p = g.node(av.producer);
-  if ((p.op != "Reshape" && p.op != "Squeeze") || p.inputs.empty() || p.inputs[0] == kNoId)
-    return std::nullopt;
-  const TensorDesc& pd = g.value(p.inputs[0]).desc;
-  if (pd.numel() != av.desc.numel() || pd.shape.back() != av.desc.shape.back())
-    return std::nullopt;
-  return axis0_piece(g, p.inputs[0]);
-}
-
 struct Member {
   ConstGemm m;
-  Rows rows;
+  RowBlock rows;
 };
 
 bool same_group(const Graph& g, const Member& a, const Member& b) {
@@ -85,7 +28,7 @@ Result<HoistResult> hoist_input_projections(const Graph& g, const ShapeInference
   for (NodeId n = 0; n < g.num_nodes(); ++n) {
     auto m = const_gemm(g, n);
     if (!m || g.value(m->a).desc.rank() != 2) continue;
-    auto r = rows_of(g, m->a);
+    auto r = row_block(g, m->a);
     if (r) cands.push_back({*m, *r});
   }
   // Partition into groups of the same source and weights, then into runs of adjacent rows.

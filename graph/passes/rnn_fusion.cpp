@@ -758,45 +758,67 @@ Result<RnnFusionResult> fuse_rnn_cells(const Graph& g, const ShapeInferencer& sh
     for (NodeId n : q.nodes) rw.remove(n);
   const size_t K = seqs.size();
   // Where each chain's X comes from, cheapest first: another fused chain's Y (stacked layers),
-  // the input of a Split along axis 0 whose pieces only the cells read (as build_lstm splits x),
-  // else a Concat of the x_t reshaped to [1, B, I].
+  // one tensor whose consecutive row blocks the x_t are (a Split of x, or x[t] as Slice +
+  // Reshape), else a Concat of the x_t reshaped to [1, B, I].
   std::vector<int> x_from_chain(K, -1);
-  std::vector<NodeId> x_from_split(K, kNoId), y_concat(K, kNoId);
+  std::vector<std::optional<RowBlock>> x_rows(K);
+  std::vector<NodeId> y_concat(K, kNoId);
   for (size_t k = 0; k < K; ++k) {
     const auto& xs = seqs[k].xs;
-    const int64_t T = static_cast<int64_t>(xs.size()), B = seqs[k].batch;
+    const int64_t B = seqs[k].batch;
     for (size_t j = 0; j < K && x_from_chain[k] < 0; ++j)
       if (j != k && seqs[j].hs == xs) x_from_chain[k] = static_cast<int>(j);
     if (x_from_chain[k] >= 0) continue;
-    const Value& x0 = g.value(xs[0]);
-    if (T > 1 && x0.producer != kNoId) {
-      const Node& s = g.node(x0.producer);
-      bool ok = s.op == "Split" && s.outputs == xs && !s.inputs.empty() &&
-                !rw.removed(x0.producer) && g.value(s.inputs[0]).desc.rank() == 2 &&
-                g.value(s.inputs[0]).desc.shape[0] == T * B;
-      auto axis = node_axis(s, 2);
-      ok = ok && axis && *axis == 0;
-      for (ValueId v : xs) {
-        auto cs = g.consumers(v);
-        ok = ok && !g.value(v).is_output &&
-             std::all_of(cs.begin(), cs.end(), [&](NodeId n) { return rw.removed(n); });
-      }
-      if (ok) x_from_split[k] = x0.producer;
-    }
-  }
-  for (size_t k = 0; k < K; ++k) {
-    if (x_from_split[k] != kNoId) rw.remove(x_from_split[k]);
-    // A Concat along axis 0 of exactly h_0 .. h_{T-1} (as build_lstm assembles y) is Y itself.
-    const auto& hs = seqs[k].hs;
-    for (NodeId n : g.consumers(hs[0])) {
-      const Node& c = g.node(n);
-      auto axis = node_axis(c, 2);
-      if (hs.size() > 1 && c.op == "Concat" && c.inputs == hs && !rw.removed(n) && axis &&
-          *axis == 0) {
-        y_concat[k] = n;
-        rw.remove(n);
+    std::optional<RowBlock> all;
+    for (size_t t = 0; t < xs.size(); ++t) {
+      auto r = row_block(g, xs[t]);
+      if (!r || r->rows != B || g.value(r->src).desc.shape.back() != seqs[k].input ||
+          (t > 0 && (r->src != all->src || r->off != all->off + all->rows))) {
+        all.reset();
         break;
       }
+      if (t == 0)
+        all = r;
+      else
+        all->rows += r->rows;
+    }
+    if (all && xs.size() > 1) x_rows[k] = all;
+  }
+  for (size_t k = 0; k < K; ++k) {
+    // A Concat along axis 0 of exactly h_0 .. h_{T-1}, or of each h_t reshaped (PyTorch's
+    // torch.stack), is Y itself in another shape.
+    const auto& hs = seqs[k].hs;
+    const int64_t T = static_cast<int64_t>(hs.size()), BH = seqs[k].batch * seqs[k].hidden;
+    std::vector<NodeId> candidates;
+    for (NodeId n : g.consumers(hs[0])) {
+      candidates.push_back(n);
+      for (ValueId o : g.node(n).outputs)
+        for (NodeId c : g.consumers(o)) candidates.push_back(c);
+    }
+    for (NodeId n : candidates) {
+      const Node& c = g.node(n);
+      if (c.op != "Concat" || rw.removed(n) || static_cast<int64_t>(c.inputs.size()) != T ||
+          T < 2 || c.inputs[0] == kNoId)
+        continue;
+      auto axis = node_axis(c, g.value(c.inputs[0]).desc.rank());
+      if (!axis || *axis != 0) continue;
+      std::vector<NodeId> wraps;
+      bool ok = true;
+      for (int64_t t = 0; t < T && ok; ++t) {
+        const ValueId u = c.inputs[t];
+        if (u == hs[t]) continue;
+        const NodeId p = u == kNoId ? kNoId : g.value(u).producer;
+        ok = p != kNoId && (g.node(p).op == "Reshape" || g.node(p).op == "Unsqueeze") &&
+             !g.node(p).inputs.empty() && g.node(p).inputs[0] == hs[t] &&
+             g.value(u).desc.numel() == BH && !g.value(u).is_output &&
+             g.consumers(u).size() == 1 && !rw.removed(p);
+        wraps.push_back(p);
+      }
+      if (!ok) continue;
+      y_concat[k] = n;
+      rw.remove(n);
+      for (NodeId p : wraps) rw.remove(p);
+      break;
     }
   }
   // A value the rewritten graph still reads (or returns) must be produced again.
@@ -828,13 +850,30 @@ Result<RnnFusionResult> fuse_rnn_cells(const Graph& g, const ShapeInferencer& sh
     rw.add_constant(shape_h, i64_tensor({B, H}));
 
     std::string X;
-    if (x_from_chain[k] >= 0 || x_from_split[k] != kNoId) {
+    if (x_from_chain[k] >= 0 || x_rows[k]) {
       const std::string shape_seq = name("shape_seq");
       rw.add_constant(shape_seq, i64_tensor({T, B, I}));
       X = name("X");
-      reshape(x_from_chain[k] >= 0 ? y_names[x_from_chain[k]]
-                                   : g.value(g.node(x_from_split[k]).inputs[0]).name,
-              shape_seq, X);
+      std::string src = x_from_chain[k] >= 0 ? y_names[x_from_chain[k]]
+                                             : g.value(x_rows[k]->src).name;
+      if (x_from_chain[k] < 0) {
+        const TensorDesc& sd = g.value(x_rows[k]->src).desc;
+        const int64_t R = sd.numel() / I;
+        if (x_rows[k]->off != 0 || x_rows[k]->rows != R) {
+          // The steps read some of the rows: slice them off the [R, I] view first.
+          const std::string shape_rows = name("shape_rows_x"), flat = name("x_rows"),
+                            rows = name("x_steps");
+          rw.add_constant(shape_rows, i64_tensor({R, I}));
+          reshape(src, shape_rows, flat);
+          Attributes sa;
+          sa.set("starts", std::vector<int64_t>{x_rows[k]->off});
+          sa.set("ends", std::vector<int64_t>{x_rows[k]->off + x_rows[k]->rows});
+          sa.set("axes", std::vector<int64_t>{0});
+          rw.add_node("Slice", rw.fresh(base + "/slice_x"), {flat}, {rows}, std::move(sa));
+          src = rows;
+        }
+      }
+      reshape(src, shape_seq, X);
     } else {
       std::vector<std::string> parts;
       for (ValueId v : q.xs) {
@@ -869,9 +908,10 @@ Result<RnnFusionResult> fuse_rnn_cells(const Graph& g, const ShapeInferencer& sh
       rw.add_node("GRU", base, {X, wn, rn, bn, "", h0}, {Y, Yh}, q.attrs);
 
     if (y_concat[k] != kNoId) {
-      const std::string shape_rows = name("shape_rows");
-      rw.add_constant(shape_rows, i64_tensor({T * B, H}));
-      reshape(Y, shape_rows, g.value(g.node(y_concat[k]).outputs[0]).name);
+      const ValueId out = g.node(y_concat[k]).outputs[0];
+      const std::string shape_out = name("shape_y");
+      rw.add_constant(shape_out, i64_tensor(g.value(out).desc.shape));
+      reshape(Y, shape_out, g.value(out).name);
     }
     for (int64_t t = 0; t < T; ++t) {
       const ValueId h = q.hs[t];
