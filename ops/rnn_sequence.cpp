@@ -620,13 +620,16 @@ Status RnnSequenceKernel::prepare(int team) {
   team_ = team;
 
   // Strides (floats), each row padded to whole cache lines.
-  ldh_ = round_up(H, kLine);
+  // Row strides are an odd number of cache lines: with a multiple of 4 KiB (H = 256: 4H floats)
+  // the rows of a microkernel's C tile all map to one L1 set and evict each other.
+  auto skew = [](int64_t ld) { return (ld / kLine) % 2 == 0 ? ld + kLine : ld; };
+  ldh_ = skew(round_up(H, kLine));
   dir_x_ = round_up(G * H, kLine);
-  ldx_ = D * dir_x_;
+  ldx_ = skew(D * dir_x_);
   dir_gh0_ = round_up(g0_ * H, kLine);
-  ld_gh0_ = D * dir_gh0_;
-  dir_gh1_ = canonical_gru_ ? ldh_ : 0;
-  ld_gh1_ = D * dir_gh1_;
+  ld_gh0_ = skew(D * dir_gh0_);
+  dir_gh1_ = canonical_gru_ ? round_up(H, kLine) : 0;
+  ld_gh1_ = canonical_gru_ ? skew(D * dir_gh1_) : 0;
   dir_p_ = round_up(3 * H, kLine);
   // LIBXSMM takes int strides; the layout-1 projection rows are B * ldx apart.
   if (B * ldx_ > (int64_t{1} << 30))
