@@ -165,7 +165,12 @@ class Matcher {
     return std::nullopt;
   }
 
+  // Bounds the work of one match attempt (Add trees over shared values could otherwise be
+  // walked an exponential number of times).
+  void start_match() const { steps_ = 0; }
+
   std::optional<Affine> affine(ValueId v, int depth = 0) const {
+    if (++steps_ > kMaxSteps) return std::nullopt;
     const TensorDesc& d = g_.value(v).desc;
     if (d.dtype != DType::kF32 || d.rank() != 2) return std::nullopt;
     const int64_t B = d.shape[0], N = d.shape[1];
@@ -310,6 +315,8 @@ class Matcher {
 
   const Graph& g_;
   mutable std::unordered_map<ValueId, ValueId> canon_;
+  static constexpr int kMaxSteps = 4096;
+  mutable int steps_ = 0;
 };
 
 ValueId other(const Node& n, ValueId v) { return n.inputs[0] == v ? n.inputs[1] : n.inputs[0]; }
@@ -332,6 +339,7 @@ struct LstmCell {
 
 std::optional<LstmCell> match_lstm(const Matcher& m, NodeId tanh_id) {
   const Graph& g = m.g_;
+  m.start_match();
   const Node& tn = g.node(tanh_id);
   if (!m.simple(tn, "Tanh", 1)) return std::nullopt;
   const ValueId c = tn.inputs[0], tc = tn.outputs[0];
@@ -497,6 +505,7 @@ std::optional<GruCell> gru_from(const Matcher& m, ValueId h, ValueId z_v, ValueI
 
 std::optional<GruCell> match_gru(const Matcher& m, NodeId add_id) {
   const Graph& g = m.g_;
+  m.start_match();
   const Node& add = g.node(add_id);
   if (!m.simple(add, "Add", 2)) return std::nullopt;
   const ValueId h = add.outputs[0];

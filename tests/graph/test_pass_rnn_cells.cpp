@@ -86,3 +86,18 @@ TEST_CASE("RNN fusion keeps a cell whose pre-activation is used elsewhere", "[gr
   CHECK(test::count_op(f->graph, "Sigmoid") == 3);
   test::check_same_outputs(*g, f->graph, 1);
 }
+
+TEST_CASE("RNN fusion gives up early on Add trees over shared values", "[graph][fusion]") {
+  // v_{k+1} = v_k + v_k: an Add tree with 2^60 paths. h = sigmoid(v) * tanh(v) looks like the
+  // end of an LSTM cell, so the matcher walks v; a bounded walk returns at once.
+  NetBuilder n;
+  n.b.add_input("a", {DType::kF32, {2, 3}});
+  std::string v = "a";
+  for (int k = 0; k < 60; ++k) v = n.node("Add", {v, v});
+  n.b.add_output(n.node("Mul", {n.node("Sigmoid", {v}), n.node("Tanh", {v})}));
+  auto g = n.finish();
+  REQUIRE(g.is_ok());
+  auto f = graph::passes::fuse_rnn_cells(*g, ops::Registry::get());
+  REQUIRE(f.is_ok());
+  CHECK(f->cells == 0);
+}
