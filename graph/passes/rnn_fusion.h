@@ -1,31 +1,40 @@
 // fuse_rnn_cells: recognizes unrolled LSTM and GRU cells built from plain ops (as `graphi model
-// lstm|gru` emits, or a hand-written cell exported to ONNX) and replaces each chain of cells
-// that share weights with one ONNX LSTM / GRU sequence op.
+// lstm|gru` emits them, or as torch.onnx.export writes a hand-written cell) and replaces each
+// chain of cells that share weights with one ONNX LSTM / GRU sequence op.
 //
-// A cell (matched structurally, never by name):
-//   g = x W + b + h_prev R    (Adds in any association; x W and h_prev R MatMuls; W, R, b
-//                              float32 constants, W [I, 4H], R [H, 4H], b [4H] or [1, 4H])
-//   Split(g, axis 1, 4 equal parts) -> three Sigmoid, one Tanh (c~)
-//   c = f * c_prev + i * c~,  h = o * tanh(c)
-// The roles i, o, f are read off the equations (the sigmoid multiplying c_prev is f, the one
-// multiplying c~ is i, the one multiplying tanh(c) is o), so any gate order in the columns works;
-// W, R, b are permuted into ONNX order (i, o, f, c) and transposed to [1, 4H, I] / [1, 4H, H].
-// Cells chain when cell t's h_prev and c_prev are cell t-1's h and c and all share W, R, b.
-// Every use of a chain's h_t outside the chain reads Reshape(Slice(Y, t)) (the last one reads
-// Y_h); the last c reads Y_c; the replacement values keep the original names, so graph outputs
-// and downstream nodes are untouched. A chain is left alone when any other internal value
-// (an intermediate c_t, a gate, a pre-activation) is used outside it or is a graph output, or
-// when its inputs depend on the chain itself (fusing would make a cycle).
+// Matching is structural, never by name or gate order. Every gate pre-activation is read as an
+// affine expression  sum_k left_k M_k + sum_j b_j  where each M_k is a block of a float32
+// constant matrix and each b_j a block of a constant [N] / [1, N] vector. It may be written with
+// MatMul (by a constant, possibly behind Identity / Transpose nodes), Gemm (transA = 0, alpha =
+// beta = 1, any transB, a constant bias C), Adds in any association, Split or Slice along axis 1
+// of any of these (torch.chunk), a Concat [x, h] along axis 1 as the left operand (one term per
+// part), and one GEMM per gate or one for all gates. A gate value is act(affine) or a column
+// piece of act(affine) (activation applied before the split).
 //
-// A GRU cell (the form models/gru.h documents, both variants):
-//   Split(x W + b, axis 1, {2H, H}) -> x_zr, x_h;  z | r = Split(Sigmoid(x_zr + h_zr))
-//   canonical: h_zr = h_prev R_zr, h~ = tanh(x_h + (r * h_prev) R_h)
-//   linear_before_reset: h_zr | h_h = Split(h_prev R + Rb), h~ = tanh(x_h + r * h_h)
-//   h = h~ + z * (h_prev - h~)
-// h_prev is the Sub's first operand, z the gate multiplying the difference, r the other one;
-// the weights are permuted into ONNX order (z, r, h). Chains and outside uses as for LSTM.
-// Stacked layers read the previous fused layer's Y directly; a Concat of all h_t along axis 0
-// becomes a Reshape of Y.
+// LSTM, from the dataflow  c = f * c_prev + i * g,  h = o * tanh(c)  (operands of every Mul and
+// Add in either order): the sigmoid multiplying c_prev is f, the one multiplying the tanh gate g
+// is i, the one multiplying tanh(c) is o. The pre-activations must read exactly two left
+// operands (x_t and h_prev) with one weight block each; W, R, b are permuted into ONNX order
+// (i, o, f, c); all biases of a gate are summed into Wb (Rb = 0).
+// GRU:  h = n + z * (h_prev - n)  or  h = (1 - z) * n + z * h_prev,  n = tanh(...), z, r
+// sigmoid gates. Where r is applied decides the variant: r * h_prev as the left operand of n's
+// recurrent product is canonical (linear_before_reset = 0); r * (h_prev R_n + Rb_n) added to
+// n's input part is linear_before_reset = 1 (PyTorch's and cuDNN's form). Weights go into
+// ONNX order (z, r, h).
+//
+// Every value computed inside a cell other than h (and c) must be read only inside the cell and
+// not be a graph output; different activations, other ops, non-constant weights, a third left
+// operand, or any extra use leave the cell alone (fusing never changes results). Cells chain
+// when cell t's h_prev (and c_prev) are cell t-1's h (and c) and both have the same weights;
+// equal constants count as one value (an export repeats the zero initial state). A chain is
+// skipped when an intermediate c_t is used outside it or its inputs depend on it (a cycle).
+//
+// The rewrite: X is the previous fused layer's Y, or the tensor whose consecutive row blocks the
+// x_t are (a Split of x, x[t] as Slice + Reshape), else a Concat of the x_t; a Concat along
+// axis 0 of all h_t (or of each h_t reshaped, torch.stack) becomes a Reshape of Y; other uses
+// of h_t read Reshape(Slice(Y, t)), the last one Y_h, the last c Y_c. Replacement values keep
+// the original names, so graph outputs and downstream nodes are untouched; weight plumbing left
+// dead (Identity / Transpose of the old weights) is dropped.
 #pragma once
 
 #include "graph/graph.h"
@@ -40,7 +49,8 @@ struct RnnFusionResult {
 };
 
 // `shapes` validates the rewritten graph (pass ops::Registry::get()); it must know the LSTM,
-// GRU, Slice, Reshape and Concat ops.
+// GRU, Slice, Reshape and Concat ops. The default pipeline (graph/passes/pipeline.h) runs it
+// first.
 Result<RnnFusionResult> fuse_rnn_cells(const Graph& g, const ShapeInferencer& shapes);
 
 }  // namespace graphi::graph::passes

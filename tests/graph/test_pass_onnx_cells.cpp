@@ -75,3 +75,26 @@ TEST_CASE("PyTorch-exported hand-written cells fuse into one sequence op per lay
     check_against_torch(c.model, p->graph, 2);
   }
 }
+
+TEST_CASE("A PyTorch-exported look-alike cell gets MM fusion and hoisting, not a sequence op",
+          "[graph][passes][onnx]") {
+  // One Linear per gate, candidate through relu: not an LSTM. Per step, the 4 x-side Gemms (and
+  // the products reading the same h_t) become one GEMM each; layer 0's per-step x-side GEMMs
+  // read x[t] of one input and become one GEMM ahead of the recurrence.
+  auto g = graph::import_onnx_file(fixture("lstm_relu_per_gate.onnx"), ops::Registry::get());
+  INFO(g.status().message());
+  REQUIRE(g.is_ok());
+  auto p = graph::passes::run_passes(*g, ops::Registry::get());
+  INFO(p.status().message());
+  REQUIRE(p.is_ok());
+  CHECK(p->lstm_sequences == 0);
+  CHECK(p->gru_sequences == 0);
+  CHECK(p->mm_groups > 0);
+  CHECK(p->mm_members == 8 * 2 * 4);  // every Gemm / MatMul of 2 layers x 4 steps
+  CHECK(p->hoisted_groups == 1);
+  CHECK(p->hoisted_members == 4);
+  CHECK(count_op(p->graph, "Relu") == 8);
+  check_against_torch("lstm_relu_per_gate", *g, 1);
+  check_against_torch("lstm_relu_per_gate", p->graph, 1);
+  check_against_torch("lstm_relu_per_gate", p->graph, 2);
+}

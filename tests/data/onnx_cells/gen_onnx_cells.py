@@ -57,6 +57,20 @@ class LstmPerGate(nn.Module):
         return h, c
 
 
+class LstmPerGateRelu(LstmPerGate):
+    """Not an LSTM cell: the candidate goes through relu. graphi must not fuse it into a
+    sequence op; MM fusion and phase hoisting still apply."""
+
+    def forward(self, x, h, c):
+        f = torch.sigmoid(self.xf(x) + self.hf(h))
+        o = torch.sigmoid(self.ho(h) + self.xo(x))
+        g = torch.relu(self.xg(x) + self.hg(h))
+        i = torch.sigmoid(self.xi(x) + self.hi(h))
+        c = i * g + c * f
+        h = torch.tanh(c) * o
+        return h, c
+
+
 class LstmConcat(nn.Module):
     """[x, h] @ W + b with columns in the order o, g, i, f (one nn.Linear)."""
 
@@ -150,6 +164,7 @@ MODELS = {
     "gru_lbr": (GruLbr, False, 6, 8, 2, 3, 5, False, 13),
     "gru_lbr_b1": (GruLbr, False, 7, 4, 1, 1, 6, True, 13),
     "gru_canonical": (GruCanonical, False, 5, 6, 2, 3, 4, False, 13),
+    "lstm_relu_per_gate": (LstmPerGateRelu, True, 5, 4, 2, 2, 4, False, 13),
 }
 
 
