@@ -9,6 +9,7 @@
 #include "cli/cli_util.h"
 #include "engine/graph_stats.h"
 #include "engine/plan.h"
+#include "ops/rnn_sequence.h"
 
 namespace graphi::cli {
 
@@ -49,15 +50,23 @@ int info_command(int argc, char** argv) {
   if (!stats.is_ok()) return runtime_error(stats.status());
 
   std::map<std::string, std::map<std::string, size_t>> kernels_by_op;
+  // Fused RNN layers, each with its kernel's schedule (ops/rnn_schedule.h), in node order.
+  std::vector<std::pair<std::string, std::string>> rnn_layers;
   if (plan.is_ok())
-    for (graph::NodeId n = 0; n < plan->num_nodes(); ++n)
+    for (graph::NodeId n = 0; n < plan->num_nodes(); ++n) {
       ++kernels_by_op[(*g)->node(n).op][plan->kernel_name(n)];
+      std::string d = ops::rnn_kernel_description(plan->kernel(n));
+      if (!d.empty()) rnn_layers.emplace_back((*g)->node(n).where(), d);
+    }
 
   if (args.has("--json")) {
     nlohmann::json j = engine::to_json(*stats);
     j["model"] = path;
     if (plan.is_ok()) {
       j["kernels_by_op"] = kernels_by_op;
+      j["rnn_layers"] = nlohmann::json::array();
+      for (const auto& [node, d] : rnn_layers)
+        j["rnn_layers"].push_back({{"node", node}, {"kernel", d}});
       j["kernel_threads"] = *threads;
     } else {
       j["kernel_selection_error"] = plan_error;
@@ -74,6 +83,7 @@ int info_command(int argc, char** argv) {
         line += (line.empty() ? "" : ", ") + k + " x" + std::to_string(n);
       std::printf("  %-20s %s\n", op.c_str(), line.c_str());
     }
+    for (const auto& [node, d] : rnn_layers) std::printf("  %s: %s\n", node.c_str(), d.c_str());
   } else {
     std::printf("kernels: not available (%s)\n", plan_error.c_str());
   }
