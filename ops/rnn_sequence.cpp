@@ -786,43 +786,40 @@ std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSch
     r.searched = true;
     return r;
   }
-  // A shortened copy of the layer: every step costs the same (rule i), so a few steps rank the
-  // schedules; no lengths, no initial states, Y only, zero weights and inputs.
-  RnnSequenceKernel k(kind_);
-  k.s_ = s_;
-  k.s_.seq_len = std::min<int64_t>(s_.seq_len, 16);
-  k.s_.has_seq_lens = k.s_.has_initial_h = k.s_.has_initial_c = false;
-  k.s_.num_outputs = 1;
-  k.s_.wcs_shuffle = false;
-  if (!k.prepare(team_).is_ok()) return std::nullopt;
-  k.const_weights_ = true;
-  const int64_t T = k.s_.seq_len, B = s_.batch, D = s_.num_directions, H = s_.hidden;
-  Tensor x(TensorDesc{DType::kF32, {T * B * s_.input_size}});
-  Tensor y(TensorDesc{DType::kF32, {T * D * B * H}});
-  std::memset(x.data(), 0, x.desc().bytes());
-  const void* ins[8] = {x.data(), nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
-  void* outs[1] = {y.data()};
-  const Buffers io{std::span<const void* const>(ins, 8), std::span<void* const>(outs, 1)};
-
+  // A shortened copy of the layer: every step costs the same (rule i), so a part of the sequence
+  // ranks the schedules: 16 steps to estimate the per-step cost, then as many steps (up to T)
+  // as the budget allows for three runs (one warm-up, the best of two) of every candidate;
+  // short runs of small layers are mostly timer and wake-up noise. No lengths, no initial
+  // states, Y only, zero weights and inputs.
   const double start = now_ms();
-  bool announced = false;
-  std::optional<RnnSchedule> best;
-  for (size_t ci = 0; ci < cands.size(); ++ci) {
-    const double elapsed = now_ms() - start;
-    if (ci > 0 && elapsed > budget_ms) break;
-    if (!announced && elapsed > 500) {
-      std::fprintf(stderr, "graphi: calibrating %s schedules (%zu candidates)...\n",
-                   shape_.key().c_str(), cands.size());
-      announced = true;
-    }
-    k.schedule_ = cands[ci];
+  std::atomic<bool> ok{true};
+  auto shortened = [&](int64_t steps) {
+    auto k = std::make_unique<RnnSequenceKernel>(kind_);
+    k->s_ = s_;
+    k->s_.seq_len = std::min<int64_t>(s_.seq_len, steps);
+    k->s_.has_seq_lens = k->s_.has_initial_h = k->s_.has_initial_c = false;
+    k->s_.num_outputs = 1;
+    k->s_.wcs_shuffle = false;
+    k->const_weights_ = true;
+    if (!k->prepare(team_).is_ok()) k.reset();
+    return k;
+  };
+  // Best of `reps` timed runs (after one warm-up) of schedule `c` on kernel k; inf on failure.
+  auto time_schedule = [&](RnnSequenceKernel& k, const RnnSchedule& c, int reps) {
+    const int64_t T = k.s_.seq_len, B = s_.batch, D = s_.num_directions, H = s_.hidden;
+    Tensor x(TensorDesc{DType::kF32, {T * B * s_.input_size}});
+    Tensor y(TensorDesc{DType::kF32, {T * D * B * H}});
+    std::memset(x.data(), 0, x.desc().bytes());
+    const void* ins[8] = {x.data(), nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+    void* outs[1] = {y.data()};
+    const Buffers io{std::span<const void* const>(ins, 8), std::span<void* const>(outs, 1)};
+    k.schedule_ = c;
     k.configure();
     k.packed_ = Tensor(TensorDesc{DType::kF32, {k.packed_floats_}});
     std::memset(k.packed_.data(), 0, k.packed_.desc().bytes());
     Tensor scratch(TensorDesc{DType::kF32, {std::max<int64_t>(k.scratch_floats_, 16)}});
     double best_ms = std::numeric_limits<double>::infinity();
-    std::atomic<bool> ok{true};
-    for (int rep = 0; rep < 3 && ok; ++rep) {  // one warm-up, min of two
+    for (int rep = 0; rep <= reps && ok; ++rep) {
       double t0 = 0, t1 = 0;
 #pragma omp parallel num_threads(team_)
       {
@@ -839,10 +836,35 @@ std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSch
       }
       if (ok && rep > 0) best_ms = std::min(best_ms, t1 - t0);
     }
+    return best_ms;
+  };
+  auto k = shortened(16);
+  if (!k) return std::nullopt;
+  const double probe_ms = time_schedule(*k, cands[0], 1);
+  if (!ok) return std::nullopt;
+  const double per_step = probe_ms / double(k->s_.seq_len);
+  const int64_t steps = std::clamp<int64_t>(
+      static_cast<int64_t>(budget_ms / (3.0 * double(cands.size()) * std::max(per_step, 1e-6))), 16,
+      s_.seq_len);
+  if (steps > k->s_.seq_len) {
+    k = shortened(steps);
+    if (!k) return std::nullopt;
+  }
+  bool announced = false;
+  std::optional<RnnSchedule> best;
+  for (size_t ci = 0; ci < cands.size(); ++ci) {
+    const double elapsed = now_ms() - start;
+    if (ci > 0 && elapsed > budget_ms) break;
+    if (!announced && elapsed > 500) {
+      std::fprintf(stderr, "graphi: calibrating %s schedules (%zu candidates, %lld steps)...\n",
+                   shape_.key().c_str(), cands.size(), static_cast<long long>(k->s_.seq_len));
+      announced = true;
+    }
+    const double ms = time_schedule(*k, cands[ci], 2);
     if (!ok) return std::nullopt;
-    if (!best || best_ms < best->measured_ms) {
+    if (!best || ms < best->measured_ms) {
       best = cands[ci];
-      best->measured_ms = best_ms;
+      best->measured_ms = ms;
       best->searched = true;
     }
   }
