@@ -47,6 +47,23 @@ void copy_elem(HostTensor& dst, size_t dk, const HostTensor& src, size_t sk) {
     dst.i[dk] = src.get_i(sk);
 }
 
+// Folded tensors live in memory as doubles / int64s during import: bound their size so a
+// hostile shape (ConstantOfShape of [2^40]) is an error, not an allocation failure.
+constexpr int64_t kMaxFoldElements = int64_t{1} << 26;
+
+Status check_size(const Shape& s, const std::string& where) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    if (d < 0) return Status::invalid_graph(where + ": negative dim in " + shape_to_string(s));
+    if (d > 0 && n > kMaxFoldElements / d)
+      return Status::unsupported(where + ": the result " + shape_to_string(s) + " has more than " +
+                                 std::to_string(kMaxFoldElements) +
+                                 " elements, too many to evaluate at import time");
+    n *= d;
+  }
+  return Status::ok();
+}
+
 Result<int64_t> a_int(const Node& n, const char* name, int64_t dflt, const std::string& where) {
   const Attr* a = n.attr(name);
   if (!a) return dflt;
@@ -181,6 +198,8 @@ Result<Shape> reshape_target(const Shape& in, const std::vector<int64_t>& spec, 
     if (out[k] == -2)
       return Status::invalid_graph(where + ": shape " + shape_to_string(spec) + " copies dim " +
                                    std::to_string(k) + " of input " + shape_to_string(in));
+    if (out[k] > 0 && known > (int64_t{1} << 50) / out[k])
+      return Status::invalid_graph(where + ": shape " + shape_to_string(spec) + " is too large");
     known *= out[k];
   }
   const int64_t n = shape_numel(in);
@@ -333,6 +352,7 @@ Result<Outs> fold_gather(const Node& n, const Ins& in, const std::string& where)
   const int64_t outer = shape_numel(Shape(x.shape.begin(), x.shape.begin() + axis));
   const int64_t inner = shape_numel(Shape(x.shape.begin() + axis + 1, x.shape.end()));
   const int64_t dim = x.shape[ax];
+  GRAPHI_RETURN_IF_ERROR(check_size(out, where));
   HostTensor o = HostTensor::make(x.type, out);
   size_t k = 0;
   for (int64_t a = 0; a < outer; ++a)
@@ -408,6 +428,7 @@ Result<HostTensor> elementwise(const Ins& xs, int32_t out_type, const std::strin
   for (size_t k = 1; k < xs.size(); ++k) {
     GRAPHI_ASSIGN_OR_RETURN(out, broadcast_shapes(out, xs[k]->shape, where));
   }
+  GRAPHI_RETURN_IF_ERROR(check_size(out, where));
   std::vector<std::vector<size_t>> maps;
   for (const HostTensor* x : xs) maps.push_back(broadcast_index(out, x->shape));
   HostTensor o = HostTensor::make(out_type, out);
@@ -725,8 +746,7 @@ Result<std::vector<HostTensor>> fold_node(const Node& n, int64_t opset, const In
   if (op == "ConstantOfShape") {
     GRAPHI_RETURN_IF_ERROR(need_inputs(in, 1, where));
     GRAPHI_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ints_of(in[0], "input", where));
-    for (int64_t d : shape)
-      if (d < 0) return Status::invalid_graph(where + ": negative dim in " + shape_to_string(shape));
+    GRAPHI_RETURN_IF_ERROR(check_size(shape, where));
     HostTensor v = HostTensor::make(kFloat, {1});
     if (const Attr* a = n.attr("value")) {
       if (!a->t || a->t->numel() != 1)
@@ -805,6 +825,7 @@ Result<std::vector<HostTensor>> fold_node(const Node& n, int64_t opset, const In
     GRAPHI_RETURN_IF_ERROR(need_inputs(in, 2, where));
     GRAPHI_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ints_of(in[1], "shape", where));
     GRAPHI_ASSIGN_OR_RETURN(Shape out, broadcast_shapes(in[0]->shape, shape, where));
+    GRAPHI_RETURN_IF_ERROR(check_size(out, where));
     const std::vector<size_t> map = broadcast_index(out, in[0]->shape);
     HostTensor o = HostTensor::make(in[0]->type, out);
     for (size_t k = 0; k < o.numel(); ++k) copy_elem(o, k, *in[0], map[k]);
@@ -818,8 +839,10 @@ Result<std::vector<HostTensor>> fold_node(const Node& n, int64_t opset, const In
     Shape out(s.size());
     for (size_t d = 0; d < s.size(); ++d) {
       if (reps[d] < 0) return Status::invalid_graph(where + ": negative repeat");
+      if (reps[d] > kMaxFoldElements) return Status::unsupported(where + ": repeats too large");
       out[d] = s[d] * reps[d];
     }
+    GRAPHI_RETURN_IF_ERROR(check_size(out, where));
     HostTensor o = HostTensor::make(in[0]->type, out);
     const std::vector<int64_t> st = strides_of(s);
     std::vector<int64_t> c(out.size(), 0);
@@ -840,8 +863,10 @@ Result<std::vector<HostTensor>> fold_node(const Node& n, int64_t opset, const In
       if (in[k]->numel() != 1) return Status::invalid_graph(where + ": inputs must be scalars");
     const double start = in[0]->get_f(0), limit = in[1]->get_f(0), delta = in[2]->get_f(0);
     if (delta == 0) return Status::invalid_graph(where + ": delta is 0");
-    const auto count = static_cast<int64_t>(std::max(0.0, std::ceil((limit - start) / delta)));
-    if (count > (int64_t{1} << 30)) return Status::invalid_graph(where + ": range too long");
+    const double c = std::max(0.0, std::ceil((limit - start) / delta));
+    if (!(c <= static_cast<double>(kMaxFoldElements)))
+      return Status::unsupported(where + ": range too long to evaluate at import time");
+    const auto count = static_cast<int64_t>(c);
     HostTensor o = HostTensor::make(in[0]->type, {count});
     for (int64_t k = 0; k < count; ++k) {
       if (o.is_float())

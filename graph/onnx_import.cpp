@@ -353,6 +353,13 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     if (shape->is_float()) return Status::invalid_graph(where + ": shape must be INT64");
     GRAPHI_ASSIGN_OR_RETURN(Shape out, onnx::broadcast_shapes(d.shape, shape->i, where));
     if (out == d.shape) return emit("Identity", name, {ins[0]}, outs, {}, where, &n);
+    int64_t numel = 1;
+    for (int64_t dim : out)
+      if (dim < 1 || numel > (int64_t{1} << 28) / dim)
+        return Status::unsupported(where + ": Expand to " + shape_to_string(out) +
+                                   " is not supported (empty or too large)");
+      else
+        numel *= dim;
     // x + zeros(out): graphi's Add broadcasts like Expand (float32 only).
     const std::string zeros = add_const(name + "/zeros", HostTensor::make(onnx::kFloat, out));
     return emit("Add", name, {ins[0], zeros}, outs, {}, where, &n);
@@ -627,6 +634,12 @@ Status Importer::add_inputs() {
                                    " has neither a size nor a name; graphi needs static shapes "
                                    "(fix the model's input shape, e.g. with onnx.tools.update_model_dims)");
       }
+    }
+    int64_t numel = 1;
+    for (int64_t d : shape) {
+      if (numel > (int64_t{1} << 40) / d)
+        return Status::unsupported(what + ": shape " + shape_to_string(shape) + " is too large");
+      numel *= d;
     }
     ValState s;
     s.desc = TensorDesc{*dt, shape};

@@ -300,6 +300,22 @@ TEST_CASE("onnx: malformed and unsupported files give clear errors") {
   r = import_str(model(g5));
   REQUIRE_FALSE(r.is_ok());
   CHECK_THAT(r.status().message(), Catch::Contains("'w': raw_data has 20 bytes, expected 24 for FLOAT[2, 3]"));
+  // Hostile sizes: a folded ConstantOfShape of 2^40 elements, an input of 2^60 elements.
+  Pw shape_attr;
+  shape_attr.s(1, "value_ints").i(20, 7).i(8, 1LL << 20).i(8, 1LL << 20);
+  Pw g6;
+  g6.m(1, node("Constant", {}, {"s"}, "shape", {shape_attr})).m(1, node("ConstantOfShape", {"s"}, {"y"}, "fill"));
+  g6.m(12, value_info("y", 1, {}));
+  r = import_str(model(g6));
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("t.onnx: node[1] 'fill' (ConstantOfShape): the result [1048576, "
+                                                   "1048576] has more than"));
+  Pw g7;
+  g7.m(1, node("Relu", {"x"}, {"y"}, "act")).m(11, value_info("x", 1, {"1073741824", "1073741824"}));
+  g7.m(12, value_info("y", 1, {}));
+  r = import_str(model(g7));
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("is too large"));
   // Not a model at all.
   r = import_str("");
   REQUIRE_FALSE(r.is_ok());
@@ -367,8 +383,10 @@ TEST_CASE("onnx: every truncation and random byte flips end in an error or a val
   }
   CHECK(errors >= bytes.size() - 2);  // at most a cut after the last field still loads
   std::mt19937_64 rng(42);
-  for (int trial = 0; trial < 1500; ++trial) {
-    std::vector<std::byte> b = bytes;
+  // Flips in a model with folding (constants, Shape/Gather/Div/Slice chains) and in the CNN.
+  const std::vector<std::byte> cell = read_bytes(kFixtures + "lstm_cell_unrolled_opset11.onnx");
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::vector<std::byte> b = trial % 2 ? bytes : cell;
     const int flips = 1 + static_cast<int>(rng() % 4);
     for (int k = 0; k < flips; ++k) b[rng() % b.size()] ^= static_cast<std::byte>(1 + rng() % 255);
     Result<Graph> r = import_onnx_bytes(b, "flip.onnx", ops::Registry::get());
