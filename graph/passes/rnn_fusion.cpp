@@ -414,7 +414,8 @@ bool same_lstm(const Graph& g, const LstmCell& a, int hp_a, const LstmCell& b, i
 }
 
 // ---------------------------------------------------------------------------------------------
-// GRU:  h = n + z * (h_prev - n)  or  h = (1 - z) * n + z * h_prev  (operands in any order),
+// GRU:  h = n + z * (h_prev - n)  or  h = (1 - z) * n + z * h_prev  (operands in any order;
+// also with z and 1 - z swapped, as Chung et al. write it: then ONNX's z is sigmoid(-pre)),
 // z, r = sigmoid(affine), n = tanh(x W_n + b + (r * h_prev) R_n)  (canonical) or
 // n = tanh(x W_n + b + r * (h_prev R_n + Rb))  (linear before reset).
 struct GruCell {
@@ -423,15 +424,17 @@ struct GruCell {
   Affine nh;       // lbr: h_prev R_n + Rb; canonical: one term on r * h_prev
   ValueId x = kNoId, hp = kNoId, h = kNoId, rh = kNoId;
   bool lbr = false;
+  bool negate_z = false;  // h = z * n + (1 - z) * h_prev: ONNX's z is 1 - z = sigmoid(-pre)
   int64_t batch = 0, hidden = 0;
   int pred = -1, succ = -1;
   bool conflict = false;
 };
 
 std::optional<GruCell> gru_from(const Matcher& m, ValueId h, ValueId z_v, ValueId n_v, ValueId hp,
-                                std::vector<NodeId> nodes) {
+                                std::vector<NodeId> nodes, bool negate_z) {
   const Graph& g = m.g_;
   GruCell c;
+  c.negate_z = negate_z;
   hp = m.canon(hp);
   c.h = h;
   c.hp = hp;
@@ -519,8 +522,11 @@ std::optional<GruCell> match_gru(const Matcher& m, NodeId add_id) {
       for (int zk = 0; zk < 2; ++zk) {
         const Node* sub = m.op_of(mz->inputs[1 - zk], "Sub", 2);
         if (!sub || sub->inputs[1] != a || sub->inputs[0] == a) continue;
-        auto c = gru_from(m, h, mz->inputs[zk], a, sub->inputs[0],
-                          {add_id, g.value(b).producer, g.value(mz->inputs[1 - zk]).producer});
+        const std::vector<NodeId> nodes{add_id, g.value(b).producer,
+                                        g.value(mz->inputs[1 - zk]).producer};
+        auto c = gru_from(m, h, mz->inputs[zk], a, sub->inputs[0], nodes, false);
+        if (!c)  // h_prev + z * (n - h_prev)
+          c = gru_from(m, h, mz->inputs[zk], sub->inputs[0], a, nodes, true);
         if (c) return c;
       }
     }
@@ -533,9 +539,11 @@ std::optional<GruCell> match_gru(const Matcher& m, NodeId add_id) {
       if (!s || !const_all_equal(g, s->inputs[0], 1.0f)) continue;
       const ValueId z = s->inputs[1], n = m1->inputs[1 - j];
       if (m2->inputs[0] != z && m2->inputs[1] != z) continue;
-      auto c = gru_from(m, h, z, n, other(*m2, z),
-                        {add_id, g.value(a).producer, g.value(b).producer,
-                         g.value(m1->inputs[j]).producer});
+      const std::vector<NodeId> nodes{add_id, g.value(a).producer, g.value(b).producer,
+                                      g.value(m1->inputs[j]).producer};
+      auto c = gru_from(m, h, z, n, other(*m2, z), nodes, false);
+      if (!c)  // (1 - z) * h_prev + z * n
+        c = gru_from(m, h, z, other(*m2, z), n, nodes, true);
       if (c) return c;
     }
   }
@@ -543,7 +551,8 @@ std::optional<GruCell> match_gru(const Matcher& m, NodeId add_id) {
 }
 
 bool same_gru(const Graph& g, const GruCell& a, const GruCell& b) {
-  if (a.lbr != b.lbr || a.batch != b.batch || a.hidden != b.hidden) return false;
+  if (a.lbr != b.lbr || a.negate_z != b.negate_z || a.batch != b.batch || a.hidden != b.hidden)
+    return false;
   for (auto part : {&GruCell::z, &GruCell::r})
     if (!same_term(g, a.*part, a.x, b.*part, b.x) || !same_term(g, a.*part, a.hp, b.*part, b.hp) ||
         !same_biases(g, (a.*part).biases, (b.*part).biases))
@@ -739,6 +748,14 @@ std::vector<Seq> gru_chains(const Graph& g, const Matcher& m, const std::vector<
     s.R = onnx_weight(g, {c0.z.term(c0.hp), c0.r.term(c0.hp), &c0.nh.terms[0]}, H, H);
     s.B = onnx_bias(g, {&c0.z.biases, &c0.r.biases, &c0.n.biases, nullptr, nullptr,
                         c0.lbr ? &c0.nh.biases : nullptr}, H);
+    if (c0.negate_z) {
+      // ONNX's z = 1 - z = sigmoid(-pre): negate z's weights and bias (block 0 of W, R, Wb).
+      for (Tensor* t : {&s.W, &s.R}) {
+        const int64_t in = t->desc().shape[2];
+        for (int64_t i = 0; i < H * in; ++i) t->data_as<float>()[i] = -t->data_as<float>()[i];
+      }
+      for (int64_t j = 0; j < H; ++j) s.B.data_as<float>()[j] = -s.B.data_as<float>()[j];
+    }
     s.attrs.set("hidden_size", H);
     s.attrs.set("linear_before_reset", int64_t{c0.lbr ? 1 : 0});
     seqs.push_back(std::move(s));

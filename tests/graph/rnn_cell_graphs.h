@@ -17,6 +17,7 @@ struct CellSpec {
   Cell cell;
   int64_t input, hidden, layers, batch, seq;
   Defect defect = Defect::kNone;
+  bool swap_z = false;  // GRU written with z and 1 - z swapped (h = z * n + (1 - z) * h)
 };
 
 // A stacked, unrolled network of `spec.cell`: inputs x [T, B, I], h0 (and c0) [L, B, H];
@@ -135,7 +136,11 @@ inline Result<graph::Graph> build_cells(const CellSpec& s) {
         const std::string nn = act(s.defect == Defect::kSigmoidN ? "Sigmoid" : "Tanh",
                                    n.node("Add", {pi[2], n.node("Mul", {r, ph[2]})}));
         const std::string one = n.scalar(s.defect == Defect::kTwoMinusZ ? 2.0f : 1.0f);
-        h = n.node("Add", {n.node("Mul", {n.node("Sub", {one, z}), nn}), n.node("Mul", {z, h})});
+        if (s.swap_z)
+          h = n.node("Add", {n.node("Mul", {z, nn}), n.node("Mul", {n.node("Sub", {one, z}), h})});
+        else
+          h = n.node("Add",
+                     {n.node("Mul", {n.node("Sub", {one, z}), nn}), n.node("Mul", {z, h})});
       } else {
         const std::string gx = n.node("Add", {n.node("MatMul", {x, Wx}), b1});
         const std::string zr = act(
@@ -145,7 +150,10 @@ inline Result<graph::Graph> build_cells(const CellSpec& s) {
             act(s.defect == Defect::kSigmoidN ? "Sigmoid" : "Tanh",
                 n.node("Add", {n.slice(gx, 1, 2 * H, 3 * H),
                                n.node("MatMul", {n.node("Mul", {r, h}), Wg[1]})}));
-        h = n.node("Add", {nn, n.node("Mul", {z, n.node("Sub", {h, nn})})});
+        if (s.swap_z)
+          h = n.node("Add", {h, n.node("Mul", {z, n.node("Sub", {nn, h})})});
+        else
+          h = n.node("Add", {nn, n.node("Mul", {z, n.node("Sub", {h, nn})})});
       }
       out.push_back(h);
     }

@@ -22,9 +22,11 @@ TEST_CASE("RNN fusion recognizes cells as PyTorch exports them", "[graph][fusion
       {Cell::kLstmConcat, 4, 6, 2, 3, 4},   {Cell::kLstmConcat, 6, 6, 1, 1, 1},
       {Cell::kGruLbr, 6, 8, 2, 3, 5},       {Cell::kGruLbr, 7, 4, 1, 1, 6},
       {Cell::kGruCanonical, 5, 6, 2, 3, 4}, {Cell::kGruCanonical, 6, 6, 1, 2, 1},
+      {Cell::kGruLbr, 5, 4, 2, 2, 3, Defect::kNone, true},
+      {Cell::kGruCanonical, 5, 4, 2, 2, 3, Defect::kNone, true},
   };
   for (const CellSpec& s : specs) {
-    INFO(cell_name(s.cell) << " I=" << s.input << " H=" << s.hidden << " L=" << s.layers
+    INFO(cell_name(s.cell) << (s.swap_z ? " (z swapped)" : "") << " I=" << s.input << " H=" << s.hidden << " L=" << s.layers
                            << " B=" << s.batch << " T=" << s.seq);
     auto g = build_cells(s);
     INFO(g.status().message());
