@@ -1283,6 +1283,9 @@ void RnnSequenceKernel::run(const TeamContext& team, const Buffers& io) const no
   // The recurrence. Thread ithr computes plan ithr at every step (weight-centric
   // streamlining), or plan (ithr + step) mod nthr with the shuffle knob.
   const bool shuffle = s_.wcs_shuffle && nthr > 1;
+  // With batch rows as the only split (xj = 1) a thread owns every unit of its rows: its h rows
+  // depend on nothing another thread computes, so the threads run the steps without meeting.
+  const bool sync = nthr > 1 && (shuffle || schedule_.xj > 1);
   for (int64_t s0 = 0; s0 < T; s0 += chunk_) {
     const int64_t s1 = std::min(T, s0 + chunk_);
     // Hoisted input projections of this chunk, for the thread's own block: no barrier needed
@@ -1291,8 +1294,8 @@ void RnnSequenceKernel::run(const TeamContext& team, const Buffers& io) const no
     if (shuffle) barrier->wait();
     for (int64_t s = s0; s < s1; ++s) {
       const ThreadPlan& p = shuffle ? plans_[(ithr + s) % nthr] : own;
-      step(p, s, s0, s1, io, packed, scratch, nthr > 1 ? barrier : nullptr);
-      if (s + 1 < T && nthr > 1) barrier->wait();  // h of step s is read by all at s + 1
+      step(p, s, s0, s1, io, packed, scratch, sync ? barrier : nullptr);
+      if (s + 1 < T && sync) barrier->wait();  // h of step s is read by all at s + 1
     }
   }
   const ThreadPlan& last = shuffle ? plans_[(ithr + T - 1) % nthr] : own;
