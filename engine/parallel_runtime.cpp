@@ -227,8 +227,14 @@ void ParallelRuntime::Impl::run_one(Executor* e, graph::NodeId n, std::vector<gr
 void ParallelRuntime::Impl::publish(Executor& e, size_t count, bool done_marker) {
   auto push = [&](uint32_t item) {
     while (!e.reports.try_push(item)) {
-      // Full: the scheduler role drains it. In embedded mode take the role ourselves.
-      if (!dedicated) try_schedule(nullptr);
+      // Full: the scheduler role drains it. In embedded mode take the role ourselves; else
+      // make sure the client scheduler is awake and steps.
+      if (!dedicated) {
+        try_schedule(nullptr);
+      } else {
+        posted.fetch_add(1, std::memory_order_seq_cst);
+        done_parker.wake_if_sleeping();
+      }
       cpu_relax();
     }
   };
@@ -241,7 +247,10 @@ void ParallelRuntime::Impl::publish(Executor& e, size_t count, bool done_marker)
   // sees our report and goes around again, or we find the lock free below. It also orders the
   // post before the sleepers_ loads of wake_if_sleeping().
   const uint64_t now = posted.fetch_add(1, std::memory_order_seq_cst) + 1;
-  if (dedicated) return;
+  if (dedicated) {
+    done_parker.wake_if_sleeping();  // the client scheduler may be asleep (see run())
+    return;
+  }
   if (done_marker) {
     e.seen_posted = now;
     try_schedule(&e);
@@ -269,7 +278,10 @@ void ParallelRuntime::Impl::run_local(Executor& e) {
     // Someone is idle: give it the best half of the surplus. (Measured and dropped: also
     // keeping one op published whenever the central heap is empty, so an executor that runs out
     // finds work at once: LSTM-shaped DAG at 1 us 609 vs 576 ns/op, empty ops 199 vs 142.)
-    if (multi && !e.heap.empty() && (idle_hint.load(std::memory_order_relaxed) & ~e.bit) != 0) {
+    // At most one publication in flight (the ring is empty once the role has drained it): while
+    // an idle executor is still reacting, the hint stays set and would cost a post per op.
+    if (multi && !e.heap.empty() && (idle_hint.load(std::memory_order_relaxed) & ~e.bit) != 0 &&
+        e.reports.empty_approx()) {
       const size_t give = std::min((e.heap.size() + 1) / 2, e.reports.capacity() / 2);
       publish(e, std::max<size_t>(give, 1), false);
     }
@@ -304,7 +316,8 @@ bool ParallelRuntime::Impl::step(Executor* self) {
     }
   }
   if (self && opt.local_continuation && !heap.empty() && inflight[self->id] < inbox_capacity) {
-    const size_t share = std::max<size_t>(1, heap.size() / ex.size());
+    // Split between the idle executors (self included); busy ones do not need work now.
+    const size_t share = std::max<size_t>(1, heap.size() / std::max<size_t>(1, idle.count()));
     for (size_t i = 0; i < share; ++i) self->heap.push(heap.pop());
     ++self->taken;
     if (++inflight[self->id] == inbox_capacity) idle.clear(self->id);
@@ -565,7 +578,7 @@ Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& pla
     }
     e->inline_ops.reserve(n);
     e->ready.reserve(n);
-    e->heap.reset(im.keys);
+    e->heap.reset_like(im.heap);
     im.ex.push_back(std::move(e));
   }
   if (scratch_bytes) {
@@ -652,7 +665,7 @@ Status ParallelRuntime::run(SlotTables slots) {
     uint32_t x;
     while (e->reports.try_pop(x)) {}
   }
-  im.heap.reset(im.keys);
+  im.heap.clear();
   im.idle.reset(im.ex.size());
   for (size_t i = 0; i < im.ex.size(); ++i) im.idle.set(i);
   im.idle_word = 0;
@@ -683,6 +696,7 @@ Status ParallelRuntime::run(SlotTables slots) {
   }
   im.finish(boot_ran);
 
+  uint64_t seen = 0;  // `posted` before the seeding step: later posts need a step
   if (im.done.load(std::memory_order_acquire)) {
     im.sched_lock.store(false, std::memory_order_seq_cst);
   } else {
@@ -692,7 +706,7 @@ Status ParallelRuntime::run(SlotTables slots) {
       im.sched_lock.store(false, std::memory_order_seq_cst);
       im.sq_push(start);
     } else {
-      const uint64_t seen = im.posted.load(std::memory_order_seq_cst);
+      seen = im.posted.load(std::memory_order_seq_cst);
       im.step(nullptr);
       im.sched_lock.store(false, std::memory_order_seq_cst);
       if (!im.dedicated && im.posted.load(std::memory_order_seq_cst) != seen) im.try_schedule(nullptr);
@@ -700,17 +714,18 @@ Status ParallelRuntime::run(SlotTables slots) {
     if (im.client_drives) im.executor_loop(*im.ex[0], true);
 
     if (im.dedicated && !im.shared) {
-      // The paper's design: the client thread polls the report rings in a loop on a core of
-      // its own, handing published ops to idle executors.
-      uint32_t idle_steps = 0;
+      // The paper's design: the client thread runs the scheduler on a core of its own,
+      // handing published ops to idle executors. Executors post only when they publish or go
+      // idle, so between posts it waits like an executor: spin for the budget, then sleep (a
+      // core spinning for a whole run slowed the executor on its SMT sibling by 6-9%).
       while (!im.done.load(std::memory_order_acquire)) {
-        if (im.step(nullptr)) {
-          idle_steps = 0;
-        } else if (++idle_steps > 4096) {
-          std::this_thread::yield();
-        } else {
-          cpu_relax();
-        }
+        im.done_parker.wait(
+            [&] {
+              return im.posted.load(std::memory_order_seq_cst) != seen || im.done.load(std::memory_order_acquire);
+            },
+            im.opt.spin_budget);
+        seen = im.posted.load(std::memory_order_seq_cst);
+        im.step(nullptr);
       }
     } else {
       // Without a core of its own (the role runs inside the executors) the client sleeps at

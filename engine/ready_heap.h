@@ -1,9 +1,18 @@
-// ReadyHeap: the scheduler's ready set, a binary max-heap of op ids by a per-op key. With
-// levels as keys it is critical-path first; with -topological position it is FIFO. Storage is
-// reserved once (one slot per op), so push/pop never allocate during a run.
+// ReadyHeap: a ready set that pops the op with the highest key (ties: the lower op id). With
+// levels as keys it is critical-path first; with -topological position it is FIFO.
+//
+// Every op's place in that order is fixed once per Plan (ranks: ops sorted by key, then id), so
+// the set is a bitmap over ranks with 64-ary summary levels: push sets a bit, pop finds the
+// lowest set bit level by level with count-trailing-zeros. Both are O(log64 n) with no data-
+// dependent branches, where a binary heap of thousands of ops spent ~100 ns per push + pop in
+// mispredicted comparisons (the 1x1 layered DAG: 127 ns/op against 78 for a plain FIFO).
+// Storage is allocated at reset, so push/pop never allocate during a run.
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <numeric>
 #include <span>
 #include <vector>
 
@@ -13,39 +22,75 @@ namespace graphi::engine {
 
 class ReadyHeap {
  public:
-  // keys[n] orders op n; higher runs first. Ties go to the lower op id (deterministic).
+  // Orders ops 0..keys.size()-1 by keys[n], higher first, ties to the lower id. O(n log n).
   void reset(std::span<const double> keys) {
-    keys_ = keys;
-    heap_.clear();
-    heap_.reserve(keys.size());
+    auto order = std::make_shared<Order>();
+    const size_t n = keys.size();
+    order->op_at.resize(n);
+    std::iota(order->op_at.begin(), order->op_at.end(), graph::NodeId{0});
+    std::sort(order->op_at.begin(), order->op_at.end(), [&](graph::NodeId a, graph::NodeId b) {
+      return keys[a] > keys[b] || (keys[a] == keys[b] && a < b);
+    });
+    order->rank.resize(n);
+    for (size_t r = 0; r < n; ++r) order->rank[order->op_at[r]] = static_cast<uint32_t>(r);
+    adopt(std::move(order));
   }
-  bool empty() const { return heap_.empty(); }
-  size_t size() const { return heap_.size(); }
+  // The same order as `other` (no sorting), empty.
+  void reset_like(const ReadyHeap& other) { adopt(other.order_); }
+  // Empties the set; O(n / 64).
+  void clear() {
+    for (auto& level : levels_) std::fill(level.begin(), level.end(), 0);
+    size_ = 0;
+  }
+
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+  // n must not be in the set already.
   void push(graph::NodeId n) {
-    heap_.push_back(Entry{keys_[n], n});
-    std::push_heap(heap_.begin(), heap_.end(), Less{});
+    size_t r = order_->rank[n];
+    for (auto& level : levels_) {
+      uint64_t& w = level[r >> 6];
+      const bool was_empty = w == 0;
+      w |= uint64_t{1} << (r & 63);
+      if (!was_empty) break;  // the summary bits above are already set
+      r >>= 6;
+    }
+    ++size_;
   }
+  // The best op; call only when !empty().
   graph::NodeId pop() {
-    std::pop_heap(heap_.begin(), heap_.end(), Less{});
-    const graph::NodeId n = heap_.back().id;
-    heap_.pop_back();
+    size_t r = 0;
+    for (size_t l = levels_.size(); l-- > 0;) r = (r << 6) | static_cast<size_t>(__builtin_ctzll(levels_[l][r]));
+    const graph::NodeId n = order_->op_at[r];
+    for (auto& level : levels_) {
+      uint64_t& w = level[r >> 6];
+      w &= ~(uint64_t{1} << (r & 63));
+      if (w != 0) break;  // the word still has ops: summary bits above stay
+      r >>= 6;
+    }
+    --size_;
     return n;
   }
 
  private:
-  // The key travels with the id: comparisons touch only the heap's own array (no lookup into a
-  // per-op table, which missed the cache on wide graphs).
-  struct Entry {
-    double key;
-    graph::NodeId id;
+  struct Order {
+    std::vector<uint32_t> rank;         // op -> position in the order
+    std::vector<graph::NodeId> op_at;   // position -> op
   };
-  struct Less {
-    bool operator()(const Entry& a, const Entry& b) const {
-      return a.key < b.key || (a.key == b.key && a.id > b.id);
-    }
-  };
-  std::span<const double> keys_;
-  std::vector<Entry> heap_;
+  void adopt(std::shared_ptr<const Order> order) {
+    order_ = std::move(order);
+    levels_.clear();
+    size_t bits = std::max<size_t>(order_->op_at.size(), 1);
+    do {
+      const size_t words = (bits + 63) / 64;
+      levels_.emplace_back(words, 0);
+      bits = words;
+    } while (bits > 1);
+    size_ = 0;
+  }
+  std::shared_ptr<const Order> order_;
+  std::vector<std::vector<uint64_t>> levels_;  // [0]: one bit per rank; each next: one per word
+  size_t size_ = 0;
 };
 
 // IdleSet: which executors can take another op, as a bitmap; first() uses count-trailing-zeros.
@@ -58,6 +103,11 @@ class IdleSet {
     for (uint64_t w : words_)
       if (w) return true;
     return false;
+  }
+  size_t count() const {
+    size_t c = 0;
+    for (uint64_t w : words_) c += static_cast<size_t>(__builtin_popcountll(w));
+    return c;
   }
   // Bits 64*i .. 64*i+63 (0 past the end): the executors' idle hint publishes word 0.
   uint64_t word(size_t i) const { return i < words_.size() ? words_[i] : 0; }
