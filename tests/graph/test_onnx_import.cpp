@@ -436,8 +436,20 @@ TEST_CASE("onnx: ONNX backend node tests") {
     return;
   }
   std::vector<fs::path> cases;
-  for (const auto& e : fs::directory_iterator(kNodeTests))
-    if (fs::exists(e.path() / "model.onnx")) cases.push_back(e.path());
+  const char* env_dirs = std::getenv("GRAPHI_ONNX_TEST_DIRS");  // extra: pytorch-converted, ...
+  std::vector<std::string> dirs{kNodeTests};
+  if (env_dirs) {
+    std::string all = env_dirs;
+    for (size_t p = 0; p <= all.size();) {
+      size_t q = all.find(':', p);
+      if (q == std::string::npos) q = all.size();
+      if (q > p) dirs.push_back(all.substr(p, q - p));
+      p = q + 1;
+    }
+  }
+  for (const std::string& d : dirs)
+    for (const auto& e : fs::directory_iterator(d))
+      if (fs::exists(e.path() / "model.onnx")) cases.push_back(e.path());
   std::sort(cases.begin(), cases.end());
   int passed = 0, unsupported = 0, refused = 0;
   std::vector<std::string> wrong;
