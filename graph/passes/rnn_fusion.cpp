@@ -788,32 +788,49 @@ Result<RnnFusionResult> fuse_rnn_cells(const Graph& g, const ShapeInferencer& sh
   // Reshape), else a Concat of the x_t reshaped to [1, B, I].
   std::vector<int> x_from_chain(K, -1);
   std::vector<std::optional<RowBlock>> x_rows(K);
+  // A chain reading x's row blocks last to first (the backward half of a hand-written
+  // bidirectional RNN) becomes direction = reverse over x as it is; its Y is in time order, so
+  // chain step t is Y[T-1-t].
+  std::vector<bool> reversed(K, false);
   std::vector<NodeId> y_concat(K, kNoId);
   for (size_t k = 0; k < K; ++k) {
     const auto& xs = seqs[k].xs;
-    const int64_t B = seqs[k].batch;
-    for (size_t j = 0; j < K && x_from_chain[k] < 0; ++j)
-      if (j != k && seqs[j].hs == xs) x_from_chain[k] = static_cast<int>(j);
-    if (x_from_chain[k] >= 0) continue;
-    std::optional<RowBlock> all;
-    for (size_t t = 0; t < xs.size(); ++t) {
-      auto r = row_block(g, xs[t]);
+    const int64_t B = seqs[k].batch, T = static_cast<int64_t>(xs.size());
+    std::vector<RowBlock> rb;
+    for (ValueId x : xs) {
+      auto r = row_block(g, x);
       if (!r || r->rows != B || g.value(r->src).desc.shape.back() != seqs[k].input ||
-          (t > 0 && (r->src != all->src || r->off != all->off + all->rows))) {
-        all.reset();
+          (!rb.empty() && r->src != rb[0].src))
         break;
-      }
-      if (t == 0)
-        all = r;
-      else
-        all->rows += r->rows;
+      rb.push_back(*r);
     }
-    if (all && xs.size() > 1) x_rows[k] = all;
+    if (T < 2 || static_cast<int64_t>(rb.size()) != T) continue;
+    bool fwd = true, bwd = true;
+    for (int64_t t = 1; t < T; ++t) {
+      fwd = fwd && rb[t].off == rb[t - 1].off + B;
+      bwd = bwd && rb[t].off == rb[t - 1].off - B;
+    }
+    if (fwd) x_rows[k] = RowBlock{rb[0].src, rb[0].off, T * B};
+    if (bwd) x_rows[k] = RowBlock{rb[0].src, rb[T - 1].off, T * B};
+    reversed[k] = bwd && !fwd;
   }
+  for (size_t k = 0; k < K; ++k)
+    for (size_t j = 0; j < K && x_from_chain[k] < 0; ++j)
+      if (j != k && !reversed[j] && seqs[j].hs == seqs[k].xs) {
+        x_from_chain[k] = static_cast<int>(j);
+        x_rows[k].reset();
+        reversed[k] = false;
+      }
+  // h_t in Y's order.
+  auto y_order = [&](size_t k) {
+    std::vector<ValueId> hs = seqs[k].hs;
+    if (reversed[k]) std::reverse(hs.begin(), hs.end());
+    return hs;
+  };
   for (size_t k = 0; k < K; ++k) {
     // A Concat along axis 0 of exactly h_0 .. h_{T-1}, or of each h_t reshaped (PyTorch's
     // torch.stack), is Y itself in another shape.
-    const auto& hs = seqs[k].hs;
+    const std::vector<ValueId> hs = y_order(k);
     const int64_t T = static_cast<int64_t>(hs.size()), BH = seqs[k].batch * seqs[k].hidden;
     std::vector<NodeId> candidates;
     for (NodeId n : g.consumers(hs[0])) {
@@ -925,6 +942,7 @@ Result<RnnFusionResult> fuse_rnn_cells(const Graph& g, const ShapeInferencer& sh
     rw.add_constant(wn, std::move(q.W));
     rw.add_constant(rn, std::move(q.R));
     rw.add_constant(bn, std::move(q.B));
+    if (reversed[k]) q.attrs.set("direction", std::string("reverse"));
     const std::string& Y = y_names[k];
     const std::string Yh = name("Y_h");
     const std::string Yc = lstm ? name("Y_c") : std::string();
@@ -946,11 +964,12 @@ Result<RnnFusionResult> fuse_rnn_cells(const Graph& g, const ShapeInferencer& sh
         reshape(Yh, shape_h, g.value(h).name);
         continue;
       }
+      const int64_t at = reversed[k] ? T - 1 - t : t;  // Y's time index of chain step t
       Attributes sa;
-      sa.set("starts", std::vector<int64_t>{t});
-      sa.set("ends", std::vector<int64_t>{t + 1});
+      sa.set("starts", std::vector<int64_t>{at});
+      sa.set("ends", std::vector<int64_t>{at + 1});
       sa.set("axes", std::vector<int64_t>{0});
-      const std::string yt = name("y" + std::to_string(t));
+      const std::string yt = name("y" + std::to_string(at));
       rw.add_node("Slice", rw.fresh(base + "/slice"), {Y}, {yt}, std::move(sa));
       reshape(yt, shape_h, g.value(h).name);
     }

@@ -103,3 +103,68 @@ TEST_CASE("RNN fusion gives up early on Add trees over shared values", "[graph][
   REQUIRE(f.is_ok());
   CHECK(f->cells == 0);
 }
+
+TEST_CASE("RNN fusion turns a hand-written bidirectional LSTM into forward + reverse ops",
+          "[graph][fusion]") {
+  // The backward half reads x[T-1] .. x[0]: it becomes an LSTM with direction = reverse over x
+  // as it is, and torch.stack(outs[::-1]) becomes a Reshape of its Y.
+  const int64_t T = 5, B = 2, I = 3, H = 4;
+  NetBuilder n;
+  n.b.add_input("x", {DType::kF32, {T, B, I}});
+  n.b.add_input("h0", {DType::kF32, {2, B, H}});
+  n.b.add_input("c0", {DType::kF32, {2, B, H}});
+  std::vector<std::string> xs;
+  for (int64_t t = 0; t < T; ++t) xs.push_back(n.row("x", t, B, I));
+  std::vector<std::string> stacks, last;
+  for (int d = 0; d < 2; ++d) {
+    const std::string W = n.weight({I, 4 * H}), R = n.weight({H, 4 * H}), b = n.weight({4 * H});
+    std::string h = n.row("h0", d, B, H), c = n.row("c0", d, B, H);
+    std::vector<std::string> outs(T);
+    for (int64_t s = 0; s < T; ++s) {
+      const int64_t t = d == 0 ? s : T - 1 - s;
+      std::string a = n.node("Add", {n.node("MatMul", {xs[t], W}), b});
+      a = n.node("Add", {a, n.node("MatMul", {h, R})});
+      std::vector<std::string> p;
+      for (int k = 0; k < 4; ++k) p.push_back(n.slice(a, 1, k * H, (k + 1) * H));
+      c = n.node("Add", {n.node("Mul", {n.node("Sigmoid", {p[1]}), c}),
+                         n.node("Mul", {n.node("Sigmoid", {p[0]}), n.node("Tanh", {p[2]})})});
+      h = n.node("Mul", {n.node("Sigmoid", {p[3]}), n.node("Tanh", {c})});
+      outs[t] = h;  // in time order
+    }
+    std::vector<std::string> parts;
+    for (const std::string& o : outs) parts.push_back(n.reshape(o, {1, B, H}));
+    stacks.push_back(n.concat(parts, 0));
+    last.push_back(n.reshape(h, {1, B, H}));
+  }
+  n.b.add_node("Concat", "y", stacks, {"y"}, [] {
+    graph::Attributes a;
+    a.set("axis", int64_t{2});
+    return a;
+  }());
+  n.b.add_output("y");
+  n.b.add_node("Concat", "h_n", last, {"h_n"}, [] {
+    graph::Attributes a;
+    a.set("axis", int64_t{0});
+    return a;
+  }());
+  n.b.add_output("h_n");
+  auto g = n.finish();
+  INFO(g.status().message());
+  REQUIRE(g.is_ok());
+  auto f = graph::passes::fuse_rnn_cells(*g, ops::Registry::get());
+  INFO(f.status().message());
+  REQUIRE(f.is_ok());
+  CHECK(f->lstm_sequences == 2);
+  CHECK(f->lstm_cells == 2 * T);
+  int reverse = 0;
+  for (const graph::Node& node : f->graph.nodes())
+    if (node.op == "LSTM") {
+      auto dir = graph::attr_string(node.attrs, "", "direction", "forward");
+      REQUIRE(dir.is_ok());
+      reverse += *dir == "reverse";
+    }
+  CHECK(reverse == 1);
+  CHECK(count_op(f->graph, "Slice") == 4);  // h0[d], c0[d] only: no per-step x or y pieces
+  check_same_outputs(*g, f->graph, 1);
+  check_same_outputs(*g, f->graph, 2);
+}
