@@ -36,6 +36,26 @@ inline int lanes_left(int64_t j, int64_t end, int width) {
   return end - j >= width ? width : static_cast<int>(end - j);
 }
 
+// The LSTM/GRU gates' activations: vec_math.h's vsigmoid / vtanh without the refinements that
+// only matter in isolation (exact 0/1 saturation, tanh's small-|x| polynomial for relative
+// precision near 0; NaN still propagates through the arithmetic). Absolute error stays below
+// ~1.5e-7, far inside the cell's tolerances; ~25% fewer instructions per gate.
+template <class T>
+inline typename T::V gate_sigmoid(typename T::V x) {
+  using V = typename T::V;
+  V e = vexp_nonpos<T>(T::sub(T::zero(), T::abs(x)));  // exp(-|x|), NaN stays NaN
+  V s = T::rcp(T::add(T::set1(1.0f), e));
+  return T::select(T::lt(x, T::zero()), T::mul(e, s), s);
+}
+template <class T>
+inline typename T::V gate_tanh(typename T::V x) {
+  using V = typename T::V;
+  const V one = T::set1(1.0f);
+  // tanh|x| = (1 - e2) / (1 + e2), e2 = exp(-2|x|); min() keeps a NaN |x| (second operand).
+  V e2 = vexp_nonpos<T>(T::mul(T::set1(-2.0f), T::min(T::set1(9.5f), T::abs(x))));
+  return T::copysign(T::mul(T::sub(one, e2), T::rcp(T::add(one, e2))), x);
+}
+
 template <class T>
 void lstm_gates_t(const LstmGateArgs& a, const GateTile& tile) noexcept {
   using V = typename T::V;
@@ -72,14 +92,14 @@ void lstm_gates_t(const LstmGateArgs& a, const GateTile& tile) noexcept {
         gi = T::fmadd(ld_n<T>(pp + j, n), c_prev, gi);
         gf = T::fmadd(ld_n<T>(pp + 2 * gs + j, n), c_prev, gf);
       }
-      const V i = vsigmoid<T>(clip_v<T>(gi, a.clip));
-      const V f = a.input_forget ? T::sub(one, i) : vsigmoid<T>(clip_v<T>(gf, a.clip));
-      const V g = vtanh<T>(clip_v<T>(gc, a.clip));
+      const V i = gate_sigmoid<T>(clip_v<T>(gi, a.clip));
+      const V f = a.input_forget ? T::sub(one, i) : gate_sigmoid<T>(clip_v<T>(gf, a.clip));
+      const V g = gate_tanh<T>(clip_v<T>(gc, a.clip));
       const V c_new = T::fmadd(f, c_prev, T::mul(i, g));
       if (pp) go = T::fmadd(ld_n<T>(pp + gs + j, n), c_new, go);
-      const V o = vsigmoid<T>(clip_v<T>(go, a.clip));
+      const V o = gate_sigmoid<T>(clip_v<T>(go, a.clip));
       st_n<T>(c + j, c_new, n);
-      st_n<T>(h + j, T::mul(o, vtanh<T>(c_new)), n);
+      st_n<T>(h + j, T::mul(o, gate_tanh<T>(c_new)), n);
     }
   }
 }
@@ -121,13 +141,13 @@ void gru_gates_lbr_t(const GruGateArgs& a, const GateTile& tile) noexcept {
       const int n = lanes_left(j, tile.col_end, T::kWidth);
       V z_pre, r_pre;
       gru_zr<T>(a, gs, gx, gh, j, n, &z_pre, &r_pre);
-      const V z = vsigmoid<T>(z_pre);
-      const V rg = vsigmoid<T>(r_pre);
+      const V z = gate_sigmoid<T>(z_pre);
+      const V rg = gate_sigmoid<T>(r_pre);
       V lin = ld_n<T>(gh + 2 * gs + j, n);  // h_prev Rh^T
       if (a.bias_h) lin = T::add(lin, ld_n<T>(a.bias_h + 2 * gs + j, n));
       V hh_pre = T::fmadd(rg, lin, ld_n<T>(gx + 2 * gs + j, n));
       if (a.bias_x) hh_pre = T::add(hh_pre, ld_n<T>(a.bias_x + 2 * gs + j, n));
-      const V hh = vtanh<T>(clip_v<T>(hh_pre, a.clip));
+      const V hh = gate_tanh<T>(clip_v<T>(hh_pre, a.clip));
       const V h_prev = hp ? ld_n<T>(hp + j, n) : T::zero();
       // (1 - z) * hh + z * h_prev
       st_n<T>(h + j, T::fmadd(z, h_prev, T::mul(T::sub(one, z), hh)), n);
@@ -149,9 +169,9 @@ void gru_gates_reset_t(const GruGateArgs& a, const GateTile& tile) noexcept {
       const int n = lanes_left(j, tile.col_end, T::kWidth);
       V z_pre, r_pre;
       gru_zr<T>(a, gs, gx, gh, j, n, &z_pre, &r_pre);
-      st_n<T>(zo + j, vsigmoid<T>(z_pre), n);
+      st_n<T>(zo + j, gate_sigmoid<T>(z_pre), n);
       const V h_prev = hp ? ld_n<T>(hp + j, n) : T::zero();
-      st_n<T>(rho + j, T::mul(vsigmoid<T>(r_pre), h_prev), n);
+      st_n<T>(rho + j, T::mul(gate_sigmoid<T>(r_pre), h_prev), n);
     }
   }
 }
@@ -172,7 +192,7 @@ void gru_gates_output_t(const GruGateArgs& a, const GateTile& tile) noexcept {
       V pre = T::add(ld_n<T>(gx + 2 * gs + j, n), ld_n<T>(ghh + j, n));
       if (a.bias_x) pre = T::add(pre, ld_n<T>(a.bias_x + 2 * gs + j, n));
       if (a.bias_h) pre = T::add(pre, ld_n<T>(a.bias_h + 2 * gs + j, n));
-      const V hh = vtanh<T>(clip_v<T>(pre, a.clip));
+      const V hh = gate_tanh<T>(clip_v<T>(pre, a.clip));
       const V z = ld_n<T>(zi + j, n);
       const V h_prev = hp ? ld_n<T>(hp + j, n) : T::zero();
       st_n<T>(h + j, T::fmadd(z, h_prev, T::mul(T::sub(one, z), hh)), n);
