@@ -52,6 +52,7 @@ TEST_CASE("PyTorch-exported hand-written cells fuse into one sequence op per lay
       {"lstm_per_gate", "LSTM", 2, 6}, {"lstm_concat", "LSTM", 2, 4},
       {"gru_lbr", "GRU", 2, 5},        {"gru_lbr_b1", "GRU", 1, 6},
       {"gru_canonical", "GRU", 2, 4},
+      {"lstm_bidirectional", "LSTM", 2, 5},  // forward + reverse: two sequence ops
   };
   for (const Case& c : cases) {
     INFO(c.model);

@@ -155,6 +155,30 @@ class Stacked(nn.Module):
         return y, torch.stack(hs)
 
 
+class Bidirectional(nn.Module):
+    """One hand-written bidirectional LSTM layer: the backward cell reads x[T-1] .. x[0]; y is
+    [T, B, 2H] (forward | backward, both in time order), h_n / c_n are [2, B, H]."""
+
+    def __init__(self, cell, inp, hid, layers, lstm, zero_state):
+        super().__init__()
+        assert lstm and layers == 1 and not zero_state
+        self.fwd, self.bwd = cell(inp, hid), cell(inp, hid)
+
+    def forward(self, x, h0, c0):
+        T = x.shape[0]
+        outs, hs, cs = [], [], []
+        for d, cell in enumerate((self.fwd, self.bwd)):
+            h, c = h0[d], c0[d]
+            out = [None] * T
+            for t in (range(T) if d == 0 else reversed(range(T))):
+                h, c = cell(x[t], h, c)
+                out[t] = h
+            outs.append(torch.stack(out))
+            hs.append(h)
+            cs.append(c)
+        return torch.cat(outs, 2), torch.stack(hs), torch.stack(cs)
+
+
 # name: (cell, lstm, input, hidden, layers, batch, seq, zero_state, opset)
 MODELS = {
     "lstm_chunk": (LstmChunk, True, 6, 8, 2, 3, 5, False, 13),
@@ -165,6 +189,7 @@ MODELS = {
     "gru_lbr_b1": (GruLbr, False, 7, 4, 1, 1, 6, True, 13),
     "gru_canonical": (GruCanonical, False, 5, 6, 2, 3, 4, False, 13),
     "lstm_relu_per_gate": (LstmPerGateRelu, True, 5, 4, 2, 2, 4, False, 13),
+    "lstm_bidirectional": (LstmChunk, True, 5, 4, 1, 2, 5, False, 13),
 }
 
 
@@ -199,12 +224,14 @@ def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     os.makedirs(out_dir, exist_ok=True)
     for name, (cell, lstm, inp, hid, layers, batch, seq, zero, opset) in MODELS.items():
-        model = Stacked(cell, inp, hid, layers, lstm, zero).eval()
+        bidir = name.endswith("bidirectional")
+        model = (Bidirectional if bidir else Stacked)(cell, inp, hid, layers, lstm, zero).eval()
+        states = layers * (2 if bidir else 1)
         inputs = {"x": torch.randn(seq, batch, inp)}
         if not zero:
-            inputs["h0"] = torch.randn(layers, batch, hid) * 0.5
+            inputs["h0"] = torch.randn(states, batch, hid) * 0.5
             if lstm:
-                inputs["c0"] = torch.randn(layers, batch, hid) * 0.5
+                inputs["c0"] = torch.randn(states, batch, hid) * 0.5
         outputs = ["y", "h_n"] + (["c_n"] if lstm else [])
         args = tuple(inputs.values())
         path = os.path.join(out_dir, name + ".onnx")
