@@ -1,6 +1,7 @@
 #include "graph/onnx_import.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <queue>
@@ -18,16 +19,16 @@ namespace {
 
 using onnx::HostTensor;
 
-constexpr int64_t kMinOpset = 7, kMaxOpset = 18;
+constexpr int64_t kMinOpset = 6, kMaxOpset = 18;
 constexpr int64_t kMinIr = 3, kMaxIr = 10;
 
 // ONNX ops mapped onto graphi ops when their data is computed at run time (graph/ONNX.md).
 const std::vector<std::string>& runtime_ops() {
   static const std::vector<std::string> kOps = {
-      "Add", "AveragePool", "Cast", "Concat", "Conv", "Div", "Dropout", "Expand", "Flatten",
-      "GRU", "Gather", "Gemm", "Identity", "LSTM", "MatMul", "MaxPool", "Mul", "RNN", "Relu",
-      "Reshape", "Sigmoid", "Slice", "Softmax", "Split", "Squeeze", "Sub", "Sum", "Tanh",
-      "Transpose", "Unsqueeze"};
+      "Add", "AveragePool", "BatchNormalization", "Cast", "Concat", "Conv", "Div", "Dropout",
+      "Expand", "Flatten", "GRU", "Gather", "Gemm", "GlobalAveragePool", "GlobalMaxPool",
+      "Identity", "LSTM", "MatMul", "MaxPool", "Mul", "RNN", "Relu", "Reshape", "Sigmoid",
+      "Slice", "Softmax", "Split", "Squeeze", "Sub", "Sum", "Tanh", "Transpose", "Unsqueeze"};
   return kOps;
 }
 
@@ -76,6 +77,8 @@ class Importer {
   Status add_inputs();
   Result<std::vector<size_t>> topo_order();
   Status import_node(const onnx::Node& n);
+  // Opset < 7 binary ops with broadcast = 1 align B at `axis`; rewrite to numpy broadcasting.
+  Result<onnx::Node> legacy_broadcast(const onnx::Node& n, const std::string& where);
   Status translate(const onnx::Node& n, const std::string& where);
   Status add_outputs();
 
@@ -471,6 +474,45 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     GRAPHI_RETURN_IF_ERROR(emit("Softmax", fresh(name + "/softmax"), {x2}, {y2}, a, where, &n));
     return emit("Reshape", name, {y2, add_ints_const(name + "/shape", d.shape)}, outs, {}, where, &n);
   }
+  if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
+    if (d.rank() < 3) return Status::invalid_graph(where + ": input " + d.to_string() + " has no spatial dims");
+    Attributes a;
+    a.set("kernel_shape", std::vector<int64_t>(d.shape.begin() + 2, d.shape.end()));
+    return emit(op == "GlobalAveragePool" ? "AveragePool" : "MaxPool", name, {ins[0]}, outs, a, where, &n);
+  }
+  if (op == "BatchNormalization") {
+    // Inference form with constant statistics: y = x * s + (B - mean * s), s = scale / sqrt(var + eps).
+    for (size_t k = 0; k < 5; ++k) GRAPHI_RETURN_IF_ERROR(need(k));
+    const onnx::Attr* tm = n.attr("training_mode");
+    const onnx::Attr* spatial = n.attr("spatial");
+    if (outs.size() > 1 || (tm && tm->i != 0))
+      return Status::unsupported(where + ": BatchNormalization in training mode (or with its running-statistics outputs) is not supported");
+    if (spatial && spatial->i == 0)
+      return Status::unsupported(where + ": BatchNormalization with spatial = 0 is not supported");
+    const HostTensor *scale = host(ins[1]), *bias = host(ins[2]), *mean = host(ins[3]), *var = host(ins[4]);
+    if (!scale || !bias || !mean || !var) return unsupported_op(n, "with scale, B, mean or var computed at run time");
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
+    if (d.rank() < 2) return Status::invalid_graph(where + ": input " + d.to_string() + " has no channel dim");
+    const int64_t c = d.shape[1];
+    for (const HostTensor* t : {scale, bias, mean, var})
+      if (!t->is_float() || static_cast<int64_t>(t->numel()) != c)
+        return Status::invalid_graph(where + ": scale, B, mean and var must be float tensors of " + std::to_string(c) + " values, got " + t->desc());
+    const onnx::Attr* eps_attr = n.attr("epsilon");
+    const double eps = eps_attr ? eps_attr->f : 1e-5;
+    Shape cshape(static_cast<size_t>(d.rank() - 1), 1);
+    cshape[0] = c;
+    HostTensor s = HostTensor::make(onnx::kFloat, cshape), b = HostTensor::make(onnx::kFloat, cshape);
+    for (size_t k = 0; k < static_cast<size_t>(c); ++k) {
+      s.f[k] = static_cast<float>(scale->f[k] / std::sqrt(var->f[k] + eps));
+      b.f[k] = static_cast<float>(bias->f[k] - mean->f[k] * s.f[k]);
+    }
+    const std::string scaled = fresh(name + "/scaled");
+    GRAPHI_RETURN_IF_ERROR(emit("Mul", fresh(name + "/scale"), {ins[0], add_const(name + "/s", std::move(s))},
+                                {scaled}, {}, where, &n));
+    return emit("Add", name, {scaled, add_const(name + "/b", std::move(b))}, outs, {}, where, &n);
+  }
   if (op == "MaxPool" && outs.size() > 1)
     return Status::unsupported(where + ": MaxPool's Indices output is not supported");
   if (op == "Reshape") {
@@ -482,12 +524,62 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     }
   }
   // Everything else: graphi's op of the same name, attributes as they are.
-  GRAPHI_ASSIGN_OR_RETURN(Attributes attrs, convert_attrs(n, where, {"allowzero", "broadcast"}));
+  // Dropped: allowzero (checked above), Gemm's legacy broadcast, opset <= 6 leftovers.
+  GRAPHI_ASSIGN_OR_RETURN(Attributes attrs,
+                          convert_attrs(n, where, {"allowzero", "broadcast", "is_test", "output_sequence"}));
   return emit(op, name, ins, outs, std::move(attrs), where, &n);
 }
 
-Status Importer::import_node(const onnx::Node& n) {
-  const std::string where = where_of(n);
+Result<onnx::Node> Importer::legacy_broadcast(const onnx::Node& n, const std::string& where) {
+  onnx::Node out = n;
+  const onnx::Attr* bc = n.attr("broadcast");
+  const onnx::Attr* ax = n.attr("axis");
+  std::erase_if(out.attrs, [](const onnx::Attr& a) { return a.name == "broadcast" || a.name == "axis"; });
+  if (!bc || bc->i == 0 || !ax || n.inputs.size() < 2 || n.inputs[0].empty() || n.inputs[1].empty())
+    return out;  // equal shapes, or B aligned with A's trailing dims: numpy does the same
+  auto shape_of = [&](const std::string& v) -> Shape {
+    const HostTensor* h = host(v);
+    return h ? h->shape : vals_.at(v).desc.shape;
+  };
+  const Shape a = shape_of(n.inputs[0]), b = shape_of(n.inputs[1]);
+  int64_t axis = ax->i;
+  const auto ra = static_cast<int64_t>(a.size()), rb = static_cast<int64_t>(b.size());
+  if (axis < 0) axis += ra;
+  if (axis < 0 || axis + rb > ra)
+    return Status::invalid_graph(where + ": legacy broadcast of B " + shape_to_string(b) + " at axis " +
+                                 std::to_string(ax->i) + " does not fit A " + shape_to_string(a));
+  Shape target = b;
+  target.resize(static_cast<size_t>(ra - axis), 1);
+  if (target == b) return out;
+  if (const HostTensor* h = host(n.inputs[1])) {
+    HostTensor t = *h;
+    t.shape = target;
+    out.inputs[1] = add_const(n.inputs[1] + "/aligned", std::move(t));
+    return out;
+  }
+  const std::string name = fresh(n.inputs[1] + "/aligned");
+  node_names_.insert(name);
+  GRAPHI_RETURN_IF_ERROR(emit("Reshape", name, {n.inputs[1], add_ints_const(name + "/shape", target)},
+                              {name}, {}, where, &n));
+  out.inputs[1] = name;
+  return out;
+}
+
+Status Importer::import_node(const onnx::Node& node_in) {
+  const std::string where = where_of(node_in);
+  onnx::Node legacy;
+  const onnx::Node* np = &node_in;
+  if (opset_ < 7 && node_in.attr("broadcast") &&
+      (node_in.op == "Add" || node_in.op == "Sub" || node_in.op == "Mul" || node_in.op == "Div" ||
+       node_in.op == "Pow" || node_in.op == "Equal" || node_in.op == "Less" ||
+       node_in.op == "Greater" || node_in.op == "And" || node_in.op == "Or" || node_in.op == "Xor")) {
+    for (const std::string& in : node_in.inputs)
+      if (!in.empty() && !vals_.count(in))
+        return Status::internal(where + ": input '" + in + "' is not defined");
+    GRAPHI_ASSIGN_OR_RETURN(legacy, legacy_broadcast(node_in, where));
+    np = &legacy;
+  }
+  const onnx::Node& n = *np;
   if (!n.domain.empty() && n.domain != "ai.onnx") return unsupported_op(n);
   if (opset_ == 0)
     return Status::invalid_graph(where + ": the node is of the default ONNX domain but the model "

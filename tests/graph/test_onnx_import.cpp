@@ -428,16 +428,22 @@ TEST_CASE("onnx: protobuf reader edge cases") {
   CHECK_THAT(r.status().message(), Catch::Contains("groups"));
 }
 
-// ONNX's backend node tests: every case whose ops graphi supports must match ONNX's reference
-// outputs; the others must fail with an error (never a crash or a wrong result).
-TEST_CASE("onnx: ONNX backend node tests") {
+// ONNX's backend tests (node, pytorch-converted, pytorch-operator, simple): every case whose ops
+// graphi supports must match ONNX's reference outputs; the others must fail with an error that
+// names the file (never a crash or a wrong result).
+TEST_CASE("onnx: ONNX backend tests") {
   if (!fs::is_directory(kNodeTests)) {
     WARN("no ONNX test data at " << kNodeTests << " (package libonnx-testdata): skipped");
     return;
   }
   std::vector<fs::path> cases;
-  const char* env_dirs = std::getenv("GRAPHI_ONNX_TEST_DIRS");  // extra: pytorch-converted, ...
+  const char* env_dirs = std::getenv("GRAPHI_ONNX_TEST_DIRS");  // more directories, ':'-separated
+  // The node tests plus PyTorch-converted models and operators and a few small models, all of
+  // the same package.
+  const std::string root = fs::path(kNodeTests).parent_path().string();
   std::vector<std::string> dirs{kNodeTests};
+  for (const char* d : {"pytorch-converted", "pytorch-operator", "simple"})
+    if (fs::is_directory(root + "/" + d)) dirs.push_back(root + "/" + d);
   if (env_dirs) {
     std::string all = env_dirs;
     for (size_t p = 0; p <= all.size();) {
@@ -510,10 +516,11 @@ TEST_CASE("onnx: ONNX backend node tests") {
     if (ok) ++passed;
     else if (out->size() != want.size()) wrong.push_back(name + ": output count differs");
   }
-  WARN("ONNX backend node tests: " << cases.size() << " cases, " << passed << " pass, " << unsupported
+  WARN("ONNX backend tests: " << cases.size() << " cases, " << passed << " pass, " << unsupported
                                    << " refused as unsupported (ops, types, attributes), " << refused
                                    << " refused otherwise (no static shape, empty tensors, ...)");
   for (const std::string& w : wrong) UNSCOPED_INFO(w);
   CHECK(wrong.empty());
   CHECK(passed > 0);
+  UNSCOPED_INFO(passed << " of " << cases.size() << " cases pass");
 }
