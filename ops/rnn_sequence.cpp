@@ -36,6 +36,7 @@
 #include <new>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "ops/pcp_partition.h"
 #include "ops/registry.h"
@@ -606,6 +607,7 @@ class RnnSequenceKernel final : public Kernel {
   bool const_weights_ = false;
   Tensor packed_;
   int64_t packed_floats_ = 0, bias_off_ = 0, bias_h_off_ = 0, peep_off_ = 0;
+  int64_t flags_off_ = 0;  // one cache line per team member: its last finished step
   int64_t scratch_floats_ = 0, xw_off_ = 0, gh0_off_ = 0, gh1_off_ = 0, hb_off_ = 0, cb_off_ = 0,
           zb_off_ = 0, rhb_off_ = 0, scratch_packed_off_ = 0;
 };
@@ -677,6 +679,7 @@ void RnnSequenceKernel::configure() {
   static_assert(sizeof(SpinBarrier) <= 64 * kLine, "barrier slot too small");
   scratch_floats_ = 0;
   take(sizeof(SpinBarrier) / sizeof(float) + 1);
+  flags_off_ = take(team_ * kLine);
   xw_off_ = take(chunk_ * B * ldx_);
   gh0_off_ = take(B * ld_gh0_);
   gh1_off_ = take(B * ld_gh1_);
@@ -1267,6 +1270,10 @@ void RnnSequenceKernel::run(const TeamContext& team, const Buffers& io) const no
 
   // Phase 0: per-run set-up of this thread's share; one OpenMP barrier publishes it all.
   if (ithr == 0 && nthr > 1) new (barrier) SpinBarrier(nthr);
+  auto flag = [&](int t) {
+    return reinterpret_cast<std::atomic<int64_t>*>(scratch + flags_off_ + t * kLine);
+  };
+  if (nthr > 1) new (flag(ithr)) std::atomic<int64_t>(0);
   const float* packed = const_weights_ ? packed_.data_as<float>() : scratch + scratch_packed_off_;
   if (!const_weights_ && own.active() && own.r0 == 0) {
     WeightSources src{static_cast<const float*>(io.inputs[kRnnW]),
@@ -1286,6 +1293,24 @@ void RnnSequenceKernel::run(const TeamContext& team, const Buffers& io) const no
   // With batch rows as the only split (xj = 1) a thread owns every unit of its rows: its h rows
   // depend on nothing another thread computes, so the threads run the steps without meeting.
   const bool sync = nthr > 1 && (shuffle || schedule_.xj > 1);
+  // The per-step exchange as per-thread step counters instead of the central barrier: each
+  // member publishes "step s done" on its own cache line and waits for the others' lines, one
+  // cache-line transfer instead of an atomic read-modify-write chain plus a release broadcast
+  // (the step is a few microseconds at batch 1). Same guarantee as a barrier: nobody starts
+  // step s + 1 (which overwrites the h buffer step s reads) before everyone finished step s.
+  const bool counters = sync && !shuffle && !canonical_gru_ && nthr <= 8;
+  auto step_done = [&](int64_t done) {
+    flag(ithr)->store(done, std::memory_order_release);
+    for (int t = 0; t < nthr; ++t) {
+      if (t == ithr) continue;
+      for (int round = 0; flag(t)->load(std::memory_order_acquire) < done; ++round) {
+        if (round < SpinBarrier::kDefaultSpinRounds)
+          _mm_pause();
+        else
+          std::this_thread::yield();
+      }
+    }
+  };
   for (int64_t s0 = 0; s0 < T; s0 += chunk_) {
     const int64_t s1 = std::min(T, s0 + chunk_);
     // Hoisted input projections of this chunk, for the thread's own block: no barrier needed
@@ -1295,7 +1320,12 @@ void RnnSequenceKernel::run(const TeamContext& team, const Buffers& io) const no
     for (int64_t s = s0; s < s1; ++s) {
       const ThreadPlan& p = shuffle ? plans_[(ithr + s) % nthr] : own;
       step(p, s, s0, s1, io, packed, scratch, sync ? barrier : nullptr);
-      if (s + 1 < T && sync) barrier->wait();  // h of step s is read by all at s + 1
+      if (s + 1 < T && sync) {  // h of step s is read by all at s + 1
+        if (counters)
+          step_done(s + 1);
+        else
+          barrier->wait();
+      }
     }
   }
   const ThreadPlan& last = shuffle ? plans_[(ithr + T - 1) % nthr] : own;
