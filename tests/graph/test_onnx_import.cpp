@@ -159,7 +159,8 @@ TEST_CASE("onnx: PyTorch exports run and match PyTorch's outputs") {
       {"lstm_2layer_bidir", 3, {}},      {"gru_dynamic_batch", 2, {{{"batch", 4}}}},
       {"lstm_cell_unrolled", 2, {}},     {"lstm_cell_unrolled_opset11", 2, {}},
       {"mlp", 1, {}},                    {"cnn", 1, {}},
-      {"cnn_dynamic_batch", 1, {{{"n", 3}}}}};
+      {"cnn_dynamic_batch", 1, {{{"n", 3}}}}, {"cnn_bn_gap", 1, {}},
+      {"rnn_batch_first", 2, {}}};
   for (const Fixture& f : fixtures) {
     INFO(f.name);
     Result<Graph> g = read_graph_file(kFixtures + f.name + ".onnx", ops::Registry::get(), f.options);

@@ -52,6 +52,33 @@ class Cnn(nn.Module):
         return self.fc(y.view(y.size(0), -1))  # Shape/Gather/Unsqueeze/Concat -> Reshape
 
 
+class CnnBn(nn.Module):
+    """BatchNorm after the ReLU (so the exporter cannot fold it into the Conv), global average
+    pooling, Flatten, Dropout (eval: identity)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 6, 3, padding=1)
+        self.bn = nn.BatchNorm2d(6)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.drop = nn.Dropout(0.5)
+        self.fc = nn.Linear(6, 4)
+
+    def forward(self, x):
+        y = self.pool(self.bn(torch.relu(self.conv(x))))
+        return self.fc(self.drop(torch.flatten(y, 1)))
+
+
+class Rnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.RNN(6, 10, num_layers=1, nonlinearity="tanh", batch_first=True)
+
+    def forward(self, x):
+        y, h = self.rnn(x)
+        return y, h
+
+
 class Mlp(nn.Module):
     def __init__(self):
         super().__init__()
@@ -117,6 +144,16 @@ def main():
     export("mlp", Mlp(), [torch.randn(4, 16)], ["x"], ["probs"])
     torch.manual_seed(5)
     export("cnn", Cnn(), [torch.randn(2, 1, 8, 8)], ["image"], ["logits"])
+    torch.manual_seed(7)
+    cnn_bn = CnnBn()
+    with torch.no_grad():  # non-trivial running statistics
+        cnn_bn.bn.running_mean.uniform_(-0.5, 0.5)
+        cnn_bn.bn.running_var.uniform_(0.5, 2.0)
+        cnn_bn.bn.weight.uniform_(0.5, 1.5)
+        cnn_bn.bn.bias.uniform_(-0.5, 0.5)
+    export("cnn_bn_gap", cnn_bn, [torch.randn(2, 3, 6, 6)], ["image"], ["logits"])
+    torch.manual_seed(8)
+    export("rnn_batch_first", Rnn(), [torch.randn(3, 4, 6)], ["x"], ["y", "h"])
     torch.manual_seed(6)
     export("cnn_dynamic_batch", Cnn(), [torch.randn(3, 1, 8, 8)], ["image"], ["logits"],
            dynamic_axes={"image": {0: "n"}, "logits": {0: "n"}})
