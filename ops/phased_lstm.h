@@ -14,9 +14,10 @@
 // D, H], [B, D, H]); past a batch entry's length Y is 0 and the states are carried (as ONNX LSTM).
 // Attributes: those of ONNX LSTM (hidden_size, direction, layout, clip, input_forget,
 // activations = the defaults only) plus alpha (float >= 0, default 0.001): the leak of the
-// closed phase. The paper uses the leak during training and sets alpha = 0 at test time; we keep
-// it at inference too by default (so a model trained with the leak sees the same function),
-// pass alpha = 0 for the paper's test-time gate.
+// closed phase (the paper's value). The paper motivates the leak by training (gradients flow
+// through closed gates); graphi applies it at inference too by default, so a model trained with
+// the leak computes the same function it was trained as. Pass alpha = 0 for a strictly closed
+// gate (what an implementation that drops the leak at test time computes).
 //
 // Per step t (time stamp ts = times[t, b]), per unit j of direction d, with the plain ONNX LSTM
 // update (c~, h~) from (h_{t-1}, c_{t-1}):
