@@ -25,6 +25,10 @@ constexpr uint32_t kDoneBit = 0x80000000u;  // report: kDoneBit | c = c inbox it
 constexpr uint32_t kStop = 0xFFFFFFFEu;     // inbox: leave the loop
 constexpr uint32_t kProbe = 0xFFFFFFFDu;    // inbox: record the team's thread ids
 constexpr size_t kMaxNodes = 0x7FFFFFF0u;
+// Surplus ops are published for an idle executor only when their expected time (count x the
+// publisher's mean time per op) is at least this: about a hand-off on this VM (one-way 144 ns,
+// a claim takes 2-4 of them).
+constexpr double kMinShareNs = 500.0;
 
 struct FreeAligned {
   void operator()(void* p) const { std::free(p); }
@@ -82,6 +86,7 @@ struct alignas(64) Executor {
   uint64_t seen_posted = 0;           // `posted` when this executor last made sure of a step
   size_t ran = 0;                     // ops run and not yet subtracted from `remaining`
   ops::KernelFailure failure;         // run-time failures of this executor's ops
+  double op_ns = 0;                   // running mean time per op (0: nothing measured yet)
   Status start_status;
   std::atomic<bool> probed{false};
   // Executor 0 when the client thread plays it (see client_drives): its own thread only serves
@@ -227,14 +232,8 @@ void ParallelRuntime::Impl::run_one(Executor* e, graph::NodeId n, std::vector<gr
 void ParallelRuntime::Impl::publish(Executor& e, size_t count, bool done_marker) {
   auto push = [&](uint32_t item) {
     while (!e.reports.try_push(item)) {
-      // Full: the scheduler role drains it. In embedded mode take the role ourselves; else
-      // make sure the client scheduler is awake and steps.
-      if (!dedicated) {
-        try_schedule(nullptr);
-      } else {
-        posted.fetch_add(1, std::memory_order_seq_cst);
-        done_parker.wake_if_sleeping();
-      }
+      // Full: the scheduler role drains it; take the role ourselves if it is free.
+      try_schedule(nullptr);
       cpu_relax();
     }
   };
@@ -247,13 +246,15 @@ void ParallelRuntime::Impl::publish(Executor& e, size_t count, bool done_marker)
   // sees our report and goes around again, or we find the lock free below. It also orders the
   // post before the sleepers_ loads of wake_if_sleeping().
   const uint64_t now = posted.fetch_add(1, std::memory_order_seq_cst) + 1;
-  if (dedicated) {
-    done_parker.wake_if_sleeping();  // the client scheduler may be asleep (see run())
-    return;
-  }
   if (done_marker) {
+    // Idle now: step ourselves rather than wait for the scheduler (with a dedicated client it
+    // may be asleep: a futex wake-up costs more than the step). Whoever holds the role steps.
     e.seen_posted = now;
     try_schedule(&e);
+    return;
+  }
+  if (dedicated) {
+    done_parker.wake_if_sleeping();  // the client scheduler hands published ops out
     return;
   }
   uint64_t idle_bits = idle_hint.load(std::memory_order_relaxed) & ~e.bit;
@@ -273,6 +274,8 @@ void ParallelRuntime::Impl::run_local(Executor& e) {
   const bool multi = ex.size() > 1;
   void* scratch = e.scratch.get();
   const int k = opt.threads;
+  const auto t0 = std::chrono::steady_clock::now();
+  const size_t ran0 = e.ran;
   while (!e.heap.empty()) {
     const graph::NodeId n = e.heap.pop();
     // Someone is idle: give it the best half of the surplus. (Measured and dropped: also
@@ -280,10 +283,13 @@ void ParallelRuntime::Impl::run_local(Executor& e) {
     // finds work at once: LSTM-shaped DAG at 1 us 609 vs 576 ns/op, empty ops 199 vs 142.)
     // At most one publication in flight (the ring is empty once the role has drained it): while
     // an idle executor is still reacting, the hint stays set and would cost a post per op.
+    // Only work worth a hand-off is shared: the receiver pays ~0.3-1 us to get it, so
+    // publishing two 10 ns ops costs more than running them here (the LSTM-shaped DAG with empty
+    // ops ran 140-210 ns/op sharing, near the sequential speed without).
     if (multi && !e.heap.empty() && (idle_hint.load(std::memory_order_relaxed) & ~e.bit) != 0 &&
         e.reports.empty_approx()) {
-      const size_t give = std::min((e.heap.size() + 1) / 2, e.reports.capacity() / 2);
-      publish(e, std::max<size_t>(give, 1), false);
+      const size_t give = std::max<size_t>(1, std::min((e.heap.size() + 1) / 2, e.reports.capacity() / 2));
+      if (static_cast<double>(give) * e.op_ns >= kMinShareNs) publish(e, give, false);
     }
     run_one(&e, n, e.inline_ops, scratch, k, e.failure, e.ran);
     if (inbox_capacity > 1) {
@@ -293,6 +299,15 @@ void ParallelRuntime::Impl::run_local(Executor& e) {
         e.heap.push(x);
       }
     }
+  }
+  // Running mean of this executor's time per op (ops plus dispatch), kept across runs: two
+  // clock reads per batch, none per op.
+  const size_t ops = e.ran - ran0;
+  if (ops) {
+    const double ns = static_cast<double>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+    const double per_op = ns / static_cast<double>(ops);
+    e.op_ns = e.op_ns == 0 ? per_op : 0.75 * e.op_ns + 0.25 * per_op;
   }
 }
 
@@ -717,7 +732,8 @@ Status ParallelRuntime::run(SlotTables slots) {
       // The paper's design: the client thread runs the scheduler on a core of its own,
       // handing published ops to idle executors. Executors post only when they publish or go
       // idle, so between posts it waits like an executor: spin for the budget, then sleep (a
-      // core spinning for a whole run slowed the executor on its SMT sibling by 6-9%).
+      // core spinning for a whole run slowed the executor on its SMT sibling by 6-9%). An
+      // executor that goes idle does not wait for it: it takes the role lock and steps itself.
       while (!im.done.load(std::memory_order_acquire)) {
         im.done_parker.wait(
             [&] {
@@ -725,7 +741,7 @@ Status ParallelRuntime::run(SlotTables slots) {
             },
             im.opt.spin_budget);
         seen = im.posted.load(std::memory_order_seq_cst);
-        im.step(nullptr);
+        im.try_schedule(nullptr);
       }
     } else {
       // Without a core of its own (the role runs inside the executors) the client sleeps at

@@ -5,20 +5,26 @@
 //   every op and every run; each member pins itself (hwloc) to its core in the first region.
 // - Buffers: a lock-free SPSC ring of op ids scheduler -> executor (capacity `ring_capacity`)
 //   and one executor -> scheduler for reports (published ready ops, "done" markers).
-// - Ready ops (cpf, fifo): each executor keeps the ops its own ops make ready in a private heap
-//   by the policy's key (level for cpf, topological position for fifo) and runs the best one
-//   next: no cross-core traffic while every executor has work. When the scheduler role sees an
-//   executor idle (a hint word executors read after each op), an executor with more than one
-//   ready op publishes the best half of its surplus to its report ring; the role moves published
-//   ops into the central max-heap and hands the best to idle executors (idle bitmap, ctz). An
-//   executor reports "done" (and subtracts its ops from the run's count, one atomic per batch)
-//   only when its heap is empty. local_continuation = false gives the paper's pure central
-//   design (every ready op goes through the scheduler).
-// - The scheduler is a role. With a spare core (n*k + 1 <= usable cores) the client thread in
-//   run() plays it in a polling loop on the reserved core (moved there for the run and put
-//   back after), as in the paper. Otherwise the executor that publishes or goes idle takes it (a
-//   try-lock), drains every report ring and assigns ready ops; the client thread sleeps until the
-//   run ends.
+// - Ready ops (cpf, fifo): each executor keeps the ops its own ops make ready in a private
+//   ReadyHeap by the policy's key (level for cpf, topological position for fifo) and runs the
+//   best one next: no cross-core traffic while every executor has work. When the scheduler role
+//   sees an executor idle (a hint word executors read after each op), an executor with surplus
+//   worth a hand-off (count x its measured time per op >= 500 ns) publishes the best half of it
+//   to its report ring, one publication in flight at a time; the role moves published ops into
+//   the central ReadyHeap and hands the best to idle executors (idle bitmap, ctz); an idle
+//   executor that runs the step claims its share of the central heap straight into its own.
+//   An executor reports "done" and subtracts its ops from the run's count (one atomic per
+//   batch, not per op) only when its heap is empty. local_continuation = false gives the
+//   paper's pure central design (every ready op goes through the scheduler).
+// - The scheduler is a role guarded by a try-lock. With a spare core (n*k + 1 <= usable cores)
+//   the client thread in run() plays it on the reserved core (moved there for the run and put
+//   back after), as in the paper: it waits for posts (spin budget, then sleep) and hands
+//   published ops out; an executor that goes idle steps itself instead of waiting for it.
+//   Without a spare core the executors take the role: the one that goes idle, or an idle one
+//   that sees a post (idle executors watch the post counter), so the busy publisher never pays
+//   for the step. With teams of 1 the client thread then plays executor 0 for the run (pinned
+//   to its core) instead of sleeping beside two busy executors: a third thread on two cores
+//   costs a ~30-80 us wake-up per run (oneTBB's calling thread joins its arena the same way).
 // - Small ops run inline in the executor that made them ready. Small ops ready at the start
 //   (bootstrap ops: constants, shape bookkeeping) run on the client thread before dispatch, on the
 //   scheduler's core when it has one: the client thread is the light-weight single-thread
@@ -27,7 +33,9 @@
 // - Failures: a kernel reports a run-time failure through TeamContext::fail (custom ops whose
 //   code throws, ops/custom_op.h function_kernel); the run stops running ops, finishes its
 //   bookkeeping and run() returns the error naming the node. cancel() does the same for a run in
-//   flight (Session destruction). The runtime stays usable for the next run.
+//   flight (Session destruction). The runtime stays usable for the next run. An exception that
+//   escapes an executor thread's loop is caught there: the runtime reports it and refuses later
+//   runs instead of terminating the process.
 // - Idle threads spin for a bounded budget, then sleep on a futex (engine/parker.h).
 #pragma once
 
