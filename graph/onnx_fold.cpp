@@ -21,14 +21,29 @@ void fit_to_type(HostTensor& t) {
     case kBfloat16:
       for (double& v : t.f) v = static_cast<double>(static_cast<float>(v));
       break;
-    case kInt32: for (int64_t& v : t.i) v = static_cast<int32_t>(v); break;
-    case kInt16: for (int64_t& v : t.i) v = static_cast<int16_t>(v); break;
-    case kInt8: for (int64_t& v : t.i) v = static_cast<int8_t>(v); break;
-    case kUint32: for (int64_t& v : t.i) v = static_cast<uint32_t>(v); break;
-    case kUint16: for (int64_t& v : t.i) v = static_cast<uint16_t>(v); break;
-    case kUint8: for (int64_t& v : t.i) v = static_cast<uint8_t>(v); break;
-    case kBool: for (int64_t& v : t.i) v = v != 0; break;
-    default: break;
+    case kInt32:
+      for (int64_t& v : t.i) v = static_cast<int32_t>(v);
+      break;
+    case kInt16:
+      for (int64_t& v : t.i) v = static_cast<int16_t>(v);
+      break;
+    case kInt8:
+      for (int64_t& v : t.i) v = static_cast<int8_t>(v);
+      break;
+    case kUint32:
+      for (int64_t& v : t.i) v = static_cast<uint32_t>(v);
+      break;
+    case kUint16:
+      for (int64_t& v : t.i) v = static_cast<uint16_t>(v);
+      break;
+    case kUint8:
+      for (int64_t& v : t.i) v = static_cast<uint8_t>(v);
+      break;
+    case kBool:
+      for (int64_t& v : t.i) v = v != 0;
+      break;
+    default:
+      break;
   }
 }
 
@@ -90,10 +105,11 @@ Status need_inputs(const Ins& in, size_t required, const std::string& where) {
   return Status::ok();
 }
 
-Result<std::vector<int64_t>> ints_of(const HostTensor* t, const char* what, const std::string& where) {
+Result<std::vector<int64_t>> ints_of(const HostTensor* t, const char* what,
+                                     const std::string& where) {
   if (t->is_float() || t->shape.size() > 1)
-    return Status::invalid_graph(where + ": input '" + what + "' must be a 1-D integer tensor, got " +
-                                 t->desc());
+    return Status::invalid_graph(where + ": input '" + what +
+                                 "' must be a 1-D integer tensor, got " + t->desc());
   return t->i;
 }
 
@@ -137,8 +153,8 @@ std::vector<size_t> broadcast_index(const Shape& out, const Shape& in) {
 }
 
 // Gathers src elements by a strided walk: out[k] = src[base + sum idx_d * strides[d]].
-HostTensor strided(const HostTensor& src, const Shape& out_shape, const std::vector<int64_t>& strides,
-                   int64_t base) {
+HostTensor strided(const HostTensor& src, const Shape& out_shape,
+                   const std::vector<int64_t>& strides, int64_t base) {
   HostTensor o = HostTensor::make(src.type, out_shape);
   const size_t r = out_shape.size();
   std::vector<int64_t> c(r, 0);
@@ -164,7 +180,8 @@ HostTensor reshaped(const HostTensor& t, Shape s) {
 // Cast of every element to type `to` (ONNX Cast: float -> int truncates, -> BOOL is != 0).
 Result<HostTensor> cast_to(const HostTensor& t, int64_t to, const std::string& where) {
   const auto type = static_cast<int32_t>(to);
-  if (type == kString || type == kComplex64 || type == kComplex128 || type <= kUndefined || type > kBfloat16)
+  if (type == kString || type == kComplex64 || type == kComplex128 || type <= kUndefined ||
+      type > kBfloat16)
     return Status::unsupported(where + ": Cast to " + data_type_name(type) + " is not supported");
   HostTensor o = HostTensor::make(type, t.shape);
   for (size_t k = 0; k < t.numel(); ++k) {
@@ -189,11 +206,14 @@ Result<Shape> reshape_target(const Shape& in, const std::vector<int64_t>& spec, 
   int64_t known = 1;
   for (size_t k = 0; k < spec.size(); ++k) {
     if (spec[k] == -1) {
-      if (infer >= 0) return Status::invalid_graph(where + ": shape " + shape_to_string(spec) + " has two -1");
+      if (infer >= 0)
+        return Status::invalid_graph(where + ": shape " + shape_to_string(spec) + " has two -1");
       infer = static_cast<int>(k);
       continue;
     }
-    if (spec[k] < -1) return Status::invalid_graph(where + ": shape " + shape_to_string(spec) + " has a negative dim");
+    if (spec[k] < -1)
+      return Status::invalid_graph(where + ": shape " + shape_to_string(spec) +
+                                   " has a negative dim");
     out[k] = spec[k] == 0 && !allowzero ? (k < in.size() ? in[k] : -2) : spec[k];
     if (out[k] == -2)
       return Status::invalid_graph(where + ": shape " + shape_to_string(spec) + " copies dim " +
@@ -205,16 +225,19 @@ Result<Shape> reshape_target(const Shape& in, const std::vector<int64_t>& spec, 
   const int64_t n = shape_numel(in);
   if (infer >= 0) {
     if (known == 0 || n % known != 0)
-      return Status::invalid_graph(where + ": cannot reshape " + shape_to_string(in) + " to " + shape_to_string(spec));
+      return Status::invalid_graph(where + ": cannot reshape " + shape_to_string(in) + " to " +
+                                   shape_to_string(spec));
     out[static_cast<size_t>(infer)] = n / known;
   } else if (known != n) {
-    return Status::invalid_graph(where + ": cannot reshape " + shape_to_string(in) + " to " + shape_to_string(spec));
+    return Status::invalid_graph(where + ": cannot reshape " + shape_to_string(in) + " to " +
+                                 shape_to_string(spec));
   }
   return out;
 }
 
-Result<std::vector<int64_t>> axes_from(const Node& n, const Ins& in, size_t input_slot, int64_t opset,
-                                       int64_t input_since, const std::string& where, bool* given) {
+Result<std::vector<int64_t>> axes_from(const Node& n, const Ins& in, size_t input_slot,
+                                       int64_t opset, int64_t input_since, const std::string& where,
+                                       bool* given) {
   *given = false;
   if (opset >= input_since) {
     if (in.size() > input_slot && in[input_slot]) {
@@ -229,7 +252,8 @@ Result<std::vector<int64_t>> axes_from(const Node& n, const Ins& in, size_t inpu
 }
 
 // Sorted, non-negative, duplicate-free axes for a tensor of `rank`.
-Result<std::vector<int64_t>> normalize_axes(std::vector<int64_t> axes, int64_t rank, const std::string& where) {
+Result<std::vector<int64_t>> normalize_axes(std::vector<int64_t> axes, int64_t rank,
+                                            const std::string& where) {
   for (int64_t& a : axes) {
     GRAPHI_ASSIGN_OR_RETURN(a, norm_axis(a, rank, where, "axis"));
   }
@@ -317,22 +341,24 @@ Result<Outs> fold_split(const Node& n, int64_t opset, const Ins& in, const std::
     if (num < 1) return Status::invalid_graph(where + ": no outputs");
     const int64_t chunk = (dim + num - 1) / num;
     if (dim % num != 0 && !n.attr("num_outputs"))
-      return Status::invalid_graph(where + ": dim " + std::to_string(dim) + " does not split into " +
-                                   std::to_string(num) + " equal parts");
+      return Status::invalid_graph(where + ": dim " + std::to_string(dim) +
+                                   " does not split into " + std::to_string(num) + " equal parts");
     for (int64_t k = 0; k < num; ++k) sizes.push_back(std::min(chunk, dim - k * chunk));
   }
   int64_t sum = 0;
   for (int64_t s : sizes) sum += s;
   if (sum != dim || static_cast<int64_t>(sizes.size()) != nout)
-    return Status::invalid_graph(where + ": split " + shape_to_string(sizes) + " does not match dim " +
-                                 std::to_string(dim) + " and " + std::to_string(nout) + " outputs");
+    return Status::invalid_graph(where + ": split " + shape_to_string(sizes) +
+                                 " does not match dim " + std::to_string(dim) + " and " +
+                                 std::to_string(nout) + " outputs");
   Outs outs;
   const std::vector<int64_t> st = strides_of(x.shape);
   int64_t start = 0;
   for (int64_t s : sizes) {
     Shape os = x.shape;
     os[static_cast<size_t>(axis)] = s;
-    outs.push_back(s == 0 ? HostTensor::make(x.type, os) : strided(x, os, st, start * st[static_cast<size_t>(axis)]));
+    outs.push_back(s == 0 ? HostTensor::make(x.type, os)
+                          : strided(x, os, st, start * st[static_cast<size_t>(axis)]));
     start += s;
   }
   return outs;
@@ -341,7 +367,8 @@ Result<Outs> fold_split(const Node& n, int64_t opset, const Ins& in, const std::
 Result<Outs> fold_gather(const Node& n, const Ins& in, const std::string& where) {
   const HostTensor& x = *in[0];
   const HostTensor& ind = *in[1];
-  if (ind.is_float()) return Status::invalid_graph(where + ": indices must be integers, got " + ind.desc());
+  if (ind.is_float())
+    return Status::invalid_graph(where + ": indices must be integers, got " + ind.desc());
   GRAPHI_ASSIGN_OR_RETURN(int64_t axis_attr, a_int(n, "axis", 0, where));
   const auto rank = static_cast<int64_t>(x.shape.size());
   GRAPHI_ASSIGN_OR_RETURN(int64_t axis, norm_axis(axis_attr, rank, where, "axis"));
@@ -361,8 +388,8 @@ Result<Outs> fold_gather(const Node& n, const Ins& in, const std::string& where)
       if (idx < 0) idx += dim;
       if (idx < 0 || idx >= dim)
         return Status::invalid_graph(where + ": index " + std::to_string(ind.i[j]) +
-                                     " is out of range for axis " + std::to_string(axis) + " of size " +
-                                     std::to_string(dim));
+                                     " is out of range for axis " + std::to_string(axis) +
+                                     " of size " + std::to_string(dim));
       for (int64_t b = 0; b < inner; ++b)
         copy_elem(o, k++, x, static_cast<size_t>((a * dim + idx) * inner + b));
     }
@@ -383,7 +410,9 @@ Result<Outs> fold_concat(const Node& n, const Ins& in, const std::string& where)
   for (const HostTensor* t : xs) {
     bool ok = t->shape.size() == out.size() && t->is_float() == xs[0]->is_float();
     for (size_t d = 0; ok && d < out.size(); ++d) ok = d == ax || t->shape[d] == xs[0]->shape[d];
-    if (!ok) return Status::invalid_graph(where + ": inputs " + xs[0]->desc() + " and " + t->desc() + " do not concatenate");
+    if (!ok)
+      return Status::invalid_graph(where + ": inputs " + xs[0]->desc() + " and " + t->desc() +
+                                   " do not concatenate");
     out[ax] += t->shape[ax];
   }
   HostTensor o = HostTensor::make(xs[0]->type, out);
@@ -410,7 +439,9 @@ Result<Outs> fold_transpose(const Node& n, const Ins& in, const std::string& whe
     ok = perm[d] >= 0 && perm[d] < static_cast<int64_t>(r) && !seen[static_cast<size_t>(perm[d])];
     if (ok) seen[static_cast<size_t>(perm[d])] = true;
   }
-  if (!ok) return Status::invalid_graph(where + ": perm " + shape_to_string(perm) + " is not a permutation");
+  if (!ok)
+    return Status::invalid_graph(where + ": perm " + shape_to_string(perm) +
+                                 " is not a permutation");
   const std::vector<int64_t> st = strides_of(x.shape);
   Shape out(r);
   std::vector<int64_t> strides(r);
@@ -422,8 +453,9 @@ Result<Outs> fold_transpose(const Node& n, const Ins& in, const std::string& whe
 }
 
 // Elementwise op over broadcast inputs; `fn` gets the inputs' element indices.
-Result<HostTensor> elementwise(const Ins& xs, int32_t out_type, const std::string& where,
-                               const std::function<void(HostTensor&, size_t, const std::vector<size_t>&)>& fn) {
+Result<HostTensor> elementwise(
+    const Ins& xs, int32_t out_type, const std::string& where,
+    const std::function<void(HostTensor&, size_t, const std::vector<size_t>&)>& fn) {
   Shape out = xs[0]->shape;
   for (size_t k = 1; k < xs.size(); ++k) {
     GRAPHI_ASSIGN_OR_RETURN(out, broadcast_shapes(out, xs[k]->shape, where));
@@ -455,7 +487,8 @@ int64_t floor_div(int64_t a, int64_t b) {
   return q;
 }
 
-Result<Outs> fold_binary(const std::string& op, const Node& n, const Ins& in, const std::string& where) {
+Result<Outs> fold_binary(const std::string& op, const Node& n, const Ins& in,
+                         const std::string& where) {
   GRAPHI_RETURN_IF_ERROR(need_inputs(in, 2, where));
   const Ins xs{in[0], in[1]};
   const bool cmp = op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" ||
@@ -470,38 +503,63 @@ Result<Outs> fold_binary(const std::string& op, const Node& n, const Ins& in, co
     for (int64_t v : b.i)
       if (v == 0) return Status::invalid_graph(where + ": integer division by zero");
   GRAPHI_ASSIGN_OR_RETURN(
-      HostTensor o, elementwise(xs, out_type, where, [&](HostTensor& o, size_t k, const std::vector<size_t>& at) {
+      HostTensor o,
+      elementwise(xs, out_type, where, [&](HostTensor& o, size_t k, const std::vector<size_t>& at) {
         if (fl || op == "Pow") {
           const double x = a.get_f(at[0]), y = b.get_f(at[1]);
           double r = 0;
-          if (op == "Add") r = x + y;
-          else if (op == "Sub") r = x - y;
-          else if (op == "Mul") r = x * y;
-          else if (op == "Div") r = x / y;
-          else if (op == "Pow") r = std::pow(x, y);
-          else if (op == "Mod") r = fmod ? std::fmod(x, y) : x - std::floor(x / y) * y;
-          else if (op == "Equal") r = x == y;
-          else if (op == "Less") r = x < y;
-          else if (op == "Greater") r = x > y;
-          else if (op == "LessOrEqual") r = x <= y;
-          else if (op == "GreaterOrEqual") r = x >= y;
+          if (op == "Add")
+            r = x + y;
+          else if (op == "Sub")
+            r = x - y;
+          else if (op == "Mul")
+            r = x * y;
+          else if (op == "Div")
+            r = x / y;
+          else if (op == "Pow")
+            r = std::pow(x, y);
+          else if (op == "Mod")
+            r = fmod ? std::fmod(x, y) : x - std::floor(x / y) * y;
+          else if (op == "Equal")
+            r = x == y;
+          else if (op == "Less")
+            r = x < y;
+          else if (op == "Greater")
+            r = x > y;
+          else if (op == "LessOrEqual")
+            r = x <= y;
+          else if (op == "GreaterOrEqual")
+            r = x >= y;
           set_value(o, k, r);
         } else {
           const int64_t x = a.i[at[0]], y = b.i[at[1]];
           int64_t r = 0;
-          if (op == "Add") r = static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y));
-          else if (op == "Sub") r = static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y));
-          else if (op == "Mul") r = static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y));
-          else if (op == "Div") r = x / y;
-          else if (op == "Mod") r = fmod ? x % y : x - floor_div(x, y) * y;
-          else if (op == "Equal") r = x == y;
-          else if (op == "Less") r = x < y;
-          else if (op == "Greater") r = x > y;
-          else if (op == "LessOrEqual") r = x <= y;
-          else if (op == "GreaterOrEqual") r = x >= y;
-          else if (op == "And") r = x && y;
-          else if (op == "Or") r = x || y;
-          else if (op == "Xor") r = (x != 0) != (y != 0);
+          if (op == "Add")
+            r = static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y));
+          else if (op == "Sub")
+            r = static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y));
+          else if (op == "Mul")
+            r = static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y));
+          else if (op == "Div")
+            r = x / y;
+          else if (op == "Mod")
+            r = fmod ? x % y : x - floor_div(x, y) * y;
+          else if (op == "Equal")
+            r = x == y;
+          else if (op == "Less")
+            r = x < y;
+          else if (op == "Greater")
+            r = x > y;
+          else if (op == "LessOrEqual")
+            r = x <= y;
+          else if (op == "GreaterOrEqual")
+            r = x >= y;
+          else if (op == "And")
+            r = x && y;
+          else if (op == "Or")
+            r = x || y;
+          else if (op == "Xor")
+            r = (x != 0) != (y != 0);
           o.i[k] = r;
         }
       }));
@@ -515,30 +573,37 @@ Result<Outs> fold_variadic(const std::string& op, const Ins& in, const std::stri
   if (xs.empty()) return Status::invalid_graph(where + ": no inputs");
   GRAPHI_RETURN_IF_ERROR(same_type(xs, where));
   const bool fl = xs[0]->is_float();
-  GRAPHI_ASSIGN_OR_RETURN(
-      HostTensor o, elementwise(xs, xs[0]->type, where, [&](HostTensor& o, size_t k, const std::vector<size_t>& at) {
-        if (fl) {
-          double r = xs[0]->f[at[0]];
-          for (size_t j = 1; j < xs.size(); ++j) {
-            const double v = xs[j]->f[at[j]];
-            if (op == "Min") r = std::isnan(v) ? v : std::min(r, v);
-            else if (op == "Max") r = std::isnan(v) ? v : std::max(r, v);
-            else r += v;  // Sum, Mean
-          }
-          if (op == "Mean") r /= static_cast<double>(xs.size());
-          o.f[k] = r;
-        } else {
-          int64_t r = xs[0]->i[at[0]];
-          for (size_t j = 1; j < xs.size(); ++j) {
-            const int64_t v = xs[j]->i[at[j]];
-            if (op == "Min") r = std::min(r, v);
-            else if (op == "Max") r = std::max(r, v);
-            else r += v;
-          }
-          if (op == "Mean") r /= static_cast<int64_t>(xs.size());
-          o.i[k] = r;
-        }
-      }));
+  GRAPHI_ASSIGN_OR_RETURN(HostTensor o,
+                          elementwise(xs, xs[0]->type, where,
+                                      [&](HostTensor& o, size_t k, const std::vector<size_t>& at) {
+                                        if (fl) {
+                                          double r = xs[0]->f[at[0]];
+                                          for (size_t j = 1; j < xs.size(); ++j) {
+                                            const double v = xs[j]->f[at[j]];
+                                            if (op == "Min")
+                                              r = std::isnan(v) ? v : std::min(r, v);
+                                            else if (op == "Max")
+                                              r = std::isnan(v) ? v : std::max(r, v);
+                                            else
+                                              r += v;  // Sum, Mean
+                                          }
+                                          if (op == "Mean") r /= static_cast<double>(xs.size());
+                                          o.f[k] = r;
+                                        } else {
+                                          int64_t r = xs[0]->i[at[0]];
+                                          for (size_t j = 1; j < xs.size(); ++j) {
+                                            const int64_t v = xs[j]->i[at[j]];
+                                            if (op == "Min")
+                                              r = std::min(r, v);
+                                            else if (op == "Max")
+                                              r = std::max(r, v);
+                                            else
+                                              r += v;
+                                          }
+                                          if (op == "Mean") r /= static_cast<int64_t>(xs.size());
+                                          o.i[k] = r;
+                                        }
+                                      }));
   return Outs{std::move(o)};
 }
 
@@ -552,11 +617,16 @@ Result<Outs> fold_unary(const std::string& op, const Ins& in, const std::string&
   }
   if (!x.is_float()) {
     for (int64_t& v : o.i) {
-      if (op == "Neg") v = -v;
-      else if (op == "Abs") v = v < 0 ? -v : v;
-      else if (op == "Sign") v = (v > 0) - (v < 0);
-      else if (op == "Relu") v = std::max<int64_t>(v, 0);
-      else if (op == "Identity" || op == "Floor" || op == "Ceil" || op == "Round") continue;
+      if (op == "Neg")
+        v = -v;
+      else if (op == "Abs")
+        v = v < 0 ? -v : v;
+      else if (op == "Sign")
+        v = (v > 0) - (v < 0);
+      else if (op == "Relu")
+        v = std::max<int64_t>(v, 0);
+      else if (op == "Identity" || op == "Floor" || op == "Ceil" || op == "Round")
+        continue;
       else
         return Status::unsupported(where + ": " + op + " of an integer tensor (" + x.desc() +
                                    ") is not supported at import time");
@@ -565,19 +635,32 @@ Result<Outs> fold_unary(const std::string& op, const Ins& in, const std::string&
     return Outs{std::move(o)};
   }
   for (double& v : o.f) {
-    if (op == "Neg") v = -v;
-    else if (op == "Abs") v = std::fabs(v);
-    else if (op == "Sqrt") v = std::sqrt(v);
-    else if (op == "Exp") v = std::exp(v);
-    else if (op == "Log") v = std::log(v);
-    else if (op == "Floor") v = std::floor(v);
-    else if (op == "Ceil") v = std::ceil(v);
-    else if (op == "Round") v = std::nearbyint(v);
-    else if (op == "Reciprocal") v = 1.0 / v;
-    else if (op == "Sign") v = (v > 0) - (v < 0);
-    else if (op == "Relu") v = std::max(v, 0.0);
-    else if (op == "Sigmoid") v = 1.0 / (1.0 + std::exp(-v));
-    else if (op == "Tanh") v = std::tanh(v);
+    if (op == "Neg")
+      v = -v;
+    else if (op == "Abs")
+      v = std::fabs(v);
+    else if (op == "Sqrt")
+      v = std::sqrt(v);
+    else if (op == "Exp")
+      v = std::exp(v);
+    else if (op == "Log")
+      v = std::log(v);
+    else if (op == "Floor")
+      v = std::floor(v);
+    else if (op == "Ceil")
+      v = std::ceil(v);
+    else if (op == "Round")
+      v = std::nearbyint(v);
+    else if (op == "Reciprocal")
+      v = 1.0 / v;
+    else if (op == "Sign")
+      v = (v > 0) - (v < 0);
+    else if (op == "Relu")
+      v = std::max(v, 0.0);
+    else if (op == "Sigmoid")
+      v = 1.0 / (1.0 + std::exp(-v));
+    else if (op == "Tanh")
+      v = std::tanh(v);
   }
   fit_to_type(o);
   return Outs{std::move(o)};
@@ -613,27 +696,38 @@ Result<Outs> fold_reduce(const std::string& op, const Node& n, int64_t opset, co
     const size_t j = to[k];
     const double v = x.get_f(k);
     double cur = o.get_f(j);
-    if (first[j]) cur = op == "ReduceProd" ? 1.0 : (op == "ReduceMin" || op == "ReduceMax") ? v : 0.0;
+    if (first[j])
+      cur = op == "ReduceProd" ? 1.0 : (op == "ReduceMin" || op == "ReduceMax") ? v : 0.0;
     first[j] = false;
-    if (op == "ReduceSum" || op == "ReduceMean") cur += v;
-    else if (op == "ReduceProd") cur *= v;
-    else if (op == "ReduceMin") cur = std::min(cur, v);
-    else if (op == "ReduceMax") cur = std::max(cur, v);
+    if (op == "ReduceSum" || op == "ReduceMean")
+      cur += v;
+    else if (op == "ReduceProd")
+      cur *= v;
+    else if (op == "ReduceMin")
+      cur = std::min(cur, v);
+    else if (op == "ReduceMax")
+      cur = std::max(cur, v);
     ++count[j];
-    if (o.is_float()) o.f[j] = cur;
-    else o.i[j] = static_cast<int64_t>(cur);
+    if (o.is_float())
+      o.f[j] = cur;
+    else
+      o.i[j] = static_cast<int64_t>(cur);
   }
   if (op == "ReduceMean")
-    for (size_t j = 0; j < o.numel(); ++j) set_value(o, j, o.get_f(j) / static_cast<double>(std::max<int64_t>(count[j], 1)));
+    for (size_t j = 0; j < o.numel(); ++j)
+      set_value(o, j, o.get_f(j) / static_cast<double>(std::max<int64_t>(count[j], 1)));
   if (!x.is_float() && op != "ReduceMean") {  // exact integer sums/products
     for (size_t j = 0; j < o.numel(); ++j) o.i[j] = op == "ReduceProd" ? 1 : 0;
     std::fill(first.begin(), first.end(), true);
     for (size_t k = 0; k < x.numel(); ++k) {
       const size_t j = to[k];
       const int64_t v = x.i[k];
-      if (op == "ReduceSum") o.i[j] += v;
-      else if (op == "ReduceProd") o.i[j] *= v;
-      else o.i[j] = first[j] ? v : op == "ReduceMin" ? std::min(o.i[j], v) : std::max(o.i[j], v);
+      if (op == "ReduceSum")
+        o.i[j] += v;
+      else if (op == "ReduceProd")
+        o.i[j] *= v;
+      else
+        o.i[j] = first[j] ? v : op == "ReduceMin" ? std::min(o.i[j], v) : std::max(o.i[j], v);
       first[j] = false;
     }
   }
@@ -669,7 +763,8 @@ Result<Outs> fold_constant(const Node& n, const std::string& where) {
     return Outs{t};
   }
   return Status::unsupported(where + ": Constant with attribute '" + a.name + "' (" +
-                             attr_type_name(a.type) + ") is not supported (strings and sparse "
+                             attr_type_name(a.type) +
+                             ") is not supported (strings and sparse "
                              "tensors are not)");
 }
 
@@ -690,14 +785,64 @@ Result<Shape> broadcast_shapes(const Shape& a, const Shape& b, const std::string
 
 const std::vector<std::string>& foldable_ops() {
   static const std::vector<std::string> kOps = [] {
-    std::vector<std::string> v = {
-        "Abs", "Add", "And", "Cast", "CastLike", "Ceil", "Concat", "Constant", "ConstantOfShape",
-        "Div", "Dropout", "Equal", "Exp", "Expand", "Flatten", "Floor", "Gather", "Greater",
-        "GreaterOrEqual", "Identity", "Less", "LessOrEqual", "Log", "Max", "Mean", "Min", "Mod",
-        "Mul", "Neg", "Not", "Or", "Pow", "Range", "Reciprocal", "ReduceMax", "ReduceMean",
-        "ReduceMin", "ReduceProd", "ReduceSum", "Relu", "Reshape", "Round", "Shape", "Sigmoid",
-        "Sign", "Size", "Slice", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Tile",
-        "Transpose", "Unsqueeze", "Where", "Xor"};
+    std::vector<std::string> v = {"Abs",
+                                  "Add",
+                                  "And",
+                                  "Cast",
+                                  "CastLike",
+                                  "Ceil",
+                                  "Concat",
+                                  "Constant",
+                                  "ConstantOfShape",
+                                  "Div",
+                                  "Dropout",
+                                  "Equal",
+                                  "Exp",
+                                  "Expand",
+                                  "Flatten",
+                                  "Floor",
+                                  "Gather",
+                                  "Greater",
+                                  "GreaterOrEqual",
+                                  "Identity",
+                                  "Less",
+                                  "LessOrEqual",
+                                  "Log",
+                                  "Max",
+                                  "Mean",
+                                  "Min",
+                                  "Mod",
+                                  "Mul",
+                                  "Neg",
+                                  "Not",
+                                  "Or",
+                                  "Pow",
+                                  "Range",
+                                  "Reciprocal",
+                                  "ReduceMax",
+                                  "ReduceMean",
+                                  "ReduceMin",
+                                  "ReduceProd",
+                                  "ReduceSum",
+                                  "Relu",
+                                  "Reshape",
+                                  "Round",
+                                  "Shape",
+                                  "Sigmoid",
+                                  "Sign",
+                                  "Size",
+                                  "Slice",
+                                  "Split",
+                                  "Sqrt",
+                                  "Squeeze",
+                                  "Sub",
+                                  "Sum",
+                                  "Tanh",
+                                  "Tile",
+                                  "Transpose",
+                                  "Unsqueeze",
+                                  "Where",
+                                  "Xor"};
     std::sort(v.begin(), v.end());
     return v;
   }();
@@ -713,7 +858,8 @@ Result<std::vector<HostTensor>> fold_node(const Node& n, int64_t opset, const In
                                           const std::string& where) {
   const std::string& op = n.op;
   if (op == "Constant") return fold_constant(n, where);
-  if (op != "ConstantOfShape" && op != "Concat" && op != "Sum" && op != "Min" && op != "Max" && op != "Mean")
+  if (op != "ConstantOfShape" && op != "Concat" && op != "Sum" && op != "Min" && op != "Max" &&
+      op != "Mean")
     GRAPHI_RETURN_IF_ERROR(need_inputs(in, 1, where));
   if (op == "Shape") {
     const Shape& s = in[0]->shape;
@@ -725,7 +871,8 @@ Result<std::vector<HostTensor>> fold_node(const Node& n, int64_t opset, const In
     start = std::clamp<int64_t>(start, 0, r);
     end = std::clamp<int64_t>(end, start, r);
     HostTensor t = HostTensor::make(kInt64, {end - start});
-    for (int64_t k = start; k < end; ++k) t.i[static_cast<size_t>(k - start)] = s[static_cast<size_t>(k)];
+    for (int64_t k = start; k < end; ++k)
+      t.i[static_cast<size_t>(k - start)] = s[static_cast<size_t>(k)];
     return Outs{t};
   }
   if (op == "Size") {
@@ -792,7 +939,8 @@ Result<std::vector<HostTensor>> fold_node(const Node& n, int64_t opset, const In
   }
   if (op == "Squeeze" || op == "Unsqueeze") {
     bool given = false;
-    GRAPHI_ASSIGN_OR_RETURN(std::vector<int64_t> axes, axes_from(n, in, 1, opset, 13, where, &given));
+    GRAPHI_ASSIGN_OR_RETURN(std::vector<int64_t> axes,
+                            axes_from(n, in, 1, opset, 13, where, &given));
     const Shape& s = in[0]->shape;
     Shape out;
     if (op == "Squeeze") {
@@ -800,7 +948,8 @@ Result<std::vector<HostTensor>> fold_node(const Node& n, int64_t opset, const In
       for (size_t d = 0; d < s.size(); ++d) {
         const bool listed = std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(d));
         if (listed && s[d] != 1)
-          return Status::invalid_graph(where + ": cannot squeeze axis " + std::to_string(d) + " of " + shape_to_string(s));
+          return Status::invalid_graph(where + ": cannot squeeze axis " + std::to_string(d) +
+                                       " of " + shape_to_string(s));
         if (!(listed || (axes.empty() && s[d] == 1))) out.push_back(s[d]);
       }
     } else {
@@ -835,7 +984,8 @@ Result<std::vector<HostTensor>> fold_node(const Node& n, int64_t opset, const In
     GRAPHI_RETURN_IF_ERROR(need_inputs(in, 2, where));
     GRAPHI_ASSIGN_OR_RETURN(std::vector<int64_t> reps, ints_of(in[1], "repeats", where));
     const Shape& s = in[0]->shape;
-    if (reps.size() != s.size()) return Status::invalid_graph(where + ": repeats do not match the rank");
+    if (reps.size() != s.size())
+      return Status::invalid_graph(where + ": repeats do not match the rank");
     Shape out(s.size());
     for (size_t d = 0; d < s.size(); ++d) {
       if (reps[d] < 0) return Status::invalid_graph(where + ": negative repeat");
@@ -882,16 +1032,19 @@ Result<std::vector<HostTensor>> fold_node(const Node& n, int64_t opset, const In
     const Ins xs{in[0], in[1], in[2]};
     if (in[1]->type != in[2]->type) return Status::invalid_graph(where + ": X and Y types differ");
     GRAPHI_ASSIGN_OR_RETURN(
-        HostTensor o, elementwise(xs, in[1]->type, where, [&](HostTensor& o, size_t k, const std::vector<size_t>& at) {
-          copy_elem(o, k, in[0]->get_i(at[0]) ? *in[1] : *in[2], in[0]->get_i(at[0]) ? at[1] : at[2]);
-        }));
+        HostTensor o, elementwise(xs, in[1]->type, where,
+                                  [&](HostTensor& o, size_t k, const std::vector<size_t>& at) {
+                                    copy_elem(o, k, in[0]->get_i(at[0]) ? *in[1] : *in[2],
+                                              in[0]->get_i(at[0]) ? at[1] : at[2]);
+                                  }));
     return Outs{std::move(o)};
   }
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Mod" || op == "Pow" ||
       op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" ||
       op == "GreaterOrEqual" || op == "And" || op == "Or" || op == "Xor")
     return fold_binary(op, n, in, where);
-  if (op == "Sum" || op == "Min" || op == "Max" || op == "Mean") return fold_variadic(op, in, where);
+  if (op == "Sum" || op == "Min" || op == "Max" || op == "Mean")
+    return fold_variadic(op, in, where);
   if (op.rfind("Reduce", 0) == 0) return fold_reduce(op, n, opset, in, where);
   if (is_foldable_op(op)) return fold_unary(op, in, where);
   return Status::unsupported(where + ": op " + op + " cannot be evaluated at import time");

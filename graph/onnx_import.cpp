@@ -24,11 +24,39 @@ constexpr int64_t kMinIr = 3, kMaxIr = 10;
 
 // ONNX ops mapped onto graphi ops when their data is computed at run time (graph/ONNX.md).
 const std::vector<std::string>& runtime_ops() {
-  static const std::vector<std::string> kOps = {
-      "Add", "AveragePool", "BatchNormalization", "Cast", "Concat", "Conv", "Div", "Dropout",
-      "Expand", "Flatten", "GRU", "Gather", "Gemm", "GlobalAveragePool", "GlobalMaxPool",
-      "Identity", "LSTM", "MatMul", "MaxPool", "Mul", "RNN", "Relu", "Reshape", "Sigmoid",
-      "Slice", "Softmax", "Split", "Squeeze", "Sub", "Sum", "Tanh", "Transpose", "Unsqueeze"};
+  static const std::vector<std::string> kOps = {"Add",
+                                                "AveragePool",
+                                                "BatchNormalization",
+                                                "Cast",
+                                                "Concat",
+                                                "Conv",
+                                                "Div",
+                                                "Dropout",
+                                                "Expand",
+                                                "Flatten",
+                                                "GRU",
+                                                "Gather",
+                                                "Gemm",
+                                                "GlobalAveragePool",
+                                                "GlobalMaxPool",
+                                                "Identity",
+                                                "LSTM",
+                                                "MatMul",
+                                                "MaxPool",
+                                                "Mul",
+                                                "RNN",
+                                                "Relu",
+                                                "Reshape",
+                                                "Sigmoid",
+                                                "Slice",
+                                                "Softmax",
+                                                "Split",
+                                                "Squeeze",
+                                                "Sub",
+                                                "Sum",
+                                                "Tanh",
+                                                "Transpose",
+                                                "Unsqueeze"};
   return kOps;
 }
 
@@ -45,10 +73,14 @@ std::string join(const std::vector<std::string>& v) {
 
 std::optional<DType> graphi_dtype(int32_t t) {
   switch (t) {
-    case onnx::kFloat: return DType::kF32;
-    case onnx::kInt32: return DType::kI32;
-    case onnx::kInt64: return DType::kI64;
-    default: return std::nullopt;
+    case onnx::kFloat:
+      return DType::kF32;
+    case onnx::kInt32:
+      return DType::kI32;
+    case onnx::kInt64:
+      return DType::kI64;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -107,9 +139,9 @@ class Importer {
   std::string add_ints_const(const std::string& base, std::vector<int64_t> v);
 
   // Adds graphi node `op` after inferring its outputs; inputs are ONNX or importer value names.
-  Status emit(const std::string& op, const std::string& name, const std::vector<std::string>& inputs,
-              const std::vector<std::string>& outputs, Attributes attrs, const std::string& where,
-              const onnx::Node* onnx_node);
+  Status emit(const std::string& op, const std::string& name,
+              const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
+              Attributes attrs, const std::string& where, const onnx::Node* onnx_node);
   Result<Attributes> convert_attrs(const onnx::Node& n, const std::string& where,
                                    const std::set<std::string>& drop = {}) const;
   // Output shape of a shape-only op (Flatten/Squeeze/Unsqueeze) on a runtime value.
@@ -221,10 +253,18 @@ Result<Attributes> Importer::convert_attrs(const onnx::Node& n, const std::strin
   for (const onnx::Attr& a : n.attrs) {
     if (drop.count(a.name)) continue;
     switch (a.type) {
-      case onnx::kAttrInt: out.set(a.name, a.i); break;
-      case onnx::kAttrFloat: out.set(a.name, static_cast<double>(a.f)); break;
-      case onnx::kAttrString: out.set(a.name, a.s); break;
-      case onnx::kAttrInts: out.set(a.name, a.ints); break;
+      case onnx::kAttrInt:
+        out.set(a.name, a.i);
+        break;
+      case onnx::kAttrFloat:
+        out.set(a.name, static_cast<double>(a.f));
+        break;
+      case onnx::kAttrString:
+        out.set(a.name, a.s);
+        break;
+      case onnx::kAttrInts:
+        out.set(a.name, a.ints);
+        break;
       case onnx::kAttrFloats:
         out.set(a.name, std::vector<double>(a.floats.begin(), a.floats.end()));
         break;
@@ -291,11 +331,13 @@ Status Importer::emit(const std::string& op, const std::string& name,
     s.graph_name = outputs[k];
     vals_[outputs[k]] = std::move(s);
   }
+  node_names_.insert(name);  // so later ONNX node names steer clear of generated ones
   b_.add_node(op, name, gin, outputs, std::move(attrs));
   return Status::ok();
 }
 
-Result<Shape> Importer::shape_after(const onnx::Node& n, const TensorDesc& in, const std::string& where) {
+Result<Shape> Importer::shape_after(const onnx::Node& n, const TensorDesc& in,
+                                    const std::string& where) {
   HostTensor fake;
   fake.type = onnx_type_of(in.dtype);
   fake.shape = in.shape;
@@ -371,7 +413,8 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     GRAPHI_RETURN_IF_ERROR(need(0));
     GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
     const onnx::Attr* to = n.attr("to");
-    if (!to || to->type != onnx::kAttrInt) return Status::invalid_graph(where + ": missing attribute 'to'");
+    if (!to || to->type != onnx::kAttrInt)
+      return Status::invalid_graph(where + ": missing attribute 'to'");
     if (graphi_dtype(static_cast<int32_t>(to->i)) == d.dtype)
       return emit("Identity", name, {ins[0]}, outs, {}, where, &n);
     return Status::unsupported(where + ": Cast of a run-time " + d.to_string() + " to " +
@@ -410,8 +453,9 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     std::vector<int64_t> v = idx->i;
     for (int64_t& x : v) {
       if (x < -dim || x >= dim)
-        return Status::invalid_graph(where + ": index " + std::to_string(x) + " is out of range for axis " +
-                                     std::to_string(axis) + " of size " + std::to_string(dim));
+        return Status::invalid_graph(where + ": index " + std::to_string(x) +
+                                     " is out of range for axis " + std::to_string(axis) +
+                                     " of size " + std::to_string(dim));
       if (x < 0) x += dim;
     }
     if (v.empty()) return Status::unsupported(where + ": empty indices");
@@ -425,11 +469,11 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
                      const std::string& node) {
       int64_t end = start + count * st;
       if (end < 0) end = -dim - 1;  // a negative step running past index 0
-      return emit("Slice", node,
-                  {ins[0], add_ints_const(node + "/starts", {start}),
-                   add_ints_const(node + "/ends", {end}), add_ints_const(node + "/axes", {axis}),
-                   add_ints_const(node + "/steps", {st})},
-                  {out_name}, {}, where, &n);
+      return emit(
+          "Slice", node,
+          {ins[0], add_ints_const(node + "/starts", {start}), add_ints_const(node + "/ends", {end}),
+           add_ints_const(node + "/axes", {axis}), add_ints_const(node + "/steps", {st})},
+          {out_name}, {}, where, &n);
     };
     Shape sliced = d.shape;
     sliced[static_cast<size_t>(axis)] = static_cast<int64_t>(v.size());
@@ -437,7 +481,8 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     const std::string sliced_name = same_shape ? outs[0] : fresh(name + "/sliced");
     const std::string slice_node = same_shape ? name : fresh(name + "/slice");
     if (progression) {
-      GRAPHI_RETURN_IF_ERROR(slice(v[0], static_cast<int64_t>(v.size()), step, sliced_name, slice_node));
+      GRAPHI_RETURN_IF_ERROR(
+          slice(v[0], static_cast<int64_t>(v.size()), step, sliced_name, slice_node));
     } else {
       if (v.size() > 256) return unsupported_op(n, "with more than 256 irregular indices");
       std::vector<std::string> parts;
@@ -452,7 +497,8 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
                                   {sliced_name}, a, where, &n));
     }
     if (same_shape) return Status::ok();
-    return emit("Reshape", name, {sliced_name, add_ints_const(name + "/shape", out)}, outs, {}, where, &n);
+    return emit("Reshape", name, {sliced_name, add_ints_const(name + "/shape", out)}, outs, {},
+                where, &n);
   }
   if (op == "Softmax" && opset_ < 13) {
     // Opsets 1-12 flatten the input to 2-D at `axis` (default 1) and normalize each row.
@@ -461,7 +507,8 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     const onnx::Attr* ax = n.attr("axis");
     int64_t axis = ax ? ax->i : 1;
     const int64_t rank = d.rank();
-    if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) return Status::invalid_graph(where + ": axis out of range");
+    if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+      return Status::invalid_graph(where + ": axis out of range");
     if (axis < 0) axis += rank;
     Attributes a;
     a.set("axis", int64_t{-1});
@@ -469,48 +516,61 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     const Shape flat{shape_numel(Shape(d.shape.begin(), d.shape.begin() + axis)),
                      shape_numel(Shape(d.shape.begin() + axis, d.shape.end()))};
     const std::string x2 = fresh(name + "/flat"), y2 = fresh(name + "/flat_out");
-    GRAPHI_RETURN_IF_ERROR(emit("Reshape", fresh(name + "/flatten"), {ins[0], add_ints_const(name + "/flat_shape", flat)},
-                                {x2}, {}, where, &n));
+    GRAPHI_RETURN_IF_ERROR(emit("Reshape", fresh(name + "/flatten"),
+                                {ins[0], add_ints_const(name + "/flat_shape", flat)}, {x2}, {},
+                                where, &n));
     GRAPHI_RETURN_IF_ERROR(emit("Softmax", fresh(name + "/softmax"), {x2}, {y2}, a, where, &n));
-    return emit("Reshape", name, {y2, add_ints_const(name + "/shape", d.shape)}, outs, {}, where, &n);
+    return emit("Reshape", name, {y2, add_ints_const(name + "/shape", d.shape)}, outs, {}, where,
+                &n);
   }
   if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
     GRAPHI_RETURN_IF_ERROR(need(0));
     GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
-    if (d.rank() < 3) return Status::invalid_graph(where + ": input " + d.to_string() + " has no spatial dims");
+    if (d.rank() < 3)
+      return Status::invalid_graph(where + ": input " + d.to_string() + " has no spatial dims");
     Attributes a;
     a.set("kernel_shape", std::vector<int64_t>(d.shape.begin() + 2, d.shape.end()));
-    return emit(op == "GlobalAveragePool" ? "AveragePool" : "MaxPool", name, {ins[0]}, outs, a, where, &n);
+    return emit(op == "GlobalAveragePool" ? "AveragePool" : "MaxPool", name, {ins[0]}, outs, a,
+                where, &n);
   }
   if (op == "BatchNormalization") {
-    // Inference form with constant statistics: y = x * s + (B - mean * s), s = scale / sqrt(var + eps).
+    // Inference form with constant statistics: y = x * s + (B - mean * s), s = scale / sqrt(var +
+    // eps).
     for (size_t k = 0; k < 5; ++k) GRAPHI_RETURN_IF_ERROR(need(k));
     const onnx::Attr* tm = n.attr("training_mode");
     const onnx::Attr* spatial = n.attr("spatial");
     if (outs.size() > 1 || (tm && tm->i != 0))
-      return Status::unsupported(where + ": BatchNormalization in training mode (or with its running-statistics outputs) is not supported");
+      return Status::unsupported(where +
+                                 ": BatchNormalization in training mode (or with its "
+                                 "running-statistics outputs) is not supported");
     if (spatial && spatial->i == 0)
       return Status::unsupported(where + ": BatchNormalization with spatial = 0 is not supported");
-    const HostTensor *scale = host(ins[1]), *bias = host(ins[2]), *mean = host(ins[3]), *var = host(ins[4]);
-    if (!scale || !bias || !mean || !var) return unsupported_op(n, "with scale, B, mean or var computed at run time");
+    const HostTensor *scale = host(ins[1]), *bias = host(ins[2]), *mean = host(ins[3]),
+                     *var = host(ins[4]);
+    if (!scale || !bias || !mean || !var)
+      return unsupported_op(n, "with scale, B, mean or var computed at run time");
     GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
-    if (d.rank() < 2) return Status::invalid_graph(where + ": input " + d.to_string() + " has no channel dim");
+    if (d.rank() < 2)
+      return Status::invalid_graph(where + ": input " + d.to_string() + " has no channel dim");
     const int64_t c = d.shape[1];
     for (const HostTensor* t : {scale, bias, mean, var})
       if (!t->is_float() || static_cast<int64_t>(t->numel()) != c)
-        return Status::invalid_graph(where + ": scale, B, mean and var must be float tensors of " + std::to_string(c) + " values, got " + t->desc());
+        return Status::invalid_graph(where + ": scale, B, mean and var must be float tensors of " +
+                                     std::to_string(c) + " values, got " + t->desc());
     const onnx::Attr* eps_attr = n.attr("epsilon");
     const double eps = eps_attr ? eps_attr->f : 1e-5;
     Shape cshape(static_cast<size_t>(d.rank() - 1), 1);
     cshape[0] = c;
-    HostTensor s = HostTensor::make(onnx::kFloat, cshape), b = HostTensor::make(onnx::kFloat, cshape);
+    HostTensor s = HostTensor::make(onnx::kFloat, cshape),
+               b = HostTensor::make(onnx::kFloat, cshape);
     for (size_t k = 0; k < static_cast<size_t>(c); ++k) {
       s.f[k] = static_cast<float>(scale->f[k] / std::sqrt(var->f[k] + eps));
       b.f[k] = static_cast<float>(bias->f[k] - mean->f[k] * s.f[k]);
     }
     const std::string scaled = fresh(name + "/scaled");
-    GRAPHI_RETURN_IF_ERROR(emit("Mul", fresh(name + "/scale"), {ins[0], add_const(name + "/s", std::move(s))},
-                                {scaled}, {}, where, &n));
+    GRAPHI_RETURN_IF_ERROR(emit("Mul", fresh(name + "/scale"),
+                                {ins[0], add_const(name + "/s", std::move(s))}, {scaled}, {}, where,
+                                &n));
     return emit("Add", name, {scaled, add_const(name + "/b", std::move(b))}, outs, {}, where, &n);
   }
   if (op == "MaxPool" && outs.size() > 1)
@@ -520,13 +580,16 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     if (az && az->i != 0 && ins.size() > 1) {
       const HostTensor* s = host(ins[1]);
       if (s && std::find(s->i.begin(), s->i.end(), 0) != s->i.end())
-        return Status::unsupported(where + ": Reshape with allowzero = 1 and a 0 in the shape (empty tensors) is not supported");
+        return Status::unsupported(
+            where +
+            ": Reshape with allowzero = 1 and a 0 in the shape (empty tensors) is not supported");
     }
   }
   // Everything else: graphi's op of the same name, attributes as they are.
   // Dropped: allowzero (checked above), Gemm's legacy broadcast, opset <= 6 leftovers.
-  GRAPHI_ASSIGN_OR_RETURN(Attributes attrs,
-                          convert_attrs(n, where, {"allowzero", "broadcast", "is_test", "output_sequence"}));
+  GRAPHI_ASSIGN_OR_RETURN(
+      Attributes attrs,
+      convert_attrs(n, where, {"allowzero", "broadcast", "is_test", "output_sequence"}));
   return emit(op, name, ins, outs, std::move(attrs), where, &n);
 }
 
@@ -534,7 +597,8 @@ Result<onnx::Node> Importer::legacy_broadcast(const onnx::Node& n, const std::st
   onnx::Node out = n;
   const onnx::Attr* bc = n.attr("broadcast");
   const onnx::Attr* ax = n.attr("axis");
-  std::erase_if(out.attrs, [](const onnx::Attr& a) { return a.name == "broadcast" || a.name == "axis"; });
+  std::erase_if(out.attrs,
+                [](const onnx::Attr& a) { return a.name == "broadcast" || a.name == "axis"; });
   if (!bc || bc->i == 0 || !ax || n.inputs.size() < 2 || n.inputs[0].empty() || n.inputs[1].empty())
     return out;  // equal shapes, or B aligned with A's trailing dims: numpy does the same
   auto shape_of = [&](const std::string& v) -> Shape {
@@ -546,8 +610,9 @@ Result<onnx::Node> Importer::legacy_broadcast(const onnx::Node& n, const std::st
   const auto ra = static_cast<int64_t>(a.size()), rb = static_cast<int64_t>(b.size());
   if (axis < 0) axis += ra;
   if (axis < 0 || axis + rb > ra)
-    return Status::invalid_graph(where + ": legacy broadcast of B " + shape_to_string(b) + " at axis " +
-                                 std::to_string(ax->i) + " does not fit A " + shape_to_string(a));
+    return Status::invalid_graph(where + ": legacy broadcast of B " + shape_to_string(b) +
+                                 " at axis " + std::to_string(ax->i) + " does not fit A " +
+                                 shape_to_string(a));
   Shape target = b;
   target.resize(static_cast<size_t>(ra - axis), 1);
   if (target == b) return out;
@@ -559,8 +624,9 @@ Result<onnx::Node> Importer::legacy_broadcast(const onnx::Node& n, const std::st
   }
   const std::string name = fresh(n.inputs[1] + "/aligned");
   node_names_.insert(name);
-  GRAPHI_RETURN_IF_ERROR(emit("Reshape", name, {n.inputs[1], add_ints_const(name + "/shape", target)},
-                              {name}, {}, where, &n));
+  GRAPHI_RETURN_IF_ERROR(emit("Reshape", name,
+                              {n.inputs[1], add_ints_const(name + "/shape", target)}, {name}, {},
+                              where, &n));
   out.inputs[1] = name;
   return out;
 }
@@ -572,7 +638,8 @@ Status Importer::import_node(const onnx::Node& node_in) {
   if (opset_ < 7 && node_in.attr("broadcast") &&
       (node_in.op == "Add" || node_in.op == "Sub" || node_in.op == "Mul" || node_in.op == "Div" ||
        node_in.op == "Pow" || node_in.op == "Equal" || node_in.op == "Less" ||
-       node_in.op == "Greater" || node_in.op == "And" || node_in.op == "Or" || node_in.op == "Xor")) {
+       node_in.op == "Greater" || node_in.op == "And" || node_in.op == "Or" ||
+       node_in.op == "Xor")) {
     for (const std::string& in : node_in.inputs)
       if (!in.empty() && !vals_.count(in))
         return Status::internal(where + ": input '" + in + "' is not defined");
@@ -582,7 +649,8 @@ Status Importer::import_node(const onnx::Node& node_in) {
   const onnx::Node& n = *np;
   if (!n.domain.empty() && n.domain != "ai.onnx") return unsupported_op(n);
   if (opset_ == 0)
-    return Status::invalid_graph(where + ": the node is of the default ONNX domain but the model "
+    return Status::invalid_graph(where +
+                                 ": the node is of the default ONNX domain but the model "
                                  "imports no opset of it");
   for (const std::string& in : n.inputs)
     if (!in.empty() && !vals_.count(in))
@@ -591,7 +659,8 @@ Status Importer::import_node(const onnx::Node& node_in) {
   bool all_const = true;
   for (const std::string& in : n.inputs)
     if (!in.empty() && !is_const(in)) all_const = false;
-  const bool shape_only = (n.op == "Shape" || n.op == "Size") && !n.inputs.empty() && !n.inputs[0].empty();
+  const bool shape_only =
+      (n.op == "Shape" || n.op == "Size") && !n.inputs.empty() && !n.inputs[0].empty();
   if (onnx::is_foldable_op(n.op) && (all_const || shape_only)) {
     std::vector<const HostTensor*> ins;
     std::vector<HostTensor> fakes;
@@ -612,7 +681,8 @@ Status Importer::import_node(const onnx::Node& node_in) {
     }
     GRAPHI_ASSIGN_OR_RETURN(std::vector<HostTensor> outs, onnx::fold_node(n, opset_, ins, where));
     if (outs.size() < n.outputs.size())
-      return Status::internal(where + ": folding produced " + std::to_string(outs.size()) + " outputs");
+      return Status::internal(where + ": folding produced " + std::to_string(outs.size()) +
+                              " outputs");
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       if (n.outputs[k].empty()) continue;
       if (vals_.count(n.outputs[k]))
@@ -642,16 +712,16 @@ Status Importer::check_versions() {
     return Status::invalid_graph(src_ + ": no ir_version: not an ONNX model file");
   if (m_.ir_version < kMinIr || m_.ir_version > kMaxIr)
     return Status::unsupported(src_ + ": ONNX IR version " + std::to_string(m_.ir_version) +
-                               " is not supported (graphi reads IR " + std::to_string(kMinIr) + " to " +
-                               std::to_string(kMaxIr) + ")");
+                               " is not supported (graphi reads IR " + std::to_string(kMinIr) +
+                               " to " + std::to_string(kMaxIr) + ")");
   if (!m_.has_graph) return Status::invalid_graph(src_ + ": the model has no graph");
   auto it = m_.opsets.find("");
   if (it == m_.opsets.end()) return Status::ok();  // only other domains: their nodes are refused
   opset_ = it->second;
   if (opset_ < kMinOpset || opset_ > kMaxOpset)
     return Status::unsupported(src_ + ": ONNX opset " + std::to_string(opset_) +
-                               " is not supported (graphi imports opsets " + std::to_string(kMinOpset) +
-                               " to " + std::to_string(kMaxOpset) +
+                               " is not supported (graphi imports opsets " +
+                               std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) +
                                "; convert with onnx.version_converter.convert_version(model, 14))");
   return Status::ok();
 }
@@ -670,7 +740,8 @@ Status Importer::add_inputs() {
   for (size_t k = 0; k < g.inputs.size(); ++k) {
     const onnx::ValueInfo& v = g.inputs[k];
     const std::string what = src_ + ": graph input " + std::to_string(k) + " '" + v.name + "'";
-    if (v.name.empty()) return Status::invalid_graph(src_ + ": graph input " + std::to_string(k) + " has no name");
+    if (v.name.empty())
+      return Status::invalid_graph(src_ + ": graph input " + std::to_string(k) + " has no name");
     if (vals_.count(v.name)) {
       if (vals_.at(v.name).is_const) continue;  // an initializer listed as input: a constant
       return Status::invalid_graph(what + " is declared twice");
@@ -678,13 +749,17 @@ Status Importer::add_inputs() {
     if (auto c = opts_.constant_inputs.find(v.name); c != opts_.constant_inputs.end()) {
       const Tensor& t = c->second;
       if (v.is_tensor && graphi_dtype(v.elem_type) != t.dtype())
-        return Status::invalid_argument(what + " has element type " + onnx::data_type_name(v.elem_type) +
+        return Status::invalid_argument(what + " has element type " +
+                                        onnx::data_type_name(v.elem_type) +
                                         " but the value bound to it is " + t.desc().to_string());
       auto h = std::make_shared<HostTensor>(HostTensor::make(onnx_type_of(t.dtype()), t.shape()));
       for (size_t e = 0; e < h->numel(); ++e) {
-        if (t.dtype() == DType::kF32) h->f[e] = t.data_as<float>()[e];
-        else if (t.dtype() == DType::kI32) h->i[e] = t.data_as<int32_t>()[e];
-        else h->i[e] = t.data_as<int64_t>()[e];
+        if (t.dtype() == DType::kF32)
+          h->f[e] = t.data_as<float>()[e];
+        else if (t.dtype() == DType::kI32)
+          h->i[e] = t.data_as<int32_t>()[e];
+        else
+          h->i[e] = t.data_as<int64_t>()[e];
       }
       ValState s;
       s.is_const = true;
@@ -693,7 +768,8 @@ Status Importer::add_inputs() {
       continue;
     }
     if (!v.is_tensor)
-      return Status::unsupported(what + " is not a tensor (sequence, map and optional types are not supported)");
+      return Status::unsupported(
+          what + " is not a tensor (sequence, map and optional types are not supported)");
     std::optional<DType> dt = graphi_dtype(v.elem_type);
     if (!dt)
       return Status::unsupported(what + " has element type " + onnx::data_type_name(v.elem_type) +
@@ -705,7 +781,8 @@ Status Importer::add_inputs() {
       const onnx::Dim& dim = v.dims[d];
       if (dim.has_value) {
         if (dim.value < 1)
-          return Status::unsupported(what + ": dim " + std::to_string(d) + " is " + std::to_string(dim.value) +
+          return Status::unsupported(what + ": dim " + std::to_string(d) + " is " +
+                                     std::to_string(dim.value) +
                                      " (empty tensors are not supported)");
         shape.push_back(dim.value);
       } else if (!dim.param.empty()) {
@@ -717,14 +794,16 @@ Status Importer::add_inputs() {
               "'); graphi needs static shapes: give its value with --dim " + dim.param +
               "=N (ImportOptions::dims)");
         if (o->second < 1)
-          return Status::invalid_argument(src_ + ": --dim " + dim.param + "=" + std::to_string(o->second) +
+          return Status::invalid_argument(src_ + ": --dim " + dim.param + "=" +
+                                          std::to_string(o->second) +
                                           ": the value must be at least 1");
         used_dims.insert(dim.param);
         shape.push_back(o->second);
       } else {
-        return Status::unsupported(what + ": dim " + std::to_string(d) +
-                                   " has neither a size nor a name; graphi needs static shapes "
-                                   "(fix the model's input shape, e.g. with onnx.tools.update_model_dims)");
+        return Status::unsupported(
+            what + ": dim " + std::to_string(d) +
+            " has neither a size nor a name; graphi needs static shapes "
+            "(fix the model's input shape, e.g. with onnx.tools.update_model_dims)");
       }
     }
     int64_t numel = 1;
@@ -740,14 +819,17 @@ Status Importer::add_inputs() {
     b_.add_input(v.name, s.desc);
   }
   for (const auto& [name, t] : opts_.constant_inputs)
-    if (!vals_.count(name) || !vals_.at(name).is_const || !std::any_of(g.inputs.begin(), g.inputs.end(), [&](const onnx::ValueInfo& v) { return v.name == name; }))
+    if (!vals_.count(name) || !vals_.at(name).is_const ||
+        !std::any_of(g.inputs.begin(), g.inputs.end(),
+                     [&](const onnx::ValueInfo& v) { return v.name == name; }))
       return Status::invalid_argument(src_ + ": a constant value is bound to '" + name +
                                       "', which is not a graph input");
   for (const auto& [name, value] : opts_.dims)
     if (!used_dims.count(name)) {
       std::vector<std::string> params(all_params.begin(), all_params.end());
-      return Status::invalid_argument(src_ + ": --dim " + name + " names no symbolic dim of the model's inputs (" +
-                                      (params.empty() ? std::string("it has none") : "it has: " + join(params)) + ")");
+      return Status::invalid_argument(
+          src_ + ": --dim " + name + " names no symbolic dim of the model's inputs (" +
+          (params.empty() ? std::string("it has none") : "it has: " + join(params)) + ")");
     }
   return Status::ok();
 }
@@ -762,8 +844,9 @@ Result<std::vector<size_t>> Importer::topo_order() {
         return Status::invalid_graph(where_of(n) + ": output '" + o +
                                      "' is also a graph input or initializer");
       if (!producer.emplace(o, n.index).second)
-        return Status::invalid_graph(where_of(n) + ": output '" + o + "' is also produced by node[" +
-                                     std::to_string(producer.at(o)) + "] '" + nodes[producer.at(o)].name + "'");
+        return Status::invalid_graph(
+            where_of(n) + ": output '" + o + "' is also produced by node[" +
+            std::to_string(producer.at(o)) + "] '" + nodes[producer.at(o)].name + "'");
     }
   std::vector<std::vector<size_t>> users(nodes.size());
   std::vector<size_t> pending(nodes.size(), 0);
@@ -807,8 +890,8 @@ Result<std::vector<size_t>> Importer::topo_order() {
   }
   std::string cycle;
   for (size_t k = static_cast<size_t>(seen[at]); k < path.size(); ++k)
-    cycle = "node[" + std::to_string(path[k]) + "] '" + nodes[path[k]].name + "' (" + nodes[path[k]].op + ")" +
-            (cycle.empty() ? "" : " -> ") + cycle;
+    cycle = "node[" + std::to_string(path[k]) + "] '" + nodes[path[k]].name + "' (" +
+            nodes[path[k]].op + ")" + (cycle.empty() ? "" : " -> ") + cycle;
   return Status::invalid_graph(src_ + ": the graph has a cycle: " + cycle);
 }
 
@@ -818,13 +901,15 @@ Status Importer::add_outputs() {
   for (const onnx::ValueInfo& o : g.outputs) {
     auto it = vals_.find(o.name);
     if (it == vals_.end())
-      return Status::invalid_graph(src_ + ": graph output '" + o.name + "' is not produced by any node");
+      return Status::invalid_graph(src_ + ": graph output '" + o.name +
+                                   "' is not produced by any node");
     if (it->second.is_const || it->second.graph_name != o.name) {
       // A folded (constant) output, or a graph input: an Identity names it.
       const std::string where = src_ + ": graph output '" + o.name + "'";
       GRAPHI_ASSIGN_OR_RETURN(std::string from, ensure_graph_value(o.name, where));
       if (from == o.name) {  // an input that is also an output
-        return Status::unsupported(where + " is also a graph input; graphi needs outputs computed by nodes");
+        return Status::unsupported(
+            where + " is also a graph input; graphi needs outputs computed by nodes");
       }
       Node node{"Identity", fresh(o.name + "/identity"), {}, {}, {}};
       node_names_.insert(node.name);
@@ -918,9 +1003,12 @@ Result<Tensor> read_onnx_tensor_file(const std::string& path, std::string* name)
                                "; graphi tensors are FLOAT, INT32 or INT64");
   Tensor t(TensorDesc{*dt, h->shape});
   for (size_t k = 0; k < h->numel(); ++k) {
-    if (*dt == DType::kF32) t.data_as<float>()[k] = static_cast<float>(h->f[k]);
-    else if (*dt == DType::kI32) t.data_as<int32_t>()[k] = static_cast<int32_t>(h->i[k]);
-    else t.data_as<int64_t>()[k] = h->i[k];
+    if (*dt == DType::kF32)
+      t.data_as<float>()[k] = static_cast<float>(h->f[k]);
+    else if (*dt == DType::kI32)
+      t.data_as<int32_t>()[k] = static_cast<int32_t>(h->i[k]);
+    else
+      t.data_as<int64_t>()[k] = h->i[k];
   }
   return t;
 }

@@ -8,9 +8,9 @@
 namespace graphi::graph::onnx {
 
 std::string data_type_name(int32_t t) {
-  static const char* kNames[] = {"UNDEFINED", "FLOAT",  "UINT8",   "INT8",     "UINT16",
-                                 "INT16",     "INT32",  "INT64",   "STRING",   "BOOL",
-                                 "FLOAT16",   "DOUBLE", "UINT32",  "UINT64",   "COMPLEX64",
+  static const char* kNames[] = {"UNDEFINED",  "FLOAT",   "UINT8",  "INT8",   "UINT16",
+                                 "INT16",      "INT32",   "INT64",  "STRING", "BOOL",
+                                 "FLOAT16",    "DOUBLE",  "UINT32", "UINT64", "COMPLEX64",
                                  "COMPLEX128", "BFLOAT16"};
   if (t >= 0 && t <= 16) return kNames[t];
   return "type " + std::to_string(t);
@@ -21,10 +21,10 @@ bool is_float_type(int32_t t) {
 }
 
 std::string attr_type_name(int32_t t) {
-  static const char* kNames[] = {"UNDEFINED", "FLOAT",   "INT",     "STRING",        "TENSOR",
-                                 "GRAPH",     "FLOATS",  "INTS",    "STRINGS",       "TENSORS",
-                                 "GRAPHS",    "SPARSE_TENSOR", "SPARSE_TENSORS", "TYPE_PROTO",
-                                 "TYPE_PROTOS"};
+  static const char* kNames[] = {"UNDEFINED",      "FLOAT",      "INT",        "STRING",
+                                 "TENSOR",         "GRAPH",      "FLOATS",     "INTS",
+                                 "STRINGS",        "TENSORS",    "GRAPHS",     "SPARSE_TENSOR",
+                                 "SPARSE_TENSORS", "TYPE_PROTO", "TYPE_PROTOS"};
   if (t >= 0 && t <= 14) return kNames[t];
   return "type " + std::to_string(t);
 }
@@ -85,29 +85,67 @@ double bits_to_double(uint64_t bits) {
 // Bytes per element in raw_data, or 0 for types graphi cannot hold.
 size_t raw_size(int32_t t) {
   switch (t) {
-    case kFloat: case kInt32: case kUint32: return 4;
-    case kInt64: case kUint64: case kDouble: return 8;
-    case kUint8: case kInt8: case kBool: return 1;
-    case kUint16: case kInt16: case kFloat16: case kBfloat16: return 2;
-    default: return 0;
+    case kFloat:
+    case kInt32:
+    case kUint32:
+      return 4;
+    case kInt64:
+    case kUint64:
+    case kDouble:
+      return 8;
+    case kUint8:
+    case kInt8:
+    case kBool:
+      return 1;
+    case kUint16:
+    case kInt16:
+    case kFloat16:
+    case kBfloat16:
+      return 2;
+    default:
+      return 0;
   }
 }
 
 // Sign-extends / reinterprets a raw little-endian element of type t.
 void store_element(HostTensor& t, size_t k, uint64_t bits) {
   switch (t.type) {
-    case kFloat: t.f[k] = bits_to_float(static_cast<uint32_t>(bits)); break;
-    case kDouble: t.f[k] = bits_to_double(bits); break;
-    case kFloat16: t.f[k] = half_to_float(static_cast<uint16_t>(bits)); break;
-    case kBfloat16: t.f[k] = bfloat_to_float(static_cast<uint16_t>(bits)); break;
-    case kInt8: t.i[k] = static_cast<int8_t>(bits); break;
-    case kInt16: t.i[k] = static_cast<int16_t>(bits); break;
-    case kInt32: t.i[k] = static_cast<int32_t>(bits); break;
-    case kUint8: t.i[k] = static_cast<uint8_t>(bits); break;
-    case kUint16: t.i[k] = static_cast<uint16_t>(bits); break;
-    case kUint32: t.i[k] = static_cast<uint32_t>(bits); break;
-    case kBool: t.i[k] = (bits & 0xff) != 0; break;
-    default: t.i[k] = static_cast<int64_t>(bits); break;  // INT64, UINT64 (bits kept)
+    case kFloat:
+      t.f[k] = bits_to_float(static_cast<uint32_t>(bits));
+      break;
+    case kDouble:
+      t.f[k] = bits_to_double(bits);
+      break;
+    case kFloat16:
+      t.f[k] = half_to_float(static_cast<uint16_t>(bits));
+      break;
+    case kBfloat16:
+      t.f[k] = bfloat_to_float(static_cast<uint16_t>(bits));
+      break;
+    case kInt8:
+      t.i[k] = static_cast<int8_t>(bits);
+      break;
+    case kInt16:
+      t.i[k] = static_cast<int16_t>(bits);
+      break;
+    case kInt32:
+      t.i[k] = static_cast<int32_t>(bits);
+      break;
+    case kUint8:
+      t.i[k] = static_cast<uint8_t>(bits);
+      break;
+    case kUint16:
+      t.i[k] = static_cast<uint16_t>(bits);
+      break;
+    case kUint32:
+      t.i[k] = static_cast<uint32_t>(bits);
+      break;
+    case kBool:
+      t.i[k] = (bits & 0xff) != 0;
+      break;
+    default:
+      t.i[k] = static_cast<int64_t>(bits);
+      break;  // INT64, UINT64 (bits kept)
   }
 }
 
@@ -128,18 +166,28 @@ Result<HostTensor> read_tensor(ProtoReader r, std::string* name_out) {
     GRAPHI_ASSIGN_OR_RETURN(std::optional<ProtoField> f, r.next());
     if (!f) break;
     switch (f->number) {
-      case 1: GRAPHI_RETURN_IF_ERROR(append_varints(r, *f, "dims", dims)); break;
+      case 1:
+        GRAPHI_RETURN_IF_ERROR(append_varints(r, *f, "dims", dims));
+        break;
       case 2: {
         GRAPHI_ASSIGN_OR_RETURN(int64_t v, proto_int(r, *f, "data_type"));
         t.type = static_cast<int32_t>(v);
         has_type = true;
         break;
       }
-      case 3: return r.error(*f, "segmented tensors (TensorProto.segment) are not supported");
-      case 4: GRAPHI_RETURN_IF_ERROR(append_fixed32s(r, *f, "float_data", float_data)); break;
-      case 5: GRAPHI_RETURN_IF_ERROR(append_varints(r, *f, "int32_data", int_data)); break;
-      case 6: return r.error(*f, "string tensors (TensorProto.string_data) are not supported");
-      case 7: GRAPHI_RETURN_IF_ERROR(append_varints(r, *f, "int64_data", int64_data)); break;
+      case 3:
+        return r.error(*f, "segmented tensors (TensorProto.segment) are not supported");
+      case 4:
+        GRAPHI_RETURN_IF_ERROR(append_fixed32s(r, *f, "float_data", float_data));
+        break;
+      case 5:
+        GRAPHI_RETURN_IF_ERROR(append_varints(r, *f, "int32_data", int_data));
+        break;
+      case 6:
+        return r.error(*f, "string tensors (TensorProto.string_data) are not supported");
+      case 7:
+        GRAPHI_RETURN_IF_ERROR(append_varints(r, *f, "int64_data", int64_data));
+        break;
       case 8: {
         GRAPHI_ASSIGN_OR_RETURN(name, proto_string(r, *f, "name"));
         break;
@@ -149,8 +197,12 @@ Result<HostTensor> read_tensor(ProtoReader r, std::string* name_out) {
         raw = f->bytes;
         has_raw = true;
         break;
-      case 10: GRAPHI_RETURN_IF_ERROR(append_fixed64s(r, *f, "double_data", double_data)); break;
-      case 11: GRAPHI_RETURN_IF_ERROR(append_varints(r, *f, "uint64_data", uint64_data)); break;
+      case 10:
+        GRAPHI_RETURN_IF_ERROR(append_fixed64s(r, *f, "double_data", double_data));
+        break;
+      case 11:
+        GRAPHI_RETURN_IF_ERROR(append_varints(r, *f, "uint64_data", uint64_data));
+        break;
       case 13: {  // external_data: StringStringEntryProto {key = 1, value = 2}
         GRAPHI_RETURN_IF_ERROR(expect_wire(r, *f, WireType::kLen, "external_data"));
         ProtoReader e = r.sub(*f, r.path() + ".external_data");
@@ -173,7 +225,8 @@ Result<HostTensor> read_tensor(ProtoReader r, std::string* name_out) {
         if (v == 1) external = true;
         break;
       }
-      default: break;
+      default:
+        break;
     }
   }
   if (name_out) *name_out = name;
@@ -191,7 +244,8 @@ Result<HostTensor> read_tensor(ProtoReader r, std::string* name_out) {
                                " are not supported (graphi holds float, integer and bool data)");
   int64_t n = 1;
   for (int64_t d : dims) {
-    if (d < 0) return Status::invalid_graph(what + ": negative dim in dims " + shape_to_string(dims));
+    if (d < 0)
+      return Status::invalid_graph(what + ": negative dim in dims " + shape_to_string(dims));
     if (d > 0 && n > (int64_t{1} << 40) / d)
       return Status::invalid_graph(what + ": dims " + shape_to_string(dims) + " are too large");
     n *= d;
@@ -280,12 +334,21 @@ Result<Attr> read_attr(ProtoReader r) {
         a.t = std::make_shared<HostTensor>(std::move(t));
         break;
       }
-      case 6: case 11: case 22: case 23: case 14: case 15: case 10:
+      case 6:
+      case 11:
+      case 22:
+      case 23:
+      case 14:
+      case 15:
+      case 10:
         if (a.type == kAttrUndefined)
-          a.type = f->number == 6 ? kAttrGraph : f->number == 11 ? kAttrGraphs
-                 : f->number == 22 ? kAttrSparseTensor : f->number == 23 ? kAttrSparseTensors
-                 : f->number == 14 ? kAttrTypeProto : f->number == 15 ? kAttrTypeProtos
-                 : kAttrTensors;
+          a.type = f->number == 6    ? kAttrGraph
+                   : f->number == 11 ? kAttrGraphs
+                   : f->number == 22 ? kAttrSparseTensor
+                   : f->number == 23 ? kAttrSparseTensors
+                   : f->number == 14 ? kAttrTypeProto
+                   : f->number == 15 ? kAttrTypeProtos
+                                     : kAttrTensors;
         break;
       case 7: {
         std::vector<uint32_t> bits;
@@ -310,21 +373,28 @@ Result<Attr> read_attr(ProtoReader r) {
         break;
       }
       case 21:
-        return r.error(*f, "attribute references (ref_attr_name) occur only in functions, which "
-                           "graphi does not support");
-      default: break;
+        return r.error(*f,
+                       "attribute references (ref_attr_name) occur only in functions, which "
+                       "graphi does not support");
+      default:
+        break;
     }
   }
   if (a.type == kAttrUndefined) {
     // IR < 3 files may omit `type`; take it from the field that is set.
-    if (a.t) a.type = kAttrTensor;
-    else if (has_f) a.type = kAttrFloat;
-    else if (has_i) a.type = kAttrInt;
-    else if (has_s) a.type = kAttrString;
+    if (a.t)
+      a.type = kAttrTensor;
+    else if (has_f)
+      a.type = kAttrFloat;
+    else if (has_i)
+      a.type = kAttrInt;
+    else if (has_s)
+      a.type = kAttrString;
   }
   if (a.name.empty()) return Status::invalid_graph(r.path() + ": attribute without a name");
   if (a.type == kAttrTensor && !a.t)
-    return Status::invalid_graph(r.path() + " '" + a.name + "': TENSOR attribute without a tensor (t)");
+    return Status::invalid_graph(r.path() + " '" + a.name +
+                                 "': TENSOR attribute without a tensor (t)");
   return a;
 }
 
@@ -364,7 +434,8 @@ Result<Node> read_node(ProtoReader r, size_t index) {
         GRAPHI_ASSIGN_OR_RETURN(n.domain, proto_string(r, *f, "domain"));
         break;
       }
-      default: break;
+      default:
+        break;
     }
   }
   if (n.op.empty()) return Status::invalid_graph(r.path() + ": node without op_type");
@@ -433,8 +504,8 @@ Result<GraphProto> read_graph(ProtoReader r) {
     switch (f->number) {
       case 1: {
         GRAPHI_RETURN_IF_ERROR(expect_wire(r, *f, WireType::kLen, "node"));
-        GRAPHI_ASSIGN_OR_RETURN(Node n, read_node(r.sub(*f, idx(r.path(), "node", g.nodes.size())),
-                                                  g.nodes.size()));
+        GRAPHI_ASSIGN_OR_RETURN(
+            Node n, read_node(r.sub(*f, idx(r.path(), "node", g.nodes.size())), g.nodes.size()));
         g.nodes.push_back(std::move(n));
         break;
       }
@@ -454,17 +525,21 @@ Result<GraphProto> read_graph(ProtoReader r) {
         g.initializers.emplace_back(name, std::make_shared<HostTensor>(std::move(t)));
         break;
       }
-      case 11: case 12: case 13: {
+      case 11:
+      case 12:
+      case 13: {
         const char* field = f->number == 11 ? "input" : f->number == 12 ? "output" : "value_info";
         GRAPHI_RETURN_IF_ERROR(expect_wire(r, *f, WireType::kLen, field));
         auto& list = f->number == 11 ? g.inputs : f->number == 12 ? g.outputs : g.value_info;
-        GRAPHI_ASSIGN_OR_RETURN(ValueInfo v, read_value_info(r.sub(*f, idx(r.path(), field, list.size()))));
+        GRAPHI_ASSIGN_OR_RETURN(ValueInfo v,
+                                read_value_info(r.sub(*f, idx(r.path(), field, list.size()))));
         list.push_back(std::move(v));
         break;
       }
       case 15:
         return r.error(*f, "sparse initializers are not supported");
-      default: break;
+      default:
+        break;
     }
   }
   return g;
@@ -543,7 +618,8 @@ Result<Model> decode_model(std::span<const std::byte> bytes) {
         m.metadata[key] = value;
         break;
       }
-      default: break;
+      default:
+        break;
     }
   }
   return m;

@@ -18,9 +18,23 @@ namespace graphi::graph::onnx {
 
 // TensorProto.DataType.
 enum DataType : int32_t {
-  kUndefined = 0, kFloat = 1, kUint8 = 2, kInt8 = 3, kUint16 = 4, kInt16 = 5, kInt32 = 6,
-  kInt64 = 7, kString = 8, kBool = 9, kFloat16 = 10, kDouble = 11, kUint32 = 12, kUint64 = 13,
-  kComplex64 = 14, kComplex128 = 15, kBfloat16 = 16,
+  kUndefined = 0,
+  kFloat = 1,
+  kUint8 = 2,
+  kInt8 = 3,
+  kUint16 = 4,
+  kInt16 = 5,
+  kInt32 = 6,
+  kInt64 = 7,
+  kString = 8,
+  kBool = 9,
+  kFloat16 = 10,
+  kDouble = 11,
+  kUint32 = 12,
+  kUint64 = 13,
+  kComplex64 = 14,
+  kComplex128 = 15,
+  kBfloat16 = 16,
 };
 std::string data_type_name(int32_t t);  // "FLOAT", "INT64", ... or "type 42"
 bool is_float_type(int32_t t);          // FLOAT, DOUBLE, FLOAT16, BFLOAT16
@@ -38,14 +52,25 @@ struct HostTensor {
   size_t numel() const { return is_float() ? f.size() : i.size(); }
   double get_f(size_t k) const { return is_float() ? f[k] : static_cast<double>(i[k]); }
   int64_t get_i(size_t k) const { return is_float() ? static_cast<int64_t>(f[k]) : i[k]; }
-  std::string desc() const;  // "INT64[2, 3]"
+  std::string desc() const;                           // "INT64[2, 3]"
   static HostTensor make(int32_t type, Shape shape);  // zero-filled
 };
 
 enum AttrType : int32_t {
-  kAttrUndefined = 0, kAttrFloat = 1, kAttrInt = 2, kAttrString = 3, kAttrTensor = 4,
-  kAttrGraph = 5, kAttrFloats = 6, kAttrInts = 7, kAttrStrings = 8, kAttrTensors = 9,
-  kAttrGraphs = 10, kAttrSparseTensor = 11, kAttrSparseTensors = 12, kAttrTypeProto = 13,
+  kAttrUndefined = 0,
+  kAttrFloat = 1,
+  kAttrInt = 2,
+  kAttrString = 3,
+  kAttrTensor = 4,
+  kAttrGraph = 5,
+  kAttrFloats = 6,
+  kAttrInts = 7,
+  kAttrStrings = 8,
+  kAttrTensors = 9,
+  kAttrGraphs = 10,
+  kAttrSparseTensor = 11,
+  kAttrSparseTensors = 12,
+  kAttrTypeProto = 13,
   kAttrTypeProtos = 14,
 };
 std::string attr_type_name(int32_t t);  // "INT", "TENSOR", ...

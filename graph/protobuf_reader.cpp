@@ -6,12 +6,18 @@ namespace graphi::graph {
 
 const char* wire_type_name(WireType w) {
   switch (w) {
-    case WireType::kVarint: return "varint";
-    case WireType::kFixed64: return "64-bit";
-    case WireType::kLen: return "length-delimited";
-    case WireType::kStartGroup: return "start-group";
-    case WireType::kEndGroup: return "end-group";
-    case WireType::kFixed32: return "32-bit";
+    case WireType::kVarint:
+      return "varint";
+    case WireType::kFixed64:
+      return "64-bit";
+    case WireType::kLen:
+      return "length-delimited";
+    case WireType::kStartGroup:
+      return "start-group";
+    case WireType::kEndGroup:
+      return "end-group";
+    case WireType::kFixed32:
+      return "32-bit";
   }
   return "invalid";
 }
@@ -55,9 +61,11 @@ Result<std::optional<ProtoField>> ProtoReader::next() {
     case 5: {
       const size_t n = wire == 1 ? 8 : 4;
       if (data_.size() - pos_ < n)
-        return Status::invalid_graph(path_ + ": truncated " + std::to_string(n * 8) + "-bit " + field + at);
+        return Status::invalid_graph(path_ + ": truncated " + std::to_string(n * 8) + "-bit " +
+                                     field + at);
       uint64_t v = 0;
-      for (size_t i = 0; i < n; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(data_[pos_ + i])) << (8 * i);
+      for (size_t i = 0; i < n; ++i)
+        v |= static_cast<uint64_t>(static_cast<uint8_t>(data_[pos_ + i])) << (8 * i);
       pos_ += n;
       f.scalar = v;
       break;
@@ -74,9 +82,8 @@ Result<std::optional<ProtoField>> ProtoReader::next() {
     }
     case 3:
     case 4:
-      return Status::invalid_graph(path_ + ": " + field + at +
-                                   " uses protobuf groups (wire type " + std::to_string(wire) +
-                                   "), which ONNX never writes");
+      return Status::invalid_graph(path_ + ": " + field + at + " uses protobuf groups (wire type " +
+                                   std::to_string(wire) + "), which ONNX never writes");
     default:
       return Status::invalid_graph(path_ + ": " + field + at + " has invalid wire type " +
                                    std::to_string(wire));
@@ -127,8 +134,7 @@ Status append_varints(const ProtoReader& r, const ProtoField& f, const char* nam
     uint64_t v = 0;
     int shift = 0;
     for (;;) {
-      if (pos >= b.size())
-        return r.error(f, std::string("truncated varint in packed ") + name);
+      if (pos >= b.size()) return r.error(f, std::string("truncated varint in packed ") + name);
       if (shift >= 64) return r.error(f, std::string("overlong varint in packed ") + name);
       const auto byte = static_cast<uint8_t>(b[pos++]);
       if (shift == 63 && (byte & 0x7e) != 0)

@@ -15,7 +15,14 @@
 
 namespace graphi::graph {
 
-enum class WireType : uint8_t { kVarint = 0, kFixed64 = 1, kLen = 2, kStartGroup = 3, kEndGroup = 4, kFixed32 = 5 };
+enum class WireType : uint8_t {
+  kVarint = 0,
+  kFixed64 = 1,
+  kLen = 2,
+  kStartGroup = 3,
+  kEndGroup = 4,
+  kFixed32 = 5
+};
 
 const char* wire_type_name(WireType w);  // "varint", "64-bit", "length-delimited", ...
 
@@ -23,9 +30,9 @@ const char* wire_type_name(WireType w);  // "varint", "64-bit", "length-delimite
 struct ProtoField {
   uint32_t number = 0;
   WireType wire = WireType::kVarint;
-  uint64_t scalar = 0;                // kVarint, kFixed64, kFixed32: the raw bits
+  uint64_t scalar = 0;               // kVarint, kFixed64, kFixed32: the raw bits
   std::span<const std::byte> bytes;  // kLen: the payload (a view into the reader's buffer)
-  size_t offset = 0;                  // byte offset of the field's tag, for messages
+  size_t offset = 0;                 // byte offset of the field's tag, for messages
 };
 
 // Reads the fields of one message in order. `path` names the message in errors ("graph.node[3]");
@@ -41,11 +48,15 @@ class ProtoReader {
 
   const std::string& path() const { return path_; }
   // File offset of the start of field `f`'s payload (for nested readers).
-  size_t payload_offset(const ProtoField& f) const { return base_ + static_cast<size_t>(f.bytes.data() - data_.data()); }
+  size_t payload_offset(const ProtoField& f) const {
+    return base_ + static_cast<size_t>(f.bytes.data() - data_.data());
+  }
   // "<path>: <what> (field N at byte B)", for decoders' own errors about field f.
   Status error(const ProtoField& f, const std::string& what) const;
   // A reader of the sub-message in length-delimited field f, named `path`.
-  ProtoReader sub(const ProtoField& f, std::string path) const { return ProtoReader(f.bytes, std::move(path), payload_offset(f)); }
+  ProtoReader sub(const ProtoField& f, std::string path) const {
+    return ProtoReader(f.bytes, std::move(path), payload_offset(f));
+  }
 
  private:
   Result<uint64_t> read_varint(const char* what);

@@ -54,8 +54,8 @@ Run run_cli(const fs::path& dir, const std::vector<std::string>& args) {
 TEST_CASE("cli onnx: graphi run model.onnx --input matches PyTorch") {
   const fs::path dir = test::scratch_dir("cli_onnx_run");
   Run r = run_cli(dir, {"run", kFixtures + "lstm_2layer_bidir.onnx", "--input",
-                       "x=" + kFixtures + "lstm_2layer_bidir.in0.npy", "--iterations", "2",
-                       "--output-dir", (dir / "out").string(), "--json"});
+                        "x=" + kFixtures + "lstm_2layer_bidir.in0.npy", "--iterations", "2",
+                        "--output-dir", (dir / "out").string(), "--json"});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   const auto j = nlohmann::json::parse(r.out);
@@ -63,8 +63,10 @@ TEST_CASE("cli onnx: graphi run model.onnx --input matches PyTorch") {
   const char* names[] = {"y", "h", "c"};
   for (int k = 0; k < 3; ++k) {
     INFO(names[k]);
-    Tensor got = value_or_throw(graph::read_npy((dir / "out" / (std::string(names[k]) + ".npy")).string()));
-    Tensor want = value_or_throw(graph::read_npy(kFixtures + "lstm_2layer_bidir.out" + std::to_string(k) + ".npy"));
+    Tensor got =
+        value_or_throw(graph::read_npy((dir / "out" / (std::string(names[k]) + ".npy")).string()));
+    Tensor want = value_or_throw(
+        graph::read_npy(kFixtures + "lstm_2layer_bidir.out" + std::to_string(k) + ".npy"));
     CHECK(test::max_rel_error(got, want) <= 1e-4);
   }
 }
@@ -74,16 +76,20 @@ TEST_CASE("cli onnx: --dim sets symbolic dims for run and info") {
   const std::string model = kFixtures + "gru_dynamic_batch.onnx";
   Run r = run_cli(dir, {"run", model, "--input", "x=" + kFixtures + "gru_dynamic_batch.in0.npy"});
   CHECK(r.rc == 1);
-  CHECK(r.err.find(model + ": graph input 0 'x': dim 1 is symbolic ('batch')") != std::string::npos);
+  CHECK(r.err.find(model + ": graph input 0 'x': dim 1 is symbolic ('batch')") !=
+        std::string::npos);
   CHECK(r.err.find("--dim batch=N") != std::string::npos);
 
-  r = run_cli(dir, {"run", model, "--dim", "batch=4", "--input", "x=" + kFixtures + "gru_dynamic_batch.in0.npy",
-                   "--iterations", "1", "--output-dir", (dir / "out").string()});
+  r = run_cli(dir, {"run", model, "--dim", "batch=4", "--input",
+                    "x=" + kFixtures + "gru_dynamic_batch.in0.npy", "--iterations", "1",
+                    "--output-dir", (dir / "out").string()});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   for (int k = 0; k < 2; ++k) {
-    Tensor got = value_or_throw(graph::read_npy((dir / "out" / (k == 0 ? "y.npy" : "h.npy")).string()));
-    Tensor want = value_or_throw(graph::read_npy(kFixtures + "gru_dynamic_batch.out" + std::to_string(k) + ".npy"));
+    Tensor got =
+        value_or_throw(graph::read_npy((dir / "out" / (k == 0 ? "y.npy" : "h.npy")).string()));
+    Tensor want = value_or_throw(
+        graph::read_npy(kFixtures + "gru_dynamic_batch.out" + std::to_string(k) + ".npy"));
     CHECK(test::max_rel_error(got, want) <= 1e-4);
   }
 
@@ -97,5 +103,6 @@ TEST_CASE("cli onnx: --dim sets symbolic dims for run and info") {
   CHECK(r.err.find("--dim expects NAME=VALUE") != std::string::npos);
   r = run_cli(dir, {"info", model, "--dim", "batch=4", "--dim", "other=2"});
   CHECK(r.rc == 1);
-  CHECK(r.err.find("--dim other names no symbolic dim of the model's inputs (it has: batch)") != std::string::npos);
+  CHECK(r.err.find("--dim other names no symbolic dim of the model's inputs (it has: batch)") !=
+        std::string::npos);
 }

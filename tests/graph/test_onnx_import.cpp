@@ -3,7 +3,6 @@
 // tests (package libonnx-testdata) run where graphi supports the ops and fail cleanly otherwise;
 // hand-built models check each error; truncations and byte flips never crash the reader.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -101,8 +100,9 @@ Pw value_info(const std::string& name, int elem, const std::vector<std::string>&
   return v;
 }
 
-Pw node(const std::string& op, const std::vector<std::string>& in, const std::vector<std::string>& out,
-        const std::string& name, const std::vector<Pw>& attrs = {}, const std::string& domain = "") {
+Pw node(const std::string& op, const std::vector<std::string>& in,
+        const std::vector<std::string>& out, const std::string& name,
+        const std::vector<Pw>& attrs = {}, const std::string& domain = "") {
   Pw n;
   for (const auto& x : in) n.s(1, x);
   for (const auto& x : out) n.s(2, x);
@@ -112,7 +112,8 @@ Pw node(const std::string& op, const std::vector<std::string>& in, const std::ve
   return n;
 }
 
-Pw float_tensor(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& v) {
+Pw float_tensor(const std::string& name, const std::vector<int64_t>& dims,
+                const std::vector<float>& v) {
   Pw t;
   for (int64_t d : dims) t.i(1, d);
   t.i(2, 1);
@@ -155,15 +156,19 @@ struct Fixture {
 }  // namespace
 
 TEST_CASE("onnx: PyTorch exports run and match PyTorch's outputs") {
-  std::vector<Fixture> fixtures = {
-      {"lstm_2layer_bidir", 3, {}},      {"gru_dynamic_batch", 2, {{{"batch", 4}}}},
-      {"lstm_cell_unrolled", 2, {}},     {"lstm_cell_unrolled_opset11", 2, {}},
-      {"mlp", 1, {}},                    {"cnn", 1, {}},
-      {"cnn_dynamic_batch", 1, {{{"n", 3}}}}, {"cnn_bn_gap", 1, {}},
-      {"rnn_batch_first", 2, {}}};
+  std::vector<Fixture> fixtures = {{"lstm_2layer_bidir", 3, {}},
+                                   {"gru_dynamic_batch", 2, {{{"batch", 4}}}},
+                                   {"lstm_cell_unrolled", 2, {}},
+                                   {"lstm_cell_unrolled_opset11", 2, {}},
+                                   {"mlp", 1, {}},
+                                   {"cnn", 1, {}},
+                                   {"cnn_dynamic_batch", 1, {{{"n", 3}}}},
+                                   {"cnn_bn_gap", 1, {}},
+                                   {"rnn_batch_first", 2, {}}};
   for (const Fixture& f : fixtures) {
     INFO(f.name);
-    Result<Graph> g = read_graph_file(kFixtures + f.name + ".onnx", ops::Registry::get(), f.options);
+    Result<Graph> g =
+        read_graph_file(kFixtures + f.name + ".onnx", ops::Registry::get(), f.options);
     REQUIRE(g.is_ok());
     CHECK(g->metadata().at("format") == "onnx");
     CHECK_THAT(g->metadata().at("producer"), Catch::StartsWith("pytorch"));
@@ -172,7 +177,8 @@ TEST_CASE("onnx: PyTorch exports run and match PyTorch's outputs") {
     REQUIRE(out.is_ok());
     REQUIRE(out->size() == f.outputs);
     for (size_t k = 0; k < f.outputs; ++k) {
-      Tensor want = value_or_throw(read_npy(kFixtures + f.name + ".out" + std::to_string(k) + ".npy"));
+      Tensor want =
+          value_or_throw(read_npy(kFixtures + f.name + ".out" + std::to_string(k) + ".npy"));
       INFO("output " << k << " " << (*out)[k].first);
       CHECK(test::max_rel_error((*out)[k].second, want) <= 1e-4);
     }
@@ -183,17 +189,21 @@ TEST_CASE("onnx: PyTorch shape bookkeeping is folded away") {
   // lstm_2layer_bidir.onnx has 22 Constant, 4 Shape, 4 Gather, 4 Unsqueeze, 6 Concat, 4 Expand:
   // all evaluated at import time; what is left is the real work (two Concats join the layers'
   // final states into the h and c outputs).
-  Graph g = value_or_throw(read_graph_file(kFixtures + "lstm_2layer_bidir.onnx", ops::Registry::get()));
+  Graph g =
+      value_or_throw(read_graph_file(kFixtures + "lstm_2layer_bidir.onnx", ops::Registry::get()));
   std::map<std::string, int> ops;
   for (const Node& n : g.nodes()) ++ops[n.op];
   for (const auto& [op, count] : ops) UNSCOPED_INFO(op << " " << count);
-  CHECK(ops == std::map<std::string, int>{{"LSTM", 2}, {"Transpose", 2}, {"Reshape", 2}, {"Concat", 2}});
+  CHECK(ops ==
+        std::map<std::string, int>{{"LSTM", 2}, {"Transpose", 2}, {"Reshape", 2}, {"Concat", 2}});
   // The unrolled cell: chunk() became Slices with constant bounds, x[t] a Slice + Reshape.
-  Graph c = value_or_throw(read_graph_file(kFixtures + "lstm_cell_unrolled.onnx", ops::Registry::get()));
+  Graph c =
+      value_or_throw(read_graph_file(kFixtures + "lstm_cell_unrolled.onnx", ops::Registry::get()));
   for (const Node& n : c.nodes()) {
     INFO(n.name);
-    CHECK((n.op == "Gemm" || n.op == "MatMul" || n.op == "Add" || n.op == "Mul" || n.op == "Sigmoid" ||
-           n.op == "Tanh" || n.op == "Slice" || n.op == "Reshape" || n.op == "Concat" || n.op == "Identity"));
+    CHECK((n.op == "Gemm" || n.op == "MatMul" || n.op == "Add" || n.op == "Mul" ||
+           n.op == "Sigmoid" || n.op == "Tanh" || n.op == "Slice" || n.op == "Reshape" ||
+           n.op == "Concat" || n.op == "Identity"));
   }
 }
 
@@ -214,10 +224,13 @@ TEST_CASE("onnx: symbolic dims need --dim, unused --dim names are errors") {
   CHECK(r->value(r->inputs()[0]).desc.shape == Shape{5, 7, 8});
   // Hand-built: symbolic dim in a model without any folding.
   Pw g;
-  g.m(1, node("Relu", {"x"}, {"y"}, "act")).m(11, value_info("x", 1, {"n", "3"})).m(12, value_info("y", 1, {}));
+  g.m(1, node("Relu", {"x"}, {"y"}, "act"))
+      .m(11, value_info("x", 1, {"n", "3"}))
+      .m(12, value_info("y", 1, {}));
   r = import_str(model(g));
   REQUIRE_FALSE(r.is_ok());
-  CHECK_THAT(r.status().message(), Catch::Contains("t.onnx: graph input 0 'x': dim 0 is symbolic ('n')"));
+  CHECK_THAT(r.status().message(),
+             Catch::Contains("t.onnx: graph input 0 'x': dim 0 is symbolic ('n')"));
   r = import_str(model(g), ImportOptions{{{"n", 5}}});
   REQUIRE(r.is_ok());
   CHECK(r->value(r->outputs()[0]).desc.shape == Shape{5, 3});
@@ -228,17 +241,20 @@ TEST_CASE("onnx: unsupported ops name the file, node, op, domain and what is sup
   REQUIRE_FALSE(r.is_ok());
   CHECK(r.status().code() == StatusCode::kUnsupported);
   CHECK_THAT(r.status().message(),
-             Catch::Contains("t.onnx: node[0] 'act' (Erf): op type 'Erf' (domain 'ai.onnx', opset 14) is not supported") &&
+             Catch::Contains("t.onnx: node[0] 'act' (Erf): op type 'Erf' (domain 'ai.onnx', opset "
+                             "14) is not supported") &&
                  Catch::Contains("graphi runs these ONNX ops: Add, AveragePool") &&
-                 Catch::Contains("LSTM") && Catch::Contains("import time") && Catch::Contains("ConstantOfShape"));
+                 Catch::Contains("LSTM") && Catch::Contains("import time") &&
+                 Catch::Contains("ConstantOfShape"));
   r = import_str(model(relu_graph("Relu", "com.microsoft")));
   REQUIRE_FALSE(r.is_ok());
   CHECK_THAT(r.status().message(), Catch::Contains("op type 'Relu' (domain 'com.microsoft')"));
   // A fold-only op on run-time data.
   r = import_str(model(relu_graph("Floor")));
   REQUIRE_FALSE(r.is_ok());
-  CHECK_THAT(r.status().message(), Catch::Contains("(Floor): op type 'Floor'") &&
-                                       Catch::Contains("with inputs computed at run time (input 'x')"));
+  CHECK_THAT(r.status().message(),
+             Catch::Contains("(Floor): op type 'Floor'") &&
+                 Catch::Contains("with inputs computed at run time (input 'x')"));
 }
 
 TEST_CASE("onnx: malformed and unsupported files give clear errors") {
@@ -247,7 +263,8 @@ TEST_CASE("onnx: malformed and unsupported files give clear errors") {
   REQUIRE(import_str(good).is_ok());
   Result<Graph> r = import_str(good.substr(0, good.size() - 1));
   REQUIRE_FALSE(r.is_ok());
-  CHECK_THAT(r.status().message(), Catch::Contains("t.onnx: model: field 8") && Catch::Contains("remain"));
+  CHECK_THAT(r.status().message(),
+             Catch::Contains("t.onnx: model: field 8") && Catch::Contains("remain"));
   // Inside a node: a truncated attribute varint names the path.
   Pw attr;
   attr.s(1, "axis").i(20, 2);
@@ -259,7 +276,8 @@ TEST_CASE("onnx: malformed and unsupported files give clear errors") {
   g.m(11, value_info("x", 1, {"2", "3"})).m(12, value_info("z", 1, {}));
   r = import_str(model(g));
   REQUIRE_FALSE(r.is_ok());
-  CHECK_THAT(r.status().message(), Catch::Contains("t.onnx: graph.node[1].attribute[0]: truncated varint"));
+  CHECK_THAT(r.status().message(),
+             Catch::Contains("t.onnx: graph.node[1].attribute[0]: truncated varint"));
   // Bad field: op_type as a varint.
   Pw n;
   n.s(1, "x").s(2, "y").i(4, 7);
@@ -267,8 +285,9 @@ TEST_CASE("onnx: malformed and unsupported files give clear errors") {
   g2.m(1, n).m(11, value_info("x", 1, {"2"})).m(12, value_info("y", 1, {}));
   r = import_str(model(g2));
   REQUIRE_FALSE(r.is_ok());
-  CHECK_THAT(r.status().message(),
-             Catch::Contains("graph.node[0]: op_type has wire type varint, expected length-delimited"));
+  CHECK_THAT(
+      r.status().message(),
+      Catch::Contains("graph.node[0]: op_type has wire type varint, expected length-delimited"));
   // Versions.
   r = import_str(model(relu_graph(), 5));
   REQUIRE_FALSE(r.is_ok());
@@ -278,7 +297,9 @@ TEST_CASE("onnx: malformed and unsupported files give clear errors") {
   CHECK_THAT(r.status().message(), Catch::Contains("t.onnx: ONNX IR version 99 is not supported"));
   // Non-float input.
   Pw g3;
-  g3.m(1, node("Relu", {"x"}, {"y"}, "act")).m(11, value_info("x", 11, {"2"})).m(12, value_info("y", 11, {}));
+  g3.m(1, node("Relu", {"x"}, {"y"}, "act"))
+      .m(11, value_info("x", 11, {"2"}))
+      .m(12, value_info("y", 11, {}));
   r = import_str(model(g3));
   REQUIRE_FALSE(r.is_ok());
   CHECK_THAT(r.status().message(), Catch::Contains("graph input 0 'x' has element type DOUBLE"));
@@ -292,27 +313,32 @@ TEST_CASE("onnx: malformed and unsupported files give clear errors") {
   g4.m(5, ext);
   r = import_str(model(g4));
   REQUIRE_FALSE(r.is_ok());
-  CHECK_THAT(r.status().message(), Catch::Contains("graph.initializer[0] 'w': the tensor's data is stored in an "
-                                                   "external file ('weights.bin')"));
+  CHECK_THAT(r.status().message(),
+             Catch::Contains("graph.initializer[0] 'w': the tensor's data is stored in an "
+                             "external file ('weights.bin')"));
   // raw_data of the wrong size.
   Pw wt = float_tensor("w", {2, 3}, {1, 2, 3, 4, 5});
   Pw g5 = relu_graph();
   g5.m(5, wt);
   r = import_str(model(g5));
   REQUIRE_FALSE(r.is_ok());
-  CHECK_THAT(r.status().message(), Catch::Contains("'w': raw_data has 20 bytes, expected 24 for FLOAT[2, 3]"));
+  CHECK_THAT(r.status().message(),
+             Catch::Contains("'w': raw_data has 20 bytes, expected 24 for FLOAT[2, 3]"));
   // Hostile sizes: a folded ConstantOfShape of 2^40 elements, an input of 2^60 elements.
   Pw shape_attr;
   shape_attr.s(1, "value_ints").i(20, 7).i(8, 1LL << 20).i(8, 1LL << 20);
   Pw g6;
-  g6.m(1, node("Constant", {}, {"s"}, "shape", {shape_attr})).m(1, node("ConstantOfShape", {"s"}, {"y"}, "fill"));
+  g6.m(1, node("Constant", {}, {"s"}, "shape", {shape_attr}))
+      .m(1, node("ConstantOfShape", {"s"}, {"y"}, "fill"));
   g6.m(12, value_info("y", 1, {}));
   r = import_str(model(g6));
   REQUIRE_FALSE(r.is_ok());
-  CHECK_THAT(r.status().message(), Catch::Contains("t.onnx: node[1] 'fill' (ConstantOfShape): the result [1048576, "
-                                                   "1048576] has more than"));
+  CHECK_THAT(r.status().message(),
+             Catch::Contains("t.onnx: node[1] 'fill' (ConstantOfShape): the result [1048576, "
+                             "1048576] has more than"));
   Pw g7;
-  g7.m(1, node("Relu", {"x"}, {"y"}, "act")).m(11, value_info("x", 1, {"1073741824", "1073741824"}));
+  g7.m(1, node("Relu", {"x"}, {"y"}, "act"))
+      .m(11, value_info("x", 1, {"1073741824", "1073741824"}));
   g7.m(12, value_info("y", 1, {}));
   r = import_str(model(g7));
   REQUIRE_FALSE(r.is_ok());
@@ -332,20 +358,25 @@ TEST_CASE("onnx: cycles, undefined inputs and duplicate producers are named") {
   REQUIRE_FALSE(r.is_ok());
   CHECK(r.status().code() == StatusCode::kInvalidGraph);
   CHECK_THAT(r.status().message(), Catch::Contains("t.onnx: the graph has a cycle:") &&
-                                       Catch::Contains("'first' (Add)") && Catch::Contains("'second' (Relu)") &&
+                                       Catch::Contains("'first' (Add)") &&
+                                       Catch::Contains("'second' (Relu)") &&
                                        Catch::Contains("'third' (Relu)"));
   Pw g2;
-  g2.m(1, node("Add", {"x", "nowhere"}, {"y"}, "add")).m(11, value_info("x", 1, {"2"})).m(12, value_info("y", 1, {}));
+  g2.m(1, node("Add", {"x", "nowhere"}, {"y"}, "add"))
+      .m(11, value_info("x", 1, {"2"}))
+      .m(12, value_info("y", 1, {}));
   r = import_str(model(g2));
   REQUIRE_FALSE(r.is_ok());
-  CHECK_THAT(r.status().message(), Catch::Contains("t.onnx: node[0] 'add' (Add): input 'nowhere' is not a graph "
-                                                   "input, an initializer or any node's output"));
+  CHECK_THAT(r.status().message(),
+             Catch::Contains("t.onnx: node[0] 'add' (Add): input 'nowhere' is not a graph "
+                             "input, an initializer or any node's output"));
   Pw g3;
   g3.m(1, node("Relu", {"x"}, {"y"}, "a")).m(1, node("Tanh", {"x"}, {"y"}, "b"));
   g3.m(11, value_info("x", 1, {"2"})).m(12, value_info("y", 1, {}));
   r = import_str(model(g3));
   REQUIRE_FALSE(r.is_ok());
-  CHECK_THAT(r.status().message(), Catch::Contains("node[1] 'b' (Tanh): output 'y' is also produced by node[0] 'a'"));
+  CHECK_THAT(r.status().message(),
+             Catch::Contains("node[1] 'b' (Tanh): output 'y' is also produced by node[0] 'a'"));
 }
 
 TEST_CASE("onnx: nodes out of order, initializers as inputs, constant outputs") {
@@ -376,7 +407,8 @@ TEST_CASE("onnx: every truncation and random byte flips end in an error or a val
   REQUIRE(bytes.size() > 1000);
   size_t errors = 0;
   for (size_t n = 0; n < bytes.size(); ++n) {
-    Result<Graph> r = import_onnx_bytes(std::span(bytes.data(), n), "cut.onnx", ops::Registry::get());
+    Result<Graph> r =
+        import_onnx_bytes(std::span(bytes.data(), n), "cut.onnx", ops::Registry::get());
     if (!r.is_ok()) {
       ++errors;
       CHECK_THAT(r.status().message(), Catch::StartsWith("cut.onnx: "));
@@ -413,7 +445,8 @@ TEST_CASE("onnx: protobuf reader edge cases") {
   std::string name;
   Result<onnx::HostTensor> h = onnx::decode_tensor(span_of(t.b), &name);
   REQUIRE_FALSE(h.is_ok());
-  CHECK_THAT(h.status().message(), Catch::Contains("int64_data has 1 values, expected 3000 for INT64[2, 300, 5]"));
+  CHECK_THAT(h.status().message(),
+             Catch::Contains("int64_data has 1 values, expected 3000 for INT64[2, 300, 5]"));
   Pw t2;
   t2.s(1, packed.substr(0, 1)).i(2, 7).i(7, -5).i(7, 9);
   t2.b.resize(t2.b.size());
@@ -476,16 +509,22 @@ BackendStats run_backend_cases(bool bind_all) {
   for (const fs::path& dir : cases) {
     const std::string name = dir.filename().string();
     ImportOptions options;
-    for (int k = 0; fs::exists(dir / "test_data_set_0" / ("input_" + std::to_string(k) + ".pb")); ++k) {
+    for (int k = 0; fs::exists(dir / "test_data_set_0" / ("input_" + std::to_string(k) + ".pb"));
+         ++k) {
       std::string in_name;
-      Result<Tensor> t = read_onnx_tensor_file((dir / "test_data_set_0" / ("input_" + std::to_string(k) + ".pb")).string(), &in_name);
-      if (t.is_ok() && (bind_all || t->dtype() != DType::kF32) && !in_name.empty()) options.constant_inputs.emplace(in_name, std::move(*t));
+      Result<Tensor> t = read_onnx_tensor_file(
+          (dir / "test_data_set_0" / ("input_" + std::to_string(k) + ".pb")).string(), &in_name);
+      if (t.is_ok() && (bind_all || t->dtype() != DType::kF32) && !in_name.empty())
+        options.constant_inputs.emplace(in_name, std::move(*t));
     }
-    Result<Graph> g = import_onnx_file((dir / "model.onnx").string(), ops::Registry::get(), options);
+    Result<Graph> g =
+        import_onnx_file((dir / "model.onnx").string(), ops::Registry::get(), options);
     if (!g.is_ok()) {
       if (verbose) std::printf("%s: import: %s\n", name.c_str(), g.status().message().c_str());
-      if (g.status().code() == StatusCode::kUnsupported) ++unsupported;
-      else ++refused;
+      if (g.status().code() == StatusCode::kUnsupported)
+        ++unsupported;
+      else
+        ++refused;
       if (g.status().message().rfind((dir / "model.onnx").string(), 0) != 0)
         wrong.push_back(name + ": error without the file name: " + g.status().message());
       continue;
@@ -493,15 +532,24 @@ BackendStats run_backend_cases(bool bind_all) {
     std::vector<Tensor> inputs;
     std::vector<Tensor> want;
     bool data_ok = true;
-    for (int k = 0; fs::exists(dir / "test_data_set_0" / ("input_" + std::to_string(k) + ".pb")); ++k) {
+    for (int k = 0; fs::exists(dir / "test_data_set_0" / ("input_" + std::to_string(k) + ".pb"));
+         ++k) {
       std::string in_name;
-      Result<Tensor> t = read_onnx_tensor_file((dir / "test_data_set_0" / ("input_" + std::to_string(k) + ".pb")).string(), &in_name);
-      if (!t.is_ok()) data_ok = false;
-      else if (!options.constant_inputs.count(in_name)) inputs.push_back(std::move(*t));
+      Result<Tensor> t = read_onnx_tensor_file(
+          (dir / "test_data_set_0" / ("input_" + std::to_string(k) + ".pb")).string(), &in_name);
+      if (!t.is_ok())
+        data_ok = false;
+      else if (!options.constant_inputs.count(in_name))
+        inputs.push_back(std::move(*t));
     }
-    for (int k = 0; fs::exists(dir / "test_data_set_0" / ("output_" + std::to_string(k) + ".pb")); ++k) {
-      Result<Tensor> t = read_onnx_tensor_file((dir / "test_data_set_0" / ("output_" + std::to_string(k) + ".pb")).string());
-      if (!t.is_ok()) data_ok = false; else want.push_back(std::move(*t));
+    for (int k = 0; fs::exists(dir / "test_data_set_0" / ("output_" + std::to_string(k) + ".pb"));
+         ++k) {
+      Result<Tensor> t = read_onnx_tensor_file(
+          (dir / "test_data_set_0" / ("output_" + std::to_string(k) + ".pb")).string());
+      if (!t.is_ok())
+        data_ok = false;
+      else
+        want.push_back(std::move(*t));
     }
     if (!data_ok || inputs.size() != g->inputs().size()) {
       if (verbose) std::printf("%s: test data not representable\n", name.c_str());
@@ -519,13 +567,16 @@ BackendStats run_backend_cases(bool bind_all) {
       const double err = test::max_rel_error((*out)[k].second, want[k]);
       if (!(err <= 1e-4)) {
         ok = false;
-        wrong.push_back(name + ": output " + std::to_string(k) + " differs (max rel error " + std::to_string(err) +
-                        ", " + (*out)[k].second.desc().to_string() + " vs " + want[k].desc().to_string() + ")");
+        wrong.push_back(name + ": output " + std::to_string(k) + " differs (max rel error " +
+                        std::to_string(err) + ", " + (*out)[k].second.desc().to_string() + " vs " +
+                        want[k].desc().to_string() + ")");
       }
     }
     if (verbose && ok) std::printf("%s: pass\n", name.c_str());
-    if (ok) ++passed;
-    else if (out->size() != want.size()) wrong.push_back(name + ": output count differs");
+    if (ok)
+      ++passed;
+    else if (out->size() != want.size())
+      wrong.push_back(name + ": output count differs");
   }
   return st;
 }
@@ -553,8 +604,8 @@ TEST_CASE("onnx: import-time evaluation matches ONNX's backend tests") {
   }
   BackendStats st = run_backend_cases(true);
   WARN("ONNX backend tests with every input constant: " << st.cases << " cases, " << st.passed
-                                                        << " pass, " << st.unsupported << " + " << st.refused
-                                                        << " refused");
+                                                        << " pass, " << st.unsupported << " + "
+                                                        << st.refused << " refused");
   for (const std::string& w : st.wrong) UNSCOPED_INFO(w);
   CHECK(st.wrong.empty());
   CHECK(st.passed > 0);
