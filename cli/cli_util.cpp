@@ -1,6 +1,7 @@
 #include "cli/cli_util.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "cli/args.h"
@@ -47,8 +48,30 @@ Result<graph::ImportOptions> parse_dim_flags(const std::vector<std::string>& spe
 }
 
 Result<std::shared_ptr<const graph::Graph>> fuse_graph(std::shared_ptr<const graph::Graph> g) {
+  // GRAPHI_PASSES (comma-separated pass names; unset or empty: all) runs a subset, to compare
+  // passes one by one.
+  graph::passes::PipelineOptions options;
+  if (const char* env = std::getenv("GRAPHI_PASSES"); env && *env) {
+    options.rnn_fusion = options.mm_fusion = options.phase_hoisting = false;
+    std::string list = env;
+    for (size_t pos = 0; pos <= list.size();) {
+      size_t end = list.find(',', pos);
+      if (end == std::string::npos) end = list.size();
+      const std::string name = list.substr(pos, end - pos);
+      if (name == "rnn_fusion")
+        options.rnn_fusion = true;
+      else if (name == "mm_fusion")
+        options.mm_fusion = true;
+      else if (name == "phase_hoisting")
+        options.phase_hoisting = true;
+      else if (!name.empty())
+        return Status::invalid_argument("GRAPHI_PASSES: unknown pass '" + name +
+                                        "' (known: rnn_fusion, mm_fusion, phase_hoisting)");
+      pos = end + 1;
+    }
+  }
   GRAPHI_ASSIGN_OR_RETURN(graph::passes::PipelineResult p,
-                          graph::passes::run_passes(*g, ops::Registry::get()));
+                          graph::passes::run_passes(*g, ops::Registry::get(), options));
   std::fprintf(stderr, "graphi: %s (--no-fuse: off)\n", p.summary().c_str());
   if (!p.changed()) return g;
   return std::make_shared<const graph::Graph>(std::move(p.graph));

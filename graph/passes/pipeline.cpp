@@ -22,7 +22,7 @@ bool PipelineResult::changed() const {
 std::string PipelineResult::summary() const {
   std::string s;
   for (const PassReport& r : reports) s += (s.empty() ? "" : "; ") + r.did;
-  return s;
+  return s.empty() ? "no graph passes" : s;
 }
 
 Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
