@@ -2,7 +2,8 @@
 # Builds and runs the engine benchmarks of issue 3: dispatch overhead and scheduling quality of
 # graphi's policies against oneTBB (graphi_bench_dispatch), and the LSTM makespan per policy and
 # configuration (graphi_bench_lstm). Tables go to stdout and $BUILD_DIR/bench/*.txt, CSVs to
-# $BUILD_DIR/bench/*.csv.
+# $BUILD_DIR/bench/*.csv; the issue 3 goals, one row each with "met" / "NOT MET", end the
+# dispatch table and go to $BUILD_DIR/bench/dispatch_goals.csv.
 #
 #   scripts/bench_engine.sh                 # everything (about 5 minutes on 2 cores)
 #   scripts/bench_engine.sh --quick         # fewer samples, empty and 1 us ops only
@@ -62,4 +63,4 @@ echo "bench_engine: again with OMP_WAIT_POLICY=active (team threads keep spinnin
 OMP_WAIT_POLICY=active run "$BUILD_DIR/benchmarks/graphi_bench_lstm" --csv "$OUT/lstm_makespan_omp_active.csv" \
   "${LSTM_ARGS[@]}" | tee "$OUT/lstm_makespan_omp_active.txt"
 echo "bench_engine: load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "bench_engine: results in $OUT/"
+echo "bench_engine: results in $OUT/ (goals: $OUT/dispatch_goals.csv)"
