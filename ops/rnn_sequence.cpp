@@ -533,7 +533,6 @@ class RnnSequenceKernel final : public Kernel {
   }
 
   const RnnSchedule& schedule() const { return schedule_; }
-  const RnnLayerShape& layer_shape() const { return shape_; }
 
   void run(const TeamContext& team, const Buffers& io) const noexcept override;
 
@@ -924,7 +923,11 @@ void RnnSequenceKernel::plan_partition() {
   slabs_floats_ = 0;
   // Panel widths: the schedule's for the recurrent GEMM; for the hoisted one, wide panels only
   // when its calls are GEMV-like (per-step schedule at batch 1).
-  const int64_t hoist_rows = s_.layout == 1 ? chunk_ : chunk_ * ((B + best_xi - 1) / best_xi);
+  // Rows per hoisted call (see hoist()): a chunk of one batch entry (layout 1), all rows of a
+  // chunk (layout 0, whole batch), or one step's share of the rows (layout 0, row split).
+  const int64_t hoist_rows = s_.layout == 1 ? chunk_
+                             : best_xi == 1 ? chunk_ * B
+                                            : (B + best_xi - 1) / best_xi;
   for (Segment& seg : solo_.segs) {
     const int64_t w = seg.j1 - seg.j0;
     auto panel = [&](int64_t cols, int64_t want) {
@@ -1304,10 +1307,13 @@ void RnnSequenceKernel::run(const TeamContext& team, const Buffers& io) const no
     for (int t = 0; t < nthr; ++t) {
       if (t == ithr) continue;
       for (int round = 0; flag(t)->load(std::memory_order_acquire) < done; ++round) {
-        if (round < SpinBarrier::kDefaultSpinRounds)
+        if (round < SpinBarrier::kDefaultSpinRounds) {
+#if defined(__x86_64__) || defined(__i386__)
           _mm_pause();
-        else
-          std::this_thread::yield();
+#endif
+        } else {
+          std::this_thread::yield();  // a peer may need this core (oversubscribed team)
+        }
       }
     }
   };
