@@ -11,45 +11,18 @@
 #include "models/gru.h"
 #include "models/lstm.h"
 #include "ops/registry.h"
+#include "tests/graph/pass_test_util.h"
 #include "tests/support/test_util.h"
 
 using namespace graphi;
 
+using test::check_same_outputs;
+using test::count_op;
+
 namespace {
 
-size_t count_op(const graph::Graph& g, const std::string& op) {
-  size_t n = 0;
-  for (const graph::Node& node : g.nodes()) n += node.op == op;
-  return n;
-}
-
-engine::NamedTensors random_inputs(const graph::Graph& g, uint64_t seed) {
-  engine::NamedTensors in;
-  for (graph::ValueId v : g.inputs())
-    in.emplace_back(g.value(v).name, test::random_tensor(g.value(v).desc, seed++));
-  return in;
-}
-
-engine::NamedTensors run(const graph::Graph& g, const engine::NamedTensors& in, int threads) {
-  engine::SessionOptions opts;
-  opts.threads = threads;
-  auto s = engine::Session::create(std::make_shared<const graph::Graph>(g), opts);
-  REQUIRE(s.is_ok());
-  auto out = (*s)->run(in);
-  INFO(out.status().message());
-  REQUIRE(out.is_ok());
-  return std::move(*out);
-}
-
 void check_same(const graph::Graph& ref, const graph::Graph& fused, int threads) {
-  const engine::NamedTensors in = random_inputs(ref, 7);
-  const engine::NamedTensors a = run(ref, in, 1), b = run(fused, in, threads);
-  REQUIRE(a.size() == b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    INFO(a[i].first);
-    REQUIRE(a[i].first == b[i].first);
-    CHECK(test::max_rel_error(b[i].second, a[i].second) < 1e-5);
-  }
+  check_same_outputs(ref, fused, threads);
 }
 
 }  // namespace
