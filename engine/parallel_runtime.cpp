@@ -726,7 +726,14 @@ Status ParallelRuntime::run(SlotTables slots) {
       im.sched_lock.store(false, std::memory_order_seq_cst);
       if (!im.dedicated && im.posted.load(std::memory_order_seq_cst) != seen) im.try_schedule(nullptr);
     }
-    if (im.client_drives) im.executor_loop(*im.ex[0], true);
+    if (im.client_drives) {
+      // Kernels that open their own region (oneDNN) size it from this thread's ICV: executor 0's
+      // team size is 1 (client_drives requires it), whatever the caller's setting is.
+      const int saved_threads = omp_get_max_threads();
+      omp_set_num_threads(1);
+      im.executor_loop(*im.ex[0], true);
+      omp_set_num_threads(saved_threads);
+    }
 
     if (im.dedicated && !im.shared) {
       // The paper's design: the client thread runs the scheduler on a core of its own,
