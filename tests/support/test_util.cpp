@@ -6,6 +6,17 @@
 #include <random>
 
 namespace graphi::test {
+namespace {
+
+// Test processes (and the graphi CLI they start, which inherits the environment) keep the RNN
+// schedule search's cache in the build tree instead of the user's ~/.cache.
+const bool kCacheDirSet = [] {
+  setenv("GRAPHI_CACHE_DIR", (std::string(GRAPHI_BINARY_DIR) + "/test_cache").c_str(),
+         /*overwrite=*/0);
+  return true;
+}();
+
+}  // namespace
 
 Tensor random_tensor(const TensorDesc& desc, uint64_t seed, double lo, double hi) {
   Tensor t(desc);

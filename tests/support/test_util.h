@@ -15,7 +15,8 @@ Tensor random_tensor(const TensorDesc& desc, uint64_t seed, double lo = -1.0, do
 // the descs differ or exactly one side is NaN.
 double max_rel_error(const Tensor& a, const Tensor& b);
 
-// A fresh, empty directory under the build tree, named after the test; removed at exit.
+// A fresh, empty directory under the build tree (test_scratch/NAME), named after the test; emptied
+// when the next run asks for it, left in place afterwards so failures can be inspected.
 std::filesystem::path scratch_dir(const std::string& name);
 
 // The graphi executable (set by CMake through the GRAPHI_CLI environment variable).
