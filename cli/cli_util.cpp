@@ -52,7 +52,8 @@ Result<std::shared_ptr<const graph::Graph>> fuse_graph(std::shared_ptr<const gra
   // passes one by one.
   graph::passes::PipelineOptions options;
   if (const char* env = std::getenv("GRAPHI_PASSES"); env && *env) {
-    options.rnn_fusion = options.mm_fusion = options.phase_hoisting = false;
+    options.rnn_fusion = options.mm_fusion = options.phase_hoisting = options.reshape_cleanup =
+        false;
     std::string list = env;
     for (size_t pos = 0; pos <= list.size();) {
       size_t end = list.find(',', pos);
@@ -64,9 +65,11 @@ Result<std::shared_ptr<const graph::Graph>> fuse_graph(std::shared_ptr<const gra
         options.mm_fusion = true;
       else if (name == "phase_hoisting")
         options.phase_hoisting = true;
+      else if (name == "reshape_cleanup")
+        options.reshape_cleanup = true;
       else if (!name.empty())
         return Status::invalid_argument("GRAPHI_PASSES: unknown pass '" + name +
-                                        "' (known: rnn_fusion, mm_fusion, phase_hoisting)");
+                                        "' (known: rnn_fusion, mm_fusion, phase_hoisting, reshape_cleanup)");
       pos = end + 1;
     }
   }

@@ -23,8 +23,8 @@ Result<graph::ImportOptions> parse_dim_flags(const std::vector<std::string>& spe
 // Applies the default graph pass pipeline (graph/passes/pipeline.h: unrolled LSTM and GRU
 // cells -> sequence ops, then MM fusion and phase hoisting on the rest) and says on stderr, in
 // one line, what each pass did. `graphi run` and `graphi info` call it unless --no-fuse is given.
-// GRAPHI_PASSES=name,name,... (rnn_fusion, mm_fusion, phase_hoisting; unset or empty: all)
-// runs only those passes.
+// GRAPHI_PASSES=name,name,... (rnn_fusion, mm_fusion, phase_hoisting, reshape_cleanup; unset or
+// empty: all) runs only those passes.
 Result<std::shared_ptr<const graph::Graph>> fuse_graph(std::shared_ptr<const graph::Graph> g);
 
 // "390.0 KiB"

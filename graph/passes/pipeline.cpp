@@ -2,6 +2,7 @@
 
 #include "graph/passes/mm_fusion.h"
 #include "graph/passes/phase_hoisting.h"
+#include "graph/passes/reshape_cleanup.h"
 #include "graph/passes/rnn_fusion.h"
 
 namespace graphi::graph::passes {
@@ -62,6 +63,13 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
                                " into " + plural(r.groups, "GEMM"),
                            r.groups});
     if (r.groups > 0) out.graph = std::move(r.graph);
+  }
+  if (options.reshape_cleanup) {
+    GRAPHI_ASSIGN_OR_RETURN(ReshapeCleanupResult r, collapse_reshapes(out.graph, shapes));
+    out.reshapes_collapsed = r.collapsed;
+    out.reports.push_back(
+        {"reshape_cleanup", "collapsed " + plural(r.collapsed, "Reshape chain"), r.collapsed});
+    if (r.collapsed > 0) out.graph = std::move(r.graph);
   }
   return out;
 }

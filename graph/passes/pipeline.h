@@ -3,7 +3,8 @@
 //   1. rnn_fusion (graph/passes/rnn_fusion.h): unrolled LSTM / GRU cells -> sequence ops;
 //   2. mm_fusion (graph/passes/mm_fusion.h): GEMMs sharing an activation -> one GEMM + Split;
 //   3. phase_hoisting (graph/passes/phase_hoisting.h): per-step input projections of what is
-//      left of a recurrence -> one GEMM ahead of it.
+//      left of a recurrence -> one GEMM ahead of it;
+//   4. reshape_cleanup (graph/passes/reshape_cleanup.h): Reshape chains -> one Reshape.
 // Passes 2 and 3 only see what pass 1 did not fuse (a cell the recognizer rejects, any other
 // graph). Every pass keeps the graph's inputs, outputs and their names.
 #pragma once
@@ -19,10 +20,11 @@ struct PipelineOptions {
   bool rnn_fusion = true;
   bool mm_fusion = true;
   bool phase_hoisting = true;
+  bool reshape_cleanup = true;
 };
 
 struct PassReport {
-  std::string pass;  // "rnn_fusion", "mm_fusion", "phase_hoisting"
+  std::string pass;  // "rnn_fusion", "mm_fusion", "phase_hoisting", "reshape_cleanup"
   std::string did;   // e.g. "fused 6 LSTM cells into 2 LSTM sequence ops, ..."
   int changes = 0;   // rewrites made (0: the pass changed nothing)
 };
@@ -32,6 +34,7 @@ struct PipelineResult {
   std::vector<PassReport> reports;  // one per pass that ran, in order
   int lstm_cells = 0, lstm_sequences = 0, gru_cells = 0, gru_sequences = 0;
   int mm_groups = 0, mm_members = 0, hoisted_groups = 0, hoisted_members = 0;
+  int reshapes_collapsed = 0;
   bool changed() const;
   // One line: what each pass did, "; "-separated.
   std::string summary() const;
