@@ -441,7 +441,9 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     GRAPHI_RETURN_IF_ERROR(need(0));
     GRAPHI_RETURN_IF_ERROR(need(1));
     const HostTensor* idx = host(ins[1]);
-    if (!idx) return unsupported_op(n, "with indices computed at run time");
+    GRAPHI_ASSIGN_OR_RETURN(Attributes gather_attrs, convert_attrs(n, where));
+    // Run-time indices (nn.Embedding): graphi's Gather op (ops/onnx_view_ops.cpp).
+    if (!idx) return emit("Gather", name, ins, outs, std::move(gather_attrs), where, &n);
     if (idx->is_float()) return Status::invalid_graph(where + ": indices must be integers");
     GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
     const onnx::Attr* ax = n.attr("axis");
@@ -483,18 +485,8 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     if (progression) {
       GRAPHI_RETURN_IF_ERROR(
           slice(v[0], static_cast<int64_t>(v.size()), step, sliced_name, slice_node));
-    } else {
-      if (v.size() > 256) return unsupported_op(n, "with more than 256 irregular indices");
-      std::vector<std::string> parts;
-      for (size_t k = 0; k < v.size(); ++k) {
-        const std::string part = fresh(name + "/part" + std::to_string(k));
-        GRAPHI_RETURN_IF_ERROR(slice(v[k], 1, 1, part, fresh(name + "/slice" + std::to_string(k))));
-        parts.push_back(part);
-      }
-      Attributes a;
-      a.set("axis", axis);
-      GRAPHI_RETURN_IF_ERROR(emit("Concat", same_shape ? name : fresh(name + "/concat"), parts,
-                                  {sliced_name}, a, where, &n));
+    } else {  // irregular constant indices: graphi's Gather
+      return emit("Gather", name, ins, outs, std::move(gather_attrs), where, &n);
     }
     if (same_shape) return Status::ok();
     return emit("Reshape", name, {sliced_name, add_ints_const(name + "/shape", out)}, outs, {},

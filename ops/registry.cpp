@@ -19,6 +19,7 @@ Registry& process_table() {
     register_gemm_ops(*r);
     register_conv_pool_ops(*r);
     register_rnn_ops(*r);
+    register_onnx_view_ops(*r);
     register_phased_lstm_op(*r);
     return r;
   }();

@@ -68,6 +68,7 @@ void register_softmax_op(Registry& r);       // ops/softmax.cpp
 void register_gemm_ops(Registry& r);         // ops/gemm.cpp: MatMul, Gemm
 void register_conv_pool_ops(Registry& r);    // ops/conv_pool.cpp: Conv, MaxPool, AveragePool
 void register_rnn_ops(Registry& r);          // ops/rnn_sequence.cpp: LSTM, GRU, RNN
+void register_onnx_view_ops(Registry& r);    // ops/onnx_view_ops.cpp: Gather
 void register_phased_lstm_op(Registry& r);  // ops/phased_lstm.cpp: PhasedLSTM
 
 }  // namespace graphi::ops

@@ -164,6 +164,7 @@ TEST_CASE("onnx: PyTorch exports run and match PyTorch's outputs") {
                                    {"cnn", 1, {}},
                                    {"cnn_dynamic_batch", 1, {{{"n", 3}}}},
                                    {"cnn_bn_gap", 1, {}},
+                                   {"embed_lstm", 1, {}},
                                    {"rnn_batch_first", 2, {}}};
   for (const Fixture& f : fixtures) {
     INFO(f.name);
@@ -183,6 +184,20 @@ TEST_CASE("onnx: PyTorch exports run and match PyTorch's outputs") {
       CHECK(test::max_rel_error((*out)[k].second, want) <= 1e-4);
     }
   }
+}
+
+TEST_CASE("onnx: nn.Embedding runs graphi's Gather; a bad token id fails the run") {
+  Graph g = value_or_throw(read_graph_file(kFixtures + "embed_lstm.onnx", ops::Registry::get()));
+  int gathers = 0;
+  for (const Node& n : g.nodes()) gathers += n.op == "Gather";
+  CHECK(gathers == 1);  // the embedding; the other three Gathers were shape bookkeeping
+  Tensor ids = value_or_throw(read_npy(kFixtures + "embed_lstm.in0.npy"));
+  REQUIRE(ids.dtype() == DType::kI64);
+  ids.data_as<int64_t>()[3] = 20;  // the vocabulary has 20 entries
+  Result<engine::NamedTensors> out = run_graph(g, {ids});
+  REQUIRE_FALSE(out.is_ok());
+  CHECK_THAT(out.status().message(),
+             Catch::Contains("index 20 is out of range for axis 0 of size 20"));
 }
 
 TEST_CASE("onnx: PyTorch shape bookkeeping is folded away") {

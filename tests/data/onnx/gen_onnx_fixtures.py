@@ -79,6 +79,21 @@ class Rnn(nn.Module):
         return y, h
 
 
+class EmbedLstm(nn.Module):
+    """Token ids [T, B] (int64) -> nn.Embedding -> nn.LSTM -> Linear on the last step: Gather
+    with run-time indices."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(20, 6)
+        self.lstm = nn.LSTM(6, 8)
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, ids):
+        y, _ = self.lstm(self.embed(ids))
+        return self.fc(y[-1])
+
+
 class Mlp(nn.Module):
     def __init__(self):
         super().__init__()
@@ -119,7 +134,9 @@ def export(name, model, inputs, input_names, output_names, opset=14, dynamic_axe
     torch.onnx.export(model, tuple(inputs), path, input_names=input_names,
                       output_names=output_names, opset_version=opset, dynamic_axes=dynamic_axes)
     for i, t in enumerate(inputs):
-        np.save(os.path.join(HERE, "%s.in%d.npy" % (name, i)), t.numpy().astype(np.float32))
+        a = t.numpy()
+        np.save(os.path.join(HERE, "%s.in%d.npy" % (name, i)),
+                a if a.dtype == np.int64 else a.astype(np.float32))
     for i, t in enumerate(outs):
         np.save(os.path.join(HERE, "%s.out%d.npy" % (name, i)), t.numpy().astype(np.float32))
     print("%s.onnx: %d bytes" % (name, os.path.getsize(path)))
@@ -154,6 +171,8 @@ def main():
     export("cnn_bn_gap", cnn_bn, [torch.randn(2, 3, 6, 6)], ["image"], ["logits"])
     torch.manual_seed(8)
     export("rnn_batch_first", Rnn(), [torch.randn(3, 4, 6)], ["x"], ["y", "h"])
+    torch.manual_seed(9)
+    export("embed_lstm", EmbedLstm(), [torch.randint(0, 20, (5, 2))], ["ids"], ["logits"])
     torch.manual_seed(6)
     export("cnn_dynamic_batch", Cnn(), [torch.randn(3, 1, 8, 8)], ["image"], ["logits"],
            dynamic_axes={"image": {0: "n"}, "logits": {0: "n"}})
