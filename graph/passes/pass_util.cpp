@@ -237,9 +237,19 @@ void Rewrite::add_node(const std::string& op, const std::string& name,
 Result<Graph> Rewrite::finish(const ShapeInferencer& shapes) const {
   // Values still read: graph outputs, new nodes' inputs, then (walking the kept nodes from the
   // last to the first, so consumers come before producers) the inputs of every live node.
+  auto name_of = [&](const std::string& name) {
+    std::string n = name;
+    for (int k = 0; k < 64; ++k) {  // substitutions may chain
+      auto it = subst_.find(n);
+      if (it == subst_.end()) break;
+      n = it->second;
+    }
+    return n;
+  };
   std::unordered_set<std::string> used;
   for (ValueId v : g_.outputs()) used.insert(g_.value(v).name);
-  for (const NewNode& n : nodes_) used.insert(n.inputs.begin(), n.inputs.end());
+  for (const NewNode& n : nodes_)
+    for (const std::string& in : n.inputs) used.insert(name_of(in));
   std::vector<bool> keep(g_.num_nodes(), false);
   for (size_t i = g_.num_nodes(); i-- > 0;) {
     if (removed_[i]) continue;
@@ -255,7 +265,7 @@ Result<Graph> Rewrite::finish(const ShapeInferencer& shapes) const {
     if (!live) continue;
     keep[i] = true;
     for (ValueId in : n.inputs)
-      if (in != kNoId) used.insert(g_.value(in).name);
+      if (in != kNoId) used.insert(name_of(g_.value(in).name));
   }
   GraphBuilder b(g_.source());
   for (ValueId id = 0; id < g_.num_values(); ++id) {
@@ -268,11 +278,16 @@ Result<Graph> Rewrite::finish(const ShapeInferencer& shapes) const {
     if (!keep[id]) continue;
     const Node& n = g_.node(id);
     std::vector<std::string> ins, outs;
-    for (ValueId v : n.inputs) ins.push_back(v == kNoId ? std::string() : g_.value(v).name);
+    for (ValueId v : n.inputs)
+      ins.push_back(v == kNoId ? std::string() : name_of(g_.value(v).name));
     for (ValueId v : n.outputs) outs.push_back(g_.value(v).name);
     b.add_node(n.op, n.name, ins, outs, n.attrs);
   }
-  for (const NewNode& n : nodes_) b.add_node(n.op, n.name, n.inputs, n.outputs, n.attrs);
+  for (const NewNode& n : nodes_) {
+    std::vector<std::string> ins;
+    for (const std::string& in : n.inputs) ins.push_back(in.empty() ? in : name_of(in));
+    b.add_node(n.op, n.name, ins, n.outputs, n.attrs);
+  }
   for (ValueId v : g_.outputs()) b.add_output(g_.value(v).name);
   for (const auto& [k, v] : g_.metadata()) b.set_metadata(k, v);
   return b.finish(shapes);

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -68,6 +69,9 @@ class Rewrite {
   void add_node(const std::string& op, const std::string& name,
                 const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
                 Attributes attrs = {});
+  // Every node (kept or added) that reads `v` reads the value named `by` instead (`v` must not
+  // be a graph output).
+  void replace_uses(ValueId v, const std::string& by) { subst_[g_.value(v).name] = by; }
   size_t added_nodes() const { return nodes_.size(); }
   Result<Graph> finish(const ShapeInferencer& shapes) const;
 
@@ -82,6 +86,7 @@ class Rewrite {
   std::unordered_set<std::string> names_;
   std::vector<std::pair<std::string, std::shared_ptr<const Tensor>>> constants_;
   std::vector<NewNode> nodes_;
+  std::unordered_map<std::string, std::string> subst_;
 };
 
 }  // namespace graphi::graph::passes

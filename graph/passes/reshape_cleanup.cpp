@@ -26,9 +26,16 @@ Result<ReshapeCleanupResult> collapse_reshapes(const Graph& g, const ShapeInfere
       src = g.node(g.value(src).producer).inputs[0];
       ++depth;
     }
-    if (depth == 0) continue;
     const Node& n = g.node(id);
     const Value& out = g.value(n.outputs[0]);
+    if (g.value(src).desc.shape == out.desc.shape && !out.is_output) {
+      // Back to the shape it started from: readers take the start of the chain directly.
+      rw.remove(id);
+      rw.replace_uses(n.outputs[0], g.value(src).name);
+      ++result.collapsed;
+      continue;
+    }
+    if (depth == 0) continue;
     rw.remove(id);
     const std::string shape = rw.fresh(n.name + "/shape");
     rw.add_constant(shape, i64_tensor(out.desc.shape));
