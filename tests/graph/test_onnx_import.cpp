@@ -200,6 +200,18 @@ TEST_CASE("onnx: nn.Embedding runs graphi's Gather; a bad token id fails the run
              Catch::Contains("index 20 is out of range for axis 0 of size 20"));
 }
 
+TEST_CASE("onnx: read_graph_file recognizes ONNX content without the extension") {
+  const fs::path dir = test::scratch_dir("onnx_dispatch");
+  fs::copy_file(kFixtures + "mlp.onnx", dir / "model.bin");
+  Result<Graph> g = read_graph_file((dir / "model.bin").string(), ops::Registry::get());
+  REQUIRE(g.is_ok());
+  CHECK(g->metadata().at("format") == "onnx");
+  std::ofstream(dir / "notes.txt") << "plain text, not a model";
+  g = read_graph_file((dir / "notes.txt").string(), ops::Registry::get());
+  REQUIRE_FALSE(g.is_ok());
+  CHECK_THAT(g.status().message(), Catch::Contains("neither a .graphi file nor an ONNX model"));
+}
+
 TEST_CASE("onnx: PyTorch shape bookkeeping is folded away") {
   // lstm_2layer_bidir.onnx has 22 Constant, 4 Shape, 4 Gather, 4 Unsqueeze, 6 Concat, 4 Expand:
   // all evaluated at import time; what is left is the real work (two Concats join the layers'
