@@ -36,12 +36,16 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
     out.lstm_sequences = r.lstm_sequences;
     out.gru_cells = r.gru_cells;
     out.gru_sequences = r.gru_sequences;
-    out.reports.push_back({"rnn_fusion",
-                           "fused " + std::to_string(r.lstm_cells) + " LSTM cells into " +
-                               plural(r.lstm_sequences, "LSTM sequence op") + ", " +
-                               std::to_string(r.gru_cells) + " GRU cells into " +
-                               plural(r.gru_sequences, "GRU sequence op"),
-                           r.sequences});
+    out.rnn_cells = r.rnn_cells;
+    out.rnn_sequences = r.rnn_sequences;
+    std::string did = "fused " + std::to_string(r.lstm_cells) + " LSTM cells into " +
+                      plural(r.lstm_sequences, "LSTM sequence op") + ", " +
+                      std::to_string(r.gru_cells) + " GRU cells into " +
+                      plural(r.gru_sequences, "GRU sequence op");
+    if (r.rnn_sequences > 0)
+      did += ", " + std::to_string(r.rnn_cells) + " RNN cells into " +
+             plural(r.rnn_sequences, "RNN sequence op");
+    out.reports.push_back({"rnn_fusion", did, r.sequences});
     if (r.sequences > 0) out.graph = std::move(r.graph);
   }
   if (options.mm_fusion) {

@@ -33,6 +33,7 @@ struct PipelineResult {
   Graph graph;
   std::vector<PassReport> reports;  // one per pass that ran, in order
   int lstm_cells = 0, lstm_sequences = 0, gru_cells = 0, gru_sequences = 0;
+  int rnn_cells = 0, rnn_sequences = 0;
   int mm_groups = 0, mm_members = 0, hoisted_groups = 0, hoisted_members = 0;
   int reshapes_collapsed = 0;
   bool changed() const;

@@ -763,6 +763,117 @@ std::vector<Seq> gru_chains(const Graph& g, const Matcher& m, const std::vector<
   return seqs;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Vanilla RNN:  h = act(x W + h_prev R + b),  act Tanh, Relu or Sigmoid. Only chains of at
+// least two cells count (a lone act(affine) is any dense layer, or a gate of a rejected cell).
+struct RnnCell {
+  std::vector<NodeId> nodes;
+  Affine pre;
+  std::array<ValueId, 2> lefts{kNoId, kNoId};
+  ValueId h = kNoId;
+  std::string act;
+  int64_t batch = 0, hidden = 0;
+  int hp = -1, pred = -1, succ = -1;
+  bool conflict = false;
+};
+
+std::optional<RnnCell> match_rnn(const Matcher& m, NodeId id) {
+  const Graph& g = m.g_;
+  m.start_match();
+  const Node& a = g.node(id);
+  if (!m.simple(a, "Tanh", 1) && !m.simple(a, "Relu", 1) && !m.simple(a, "Sigmoid", 1))
+    return std::nullopt;
+  RnnCell c;
+  c.h = a.outputs[0];
+  const TensorDesc& hd = g.value(c.h).desc;
+  if (hd.dtype != DType::kF32 || hd.rank() != 2) return std::nullopt;
+  c.batch = hd.shape[0];
+  c.hidden = hd.shape[1];
+  auto pre = m.affine(a.inputs[0]);
+  if (!pre || !pre->pure() || pre->terms.size() != 2 || pre->cols != c.hidden) return std::nullopt;
+  c.pre = std::move(*pre);
+  c.act = a.op;
+  c.lefts = {c.pre.terms[0].left, c.pre.terms[1].left};
+  for (ValueId l : c.lefts)
+    if (g.value(l).desc.rank() != 2 || g.value(l).desc.shape[0] != c.batch) return std::nullopt;
+  c.nodes = c.pre.nodes;
+  c.nodes.push_back(id);
+  if (!m.closed(c.nodes, {c.h}, {c.lefts[0], c.lefts[1]})) return std::nullopt;
+  return c;
+}
+
+bool same_rnn(const Graph& g, const RnnCell& a, int hp_a, const RnnCell& b, int hp_b) {
+  return a.act == b.act && a.batch == b.batch && a.hidden == b.hidden &&
+         same_term(g, a.pre, a.lefts[hp_a], b.pre, b.lefts[hp_b]) &&
+         same_term(g, a.pre, a.lefts[1 - hp_a], b.pre, b.lefts[1 - hp_b]) &&
+         same_biases(g, a.pre.biases, b.pre.biases);
+}
+
+std::vector<Seq> rnn_chains(const Graph& g, const Matcher& m, const std::vector<bool>& used) {
+  std::vector<RnnCell> cells;
+  std::vector<bool> taken = used;
+  for (NodeId n = 0; n < g.num_nodes(); ++n) {
+    if (taken[n]) continue;
+    auto c = match_rnn(m, n);
+    if (!c || std::any_of(c->nodes.begin(), c->nodes.end(), [&](NodeId x) { return taken[x]; }))
+      continue;
+    for (NodeId x : c->nodes) taken[x] = true;
+    cells.push_back(std::move(*c));
+  }
+  std::unordered_map<ValueId, int> by_h;
+  for (size_t i = 0; i < cells.size(); ++i) by_h[cells[i].h] = static_cast<int>(i);
+  for (size_t j = 0; j < cells.size(); ++j) {
+    RnnCell& cj = cells[j];
+    for (int hp = 0; hp < 2 && cj.pred < 0; ++hp) {
+      auto it = by_h.find(cj.lefts[hp]);
+      if (it == by_h.end() || static_cast<size_t>(it->second) == j) continue;
+      RnnCell& cp = cells[it->second];
+      int hp_prev = -1;
+      for (int s = 0; s < 2 && hp_prev < 0; ++s)
+        if ((cp.hp < 0 || cp.hp == s) && same_rnn(g, cp, s, cj, hp)) hp_prev = s;
+      if (hp_prev < 0 || (cj.hp >= 0 && cj.hp != hp)) continue;
+      cp.hp = hp_prev;
+      cj.hp = hp;
+      cj.pred = it->second;
+      if (cp.succ >= 0) cp.conflict = true;
+      cp.succ = static_cast<int>(j);
+    }
+  }
+  std::vector<Seq> seqs;
+  for (const std::vector<int>& chain : chains_of(cells)) {
+    if (chain.size() < 2) continue;
+    const RnnCell& c0 = cells[chain[0]];
+    const int64_t H = c0.hidden;
+    const ValueId h0 = c0.lefts[c0.hp], x0 = c0.lefts[1 - c0.hp];
+    if (g.value(h0).desc.shape[1] != H) continue;
+    std::unordered_set<NodeId> members;
+    std::vector<ValueId> frontier{h0};
+    for (int i : chain) {
+      members.insert(cells[i].nodes.begin(), cells[i].nodes.end());
+      frontier.push_back(cells[i].lefts[1 - cells[i].hp]);
+    }
+    if (!inputs_independent(g, frontier, members)) continue;
+    Seq s;
+    s.op = "RNN";
+    for (int i : chain) {
+      s.nodes.insert(s.nodes.end(), cells[i].nodes.begin(), cells[i].nodes.end());
+      s.xs.push_back(cells[i].lefts[1 - cells[i].hp]);
+      s.hs.push_back(cells[i].h);
+    }
+    s.h_init = h0;
+    s.batch = c0.batch;
+    s.hidden = H;
+    s.input = g.value(x0).desc.shape[1];
+    s.W = onnx_weight(g, {c0.pre.term(x0)}, H, s.input);
+    s.R = onnx_weight(g, {c0.pre.term(h0)}, H, H);
+    s.B = onnx_bias(g, {&c0.pre.biases, nullptr}, H);
+    s.attrs.set("hidden_size", H);
+    s.attrs.set("activations", c0.act);
+    seqs.push_back(std::move(s));
+  }
+  return seqs;
+}
+
 }  // namespace
 
 Result<RnnFusionResult> fuse_rnn_cells(const Graph& g, const ShapeInferencer& shapes) {
@@ -772,7 +883,11 @@ Result<RnnFusionResult> fuse_rnn_cells(const Graph& g, const ShapeInferencer& sh
     std::vector<bool> used(g.num_nodes(), false);
     for (const Seq& s : seqs)
       for (NodeId n : s.nodes) used[n] = true;
-    for (Seq& s : gru_chains(g, m, used)) seqs.push_back(std::move(s));
+    for (Seq& s : gru_chains(g, m, used)) {
+      for (NodeId n : s.nodes) used[n] = true;
+      seqs.push_back(std::move(s));
+    }
+    for (Seq& s : rnn_chains(g, m, used)) seqs.push_back(std::move(s));
   }
   RnnFusionResult result;
   if (seqs.empty()) {
@@ -873,7 +988,7 @@ Result<RnnFusionResult> fuse_rnn_cells(const Graph& g, const ShapeInferencer& sh
 
   std::vector<std::string> y_names(K), bases(K);
   for (size_t k = 0; k < K; ++k) {
-    std::string lower = seqs[k].op == "LSTM" ? "lstm" : "gru";
+    std::string lower = seqs[k].op == "LSTM" ? "lstm" : seqs[k].op == "GRU" ? "gru" : "rnn";
     bases[k] = rw.fresh(lower + "_fused" + std::to_string(k));
     y_names[k] = rw.fresh(bases[k] + "/Y");
   }
@@ -949,7 +1064,7 @@ Result<RnnFusionResult> fuse_rnn_cells(const Graph& g, const ShapeInferencer& sh
     if (lstm)
       rw.add_node("LSTM", base, {X, wn, rn, bn, "", h0, c0}, {Y, Yh, Yc}, q.attrs);
     else
-      rw.add_node("GRU", base, {X, wn, rn, bn, "", h0}, {Y, Yh}, q.attrs);
+      rw.add_node(q.op, base, {X, wn, rn, bn, "", h0}, {Y, Yh}, q.attrs);
 
     if (y_concat[k] != kNoId) {
       const ValueId out = g.node(y_concat[k]).outputs[0];
@@ -974,8 +1089,9 @@ Result<RnnFusionResult> fuse_rnn_cells(const Graph& g, const ShapeInferencer& sh
       reshape(yt, shape_h, g.value(h).name);
     }
     if (lstm && still_used(q.c_last)) reshape(Yc, shape_h, g.value(q.c_last).name);
-    (lstm ? result.lstm_cells : result.gru_cells) += static_cast<int>(T);
-    ++(lstm ? result.lstm_sequences : result.gru_sequences);
+    const bool gru = q.op == "GRU";
+    (lstm ? result.lstm_cells : gru ? result.gru_cells : result.rnn_cells) += static_cast<int>(T);
+    ++(lstm ? result.lstm_sequences : gru ? result.gru_sequences : result.rnn_sequences);
     result.cells += static_cast<int>(T);
     ++result.sequences;
   }

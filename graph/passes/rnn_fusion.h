@@ -22,6 +22,10 @@
 // n's input part is linear_before_reset = 1 (PyTorch's and cuDNN's form). Weights go into
 // ONNX order (z, r, h).
 //
+// Vanilla RNN:  h = act(x W + h_prev R + b)  with act Tanh, Relu or Sigmoid, chains of at
+// least two cells (a lone one is just a dense layer) -> ONNX RNN, activations = act. Matched
+// after LSTM and GRU, on what they did not take.
+//
 // Every value computed inside a cell other than h (and c) must be read only inside the cell and
 // not be a graph output; different activations, other ops, non-constant weights, a third left
 // operand, or any extra use leave the cell alone (fusing never changes results). Cells chain
@@ -46,6 +50,7 @@ struct RnnFusionResult {
   int cells = 0;      // cells replaced (LSTM and GRU)
   int sequences = 0;  // sequence ops created
   int lstm_cells = 0, lstm_sequences = 0, gru_cells = 0, gru_sequences = 0;
+  int rnn_cells = 0, rnn_sequences = 0;  // vanilla RNN
 };
 
 // `shapes` validates the rewritten graph (pass ops::Registry::get()); it must know the LSTM,

@@ -168,3 +168,43 @@ TEST_CASE("RNN fusion turns a hand-written bidirectional LSTM into forward + rev
   check_same_outputs(*g, f->graph, 1);
   check_same_outputs(*g, f->graph, 2);
 }
+
+TEST_CASE("RNN fusion recognizes vanilla RNN chains", "[graph][fusion]") {
+  // h_t = act(x_t W^T + b + h_{t-1} R), x_t = x[t]; a lone step is a dense layer and stays.
+  struct Case {
+    const char* act;
+    int64_t T;
+    bool fused;
+  };
+  const Case cases[] = {{"Tanh", 5, true}, {"Relu", 4, true}, {"Sigmoid", 3, true},
+                        {"Tanh", 1, false}};
+  for (const Case& c : cases) {
+    INFO(c.act << " T=" << c.T);
+    const int64_t B = 2, I = 3, H = 4;
+    NetBuilder n;
+    n.b.add_input("x", {DType::kF32, {c.T, B, I}});
+    n.b.add_input("h0", {DType::kF32, {B, H}});
+    const std::string W = n.weight({H, I}), b = n.weight({H}), R = n.weight({H, H});
+    std::string h = "h0";
+    std::vector<std::string> parts;
+    for (int64_t t = 0; t < c.T; ++t) {
+      const std::string xw = n.gemm(n.row("x", t, B, I), W, b, true);
+      h = n.node(c.act, {n.node("Add", {n.node("MatMul", {h, R}), xw})});
+      parts.push_back(n.reshape(h, {1, B, H}));
+    }
+    if (c.T > 1) n.b.add_output(n.concat(parts, 0));
+    n.b.add_output(h);
+    auto g = n.finish();
+    INFO(g.status().message());
+    REQUIRE(g.is_ok());
+    auto f = graph::passes::fuse_rnn_cells(*g, ops::Registry::get());
+    INFO(f.status().message());
+    REQUIRE(f.is_ok());
+    CHECK(f->rnn_sequences == (c.fused ? 1 : 0));
+    CHECK(f->rnn_cells == (c.fused ? c.T : 0));
+    CHECK(count_op(f->graph, "RNN") == (c.fused ? 1u : 0u));
+    CHECK(count_op(f->graph, c.act) == (c.fused ? 0u : static_cast<size_t>(c.T)));
+    check_same_outputs(*g, f->graph, 1);
+    check_same_outputs(*g, f->graph, 2);
+  }
+}
