@@ -8,8 +8,7 @@ std::optional<ConstGemm> const_gemm(const Graph& g, NodeId node) {
   const Node& n = g.node(node);
   const bool matmul = n.op == "MatMul" && n.inputs.size() == 2;
   const bool gemm = n.op == "Gemm" && (n.inputs.size() == 2 || n.inputs.size() == 3);
-  if ((!matmul && !gemm) || n.outputs.size() != 1 || n.inputs[0] == kNoId ||
-      n.inputs[1] == kNoId)
+  if ((!matmul && !gemm) || n.outputs.size() != 1 || n.inputs[0] == kNoId || n.inputs[1] == kNoId)
     return std::nullopt;
   ConstGemm m;
   m.node = node;

@@ -18,8 +18,9 @@ Result<MmFusionResult> fuse_shared_matmuls(const Graph& g, const ShapeInferencer
   for (auto& [a, ms] : by_a) {
     if (g.value(a).desc.rank() != 2) {
       // A batched MatMul fuses only without biases (the fused node stays a MatMul).
-      ms.erase(std::remove_if(ms.begin(), ms.end(), [](const ConstGemm& m) { return m.bias != kNoId; }),
-               ms.end());
+      ms.erase(
+          std::remove_if(ms.begin(), ms.end(), [](const ConstGemm& m) { return m.bias != kNoId; }),
+          ms.end());
     }
     if (ms.size() >= 2) groups.push_back(ms);
   }

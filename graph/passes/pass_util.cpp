@@ -129,7 +129,6 @@ std::optional<std::pair<int64_t, int64_t>> slice_range(const Graph& g, const Nod
 
 namespace {
 
-
 // Rows [s, e) of axis 0 of `whole`, in units of whole's [R, K] view.
 RowBlock axis0_block(const Graph& g, ValueId whole, int64_t s, int64_t e) {
   const TensorDesc& d = g.value(whole).desc;
@@ -178,11 +177,9 @@ std::optional<RowBlock> row_block(const Graph& g, ValueId a) {
   if ((p.op != "Reshape" && p.op != "Squeeze") || p.inputs.empty() || p.inputs[0] == kNoId)
     return std::nullopt;
   const TensorDesc& pd = g.value(p.inputs[0]).desc;
-  if (pd.numel() != av.desc.numel() || pd.shape.back() != av.desc.shape.back())
-    return std::nullopt;
+  if (pd.numel() != av.desc.numel() || pd.shape.back() != av.desc.shape.back()) return std::nullopt;
   return axis0_piece(g, p.inputs[0]);
 }
-
 
 Tensor i64_tensor(const std::vector<int64_t>& v) {
   Tensor t(TensorDesc{DType::kI64, {static_cast<int64_t>(v.size())}});

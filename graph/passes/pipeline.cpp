@@ -63,8 +63,8 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
     out.hoisted_groups = r.groups;
     out.hoisted_members = r.members;
     out.reports.push_back({"phase_hoisting",
-                           "hoisted " + plural(r.members, "per-step input projection") +
-                               " into " + plural(r.groups, "GEMM"),
+                           "hoisted " + plural(r.members, "per-step input projection") + " into " +
+                               plural(r.groups, "GEMM"),
                            r.groups});
     if (r.groups > 0) out.graph = std::move(r.graph);
   }

@@ -390,8 +390,8 @@ std::optional<LstmCell> match_lstm(const Matcher& m, NodeId tanh_id) {
               lefts.push_back(t.left);
         }
         if (!ok || lefts.size() != 2) continue;
-        for (ValueId l : lefts) ok = ok && g.value(l).desc.rank() == 2 &&
-                                     g.value(l).desc.shape[0] == cell.batch;
+        for (ValueId l : lefts)
+          ok = ok && g.value(l).desc.rank() == 2 && g.value(l).desc.shape[0] == cell.batch;
         cell.lefts = {lefts[0], lefts[1]};
         if (!ok) continue;
         if (!m.closed(cell.nodes, {c, cell.h}, {lefts[0], lefts[1], c_prev})) continue;
@@ -558,8 +558,7 @@ bool same_gru(const Graph& g, const GruCell& a, const GruCell& b) {
         !same_biases(g, (a.*part).biases, (b.*part).biases))
       return false;
   return same_term(g, a.n, a.x, b.n, b.x) && same_biases(g, a.n.biases, b.n.biases) &&
-         same_view(g, a.nh.terms[0].w, b.nh.terms[0].w) &&
-         same_biases(g, a.nh.biases, b.nh.biases);
+         same_view(g, a.nh.terms[0].w, b.nh.terms[0].w) && same_biases(g, a.nh.biases, b.nh.biases);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -624,8 +623,7 @@ std::vector<Seq> lstm_chains(const Graph& g, const Matcher& m) {
   for (NodeId n = 0; n < g.num_nodes(); ++n) {
     auto c = match_lstm(m, n);
     if (!c) continue;
-    if (std::any_of(c->nodes.begin(), c->nodes.end(), [&](NodeId x) { return taken[x]; }))
-      continue;
+    if (std::any_of(c->nodes.begin(), c->nodes.end(), [&](NodeId x) { return taken[x]; })) continue;
     for (NodeId x : c->nodes) taken[x] = true;
     cells.push_back(std::move(*c));
   }
@@ -707,8 +705,7 @@ std::vector<Seq> gru_chains(const Graph& g, const Matcher& m, const std::vector<
     if (taken[n]) continue;
     auto c = match_gru(m, n);
     if (!c) continue;
-    if (std::any_of(c->nodes.begin(), c->nodes.end(), [&](NodeId x) { return taken[x]; }))
-      continue;
+    if (std::any_of(c->nodes.begin(), c->nodes.end(), [&](NodeId x) { return taken[x]; })) continue;
     for (NodeId x : c->nodes) taken[x] = true;
     cells.push_back(std::move(*c));
   }
@@ -746,8 +743,10 @@ std::vector<Seq> gru_chains(const Graph& g, const Matcher& m, const std::vector<
     s.input = g.value(c0.x).desc.shape[1];
     s.W = onnx_weight(g, {c0.z.term(c0.x), c0.r.term(c0.x), c0.n.term(c0.x)}, H, s.input);
     s.R = onnx_weight(g, {c0.z.term(c0.hp), c0.r.term(c0.hp), &c0.nh.terms[0]}, H, H);
-    s.B = onnx_bias(g, {&c0.z.biases, &c0.r.biases, &c0.n.biases, nullptr, nullptr,
-                        c0.lbr ? &c0.nh.biases : nullptr}, H);
+    s.B = onnx_bias(g,
+                    {&c0.z.biases, &c0.r.biases, &c0.n.biases, nullptr, nullptr,
+                     c0.lbr ? &c0.nh.biases : nullptr},
+                    H);
     if (c0.negate_z) {
       // ONNX's z = 1 - z = sigmoid(-pre): negate z's weights and bias (block 0 of W, R, Wb).
       for (Tensor* t : {&s.W, &s.R}) {
@@ -968,8 +967,8 @@ Result<RnnFusionResult> fuse_rnn_cells(const Graph& g, const ShapeInferencer& sh
         const NodeId p = u == kNoId ? kNoId : g.value(u).producer;
         ok = p != kNoId && (g.node(p).op == "Reshape" || g.node(p).op == "Unsqueeze") &&
              !g.node(p).inputs.empty() && g.node(p).inputs[0] == hs[t] &&
-             g.value(u).desc.numel() == BH && !g.value(u).is_output &&
-             g.consumers(u).size() == 1 && !rw.removed(p);
+             g.value(u).desc.numel() == BH && !g.value(u).is_output && g.consumers(u).size() == 1 &&
+             !rw.removed(p);
         wraps.push_back(p);
       }
       if (!ok) continue;
@@ -1012,8 +1011,8 @@ Result<RnnFusionResult> fuse_rnn_cells(const Graph& g, const ShapeInferencer& sh
       const std::string shape_seq = name("shape_seq");
       rw.add_constant(shape_seq, i64_tensor({T, B, I}));
       X = name("X");
-      std::string src = x_from_chain[k] >= 0 ? y_names[x_from_chain[k]]
-                                             : g.value(x_rows[k]->src).name;
+      std::string src =
+          x_from_chain[k] >= 0 ? y_names[x_from_chain[k]] : g.value(x_rows[k]->src).name;
       if (x_from_chain[k] < 0) {
         const TensorDesc& sd = g.value(x_rows[k]->src).desc;
         const int64_t R = sd.numel() / I;

@@ -139,12 +139,11 @@ inline Result<graph::Graph> build_cells(const CellSpec& s) {
         if (s.swap_z)
           h = n.node("Add", {n.node("Mul", {z, nn}), n.node("Mul", {n.node("Sub", {one, z}), h})});
         else
-          h = n.node("Add",
-                     {n.node("Mul", {n.node("Sub", {one, z}), nn}), n.node("Mul", {z, h})});
+          h = n.node("Add", {n.node("Mul", {n.node("Sub", {one, z}), nn}), n.node("Mul", {z, h})});
       } else {
         const std::string gx = n.node("Add", {n.node("MatMul", {x, Wx}), b1});
-        const std::string zr = act(
-            "Sigmoid", n.node("Add", {n.slice(gx, 1, 0, 2 * H), n.node("MatMul", {h, Wg[0]})}));
+        const std::string zr =
+            act("Sigmoid", n.node("Add", {n.slice(gx, 1, 0, 2 * H), n.node("MatMul", {h, Wg[0]})}));
         const std::string z = n.slice(zr, 1, 0, H), r = n.slice(zr, 1, H, 2 * H);
         const std::string nn =
             act(s.defect == Defect::kSigmoidN ? "Sigmoid" : "Tanh",
@@ -177,15 +176,20 @@ inline Result<graph::Graph> build_cells(const CellSpec& s) {
 
 inline const char* cell_name(Cell c) {
   switch (c) {
-    case Cell::kLstmChunk: return "lstm chunk (Slices)";
-    case Cell::kLstmSplit: return "lstm chunk (Split with sizes input)";
-    case Cell::kLstmPerGate: return "lstm one Linear per gate";
-    case Cell::kLstmConcat: return "lstm [x, h] W";
-    case Cell::kGruLbr: return "gru linear before reset";
-    case Cell::kGruCanonical: return "gru canonical";
+    case Cell::kLstmChunk:
+      return "lstm chunk (Slices)";
+    case Cell::kLstmSplit:
+      return "lstm chunk (Split with sizes input)";
+    case Cell::kLstmPerGate:
+      return "lstm one Linear per gate";
+    case Cell::kLstmConcat:
+      return "lstm [x, h] W";
+    case Cell::kGruLbr:
+      return "gru linear before reset";
+    case Cell::kGruCanonical:
+      return "gru canonical";
   }
   return "?";
 }
-
 
 }  // namespace graphi::test

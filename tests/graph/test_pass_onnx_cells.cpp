@@ -48,16 +48,18 @@ TEST_CASE("PyTorch-exported hand-written cells fuse into one sequence op per lay
     int layers, seq;
   };
   const Case cases[] = {
-      {"lstm_chunk", "LSTM", 2, 5},    {"lstm_chunk_b1", "LSTM", 1, 4},
-      {"lstm_per_gate", "LSTM", 2, 6}, {"lstm_concat", "LSTM", 2, 4},
-      {"gru_lbr", "GRU", 2, 5},        {"gru_lbr_b1", "GRU", 1, 6},
+      {"lstm_chunk", "LSTM", 2, 5},
+      {"lstm_chunk_b1", "LSTM", 1, 4},
+      {"lstm_per_gate", "LSTM", 2, 6},
+      {"lstm_concat", "LSTM", 2, 4},
+      {"gru_lbr", "GRU", 2, 5},
+      {"gru_lbr_b1", "GRU", 1, 6},
       {"gru_canonical", "GRU", 2, 4},
       {"lstm_bidirectional", "LSTM", 2, 5},  // forward + reverse: two sequence ops
   };
   for (const Case& c : cases) {
     INFO(c.model);
-    auto g = graph::import_onnx_file(fixture(std::string(c.model) + ".onnx"),
-                                     ops::Registry::get());
+    auto g = graph::import_onnx_file(fixture(std::string(c.model) + ".onnx"), ops::Registry::get());
     INFO(g.status().message());
     REQUIRE(g.is_ok());
     auto p = graph::passes::run_passes(*g, ops::Registry::get());

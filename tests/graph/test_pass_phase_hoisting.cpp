@@ -40,12 +40,12 @@ TEST_CASE("Phase hoisting makes one GEMM of all steps' input projections", "[gra
     int groups, members;
   };
   const Case cases[] = {
-      {{0, 1, 2, 3, 4}, {}, 1, 5},  // all steps: the whole of x
-      {{1, 2, 3}, {}, 1, 3},        // some steps: a Slice of x's rows first
-      {{0, 1, 3, 4}, {}, 2, 4},     // a gap: two runs of adjacent rows
-      {{0, 1, 2, 3, 4}, {2}, 2, 4}, // step 2 has other weights: runs 0-1 and 3-4
-      {{4, 3, 2, 1, 0}, {}, 1, 5},  // steps in reverse (a backward direction)
-      {{0}, {}, 0, 0},              // nothing to hoist
+      {{0, 1, 2, 3, 4}, {}, 1, 5},   // all steps: the whole of x
+      {{1, 2, 3}, {}, 1, 3},         // some steps: a Slice of x's rows first
+      {{0, 1, 3, 4}, {}, 2, 4},      // a gap: two runs of adjacent rows
+      {{0, 1, 2, 3, 4}, {2}, 2, 4},  // step 2 has other weights: runs 0-1 and 3-4
+      {{4, 3, 2, 1, 0}, {}, 1, 5},   // steps in reverse (a backward direction)
+      {{0}, {}, 0, 0},               // nothing to hoist
   };
   for (const Case& c : cases) {
     INFO("steps " << c.steps.size() << " first " << c.steps[0]);

@@ -79,7 +79,7 @@ TEST_CASE("Reshape chains collapse into one Reshape", "[graph][passes]") {
   const std::string r2 = n.reshape(r1, {1, 24});
   const std::string r3 = n.reshape(r2, {4, -1});  // -1: resolved from r2, kept right
   n.b.add_output(r3);
-  n.b.add_output(n.node("Relu", {r1}));  // r1 is read elsewhere: it stays
+  n.b.add_output(n.node("Relu", {r1}));                    // r1 is read elsewhere: it stays
   n.b.add_output(n.reshape(n.node("Relu", {"x"}), {24}));  // no chain
   // Back to x's own shape: the Relu reads x itself, both Reshapes go.
   n.b.add_output(n.node("Relu", {n.reshape(n.reshape("x", {4, 6}), {2, 3, 4})}));

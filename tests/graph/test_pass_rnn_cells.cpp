@@ -14,20 +14,24 @@
 using namespace graphi;
 using namespace graphi::test;
 
-
 TEST_CASE("RNN fusion recognizes cells as PyTorch exports them", "[graph][fusion]") {
   const CellSpec specs[] = {
-      {Cell::kLstmChunk, 6, 8, 2, 3, 5},    {Cell::kLstmChunk, 5, 4, 1, 1, 4},
-      {Cell::kLstmSplit, 6, 5, 2, 2, 4},    {Cell::kLstmPerGate, 6, 5, 2, 1, 6},
-      {Cell::kLstmConcat, 4, 6, 2, 3, 4},   {Cell::kLstmConcat, 6, 6, 1, 1, 1},
-      {Cell::kGruLbr, 6, 8, 2, 3, 5},       {Cell::kGruLbr, 7, 4, 1, 1, 6},
-      {Cell::kGruCanonical, 5, 6, 2, 3, 4}, {Cell::kGruCanonical, 6, 6, 1, 2, 1},
+      {Cell::kLstmChunk, 6, 8, 2, 3, 5},
+      {Cell::kLstmChunk, 5, 4, 1, 1, 4},
+      {Cell::kLstmSplit, 6, 5, 2, 2, 4},
+      {Cell::kLstmPerGate, 6, 5, 2, 1, 6},
+      {Cell::kLstmConcat, 4, 6, 2, 3, 4},
+      {Cell::kLstmConcat, 6, 6, 1, 1, 1},
+      {Cell::kGruLbr, 6, 8, 2, 3, 5},
+      {Cell::kGruLbr, 7, 4, 1, 1, 6},
+      {Cell::kGruCanonical, 5, 6, 2, 3, 4},
+      {Cell::kGruCanonical, 6, 6, 1, 2, 1},
       {Cell::kGruLbr, 5, 4, 2, 2, 3, Defect::kNone, true},
       {Cell::kGruCanonical, 5, 4, 2, 2, 3, Defect::kNone, true},
   };
   for (const CellSpec& s : specs) {
-    INFO(cell_name(s.cell) << (s.swap_z ? " (z swapped)" : "") << " I=" << s.input << " H=" << s.hidden << " L=" << s.layers
-                           << " B=" << s.batch << " T=" << s.seq);
+    INFO(cell_name(s.cell) << (s.swap_z ? " (z swapped)" : "") << " I=" << s.input << " H="
+                           << s.hidden << " L=" << s.layers << " B=" << s.batch << " T=" << s.seq);
     auto g = build_cells(s);
     INFO(g.status().message());
     REQUIRE(g.is_ok());
@@ -176,8 +180,8 @@ TEST_CASE("RNN fusion recognizes vanilla RNN chains", "[graph][fusion]") {
     int64_t T;
     bool fused;
   };
-  const Case cases[] = {{"Tanh", 5, true}, {"Relu", 4, true}, {"Sigmoid", 3, true},
-                        {"Tanh", 1, false}};
+  const Case cases[] = {
+      {"Tanh", 5, true}, {"Relu", 4, true}, {"Sigmoid", 3, true}, {"Tanh", 1, false}};
   for (const Case& c : cases) {
     INFO(c.act << " T=" << c.T);
     const int64_t B = 2, I = 3, H = 4;

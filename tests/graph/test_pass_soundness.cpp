@@ -43,12 +43,9 @@ const char* swap_op(const std::string& op) {
 
 TEST_CASE("Passes never change what a mutated cell computes", "[graph][passes]") {
   const CellSpec specs[] = {
-      {Cell::kLstmChunk, 3, 2, 1, 2, 2},
-      {Cell::kLstmPerGate, 3, 2, 1, 1, 2},
-      {Cell::kLstmConcat, 3, 2, 1, 2, 2},
-      {Cell::kGruLbr, 3, 2, 1, 2, 2},
-      {Cell::kGruCanonical, 3, 2, 1, 2, 2},
-      {Cell::kGruLbr, 3, 2, 1, 2, 2, Defect::kNone, true},
+      {Cell::kLstmChunk, 3, 2, 1, 2, 2},    {Cell::kLstmPerGate, 3, 2, 1, 1, 2},
+      {Cell::kLstmConcat, 3, 2, 1, 2, 2},   {Cell::kGruLbr, 3, 2, 1, 2, 2},
+      {Cell::kGruCanonical, 3, 2, 1, 2, 2}, {Cell::kGruLbr, 3, 2, 1, 2, 2, Defect::kNone, true},
   };
   for (const CellSpec& s : specs) {
     auto g = build_cells(s);

@@ -31,7 +31,7 @@ TEST_CASE("LSTM fusion replaces each layer of build_lstm with one LSTM op", "[gr
   struct Case {
     int64_t e, h, l, b, t;
   };
-  const Case cases[] = {{6, 5, 1, 2, 4}, {8, 8, 2, 3, 5}, {4, 7, 2, 1, 1},
+  const Case cases[] = {{6, 5, 1, 2, 4},   {8, 8, 2, 3, 5}, {4, 7, 2, 1, 1},
                         {16, 12, 3, 4, 3}, {5, 3, 1, 1, 1}, {10, 16, 2, 2, 7}};
   for (const Case& c : cases) {
     models::RnnSpec spec;
@@ -94,7 +94,8 @@ TEST_CASE("LSTM fusion leaves a chain alone when an intermediate c_t is used", "
 }
 
 TEST_CASE("LSTM fusion matches cells by structure, not names or gate order", "[graph][fusion]") {
-  // Gate columns in order c~, f, o, i; g = (h R + b) + x W; h = tanh(c) * o; c = c~ * i + c_prev * f.
+  // Gate columns in order c~, f, o, i; g = (h R + b) + x W; h = tanh(c) * o; c = c~ * i + c_prev *
+  // f.
   const int64_t B = 2, I = 5, H = 4, T = 3;
   graph::GraphBuilder b("handmade");
   b.add_input("xs", {DType::kF32, {T * B, I}});
