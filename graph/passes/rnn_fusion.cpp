@@ -331,6 +331,7 @@ struct LstmCell {
   std::array<ValueId, 2> lefts{kNoId, kNoId};  // x_t and h_prev, in some order
   ValueId c_prev = kNoId, c = kNoId, h = kNoId;
   NodeId tanh_c = kNoId, fc_mul = kNoId;
+  std::array<ValueId, 3> peep{kNoId, kNoId, kNoId};  // peephole weights p_i, p_o, p_f (or none)
   int64_t batch = 0, hidden = 0;
   int hp = -1;  // which of `lefts` is h_prev (set when chained)
   int pred = -1, succ = -1;
@@ -382,6 +383,23 @@ std::optional<LstmCell> match_lstm(const Matcher& m, NodeId tanh_id) {
           cell.nodes.insert(cell.nodes.end(), gt->pre.nodes.begin(), gt->pre.nodes.end());
         }
         bool ok = true;
+        // Peepholes: i and f may add p * c_prev, o may add p * c (p a constant [H] / [1, H]).
+        for (int r = 0; r < 3 && ok; ++r) {
+          Affine& a = cell.pre[r];
+          if (a.others.empty()) continue;
+          const Node* pm = a.others.size() == 1 ? m.op_of(a.others[0], "Mul", 2) : nullptr;
+          const ValueId state = r == 1 ? c : c_prev;
+          ok = pm != nullptr;
+          for (int k = 0; k < 2 && ok && cell.peep[r] == kNoId; ++k) {
+            auto pv = m.bias_of(pm->inputs[k], cell.hidden);
+            if (pv && m.canon(pm->inputs[1 - k]) == state) cell.peep[r] = pv->t;
+          }
+          ok = ok && cell.peep[r] != kNoId;
+          if (ok) {
+            cell.nodes.push_back(g.value(a.others[0]).producer);
+            a.others.clear();
+          }
+        }
         std::vector<ValueId> lefts;
         for (const Affine& a : cell.pre) {
           ok = ok && a.pure() && a.cols == cell.hidden;
@@ -405,6 +423,10 @@ std::optional<LstmCell> match_lstm(const Matcher& m, NodeId tanh_id) {
 // Same weights and biases, with h_prev at slot `hp_a` of a and `hp_b` of b.
 bool same_lstm(const Graph& g, const LstmCell& a, int hp_a, const LstmCell& b, int hp_b) {
   if (a.batch != b.batch || a.hidden != b.hidden) return false;
+  for (int r = 0; r < 3; ++r)
+    if ((a.peep[r] == kNoId) != (b.peep[r] == kNoId) ||
+        (a.peep[r] != kNoId && !same_const(g, a.peep[r], b.peep[r])))
+      return false;
   for (int r = 0; r < 4; ++r)
     if (!same_term(g, a.pre[r], a.lefts[hp_a], b.pre[r], b.lefts[hp_b]) ||
         !same_term(g, a.pre[r], a.lefts[1 - hp_a], b.pre[r], b.lefts[1 - hp_b]) ||
@@ -597,6 +619,7 @@ struct Seq {
   ValueId h_init = kNoId, c_init = kNoId, c_last = kNoId;
   int64_t batch = 0, hidden = 0, input = 0;
   Tensor W, R, B;
+  std::optional<Tensor> P;  // LSTM peepholes [1, 3H] (i, o, f)
   Attributes attrs;
 };
 
@@ -658,10 +681,12 @@ std::vector<Seq> lstm_chains(const Graph& g, const Matcher& m) {
     std::unordered_set<NodeId> members;
     for (int i : chain) members.insert(cells[i].nodes.begin(), cells[i].nodes.end());
     for (size_t t = 0; t + 1 < chain.size() && ok; ++t) {
-      // An intermediate c_t feeds only its tanh and the next cell's f * c_prev.
+      // An intermediate c_t feeds only its own cell (tanh, o's peephole) and the next one.
       const LstmCell& c = cells[chain[t]];
+      const LstmCell& next = cells[chain[t + 1]];
       for (NodeId n : g.consumers(c.c))
-        ok = ok && (n == c.tanh_c || n == cells[chain[t + 1]].fc_mul);
+        ok = ok && (std::binary_search(c.nodes.begin(), c.nodes.end(), n) ||
+                    std::binary_search(next.nodes.begin(), next.nodes.end(), n));
       ok = ok && !g.value(c.c).is_output;
     }
     std::vector<ValueId> frontier{head.lefts[head.hp], head.c_prev};
@@ -692,6 +717,12 @@ std::vector<Seq> lstm_chains(const Graph& g, const Matcher& m) {
     s.W = onnx_weight(g, wt, H, s.input);
     s.R = onnx_weight(g, rt, H, H);
     s.B = onnx_bias(g, bt, H);
+    if (std::any_of(head.peep.begin(), head.peep.end(), [](ValueId v) { return v != kNoId; })) {
+      std::array<std::vector<BiasView>, 3> pv;
+      for (int r = 0; r < 3; ++r)
+        if (head.peep[r] != kNoId) pv[r].push_back({head.peep[r], 0});
+      s.P = onnx_bias(g, {&pv[0], &pv[1], &pv[2]}, H);
+    }
     s.attrs.set("hidden_size", H);
     seqs.push_back(std::move(s));
   }
@@ -1060,8 +1091,13 @@ Result<RnnFusionResult> fuse_rnn_cells(const Graph& g, const ShapeInferencer& sh
     const std::string& Y = y_names[k];
     const std::string Yh = name("Y_h");
     const std::string Yc = lstm ? name("Y_c") : std::string();
+    std::vector<std::string> lstm_in{X, wn, rn, bn, "", h0, c0};
+    if (q.P) {
+      lstm_in.push_back(name("P"));
+      rw.add_constant(lstm_in.back(), std::move(*q.P));
+    }
     if (lstm)
-      rw.add_node("LSTM", base, {X, wn, rn, bn, "", h0, c0}, {Y, Yh, Yc}, q.attrs);
+      rw.add_node("LSTM", base, lstm_in, {Y, Yh, Yc}, q.attrs);
     else
       rw.add_node(q.op, base, {X, wn, rn, bn, "", h0}, {Y, Yh}, q.attrs);
 

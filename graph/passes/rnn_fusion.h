@@ -15,7 +15,8 @@
 // Add in either order): the sigmoid multiplying c_prev is f, the one multiplying the tanh gate g
 // is i, the one multiplying tanh(c) is o. The pre-activations must read exactly two left
 // operands (x_t and h_prev) with one weight block each; W, R, b are permuted into ONNX order
-// (i, o, f, c); all biases of a gate are summed into Wb (Rb = 0).
+// (i, o, f, c); all biases of a gate are summed into Wb (Rb = 0). Peepholes (i and f adding
+// p * c_prev, o adding p * c, p a constant [H] / [1, H]) become the LSTM op's P input.
 // GRU:  h = n + z * (h_prev - n)  or  h = (1 - z) * n + z * h_prev,  n = tanh(...), z, r
 // sigmoid gates. Where r is applied decides the variant: r * h_prev as the left operand of n's
 // recurrent product is canonical (linear_before_reset = 0); r * (h_prev R_n + Rb_n) added to

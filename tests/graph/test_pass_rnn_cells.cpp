@@ -212,3 +212,47 @@ TEST_CASE("RNN fusion recognizes vanilla RNN chains", "[graph][fusion]") {
     check_same_outputs(*g, f->graph, 2);
   }
 }
+
+TEST_CASE("RNN fusion maps peephole LSTM cells onto the LSTM op's P input", "[graph][fusion]") {
+  // i = sigmoid(.. + p_i * c_prev), f = sigmoid(.. + p_f * c_prev), o = sigmoid(.. + p_o * c);
+  // `mask` picks which peepholes the cell has (the others are zeros in P).
+  for (int mask : {7, 5, 2}) {
+    INFO("peepholes mask " << mask);
+    const int64_t T = 4, B = 2, I = 3, H = 5;
+    NetBuilder n;
+    n.b.add_input("x", {DType::kF32, {T, B, I}});
+    n.b.add_input("h0", {DType::kF32, {B, H}});
+    n.b.add_input("c0", {DType::kF32, {B, H}});
+    const std::string W = n.weight({I, 4 * H}), R = n.weight({H, 4 * H}), b = n.weight({4 * H});
+    const std::string pi = n.weight({H}), pf = n.weight({1, H}), po = n.weight({H});
+    std::string h = "h0", c = "c0";
+    std::vector<std::string> parts;
+    for (int64_t t = 0; t < T; ++t) {
+      std::string a = n.node("Add", {n.node("MatMul", {n.row("x", t, B, I), W}), b});
+      a = n.node("Add", {a, n.node("MatMul", {h, R})});
+      std::vector<std::string> p;
+      for (int k = 0; k < 4; ++k) p.push_back(n.slice(a, 1, k * H, (k + 1) * H));
+      if (mask & 1) p[0] = n.node("Add", {p[0], n.node("Mul", {pi, c})});
+      if (mask & 2) p[1] = n.node("Add", {n.node("Mul", {c, pf}), p[1]});
+      const std::string i = n.node("Sigmoid", {p[0]}), f = n.node("Sigmoid", {p[1]});
+      c = n.node("Add", {n.node("Mul", {f, c}), n.node("Mul", {i, n.node("Tanh", {p[2]})})});
+      if (mask & 4) p[3] = n.node("Add", {p[3], n.node("Mul", {po, c})});
+      h = n.node("Mul", {n.node("Sigmoid", {p[3]}), n.node("Tanh", {c})});
+      parts.push_back(n.reshape(h, {1, B, H}));
+    }
+    n.b.add_output(n.concat(parts, 0));
+    n.b.add_output(c);
+    auto g = n.finish();
+    INFO(g.status().message());
+    REQUIRE(g.is_ok());
+    auto f = graph::passes::fuse_rnn_cells(*g, ops::Registry::get());
+    INFO(f.status().message());
+    REQUIRE(f.is_ok());
+    CHECK(f->lstm_sequences == 1);
+    CHECK(f->lstm_cells == T);
+    for (const graph::Node& node : f->graph.nodes())
+      if (node.op == "LSTM") CHECK(node.inputs.size() == 8);
+    check_same_outputs(*g, f->graph, 1);
+    check_same_outputs(*g, f->graph, 2);
+  }
+}
