@@ -162,6 +162,18 @@ std::optional<RowBlock> axis0_piece(const Graph& g, ValueId v) {
     if (!r) return std::nullopt;
     return axis0_block(g, whole, r->first, r->second);
   }
+  if (p.op == "Gather" && p.inputs.size() == 2 && p.inputs[1] != kNoId) {
+    // x[t]: a constant scalar index along axis 0 (the result drops that axis).
+    auto axis = node_axis(p, wd.rank());
+    auto idx = const_ints(g, p.inputs[1]);
+    if (!axis || *axis != 0 || !idx || idx->size() != 1 || g.value(p.inputs[1]).desc.rank() != 0 ||
+        val.desc.rank() != wd.rank() - 1)
+      return std::nullopt;
+    int64_t t = (*idx)[0];
+    if (t < 0) t += wd.shape[0];
+    if (t < 0 || t >= wd.shape[0]) return std::nullopt;
+    return axis0_block(g, whole, t, t + 1);
+  }
   return std::nullopt;
 }
 

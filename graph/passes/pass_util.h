@@ -37,8 +37,8 @@ std::optional<std::pair<int64_t, int64_t>> slice_range(const Graph& g, const Nod
 std::optional<int> node_axis(const Node& n, int rank, int64_t fallback = 0);
 
 // A 2-D value that is rows [off, off + rows) of `src` viewed as a [R, K] matrix (K = src's last
-// dim): a piece of a Split or a Slice along axis 0, possibly through a Reshape / Squeeze (x[t]
-// of a [T, B, K] tensor as PyTorch exports and the importer imports it).
+// dim): a piece of a Split or a Slice along axis 0, possibly through a Reshape / Squeeze, or a
+// Gather of one constant index along axis 0 (x[t] of a [T, B, K] tensor, however imported).
 struct RowBlock {
   ValueId src = kNoId;
   int64_t off = 0, rows = 0;

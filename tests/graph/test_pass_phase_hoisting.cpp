@@ -85,3 +85,29 @@ TEST_CASE("Phase hoisting on an unrolled LSTM the RNN recognizer rejected", "[gr
   CHECK(f->members == spec.seq);
   check_same_outputs(*g, f->graph, 1);
 }
+
+TEST_CASE("Phase hoisting sees x[t] as a Gather of a constant index", "[graph][passes]") {
+  const int64_t T = 4, B = 2, I = 3, H = 5;
+  NetBuilder n;
+  n.b.add_input("x", {DType::kF32, {T, B, I}});
+  n.b.add_input("h0", {DType::kF32, {B, H}});
+  const std::string W = n.weight({I, H}), R = n.weight({H, H});
+  std::string h = "h0";
+  for (int64_t t = 0; t < T; ++t) {
+    Tensor idx(TensorDesc{DType::kI64, {}});
+    idx.data_as<int64_t>()[0] = t;
+    const std::string xt = n.node("Gather", {"x", n.constant(std::move(idx))});
+    h = n.node("Relu", {n.node("Add", {n.node("MatMul", {xt, W}), n.node("MatMul", {h, R})})});
+  }
+  n.b.add_output(h);
+  auto g = n.finish();
+  INFO(g.status().message());
+  REQUIRE(g.is_ok());
+  auto f = graph::passes::hoist_input_projections(*g, ops::Registry::get());
+  INFO(f.status().message());
+  REQUIRE(f.is_ok());
+  CHECK(f->groups == 1);
+  CHECK(f->members == T);
+  CHECK(count_op(f->graph, "Gather") == 0);
+  check_same_outputs(*g, f->graph, 1);
+}
