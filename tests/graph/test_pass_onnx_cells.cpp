@@ -1,8 +1,8 @@
-// End to end: hand-written LSTM / GRU cells exported by torch.onnx.export
+// End to end: hand-written LSTM / GRU / RNN cells exported by torch.onnx.export
 // (tests/data/onnx_cells/gen_onnx_cells.py; committed .onnx and PyTorch's inputs and outputs as
 // .npy) are imported, run through the default pass pipeline, which must turn every layer into
-// one LSTM / GRU sequence op, and run through engine::Session: outputs equal PyTorch's to 1e-4.
-// The unfused import must match PyTorch as well (so a difference points at the passes).
+// one LSTM / GRU / RNN sequence op, and run through engine::Session: outputs equal PyTorch's to
+// 1e-4. The unfused import must match PyTorch as well (so a difference points at the passes).
 #include <catch2/catch.hpp>
 
 #include "graph/npy.h"
@@ -56,6 +56,8 @@ TEST_CASE("PyTorch-exported hand-written cells fuse into one sequence op per lay
       {"gru_lbr_b1", "GRU", 1, 6},
       {"gru_canonical", "GRU", 2, 4},
       {"lstm_bidirectional", "LSTM", 2, 5},  // forward + reverse: two sequence ops
+      {"lstm_peephole", "LSTM", 1, 4},       // peepholes become the op's P input
+      {"rnn_tanh", "RNN", 2, 5},
   };
   for (const Case& c : cases) {
     INFO(c.model);
@@ -65,9 +67,13 @@ TEST_CASE("PyTorch-exported hand-written cells fuse into one sequence op per lay
     auto p = graph::passes::run_passes(*g, ops::Registry::get());
     INFO(p.status().message());
     REQUIRE(p.is_ok());
-    const bool lstm = std::string(c.op) == "LSTM";
-    CHECK((lstm ? p->lstm_sequences : p->gru_sequences) == c.layers);
-    CHECK((lstm ? p->lstm_cells : p->gru_cells) == c.layers * c.seq);
+    const std::string op = c.op;
+    CHECK((op == "LSTM"  ? p->lstm_sequences
+           : op == "GRU" ? p->gru_sequences
+                         : p->rnn_sequences) == c.layers);
+    CHECK((op == "LSTM"  ? p->lstm_cells
+           : op == "GRU" ? p->gru_cells
+                         : p->rnn_cells) == c.layers * c.seq);
     CHECK(count_op(p->graph, c.op) == static_cast<size_t>(c.layers));
     for (const char* op : {"Sigmoid", "Tanh", "MatMul", "Gemm", "Mul"}) {
       INFO(op);

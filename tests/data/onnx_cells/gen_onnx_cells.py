@@ -155,6 +155,35 @@ class Stacked(nn.Module):
         return y, torch.stack(hs)
 
 
+class LstmPeephole(nn.Module):
+    """LSTM with peepholes (Gers & Schmidhuber): i, f see c_prev, o sees the new c."""
+
+    def __init__(self, inp, hid):
+        super().__init__()
+        self.lin = nn.Linear(inp + hid, 4 * hid)
+        self.p = nn.Parameter(torch.randn(3, hid) * 0.3)
+
+    def forward(self, x, h, c):
+        i, f, g, o = self.lin(torch.cat([x, h], 1)).chunk(4, 1)
+        i = torch.sigmoid(i + self.p[0] * c)
+        f = torch.sigmoid(f + self.p[1] * c)
+        c = f * c + i * torch.tanh(g)
+        o = torch.sigmoid(o + self.p[2] * c)
+        return o * torch.tanh(c), c
+
+
+class RnnTanh(nn.Module):
+    """Elman RNN: h = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)."""
+
+    def __init__(self, inp, hid):
+        super().__init__()
+        self.ih = nn.Linear(inp, hid)
+        self.hh = nn.Linear(hid, hid)
+
+    def forward(self, x, h):
+        return torch.tanh(self.ih(x) + self.hh(h))
+
+
 class Bidirectional(nn.Module):
     """One hand-written bidirectional LSTM layer: the backward cell reads x[T-1] .. x[0]; y is
     [T, B, 2H] (forward | backward, both in time order), h_n / c_n are [2, B, H]."""
@@ -190,6 +219,8 @@ MODELS = {
     "gru_canonical": (GruCanonical, False, 5, 6, 2, 3, 4, False, 13),
     "lstm_relu_per_gate": (LstmPerGateRelu, True, 5, 4, 2, 2, 4, False, 13),
     "lstm_bidirectional": (LstmChunk, True, 5, 4, 1, 2, 5, False, 13),
+    "lstm_peephole": (LstmPeephole, True, 4, 5, 1, 2, 4, False, 13),
+    "rnn_tanh": (RnnTanh, False, 4, 6, 2, 3, 5, False, 13),
 }
 
 
