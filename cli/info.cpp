@@ -19,11 +19,11 @@ int info_command(int argc, char** argv) {
       "Prints a model's op counts, parameters and bytes, FLOPs per run, the number of ops at\n"
       "each depth level (the inter-op parallelism the graph offers), the critical path in\n"
       "ops and FLOPs, peak memory with and without buffer reuse, and the kernel selected for\n"
-      "each op type, after fusing unrolled LSTM cells into LSTM ops (--no-fuse: as stored).\n"
+      "each op type, after the graph passes (RNN cell fusion, MM fusion, hoisting; --no-fuse: as stored).\n"
       "Example:\n"
       "  graphi info lstm.graphi --json");
   args.positional("MODEL", "the model file (.graphi or .onnx)");
-  args.flag("--no-fuse", "describe the graph as stored (no LSTM cell fusion)");
+  args.flag("--no-fuse", "describe the graph as stored (no graph passes)");
   args.option("--dim", "NAME=VALUE", "value of a symbolic dim of an .onnx model's inputs", true);
   args.flag("--json", "print one JSON object on stdout instead of text");
   args.option("--threads", "K", "team size the kernels are selected for, 1..1024 (default 1)");

@@ -103,7 +103,8 @@ int run_command(int argc, char** argv) {
       "Inputs come from .npy files (float32/int32/int64, C order); inputs not given are\n"
       "filled with seeded random values (float32 uniform in [-1, 1)) and reported as generated.\n"
       "Outputs are written as DIR/NAME.npy with --output-dir ('/' in a name becomes '_').\n"
-      "Unrolled LSTM cells are fused into LSTM sequence ops first (--no-fuse: run as is).\n"
+      "The graph passes run first: unrolled LSTM/GRU/RNN cells become sequence ops, GEMMs sharing\n"
+      "an input are merged, per-step input projections are hoisted (--no-fuse: run as stored).\n"
       "Exit codes: 0 ok, 1 runtime error (bad file, bad input data), 2 usage error. Example:\n"
       "  graphi run lstm.graphi --input x=x.npy --output-dir out --iterations 100 --json");
   args.positional("MODEL", "the model file (.graphi or .onnx)");
@@ -117,7 +118,7 @@ int run_command(int argc, char** argv) {
   args.option("--scheduler", "NAME",
               "sequential (default with 1 executor), cpf (critical-path first, default with\n"
               "                           more), fifo or shared-queue");
-  args.flag("--no-fuse", "run the graph as stored (no LSTM cell fusion)");
+  args.flag("--no-fuse", "run the graph as stored (no graph passes: no RNN cell fusion, MM fusion or hoisting)");
   args.option("--dim", "NAME=VALUE", "value of a symbolic dim of an .onnx model's inputs", true);
   args.flag("--no-pin", "do not pin threads to cores (allows oversubscribing the machine)");
   args.option("--seed", "S", "seed of generated inputs (default 0)");
