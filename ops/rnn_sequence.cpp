@@ -43,6 +43,7 @@
 #include "ops/rnn_schedule.h"
 #include "ops/shape_rules.h"
 #include "ops/spin_barrier.h"
+#include "ops/team_wait.h"
 #include "ops/xsmm.h"
 
 namespace graphi::ops {
@@ -62,6 +63,8 @@ const char* rnn_cell_name(RnnCellKind kind) {
 namespace {
 
 constexpr int64_t kLine = 16;  // floats per 64-byte cache line
+// Scratch floats per team member's step counter (ops/team_wait.h: two cache lines).
+constexpr int64_t kFlagFloats = sizeof(TeamWord) / sizeof(float);
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -606,7 +609,7 @@ class RnnSequenceKernel final : public Kernel {
   bool const_weights_ = false;
   Tensor packed_;
   int64_t packed_floats_ = 0, bias_off_ = 0, bias_h_off_ = 0, peep_off_ = 0;
-  int64_t flags_off_ = 0;  // one cache line per team member: its last finished step
+  int64_t flags_off_ = 0;  // per team member: its last finished step (TeamWord)
   int64_t scratch_floats_ = 0, xw_off_ = 0, gh0_off_ = 0, gh1_off_ = 0, hb_off_ = 0, cb_off_ = 0,
           zb_off_ = 0, rhb_off_ = 0, scratch_packed_off_ = 0;
 };
@@ -678,7 +681,7 @@ void RnnSequenceKernel::configure() {
   static_assert(sizeof(SpinBarrier) <= 64 * kLine, "barrier slot too small");
   scratch_floats_ = 0;
   take(sizeof(SpinBarrier) / sizeof(float) + 1);
-  flags_off_ = take(team_ * kLine);
+  flags_off_ = take(team_ * kFlagFloats);
   xw_off_ = take(chunk_ * B * ldx_);
   gh0_off_ = take(B * ld_gh0_);
   gh1_off_ = take(B * ld_gh1_);
@@ -1274,9 +1277,9 @@ void RnnSequenceKernel::run(const TeamContext& team, const Buffers& io) const no
   // Phase 0: per-run set-up of this thread's share; one OpenMP barrier publishes it all.
   if (ithr == 0 && nthr > 1) new (barrier) SpinBarrier(nthr);
   auto flag = [&](int t) {
-    return reinterpret_cast<std::atomic<int64_t>*>(scratch + flags_off_ + t * kLine);
+    return reinterpret_cast<TeamWord*>(scratch + flags_off_ + t * kFlagFloats);
   };
-  if (nthr > 1) new (flag(ithr)) std::atomic<int64_t>(0);
+  if (nthr > 1) new (flag(ithr)) TeamWord();
   const float* packed = const_weights_ ? packed_.data_as<float>() : scratch + scratch_packed_off_;
   if (!const_weights_ && own.active() && own.r0 == 0) {
     WeightSources src{static_cast<const float*>(io.inputs[kRnnW]),
@@ -1302,19 +1305,15 @@ void RnnSequenceKernel::run(const TeamContext& team, const Buffers& io) const no
   // (the step is a few microseconds at batch 1). Same guarantee as a barrier: nobody starts
   // step s + 1 (which overwrites the h buffer step s reads) before everyone finished step s.
   const bool counters = sync && !shuffle && !canonical_gru_ && nthr <= 8;
-  auto step_done = [&](int64_t done) {
-    flag(ithr)->store(done, std::memory_order_release);
+  // Waits spin for a bounded time, then yield, then sleep (ops/team_wait.h): a preempted peer
+  // must not make the others burn their time slices. Counters are 32-bit (the futex word),
+  // compared modulo 2^32.
+  auto step_done = [&](int64_t done64) {
+    const uint32_t done = static_cast<uint32_t>(done64);
+    flag(ithr)->publish(done);
     for (int t = 0; t < nthr; ++t) {
       if (t == ithr) continue;
-      for (int round = 0; flag(t)->load(std::memory_order_acquire) < done; ++round) {
-        if (round < SpinBarrier::kDefaultSpinRounds) {
-#if defined(__x86_64__) || defined(__i386__)
-          _mm_pause();
-#endif
-        } else {
-          std::this_thread::yield();  // a peer may need this core (oversubscribed team)
-        }
-      }
+      team_wait(*flag(t), [done](uint32_t v) { return static_cast<int32_t>(v - done) >= 0; });
     }
   };
   for (int64_t s0 = 0; s0 < T; s0 += chunk_) {

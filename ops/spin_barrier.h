@@ -2,30 +2,25 @@
 // weight-centric RNN sequence kernel, or PCP's K-split reduction). Header-only; ops/ only.
 //
 // Centralized and sense-reversing: the sense is a generation counter, so no per-thread state is
-// needed and the barrier can be reused back to back. Waiters spin on the generation (pause) for a
-// bounded number of rounds, then yield the core on every further round: on a small machine a
-// peer may be runnable on the very core we spin on (more team threads than cores, or another
-// executor), and pure spinning would then stall both.
+// needed and the barrier can be reused back to back. Waiters wait on the generation with
+// team_wait (ops/team_wait.h): spin for a bounded time, then yield, then sleep on a futex, so a
+// preempted member (loaded machine, more team threads than cores) does not make the others burn
+// their time slices.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
-#include <thread>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
+#include "ops/team_wait.h"
 
 namespace graphi::ops {
 
 class SpinBarrier {
  public:
-  // Roughly 10-50 us of pause-spinning before yielding, depending on the CPU's pause latency.
-  static constexpr int kDefaultSpinRounds = 1024;
-
   // A barrier for `nthr` >= 1 members. Not copyable or movable (members hold its address).
-  explicit SpinBarrier(int nthr, int spin_rounds = kDefaultSpinRounds)
-      : remaining_(nthr), nthr_(nthr), spin_rounds_(spin_rounds) {}
+  explicit SpinBarrier(int nthr, std::chrono::nanoseconds spin_budget = kTeamSpinBudget)
+      : remaining_(nthr), nthr_(nthr), spin_budget_(spin_budget) {}
   SpinBarrier(const SpinBarrier&) = delete;
   SpinBarrier& operator=(const SpinBarrier&) = delete;
 
@@ -38,38 +33,26 @@ class SpinBarrier {
     if (nthr_ <= 1) return;
     // Read the generation before arriving: it cannot advance until we have arrived (our
     // fetch_sub below is a release, so this load cannot move after it).
-    const uint32_t gen = generation_.load(std::memory_order_acquire);
+    const uint32_t gen = generation_.value.load(std::memory_order_acquire);
     // acq_rel: release publishes our writes along the RMW chain on remaining_; the last
     // arriver's acquire thereby sees every member's writes.
     if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       // Last to arrive: re-arm for the next phase before releasing anyone (relaxed is enough:
       // nobody touches remaining_ again until they have acquired the new generation).
       remaining_.store(nthr_, std::memory_order_relaxed);
-      // Release pairs with the waiters' acquire loads below.
-      generation_.store(gen + 1, std::memory_order_release);
+      // Release (seq_cst) pairs with the waiters' acquire loads; wakes sleeping waiters.
+      generation_.publish(gen + 1);
       return;
     }
-    for (int round = 0; generation_.load(std::memory_order_acquire) == gen; ++round) {
-      if (round < spin_rounds_) {
-        pause();
-      } else {
-        std::this_thread::yield();
-      }
-    }
+    team_wait(generation_, [gen](uint32_t g) { return g != gen; }, spin_budget_);
   }
 
  private:
-  static void pause() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-    _mm_pause();
-#endif
-  }
-
-  // Arrivals hammer remaining_ while waiters poll generation_: separate cache lines.
+  // Arrivals hammer remaining_ while waiters poll the generation: separate cache lines.
   alignas(64) std::atomic<int> remaining_;
-  alignas(64) std::atomic<uint32_t> generation_{0};
+  alignas(64) TeamWord generation_;
   const int nthr_;
-  const int spin_rounds_;
+  const std::chrono::nanoseconds spin_budget_;
 };
 
 }  // namespace graphi::ops

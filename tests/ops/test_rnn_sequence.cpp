@@ -3,9 +3,12 @@
 // initial states, uneven sequence lengths and both layouts, on teams of 1 and 2 threads; the
 // shape and attribute errors; and the ONNX backend test cases of Debian's libonnx-testdata.
 #include <omp.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
@@ -18,6 +21,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/session.h"
@@ -394,6 +398,70 @@ TEST_CASE("rnn sequence: a team of another size than planned runs correctly", "[
     check_case(c, 60, /*threads=*/1, /*team_size=*/2);
     check_case(c, 61, /*threads=*/2, /*team_size=*/1);
     check_case(c, 62, /*threads=*/2, /*team_size=*/3);
+  }
+}
+
+TEST_CASE("rnn sequence: a team of 2 squeezed onto one core (every step waits for a preempted "
+          "peer)",
+          "[rnn_sequence]") {
+  // Both team members pinned to one CPU: whenever a member waits for the other's step, the
+  // other is not running, so each per-step wait (step counters, or the spin barrier with the
+  // shuffle knob and the canonical GRU) has to give up its core (yield, futex sleep) before it
+  // can return. The results must still match the reference.
+  struct Job {
+    Case c;
+    bool shuffle;
+  };
+  std::vector<Job> jobs;
+  Case c;
+  c.T = 40;
+  c.B = 1;  // batch 1: the units are split, so every step needs the peer's h
+  c.I = 16;
+  c.H = 64;
+  c.bias = c.init_h = c.init_c = true;
+  c.outputs = 3;
+  jobs.push_back({c, false});  // LSTM: step counters
+  jobs.push_back({c, true});   // LSTM, shuffle: spin barrier
+  c.op = "GRU";
+  c.outputs = 2;
+  c.init_c = false;
+  jobs.push_back({c, false});  // canonical GRU: barrier inside the step, counters between
+  c.B = 3;
+  c.lbr = true;
+  jobs.push_back({c, false});
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Job& job = jobs[i];
+    Built b = build(job.c, 300 + i);
+    if (job.shuffle) b.attrs.set(ops::kWcsShuffleAttr, int64_t{1});
+    const std::vector<Tensor> want = reference(b);
+    std::optional<Result<test::OpRun>> got;
+    std::atomic<int> unpinned{0};
+    // A fresh thread has its own OpenMP thread pool; its members inherit its one-CPU mask.
+    std::thread th([&] {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(std::max(0, sched_getcpu()), &one);
+      if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) ++unpinned;
+#pragma omp parallel num_threads(2)
+      {
+        cpu_set_t mine;
+        CPU_ZERO(&mine);
+        if (pthread_getaffinity_np(pthread_self(), sizeof mine, &mine) != 0 ||
+            CPU_COUNT(&mine) != 1)
+          ++unpinned;
+      }
+      got = run_op(job.c.op, b.attrs, b.inputs, job.c.outputs, 2, constant_flags(job.c));
+    });
+    th.join();
+    INFO(job.c.describe() << " shuffle=" << job.shuffle);
+    if (unpinned.load() != 0) WARN("could not put both team members on one CPU (OMP_PROC_BIND?)");
+    REQUIRE(got.has_value());
+    REQUIRE(got->is_ok());
+    REQUIRE((*got)->outputs.size() == static_cast<size_t>(job.c.outputs));
+    for (int o = 0; o < job.c.outputs; ++o) {
+      INFO("output " << o);
+      CHECK(max_rel_error_ok((*got)->outputs[o], want[o]));
+    }
   }
 }
 
