@@ -1,0 +1,200 @@
+// The public C++ API (include/graphi/graphi.hpp) over the internal engine::Session: loading and
+// passes as `graphi run` does them, Arrays <-> internal Tensors, Status -> ApiError, and no
+// exception ever leaves a public function.
+#include "graphi/graphi.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <new>
+
+#include "engine/session.h"
+#include "graph/graph_file.h"
+#include "graph/passes/pipeline.h"
+#include "ops/registry.h"
+
+namespace graphi {
+namespace {
+
+ApiError to_error(const Status& s) { return ApiError{s.code(), s.message()}; }
+
+// Runs `f` (returning Expected<T>) and turns an escaping exception into an ApiError.
+template <typename F>
+auto guarded(const char* what, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return ApiError{StatusCode::kOutOfMemory, std::string(what) + ": out of memory"};
+  } catch (const std::exception& e) {
+    return ApiError{StatusCode::kInternal, std::string(what) + ": " + e.what()};
+  } catch (...) {
+    return ApiError{StatusCode::kInternal, std::string(what) + ": unknown exception"};
+  }
+}
+
+bool valid_dtype(DType t) { return t == DType::kF32 || t == DType::kI32 || t == DType::kI64; }
+
+TensorInfo info_of(const graph::Graph& g, graph::ValueId id) {
+  const graph::Value& v = g.value(id);
+  return TensorInfo{v.name, v.desc.dtype, v.desc.shape};
+}
+
+// Owning storage holding an internal Tensor (64-byte aligned), so outputs move without a copy.
+std::shared_ptr<void> hold(Tensor t) {
+  auto p = std::make_shared<Tensor>(std::move(t));
+  return std::shared_ptr<void>(p, p->data());
+}
+
+// Checks an input Array and copies it into an internal Tensor.
+Result<Tensor> to_tensor(const Array& a) {
+  const std::string where = "input '" + a.name() + "'";
+  if (!valid_dtype(a.dtype()))
+    return Status::invalid_argument(where + ": unknown dtype value " +
+                                    std::to_string(static_cast<int32_t>(a.dtype())));
+  int64_t n = 1;
+  for (int64_t d : a.shape()) {
+    if (d < 0) return Status::invalid_argument(where + ": negative dimension " + std::to_string(d));
+    if (d > 0 && n > (int64_t{1} << 48) / d)
+      return Status::invalid_argument(where + ": shape has too many elements");
+    n *= d;
+  }
+  if (n > 0 && a.data() == nullptr) return Status::invalid_argument(where + ": data pointer is null");
+  Tensor t(TensorDesc{a.dtype(), a.shape()});
+  if (t.bytes() > 0) std::memcpy(t.data(), a.data(), t.bytes());
+  return t;
+}
+
+}  // namespace
+
+size_t dtype_bytes(DType t) { return valid_dtype(t) ? dtype_size(t) : 0; }
+const char* dtype_str(DType t) { return valid_dtype(t) ? dtype_name(t) : "unknown"; }
+
+// ---- Array ----
+
+Array::Array(TensorInfo info) : info_(std::move(info)) {
+  // A bad dtype or negative dim gives an empty owning Array rather than a crash; run() rejects it.
+  bool ok = valid_dtype(info_.dtype);
+  for (int64_t d : info_.shape) ok = ok && d >= 0;
+  owned_ = true;
+  if (!ok) return;
+  storage_ = hold(Tensor(TensorDesc{info_.dtype, info_.shape}));
+  data_ = storage_.get();
+}
+
+Array Array::view(std::string name, DType dtype, std::vector<int64_t> shape, const void* data) {
+  Array a;
+  a.info_ = TensorInfo{std::move(name), dtype, std::move(shape)};
+  a.data_ = data;
+  a.owned_ = false;
+  return a;
+}
+
+Array Array::copy_of(std::string name, DType dtype, std::vector<int64_t> shape, const void* data) {
+  Array a(TensorInfo{std::move(name), dtype, std::move(shape)});
+  if (a.data_ != nullptr && data != nullptr && a.bytes() > 0)
+    std::memcpy(const_cast<void*>(a.data_), data, a.bytes());
+  return a;
+}
+
+Array Array::clone() const { return copy_of(info_.name, info_.dtype, info_.shape, data_); }
+
+// ---- Session ----
+
+struct Session::Impl {
+  std::unique_ptr<engine::Session> session;
+  SessionOptions options;
+  std::vector<TensorInfo> inputs, outputs;
+  std::string passes;
+};
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+Session::~Session() = default;
+
+Expected<Session> Session::open(const std::string& path, const SessionOptions& options) {
+  return guarded(path.c_str(), [&]() -> Expected<Session> {
+    std::error_code ec;
+    if (path.empty()) return ApiError{StatusCode::kInvalidArgument, "model path is empty"};
+    if (!std::filesystem::exists(path, ec))
+      return ApiError{StatusCode::kIoError, path + ": no such file"};
+    if (std::filesystem::is_directory(path, ec))
+      return ApiError{StatusCode::kIoError, path + ": is a directory, not a model file"};
+    graph::ImportOptions onnx;
+    for (const auto& [name, value] : options.dims) {
+      if (value < 1)
+        return ApiError{StatusCode::kInvalidArgument,
+                        "dims: '" + name + "' must be a positive integer, got " + std::to_string(value)};
+      onnx.dims[name] = value;
+    }
+    Result<graph::Graph> loaded = graph::read_graph_file(path, ops::Registry::get(), onnx);
+    if (!loaded) return to_error(loaded.status());
+    auto g = std::make_shared<const graph::Graph>(std::move(loaded).value());
+
+    auto impl = std::make_unique<Impl>();
+    impl->options = options;
+    if (options.optimize) {
+      Result<graph::passes::PipelineResult> p = graph::passes::run_passes(*g, ops::Registry::get());
+      if (!p) return to_error(p.status().with_context(path));
+      impl->passes = p->summary();
+      if (p->changed()) g = std::make_shared<const graph::Graph>(std::move(p->graph));
+    }
+
+    engine::SessionOptions eo;
+    eo.executors = options.executors;
+    eo.threads = options.threads;
+    eo.scheduler = options.scheduler;
+    eo.ring_capacity = options.ring_capacity;
+    eo.pin = options.pin;
+    eo.cpuset = options.cpuset;
+    Result<std::unique_ptr<engine::Session>> s = engine::Session::create(g, eo);
+    if (!s) return to_error(s.status().with_context(path));
+    impl->session = std::move(s).value();
+    for (graph::ValueId id : g->inputs()) impl->inputs.push_back(info_of(*g, id));
+    for (graph::ValueId id : g->outputs()) impl->outputs.push_back(info_of(*g, id));
+    return Session(std::move(impl));
+  });
+}
+
+Expected<std::vector<Array>> Session::run(const std::vector<Array>& inputs) {
+  if (!impl_) return ApiError{StatusCode::kInvalidArgument, "run: the Session was moved from"};
+  return guarded("run", [&]() -> Expected<std::vector<Array>> {
+    engine::NamedTensors in;
+    in.reserve(inputs.size());
+    for (const Array& a : inputs) {
+      Result<Tensor> t = to_tensor(a);
+      if (!t) return to_error(t.status());
+      in.emplace_back(a.name(), std::move(t).value());
+    }
+    Result<engine::NamedTensors> out = impl_->session->run(in);
+    if (!out) return to_error(out.status());
+    std::vector<Array> result;
+    result.reserve(out->size());
+    for (auto& [name, tensor] : *out) {
+      Array a;
+      a.info_ = TensorInfo{name, tensor.dtype(), tensor.shape()};
+      a.owned_ = true;
+      a.storage_ = hold(std::move(tensor));
+      a.data_ = a.storage_.get();
+      result.push_back(std::move(a));
+    }
+    return result;
+  });
+}
+
+// Accessors of a moved-from Session see empty lists (never a null dereference).
+namespace {
+const std::vector<TensorInfo> kNoInfo;
+const std::string kNoString;
+const SessionOptions kNoOptions;
+}  // namespace
+
+const std::vector<TensorInfo>& Session::inputs() const { return impl_ ? impl_->inputs : kNoInfo; }
+const std::vector<TensorInfo>& Session::outputs() const { return impl_ ? impl_->outputs : kNoInfo; }
+std::string Session::config_summary() const {
+  return impl_ ? impl_->session->config_summary() : std::string();
+}
+const std::string& Session::passes_summary() const { return impl_ ? impl_->passes : kNoString; }
+const SessionOptions& Session::options() const { return impl_ ? impl_->options : kNoOptions; }
+
+}  // namespace graphi

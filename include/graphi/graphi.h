@@ -1,0 +1,136 @@
+/* graphi's plain C API (C99), a thin layer over the C++ API (graphi.hpp) in libgraphi.so.
+ *
+ * Errors: every function that can fail returns a graphi_status (GRAPHI_OK = 0; the codes equal
+ * graphi::StatusCode of graphi/types.h). After a failure, graphi_last_error() returns the
+ * message (naming the file, input or node) of the last failed call on the calling thread.
+ * Null pointers, wrong sizes and unknown names give GRAPHI_INVALID_ARGUMENT, never a crash.
+ *
+ * Ownership:
+ *   - graphi_session: created by graphi_session_open, freed by graphi_session_free (NULL is a
+ *     no-op). Strings and shape arrays returned by graphi_session_input/output and
+ *     graphi_session_config_summary belong to the session and stay valid until it is freed.
+ *   - Input buffers (graphi_tensor.data, .shape, .name) belong to the caller and are only read,
+ *     during the call.
+ *   - graphi_session_run returns the outputs in a library-owned graphi_outputs; the tensors it
+ *     describes (names, shapes, data) stay valid until graphi_outputs_free.
+ *   - graphi_session_run_into copies the outputs into caller-owned buffers instead. It checks
+ *     every buffer before writing any: on error, no buffer has been written.
+ *
+ * Threads: graphi_session_run / _run_into may be called on one session from several threads at
+ * once; the runs are serialized. Freeing a session while another thread uses it is not allowed.
+ * graphi_last_error is per thread. */
+#ifndef GRAPHI_H
+#define GRAPHI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define GRAPHI_C_API
+#else
+#define GRAPHI_C_API __attribute__((visibility("default")))
+#endif
+
+typedef int32_t graphi_status;
+#define GRAPHI_OK 0
+#define GRAPHI_INVALID_ARGUMENT 1 /* caller passed something wrong: shape, dtype, name, size */
+#define GRAPHI_INVALID_GRAPH 2    /* the model file is malformed */
+#define GRAPHI_UNSUPPORTED 3      /* well formed but not supported (unknown op, ...) */
+#define GRAPHI_IO_ERROR 4         /* a file could not be read */
+#define GRAPHI_OUT_OF_MEMORY 5
+#define GRAPHI_INTERNAL 6 /* a bug in graphi */
+
+typedef int32_t graphi_dtype;
+#define GRAPHI_F32 1
+#define GRAPHI_I32 2
+#define GRAPHI_I64 3
+
+typedef struct graphi_session graphi_session; /* opaque */
+typedef struct graphi_outputs graphi_outputs; /* opaque */
+
+/* Session options. Fill with graphi_options_init, then change fields. */
+typedef struct graphi_options {
+  int32_t executors;     /* n executors (default 1) ... */
+  int32_t threads;       /* ... x k threads each (default 1) */
+  const char* scheduler; /* "sequential" (default), "cpf", "fifo", "shared-queue" */
+  int32_t ring_capacity; /* default 1 */
+  int32_t pin;           /* nonzero: pin threads to cores (default 1) */
+  const char* cpuset;    /* e.g. "0-3,8"; NULL or "" = the process's allowed cores */
+  int32_t optimize;      /* nonzero: apply the default graph passes (default 1) */
+  /* Values of symbolic dims of an .onnx file: num_dims pairs (dim_names[i], dim_values[i]). */
+  const char* const* dim_names;
+  const int64_t* dim_values;
+  size_t num_dims;
+} graphi_options;
+
+/* A tensor: name, dtype, shape (rank entries), dense row-major data of `bytes` bytes. */
+typedef struct graphi_tensor {
+  const char* name;
+  graphi_dtype dtype;
+  int32_t rank;
+  const int64_t* shape;
+  const void* data;
+  size_t bytes;
+} graphi_tensor;
+
+/* A caller-owned output buffer for graphi_session_run_into. */
+typedef struct graphi_buffer {
+  void* data;
+  size_t capacity;     /* bytes available at data */
+  size_t bytes_written; /* set by graphi_session_run_into */
+} graphi_buffer;
+
+/* The message of the last failed call on this thread ("" if none). Valid until the next
+ * graphi call on this thread. */
+GRAPHI_C_API const char* graphi_last_error(void);
+/* "float32", "int32", "int64", or "unknown". */
+GRAPHI_C_API const char* graphi_dtype_name(graphi_dtype dtype);
+/* Bytes per element (0 for an unknown dtype). */
+GRAPHI_C_API size_t graphi_dtype_size(graphi_dtype dtype);
+
+GRAPHI_C_API void graphi_options_init(graphi_options* options); /* NULL: no-op */
+
+/* Loads a .graphi or .onnx model and compiles it. options may be NULL (defaults). On success
+ * *out is a new session; on failure *out is set to NULL (when out is not NULL). */
+GRAPHI_C_API graphi_status graphi_session_open(const char* path, const graphi_options* options,
+                                               graphi_session** out);
+GRAPHI_C_API void graphi_session_free(graphi_session* session);
+
+/* Graph inputs and outputs, in declaration order. info->data is NULL and info->bytes is the
+ * byte size a tensor of that input/output has. */
+GRAPHI_C_API size_t graphi_session_num_inputs(const graphi_session* session);  /* 0 for NULL */
+GRAPHI_C_API size_t graphi_session_num_outputs(const graphi_session* session); /* 0 for NULL */
+GRAPHI_C_API graphi_status graphi_session_input(const graphi_session* session, size_t index,
+                                                graphi_tensor* info);
+GRAPHI_C_API graphi_status graphi_session_output(const graphi_session* session, size_t index,
+                                                 graphi_tensor* info);
+/* The executor configuration, e.g. "2x1 cpf on cores {0} {1}; ..." ("" for NULL). */
+GRAPHI_C_API const char* graphi_session_config_summary(const graphi_session* session);
+
+/* Runs the model once. inputs: num_inputs tensors, one per graph input, by name, any order;
+ * each input's bytes must equal its shape's size. On success *outputs is a new graphi_outputs
+ * holding the graph outputs in output order; on failure it is set to NULL. */
+GRAPHI_C_API graphi_status graphi_session_run(graphi_session* session, const graphi_tensor* inputs,
+                                              size_t num_inputs, graphi_outputs** outputs);
+GRAPHI_C_API size_t graphi_outputs_count(const graphi_outputs* outputs); /* 0 for NULL */
+/* Describes output `index`; the pointers in *tensor stay valid until graphi_outputs_free. */
+GRAPHI_C_API graphi_status graphi_outputs_get(const graphi_outputs* outputs, size_t index,
+                                              graphi_tensor* tensor);
+GRAPHI_C_API void graphi_outputs_free(graphi_outputs* outputs); /* NULL: no-op */
+
+/* Runs the model once and copies output i into buffers[i] (graph output order); num_buffers
+ * must equal graphi_session_num_outputs. A buffer whose capacity is smaller than its output
+ * is GRAPHI_INVALID_ARGUMENT naming the output and the bytes needed, and nothing is written. */
+GRAPHI_C_API graphi_status graphi_session_run_into(graphi_session* session,
+                                                   const graphi_tensor* inputs, size_t num_inputs,
+                                                   graphi_buffer* buffers, size_t num_buffers);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* GRAPHI_H */

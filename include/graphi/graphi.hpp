@@ -1,0 +1,177 @@
+// graphi's public C++ API: open a model file, run it, read the outputs. Self-contained: it
+// includes only the standard library and graphi/types.h, never an internal header (pimpl), so
+// an application needs include/graphi/ and libgraphi.so only.
+//
+//   auto s = graphi::Session::open("model.onnx", {.executors = 2, .threads = 1,
+//                                                 .scheduler = "cpf"});
+//   if (!s) { std::cerr << s.error().message << "\n"; return 1; }
+//   std::vector<float> x(4 * 16);
+//   auto out = s->run({graphi::Array::view("x", graphi::DType::kF32, {4, 16}, x.data())});
+//   if (!out) ...;  const float* probs = (*out)[0].data_as<float>();
+//
+// Errors: no function of this API throws for a failed operation. Failures come back as an
+// Expected<T> holding an ApiError (a StatusCode from graphi/types.h and a message that names the
+// file, input or node). Calling value() on a failed Expected is a programming error and throws
+// std::logic_error carrying the message. Memory exhaustion is reported as kOutOfMemory.
+//
+// Thread safety: a Session's const accessors may be called from any number of threads. run()
+// may be called from several threads at once; the calls are serialized (one run at a time, in
+// no particular order), each returns its own outputs. Destroying or moving a Session while
+// another thread is inside run() is not allowed. Different Sessions are independent.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "graphi/types.h"
+
+#if defined(_WIN32)
+#define GRAPHI_API
+#else
+#define GRAPHI_API __attribute__((visibility("default")))
+#endif
+
+namespace graphi {
+
+// Why an operation failed: code (never kOk) and a human-readable message.
+struct ApiError {
+  StatusCode code = StatusCode::kInternal;
+  std::string message;
+};
+
+// A value or the ApiError that explains why there is none.
+template <typename T>
+class Expected {
+ public:
+  Expected(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Expected(ApiError error) : v_(std::move(error)) {}  // NOLINT
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  // The error; a default ApiError{kOk, ""} when ok() (so logging it is always safe).
+  ApiError error() const { return ok() ? ApiError{StatusCode::kOk, ""} : std::get<1>(v_); }
+  T& value() & { check(); return std::get<0>(v_); }
+  const T& value() const& { check(); return std::get<0>(v_); }
+  T&& value() && { check(); return std::get<0>(std::move(v_)); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+
+ private:
+  void check() const {
+    if (!ok()) throw std::logic_error("graphi: value() of a failed result: " + std::get<1>(v_).message);
+  }
+  std::variant<T, ApiError> v_;
+};
+
+// Bytes per element of `t` (4 for f32/i32, 8 for i64; 0 for an unknown value).
+GRAPHI_API size_t dtype_bytes(DType t);
+// "float32", "int32", "int64" (numpy names).
+GRAPHI_API const char* dtype_str(DType t);
+
+// Name, element type and shape of a graph input or output.
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+  size_t bytes() const { return static_cast<size_t>(numel()) * dtype_bytes(dtype); }
+};
+
+// A named, dense, row-major tensor. Either owns its bytes (Array(info) zero-filled, copy_of,
+// and every output of run()) or borrows the caller's (view: the caller keeps the memory alive
+// and unchanged while the Array is used). Copying an Array is cheap and shares the bytes (like
+// a numpy view); clone() makes an owning deep copy.
+class GRAPHI_API Array {
+ public:
+  Array() = default;
+  explicit Array(TensorInfo info);  // owning, zero-filled, 64-byte aligned
+  // Borrows `data` (numel(shape) elements of `dtype`); run() only reads it.
+  static Array view(std::string name, DType dtype, std::vector<int64_t> shape, const void* data);
+  // Owning copy of `data`.
+  static Array copy_of(std::string name, DType dtype, std::vector<int64_t> shape, const void* data);
+
+  const TensorInfo& info() const { return info_; }
+  const std::string& name() const { return info_.name; }
+  DType dtype() const { return info_.dtype; }
+  const std::vector<int64_t>& shape() const { return info_.shape; }
+  int64_t numel() const { return info_.numel(); }
+  size_t bytes() const { return info_.bytes(); }
+  bool owns_data() const { return owned_; }
+
+  const void* data() const { return data_; }
+  // Writable pointer of an owning Array; nullptr for a view (its bytes belong to the caller).
+  void* mutable_data() { return owned_ ? const_cast<void*>(data_) : nullptr; }
+  template <typename T> const T* data_as() const { return static_cast<const T*>(data_); }
+  template <typename T> T* mutable_data_as() { return static_cast<T*>(mutable_data()); }
+  Array clone() const;
+
+ private:
+  friend class Session;
+  TensorInfo info_;
+  const void* data_ = nullptr;
+  bool owned_ = false;
+  std::shared_ptr<void> storage_;  // keeps owned bytes alive (shared by copies)
+};
+
+struct SessionOptions {
+  int executors = 1;  // n executors ...
+  int threads = 1;    // ... x k threads each
+  // "sequential" (reference executor on the calling thread), "cpf" (critical-path first),
+  // "fifo" or "shared-queue".
+  std::string scheduler = "sequential";
+  int ring_capacity = 1;  // scheduler -> executor ring capacity
+  bool pin = true;        // pin each thread to its own core (false: let threads float)
+  std::string cpuset;     // restrict pinning to these cores ("0-3,8"); empty = allowed set
+  // Apply the default graph passes (LSTM/GRU/RNN cell fusion, GEMM fusion, phase hoisting,
+  // reshape cleanup) after loading. false runs the graph as stored.
+  bool optimize = true;
+  // Values of symbolic dims of an .onnx file (e.g. {"batch", 8}); a symbolic dim without a
+  // value is an error naming it.
+  std::map<std::string, int64_t> dims;
+};
+
+class GRAPHI_API Session {
+ public:
+  // Loads `path` (.graphi or .onnx; other extensions are recognized by content), validates it,
+  // applies the default passes unless options.optimize is false, and compiles it for the
+  // executors. Errors: kIoError (missing or unreadable file), kInvalidGraph / kUnsupported
+  // (bad or unsupported model), kInvalidArgument (bad options), each naming the file.
+  static Expected<Session> open(const std::string& path, const SessionOptions& options = {});
+
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+  ~Session();
+
+  // One Array per graph input, by name, in any order. A missing, unknown or duplicated name,
+  // a wrong dtype or shape, or a null data pointer is kInvalidArgument naming the input.
+  // Inputs are only read. Returns the graph outputs in output order (owning Arrays, named).
+  // Serialized when called from several threads (see the top of this file).
+  Expected<std::vector<Array>> run(const std::vector<Array>& inputs);
+
+  const std::vector<TensorInfo>& inputs() const;
+  const std::vector<TensorInfo>& outputs() const;
+  // The executor configuration actually used, e.g. "2x1 cpf on cores {0} {1}; ...".
+  std::string config_summary() const;
+  // What the graph passes did ("" when options.optimize was false).
+  const std::string& passes_summary() const;
+  const SessionOptions& options() const;
+
+ private:
+  struct Impl;
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace graphi
