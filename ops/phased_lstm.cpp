@@ -20,6 +20,7 @@
 #include "ops/rnn_sequence.h"
 #include "ops/shape_rules.h"
 #include "ops/spin_barrier.h"
+#include "ops/tiled_gemm.h"
 #include "ops/xsmm.h"
 
 namespace graphi::ops {
@@ -82,101 +83,13 @@ Result<PhasedSpec> phased_spec(const graph::Node& node, std::span<const TensorDe
   return s;
 }
 
-// Row-major C[n x m] (ldc) (+)= B[n x k] (ldb) * A[k x m] (lda) on LIBXSMM microkernels, cut
-// into tiles LIBXSMM 1.17 JITs (m*n*k <= 64^3), a plain loop where it declines. A trimmed copy of
-// ops/rnn_sequence.cpp's TiledGemm (private there).
-class BlockGemm {
- public:
-  static BlockGemm create(int64_t m, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
-                          const std::set<int64_t>& ns) {
-    BlockGemm g;
-    g.m_ = m;
-    g.k_ = k;
-    g.lda_ = lda;
-    g.ldb_ = ldb;
-    g.ldc_ = ldc;
-    const int64_t nmax = ns.empty() ? 1 : *ns.rbegin();
-    g.nt_ = std::min<int64_t>(nmax, 32);
-    g.mt_ = std::min<int64_t>(m, g.nt_ <= 2 ? 256 : 32);
-    const int64_t kt = std::max<int64_t>(1, 64 * 64 * 64 / (g.mt_ * g.nt_));
-    const int64_t nk = (k + kt - 1) / kt;
-    g.kt_ = (k + nk - 1) / nk;
-    std::set<int64_t> nn;
-    for (int64_t n : ns) {
-      if (n >= g.nt_) nn.insert(g.nt_);
-      if (n % g.nt_) nn.insert(n % g.nt_);
-    }
-    for (int64_t m0 = 0; m0 < m; m0 += g.mt_)
-      for (int64_t n : nn)
-        for (int64_t k0 = 0; k0 < k; k0 += g.kt_)
-          g.add(std::min(g.mt_, m - m0), n, std::min(g.kt_, k - k0), k0 > 0);
-    return g;
-  }
-
-  void run(const float* a, const float* b, float* c, int64_t n) const noexcept {
-    for (int64_t m0 = 0; m0 < m_; m0 += mt_) {
-      const int64_t mm = std::min(mt_, m_ - m0);
-      for (int64_t n0 = 0; n0 < n; n0 += nt_) {
-        const int64_t nn = std::min(nt_, n - n0);
-        for (int64_t k0 = 0; k0 < k_; k0 += kt_) {
-          const int64_t kk = std::min(kt_, k_ - k0);
-          const float* at = a + k0 * lda_ + m0;
-          const float* bt = b + n0 * ldb_ + k0;
-          float* ct = c + n0 * ldc_ + m0;
-          const Entry* e = find(mm, nn, kk, k0 > 0);
-          if (e && e->kernel.valid()) {
-            e->kernel(at, bt, ct);
-            continue;
-          }
-          for (int64_t r = 0; r < nn; ++r) {
-            float* crow = ct + r * ldc_;
-            if (k0 == 0) std::fill(crow, crow + mm, 0.0f);
-            for (int64_t q = 0; q < kk; ++q) {
-              const float bv = bt[r * ldb_ + q];
-              const float* arow = at + q * lda_;
-              for (int64_t i = 0; i < mm; ++i) crow[i] += arow[i] * bv;
-            }
-          }
-        }
-      }
-    }
-  }
-
- private:
-  struct Entry {
-    int64_t mm, nn, kk;
-    bool acc;
-    xsmm::SmmKernel kernel;
-  };
-  void add(int64_t mm, int64_t nn, int64_t kk, bool acc) {
-    if (find(mm, nn, kk, acc)) return;
-    xsmm::SmmShape s;
-    s.m = static_cast<int>(mm);
-    s.n = static_cast<int>(nn);
-    s.k = static_cast<int>(kk);
-    s.lda = static_cast<int>(lda_);
-    s.ldb = static_cast<int>(ldb_);
-    s.ldc = static_cast<int>(ldc_);
-    s.beta = acc ? 1.0f : 0.0f;
-    auto k = xsmm::dispatch_smm(s);
-    entries_.push_back({mm, nn, kk, acc, k.is_ok() ? *k : xsmm::SmmKernel()});
-  }
-  const Entry* find(int64_t mm, int64_t nn, int64_t kk, bool acc) const noexcept {
-    for (const Entry& e : entries_)
-      if (e.mm == mm && e.nn == nn && e.kk == kk && e.acc == acc) return &e;
-    return nullptr;
-  }
-  int64_t m_ = 0, k_ = 0, lda_ = 0, ldb_ = 0, ldc_ = 0, mt_ = 1, nt_ = 1, kt_ = 1;
-  std::vector<Entry> entries_;
-};
-
 // One block of hidden units [j0, j1) of direction d.
 struct Block {
   int d = 0;
   int64_t j0 = 0, j1 = 0;
   int64_t ldw = 0;                 // row stride of the block's W and R slabs
   int64_t wp_off = 0, rp_off = 0;  // slabs in the packed buffer
-  BlockGemm hoist, rec;
+  TiledGemm hoist, rec;  // row-major slabs (ops/tiled_gemm.h)
 };
 
 class PhasedLstmKernel final : public Kernel {
@@ -249,8 +162,8 @@ class PhasedLstmKernel final : public Kernel {
         off += I * blk.ldw;
         blk.rp_off = off;
         off += H * blk.ldw;
-        blk.hoist = BlockGemm::create(4 * w, I, blk.ldw, I, hoist_ldc, hoist_ns);
-        blk.rec = BlockGemm::create(4 * w, H, blk.ldw, ldh_, ldx_, {B});
+        blk.hoist = TiledGemm::create_row_major(4 * w, I, blk.ldw, I, hoist_ldc, hoist_ns);
+        blk.rec = TiledGemm::create_row_major(4 * w, H, blk.ldw, ldh_, ldx_, {B});
         plans_[q].push_back(std::move(blk));
       }
     }

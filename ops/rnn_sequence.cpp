@@ -44,6 +44,7 @@
 #include "ops/shape_rules.h"
 #include "ops/spin_barrier.h"
 #include "ops/team_wait.h"
+#include "ops/tiled_gemm.h"
 #include "ops/xsmm.h"
 
 namespace graphi::ops {
@@ -358,124 +359,6 @@ std::vector<TensorDesc> rnn_output_descs(const RnnSpec& s) {
 }
 
 namespace {
-
-// ---------------------------------------------------------------------------------------------
-// Small GEMMs on LIBXSMM microkernels. Row-major C[n x m] (ldc) (+)= B[n x k] (ldb) * A[k x m],
-// A = packed weights in panel-major order: panels of `panel` columns, each a contiguous
-// [k][panel] block (element (q, col) at panel_offset(col, q)), so one microkernel call streams one
-// dense block (no 4 KiB-page hops between rows; the hardware prefetchers keep up). Cut into tiles
-// that LIBXSMM 1.17 JITs (m*n*k <= 64^3; above that it falls back to a slow generic path).
-class TiledGemm {
- public:
-  // `ns`: every row count run() will be called with.
-  static TiledGemm create(int64_t m, int64_t k, int64_t panel, int64_t ldb, int64_t ldc,
-                          const std::set<int64_t>& ns) {
-    TiledGemm g;
-    g.m_ = m;
-    g.k_ = k;
-    g.mt_ = panel;
-    g.ldb_ = ldb;
-    g.ldc_ = ldc;
-    const int64_t nmax = ns.empty() ? 1 : *ns.rbegin();
-    // Measured on this 2-core AVX-512 VM: 32 x 32 x 256 tiles reach ~140 GFLOP/s per core
-    // (64 x 32 x 128: ~118); GEMV-like calls (1-2 rows) stream A and want wide panels.
-    g.nt_ = std::min<int64_t>(nmax, 32);
-    constexpr int64_t kBudget = 64 * 64 * 64;
-    int64_t kt = std::max<int64_t>(1, kBudget / (g.mt_ * g.nt_));
-    const int64_t nk = (k + kt - 1) / kt;
-    g.kt_ = (k + nk - 1) / nk;
-    std::set<int64_t> nn_set;
-    for (int64_t n : ns) {
-      if (n >= g.nt_) nn_set.insert(g.nt_);
-      if (n % g.nt_) nn_set.insert(n % g.nt_);
-    }
-    for (int64_t m0 = 0; m0 < m; m0 += g.mt_) {
-      const int64_t mm = std::min(g.mt_, m - m0);
-      for (int64_t nn : nn_set)
-        for (int64_t k0 = 0; k0 < k; k0 += g.kt_) g.add(mm, nn, std::min(g.kt_, k - k0), k0 > 0);
-    }
-    return g;
-  }
-
-  // Floats of a packed [k x m] operand with `panel`-column panels (the last one padded).
-  static int64_t packed_floats(int64_t m, int64_t k, int64_t panel) {
-    return (m + panel - 1) / panel * panel * k;
-  }
-  // Offset of A[q][col] in that layout.
-  static int64_t panel_offset(int64_t col, int64_t q, int64_t k, int64_t panel) {
-    return col / panel * panel * k + q * panel + col % panel;
-  }
-
-  // Panels outermost: each [k x panel] block of the weights is loaded once and reused for every
-  // row tile (the rows, X or h, are the smaller operand and stay in L1/L2). `reverse` walks the
-  // panels last to first: alternating it every step (zigzag) starts each step on the panels the
-  // previous one touched last, which are still in L2 when a thread's weights overflow it.
-  void run(const float* a, const float* b, float* c, int64_t n,
-           bool reverse = false) const noexcept {
-    const int64_t np = (m_ + mt_ - 1) / mt_;
-    for (int64_t pi = 0; pi < np; ++pi) {
-      const int64_t m0 = (reverse ? np - 1 - pi : pi) * mt_;
-      const int64_t mm = std::min(mt_, m_ - m0);
-      const float* panel = a + m0 * k_;
-      for (int64_t n0 = 0; n0 < n; n0 += nt_) {
-        const int64_t nn = std::min(nt_, n - n0);
-        for (int64_t k0 = 0; k0 < k_; k0 += kt_) {
-          const int64_t kk = std::min(kt_, k_ - k0);
-          const float* at = panel + k0 * mt_;
-          const float* bt = b + n0 * ldb_ + k0;
-          float* ct = c + n0 * ldc_ + m0;
-          const Entry* e = find(mm, nn, kk, k0 > 0);
-          if (e && e->kernel.valid()) {
-            e->kernel(at, bt, ct);
-          } else {
-            naive(at, bt, ct, mm, nn, kk, k0 > 0);
-          }
-        }
-      }
-    }
-  }
-
- private:
-  struct Entry {
-    int64_t mm, nn, kk;
-    bool acc;
-    xsmm::SmmKernel kernel;  // invalid: LIBXSMM declined, use the plain loop
-  };
-
-  void add(int64_t mm, int64_t nn, int64_t kk, bool acc) {
-    if (find(mm, nn, kk, acc)) return;
-    xsmm::SmmShape s;
-    s.m = static_cast<int>(mm);
-    s.n = static_cast<int>(nn);
-    s.k = static_cast<int>(kk);
-    s.lda = static_cast<int>(mt_);
-    s.ldb = static_cast<int>(ldb_);
-    s.ldc = static_cast<int>(ldc_);
-    s.beta = acc ? 1.0f : 0.0f;
-    auto k = xsmm::dispatch_smm(s);
-    entries_.push_back({mm, nn, kk, acc, k.is_ok() ? *k : xsmm::SmmKernel()});
-  }
-  const Entry* find(int64_t mm, int64_t nn, int64_t kk, bool acc) const noexcept {
-    for (const Entry& e : entries_)
-      if (e.mm == mm && e.nn == nn && e.kk == kk && e.acc == acc) return &e;
-    return nullptr;
-  }
-  void naive(const float* a, const float* b, float* c, int64_t mm, int64_t nn, int64_t kk,
-             bool acc) const noexcept {
-    for (int64_t r = 0; r < nn; ++r) {
-      float* crow = c + r * ldc_;
-      if (!acc) std::fill(crow, crow + mm, 0.0f);
-      for (int64_t q = 0; q < kk; ++q) {
-        const float bv = b[r * ldb_ + q];
-        const float* arow = a + q * mt_;
-        for (int64_t i = 0; i < mm; ++i) crow[i] += arow[i] * bv;
-      }
-    }
-  }
-
-  int64_t m_ = 0, k_ = 0, ldb_ = 0, ldc_ = 0, mt_ = 1, nt_ = 1, kt_ = 1;
-  std::vector<Entry> entries_;
-};
 
 // One block of hidden units [j0, j1) of direction d, its packed weights and its GEMMs.
 struct Segment {
@@ -976,9 +859,9 @@ void RnnSequenceKernel::make_gemms(ThreadPlan& p) const {
   const int64_t hoist_ldc = s_.layout == 1 ? B * ldx_ : ldx_;
   for (Segment& seg : p.segs) {
     const int64_t w = seg.j1 - seg.j0;
-    seg.hoist = TiledGemm::create(s_.gates * w, I, seg.pw_w, I, hoist_ldc, hoist_ns);
-    seg.rec0 = TiledGemm::create(g0_ * w, H, seg.pw_r0, ldh_, ld_gh0_, {rows});
-    if (canonical_gru_) seg.rec1 = TiledGemm::create(w, H, seg.pw_r1, ldh_, ld_gh1_, {rows});
+    seg.hoist = TiledGemm::create_panels(s_.gates * w, I, seg.pw_w, I, hoist_ldc, hoist_ns);
+    seg.rec0 = TiledGemm::create_panels(g0_ * w, H, seg.pw_r0, ldh_, ld_gh0_, {rows});
+    if (canonical_gru_) seg.rec1 = TiledGemm::create_panels(w, H, seg.pw_r1, ldh_, ld_gh1_, {rows});
   }
 }
 

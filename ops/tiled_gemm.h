@@ -1,0 +1,66 @@
+// Small GEMMs on LIBXSMM microkernels for the RNN sequence kernels (ops/rnn_sequence.cpp,
+// ops/phased_lstm.cpp): row-major C[n x m] (ldc) (+)= B[n x k] (ldb) * A[k x m], cut into tiles
+// that LIBXSMM 1.17 JITs (m*n*k <= 64^3; above that it falls back to a slow generic path), a
+// plain loop where it declines. The microkernels are dispatched once, at create().
+//
+// A, the weights, comes in one of two layouts:
+// - panel-major (create_panels): panels of `panel` columns, each a contiguous [k][panel] block
+//   (element (q, col) at panel_offset(col, q, k, panel)), so one microkernel call streams one
+//   dense block (no 4 KiB-page hops between rows; the hardware prefetchers keep up);
+// - row-major (create_row_major): [k][m] with row stride lda.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <vector>
+
+#include "ops/xsmm.h"
+
+namespace graphi::ops {
+
+class TiledGemm {
+ public:
+  // `ns`: every row count n that run() will be called with.
+  static TiledGemm create_panels(int64_t m, int64_t k, int64_t panel, int64_t ldb, int64_t ldc,
+                                 const std::set<int64_t>& ns);
+  // Tiles of up to 256 columns for GEMV-like calls (n <= 2 rows, A streamed), else 32.
+  static TiledGemm create_row_major(int64_t m, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
+                                    const std::set<int64_t>& ns);
+
+  // Floats of a packed [k x m] operand with `panel`-column panels (the last one padded).
+  static int64_t packed_floats(int64_t m, int64_t k, int64_t panel) {
+    return (m + panel - 1) / panel * panel * k;
+  }
+  // Offset of A[q][col] in that layout.
+  static int64_t panel_offset(int64_t col, int64_t q, int64_t k, int64_t panel) {
+    return col / panel * panel * k + q * panel + col % panel;
+  }
+
+  // C rows [0, n) = B rows * A (n one of create's ns). Column tiles outermost: each [k x tile]
+  // block of the weights is loaded once and reused for every row tile (the rows, X or h, are
+  // the smaller operand and stay in L1/L2). `reverse` walks the column tiles last to first:
+  // alternating it every step (zigzag) starts each step on the weights the previous one touched
+  // last, which are still in L2 when a thread's weights overflow it.
+  void run(const float* a, const float* b, float* c, int64_t n,
+           bool reverse = false) const noexcept;
+
+ private:
+  struct Entry {
+    int64_t mm, nn, kk;
+    bool acc;
+    xsmm::SmmKernel kernel;  // invalid: LIBXSMM declined, use the plain loop
+  };
+
+  // mt: column tile width; A's tile (m0, k0) starts at a + m0 * col_step + k0 * lda.
+  static TiledGemm make(int64_t m, int64_t k, int64_t mt, int64_t lda, int64_t col_step,
+                        int64_t ldb, int64_t ldc, const std::set<int64_t>& ns);
+  void add(int64_t mm, int64_t nn, int64_t kk, bool acc);
+  const Entry* find(int64_t mm, int64_t nn, int64_t kk, bool acc) const noexcept;
+  void naive(const float* a, const float* b, float* c, int64_t mm, int64_t nn, int64_t kk,
+             bool acc) const noexcept;
+
+  int64_t m_ = 0, k_ = 0, lda_ = 0, col_step_ = 1, ldb_ = 0, ldc_ = 0, mt_ = 1, nt_ = 1, kt_ = 1;
+  std::vector<Entry> entries_;
+};
+
+}  // namespace graphi::ops
