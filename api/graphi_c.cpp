@@ -178,6 +178,9 @@ graphi_status graphi_session_output(const graphi_session* s, size_t index, graph
 }
 
 const char* graphi_session_config_summary(const graphi_session* s) { return s ? s->config.c_str() : ""; }
+const char* graphi_session_passes_summary(const graphi_session* s) {
+  return s ? s->session.passes_summary().c_str() : "";
+}
 
 graphi_status graphi_session_run(graphi_session* s, const graphi_tensor* inputs, size_t num_inputs,
                                  graphi_outputs** outputs) {

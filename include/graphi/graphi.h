@@ -110,6 +110,8 @@ GRAPHI_C_API graphi_status graphi_session_output(const graphi_session* session, 
                                                  graphi_tensor* info);
 /* The executor configuration, e.g. "2x1 cpf on cores {0} {1}; ..." ("" for NULL). */
 GRAPHI_C_API const char* graphi_session_config_summary(const graphi_session* session);
+/* What the graph passes did at open ("" with optimize = 0, or for NULL). */
+GRAPHI_C_API const char* graphi_session_passes_summary(const graphi_session* session);
 
 /* Runs the model once. inputs: num_inputs tensors, one per graph input, by name, any order;
  * each input's bytes must equal its shape's size. On success *outputs is a new graphi_outputs

@@ -307,6 +307,19 @@ TEST_CASE("c api: run and run_into equal PyTorch, ownership and sizes", "[api]")
   CHECK(std::string(info.name) == "probs");
   CHECK(info.bytes == 4 * 10 * 4);
   CHECK_THAT(graphi_session_config_summary(s), Contains("cpf"));
+  for (int optimize : {1, 0}) {  // the passes fuse the unrolled cell unless optimize = 0
+    graphi_options lo;
+    graphi_options_init(&lo);
+    lo.optimize = optimize;
+    graphi_session* ls = nullptr;
+    REQUIRE(graphi_session_open((kOnnxDir + "lstm_cell_unrolled.onnx").c_str(), &lo, &ls) == GRAPHI_OK);
+    if (optimize)
+      CHECK_THAT(graphi_session_passes_summary(ls), Contains("LSTM"));
+    else
+      CHECK(std::string(graphi_session_passes_summary(ls)).empty());
+    graphi_session_free(ls);
+  }
+  CHECK(std::string(graphi_session_passes_summary(nullptr)).empty());
 
   const int64_t shape[] = {4, 16};
   graphi_tensor in{"x", GRAPHI_F32, 2, shape, x.data(), x.bytes()};
