@@ -1,13 +1,9 @@
 #include "cli/cli_util.h"
 
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 
 #include "cli/args.h"
-#include "graph/graph_file.h"
-#include "graph/passes/pipeline.h"
-#include "ops/registry.h"
+#include "engine/model_loader.h"
 
 namespace graphi::cli {
 
@@ -17,12 +13,7 @@ Result<std::shared_ptr<const graph::Graph>> load_model(const std::string& path) 
 
 Result<std::shared_ptr<const graph::Graph>> load_model(const std::string& path,
                                                        const graph::ImportOptions& onnx) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return Status::io_error(path + ": no such file");
-  if (std::filesystem::is_directory(path, ec))
-    return Status::io_error(path + ": is a directory, not a model file");
-  GRAPHI_ASSIGN_OR_RETURN(graph::Graph g, graph::read_graph_file(path, ops::Registry::get(), onnx));
-  return std::make_shared<const graph::Graph>(std::move(g));
+  return engine::load_model(path, onnx);
 }
 
 Result<graph::ImportOptions> parse_dim_flags(const std::vector<std::string>& specs) {
@@ -48,36 +39,9 @@ Result<graph::ImportOptions> parse_dim_flags(const std::vector<std::string>& spe
 }
 
 Result<std::shared_ptr<const graph::Graph>> fuse_graph(std::shared_ptr<const graph::Graph> g) {
-  // GRAPHI_PASSES (comma-separated pass names; unset or empty: all) runs a subset, to compare
-  // passes one by one.
-  graph::passes::PipelineOptions options;
-  if (const char* env = std::getenv("GRAPHI_PASSES"); env && *env) {
-    options.rnn_fusion = options.mm_fusion = options.phase_hoisting = options.reshape_cleanup =
-        false;
-    std::string list = env;
-    for (size_t pos = 0; pos <= list.size();) {
-      size_t end = list.find(',', pos);
-      if (end == std::string::npos) end = list.size();
-      const std::string name = list.substr(pos, end - pos);
-      if (name == "rnn_fusion")
-        options.rnn_fusion = true;
-      else if (name == "mm_fusion")
-        options.mm_fusion = true;
-      else if (name == "phase_hoisting")
-        options.phase_hoisting = true;
-      else if (name == "reshape_cleanup")
-        options.reshape_cleanup = true;
-      else if (!name.empty())
-        return Status::invalid_argument("GRAPHI_PASSES: unknown pass '" + name +
-                                        "' (known: rnn_fusion, mm_fusion, phase_hoisting, reshape_cleanup)");
-      pos = end + 1;
-    }
-  }
-  GRAPHI_ASSIGN_OR_RETURN(graph::passes::PipelineResult p,
-                          graph::passes::run_passes(*g, ops::Registry::get(), options));
-  std::fprintf(stderr, "graphi: %s (--no-fuse: off)\n", p.summary().c_str());
-  if (!p.changed()) return g;
-  return std::make_shared<const graph::Graph>(std::move(p.graph));
+  GRAPHI_ASSIGN_OR_RETURN(engine::OptimizedGraph o, engine::optimize_graph(std::move(g)));
+  std::fprintf(stderr, "graphi: %s (--no-fuse: off)\n", o.summary.c_str());
+  return o.graph;
 }
 
 std::string human_bytes(double b) {

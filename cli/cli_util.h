@@ -10,7 +10,7 @@
 
 namespace graphi::cli {
 
-// Loads a model file (graph::read_graph_file: .graphi today) and validates it with the op
+// Loads a model file (.graphi or .onnx; engine::load_model) and validates it with the op
 // registry. Errors name the path.
 Result<std::shared_ptr<const graph::Graph>> load_model(const std::string& path);
 // The same with import options for .onnx files (symbolic dim values from --dim).
@@ -20,7 +20,7 @@ Result<std::shared_ptr<const graph::Graph>> load_model(const std::string& path,
 // --dim NAME=VALUE flags (repeatable) as ImportOptions: kInvalidArgument naming the bad flag.
 Result<graph::ImportOptions> parse_dim_flags(const std::vector<std::string>& specs);
 
-// Applies the default graph pass pipeline (graph/passes/pipeline.h: unrolled LSTM and GRU
+// Applies the default graph pass pipeline (engine::optimize_graph, graph/passes/pipeline.h: unrolled LSTM and GRU
 // cells -> sequence ops, then MM fusion and phase hoisting on the rest) and says on stderr, in
 // one line, what each pass did. `graphi run` and `graphi info` call it unless --no-fuse is given.
 // GRAPHI_PASSES=name,name,... (rnn_fusion, mm_fusion, phase_hoisting, reshape_cleanup; unset or

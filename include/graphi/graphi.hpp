@@ -1,6 +1,6 @@
 // graphi's public C++ API: open a model file, run it, read the outputs. Self-contained: it
 // includes only the standard library and graphi/types.h, never an internal header (pimpl), so
-// an application needs include/graphi/ and libgraphi.so only. Needs C++17 (api/README.md).
+// an application needs include/graphi/ and libgraphi.so only. Needs C++17 (engine/api/README.md).
 //
 //   auto s = graphi::Session::open("model.onnx", {.executors = 2, .threads = 1,  // C++20
 //                                                 .scheduler = "cpf"});

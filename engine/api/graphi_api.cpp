@@ -3,15 +3,11 @@
 // exception ever leaves a public function.
 #include "graphi/graphi.hpp"
 
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <new>
 
 #include "engine/session.h"
-#include "graph/graph_file.h"
-#include "graph/passes/pipeline.h"
-#include "ops/registry.h"
+#include "engine/model_loader.h"
 
 namespace graphi {
 namespace {
@@ -114,12 +110,6 @@ Session::~Session() = default;
 
 Expected<Session> Session::open(const std::string& path, const SessionOptions& options) {
   return guarded(path.c_str(), [&]() -> Expected<Session> {
-    std::error_code ec;
-    if (path.empty()) return ApiError{StatusCode::kInvalidArgument, "model path is empty"};
-    if (!std::filesystem::exists(path, ec))
-      return ApiError{StatusCode::kIoError, path + ": no such file"};
-    if (std::filesystem::is_directory(path, ec))
-      return ApiError{StatusCode::kIoError, path + ": is a directory, not a model file"};
     graph::ImportOptions onnx;
     for (const auto& [name, value] : options.dims) {
       if (value < 1)
@@ -127,17 +117,17 @@ Expected<Session> Session::open(const std::string& path, const SessionOptions& o
                         "dims: '" + name + "' must be a positive integer, got " + std::to_string(value)};
       onnx.dims[name] = value;
     }
-    Result<graph::Graph> loaded = graph::read_graph_file(path, ops::Registry::get(), onnx);
+    Result<std::shared_ptr<const graph::Graph>> loaded = engine::load_model(path, onnx);
     if (!loaded) return to_error(loaded.status());
-    auto g = std::make_shared<const graph::Graph>(std::move(loaded).value());
+    std::shared_ptr<const graph::Graph> g = std::move(loaded).value();
 
     auto impl = std::make_unique<Impl>();
     impl->options = options;
     if (options.optimize) {
-      Result<graph::passes::PipelineResult> p = graph::passes::run_passes(*g, ops::Registry::get());
-      if (!p) return to_error(p.status().with_context(path));
-      impl->passes = p->summary();
-      if (p->changed()) g = std::make_shared<const graph::Graph>(std::move(p->graph));
+      Result<engine::OptimizedGraph> o = engine::optimize_graph(g);
+      if (!o) return to_error(o.status().with_context(path));
+      impl->passes = o->summary;
+      g = o->graph;
     }
 
     engine::SessionOptions eo;

@@ -1,0 +1,59 @@
+#include "engine/model_loader.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "graph/graph_file.h"
+#include "ops/registry.h"
+
+namespace graphi::engine {
+
+Result<std::shared_ptr<const graph::Graph>> load_model(const std::string& path,
+                                                       const graph::ImportOptions& onnx) {
+  std::error_code ec;
+  if (path.empty()) return Status::invalid_argument("model path is empty");
+  if (!std::filesystem::exists(path, ec)) return Status::io_error(path + ": no such file");
+  if (std::filesystem::is_directory(path, ec))
+    return Status::io_error(path + ": is a directory, not a model file");
+  GRAPHI_ASSIGN_OR_RETURN(graph::Graph g, graph::read_graph_file(path, ops::Registry::get(), onnx));
+  return std::make_shared<const graph::Graph>(std::move(g));
+}
+
+Result<graph::passes::PipelineOptions> pipeline_options_from_env() {
+  graph::passes::PipelineOptions options;
+  const char* env = std::getenv("GRAPHI_PASSES");
+  if (!env || !*env) return options;
+  options.rnn_fusion = options.mm_fusion = options.phase_hoisting = options.reshape_cleanup = false;
+  const std::string list = env;
+  for (size_t pos = 0; pos <= list.size();) {
+    size_t end = list.find(',', pos);
+    if (end == std::string::npos) end = list.size();
+    const std::string name = list.substr(pos, end - pos);
+    if (name == "rnn_fusion")
+      options.rnn_fusion = true;
+    else if (name == "mm_fusion")
+      options.mm_fusion = true;
+    else if (name == "phase_hoisting")
+      options.phase_hoisting = true;
+    else if (name == "reshape_cleanup")
+      options.reshape_cleanup = true;
+    else if (!name.empty())
+      return Status::invalid_argument(
+          "GRAPHI_PASSES: unknown pass '" + name +
+          "' (known: rnn_fusion, mm_fusion, phase_hoisting, reshape_cleanup)");
+    pos = end + 1;
+  }
+  return options;
+}
+
+Result<OptimizedGraph> optimize_graph(std::shared_ptr<const graph::Graph> g) {
+  GRAPHI_ASSIGN_OR_RETURN(graph::passes::PipelineOptions options, pipeline_options_from_env());
+  GRAPHI_ASSIGN_OR_RETURN(graph::passes::PipelineResult p,
+                          graph::passes::run_passes(*g, ops::Registry::get(), options));
+  OptimizedGraph out;
+  out.summary = p.summary();
+  out.graph = p.changed() ? std::make_shared<const graph::Graph>(std::move(p.graph)) : std::move(g);
+  return out;
+}
+
+}  // namespace graphi::engine
