@@ -28,18 +28,9 @@ for a in "$@"; do
   esac
 done
 
-# run BINARY ARGS...: runs a benchmark binary, boosted if asked.
-run() {
-  if [ "$BOOST" = 1 ]; then
-    setsid sh -c 'echo -20 > /proc/self/autogroup && exec nice -n -20 "$@"' sh "$@"
-  else
-    "$@"
-  fi
-}
+source scripts/bench_common.sh
 
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release > "$BUILD_DIR.configure.log" 2>&1 \
-  || { cat "$BUILD_DIR.configure.log"; exit 1; }
-cmake --build "$BUILD_DIR" --target graphi_bench_dispatch graphi_bench_lstm -j "$(nproc)"
+bench_build graphi_bench_dispatch graphi_bench_lstm
 
 OUT="$BUILD_DIR/bench"
 mkdir -p "$OUT"
@@ -51,16 +42,16 @@ else
   DISPATCH_ARGS=()
   LSTM_ARGS=()
 fi
-run "$BUILD_DIR/benchmarks/graphi_bench_dispatch" --csv "$OUT/dispatch.csv" "${DISPATCH_ARGS[@]}" | tee "$OUT/dispatch.txt"
+bench_run "$BUILD_DIR/benchmarks/graphi_bench_dispatch" --csv "$OUT/dispatch.csv" "${DISPATCH_ARGS[@]}" | tee "$OUT/dispatch.txt"
 echo
-run "$BUILD_DIR/benchmarks/graphi_bench_lstm" --csv "$OUT/lstm_makespan.csv" "${LSTM_ARGS[@]}" | tee "$OUT/lstm_makespan.txt"
+bench_run "$BUILD_DIR/benchmarks/graphi_bench_lstm" --csv "$OUT/lstm_makespan.csv" "${LSTM_ARGS[@]}" | tee "$OUT/lstm_makespan.txt"
 # The LSTM benchmark holds several OpenMP teams in one process (every 1x2 Session, and the
 # sequential 1x2 team of the calling thread). With more OpenMP threads than CPUs, libgomp cuts
 # its spin-wait to ~100 iterations, so team threads sleep between ops and each op pays a futex
 # wake-up. A process with one Session does not hit that; OMP_WAIT_POLICY=active shows what it gets.
 echo
 echo "bench_engine: again with OMP_WAIT_POLICY=active (team threads keep spinning between ops)"
-OMP_WAIT_POLICY=active run "$BUILD_DIR/benchmarks/graphi_bench_lstm" --csv "$OUT/lstm_makespan_omp_active.csv" \
+OMP_WAIT_POLICY=active bench_run "$BUILD_DIR/benchmarks/graphi_bench_lstm" --csv "$OUT/lstm_makespan_omp_active.csv" \
   "${LSTM_ARGS[@]}" | tee "$OUT/lstm_makespan_omp_active.txt"
 echo "bench_engine: load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "bench_engine: results in $OUT/ (goals: $OUT/dispatch_goals.csv)"

@@ -36,22 +36,13 @@ for a in "$@"; do
   esac
 done
 
-# run COMMAND ARGS...: runs a benchmark, boosted if asked (own autogroup at nice -20).
-run() {
-  if [ "$BOOST" = 1 ]; then
-    setsid sh -c 'echo -20 > /proc/self/autogroup && exec nice -n -20 "$@"' sh "$@"
-  else
-    "$@"
-  fi
-}
+source scripts/bench_common.sh
 
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release > "$BUILD_DIR.configure.log" 2>&1 \
-  || { cat "$BUILD_DIR.configure.log"; exit 1; }
-cmake --build "$BUILD_DIR" --target graphi_bench_rnn -j2
+bench_build graphi_bench_rnn
 mkdir -p "$BUILD_DIR/bench"
 
 if [ "$CPP_ONLY" = 1 ]; then
-  run "$BUILD_DIR/benchmarks/graphi_bench_rnn" --csv "$BUILD_DIR/bench/rnn_cpp.csv" "${ARGS[@]}" \
+  bench_run "$BUILD_DIR/benchmarks/graphi_bench_rnn" --csv "$BUILD_DIR/bench/rnn_cpp.csv" "${ARGS[@]}" \
     | tee "$BUILD_DIR/bench/rnn_cpp.txt"
   exit "${PIPESTATUS[0]}"
 fi
@@ -80,4 +71,4 @@ case "$BLAS" in
           "PyTorch's RNNs run ~10x slower on the reference BLAS" >&2 ;;
 esac
 
-run /usr/bin/python3 "$PEERS/run_all.py" --build-dir "$BUILD_DIR" "${ARGS[@]}"
+bench_run /usr/bin/python3 "$PEERS/run_all.py" --build-dir "$BUILD_DIR" "${ARGS[@]}"
