@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -191,7 +192,15 @@ int run_command(int argc, char** argv) {
       source[v.name] = file->second;
       inputs.emplace_back(v.name, std::move(*t));
     } else {
-      inputs.emplace_back(v.name, models::random_tensor(v.desc, rng));
+      // A declared shape can be far larger than memory (e.g. a --dim typo): say so, by name.
+      try {
+        inputs.emplace_back(v.name, models::random_tensor(v.desc, rng));
+      } catch (const std::bad_alloc&) {
+        return runtime_error(Status(StatusCode::kOutOfMemory,
+                                    "input '" + v.name + "' " + v.desc.to_string() + " needs " +
+                                        human_bytes(static_cast<double>(v.desc.bytes())) +
+                                        ": cannot allocate it to generate random values"));
+      }
       generated.push_back(v.name);
       std::fprintf(stderr, "graphi: input '%s' not given: using seeded random %s (seed %ld)\n",
                    v.name.c_str(), v.desc.to_string().c_str(), *seed);

@@ -106,3 +106,16 @@ TEST_CASE("cli onnx: --dim sets symbolic dims for run and info") {
   CHECK(r.err.find("--dim other names no symbolic dim of the model's inputs (it has: batch)") !=
         std::string::npos);
 }
+
+TEST_CASE("cli onnx: a --dim far beyond memory is one clear error and no crash") {
+  const fs::path dir = test::scratch_dir("cli_onnx_huge_dim");
+  // 2e9 images of 1x8x8 float32 = 477 GiB: more than this machine has. (Far larger shapes are
+  // refused by the importer already.)
+  Run r = run_cli(dir, {"run", kFixtures + "cnn_dynamic_batch.onnx", "--dim", "n=2000000000",
+                        "--iterations", "1", "--warmup", "0"});
+  INFO(r.err);
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("input 'image'") != std::string::npos);
+  CHECK(r.err.find("cannot allocate") != std::string::npos);
+  CHECK(r.err.find("bad_alloc") == std::string::npos);
+}

@@ -163,7 +163,7 @@ std::string name_of(const Config& c) {
 
 }  // namespace
 
-TEST_CASE("failures: a custom op that throws fails run() naming the node; the Session stays usable",
+TEST_CASE("failures: a custom op that throws fails run() naming the node and the Session stays usable",
           "[failures]") {
   auto g = chains("TestThrow", 3, 12);
   for (const Config& c : kConfigs) {

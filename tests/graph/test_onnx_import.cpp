@@ -186,7 +186,7 @@ TEST_CASE("onnx: PyTorch exports run and match PyTorch's outputs") {
   }
 }
 
-TEST_CASE("onnx: nn.Embedding runs graphi's Gather; a bad token id fails the run") {
+TEST_CASE("onnx: nn.Embedding runs graphi's Gather and a bad token id fails the run") {
   Graph g = value_or_throw(read_graph_file(kFixtures + "embed_lstm.onnx", ops::Registry::get()));
   int gathers = 0;
   for (const Node& n : g.nodes()) gathers += n.op == "Gather";

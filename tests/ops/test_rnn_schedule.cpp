@@ -305,7 +305,7 @@ TEST_CASE("rnn schedule: invalid forced schedules are clear errors", "[rnn_sched
 }
 
 TEST_CASE(
-    "rnn schedule: search on calibrates, writes the cache and reuses it; "
+    "rnn schedule: search on calibrates, writes the cache and reuses it, "
     "corrupt cache",
     "[rnn_schedule]") {
   const auto dir = test::scratch_dir("rnn_schedule_search");
