@@ -3,7 +3,7 @@
 //
 // Centralized and sense-reversing: the sense is a generation counter, so no per-thread state is
 // needed and the barrier can be reused back to back. Waiters wait on the generation with
-// team_wait (ops/team_wait.h): spin for a bounded time, then yield, then sleep on a futex, so a
+// team_wait (ops/team_wait.h): spin briefly, then yield for a bounded time, then sleep on a futex, so a
 // preempted member (loaded machine, more team threads than cores) does not make the others burn
 // their time slices.
 #pragma once
@@ -19,8 +19,10 @@ namespace graphi::ops {
 class SpinBarrier {
  public:
   // A barrier for `nthr` >= 1 members. Not copyable or movable (members hold its address).
-  explicit SpinBarrier(int nthr, std::chrono::nanoseconds spin_budget = kTeamSpinBudget)
-      : remaining_(nthr), nthr_(nthr), spin_budget_(spin_budget) {}
+  // The budgets are team_wait's (tests shorten them to reach the sleep stage).
+  explicit SpinBarrier(int nthr, std::chrono::nanoseconds spin_budget = kTeamSpinBudget,
+                       std::chrono::nanoseconds yield_budget = kTeamYieldBudget)
+      : remaining_(nthr), nthr_(nthr), spin_budget_(spin_budget), yield_budget_(yield_budget) {}
   SpinBarrier(const SpinBarrier&) = delete;
   SpinBarrier& operator=(const SpinBarrier&) = delete;
 
@@ -44,7 +46,8 @@ class SpinBarrier {
       generation_.publish(gen + 1);
       return;
     }
-    team_wait(generation_, [gen](uint32_t g) { return g != gen; }, spin_budget_);
+    team_wait(
+        generation_, [gen](uint32_t g) { return g != gen; }, spin_budget_, yield_budget_);
   }
 
  private:
@@ -52,7 +55,7 @@ class SpinBarrier {
   alignas(64) std::atomic<int> remaining_;
   alignas(64) TeamWord generation_;
   const int nthr_;
-  const std::chrono::nanoseconds spin_budget_;
+  const std::chrono::nanoseconds spin_budget_, yield_budget_;
 };
 
 }  // namespace graphi::ops

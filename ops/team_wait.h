@@ -1,15 +1,17 @@
 // How a member of a kernel's thread team waits for its peers within a run (the per-step
-// exchange of a weight-centric RNN sequence kernel, SpinBarrier): spin for a bounded time, then
-// yield a few times, then sleep on a futex until the peer publishes. Header-only; ops/ only
-// (the engine's executors use engine/parker.h, the same idea for a different wake pattern).
+// exchange of a weight-centric RNN sequence kernel, SpinBarrier): spin for a short time, then
+// yield for a bounded time, then sleep on a futex until the peer publishes. Header-only; ops/
+// only (the engine's executors use engine/parker.h, the same idea for a different wake pattern).
 //
-// Why not spin only: on a loaded machine a peer can be preempted for a whole time slice
-// (milliseconds). A spinning waiter then burns its own slice (and the CPU time a preempted peer
-// or another process could use), and with unbound threads it keeps the scheduler from moving
-// the preempted peer onto its core. Sleeping frees the core. The spin budget is longer than a
-// futex wake-up (~30 us), so an unloaded team, whose waits are the imbalance of one step, never
-// sleeps; the waker pays a plain store and one load of a line it owns per publish while nobody
-// sleeps.
+// Why the stages: an unloaded team's waits are the imbalance of one step (microseconds), so
+// the spin catches them. When the peer shares our core (more team threads than free cores, the
+// scheduler put both on one core), yielding runs it at once. When the peer was preempted on
+// another core by another process for longer than the yield budget (about one 4 ms scheduler
+// tick), the waiter sleeps instead of burning its core. Measured (benchmarks: graphi run of
+// LSTM b1 T100 on 2 threads with busy loops pinned to one core): shorter yield budgets (50 us
+// spin + 4 yields, or 10 us + 500 us) made the one-busy-loop case slower (h256 ~12 ms instead
+// of 0.7), sleeping too early lets the scheduler leave the team split across the loaded core.
+// The waker pays a plain store and one load of a line nobody writes while nobody sleeps.
 #pragma once
 
 #include <atomic>
@@ -27,8 +29,10 @@
 
 namespace graphi::ops {
 
-// How long a waiter polls before it yields and then sleeps.
-inline constexpr std::chrono::microseconds kTeamSpinBudget{50};
+// How long a waiter polls (pause) before it starts yielding (~1000 pauses on this Xeon, as
+// before the sleep stage existed), and how long it keeps yielding before it sleeps.
+inline constexpr std::chrono::microseconds kTeamSpinBudget{10};
+inline constexpr std::chrono::microseconds kTeamYieldBudget{4000};
 // The longest single futex sleep: bounds the delay of a missed wake-up (see publish()).
 inline constexpr std::chrono::microseconds kTeamSleepSlice{500};
 
@@ -82,10 +86,11 @@ struct TeamWord {
 // Returns once ready(w.value) is true; the value that made it true was loaded with acquire, so
 // everything the publisher wrote before publish() is visible. ready must stay true once true
 // (monotone counters, generations that cannot advance without this waiter).
-// spin_budget 0: straight to the yield and sleep stages (tests use it to exercise them).
+// Budgets of 0 skip a stage (tests use them to reach the sleep quickly).
 template <typename Ready>
 inline void team_wait(TeamWord& w, Ready&& ready,
-                      std::chrono::nanoseconds spin_budget = kTeamSpinBudget) noexcept {
+                      std::chrono::nanoseconds spin_budget = kTeamSpinBudget,
+                      std::chrono::nanoseconds yield_budget = kTeamYieldBudget) noexcept {
   if (ready(w.value.load(std::memory_order_acquire))) return;
   if (spin_budget.count() > 0) {
     // The clock is read only once the wait outlasts the first 64 polls (most unloaded waits
@@ -104,10 +109,11 @@ inline void team_wait(TeamWord& w, Ready&& ready,
       }
     }
   }
-  for (int i = 0; i < 4; ++i) {
+  const auto yield_end = std::chrono::steady_clock::now() + yield_budget;
+  do {
     std::this_thread::yield();
     if (ready(w.value.load(std::memory_order_acquire))) return;
-  }
+  } while (std::chrono::steady_clock::now() < yield_end);
   while (true) {
     w.sleepers.fetch_add(1, std::memory_order_seq_cst);
     const uint32_t v = w.value.load(std::memory_order_acquire);

@@ -78,7 +78,8 @@ TEST_CASE("spin barrier: a member delayed by milliseconds holds everyone back, n
   for (int nthr : {2, 3}) {
     for (std::chrono::nanoseconds spin : {0ns, 20000ns, std::chrono::nanoseconds(graphi::ops::kTeamSpinBudget)}) {
       INFO("threads " << nthr << " spin budget " << spin.count() << " ns");
-      SpinBarrier barrier(nthr, spin);
+      // Yield budget 100 us < the 1 ms delay: the waiters reach the futex sleep.
+      SpinBarrier barrier(nthr, spin, 100us);
       std::vector<long> data(nthr, 0);
       std::atomic<int> errors{0};
       std::vector<std::thread> threads;
@@ -92,7 +93,7 @@ TEST_CASE("spin barrier: a member delayed by milliseconds holds everyone back, n
 
 TEST_CASE("team wait: waiters sleep through a slow publisher and see what it wrote first") {
   // The publisher writes slot i, then publishes i; every other step it first sleeps 1 ms, longer
-  // than any spin budget here, so the waiters reach the futex sleep. Two waiters share the word
+  // than the spin and yield budgets here, so the waiters reach the futex sleep. Two waiters share the word
   // (one wake must reach both).
   constexpr uint32_t kSteps = 30;
   for (std::chrono::nanoseconds spin : {0ns, 20000ns, std::chrono::nanoseconds(graphi::ops::kTeamSpinBudget)}) {
@@ -102,7 +103,8 @@ TEST_CASE("team wait: waiters sleep through a slow publisher and see what it wro
     std::atomic<int> errors{0};
     auto waiter = [&] {
       for (uint32_t i = 1; i <= kSteps; ++i) {
-        team_wait(word, [i](uint32_t v) { return static_cast<int32_t>(v - i) >= 0; }, spin);
+        team_wait(word, [i](uint32_t v) { return static_cast<int32_t>(v - i) >= 0; }, spin,
+                  100us);
         if (slot[i] != 7 * long(i)) ++errors;
       }
     };
@@ -129,7 +131,7 @@ TEST_CASE("team wait: counters compare modulo 2^32 across the wrap") {
     std::this_thread::sleep_for(1ms);
     word.publish(want);
   });
-  team_wait(word, [want](uint32_t v) { return static_cast<int32_t>(v - want) >= 0; }, 0ns);
+  team_wait(word, [want](uint32_t v) { return static_cast<int32_t>(v - want) >= 0; }, 0ns, 0ns);
   CHECK(word.value.load() == want);
   pub.join();
 }
