@@ -13,6 +13,7 @@ PACKAGES=(
   libtbb-dev                    # oneTBB: the benchmarks' reference competitor (flow_graph, task_group)
   python3 python3-numpy         # /usr/bin/python3 for the numpy cross-checks in tests
   libonnx-testdata python3-onnx # ONNX backend cases of LSTM/GRU/RNN, converted to .npy by tests/ops/onnx_rnn_cases.py
+  pybind11-dev python3-dev      # the Python package (python/: pybind11 module over libgraphi)
   python3-torch                 # PyTorch 1.13: tests regenerate their PyTorch fixtures with it; the RNN benchmark's peer
   libopenblas0-pthread          # the BLAS PyTorch should use (Debian's reference BLAS makes nn.LSTM ~10x slower)
   nodejs                        # ONNX Runtime peer of the RNN benchmark (npm onnxruntime-node)
