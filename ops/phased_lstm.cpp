@@ -89,7 +89,7 @@ struct Block {
   int64_t j0 = 0, j1 = 0;
   int64_t ldw = 0;                 // row stride of the block's W and R slabs
   int64_t wp_off = 0, rp_off = 0;  // slabs in the packed buffer
-  TiledGemm hoist, rec;  // row-major slabs (ops/tiled_gemm.h)
+  TiledGemm hoist, rec;            // row-major slabs (ops/tiled_gemm.h)
 };
 
 class PhasedLstmKernel final : public Kernel {
@@ -236,29 +236,9 @@ class PhasedLstmKernel final : public Kernel {
     }
   }
 
-  int64_t seq_len_of(const void* lens, int64_t b) const noexcept {
-    if (!lens) return s_.seq_len;
-    const int64_t v = s_.seq_lens_dtype == DType::kI64 ? static_cast<const int64_t*>(lens)[b]
-                                                       : static_cast<const int32_t*>(lens)[b];
-    return std::clamp<int64_t>(v, 0, s_.seq_len);
-  }
-  int64_t window_begin(int d, int64_t s0, int64_t s1) const {
-    return s_.is_reverse(d) ? s_.seq_len - s1 : s0;
-  }
-  int64_t x_row(int64_t t, int64_t b) const {
-    return (s_.layout == 0 ? t * s_.batch + b : b * s_.seq_len + t) * s_.input_size;
-  }
   int64_t time_index(int64_t t, int64_t b) const {
     return s_.layout == 0 ? t * s_.batch + b : b * s_.seq_len + t;
   }
-  int64_t y_row(int64_t t, int d, int64_t b) const {
-    const int64_t D = s_.num_directions;
-    return (s_.layout == 0 ? (t * D + d) * s_.batch + b : (b * s_.seq_len + t) * D + d) * s_.hidden;
-  }
-  int64_t state_row(int d, int64_t b) const {
-    return (s_.layout == 0 ? d * s_.batch + b : b * s_.num_directions + d) * s_.hidden;
-  }
-
   void hoist(const std::vector<Block>& plan, const float* x, const float* packed, float* xw,
              int64_t s0, int64_t s1) const noexcept;
   void step(const std::vector<Block>& plan, int64_t s, int64_t s0, int64_t s1, const Buffers& io,
@@ -280,13 +260,13 @@ void PhasedLstmKernel::hoist(const std::vector<Block>& plan, const float* x, con
                              float* xw, int64_t s0, int64_t s1) const noexcept {
   const int64_t B = s_.batch, len = s1 - s0;
   for (const Block& blk : plan) {
-    const int64_t t0 = window_begin(blk.d, s0, s1);
+    const int64_t t0 = s_.window_begin(blk.d, s0, s1);
     const float* wp = packed + blk.wp_off;
     float* out = xw + blk.d * dir_x_ + 4 * blk.j0;
     if (s_.layout == 1) {
-      for (int64_t b = 0; b < B; ++b) blk.hoist.run(wp, x + x_row(t0, b), out + b * ldx_, len);
+      for (int64_t b = 0; b < B; ++b) blk.hoist.run(wp, x + s_.x_row(t0, b), out + b * ldx_, len);
     } else {
-      blk.hoist.run(wp, x + x_row(t0, 0), out, len * B);
+      blk.hoist.run(wp, x + s_.x_row(t0, 0), out, len * B);
     }
   }
 }
@@ -319,7 +299,8 @@ void PhasedLstmKernel::step(const std::vector<Block>& plan, int64_t s, int64_t s
     LstmGateArgs a;
     a.hidden = w;
     a.gate_stride = w;
-    a.gates_x = scratch + xw_off_ + (tt - window_begin(d, s0, s1)) * B * ldx_ + d * dir_x_ + 4 * j0;
+    a.gates_x =
+        scratch + xw_off_ + (tt - s_.window_begin(d, s0, s1)) * B * ldx_ + d * dir_x_ + 4 * j0;
     a.ld_gates_x = ldx_;
     a.gates_h = zero_h ? nullptr : gh;
     a.ld_gates_h = ldx_;
@@ -336,9 +317,9 @@ void PhasedLstmKernel::step(const std::vector<Block>& plan, int64_t s, int64_t s
     // Runs of rows whose sequence covers time tt get the gate kernel.
     int64_t b = 0;
     while (b < B) {
-      while (b < B && seq_len_of(lens, b) <= tt) ++b;
+      while (b < B && s_.seq_len_of(lens, b) <= tt) ++b;
       const int64_t r0 = b;
-      while (b < B && seq_len_of(lens, b) > tt) ++b;
+      while (b < B && s_.seq_len_of(lens, b) > tt) ++b;
       if (r0 < b) lstm_gates(a, GateTile{r0, b, 0, w});
     }
     // Time gate and blend; rows past their length carry the state and emit 0.
@@ -346,10 +327,10 @@ void PhasedLstmKernel::step(const std::vector<Block>& plan, int64_t s, int64_t s
     const float* shift = shift_all + d * H + j0;
     const float* ron = ron_all + d * H + j0;
     for (int64_t r = 0; r < B; ++r) {
-      float* yr = y + y_row(tt, d, r) + j0;
+      float* yr = y + s_.y_row(tt, d, r) + j0;
       const float* hp = hprev + r * ldh_ + j0;
       float* hn = hnext + r * ldh_ + j0;
-      if (seq_len_of(lens, r) <= tt) {
+      if (s_.seq_len_of(lens, r) <= tt) {
         std::memcpy(hn, hp, w * sizeof(float));
         std::fill(yr, yr + w, 0.0f);
         continue;
@@ -432,11 +413,11 @@ void PhasedLstmKernel::run(const TeamContext& team, const Buffers& io) const noe
         float* h = scratch + hb_off_ + (blk.d * B + b) * ldh_ + blk.j0;
         float* c = scratch + cb_off_ + (blk.d * B + b) * ldh_ + blk.j0;
         if (h0)
-          std::memcpy(h, h0 + state_row(blk.d, b) + blk.j0, bytes);
+          std::memcpy(h, h0 + s_.state_row(blk.d, b) + blk.j0, bytes);
         else
           std::memset(h, 0, bytes);
         if (c0)
-          std::memcpy(c, c0 + state_row(blk.d, b) + blk.j0, bytes);
+          std::memcpy(c, c0 + s_.state_row(blk.d, b) + blk.j0, bytes);
         else
           std::memset(c, 0, bytes);
       }
@@ -461,9 +442,10 @@ void PhasedLstmKernel::run(const TeamContext& team, const Buffers& io) const noe
     for (const Block& blk : plan)
       for (int64_t b = 0; b < B; ++b) {
         const size_t bytes = (blk.j1 - blk.j0) * sizeof(float);
-        std::memcpy(yh + state_row(blk.d, b) + blk.j0, hb + (blk.d * B + b) * ldh_ + blk.j0, bytes);
+        std::memcpy(yh + s_.state_row(blk.d, b) + blk.j0, hb + (blk.d * B + b) * ldh_ + blk.j0,
+                    bytes);
         if (yc)
-          std::memcpy(yc + state_row(blk.d, b) + blk.j0,
+          std::memcpy(yc + s_.state_row(blk.d, b) + blk.j0,
                       scratch + cb_off_ + (blk.d * B + b) * ldh_ + blk.j0, bytes);
       }
   });

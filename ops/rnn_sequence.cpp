@@ -454,28 +454,6 @@ class RnnSequenceKernel final : public Kernel {
   void write_final(const ThreadPlan& p, const Buffers& io, const float* hb,
                    const float* cb) const noexcept;
 
-  int64_t seq_len_of(const void* lens, int64_t b) const noexcept {
-    if (!lens) return s_.seq_len;
-    const int64_t v = s_.seq_lens_dtype == DType::kI64 ? static_cast<const int64_t*>(lens)[b]
-                                                       : static_cast<const int32_t*>(lens)[b];
-    return std::clamp<int64_t>(v, 0, s_.seq_len);
-  }
-  // First time index of direction d's window of steps [s0, s1).
-  int64_t window_begin(int d, int64_t s0, int64_t s1) const {
-    return s_.is_reverse(d) ? s_.seq_len - s1 : s0;
-  }
-  // Offsets (floats) of rows in the ONNX tensors, per layout.
-  int64_t x_row(int64_t t, int64_t b) const {
-    return (s_.layout == 0 ? t * s_.batch + b : b * s_.seq_len + t) * s_.input_size;
-  }
-  int64_t y_row(int64_t t, int d, int64_t b) const {
-    const int64_t D = s_.num_directions;
-    return (s_.layout == 0 ? (t * D + d) * s_.batch + b : (b * s_.seq_len + t) * D + d) * s_.hidden;
-  }
-  int64_t state_row(int d, int64_t b) const {
-    return (s_.layout == 0 ? d * s_.batch + b : b * s_.num_directions + d) * s_.hidden;
-  }
-
   RnnCellKind kind_;
   RnnSpec s_;
   RnnSchedule schedule_;
@@ -925,17 +903,17 @@ void RnnSequenceKernel::hoist(const ThreadPlan& p, const float* x, const float* 
   const int64_t B = s_.batch, G = s_.gates;
   const int64_t len = s1 - s0;
   for (const Segment& seg : p.segs) {
-    const int64_t t0 = window_begin(seg.d, s0, s1);
+    const int64_t t0 = s_.window_begin(seg.d, s0, s1);
     const float* wp = packed + seg.wp_off;
     float* out = xw + seg.d * dir_x_ + G * seg.j0;
     if (s_.layout == 1) {
       for (int64_t b = p.r0; b < p.r1; ++b)
-        seg.hoist.run(wp, x + x_row(t0, b), out + b * ldx_, len);
+        seg.hoist.run(wp, x + s_.x_row(t0, b), out + b * ldx_, len);
     } else if (p.r1 - p.r0 == B) {
-      seg.hoist.run(wp, x + x_row(t0, 0), out, len * B);
+      seg.hoist.run(wp, x + s_.x_row(t0, 0), out, len * B);
     } else {
       for (int64_t t = 0; t < len; ++t)
-        seg.hoist.run(wp, x + x_row(t0 + t, p.r0), out + (t * B + p.r0) * ldx_, p.r1 - p.r0);
+        seg.hoist.run(wp, x + s_.x_row(t0 + t, p.r0), out + (t * B + p.r0) * ldx_, p.r1 - p.r0);
     }
   }
 }
@@ -949,14 +927,14 @@ void RnnSequenceKernel::init_state(const ThreadPlan& p, const Buffers& io, float
     for (int64_t b = p.r0; b < p.r1; ++b) {
       float* h = hb + (seg.d * B + b) * ldh_;
       if (h0)
-        std::memcpy(h + seg.j0, h0 + state_row(seg.d, b) + seg.j0,
+        std::memcpy(h + seg.j0, h0 + s_.state_row(seg.d, b) + seg.j0,
                     (seg.j1 - seg.j0) * sizeof(float));
       else
         std::fill(h + seg.j0, h + seg.j1, 0.0f);
       if (kind_ == RnnCellKind::kLstm) {
         float* c = cb + (seg.d * B + b) * ldh_;
         if (c0)
-          std::memcpy(c + seg.j0, c0 + state_row(seg.d, b) + seg.j0,
+          std::memcpy(c + seg.j0, c0 + s_.state_row(seg.d, b) + seg.j0,
                       (seg.j1 - seg.j0) * sizeof(float));
         else
           std::fill(c + seg.j0, c + seg.j1, 0.0f);
@@ -989,9 +967,9 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
     }
     int64_t b = p.r0;
     while (b < p.r1) {
-      while (b < p.r1 && seq_len_of(lens, b) <= tt) ++b;
+      while (b < p.r1 && s_.seq_len_of(lens, b) <= tt) ++b;
       const int64_t a = b;
-      while (b < p.r1 && seq_len_of(lens, b) > tt) ++b;
+      while (b < p.r1 && s_.seq_len_of(lens, b) > tt) ++b;
       if (a < b) f(a, b);
     }
   };
@@ -1001,9 +979,9 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
     const float* hprev = hprev_all + seg.d * B * ldh_;
     float* hnext = hnext_all + seg.d * B * ldh_;
     for (int64_t b = p.r0; b < p.r1; ++b) {
-      float* yr = y + y_row(tt, seg.d, b) + seg.j0;
+      float* yr = y + s_.y_row(tt, seg.d, b) + seg.j0;
       float* hn = hnext + b * ldh_ + seg.j0;
-      if (seq_len_of(lens, b) > tt) {
+      if (s_.seq_len_of(lens, b) > tt) {
         std::memcpy(yr, hn, w * sizeof(float));
       } else {
         std::memcpy(hn, hprev + b * ldh_ + seg.j0, w * sizeof(float));
@@ -1013,7 +991,7 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
   };
   auto time_of = [&](int d) { return s_.is_reverse(d) ? T - 1 - s : s; };
   auto xg_of = [&](const Segment& seg, int64_t tt) {
-    return xw + (tt - window_begin(seg.d, s0, s1)) * B * ldx_ + seg.d * dir_x_ + G * seg.j0;
+    return xw + (tt - s_.window_begin(seg.d, s0, s1)) * B * ldx_ + seg.d * dir_x_ + G * seg.j0;
   };
 
   if (kind_ == RnnCellKind::kLstm || kind_ == RnnCellKind::kRnn) {
@@ -1138,9 +1116,11 @@ void RnnSequenceKernel::write_final(const ThreadPlan& p, const Buffers& io, cons
   for (const Segment& seg : p.segs)
     for (int64_t b = p.r0; b < p.r1; ++b) {
       const size_t bytes = (seg.j1 - seg.j0) * sizeof(float);
-      std::memcpy(yh + state_row(seg.d, b) + seg.j0, hb + (seg.d * B + b) * ldh_ + seg.j0, bytes);
+      std::memcpy(yh + s_.state_row(seg.d, b) + seg.j0, hb + (seg.d * B + b) * ldh_ + seg.j0,
+                  bytes);
       if (yc)
-        std::memcpy(yc + state_row(seg.d, b) + seg.j0, cb + (seg.d * B + b) * ldh_ + seg.j0, bytes);
+        std::memcpy(yc + s_.state_row(seg.d, b) + seg.j0, cb + (seg.d * B + b) * ldh_ + seg.j0,
+                    bytes);
     }
 }
 

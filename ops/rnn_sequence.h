@@ -89,6 +89,29 @@ struct RnnSpec {
 
   // Is direction d (0 or 1) processed back to front?
   bool is_reverse(int d) const { return reverse_only || d == 1; }
+  // First time index of direction d's window of steps [s0, s1).
+  int64_t window_begin(int d, int64_t s0, int64_t s1) const {
+    return is_reverse(d) ? seq_len - s1 : s0;
+  }
+  // Length of batch entry b: sequence_lens[b] (`lens` of seq_lens_dtype) clamped to
+  // [0, seq_len], or seq_len without lens.
+  int64_t seq_len_of(const void* lens, int64_t b) const noexcept {
+    if (!lens) return seq_len;
+    const int64_t v = seq_lens_dtype == DType::kI64 ? static_cast<const int64_t*>(lens)[b]
+                                                    : static_cast<const int32_t*>(lens)[b];
+    return v < 0 ? 0 : (v > seq_len ? seq_len : v);
+  }
+  // Offsets (floats) of rows in the ONNX tensors X, Y and Y_h / Y_c, per layout.
+  int64_t x_row(int64_t t, int64_t b) const {
+    return (layout == 0 ? t * batch + b : b * seq_len + t) * input_size;
+  }
+  int64_t y_row(int64_t t, int d, int64_t b) const {
+    const int64_t D = num_directions;
+    return (layout == 0 ? (t * D + d) * batch + b : (b * seq_len + t) * D + d) * hidden;
+  }
+  int64_t state_row(int d, int64_t b) const {
+    return (layout == 0 ? d * batch + b : b * num_directions + d) * hidden;
+  }
 };
 
 const char* rnn_cell_name(RnnCellKind kind);  // "LSTM", "GRU", "RNN"

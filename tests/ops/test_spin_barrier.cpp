@@ -43,7 +43,8 @@ int run_phases(SpinBarrier& barrier, int nthr, int phases, std::vector<long>& da
 TEST_CASE("spin barrier: phases stay in lock step on std::threads, up to 2x oversubscribed") {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int nthr : {1, 2, 3, 2 * cores}) {
-    for (std::chrono::nanoseconds spin : {0ns, 2000ns, std::chrono::nanoseconds(graphi::ops::kTeamSpinBudget)}) {
+    for (std::chrono::nanoseconds spin :
+         {0ns, 2000ns, std::chrono::nanoseconds(graphi::ops::kTeamSpinBudget)}) {
       INFO("threads " << nthr << " spin budget " << spin.count() << " ns");
       SpinBarrier barrier(nthr, spin);
       REQUIRE(barrier.size() == nthr);
@@ -76,7 +77,8 @@ TEST_CASE("spin barrier: works inside an OpenMP team and is reusable across regi
 
 TEST_CASE("spin barrier: a member delayed by milliseconds holds everyone back, nothing is lost") {
   for (int nthr : {2, 3}) {
-    for (std::chrono::nanoseconds spin : {0ns, 20000ns, std::chrono::nanoseconds(graphi::ops::kTeamSpinBudget)}) {
+    for (std::chrono::nanoseconds spin :
+         {0ns, 20000ns, std::chrono::nanoseconds(graphi::ops::kTeamSpinBudget)}) {
       INFO("threads " << nthr << " spin budget " << spin.count() << " ns");
       // Yield budget 100 us < the 1 ms delay: the waiters reach the futex sleep.
       SpinBarrier barrier(nthr, spin, 100us);
@@ -93,18 +95,19 @@ TEST_CASE("spin barrier: a member delayed by milliseconds holds everyone back, n
 
 TEST_CASE("team wait: waiters sleep through a slow publisher and see what it wrote first") {
   // The publisher writes slot i, then publishes i; every other step it first sleeps 1 ms, longer
-  // than the spin and yield budgets here, so the waiters reach the futex sleep. Two waiters share the word
-  // (one wake must reach both).
+  // than the spin and yield budgets here, so the waiters reach the futex sleep. Two waiters share
+  // the word (one wake must reach both).
   constexpr uint32_t kSteps = 30;
-  for (std::chrono::nanoseconds spin : {0ns, 20000ns, std::chrono::nanoseconds(graphi::ops::kTeamSpinBudget)}) {
+  for (std::chrono::nanoseconds spin :
+       {0ns, 20000ns, std::chrono::nanoseconds(graphi::ops::kTeamSpinBudget)}) {
     INFO("spin budget " << spin.count() << " ns");
     TeamWord word;
     std::vector<long> slot(kSteps + 1, 0);
     std::atomic<int> errors{0};
     auto waiter = [&] {
       for (uint32_t i = 1; i <= kSteps; ++i) {
-        team_wait(word, [i](uint32_t v) { return static_cast<int32_t>(v - i) >= 0; }, spin,
-                  100us);
+        team_wait(
+            word, [i](uint32_t v) { return static_cast<int32_t>(v - i) >= 0; }, spin, 100us);
         if (slot[i] != 7 * long(i)) ++errors;
       }
     };
@@ -131,7 +134,8 @@ TEST_CASE("team wait: counters compare modulo 2^32 across the wrap") {
     std::this_thread::sleep_for(1ms);
     word.publish(want);
   });
-  team_wait(word, [want](uint32_t v) { return static_cast<int32_t>(v - want) >= 0; }, 0ns, 0ns);
+  team_wait(
+      word, [want](uint32_t v) { return static_cast<int32_t>(v - want) >= 0; }, 0ns, 0ns);
   CHECK(word.value.load() == want);
   pub.join();
 }
