@@ -1,0 +1,136 @@
+"""graphi: run ONNX / .graphi models on graphi's dataflow engine from Python.
+
+    import numpy as np, graphi
+    s = graphi.Session("model.onnx", executors=2, threads=1, scheduler="cpf")
+    out = s.run({"x": np.zeros((4, 16), np.float32)})   # dict name -> ndarray
+    s.inputs, s.outputs    # [TensorInfo(name, dtype, shape), ...]
+
+Input arrays (see python/README.md):
+- float32 / int32 / int64 arrays that are C-contiguous, aligned and in native byte order are
+  read in place (the engine copies them once into its own buffers); they are never modified.
+- Non-contiguous or unaligned arrays of those dtypes (slices, transposes) are copied to a
+  contiguous array first; same values, one extra copy.
+- Any other dtype (float64, float16, bool, ...) or non-native byte order is an error naming the
+  input and the dtype the model expects: graphi never casts silently (a float64 -> float32 cast
+  would lose precision without anyone noticing). Convert explicitly: x.astype(np.float32).
+- Anything that is not an ndarray (lists, scalars, objects with __array__) goes through
+  numpy.asarray first and is then checked as above.
+
+Errors raise graphi.Error (a RuntimeError) with the engine's message, which names the file,
+input or node; e.code is "invalid_argument", "invalid_graph", "unsupported", "io_error",
+"out_of_memory" or "internal". run() releases the GIL; one Session may be used from several
+threads (the runs are serialized by the engine).
+"""
+import collections
+import os
+
+import numpy as _np
+
+from . import _graphi
+
+__all__ = ["Session", "Error", "TensorInfo"]
+
+Error = _graphi.Error
+
+TensorInfo = collections.namedtuple("TensorInfo", ["name", "dtype", "shape"])
+TensorInfo.__doc__ = "Name, numpy dtype name ('float32', 'int32', 'int64') and shape of a tensor."
+
+_DTYPES = {"float32": _np.dtype(_np.float32), "int32": _np.dtype(_np.int32),
+           "int64": _np.dtype(_np.int64)}
+
+
+def _prepare(name, value, info):
+    """The array handed to the engine for input `name`: `value` itself when usable as is,
+    a contiguous copy when only the layout is wrong; graphi.Error for any other dtype."""
+    a = value if isinstance(value, _np.ndarray) else _np.asarray(value)
+    if a.dtype not in _DTYPES.values() or not a.dtype.isnative:
+        want = " (the model expects %s)" % info.dtype if info is not None else ""
+        err = Error("input '%s': dtype %s is not supported%s; graphi accepts float32, int32 "
+                    "and int64 in native byte order and never casts silently, convert with "
+                    ".astype()" % (name, a.dtype.str if not a.dtype.isnative else a.dtype,
+                                   want))
+        err.code = "invalid_argument"
+        raise err
+    if not (a.flags.c_contiguous and a.flags.aligned):
+        a = _np.ascontiguousarray(a)  # a copy: the caller's array is untouched
+        if not a.flags.aligned:
+            a = a.copy()
+    return a
+
+
+class Session:
+    """A loaded, compiled model.
+
+    Session(path, executors=1, threads=1, scheduler="sequential", pin=True, optimize=True,
+            dims=None, ring_capacity=1, cpuset="")
+
+    path: a .onnx or .graphi file. executors x threads: the engine's executor teams.
+    scheduler: "sequential" (reference executor on the calling thread), "cpf"
+    (critical-path first), "fifo" or "shared-queue". pin: pin each thread to its own core.
+    optimize: apply the default graph passes (RNN cell fusion, GEMM fusion, ...).
+    dims: values of symbolic ONNX dims, e.g. {"batch": 8}. cpuset: restrict pinning ("0-3").
+    Raises graphi.Error naming the file when it cannot be loaded.
+    """
+
+    def __init__(self, path, executors=1, threads=1, scheduler="sequential", pin=True,
+                 optimize=True, dims=None, ring_capacity=1, cpuset=""):
+        path = os.fspath(path)
+        self._s = _graphi.Session(path, int(executors), int(threads), str(scheduler),
+                                  bool(pin), bool(optimize),
+                                  {str(k): int(v) for k, v in (dims or {}).items()},
+                                  int(ring_capacity), str(cpuset))
+        self.path = path
+        self.inputs = [TensorInfo(n, d, s) for n, d, s in self._s.inputs()]
+        self.outputs = [TensorInfo(n, d, s) for n, d, s in self._s.outputs()]
+        self._input_info = {t.name: t for t in self.inputs}
+
+    @property
+    def config(self):
+        """The executor configuration actually used, e.g. '2x1 cpf on cores {0} {1}'."""
+        return self._s.config()
+
+    @property
+    def passes(self):
+        """What the graph passes did ('' when optimize=False)."""
+        return self._s.passes()
+
+    def run(self, inputs):
+        """Runs the model once. `inputs`: a dict {input name: array} or a list/tuple of arrays
+        in self.inputs order. Returns {output name: ndarray} in output order (the arrays own
+        their memory). Raises graphi.Error naming the input on a missing/unknown name or a
+        wrong dtype/shape."""
+        if isinstance(inputs, dict):
+            items = list(inputs.items())
+        elif isinstance(inputs, (list, tuple)):
+            if len(inputs) != len(self.inputs):
+                err = Error("run: %d inputs given, the model has %d (%s)" % (
+                    len(inputs), len(self.inputs), ", ".join(t.name for t in self.inputs)))
+                err.code = "invalid_argument"
+                raise err
+            items = [(t.name, v) for t, v in zip(self.inputs, inputs)]
+        else:
+            raise TypeError("Session.run: inputs must be a dict {name: array} or a list of "
+                            "arrays, not %s" % type(inputs).__name__)
+        pairs = []
+        for name, value in items:
+            if not isinstance(name, str):
+                raise TypeError("Session.run: input names must be str, not %s" %
+                                type(name).__name__)
+            pairs.append((name, _prepare(name, value, self._input_info.get(name))))
+        return dict(self._s.run(pairs))
+
+    def __call__(self, *args, **kwargs):
+        """s(x, y) or s(x=..., y=...): run() returning the outputs as a tuple (or the only
+        output itself)."""
+        if args and kwargs:
+            raise TypeError("Session call: pass inputs positionally or by name, not both")
+        out = self.run(dict(kwargs) if kwargs else list(args))
+        vals = tuple(out.values())
+        return vals[0] if len(vals) == 1 else vals
+
+    def __repr__(self):
+        return "graphi.Session(%r, inputs=%s, outputs=%s, config=%r)" % (
+            self.path, self.inputs, self.outputs, self.config)
+
+
+from . import torch  # noqa: E402,F401  (graphi.torch; imports PyTorch only when used)

@@ -1,0 +1,169 @@
+// _graphi: the pybind11 binding of the public C++ API (include/graphi/graphi.hpp). Only the
+// native part lives here; python/graphi/__init__.py adds the dict/list handling and dtype
+// checks on top. Inputs reach the engine as Array views of the numpy buffers (no copy here; the
+// engine copies each input once into its own aligned buffers), outputs come back as numpy arrays
+// that own the engine's output Arrays (no copy).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graphi/graphi.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+// The Python exception class _graphi.Error (a RuntimeError with a `code` attribute). Created
+// once at import and never freed (module lifetime).
+PyObject* g_error_class = nullptr;
+
+const char* code_name(graphi::StatusCode c) {
+  switch (c) {
+    case graphi::StatusCode::kOk: return "ok";
+    case graphi::StatusCode::kInvalidArgument: return "invalid_argument";
+    case graphi::StatusCode::kInvalidGraph: return "invalid_graph";
+    case graphi::StatusCode::kUnsupported: return "unsupported";
+    case graphi::StatusCode::kIoError: return "io_error";
+    case graphi::StatusCode::kOutOfMemory: return "out_of_memory";
+    case graphi::StatusCode::kInternal: return "internal";
+  }
+  return "internal";
+}
+
+[[noreturn]] void raise_error(const graphi::ApiError& e) {
+  py::handle cls(g_error_class);
+  py::object inst = cls(e.message);
+  inst.attr("code") = code_name(e.code);
+  PyErr_SetObject(g_error_class, inst.ptr());
+  throw py::error_already_set();
+}
+
+[[noreturn]] void raise_error(graphi::StatusCode code, std::string message) {
+  raise_error(graphi::ApiError{code, std::move(message)});
+}
+
+py::dtype numpy_dtype(graphi::DType t) {
+  switch (t) {
+    case graphi::DType::kF32: return py::dtype::of<float>();
+    case graphi::DType::kI32: return py::dtype::of<int32_t>();
+    case graphi::DType::kI64: return py::dtype::of<int64_t>();
+  }
+  raise_error(graphi::StatusCode::kInternal, "graphi: unknown dtype " +
+                                                 std::to_string(static_cast<int>(t)));
+}
+
+// The graphi dtype of a native-byte-order float32/int32/int64 numpy dtype; false otherwise.
+bool graphi_dtype(const py::dtype& d, graphi::DType* out) {
+  if (d.equal(py::dtype::of<float>())) { *out = graphi::DType::kF32; return true; }
+  if (d.equal(py::dtype::of<int32_t>())) { *out = graphi::DType::kI32; return true; }
+  if (d.equal(py::dtype::of<int64_t>())) { *out = graphi::DType::kI64; return true; }
+  return false;
+}
+
+py::tuple info_tuple(const graphi::TensorInfo& t) {
+  py::tuple shape(t.shape.size());
+  for (size_t i = 0; i < t.shape.size(); ++i) shape[i] = t.shape[i];
+  return py::make_tuple(t.name, graphi::dtype_str(t.dtype), shape);
+}
+
+// A numpy array that owns (a shared copy of) an output Array: the capsule keeps the bytes alive.
+py::array to_numpy(const graphi::Array& a) {
+  auto* keep = new graphi::Array(a);  // shares the bytes, no copy
+  py::capsule owner(keep, [](void* p) { delete static_cast<graphi::Array*>(p); });
+  std::vector<py::ssize_t> shape(a.shape().begin(), a.shape().end());
+  // Outputs own their bytes, so the array may be writable (torch.from_numpy wants that).
+  return py::array(numpy_dtype(a.dtype()), shape, {}, keep->mutable_data(), owner);
+}
+
+class PySession {
+ public:
+  PySession(const std::string& path, int executors, int threads, const std::string& scheduler,
+            bool pin, bool optimize, const std::map<std::string, int64_t>& dims,
+            int ring_capacity, const std::string& cpuset) {
+    graphi::SessionOptions o;
+    o.executors = executors;
+    o.threads = threads;
+    o.scheduler = scheduler;
+    o.pin = pin;
+    o.optimize = optimize;
+    o.dims = dims;
+    o.ring_capacity = ring_capacity;
+    o.cpuset = cpuset;
+    graphi::Expected<graphi::Session> s = [&] {
+      py::gil_scoped_release nogil;  // loading and compiling a model can take a while
+      return graphi::Session::open(path, o);
+    }();
+    if (!s) raise_error(s.error());
+    session_ = std::make_unique<graphi::Session>(std::move(*s));
+  }
+
+  // `inputs`: (name, array) pairs. Each array must be a C-contiguous, aligned, native-order
+  // float32/int32/int64 ndarray (graphi/__init__.py converts or rejects everything else); it
+  // is only read.
+  py::list run(const std::vector<std::pair<std::string, py::array>>& inputs) {
+    std::vector<graphi::Array> views;
+    views.reserve(inputs.size());
+    for (const auto& [name, arr] : inputs) {
+      graphi::DType dt;
+      if (!graphi_dtype(arr.dtype(), &dt))
+        raise_error(graphi::StatusCode::kInvalidArgument,
+                    "input '" + name + "': dtype " + std::string(py::str(arr.dtype())) +
+                        " is not supported (float32, int32 or int64 in native byte order)");
+      const int flags = py::detail::array_proxy(arr.ptr())->flags;
+      if (!(flags & py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_) ||
+          !(flags & py::detail::npy_api::NPY_ARRAY_ALIGNED_))
+        raise_error(graphi::StatusCode::kInvalidArgument,
+                    "input '" + name + "': array is not C-contiguous and aligned");
+      std::vector<int64_t> shape(arr.shape(), arr.shape() + arr.ndim());
+      views.push_back(graphi::Array::view(name, dt, std::move(shape), arr.data()));
+    }
+    // `inputs` holds references to the arrays, so their buffers stay alive without the GIL.
+    graphi::Expected<std::vector<graphi::Array>> out = [&] {
+      py::gil_scoped_release nogil;
+      return session_->run(views);
+    }();
+    if (!out) raise_error(out.error());
+    py::list result;
+    for (const graphi::Array& a : *out) result.append(py::make_tuple(a.name(), to_numpy(a)));
+    return result;
+  }
+
+  py::list inputs() const { return infos(session_->inputs()); }
+  py::list outputs() const { return infos(session_->outputs()); }
+  std::string config() const { return session_->config_summary(); }
+  std::string passes() const { return session_->passes_summary(); }
+
+ private:
+  static py::list infos(const std::vector<graphi::TensorInfo>& v) {
+    py::list l;
+    for (const graphi::TensorInfo& t : v) l.append(info_tuple(t));
+    return l;
+  }
+  std::unique_ptr<graphi::Session> session_;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_graphi, m) {
+  m.doc() = "graphi native binding (use the graphi package, not this module)";
+  // Error(RuntimeError) with .code ("invalid_argument", "io_error", ...); graphi.Error.
+  g_error_class = PyErr_NewException("graphi.Error", PyExc_RuntimeError, nullptr);
+  m.attr("Error") = py::handle(g_error_class);
+
+  py::class_<PySession>(m, "Session")
+      .def(py::init<const std::string&, int, int, const std::string&, bool, bool,
+                    const std::map<std::string, int64_t>&, int, const std::string&>(),
+           py::arg("path"), py::arg("executors"), py::arg("threads"), py::arg("scheduler"),
+           py::arg("pin"), py::arg("optimize"), py::arg("dims"), py::arg("ring_capacity"),
+           py::arg("cpuset"))
+      .def("run", &PySession::run, py::arg("inputs"))
+      .def("inputs", &PySession::inputs)
+      .def("outputs", &PySession::outputs)
+      .def("config", &PySession::config)
+      .def("passes", &PySession::passes);
+}

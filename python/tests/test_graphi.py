@@ -1,0 +1,250 @@
+#!/usr/bin/python3
+"""Tests of the graphi Python package (ctest: python/graphi).
+
+Run by hand: PYTHONPATH=build/python /usr/bin/python3 -m unittest -v test_graphi  (from
+python/tests). The references are PyTorch's own outputs: the .npy files committed next to the
+ONNX fixtures (tests/data/onnx/gen_onnx_fixtures.py), and for graphi.torch the module itself.
+"""
+import os
+import threading
+import unittest
+
+import numpy as np
+
+import graphi
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.environ.get("GRAPHI_TEST_DATA",
+                      os.path.join(HERE, "..", "..", "tests", "data", "onnx"))
+
+try:
+    import torch
+except ImportError:  # the package itself must work without PyTorch
+    torch = None
+
+
+def fixture(name):
+    """(model path, [inputs], [PyTorch outputs]) of tests/data/onnx/<name>.*"""
+    def load(kind):
+        out, i = [], 0
+        while os.path.exists(os.path.join(DATA, "%s.%s%d.npy" % (name, kind, i))):
+            out.append(np.load(os.path.join(DATA, "%s.%s%d.npy" % (name, kind, i))))
+            i += 1
+        return out
+    return os.path.join(DATA, name + ".onnx"), load("in"), load("out")
+
+
+def max_rel_error(got, want):
+    """max |got - want| / max(1, |want|) over all elements."""
+    got = np.asarray(got, np.float64)
+    want = np.asarray(want, np.float64)
+    return float(np.max(np.abs(got - want) / np.maximum(1.0, np.abs(want))))
+
+
+class FixtureTest(unittest.TestCase):
+    def check(self, name, **opts):
+        path, ins, want = fixture(name)
+        self.assertTrue(ins and want, "missing fixture files for " + name)
+        s = graphi.Session(path, **opts)
+        self.assertEqual(len(s.inputs), len(ins))
+        self.assertEqual([o.name for o in s.outputs], list(s.run(
+            {t.name: a for t, a in zip(s.inputs, ins)}).keys()))
+        out = s.run({t.name: a for t, a in zip(s.inputs, ins)})
+        self.assertEqual(len(out), len(want))
+        for (oname, got), w, info in zip(out.items(), want, s.outputs):
+            self.assertEqual(got.shape, w.shape, oname)
+            self.assertEqual(got.shape, tuple(info.shape), oname)
+            self.assertEqual(got.dtype, np.float32, oname)
+            self.assertLess(max_rel_error(got, w), 1e-4, "%s output %s" % (name, oname))
+        # The list form (input order) gives the same values.
+        out2 = s.run(list(ins))
+        for k in out:
+            np.testing.assert_array_equal(out[k], out2[k])
+        return s
+
+    def test_mlp(self):
+        s = self.check("mlp")
+        self.assertEqual(s.inputs, [graphi.TensorInfo("x", "float32", (4, 16))])
+        self.assertEqual(s.outputs[0].name, "probs")
+        self.assertIsInstance(s.config, str)
+
+    def test_mlp_without_passes(self):
+        s = self.check("mlp", optimize=False)
+        self.assertEqual(s.passes, "")
+
+    def test_lstm_2layer_bidir(self):
+        s = self.check("lstm_2layer_bidir")
+        self.assertEqual([o.name for o in s.outputs], ["y", "h", "c"])
+
+    def test_lstm_2layer_bidir_parallel(self):
+        self.check("lstm_2layer_bidir", executors=2, threads=1, scheduler="cpf", pin=False)
+
+    def test_symbolic_dim(self):
+        self.check("gru_dynamic_batch", dims={"batch": 4})
+
+    def test_inputs_unchanged_and_outputs_owned(self):
+        path, ins, want = fixture("mlp")
+        x = ins[0].copy()
+        before = x.copy()
+        s = graphi.Session(path)
+        y1 = s.run({"x": x})["probs"]
+        np.testing.assert_array_equal(x, before)
+        y1_copy = y1.copy()
+        y2 = s.run({"x": x})["probs"]
+        # Each run returns fresh arrays: the first result is not overwritten by the second.
+        np.testing.assert_array_equal(y1, y1_copy)
+        self.assertFalse(np.shares_memory(y1, y2))
+        self.assertFalse(np.shares_memory(y1, x))
+        # Read-only input arrays are accepted (graphi only reads them).
+        x.flags.writeable = False
+        np.testing.assert_array_equal(s.run({"x": x})["probs"], y1)
+
+    def test_non_contiguous_input_is_copied(self):
+        path, ins, want = fixture("mlp")
+        s = graphi.Session(path)
+        x = ins[0]
+        # A transposed view of x.T: same values, Fortran order.
+        xt = np.asfortranarray(x)
+        self.assertFalse(xt.flags.c_contiguous)
+        y = s.run({"x": xt})["probs"]
+        self.assertLess(max_rel_error(y, want[0]), 1e-4)
+        # A strided slice.
+        big = np.zeros((8, 16), np.float32)
+        big[::2] = x
+        y = s.run({"x": big[::2]})["probs"]
+        self.assertLess(max_rel_error(y, want[0]), 1e-4)
+        np.testing.assert_array_equal(big[1::2], 0)
+
+    def test_threads(self):
+        path, ins, want = fixture("mlp")
+        s = graphi.Session(path)
+        errors = []
+
+        def work():
+            try:
+                for _ in range(20):
+                    y = s.run({"x": ins[0]})["probs"]
+                    if max_rel_error(y, want[0]) >= 1e-4:
+                        errors.append("wrong result")
+            except Exception as e:  # noqa: BLE001 (reported below)
+                errors.append(repr(e))
+        ts = [threading.Thread(target=work) for _ in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        self.assertEqual(errors, [])
+
+
+class ErrorTest(unittest.TestCase):
+    def setUp(self):
+        self.path, self.ins, _ = fixture("mlp")
+        self.s = graphi.Session(self.path)
+
+    def assert_error(self, fn, *needles, code=None):
+        with self.assertRaises(graphi.Error) as cm:
+            fn()
+        msg = str(cm.exception)
+        for n in needles:
+            self.assertIn(n, msg)
+        if code is not None:
+            self.assertEqual(cm.exception.code, code)
+        self.assertIsInstance(cm.exception, RuntimeError)
+        return msg
+
+    def test_missing_file(self):
+        missing = os.path.join(DATA, "no_such_model.onnx")
+        self.assert_error(lambda: graphi.Session(missing), "no_such_model.onnx", code="io_error")
+
+    def test_bad_file(self):
+        # A .npy file is no model: a clear error naming it, no crash.
+        bad = os.path.join(DATA, "mlp.in0.npy")
+        self.assert_error(lambda: graphi.Session(bad), "mlp.in0.npy")
+
+    def test_bad_options(self):
+        self.assert_error(lambda: graphi.Session(self.path, scheduler="nope"), "nope")
+        self.assert_error(lambda: graphi.Session(self.path, executors=0), "executors")
+
+    def test_wrong_input_name(self):
+        self.assert_error(lambda: self.s.run({"y": self.ins[0]}), "'y'",
+                          code="invalid_argument")
+
+    def test_missing_input(self):
+        self.assert_error(lambda: self.s.run({}), "x", code="invalid_argument")
+
+    def test_wrong_shape(self):
+        x = np.zeros((3, 16), np.float32)
+        self.assert_error(lambda: self.s.run({"x": x}), "'x'", code="invalid_argument")
+
+    def test_wrong_count_in_list(self):
+        self.assert_error(lambda: self.s.run([self.ins[0], self.ins[0]]), "2 inputs")
+
+    def test_wrong_dtype(self):
+        x64 = self.ins[0].astype(np.float64)
+        before = x64.copy()
+        msg = self.assert_error(lambda: self.s.run({"x": x64}), "'x'", "float64", "float32",
+                                code="invalid_argument")
+        self.assertIn("astype", msg)
+        np.testing.assert_array_equal(x64, before)
+        # A supported dtype the model does not expect: the engine's check names the input.
+        xi = self.ins[0].astype(np.int32)
+        self.assert_error(lambda: self.s.run({"x": xi}), "'x'", code="invalid_argument")
+        # Non-native byte order is refused too (never reinterpreted).
+        xb = self.ins[0].astype(">f4")
+        self.assert_error(lambda: self.s.run({"x": xb}), "'x'", code="invalid_argument")
+
+    def test_session_usable_after_error(self):
+        with self.assertRaises(graphi.Error):
+            self.s.run({"x": np.zeros((1, 2), np.float32)})
+        _, _, want = fixture("mlp")
+        y = self.s.run({"x": self.ins[0]})["probs"]
+        self.assertLess(max_rel_error(y, want[0]), 1e-4)
+
+    def test_type_errors(self):
+        with self.assertRaises(TypeError):
+            self.s.run(self.ins[0])  # a bare array is neither a dict nor a list
+
+
+@unittest.skipIf(torch is None, "PyTorch is not installed")
+class TorchTest(unittest.TestCase):
+    def compare(self, module, example, **opts):
+        module.eval()
+        f = graphi.torch.compile(module, example, **opts)
+        with torch.no_grad():
+            want = module(*example)
+        flat_want = graphi.torch._flatten(want)
+        got = f(*example)
+        flat_got = graphi.torch._flatten(got)
+        self.assertEqual(len(flat_got), len(flat_want))
+        for g, w in zip(flat_got, flat_want):
+            self.assertIsInstance(g, torch.Tensor)
+            self.assertEqual(tuple(g.shape), tuple(w.shape))
+            self.assertLess(max_rel_error(g.numpy(), w.numpy()), 1e-4)
+        return f
+
+    def test_mlp(self):
+        torch.manual_seed(10)
+        mlp = torch.nn.Sequential(torch.nn.Linear(12, 24), torch.nn.ReLU(),
+                                  torch.nn.Linear(24, 5), torch.nn.Sigmoid())
+        f = self.compare(mlp, (torch.randn(3, 12),))
+        # A second call with new values (same shape) is still right.
+        x = torch.randn(3, 12)
+        with torch.no_grad():
+            self.assertLess(max_rel_error(f(x).numpy(), mlp(x).numpy()), 1e-4)
+
+    def test_lstm(self):
+        torch.manual_seed(11)
+        lstm = torch.nn.LSTM(6, 10, num_layers=2)
+        f = self.compare(lstm, (torch.randn(4, 3, 6),), executors=2, scheduler="cpf", pin=False)
+        self.assertEqual(len(f(torch.randn(4, 3, 6))), 3)  # y, h, c
+
+    def test_unsupported_shape_is_an_error(self):
+        torch.manual_seed(12)
+        mlp = torch.nn.Sequential(torch.nn.Linear(4, 2))
+        f = graphi.torch.compile(mlp, torch.randn(2, 4))
+        with self.assertRaises(graphi.Error):
+            f(torch.randn(3, 4))  # shapes are fixed at compile time
+
+
+if __name__ == "__main__":
+    unittest.main()
