@@ -39,16 +39,16 @@ _DTYPES = {"float32": _np.dtype(_np.float32), "int32": _np.dtype(_np.int32),
            "int64": _np.dtype(_np.int64)}
 
 
-def _prepare(name, value, info):
+def _prepare(path, name, value, info):
     """The array handed to the engine for input `name`: `value` itself when usable as is,
     a contiguous copy when only the layout is wrong; graphi.Error for any other dtype."""
     a = value if isinstance(value, _np.ndarray) else _np.asarray(value)
     if a.dtype not in _DTYPES.values() or not a.dtype.isnative:
         want = " (the model expects %s)" % info.dtype if info is not None else ""
-        err = Error("input '%s': dtype %s is not supported%s; graphi accepts float32, int32 "
-                    "and int64 in native byte order and never casts silently, convert with "
-                    ".astype()" % (name, a.dtype.str if not a.dtype.isnative else a.dtype,
-                                   want))
+        err = Error("%s: input '%s': dtype %s is not supported%s; graphi accepts float32, "
+                    "int32 and int64 in native byte order and never casts silently, convert "
+                    "with .astype()" % (path, name,
+                                        a.dtype.str if not a.dtype.isnative else a.dtype, want))
         err.code = "invalid_argument"
         raise err
     if not (a.flags.c_contiguous and a.flags.aligned):
@@ -103,8 +103,8 @@ class Session:
             items = list(inputs.items())
         elif isinstance(inputs, (list, tuple)):
             if len(inputs) != len(self.inputs):
-                err = Error("run: %d inputs given, the model has %d (%s)" % (
-                    len(inputs), len(self.inputs), ", ".join(t.name for t in self.inputs)))
+                err = Error("%s: run: %d inputs given, the model has %d (%s)" % (
+                    self.path, len(inputs), len(self.inputs), ", ".join(t.name for t in self.inputs)))
                 err.code = "invalid_argument"
                 raise err
             items = [(t.name, v) for t, v in zip(self.inputs, inputs)]
@@ -116,7 +116,7 @@ class Session:
             if not isinstance(name, str):
                 raise TypeError("Session.run: input names must be str, not %s" %
                                 type(name).__name__)
-            pairs.append((name, _prepare(name, value, self._input_info.get(name))))
+            pairs.append((name, _prepare(self.path, name, value, self._input_info.get(name))))
         return dict(self._s.run(pairs))
 
     def __call__(self, *args, **kwargs):

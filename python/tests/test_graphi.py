@@ -6,6 +6,8 @@ python/tests). The references are PyTorch's own outputs: the .npy files committe
 ONNX fixtures (tests/data/onnx/gen_onnx_fixtures.py), and for graphi.torch the module itself.
 """
 import os
+import subprocess
+import sys
 import threading
 import unittest
 
@@ -182,7 +184,8 @@ class ErrorTest(unittest.TestCase):
     def test_wrong_dtype(self):
         x64 = self.ins[0].astype(np.float64)
         before = x64.copy()
-        msg = self.assert_error(lambda: self.s.run({"x": x64}), "'x'", "float64", "float32",
+        msg = self.assert_error(lambda: self.s.run({"x": x64}), "mlp.onnx", "'x'", "float64",
+                                "float32",
                                 code="invalid_argument")
         self.assertIn("astype", msg)
         np.testing.assert_array_equal(x64, before)
@@ -203,6 +206,23 @@ class ErrorTest(unittest.TestCase):
     def test_type_errors(self):
         with self.assertRaises(TypeError):
             self.s.run(self.ins[0])  # a bare array is neither a dict nor a list
+
+
+class ImportTest(unittest.TestCase):
+    def test_imports_without_torch(self):
+        # torch made unimportable: graphi still imports and runs; only compile() needs it.
+        code = ("import sys; sys.modules['torch'] = None\n"
+                "import numpy as np, graphi\n"
+                "s = graphi.Session(sys.argv[1])\n"
+                "assert s.run([np.zeros((4, 16), np.float32)])['probs'].shape == (4, 10)\n"
+                "try:\n"
+                "    graphi.torch.compile(None, ())\n"
+                "except ImportError:\n"
+                "    print('ok')\n")
+        r = subprocess.run([sys.executable, "-c", code, os.path.join(DATA, "mlp.onnx")],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "ok")
 
 
 @unittest.skipIf(torch is None, "PyTorch is not installed")
