@@ -81,6 +81,19 @@ class FixtureTest(unittest.TestCase):
     def test_lstm_2layer_bidir_parallel(self):
         self.check("lstm_2layer_bidir", executors=2, threads=1, scheduler="cpf", pin=False)
 
+    def test_int64_input(self):
+        s = self.check("embed_lstm")  # token ids: int64 input, read in place
+        self.assertEqual(s.inputs[0].dtype, "int64")
+
+    def test_outputs_outlive_session(self):
+        path, ins, want = fixture("mlp")
+        s = graphi.Session(path)
+        y = s.run([ins[0]])["probs"]
+        del s
+        import gc
+        gc.collect()
+        self.assertLess(max_rel_error(y, want[0]), 1e-4)
+
     def test_symbolic_dim(self):
         self.check("gru_dynamic_batch", dims={"batch": 4})
 
