@@ -24,13 +24,20 @@ PyObject* g_error_class = nullptr;
 
 const char* code_name(graphi::StatusCode c) {
   switch (c) {
-    case graphi::StatusCode::kOk: return "ok";
-    case graphi::StatusCode::kInvalidArgument: return "invalid_argument";
-    case graphi::StatusCode::kInvalidGraph: return "invalid_graph";
-    case graphi::StatusCode::kUnsupported: return "unsupported";
-    case graphi::StatusCode::kIoError: return "io_error";
-    case graphi::StatusCode::kOutOfMemory: return "out_of_memory";
-    case graphi::StatusCode::kInternal: return "internal";
+    case graphi::StatusCode::kOk:
+      return "ok";
+    case graphi::StatusCode::kInvalidArgument:
+      return "invalid_argument";
+    case graphi::StatusCode::kInvalidGraph:
+      return "invalid_graph";
+    case graphi::StatusCode::kUnsupported:
+      return "unsupported";
+    case graphi::StatusCode::kIoError:
+      return "io_error";
+    case graphi::StatusCode::kOutOfMemory:
+      return "out_of_memory";
+    case graphi::StatusCode::kInternal:
+      return "internal";
   }
   return "internal";
 }
@@ -49,19 +56,31 @@ const char* code_name(graphi::StatusCode c) {
 
 py::dtype numpy_dtype(graphi::DType t) {
   switch (t) {
-    case graphi::DType::kF32: return py::dtype::of<float>();
-    case graphi::DType::kI32: return py::dtype::of<int32_t>();
-    case graphi::DType::kI64: return py::dtype::of<int64_t>();
+    case graphi::DType::kF32:
+      return py::dtype::of<float>();
+    case graphi::DType::kI32:
+      return py::dtype::of<int32_t>();
+    case graphi::DType::kI64:
+      return py::dtype::of<int64_t>();
   }
-  raise_error(graphi::StatusCode::kInternal, "graphi: unknown dtype " +
-                                                 std::to_string(static_cast<int>(t)));
+  raise_error(graphi::StatusCode::kInternal,
+              "graphi: unknown dtype " + std::to_string(static_cast<int>(t)));
 }
 
 // The graphi dtype of a native-byte-order float32/int32/int64 numpy dtype; false otherwise.
 bool graphi_dtype(const py::dtype& d, graphi::DType* out) {
-  if (d.equal(py::dtype::of<float>())) { *out = graphi::DType::kF32; return true; }
-  if (d.equal(py::dtype::of<int32_t>())) { *out = graphi::DType::kI32; return true; }
-  if (d.equal(py::dtype::of<int64_t>())) { *out = graphi::DType::kI64; return true; }
+  if (d.equal(py::dtype::of<float>())) {
+    *out = graphi::DType::kF32;
+    return true;
+  }
+  if (d.equal(py::dtype::of<int32_t>())) {
+    *out = graphi::DType::kI32;
+    return true;
+  }
+  if (d.equal(py::dtype::of<int64_t>())) {
+    *out = graphi::DType::kI64;
+    return true;
+  }
   return false;
 }
 
@@ -83,8 +102,8 @@ py::array to_numpy(const graphi::Array& a) {
 class PySession {
  public:
   PySession(const std::string& path, int executors, int threads, const std::string& scheduler,
-            bool pin, bool optimize, const std::map<std::string, int64_t>& dims,
-            int ring_capacity, const std::string& cpuset) {
+            bool pin, bool optimize, const std::map<std::string, int64_t>& dims, int ring_capacity,
+            const std::string& cpuset) {
     graphi::SessionOptions o;
     o.executors = executors;
     o.threads = threads;
