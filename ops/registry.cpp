@@ -21,6 +21,8 @@ Registry& process_table() {
     register_rnn_ops(*r);
     register_onnx_view_ops(*r);
     register_phased_lstm_op(*r);
+    register_unary_ops(*r);
+    register_reduce_ops(*r);
     return r;
   }();
   return *table;

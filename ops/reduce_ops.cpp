@@ -1,0 +1,268 @@
+// Pow (numpy broadcasting, float32) and ReduceMean / ReduceSum / ReduceMax (float32): what
+// PyTorch's LayerNorm export needs (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add).
+// The reductions take their axes from the attribute (ReduceMean/ReduceMax before opset 18,
+// ReduceSum before 13) or from a constant input 1 (later opsets); keepdims (default 1) and
+// noop_with_empty_axes (default 0: no axes reduces everything) as ONNX defines them.
+#include <cmath>
+#include <limits>
+
+#include "ops/broadcast.h"
+#include "ops/registry.h"
+#include "ops/shape_rules.h"
+
+namespace graphi::ops {
+namespace {
+
+// ---- Pow ----
+
+class PowKernel final : public Kernel {
+ public:
+  Status init(const KernelContext& ctx) override {
+    if (ctx.inputs.size() != 2 || !ctx.inputs[0] || !ctx.inputs[1] || ctx.outputs.size() != 1)
+      return Status::unsupported("expects 2 inputs and 1 output");
+    for (const TensorDesc* d : {ctx.inputs[0], ctx.inputs[1], ctx.outputs[0]})
+      if (d->dtype != DType::kF32)
+        return Status::unsupported("float32 only, got " + d->to_string());
+    GRAPHI_ASSIGN_OR_RETURN(plan_, make_broadcast_plan(ctx.where, ctx.outputs[0]->shape,
+                                                       ctx.inputs[0]->shape, ctx.inputs[1]->shape));
+    return Status::ok();
+  }
+
+  // Walks the merged-dims plan (ops/broadcast.h) for outputs [begin, end) with an odometer;
+  // the inner run has unit or zero strides.
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    const BroadcastPlan& p = plan_;
+    auto [begin, end] = team_range(p.numel, team.ithr, team.nthr);
+    if (begin >= end) return;
+    const auto* a = static_cast<const float*>(io.inputs[0]);
+    const auto* b = static_cast<const float*>(io.inputs[1]);
+    auto* y = static_cast<float*>(io.outputs[0]);
+    const int r = p.rank;
+    int64_t idx[BroadcastPlan::kMaxRank];
+    int64_t off_a = 0, off_b = 0, rem = begin;
+    for (int d = r - 1; d >= 0; --d) {
+      idx[d] = rem % p.dims[d];
+      rem /= p.dims[d];
+      off_a += idx[d] * p.a_strides[d];
+      off_b += idx[d] * p.b_strides[d];
+    }
+    const int64_t row = p.dims[r - 1], sa = p.a_strides[r - 1], sb = p.b_strides[r - 1];
+    int64_t pos = begin;
+    while (pos < end) {
+      const int64_t n = std::min(row - idx[r - 1], end - pos);
+      const float* pa = a + off_a;
+      const float* pb = b + off_b;
+      if (sb == 0 && pb[0] == 2.0f) {  // x ** 2 (LayerNorm's variance): exact and fast
+        for (int64_t i = 0; i < n; ++i) y[pos + i] = pa[i * sa] * pa[i * sa];
+      } else {
+        for (int64_t i = 0; i < n; ++i) y[pos + i] = std::pow(pa[i * sa], pb[i * sb]);
+      }
+      pos += n;
+      if (pos >= end) break;
+      off_a -= idx[r - 1] * sa;
+      off_b -= idx[r - 1] * sb;
+      idx[r - 1] = 0;
+      for (int d = r - 2; d >= 0; --d) {
+        off_a += p.a_strides[d];
+        off_b += p.b_strides[d];
+        if (++idx[d] < p.dims[d]) break;
+        off_a -= idx[d] * p.a_strides[d];
+        off_b -= idx[d] * p.b_strides[d];
+        idx[d] = 0;
+      }
+    }
+  }
+  const char* name() const override { return "pow_f32"; }
+
+ private:
+  BroadcastPlan plan_;
+};
+
+Result<std::vector<TensorDesc>> infer_pow(const graph::InferContext& ctx) {
+  NodeView v = NodeView::of(ctx);
+  GRAPHI_RETURN_IF_ERROR(expect_inputs(v, 2, 2, 2));
+  GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 0, "X", {DType::kF32}));
+  GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 1, "Y", {DType::kF32}));
+  GRAPHI_ASSIGN_OR_RETURN(Shape out, broadcast_shapes(ctx.where, v.in(0).shape, v.in(1).shape));
+  return std::vector<TensorDesc>{TensorDesc{DType::kF32, std::move(out)}};
+}
+
+CostHint cost_pow(const graph::Node&, std::span<const TensorDesc* const> in,
+                  std::span<const TensorDesc* const> out) {
+  return {static_cast<double>(16 * out[0]->numel()),
+          static_cast<double>(in[0]->bytes() + in[1]->bytes() + out[0]->bytes())};
+}
+
+std::unique_ptr<Kernel> make_pow() { return std::make_unique<PowKernel>(); }
+
+// ---- reductions ----
+
+enum class Reduce { kMean, kSum, kMax };
+
+// Which dims of the input a node reduces, and its output shape.
+struct ReduceShape {
+  std::vector<bool> reduced;  // per input dim
+  Shape out;
+  bool noop = false;  // noop_with_empty_axes = 1 and no axes: the output is the input
+};
+
+Result<ReduceShape> reduce_shape(const NodeView& v) {
+  const TensorDesc& x = v.in(0);
+  const auto& a = v.node.attrs;
+  GRAPHI_ASSIGN_OR_RETURN(int64_t keepdims, graph::attr_int(a, v.where, "keepdims", 1));
+  GRAPHI_ASSIGN_OR_RETURN(int64_t noop_empty,
+                          graph::attr_int(a, v.where, "noop_with_empty_axes", 0));
+  std::vector<int64_t> axes;
+  if (v.has_input(1)) {
+    if (a.has("axes"))
+      return Status::invalid_graph(v.where + ": axes given both as attribute and as input 1");
+    GRAPHI_ASSIGN_OR_RETURN(axes, const_ints_input(v, 1, "axes"));
+  } else {
+    GRAPHI_ASSIGN_OR_RETURN(axes, graph::attr_ints(a, v.where, "axes", {}));
+  }
+  ReduceShape r;
+  const int64_t rank = x.rank();
+  r.reduced.assign(static_cast<size_t>(rank), axes.empty());
+  if (axes.empty() && noop_empty != 0) {
+    r.noop = true;
+    r.reduced.assign(static_cast<size_t>(rank), false);
+  }
+  for (int64_t ax : axes) {
+    GRAPHI_ASSIGN_OR_RETURN(int k, normalize_axis(v, "axes", ax, x));
+    if (r.reduced[static_cast<size_t>(k)])
+      return Status::invalid_graph(v.where + ": axis " + std::to_string(ax) +
+                                   " appears twice in axes " + ints_to_string(axes));
+    r.reduced[static_cast<size_t>(k)] = true;
+  }
+  for (size_t d = 0; d < r.reduced.size(); ++d) {
+    if (!r.reduced[d])
+      r.out.push_back(x.shape[d]);
+    else if (keepdims != 0)
+      r.out.push_back(1);
+  }
+  return r;
+}
+
+Result<std::vector<TensorDesc>> infer_reduce(const graph::InferContext& ctx) {
+  NodeView v = NodeView::of(ctx);
+  GRAPHI_RETURN_IF_ERROR(expect_inputs(v, 1, 2, 1));
+  GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 0, "data", {DType::kF32}));
+  GRAPHI_ASSIGN_OR_RETURN(ReduceShape r, reduce_shape(v));
+  return std::vector<TensorDesc>{TensorDesc{DType::kF32, std::move(r.out)}};
+}
+
+CostHint cost_reduce(const graph::Node&, std::span<const TensorDesc* const> in,
+                     std::span<const TensorDesc* const> out) {
+  return {static_cast<double>(in[0]->numel()),
+          static_cast<double>(in[0]->bytes() + out[0]->bytes())};
+}
+
+class ReduceKernel final : public Kernel {
+ public:
+  explicit ReduceKernel(Reduce kind) : kind_(kind) {}
+
+  Status init(const KernelContext& ctx) override {
+    if (ctx.inputs.empty() || !ctx.inputs[0] || ctx.outputs.size() != 1)
+      return Status::unsupported("expects 1 or 2 inputs and 1 output");
+    if (ctx.inputs[0]->dtype != DType::kF32) return Status::unsupported("float32 only");
+    NodeView v = NodeView::of_kernel(ctx);
+    GRAPHI_ASSIGN_OR_RETURN(ReduceShape r, reduce_shape(v));
+    // Merge adjacent dims that are both kept or both reduced (dims of 1 go away), so the
+    // common cases are [outer, reduced] (LayerNorm) or [reduced, inner].
+    const Shape& s = ctx.inputs[0]->shape;
+    for (size_t d = 0; d < s.size(); ++d) {
+      if (s[d] == 1) continue;
+      if (!dims_.empty() && red_.back() == r.reduced[d]) {
+        dims_.back() *= s[d];
+      } else {
+        dims_.push_back(s[d]);
+        red_.push_back(r.reduced[d]);
+      }
+    }
+    if (dims_.size() > static_cast<size_t>(BroadcastPlan::kMaxRank))
+      return Status::unsupported("more than 16 alternating kept/reduced dims");
+    // Strides of the input (row-major over the merged dims).
+    strides_.assign(dims_.size(), 1);
+    for (size_t d = dims_.size(); d-- > 1;) strides_[d - 1] = strides_[d] * dims_[d];
+    out_numel_ = ctx.outputs[0]->numel();
+    count_ = 1;
+    for (size_t d = 0; d < dims_.size(); ++d)
+      if (red_[d]) count_ *= dims_[d];
+    return Status::ok();
+  }
+
+  // Each team member computes a range of output elements; each output element walks its
+  // reduced positions (an odometer over the reduced dims, innermost contiguous when the last
+  // dim is reduced). Sums accumulate in double.
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    auto [begin, end] = team_range(out_numel_, team.ithr, team.nthr);
+    const auto* x = static_cast<const float*>(io.inputs[0]);
+    auto* y = static_cast<float*>(io.outputs[0]);
+    const int rank = static_cast<int>(dims_.size());
+    int64_t ridx[BroadcastPlan::kMaxRank];
+    for (int64_t o = begin; o < end; ++o) {
+      // The input offset of output o's first element: decompose o over the kept dims.
+      int64_t base = 0, rem = o;
+      for (int d = rank - 1; d >= 0; --d) {
+        if (red_[static_cast<size_t>(d)]) continue;
+        base += (rem % dims_[static_cast<size_t>(d)]) * strides_[static_cast<size_t>(d)];
+        rem /= dims_[static_cast<size_t>(d)];
+      }
+      double sum = 0;
+      float mx = -std::numeric_limits<float>::infinity();
+      bool nan = false;
+      for (int d = 0; d < rank; ++d) ridx[d] = 0;
+      int64_t off = base;
+      for (int64_t k = 0; k < count_; ++k) {
+        const float v = x[off];
+        if (kind_ == Reduce::kMax) {
+          if (std::isnan(v)) nan = true;
+          mx = v > mx ? v : mx;
+        } else {
+          sum += v;
+        }
+        // Next reduced position.
+        for (int d = rank - 1; d >= 0; --d) {
+          if (!red_[static_cast<size_t>(d)]) continue;
+          off += strides_[static_cast<size_t>(d)];
+          if (++ridx[d] < dims_[static_cast<size_t>(d)]) break;
+          off -= ridx[d] * strides_[static_cast<size_t>(d)];
+          ridx[d] = 0;
+        }
+      }
+      if (kind_ == Reduce::kMax)
+        y[o] = nan ? std::numeric_limits<float>::quiet_NaN() : mx;
+      else if (kind_ == Reduce::kMean)
+        y[o] = static_cast<float>(sum / static_cast<double>(count_));
+      else
+        y[o] = static_cast<float>(sum);
+    }
+  }
+  const char* name() const override {
+    return kind_ == Reduce::kMean ? "reduce_mean_f32"
+           : kind_ == Reduce::kSum ? "reduce_sum_f32"
+                                   : "reduce_max_f32";
+  }
+
+ private:
+  Reduce kind_;
+  std::vector<int64_t> dims_, strides_;
+  std::vector<bool> red_;
+  int64_t out_numel_ = 0, count_ = 1;
+};
+
+template <Reduce K>
+std::unique_ptr<Kernel> make_reduce() {
+  return std::make_unique<ReduceKernel>(K);
+}
+
+}  // namespace
+
+void register_reduce_ops(Registry& r) {
+  r.add({"Pow", infer_pow, cost_pow, false, {make_pow}});
+  r.add({"ReduceMean", infer_reduce, cost_reduce, false, {make_reduce<Reduce::kMean>}});
+  r.add({"ReduceSum", infer_reduce, cost_reduce, false, {make_reduce<Reduce::kSum>}});
+  r.add({"ReduceMax", infer_reduce, cost_reduce, false, {make_reduce<Reduce::kMax>}});
+}
+
+}  // namespace graphi::ops

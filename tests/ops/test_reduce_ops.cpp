@@ -1,0 +1,202 @@
+// Pow and ReduceMean / ReduceSum / ReduceMax (ops/reduce_ops.cpp) against naive references
+// written from the definitions, on random shapes, axes and keepdims, teams of 1-3 threads; axes
+// as attribute and as constant input; errors.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <random>
+
+#include "ops/registry.h"
+#include "tests/support/op_runner.h"
+#include "tests/support/test_util.h"
+
+using namespace graphi;
+using graphi::test::run_single_op;
+
+namespace {
+
+// Row-major index helpers.
+std::vector<int64_t> strides_of(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t d = s.size(); d-- > 1;) st[d - 1] = st[d] * s[d];
+  return st;
+}
+
+// numpy broadcasting of pow, one output element at a time.
+Tensor pow_ref(const Tensor& a, const Tensor& b, const Shape& out) {
+  Tensor y(TensorDesc{DType::kF32, out});
+  const Shape &sa = a.desc().shape, &sb = b.desc().shape;
+  const auto sta = strides_of(sa), stb = strides_of(sb), sto = strides_of(out);
+  const size_t r = out.size();
+  for (int64_t o = 0; o < y.desc().numel(); ++o) {
+    int64_t ia = 0, ib = 0;
+    for (size_t d = 0; d < r; ++d) {
+      const int64_t i = (o / sto[d]) % out[d];
+      const size_t da = d + sa.size() - r, db = d + sb.size() - r;
+      if (d + sa.size() >= r && sa[da] != 1) ia += i * sta[da];
+      if (d + sb.size() >= r && sb[db] != 1) ib += i * stb[db];
+    }
+    y.data_as<float>()[o] = static_cast<float>(
+        std::pow(double{a.data_as<float>()[ia]}, double{b.data_as<float>()[ib]}));
+  }
+  return y;
+}
+
+enum class Kind { kMean, kSum, kMax };
+
+// Reduces x over `axes` (all when empty) straight from the definition.
+Tensor reduce_ref(Kind kind, const Tensor& x, std::vector<int64_t> axes, bool keepdims) {
+  const Shape& s = x.desc().shape;
+  const int64_t rank = static_cast<int64_t>(s.size());
+  std::vector<bool> red(s.size(), axes.empty());
+  for (int64_t a : axes) red[static_cast<size_t>(a < 0 ? a + rank : a)] = true;
+  Shape out, out_keep;
+  for (size_t d = 0; d < s.size(); ++d) {
+    out_keep.push_back(red[d] ? 1 : s[d]);
+    if (!red[d] || keepdims) out.push_back(red[d] ? 1 : s[d]);
+  }
+  int64_t n_out = 1;
+  for (int64_t d : out_keep) n_out *= d;
+  std::vector<double> acc(static_cast<size_t>(n_out),
+                          kind == Kind::kMax ? -HUGE_VAL : 0.0);
+  const auto st = strides_of(s), sto = strides_of(out_keep);
+  int64_t count = 1;
+  for (size_t d = 0; d < s.size(); ++d)
+    if (red[d]) count *= s[d];
+  for (int64_t i = 0; i < x.desc().numel(); ++i) {
+    int64_t o = 0;
+    for (size_t d = 0; d < s.size(); ++d)
+      if (!red[d]) o += ((i / st[d]) % s[d]) * sto[d];
+    const double v = x.data_as<float>()[i];
+    double& a = acc[static_cast<size_t>(o)];
+    a = kind == Kind::kMax ? std::max(a, v) : a + v;
+  }
+  Tensor y(TensorDesc{DType::kF32, out});
+  for (int64_t o = 0; o < n_out; ++o)
+    y.data_as<float>()[o] = static_cast<float>(
+        kind == Kind::kMean ? acc[static_cast<size_t>(o)] / count : acc[static_cast<size_t>(o)]);
+  return y;
+}
+
+Tensor ints(std::vector<int64_t> v) {
+  Tensor t(TensorDesc{DType::kI64, {static_cast<int64_t>(v.size())}});
+  std::copy(v.begin(), v.end(), t.data_as<int64_t>());
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("Pow broadcasts like numpy and matches std::pow", "[ops][pow]") {
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> rank_d(0, 4), dim_d(1, 6), coin(0, 2);
+  uint64_t seed = 1;
+  for (int trial = 0; trial < 40; ++trial) {
+    Shape out(static_cast<size_t>(rank_d(rng)));
+    for (int64_t& d : out) d = dim_d(rng);
+    // Each operand: a suffix of out with some dims set to 1.
+    auto operand = [&]() {
+      Shape s(out.begin() + std::uniform_int_distribution<size_t>(0, out.size())(rng), out.end());
+      for (int64_t& d : s)
+        if (coin(rng) == 0) d = 1;
+      return s;
+    };
+    Shape sa = operand(), sb = operand();
+    Shape full;  // the broadcast of sa and sb (may be smaller than out)
+    const size_t r = std::max(sa.size(), sb.size());
+    for (size_t d = 0; d < r; ++d) {
+      const int64_t x = d + sa.size() >= r ? sa[d + sa.size() - r] : 1;
+      const int64_t y = d + sb.size() >= r ? sb[d + sb.size() - r] : 1;
+      full.push_back(std::max(x, y));
+    }
+    Tensor a = test::random_tensor({DType::kF32, sa}, seed++, 0.1, 3);
+    Tensor b = test::random_tensor({DType::kF32, sb}, seed++, -2, 3);
+    Tensor want = pow_ref(a, b, full);
+    for (int threads : {1, 2, 3}) {
+      INFO(shape_to_string(sa) << " ** " << shape_to_string(sb) << ", " << threads << " threads");
+      auto res = run_single_op("Pow", {}, {a, b}, 1, threads);
+      REQUIRE(res.is_ok());
+      CHECK(test::max_rel_error(res->outputs[0], want) <= 1e-6);
+    }
+  }
+  // x ** 2 with a scalar exponent (LayerNorm's variance), negative bases.
+  Tensor x = test::random_tensor({DType::kF32, {5, 70}}, 44, -4, 4);
+  Tensor two(TensorDesc{DType::kF32, {}});
+  two.data_as<float>()[0] = 2.0f;
+  auto sq = run_single_op("Pow", {}, {x, two}, 1, 3, {false, true});
+  REQUIRE(sq.is_ok());
+  CHECK(test::max_rel_error(sq->outputs[0], pow_ref(x, two, {5, 70})) == 0);
+}
+
+TEST_CASE("ReduceMean/Sum/Max match the reference on random shapes and axes", "[ops][reduce]") {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> rank_d(1, 4), dim_d(1, 7), coin(0, 1);
+  uint64_t seed = 7;
+  const std::pair<const char*, Kind> ops[] = {
+      {"ReduceMean", Kind::kMean}, {"ReduceSum", Kind::kSum}, {"ReduceMax", Kind::kMax}};
+  for (int trial = 0; trial < 30; ++trial) {
+    Shape s(static_cast<size_t>(rank_d(rng)));
+    for (int64_t& d : s) d = dim_d(rng);
+    const int64_t rank = static_cast<int64_t>(s.size());
+    std::vector<int64_t> axes;  // empty: every axis
+    for (int64_t d = 0; d < rank; ++d)
+      if (coin(rng)) axes.push_back(coin(rng) ? d : d - rank);
+    const bool keepdims = coin(rng);
+    Tensor x = test::random_tensor({DType::kF32, s}, seed++, -3, 3);
+    for (const auto& [op, kind] : ops) {
+      Tensor want = reduce_ref(kind, x, axes, keepdims);
+      for (int threads : {1, 2, 3}) {
+        for (bool as_input : {false, true}) {
+          INFO(op << " " << shape_to_string(s) << " axes " << axes.size() << " keepdims "
+                  << keepdims << ", " << threads << " threads, axes as input " << as_input);
+          graph::Attributes a;
+          a.set("keepdims", int64_t{keepdims});
+          std::vector<Tensor> in{x};
+          if (as_input && !axes.empty())
+            in.push_back(ints(axes));
+          else if (!axes.empty())
+            a.set("axes", axes);
+          auto r = run_single_op(op, a, in, 1, threads, {false, true});
+          REQUIRE(r.is_ok());
+          CHECK(r->outputs[0].desc() == want.desc());
+          CHECK(test::max_rel_error(r->outputs[0], want) <= 1e-5);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("ReduceMean over the last axis of long rows (LayerNorm) and noop_with_empty_axes",
+          "[ops][reduce]") {
+  Tensor x = test::random_tensor({DType::kF32, {6, 1000}}, 5, -2, 2);
+  graph::Attributes a;
+  a.set("axes", std::vector<int64_t>{-1});
+  for (int threads : {1, 2, 3}) {
+    auto r = run_single_op("ReduceMean", a, {x}, 1, threads);
+    REQUIRE(r.is_ok());
+    CHECK(r->outputs[0].desc().shape == Shape{6, 1});
+    CHECK(test::max_rel_error(r->outputs[0], reduce_ref(Kind::kMean, x, {-1}, true)) <= 1e-6);
+  }
+  graph::Attributes noop;
+  noop.set("noop_with_empty_axes", int64_t{1});
+  auto r = run_single_op("ReduceSum", noop, {x}, 1, 2);
+  REQUIRE(r.is_ok());
+  CHECK(test::max_rel_error(r->outputs[0], x) == 0);
+}
+
+TEST_CASE("Reduce ops and Pow refuse bad nodes with the field in the error", "[ops][reduce]") {
+  Tensor x = test::random_tensor({DType::kF32, {2, 3}}, 1);
+  graph::Attributes bad;
+  bad.set("axes", std::vector<int64_t>{2});
+  auto r = run_single_op("ReduceMean", bad, {x});
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().message().find("axes") != std::string::npos);
+  graph::Attributes twice;
+  twice.set("axes", std::vector<int64_t>{1, -1});
+  REQUIRE_FALSE(run_single_op("ReduceSum", twice, {x}).is_ok());
+  // Axes as a run-time (non-constant) input: shapes would depend on data.
+  auto rt = run_single_op("ReduceSum", {}, {x, ints({0})}, 1, 1, {false, false});
+  REQUIRE_FALSE(rt.is_ok());
+  CHECK(rt.status().message().find("constant") != std::string::npos);
+  auto p = run_single_op("Pow", {}, {x, test::random_tensor({DType::kF32, {4}}, 2)});
+  REQUIRE_FALSE(p.is_ok());
+  CHECK(p.status().message().find("broadcast") != std::string::npos);
+}
