@@ -593,6 +593,13 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
             ": Reshape with allowzero = 1 and a 0 in the shape (empty tensors) is not supported");
     }
   }
+  if ((op == "ReduceMean" || op == "ReduceSum" || op == "ReduceMax") && ins.size() > 1 &&
+      !ins[1].empty()) {
+    // An empty constant axes input means "no axes" (graphi has no empty tensors): drop it;
+    // the op then reduces everything, or nothing with noop_with_empty_axes = 1.
+    const HostTensor* axes = host(ins[1]);
+    if (axes && axes->numel() == 0) ins.resize(1);
+  }
   // Everything else: graphi's op of the same name, attributes as they are.
   // Dropped: allowzero (checked above), Gemm's legacy broadcast, opset <= 6 leftovers.
   GRAPHI_ASSIGN_OR_RETURN(
