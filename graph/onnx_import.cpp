@@ -53,6 +53,7 @@ const std::vector<std::string>& runtime_ops() {
                                                 "MaxPool",
                                                 "Mul",
                                                 "Neg",
+                                                "Pad",
                                                 "Pow",
                                                 "RNN",
                                                 "Reciprocal",

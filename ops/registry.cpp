@@ -23,6 +23,7 @@ Registry& process_table() {
     register_phased_lstm_op(*r);
     register_unary_ops(*r);
     register_reduce_ops(*r);
+    register_pad_op(*r);
     return r;
   }();
   return *table;

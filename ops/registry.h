@@ -72,5 +72,6 @@ void register_onnx_view_ops(Registry& r);    // ops/onnx_view_ops.cpp: Gather
 void register_phased_lstm_op(Registry& r);  // ops/phased_lstm.cpp: PhasedLSTM
 void register_unary_ops(Registry& r);       // ops/unary_ops.cpp: Exp, Log, Sqrt, ..., Clip
 void register_reduce_ops(Registry& r);      // ops/reduce_ops.cpp: Pow, ReduceMean, ReduceSum, ReduceMax
+void register_pad_op(Registry& r);          // ops/pad.cpp: Pad
 
 }  // namespace graphi::ops
