@@ -165,7 +165,8 @@ TEST_CASE("onnx: PyTorch exports run and match PyTorch's outputs") {
                                    {"cnn_dynamic_batch", 1, {{{"n", 3}}}},
                                    {"cnn_bn_gap", 1, {}},
                                    {"embed_lstm", 1, {}},
-                                   {"rnn_batch_first", 2, {}}};
+                                   {"rnn_batch_first", 2, {}},
+                                   {"layernorm_gelu_mlp", 1, {}}};
   for (const Fixture& f : fixtures) {
     INFO(f.name);
     Result<Graph> g =
@@ -184,6 +185,18 @@ TEST_CASE("onnx: PyTorch exports run and match PyTorch's outputs") {
       CHECK(test::max_rel_error((*out)[k].second, want) <= 1e-4);
     }
   }
+}
+
+TEST_CASE("onnx: LayerNorm and GELU as torch exports them at opset 14 run as graphi ops") {
+  // The match against PyTorch is in the fixture test above; here: what runs.
+  Graph g =
+      value_or_throw(read_graph_file(kFixtures + "layernorm_gelu_mlp.onnx", ops::Registry::get()));
+  std::map<std::string, int> ops;
+  for (const Node& n : g.nodes()) ++ops[n.op];
+  CHECK(ops["ReduceMean"] == 2);
+  CHECK(ops["Pow"] == 1);
+  CHECK(ops["Sqrt"] == 1);
+  CHECK(ops["Erf"] == 1);
 }
 
 TEST_CASE("onnx: nn.Embedding runs graphi's Gather and a bad token id fails the run") {

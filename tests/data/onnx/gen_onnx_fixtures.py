@@ -4,9 +4,11 @@
 Each model NAME is exported with torch.onnx.export to NAME.onnx, with its inputs as
 NAME.in<i>.npy and PyTorch's outputs as NAME.out<i>.npy (graph input/output order). Weights and
 inputs come from fixed seeds, so reruns give the same files up to PyTorch version differences.
-Run: /usr/bin/python3 tests/data/onnx/gen_onnx_fixtures.py  (from anywhere)
+Run: /usr/bin/python3 tests/data/onnx/gen_onnx_fixtures.py [NAME ...]  (from anywhere; with
+names, only those fixtures are written, so adding a case leaves the others' bytes alone)
 """
 import os
+import sys
 
 import numpy as np
 import torch
@@ -104,6 +106,21 @@ class Mlp(nn.Module):
         return self.net(x)
 
 
+class LayerNormGeluMlp(nn.Module):
+    """Linear -> LayerNorm -> GELU -> Linear. At opset 14 torch 1.13 decomposes LayerNorm
+    (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add) and the exact GELU (Div, Erf,
+    Add, Mul, Mul)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.norm = nn.LayerNorm(32)
+        self.fc2 = nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.fc2(nn.functional.gelu(self.norm(self.fc1(x))))
+
+
 class Lstm(nn.Module):
     def __init__(self):
         super().__init__()
@@ -124,7 +141,12 @@ class Gru(nn.Module):
         return y, h
 
 
+ONLY = set(sys.argv[1:])  # fixture names to write; empty: all
+
+
 def export(name, model, inputs, input_names, output_names, opset=14, dynamic_axes=None):
+    if ONLY and name not in ONLY:
+        return
     model.eval()
     with torch.no_grad():
         outs = model(*inputs)
@@ -176,6 +198,12 @@ def main():
     torch.manual_seed(6)
     export("cnn_dynamic_batch", Cnn(), [torch.randn(3, 1, 8, 8)], ["image"], ["logits"],
            dynamic_axes={"image": {0: "n"}, "logits": {0: "n"}})
+    torch.manual_seed(10)
+    ln_mlp = LayerNormGeluMlp()
+    with torch.no_grad():  # a non-trivial affine part of the LayerNorm
+        ln_mlp.norm.weight.uniform_(0.5, 1.5)
+        ln_mlp.norm.bias.uniform_(-0.5, 0.5)
+    export("layernorm_gelu_mlp", ln_mlp, [torch.randn(4, 6, 16)], ["x"], ["y"])
 
 
 if __name__ == "__main__":
