@@ -58,9 +58,8 @@ Result<PadSpec> pad_spec(const NodeView& v) {
   for (size_t d = 0; d < rank; ++d) {
     const int64_t n = x.shape[d], o = n + p.begin[d] + p.end[d];
     if (o < 1)
-      return Status::invalid_graph(v.where + ": pads " + ints_to_string(pads) +
-                                   " leave dim " + std::to_string(d) + " of " + x.to_string() +
-                                   " empty");
+      return Status::invalid_graph(v.where + ": pads " + ints_to_string(pads) + " leave dim " +
+                                   std::to_string(d) + " of " + x.to_string() + " empty");
     if (p.mode == PadMode::kReflect && n > 1 && (p.begin[d] >= n || p.end[d] >= n))
       return Status::unsupported(v.where + ": reflect padding of dim " + std::to_string(d) +
                                  " by more than its size - 1 is not supported");

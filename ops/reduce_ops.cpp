@@ -20,9 +20,12 @@ class PowKernel final : public Kernel {
   Status init(const KernelContext& ctx) override {
     if (ctx.inputs.size() != 2 || !ctx.inputs[0] || !ctx.inputs[1] || ctx.outputs.size() != 1)
       return Status::unsupported("expects 2 inputs and 1 output");
-    for (const TensorDesc* d : {ctx.inputs[0], ctx.inputs[1], ctx.outputs[0]})
+    for (const TensorDesc* d : {ctx.inputs[0], ctx.outputs[0]})
       if (d->dtype != DType::kF32)
         return Status::unsupported("float32 only, got " + d->to_string());
+    y_type_ = ctx.inputs[1]->dtype;
+    if (y_type_ != DType::kF32 && y_type_ != DType::kI32 && y_type_ != DType::kI64)
+      return Status::unsupported("exponent must be float32, int32 or int64");
     GRAPHI_ASSIGN_OR_RETURN(plan_, make_broadcast_plan(ctx.where, ctx.outputs[0]->shape,
                                                        ctx.inputs[0]->shape, ctx.inputs[1]->shape));
     return Status::ok();
@@ -31,11 +34,24 @@ class PowKernel final : public Kernel {
   // Walks the merged-dims plan (ops/broadcast.h) for outputs [begin, end) with an odometer;
   // the inner run has unit or zero strides.
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    if (y_type_ == DType::kI32)
+      run_typed<int32_t>(team, io);
+    else if (y_type_ == DType::kI64)
+      run_typed<int64_t>(team, io);
+    else
+      run_typed<float>(team, io);
+  }
+  const char* name() const override { return "pow_f32"; }
+
+ private:
+  // T: the exponent's element type (ONNX allows integer exponents of a float base).
+  template <typename T>
+  void run_typed(const TeamContext& team, const Buffers& io) const noexcept {
     const BroadcastPlan& p = plan_;
     auto [begin, end] = team_range(p.numel, team.ithr, team.nthr);
     if (begin >= end) return;
     const auto* a = static_cast<const float*>(io.inputs[0]);
-    const auto* b = static_cast<const float*>(io.inputs[1]);
+    const auto* b = static_cast<const T*>(io.inputs[1]);
     auto* y = static_cast<float*>(io.outputs[0]);
     const int r = p.rank;
     int64_t idx[BroadcastPlan::kMaxRank];
@@ -51,11 +67,12 @@ class PowKernel final : public Kernel {
     while (pos < end) {
       const int64_t n = std::min(row - idx[r - 1], end - pos);
       const float* pa = a + off_a;
-      const float* pb = b + off_b;
-      if (sb == 0 && pb[0] == 2.0f) {  // x ** 2 (LayerNorm's variance): exact and fast
+      const T* pb = b + off_b;
+      if (sb == 0 && pb[0] == T{2}) {  // x ** 2 (LayerNorm's variance): exact and fast
         for (int64_t i = 0; i < n; ++i) y[pos + i] = pa[i * sa] * pa[i * sa];
       } else {
-        for (int64_t i = 0; i < n; ++i) y[pos + i] = std::pow(pa[i * sa], pb[i * sb]);
+        for (int64_t i = 0; i < n; ++i)
+          y[pos + i] = std::pow(pa[i * sa], static_cast<float>(pb[i * sb]));
       }
       pos += n;
       if (pos >= end) break;
@@ -72,17 +89,15 @@ class PowKernel final : public Kernel {
       }
     }
   }
-  const char* name() const override { return "pow_f32"; }
-
- private:
   BroadcastPlan plan_;
+  DType y_type_ = DType::kF32;
 };
 
 Result<std::vector<TensorDesc>> infer_pow(const graph::InferContext& ctx) {
   NodeView v = NodeView::of(ctx);
   GRAPHI_RETURN_IF_ERROR(expect_inputs(v, 2, 2, 2));
   GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 0, "X", {DType::kF32}));
-  GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 1, "Y", {DType::kF32}));
+  GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 1, "Y", {DType::kF32, DType::kI32, DType::kI64}));
   GRAPHI_ASSIGN_OR_RETURN(Shape out, broadcast_shapes(ctx.where, v.in(0).shape, v.in(1).shape));
   return std::vector<TensorDesc>{TensorDesc{DType::kF32, std::move(out)}};
 }
@@ -239,7 +254,7 @@ class ReduceKernel final : public Kernel {
     }
   }
   const char* name() const override {
-    return kind_ == Reduce::kMean ? "reduce_mean_f32"
+    return kind_ == Reduce::kMean  ? "reduce_mean_f32"
            : kind_ == Reduce::kSum ? "reduce_sum_f32"
                                    : "reduce_max_f32";
   }

@@ -161,8 +161,7 @@ Result<std::vector<TensorDesc>> infer_unary_op(const graph::InferContext& ctx) {
       GRAPHI_RETURN_IF_ERROR(expect_dtype(v, i, kFields[i], {DType::kF32}));
       if (v.in(i).numel() != 1)
         return Status::invalid_graph(ctx.where + ": input " + std::to_string(i) + " (" +
-                                     kFields[i] + ") must be a scalar, got " +
-                                     v.in(i).to_string());
+                                     kFields[i] + ") must be a scalar, got " + v.in(i).to_string());
     }
   } else {
     GRAPHI_RETURN_IF_ERROR(expect_inputs(v, 1, 1, 1));
@@ -183,9 +182,8 @@ CostHint cost_unary_op(const graph::Node&, std::span<const TensorDesc* const> in
 template <Unary K>
 std::unique_ptr<Kernel> make_unary_op() {
   static constexpr const char* kNames[] = {
-      "exp_f32",        "log_f32", "sqrt_f32",        "neg_f32",  "abs_f32",
-      "reciprocal_f32", "erf_f32", "softplus_f32",    "leaky_relu_f32",
-      "elu_f32",        "hard_sigmoid_f32", "clip_f32"};
+      "exp_f32", "log_f32",      "sqrt_f32",       "neg_f32", "abs_f32",          "reciprocal_f32",
+      "erf_f32", "softplus_f32", "leaky_relu_f32", "elu_f32", "hard_sigmoid_f32", "clip_f32"};
   return std::make_unique<UnaryOpKernel>(K, kNames[static_cast<int>(K)]);
 }
 

@@ -116,8 +116,7 @@ TEST_CASE("Pad with opset 18 axes", "[ops][pad]") {
     auto r = run_single_op("Pad", {}, {x, ints({1, 2, 0, 1}), scalar(-4), ints({0, -1})}, 1,
                            threads, {false, true, false, true});
     REQUIRE(r.is_ok());
-    CHECK(test::max_rel_error(r->outputs[0], pad_ref(x, {1, 0, 2, 0, 0, 1}, "constant", -4)) ==
-          0);
+    CHECK(test::max_rel_error(r->outputs[0], pad_ref(x, {1, 0, 2, 0, 0, 1}, "constant", -4)) == 0);
   }
 }
 

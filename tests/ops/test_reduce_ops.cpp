@@ -56,8 +56,7 @@ Tensor reduce_ref(Kind kind, const Tensor& x, std::vector<int64_t> axes, bool ke
   }
   int64_t n_out = 1;
   for (int64_t d : out_keep) n_out *= d;
-  std::vector<double> acc(static_cast<size_t>(n_out),
-                          kind == Kind::kMax ? -HUGE_VAL : 0.0);
+  std::vector<double> acc(static_cast<size_t>(n_out), kind == Kind::kMax ? -HUGE_VAL : 0.0);
   const auto st = strides_of(s), sto = strides_of(out_keep);
   int64_t count = 1;
   for (size_t d = 0; d < s.size(); ++d)
@@ -124,6 +123,20 @@ TEST_CASE("Pow broadcasts like numpy and matches std::pow", "[ops][pow]") {
   auto sq = run_single_op("Pow", {}, {x, two}, 1, 3, {false, true});
   REQUIRE(sq.is_ok());
   CHECK(test::max_rel_error(sq->outputs[0], pow_ref(x, two, {5, 70})) == 0);
+  // Integer exponents (ONNX allows int32/int64 Y with a float X), broadcast over rows.
+  for (DType t : {DType::kI32, DType::kI64}) {
+    Tensor e = test::random_tensor({t, {70}}, 45, -3, 5);
+    Tensor ef(TensorDesc{DType::kF32, {70}});
+    for (int64_t i = 0; i < 70; ++i)
+      ef.data_as<float>()[i] = t == DType::kI32 ? static_cast<float>(e.data_as<int32_t>()[i])
+                                                : static_cast<float>(e.data_as<int64_t>()[i]);
+    Tensor base = test::random_tensor({DType::kF32, {5, 70}}, 46, 0.5, 2);
+    for (int threads : {1, 3}) {
+      auto r = run_single_op("Pow", {}, {base, e}, 1, threads);
+      REQUIRE(r.is_ok());
+      CHECK(test::max_rel_error(r->outputs[0], pow_ref(base, ef, {5, 70})) <= 1e-6);
+    }
+  }
 }
 
 TEST_CASE("ReduceMean/Sum/Max match the reference on random shapes and axes", "[ops][reduce]") {
