@@ -1,5 +1,6 @@
 // Unary elementwise ops with ONNX semantics, float32: Exp, Log, Sqrt, Neg, Abs, Reciprocal, Erf,
-// Softplus, LeakyRelu(alpha), Elu(alpha), HardSigmoid(alpha, beta) and Clip (min/max as
+// Softplus, Softsign, Floor, Ceil, Sin, Cos, LeakyRelu(alpha), Elu(alpha), Selu(alpha, gamma),
+// HardSigmoid(alpha, beta) and Clip (min/max as
 // attributes before opset 11, as optional scalar inputs from opset 11; the inputs are read at
 // run time, so constant and computed bounds both work). Plain loops, one per op, that the
 // compiler vectorizes where libm allows; the team splits the flat tensor in cache lines.
@@ -24,11 +25,17 @@ enum class Unary {
   kLeakyRelu,
   kElu,
   kHardSigmoid,
-  kClip
+  kClip,
+  kFloor,
+  kCeil,
+  kSin,
+  kCos,
+  kSelu,
+  kSoftsign
 };
 
 struct UnaryParams {
-  float alpha = 0, beta = 0;
+  float alpha = 0, beta = 0;  // Selu: alpha, gamma (as beta)
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
 };
@@ -83,6 +90,25 @@ void unary_loop(Unary kind, const UnaryParams& p, const float* x, float* y, int6
         y[i] = v < p.lo ? p.lo : (v > p.hi ? p.hi : v);
       }
       break;
+    case Unary::kFloor:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::floor(x[i]);
+      break;
+    case Unary::kCeil:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::ceil(x[i]);
+      break;
+    case Unary::kSin:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::sin(x[i]);
+      break;
+    case Unary::kCos:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::cos(x[i]);
+      break;
+    case Unary::kSelu:
+      for (int64_t i = 0; i < n; ++i)
+        y[i] = p.beta * (x[i] <= 0.0f ? p.alpha * std::expm1(x[i]) : x[i]);
+      break;
+    case Unary::kSoftsign:
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] / (1.0f + std::fabs(x[i]));
+      break;
   }
 }
 
@@ -103,6 +129,13 @@ Result<UnaryParams> params_of(Unary kind, const graph::Node& node, const std::st
     GRAPHI_ASSIGN_OR_RETURN(double beta, graph::attr_float(a, where, "beta", 0.5));
     p.alpha = static_cast<float>(alpha);
     p.beta = static_cast<float>(beta);
+  } else if (kind == Unary::kSelu) {
+    GRAPHI_ASSIGN_OR_RETURN(double alpha,
+                            graph::attr_float(a, where, "alpha", 1.67326319217681884765625));
+    GRAPHI_ASSIGN_OR_RETURN(double gamma,
+                            graph::attr_float(a, where, "gamma", 1.05070102214813232421875));
+    p.alpha = static_cast<float>(alpha);
+    p.beta = static_cast<float>(gamma);
   } else if (kind == Unary::kClip) {
     GRAPHI_ASSIGN_OR_RETURN(double lo, graph::attr_float(a, where, "min", -HUGE_VAL));
     GRAPHI_ASSIGN_OR_RETURN(double hi, graph::attr_float(a, where, "max", HUGE_VAL));
@@ -182,8 +215,10 @@ CostHint cost_unary_op(const graph::Node&, std::span<const TensorDesc* const> in
 template <Unary K>
 std::unique_ptr<Kernel> make_unary_op() {
   static constexpr const char* kNames[] = {
-      "exp_f32", "log_f32",      "sqrt_f32",       "neg_f32", "abs_f32",          "reciprocal_f32",
-      "erf_f32", "softplus_f32", "leaky_relu_f32", "elu_f32", "hard_sigmoid_f32", "clip_f32"};
+      "exp_f32",          "log_f32",  "sqrt_f32",     "neg_f32",        "abs_f32",
+      "reciprocal_f32",   "erf_f32",  "softplus_f32", "leaky_relu_f32", "elu_f32",
+      "hard_sigmoid_f32", "clip_f32", "floor_f32",    "ceil_f32",       "sin_f32",
+      "cos_f32",          "selu_f32", "softsign_f32"};
   return std::make_unique<UnaryOpKernel>(K, kNames[static_cast<int>(K)]);
 }
 
@@ -207,6 +242,12 @@ void register_unary_ops(Registry& r) {
   r.add(unary_def<Unary::kElu, 8>("Elu"));
   r.add(unary_def<Unary::kHardSigmoid, 2>("HardSigmoid"));
   r.add(unary_def<Unary::kClip, 2>("Clip"));
+  r.add(unary_def<Unary::kFloor, 1>("Floor"));
+  r.add(unary_def<Unary::kCeil, 1>("Ceil"));
+  r.add(unary_def<Unary::kSin, 8>("Sin"));
+  r.add(unary_def<Unary::kCos, 8>("Cos"));
+  r.add(unary_def<Unary::kSelu, 8>("Selu"));
+  r.add(unary_def<Unary::kSoftsign, 4>("Softsign"));
 }
 
 }  // namespace graphi::ops

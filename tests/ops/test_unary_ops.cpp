@@ -60,6 +60,19 @@ std::vector<Case> cases() {
       {"HardSigmoid", -5, 5, hs, [](double x) { return std::clamp(0.25 * x + 0.4, 0.0, 1.0); }},
       {"Clip", -5, 5, {}, [](double x) { return x; }},
       {"Clip", -5, 5, clip, [](double x) { return std::clamp(x, -0.5, 1.5); }},
+      {"Floor", -5, 5, {}, [](double x) { return std::floor(x); }},
+      {"Ceil", -5, 5, {}, [](double x) { return std::ceil(x); }},
+      {"Sin", -7, 7, {}, [](double x) { return std::sin(x); }},
+      {"Cos", -7, 7, {}, [](double x) { return std::cos(x); }},
+      {"Softsign", -5, 5, {}, [](double x) { return x / (1 + std::fabs(x)); }},
+      {"Selu",
+       -5,
+       5,
+       {},
+       [](double x) {
+         return 1.0507009873554804934193349852946 *
+                (x <= 0 ? 1.6732632423543772848170429916717 * (std::exp(x) - 1) : x);
+       }},
   };
 }
 
