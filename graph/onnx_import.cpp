@@ -60,9 +60,16 @@ const std::vector<std::string>& runtime_ops() {
                                                 "Pow",
                                                 "RNN",
                                                 "Reciprocal",
+                                                "ReduceL1",
+                                                "ReduceL2",
+                                                "ReduceLogSum",
+                                                "ReduceLogSumExp",
                                                 "ReduceMax",
                                                 "ReduceMean",
+                                                "ReduceMin",
+                                                "ReduceProd",
                                                 "ReduceSum",
+                                                "ReduceSumSquare",
                                                 "Relu",
                                                 "Reshape",
                                                 "Selu",
@@ -600,8 +607,7 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
             ": Reshape with allowzero = 1 and a 0 in the shape (empty tensors) is not supported");
     }
   }
-  if ((op == "ReduceMean" || op == "ReduceSum" || op == "ReduceMax") && ins.size() > 1 &&
-      !ins[1].empty()) {
+  if (op.rfind("Reduce", 0) == 0 && ins.size() > 1 && !ins[1].empty()) {
     // An empty constant axes input means "no axes" (graphi has no empty tensors): drop it;
     // the op then reduces everything, or nothing with noop_with_empty_axes = 1.
     const HostTensor* axes = host(ins[1]);

@@ -1,5 +1,6 @@
-// Pow (numpy broadcasting, float32) and ReduceMean / ReduceSum / ReduceMax (float32): what
-// PyTorch's LayerNorm export needs (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add).
+// Pow (numpy broadcasting, float32) and the Reduce ops (Mean, Sum, Max, Min, Prod, L1, L2,
+// SumSquare, LogSum, LogSumExp; float32): what PyTorch's LayerNorm export needs (ReduceMean, Sub,
+// Pow, ReduceMean, Add, Sqrt, Div, Mul, Add), F.normalize (ReduceL2) and logsumexp.
 // The reductions take their axes from the attribute (ReduceMean/ReduceMax before opset 18,
 // ReduceSum before 13) or from a constant input 1 (later opsets); keepdims (default 1) and
 // noop_with_empty_axes (default 0: no axes reduces everything) as ONNX defines them.
@@ -112,7 +113,7 @@ std::unique_ptr<Kernel> make_pow() { return std::make_unique<PowKernel>(); }
 
 // ---- reductions ----
 
-enum class Reduce { kMean, kSum, kMax };
+enum class Reduce { kMean, kSum, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
 
 // Which dims of the input a node reduces, and its output shape.
 struct ReduceShape {
@@ -208,13 +209,12 @@ class ReduceKernel final : public Kernel {
 
   // Each team member computes a range of output elements; each output element walks its
   // reduced positions (an odometer over the reduced dims, innermost contiguous when the last
-  // dim is reduced). Sums accumulate in double.
+  // dim is reduced). Sums and products accumulate in double; Max/Min keep NaN as numpy does.
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
     auto [begin, end] = team_range(out_numel_, team.ithr, team.nthr);
     const auto* x = static_cast<const float*>(io.inputs[0]);
     auto* y = static_cast<float*>(io.outputs[0]);
     const int rank = static_cast<int>(dims_.size());
-    int64_t ridx[BroadcastPlan::kMaxRank];
     for (int64_t o = begin; o < end; ++o) {
       // The input offset of output o's first element: decompose o over the kept dims.
       int64_t base = 0, rem = o;
@@ -223,43 +223,86 @@ class ReduceKernel final : public Kernel {
         base += (rem % dims_[static_cast<size_t>(d)]) * strides_[static_cast<size_t>(d)];
         rem /= dims_[static_cast<size_t>(d)];
       }
-      double sum = 0;
-      float mx = -std::numeric_limits<float>::infinity();
-      bool nan = false;
-      for (int d = 0; d < rank; ++d) ridx[d] = 0;
-      int64_t off = base;
-      for (int64_t k = 0; k < count_; ++k) {
-        const float v = x[off];
-        if (kind_ == Reduce::kMax) {
-          if (std::isnan(v)) nan = true;
-          mx = v > mx ? v : mx;
-        } else {
-          sum += v;
-        }
-        // Next reduced position.
-        for (int d = rank - 1; d >= 0; --d) {
-          if (!red_[static_cast<size_t>(d)]) continue;
-          off += strides_[static_cast<size_t>(d)];
-          if (++ridx[d] < dims_[static_cast<size_t>(d)]) break;
-          off -= ridx[d] * strides_[static_cast<size_t>(d)];
-          ridx[d] = 0;
-        }
-      }
-      if (kind_ == Reduce::kMax)
-        y[o] = nan ? std::numeric_limits<float>::quiet_NaN() : mx;
-      else if (kind_ == Reduce::kMean)
-        y[o] = static_cast<float>(sum / static_cast<double>(count_));
-      else
-        y[o] = static_cast<float>(sum);
+      y[o] = reduce_one(x, base);
     }
   }
   const char* name() const override {
-    return kind_ == Reduce::kMean  ? "reduce_mean_f32"
-           : kind_ == Reduce::kSum ? "reduce_sum_f32"
-                                   : "reduce_max_f32";
+    static constexpr const char* kNames[] = {
+        "reduce_mean_f32",    "reduce_sum_f32",        "reduce_max_f32", "reduce_min_f32",
+        "reduce_prod_f32",    "reduce_l1_f32",         "reduce_l2_f32",  "reduce_sum_square_f32",
+        "reduce_log_sum_f32", "reduce_log_sum_exp_f32"};
+    return kNames[static_cast<int>(kind_)];
   }
 
  private:
+  // Calls f(x[off]) for every reduced position of the output element at input offset base.
+  template <typename F>
+  void for_each_reduced(const float* x, int64_t base, F&& f) const {
+    const int rank = static_cast<int>(dims_.size());
+    int64_t ridx[BroadcastPlan::kMaxRank] = {};
+    int64_t off = base;
+    for (int64_t k = 0; k < count_; ++k) {
+      f(x[off]);
+      for (int d = rank - 1; d >= 0; --d) {
+        if (!red_[static_cast<size_t>(d)]) continue;
+        off += strides_[static_cast<size_t>(d)];
+        if (++ridx[d] < dims_[static_cast<size_t>(d)]) break;
+        off -= ridx[d] * strides_[static_cast<size_t>(d)];
+        ridx[d] = 0;
+      }
+    }
+  }
+
+  float reduce_one(const float* x, int64_t base) const {
+    constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
+    switch (kind_) {
+      case Reduce::kMax:
+      case Reduce::kMin: {
+        const bool is_max = kind_ == Reduce::kMax;
+        float m = is_max ? -std::numeric_limits<float>::infinity()
+                         : std::numeric_limits<float>::infinity();
+        bool nan = false;
+        for_each_reduced(x, base, [&](float v) {
+          nan |= std::isnan(v);
+          m = is_max ? (v > m ? v : m) : (v < m ? v : m);
+        });
+        return nan ? kNan : m;
+      }
+      case Reduce::kProd: {
+        double p = 1;
+        for_each_reduced(x, base, [&](float v) { p *= v; });
+        return static_cast<float>(p);
+      }
+      case Reduce::kLogSumExp: {
+        // max + log(sum(exp(v - max))): no overflow for large v.
+        float m = -std::numeric_limits<float>::infinity();
+        bool nan = false;
+        for_each_reduced(x, base, [&](float v) {
+          nan |= std::isnan(v);
+          m = v > m ? v : m;
+        });
+        if (nan) return kNan;
+        if (std::isinf(m)) return m;  // all -inf: log(0); any +inf: +inf
+        double sum = 0;
+        for_each_reduced(x, base, [&](float v) { sum += std::exp(double{v} - m); });
+        return static_cast<float>(m + std::log(sum));
+      }
+      default: {
+        double sum = 0;
+        if (kind_ == Reduce::kL1)
+          for_each_reduced(x, base, [&](float v) { sum += std::fabs(double{v}); });
+        else if (kind_ == Reduce::kL2 || kind_ == Reduce::kSumSquare)
+          for_each_reduced(x, base, [&](float v) { sum += double{v} * v; });
+        else
+          for_each_reduced(x, base, [&](float v) { sum += v; });
+        if (kind_ == Reduce::kMean) sum /= static_cast<double>(count_);
+        if (kind_ == Reduce::kL2) sum = std::sqrt(sum);
+        if (kind_ == Reduce::kLogSum) sum = std::log(sum);
+        return static_cast<float>(sum);
+      }
+    }
+  }
+
   Reduce kind_;
   std::vector<int64_t> dims_, strides_;
   std::vector<bool> red_;
@@ -271,13 +314,25 @@ std::unique_ptr<Kernel> make_reduce() {
   return std::make_unique<ReduceKernel>(K);
 }
 
+template <Reduce K>
+OpDef reduce_def(const char* type) {
+  return OpDef{type, infer_reduce, cost_reduce, false, {make_reduce<K>}};
+}
+
 }  // namespace
 
 void register_reduce_ops(Registry& r) {
   r.add({"Pow", infer_pow, cost_pow, false, {make_pow}});
-  r.add({"ReduceMean", infer_reduce, cost_reduce, false, {make_reduce<Reduce::kMean>}});
-  r.add({"ReduceSum", infer_reduce, cost_reduce, false, {make_reduce<Reduce::kSum>}});
-  r.add({"ReduceMax", infer_reduce, cost_reduce, false, {make_reduce<Reduce::kMax>}});
+  r.add(reduce_def<Reduce::kMean>("ReduceMean"));
+  r.add(reduce_def<Reduce::kSum>("ReduceSum"));
+  r.add(reduce_def<Reduce::kMax>("ReduceMax"));
+  r.add(reduce_def<Reduce::kMin>("ReduceMin"));
+  r.add(reduce_def<Reduce::kProd>("ReduceProd"));
+  r.add(reduce_def<Reduce::kL1>("ReduceL1"));
+  r.add(reduce_def<Reduce::kL2>("ReduceL2"));
+  r.add(reduce_def<Reduce::kSumSquare>("ReduceSumSquare"));
+  r.add(reduce_def<Reduce::kLogSum>("ReduceLogSum"));
+  r.add(reduce_def<Reduce::kLogSumExp>("ReduceLogSumExp"));
 }
 
 }  // namespace graphi::ops

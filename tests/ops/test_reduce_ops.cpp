@@ -1,6 +1,7 @@
 // Pow and ReduceMean / ReduceSum / ReduceMax (ops/reduce_ops.cpp) against naive references
 // written from the definitions, on random shapes, axes and keepdims, teams of 1-3 threads; axes
 // as attribute and as constant input; errors.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
@@ -41,7 +42,7 @@ Tensor pow_ref(const Tensor& a, const Tensor& b, const Shape& out) {
   return y;
 }
 
-enum class Kind { kMean, kSum, kMax };
+enum class Kind { kMean, kSum, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
 
 // Reduces x over `axes` (all when empty) straight from the definition.
 Tensor reduce_ref(Kind kind, const Tensor& x, std::vector<int64_t> axes, bool keepdims) {
@@ -56,7 +57,8 @@ Tensor reduce_ref(Kind kind, const Tensor& x, std::vector<int64_t> axes, bool ke
   }
   int64_t n_out = 1;
   for (int64_t d : out_keep) n_out *= d;
-  std::vector<double> acc(static_cast<size_t>(n_out), kind == Kind::kMax ? -HUGE_VAL : 0.0);
+  // Each output's values, reduced after collection.
+  std::vector<std::vector<double>> vals(static_cast<size_t>(n_out));
   const auto st = strides_of(s), sto = strides_of(out_keep);
   int64_t count = 1;
   for (size_t d = 0; d < s.size(); ++d)
@@ -65,14 +67,48 @@ Tensor reduce_ref(Kind kind, const Tensor& x, std::vector<int64_t> axes, bool ke
     int64_t o = 0;
     for (size_t d = 0; d < s.size(); ++d)
       if (!red[d]) o += ((i / st[d]) % s[d]) * sto[d];
-    const double v = x.data_as<float>()[i];
-    double& a = acc[static_cast<size_t>(o)];
-    a = kind == Kind::kMax ? std::max(a, v) : a + v;
+    vals[static_cast<size_t>(o)].push_back(x.data_as<float>()[i]);
   }
   Tensor y(TensorDesc{DType::kF32, out});
-  for (int64_t o = 0; o < n_out; ++o)
-    y.data_as<float>()[o] = static_cast<float>(
-        kind == Kind::kMean ? acc[static_cast<size_t>(o)] / count : acc[static_cast<size_t>(o)]);
+  for (int64_t o = 0; o < n_out; ++o) {
+    const std::vector<double>& v = vals[static_cast<size_t>(o)];
+    double r = 0;
+    switch (kind) {
+      case Kind::kMax:
+        r = *std::max_element(v.begin(), v.end());
+        break;
+      case Kind::kMin:
+        r = *std::min_element(v.begin(), v.end());
+        break;
+      case Kind::kProd:
+        r = 1;
+        for (double a : v) r *= a;
+        break;
+      case Kind::kL1:
+        for (double a : v) r += std::fabs(a);
+        break;
+      case Kind::kL2:
+        for (double a : v) r += a * a;
+        r = std::sqrt(r);
+        break;
+      case Kind::kSumSquare:
+        for (double a : v) r += a * a;
+        break;
+      case Kind::kLogSum:
+        for (double a : v) r += a;
+        r = std::log(r);
+        break;
+      case Kind::kLogSumExp:
+        for (double a : v) r += std::exp(a);
+        r = std::log(r);
+        break;
+      default:
+        for (double a : v) r += a;
+        if (kind == Kind::kMean) r /= count;
+        break;
+    }
+    y.data_as<float>()[o] = static_cast<float>(r);
+  }
   return y;
 }
 
@@ -144,7 +180,11 @@ TEST_CASE("ReduceMean/Sum/Max match the reference on random shapes and axes", "[
   std::uniform_int_distribution<int> rank_d(1, 4), dim_d(1, 7), coin(0, 1);
   uint64_t seed = 7;
   const std::pair<const char*, Kind> ops[] = {
-      {"ReduceMean", Kind::kMean}, {"ReduceSum", Kind::kSum}, {"ReduceMax", Kind::kMax}};
+      {"ReduceMean", Kind::kMean},     {"ReduceSum", Kind::kSum},
+      {"ReduceMax", Kind::kMax},       {"ReduceMin", Kind::kMin},
+      {"ReduceProd", Kind::kProd},     {"ReduceL1", Kind::kL1},
+      {"ReduceL2", Kind::kL2},         {"ReduceSumSquare", Kind::kSumSquare},
+      {"ReduceLogSum", Kind::kLogSum}, {"ReduceLogSumExp", Kind::kLogSumExp}};
   for (int trial = 0; trial < 30; ++trial) {
     Shape s(static_cast<size_t>(rank_d(rng)));
     for (int64_t& d : s) d = dim_d(rng);
@@ -153,8 +193,10 @@ TEST_CASE("ReduceMean/Sum/Max match the reference on random shapes and axes", "[
     for (int64_t d = 0; d < rank; ++d)
       if (coin(rng)) axes.push_back(coin(rng) ? d : d - rank);
     const bool keepdims = coin(rng);
-    Tensor x = test::random_tensor({DType::kF32, s}, seed++, -3, 3);
+    Tensor x_any = test::random_tensor({DType::kF32, s}, seed++, -3, 3);
+    Tensor x_pos = test::random_tensor({DType::kF32, s}, seed++, 0.1, 2);  // LogSum's domain
     for (const auto& [op, kind] : ops) {
+      const Tensor& x = kind == Kind::kLogSum ? x_pos : x_any;
       Tensor want = reduce_ref(kind, x, axes, keepdims);
       for (int threads : {1, 2, 3}) {
         for (bool as_input : {false, true}) {
