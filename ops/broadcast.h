@@ -1,7 +1,7 @@
 // Numpy (ONNX multidirectional) broadcasting for binary elementwise kernels: the output shape
 // rule, and a loop plan that merges dims so common cases become one flat loop ([B,H] op [B,H],
 // scalar operands) or a row loop ([B,H] op [H], the LSTM bias add) with unit-stride inner loops.
-// The loops that walk a plan are in ops/elementwise_loops.h.
+// ops/broadcast_walk.h walks a plan; the elementwise loops are in ops/elementwise_loops.h.
 #pragma once
 
 #include <cstdint>

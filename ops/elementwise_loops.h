@@ -5,6 +5,7 @@
 // through a shared (COMDAT) symbol; see ops/vec_math.h for the same rule.
 #pragma once
 
+#include "ops/broadcast_walk.h"
 #include "ops/elementwise_simd.h"
 
 namespace graphi::ops {
@@ -37,46 +38,15 @@ inline void binary_run(float* dst, const float* a, const float* b, int64_t n, in
   }
 }
 
-// Walks output positions [begin, end) of the plan: one run per stretch of the innermost merged
-// dim, an odometer over the outer dims in between. A [B,H] + [H] add is B runs of length H.
+// Outputs [begin, end) of the plan, one binary_run per stretch of the innermost merged dim
+// (for_each_broadcast_run, ops/broadcast_walk.h).
 template <BinaryKind K>
 void binary_range(const BroadcastPlan& p, const float* a, const float* b, float* dst, int64_t begin,
                   int64_t end) {
-  if (begin >= end) return;
-  const int r = p.rank;
-  const int64_t row = p.dims[r - 1], sa = p.a_strides[r - 1], sb = p.b_strides[r - 1];
-  if (r == 1) {  // same shape, or a scalar operand: one flat loop
-    binary_run<K>(dst + begin, a + begin * sa, b + begin * sb, end - begin, sa, sb);
-    return;
-  }
-  int64_t idx[BroadcastPlan::kMaxRank];
-  int64_t off_a = 0, off_b = 0, rem = begin;
-  for (int d = r - 1; d >= 0; --d) {
-    idx[d] = rem % p.dims[d];
-    rem /= p.dims[d];
-    off_a += idx[d] * p.a_strides[d];
-    off_b += idx[d] * p.b_strides[d];
-  }
-  int64_t pos = begin;
-  while (pos < end) {
-    const int64_t left_in_row = row - idx[r - 1];
-    const int64_t n = left_in_row < end - pos ? left_in_row : end - pos;
+  const int64_t sa = p.a_strides[p.rank - 1], sb = p.b_strides[p.rank - 1];
+  for_each_broadcast_run(p, begin, end, [&](int64_t pos, int64_t off_a, int64_t off_b, int64_t n) {
     binary_run<K>(dst + pos, a + off_a, b + off_b, n, sa, sb);
-    pos += n;
-    if (pos >= end) break;
-    // The run ended at a row boundary (idx + n == row): rewind the inner dim, carry outward.
-    off_a -= idx[r - 1] * sa;
-    off_b -= idx[r - 1] * sb;
-    idx[r - 1] = 0;
-    for (int d = r - 2; d >= 0; --d) {
-      off_a += p.a_strides[d];
-      off_b += p.b_strides[d];
-      if (++idx[d] < p.dims[d]) break;
-      off_a -= idx[d] * p.a_strides[d];
-      off_b -= idx[d] * p.b_strides[d];
-      idx[d] = 0;
-    }
-  }
+  });
 }
 
 // x < 0 ? 0 : x keeps NaN (as numpy.maximum(x, 0) does) and vectorizes to a compare + blend.

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "ops/broadcast.h"
+#include "ops/broadcast_walk.h"
 #include "ops/registry.h"
 #include "ops/shape_rules.h"
 
@@ -32,8 +33,8 @@ class PowKernel final : public Kernel {
     return Status::ok();
   }
 
-  // Walks the merged-dims plan (ops/broadcast.h) for outputs [begin, end) with an odometer;
-  // the inner run has unit or zero strides.
+  // Walks the merged-dims plan (for_each_broadcast_run) for outputs [begin, end); the inner run
+  // has unit or zero strides.
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
     if (y_type_ == DType::kI32)
       run_typed<int32_t>(team, io);
@@ -54,19 +55,8 @@ class PowKernel final : public Kernel {
     const auto* a = static_cast<const float*>(io.inputs[0]);
     const auto* b = static_cast<const T*>(io.inputs[1]);
     auto* y = static_cast<float*>(io.outputs[0]);
-    const int r = p.rank;
-    int64_t idx[BroadcastPlan::kMaxRank];
-    int64_t off_a = 0, off_b = 0, rem = begin;
-    for (int d = r - 1; d >= 0; --d) {
-      idx[d] = rem % p.dims[d];
-      rem /= p.dims[d];
-      off_a += idx[d] * p.a_strides[d];
-      off_b += idx[d] * p.b_strides[d];
-    }
-    const int64_t row = p.dims[r - 1], sa = p.a_strides[r - 1], sb = p.b_strides[r - 1];
-    int64_t pos = begin;
-    while (pos < end) {
-      const int64_t n = std::min(row - idx[r - 1], end - pos);
+    const int64_t sa = p.a_strides[p.rank - 1], sb = p.b_strides[p.rank - 1];
+    for_each_broadcast_run(p, begin, end, [&](int64_t pos, int64_t off_a, int64_t off_b, int64_t n) {
       const float* pa = a + off_a;
       const T* pb = b + off_b;
       if (sb == 0 && pb[0] == T{2}) {  // x ** 2 (LayerNorm's variance): exact and fast
@@ -75,20 +65,7 @@ class PowKernel final : public Kernel {
         for (int64_t i = 0; i < n; ++i)
           y[pos + i] = std::pow(pa[i * sa], static_cast<float>(pb[i * sb]));
       }
-      pos += n;
-      if (pos >= end) break;
-      off_a -= idx[r - 1] * sa;
-      off_b -= idx[r - 1] * sb;
-      idx[r - 1] = 0;
-      for (int d = r - 2; d >= 0; --d) {
-        off_a += p.a_strides[d];
-        off_b += p.b_strides[d];
-        if (++idx[d] < p.dims[d]) break;
-        off_a -= idx[d] * p.a_strides[d];
-        off_b -= idx[d] * p.b_strides[d];
-        idx[d] = 0;
-      }
-    }
+    });
   }
   BroadcastPlan plan_;
   DType y_type_ = DType::kF32;

@@ -22,8 +22,10 @@
 // The kernel runs two of them: "per-step" (X_t in the same phase as the step's first
 // recurrent MM: the hoist chunk is 1 step) and "hoisted" (X of all steps first; the kernel
 // computes it in chunks of `chunk` steps so the gate pre-activations stay within a few MiB:
-// chunk is a knob of the search). The "pipelined" schedules (X_{t+1} computed during step t)
-// are enumerated but not implemented (kernel_supported = false).
+// chunk is a knob of the search). The kernel has no "pipelined" variant (X_{t+1} computed during
+// step t): those schedules are listed, marked kernel_supported = false, and the search skips
+// them. With X hoisted there is nothing left to pipeline, so they could only matter when the
+// input sequence is not available ahead of the recurrence.
 #pragma once
 
 #include <cstdint>
