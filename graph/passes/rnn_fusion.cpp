@@ -640,36 +640,77 @@ std::vector<std::vector<int>> chains_of(std::vector<Cell>& cells) {
   return out;
 }
 
-std::vector<Seq> lstm_chains(const Graph& g, const Matcher& m) {
-  std::vector<LstmCell> cells;
-  std::vector<bool> taken(g.num_nodes(), false);
+// Every match of `match` (a cell, as std::optional) whose nodes no earlier match and no `used`
+// node has, in node order.
+template <typename Cell, typename Match>
+std::vector<Cell> collect_cells(const Graph& g, const std::vector<bool>& used, Match match) {
+  std::vector<Cell> cells;
+  std::vector<bool> taken = used;
   for (NodeId n = 0; n < g.num_nodes(); ++n) {
-    auto c = match_lstm(m, n);
-    if (!c) continue;
-    if (std::any_of(c->nodes.begin(), c->nodes.end(), [&](NodeId x) { return taken[x]; })) continue;
+    if (taken[n]) continue;
+    std::optional<Cell> c = match(n);
+    if (!c || std::any_of(c->nodes.begin(), c->nodes.end(), [&](NodeId x) { return taken[x]; }))
+      continue;
     for (NodeId x : c->nodes) taken[x] = true;
     cells.push_back(std::move(*c));
   }
+  return cells;
+}
+
+// Makes cells[p] the predecessor of cells[j]; a second successor marks p as a conflict (a
+// fork is no chain).
+template <typename Cell>
+void link_cells(std::vector<Cell>& cells, int p, int j) {
+  cells[j].pred = p;
+  if (cells[p].succ >= 0) cells[p].conflict = true;
+  cells[p].succ = j;
+}
+
+// For cells whose two left operands are x_t and h_prev in unknown order: links p -> j when j's
+// left operand `hp` is p's h and `same(p, side, j, hp)` finds p's weights equal with h_prev on
+// some side; fixes both cells' hp.
+template <typename Cell, typename Same>
+bool link_by_h_prev(std::vector<Cell>& cells, int p, int j, int hp, Same same) {
+  Cell& cp = cells[p];
+  Cell& cj = cells[j];
+  int hp_prev = -1;
+  for (int s = 0; s < 2 && hp_prev < 0; ++s)
+    if ((cp.hp < 0 || cp.hp == s) && same(cp, s, cj, hp)) hp_prev = s;
+  if (hp_prev < 0 || (cj.hp >= 0 && cj.hp != hp)) return false;
+  cp.hp = hp_prev;
+  cj.hp = hp;
+  link_cells(cells, p, j);
+  return true;
+}
+
+// The chain's nodes, per-step inputs (x_of(cell)) and outputs into s.
+template <typename Cell, typename XOf>
+void add_chain_steps(Seq& s, const std::vector<Cell>& cells, const std::vector<int>& chain,
+                     XOf x_of) {
+  for (int i : chain) {
+    s.nodes.insert(s.nodes.end(), cells[i].nodes.begin(), cells[i].nodes.end());
+    s.xs.push_back(x_of(cells[i]));
+    s.hs.push_back(cells[i].h);
+  }
+}
+
+std::vector<Seq> lstm_chains(const Graph& g, const Matcher& m) {
+  std::vector<LstmCell> cells = collect_cells<LstmCell>(
+      g, std::vector<bool>(g.num_nodes(), false), [&](NodeId n) { return match_lstm(m, n); });
   // Link t-1 -> t: t's c_prev is t-1's c, one of t's left operands is t-1's h (h_prev), and
   // both have the same weights with h_prev on the same side.
   std::unordered_map<ValueId, int> by_c;
   for (size_t i = 0; i < cells.size(); ++i) by_c[cells[i].c] = static_cast<int>(i);
   for (size_t j = 0; j < cells.size(); ++j) {
-    LstmCell& cj = cells[j];
-    auto it = by_c.find(cj.c_prev);
+    auto it = by_c.find(cells[j].c_prev);
     if (it == by_c.end()) continue;
-    LstmCell& cp = cells[it->second];
-    const int hp = cj.lefts[0] == cp.h ? 0 : cj.lefts[1] == cp.h ? 1 : -1;
-    if (hp < 0) continue;
-    int hp_prev = -1;
-    for (int s = 0; s < 2 && hp_prev < 0; ++s)
-      if ((cp.hp < 0 || cp.hp == s) && same_lstm(g, cp, s, cj, hp)) hp_prev = s;
-    if (hp_prev < 0 || (cj.hp >= 0 && cj.hp != hp)) continue;
-    cp.hp = hp_prev;
-    cj.hp = hp;
-    cj.pred = it->second;
-    if (cp.succ >= 0) cp.conflict = true;
-    cp.succ = static_cast<int>(j);
+    const ValueId h_prev = cells[it->second].h;
+    const int hp = cells[j].lefts[0] == h_prev ? 0 : cells[j].lefts[1] == h_prev ? 1 : -1;
+    if (hp >= 0)
+      link_by_h_prev(cells, it->second, static_cast<int>(j), hp,
+                     [&](const LstmCell& a, int ha, const LstmCell& b, int hb) {
+                       return same_lstm(g, a, ha, b, hb);
+                     });
   }
   std::vector<Seq> seqs;
   for (const std::vector<int>& chain : chains_of(cells)) {
@@ -694,11 +735,7 @@ std::vector<Seq> lstm_chains(const Graph& g, const Matcher& m) {
     if (!ok || !inputs_independent(g, frontier, members)) continue;
     Seq s;
     s.op = "LSTM";
-    for (int i : chain) {
-      s.nodes.insert(s.nodes.end(), cells[i].nodes.begin(), cells[i].nodes.end());
-      s.xs.push_back(cells[i].lefts[1 - cells[i].hp]);
-      s.hs.push_back(cells[i].h);
-    }
+    add_chain_steps(s, cells, chain, [](const LstmCell& c) { return c.lefts[1 - c.hp]; });
     const ValueId x0 = head.lefts[1 - head.hp], h0 = head.lefts[head.hp];
     s.h_init = h0;
     s.c_init = head.c_prev;
@@ -730,25 +767,14 @@ std::vector<Seq> lstm_chains(const Graph& g, const Matcher& m) {
 }
 
 std::vector<Seq> gru_chains(const Graph& g, const Matcher& m, const std::vector<bool>& used) {
-  std::vector<GruCell> cells;
-  std::vector<bool> taken = used;
-  for (NodeId n = 0; n < g.num_nodes(); ++n) {
-    if (taken[n]) continue;
-    auto c = match_gru(m, n);
-    if (!c) continue;
-    if (std::any_of(c->nodes.begin(), c->nodes.end(), [&](NodeId x) { return taken[x]; })) continue;
-    for (NodeId x : c->nodes) taken[x] = true;
-    cells.push_back(std::move(*c));
-  }
+  std::vector<GruCell> cells =
+      collect_cells<GruCell>(g, used, [&](NodeId n) { return match_gru(m, n); });
   std::unordered_map<ValueId, int> by_h;
   for (size_t i = 0; i < cells.size(); ++i) by_h[cells[i].h] = static_cast<int>(i);
   for (size_t j = 0; j < cells.size(); ++j) {
     auto it = by_h.find(cells[j].hp);
-    if (it == by_h.end() || !same_gru(g, cells[it->second], cells[j])) continue;
-    GruCell& p = cells[it->second];
-    cells[j].pred = it->second;
-    if (p.succ >= 0) p.conflict = true;
-    p.succ = static_cast<int>(j);
+    if (it != by_h.end() && same_gru(g, cells[it->second], cells[j]))
+      link_cells(cells, it->second, static_cast<int>(j));
   }
   std::vector<Seq> seqs;
   for (const std::vector<int>& chain : chains_of(cells)) {
@@ -763,11 +789,7 @@ std::vector<Seq> gru_chains(const Graph& g, const Matcher& m, const std::vector<
     const int64_t H = c0.hidden;
     Seq s;
     s.op = "GRU";
-    for (int i : chain) {
-      s.nodes.insert(s.nodes.end(), cells[i].nodes.begin(), cells[i].nodes.end());
-      s.xs.push_back(cells[i].x);
-      s.hs.push_back(cells[i].h);
-    }
+    add_chain_steps(s, cells, chain, [](const GruCell& c) { return c.x; });
     s.h_init = c0.hp;
     s.batch = c0.batch;
     s.hidden = H;
@@ -840,33 +862,18 @@ bool same_rnn(const Graph& g, const RnnCell& a, int hp_a, const RnnCell& b, int 
 }
 
 std::vector<Seq> rnn_chains(const Graph& g, const Matcher& m, const std::vector<bool>& used) {
-  std::vector<RnnCell> cells;
-  std::vector<bool> taken = used;
-  for (NodeId n = 0; n < g.num_nodes(); ++n) {
-    if (taken[n]) continue;
-    auto c = match_rnn(m, n);
-    if (!c || std::any_of(c->nodes.begin(), c->nodes.end(), [&](NodeId x) { return taken[x]; }))
-      continue;
-    for (NodeId x : c->nodes) taken[x] = true;
-    cells.push_back(std::move(*c));
-  }
+  std::vector<RnnCell> cells =
+      collect_cells<RnnCell>(g, used, [&](NodeId n) { return match_rnn(m, n); });
   std::unordered_map<ValueId, int> by_h;
   for (size_t i = 0; i < cells.size(); ++i) by_h[cells[i].h] = static_cast<int>(i);
   for (size_t j = 0; j < cells.size(); ++j) {
-    RnnCell& cj = cells[j];
-    for (int hp = 0; hp < 2 && cj.pred < 0; ++hp) {
-      auto it = by_h.find(cj.lefts[hp]);
+    for (int hp = 0; hp < 2 && cells[j].pred < 0; ++hp) {
+      auto it = by_h.find(cells[j].lefts[hp]);
       if (it == by_h.end() || static_cast<size_t>(it->second) == j) continue;
-      RnnCell& cp = cells[it->second];
-      int hp_prev = -1;
-      for (int s = 0; s < 2 && hp_prev < 0; ++s)
-        if ((cp.hp < 0 || cp.hp == s) && same_rnn(g, cp, s, cj, hp)) hp_prev = s;
-      if (hp_prev < 0 || (cj.hp >= 0 && cj.hp != hp)) continue;
-      cp.hp = hp_prev;
-      cj.hp = hp;
-      cj.pred = it->second;
-      if (cp.succ >= 0) cp.conflict = true;
-      cp.succ = static_cast<int>(j);
+      link_by_h_prev(cells, it->second, static_cast<int>(j), hp,
+                     [&](const RnnCell& a, int ha, const RnnCell& b, int hb) {
+                       return same_rnn(g, a, ha, b, hb);
+                     });
     }
   }
   std::vector<Seq> seqs;
@@ -885,11 +892,7 @@ std::vector<Seq> rnn_chains(const Graph& g, const Matcher& m, const std::vector<
     if (!inputs_independent(g, frontier, members)) continue;
     Seq s;
     s.op = "RNN";
-    for (int i : chain) {
-      s.nodes.insert(s.nodes.end(), cells[i].nodes.begin(), cells[i].nodes.end());
-      s.xs.push_back(cells[i].lefts[1 - cells[i].hp]);
-      s.hs.push_back(cells[i].h);
-    }
+    add_chain_steps(s, cells, chain, [](const RnnCell& c) { return c.lefts[1 - c.hp]; });
     s.h_init = h0;
     s.batch = c0.batch;
     s.hidden = H;
