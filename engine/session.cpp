@@ -6,14 +6,16 @@
 // run() holds a mutex for the whole run; concurrent callers wait their turn. For parallel
 // serving create several Sessions.
 //
-// Destruction while a run is in flight on another thread: the destructor cancels the run (the
-// executors stop running ops, the caller's run() returns an error), waits for run() to return,
-// then joins the executors. No run() call may start (or be waiting for its turn) once the
-// destructor has begun: that is a use after free like any other.
+// Destruction while runs are in flight on other threads: the destructor cancels the running one
+// (the executors stop running ops, its run() returns an error), lets every caller still waiting
+// for its turn return the same error, waits until all of them have left run(), then joins the
+// executors. A run() call that only starts once the destructor has begun is a use after free
+// like any other.
 #include "engine/session.h"
 
 #include <omp.h>
 
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -66,6 +68,11 @@ struct Session::Impl {
   const Plan& plan() const { return *plan_ptr; }
 
   std::mutex run_mutex;  // serializes run(): the buffers below belong to the run in progress
+  // run() calls inside this Session, running or waiting for run_mutex: the destructor waits
+  // for them to leave, so a caller queued behind a cancelled run gets an error, not freed memory.
+  std::mutex callers_mutex;
+  std::condition_variable callers_left;
+  int callers = 0;
   AlignedBytes arena;
   AlignedBytes scratch;
   // Buffers of every node slot, laid out like plan().in_offsets()/out_offsets(). Arena and
@@ -99,7 +106,12 @@ Session::~Session() {
   if (!impl_) return;
   impl_->closing.store(true, std::memory_order_seq_cst);
   if (impl_->runtime) impl_->runtime->cancel();
-  // Wait for a run in flight to return; the members (runtime: joins executors) go after.
+  // Wait for the runs in flight and the callers queued behind them to return; the members
+  // (runtime: joins executors) go after.
+  {
+    std::unique_lock<std::mutex> lock(impl_->callers_mutex);
+    impl_->callers_left.wait(lock, [&] { return impl_->callers == 0; });
+  }
   std::lock_guard<std::mutex> lock(impl_->run_mutex);
 }
 
@@ -300,7 +312,20 @@ Status Session::Impl::start_runtime() {
 Result<NamedTensors> Session::run(const NamedTensors& inputs) {
   Impl& im = *impl_;
   const graph::Graph& g = im.plan().graph();
+  {
+    std::lock_guard<std::mutex> lock(im.callers_mutex);
+    ++im.callers;
+  }
+  struct Leave {  // declared before the run lock: released after it
+    Impl& im;
+    ~Leave() {
+      std::lock_guard<std::mutex> lock(im.callers_mutex);
+      if (--im.callers == 0) im.callers_left.notify_all();
+    }
+  } leave{im};
   std::lock_guard<std::mutex> lock(im.run_mutex);
+  if (im.closing.load(std::memory_order_acquire))
+    return Status::invalid_argument(g.source() + ": run cancelled: the Session is being destroyed");
 
   std::vector<const Tensor*> bound;
   GRAPHI_RETURN_IF_ERROR(im.bind_inputs(inputs, bound));

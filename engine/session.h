@@ -46,9 +46,10 @@ class Session {
   // its packed weights without copying them). options.threads must equal plan->team_size().
   static Result<std::unique_ptr<Session>> create(std::shared_ptr<const Plan> plan,
                                                  const SessionOptions& options = {});
-  // Safe while run() is in flight on another thread: the run is cancelled (that run() returns
-  // an error), the destructor waits for it to return and joins every executor thread. No other
-  // run() call may be waiting or start once destruction has begun.
+  // Safe while run() is in flight on other threads: the running call is cancelled and the calls
+  // waiting for their turn do not run; each returns an error ("run cancelled"). The destructor
+  // waits for all of them to return and joins every executor thread. A run() call that starts
+  // after destruction has begun is a use after free like any other.
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;

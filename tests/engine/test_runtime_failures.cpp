@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "engine/omp_oversubscription.h"
 #include "engine/parallel_runtime.h"
@@ -221,6 +222,38 @@ TEST_CASE("failures: destroying a Session while run() is in flight cancels the r
     CHECK_THAT(result.message(), Contains("cancelled"));
     CHECK(g_slow_started.load() < 600);  // the remaining ops were skipped
     CHECK(threads_back_to(baseline));
+  }
+}
+
+TEST_CASE("failures: callers queued behind a run when the Session is destroyed get an error, not freed memory",
+          "[failures]") {
+  auto g = chains("TestSlow", 2, 300);  // ~300 ms per run unless cancelled
+  for (const Config& c : {kConfigs[0], kConfigs[3], kConfigs[5]}) {
+    INFO(name_of(c));
+    auto s = value_or_throw(Session::create(g, options_for(c)));
+    Session* raw = s.get();
+    g_slow_started.store(0);
+    constexpr int kCallers = 4;
+    std::atomic<int> entered{0};
+    std::vector<Status> results(kCallers);
+    std::vector<std::thread> callers;
+    for (int i = 0; i < kCallers; ++i)
+      callers.emplace_back([&, i] {
+        entered.fetch_add(1);
+        auto r = raw->run(scalar_input(0));
+        results[i] = r.is_ok() ? Status::ok() : r.status();
+      });
+    // One run is in flight, the others are inside run() waiting for their turn.
+    while (g_slow_started.load() < 3 || entered.load() < kCallers)
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    s.reset();
+    for (std::thread& t : callers) t.join();
+    for (const Status& st : results) {
+      REQUIRE_FALSE(st.is_ok());
+      CHECK_THAT(st.message(), Contains("cancelled"));
+    }
+    CHECK(g_slow_started.load() < 600);  // the in-flight run was cut short, no queued run ran
   }
 }
 
