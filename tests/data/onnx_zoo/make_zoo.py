@@ -1,0 +1,491 @@
+#!/usr/bin/python3
+"""Builds the ONNX model zoo of tests/graph/test_onnx_zoo.cpp: small but realistic PyTorch
+models (transformer layers, attention, a GPT-style block, CNNs, RNNs, masking, index ops),
+exported with torch.onnx.export at opsets 13 and 17, some with a dynamic batch.
+
+For each model NAME it writes NAME.onnx, the inputs NAME.in<i>.npy and PyTorch's outputs
+NAME.out<i>.npy (graph input/output order), and one line of MANIFEST
+(`NAME dim=value ...`: the values of the model's symbolic dims, which graphi takes as
+`--dim NAME=VALUE`). Weights and inputs come from fixed seeds.
+
+Run: /usr/bin/python3 tests/data/onnx_zoo/make_zoo.py [NAME ...]   (with names: only those;
+the MANIFEST is rewritten from all models either way)
+Check against graphi: PYTHONPATH=build/python /usr/bin/python3 tests/data/onnx_zoo/make_zoo.py --check
+"""
+import io
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+# ---------------------------------------------------------------------------------------------
+# Models
+
+
+class Mha(nn.Module):
+    """nn.MultiheadAttention on its own (self-attention, batch_first), both outputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(16, 4, batch_first=True)
+
+    def forward(self, x):
+        y, w = self.mha(x, x, x, need_weights=True)
+        return y, w
+
+
+class MhaCross(nn.Module):
+    """Cross attention with separate key/value widths (kdim/vdim), seq-first layout."""
+
+    def __init__(self):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(16, 2, kdim=12, vdim=8)
+
+    def forward(self, q, kv_k, kv_v):
+        y, _ = self.mha(q, kv_k, kv_v, need_weights=False)
+        return y
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, norm_first=False, activation="relu"):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.1,
+                                                batch_first=True, norm_first=norm_first,
+                                                activation=activation)
+
+    def forward(self, x):
+        return self.layer(x)
+
+
+class EncoderLayerMasked(nn.Module):
+    """Padding mask built inside the model from int64 lengths (positions >= length are
+    padding), as a bool src_key_padding_mask."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, batch_first=True)
+
+    def forward(self, x, lengths):
+        t = x.shape[1]
+        mask = torch.arange(t).unsqueeze(0) >= lengths.unsqueeze(1)
+        return self.layer(x, src_key_padding_mask=mask)
+
+
+class EncoderStack(nn.Module):
+    """nn.TransformerEncoder of 2 layers with a final LayerNorm, then mean pooling."""
+
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, batch_first=True)
+        self.enc = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(16))
+        self.head = nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.head(self.enc(x).mean(dim=1))
+
+
+class GptBlock(nn.Module):
+    """Token + position embeddings, one pre-norm causal self-attention block written by hand
+    (torch.triu mask, masked_fill, softmax), GELU (tanh approximation) MLP, residuals, tied
+    output head."""
+
+    def __init__(self, vocab=50, d=16, heads=2, ctx=8):
+        super().__init__()
+        self.heads = heads
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(ctx, d)
+        self.ln1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc1 = nn.Linear(d, 4 * d)
+        self.fc2 = nn.Linear(4 * d, d)
+        self.lnf = nn.LayerNorm(d)
+
+    def forward(self, ids):
+        b, t = ids.shape
+        pos = torch.arange(t, device=ids.device)
+        x = self.tok(ids) + self.pos(pos)
+        h = self.ln1(x)
+        q, k, v = self.qkv(h).split(x.shape[-1], dim=-1)
+        d = x.shape[-1] // self.heads
+        q = q.view(b, t, self.heads, d).transpose(1, 2)
+        k = k.view(b, t, self.heads, d).transpose(1, 2)
+        v = v.view(b, t, self.heads, d).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(d)
+        causal = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
+        att = att.masked_fill(causal, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(b, t, -1)
+        x = x + self.proj(y)
+        x = x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
+        return self.lnf(x) @ self.tok.weight.t()
+
+
+class TextCnn(nn.Module):
+    """Embedding -> Conv1d + BatchNorm1d + ReLU + MaxPool1d, twice -> global max -> Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(40, 12)
+        self.c1 = nn.Conv1d(12, 16, 3, padding=1)
+        self.b1 = nn.BatchNorm1d(16)
+        self.p1 = nn.MaxPool1d(2)
+        self.c2 = nn.Conv1d(16, 16, 5, padding=2, stride=1)
+        self.b2 = nn.BatchNorm1d(16)
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, ids):
+        x = self.emb(ids).transpose(1, 2)
+        x = self.p1(F.relu(self.b1(self.c1(x))))
+        x = F.relu(self.b2(self.c2(x)))
+        return self.fc(x.max(dim=2).values)
+
+
+class Conv1dSignal(nn.Module):
+    """Raw float signal [N, C, L]: strided and dilated Conv1d, AvgPool1d, Flatten, Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv1d(2, 8, 7, stride=2, padding=3)
+        self.c2 = nn.Conv1d(8, 8, 3, dilation=2, padding=2, groups=2)
+        self.pool = nn.AvgPool1d(2)
+        self.fc = nn.Linear(8 * 8, 5)
+
+    def forward(self, x):
+        x = F.relu(self.c1(x))
+        x = self.pool(F.silu(self.c2(x)))
+        return self.fc(torch.flatten(x, 1))
+
+
+class MobileNetish(nn.Module):
+    """Conv2d stride 2, depthwise (groups = channels) dilated conv, pointwise conv, BatchNorm,
+    Hardswish/ReLU6, AdaptiveAvgPool2d(1), Flatten, Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, stride=2, padding=1, bias=False)
+        self.bn0 = nn.BatchNorm2d(8)
+        self.dw = nn.Conv2d(8, 8, 3, padding=2, dilation=2, groups=8, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.pw = nn.Conv2d(8, 16, 1)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = F.hardswish(self.bn0(self.stem(x)))
+        x = F.relu6(self.bn1(self.dw(x)))
+        x = self.pw(x)
+        return self.fc(torch.flatten(self.pool(x), 1))
+
+
+class GruClassifier(nn.Module):
+    """Embedding -> bidirectional GRU (batch_first) -> last step -> Linear -> LogSoftmax."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(30, 8)
+        self.gru = nn.GRU(8, 12, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(24, 5)
+
+    def forward(self, ids):
+        y, _ = self.gru(self.emb(ids))
+        return F.log_softmax(self.fc(y[:, -1, :]), dim=-1)
+
+
+class LstmDropout(nn.Module):
+    """2-layer LSTM with dropout between layers (eval: no-op), projection of every step."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(6, 10, num_layers=2, dropout=0.3)
+        self.out = nn.Linear(10, 3)
+
+    def forward(self, x):
+        y, (h, c) = self.lstm(x)
+        return torch.sigmoid(self.out(y)), h
+
+
+class WhereMask(nn.Module):
+    """torch.where with a computed condition, masked_fill, clamp, comparison chains."""
+
+    def forward(self, x, y):
+        m = x > 0.2
+        a = torch.where(m, x, y * 2.0)
+        b = a.masked_fill(y < -0.5, 0.0)
+        c = torch.where((x.abs() < 0.1) | (y > 1.0), torch.zeros_like(x), b)
+        return c, torch.clamp(x * y, min=-0.3, max=0.4)
+
+
+class ShapeChain(nn.Module):
+    """expand / repeat / permute / flatten / unsqueeze / squeeze / view / chunk / cat."""
+
+    def forward(self, x, y):  # x [B, 3, 4], y [B, 4]
+        a = x.permute(0, 2, 1).unsqueeze(1)          # [B, 1, 4, 3]
+        a = a.expand(-1, 2, -1, -1)                  # [B, 2, 4, 3]
+        b = y.unsqueeze(-1).repeat(1, 1, 3)          # [B, 4, 3]
+        c = a + b.unsqueeze(1)
+        d = torch.flatten(c, start_dim=1)            # [B, 24]
+        e, f = d.chunk(2, dim=1)
+        g = torch.cat([f, e * 2.0], dim=1).view(-1, 6, 4)
+        return g.squeeze(0) if g.shape[0] == 1 else g, x.transpose(1, 2).reshape(x.shape[0], -1)
+
+
+class IndexOps(nn.Module):
+    """argmax / topk / gather with computed indices / Cast to float."""
+
+    def forward(self, x):  # [B, 10]
+        am = torch.argmax(x, dim=1)
+        vals, idx = torch.topk(x, 3, dim=1)
+        g = torch.gather(x, 1, idx)
+        onehot = (torch.arange(10).unsqueeze(0) == am.unsqueeze(1)).float()
+        return am, vals, g, onehot, idx.to(torch.float32) / 10.0
+
+
+class SoftmaxAxes(nn.Module):
+    def forward(self, x):  # [B, 3, 4, 5]
+        return (torch.softmax(x, dim=1), torch.softmax(x, dim=2), torch.log_softmax(x, dim=-1),
+                torch.softmax(x.transpose(1, 3), dim=0))
+
+
+class Activations(nn.Module):
+    def forward(self, x):
+        return (torch.sigmoid(x) + F.hardswish(x), F.silu(x), F.mish(x), F.gelu(x), F.elu(x),
+                F.hardsigmoid(x), F.softplus(x), F.relu6(x), F.leaky_relu(x, 0.1), torch.tanh(x))
+
+
+class Norms(nn.Module):
+    """InstanceNorm2d (affine), GroupNorm, LayerNorm over two dims, on an NCHW tensor."""
+
+    def __init__(self):
+        super().__init__()
+        self.inorm = nn.InstanceNorm2d(4, affine=True)
+        self.gn = nn.GroupNorm(2, 4)
+        self.ln = nn.LayerNorm([5, 6])
+
+    def forward(self, x):
+        return self.inorm(x), self.gn(x), self.ln(x)
+
+
+class UpsampleNet(nn.Module):
+    """Upsample nearest (scale 2), interpolate nearest to a size, a Conv2d in between."""
+
+    def __init__(self):
+        super().__init__()
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.conv = nn.Conv2d(3, 3, 3, padding=1)
+
+    def forward(self, x):
+        y = self.conv(self.up(x))
+        return y, F.interpolate(x, size=(6, 10), mode="nearest")
+
+
+class MlpDynamic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(12, 24), nn.GELU(), nn.Dropout(0.2), nn.Linear(24, 24),
+                                 nn.Tanh(), nn.Linear(24, 3), nn.Softmax(dim=-1))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class IntegerOps(nn.Module):
+    """int64 arithmetic on ids (add, mul, remainder, clamp), casts both ways, embedding of the
+    result, a sum over the sequence."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(16, 4)
+
+    def forward(self, ids):  # int64 [B, T]
+        j = (ids * 3 + 1) % 16
+        e = self.emb(j)
+        k = ids.float().sum(dim=1, keepdim=True)
+        return e.sum(dim=1) + k, (ids.float() * 0.5).long() + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# The zoo: name -> (factory, input factory, opset, dynamic batch?)
+
+
+def randn(*s):
+    return torch.randn(*s)
+
+
+def ids(high, *s):
+    return torch.randint(0, high, s, dtype=torch.int64)
+
+
+ZOO = {}
+
+
+def add(name, make, inputs, opsets=(13, 17), dynamic=None):
+    """dynamic: {input_index: axis} of symbolic 'batch' dims (the value is the example's)."""
+    for opset in opsets:
+        ZOO[f"{name}_op{opset}"] = (make, inputs, opset, dynamic)
+
+
+add("mha", Mha, lambda: [randn(2, 5, 16)])
+add("mha_cross", MhaCross, lambda: [randn(4, 2, 16), randn(6, 2, 12), randn(6, 2, 8)], (13,))
+add("encoder_layer", EncoderLayer, lambda: [randn(2, 6, 16)])
+add("encoder_layer_gelu_prenorm", lambda: EncoderLayer(True, "gelu"), lambda: [randn(2, 6, 16)],
+    (17,))
+add("encoder_layer_masked", EncoderLayerMasked,
+    lambda: [randn(3, 6, 16), torch.tensor([6, 4, 2], dtype=torch.int64)])
+add("encoder_stack_dyn", EncoderStack, lambda: [randn(3, 5, 16)], (13,), {0: 0})
+add("gpt_block", GptBlock, lambda: [ids(50, 2, 8)], (14, 17))  # triu: opset >= 14
+add("text_cnn", TextCnn, lambda: [ids(40, 3, 20)])
+add("conv1d_signal", Conv1dSignal, lambda: [randn(2, 2, 32)], (13,))
+add("mobilenetish", MobileNetish, lambda: [randn(2, 3, 16, 16)], (13,))
+add("mobilenetish_dyn", MobileNetish, lambda: [randn(3, 3, 16, 16)], (17,), {0: 0})
+add("gru_classifier", GruClassifier, lambda: [ids(30, 3, 7)])
+add("gru_classifier_dyn", GruClassifier, lambda: [ids(30, 2, 7)], (13,), {0: 0})
+add("lstm_dropout", LstmDropout, lambda: [randn(5, 2, 6)])
+add("where_mask", WhereMask, lambda: [randn(3, 8), randn(3, 8)])
+add("shape_chain", ShapeChain, lambda: [randn(2, 3, 4), randn(2, 4)])
+add("index_ops", IndexOps, lambda: [randn(4, 10)])
+add("softmax_axes", SoftmaxAxes, lambda: [randn(2, 3, 4, 5)])
+add("activations", Activations, lambda: [randn(3, 7) * 3])
+add("norms", Norms, lambda: [randn(2, 4, 5, 6)])
+add("upsample", UpsampleNet, lambda: [randn(1, 3, 3, 5)])
+add("mlp_dyn", MlpDynamic, lambda: [randn(5, 12)], (13, 17), {0: 0})
+add("integer_ops", IntegerOps, lambda: [ids(16, 2, 5)], (13,))
+
+
+def export(name):
+    make, inputs, opset, dynamic = ZOO[name]
+    torch.manual_seed(sum(map(ord, name.rsplit("_op", 1)[0])))
+    model = make().eval()
+    # Non-trivial BatchNorm statistics, so folding them is tested.
+    for m in model.modules():
+        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 2.0)
+        if isinstance(m, (nn.LayerNorm, nn.GroupNorm, nn.InstanceNorm2d)) and m.weight is not None:
+            with torch.no_grad():
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.5, 0.5)
+    xs = inputs()
+    with torch.no_grad():
+        ys = model(*xs)
+    ys = list(ys) if isinstance(ys, (tuple, list)) else [ys]
+    in_names = [f"in{i}" for i in range(len(xs))]
+    out_names = [f"out{i}" for i in range(len(ys))]
+    dyn = None
+    if dynamic:
+        dyn = {in_names[i]: {ax: "batch"} for i, ax in dynamic.items()}
+        for k in range(len(ys)):
+            dyn[out_names[k]] = {0: "batch"}
+    buf = io.BytesIO()
+    # Not under no_grad: eval + no_grad sends nn.MultiheadAttention and
+    # nn.TransformerEncoderLayer down their fused fast path, which the exporter cannot write.
+    torch.onnx.export(model, tuple(xs), buf, opset_version=opset, input_names=in_names,
+                      output_names=out_names, dynamic_axes=dyn, do_constant_folding=True)
+    with open(os.path.join(HERE, name + ".onnx"), "wb") as f:
+        f.write(buf.getvalue())
+    for i, x in enumerate(xs):
+        np.save(os.path.join(HERE, f"{name}.in{i}.npy"), x.numpy())
+    for i, y in enumerate(ys):
+        np.save(os.path.join(HERE, f"{name}.out{i}.npy"), y.numpy())
+    dims = [f"batch={xs[i].shape[ax]}" for i, ax in (dynamic or {}).items()][:1]
+    return dims
+
+
+def write_manifest():
+    lines = []
+    for name, (make, inputs, opset, dynamic) in ZOO.items():
+        if not os.path.exists(os.path.join(HERE, name + ".onnx")):
+            continue
+        dims = ""
+        if dynamic:
+            i, ax = next(iter(dynamic.items()))
+            torch.manual_seed(0)
+            dims = f" batch={np.load(os.path.join(HERE, f'{name}.in{i}.npy')).shape[ax]}"
+        lines.append(name + dims)
+    with open(os.path.join(HERE, "MANIFEST"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def close(a, b):
+    """1e-4 relative to the output's scale, 1e-5 absolute."""
+    if a.shape != b.shape:
+        return False, f"shape {a.shape} vs {b.shape}"
+    if a.dtype.kind in "iu" or b.dtype.kind in "iu":
+        ok = np.array_equal(a.astype(np.int64), b.astype(np.int64))
+        return ok, "" if ok else "integer values differ"
+    fin = np.isfinite(b)
+    if not np.array_equal(fin, np.isfinite(a)) or not np.array_equal(a[~fin], b[~fin]):
+        return False, "non-finite values differ"
+    scale = float(np.max(np.abs(b[fin]))) if fin.any() else 0.0
+    err = float(np.max(np.abs(a[fin] - b[fin]))) if fin.any() else 0.0
+    ok = err <= 1e-5 + 1e-4 * scale
+    return ok, f"max abs err {err:.3g} (scale {scale:.3g})"
+
+
+def check(names):
+    """Runs each model through graphi.Session and compares with the committed outputs."""
+    import graphi
+    bad = 0
+    for name in names:
+        dims = {}
+        for line in open(os.path.join(HERE, "MANIFEST")):
+            parts = line.split()
+            if parts and parts[0] == name:
+                dims = {k: int(v) for k, v in (p.split("=") for p in parts[1:])}
+        path = os.path.join(HERE, name + ".onnx")
+        try:
+            s = graphi.Session(path, dims=dims or None)
+            xs = [np.load(os.path.join(HERE, f"{name}.in{i}.npy")) for i in range(len(s.inputs))]
+            out = s.run(xs)
+            msgs = []
+            ok = True
+            for i, o in enumerate(s.outputs):
+                want = np.load(os.path.join(HERE, f"{name}.out{i}.npy"))
+                good, msg = close(out[o.name], want)
+                ok &= good
+                msgs.append(f"{o.name}: {msg}")
+            print(f"{'PASS' if ok else 'WRONG'} {name}: {'; '.join(msgs)}")
+            bad += not ok
+        except Exception as e:  # graphi.Error
+            first = str(e).split(". graphi runs these")[0]
+            print(f"FAIL {name}: {first[:400]}")
+            bad += 1
+    return bad
+
+
+def main():
+    args = sys.argv[1:]
+    if args and args[0] == "--check":
+        names = args[1:] or list(ZOO)
+        sys.exit(1 if check(names) else 0)
+    names = args or list(ZOO)
+    for n in names:
+        if n not in ZOO:
+            sys.exit(f"unknown model {n}; models: {' '.join(ZOO)}")
+    import warnings
+    warnings.filterwarnings("ignore")
+    failed = []
+    for n in names:
+        try:
+            export(n)
+        except Exception as e:  # an export PyTorch 1.13 cannot do: reported, not fatal
+            print(f"{n}: export failed: {str(e).splitlines()[0][:200]}")
+            failed.append(n)
+            continue
+        size = os.path.getsize(os.path.join(HERE, n + ".onnx"))
+        print(f"{n}: {size} bytes")
+    write_manifest()
+    if failed:
+        sys.exit(f"export failed: {' '.join(failed)}")
+
+
+if __name__ == "__main__":
+    main()
