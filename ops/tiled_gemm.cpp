@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ops/gemv_rows.h"
+
 namespace graphi::ops {
 
 TiledGemm TiledGemm::create_panels(int64_t m, int64_t k, int64_t panel, int64_t ldb, int64_t ldc,
@@ -51,6 +53,17 @@ TiledGemm TiledGemm::make(int64_t m, int64_t k, int64_t mt, int64_t lda, int64_t
 void TiledGemm::run(const float* a, const float* b, float* c, int64_t n,
                     bool reverse) const noexcept {
   const int64_t np = (m_ + mt_ - 1) / mt_;
+  if (n == 1) {
+    // One row (batch 1): each panel once over all k with ops/gemv_rows.h (~4% faster than
+    // LIBXSMM's n = 1 code on a 512 KiB panel set, LSTM h256 b1 0.69 -> 0.645 ms). For 2-4 rows
+    // LIBXSMM stays ahead (k256 m512: 4.4 vs 4.7 us at 2 rows, 6.2 vs 6.9 at 4).
+    for (int64_t pi = 0; pi < np; ++pi) {
+      const int64_t m0 = (reverse ? np - 1 - pi : pi) * mt_;
+      gemv_rows(a + m0 * col_step_, lda_, b, ldb_, c + m0, ldc_, n, k_, std::min(mt_, m_ - m0),
+                false);
+    }
+    return;
+  }
   for (int64_t pi = 0; pi < np; ++pi) {
     const int64_t m0 = (reverse ? np - 1 - pi : pi) * mt_;
     const int64_t mm = std::min(mt_, m_ - m0);

@@ -1,0 +1,34 @@
+// Run-time ISA selection and the scalar path of ops/gemv_rows.h.
+#include "ops/gemv_rows.h"
+
+#define GRAPHI_VEC_SCALAR
+#include "ops/gemv_rows_impl.h"  // includes ops/vec_math.h
+
+namespace graphi::ops {
+
+namespace detail {
+// Defined in ops/gemv_rows_avx2.cpp and ops/gemv_rows_avx512.cpp.
+extern const GemvRowsFn kGemvRowsAvx2;
+extern const GemvRowsFn kGemvRowsAvx512;
+}  // namespace detail
+
+GemvRowsFn gemv_rows_kernel(SimdIsa isa) {
+  if (!simd_isa_supported(isa)) return nullptr;
+  switch (isa) {
+    case SimdIsa::kScalar:
+      return gemv_rows_t<VecScalar, 4>;
+    case SimdIsa::kAvx2:
+      return detail::kGemvRowsAvx2;
+    case SimdIsa::kAvx512:
+      return detail::kGemvRowsAvx512;
+  }
+  return nullptr;
+}
+
+void gemv_rows(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+               int64_t rows, int64_t k, int64_t cols, bool accumulate) noexcept {
+  static const GemvRowsFn fn = gemv_rows_kernel(active_simd_isa());
+  fn(a, lda, b, ldb, c, ldc, rows, k, cols, accumulate);
+}
+
+}  // namespace graphi::ops
