@@ -1,5 +1,6 @@
-// ReadyHeap: a ready set that pops the op with the highest key (ties: the lower op id). With
-// levels as keys it is critical-path first; with -topological position it is FIFO.
+// ReadyHeap: a ready set that pops the op with the highest key (ties: the higher tie-break
+// value if one is given, then the lower op id). With levels as keys it is critical-path first;
+// with -topological position it is FIFO.
 //
 // Every op's place in that order is fixed once per Plan (ranks: ops sorted by key, then id), so
 // the set is a bitmap over ranks with 64-ary summary levels: push sets a bit, pop finds the
@@ -22,14 +23,18 @@ namespace graphi::engine {
 
 class ReadyHeap {
  public:
-  // Orders ops 0..keys.size()-1 by keys[n], higher first, ties to the lower id. O(n log n).
-  void reset(std::span<const double> keys) {
+  // Orders ops 0..keys.size()-1 by keys[n], higher first, then (if given, one per op) by
+  // ties[n], higher first, then the lower id. O(n log n).
+  void reset(std::span<const double> keys, std::span<const double> ties = {}) {
     auto order = std::make_shared<Order>();
     const size_t n = keys.size();
     order->op_at.resize(n);
     std::iota(order->op_at.begin(), order->op_at.end(), graph::NodeId{0});
+    const bool tie = ties.size() == n;
     std::sort(order->op_at.begin(), order->op_at.end(), [&](graph::NodeId a, graph::NodeId b) {
-      return keys[a] > keys[b] || (keys[a] == keys[b] && a < b);
+      if (keys[a] != keys[b]) return keys[a] > keys[b];
+      if (tie && ties[a] != ties[b]) return ties[a] > ties[b];
+      return a < b;
     });
     order->rank.resize(n);
     for (size_t r = 0; r < n; ++r) order->rank[order->op_at[r]] = static_cast<uint32_t>(r);

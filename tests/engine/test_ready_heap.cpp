@@ -2,6 +2,7 @@
 // order (higher key first, ties to the lower op id) and a std::vector<bool>.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -51,6 +52,27 @@ TEST_CASE("ReadyHeap pops by key, ties to the lower id, like a sorted set", "[re
       CHECK(heap.pop() == 3);  // nothing left from before clear()
       CHECK(heap.empty());
     }
+  }
+}
+
+TEST_CASE("ReadyHeap breaks key ties by the tie-break value, then the lower id", "[ready_heap]") {
+  for (size_t n : {size_t{7}, size_t{200}, size_t{5000}}) {
+    INFO("n = " << n);
+    std::mt19937_64 rng(n + 1);
+    std::vector<double> keys(n), ties(n);
+    for (double& k : keys) k = static_cast<double>(rng() % 5);
+    for (double& t : ties) t = static_cast<double>(rng() % 3);  // ties of ties too: then the id
+    ReadyHeap heap;
+    heap.reset(keys, ties);
+    std::vector<graph::NodeId> want(n);
+    for (size_t i = 0; i < n; ++i) want[i] = static_cast<graph::NodeId>(i);
+    // The order straight from the definition: (key, tie) lexicographically higher first, then id.
+    std::stable_sort(want.begin(), want.end(), [&](graph::NodeId a, graph::NodeId b) {
+      return std::make_pair(keys[a], ties[a]) > std::make_pair(keys[b], ties[b]);
+    });
+    for (size_t i = n; i-- > 0;) heap.push(static_cast<graph::NodeId>(i));  // push order must not matter
+    for (size_t i = 0; i < n; ++i) REQUIRE(heap.pop() == want[i]);
+    CHECK(heap.empty());
   }
 }
 
