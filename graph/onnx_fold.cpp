@@ -840,6 +840,7 @@ const std::vector<std::string>& foldable_ops() {
                                   "Tanh",
                                   "Tile",
                                   "Transpose",
+                                  "Trilu",
                                   "Unsqueeze",
                                   "Where",
                                   "Xor"};
@@ -1004,6 +1005,30 @@ Result<std::vector<HostTensor>> fold_node(const Node& n, int64_t opset, const In
         if (++c[d] < out[d]) break;
         c[d] = 0;
       }
+    }
+    return Outs{std::move(o)};
+  }
+  if (op == "Trilu") {
+    // torch.triu/tril of a constant (a causal mask): keep j - i >= k (upper) or <= k (lower)
+    // in the last two dims, zero elsewhere.
+    const Shape& s = in[0]->shape;
+    if (s.size() < 2) return Status::invalid_graph(where + ": input must have rank >= 2");
+    int64_t k = 0;
+    if (in.size() > 1 && in[1]) {
+      if (in[1]->numel() != 1 || in[1]->is_float())
+        return Status::invalid_graph(where + ": input 1 (k) must be an integer scalar");
+      k = in[1]->i[0];
+    }
+    GRAPHI_ASSIGN_OR_RETURN(int64_t upper, a_int(n, "upper", 1, where));
+    const int64_t rows = s[s.size() - 2], cols = s[s.size() - 1];
+    HostTensor o = *in[0];
+    for (size_t e = 0; e < o.numel(); ++e) {
+      const auto j = static_cast<int64_t>(e) % cols, i = static_cast<int64_t>(e) / cols % rows;
+      if (upper ? j - i >= k : j - i <= k) continue;
+      if (o.is_float())
+        o.f[e] = 0;
+      else
+        o.i[e] = 0;
     }
     return Outs{std::move(o)};
   }

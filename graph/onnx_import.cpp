@@ -24,69 +24,18 @@ constexpr int64_t kMinIr = 3, kMaxIr = 10;
 
 // ONNX ops mapped onto graphi ops when their data is computed at run time (graph/ONNX.md).
 const std::vector<std::string>& runtime_ops() {
-  static const std::vector<std::string> kOps = {"Abs",
-                                                "Add",
-                                                "AveragePool",
-                                                "BatchNormalization",
-                                                "Cast",
-                                                "Ceil",
-                                                "Clip",
-                                                "Concat",
-                                                "Conv",
-                                                "Cos",
-                                                "Div",
-                                                "Dropout",
-                                                "Elu",
-                                                "Erf",
-                                                "Exp",
-                                                "Expand",
-                                                "Flatten",
-                                                "Floor",
-                                                "GRU",
-                                                "Gather",
-                                                "Gemm",
-                                                "GlobalAveragePool",
-                                                "GlobalMaxPool",
-                                                "HardSigmoid",
-                                                "Identity",
-                                                "LSTM",
-                                                "LeakyRelu",
-                                                "Log",
-                                                "MatMul",
-                                                "MaxPool",
-                                                "Mul",
-                                                "Neg",
-                                                "Pad",
-                                                "Pow",
-                                                "RNN",
-                                                "Reciprocal",
-                                                "ReduceL1",
-                                                "ReduceL2",
-                                                "ReduceLogSum",
-                                                "ReduceLogSumExp",
-                                                "ReduceMax",
-                                                "ReduceMean",
-                                                "ReduceMin",
-                                                "ReduceProd",
-                                                "ReduceSum",
-                                                "ReduceSumSquare",
-                                                "Relu",
-                                                "Reshape",
-                                                "Selu",
-                                                "Sigmoid",
-                                                "Sin",
-                                                "Slice",
-                                                "Softmax",
-                                                "Softplus",
-                                                "Softsign",
-                                                "Split",
-                                                "Sqrt",
-                                                "Squeeze",
-                                                "Sub",
-                                                "Sum",
-                                                "Tanh",
-                                                "Transpose",
-                                                "Unsqueeze"};
+  static const std::vector<std::string> kOps = {
+      "Abs", "Add", "And", "ArgMax", "ArgMin", "AveragePool", "BatchNormalization", "Cast",
+      "Ceil", "Clip", "Concat", "Conv", "Cos", "Div", "Dropout", "Elu", "Equal", "Erf", "Exp",
+      "Expand", "Flatten", "Floor", "GRU", "Gather", "GatherElements", "Gemm",
+      "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual", "HardSigmoid",
+      "HardSwish", "Identity", "InstanceNormalization", "LSTM", "LayerNormalization", "LeakyRelu",
+      "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul", "Max", "MaxPool", "Min", "Mod", "Mul", "Neg",
+      "Not", "Or", "PRelu", "Pad", "Pow", "RNN", "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum",
+      "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum",
+      "ReduceSumSquare", "Relu", "Reshape", "Resize", "Selu", "Sigmoid", "Sin", "Slice",
+      "Softmax", "Softplus", "Softsign", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Tile",
+      "TopK", "Transpose", "Unsqueeze", "Where", "Xor"};
   return kOps;
 }
 
@@ -142,6 +91,10 @@ class Importer {
   // Opset < 7 binary ops with broadcast = 1 align B at `axis`; rewrite to numpy broadcasting.
   Result<onnx::Node> legacy_broadcast(const onnx::Node& n, const std::string& where);
   Status translate(const onnx::Node& n, const std::string& where);
+  // Conv, MaxPool, AveragePool on [N, C, L]: run as the 2-D op on [N, C, 1, L].
+  Status translate_1d(const onnx::Node& n, const std::string& name,
+                      const std::vector<std::string>& ins, const std::vector<std::string>& outs,
+                      const TensorDesc& x, const std::string& where);
   Status add_outputs();
 
   std::string where_of(const onnx::Node& n) const {
@@ -238,13 +191,17 @@ Result<std::string> Importer::ensure_graph_value(const std::string& v, const std
   ValState& s = it->second;
   if (!s.graph_name.empty()) return s.graph_name;
   const HostTensor& h = *s.host;
-  std::optional<DType> dt = graphi_dtype(h.type);
+  // graphi has no bool dtype: ONNX BOOL tensors are float32 0/1 (ops/logic_ops.cpp).
+  std::optional<DType> dt = h.type == onnx::kBool ? DType::kF32 : graphi_dtype(h.type);
   if (!dt)
     return Status::unsupported(where + ": value '" + v + "' is a constant " + h.desc() +
                                "; graphi ops take float32, int32 or int64 tensors");
   auto t = std::make_shared<Tensor>(TensorDesc{*dt, h.shape});
   const size_t n = h.numel();
-  if (*dt == DType::kF32) {
+  if (h.type == onnx::kBool) {
+    float* p = t->data_as<float>();
+    for (size_t k = 0; k < n; ++k) p[k] = h.i[k] != 0 ? 1.0f : 0.0f;
+  } else if (*dt == DType::kF32) {
     float* p = t->data_as<float>();
     for (size_t k = 0; k < n; ++k) p[k] = static_cast<float>(h.f[k]);
   } else if (*dt == DType::kI32) {
@@ -428,16 +385,11 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     if (shape->is_float()) return Status::invalid_graph(where + ": shape must be INT64");
     GRAPHI_ASSIGN_OR_RETURN(Shape out, onnx::broadcast_shapes(d.shape, shape->i, where));
     if (out == d.shape) return emit("Identity", name, {ins[0]}, outs, {}, where, &n);
-    int64_t numel = 1;
     for (int64_t dim : out)
-      if (dim < 1 || numel > (int64_t{1} << 28) / dim)
+      if (dim < 1)
         return Status::unsupported(where + ": Expand to " + shape_to_string(out) +
-                                   " is not supported (empty or too large)");
-      else
-        numel *= dim;
-    // x + zeros(out): graphi's Add broadcasts like Expand (float32 only).
-    const std::string zeros = add_const(name + "/zeros", HostTensor::make(onnx::kFloat, out));
-    return emit("Add", name, {ins[0], zeros}, outs, {}, where, &n);
+                                   " is not supported (empty tensors)");
+    return emit("Expand", name, {ins[0], ins[1]}, outs, {}, where, &n);  // ops/tile_expand.cpp
   }
   if (op == "Cast") {
     GRAPHI_RETURN_IF_ERROR(need(0));
@@ -445,13 +397,61 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     const onnx::Attr* to = n.attr("to");
     if (!to || to->type != onnx::kAttrInt)
       return Status::invalid_graph(where + ": missing attribute 'to'");
-    if (graphi_dtype(static_cast<int32_t>(to->i)) == d.dtype)
+    const auto to_type = static_cast<int32_t>(to->i);
+    if (to_type != onnx::kBool && graphi_dtype(to_type) == d.dtype)
       return emit("Identity", name, {ins[0]}, outs, {}, where, &n);
-    return Status::unsupported(where + ": Cast of a run-time " + d.to_string() + " to " +
-                               onnx::data_type_name(static_cast<int32_t>(to->i)) +
-                               " is not supported (graphi computes in float32)");
+    if (to_type != onnx::kBool && !graphi_dtype(to_type))
+      return Status::unsupported(where + ": Cast of a run-time " + d.to_string() + " to " +
+                                 onnx::data_type_name(to_type) +
+                                 " is not supported (graphi computes in float32, int32 and "
+                                 "int64; BOOL is float32 0/1)");
+    // A bool (float32 0/1) cast to FLOAT is an identity in graphi's Cast too (ops/cast_op.cpp).
+    Attributes a;
+    a.set("to", int64_t{to_type});
+    return emit("Cast", name, {ins[0]}, outs, std::move(a), where, &n);
   }
-  if (op == "Sum") {
+  if ((op == "Add" || op == "Sub" || op == "Mul" || op == "Div") && ins.size() == 2 &&
+      !ins[0].empty() && !ins[1].empty()) {
+    // Integer operands at run time (index math on token ids): graphi's IntBinary
+    // (ops/int_arith.cpp); graphi's Add..Div are float32.
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc a, desc_of(ins[0], where));
+    if (a.dtype != DType::kF32) {
+      Attributes attrs;
+      attrs.set("op", op);
+      return emit("IntBinary", name, ins, outs, std::move(attrs), where, &n);
+    }
+  }
+  if (op == "PRelu") {
+    // Relu(x) + slope * Min(x, 0): exact (one of the two terms is 0), slope broadcast as ONNX's
+    // unidirectional rule allows (nn.PReLU exports [C, 1, 1]).
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    GRAPHI_RETURN_IF_ERROR(need(1));
+    HostTensor zero = HostTensor::make(onnx::kFloat, {1});
+    const std::string pos = fresh(name + "/relu"), neg = fresh(name + "/min"),
+                      scaled = fresh(name + "/scaled");
+    GRAPHI_RETURN_IF_ERROR(emit("Relu", pos, {ins[0]}, {pos}, {}, where, &n));
+    GRAPHI_RETURN_IF_ERROR(
+        emit("Min", neg, {ins[0], add_const(name + "/zero", std::move(zero))}, {neg}, {}, where, &n));
+    GRAPHI_RETURN_IF_ERROR(emit("Mul", scaled, {ins[1], neg}, {scaled}, {}, where, &n));
+    return emit("Add", name, {pos, scaled}, outs, {}, where, &n);
+  }
+  if (op == "HardSwish") {
+    // x * HardSigmoid(x; 1/6, 1/2), which is ONNX's definition.
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    Attributes a;
+    a.set("alpha", 1.0 / 6.0);
+    a.set("beta", 0.5);
+    const std::string hs = fresh(name + "/hard_sigmoid");
+    GRAPHI_RETURN_IF_ERROR(emit("HardSigmoid", hs, {ins[0]}, {hs}, std::move(a), where, &n));
+    return emit("Mul", name, {ins[0], hs}, outs, {}, where, &n);
+  }
+  if ((op == "Conv" || op == "MaxPool" || op == "AveragePool") && !ins.empty() &&
+      !ins[0].empty()) {
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
+    if (d.rank() == 3) return translate_1d(n, name, ins, outs, d, where);
+  }
+  if (op == "Sum" || op == "Max" || op == "Min") {
+    const std::string bin = op == "Sum" ? "Add" : op;
     std::vector<std::string> xs;
     for (const std::string& x : ins)
       if (!x.empty()) xs.push_back(x);
@@ -461,7 +461,7 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     for (size_t k = 1; k < xs.size(); ++k) {
       const bool last = k + 1 == xs.size();
       const std::string out = last ? outs[0] : fresh(name + "/partial" + std::to_string(k));
-      GRAPHI_RETURN_IF_ERROR(emit("Add", last ? name : fresh(name + "/add" + std::to_string(k)),
+      GRAPHI_RETURN_IF_ERROR(emit(bin, last ? name : fresh(name + "/" + bin + std::to_string(k)),
                                   {acc, xs[k]}, {out}, {}, where, &n));
       acc = out;
     }
@@ -522,7 +522,7 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     return emit("Reshape", name, {sliced_name, add_ints_const(name + "/shape", out)}, outs, {},
                 where, &n);
   }
-  if (op == "Softmax" && opset_ < 13) {
+  if ((op == "Softmax" || op == "LogSoftmax") && opset_ < 13) {
     // Opsets 1-12 flatten the input to 2-D at `axis` (default 1) and normalize each row.
     GRAPHI_RETURN_IF_ERROR(need(0));
     GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
@@ -534,14 +534,14 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     if (axis < 0) axis += rank;
     Attributes a;
     a.set("axis", int64_t{-1});
-    if (axis >= rank - 1) return emit("Softmax", name, {ins[0]}, outs, a, where, &n);
+    if (axis >= rank - 1) return emit(op, name, {ins[0]}, outs, a, where, &n);
     const Shape flat{shape_numel(Shape(d.shape.begin(), d.shape.begin() + axis)),
                      shape_numel(Shape(d.shape.begin() + axis, d.shape.end()))};
     const std::string x2 = fresh(name + "/flat"), y2 = fresh(name + "/flat_out");
     GRAPHI_RETURN_IF_ERROR(emit("Reshape", fresh(name + "/flatten"),
                                 {ins[0], add_ints_const(name + "/flat_shape", flat)}, {x2}, {},
                                 where, &n));
-    GRAPHI_RETURN_IF_ERROR(emit("Softmax", fresh(name + "/softmax"), {x2}, {y2}, a, where, &n));
+    GRAPHI_RETURN_IF_ERROR(emit(op, fresh(name + "/softmax"), {x2}, {y2}, a, where, &n));
     return emit("Reshape", name, {y2, add_ints_const(name + "/shape", d.shape)}, outs, {}, where,
                 &n);
   }
@@ -619,6 +619,62 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
       Attributes attrs,
       convert_attrs(n, where, {"allowzero", "broadcast", "is_test", "output_sequence"}));
   return emit(op, name, ins, outs, std::move(attrs), where, &n);
+}
+
+Status Importer::translate_1d(const onnx::Node& n, const std::string& name,
+                              const std::vector<std::string>& ins,
+                              const std::vector<std::string>& outs, const TensorDesc& x,
+                              const std::string& where) {
+  if (n.op == "MaxPool" && outs.size() > 1)
+    return Status::unsupported(where + ": MaxPool's Indices output is not supported");
+  // Inserts a dim of 1 before the last: constants are reshaped here, run-time values by a
+  // Reshape node.
+  auto unsqueeze = [&](const std::string& v, const std::string& tag) -> Result<std::string> {
+    if (const HostTensor* h = host(v)) {
+      HostTensor t = *h;
+      if (t.shape.size() != 3)
+        return Status::invalid_graph(where + ": input '" + v + "' " + h->desc() +
+                                     " must have rank 3 for a 1-D " + n.op);
+      t.shape.insert(t.shape.end() - 1, 1);
+      return add_const(name + "/" + tag, std::move(t));
+    }
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(v, where));
+    if (d.rank() != 3)
+      return Status::invalid_graph(where + ": input '" + v + "' " + d.to_string() +
+                                   " must have rank 3 for a 1-D " + n.op);
+    Shape s = d.shape;
+    s.insert(s.end() - 1, 1);
+    const std::string out = fresh(name + "/" + tag);
+    GRAPHI_RETURN_IF_ERROR(emit("Reshape", out, {v, add_ints_const(out + "/shape", s)}, {out}, {},
+                                where, &n));
+    return out;
+  };
+  std::vector<std::string> ins2 = ins;
+  GRAPHI_ASSIGN_OR_RETURN(ins2[0], unsqueeze(ins[0], "x2d"));
+  if (n.op == "Conv") {
+    if (ins.size() < 2 || ins[1].empty()) return Status::invalid_graph(where + ": input 1 is missing");
+    GRAPHI_ASSIGN_OR_RETURN(ins2[1], unsqueeze(ins[1], "w2d"));
+  }
+  GRAPHI_ASSIGN_OR_RETURN(Attributes attrs, convert_attrs(n, where));
+  // 1-D window attributes -> 2-D with a height of 1.
+  for (const onnx::Attr& a : n.attrs) {
+    if (a.type != onnx::kAttrInts) continue;
+    if (a.name == "kernel_shape" || a.name == "strides" || a.name == "dilations") {
+      if (a.ints.size() != 1)
+        return Status::invalid_graph(where + ": attribute '" + a.name + "' must have 1 value for a 1-D " + n.op);
+      attrs.set(a.name, std::vector<int64_t>{1, a.ints[0]});
+    } else if (a.name == "pads") {
+      if (a.ints.size() != 2)
+        return Status::invalid_graph(where + ": attribute 'pads' must have 2 values for a 1-D " + n.op);
+      attrs.set(a.name, std::vector<int64_t>{0, a.ints[0], 0, a.ints[1]});
+    }
+  }
+  const std::string y2 = fresh(name + "/y2d");
+  GRAPHI_RETURN_IF_ERROR(emit(n.op, fresh(name + "/2d"), ins2, {y2}, std::move(attrs), where, &n));
+  Shape ys = vals_.at(y2).desc.shape;
+  ys.erase(ys.end() - 2);
+  (void)x;
+  return emit("Reshape", name, {y2, add_ints_const(name + "/shape", ys)}, outs, {}, where, &n);
 }
 
 Result<onnx::Node> Importer::legacy_broadcast(const onnx::Node& n, const std::string& where) {

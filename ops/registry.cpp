@@ -24,6 +24,14 @@ Registry& process_table() {
     register_unary_ops(*r);
     register_reduce_ops(*r);
     register_pad_op(*r);
+    register_logic_ops(*r);
+    register_cast_op(*r);
+    register_norm_ops(*r);
+    register_log_softmax_op(*r);
+    register_index_ops(*r);
+    register_tile_expand_ops(*r);
+    register_resize_op(*r);
+    register_int_arith_ops(*r);
     return r;
   }();
   return *table;

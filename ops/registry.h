@@ -73,5 +73,13 @@ void register_phased_lstm_op(Registry& r);  // ops/phased_lstm.cpp: PhasedLSTM
 void register_unary_ops(Registry& r);       // ops/unary_ops.cpp: Exp, Log, Erf, LeakyRelu, ..., Clip
 void register_reduce_ops(Registry& r);      // ops/reduce_ops.cpp: Pow, ReduceMean, ReduceSum, ... (10 Reduce ops)
 void register_pad_op(Registry& r);          // ops/pad.cpp: Pad
+void register_logic_ops(Registry& r);       // ops/logic_ops.cpp: Equal, Less, ..., And, Or, Not, Where, Max, Min
+void register_cast_op(Registry& r);         // ops/cast_op.cpp: Cast
+void register_norm_ops(Registry& r);        // ops/norm_ops.cpp: LayerNormalization, InstanceNormalization
+void register_log_softmax_op(Registry& r);  // ops/log_softmax.cpp: LogSoftmax
+void register_index_ops(Registry& r);       // ops/index_ops.cpp: ArgMax, ArgMin, TopK, GatherElements
+void register_tile_expand_ops(Registry& r); // ops/tile_expand.cpp: Expand, Tile
+void register_resize_op(Registry& r);       // ops/resize.cpp: Resize
+void register_int_arith_ops(Registry& r);   // ops/int_arith.cpp: Mod, IntBinary (integer Add/Sub/Mul/Div)
 
 }  // namespace graphi::ops

@@ -11,6 +11,8 @@ NAME.out<i>.npy (graph input/output order), and one line of MANIFEST
 Run: /usr/bin/python3 tests/data/onnx_zoo/make_zoo.py [NAME ...]   (with names: only those;
 the MANIFEST is rewritten from all models either way)
 Check against graphi: PYTHONPATH=build/python /usr/bin/python3 tests/data/onnx_zoo/make_zoo.py --check
+(graphi.Session on the committed files), --torch (graphi.torch.compile on the modules),
+--torch-no-grad (the same, compile() called inside torch.no_grad()).
 """
 import io
 import math
@@ -461,8 +463,48 @@ def check(names):
     return bad
 
 
+def check_torch(names, no_grad=False):
+    """Runs each zoo module through graphi.torch.compile (opset 14, static shapes) and compares
+    with the module's own outputs (ZOO names without the _op suffix are the same module)."""
+    import graphi
+    import graphi.torch  # noqa: F401
+    import contextlib
+    import warnings
+    warnings.filterwarnings("ignore")
+    bad = 0
+    seen = set()
+    for name in names:
+        base = name.rsplit("_op", 1)[0]
+        if base in seen:
+            continue
+        seen.add(base)
+        make, inputs, opset, dynamic = ZOO[name]
+        torch.manual_seed(sum(map(ord, base)))
+        model = make().eval()
+        xs = inputs()
+        with torch.no_grad():
+            want = model(*xs)
+        want = [w.numpy() for w in (want if isinstance(want, (tuple, list)) else [want])]
+        try:
+            with torch.no_grad() if no_grad else contextlib.nullcontext():
+                f = graphi.torch.compile(model, tuple(xs))
+            got = f(*xs)
+            got = [g.numpy() for g in (got if isinstance(got, tuple) else (got,))]
+            res = [close(g, w) for g, w in zip(got, want)]
+            ok = len(got) == len(want) and all(r[0] for r in res)
+            print(f"{'PASS' if ok else 'WRONG'} {base}: {'; '.join(r[1] for r in res)}")
+            bad += not ok
+        except Exception as e:
+            print(f"FAIL {base}: {str(e).split('. graphi runs these')[0][:300]}")
+            bad += 1
+    return bad
+
+
 def main():
     args = sys.argv[1:]
+    if args and args[0] in ("--torch", "--torch-no-grad"):
+        names = args[1:] or list(ZOO)
+        sys.exit(1 if check_torch(names, args[0] == "--torch-no-grad") else 0)
     if args and args[0] == "--check":
         names = args[1:] or list(ZOO)
         sys.exit(1 if check(names) else 0)

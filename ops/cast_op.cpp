@@ -1,0 +1,134 @@
+// Cast between graphi's dtypes (ONNX semantics): `to` = 1 (FLOAT), 6 (INT32), 7 (INT64) or 9
+// (BOOL, which graphi represents as float32 0/1: y = x != 0). Float to integer truncates toward
+// zero (C conversion, as ONNX and numpy's astype); values outside the integer range or NaN are
+// clamped (saturated; NaN becomes 0) rather than undefined behaviour.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "ops/registry.h"
+#include "ops/shape_rules.h"
+
+namespace graphi::ops {
+namespace {
+
+constexpr int64_t kOnnxFloat = 1, kOnnxInt32 = 6, kOnnxInt64 = 7, kOnnxBool = 9;
+
+struct CastTarget {
+  DType dtype = DType::kF32;
+  bool to_bool = false;
+};
+
+Result<CastTarget> target_of(const graph::Node& node, const std::string& where) {
+  GRAPHI_ASSIGN_OR_RETURN(int64_t to, graph::attr_int(node.attrs, where, "to"));
+  switch (to) {
+    case kOnnxFloat:
+      return CastTarget{DType::kF32, false};
+    case kOnnxInt32:
+      return CastTarget{DType::kI32, false};
+    case kOnnxInt64:
+      return CastTarget{DType::kI64, false};
+    case kOnnxBool:
+      return CastTarget{DType::kF32, true};
+    default:
+      return Status::unsupported(where + ": attribute 'to' = " + std::to_string(to) +
+                                 " is not supported (graphi casts to FLOAT (1), INT32 (6), "
+                                 "INT64 (7) or BOOL (9, as float32 0/1))");
+  }
+}
+
+Result<std::vector<TensorDesc>> infer_cast(const graph::InferContext& ctx) {
+  NodeView v = NodeView::of(ctx);
+  GRAPHI_RETURN_IF_ERROR(expect_inputs(v, 1, 1, 1));
+  GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 0, "input", {DType::kF32, DType::kI32, DType::kI64}));
+  GRAPHI_ASSIGN_OR_RETURN(CastTarget t, target_of(ctx.node, ctx.where));
+  return std::vector<TensorDesc>{TensorDesc{t.dtype, v.in(0).shape}};
+}
+
+CostHint cost_cast(const graph::Node&, std::span<const TensorDesc* const> in,
+                   std::span<const TensorDesc* const> out) {
+  return {static_cast<double>(out[0]->numel()),
+          static_cast<double>(in[0]->bytes() + out[0]->bytes())};
+}
+
+template <typename I>
+I float_to_int(float x) {
+  if (std::isnan(x)) return 0;
+  constexpr double lo = static_cast<double>(std::numeric_limits<I>::min());
+  constexpr double hi = static_cast<double>(std::numeric_limits<I>::max());
+  const double t = std::trunc(static_cast<double>(x));
+  if (t <= lo) return std::numeric_limits<I>::min();
+  if (t >= hi) return std::numeric_limits<I>::max();
+  return static_cast<I>(t);
+}
+
+template <typename S, typename D>
+void convert(const S* x, D* y, int64_t begin, int64_t end, bool to_bool) {
+  for (int64_t i = begin; i < end; ++i) {
+    if constexpr (std::is_same_v<D, float>) {
+      y[i] = to_bool ? (x[i] != S(0) ? 1.0f : 0.0f) : static_cast<float>(x[i]);
+    } else if constexpr (std::is_same_v<S, float>) {
+      y[i] = float_to_int<D>(x[i]);
+    } else if constexpr (std::is_same_v<S, int64_t> && std::is_same_v<D, int32_t>) {
+      y[i] = static_cast<int32_t>(x[i]);  // wraps modulo 2^32, as numpy's astype
+    } else {
+      y[i] = static_cast<D>(x[i]);
+    }
+  }
+}
+
+class CastKernel final : public Kernel {
+ public:
+  Status init(const KernelContext& ctx) override {
+    if (ctx.inputs.size() != 1 || !ctx.inputs[0]) return Status::unsupported("expects 1 input");
+    from_ = ctx.inputs[0]->dtype;
+    GRAPHI_ASSIGN_OR_RETURN(to_, target_of(ctx.node, ctx.where));
+    numel_ = ctx.outputs[0]->numel();
+    return Status::ok();
+  }
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    auto [begin, end] = team_range(numel_, team.ithr, team.nthr);
+    dispatch_from(io.inputs[0], io.outputs[0], begin, end);
+  }
+  const char* name() const override { return "cast"; }
+
+ private:
+  template <typename S>
+  void dispatch_to(const S* x, void* y, int64_t begin, int64_t end) const {
+    switch (to_.dtype) {
+      case DType::kF32:
+        convert(x, static_cast<float*>(y), begin, end, to_.to_bool);
+        break;
+      case DType::kI32:
+        convert(x, static_cast<int32_t*>(y), begin, end, false);
+        break;
+      case DType::kI64:
+        convert(x, static_cast<int64_t*>(y), begin, end, false);
+        break;
+    }
+  }
+  void dispatch_from(const void* x, void* y, int64_t begin, int64_t end) const {
+    switch (from_) {
+      case DType::kF32:
+        dispatch_to(static_cast<const float*>(x), y, begin, end);
+        break;
+      case DType::kI32:
+        dispatch_to(static_cast<const int32_t*>(x), y, begin, end);
+        break;
+      case DType::kI64:
+        dispatch_to(static_cast<const int64_t*>(x), y, begin, end);
+        break;
+    }
+  }
+  DType from_ = DType::kF32;
+  CastTarget to_;
+  int64_t numel_ = 0;
+};
+
+std::unique_ptr<Kernel> make_cast() { return std::make_unique<CastKernel>(); }
+
+}  // namespace
+
+void register_cast_op(Registry& r) { r.add({"Cast", infer_cast, cost_cast, false, {make_cast}}); }
+
+}  // namespace graphi::ops

@@ -1,0 +1,147 @@
+// LayerNormalization (ONNX opset 17: normalize over dims [axis, rank), then * Scale + B) and
+// InstanceNormalization (normalize each (n, c) plane over the spatial dims, then * scale[c] +
+// B[c]). Both are "rows of `len` elements, mean and variance per row": the statistics are
+// accumulated in double (two passes: mean, then the centred sum of squares), so long rows keep
+// float accuracy. Only LayerNormalization's Y output is supported (PyTorch exports only Y).
+#include <cmath>
+
+#include "ops/registry.h"
+#include "ops/shape_rules.h"
+
+namespace graphi::ops {
+namespace {
+
+enum class Norm { kLayer, kInstance };
+
+struct NormGeometry {
+  int64_t rows = 1, len = 1;
+  int64_t channels = 1;  // InstanceNorm: row r has channel r % channels
+  bool has_bias = false;
+  bool scalar_scale = false, scalar_bias = false;  // LayerNorm: one value for the whole row
+  double eps = 1e-5;
+};
+
+Result<NormGeometry> norm_geometry(Norm kind, const NodeView& v, size_t outputs) {
+  if (outputs != 1)
+    return Status::unsupported(v.where + ": only the Y output is supported (got " +
+                               std::to_string(outputs) + " outputs)");
+  NormGeometry g;
+  GRAPHI_ASSIGN_OR_RETURN(g.eps, graph::attr_float(v.node.attrs, v.where, "epsilon", 1e-5));
+  if (kind == Norm::kLayer) {
+    GRAPHI_RETURN_IF_ERROR(expect_inputs(v, 2, 3, 2));
+  } else {
+    GRAPHI_RETURN_IF_ERROR(expect_inputs(v, 3, 3, 3));
+  }
+  static const char* kFields[] = {"X", "Scale", "B"};
+  for (size_t i = 0; i < v.inputs.size(); ++i)
+    if (v.has_input(i)) GRAPHI_RETURN_IF_ERROR(expect_dtype(v, i, kFields[i], {DType::kF32}));
+  const TensorDesc& x = v.in(0);
+  g.has_bias = v.has_input(2);
+  if (kind == Norm::kLayer) {
+    GRAPHI_ASSIGN_OR_RETURN(int64_t axis_attr, graph::attr_int(v.node.attrs, v.where, "axis", -1));
+    GRAPHI_ASSIGN_OR_RETURN(int axis, normalize_axis(v, "axis", axis_attr, x));
+    for (int d = 0; d < axis; ++d) g.rows *= x.shape[static_cast<size_t>(d)];
+    for (int d = axis; d < x.rank(); ++d) g.len *= x.shape[static_cast<size_t>(d)];
+    for (size_t i = 1; i < 3; ++i) {
+      if (!v.has_input(i)) continue;
+      const int64_t n = v.in(i).numel();
+      if (n != g.len && n != 1)
+        return Status::unsupported(v.where + ": input " + std::to_string(i) + " (" + kFields[i] +
+                                   ") " + v.in(i).to_string() + " must have the " +
+                                   std::to_string(g.len) +
+                                   " elements of the normalized dims (or 1)");
+      (i == 1 ? g.scalar_scale : g.scalar_bias) = n == 1;
+    }
+  } else {
+    if (x.rank() < 3)
+      return Status::invalid_graph(v.where + ": input X " + x.to_string() +
+                                   " must be [N, C, D1, ...] (rank >= 3)");
+    g.channels = x.shape[1];
+    g.rows = x.shape[0] * x.shape[1];
+    for (int d = 2; d < x.rank(); ++d) g.len *= x.shape[static_cast<size_t>(d)];
+    for (size_t i = 1; i < 3; ++i)
+      if (v.in(i).numel() != g.channels || v.in(i).rank() != 1)
+        return Status::invalid_graph(v.where + ": input " + std::to_string(i) + " (" +
+                                     kFields[i] + ") must be [" + std::to_string(g.channels) +
+                                     "], got " + v.in(i).to_string());
+  }
+  return g;
+}
+
+template <Norm K>
+Result<std::vector<TensorDesc>> infer_norm(const graph::InferContext& ctx) {
+  NodeView v = NodeView::of(ctx);
+  GRAPHI_RETURN_IF_ERROR(norm_geometry(K, v, ctx.num_outputs).status());
+  return std::vector<TensorDesc>{v.in(0)};
+}
+
+CostHint cost_norm(const graph::Node&, std::span<const TensorDesc* const> in,
+                   std::span<const TensorDesc* const> out) {
+  return {8.0 * static_cast<double>(out[0]->numel()),
+          static_cast<double>(in[0]->bytes() + out[0]->bytes())};
+}
+
+class NormKernel final : public Kernel {
+ public:
+  explicit NormKernel(Norm k) : kind_(k) {}
+  Status init(const KernelContext& ctx) override {
+    GRAPHI_ASSIGN_OR_RETURN(g_, norm_geometry(kind_, NodeView::of_kernel(ctx), ctx.outputs.size()));
+    return Status::ok();
+  }
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    auto [begin, end] = team_range(g_.rows, team.ithr, team.nthr);
+    const auto* x = static_cast<const float*>(io.inputs[0]);
+    const auto* scale = static_cast<const float*>(io.inputs[1]);
+    const auto* bias = g_.has_bias ? static_cast<const float*>(io.inputs[2]) : nullptr;
+    auto* y = static_cast<float*>(io.outputs[0]);
+    for (int64_t r = begin; r < end; ++r) {
+      const float* xr = x + r * g_.len;
+      float* yr = y + r * g_.len;
+      double sum = 0;
+      for (int64_t k = 0; k < g_.len; ++k) sum += xr[k];
+      const double mean = sum / static_cast<double>(g_.len);
+      double sq = 0;
+      for (int64_t k = 0; k < g_.len; ++k) {
+        const double d = xr[k] - mean;
+        sq += d * d;
+      }
+      const double inv = 1.0 / std::sqrt(sq / static_cast<double>(g_.len) + g_.eps);
+      const auto m = static_cast<float>(mean);
+      if (kind_ == Norm::kInstance) {
+        const int64_t c = r % g_.channels;
+        const auto s = static_cast<float>(scale[c] * inv);
+        const float b = bias[c];
+        for (int64_t k = 0; k < g_.len; ++k) yr[k] = (xr[k] - m) * s + b;
+      } else {
+        const auto fi = static_cast<float>(inv);
+        for (int64_t k = 0; k < g_.len; ++k) {
+          const float s = scale[g_.scalar_scale ? 0 : k];
+          const float b = bias ? bias[g_.scalar_bias ? 0 : k] : 0.0f;
+          yr[k] = (xr[k] - m) * fi * s + b;
+        }
+      }
+    }
+  }
+  const char* name() const override {
+    return kind_ == Norm::kLayer ? "layer_norm_f32" : "instance_norm_f32";
+  }
+
+ private:
+  Norm kind_;
+  NormGeometry g_;
+};
+
+template <Norm K>
+std::unique_ptr<Kernel> make_norm() {
+  return std::make_unique<NormKernel>(K);
+}
+
+}  // namespace
+
+void register_norm_ops(Registry& r) {
+  r.add({"LayerNormalization", infer_norm<Norm::kLayer>, cost_norm, false, {make_norm<Norm::kLayer>}});
+  r.add({"InstanceNormalization", infer_norm<Norm::kInstance>, cost_norm, false,
+         {make_norm<Norm::kInstance>}});
+}
+
+}  // namespace graphi::ops

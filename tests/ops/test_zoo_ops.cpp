@@ -1,0 +1,565 @@
+// The ops added for the ONNX model zoo, each against a naive reference written from the ONNX
+// definition (coordinates decoded one output element at a time, statistics in double), on
+// teams of 1-3 threads: comparisons/logic/Where/Max/Min (ops/logic_ops.cpp), Cast
+// (ops/cast_op.cpp), LayerNormalization and InstanceNormalization (ops/norm_ops.cpp),
+// LogSoftmax (ops/log_softmax.cpp), ArgMax/ArgMin/TopK/GatherElements (ops/index_ops.cpp),
+// Expand/Tile (ops/tile_expand.cpp), Resize (ops/resize.cpp); plus their errors.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <functional>
+#include <numeric>
+
+#include "ops/registry.h"
+#include "tests/support/op_runner.h"
+#include "tests/support/test_util.h"
+
+using namespace graphi;
+using graphi::test::random_tensor;
+using graphi::test::run_single_op;
+
+namespace {
+
+std::vector<int64_t> strides_of(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t d = s.size(); d-- > 1;) st[d - 1] = st[d] * s[d];
+  return st;
+}
+
+// Coordinates of flat index i in shape s.
+std::vector<int64_t> coords(int64_t i, const Shape& s) {
+  std::vector<int64_t> c(s.size());
+  for (size_t d = s.size(); d-- > 0;) {
+    c[d] = i % s[d];
+    i /= s[d];
+  }
+  return c;
+}
+
+// Offset in an input of shape `in` broadcast against output coordinates `c` (numpy rules).
+int64_t bcast_offset(const std::vector<int64_t>& c, const Shape& in) {
+  const auto st = strides_of(in);
+  int64_t off = 0;
+  const size_t lead = c.size() - in.size();
+  for (size_t d = 0; d < in.size(); ++d)
+    if (in[d] != 1) off += c[lead + d] * st[d];
+  return off;
+}
+
+Shape bcast_shape(std::vector<Shape> shapes) {
+  size_t r = 0;
+  for (const Shape& s : shapes) r = std::max(r, s.size());
+  Shape out(r, 1);
+  for (const Shape& s : shapes)
+    for (size_t d = 0; d < s.size(); ++d) {
+      const int64_t v = s[d];
+      int64_t& o = out[r - s.size() + d];
+      if (v != 1) o = v;
+    }
+  return out;
+}
+
+double at(const Tensor& t, int64_t k) {
+  switch (t.dtype()) {
+    case DType::kF32:
+      return t.data_as<float>()[k];
+    case DType::kI32:
+      return t.data_as<int32_t>()[k];
+    default:
+      return static_cast<double>(t.data_as<int64_t>()[k]);
+  }
+}
+
+Tensor ints(DType dt, const Shape& s, std::vector<int64_t> v) {
+  Tensor t(TensorDesc{dt, s});
+  for (size_t k = 0; k < v.size(); ++k) {
+    if (dt == DType::kI64)
+      t.data_as<int64_t>()[k] = v[k];
+    else if (dt == DType::kI32)
+      t.data_as<int32_t>()[k] = static_cast<int32_t>(v[k]);
+    else
+      t.data_as<float>()[k] = static_cast<float>(v[k]);
+  }
+  return t;
+}
+
+Tensor floats(const Shape& s, std::vector<float> v) {
+  Tensor t(TensorDesc{DType::kF32, s});
+  std::copy(v.begin(), v.end(), t.data_as<float>());
+  return t;
+}
+
+// Small random integers as floats, so comparisons see many ties.
+Tensor coarse(const Shape& s, uint64_t seed) {
+  Tensor t = random_tensor(TensorDesc{DType::kF32, s}, seed, -3, 3);
+  for (int64_t k = 0; k < t.numel(); ++k) t.data_as<float>()[k] = std::round(t.data_as<float>()[k]);
+  return t;
+}
+
+void require_close(const Tensor& got, const Tensor& want, double tol) {
+  REQUIRE(got.dtype() == want.dtype());
+  REQUIRE(got.shape() == want.shape());
+  for (int64_t k = 0; k < want.numel(); ++k) {
+    INFO("element " << k);
+    REQUIRE(std::fabs(at(got, k) - at(want, k)) <= tol * std::max(1.0, std::fabs(at(want, k))));
+  }
+}
+
+graph::Attributes attrs(std::initializer_list<std::pair<const char*, graph::Attribute>> kv) {
+  graph::Attributes a;
+  for (const auto& [k, v] : kv) a.set(k, v);
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("logic ops: comparisons, And/Or/Xor, Max/Min broadcast like numpy", "[ops][logic]") {
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{3, 4}, {3, 4}}, {{2, 3, 4}, {4}}, {{2, 1, 4}, {3, 1}}, {{5}, {}}, {{1}, {2, 3}}};
+  const std::vector<std::string> ops = {"Equal", "Less", "LessOrEqual", "Greater",
+                                        "GreaterOrEqual", "And", "Or", "Xor", "Max", "Min"};
+  uint64_t seed = 1;
+  for (const auto& [sa, sb] : shapes)
+    for (const std::string& op : ops)
+      for (DType dt : {DType::kF32, DType::kI64, DType::kI32}) {
+        const bool cmp = op != "And" && op != "Or" && op != "Xor" && op != "Max" && op != "Min";
+        if (!cmp && dt != DType::kF32) continue;
+        Tensor a = coarse(sa, seed++), b = coarse(sb, seed++);
+        if (dt != DType::kF32) {
+          std::vector<int64_t> va, vb;
+          for (int64_t k = 0; k < a.numel(); ++k) va.push_back(static_cast<int64_t>(at(a, k)));
+          for (int64_t k = 0; k < b.numel(); ++k) vb.push_back(static_cast<int64_t>(at(b, k)));
+          a = ints(dt, sa, va);
+          b = ints(dt, sb, vb);
+        }
+        const Shape out = bcast_shape({sa, sb});
+        Tensor want(TensorDesc{DType::kF32, out});
+        for (int64_t i = 0; i < want.numel(); ++i) {
+          const auto c = coords(i, out);
+          const double x = at(a, bcast_offset(c, sa)), y = at(b, bcast_offset(c, sb));
+          double r = 0;
+          if (op == "Equal") r = x == y;
+          if (op == "Less") r = x < y;
+          if (op == "LessOrEqual") r = x <= y;
+          if (op == "Greater") r = x > y;
+          if (op == "GreaterOrEqual") r = x >= y;
+          if (op == "And") r = (x != 0) && (y != 0);
+          if (op == "Or") r = (x != 0) || (y != 0);
+          if (op == "Xor") r = (x != 0) != (y != 0);
+          if (op == "Max") r = std::max(x, y);
+          if (op == "Min") r = std::min(x, y);
+          want.data_as<float>()[i] = static_cast<float>(r);
+        }
+        for (int threads : {1, 3}) {
+          INFO(op << " " << shape_to_string(sa) << " " << shape_to_string(sb) << " "
+                  << dtype_name(dt) << " threads " << threads);
+          auto r = run_single_op(op, {}, {a, b}, 1, threads);
+          REQUIRE(r.is_ok());
+          require_close(r->outputs[0], want, 0);
+        }
+      }
+}
+
+TEST_CASE("logic ops: Not and Where (three-way broadcast, float and int64 values)", "[ops][logic]") {
+  Tensor m = floats({2, 3}, {0, 1, 0, 2, 0, -1});
+  auto n = run_single_op("Not", {}, {m}, 1, 2);
+  REQUIRE(n.is_ok());
+  require_close(n->outputs[0], floats({2, 3}, {1, 0, 1, 0, 1, 0}), 0);
+
+  uint64_t seed = 7;
+  for (DType dt : {DType::kF32, DType::kI64}) {
+    const Shape sc{2, 1, 4}, sx{3, 1}, sy{4};
+    Tensor c = coarse(sc, seed++);
+    Tensor x = random_tensor(TensorDesc{dt, sx}, seed++, -100, 100);
+    Tensor y = random_tensor(TensorDesc{dt, sy}, seed++, -100, 100);
+    const Shape out = bcast_shape({sc, sx, sy});
+    Tensor want(TensorDesc{dt, out});
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      const auto k = coords(i, out);
+      const bool t = at(c, bcast_offset(k, sc)) != 0;
+      const double v = t ? at(x, bcast_offset(k, sx)) : at(y, bcast_offset(k, sy));
+      if (dt == DType::kF32)
+        want.data_as<float>()[i] = static_cast<float>(v);
+      else
+        want.data_as<int64_t>()[i] = static_cast<int64_t>(v);
+    }
+    for (int threads : {1, 2, 3}) {
+      auto r = run_single_op("Where", {}, {c, x, y}, 1, threads);
+      REQUIRE(r.is_ok());
+      require_close(r->outputs[0], want, 0);
+    }
+  }
+  // The condition must be a float32 mask; X and Y the same dtype.
+  auto bad = run_single_op("Where", {}, {m, ints(DType::kI64, {1}, {1}), floats({1}, {1})});
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("input 2"));
+}
+
+TEST_CASE("Cast: float/int32/int64/bool conversions as numpy astype", "[ops][cast]") {
+  Tensor f = floats({6}, {-2.7f, -0.5f, 0.0f, 0.5f, 3.9f, 1e20f});
+  auto r = run_single_op("Cast", attrs({{"to", int64_t{7}}}), {f}, 1, 2);
+  REQUIRE(r.is_ok());
+  // Truncation toward zero; out-of-range saturates.
+  require_close(r->outputs[0],
+                ints(DType::kI64, {6}, {-2, 0, 0, 0, 3, std::numeric_limits<int64_t>::max()}), 0);
+  auto b = run_single_op("Cast", attrs({{"to", int64_t{9}}}), {f});
+  REQUIRE(b.is_ok());
+  require_close(b->outputs[0], floats({6}, {1, 1, 0, 1, 1, 1}), 0);
+  Tensor i = ints(DType::kI64, {3}, {-5, 0, 1234567});
+  auto g = run_single_op("Cast", attrs({{"to", int64_t{1}}}), {i}, 1, 3);
+  REQUIRE(g.is_ok());
+  require_close(g->outputs[0], floats({3}, {-5, 0, 1234567}), 0);
+  auto h = run_single_op("Cast", attrs({{"to", int64_t{6}}}), {i});
+  REQUIRE(h.is_ok());
+  require_close(h->outputs[0], ints(DType::kI32, {3}, {-5, 0, 1234567}), 0);
+  auto bad = run_single_op("Cast", attrs({{"to", int64_t{11}}}), {f});  // DOUBLE
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("'to' = 11"));
+}
+
+TEST_CASE("LayerNormalization and InstanceNormalization against the definition", "[ops][norm]") {
+  uint64_t seed = 21;
+  struct Case {
+    Shape x;
+    int64_t axis;
+    bool bias;
+  };
+  for (const Case& c : std::vector<Case>{{{4, 16}, -1, true}, {{2, 3, 5, 6}, 2, true},
+                                         {{3, 7}, 0, false}, {{2, 5, 8}, -1, true}}) {
+    Tensor x = random_tensor(TensorDesc{DType::kF32, c.x}, seed++, -3, 5);
+    const auto axis = static_cast<size_t>(c.axis < 0 ? c.axis + static_cast<int64_t>(c.x.size()) : c.axis);
+    const Shape norm(c.x.begin() + static_cast<int64_t>(axis), c.x.end());
+    const int64_t len = shape_numel(norm), rows = x.numel() / len;
+    Tensor s = random_tensor(TensorDesc{DType::kF32, norm}, seed++, 0.5, 1.5);
+    Tensor b = random_tensor(TensorDesc{DType::kF32, norm}, seed++, -1, 1);
+    Tensor want(x.desc());
+    for (int64_t r = 0; r < rows; ++r) {
+      double mean = 0, var = 0;
+      for (int64_t k = 0; k < len; ++k) mean += at(x, r * len + k);
+      mean /= static_cast<double>(len);
+      for (int64_t k = 0; k < len; ++k) var += std::pow(at(x, r * len + k) - mean, 2);
+      var /= static_cast<double>(len);
+      for (int64_t k = 0; k < len; ++k)
+        want.data_as<float>()[r * len + k] = static_cast<float>(
+            (at(x, r * len + k) - mean) / std::sqrt(var + 1e-3) * at(s, k) + (c.bias ? at(b, k) : 0));
+    }
+    std::vector<Tensor> ins{x, s};
+    if (c.bias) ins.push_back(b);
+    for (int threads : {1, 3}) {
+      INFO("LayerNormalization " << shape_to_string(c.x) << " axis " << c.axis);
+      auto r = run_single_op("LayerNormalization",
+                             attrs({{"axis", c.axis}, {"epsilon", 1e-3}}), ins, 1, threads);
+      REQUIRE(r.is_ok());
+      require_close(r->outputs[0], want, 1e-5);
+    }
+  }
+  // InstanceNormalization: [N, C, H, W], per (n, c) plane, scale/bias per channel.
+  const Shape sx{2, 3, 4, 5};
+  Tensor x = random_tensor(TensorDesc{DType::kF32, sx}, seed++, -2, 4);
+  Tensor s = random_tensor(TensorDesc{DType::kF32, {3}}, seed++, 0.5, 1.5);
+  Tensor b = random_tensor(TensorDesc{DType::kF32, {3}}, seed++, -1, 1);
+  Tensor want(x.desc());
+  for (int64_t p = 0; p < 6; ++p) {
+    double mean = 0, var = 0;
+    for (int64_t k = 0; k < 20; ++k) mean += at(x, p * 20 + k);
+    mean /= 20;
+    for (int64_t k = 0; k < 20; ++k) var += std::pow(at(x, p * 20 + k) - mean, 2);
+    var /= 20;
+    for (int64_t k = 0; k < 20; ++k)
+      want.data_as<float>()[p * 20 + k] = static_cast<float>(
+          (at(x, p * 20 + k) - mean) / std::sqrt(var + 1e-5) * at(s, p % 3) + at(b, p % 3));
+  }
+  for (int threads : {1, 2}) {
+    auto r = run_single_op("InstanceNormalization", {}, {x, s, b}, 1, threads);
+    REQUIRE(r.is_ok());
+    require_close(r->outputs[0], want, 1e-5);
+  }
+  auto bad = run_single_op("InstanceNormalization", {}, {x, b, floats({2}, {1, 2})});
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("input 2 (B)"));
+}
+
+TEST_CASE("LogSoftmax on every axis matches log(softmax) in double", "[ops][log_softmax]") {
+  const Shape s{2, 3, 4, 5};
+  Tensor x = random_tensor(TensorDesc{DType::kF32, s}, 5, -30, 30);
+  for (int64_t axis = -4; axis < 4; ++axis) {
+    const auto a = static_cast<size_t>(axis < 0 ? axis + 4 : axis);
+    const auto st = strides_of(s);
+    Tensor want(x.desc());
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const auto c = coords(i, s);
+      const int64_t base = i - c[a] * st[a];
+      double m = -INFINITY, sum = 0;
+      for (int64_t k = 0; k < s[a]; ++k) m = std::max(m, at(x, base + k * st[a]));
+      for (int64_t k = 0; k < s[a]; ++k) sum += std::exp(at(x, base + k * st[a]) - m);
+      want.data_as<float>()[i] = static_cast<float>(at(x, i) - m - std::log(sum));
+    }
+    for (int threads : {1, 3}) {
+      INFO("axis " << axis);
+      auto r = run_single_op("LogSoftmax", attrs({{"axis", axis}}), {x}, 1, threads);
+      REQUIRE(r.is_ok());
+      require_close(r->outputs[0], want, 1e-6);
+    }
+  }
+}
+
+TEST_CASE("ArgMax/ArgMin, TopK and GatherElements against the definitions", "[ops][index]") {
+  const Shape s{3, 4, 5};
+  Tensor x = coarse(s, 9);  // many ties
+  const auto st = strides_of(s);
+  for (const char* op : {"ArgMax", "ArgMin"})
+    for (int64_t axis = 0; axis < 3; ++axis)
+      for (int64_t keep : {0, 1})
+        for (int64_t last : {0, 1}) {
+          Shape out = s;
+          if (keep)
+            out[static_cast<size_t>(axis)] = 1;
+          else
+            out.erase(out.begin() + axis);
+          Shape red = s;
+          red[static_cast<size_t>(axis)] = 1;
+          Tensor want(TensorDesc{DType::kI64, out});
+          for (int64_t i = 0; i < want.numel(); ++i) {
+            const auto c = coords(i, red);
+            int64_t base = 0;
+            for (size_t d = 0; d < 3; ++d) base += c[d] * st[d];
+            int64_t best = 0;
+            for (int64_t k = 1; k < s[static_cast<size_t>(axis)]; ++k) {
+              const double v = at(x, base + k * st[static_cast<size_t>(axis)]);
+              const double b = at(x, base + best * st[static_cast<size_t>(axis)]);
+              const bool better = std::string(op) == "ArgMax" ? (v > b || (last && v == b))
+                                                               : (v < b || (last && v == b));
+              if (better) best = k;
+            }
+            want.data_as<int64_t>()[i] = best;
+          }
+          INFO(op << " axis " << axis << " keepdims " << keep << " last " << last);
+          auto r = run_single_op(op, attrs({{"axis", axis}, {"keepdims", keep}, {"select_last_index", last}}),
+                                 {x}, 1, 2);
+          REQUIRE(r.is_ok());
+          require_close(r->outputs[0], want, 0);
+        }
+  // TopK along each axis, largest and smallest; equal values in index order.
+  for (int64_t axis = 0; axis < 3; ++axis)
+    for (int64_t largest : {0, 1}) {
+      const auto a = static_cast<size_t>(axis);
+      const int64_t k = s[a] - 1;
+      Shape out = s;
+      out[a] = k;
+      Tensor wv(TensorDesc{DType::kF32, out}), wi(TensorDesc{DType::kI64, out});
+      Shape lanes = s;
+      lanes[a] = 1;
+      for (int64_t l = 0; l < shape_numel(lanes); ++l) {
+        const auto c = coords(l, lanes);
+        int64_t base = 0;
+        for (size_t d = 0; d < 3; ++d) base += c[d] * st[d];
+        std::vector<int64_t> order(static_cast<size_t>(s[a]));
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int64_t p, int64_t q) {
+          const double vp = at(x, base + p * st[a]), vq = at(x, base + q * st[a]);
+          return largest ? vp > vq : vp < vq;
+        });
+        const auto so = strides_of(out);
+        int64_t obase = 0;
+        for (size_t d = 0; d < 3; ++d) obase += c[d] * so[d];
+        for (int64_t j = 0; j < k; ++j) {
+          wv.data_as<float>()[obase + j * so[a]] = static_cast<float>(at(x, base + order[static_cast<size_t>(j)] * st[a]));
+          wi.data_as<int64_t>()[obase + j * so[a]] = order[static_cast<size_t>(j)];
+        }
+      }
+      INFO("TopK axis " << axis << " largest " << largest);
+      auto r = run_single_op("TopK", attrs({{"axis", axis}, {"largest", largest}}),
+                             {x, ints(DType::kI64, {1}, {k})}, 2, 3, {false, true});
+      REQUIRE(r.is_ok());
+      require_close(r->outputs[0], wv, 0);
+      require_close(r->outputs[1], wi, 0);
+    }
+  // GatherElements: out[i][j][k] = data[index][j][k] (axis 0) etc., negative indices.
+  Tensor data = random_tensor(TensorDesc{DType::kF32, s}, 11);
+  for (int64_t axis = 0; axis < 3; ++axis) {
+    Shape is = s;
+    is[static_cast<size_t>(axis)] = 2;
+    Tensor idx = random_tensor(TensorDesc{DType::kI64, is}, 12 + static_cast<uint64_t>(axis),
+                               -s[static_cast<size_t>(axis)], s[static_cast<size_t>(axis)]);
+    Tensor want(TensorDesc{DType::kF32, is});
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      auto c = coords(i, is);
+      int64_t v = idx.data_as<int64_t>()[i];
+      if (v < 0) v += s[static_cast<size_t>(axis)];
+      c[static_cast<size_t>(axis)] = v;
+      want.data_as<float>()[i] = data.data_as<float>()[c[0] * st[0] + c[1] * st[1] + c[2] * st[2]];
+    }
+    auto r = run_single_op("GatherElements", attrs({{"axis", axis}}), {data, idx}, 1, 2);
+    REQUIRE(r.is_ok());
+    require_close(r->outputs[0], want, 0);
+  }
+  auto bad = run_single_op("TopK", {}, {x, ints(DType::kI64, {1}, {9})}, 2, 1, {false, true});
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("K = 9"));
+}
+
+TEST_CASE("Expand and Tile copy like numpy broadcast_to and tile", "[ops][tile]") {
+  Tensor x = random_tensor(TensorDesc{DType::kI64, {3, 1, 2}}, 3, -50, 50);
+  const Shape target{2, 3, 4, 2};
+  Tensor want(TensorDesc{DType::kI64, target});
+  for (int64_t i = 0; i < want.numel(); ++i)
+    want.data_as<int64_t>()[i] = x.data_as<int64_t>()[bcast_offset(coords(i, target), x.shape())];
+  for (int threads : {1, 3}) {
+    auto r = run_single_op("Expand", {}, {x, ints(DType::kI64, {4}, {2, 1, 4, 1})}, 1, threads,
+                           {false, true});
+    REQUIRE(r.is_ok());
+    require_close(r->outputs[0], want, 0);
+  }
+  Tensor f = random_tensor(TensorDesc{DType::kF32, {2, 3}}, 4);
+  const std::vector<int64_t> reps{3, 2};
+  Tensor tw(TensorDesc{DType::kF32, {6, 6}});
+  for (int64_t i = 0; i < 36; ++i) {
+    const auto c = coords(i, {6, 6});
+    tw.data_as<float>()[i] = f.data_as<float>()[(c[0] % 2) * 3 + c[1] % 3];
+  }
+  auto t = run_single_op("Tile", {}, {f, ints(DType::kI64, {2}, reps)}, 1, 2, {false, true});
+  REQUIRE(t.is_ok());
+  require_close(t->outputs[0], tw, 0);
+  auto bad = run_single_op("Tile", {}, {f, ints(DType::kI64, {1}, {2})}, 1, 1, {false, true});
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("repeats"));
+}
+
+namespace {
+
+// Resize reference: 1-D interpolation applied dim by dim (separable), from the ONNX formulas.
+Tensor resize_ref(const Tensor& x, const Shape& out, const std::vector<double>& scales,
+                  const std::string& mode, const std::string& ctm, const std::string& nm) {
+  Tensor cur = x;
+  for (size_t d = 0; d < out.size(); ++d) {
+    Shape s = cur.shape();
+    const int64_t n_in = s[d];
+    s[d] = out[d];
+    Tensor next(TensorDesc{DType::kF32, s});
+    const auto st_in = strides_of(cur.shape());
+    for (int64_t i = 0; i < next.numel(); ++i) {
+      auto c = coords(i, s);
+      const double xo = static_cast<double>(c[d]);
+      const double sc = scales[d];
+      double src;
+      // ONNX: the resized length is in * scale, not floored.
+      const double len = static_cast<double>(n_in) * sc;
+      if (ctm == "asymmetric") src = xo / sc;
+      else if (ctm == "align_corners") src = len > 1 ? xo * static_cast<double>(n_in - 1) / (len - 1) : 0;
+      else if (ctm == "pytorch_half_pixel") src = len > 1 ? (xo + 0.5) / sc - 0.5 : 0;
+      else src = (xo + 0.5) / sc - 0.5;
+      auto value_at = [&](int64_t j) {
+        c[d] = std::clamp<int64_t>(j, 0, n_in - 1);
+        int64_t off = 0;
+        for (size_t e = 0; e < c.size(); ++e) off += c[e] * st_in[e];
+        return static_cast<double>(cur.data_as<float>()[off]);
+      };
+      double v;
+      if (mode == "nearest") {
+        double j;
+        if (nm == "floor") j = std::floor(src);
+        else if (nm == "ceil") j = std::ceil(src);
+        else if (nm == "round_prefer_ceil") j = std::floor(src + 0.5);
+        else j = std::ceil(src - 0.5);  // round_prefer_floor
+        v = value_at(static_cast<int64_t>(j));
+      } else {
+        src = std::clamp(src, 0.0, static_cast<double>(n_in - 1));
+        const double f = std::floor(src);
+        v = (1 - (src - f)) * value_at(static_cast<int64_t>(f)) +
+            (src - f) * value_at(static_cast<int64_t>(f) + 1);
+      }
+      next.data_as<float>()[i] = static_cast<float>(v);
+    }
+    cur = std::move(next);
+  }
+  return cur;
+}
+
+}  // namespace
+
+TEST_CASE("Resize nearest and linear, scales and sizes, coordinate modes", "[ops][resize]") {
+  Tensor x = random_tensor(TensorDesc{DType::kF32, {1, 2, 3, 5}}, 17);
+  // Scales only: run_single_op cannot leave input 2 out, which 'sizes' needs (the sizes path
+  // runs in the ONNX zoo test: F.interpolate(size=...) exports Resize(X, '', '', sizes)).
+  struct Case {
+    std::string mode, ctm, nm;
+    std::vector<float> scales;
+  };
+  const std::vector<Case> cases = {
+      {"nearest", "asymmetric", "floor", {1, 1, 2, 2}},
+      {"nearest", "half_pixel", "round_prefer_floor", {1, 1, 2.5f, 0.8f}},
+      {"nearest", "align_corners", "round_prefer_ceil", {1, 2, 2, 1.8f}},
+      {"nearest", "asymmetric", "ceil", {1, 1, 1.5f, 0.6f}},
+      {"nearest", "pytorch_half_pixel", "round_prefer_floor", {1, 1, 0.4f, 3}},
+      {"linear", "half_pixel", "", {1, 1, 2, 2}},
+      {"linear", "pytorch_half_pixel", "", {1, 1, 1.7f, 0.2f}},
+      {"linear", "align_corners", "", {1, 1, 2, 2.2f}},
+      {"linear", "asymmetric", "", {1, 2, 0.7f, 1.9f}},
+  };
+  for (const Case& c : cases) {
+    Shape out;
+    std::vector<double> scales;
+    for (size_t d = 0; d < 4; ++d) {
+      out.push_back(static_cast<int64_t>(std::floor(static_cast<double>(x.shape()[d]) * c.scales[d])));
+      scales.push_back(c.scales[d]);
+    }
+    Tensor want = resize_ref(x, out, scales, c.mode, c.ctm, c.nm);
+    graph::Attributes a = attrs({{"mode", c.mode}, {"coordinate_transformation_mode", c.ctm}});
+    if (!c.nm.empty()) a.set("nearest_mode", c.nm);
+    INFO(c.mode << " " << c.ctm << " " << c.nm);
+    for (int threads : {1, 2}) {
+      auto r = run_single_op("Resize", a, {x, floats({1}, {0}), floats({4}, c.scales)}, 1, threads,
+                             {false, true, true});
+      REQUIRE(r.is_ok());
+      require_close(r->outputs[0], want, 1e-6);
+    }
+  }
+  auto bad = run_single_op("Resize", attrs({{"mode", std::string("cubic")}}),
+                           {x, floats({1}, {0}), floats({4}, {1, 1, 2, 2})}, 1, 1, {false, true, true});
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("'mode' = 'cubic'"));
+}
+
+TEST_CASE("IntBinary and Mod: integer arithmetic with numpy semantics", "[ops][int]") {
+  const Shape sa{3, 4}, sb{4};
+  for (DType dt : {DType::kI64, DType::kI32}) {
+    Tensor a = random_tensor(TensorDesc{dt, sa}, 31, -40, 40);
+    Tensor b = random_tensor(TensorDesc{dt, sb}, 32, -9, 9);
+    for (int64_t k = 0; k < b.numel(); ++k)  // no zero divisors
+      if (at(b, k) == 0) {
+        if (dt == DType::kI64) b.data_as<int64_t>()[k] = 3;
+        else b.data_as<int32_t>()[k] = 3;
+      }
+    for (const std::string op : {"Add", "Sub", "Mul", "Div", "Mod0", "Mod1"}) {
+      Tensor want(TensorDesc{dt, sa});
+      for (int64_t i = 0; i < want.numel(); ++i) {
+        const auto x = static_cast<int64_t>(at(a, i)), y = static_cast<int64_t>(at(b, i % 4));
+        int64_t r = 0;
+        if (op == "Add") r = x + y;
+        if (op == "Sub") r = x - y;
+        if (op == "Mul") r = x * y;
+        if (op == "Div") r = static_cast<int64_t>(std::trunc(static_cast<double>(x) / static_cast<double>(y)));
+        if (op == "Mod0") r = x - y * static_cast<int64_t>(std::floor(static_cast<double>(x) / static_cast<double>(y)));
+        if (op == "Mod1") r = static_cast<int64_t>(std::fmod(static_cast<double>(x), static_cast<double>(y)));
+        if (dt == DType::kI64) want.data_as<int64_t>()[i] = r;
+        else want.data_as<int32_t>()[i] = static_cast<int32_t>(r);
+      }
+      const bool mod = op.rfind("Mod", 0) == 0;
+      graph::Attributes at_ = mod ? attrs({{"fmod", int64_t{op == "Mod1"}}}) : attrs({{"op", op}});
+      INFO(op << " " << dtype_name(dt));
+      auto r = run_single_op(mod ? "Mod" : "IntBinary", at_, {a, b}, 1, 2);
+      if (!r.is_ok()) FAIL(r.status().message());
+      require_close(r->outputs[0], want, 0);
+    }
+  }
+  // Division by zero fails nothing at build time but yields 0, never a crash.
+  auto z = run_single_op("IntBinary", attrs({{"op", std::string("Div")}}),
+                         {ints(DType::kI64, {2}, {5, 7}), ints(DType::kI64, {2}, {0, 2})});
+  REQUIRE(z.is_ok());
+  CHECK(z->outputs[0].data_as<int64_t>()[0] == 0);
+  CHECK(z->outputs[0].data_as<int64_t>()[1] == 3);
+  auto bad = run_single_op("IntBinary", attrs({{"op", std::string("Pow")}}),
+                           {ints(DType::kI64, {2}, {5, 7}), ints(DType::kI64, {2}, {1, 2})});
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("'op' = 'Pow'"));
+}
