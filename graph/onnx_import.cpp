@@ -25,17 +25,17 @@ constexpr int64_t kMinIr = 3, kMaxIr = 10;
 // ONNX ops mapped onto graphi ops when their data is computed at run time (graph/ONNX.md).
 const std::vector<std::string>& runtime_ops() {
   static const std::vector<std::string> kOps = {
-      "Abs", "Add", "And", "ArgMax", "ArgMin", "AveragePool", "BatchNormalization", "Cast",
-      "Ceil", "Clip", "Concat", "Conv", "Cos", "Div", "Dropout", "Elu", "Equal", "Erf", "Exp",
-      "Expand", "Flatten", "Floor", "GRU", "Gather", "GatherElements", "Gemm",
+      "Abs", "Add", "And", "ArgMax", "ArgMin", "AveragePool", "BatchNormalization", "Cast", "Ceil",
+      "Clip", "Concat", "Conv", "ConvTranspose", "Cos", "CumSum", "Div", "Dropout", "Elu", "Equal", "Erf",
+      "Exp", "Expand", "Flatten", "Floor", "GRU", "Gather", "GatherElements", "Gemm",
       "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual", "HardSigmoid",
       "HardSwish", "Identity", "InstanceNormalization", "LSTM", "LayerNormalization", "LeakyRelu",
-      "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul", "Max", "MaxPool", "Min", "Mod", "Mul", "Neg",
-      "Not", "Or", "PRelu", "Pad", "Pow", "RNN", "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum",
-      "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum",
-      "ReduceSumSquare", "Relu", "Reshape", "Resize", "Selu", "Sigmoid", "Sin", "Slice",
-      "Softmax", "Softplus", "Softsign", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Tile",
-      "TopK", "Transpose", "Unsqueeze", "Where", "Xor"};
+      "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul", "Max", "MaxPool", "Min", "Mod", "Mul",
+      "Neg", "Not", "Or", "PRelu", "Pad", "Pow", "RNN", "Reciprocal", "ReduceL1", "ReduceL2",
+      "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd",
+      "ReduceSum", "ReduceSumSquare", "Relu", "Reshape", "Resize", "Selu", "Sigmoid", "Sin",
+      "Slice", "Softmax", "Softplus", "Softsign", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh",
+      "Tile", "TopK", "Transpose", "Unsqueeze", "Where", "Xor"};
   return kOps;
 }
 
@@ -91,7 +91,7 @@ class Importer {
   // Opset < 7 binary ops with broadcast = 1 align B at `axis`; rewrite to numpy broadcasting.
   Result<onnx::Node> legacy_broadcast(const onnx::Node& n, const std::string& where);
   Status translate(const onnx::Node& n, const std::string& where);
-  // Conv, MaxPool, AveragePool on [N, C, L]: run as the 2-D op on [N, C, 1, L].
+  // Conv, ConvTranspose, MaxPool, AveragePool on [N, C, L]: the 2-D op on [N, C, 1, L].
   Status translate_1d(const onnx::Node& n, const std::string& name,
                       const std::vector<std::string>& ins, const std::vector<std::string>& outs,
                       const TensorDesc& x, const std::string& where);
@@ -445,7 +445,8 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     GRAPHI_RETURN_IF_ERROR(emit("HardSigmoid", hs, {ins[0]}, {hs}, std::move(a), where, &n));
     return emit("Mul", name, {ins[0], hs}, outs, {}, where, &n);
   }
-  if ((op == "Conv" || op == "MaxPool" || op == "AveragePool") && !ins.empty() &&
+  if ((op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool") &&
+      !ins.empty() &&
       !ins[0].empty()) {
     GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
     if (d.rank() == 3) return translate_1d(n, name, ins, outs, d, where);
@@ -651,7 +652,7 @@ Status Importer::translate_1d(const onnx::Node& n, const std::string& name,
   };
   std::vector<std::string> ins2 = ins;
   GRAPHI_ASSIGN_OR_RETURN(ins2[0], unsqueeze(ins[0], "x2d"));
-  if (n.op == "Conv") {
+  if (n.op == "Conv" || n.op == "ConvTranspose") {
     if (ins.size() < 2 || ins[1].empty()) return Status::invalid_graph(where + ": input 1 is missing");
     GRAPHI_ASSIGN_OR_RETURN(ins2[1], unsqueeze(ins[1], "w2d"));
   }
@@ -659,7 +660,8 @@ Status Importer::translate_1d(const onnx::Node& n, const std::string& name,
   // 1-D window attributes -> 2-D with a height of 1.
   for (const onnx::Attr& a : n.attrs) {
     if (a.type != onnx::kAttrInts) continue;
-    if (a.name == "kernel_shape" || a.name == "strides" || a.name == "dilations") {
+    if (a.name == "kernel_shape" || a.name == "strides" || a.name == "dilations" ||
+        a.name == "output_padding" || a.name == "output_shape") {
       if (a.ints.size() != 1)
         return Status::invalid_graph(where + ": attribute '" + a.name + "' must have 1 value for a 1-D " + n.op);
       attrs.set(a.name, std::vector<int64_t>{1, a.ints[0]});

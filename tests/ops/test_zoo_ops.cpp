@@ -563,3 +563,93 @@ TEST_CASE("IntBinary and Mod: integer arithmetic with numpy semantics", "[ops][i
   REQUIRE_FALSE(bad.is_ok());
   CHECK_THAT(bad.status().message(), Catch::Contains("'op' = 'Pow'"));
 }
+
+TEST_CASE("ConvTranspose: strides, pads, dilations, groups, output_padding vs the definition",
+          "[ops][conv_transpose]") {
+  struct Case {
+    Shape x, w;
+    int64_t group;
+    std::vector<int64_t> strides, pads, dilations, out_pad;
+    bool bias;
+  };
+  const std::vector<Case> cases = {
+      {{1, 2, 3, 3}, {2, 3, 3, 3}, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, {0, 0}, true},
+      {{2, 4, 3, 5}, {4, 3, 3, 2}, 2, {2, 3}, {1, 0, 0, 1}, {1, 2}, {1, 2}, true},
+      {{1, 3, 4, 4}, {3, 1, 2, 2}, 3, {2, 2}, {0, 0, 0, 0}, {1, 1}, {0, 0}, false},
+      {{1, 2, 1, 6}, {2, 2, 1, 4}, 1, {1, 3}, {0, 1, 0, 1}, {1, 2}, {0, 1}, true},
+  };
+  uint64_t seed = 40;
+  for (const Case& c : cases) {
+    Tensor x = random_tensor(TensorDesc{DType::kF32, c.x}, seed++);
+    Tensor w = random_tensor(TensorDesc{DType::kF32, c.w}, seed++);
+    const int64_t m = c.w[1] * c.group, cg = c.x[1] / c.group, mg = c.w[1];
+    Tensor b = random_tensor(TensorDesc{DType::kF32, {m}}, seed++);
+    Shape out{c.x[0], m, 0, 0};
+    for (size_t d = 0; d < 2; ++d)
+      out[2 + d] = c.strides[d] * (c.x[2 + d] - 1) + c.out_pad[d] + (c.w[2 + d] - 1) * c.dilations[d] +
+                   1 - c.pads[d] - c.pads[d + 2];
+    // Gather form: y[n, m, oh, ow] = b[m] + sum over c, kh, kw with oh = ih * s - p + kh * d.
+    Tensor want(TensorDesc{DType::kF32, out});
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      const auto o = coords(i, out);
+      const int64_t grp = o[1] / mg;
+      double acc = c.bias ? at(b, o[1]) : 0.0;
+      for (int64_t ci = grp * cg; ci < (grp + 1) * cg; ++ci)
+        for (int64_t kh = 0; kh < c.w[2]; ++kh)
+          for (int64_t kw = 0; kw < c.w[3]; ++kw) {
+            const int64_t th = o[2] + c.pads[0] - kh * c.dilations[0];
+            const int64_t tw = o[3] + c.pads[1] - kw * c.dilations[1];
+            if (th < 0 || tw < 0 || th % c.strides[0] || tw % c.strides[1]) continue;
+            const int64_t ih = th / c.strides[0], iw = tw / c.strides[1];
+            if (ih >= c.x[2] || iw >= c.x[3]) continue;
+            acc += at(x, ((o[0] * c.x[1] + ci) * c.x[2] + ih) * c.x[3] + iw) *
+                   at(w, ((ci * mg + o[1] % mg) * c.w[2] + kh) * c.w[3] + kw);
+          }
+      want.data_as<float>()[i] = static_cast<float>(acc);
+    }
+    graph::Attributes a = attrs({{"group", c.group}, {"strides", c.strides}, {"pads", c.pads},
+                                 {"dilations", c.dilations}, {"output_padding", c.out_pad}});
+    std::vector<Tensor> ins{x, w};
+    if (c.bias) ins.push_back(b);
+    for (int threads : {1, 3}) {
+      INFO("ConvTranspose x " << shape_to_string(c.x) << " w " << shape_to_string(c.w));
+      auto r = run_single_op("ConvTranspose", a, ins, 1, threads, {false, true, true});
+      if (!r.is_ok()) FAIL(r.status().message());
+      require_close(r->outputs[0], want, 1e-5);
+    }
+  }
+  auto bad = run_single_op("ConvTranspose", attrs({{"auto_pad", std::string("SAME_UPPER")}}),
+                           {random_tensor(TensorDesc{DType::kF32, {1, 2, 3, 3}}, 1),
+                            random_tensor(TensorDesc{DType::kF32, {2, 2, 3, 3}}, 2)});
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("'auto_pad' = 'SAME_UPPER'"));
+}
+
+TEST_CASE("CumSum: every axis, exclusive and reverse, float and integer", "[ops][cumsum]") {
+  const Shape s{3, 4, 5};
+  for (DType dt : {DType::kF32, DType::kI64, DType::kI32})
+    for (int64_t axis = -3; axis < 3; ++axis)
+      for (int64_t ex : {0, 1})
+        for (int64_t rev : {0, 1}) {
+          Tensor x = random_tensor(TensorDesc{dt, s}, 60, -20, 20);
+          const auto a = static_cast<size_t>(axis < 0 ? axis + 3 : axis);
+          const auto st = strides_of(s);
+          Tensor want(x.desc());
+          for (int64_t i = 0; i < x.numel(); ++i) {
+            const auto c = coords(i, s);
+            double acc = 0;
+            for (int64_t k = 0; k < s[a]; ++k) {
+              const bool take = rev ? (ex ? k > c[a] : k >= c[a]) : (ex ? k < c[a] : k <= c[a]);
+              if (take) acc += at(x, i + (k - c[a]) * st[a]);
+            }
+            if (dt == DType::kF32) want.data_as<float>()[i] = static_cast<float>(acc);
+            else if (dt == DType::kI64) want.data_as<int64_t>()[i] = static_cast<int64_t>(acc);
+            else want.data_as<int32_t>()[i] = static_cast<int32_t>(acc);
+          }
+          INFO(dtype_name(dt) << " axis " << axis << " exclusive " << ex << " reverse " << rev);
+          auto r = run_single_op("CumSum", attrs({{"exclusive", ex}, {"reverse", rev}}),
+                                 {x, ints(DType::kI64, {}, {axis})}, 1, 2, {false, true});
+          if (!r.is_ok()) FAIL(r.status().message());
+          require_close(r->outputs[0], want, 1e-6);
+        }
+}

@@ -314,6 +314,66 @@ class IntegerOps(nn.Module):
         return e.sum(dim=1) + k, (ids.float() * 0.5).long() + 1
 
 
+class AutoEncoder2d(nn.Module):
+    """Conv2d stride 2 + PReLU per channel, ConvTranspose2d back up (stride 2, padding 1,
+    output_padding 1), PReLU with one slope, ConvTranspose2d grouped, Sigmoid."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.act1 = nn.PReLU(8)
+        self.up = nn.ConvTranspose2d(8, 6, 3, stride=2, padding=1, output_padding=1)
+        self.act2 = nn.PReLU()
+        self.out = nn.ConvTranspose2d(6, 4, (2, 3), stride=1, padding=(0, 1), groups=2,
+                                      dilation=(1, 2), bias=False)
+
+    def forward(self, x):
+        return torch.sigmoid(self.out(self.act2(self.up(self.act1(self.down(x))))))
+
+
+class UpConv1d(nn.Module):
+    """ConvTranspose1d (stride 3, dilation 2, groups 2) between Conv1d layers (a vocoder-like
+    upsampler)."""
+
+    def __init__(self):
+        super().__init__()
+        self.pre = nn.Conv1d(4, 8, 3, padding=1)
+        self.up = nn.ConvTranspose1d(8, 6, 4, stride=3, padding=1, dilation=2, groups=2)
+        self.post = nn.Conv1d(6, 2, 5, padding=2)
+
+    def forward(self, x):
+        return self.post(F.leaky_relu(self.up(F.leaky_relu(self.pre(x), 0.2)), 0.2))
+
+
+class PositionIds(nn.Module):
+    """RoBERTa-style position ids from the token ids (padding id 1): ne, int cast, cumsum,
+    integer multiply and add; token + position embeddings, LayerNorm."""
+
+    def __init__(self):
+        super().__init__()
+        self.tok = nn.Embedding(20, 8, padding_idx=1)
+        self.pos = nn.Embedding(16, 8, padding_idx=1)
+        self.ln = nn.LayerNorm(8)
+
+    def forward(self, ids):
+        mask = ids.ne(1).int()
+        pos = (torch.cumsum(mask, dim=1).type_as(mask) * mask).long() + 1
+        return self.ln(self.tok(ids) + self.pos(pos)), pos
+
+
+class DecoderLayer(nn.Module):
+    """nn.TransformerDecoderLayer (batch_first) with a causal float tgt_mask from
+    nn.Transformer.generate_square_subsequent_mask and a memory input."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.TransformerDecoderLayer(16, 2, dim_feedforward=32, batch_first=True)
+
+    def forward(self, tgt, memory):
+        mask = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1])
+        return self.layer(tgt, memory, tgt_mask=mask)
+
+
 # ---------------------------------------------------------------------------------------------
 # The zoo: name -> (factory, input factory, opset, dynamic batch?)
 
@@ -360,6 +420,11 @@ add("norms", Norms, lambda: [randn(2, 4, 5, 6)])
 add("upsample", UpsampleNet, lambda: [randn(1, 3, 3, 5)])
 add("mlp_dyn", MlpDynamic, lambda: [randn(5, 12)], (13, 17), {0: 0})
 add("integer_ops", IntegerOps, lambda: [ids(16, 2, 5)], (13,))
+add("autoencoder2d", AutoEncoder2d, lambda: [randn(2, 3, 8, 10)])
+add("upconv1d", UpConv1d, lambda: [randn(2, 4, 9)], (13,))
+add("position_ids", PositionIds,
+    lambda: [torch.tensor([[5, 7, 3, 1, 1], [4, 4, 9, 12, 1]], dtype=torch.int64)], (13, 17))
+add("decoder_layer", DecoderLayer, lambda: [randn(2, 5, 16), randn(2, 7, 16)], (14, 17))
 
 
 def export(name):

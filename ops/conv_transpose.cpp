@@ -1,0 +1,165 @@
+// ConvTranspose (ONNX semantics), 2-D on NCHW float32 (1-D arrives here as 2-D with a height of
+// 1, rewritten by the ONNX importer): W [C, M/group, kH, kW], optional B [M]; strides, pads,
+// dilations, group, output_padding. Output size per spatial dim:
+//   stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - pad_begin - pad_end.
+// Refused by name: auto_pad other than NOTSET and output_shape (PyTorch exports neither).
+//
+// The kernel scatters each input element through the kernel window into its output plane:
+// a thread owns whole (n, m) output planes, so the scatter needs no synchronization.
+#include <cstring>
+
+#include "ops/registry.h"
+#include "ops/shape_rules.h"
+
+namespace graphi::ops {
+namespace {
+
+struct TGeometry {
+  int64_t n = 0, c = 0, h = 0, w = 0;  // input
+  int64_t m = 0, oh = 0, ow = 0;       // output
+  int64_t kh = 0, kw = 0, group = 1;
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1;
+  int64_t pt = 0, pl = 0, pb = 0, pr = 0;
+  int64_t oph = 0, opw = 0;
+  bool has_bias = false;
+};
+
+Result<std::vector<int64_t>> pair_attr(const NodeView& v, const char* name,
+                                       std::vector<int64_t> dflt, size_t count, int64_t min) {
+  GRAPHI_ASSIGN_OR_RETURN(auto a, graph::attr_ints(v.node.attrs, v.where, name, dflt));
+  bool ok = a.size() == count;
+  for (int64_t x : a) ok = ok && x >= min;
+  if (!ok)
+    return Status::invalid_graph(v.where + ": attribute '" + name + "' must be " +
+                                 std::to_string(count) + " ints >= " + std::to_string(min) +
+                                 ", got " + ints_to_string(a));
+  return a;
+}
+
+Result<TGeometry> tgeometry(const NodeView& v) {
+  GRAPHI_RETURN_IF_ERROR(expect_inputs(v, 2, 3, 2));
+  GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 0, "X", {DType::kF32}));
+  GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 1, "W", {DType::kF32}));
+  const TensorDesc &x = v.in(0), &w = v.in(1);
+  if (x.rank() != 4)
+    return Status::unsupported(v.where + ": input X " + x.to_string() +
+                               " is not supported: only 1-D and 2-D ConvTranspose (NCL, NCHW)");
+  if (w.rank() != 4)
+    return Status::invalid_graph(v.where + ": input W must be [C, M/group, kH, kW], got " +
+                                 w.to_string());
+  GRAPHI_ASSIGN_OR_RETURN(std::string auto_pad,
+                          graph::attr_string(v.node.attrs, v.where, "auto_pad", "NOTSET"));
+  if (auto_pad != "NOTSET")
+    return Status::unsupported(v.where + ": attribute 'auto_pad' = '" + auto_pad +
+                               "' is not supported (only NOTSET); give explicit 'pads'");
+  if (v.node.attrs.has("output_shape"))
+    return Status::unsupported(v.where +
+                               ": attribute 'output_shape' is not supported; give 'pads' and "
+                               "'output_padding'");
+  TGeometry g;
+  g.n = x.shape[0];
+  g.c = x.shape[1];
+  g.h = x.shape[2];
+  g.w = x.shape[3];
+  GRAPHI_ASSIGN_OR_RETURN(g.group, graph::attr_int(v.node.attrs, v.where, "group", 1));
+  if (g.group < 1 || g.c % g.group != 0 || w.shape[0] != g.c)
+    return Status::invalid_graph(v.where + ": W " + w.to_string() + " and group = " +
+                                 std::to_string(g.group) + " do not fit X " + x.to_string() +
+                                 " (W's dim 0 must be C, divisible by group)");
+  g.m = w.shape[1] * g.group;
+  g.kh = w.shape[2];
+  g.kw = w.shape[3];
+  if (v.node.attrs.has("kernel_shape")) {
+    GRAPHI_ASSIGN_OR_RETURN(auto ks, graph::attr_ints(v.node.attrs, v.where, "kernel_shape"));
+    if (ks != std::vector<int64_t>{g.kh, g.kw})
+      return Status::invalid_graph(v.where + ": attribute 'kernel_shape' " + ints_to_string(ks) +
+                                   " does not match W " + w.to_string());
+  }
+  GRAPHI_ASSIGN_OR_RETURN(auto st, pair_attr(v, "strides", {1, 1}, 2, 1));
+  GRAPHI_ASSIGN_OR_RETURN(auto dl, pair_attr(v, "dilations", {1, 1}, 2, 1));
+  GRAPHI_ASSIGN_OR_RETURN(auto pd, pair_attr(v, "pads", {0, 0, 0, 0}, 4, 0));
+  GRAPHI_ASSIGN_OR_RETURN(auto op, pair_attr(v, "output_padding", {0, 0}, 2, 0));
+  g.sh = st[0], g.sw = st[1], g.dh = dl[0], g.dw = dl[1];
+  g.pt = pd[0], g.pl = pd[1], g.pb = pd[2], g.pr = pd[3];
+  g.oph = op[0], g.opw = op[1];
+  g.oh = g.sh * (g.h - 1) + g.oph + (g.kh - 1) * g.dh + 1 - g.pt - g.pb;
+  g.ow = g.sw * (g.w - 1) + g.opw + (g.kw - 1) * g.dw + 1 - g.pl - g.pr;
+  if (g.oh < 1 || g.ow < 1)
+    return Status::invalid_graph(v.where + ": the output would be empty (" +
+                                 std::to_string(g.oh) + " x " + std::to_string(g.ow) + ")");
+  if (v.has_input(2)) {
+    GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 2, "B", {DType::kF32}));
+    if (v.in(2).numel() != g.m || v.in(2).rank() != 1)
+      return Status::invalid_graph(v.where + ": input B must be [" + std::to_string(g.m) +
+                                   "], got " + v.in(2).to_string());
+    g.has_bias = true;
+  }
+  return g;
+}
+
+Result<std::vector<TensorDesc>> infer_conv_transpose(const graph::InferContext& ctx) {
+  GRAPHI_ASSIGN_OR_RETURN(TGeometry g, tgeometry(NodeView::of(ctx)));
+  return std::vector<TensorDesc>{TensorDesc{DType::kF32, {g.n, g.m, g.oh, g.ow}}};
+}
+
+CostHint cost_conv_transpose(const graph::Node&, std::span<const TensorDesc* const> in,
+                             std::span<const TensorDesc* const> out) {
+  const TensorDesc& w = *in[1];
+  return {2.0 * static_cast<double>(in[0]->numel() * w.shape[1] * w.shape[2] * w.shape[3]),
+          static_cast<double>(in[0]->bytes() + w.bytes() + out[0]->bytes())};
+}
+
+class ConvTransposeKernel final : public Kernel {
+ public:
+  Status init(const KernelContext& ctx) override {
+    GRAPHI_ASSIGN_OR_RETURN(g_, tgeometry(NodeView::of_kernel(ctx)));
+    return Status::ok();
+  }
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    const auto* x = static_cast<const float*>(io.inputs[0]);
+    const auto* w = static_cast<const float*>(io.inputs[1]);
+    const auto* b = g_.has_bias ? static_cast<const float*>(io.inputs[2]) : nullptr;
+    auto* y = static_cast<float*>(io.outputs[0]);
+    const int64_t cg = g_.c / g_.group, mg = g_.m / g_.group;
+    const int64_t plane = g_.oh * g_.ow;
+    auto [begin, end] = team_range(g_.n * g_.m, team.ithr, team.nthr);
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t n = p / g_.m, m = p % g_.m, grp = m / mg, mi = m % mg;
+      float* yp = y + p * plane;
+      const float bias = b ? b[m] : 0.0f;
+      for (int64_t k = 0; k < plane; ++k) yp[k] = bias;
+      for (int64_t ci = 0; ci < cg; ++ci) {
+        const int64_t c = grp * cg + ci;
+        const float* xp = x + (n * g_.c + c) * g_.h * g_.w;
+        const float* wp = w + (c * mg + mi) * g_.kh * g_.kw;
+        for (int64_t kh = 0; kh < g_.kh; ++kh)
+          for (int64_t kw = 0; kw < g_.kw; ++kw) {
+            const float wv = wp[kh * g_.kw + kw];
+            for (int64_t ih = 0; ih < g_.h; ++ih) {
+              const int64_t oh = ih * g_.sh - g_.pt + kh * g_.dh;
+              if (oh < 0 || oh >= g_.oh) continue;
+              for (int64_t iw = 0; iw < g_.w; ++iw) {
+                const int64_t ow = iw * g_.sw - g_.pl + kw * g_.dw;
+                if (ow < 0 || ow >= g_.ow) continue;
+                yp[oh * g_.ow + ow] += xp[ih * g_.w + iw] * wv;
+              }
+            }
+          }
+      }
+    }
+  }
+  const char* name() const override { return "conv_transpose_scatter"; }
+
+ private:
+  TGeometry g_;
+};
+
+std::unique_ptr<Kernel> make_conv_transpose() { return std::make_unique<ConvTransposeKernel>(); }
+
+}  // namespace
+
+void register_conv_transpose_op(Registry& r) {
+  r.add({"ConvTranspose", infer_conv_transpose, cost_conv_transpose, false, {make_conv_transpose}});
+}
+
+}  // namespace graphi::ops
