@@ -109,7 +109,10 @@ class Graphi final : public Competitor {
     const auto& o = session_->options();
     std::string c = std::to_string(o.executors) + "x" + std::to_string(o.threads);
     if (policy_ == "sequential") return c + " caller";
-    c += session_->runtime()->dedicated_scheduler() ? " pin sched-thread" : " pin sched-role";
+    // sched-thread: the client thread schedules on a core of its own; sched-role: the executors
+    // take the scheduler role in turns; solo: one executor, played by the client thread.
+    if (session_->runtime()->dedicated_scheduler()) c += " pin sched-thread";
+    else c += o.executors == 1 && policy_ != "shared-queue" ? " pin solo" : " pin sched-role";
     if (o.ring_capacity != 1 && policy_ != "shared-queue") c += " ring" + std::to_string(o.ring_capacity);
     return c;
   }

@@ -270,3 +270,55 @@ TEST_CASE("parallel: sessions are destroyed cleanly right after runs, and runs m
   for (auto& c : callers) c.join();
   CHECK(bad.load() == 0);
 }
+
+TEST_CASE("parallel: one executor of one thread runs on the calling thread; callers keep their affinity",
+          "[parallel]") {
+  // With a spare core the placement reserves one for a scheduler, but a single executor keeps
+  // every op it makes ready: the client thread plays the executor on its core for the run (no
+  // scheduler thread to wake at the end). The client's own affinity must be what it was after
+  // every run, whether the run moved it to the executor's core or found it there already.
+  Watchdog dog(std::chrono::seconds(120), "solo executor");
+  test::RandomDagSpec spec;
+  spec.nodes = 50;
+  spec.seed = 91;
+  auto g = test::random_dag(spec);
+  NamedTensors in = test::random_inputs(*g, 3);
+  NamedTensors want = reference_outputs(g, 1, in);
+  auto affinity = [] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    sched_getaffinity(0, sizeof set, &set);
+    return set;
+  };
+  const cpu_set_t before = affinity();
+  for (const char* policy : {"cpf", "fifo"}) {
+    for (Config c : {Config{1, 1}, Config{2, 1}}) {
+      if (c.executors > usable_cores()) continue;
+      const std::string what = std::string(policy) + " " + std::to_string(c.executors) + "x1";
+      auto s = value_or_throw(Session::create(g, options_for(c, policy)));
+      if (c.executors == 1) CHECK_FALSE(s->runtime()->dedicated_scheduler());
+      for (int rep = 0; rep < 20; ++rep) {
+        check_same(value_or_throw(s->run(in)), want, what);
+        check_exactly_once(*s, what);
+        const cpu_set_t now = affinity();
+        CHECK(CPU_EQUAL(&now, &before));
+      }
+      // Runs from other threads (serialized by the Session) keep theirs too.
+      std::vector<std::thread> callers;
+      std::atomic<int> bad{0};
+      for (int t = 0; t < 3; ++t)
+        callers.emplace_back([&] {
+          const cpu_set_t mine = affinity();
+          for (int r = 0; r < 10; ++r) {
+            NamedTensors got = value_or_throw(s->run(in));
+            for (size_t i = 0; i < got.size(); ++i)
+              if (test::max_rel_error(got[i].second, want[i].second) != 0.0) ++bad;
+            const cpu_set_t now = affinity();
+            if (!CPU_EQUAL(&now, &mine)) ++bad;
+          }
+        });
+      for (auto& t : callers) t.join();
+      CHECK(bad.load() == 0);
+    }
+  }
+}
