@@ -271,7 +271,7 @@ TEST_CASE("parallel: sessions are destroyed cleanly right after runs, and runs m
   CHECK(bad.load() == 0);
 }
 
-TEST_CASE("parallel: one executor of one thread runs on the calling thread; callers keep their affinity",
+TEST_CASE("parallel: one executor of one thread runs on the calling thread, and callers keep their affinity",
           "[parallel]") {
   // With a spare core the placement reserves one for a scheduler, but a single executor keeps
   // every op it makes ready: the client thread plays the executor on its core for the run (no
