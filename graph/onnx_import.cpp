@@ -858,8 +858,13 @@ Status Importer::add_inputs() {
           what + " is not a tensor (sequence, map and optional types are not supported)");
     std::optional<DType> dt = graphi_dtype(v.elem_type);
     if (!dt)
-      return Status::unsupported(what + " has element type " + onnx::data_type_name(v.elem_type) +
-                                 "; graphi inputs are FLOAT, INT32 or INT64");
+      return Status::unsupported(
+          what + " has element type " + onnx::data_type_name(v.elem_type) +
+          "; graphi inputs are FLOAT, INT32 or INT64" +
+          (v.elem_type == onnx::kBool
+               ? " (graphi has no bool tensors: pass a mask as float32 or int64 and compare "
+                 "inside the model, e.g. mask = lengths_or_ids comparison)"
+               : ""));
     if (!v.has_shape)
       return Status::unsupported(what + " has no shape; graphi needs static input shapes");
     Shape shape;

@@ -10,6 +10,7 @@ NAME.out<i>.npy (graph input/output order), and one line of MANIFEST
 
 Run: /usr/bin/python3 tests/data/onnx_zoo/make_zoo.py [NAME ...]   (with names: only those;
 the MANIFEST is rewritten from all models either way)
+Known gaps (models graphi refuses, with the error they must give): make_zoo.py --gaps.
 Check against graphi: PYTHONPATH=build/python /usr/bin/python3 tests/data/onnx_zoo/make_zoo.py --check
 (graphi.Session on the committed files), --torch (graphi.torch.compile on the modules),
 --torch-no-grad (the same, compile() called inside torch.no_grad()).
@@ -390,7 +391,8 @@ ZOO = {}
 
 
 def add(name, make, inputs, opsets=(13, 17), dynamic=None):
-    """dynamic: {input_index: axis} of symbolic 'batch' dims (the value is the example's)."""
+    """dynamic: {input_index: axis} of symbolic 'batch' dims, or {input_index: {axis: name}}
+    (the values are the example's; outputs get the same names on the same axes of output 0)."""
     for opset in opsets:
         ZOO[f"{name}_op{opset}"] = (make, inputs, opset, dynamic)
 
@@ -424,7 +426,93 @@ add("autoencoder2d", AutoEncoder2d, lambda: [randn(2, 3, 8, 10)])
 add("upconv1d", UpConv1d, lambda: [randn(2, 4, 9)], (13,))
 add("position_ids", PositionIds,
     lambda: [torch.tensor([[5, 7, 3, 1, 1], [4, 4, 9, 12, 1]], dtype=torch.int64)], (13, 17))
+add("encoder_layer_dynseq", EncoderLayer, lambda: [randn(2, 7, 16)], (17,),
+    {0: {0: "batch", 1: "seq"}})
+add("gpt_block_dynseq", GptBlock, lambda: [ids(50, 3, 6)], (17,), {0: {0: "batch", 1: "seq"}})
 add("decoder_layer", DecoderLayer, lambda: [randn(2, 5, 16), randn(2, 7, 16)], (14, 17))
+
+
+# ---------------------------------------------------------------------------------------------
+# Known gaps: models graphi refuses. Written to gaps/NAME.onnx; gaps/EXPECTED lists each with
+# the text its error must contain (the test also checks the message names the file).
+
+
+class BoolMaskInput(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, batch_first=True)
+
+    def forward(self, x, pad_mask):
+        return self.layer(x, src_key_padding_mask=pad_mask)
+
+
+class EinsumAttention(nn.Module):
+    def forward(self, q, k):
+        return torch.softmax(torch.einsum("bhqd,bhkd->bhqk", q, k), dim=-1)
+
+
+class ScatterSet(nn.Module):
+    def forward(self, x, idx):
+        return torch.scatter(x, 1, idx, torch.ones_like(x))
+
+
+class Bicubic(nn.Module):
+    def forward(self, x):
+        return F.interpolate(x, scale_factor=2, mode="bicubic", align_corners=False)
+
+
+class GridSample(nn.Module):
+    def forward(self, x, grid):
+        return F.grid_sample(x, grid, align_corners=False)
+
+
+class RoundOp(nn.Module):
+    def forward(self, x):
+        return torch.round(x * 4) / 4
+
+
+GAPS = {
+    "bool_mask_input": (BoolMaskInput,
+                        lambda: [randn(2, 4, 16), torch.tensor([[0, 0, 1, 1], [0, 0, 0, 1]]).bool()],
+                        13, "has element type BOOL"),
+    "einsum_attention": (EinsumAttention, lambda: [randn(1, 2, 3, 4), randn(1, 2, 5, 4)], 13,
+                         "op type 'Einsum'"),
+    "scatter_elements": (ScatterSet, lambda: [randn(2, 5), torch.tensor([[0, 3], [1, 1]])], 13,
+                         "op type 'ScatterElements'"),
+    "resize_bicubic": (Bicubic, lambda: [randn(1, 1, 3, 3)], 13, "'mode' = 'cubic'"),
+    "grid_sample": (GridSample, lambda: [randn(1, 1, 4, 4), torch.rand(1, 3, 3, 2) * 2 - 1], 16,
+                    "op type 'GridSample'"),
+    "round": (RoundOp, lambda: [randn(2, 3)], 13, "op type 'Round'"),
+}
+
+
+def export_gaps():
+    os.makedirs(os.path.join(HERE, "gaps"), exist_ok=True)
+    lines = []
+    for name, (make, inputs, opset, expect) in GAPS.items():
+        torch.manual_seed(1)
+        model = make().eval()
+        xs = inputs()
+        torch.onnx.export(model, tuple(xs), os.path.join(HERE, "gaps", name + ".onnx"),
+                          opset_version=opset, input_names=[f"in{i}" for i in range(len(xs))])
+        lines.append(f"{name}\t{expect}")
+        print(f"gaps/{name}: {os.path.getsize(os.path.join(HERE, 'gaps', name + '.onnx'))} bytes")
+    with open(os.path.join(HERE, "gaps", "EXPECTED"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def dyn_axes(spec):
+    return {spec: "batch"} if isinstance(spec, int) else spec
+
+
+def manifest_dims(name, dynamic):
+    """`name=value` of every symbolic dim, values from the saved inputs."""
+    dims = {}
+    for i, spec in (dynamic or {}).items():
+        shape = np.load(os.path.join(HERE, f"{name}.in{i}.npy")).shape
+        for ax, dim in dyn_axes(spec).items():
+            dims[dim] = shape[ax]
+    return "".join(f" {k}={v}" for k, v in dims.items())
 
 
 def export(name):
@@ -448,9 +536,12 @@ def export(name):
     out_names = [f"out{i}" for i in range(len(ys))]
     dyn = None
     if dynamic:
-        dyn = {in_names[i]: {ax: "batch"} for i, ax in dynamic.items()}
+        dyn = {in_names[i]: dyn_axes(spec) for i, spec in dynamic.items()}
         for k in range(len(ys)):
             dyn[out_names[k]] = {0: "batch"}
+        first = dyn_axes(next(iter(dynamic.values())))
+        if ys and all(ax < ys[0].dim() for ax in first):
+            dyn[out_names[0]] = dict(first)
     buf = io.BytesIO()
     # Not under no_grad: eval + no_grad sends nn.MultiheadAttention and
     # nn.TransformerEncoderLayer down their fused fast path, which the exporter cannot write.
@@ -462,8 +553,7 @@ def export(name):
         np.save(os.path.join(HERE, f"{name}.in{i}.npy"), x.numpy())
     for i, y in enumerate(ys):
         np.save(os.path.join(HERE, f"{name}.out{i}.npy"), y.numpy())
-    dims = [f"batch={xs[i].shape[ax]}" for i, ax in (dynamic or {}).items()][:1]
-    return dims
+    return manifest_dims(name, dynamic)
 
 
 def write_manifest():
@@ -471,12 +561,7 @@ def write_manifest():
     for name, (make, inputs, opset, dynamic) in ZOO.items():
         if not os.path.exists(os.path.join(HERE, name + ".onnx")):
             continue
-        dims = ""
-        if dynamic:
-            i, ax = next(iter(dynamic.items()))
-            torch.manual_seed(0)
-            dims = f" batch={np.load(os.path.join(HERE, f'{name}.in{i}.npy')).shape[ax]}"
-        lines.append(name + dims)
+        lines.append(name + manifest_dims(name, dynamic))
     with open(os.path.join(HERE, "MANIFEST"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -570,6 +655,11 @@ def main():
     if args and args[0] in ("--torch", "--torch-no-grad"):
         names = args[1:] or list(ZOO)
         sys.exit(1 if check_torch(names, args[0] == "--torch-no-grad") else 0)
+    if args and args[0] == "--gaps":
+        import warnings
+        warnings.filterwarnings("ignore")
+        export_gaps()
+        return
     if args and args[0] == "--check":
         names = args[1:] or list(ZOO)
         sys.exit(1 if check(names) else 0)
