@@ -91,6 +91,9 @@ class Importer {
   // Opset < 7 binary ops with broadcast = 1 align B at `axis`; rewrite to numpy broadcasting.
   Result<onnx::Node> legacy_broadcast(const onnx::Node& n, const std::string& where);
   Status translate(const onnx::Node& n, const std::string& where);
+  // Conv/MaxPool/AveragePool with auto_pad SAME_UPPER, SAME_LOWER or VALID (tf2onnx writes
+  // them): the same node with explicit pads, computed from the static input shape.
+  Result<onnx::Node> explicit_pads(const onnx::Node& n, const std::string& where);
   // Conv, ConvTranspose, MaxPool, AveragePool on [N, C, L]: the 2-D op on [N, C, 1, L].
   Status translate_1d(const onnx::Node& n, const std::string& name,
                       const std::vector<std::string>& ins, const std::vector<std::string>& outs,
@@ -622,6 +625,58 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
   return emit(op, name, ins, outs, std::move(attrs), where, &n);
 }
 
+Result<onnx::Node> Importer::explicit_pads(const onnx::Node& n, const std::string& where) {
+  const std::string mode = n.attr("auto_pad")->s;
+  if (mode != "SAME_UPPER" && mode != "SAME_LOWER" && mode != "VALID")
+    return Status::unsupported(where + ": attribute 'auto_pad' = '" + mode +
+                               "' is not supported (NOTSET, SAME_UPPER, SAME_LOWER, VALID)");
+  auto shape_of = [&](size_t k) -> Result<Shape> {
+    if (k >= n.inputs.size() || n.inputs[k].empty() || !vals_.count(n.inputs[k]))
+      return Status::invalid_graph(where + ": input " + std::to_string(k) + " is missing");
+    if (const HostTensor* h = host(n.inputs[k])) return h->shape;
+    return vals_.at(n.inputs[k]).desc.shape;
+  };
+  GRAPHI_ASSIGN_OR_RETURN(Shape x, shape_of(0));
+  if (x.size() < 3)
+    return Status::invalid_graph(where + ": input X " + shape_to_string(x) + " has no spatial dims");
+  const size_t r = x.size() - 2;
+  auto ints_attr = [&](const char* name, int64_t dflt) {
+    const onnx::Attr* a = n.attr(name);
+    std::vector<int64_t> v = a ? a->ints : std::vector<int64_t>{};
+    if (v.empty()) v.assign(r, dflt);
+    return v;
+  };
+  std::vector<int64_t> kernel = ints_attr("kernel_shape", 0);
+  if (n.op == "Conv" && !n.attr("kernel_shape")) {
+    GRAPHI_ASSIGN_OR_RETURN(Shape w, shape_of(1));
+    if (w.size() != x.size())
+      return Status::invalid_graph(where + ": W " + shape_to_string(w) + " does not match X " +
+                                   shape_to_string(x));
+    kernel.assign(w.begin() + 2, w.end());
+  }
+  const std::vector<int64_t> strides = ints_attr("strides", 1), dil = ints_attr("dilations", 1);
+  if (kernel.size() != r || strides.size() != r || dil.size() != r)
+    return Status::invalid_graph(where + ": kernel_shape, strides and dilations must have " +
+                                 std::to_string(r) + " values");
+  std::vector<int64_t> pads(2 * r, 0);
+  for (size_t d = 0; mode != "VALID" && d < r; ++d) {
+    if (strides[d] < 1) return Status::invalid_graph(where + ": strides must be >= 1");
+    const int64_t in = x[d + 2], out = (in + strides[d] - 1) / strides[d];
+    const int64_t total = std::max<int64_t>(0, (out - 1) * strides[d] + (kernel[d] - 1) * dil[d] + 1 - in);
+    const int64_t small = total / 2, big = total - small;
+    pads[d] = mode == "SAME_UPPER" ? small : big;  // SAME_UPPER puts the extra pad at the end
+    pads[d + r] = mode == "SAME_UPPER" ? big : small;
+  }
+  onnx::Node out = n;
+  std::erase_if(out.attrs, [](const onnx::Attr& a) { return a.name == "auto_pad" || a.name == "pads"; });
+  onnx::Attr p;
+  p.name = "pads";
+  p.type = onnx::kAttrInts;
+  p.ints = pads;
+  out.attrs.push_back(std::move(p));
+  return out;
+}
+
 Status Importer::translate_1d(const onnx::Node& n, const std::string& name,
                               const std::vector<std::string>& ins,
                               const std::vector<std::string>& outs, const TensorDesc& x,
@@ -731,6 +786,12 @@ Status Importer::import_node(const onnx::Node& node_in) {
         return Status::internal(where + ": input '" + in + "' is not defined");
     GRAPHI_ASSIGN_OR_RETURN(legacy, legacy_broadcast(node_in, where));
     np = &legacy;
+  }
+  onnx::Node padded;
+  if ((np->op == "Conv" || np->op == "MaxPool" || np->op == "AveragePool") &&
+      np->attr("auto_pad") && np->attr("auto_pad")->s != "NOTSET") {
+    GRAPHI_ASSIGN_OR_RETURN(padded, explicit_pads(*np, where));
+    np = &padded;
   }
   const onnx::Node& n = *np;
   if (!n.domain.empty() && n.domain != "ai.onnx") return unsupported_op(n);
