@@ -451,6 +451,12 @@ class RnnSequenceKernel final : public Kernel {
   // barrier.
   void step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t s1, const Buffers& io,
             const float* packed, float* scratch, SpinBarrier* barrier) const noexcept;
+  // The recurrent GEMM of one step for segment seg: out rows = h rows * R group `group` (0: the
+  // first group, all gates but the canonical GRU's h gate; 1: that h gate) of the segment's
+  // columns, walking the panels last to first when `reverse` (zigzag). The one place the
+  // recurrence reads R.
+  void recurrent_gemm(const Segment& seg, int group, const float* packed, const float* h,
+                      float* out, int64_t rows, bool reverse) const noexcept;
   void write_final(const ThreadPlan& p, const Buffers& io, const float* hb,
                    const float* cb) const noexcept;
 
@@ -942,6 +948,15 @@ void RnnSequenceKernel::init_state(const ThreadPlan& p, const Buffers& io, float
     }
 }
 
+void RnnSequenceKernel::recurrent_gemm(const Segment& seg, int group, const float* packed,
+                                       const float* h, float* out, int64_t rows,
+                                       bool reverse) const noexcept {
+  if (group == 0)
+    seg.rec0.run(packed + seg.rp0_off, h, out, rows, reverse);
+  else
+    seg.rec1.run(packed + seg.rp1_off, h, out, rows, reverse);
+}
+
 void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t s1,
                              const Buffers& io, const float* packed, float* scratch,
                              SpinBarrier* barrier) const noexcept {
@@ -1002,8 +1017,8 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
       const float* hprev = hprev_all + d * B * ldh_;
       float* gh = gh0 + d * dir_gh0_ + G * seg.j0;
       if (!zero_h)
-        seg.rec0.run(packed + seg.rp0_off, hprev + p.r0 * ldh_, gh + p.r0 * ld_gh0_, p.r1 - p.r0,
-                     zig);
+        recurrent_gemm(seg, 0, packed, hprev + p.r0 * ldh_, gh + p.r0 * ld_gh0_, p.r1 - p.r0,
+                       zig);
       const float* xg = xg_of(seg, tt);
       float* hnext = hnext_all + d * B * ldh_ + seg.j0;
       if (kind_ == RnnCellKind::kLstm) {
@@ -1069,9 +1084,9 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
       const int d = seg.d;
       const int64_t tt = time_of(d), w = seg.j1 - seg.j0;
       const float* hprev = hprev_all + d * B * ldh_;
-      seg.rec0.run(packed + seg.rp0_off, hprev + p.r0 * ldh_,
-                   gh0 + d * dir_gh0_ + g0_ * seg.j0 + p.r0 * ld_gh0_, p.r1 - p.r0, zig);
       GruGateArgs a = gru_args(seg, tt);
+      recurrent_gemm(seg, 0, packed, hprev + p.r0 * ldh_,
+                     gh0 + d * dir_gh0_ + g0_ * seg.j0 + p.r0 * ld_gh0_, p.r1 - p.r0, zig);
       if (!canonical_gru_) {
         for_active_runs(tt, [&](int64_t ra, int64_t rb) {
           gru_gates_lbr(a, GateTile{ra, rb, 0, w});
@@ -1093,8 +1108,8 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
     const int d = seg.d;
     const int64_t tt = time_of(d), w = seg.j1 - seg.j0;
     float* ghh = scratch + gh1_off_ + d * dir_gh1_ + seg.j0;
-    seg.rec1.run(packed + seg.rp1_off, scratch + rhb_off_ + (d * B + p.r0) * ldh_,
-                 ghh + p.r0 * ld_gh1_, p.r1 - p.r0, zig);
+    recurrent_gemm(seg, 1, packed, scratch + rhb_off_ + (d * B + p.r0) * ldh_,
+                   ghh + p.r0 * ld_gh1_, p.r1 - p.r0, zig);
     GruGateArgs a = gru_args(seg, tt);
     a.gates_hh = ghh;
     a.ld_gates_hh = ld_gh1_;
