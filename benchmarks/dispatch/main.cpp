@@ -134,7 +134,8 @@ std::string goals_csv_path(const std::string& csv) {
 // competitor once, back to back, so slow phases of the machine hit both), their median and a
 // distribution-free confidence interval of that median of at least 95%: the k-th smallest and
 // k-th largest ratio, k the largest with 2 P(Binomial(n, 1/2) <= k - 1) <= 0.05 (k = 1 for n = 7,
-// 4 for n = 15, 15 for n = 41; below n = 6 no such k exists and the interval is all the ratios).
+// 2 for n = 11, 4 for n = 15, 14 for n = 41; below n = 6 no such k exists and the interval is all
+// the ratios).
 struct PairedRatio {
   double median = 0, lo = 0, hi = 0;
   size_t n = 0;
