@@ -26,16 +26,17 @@ constexpr int64_t kMinIr = 3, kMaxIr = 10;
 const std::vector<std::string>& runtime_ops() {
   static const std::vector<std::string> kOps = {
       "Abs", "Add", "And", "ArgMax", "ArgMin", "AveragePool", "BatchNormalization", "Cast", "Ceil",
-      "Clip", "Concat", "Conv", "ConvTranspose", "Cos", "CumSum", "Div", "Dropout", "Elu", "Equal", "Erf",
-      "Exp", "Expand", "Flatten", "Floor", "GRU", "Gather", "GatherElements", "Gemm",
-      "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual", "HardSigmoid",
-      "HardSwish", "Identity", "InstanceNormalization", "LSTM", "LayerNormalization", "LeakyRelu",
-      "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul", "Max", "MaxPool", "Min", "Mod", "Mul",
-      "Neg", "Not", "Or", "PRelu", "Pad", "Pow", "RNN", "Reciprocal", "ReduceL1", "ReduceL2",
-      "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd",
-      "ReduceSum", "ReduceSumSquare", "Relu", "Reshape", "Resize", "Selu", "Sigmoid", "Sin",
-      "Slice", "Softmax", "Softplus", "Softsign", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh",
-      "Tile", "TopK", "Transpose", "Unsqueeze", "Where", "Xor"};
+      "Clip", "Concat", "Conv", "ConvTranspose", "Cos", "CumSum", "Div", "Dropout", "Einsum",
+      "Elu", "Equal", "Erf", "Exp", "Expand", "Flatten", "Floor", "GRU", "Gather",
+      "GatherElements", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual",
+      "HardSigmoid", "HardSwish", "Identity", "InstanceNormalization", "LSTM",
+      "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul",
+      "Max", "MaxPool", "Min", "Mod", "Mul", "Neg", "Not", "Or", "PRelu", "Pad", "Pow", "RNN",
+      "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
+      "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "Relu", "Reshape",
+      "Resize", "Selu", "Sigmoid", "Sin", "Slice", "Softmax", "Softplus", "Softsign", "Split",
+      "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Tile", "TopK", "Transpose", "Unsqueeze", "Where",
+      "Xor"};
   return kOps;
 }
 

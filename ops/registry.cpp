@@ -34,6 +34,7 @@ Registry& process_table() {
     register_int_arith_ops(*r);
     register_conv_transpose_op(*r);
     register_cumsum_op(*r);
+    register_einsum_op(*r);
     return r;
   }();
   return *table;

@@ -83,5 +83,6 @@ void register_resize_op(Registry& r);       // ops/resize.cpp: Resize
 void register_int_arith_ops(Registry& r);   // ops/int_arith.cpp: Mod, IntBinary (integer Add/Sub/Mul/Div)
 void register_conv_transpose_op(Registry& r);  // ops/conv_transpose.cpp: ConvTranspose
 void register_cumsum_op(Registry& r);        // ops/cumsum.cpp: CumSum
+void register_einsum_op(Registry& r);        // ops/einsum.cpp: Einsum
 
 }  // namespace graphi::ops

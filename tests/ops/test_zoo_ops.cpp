@@ -653,3 +653,78 @@ TEST_CASE("CumSum: every axis, exclusive and reverse, float and integer", "[ops]
           require_close(r->outputs[0], want, 1e-6);
         }
 }
+
+TEST_CASE("Einsum: matmul, batched attention, outer, trace, diagonal, implicit, ellipsis",
+          "[ops][einsum]") {
+  uint64_t seed = 80;
+  auto rnd = [&](const Shape& s) { return random_tensor(TensorDesc{DType::kF32, s}, seed++); };
+  auto run = [](const std::string& eq, const std::vector<Tensor>& ins) {
+    auto r = run_single_op("Einsum", attrs({{"equation", eq}}), ins, 1, 2);
+    if (!r.is_ok()) FAIL(r.status().message());
+    return r->outputs[0];
+  };
+  {  // ij,jk->ik
+    Tensor a = rnd({3, 4}), b = rnd({4, 5});
+    Tensor want(TensorDesc{DType::kF32, {3, 5}});
+    for (int i = 0; i < 3; ++i)
+      for (int k = 0; k < 5; ++k) {
+        double s = 0;
+        for (int j = 0; j < 4; ++j) s += at(a, i * 4 + j) * at(b, j * 5 + k);
+        want.data_as<float>()[i * 5 + k] = static_cast<float>(s);
+      }
+    require_close(run("ij,jk->ik", {a, b}), want, 1e-6);
+    require_close(run("ij, jk", {a, b}), want, 1e-6);  // implicit output, spaces
+  }
+  {  // bhqd,bhkd->bhqk
+    Tensor q = rnd({2, 3, 4, 5}), k = rnd({2, 3, 6, 5});
+    Tensor want(TensorDesc{DType::kF32, {2, 3, 4, 6}});
+    for (int b = 0; b < 6; ++b)
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 6; ++j) {
+          double s = 0;
+          for (int d = 0; d < 5; ++d) s += at(q, (b * 4 + i) * 5 + d) * at(k, (b * 6 + j) * 5 + d);
+          want.data_as<float>()[(b * 4 + i) * 6 + j] = static_cast<float>(s);
+        }
+    require_close(run("bhqd,bhkd->bhqk", {q, k}), want, 1e-6);
+  }
+  {  // outer product, transpose, trace, diagonal, full sum
+    Tensor u = rnd({4}), v = rnd({3}), m = rnd({4, 4});
+    Tensor outer(TensorDesc{DType::kF32, {4, 3}}), tr(TensorDesc{DType::kF32, {4, 4}}),
+        diag(TensorDesc{DType::kF32, {4}}), trace(TensorDesc{DType::kF32, {}}),
+        total(TensorDesc{DType::kF32, {}});
+    double t = 0, all = 0;
+    for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < 3; ++j) outer.data_as<float>()[i * 3 + j] = static_cast<float>(at(u, i) * at(v, j));
+      for (int j = 0; j < 4; ++j) {
+        tr.data_as<float>()[j * 4 + i] = m.data_as<float>()[i * 4 + j];
+        all += at(m, i * 4 + j);
+      }
+      diag.data_as<float>()[i] = m.data_as<float>()[i * 5];
+      t += at(m, i * 5);
+    }
+    trace.data_as<float>()[0] = static_cast<float>(t);
+    total.data_as<float>()[0] = static_cast<float>(all);
+    require_close(run("i,j->ij", {u, v}), outer, 1e-6);
+    require_close(run("ij->ji", {m}), tr, 0);
+    require_close(run("ii->i", {m}), diag, 0);
+    require_close(run("ii->", {m}), trace, 1e-6);
+    require_close(run("ij->", {m}), total, 1e-6);
+  }
+  {  // ...ij,...jk->...ik with the ellipsis broadcast: [2, 1, 3, 4] x [5, 4, 2]
+    Tensor a = rnd({2, 1, 3, 4}), b = rnd({5, 4, 2});
+    Tensor want(TensorDesc{DType::kF32, {2, 5, 3, 2}});
+    for (int p = 0; p < 2; ++p)
+      for (int q = 0; q < 5; ++q)
+        for (int i = 0; i < 3; ++i)
+          for (int k = 0; k < 2; ++k) {
+            double s = 0;
+            for (int j = 0; j < 4; ++j) s += at(a, (p * 3 + i) * 4 + j) * at(b, (q * 4 + j) * 2 + k);
+            want.data_as<float>()[((p * 5 + q) * 3 + i) * 2 + k] = static_cast<float>(s);
+          }
+    require_close(run("...ij,...jk->...ik", {a, b}), want, 1e-6);
+  }
+  auto bad = run_single_op("Einsum", attrs({{"equation", std::string("ij,jk->ik")}}),
+                           {rnd({3, 4}), rnd({5, 6})});
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("ij,jk->ik"));
+}

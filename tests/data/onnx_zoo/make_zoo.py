@@ -375,6 +375,24 @@ class DecoderLayer(nn.Module):
         return self.layer(tgt, memory, tgt_mask=mask)
 
 
+class RotaryEinsum(nn.Module):
+    """Rotary position embedding (einsum outer product of positions and frequencies, cos/sin,
+    rotate-half) and attention written with torch.einsum."""
+
+    def __init__(self, d=8):
+        super().__init__()
+        self.register_buffer("inv_freq", 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d)))
+
+    def forward(self, x):  # [B, T, D]
+        t = torch.arange(x.shape[1]).float()
+        freqs = torch.einsum("i,j->ij", t, self.inv_freq)
+        emb = torch.cat([freqs, freqs], dim=-1)
+        x1, x2 = x.chunk(2, dim=-1)
+        y = x * emb.cos() + torch.cat([-x2, x1], dim=-1) * emb.sin()
+        att = torch.einsum("bqd,bkd->bqk", y, y).softmax(dim=-1)
+        return torch.einsum("bqk,bkd->bqd", att, x)
+
+
 # ---------------------------------------------------------------------------------------------
 # The zoo: name -> (factory, input factory, opset, dynamic batch?)
 
@@ -429,6 +447,7 @@ add("position_ids", PositionIds,
 add("encoder_layer_dynseq", EncoderLayer, lambda: [randn(2, 7, 16)], (17,),
     {0: {0: "batch", 1: "seq"}})
 add("gpt_block_dynseq", GptBlock, lambda: [ids(50, 3, 6)], (17,), {0: {0: "batch", 1: "seq"}})
+add("rotary_einsum", RotaryEinsum, lambda: [randn(2, 6, 8)], (13, 17))
 add("decoder_layer", DecoderLayer, lambda: [randn(2, 5, 16), randn(2, 7, 16)], (14, 17))
 
 
@@ -446,9 +465,9 @@ class BoolMaskInput(nn.Module):
         return self.layer(x, src_key_padding_mask=pad_mask)
 
 
-class EinsumAttention(nn.Module):
-    def forward(self, q, k):
-        return torch.softmax(torch.einsum("bhqd,bhkd->bhqk", q, k), dim=-1)
+class NonZero(nn.Module):
+    def forward(self, x):
+        return torch.nonzero(x > 0)
 
 
 class ScatterSet(nn.Module):
@@ -475,8 +494,7 @@ GAPS = {
     "bool_mask_input": (BoolMaskInput,
                         lambda: [randn(2, 4, 16), torch.tensor([[0, 0, 1, 1], [0, 0, 0, 1]]).bool()],
                         13, "has element type BOOL"),
-    "einsum_attention": (EinsumAttention, lambda: [randn(1, 2, 3, 4), randn(1, 2, 5, 4)], 13,
-                         "op type 'Einsum'"),
+    "nonzero": (NonZero, lambda: [randn(3, 4)], 13, "op type 'NonZero'"),
     "scatter_elements": (ScatterSet, lambda: [randn(2, 5), torch.tensor([[0, 3], [1, 1]])], 13,
                          "op type 'ScatterElements'"),
     "resize_bicubic": (Bicubic, lambda: [randn(1, 1, 3, 3)], 13, "'mode' = 'cubic'"),
