@@ -83,11 +83,11 @@ inline void gemv_rows_r(const float* a, int64_t lda, const float* b, int64_t ldb
       break;
     case 2:
       gemv_block<T, R, (kNv >= 2 ? 2 : 1), true>(a + j, lda, b, ldb, c + j, ldc, k, tail,
-                                                  accumulate);
+                                                 accumulate);
       break;
     case 3:
       gemv_block<T, R, (kNv >= 3 ? 3 : 1), true>(a + j, lda, b, ldb, c + j, ldc, k, tail,
-                                                  accumulate);
+                                                 accumulate);
       break;
     default:
       gemv_block<T, R, kNv, true>(a + j, lda, b, ldb, c + j, ldc, k, tail, accumulate);

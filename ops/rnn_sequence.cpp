@@ -449,14 +449,29 @@ class RnnSequenceKernel final : public Kernel {
   void init_state(const ThreadPlan& p, const Buffers& io, float* hb, float* cb) const noexcept;
   // One step of plan p; `barrier` (nullptr for a team of 1) for the canonical GRU's mid-step
   // barrier.
+  // `wait_peers` (may be null): blocks until every peer finished step s - 1. With it, a
+  // one-row plan (batch 1) computes the part of h_prev R^T that needs only its own units of
+  // h_prev first and waits for the peers' units after that (see run()).
+  struct PeerWait {
+    void (*fn)(void* ctx) = nullptr;
+    void* ctx = nullptr;
+    void operator()() const {
+      if (fn) fn(ctx);
+    }
+  };
   void step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t s1, const Buffers& io,
-            const float* packed, float* scratch, SpinBarrier* barrier) const noexcept;
+            const float* packed, float* scratch, SpinBarrier* barrier,
+            PeerWait wait_peers) const noexcept;
   // The recurrent GEMM of one step for segment seg: out rows = h rows * R group `group` (0: the
   // first group, all gates but the canonical GRU's h gate; 1: that h gate) of the segment's
   // columns, walking the panels last to first when `reverse` (zigzag). The one place the
   // recurrence reads R.
   void recurrent_gemm(const Segment& seg, int group, const float* packed, const float* h,
                       float* out, int64_t rows, bool reverse) const noexcept;
+  // The same for one row, split at the segment's own units: part 0 = k in [j0, j1) (h_prev
+  // units this thread computed itself), part 1 = the other k, accumulated.
+  void recurrent_gemm_part(const Segment& seg, int part, const float* packed, const float* h,
+                           float* out, bool reverse) const noexcept;
   void write_final(const ThreadPlan& p, const Buffers& io, const float* hb,
                    const float* cb) const noexcept;
 
@@ -957,9 +972,21 @@ void RnnSequenceKernel::recurrent_gemm(const Segment& seg, int group, const floa
     seg.rec1.run(packed + seg.rp1_off, h, out, rows, reverse);
 }
 
+void RnnSequenceKernel::recurrent_gemm_part(const Segment& seg, int part, const float* packed,
+                                            const float* h, float* out,
+                                            bool reverse) const noexcept {
+  const float* r = packed + seg.rp0_off;
+  if (part == 0) {
+    seg.rec0.run_row_k_range(r, h, out, seg.j0, seg.j1, false, reverse);
+  } else {
+    seg.rec0.run_row_k_range(r, h, out, 0, seg.j0, true, reverse);
+    seg.rec0.run_row_k_range(r, h, out, seg.j1, s_.hidden, true, reverse);
+  }
+}
+
 void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t s1,
                              const Buffers& io, const float* packed, float* scratch,
-                             SpinBarrier* barrier) const noexcept {
+                             SpinBarrier* barrier, PeerWait wait_peers) const noexcept {
   const int64_t B = s_.batch, G = s_.gates, T = s_.seq_len;
   const int64_t DBH = s_.num_directions * B * ldh_;
   const float* hprev_all = scratch + hb_off_ + (s & 1) * DBH;
@@ -1009,6 +1036,23 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
     return xw + (tt - s_.window_begin(seg.d, s0, s1)) * B * ldx_ + seg.d * dir_x_ + G * seg.j0;
   };
 
+  // Split: a one-row plan with peers to wait for starts on its own units of h_prev (zigzag
+  // keeps the plain walk: its panel order is what keeps weights in L2).
+  const bool split = wait_peers.fn && p.r1 - p.r0 == 1 && !schedule_.zigzag;
+  if (!split) wait_peers();
+  auto gh_of = [&](const Segment& seg) { return gh0 + seg.d * dir_gh0_ + g0_ * seg.j0; };
+  auto hrow_of = [&](const Segment& seg) { return hprev_all + seg.d * B * ldh_ + p.r0 * ldh_; };
+  if (split) {
+    const bool skip = zero_h && kind_ != RnnCellKind::kGru;  // no GEMM at all
+    if (active_p && !skip)
+      for (const Segment& seg : p.segs)
+        recurrent_gemm_part(seg, 0, packed, hrow_of(seg), gh_of(seg) + p.r0 * ld_gh0_, false);
+    wait_peers();
+    if (active_p && !skip)
+      for (const Segment& seg : p.segs)
+        recurrent_gemm_part(seg, 1, packed, hrow_of(seg), gh_of(seg) + p.r0 * ld_gh0_, false);
+  }
+
   if (kind_ == RnnCellKind::kLstm || kind_ == RnnCellKind::kRnn) {
     if (!active_p) return;
     for (const Segment& seg : p.segs) {
@@ -1016,9 +1060,8 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
       const int64_t w = seg.j1 - seg.j0, tt = time_of(d);
       const float* hprev = hprev_all + d * B * ldh_;
       float* gh = gh0 + d * dir_gh0_ + G * seg.j0;
-      if (!zero_h)
-        recurrent_gemm(seg, 0, packed, hprev + p.r0 * ldh_, gh + p.r0 * ld_gh0_, p.r1 - p.r0,
-                       zig);
+      if (!zero_h && !split)
+        recurrent_gemm(seg, 0, packed, hprev + p.r0 * ldh_, gh + p.r0 * ld_gh0_, p.r1 - p.r0, zig);
       const float* xg = xg_of(seg, tt);
       float* hnext = hnext_all + d * B * ldh_ + seg.j0;
       if (kind_ == RnnCellKind::kLstm) {
@@ -1085,8 +1128,9 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
       const int64_t tt = time_of(d), w = seg.j1 - seg.j0;
       const float* hprev = hprev_all + d * B * ldh_;
       GruGateArgs a = gru_args(seg, tt);
-      recurrent_gemm(seg, 0, packed, hprev + p.r0 * ldh_,
-                     gh0 + d * dir_gh0_ + g0_ * seg.j0 + p.r0 * ld_gh0_, p.r1 - p.r0, zig);
+      if (!split)
+        recurrent_gemm(seg, 0, packed, hprev + p.r0 * ldh_,
+                       gh0 + d * dir_gh0_ + g0_ * seg.j0 + p.r0 * ld_gh0_, p.r1 - p.r0, zig);
       if (!canonical_gru_) {
         for_active_runs(tt, [&](int64_t ra, int64_t rb) {
           gru_gates_lbr(a, GateTile{ra, rb, 0, w});
@@ -1108,8 +1152,8 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
     const int d = seg.d;
     const int64_t tt = time_of(d), w = seg.j1 - seg.j0;
     float* ghh = scratch + gh1_off_ + d * dir_gh1_ + seg.j0;
-    recurrent_gemm(seg, 1, packed, scratch + rhb_off_ + (d * B + p.r0) * ldh_,
-                   ghh + p.r0 * ld_gh1_, p.r1 - p.r0, zig);
+    recurrent_gemm(seg, 1, packed, scratch + rhb_off_ + (d * B + p.r0) * ldh_, ghh + p.r0 * ld_gh1_,
+                   p.r1 - p.r0, zig);
     GruGateArgs a = gru_args(seg, tt);
     a.gates_hh = ghh;
     a.ld_gates_hh = ld_gh1_;
@@ -1186,14 +1230,34 @@ void RnnSequenceKernel::run(const TeamContext& team, const Buffers& io) const no
   // Waits spin for a bounded time, then yield, then sleep (ops/team_wait.h): a preempted peer
   // must not make the others burn their time slices. Counters are 32-bit (the futex word),
   // compared modulo 2^32.
-  auto step_done = [&](int64_t done64) {
-    const uint32_t done = static_cast<uint32_t>(done64);
-    flag(ithr)->publish(done);
-    for (int t = 0; t < nthr; ++t) {
-      if (t == ithr) continue;
-      team_wait(*flag(t), [done](uint32_t v) { return static_cast<int32_t>(v - done) >= 0; });
-    }
+  // Publishing "step s done" and waiting for the peers' are separate: the wait for step s - 1
+  // happens inside step s (PeerWait), after the part of the GEMM that reads only the thread's
+  // own units of h_prev when it has one row (batch 1), so a step's exchange overlaps work.
+  struct WaitCtx {
+    TeamWord* (*flag)(float*, int64_t, int);
+    float* scratch;
+    int64_t flags_off;
+    int ithr, nthr;
+    uint32_t done;
   };
+  auto flag_of = [](float* sc, int64_t off, int t) {
+    return reinterpret_cast<TeamWord*>(sc + off + t * kFlagFloats);
+  };
+  WaitCtx wctx{flag_of, scratch, flags_off_, ithr, nthr, 0};
+  PeerWait peer_wait;
+  if (counters) {
+    peer_wait.ctx = &wctx;
+    peer_wait.fn = [](void* c) {
+      auto* w = static_cast<WaitCtx*>(c);
+      const uint32_t done = w->done;
+      if (done == 0) return;  // step 0 waits for nobody
+      for (int t = 0; t < w->nthr; ++t) {
+        if (t == w->ithr) continue;
+        team_wait(*w->flag(w->scratch, w->flags_off, t),
+                  [done](uint32_t v) { return static_cast<int32_t>(v - done) >= 0; });
+      }
+    };
+  }
   for (int64_t s0 = 0; s0 < T; s0 += chunk_) {
     const int64_t s1 = std::min(T, s0 + chunk_);
     // Hoisted input projections of this chunk, for the thread's own block: no barrier needed
@@ -1202,10 +1266,11 @@ void RnnSequenceKernel::run(const TeamContext& team, const Buffers& io) const no
     if (shuffle) barrier->wait();
     for (int64_t s = s0; s < s1; ++s) {
       const ThreadPlan& p = shuffle ? plans_[(ithr + s) % nthr] : own;
-      step(p, s, s0, s1, io, packed, scratch, sync ? barrier : nullptr);
+      wctx.done = static_cast<uint32_t>(s);  // peers must have finished steps < s
+      step(p, s, s0, s1, io, packed, scratch, sync ? barrier : nullptr, peer_wait);
       if (s + 1 < T && sync) {  // h of step s is read by all at s + 1
         if (counters)
-          step_done(s + 1);
+          flag(ithr)->publish(static_cast<uint32_t>(s + 1));
         else
           barrier->wait();
       }

@@ -86,6 +86,20 @@ void TiledGemm::run(const float* a, const float* b, float* c, int64_t n,
   }
 }
 
+void TiledGemm::run_row_k_range(const float* a, const float* b, float* c, int64_t k0, int64_t k1,
+                                bool accumulate, bool reverse) const noexcept {
+  if (k1 <= k0) {
+    if (!accumulate) std::fill(c, c + m_, 0.0f);
+    return;
+  }
+  const int64_t np = (m_ + mt_ - 1) / mt_;
+  for (int64_t pi = 0; pi < np; ++pi) {
+    const int64_t m0 = (reverse ? np - 1 - pi : pi) * mt_;
+    gemv_rows(a + m0 * col_step_ + k0 * lda_, lda_, b + k0, ldb_, c + m0, ldc_, 1, k1 - k0,
+              std::min(mt_, m_ - m0), accumulate);
+  }
+}
+
 void TiledGemm::add(int64_t mm, int64_t nn, int64_t kk, bool acc) {
   if (find(mm, nn, kk, acc)) return;
   xsmm::SmmShape s;

@@ -43,6 +43,11 @@ class TiledGemm {
   // last, which are still in L2 when a thread's weights overflow it.
   void run(const float* a, const float* b, float* c, int64_t n,
            bool reverse = false) const noexcept;
+  // One row (n = 1) over the k range [k0, k1) only: c (+)= b[k0:k1] * A[k0:k1, :] (b indexed
+  // from k = 0, accumulate adds to c). Lets a caller start on the part of the row it already
+  // has (the RNN kernel's own slice of h) before the rest arrives.
+  void run_row_k_range(const float* a, const float* b, float* c, int64_t k0, int64_t k1,
+                       bool accumulate, bool reverse = false) const noexcept;
 
  private:
   struct Entry {

@@ -46,8 +46,8 @@ TEST_CASE("gemv_rows matches a naive loop on every ISA path", "[gemv_rows]") {
       for (int64_t k : {1, 7, 64, 129})
         for (int64_t cols : {1, 5, 16, 17, 33, 64, 100, 200})
           for (bool acc : {false, true}) {
-            INFO("isa " << simd_isa_name(isa) << " rows " << rows << " k " << k << " cols "
-                        << cols << " acc " << acc);
+            INFO("isa " << simd_isa_name(isa) << " rows " << rows << " k " << k << " cols " << cols
+                        << " acc " << acc);
             const int64_t lda = cols + 3, ldb = k + 5, ldc = cols + 7;
             // A holds exactly k rows of lda floats minus the unused tail of the last row, so
             // a read past column `cols` of the last row would leave the allocation.
@@ -93,4 +93,32 @@ TEST_CASE("TiledGemm on packed panels matches a naive loop for few rows", "[gemv
               for (int64_t j = m; j < ldc; ++j) REQUIRE(c[r * ldc + j] == 0.5f);
             }
           }
+}
+
+TEST_CASE("TiledGemm run_row_k_range: a k split accumulates to the full row product",
+          "[gemv_rows]") {
+  std::mt19937 gen(5);
+  for (int64_t m : {20, 64, 130})
+    for (int64_t k : {1, 33, 96})
+      for (int64_t panel : {16, 128}) {
+        std::vector<float> a = rnd(k * m, gen);
+        std::vector<float> packed(TiledGemm::packed_floats(m, k, panel), std::nanf(""));
+        for (int64_t q = 0; q < k; ++q)
+          for (int64_t j = 0; j < m; ++j)
+            packed[TiledGemm::panel_offset(j, q, k, panel)] = a[q * m + j];
+        std::vector<float> b = rnd(k, gen);
+        TiledGemm g = TiledGemm::create_panels(m, k, panel, k, m, {1});
+        const std::vector<double> want =
+            naive(a, m, b, k, std::vector<float>(m), m, 1, k, m, false);
+        for (int64_t k0 : {int64_t{0}, k / 3})
+          for (int64_t k1 : {k0, (k0 + k + 1) / 2, k}) {
+            INFO("m " << m << " k " << k << " panel " << panel << " own [" << k0 << ", " << k1
+                      << ")");
+            std::vector<float> c(m, 7.0f);
+            g.run_row_k_range(packed.data(), b.data(), c.data(), k0, k1, false);  // own part
+            g.run_row_k_range(packed.data(), b.data(), c.data(), 0, k0, true, true);
+            g.run_row_k_range(packed.data(), b.data(), c.data(), k1, k, true);
+            for (int64_t j = 0; j < m; ++j) REQUIRE(std::abs(c[j] - want[j]) <= 1e-4);
+          }
+      }
 }
