@@ -6,7 +6,8 @@
 // - Buffers: a lock-free SPSC ring of op ids scheduler -> executor (capacity `ring_capacity`)
 //   and one executor -> scheduler for reports (published ready ops, "done" markers).
 // - Ready ops (cpf, fifo): each executor keeps the ops its own ops make ready in a private
-//   ReadyHeap by the policy's key (level for cpf, topological position for fifo) and runs the
+//   ReadyHeap by the policy's key (level for cpf, ties broken by the work an op unlocks, so an
+//   unrolled RNN's time chain stays on one executor; topological position for fifo) and runs the
 //   best one next: no cross-core traffic while every executor has work. When the scheduler role
 //   sees an executor idle (a hint word executors read after each op), an executor with surplus
 //   worth a hand-off (count x its measured time per op >= 500 ns) publishes the best half of it
@@ -25,6 +26,8 @@
 //   for the step. With teams of 1 the client thread then plays executor 0 for the run (pinned
 //   to its core) instead of sleeping beside two busy executors: a third thread on two cores
 //   costs a ~30-80 us wake-up per run (oneTBB's calling thread joins its arena the same way).
+//   A single executor with a team of 1 (cpf, fifo) has nothing to schedule: the client thread
+//   plays it even when a spare core is reserved ("solo"), so no thread waits to be woken.
 // - Small ops run inline in the executor that made them ready. Small ops ready at the start
 //   (bootstrap ops: constants, shape bookkeeping) run on the client thread before dispatch, on the
 //   scheduler's core when it has one: the client thread is the light-weight single-thread
