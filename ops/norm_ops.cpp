@@ -2,7 +2,8 @@
 // InstanceNormalization (normalize each (n, c) plane over the spatial dims, then * scale[c] +
 // B[c]). Both are "rows of `len` elements, mean and variance per row": the statistics are
 // accumulated in double (two passes: mean, then the centred sum of squares), so long rows keep
-// float accuracy. Only LayerNormalization's Y output is supported (PyTorch exports only Y).
+// float accuracy. LayerNormalization's optional Mean and InvStdDev outputs (shape X.shape[:axis]
+// followed by ones) are written when the node declares them.
 #include <cmath>
 
 #include "ops/registry.h"
@@ -19,13 +20,16 @@ struct NormGeometry {
   bool has_bias = false;
   bool scalar_scale = false, scalar_bias = false;  // LayerNorm: one value for the whole row
   double eps = 1e-5;
+  int axis = -1;  // LayerNorm: first normalized dim
 };
 
 Result<NormGeometry> norm_geometry(Norm kind, const NodeView& v, size_t outputs) {
-  if (outputs != 1)
-    return Status::unsupported(v.where + ": only the Y output is supported (got " +
-                               std::to_string(outputs) + " outputs)");
+  if (outputs < 1 || outputs > (kind == Norm::kLayer ? 3u : 1u))
+    return Status::invalid_graph(v.where + ": has " + std::to_string(outputs) +
+                                 " outputs (Y" + (kind == Norm::kLayer ? ", Mean, InvStdDev" : "") +
+                                 ")");
   NormGeometry g;
+  g.axis = -1;
   GRAPHI_ASSIGN_OR_RETURN(g.eps, graph::attr_float(v.node.attrs, v.where, "epsilon", 1e-5));
   if (kind == Norm::kLayer) {
     GRAPHI_RETURN_IF_ERROR(expect_inputs(v, 2, 3, 2));
@@ -40,6 +44,7 @@ Result<NormGeometry> norm_geometry(Norm kind, const NodeView& v, size_t outputs)
   if (kind == Norm::kLayer) {
     GRAPHI_ASSIGN_OR_RETURN(int64_t axis_attr, graph::attr_int(v.node.attrs, v.where, "axis", -1));
     GRAPHI_ASSIGN_OR_RETURN(int axis, normalize_axis(v, "axis", axis_attr, x));
+    g.axis = axis;
     for (int d = 0; d < axis; ++d) g.rows *= x.shape[static_cast<size_t>(d)];
     for (int d = axis; d < x.rank(); ++d) g.len *= x.shape[static_cast<size_t>(d)];
     for (size_t i = 1; i < 3; ++i) {
@@ -71,8 +76,14 @@ Result<NormGeometry> norm_geometry(Norm kind, const NodeView& v, size_t outputs)
 template <Norm K>
 Result<std::vector<TensorDesc>> infer_norm(const graph::InferContext& ctx) {
   NodeView v = NodeView::of(ctx);
-  GRAPHI_RETURN_IF_ERROR(norm_geometry(K, v, ctx.num_outputs).status());
-  return std::vector<TensorDesc>{v.in(0)};
+  GRAPHI_ASSIGN_OR_RETURN(NormGeometry g, norm_geometry(K, v, ctx.num_outputs));
+  std::vector<TensorDesc> out{v.in(0)};
+  if (ctx.num_outputs > 1) {  // Mean, InvStdDev: [d0 .. d(axis-1), 1, ..., 1]
+    Shape s = v.in(0).shape;
+    for (size_t d = static_cast<size_t>(g.axis); d < s.size(); ++d) s[d] = 1;
+    for (size_t k = 1; k < ctx.num_outputs; ++k) out.push_back(TensorDesc{DType::kF32, s});
+  }
+  return out;
 }
 
 CostHint cost_norm(const graph::Node&, std::span<const TensorDesc* const> in,
@@ -94,6 +105,8 @@ class NormKernel final : public Kernel {
     const auto* scale = static_cast<const float*>(io.inputs[1]);
     const auto* bias = g_.has_bias ? static_cast<const float*>(io.inputs[2]) : nullptr;
     auto* y = static_cast<float*>(io.outputs[0]);
+    auto* mean_out = io.outputs.size() > 1 ? static_cast<float*>(io.outputs[1]) : nullptr;
+    auto* inv_out = io.outputs.size() > 2 ? static_cast<float*>(io.outputs[2]) : nullptr;
     for (int64_t r = begin; r < end; ++r) {
       const float* xr = x + r * g_.len;
       float* yr = y + r * g_.len;
@@ -107,6 +120,8 @@ class NormKernel final : public Kernel {
       }
       const double inv = 1.0 / std::sqrt(sq / static_cast<double>(g_.len) + g_.eps);
       const auto m = static_cast<float>(mean);
+      if (mean_out) mean_out[r] = m;
+      if (inv_out) inv_out[r] = static_cast<float>(inv);
       if (kind_ == Norm::kInstance) {
         const int64_t c = r % g_.channels;
         const auto s = static_cast<float>(scale[c] * inv);

@@ -728,3 +728,20 @@ TEST_CASE("Einsum: matmul, batched attention, outer, trace, diagonal, implicit, 
   REQUIRE_FALSE(bad.is_ok());
   CHECK_THAT(bad.status().message(), Catch::Contains("ij,jk->ik"));
 }
+
+TEST_CASE("LayerNormalization's Mean and InvStdDev outputs", "[ops][norm]") {
+  Tensor x = random_tensor(TensorDesc{DType::kF32, {2, 3, 4}}, 90, -2, 3);
+  Tensor s = random_tensor(TensorDesc{DType::kF32, {3, 4}}, 91);
+  auto r = run_single_op("LayerNormalization", attrs({{"axis", int64_t{1}}}), {x, s}, 3, 2);
+  if (!r.is_ok()) FAIL(r.status().message());
+  REQUIRE(r->outputs[1].shape() == Shape{2, 1, 1});
+  for (int64_t n = 0; n < 2; ++n) {
+    double mean = 0, var = 0;
+    for (int64_t k = 0; k < 12; ++k) mean += at(x, n * 12 + k);
+    mean /= 12;
+    for (int64_t k = 0; k < 12; ++k) var += std::pow(at(x, n * 12 + k) - mean, 2);
+    var /= 12;
+    CHECK(std::fabs(at(r->outputs[1], n) - mean) < 1e-6);
+    CHECK(std::fabs(at(r->outputs[2], n) - 1 / std::sqrt(var + 1e-5)) < 1e-5);
+  }
+}
