@@ -26,17 +26,17 @@ constexpr int64_t kMinIr = 3, kMaxIr = 10;
 const std::vector<std::string>& runtime_ops() {
   static const std::vector<std::string> kOps = {
       "Abs", "Add", "And", "ArgMax", "ArgMin", "AveragePool", "BatchNormalization", "Cast", "Ceil",
-      "Clip", "Concat", "Conv", "ConvTranspose", "Cos", "CumSum", "Div", "Dropout", "Einsum",
-      "Elu", "Equal", "Erf", "Exp", "Expand", "Flatten", "Floor", "GRU", "Gather",
-      "GatherElements", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual",
-      "HardSigmoid", "HardSwish", "Identity", "InstanceNormalization", "LSTM",
+      "Celu", "Clip", "Concat", "Conv", "ConvTranspose", "Cos", "CumSum", "DepthToSpace", "Div",
+      "Dropout", "Einsum", "Elu", "Equal", "Erf", "Exp", "Expand", "Flatten", "Floor", "GRU",
+      "Gather", "GatherElements", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater",
+      "GreaterOrEqual", "HardSigmoid", "HardSwish", "Identity", "InstanceNormalization", "LSTM",
       "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul",
-      "Max", "MaxPool", "Min", "Mod", "Mul", "Neg", "Not", "Or", "PRelu", "Pad", "Pow", "RNN",
-      "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
+      "Max", "MaxPool", "Min", "Mod", "Mul", "Neg", "Not", "OneHot", "Or", "PRelu", "Pad", "Pow",
+      "RNN", "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
       "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "Relu", "Reshape",
-      "Resize", "Selu", "Sigmoid", "Sin", "Slice", "Softmax", "Softplus", "Softsign", "Split",
-      "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Tile", "TopK", "Transpose", "Unsqueeze", "Where",
-      "Xor"};
+      "Resize", "Selu", "Sigmoid", "Sin", "Slice", "Softmax", "Softplus", "Softsign",
+      "SpaceToDepth", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Tile", "TopK",
+      "Transpose", "Unsqueeze", "Where", "Xor"};
   return kOps;
 }
 
@@ -95,6 +95,10 @@ class Importer {
   // Conv/MaxPool/AveragePool with auto_pad SAME_UPPER, SAME_LOWER or VALID (tf2onnx writes
   // them): the same node with explicit pads, computed from the static input shape.
   Result<onnx::Node> explicit_pads(const onnx::Node& n, const std::string& where);
+  // MaxPool/AveragePool with ceil_mode = 1: the same pool with ceil_mode = 0 and extra end
+  // padding that yields the same windows (PyTorch's and ONNX's rule: a last window must start
+  // inside the input or the begin padding).
+  Result<onnx::Node> ceil_mode_as_pads(const onnx::Node& n, const std::string& where);
   // Conv, ConvTranspose, MaxPool, AveragePool on [N, C, L]: the 2-D op on [N, C, 1, L].
   Status translate_1d(const onnx::Node& n, const std::string& name,
                       const std::vector<std::string>& ins, const std::vector<std::string>& outs,
@@ -425,6 +429,110 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
       return emit("IntBinary", name, ins, outs, std::move(attrs), where, &n);
     }
   }
+  if (op == "DepthToSpace" || op == "SpaceToDepth") {
+    // Reshape, Transpose, Reshape (nn.PixelShuffle exports DepthToSpace, mode CRD).
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
+    const onnx::Attr* bs = n.attr("blocksize");
+    if (!bs || bs->type != onnx::kAttrInt || bs->i < 1)
+      return Status::invalid_graph(where + ": attribute 'blocksize' (an int >= 1) is missing");
+    const onnx::Attr* md = n.attr("mode");
+    const std::string mode = md ? md->s : "DCR";
+    if (d.rank() != 4)
+      return Status::invalid_graph(where + ": input " + d.to_string() + " must be [N, C, H, W]");
+    const int64_t b = bs->i, N = d.shape[0], C = d.shape[1], H = d.shape[2], W = d.shape[3];
+    Shape s1, s2;
+    std::vector<int64_t> perm;
+    if (op == "DepthToSpace") {
+      if (C % (b * b) != 0 || (mode != "DCR" && mode != "CRD"))
+        return Status::invalid_graph(where + ": channels " + std::to_string(C) +
+                                     " must divide by blocksize^2, mode must be DCR or CRD");
+      if (mode == "DCR") {
+        s1 = {N, b, b, C / (b * b), H, W};
+        perm = {0, 3, 4, 1, 5, 2};
+      } else {
+        s1 = {N, C / (b * b), b, b, H, W};
+        perm = {0, 1, 4, 2, 5, 3};
+      }
+      s2 = {N, C / (b * b), H * b, W * b};
+    } else {
+      if (H % b != 0 || W % b != 0)
+        return Status::invalid_graph(where + ": H and W must divide by blocksize " + std::to_string(b));
+      s1 = {N, C, H / b, b, W / b, b};
+      perm = {0, 3, 5, 1, 2, 4};
+      s2 = {N, C * b * b, H / b, W / b};
+    }
+    const std::string r1 = fresh(name + "/split"), t1 = fresh(name + "/transpose");
+    GRAPHI_RETURN_IF_ERROR(
+        emit("Reshape", r1, {ins[0], add_ints_const(r1 + "/shape", s1)}, {r1}, {}, where, &n));
+    Attributes ta;
+    ta.set("perm", perm);
+    GRAPHI_RETURN_IF_ERROR(emit("Transpose", t1, {r1}, {t1}, std::move(ta), where, &n));
+    return emit("Reshape", name, {t1, add_ints_const(name + "/shape", s2)}, outs, {}, where, &n);
+  }
+  if (op == "Celu") {
+    // alpha * Elu(x / alpha) (alpha = 1: Elu itself).
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    const onnx::Attr* al = n.attr("alpha");
+    const double alpha = al ? al->f : 1.0;
+    if (!(alpha > 0)) return Status::invalid_graph(where + ": attribute 'alpha' must be > 0");
+    if (alpha == 1.0) return emit("Elu", name, {ins[0]}, outs, {}, where, &n);
+    auto scalar = [&](const std::string& tag, double v) {
+      HostTensor t = HostTensor::make(onnx::kFloat, {1});
+      t.f[0] = v;
+      return add_const(name + "/" + tag, std::move(t));
+    };
+    const std::string xs = fresh(name + "/scaled_in"), e = fresh(name + "/elu");
+    GRAPHI_RETURN_IF_ERROR(emit("Div", xs, {ins[0], scalar("alpha", alpha)}, {xs}, {}, where, &n));
+    GRAPHI_RETURN_IF_ERROR(emit("Elu", e, {xs}, {e}, {}, where, &n));
+    return emit("Mul", name, {e, scalar("alpha_out", alpha)}, outs, {}, where, &n);
+  }
+  if (op == "OneHot") {
+    // Where(indices == k or indices == k - depth, on, off) with k = 0..depth-1 along `axis`.
+    for (size_t k = 0; k < 3; ++k) GRAPHI_RETURN_IF_ERROR(need(k));
+    const HostTensor* depth_t = host(ins[1]);
+    if (!depth_t || depth_t->numel() != 1)
+      return unsupported_op(n, "with a depth computed at run time (it must be a constant scalar)");
+    const auto depth = static_cast<int64_t>(depth_t->get_f(0));
+    if (depth < 1) return Status::invalid_graph(where + ": depth must be >= 1");
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
+    const onnx::Attr* ax = n.attr("axis");
+    int64_t axis = ax ? ax->i : -1;
+    const int64_t r = d.rank() + 1;
+    if (axis < -r || axis >= r) return Status::invalid_graph(where + ": axis out of range");
+    if (axis < 0) axis += r;
+    Shape ishape = d.shape, kshape(static_cast<size_t>(r), 1);
+    ishape.insert(ishape.begin() + axis, 1);
+    kshape[static_cast<size_t>(axis)] = depth;
+    HostTensor ks = HostTensor::make(onnx_type_of(d.dtype), kshape),
+               kn = HostTensor::make(onnx_type_of(d.dtype), kshape);
+    for (int64_t k = 0; k < depth; ++k) {
+      if (ks.is_float()) {
+        ks.f[static_cast<size_t>(k)] = static_cast<double>(k);
+        kn.f[static_cast<size_t>(k)] = static_cast<double>(k - depth);
+      } else {
+        ks.i[static_cast<size_t>(k)] = k;
+        kn.i[static_cast<size_t>(k)] = k - depth;
+      }
+    }
+    const std::string iu = fresh(name + "/indices"), e1 = fresh(name + "/eq"),
+                      e2 = fresh(name + "/eq_neg"), m = fresh(name + "/mask"),
+                      on = fresh(name + "/on"), off = fresh(name + "/off");
+    GRAPHI_RETURN_IF_ERROR(
+        emit("Reshape", iu, {ins[0], add_ints_const(iu + "/shape", ishape)}, {iu}, {}, where, &n));
+    GRAPHI_RETURN_IF_ERROR(emit("Equal", e1, {iu, add_const(name + "/k", std::move(ks))}, {e1}, {}, where, &n));
+    GRAPHI_RETURN_IF_ERROR(emit("Equal", e2, {iu, add_const(name + "/k_neg", std::move(kn))}, {e2}, {}, where, &n));
+    GRAPHI_RETURN_IF_ERROR(emit("Or", m, {e1, e2}, {m}, {}, where, &n));
+    // values = [off, on]: two Slices (constant or run-time values alike).
+    auto pick = [&](const std::string& out, int64_t at) {
+      return emit("Slice", out,
+                  {ins[2], add_ints_const(out + "/starts", {at}), add_ints_const(out + "/ends", {at + 1})},
+                  {out}, {}, where, &n);
+    };
+    GRAPHI_RETURN_IF_ERROR(pick(off, 0));
+    GRAPHI_RETURN_IF_ERROR(pick(on, 1));
+    return emit("Where", name, {m, on, off}, outs, {}, where, &n);
+  }
   if (op == "PRelu") {
     // Relu(x) + slope * Min(x, 0): exact (one of the two terms is 0), slope broadcast as ONNX's
     // unidirectional rule allows (nn.PReLU exports [C, 1, 1]).
@@ -678,6 +786,50 @@ Result<onnx::Node> Importer::explicit_pads(const onnx::Node& n, const std::strin
   return out;
 }
 
+Result<onnx::Node> Importer::ceil_mode_as_pads(const onnx::Node& n, const std::string& where) {
+  if (n.inputs.empty() || n.inputs[0].empty() || !vals_.count(n.inputs[0]))
+    return Status::invalid_graph(where + ": input 0 is missing");
+  const HostTensor* h = host(n.inputs[0]);
+  const Shape x = h ? h->shape : vals_.at(n.inputs[0]).desc.shape;
+  if (x.size() < 3)
+    return Status::invalid_graph(where + ": input X " + shape_to_string(x) + " has no spatial dims");
+  const size_t r = x.size() - 2;
+  auto ints_attr = [&](const char* name, int64_t dflt, size_t count) {
+    const onnx::Attr* a = n.attr(name);
+    std::vector<int64_t> v = a ? a->ints : std::vector<int64_t>{};
+    if (v.empty()) v.assign(count, dflt);
+    return v;
+  };
+  const std::vector<int64_t> k = ints_attr("kernel_shape", 0, r), st = ints_attr("strides", 1, r),
+                             dil = ints_attr("dilations", 1, r);
+  std::vector<int64_t> pads = ints_attr("pads", 0, 2 * r);
+  if (k.size() != r || st.size() != r || dil.size() != r || pads.size() != 2 * r)
+    return Status::invalid_graph(where + ": kernel_shape, strides, dilations and pads do not "
+                                 "match the input's " + std::to_string(r) + " spatial dims");
+  const onnx::Attr* cip = n.attr("count_include_pad");
+  for (size_t d = 0; d < r; ++d) {
+    if (st[d] < 1 || k[d] < 1) return Status::invalid_graph(where + ": bad kernel_shape or strides");
+    const int64_t span = (k[d] - 1) * dil[d] + 1, padded = x[d + 2] + pads[d] + pads[d + r];
+    if (padded < span) continue;  // the shape rule reports it
+    int64_t out = (padded - span + st[d] - 1) / st[d] + 1;
+    if ((out - 1) * st[d] >= x[d + 2] + pads[d]) --out;  // the last window would start in the end pad
+    const int64_t extra = (out - 1) * st[d] + span - padded;
+    if (extra <= 0) continue;
+    if (n.op == "AveragePool" && cip && cip->i != 0)
+      return Status::unsupported(where + ": attribute 'ceil_mode' = 1 with count_include_pad = 1 "
+                                 "is not supported when the last window runs past the padding");
+    pads[d + r] += extra;
+  }
+  onnx::Node out = n;
+  std::erase_if(out.attrs, [](const onnx::Attr& a) { return a.name == "ceil_mode" || a.name == "pads"; });
+  onnx::Attr p;
+  p.name = "pads";
+  p.type = onnx::kAttrInts;
+  p.ints = pads;
+  out.attrs.push_back(std::move(p));
+  return out;
+}
+
 Status Importer::translate_1d(const onnx::Node& n, const std::string& name,
                               const std::vector<std::string>& ins,
                               const std::vector<std::string>& outs, const TensorDesc& x,
@@ -793,6 +945,12 @@ Status Importer::import_node(const onnx::Node& node_in) {
       np->attr("auto_pad") && np->attr("auto_pad")->s != "NOTSET") {
     GRAPHI_ASSIGN_OR_RETURN(padded, explicit_pads(*np, where));
     np = &padded;
+  }
+  onnx::Node floored;
+  if ((np->op == "MaxPool" || np->op == "AveragePool") && np->attr("ceil_mode") &&
+      np->attr("ceil_mode")->i != 0) {
+    GRAPHI_ASSIGN_OR_RETURN(floored, ceil_mode_as_pads(*np, where));
+    np = &floored;
   }
   const onnx::Node& n = *np;
   if (!n.domain.empty() && n.domain != "ai.onnx") return unsupported_op(n);

@@ -393,6 +393,36 @@ class RotaryEinsum(nn.Module):
         return torch.einsum("bqk,bkd->bqd", att, x)
 
 
+class SuperResolution(nn.Module):
+    """The PyTorch ONNX tutorial's super-resolution net (smaller): convs, PixelShuffle(2)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(1, 8, 5, padding=2)
+        self.c2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.c3 = nn.Conv2d(8, 4, 3, padding=1)
+        self.shuffle = nn.PixelShuffle(2)
+
+    def forward(self, x):
+        return self.shuffle(self.c3(F.relu(self.c2(F.relu(self.c1(x))))))
+
+
+class CeilPoolNet(nn.Module):
+    """SqueezeNet-style pooling with ceil_mode, CELU, PixelUnshuffle, one-hot of the argmax."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.fc = nn.Linear(16 * 2 * 2, 5)
+
+    def forward(self, x):  # [N, 3, 11, 11]
+        y = F.max_pool2d(F.celu(self.conv(x), 0.5), 3, stride=2, ceil_mode=True)  # 9 -> 4
+        y = F.avg_pool2d(y, 2, stride=2, ceil_mode=True, count_include_pad=False)  # 4 -> 2
+        y = F.pixel_unshuffle(F.pad(y, (0, 2, 0, 2)), 2)  # [N, 16, 2, 2]
+        logits = self.fc(torch.flatten(y, 1))
+        return logits, F.one_hot(logits.argmax(-1), 5).float()
+
+
 # ---------------------------------------------------------------------------------------------
 # The zoo: name -> (factory, input factory, opset, dynamic batch?)
 
@@ -448,6 +478,8 @@ add("encoder_layer_dynseq", EncoderLayer, lambda: [randn(2, 7, 16)], (17,),
     {0: {0: "batch", 1: "seq"}})
 add("gpt_block_dynseq", GptBlock, lambda: [ids(50, 3, 6)], (17,), {0: {0: "batch", 1: "seq"}})
 add("rotary_einsum", RotaryEinsum, lambda: [randn(2, 6, 8)], (13, 17))
+add("super_resolution", SuperResolution, lambda: [randn(1, 1, 8, 8)], (13, 17))
+add("ceil_pool_net", CeilPoolNet, lambda: [randn(2, 3, 11, 11)], (13, 17))
 add("decoder_layer", DecoderLayer, lambda: [randn(2, 5, 16), randn(2, 7, 16)], (14, 17))
 
 
