@@ -279,5 +279,59 @@ class TorchTest(unittest.TestCase):
             f(torch.randn(3, 4))  # shapes are fixed at compile time
 
 
+ZOO = os.path.join(HERE, "..", "..", "tests", "data", "onnx_zoo")
+
+
+class ZooTest(unittest.TestCase):
+    """The ONNX model zoo (tests/data/onnx_zoo/make_zoo.py): every model through
+    graphi.Session with its MANIFEST dims, against PyTorch's committed outputs (1e-4 of the
+    output's scale + 1e-5; integer outputs exactly); two zoo modules through graphi.torch."""
+
+    def test_every_zoo_model(self):
+        count = 0
+        for line in open(os.path.join(ZOO, "MANIFEST")):
+            parts = line.split()
+            if not parts:
+                continue
+            name = parts[0]
+            dims = {k: int(v) for k, v in (p.split("=") for p in parts[1:])}
+            with self.subTest(model=name):
+                s = graphi.Session(os.path.join(ZOO, name + ".onnx"), dims=dims or None)
+                ins = [np.load(os.path.join(ZOO, "%s.in%d.npy" % (name, i)))
+                       for i in range(len(s.inputs))]
+                out = s.run(ins)
+                for i, info in enumerate(s.outputs):
+                    want = np.load(os.path.join(ZOO, "%s.out%d.npy" % (name, i)))
+                    got = out[info.name]
+                    self.assertEqual(got.shape, want.shape)
+                    if want.dtype.kind in "iu":
+                        np.testing.assert_array_equal(got, want)
+                    else:
+                        scale = float(np.max(np.abs(want))) if want.size else 0.0
+                        err = float(np.max(np.abs(got.astype(np.float64) - want)))
+                        self.assertLessEqual(err, 1e-5 + 1e-4 * scale, info.name)
+            count += 1
+        self.assertGreaterEqual(count, 50)
+
+    @unittest.skipIf(torch is None, "PyTorch is not installed")
+    def test_zoo_modules_through_graphi_torch(self):
+        sys.path.insert(0, ZOO)
+        try:
+            import make_zoo
+        finally:
+            sys.path.pop(0)
+        for name in ("encoder_layer_masked_op13", "gpt_block_op14", "text_cnn_op13"):
+            make, inputs, _, _ = make_zoo.ZOO[name]
+            with self.subTest(model=name):
+                torch.manual_seed(5)
+                module = make().eval()
+                xs = inputs()
+                f = graphi.torch.compile(module, tuple(xs))
+                with torch.no_grad():
+                    want = module(*xs)
+                got = f(*xs)
+                self.assertLess(max_rel_error(got.numpy(), want.numpy()), 1e-4)
+
+
 if __name__ == "__main__":
     unittest.main()
