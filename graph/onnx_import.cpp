@@ -28,15 +28,15 @@ const std::vector<std::string>& runtime_ops() {
       "Abs", "Add", "And", "ArgMax", "ArgMin", "AveragePool", "BatchNormalization", "Cast", "Ceil",
       "Celu", "Clip", "Concat", "Conv", "ConvTranspose", "Cos", "CumSum", "DepthToSpace", "Div",
       "Dropout", "Einsum", "Elu", "Equal", "Erf", "Exp", "Expand", "Flatten", "Floor", "GRU",
-      "Gather", "GatherElements", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater",
-      "GreaterOrEqual", "HardSigmoid", "HardSwish", "Identity", "InstanceNormalization", "LSTM",
-      "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul",
-      "Max", "MaxPool", "Min", "Mod", "Mul", "Neg", "Not", "OneHot", "Or", "PRelu", "Pad", "Pow",
-      "RNN", "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
-      "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "Relu", "Reshape",
-      "Resize", "Selu", "Sigmoid", "Sin", "Slice", "Softmax", "Softplus", "Softsign",
-      "SpaceToDepth", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Tile", "TopK",
-      "Transpose", "Unsqueeze", "Where", "Xor"};
+      "Gather", "GatherElements", "GatherND", "Gemm", "GlobalAveragePool", "GlobalMaxPool",
+      "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish", "Identity", "InstanceNormalization",
+      "LSTM", "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax",
+      "MatMul", "Max", "MaxPool", "Min", "Mod", "Mul", "Neg", "Not", "OneHot", "Or", "PRelu",
+      "Pad", "Pow", "RNN", "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
+      "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "Relu",
+      "Reshape", "Resize", "Scatter", "ScatterElements", "ScatterND", "Selu", "Sigmoid", "Sin",
+      "Slice", "Softmax", "Softplus", "Softsign", "SpaceToDepth", "Split", "Sqrt", "Squeeze",
+      "Sub", "Sum", "Tanh", "Tile", "TopK", "Transpose", "Unsqueeze", "Where", "Xor"};
   return kOps;
 }
 
@@ -532,6 +532,10 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     GRAPHI_RETURN_IF_ERROR(pick(off, 0));
     GRAPHI_RETURN_IF_ERROR(pick(on, 1));
     return emit("Where", name, {m, on, off}, outs, {}, where, &n);
+  }
+  if (op == "Scatter") {  // opsets 9-10: ScatterElements under its old name
+    GRAPHI_ASSIGN_OR_RETURN(Attributes attrs, convert_attrs(n, where));
+    return emit("ScatterElements", name, ins, outs, std::move(attrs), where, &n);
   }
   if (op == "PRelu") {
     // Relu(x) + slope * Min(x, 0): exact (one of the two terms is 0), slope broadcast as ONNX's

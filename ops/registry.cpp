@@ -35,6 +35,7 @@ Registry& process_table() {
     register_conv_transpose_op(*r);
     register_cumsum_op(*r);
     register_einsum_op(*r);
+    register_scatter_gather_nd_ops(*r);
     return r;
   }();
   return *table;

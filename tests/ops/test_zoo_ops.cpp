@@ -745,3 +745,75 @@ TEST_CASE("LayerNormalization's Mean and InvStdDev outputs", "[ops][norm]") {
     CHECK(std::fabs(at(r->outputs[2], n) - 1 / std::sqrt(var + 1e-5)) < 1e-5);
   }
 }
+
+TEST_CASE("ScatterElements, ScatterND and GatherND against the definitions", "[ops][scatter]") {
+  const Shape s{3, 4, 2};
+  const auto st = strides_of(s);
+  Tensor data = random_tensor(TensorDesc{DType::kF32, s}, 70);
+  for (int64_t axis = 0; axis < 3; ++axis)
+    for (const std::string red : {"none", "add", "mul"}) {
+      Shape is = s;
+      is[static_cast<size_t>(axis)] = 2;
+      // Distinct indices along the axis for 'none' (duplicates would make the order matter).
+      Tensor idx(TensorDesc{DType::kI64, is});
+      for (int64_t e = 0; e < idx.numel(); ++e) {
+        const auto c = coords(e, is);
+        idx.data_as<int64_t>()[e] = red == "none" ? (c[static_cast<size_t>(axis)] == 0 ? 1 : -1)
+                                                  : (e % s[static_cast<size_t>(axis)]);
+      }
+      Tensor upd = random_tensor(TensorDesc{DType::kF32, is}, 71);
+      Tensor want = data;
+      want = Tensor(data.desc());
+      std::copy(data.data_as<float>(), data.data_as<float>() + data.numel(), want.data_as<float>());
+      for (int64_t e = 0; e < idx.numel(); ++e) {
+        auto c = coords(e, is);
+        int64_t i = idx.data_as<int64_t>()[e];
+        if (i < 0) i += s[static_cast<size_t>(axis)];
+        c[static_cast<size_t>(axis)] = i;
+        float& dst = want.data_as<float>()[c[0] * st[0] + c[1] * st[1] + c[2] * st[2]];
+        const float v = upd.data_as<float>()[e];
+        dst = red == "none" ? v : red == "add" ? dst + v : dst * v;
+      }
+      INFO("ScatterElements axis " << axis << " " << red);
+      auto r = run_single_op("ScatterElements", attrs({{"axis", axis}, {"reduction", red}}),
+                             {data, idx, upd}, 1, 2);
+      if (!r.is_ok()) FAIL(r.status().message());
+      require_close(r->outputs[0], want, 1e-6);
+    }
+  // ScatterND: rows of a [3, 4, 2] tensor by (i, j) pairs, updates [2, 2].
+  {
+    Tensor idx = ints(DType::kI64, {2, 2}, {2, 1, -3, 3});
+    Tensor upd = floats({2, 2}, {10, 11, 20, 21});
+    Tensor want(data.desc());
+    std::copy(data.data_as<float>(), data.data_as<float>() + data.numel(), want.data_as<float>());
+    want.data_as<float>()[2 * 8 + 1 * 2] = 10;
+    want.data_as<float>()[2 * 8 + 1 * 2 + 1] = 11;
+    want.data_as<float>()[0 * 8 + 3 * 2] = 20;
+    want.data_as<float>()[0 * 8 + 3 * 2 + 1] = 21;
+    auto r = run_single_op("ScatterND", {}, {data, idx, upd}, 1, 3);
+    if (!r.is_ok()) FAIL(r.status().message());
+    require_close(r->outputs[0], want, 0);
+  }
+  // GatherND batch_dims 0 and 1.
+  {
+    Tensor idx = ints(DType::kI64, {3, 1}, {2, 0, -1});
+    Tensor want(TensorDesc{DType::kF32, {3, 4, 2}});
+    const int64_t rows[3] = {2, 0, 2};
+    for (int t = 0; t < 3; ++t)
+      for (int k = 0; k < 8; ++k) want.data_as<float>()[t * 8 + k] = data.data_as<float>()[rows[t] * 8 + k];
+    auto r = run_single_op("GatherND", {}, {data, idx}, 1, 2);
+    if (!r.is_ok()) FAIL(r.status().message());
+    require_close(r->outputs[0], want, 0);
+    Tensor idx_b = ints(DType::kI64, {3, 2}, {1, 0, 3, 1, 0, 1});  // per batch: (j, k)
+    Tensor want_b(TensorDesc{DType::kF32, {3}});
+    for (int b = 0; b < 3; ++b)
+      want_b.data_as<float>()[b] = data.data_as<float>()[b * 8 + idx_b.data_as<int64_t>()[b * 2] * 2 +
+                                                         idx_b.data_as<int64_t>()[b * 2 + 1]];
+    auto rb = run_single_op("GatherND", attrs({{"batch_dims", int64_t{1}}}), {data, idx_b}, 1, 2);
+    if (!rb.is_ok()) FAIL(rb.status().message());
+    require_close(rb->outputs[0], want_b, 0);
+  }
+  auto bad = run_single_op("ScatterND", {}, {data, ints(DType::kI64, {2, 2}, {0, 0, 1, 1}), floats({3}, {1, 2, 3})});
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("updates"));
+}

@@ -423,6 +423,18 @@ class CeilPoolNet(nn.Module):
         return logits, F.one_hot(logits.argmax(-1), 5).float()
 
 
+class ScatterOps(nn.Module):
+    """torch.scatter with a larger src, scatter_add, x[idx] = v (index_put: ScatterND) and
+    advanced indexing x[rows, cols] on run-time index tensors."""
+
+    def forward(self, x, idx, rows, cols):  # x [4, 6], idx [4, 2], rows/cols [3]
+        a = torch.scatter(x, 1, idx, torch.ones_like(x) * 5.0)
+        b = torch.zeros(4, 6).scatter_add(1, idx, x[:, :2])
+        c = x.clone()
+        c[rows] = -1.0
+        return a, b, c, x[rows, cols]
+
+
 # ---------------------------------------------------------------------------------------------
 # The zoo: name -> (factory, input factory, opset, dynamic batch?)
 
@@ -480,6 +492,9 @@ add("gpt_block_dynseq", GptBlock, lambda: [ids(50, 3, 6)], (17,), {0: {0: "batch
 add("rotary_einsum", RotaryEinsum, lambda: [randn(2, 6, 8)], (13, 17))
 add("super_resolution", SuperResolution, lambda: [randn(1, 1, 8, 8)], (13, 17))
 add("ceil_pool_net", CeilPoolNet, lambda: [randn(2, 3, 11, 11)], (13, 17))
+add("scatter_ops", ScatterOps,
+    lambda: [randn(4, 6), torch.tensor([[0, 3], [1, 5], [2, 2], [4, 0]]),
+             torch.tensor([3, 0, 2]), torch.tensor([5, 1, 1])], (16, 17))  # scatter_add: 16
 add("decoder_layer", DecoderLayer, lambda: [randn(2, 5, 16), randn(2, 7, 16)], (14, 17))
 
 
@@ -502,9 +517,13 @@ class NonZero(nn.Module):
         return torch.nonzero(x > 0)
 
 
-class ScatterSet(nn.Module):
-    def forward(self, x, idx):
-        return torch.scatter(x, 1, idx, torch.ones_like(x))
+class Conv3d(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv3d(2, 3, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(x)
 
 
 class Bicubic(nn.Module):
@@ -527,8 +546,7 @@ GAPS = {
                         lambda: [randn(2, 4, 16), torch.tensor([[0, 0, 1, 1], [0, 0, 0, 1]]).bool()],
                         13, "has element type BOOL"),
     "nonzero": (NonZero, lambda: [randn(3, 4)], 13, "op type 'NonZero'"),
-    "scatter_elements": (ScatterSet, lambda: [randn(2, 5), torch.tensor([[0, 3], [1, 1]])], 13,
-                         "op type 'ScatterElements'"),
+    "conv3d": (Conv3d, lambda: [randn(1, 2, 4, 4, 4)], 13, "only the 2-D operation"),
     "resize_bicubic": (Bicubic, lambda: [randn(1, 1, 3, 3)], 13, "'mode' = 'cubic'"),
     "grid_sample": (GridSample, lambda: [randn(1, 1, 4, 4), torch.rand(1, 3, 3, 2) * 2 - 1], 16,
                     "op type 'GridSample'"),
