@@ -35,8 +35,11 @@
 // executor's), thread t always owning the same block of hidden units (all G gates of each of
 // its units, so the fused gate kernel needs only its own GEMM block), the input projection
 // X W^T hoisted out of the recurrence as large GEMMs over chunks of time steps, LIBXSMM
-// microkernels for every GEMM, one team barrier per step (two for the canonical GRU, whose
-// reset gate must see all of r * h_prev before its last GEMM).
+// microkernels for the GEMMs (ops/gemv_rows.h for one-row calls, i.e. batch-1 steps), one team
+// exchange per step (two barriers for the canonical GRU, whose reset gate must see all of
+// r * h_prev before its last GEMM). With one row per thread a step first multiplies the units of
+// h_prev the thread computed itself, then waits for the peers' units (the exchange overlaps
+// half the GEMV).
 #pragma once
 
 #include <span>
