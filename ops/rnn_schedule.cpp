@@ -277,7 +277,7 @@ std::string cpu_signature() {
     const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
     return model + "|fam " + family + " model " + modelno + "|" +
            std::to_string(std::thread::hardware_concurrency()) + " cpus|L2 " + std::to_string(l2) +
-           "|" + xsmm::version_string();
+           "|" + xsmm::version_string() + "|kernel " + std::to_string(kRnnKernelVersion);
   }();
   return sig;
 }
