@@ -25,18 +25,20 @@ constexpr int64_t kMinIr = 3, kMaxIr = 10;
 // ONNX ops mapped onto graphi ops when their data is computed at run time (graph/ONNX.md).
 const std::vector<std::string>& runtime_ops() {
   static const std::vector<std::string> kOps = {
-      "Abs", "Add", "And", "ArgMax", "ArgMin", "AveragePool", "BatchNormalization", "Cast", "Ceil",
-      "Celu", "Clip", "Concat", "Conv", "ConvTranspose", "Cos", "CumSum", "DepthToSpace", "Div",
-      "Dropout", "Einsum", "Elu", "Equal", "Erf", "Exp", "Expand", "Flatten", "Floor", "GRU",
-      "Gather", "GatherElements", "GatherND", "Gemm", "GlobalAveragePool", "GlobalMaxPool",
-      "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish", "Identity", "InstanceNormalization",
-      "LSTM", "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax",
-      "MatMul", "Max", "MaxPool", "Min", "Mod", "Mul", "Neg", "Not", "OneHot", "Or", "PRelu",
-      "Pad", "Pow", "RNN", "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
-      "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "Relu",
-      "Reshape", "Resize", "Scatter", "ScatterElements", "ScatterND", "Selu", "Sigmoid", "Sin",
-      "Slice", "Softmax", "Softplus", "Softsign", "SpaceToDepth", "Split", "Sqrt", "Squeeze",
-      "Sub", "Sum", "Tanh", "Tile", "TopK", "Transpose", "Unsqueeze", "Where", "Xor"};
+      "Abs", "Acos", "Acosh", "Add", "And", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan", "Atanh",
+      "AveragePool", "BatchNormalization", "Cast", "Ceil", "Celu", "Clip", "Concat", "Conv",
+      "ConvTranspose", "Cos", "Cosh", "CumSum", "DepthToSpace", "Div", "Dropout", "Einsum", "Elu",
+      "Equal", "Erf", "Exp", "Expand", "Flatten", "Floor", "GRU", "Gather", "GatherElements",
+      "GatherND", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual",
+      "HardSigmoid", "HardSwish", "Identity", "InstanceNormalization", "IsInf", "IsNaN", "LSTM",
+      "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul",
+      "Max", "MaxPool", "Min", "Mod", "Mul", "Neg", "Not", "OneHot", "Or", "PRelu", "Pad", "Pow",
+      "RNN", "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
+      "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "Relu", "Reshape",
+      "Resize", "Round", "Scatter", "ScatterElements", "ScatterND", "Selu", "Shrink", "Sigmoid",
+      "Sign", "Sin", "Sinh", "Slice", "Softmax", "Softplus", "Softsign", "SpaceToDepth", "Split",
+      "Sqrt", "Squeeze", "Sub", "Sum", "Tan", "Tanh", "ThresholdedRelu", "Tile", "TopK",
+      "Transpose", "Unsqueeze", "Where", "Xor"};
   return kOps;
 }
 
@@ -730,6 +732,9 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     const HostTensor* axes = host(ins[1]);
     if (axes && axes->numel() == 0) ins.resize(1);
   }
+  if (op == "If" || op == "Loop" || op == "Scan" || op == "SequenceMap")
+    return unsupported_op(n, "(control flow: graphi graphs have no subgraphs; export without "
+                             "data-dependent Python control flow, or unroll it)");
   // Everything else: graphi's op of the same name, attributes as they are.
   // Dropped: allowzero (checked above), Gemm's legacy broadcast, opset <= 6 leftovers.
   GRAPHI_ASSIGN_OR_RETURN(

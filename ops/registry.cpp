@@ -36,6 +36,7 @@ Registry& process_table() {
     register_cumsum_op(*r);
     register_einsum_op(*r);
     register_scatter_gather_nd_ops(*r);
+    register_unary_extra_ops(*r);
     return r;
   }();
   return *table;

@@ -85,5 +85,6 @@ void register_conv_transpose_op(Registry& r);  // ops/conv_transpose.cpp: ConvTr
 void register_cumsum_op(Registry& r);        // ops/cumsum.cpp: CumSum
 void register_einsum_op(Registry& r);        // ops/einsum.cpp: Einsum
 void register_scatter_gather_nd_ops(Registry& r);  // ops/scatter_gather_nd.cpp: ScatterElements, ScatterND, GatherND
+void register_unary_extra_ops(Registry& r);  // ops/unary_extra_ops.cpp: Round, Sign, Tan, Asin, ..., IsNaN, IsInf
 
 }  // namespace graphi::ops

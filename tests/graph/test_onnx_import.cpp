@@ -283,17 +283,17 @@ TEST_CASE("onnx: unsupported ops name the file, node, op, domain and what is sup
   CHECK_THAT(r.status().message(),
              Catch::Contains("t.onnx: node[0] 'act' (Hardmax): op type 'Hardmax' (domain 'ai.onnx', opset "
                              "14) is not supported") &&
-                 Catch::Contains("graphi runs these ONNX ops: Abs, Add, And, ArgMax") &&
+                 Catch::Contains("graphi runs these ONNX ops: Abs, ") &&
                  Catch::Contains("LSTM") && Catch::Contains("import time") &&
                  Catch::Contains("ConstantOfShape"));
   r = import_str(model(relu_graph("Relu", "com.microsoft")));
   REQUIRE_FALSE(r.is_ok());
   CHECK_THAT(r.status().message(), Catch::Contains("op type 'Relu' (domain 'com.microsoft')"));
   // A fold-only op on run-time data.
-  r = import_str(model(relu_graph("Round")));
+  r = import_str(model(relu_graph("Trilu")));
   REQUIRE_FALSE(r.is_ok());
   CHECK_THAT(r.status().message(),
-             Catch::Contains("(Round): op type 'Round'") &&
+             Catch::Contains("(Trilu): op type 'Trilu'") &&
                  Catch::Contains("with inputs computed at run time (input 'x')"));
 }
 

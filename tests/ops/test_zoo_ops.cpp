@@ -817,3 +817,53 @@ TEST_CASE("ScatterElements, ScatterND and GatherND against the definitions", "[o
   REQUIRE_FALSE(bad.is_ok());
   CHECK_THAT(bad.status().message(), Catch::Contains("updates"));
 }
+
+TEST_CASE("Round, Sign, trigonometric, ThresholdedRelu, Shrink, IsNaN, IsInf", "[ops][unary_extra]") {
+  const std::vector<float> xs = {-2.5f, -1.5f, -0.5f, -0.3f, 0.0f, 0.5f, 0.7f, 1.5f, 2.5f, 3.49f};
+  Tensor x = floats({10}, xs);
+  auto run = [&](const char* op, const Tensor& in, graph::Attributes a = {}) {
+    auto r = run_single_op(op, a, {in}, 1, 2);
+    if (!r.is_ok()) FAIL(r.status().message());
+    return r->outputs[0];
+  };
+  // Round: halves to the even neighbour (written out, not via the library).
+  std::vector<float> rounded;
+  for (float v : xs) {
+    const double f = std::floor(v), d = v - f;
+    double r = d > 0.5 ? f + 1 : d < 0.5 ? f : (std::fmod(f, 2.0) == 0 ? f : f + 1);
+    rounded.push_back(static_cast<float>(r));
+  }
+  require_close(run("Round", x), floats({10}, rounded), 0);
+  std::vector<float> sign;
+  for (float v : xs) sign.push_back(v > 0 ? 1.0f : v < 0 ? -1.0f : 0.0f);
+  require_close(run("Sign", x), floats({10}, sign), 0);
+  // Trigonometric ops against their series/identities in double.
+  Tensor u = floats({5}, {-0.9f, -0.4f, 0.0f, 0.3f, 0.8f});
+  Tensor big = floats({4}, {1.0f, 1.5f, 3.0f, 10.0f});
+  auto expect = [&](const char* op, const Tensor& in, double (*f)(double)) {
+    Tensor want(in.desc());
+    for (int64_t k = 0; k < in.numel(); ++k) want.data_as<float>()[k] = static_cast<float>(f(at(in, k)));
+    INFO(op);
+    require_close(run(op, in), want, 2e-6);
+  };
+  expect("Tan", u, [](double v) { return std::sin(v) / std::cos(v); });
+  expect("Asin", u, [](double v) { return std::atan2(v, std::sqrt(1 - v * v)); });
+  expect("Acos", u, [](double v) { return std::atan2(std::sqrt(1 - v * v), v); });
+  expect("Atan", u, [](double v) { return std::asin(v / std::sqrt(1 + v * v)); });
+  expect("Sinh", u, [](double v) { return (std::exp(v) - std::exp(-v)) / 2; });
+  expect("Cosh", u, [](double v) { return (std::exp(v) + std::exp(-v)) / 2; });
+  expect("Asinh", u, [](double v) { return std::log(v + std::sqrt(v * v + 1)); });
+  expect("Acosh", big, [](double v) { return std::log(v + std::sqrt(v * v - 1)); });
+  expect("Atanh", u, [](double v) { return 0.5 * std::log((1 + v) / (1 - v)); });
+  std::vector<float> tr, sh;
+  for (float v : xs) {
+    tr.push_back(v > 0.6f ? v : 0.0f);
+    sh.push_back(v < -0.5f ? v + 0.25f : v > 0.5f ? v - 0.25f : 0.0f);
+  }
+  require_close(run("ThresholdedRelu", x, attrs({{"alpha", 0.6}})), floats({10}, tr), 0);
+  require_close(run("Shrink", x, attrs({{"bias", 0.25}, {"lambd", 0.5}})), floats({10}, sh), 0);
+  Tensor special = floats({4}, {NAN, INFINITY, -INFINITY, 1.0f});
+  require_close(run("IsNaN", special), floats({4}, {1, 0, 0, 0}), 0);
+  require_close(run("IsInf", special), floats({4}, {0, 1, 1, 0}), 0);
+  require_close(run("IsInf", special, attrs({{"detect_negative", int64_t{0}}})), floats({4}, {0, 1, 0, 0}), 0);
+}

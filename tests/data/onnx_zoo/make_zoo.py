@@ -536,9 +536,13 @@ class GridSample(nn.Module):
         return F.grid_sample(x, grid, align_corners=False)
 
 
-class RoundOp(nn.Module):
-    def forward(self, x):
-        return torch.round(x * 4) / 4
+class EmbeddingBagMean(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bag = nn.EmbeddingBag(10, 4, mode="mean")
+
+    def forward(self, ids):
+        return self.bag(ids)
 
 
 GAPS = {
@@ -550,7 +554,8 @@ GAPS = {
     "resize_bicubic": (Bicubic, lambda: [randn(1, 1, 3, 3)], 13, "'mode' = 'cubic'"),
     "grid_sample": (GridSample, lambda: [randn(1, 1, 4, 4), torch.rand(1, 3, 3, 2) * 2 - 1], 16,
                     "op type 'GridSample'"),
-    "round": (RoundOp, lambda: [randn(2, 3)], 13, "op type 'Round'"),
+    "embedding_bag": (EmbeddingBagMean, lambda: [torch.randint(0, 10, (3, 4))], 13,
+                      "op type 'Loop'"),
 }
 
 
