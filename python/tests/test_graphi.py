@@ -316,10 +316,13 @@ class ZooTest(unittest.TestCase):
     @unittest.skipIf(torch is None, "PyTorch is not installed")
     def test_zoo_modules_through_graphi_torch(self):
         sys.path.insert(0, ZOO)
+        dont_write = sys.dont_write_bytecode
+        sys.dont_write_bytecode = True  # no __pycache__ in the source tree
         try:
             import make_zoo
         finally:
             sys.path.pop(0)
+            sys.dont_write_bytecode = dont_write
         for name in ("encoder_layer_masked_op13", "gpt_block_op14", "text_cnn_op13"):
             make, inputs, _, _ = make_zoo.ZOO[name]
             with self.subTest(model=name):
