@@ -133,6 +133,8 @@ std::string Session::config_summary() const {
   if (im.placement) {
     std::string s = policy + " " + im.placement->summary();
     if (im.runtime->dedicated_scheduler() && !im.placement->scheduler) s += "; scheduler on the client thread (forced)";
+    if (!im.runtime->dedicated_scheduler() && im.placement->scheduler)
+      s += " (unused: one executor of one thread runs solo, the client thread plays it)";
     return s;
   }
   return policy + " " + split + " unpinned" +
