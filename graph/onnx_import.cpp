@@ -30,15 +30,16 @@ const std::vector<std::string>& runtime_ops() {
       "ConvTranspose", "Cos", "Cosh", "CumSum", "DepthToSpace", "Div", "Dropout", "Einsum", "Elu",
       "Equal", "Erf", "Exp", "Expand", "Flatten", "Floor", "GRU", "Gather", "GatherElements",
       "GatherND", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual",
-      "HardSigmoid", "HardSwish", "Identity", "InstanceNormalization", "IsInf", "IsNaN", "LSTM",
-      "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul",
-      "Max", "MaxPool", "Min", "Mod", "Mul", "Neg", "Not", "OneHot", "Or", "PRelu", "Pad", "Pow",
-      "RNN", "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
-      "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "Relu", "Reshape",
-      "Resize", "Round", "Scatter", "ScatterElements", "ScatterND", "Selu", "Shrink", "Sigmoid",
-      "Sign", "Sin", "Sinh", "Slice", "Softmax", "Softplus", "Softsign", "SpaceToDepth", "Split",
-      "Sqrt", "Squeeze", "Sub", "Sum", "Tan", "Tanh", "ThresholdedRelu", "Tile", "TopK",
-      "Transpose", "Unsqueeze", "Where", "Xor"};
+      "HardSigmoid", "HardSwish", "Identity", "InstanceNormalization", "IsInf", "IsNaN", "LRN",
+      "LSTM", "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax",
+      "MatMul", "Max", "MaxPool", "Mean", "Min", "Mod", "Mul", "Neg", "Not", "OneHot", "Or",
+      "PRelu", "Pad", "Pow", "RNN", "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum",
+      "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum",
+      "ReduceSumSquare", "Relu", "Reshape", "Resize", "Round", "Scatter", "ScatterElements",
+      "ScatterND", "Selu", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Slice", "Softmax",
+      "Softplus", "Softsign", "SpaceToDepth", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tan",
+      "Tanh", "ThresholdedRelu", "Tile", "TopK", "Transpose", "Unsqueeze", "Upsample", "Where",
+      "Xor"};
   return kOps;
 }
 
@@ -535,6 +536,32 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     GRAPHI_RETURN_IF_ERROR(pick(on, 1));
     return emit("Where", name, {m, on, off}, outs, {}, where, &n);
   }
+  if (op == "Upsample") {
+    // Opsets 7-9: Resize with asymmetric coordinates (and floor for nearest); scales as an
+    // attribute (opset 7) or a constant input (opset 9).
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    const onnx::Attr* md = n.attr("mode");
+    const std::string mode = md ? md->s : "nearest";
+    if (mode != "nearest" && mode != "linear" && mode != "bilinear")
+      return Status::unsupported(where + ": attribute 'mode' = '" + mode + "' is not supported");
+    std::string scales;
+    if (ins.size() > 1 && !ins[1].empty()) {
+      if (!host(ins[1])) return unsupported_op(n, "with scales computed at run time");
+      scales = ins[1];
+    } else {
+      const onnx::Attr* sc = n.attr("scales");
+      if (!sc || sc->type != onnx::kAttrFloats)
+        return Status::invalid_graph(where + ": missing 'scales'");
+      HostTensor t = HostTensor::make(onnx::kFloat, {static_cast<int64_t>(sc->floats.size())});
+      for (size_t k = 0; k < sc->floats.size(); ++k) t.f[k] = sc->floats[k];
+      scales = add_const(name + "/scales", std::move(t));
+    }
+    Attributes a;
+    a.set("mode", std::string(mode == "nearest" ? "nearest" : "linear"));
+    a.set("coordinate_transformation_mode", std::string("asymmetric"));
+    a.set("nearest_mode", std::string("floor"));
+    return emit("Resize", name, {ins[0], "", scales}, outs, std::move(a), where, &n);
+  }
   if (op == "Scatter") {  // opsets 9-10: ScatterElements under its old name
     GRAPHI_ASSIGN_OR_RETURN(Attributes attrs, convert_attrs(n, where));
     return emit("ScatterElements", name, ins, outs, std::move(attrs), where, &n);
@@ -568,6 +595,22 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
       !ins[0].empty()) {
     GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
     if (d.rank() == 3) return translate_1d(n, name, ins, outs, d, where);
+  }
+  if (op == "Mean") {
+    // Sum chain, then Div by the input count.
+    std::vector<std::string> xs;
+    for (const std::string& x : ins)
+      if (!x.empty()) xs.push_back(x);
+    if (xs.empty()) return Status::invalid_graph(where + ": no inputs");
+    std::string acc = xs[0];
+    for (size_t k = 1; k < xs.size(); ++k) {
+      const std::string out = fresh(name + "/partial" + std::to_string(k));
+      GRAPHI_RETURN_IF_ERROR(emit("Add", out, {acc, xs[k]}, {out}, {}, where, &n));
+      acc = out;
+    }
+    HostTensor count = HostTensor::make(onnx::kFloat, {1});
+    count.f[0] = static_cast<double>(xs.size());
+    return emit("Div", name, {acc, add_const(name + "/count", std::move(count))}, outs, {}, where, &n);
   }
   if (op == "Sum" || op == "Max" || op == "Min") {
     const std::string bin = op == "Sum" ? "Add" : op;

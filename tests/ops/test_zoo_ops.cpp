@@ -867,3 +867,27 @@ TEST_CASE("Round, Sign, trigonometric, ThresholdedRelu, Shrink, IsNaN, IsInf", "
   require_close(run("IsInf", special), floats({4}, {0, 1, 1, 0}), 0);
   require_close(run("IsInf", special, attrs({{"detect_negative", int64_t{0}}})), floats({4}, {0, 1, 0, 0}), 0);
 }
+
+TEST_CASE("LRN across channels against the definition", "[ops][lrn]") {
+  const Shape s{2, 5, 3, 2};
+  Tensor x = random_tensor(TensorDesc{DType::kF32, s}, 95, -2, 2);
+  for (int64_t size : {1, 2, 3, 5}) {
+    const double alpha = 0.02, beta = 0.6, bias = 1.5;
+    Tensor want(x.desc());
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const auto c = coords(i, s);
+      double sq = 0;
+      for (int64_t k = c[1] - (size - 1) / 2; k <= c[1] + size / 2; ++k) {
+        if (k < 0 || k >= s[1]) continue;
+        const double v = at(x, ((c[0] * s[1] + k) * s[2] + c[2]) * s[3] + c[3]);
+        sq += v * v;
+      }
+      want.data_as<float>()[i] = static_cast<float>(at(x, i) / std::pow(bias + alpha / size * sq, beta));
+    }
+    INFO("size " << size);
+    auto r = run_single_op("LRN", attrs({{"size", size}, {"alpha", alpha}, {"beta", beta}, {"bias", bias}}),
+                           {x}, 1, 3);
+    if (!r.is_ok()) FAIL(r.status().message());
+    require_close(r->outputs[0], want, 1e-6);
+  }
+}
