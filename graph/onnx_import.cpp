@@ -24,22 +24,122 @@ constexpr int64_t kMinIr = 3, kMaxIr = 10;
 
 // ONNX ops mapped onto graphi ops when their data is computed at run time (graph/ONNX.md).
 const std::vector<std::string>& runtime_ops() {
-  static const std::vector<std::string> kOps = {
-      "Abs", "Acos", "Acosh", "Add", "And", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan", "Atanh",
-      "AveragePool", "BatchNormalization", "Cast", "Ceil", "Celu", "Clip", "Concat", "Conv",
-      "ConvTranspose", "Cos", "Cosh", "CumSum", "DepthToSpace", "Div", "Dropout", "Einsum", "Elu",
-      "Equal", "Erf", "Exp", "Expand", "Flatten", "Floor", "GRU", "Gather", "GatherElements",
-      "GatherND", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual",
-      "HardSigmoid", "HardSwish", "Identity", "InstanceNormalization", "IsInf", "IsNaN", "LRN",
-      "LSTM", "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax",
-      "MatMul", "Max", "MaxPool", "Mean", "Min", "Mod", "Mul", "Neg", "Not", "OneHot", "Or",
-      "PRelu", "Pad", "Pow", "RNN", "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum",
-      "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum",
-      "ReduceSumSquare", "Relu", "Reshape", "Resize", "Round", "Scatter", "ScatterElements",
-      "ScatterND", "Selu", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Slice", "Softmax",
-      "Softplus", "Softsign", "SpaceToDepth", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tan",
-      "Tanh", "ThresholdedRelu", "Tile", "TopK", "Transpose", "Unsqueeze", "Upsample", "Where",
-      "Xor"};
+  static const std::vector<std::string> kOps = {"Abs",
+                                                "Acos",
+                                                "Acosh",
+                                                "Add",
+                                                "And",
+                                                "ArgMax",
+                                                "ArgMin",
+                                                "Asin",
+                                                "Asinh",
+                                                "Atan",
+                                                "Atanh",
+                                                "AveragePool",
+                                                "BatchNormalization",
+                                                "Cast",
+                                                "Ceil",
+                                                "Celu",
+                                                "Clip",
+                                                "Concat",
+                                                "Conv",
+                                                "ConvTranspose",
+                                                "Cos",
+                                                "Cosh",
+                                                "CumSum",
+                                                "DepthToSpace",
+                                                "Div",
+                                                "Dropout",
+                                                "Einsum",
+                                                "Elu",
+                                                "Equal",
+                                                "Erf",
+                                                "Exp",
+                                                "Expand",
+                                                "Flatten",
+                                                "Floor",
+                                                "GRU",
+                                                "Gather",
+                                                "GatherElements",
+                                                "GatherND",
+                                                "Gemm",
+                                                "GlobalAveragePool",
+                                                "GlobalMaxPool",
+                                                "Greater",
+                                                "GreaterOrEqual",
+                                                "HardSigmoid",
+                                                "HardSwish",
+                                                "Identity",
+                                                "InstanceNormalization",
+                                                "IsInf",
+                                                "IsNaN",
+                                                "LRN",
+                                                "LSTM",
+                                                "LayerNormalization",
+                                                "LeakyRelu",
+                                                "Less",
+                                                "LessOrEqual",
+                                                "Log",
+                                                "LogSoftmax",
+                                                "MatMul",
+                                                "Max",
+                                                "MaxPool",
+                                                "Mean",
+                                                "Min",
+                                                "Mod",
+                                                "Mul",
+                                                "Neg",
+                                                "Not",
+                                                "OneHot",
+                                                "Or",
+                                                "PRelu",
+                                                "Pad",
+                                                "Pow",
+                                                "RNN",
+                                                "Reciprocal",
+                                                "ReduceL1",
+                                                "ReduceL2",
+                                                "ReduceLogSum",
+                                                "ReduceLogSumExp",
+                                                "ReduceMax",
+                                                "ReduceMean",
+                                                "ReduceMin",
+                                                "ReduceProd",
+                                                "ReduceSum",
+                                                "ReduceSumSquare",
+                                                "Relu",
+                                                "Reshape",
+                                                "Resize",
+                                                "Round",
+                                                "Scatter",
+                                                "ScatterElements",
+                                                "ScatterND",
+                                                "Selu",
+                                                "Shrink",
+                                                "Sigmoid",
+                                                "Sign",
+                                                "Sin",
+                                                "Sinh",
+                                                "Slice",
+                                                "Softmax",
+                                                "Softplus",
+                                                "Softsign",
+                                                "SpaceToDepth",
+                                                "Split",
+                                                "Sqrt",
+                                                "Squeeze",
+                                                "Sub",
+                                                "Sum",
+                                                "Tan",
+                                                "Tanh",
+                                                "ThresholdedRelu",
+                                                "Tile",
+                                                "TopK",
+                                                "Transpose",
+                                                "Unsqueeze",
+                                                "Upsample",
+                                                "Where",
+                                                "Xor"};
   return kOps;
 }
 
@@ -460,7 +560,8 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
       s2 = {N, C / (b * b), H * b, W * b};
     } else {
       if (H % b != 0 || W % b != 0)
-        return Status::invalid_graph(where + ": H and W must divide by blocksize " + std::to_string(b));
+        return Status::invalid_graph(where + ": H and W must divide by blocksize " +
+                                     std::to_string(b));
       s1 = {N, C, H / b, b, W / b, b};
       perm = {0, 3, 5, 1, 2, 4};
       s2 = {N, C * b * b, H / b, W / b};
@@ -523,14 +624,17 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
                       on = fresh(name + "/on"), off = fresh(name + "/off");
     GRAPHI_RETURN_IF_ERROR(
         emit("Reshape", iu, {ins[0], add_ints_const(iu + "/shape", ishape)}, {iu}, {}, where, &n));
-    GRAPHI_RETURN_IF_ERROR(emit("Equal", e1, {iu, add_const(name + "/k", std::move(ks))}, {e1}, {}, where, &n));
-    GRAPHI_RETURN_IF_ERROR(emit("Equal", e2, {iu, add_const(name + "/k_neg", std::move(kn))}, {e2}, {}, where, &n));
+    GRAPHI_RETURN_IF_ERROR(
+        emit("Equal", e1, {iu, add_const(name + "/k", std::move(ks))}, {e1}, {}, where, &n));
+    GRAPHI_RETURN_IF_ERROR(
+        emit("Equal", e2, {iu, add_const(name + "/k_neg", std::move(kn))}, {e2}, {}, where, &n));
     GRAPHI_RETURN_IF_ERROR(emit("Or", m, {e1, e2}, {m}, {}, where, &n));
     // values = [off, on]: two Slices (constant or run-time values alike).
     auto pick = [&](const std::string& out, int64_t at) {
-      return emit("Slice", out,
-                  {ins[2], add_ints_const(out + "/starts", {at}), add_ints_const(out + "/ends", {at + 1})},
-                  {out}, {}, where, &n);
+      return emit(
+          "Slice", out,
+          {ins[2], add_ints_const(out + "/starts", {at}), add_ints_const(out + "/ends", {at + 1})},
+          {out}, {}, where, &n);
     };
     GRAPHI_RETURN_IF_ERROR(pick(off, 0));
     GRAPHI_RETURN_IF_ERROR(pick(on, 1));
@@ -575,8 +679,8 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     const std::string pos = fresh(name + "/relu"), neg = fresh(name + "/min"),
                       scaled = fresh(name + "/scaled");
     GRAPHI_RETURN_IF_ERROR(emit("Relu", pos, {ins[0]}, {pos}, {}, where, &n));
-    GRAPHI_RETURN_IF_ERROR(
-        emit("Min", neg, {ins[0], add_const(name + "/zero", std::move(zero))}, {neg}, {}, where, &n));
+    GRAPHI_RETURN_IF_ERROR(emit("Min", neg, {ins[0], add_const(name + "/zero", std::move(zero))},
+                                {neg}, {}, where, &n));
     GRAPHI_RETURN_IF_ERROR(emit("Mul", scaled, {ins[1], neg}, {scaled}, {}, where, &n));
     return emit("Add", name, {pos, scaled}, outs, {}, where, &n);
   }
@@ -591,8 +695,7 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     return emit("Mul", name, {ins[0], hs}, outs, {}, where, &n);
   }
   if ((op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool") &&
-      !ins.empty() &&
-      !ins[0].empty()) {
+      !ins.empty() && !ins[0].empty()) {
     GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
     if (d.rank() == 3) return translate_1d(n, name, ins, outs, d, where);
   }
@@ -610,7 +713,8 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     }
     HostTensor count = HostTensor::make(onnx::kFloat, {1});
     count.f[0] = static_cast<double>(xs.size());
-    return emit("Div", name, {acc, add_const(name + "/count", std::move(count))}, outs, {}, where, &n);
+    return emit("Div", name, {acc, add_const(name + "/count", std::move(count))}, outs, {}, where,
+                &n);
   }
   if (op == "Sum" || op == "Max" || op == "Min") {
     const std::string bin = op == "Sum" ? "Add" : op;
@@ -776,8 +880,9 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     if (axes && axes->numel() == 0) ins.resize(1);
   }
   if (op == "If" || op == "Loop" || op == "Scan" || op == "SequenceMap")
-    return unsupported_op(n, "(control flow: graphi graphs have no subgraphs; export without "
-                             "data-dependent Python control flow, or unroll it)");
+    return unsupported_op(n,
+                          "(control flow: graphi graphs have no subgraphs; export without "
+                          "data-dependent Python control flow, or unroll it)");
   // Everything else: graphi's op of the same name, attributes as they are.
   // Dropped: allowzero (checked above), Gemm's legacy broadcast, opset <= 6 leftovers.
   GRAPHI_ASSIGN_OR_RETURN(
@@ -799,7 +904,8 @@ Result<onnx::Node> Importer::explicit_pads(const onnx::Node& n, const std::strin
   };
   GRAPHI_ASSIGN_OR_RETURN(Shape x, shape_of(0));
   if (x.size() < 3)
-    return Status::invalid_graph(where + ": input X " + shape_to_string(x) + " has no spatial dims");
+    return Status::invalid_graph(where + ": input X " + shape_to_string(x) +
+                                 " has no spatial dims");
   const size_t r = x.size() - 2;
   auto ints_attr = [&](const char* name, int64_t dflt) {
     const onnx::Attr* a = n.attr(name);
@@ -823,13 +929,15 @@ Result<onnx::Node> Importer::explicit_pads(const onnx::Node& n, const std::strin
   for (size_t d = 0; mode != "VALID" && d < r; ++d) {
     if (strides[d] < 1) return Status::invalid_graph(where + ": strides must be >= 1");
     const int64_t in = x[d + 2], out = (in + strides[d] - 1) / strides[d];
-    const int64_t total = std::max<int64_t>(0, (out - 1) * strides[d] + (kernel[d] - 1) * dil[d] + 1 - in);
+    const int64_t total =
+        std::max<int64_t>(0, (out - 1) * strides[d] + (kernel[d] - 1) * dil[d] + 1 - in);
     const int64_t small = total / 2, big = total - small;
     pads[d] = mode == "SAME_UPPER" ? small : big;  // SAME_UPPER puts the extra pad at the end
     pads[d + r] = mode == "SAME_UPPER" ? big : small;
   }
   onnx::Node out = n;
-  std::erase_if(out.attrs, [](const onnx::Attr& a) { return a.name == "auto_pad" || a.name == "pads"; });
+  std::erase_if(out.attrs,
+                [](const onnx::Attr& a) { return a.name == "auto_pad" || a.name == "pads"; });
   onnx::Attr p;
   p.name = "pads";
   p.type = onnx::kAttrInts;
@@ -844,7 +952,8 @@ Result<onnx::Node> Importer::ceil_mode_as_pads(const onnx::Node& n, const std::s
   const HostTensor* h = host(n.inputs[0]);
   const Shape x = h ? h->shape : vals_.at(n.inputs[0]).desc.shape;
   if (x.size() < 3)
-    return Status::invalid_graph(where + ": input X " + shape_to_string(x) + " has no spatial dims");
+    return Status::invalid_graph(where + ": input X " + shape_to_string(x) +
+                                 " has no spatial dims");
   const size_t r = x.size() - 2;
   auto ints_attr = [&](const char* name, int64_t dflt, size_t count) {
     const onnx::Attr* a = n.attr(name);
@@ -856,24 +965,30 @@ Result<onnx::Node> Importer::ceil_mode_as_pads(const onnx::Node& n, const std::s
                              dil = ints_attr("dilations", 1, r);
   std::vector<int64_t> pads = ints_attr("pads", 0, 2 * r);
   if (k.size() != r || st.size() != r || dil.size() != r || pads.size() != 2 * r)
-    return Status::invalid_graph(where + ": kernel_shape, strides, dilations and pads do not "
-                                 "match the input's " + std::to_string(r) + " spatial dims");
+    return Status::invalid_graph(where +
+                                 ": kernel_shape, strides, dilations and pads do not "
+                                 "match the input's " +
+                                 std::to_string(r) + " spatial dims");
   const onnx::Attr* cip = n.attr("count_include_pad");
   for (size_t d = 0; d < r; ++d) {
-    if (st[d] < 1 || k[d] < 1) return Status::invalid_graph(where + ": bad kernel_shape or strides");
+    if (st[d] < 1 || k[d] < 1)
+      return Status::invalid_graph(where + ": bad kernel_shape or strides");
     const int64_t span = (k[d] - 1) * dil[d] + 1, padded = x[d + 2] + pads[d] + pads[d + r];
     if (padded < span) continue;  // the shape rule reports it
     int64_t out = (padded - span + st[d] - 1) / st[d] + 1;
-    if ((out - 1) * st[d] >= x[d + 2] + pads[d]) --out;  // the last window would start in the end pad
+    if ((out - 1) * st[d] >= x[d + 2] + pads[d])
+      --out;  // the last window would start in the end pad
     const int64_t extra = (out - 1) * st[d] + span - padded;
     if (extra <= 0) continue;
     if (n.op == "AveragePool" && cip && cip->i != 0)
-      return Status::unsupported(where + ": attribute 'ceil_mode' = 1 with count_include_pad = 1 "
+      return Status::unsupported(where +
+                                 ": attribute 'ceil_mode' = 1 with count_include_pad = 1 "
                                  "is not supported when the last window runs past the padding");
     pads[d + r] += extra;
   }
   onnx::Node out = n;
-  std::erase_if(out.attrs, [](const onnx::Attr& a) { return a.name == "ceil_mode" || a.name == "pads"; });
+  std::erase_if(out.attrs,
+                [](const onnx::Attr& a) { return a.name == "ceil_mode" || a.name == "pads"; });
   onnx::Attr p;
   p.name = "pads";
   p.type = onnx::kAttrInts;
@@ -906,14 +1021,15 @@ Status Importer::translate_1d(const onnx::Node& n, const std::string& name,
     Shape s = d.shape;
     s.insert(s.end() - 1, 1);
     const std::string out = fresh(name + "/" + tag);
-    GRAPHI_RETURN_IF_ERROR(emit("Reshape", out, {v, add_ints_const(out + "/shape", s)}, {out}, {},
-                                where, &n));
+    GRAPHI_RETURN_IF_ERROR(
+        emit("Reshape", out, {v, add_ints_const(out + "/shape", s)}, {out}, {}, where, &n));
     return out;
   };
   std::vector<std::string> ins2 = ins;
   GRAPHI_ASSIGN_OR_RETURN(ins2[0], unsqueeze(ins[0], "x2d"));
   if (n.op == "Conv" || n.op == "ConvTranspose") {
-    if (ins.size() < 2 || ins[1].empty()) return Status::invalid_graph(where + ": input 1 is missing");
+    if (ins.size() < 2 || ins[1].empty())
+      return Status::invalid_graph(where + ": input 1 is missing");
     GRAPHI_ASSIGN_OR_RETURN(ins2[1], unsqueeze(ins[1], "w2d"));
   }
   GRAPHI_ASSIGN_OR_RETURN(Attributes attrs, convert_attrs(n, where));
@@ -923,11 +1039,13 @@ Status Importer::translate_1d(const onnx::Node& n, const std::string& name,
     if (a.name == "kernel_shape" || a.name == "strides" || a.name == "dilations" ||
         a.name == "output_padding" || a.name == "output_shape") {
       if (a.ints.size() != 1)
-        return Status::invalid_graph(where + ": attribute '" + a.name + "' must have 1 value for a 1-D " + n.op);
+        return Status::invalid_graph(where + ": attribute '" + a.name +
+                                     "' must have 1 value for a 1-D " + n.op);
       attrs.set(a.name, std::vector<int64_t>{1, a.ints[0]});
     } else if (a.name == "pads") {
       if (a.ints.size() != 2)
-        return Status::invalid_graph(where + ": attribute 'pads' must have 2 values for a 1-D " + n.op);
+        return Status::invalid_graph(where + ": attribute 'pads' must have 2 values for a 1-D " +
+                                     n.op);
       attrs.set(a.name, std::vector<int64_t>{0, a.ints[0], 0, a.ints[1]});
     }
   }

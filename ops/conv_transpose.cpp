@@ -63,9 +63,9 @@ Result<TGeometry> tgeometry(const NodeView& v) {
   g.w = x.shape[3];
   GRAPHI_ASSIGN_OR_RETURN(g.group, graph::attr_int(v.node.attrs, v.where, "group", 1));
   if (g.group < 1 || g.c % g.group != 0 || w.shape[0] != g.c)
-    return Status::invalid_graph(v.where + ": W " + w.to_string() + " and group = " +
-                                 std::to_string(g.group) + " do not fit X " + x.to_string() +
-                                 " (W's dim 0 must be C, divisible by group)");
+    return Status::invalid_graph(v.where + ": W " + w.to_string() +
+                                 " and group = " + std::to_string(g.group) + " do not fit X " +
+                                 x.to_string() + " (W's dim 0 must be C, divisible by group)");
   g.m = w.shape[1] * g.group;
   g.kh = w.shape[2];
   g.kw = w.shape[3];
@@ -85,8 +85,8 @@ Result<TGeometry> tgeometry(const NodeView& v) {
   g.oh = g.sh * (g.h - 1) + g.oph + (g.kh - 1) * g.dh + 1 - g.pt - g.pb;
   g.ow = g.sw * (g.w - 1) + g.opw + (g.kw - 1) * g.dw + 1 - g.pl - g.pr;
   if (g.oh < 1 || g.ow < 1)
-    return Status::invalid_graph(v.where + ": the output would be empty (" +
-                                 std::to_string(g.oh) + " x " + std::to_string(g.ow) + ")");
+    return Status::invalid_graph(v.where + ": the output would be empty (" + std::to_string(g.oh) +
+                                 " x " + std::to_string(g.ow) + ")");
   if (v.has_input(2)) {
     GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 2, "B", {DType::kF32}));
     if (v.in(2).numel() != g.m || v.in(2).rank() != 1)

@@ -16,8 +16,7 @@ Result<ScanLanes> scan_lanes(const NodeView& v) {
   GRAPHI_RETURN_IF_ERROR(expect_inputs(v, 2, 2, 2));
   GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 0, "x", {DType::kF32, DType::kI32, DType::kI64}));
   GRAPHI_ASSIGN_OR_RETURN(std::vector<int64_t> axis, const_ints_input(v, 1, "axis"));
-  if (axis.size() != 1)
-    return Status::invalid_graph(v.where + ": input 1 (axis) must be a scalar");
+  if (axis.size() != 1) return Status::invalid_graph(v.where + ": input 1 (axis) must be a scalar");
   const TensorDesc& x = v.in(0);
   GRAPHI_ASSIGN_OR_RETURN(int a, normalize_axis(v, "axis", axis[0], x));
   ScanLanes l;
@@ -92,6 +91,8 @@ std::unique_ptr<Kernel> make_cumsum() { return std::make_unique<CumSumKernel>();
 
 }  // namespace
 
-void register_cumsum_op(Registry& r) { r.add({"CumSum", infer_cumsum, cost_cumsum, false, {make_cumsum}}); }
+void register_cumsum_op(Registry& r) {
+  r.add({"CumSum", infer_cumsum, cost_cumsum, false, {make_cumsum}});
+}
 
 }  // namespace graphi::ops

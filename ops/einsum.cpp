@@ -30,7 +30,8 @@ Result<EinsumPlan> plan_einsum(const NodeView& v) {
   if (v.inputs.size() > 8)
     return Status::unsupported(w + ": Einsum with more than 8 operands is not supported");
   for (size_t k = 0; k < v.inputs.size(); ++k) {
-    if (!v.has_input(k)) return Status::invalid_graph(w + ": input " + std::to_string(k) + " is missing");
+    if (!v.has_input(k))
+      return Status::invalid_graph(w + ": input " + std::to_string(k) + " is missing");
     GRAPHI_RETURN_IF_ERROR(expect_dtype(v, k, "Inputs", {DType::kF32}));
   }
   GRAPHI_ASSIGN_OR_RETURN(std::string eq_raw, graph::attr_string(v.node.attrs, w, "equation", ""));
@@ -129,11 +130,11 @@ Result<EinsumPlan> plan_einsum(const NodeView& v) {
     for (size_t d = 0; d < op_labels[k].size(); ++d) {
       const int l = op_labels[k][d];
       if (l >= 0 && v.in(k).shape[d] != p.size[l])
-        return Status::invalid_graph(w + ": equation '" + eq_raw + "': dim " +
-                                     std::to_string(d) + " of input " + std::to_string(k) + " " +
-                                     v.in(k).to_string() + " is " +
-                                     std::to_string(v.in(k).shape[d]) + " where its letter is " +
-                                     std::to_string(p.size[l]) + " elsewhere");
+        return Status::invalid_graph(w + ": equation '" + eq_raw + "': dim " + std::to_string(d) +
+                                     " of input " + std::to_string(k) + " " + v.in(k).to_string() +
+                                     " is " + std::to_string(v.in(k).shape[d]) +
+                                     " where its letter is " + std::to_string(p.size[l]) +
+                                     " elsewhere");
     }
   // Output labels.
   std::vector<bool> in_out(static_cast<size_t>(p.num_labels), false);
@@ -159,7 +160,8 @@ Result<EinsumPlan> plan_einsum(const NodeView& v) {
       if (c < 128 && label_of[c] >= 0 && count[static_cast<size_t>(label_of[c])] == 1) {
         // count is per operand occurrence; a letter repeated inside one operand is summed
         int occurrences = 0;
-        for (const std::string& t : terms) occurrences += static_cast<int>(std::count(t.begin(), t.end(), static_cast<char>(c)));
+        for (const std::string& t : terms)
+          occurrences += static_cast<int>(std::count(t.begin(), t.end(), static_cast<char>(c)));
         if (occurrences == 1) p.out_labels.push_back(label_of[c]);
       }
   }
@@ -185,7 +187,8 @@ CostHint cost_einsum(const graph::Node&, std::span<const TensorDesc* const> in,
   for (const TensorDesc* d : in)
     if (d) {
       bytes += static_cast<double>(d->bytes());
-      flops = std::max(flops, 2.0 * static_cast<double>(d->numel()) * static_cast<double>(out[0]->numel()));
+      flops = std::max(
+          flops, 2.0 * static_cast<double>(d->numel()) * static_cast<double>(out[0]->numel()));
     }
   return {flops, bytes};
 }
@@ -221,7 +224,8 @@ class EinsumKernel final : public Kernel {
         double prod = 1;
         for (size_t k = 0; k < nk; ++k) {
           int64_t off = base[k];
-          for (size_t j = 0; j < ns; ++j) off += c[j] * p_.strides[k][static_cast<size_t>(p_.sum_labels[j])];
+          for (size_t j = 0; j < ns; ++j)
+            off += c[j] * p_.strides[k][static_cast<size_t>(p_.sum_labels[j])];
           prod *= static_cast<const float*>(io.inputs[k])[off];
         }
         acc += prod;

@@ -140,8 +140,8 @@ Result<TopKParams> topk_params(const NodeView& v) {
   }
   if (p.k < 1 || p.k > p.l.len)
     return Status::unsupported(v.where + ": K = " + std::to_string(p.k) +
-                               " is not supported for an axis of size " +
-                               std::to_string(p.l.len) + " (1 <= K <= size)");
+                               " is not supported for an axis of size " + std::to_string(p.l.len) +
+                               " (1 <= K <= size)");
   GRAPHI_ASSIGN_OR_RETURN(int64_t largest, graph::attr_int(v.node.attrs, v.where, "largest", 1));
   p.largest = largest != 0;
   return p;
@@ -213,9 +213,8 @@ Result<AxisLanes> gather_elements_check(const NodeView& v) {
   GRAPHI_ASSIGN_OR_RETURN(AxisLanes l, axis_lanes(v, d, 0));
   for (int k = 0; k < d.rank(); ++k)
     if (k != l.axis && ix.shape[static_cast<size_t>(k)] > d.shape[static_cast<size_t>(k)])
-      return Status::invalid_graph(v.where + ": indices " + ix.to_string() +
-                                   " exceed data " + d.to_string() + " in dim " +
-                                   std::to_string(k));
+      return Status::invalid_graph(v.where + ": indices " + ix.to_string() + " exceed data " +
+                                   d.to_string() + " in dim " + std::to_string(k));
   return l;
 }
 
@@ -256,13 +255,15 @@ class GatherElementsKernel final : public Kernel {
                        : static_cast<const int32_t*>(io.inputs[1])[e];
       if (i < 0) i += dim;
       if (i < 0 || i >= dim) {
-        std::fill(dst + e * static_cast<int64_t>(elem_), dst + (e + 1) * static_cast<int64_t>(elem_), 0);
-        team.fail(where_ + ": index out of range for axis " + std::to_string(axis_) +
-                  " of size " + std::to_string(dim));
+        std::fill(dst + e * static_cast<int64_t>(elem_),
+                  dst + (e + 1) * static_cast<int64_t>(elem_), 0);
+        team.fail(where_ + ": index out of range for axis " + std::to_string(axis_) + " of size " +
+                  std::to_string(dim));
         continue;
       }
       off += i * dstride_[static_cast<size_t>(axis_)];
-      std::copy(src + off * static_cast<int64_t>(elem_), src + (off + 1) * static_cast<int64_t>(elem_),
+      std::copy(src + off * static_cast<int64_t>(elem_),
+                src + (off + 1) * static_cast<int64_t>(elem_),
                 dst + e * static_cast<int64_t>(elem_));
     }
   }

@@ -58,8 +58,8 @@ struct IndexWalk {
 inline Result<IndexWalk> make_index_walk(const std::string& where, const Shape& out, int inputs) {
   if (out.size() > static_cast<size_t>(IndexWalk::kMaxRank))
     return Status::unsupported(where + ": rank " + std::to_string(out.size()) +
-                               " is not supported (at most " +
-                               std::to_string(IndexWalk::kMaxRank) + ")");
+                               " is not supported (at most " + std::to_string(IndexWalk::kMaxRank) +
+                               ")");
   IndexWalk w;
   w.rank = static_cast<int>(out.size());
   w.inputs = inputs;

@@ -17,7 +17,18 @@
 namespace graphi::ops {
 namespace {
 
-enum class Logic { kEqual, kLess, kLessOrEqual, kGreater, kGreaterOrEqual, kAnd, kOr, kXor, kMax, kMin };
+enum class Logic {
+  kEqual,
+  kLess,
+  kLessOrEqual,
+  kGreater,
+  kGreaterOrEqual,
+  kAnd,
+  kOr,
+  kXor,
+  kMax,
+  kMin
+};
 
 constexpr bool is_compare(Logic k) { return k <= Logic::kGreaterOrEqual; }
 
@@ -98,7 +109,8 @@ class LogicKernel final : public Kernel {
     if (!is_compare(kind_)) {
       const auto* a = static_cast<const float*>(io.inputs[0]);
       const auto* c = static_cast<const float*>(io.inputs[1]);
-      walk_.walk(begin, end, [&](int64_t i, const int64_t* off) { y[i] = logic(kind_, a[off[0]], c[off[1]]); });
+      walk_.walk(begin, end,
+                 [&](int64_t i, const int64_t* off) { y[i] = logic(kind_, a[off[0]], c[off[1]]); });
     } else if (dtype_ == DType::kF32) {
       typed<float>(io, y, begin, end);
     } else if (dtype_ == DType::kI32) {
@@ -114,8 +126,9 @@ class LogicKernel final : public Kernel {
   void typed(const Buffers& io, float* y, int64_t begin, int64_t end) const {
     const auto* a = static_cast<const T*>(io.inputs[0]);
     const auto* c = static_cast<const T*>(io.inputs[1]);
-    walk_.walk(begin, end,
-               [&](int64_t i, const int64_t* off) { y[i] = compare<T>(kind_, a[off[0]], c[off[1]]); });
+    walk_.walk(begin, end, [&](int64_t i, const int64_t* off) {
+      y[i] = compare<T>(kind_, a[off[0]], c[off[1]]);
+    });
   }
   Logic kind_;
   DType dtype_ = DType::kF32;

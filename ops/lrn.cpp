@@ -20,7 +20,8 @@ Result<LrnParams> lrn_params(const NodeView& v) {
   GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 0, "X", {DType::kF32}));
   const TensorDesc& x = v.in(0);
   if (x.rank() < 3)
-    return Status::invalid_graph(v.where + ": input X " + x.to_string() + " must be [N, C, D1, ...]");
+    return Status::invalid_graph(v.where + ": input X " + x.to_string() +
+                                 " must be [N, C, D1, ...]");
   LrnParams p;
   const auto& a = v.node.attrs;
   GRAPHI_ASSIGN_OR_RETURN(p.alpha, graph::attr_float(a, v.where, "alpha", 1e-4));
@@ -28,7 +29,8 @@ Result<LrnParams> lrn_params(const NodeView& v) {
   GRAPHI_ASSIGN_OR_RETURN(p.bias, graph::attr_float(a, v.where, "bias", 1.0));
   GRAPHI_ASSIGN_OR_RETURN(p.size, graph::attr_int(a, v.where, "size"));
   if (p.size < 1)
-    return Status::invalid_graph(v.where + ": attribute 'size' must be >= 1, got " + std::to_string(p.size));
+    return Status::invalid_graph(v.where + ": attribute 'size' must be >= 1, got " +
+                                 std::to_string(p.size));
   p.n = x.shape[0];
   p.c = x.shape[1];
   for (size_t d = 2; d < x.shape.size(); ++d) p.plane *= x.shape[d];

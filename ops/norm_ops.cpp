@@ -25,9 +25,8 @@ struct NormGeometry {
 
 Result<NormGeometry> norm_geometry(Norm kind, const NodeView& v, size_t outputs) {
   if (outputs < 1 || outputs > (kind == Norm::kLayer ? 3u : 1u))
-    return Status::invalid_graph(v.where + ": has " + std::to_string(outputs) +
-                                 " outputs (Y" + (kind == Norm::kLayer ? ", Mean, InvStdDev" : "") +
-                                 ")");
+    return Status::invalid_graph(v.where + ": has " + std::to_string(outputs) + " outputs (Y" +
+                                 (kind == Norm::kLayer ? ", Mean, InvStdDev" : "") + ")");
   NormGeometry g;
   g.axis = -1;
   GRAPHI_ASSIGN_OR_RETURN(g.eps, graph::attr_float(v.node.attrs, v.where, "epsilon", 1e-5));
@@ -66,9 +65,9 @@ Result<NormGeometry> norm_geometry(Norm kind, const NodeView& v, size_t outputs)
     for (int d = 2; d < x.rank(); ++d) g.len *= x.shape[static_cast<size_t>(d)];
     for (size_t i = 1; i < 3; ++i)
       if (v.in(i).numel() != g.channels || v.in(i).rank() != 1)
-        return Status::invalid_graph(v.where + ": input " + std::to_string(i) + " (" +
-                                     kFields[i] + ") must be [" + std::to_string(g.channels) +
-                                     "], got " + v.in(i).to_string());
+        return Status::invalid_graph(v.where + ": input " + std::to_string(i) + " (" + kFields[i] +
+                                     ") must be [" + std::to_string(g.channels) + "], got " +
+                                     v.in(i).to_string());
   }
   return g;
 }
@@ -154,8 +153,15 @@ std::unique_ptr<Kernel> make_norm() {
 }  // namespace
 
 void register_norm_ops(Registry& r) {
-  r.add({"LayerNormalization", infer_norm<Norm::kLayer>, cost_norm, false, {make_norm<Norm::kLayer>}});
-  r.add({"InstanceNormalization", infer_norm<Norm::kInstance>, cost_norm, false,
+  r.add({"LayerNormalization",
+         infer_norm<Norm::kLayer>,
+         cost_norm,
+         false,
+         {make_norm<Norm::kLayer>}});
+  r.add({"InstanceNormalization",
+         infer_norm<Norm::kInstance>,
+         cost_norm,
+         false,
          {make_norm<Norm::kInstance>}});
 }
 

@@ -55,23 +55,33 @@ Result<ResizeParams> resize_params(const NodeView& v) {
     return Status::unsupported(w + ": attribute 'mode' = '" + mode +
                                "' is not supported (nearest or linear)");
   p.linear = mode == "linear";
-  GRAPHI_ASSIGN_OR_RETURN(std::string ctm, graph::attr_string(a, w, "coordinate_transformation_mode",
-                                                              "half_pixel"));
-  if (ctm == "half_pixel") p.coord = Coord::kHalfPixel;
-  else if (ctm == "pytorch_half_pixel") p.coord = Coord::kPytorchHalfPixel;
-  else if (ctm == "align_corners") p.coord = Coord::kAlignCorners;
-  else if (ctm == "asymmetric") p.coord = Coord::kAsymmetric;
-  else if (ctm == "tf_half_pixel_for_nn") p.coord = Coord::kTfHalfPixelNn;
+  GRAPHI_ASSIGN_OR_RETURN(std::string ctm,
+                          graph::attr_string(a, w, "coordinate_transformation_mode", "half_pixel"));
+  if (ctm == "half_pixel")
+    p.coord = Coord::kHalfPixel;
+  else if (ctm == "pytorch_half_pixel")
+    p.coord = Coord::kPytorchHalfPixel;
+  else if (ctm == "align_corners")
+    p.coord = Coord::kAlignCorners;
+  else if (ctm == "asymmetric")
+    p.coord = Coord::kAsymmetric;
+  else if (ctm == "tf_half_pixel_for_nn")
+    p.coord = Coord::kTfHalfPixelNn;
   else
     return Status::unsupported(w + ": attribute 'coordinate_transformation_mode' = '" + ctm +
                                "' is not supported");
-  GRAPHI_ASSIGN_OR_RETURN(std::string nm, graph::attr_string(a, w, "nearest_mode",
-                                                             "round_prefer_floor"));
-  if (nm == "round_prefer_floor") p.nearest = Nearest::kRoundPreferFloor;
-  else if (nm == "round_prefer_ceil") p.nearest = Nearest::kRoundPreferCeil;
-  else if (nm == "floor") p.nearest = Nearest::kFloor;
-  else if (nm == "ceil") p.nearest = Nearest::kCeil;
-  else return Status::unsupported(w + ": attribute 'nearest_mode' = '" + nm + "' is not supported");
+  GRAPHI_ASSIGN_OR_RETURN(std::string nm,
+                          graph::attr_string(a, w, "nearest_mode", "round_prefer_floor"));
+  if (nm == "round_prefer_floor")
+    p.nearest = Nearest::kRoundPreferFloor;
+  else if (nm == "round_prefer_ceil")
+    p.nearest = Nearest::kRoundPreferCeil;
+  else if (nm == "floor")
+    p.nearest = Nearest::kFloor;
+  else if (nm == "ceil")
+    p.nearest = Nearest::kCeil;
+  else
+    return Status::unsupported(w + ": attribute 'nearest_mode' = '" + nm + "' is not supported");
   if (a.has("axes"))
     return Status::unsupported(w + ": attribute 'axes' is not supported (give all dims)");
   GRAPHI_ASSIGN_OR_RETURN(std::string kar,
@@ -97,8 +107,7 @@ Result<ResizeParams> resize_params(const NodeView& v) {
                                    std::to_string(in.size()));
     p.scales = scales;
     for (size_t d = 0; d < in.size(); ++d) {
-      if (!(scales[d] > 0))
-        return Status::invalid_graph(w + ": scales must be > 0");
+      if (!(scales[d] > 0)) return Status::invalid_graph(w + ": scales must be > 0");
       p.out.push_back(static_cast<int64_t>(std::floor(static_cast<double>(in[d]) * scales[d])));
       p.resized_len.push_back(static_cast<double>(in[d]) * scales[d]);
     }
@@ -244,7 +253,9 @@ class ResizeKernel final : public Kernel {
       y[e] = static_cast<float>(acc);
     }
   }
-  const char* name() const override { return p_.linear ? "resize_linear_f32" : "resize_nearest_f32"; }
+  const char* name() const override {
+    return p_.linear ? "resize_linear_f32" : "resize_nearest_f32";
+  }
 
  private:
   struct Tap {

@@ -18,7 +18,8 @@ namespace {
 enum class Reduce { kNone, kAdd, kMul };
 
 Result<Reduce> reduction_of(const NodeView& v) {
-  GRAPHI_ASSIGN_OR_RETURN(std::string r, graph::attr_string(v.node.attrs, v.where, "reduction", "none"));
+  GRAPHI_ASSIGN_OR_RETURN(std::string r,
+                          graph::attr_string(v.node.attrs, v.where, "reduction", "none"));
   if (r == "none") return Reduce::kNone;
   if (r == "add") return Reduce::kAdd;
   if (r == "mul") return Reduce::kMul;
@@ -168,7 +169,8 @@ class ScatterKernel final : public Kernel {
         int64_t off = 0;
         bool ok = true;
         for (size_t j = 0; j < k; ++j) {
-          int64_t i = index_at(io.inputs[1], i64_, t * static_cast<int64_t>(k) + static_cast<int64_t>(j));
+          int64_t i =
+              index_at(io.inputs[1], i64_, t * static_cast<int64_t>(k) + static_cast<int64_t>(j));
           if (i < 0) i += data_[j];
           if (i < 0 || i >= data_[j]) ok = false;
           off += i * st[j];
@@ -267,7 +269,8 @@ class GatherNdKernel final : public Kernel {
         team.fail(where_ + ": an index is out of range for data " + shape_to_string(data_));
         continue;
       }
-      std::memcpy(y + t * static_cast<int64_t>(bytes), x + off * static_cast<int64_t>(elem_), bytes);
+      std::memcpy(y + t * static_cast<int64_t>(bytes), x + off * static_cast<int64_t>(elem_),
+                  bytes);
     }
   }
   const char* name() const override { return "gather_nd"; }

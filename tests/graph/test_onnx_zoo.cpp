@@ -65,7 +65,8 @@ std::string compare(const Tensor& got, const Tensor& want) {
   const double tol = exact ? 0.0 : 1e-5 + 1e-4 * scale;
   for (int64_t k = 0; k < n; ++k) {
     const double g = value(got, k), w = value(want, k);
-    const bool same = std::isfinite(w) ? std::fabs(g - w) <= tol : (g == w || (std::isnan(g) && std::isnan(w)));
+    const bool same =
+        std::isfinite(w) ? std::fabs(g - w) <= tol : (g == w || (std::isnan(g) && std::isnan(w)));
     if (!same) {
       std::ostringstream m;
       m << "element " << k << ": " << g << " vs " << w << " (tolerance " << tol << ")";
@@ -82,32 +83,32 @@ TEST_CASE("onnx zoo: every PyTorch-exported model matches PyTorch", "[onnx][zoo]
   REQUIRE(models.size() >= 20);
   for (const ZooModel& m : models) {
     DYNAMIC_SECTION("model " << m.name) {
-    graph::ImportOptions io;
-    io.dims = m.dims;
-    auto g = engine::load_model(kZoo + m.name + ".onnx", io);
-    if (!g.is_ok()) FAIL(g.status().message());
-    auto opt = engine::optimize_graph(*g);
-    if (!opt.is_ok()) FAIL(opt.status().message());
-    const graph::Graph& graph = *opt->graph;
-    engine::SessionOptions so;
-    so.pin = false;
-    auto s = engine::Session::create(opt->graph, so);
-    if (!s.is_ok()) FAIL(s.status().message());
-    engine::NamedTensors feed;
-    for (size_t k = 0; k < graph.inputs().size(); ++k) {
-      auto t = graph::read_npy(kZoo + m.name + ".in" + std::to_string(k) + ".npy");
-      REQUIRE(t.is_ok());
-      feed.emplace_back(graph.value(graph.inputs()[k]).name, std::move(*t));
-    }
-    auto out = (*s)->run(feed);
-    if (!out.is_ok()) FAIL(out.status().message());
-    REQUIRE(out->size() == graph.outputs().size());
-    for (size_t k = 0; k < out->size(); ++k) {
-      auto want = graph::read_npy(kZoo + m.name + ".out" + std::to_string(k) + ".npy");
-      REQUIRE(want.is_ok());
-      INFO("output " << k << " '" << (*out)[k].first << "'");
-      CHECK(compare((*out)[k].second, *want) == "");
-    }
+      graph::ImportOptions io;
+      io.dims = m.dims;
+      auto g = engine::load_model(kZoo + m.name + ".onnx", io);
+      if (!g.is_ok()) FAIL(g.status().message());
+      auto opt = engine::optimize_graph(*g);
+      if (!opt.is_ok()) FAIL(opt.status().message());
+      const graph::Graph& graph = *opt->graph;
+      engine::SessionOptions so;
+      so.pin = false;
+      auto s = engine::Session::create(opt->graph, so);
+      if (!s.is_ok()) FAIL(s.status().message());
+      engine::NamedTensors feed;
+      for (size_t k = 0; k < graph.inputs().size(); ++k) {
+        auto t = graph::read_npy(kZoo + m.name + ".in" + std::to_string(k) + ".npy");
+        REQUIRE(t.is_ok());
+        feed.emplace_back(graph.value(graph.inputs()[k]).name, std::move(*t));
+      }
+      auto out = (*s)->run(feed);
+      if (!out.is_ok()) FAIL(out.status().message());
+      REQUIRE(out->size() == graph.outputs().size());
+      for (size_t k = 0; k < out->size(); ++k) {
+        auto want = graph::read_npy(kZoo + m.name + ".out" + std::to_string(k) + ".npy");
+        REQUIRE(want.is_ok());
+        INFO("output " << k << " '" << (*out)[k].first << "'");
+        CHECK(compare((*out)[k].second, *want) == "");
+      }
     }
   }
 }

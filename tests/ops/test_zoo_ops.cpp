@@ -116,8 +116,8 @@ graph::Attributes attrs(std::initializer_list<std::pair<const char*, graph::Attr
 TEST_CASE("logic ops: comparisons, And/Or/Xor, Max/Min broadcast like numpy", "[ops][logic]") {
   const std::vector<std::pair<Shape, Shape>> shapes = {
       {{3, 4}, {3, 4}}, {{2, 3, 4}, {4}}, {{2, 1, 4}, {3, 1}}, {{5}, {}}, {{1}, {2, 3}}};
-  const std::vector<std::string> ops = {"Equal", "Less", "LessOrEqual", "Greater",
-                                        "GreaterOrEqual", "And", "Or", "Xor", "Max", "Min"};
+  const std::vector<std::string> ops = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
+                                        "And",   "Or",   "Xor",         "Max",     "Min"};
   uint64_t seed = 1;
   for (const auto& [sa, sb] : shapes)
     for (const std::string& op : ops)
@@ -160,7 +160,8 @@ TEST_CASE("logic ops: comparisons, And/Or/Xor, Max/Min broadcast like numpy", "[
       }
 }
 
-TEST_CASE("logic ops: Not and Where (three-way broadcast, float and int64 values)", "[ops][logic]") {
+TEST_CASE("logic ops: Not and Where (three-way broadcast, float and int64 values)",
+          "[ops][logic]") {
   Tensor m = floats({2, 3}, {0, 1, 0, 2, 0, -1});
   auto n = run_single_op("Not", {}, {m}, 1, 2);
   REQUIRE(n.is_ok());
@@ -224,10 +225,13 @@ TEST_CASE("LayerNormalization and InstanceNormalization against the definition",
     int64_t axis;
     bool bias;
   };
-  for (const Case& c : std::vector<Case>{{{4, 16}, -1, true}, {{2, 3, 5, 6}, 2, true},
-                                         {{3, 7}, 0, false}, {{2, 5, 8}, -1, true}}) {
+  for (const Case& c : std::vector<Case>{{{4, 16}, -1, true},
+                                         {{2, 3, 5, 6}, 2, true},
+                                         {{3, 7}, 0, false},
+                                         {{2, 5, 8}, -1, true}}) {
     Tensor x = random_tensor(TensorDesc{DType::kF32, c.x}, seed++, -3, 5);
-    const auto axis = static_cast<size_t>(c.axis < 0 ? c.axis + static_cast<int64_t>(c.x.size()) : c.axis);
+    const auto axis =
+        static_cast<size_t>(c.axis < 0 ? c.axis + static_cast<int64_t>(c.x.size()) : c.axis);
     const Shape norm(c.x.begin() + static_cast<int64_t>(axis), c.x.end());
     const int64_t len = shape_numel(norm), rows = x.numel() / len;
     Tensor s = random_tensor(TensorDesc{DType::kF32, norm}, seed++, 0.5, 1.5);
@@ -240,15 +244,16 @@ TEST_CASE("LayerNormalization and InstanceNormalization against the definition",
       for (int64_t k = 0; k < len; ++k) var += std::pow(at(x, r * len + k) - mean, 2);
       var /= static_cast<double>(len);
       for (int64_t k = 0; k < len; ++k)
-        want.data_as<float>()[r * len + k] = static_cast<float>(
-            (at(x, r * len + k) - mean) / std::sqrt(var + 1e-3) * at(s, k) + (c.bias ? at(b, k) : 0));
+        want.data_as<float>()[r * len + k] =
+            static_cast<float>((at(x, r * len + k) - mean) / std::sqrt(var + 1e-3) * at(s, k) +
+                               (c.bias ? at(b, k) : 0));
     }
     std::vector<Tensor> ins{x, s};
     if (c.bias) ins.push_back(b);
     for (int threads : {1, 3}) {
       INFO("LayerNormalization " << shape_to_string(c.x) << " axis " << c.axis);
-      auto r = run_single_op("LayerNormalization",
-                             attrs({{"axis", c.axis}, {"epsilon", 1e-3}}), ins, 1, threads);
+      auto r = run_single_op("LayerNormalization", attrs({{"axis", c.axis}, {"epsilon", 1e-3}}),
+                             ins, 1, threads);
       REQUIRE(r.is_ok());
       require_close(r->outputs[0], want, 1e-5);
     }
@@ -328,14 +333,15 @@ TEST_CASE("ArgMax/ArgMin, TopK and GatherElements against the definitions", "[op
               const double v = at(x, base + k * st[static_cast<size_t>(axis)]);
               const double b = at(x, base + best * st[static_cast<size_t>(axis)]);
               const bool better = std::string(op) == "ArgMax" ? (v > b || (last && v == b))
-                                                               : (v < b || (last && v == b));
+                                                              : (v < b || (last && v == b));
               if (better) best = k;
             }
             want.data_as<int64_t>()[i] = best;
           }
           INFO(op << " axis " << axis << " keepdims " << keep << " last " << last);
-          auto r = run_single_op(op, attrs({{"axis", axis}, {"keepdims", keep}, {"select_last_index", last}}),
-                                 {x}, 1, 2);
+          auto r = run_single_op(
+              op, attrs({{"axis", axis}, {"keepdims", keep}, {"select_last_index", last}}), {x}, 1,
+              2);
           REQUIRE(r.is_ok());
           require_close(r->outputs[0], want, 0);
         }
@@ -363,7 +369,8 @@ TEST_CASE("ArgMax/ArgMin, TopK and GatherElements against the definitions", "[op
         int64_t obase = 0;
         for (size_t d = 0; d < 3; ++d) obase += c[d] * so[d];
         for (int64_t j = 0; j < k; ++j) {
-          wv.data_as<float>()[obase + j * so[a]] = static_cast<float>(at(x, base + order[static_cast<size_t>(j)] * st[a]));
+          wv.data_as<float>()[obase + j * so[a]] =
+              static_cast<float>(at(x, base + order[static_cast<size_t>(j)] * st[a]));
           wi.data_as<int64_t>()[obase + j * so[a]] = order[static_cast<size_t>(j)];
         }
       }
@@ -444,10 +451,14 @@ Tensor resize_ref(const Tensor& x, const Shape& out, const std::vector<double>& 
       double src;
       // ONNX: the resized length is in * scale, not floored.
       const double len = static_cast<double>(n_in) * sc;
-      if (ctm == "asymmetric") src = xo / sc;
-      else if (ctm == "align_corners") src = len > 1 ? xo * static_cast<double>(n_in - 1) / (len - 1) : 0;
-      else if (ctm == "pytorch_half_pixel") src = len > 1 ? (xo + 0.5) / sc - 0.5 : 0;
-      else src = (xo + 0.5) / sc - 0.5;
+      if (ctm == "asymmetric")
+        src = xo / sc;
+      else if (ctm == "align_corners")
+        src = len > 1 ? xo * static_cast<double>(n_in - 1) / (len - 1) : 0;
+      else if (ctm == "pytorch_half_pixel")
+        src = len > 1 ? (xo + 0.5) / sc - 0.5 : 0;
+      else
+        src = (xo + 0.5) / sc - 0.5;
       auto value_at = [&](int64_t j) {
         c[d] = std::clamp<int64_t>(j, 0, n_in - 1);
         int64_t off = 0;
@@ -457,10 +468,14 @@ Tensor resize_ref(const Tensor& x, const Shape& out, const std::vector<double>& 
       double v;
       if (mode == "nearest") {
         double j;
-        if (nm == "floor") j = std::floor(src);
-        else if (nm == "ceil") j = std::ceil(src);
-        else if (nm == "round_prefer_ceil") j = std::floor(src + 0.5);
-        else j = std::ceil(src - 0.5);  // round_prefer_floor
+        if (nm == "floor")
+          j = std::floor(src);
+        else if (nm == "ceil")
+          j = std::ceil(src);
+        else if (nm == "round_prefer_ceil")
+          j = std::floor(src + 0.5);
+        else
+          j = std::ceil(src - 0.5);  // round_prefer_floor
         v = value_at(static_cast<int64_t>(j));
       } else {
         src = std::clamp(src, 0.0, static_cast<double>(n_in - 1));
@@ -500,7 +515,8 @@ TEST_CASE("Resize nearest and linear, scales and sizes, coordinate modes", "[ops
     Shape out;
     std::vector<double> scales;
     for (size_t d = 0; d < 4; ++d) {
-      out.push_back(static_cast<int64_t>(std::floor(static_cast<double>(x.shape()[d]) * c.scales[d])));
+      out.push_back(
+          static_cast<int64_t>(std::floor(static_cast<double>(x.shape()[d]) * c.scales[d])));
       scales.push_back(c.scales[d]);
     }
     Tensor want = resize_ref(x, out, scales, c.mode, c.ctm, c.nm);
@@ -514,8 +530,9 @@ TEST_CASE("Resize nearest and linear, scales and sizes, coordinate modes", "[ops
       require_close(r->outputs[0], want, 1e-6);
     }
   }
-  auto bad = run_single_op("Resize", attrs({{"mode", std::string("cubic")}}),
-                           {x, floats({1}, {0}), floats({4}, {1, 1, 2, 2})}, 1, 1, {false, true, true});
+  auto bad =
+      run_single_op("Resize", attrs({{"mode", std::string("cubic")}}),
+                    {x, floats({1}, {0}), floats({4}, {1, 1, 2, 2})}, 1, 1, {false, true, true});
   REQUIRE_FALSE(bad.is_ok());
   CHECK_THAT(bad.status().message(), Catch::Contains("'mode' = 'cubic'"));
 }
@@ -527,8 +544,10 @@ TEST_CASE("IntBinary and Mod: integer arithmetic with numpy semantics", "[ops][i
     Tensor b = random_tensor(TensorDesc{dt, sb}, 32, -9, 9);
     for (int64_t k = 0; k < b.numel(); ++k)  // no zero divisors
       if (at(b, k) == 0) {
-        if (dt == DType::kI64) b.data_as<int64_t>()[k] = 3;
-        else b.data_as<int32_t>()[k] = 3;
+        if (dt == DType::kI64)
+          b.data_as<int64_t>()[k] = 3;
+        else
+          b.data_as<int32_t>()[k] = 3;
       }
     for (const std::string op : {"Add", "Sub", "Mul", "Div", "Mod0", "Mod1"}) {
       Tensor want(TensorDesc{dt, sa});
@@ -538,11 +557,17 @@ TEST_CASE("IntBinary and Mod: integer arithmetic with numpy semantics", "[ops][i
         if (op == "Add") r = x + y;
         if (op == "Sub") r = x - y;
         if (op == "Mul") r = x * y;
-        if (op == "Div") r = static_cast<int64_t>(std::trunc(static_cast<double>(x) / static_cast<double>(y)));
-        if (op == "Mod0") r = x - y * static_cast<int64_t>(std::floor(static_cast<double>(x) / static_cast<double>(y)));
-        if (op == "Mod1") r = static_cast<int64_t>(std::fmod(static_cast<double>(x), static_cast<double>(y)));
-        if (dt == DType::kI64) want.data_as<int64_t>()[i] = r;
-        else want.data_as<int32_t>()[i] = static_cast<int32_t>(r);
+        if (op == "Div")
+          r = static_cast<int64_t>(std::trunc(static_cast<double>(x) / static_cast<double>(y)));
+        if (op == "Mod0")
+          r = x -
+              y * static_cast<int64_t>(std::floor(static_cast<double>(x) / static_cast<double>(y)));
+        if (op == "Mod1")
+          r = static_cast<int64_t>(std::fmod(static_cast<double>(x), static_cast<double>(y)));
+        if (dt == DType::kI64)
+          want.data_as<int64_t>()[i] = r;
+        else
+          want.data_as<int32_t>()[i] = static_cast<int32_t>(r);
       }
       const bool mod = op.rfind("Mod", 0) == 0;
       graph::Attributes at_ = mod ? attrs({{"fmod", int64_t{op == "Mod1"}}}) : attrs({{"op", op}});
@@ -586,8 +611,8 @@ TEST_CASE("ConvTranspose: strides, pads, dilations, groups, output_padding vs th
     Tensor b = random_tensor(TensorDesc{DType::kF32, {m}}, seed++);
     Shape out{c.x[0], m, 0, 0};
     for (size_t d = 0; d < 2; ++d)
-      out[2 + d] = c.strides[d] * (c.x[2 + d] - 1) + c.out_pad[d] + (c.w[2 + d] - 1) * c.dilations[d] +
-                   1 - c.pads[d] - c.pads[d + 2];
+      out[2 + d] = c.strides[d] * (c.x[2 + d] - 1) + c.out_pad[d] +
+                   (c.w[2 + d] - 1) * c.dilations[d] + 1 - c.pads[d] - c.pads[d + 2];
     // Gather form: y[n, m, oh, ow] = b[m] + sum over c, kh, kw with oh = ih * s - p + kh * d.
     Tensor want(TensorDesc{DType::kF32, out});
     for (int64_t i = 0; i < want.numel(); ++i) {
@@ -607,8 +632,11 @@ TEST_CASE("ConvTranspose: strides, pads, dilations, groups, output_padding vs th
           }
       want.data_as<float>()[i] = static_cast<float>(acc);
     }
-    graph::Attributes a = attrs({{"group", c.group}, {"strides", c.strides}, {"pads", c.pads},
-                                 {"dilations", c.dilations}, {"output_padding", c.out_pad}});
+    graph::Attributes a = attrs({{"group", c.group},
+                                 {"strides", c.strides},
+                                 {"pads", c.pads},
+                                 {"dilations", c.dilations},
+                                 {"output_padding", c.out_pad}});
     std::vector<Tensor> ins{x, w};
     if (c.bias) ins.push_back(b);
     for (int threads : {1, 3}) {
@@ -642,9 +670,12 @@ TEST_CASE("CumSum: every axis, exclusive and reverse, float and integer", "[ops]
               const bool take = rev ? (ex ? k > c[a] : k >= c[a]) : (ex ? k < c[a] : k <= c[a]);
               if (take) acc += at(x, i + (k - c[a]) * st[a]);
             }
-            if (dt == DType::kF32) want.data_as<float>()[i] = static_cast<float>(acc);
-            else if (dt == DType::kI64) want.data_as<int64_t>()[i] = static_cast<int64_t>(acc);
-            else want.data_as<int32_t>()[i] = static_cast<int32_t>(acc);
+            if (dt == DType::kF32)
+              want.data_as<float>()[i] = static_cast<float>(acc);
+            else if (dt == DType::kI64)
+              want.data_as<int64_t>()[i] = static_cast<int64_t>(acc);
+            else
+              want.data_as<int32_t>()[i] = static_cast<int32_t>(acc);
           }
           INFO(dtype_name(dt) << " axis " << axis << " exclusive " << ex << " reverse " << rev);
           auto r = run_single_op("CumSum", attrs({{"exclusive", ex}, {"reverse", rev}}),
@@ -694,7 +725,8 @@ TEST_CASE("Einsum: matmul, batched attention, outer, trace, diagonal, implicit, 
         total(TensorDesc{DType::kF32, {}});
     double t = 0, all = 0;
     for (int i = 0; i < 4; ++i) {
-      for (int j = 0; j < 3; ++j) outer.data_as<float>()[i * 3 + j] = static_cast<float>(at(u, i) * at(v, j));
+      for (int j = 0; j < 3; ++j)
+        outer.data_as<float>()[i * 3 + j] = static_cast<float>(at(u, i) * at(v, j));
       for (int j = 0; j < 4; ++j) {
         tr.data_as<float>()[j * 4 + i] = m.data_as<float>()[i * 4 + j];
         all += at(m, i * 4 + j);
@@ -718,7 +750,8 @@ TEST_CASE("Einsum: matmul, batched attention, outer, trace, diagonal, implicit, 
         for (int i = 0; i < 3; ++i)
           for (int k = 0; k < 2; ++k) {
             double s = 0;
-            for (int j = 0; j < 4; ++j) s += at(a, (p * 3 + i) * 4 + j) * at(b, (q * 4 + j) * 2 + k);
+            for (int j = 0; j < 4; ++j)
+              s += at(a, (p * 3 + i) * 4 + j) * at(b, (q * 4 + j) * 2 + k);
             want.data_as<float>()[((p * 5 + q) * 3 + i) * 2 + k] = static_cast<float>(s);
           }
     require_close(run("...ij,...jk->...ik", {a, b}), want, 1e-6);
@@ -800,25 +833,29 @@ TEST_CASE("ScatterElements, ScatterND and GatherND against the definitions", "[o
     Tensor want(TensorDesc{DType::kF32, {3, 4, 2}});
     const int64_t rows[3] = {2, 0, 2};
     for (int t = 0; t < 3; ++t)
-      for (int k = 0; k < 8; ++k) want.data_as<float>()[t * 8 + k] = data.data_as<float>()[rows[t] * 8 + k];
+      for (int k = 0; k < 8; ++k)
+        want.data_as<float>()[t * 8 + k] = data.data_as<float>()[rows[t] * 8 + k];
     auto r = run_single_op("GatherND", {}, {data, idx}, 1, 2);
     if (!r.is_ok()) FAIL(r.status().message());
     require_close(r->outputs[0], want, 0);
     Tensor idx_b = ints(DType::kI64, {3, 2}, {1, 0, 3, 1, 0, 1});  // per batch: (j, k)
     Tensor want_b(TensorDesc{DType::kF32, {3}});
     for (int b = 0; b < 3; ++b)
-      want_b.data_as<float>()[b] = data.data_as<float>()[b * 8 + idx_b.data_as<int64_t>()[b * 2] * 2 +
-                                                         idx_b.data_as<int64_t>()[b * 2 + 1]];
+      want_b.data_as<float>()[b] =
+          data.data_as<float>()[b * 8 + idx_b.data_as<int64_t>()[b * 2] * 2 +
+                                idx_b.data_as<int64_t>()[b * 2 + 1]];
     auto rb = run_single_op("GatherND", attrs({{"batch_dims", int64_t{1}}}), {data, idx_b}, 1, 2);
     if (!rb.is_ok()) FAIL(rb.status().message());
     require_close(rb->outputs[0], want_b, 0);
   }
-  auto bad = run_single_op("ScatterND", {}, {data, ints(DType::kI64, {2, 2}, {0, 0, 1, 1}), floats({3}, {1, 2, 3})});
+  auto bad = run_single_op("ScatterND", {},
+                           {data, ints(DType::kI64, {2, 2}, {0, 0, 1, 1}), floats({3}, {1, 2, 3})});
   REQUIRE_FALSE(bad.is_ok());
   CHECK_THAT(bad.status().message(), Catch::Contains("updates"));
 }
 
-TEST_CASE("Round, Sign, trigonometric, ThresholdedRelu, Shrink, IsNaN, IsInf", "[ops][unary_extra]") {
+TEST_CASE("Round, Sign, trigonometric, ThresholdedRelu, Shrink, IsNaN, IsInf",
+          "[ops][unary_extra]") {
   const std::vector<float> xs = {-2.5f, -1.5f, -0.5f, -0.3f, 0.0f, 0.5f, 0.7f, 1.5f, 2.5f, 3.49f};
   Tensor x = floats({10}, xs);
   auto run = [&](const char* op, const Tensor& in, graph::Attributes a = {}) {
@@ -842,7 +879,8 @@ TEST_CASE("Round, Sign, trigonometric, ThresholdedRelu, Shrink, IsNaN, IsInf", "
   Tensor big = floats({4}, {1.0f, 1.5f, 3.0f, 10.0f});
   auto expect = [&](const char* op, const Tensor& in, double (*f)(double)) {
     Tensor want(in.desc());
-    for (int64_t k = 0; k < in.numel(); ++k) want.data_as<float>()[k] = static_cast<float>(f(at(in, k)));
+    for (int64_t k = 0; k < in.numel(); ++k)
+      want.data_as<float>()[k] = static_cast<float>(f(at(in, k)));
     INFO(op);
     require_close(run(op, in), want, 2e-6);
   };
@@ -865,7 +903,8 @@ TEST_CASE("Round, Sign, trigonometric, ThresholdedRelu, Shrink, IsNaN, IsInf", "
   Tensor special = floats({4}, {NAN, INFINITY, -INFINITY, 1.0f});
   require_close(run("IsNaN", special), floats({4}, {1, 0, 0, 0}), 0);
   require_close(run("IsInf", special), floats({4}, {0, 1, 1, 0}), 0);
-  require_close(run("IsInf", special, attrs({{"detect_negative", int64_t{0}}})), floats({4}, {0, 1, 0, 0}), 0);
+  require_close(run("IsInf", special, attrs({{"detect_negative", int64_t{0}}})),
+                floats({4}, {0, 1, 0, 0}), 0);
 }
 
 TEST_CASE("LRN across channels against the definition", "[ops][lrn]") {
@@ -882,11 +921,13 @@ TEST_CASE("LRN across channels against the definition", "[ops][lrn]") {
         const double v = at(x, ((c[0] * s[1] + k) * s[2] + c[2]) * s[3] + c[3]);
         sq += v * v;
       }
-      want.data_as<float>()[i] = static_cast<float>(at(x, i) / std::pow(bias + alpha / size * sq, beta));
+      want.data_as<float>()[i] =
+          static_cast<float>(at(x, i) / std::pow(bias + alpha / size * sq, beta));
     }
     INFO("size " << size);
-    auto r = run_single_op("LRN", attrs({{"size", size}, {"alpha", alpha}, {"beta", beta}, {"bias", bias}}),
-                           {x}, 1, 3);
+    auto r = run_single_op(
+        "LRN", attrs({{"size", size}, {"alpha", alpha}, {"beta", beta}, {"bias", bias}}), {x}, 1,
+        3);
     if (!r.is_ok()) FAIL(r.status().message());
     require_close(r->outputs[0], want, 1e-6);
   }
