@@ -891,6 +891,26 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
   return emit(op, name, ins, outs, std::move(attrs), where, &n);
 }
 
+// INTS attribute `name` of n, or `count` copies of dflt when it is absent or empty.
+std::vector<int64_t> ints_or(const onnx::Node& n, const char* name, int64_t dflt, size_t count) {
+  const onnx::Attr* a = n.attr(name);
+  std::vector<int64_t> v = a ? a->ints : std::vector<int64_t>{};
+  if (v.empty()) v.assign(count, dflt);
+  return v;
+}
+
+// `n` without attribute `drop` and with `pads` = pads.
+onnx::Node with_pads(const onnx::Node& n, const char* drop, std::vector<int64_t> pads) {
+  onnx::Node out = n;
+  std::erase_if(out.attrs, [&](const onnx::Attr& a) { return a.name == drop || a.name == "pads"; });
+  onnx::Attr p;
+  p.name = "pads";
+  p.type = onnx::kAttrInts;
+  p.ints = std::move(pads);
+  out.attrs.push_back(std::move(p));
+  return out;
+}
+
 Result<onnx::Node> Importer::explicit_pads(const onnx::Node& n, const std::string& where) {
   const std::string mode = n.attr("auto_pad")->s;
   if (mode != "SAME_UPPER" && mode != "SAME_LOWER" && mode != "VALID")
@@ -907,12 +927,7 @@ Result<onnx::Node> Importer::explicit_pads(const onnx::Node& n, const std::strin
     return Status::invalid_graph(where + ": input X " + shape_to_string(x) +
                                  " has no spatial dims");
   const size_t r = x.size() - 2;
-  auto ints_attr = [&](const char* name, int64_t dflt) {
-    const onnx::Attr* a = n.attr(name);
-    std::vector<int64_t> v = a ? a->ints : std::vector<int64_t>{};
-    if (v.empty()) v.assign(r, dflt);
-    return v;
-  };
+  auto ints_attr = [&](const char* name, int64_t dflt) { return ints_or(n, name, dflt, r); };
   std::vector<int64_t> kernel = ints_attr("kernel_shape", 0);
   if (n.op == "Conv" && !n.attr("kernel_shape")) {
     GRAPHI_ASSIGN_OR_RETURN(Shape w, shape_of(1));
@@ -935,15 +950,7 @@ Result<onnx::Node> Importer::explicit_pads(const onnx::Node& n, const std::strin
     pads[d] = mode == "SAME_UPPER" ? small : big;  // SAME_UPPER puts the extra pad at the end
     pads[d + r] = mode == "SAME_UPPER" ? big : small;
   }
-  onnx::Node out = n;
-  std::erase_if(out.attrs,
-                [](const onnx::Attr& a) { return a.name == "auto_pad" || a.name == "pads"; });
-  onnx::Attr p;
-  p.name = "pads";
-  p.type = onnx::kAttrInts;
-  p.ints = pads;
-  out.attrs.push_back(std::move(p));
-  return out;
+  return with_pads(n, "auto_pad", pads);
 }
 
 Result<onnx::Node> Importer::ceil_mode_as_pads(const onnx::Node& n, const std::string& where) {
@@ -956,10 +963,7 @@ Result<onnx::Node> Importer::ceil_mode_as_pads(const onnx::Node& n, const std::s
                                  " has no spatial dims");
   const size_t r = x.size() - 2;
   auto ints_attr = [&](const char* name, int64_t dflt, size_t count) {
-    const onnx::Attr* a = n.attr(name);
-    std::vector<int64_t> v = a ? a->ints : std::vector<int64_t>{};
-    if (v.empty()) v.assign(count, dflt);
-    return v;
+    return ints_or(n, name, dflt, count);
   };
   const std::vector<int64_t> k = ints_attr("kernel_shape", 0, r), st = ints_attr("strides", 1, r),
                              dil = ints_attr("dilations", 1, r);
@@ -986,15 +990,7 @@ Result<onnx::Node> Importer::ceil_mode_as_pads(const onnx::Node& n, const std::s
                                  "is not supported when the last window runs past the padding");
     pads[d + r] += extra;
   }
-  onnx::Node out = n;
-  std::erase_if(out.attrs,
-                [](const onnx::Attr& a) { return a.name == "ceil_mode" || a.name == "pads"; });
-  onnx::Attr p;
-  p.name = "pads";
-  p.type = onnx::kAttrInts;
-  p.ints = pads;
-  out.attrs.push_back(std::move(p));
-  return out;
+  return with_pads(n, "ceil_mode", pads);
 }
 
 Status Importer::translate_1d(const onnx::Node& n, const std::string& name,
