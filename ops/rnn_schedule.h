@@ -108,11 +108,12 @@ std::vector<RnnSchedule> rnn_schedule_candidates(const RnnLayerShape& s);
 
 // Bumped when the sequence kernel changes in a way that can reorder the candidates (a cached
 // choice calibrated on an older kernel is then recalibrated, not reused). 2: one-row GEMV
-// (ops/gemv_rows.h) and the own-units-first exchange at batch 1.
-inline constexpr int kRnnKernelVersion = 2;
+// (ops/gemv_rows.h) and the own-units-first exchange at batch 1. 3: no short hoist chunks when
+// the input weights do not share the L2 with the recurrent ones.
+inline constexpr int kRnnKernelVersion = 3;
 
 // "Intel(R) Xeon(R) Processor|fam 6 model 167|2 cpus|L2 2097152|libxsmm 1.17 (target cpx)|
-// kernel 2" (the last field: kRnnKernelVersion).
+// kernel 3" (the last field: kRnnKernelVersion).
 std::string cpu_signature();
 
 // $GRAPHI_CACHE_DIR/rnn_schedules.json, else $XDG_CACHE_HOME/graphi/rnn_schedules.json, else
