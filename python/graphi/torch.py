@@ -4,7 +4,7 @@
     f = graphi.torch.compile(model, (torch.randn(5, 4, 8),), executors=2, scheduler="cpf")
     y, h, c = f(torch.randn(5, 4, 8))
 
-compile() exports the module with torch.onnx.export (opset 14, eval mode, no dynamic axes: the
+compile() exports the module with torch.onnx.export (opset 17, eval mode, no dynamic axes: the
 input shapes are fixed to those of example_inputs) to a temporary file, opens a graphi.Session
 on it and deletes the file. PyTorch is imported only when compile() is called, so `import graphi`
 works without it.
@@ -13,7 +13,9 @@ import os
 import shutil
 import tempfile
 
-ONNX_OPSET = 14
+# 17: LayerNormalization is one op, and scatter_add keeps duplicate indices (at 14 PyTorch 1.13
+# exports it as ScatterElements into zeros plus Add, which drops them).
+ONNX_OPSET = 17
 
 
 def _flatten(x):
@@ -79,8 +81,11 @@ def compile(module, example_inputs, **session_options):  # noqa: A001 (mirrors t
     tmp = tempfile.mkdtemp(prefix="graphi_torch_")
     try:
         path = os.path.join(tmp, "model.onnx")
-        torch.onnx.export(module, example_inputs, path, input_names=input_names,
-                          output_names=output_names, opset_version=ONNX_OPSET)
+        # Under no_grad, nn.MultiheadAttention and nn.TransformerEncoderLayer take PyTorch's fused
+        # fast path, which torch.onnx.export cannot export (aten::_native_multi_head_attention).
+        with torch.enable_grad():
+            torch.onnx.export(module, example_inputs, path, input_names=input_names,
+                              output_names=output_names, opset_version=ONNX_OPSET)
         session = Session(path, **session_options)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
