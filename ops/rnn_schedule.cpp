@@ -190,6 +190,10 @@ int64_t default_chunk(const RnnLayerShape &s) {
 
 int default_tile(int64_t rows) { return rows <= 2 ? 256 : 32; }
 int alt_tile(int64_t rows) { return rows <= 2 ? 128 : 64; }
+// GEMV-like steps whose recurrent weights stay in L2 (no zigzag): one panel of up to 4096
+// columns (the thread's whole slab, row-major). LSTM h256 b1, 2 threads, boosted, 8 interleaved
+// runs: 0.655 ms against 0.666 (tile 128) and 0.665 (256); GRU(lbr) 0.502 against 0.518 / 0.515.
+constexpr int kSlabTile = 4096;
 
 // Bytes of recurrent weights one thread of partition xj streams per step.
 int64_t rec_bytes_per_thread(const RnnLayerShape &s, int xj) {
@@ -254,7 +258,9 @@ std::vector<RnnSchedule> rnn_schedule_candidates(const RnnLayerShape &s) {
           input_bytes_per_thread(s, xj) + rec_bytes_per_thread(s, xj) <= s.l2_bytes;
       for (int64_t chunk : chunks) {
         if (chunk < default_chunk(s) && !w_shares_l2) continue;
-        for (int tile : {default_tile(rows), alt_tile(rows)})
+        std::vector<int> tiles = {default_tile(rows), alt_tile(rows)};
+        if (rows <= 2 && !big) tiles.push_back(kSlabTile);
+        for (int tile : tiles)
           for (int zz = big ? 1 : 0; zz >= 0; --zz) {
             RnnSchedule c;
             c.threads = p;

@@ -173,9 +173,12 @@ TEST_CASE("rnn schedule: analytical default and candidates of small layers", "[r
     CHECK(d.rec_tile == 256);
     CHECK_FALSE(d.zigzag);  // 512 KiB of R per thread, within half of 2 MiB
     auto c = ops::rnn_schedule_candidates(s);
-    // p in {2 (1x2), 1 (1x1)} x chunk {100, 8, 1} x tile {256, 128}, no zigzag.
-    CHECK(c.size() == 12);
+    // p in {2 (1x2), 1 (1x1)} x chunk {100, 8, 1} x tile {256, 128, 4096 (the whole slab: R
+    // stays in L2)}, no zigzag.
+    CHECK(c.size() == 18);
     CHECK(c.front() == d);
+    CHECK(std::count_if(c.begin(), c.end(), [](const auto &x) { return x.rec_tile == 4096; }) ==
+          6);
     for (size_t i = 0; i < c.size(); ++i)
       for (size_t j = i + 1; j < c.size(); ++j) CHECK_FALSE(c[i] == c[j]);
   }
@@ -203,6 +206,7 @@ TEST_CASE("rnn schedule: analytical default and candidates of small layers", "[r
     // of all 100 steps only (short chunks would re-read W from L3 per chunk).
     CHECK(c.size() == 2 * 1 * 2 * 2);
     for (const auto &x : c) CHECK(x.chunk == 100);
+    for (const auto &x : c) CHECK(x.rec_tile != 4096);  // no whole-slab panel with zigzag
   }
   SECTION("LSTM H=256 batch 1: W and R share the L2, short chunks stay candidates") {
     auto c = ops::rnn_schedule_candidates(lstm_shape(100, 1, 256, 2));
