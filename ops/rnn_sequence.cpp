@@ -38,7 +38,6 @@
 #include <set>
 #include <thread>
 
-#include "ops/activations.h"
 #include "ops/pcp_partition.h"
 #include "ops/registry.h"
 #include "ops/rnn_schedule.h"
@@ -814,17 +813,12 @@ void RnnSequenceKernel::plan_partition() {
   const int64_t hoist_rows = s_.layout == 1 ? chunk_
                              : best_xi == 1 ? chunk_ * B
                                             : (B + best_xi - 1) / best_xi;
-  // Up to 8 rows (batch 1, 8-step chunks) on AVX-512: 48-column panels, so LIBXSMM's tile is
-  // 8 rows x 3 vectors (24 accumulators) instead of 8 x 2. LSTM h256 b1, 2 threads, boosted, 4
-  // interleaved runs: 0.629 ms against 0.653 (32 columns), GRU(lbr) 0.494 against 0.504 (16:
-  // 0.71 / 0.54, 64: 0.67 / 0.50). More rows keep 32 (batch 10/20 were mixed with 48).
-  const int64_t hoist_cols = hoist_rows <= 8 && active_simd_isa() == SimdIsa::kAvx512 ? 48 : 32;
   for (Segment& seg : solo_.segs) {
     const int64_t w = seg.j1 - seg.j0;
     auto panel = [&](int64_t cols, int64_t want) {
       return std::min(round_up(cols, kLine), round_up(std::max<int64_t>(want, kLine), kLine));
     };
-    seg.pw_w = panel(G * w, hoist_rows <= 2 ? 256 : hoist_cols);
+    seg.pw_w = panel(G * w, hoist_rows <= 2 ? 256 : 32);
     seg.pw_r0 = panel(g0_ * w, schedule_.rec_tile);
     seg.pw_r1 = panel(w, schedule_.rec_tile);
     seg.wp_off = slabs_floats_;
