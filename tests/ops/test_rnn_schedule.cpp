@@ -277,7 +277,10 @@ TEST_CASE("rnn schedule: every candidate schedule matches the reference", "[rnn_
                       {"LSTM", 12, 1, 24, 72, false},
                       {"GRU", 17, 4, 18, 36, false},
                       {"GRU", 17, 2, 18, 50, true},
-                      {"RNN", 11, 5, 9, 33, false}};
+                      {"RNN", 11, 5, 9, 33, false},
+                      // Batch 1, T > 16 (8-step chunks and the whole-slab panel are candidates).
+                      {"LSTM", 19, 1, 20, 40, false},
+                      {"RNN", 18, 1, 9, 33, false}};
   uint64_t seed = 100;
   for (const L &spec : layers) {
     Layer l = make_layer(spec.op, spec.T, spec.B, spec.I, spec.H, spec.lbr, seed += 10);
