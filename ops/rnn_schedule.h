@@ -110,8 +110,9 @@ std::vector<RnnSchedule> rnn_schedule_candidates(const RnnLayerShape& s);
 // choice calibrated on an older kernel is then recalibrated, not reused). 2: one-row GEMV
 // (ops/gemv_rows.h) and the own-units-first exchange at batch 1. 3: no short hoist chunks when
 // the input weights do not share the L2 with the recurrent ones. 4: a whole-slab panel width
-// among the candidates of GEMV-like steps whose weights stay in L2.
-inline constexpr int kRnnKernelVersion = 4;
+// among the candidates of GEMV-like steps whose weights stay in L2. 5: short hoist chunks for
+// GEMV-like steps only while the thread's W and R fill at most 3/4 of its L2.
+inline constexpr int kRnnKernelVersion = 5;
 
 // "Intel(R) Xeon(R) Processor|fam 6 model 167|2 cpus|L2 2097152|libxsmm 1.17 (target cpx)|
 // kernel 3" (the last field: kRnnKernelVersion).
