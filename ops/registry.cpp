@@ -36,7 +36,6 @@ Registry& process_table() {
     register_cumsum_op(*r);
     register_einsum_op(*r);
     register_scatter_gather_nd_ops(*r);
-    register_unary_extra_ops(*r);
     register_lrn_op(*r);
     return r;
   }();

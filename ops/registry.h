@@ -70,7 +70,7 @@ void register_conv_pool_ops(Registry& r);    // ops/conv_pool.cpp: Conv, MaxPool
 void register_rnn_ops(Registry& r);          // ops/rnn_sequence.cpp: LSTM, GRU, RNN
 void register_onnx_view_ops(Registry& r);    // ops/onnx_view_ops.cpp: Gather
 void register_phased_lstm_op(Registry& r);  // ops/phased_lstm.cpp: PhasedLSTM
-void register_unary_ops(Registry& r);       // ops/unary_ops.cpp: Exp, Log, Erf, LeakyRelu, ..., Clip
+void register_unary_ops(Registry& r);       // ops/unary_ops.cpp: Exp, Log, Erf, LeakyRelu, ..., Clip, Round, trig, IsNaN, IsInf
 void register_reduce_ops(Registry& r);      // ops/reduce_ops.cpp: Pow, ReduceMean, ReduceSum, ... (10 Reduce ops)
 void register_pad_op(Registry& r);          // ops/pad.cpp: Pad
 void register_logic_ops(Registry& r);       // ops/logic_ops.cpp: Equal, Less, ..., And, Or, Not, Where, Max, Min
@@ -85,7 +85,6 @@ void register_conv_transpose_op(Registry& r);  // ops/conv_transpose.cpp: ConvTr
 void register_cumsum_op(Registry& r);        // ops/cumsum.cpp: CumSum
 void register_einsum_op(Registry& r);        // ops/einsum.cpp: Einsum
 void register_scatter_gather_nd_ops(Registry& r);  // ops/scatter_gather_nd.cpp: ScatterElements, ScatterND, GatherND
-void register_unary_extra_ops(Registry& r);  // ops/unary_extra_ops.cpp: Round, Sign, Tan, Asin, ..., IsNaN, IsInf
 void register_lrn_op(Registry& r);           // ops/lrn.cpp: LRN
 
 }  // namespace graphi::ops

@@ -1,10 +1,13 @@
 // Unary elementwise ops with ONNX semantics, float32: Exp, Log, Sqrt, Neg, Abs, Reciprocal, Erf,
 // Softplus, Softsign, Floor, Ceil, Sin, Cos, LeakyRelu(alpha), Elu(alpha), Selu(alpha, gamma),
-// HardSigmoid(alpha, beta) and Clip (min/max as
+// HardSigmoid(alpha, beta), Round (halves to even), Sign, Tan, Asin, Acos, Atan, Sinh, Cosh,
+// Asinh, Acosh, Atanh, ThresholdedRelu(alpha), Shrink(bias, lambd), IsNaN, IsInf (bools as
+// float32 0/1) and Clip (min/max as
 // attributes before opset 11, as optional scalar inputs from opset 11; the inputs are read at
 // run time, so constant and computed bounds both work). Plain loops, one per op, that the
 // compiler vectorizes where libm allows; the team splits the flat tensor in cache lines.
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 #include "ops/registry.h"
@@ -31,11 +34,27 @@ enum class Unary {
   kSin,
   kCos,
   kSelu,
-  kSoftsign
+  kSoftsign,
+  kRound,
+  kSign,
+  kTan,
+  kAsin,
+  kAcos,
+  kAtan,
+  kSinh,
+  kCosh,
+  kAsinh,
+  kAcosh,
+  kAtanh,
+  kThresholdedRelu,
+  kShrink,
+  kIsNaN,
+  kIsInf
 };
 
 struct UnaryParams {
-  float alpha = 0, beta = 0;  // Selu: alpha, gamma (as beta)
+  float alpha = 0, beta = 0;  // Selu: alpha, gamma (as beta); Shrink: lambd, bias (as beta)
+  bool pos = true, neg = true;  // IsInf: detect_positive, detect_negative
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
 };
@@ -109,6 +128,53 @@ void unary_loop(Unary kind, const UnaryParams& p, const float* x, float* y, int6
     case Unary::kSoftsign:
       for (int64_t i = 0; i < n; ++i) y[i] = x[i] / (1.0f + std::fabs(x[i]));
       break;
+    case Unary::kRound:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::nearbyint(x[i]);  // default mode: to even
+      break;
+    case Unary::kSign:
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? 1.0f : x[i] < 0 ? -1.0f : x[i];
+      break;
+    case Unary::kTan:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::tan(x[i]);
+      break;
+    case Unary::kAsin:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::asin(x[i]);
+      break;
+    case Unary::kAcos:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::acos(x[i]);
+      break;
+    case Unary::kAtan:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::atan(x[i]);
+      break;
+    case Unary::kSinh:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::sinh(x[i]);
+      break;
+    case Unary::kCosh:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::cosh(x[i]);
+      break;
+    case Unary::kAsinh:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::asinh(x[i]);
+      break;
+    case Unary::kAcosh:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::acosh(x[i]);
+      break;
+    case Unary::kAtanh:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::atanh(x[i]);
+      break;
+    case Unary::kThresholdedRelu:
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] > p.alpha ? x[i] : 0.0f;
+      break;
+    case Unary::kShrink:
+      for (int64_t i = 0; i < n; ++i)
+        y[i] = x[i] < -p.alpha ? x[i] + p.beta : x[i] > p.alpha ? x[i] - p.beta : 0.0f;
+      break;
+    case Unary::kIsNaN:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::isnan(x[i]) ? 1.0f : 0.0f;
+      break;
+    case Unary::kIsInf:
+      for (int64_t i = 0; i < n; ++i)
+        y[i] = std::isinf(x[i]) && ((x[i] > 0 && p.pos) || (x[i] < 0 && p.neg)) ? 1.0f : 0.0f;
+      break;
   }
 }
 
@@ -136,6 +202,19 @@ Result<UnaryParams> params_of(Unary kind, const graph::Node& node, const std::st
                             graph::attr_float(a, where, "gamma", 1.05070102214813232421875));
     p.alpha = static_cast<float>(alpha);
     p.beta = static_cast<float>(gamma);
+  } else if (kind == Unary::kThresholdedRelu) {
+    GRAPHI_ASSIGN_OR_RETURN(double alpha, graph::attr_float(a, where, "alpha", 1.0));
+    p.alpha = static_cast<float>(alpha);
+  } else if (kind == Unary::kShrink) {
+    GRAPHI_ASSIGN_OR_RETURN(double bias, graph::attr_float(a, where, "bias", 0.0));
+    GRAPHI_ASSIGN_OR_RETURN(double lambd, graph::attr_float(a, where, "lambd", 0.5));
+    p.alpha = static_cast<float>(lambd);
+    p.beta = static_cast<float>(bias);
+  } else if (kind == Unary::kIsInf) {
+    GRAPHI_ASSIGN_OR_RETURN(int64_t pos, graph::attr_int(a, where, "detect_positive", 1));
+    GRAPHI_ASSIGN_OR_RETURN(int64_t neg, graph::attr_int(a, where, "detect_negative", 1));
+    p.pos = pos != 0;
+    p.neg = neg != 0;
   } else if (kind == Unary::kClip) {
     GRAPHI_ASSIGN_OR_RETURN(double lo, graph::attr_float(a, where, "min", -HUGE_VAL));
     GRAPHI_ASSIGN_OR_RETURN(double hi, graph::attr_float(a, where, "max", HUGE_VAL));
@@ -218,7 +297,11 @@ std::unique_ptr<Kernel> make_unary_op() {
       "exp_f32",          "log_f32",  "sqrt_f32",     "neg_f32",        "abs_f32",
       "reciprocal_f32",   "erf_f32",  "softplus_f32", "leaky_relu_f32", "elu_f32",
       "hard_sigmoid_f32", "clip_f32", "floor_f32",    "ceil_f32",       "sin_f32",
-      "cos_f32",          "selu_f32", "softsign_f32"};
+      "cos_f32",          "selu_f32", "softsign_f32", "round_f32",    "sign_f32",
+      "tan_f32",          "asin_f32", "acos_f32",     "atan_f32",       "sinh_f32",
+      "cosh_f32",         "asinh_f32", "acosh_f32",   "atanh_f32",      "thresholded_relu_f32",
+      "shrink_f32",       "isnan_f32", "isinf_f32"};
+  static_assert(std::size(kNames) == static_cast<size_t>(Unary::kIsInf) + 1);
   return std::make_unique<UnaryOpKernel>(K, kNames[static_cast<int>(K)]);
 }
 
@@ -248,6 +331,21 @@ void register_unary_ops(Registry& r) {
   r.add(unary_def<Unary::kCos, 8>("Cos"));
   r.add(unary_def<Unary::kSelu, 8>("Selu"));
   r.add(unary_def<Unary::kSoftsign, 4>("Softsign"));
+  r.add(unary_def<Unary::kRound, 8>("Round"));
+  r.add(unary_def<Unary::kSign, 8>("Sign"));
+  r.add(unary_def<Unary::kTan, 8>("Tan"));
+  r.add(unary_def<Unary::kAsin, 8>("Asin"));
+  r.add(unary_def<Unary::kAcos, 8>("Acos"));
+  r.add(unary_def<Unary::kAtan, 8>("Atan"));
+  r.add(unary_def<Unary::kSinh, 8>("Sinh"));
+  r.add(unary_def<Unary::kCosh, 8>("Cosh"));
+  r.add(unary_def<Unary::kAsinh, 8>("Asinh"));
+  r.add(unary_def<Unary::kAcosh, 8>("Acosh"));
+  r.add(unary_def<Unary::kAtanh, 8>("Atanh"));
+  r.add(unary_def<Unary::kThresholdedRelu, 8>("ThresholdedRelu"));
+  r.add(unary_def<Unary::kShrink, 8>("Shrink"));
+  r.add(unary_def<Unary::kIsNaN, 8>("IsNaN"));
+  r.add(unary_def<Unary::kIsInf, 8>("IsInf"));
 }
 
 }  // namespace graphi::ops
