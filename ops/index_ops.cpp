@@ -126,7 +126,8 @@ struct TopKParams {
 
 Result<TopKParams> topk_params(const NodeView& v) {
   GRAPHI_RETURN_IF_ERROR(expect_inputs(v, 1, 2, 1));
-  GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 0, "X", {DType::kF32}));
+  // int64/int32 X: pack_padded_sequence(enforce_sorted=False) exports a TopK over the lengths.
+  GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 0, "X", {DType::kF32, DType::kI32, DType::kI64}));
   TopKParams p;
   GRAPHI_ASSIGN_OR_RETURN(p.l, axis_lanes(v, v.in(0), -1));
   if (v.has_input(1)) {
@@ -152,7 +153,7 @@ Result<std::vector<TensorDesc>> infer_topk(const graph::InferContext& ctx) {
   GRAPHI_ASSIGN_OR_RETURN(TopKParams p, topk_params(v));
   Shape out = v.in(0).shape;
   out[static_cast<size_t>(p.l.axis)] = p.k;
-  return std::vector<TensorDesc>{TensorDesc{DType::kF32, out}, TensorDesc{DType::kI64, out}};
+  return std::vector<TensorDesc>{TensorDesc{v.in(0).dtype, out}, TensorDesc{DType::kI64, out}};
 }
 
 class TopKKernel final : public Kernel {
@@ -161,25 +162,40 @@ class TopKKernel final : public Kernel {
     GRAPHI_ASSIGN_OR_RETURN(p_, topk_params(NodeView::of_kernel(ctx)));
     if (ctx.outputs.size() != 2) return Status::unsupported("expects 2 outputs");
     team_ = std::max(1, ctx.team_size);
+    dtype_ = ctx.inputs[0]->dtype;
     return Status::ok();
   }
   size_t scratch_bytes() const override {
     return static_cast<size_t>(team_) * static_cast<size_t>(p_.l.len) * sizeof(int64_t);
   }
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    switch (dtype_) {
+      case DType::kI32:
+        return run_typed<int32_t>(team, io);
+      case DType::kI64:
+        return run_typed<int64_t>(team, io);
+      default:
+        return run_typed<float>(team, io);
+    }
+  }
+  const char* name() const override { return "topk"; }
+
+ private:
+  template <typename T>
+  void run_typed(const TeamContext& team, const Buffers& io) const noexcept {
     const AxisLanes& l = p_.l;
-    const auto* x = static_cast<const float*>(io.inputs[0]);
-    auto* vals = static_cast<float*>(io.outputs[0]);
+    const auto* x = static_cast<const T*>(io.inputs[0]);
+    auto* vals = static_cast<T*>(io.outputs[0]);
     auto* idx = static_cast<int64_t*>(io.outputs[1]);
     int64_t* order = static_cast<int64_t*>(team.scratch) + team.ithr * l.len;
     auto [begin, end] = team_range(l.outer * l.inner, team.ithr, team.nthr);
     for (int64_t lane = begin; lane < end; ++lane) {
       const int64_t o = lane / l.inner, i = lane % l.inner;
-      const float* p = x + o * l.len * l.inner + i;
+      const T* p = x + o * l.len * l.inner + i;
       for (int64_t k = 0; k < l.len; ++k) order[k] = k;
       // Larger (smaller) first; equal values keep index order.
       auto before = [&](int64_t a, int64_t b) {
-        const float va = p[a * l.inner], vb = p[b * l.inner];
+        const T va = p[a * l.inner], vb = p[b * l.inner];
         if (va != vb) return p_.largest ? va > vb : va < vb;
         return a < b;
       };
@@ -191,11 +207,10 @@ class TopKKernel final : public Kernel {
       }
     }
   }
-  const char* name() const override { return "topk_f32"; }
 
- private:
   TopKParams p_;
   int team_ = 1;
+  DType dtype_ = DType::kF32;
 };
 
 std::unique_ptr<Kernel> make_topk() { return std::make_unique<TopKKernel>(); }

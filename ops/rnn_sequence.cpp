@@ -202,14 +202,6 @@ Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* co
                                    "' must be 0 or 1, got " + std::to_string(search));
     s.schedule_search = static_cast<int>(search);
   }
-  for (const char* a : {"activation_alpha", "activation_beta"}) {
-    const graph::Attribute* attr = node.attrs.find(a);
-    if (!attr) continue;
-    const auto* floats = std::get_if<std::vector<double>>(attr);
-    if (floats && floats->empty()) continue;
-    return Status::unsupported(where + ": attribute '" + a +
-                               "' is not supported (no supported activation takes parameters)");
-  }
   // Activations: the ONNX defaults, and for RNN any of Tanh/Relu/Sigmoid per direction.
   {
     const int per_dir = lstm ? 3 : gru ? 2 : 1;
@@ -254,6 +246,16 @@ Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* co
         }
       }
     }
+  }
+
+  // After the activations, so an unsupported activation is named rather than its alpha.
+  for (const char* a : {"activation_alpha", "activation_beta"}) {
+    const graph::Attribute* attr = node.attrs.find(a);
+    if (!attr) continue;
+    const auto* floats = std::get_if<std::vector<double>>(attr);
+    if (floats && floats->empty()) continue;
+    return Status::unsupported(where + ": attribute '" + a +
+                               "' is not supported (no supported activation takes parameters)");
   }
 
   // Shapes.
