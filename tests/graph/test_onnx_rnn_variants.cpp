@@ -1,0 +1,156 @@
+// Recurrent models as users export or build them (tests/data/onnx_rnn_variants, built by
+// make_variants.py): nn.LSTM/GRU/RNN exports over batch_first, bidirectional, 1-3 layers, bias,
+// initial states, partial outputs, dynamic axes and opsets 9-17; cells in Python loops;
+// pack_padded_sequence; and onnx.helper nodes with peepholes, clip, input_forget, reverse,
+// uneven sequence_lens, layout 1, optional outputs named '', explicit activations and
+// linear_before_reset, against PyTorch's outputs or a numpy implementation of the ONNX spec.
+// Every MANIFEST model is loaded as the CLI loads it (engine::load_model with its --dim values),
+// run with the default graph passes on 1 and 2 threads and without them (`--no-fuse`), and
+// compared: 1e-4 of the output's scale plus 1e-5 absolute. Every gap is refused (kUnsupported)
+// with an error that starts with the file and says what is not supported.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "engine/model_loader.h"
+#include "engine/session.h"
+#include "graph/npy.h"
+
+using namespace graphi;
+
+namespace {
+
+const std::string kDir = std::string(GRAPHI_SOURCE_DIR) + "/tests/data/onnx_rnn_variants/";
+
+struct Variant {
+  std::string name;
+  std::map<std::string, int64_t> dims;
+};
+
+std::vector<Variant> manifest() {
+  std::vector<Variant> out;
+  std::ifstream f(kDir + "MANIFEST");
+  std::string line;
+  while (std::getline(f, line)) {
+    std::istringstream ss(line);
+    Variant v;
+    if (!(ss >> v.name) || v.name[0] == '#') continue;
+    std::string d;
+    while (ss >> d) {
+      const size_t eq = d.find('=');
+      if (eq != std::string::npos) v.dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+// Empty when `got` matches float32 `want` within 1e-5 + 1e-4 * max|want|, else what differs.
+std::string compare(const Tensor& got, const Tensor& want) {
+  if (got.shape() != want.shape())
+    return "shape " + shape_to_string(got.shape()) + " vs " + shape_to_string(want.shape());
+  if (got.dtype() != DType::kF32 || want.dtype() != DType::kF32) return "not float32";
+  const float* g = got.data_as<float>();
+  const float* w = want.data_as<float>();
+  double scale = 0;
+  for (int64_t k = 0; k < want.numel(); ++k) scale = std::max(scale, std::fabs(double(w[k])));
+  const double tol = 1e-5 + 1e-4 * scale;
+  for (int64_t k = 0; k < want.numel(); ++k) {
+    if (std::fabs(double(g[k]) - w[k]) <= tol) continue;  // false for NaN
+    std::ostringstream m;
+    m << "element " << k << ": " << g[k] << " vs " << w[k] << " (tolerance " << tol << ")";
+    return m.str();
+  }
+  return "";
+}
+
+// Runs `graph` on the variant's inputs and compares every output with the reference.
+void check_variant(const Variant& v, std::shared_ptr<const graph::Graph> graph, int threads) {
+  engine::SessionOptions so;
+  so.pin = false;
+  so.threads = threads;
+  auto s = engine::Session::create(graph, so);
+  if (!s.is_ok()) FAIL(s.status().message());
+  engine::NamedTensors feed;
+  for (size_t k = 0; k < graph->inputs().size(); ++k) {
+    auto t = graph::read_npy(kDir + v.name + ".in" + std::to_string(k) + ".npy");
+    REQUIRE(t.is_ok());
+    feed.emplace_back(graph->value(graph->inputs()[k]).name, std::move(*t));
+  }
+  auto out = (*s)->run(feed);
+  if (!out.is_ok()) FAIL(out.status().message());
+  REQUIRE(out->size() == graph->outputs().size());
+  for (size_t k = 0; k < out->size(); ++k) {
+    auto want = graph::read_npy(kDir + v.name + ".out" + std::to_string(k) + ".npy");
+    REQUIRE(want.is_ok());
+    INFO("output " << k << " '" << (*out)[k].first << "', " << threads << " thread(s)");
+    CHECK(compare((*out)[k].second, *want) == "");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("onnx rnn variants: every exported or hand-built RNN matches its reference",
+          "[onnx][rnn_variants]") {
+  const std::vector<Variant> variants = manifest();
+  REQUIRE(variants.size() >= 60);
+  for (const Variant& v : variants) {
+    DYNAMIC_SECTION("variant " << v.name) {
+      graph::ImportOptions io;
+      io.dims = v.dims;
+      auto g = engine::load_model(kDir + v.name + ".onnx", io);
+      if (!g.is_ok()) FAIL(g.status().message());
+      {
+        INFO("--no-fuse (graph as stored)");
+        check_variant(v, *g, 1);
+      }
+      auto opt = engine::optimize_graph(*g);
+      if (!opt.is_ok()) FAIL(opt.status().message());
+      INFO("graph passes: " << opt->summary);
+      check_variant(v, opt->graph, 1);
+      check_variant(v, opt->graph, 2);
+    }
+  }
+}
+
+TEST_CASE("onnx rnn variants: the hand-written cell loops are fused into sequence ops",
+          "[onnx][rnn_variants]") {
+  // PyTorch LSTMCell/GRUCell/RNNCell in a Python loop export as unrolled plain ops; the default
+  // passes must turn each layer into one sequence op (and the numbers above match either way).
+  for (const Variant& v : manifest()) {
+    if (v.name.rfind("pt_cell_", 0) != 0) continue;
+    INFO("variant " << v.name);
+    auto g = engine::load_model(kDir + v.name + ".onnx");
+    REQUIRE(g.is_ok());
+    auto opt = engine::optimize_graph(*g);
+    REQUIRE(opt.is_ok());
+    int seq_ops = 0;
+    for (const graph::Node& n : opt->graph->nodes())
+      if (n.op == "LSTM" || n.op == "GRU" || n.op == "RNN") ++seq_ops;
+    CHECK(seq_ops >= 1);
+  }
+}
+
+TEST_CASE("onnx rnn variants: unsupported RNN options are refused naming file, node and field",
+          "[onnx][rnn_variants]") {
+  // gaps/EXPECTED: NAME<TAB>text the error must contain (make_variants.py).
+  std::ifstream f(kDir + "gaps/EXPECTED");
+  std::string line;
+  int cases = 0;
+  while (std::getline(f, line)) {
+    const size_t tab = line.find('\t');
+    if (tab == std::string::npos) continue;
+    const std::string name = line.substr(0, tab), expect = line.substr(tab + 1);
+    const std::string path = kDir + "gaps/" + name + ".onnx";
+    INFO("gap " << name);
+    auto g = engine::load_model(path);
+    REQUIRE_FALSE(g.is_ok());
+    CHECK(g.status().code() == StatusCode::kUnsupported);
+    CHECK_THAT(g.status().message(), Catch::StartsWith(path) &&
+                                         Catch::Contains(name + "_node") &&
+                                         Catch::Contains(expect));
+    ++cases;
+  }
+  CHECK(cases >= 5);
+}
