@@ -79,6 +79,7 @@ def _act(name, alpha, beta):
 
 _TAKES_ALPHA = {"hardsigmoid", "leakyrelu", "affine", "scaledtanh", "thresholdedrelu", "elu"}
 _TAKES_BETA = {"hardsigmoid", "affine", "scaledtanh"}
+_ACT_NAMES = {"sigmoid", "tanh", "relu", "softsign", "softplus"} | _TAKES_ALPHA
 
 
 def _activations(kind, names, alphas, betas, num_dir):
@@ -187,14 +188,15 @@ def _rng(seed):
 def helper_case(name, kind, T, Bt, I, H, seed, direction="forward", layout=0, bias=True,
                 peephole=False, seq_lens=None, seq_lens_input=False, seq_lens_dtype=np.int32,
                 init_h=False, init_c=False, states_as_inputs=True, outputs=("Y", "Y_h", "Y_c"),
-                attrs=None, opset=14, hidden_attr=True, weights_as_inputs=False, gap=None):
+                attrs=None, opset=14, hidden_attr=True, weights_as_inputs=False, dtype=np.float32,
+                gap=None):
     """One LSTM/GRU/RNN node. outputs: the node's output names ('' = absent) are `Y`, `Y_h`,
     `Y_c` in order; the non-empty ones are the graph outputs."""
     attrs = dict(attrs or {})
     rng = _rng(seed)
     D = 2 if direction == "bidirectional" else 1
     G = {"LSTM": 4, "GRU": 3, "RNN": 1}[kind]
-    f32 = lambda *s: rng.uniform(-0.6, 0.6, size=s).astype(np.float32)
+    f32 = lambda *s: rng.uniform(-0.6, 0.6, size=s).astype(dtype)
     X = f32(Bt, T, I) if layout == 1 else f32(T, Bt, I)
     W, R = f32(D, G * H, I), f32(D, G * H, H)
     Bv = f32(D, 2 * G * H) if bias else None
@@ -209,7 +211,8 @@ def helper_case(name, kind, T, Bt, I, H, seed, direction="forward", layout=0, bi
         if arr is None:
             return ""
         if as_input:
-            et = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int32): TensorProto.INT32,
+            et = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorProto.DOUBLE,
+                  np.dtype(np.int32): TensorProto.INT32,
                   np.dtype(np.int64): TensorProto.INT64}[arr.dtype]
             graph_inputs.append(helper.make_tensor_value_info(nm, et, list(arr.shape)))
             feeds.append(arr)
@@ -235,13 +238,17 @@ def helper_case(name, kind, T, Bt, I, H, seed, direction="forward", layout=0, bi
     if layout:
         attrs["layout"] = layout
     node = helper.make_node(kind, node_inputs, outs, name=name + "_node", **attrs)
+    # A gap may use an activation ONNX does not define: its outputs only need shapes.
+    known = not gap or all(a.lower() in _ACT_NAMES for a in attrs.get("activations", []))
     ref = onnx_rnn(kind, X, W, R, Bv, lens, h0, c0, Pv, direction=direction, layout=layout,
                    clip=attrs.get("clip"), input_forget=attrs.get("input_forget", 0),
                    linear_before_reset=attrs.get("linear_before_reset", 0),
-                   activations=attrs.get("activations"), alpha=attrs.get("activation_alpha"),
-                   beta=attrs.get("activation_beta"))
+                   activations=attrs.get("activations") if known else None,
+                   alpha=attrs.get("activation_alpha"), beta=attrs.get("activation_beta"))
     ref_by_name = dict(zip(["Y", "Y_h", "Y_c"], ref))
-    graph_outputs = [helper.make_tensor_value_info(o, TensorProto.FLOAT, list(ref_by_name[o].shape))
+    graph_outputs = [helper.make_tensor_value_info(o, TensorProto.DOUBLE if dtype == np.float64
+                                                   else TensorProto.FLOAT,
+                                                   list(ref_by_name[o].shape))
                      for o in outs if o]
     g = helper.make_graph([node], name, graph_inputs, graph_outputs, inits)
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
@@ -317,21 +324,47 @@ def helper_cases():
         init_h=True)
     add("h_rnn_only_yh_seqlens", "RNN", 5, 7, 3, 5, 45, outputs=("", "Y_h"),
         seq_lens=[5, 1, 2, 3, 4, 5, 2])
-    # Activations graphi does not run (refused with their name).
+    # Activations the fused kernels do not run: the importer unrolls these nodes into plain ops.
     add("h_lstm_hardsigmoid", "LSTM", 4, 2, 3, 5, 50,
         attrs={"activations": ["HardSigmoid", "Tanh", "Tanh"], "activation_alpha": [0.2],
-               "activation_beta": [0.5]}, gap="activations")
+               "activation_beta": [0.5]})
+    add("h_lstm_hardsigmoid_keras", "LSTM", 5, 3, 4, 6, 55, init_h=True, init_c=True,
+        attrs={"activations": ["HardSigmoid", "Tanh", "Tanh"]})
     add("h_lstm_relu_acts", "LSTM", 4, 2, 3, 5, 51,
-        attrs={"activations": ["Sigmoid", "Relu", "Relu"]}, gap="activations")
+        attrs={"activations": ["Sigmoid", "Relu", "Relu"]})
+    add("h_lstm_acts_bi_all_options", "LSTM", 5, 3, 4, 5, 56, layout=1, peephole=True,
+        direction="bidirectional", seq_lens=[5, 2, 4], seq_lens_input=True, init_h=True,
+        init_c=True, attrs={"activations": ["HardSigmoid", "Softsign", "Elu",
+                                            "Sigmoid", "ScaledTanh", "Tanh"],
+                            "activation_alpha": [0.25, 0.9, 1.5],
+                            "activation_beta": [0.45, 0.8], "clip": 1.5})
+    add("h_lstm_acts_input_forget_rev", "LSTM", 4, 2, 3, 5, 57, direction="reverse",
+        attrs={"activations": ["HardSigmoid", "Tanh", "Softplus"], "input_forget": 1},
+        outputs=("", "Y_h", "Y_c"))
     add("h_gru_leakyrelu", "GRU", 4, 2, 3, 5, 52,
-        attrs={"activations": ["Sigmoid", "LeakyRelu"], "activation_alpha": [0.1]},
-        gap="activations")
+        attrs={"activations": ["Sigmoid", "LeakyRelu"], "activation_alpha": [0.1]})
+    add("h_gru_hardsigmoid_lbr1_bi_seqlens", "GRU", 5, 3, 3, 6, 58, direction="bidirectional",
+        seq_lens=[1, 5, 3], init_h=True,
+        attrs={"activations": ["HardSigmoid", "Tanh", "HardSigmoid", "Softsign"],
+               "linear_before_reset": 1})
+    add("h_gru_affine_clip_layout1", "GRU", 4, 2, 3, 5, 59, layout=1,
+        attrs={"activations": ["Sigmoid", "Affine"], "activation_alpha": [0.7],
+               "activation_beta": [0.05], "clip": 2.0}, outputs=("", "Y_h"))
     add("h_rnn_leakyrelu", "RNN", 4, 2, 3, 5, 53,
-        attrs={"activations": ["LeakyRelu"], "activation_alpha": [0.1]},
-        gap="activations")
+        attrs={"activations": ["LeakyRelu"], "activation_alpha": [0.1]})
     add("h_rnn_affine", "RNN", 4, 2, 3, 5, 54,
-        attrs={"activations": ["Affine"], "activation_alpha": [0.5], "activation_beta": [0.1]},
-        gap="activations")
+        attrs={"activations": ["Affine"], "activation_alpha": [0.5], "activation_beta": [0.1]})
+    add("h_rnn_thresholded_elu_bi", "RNN", 4, 2, 3, 5, 60, direction="bidirectional",
+        seq_lens=[4, 2], attrs={"activations": ["ThresholdedRelu", "Elu"],
+                                 "activation_alpha": [0.1, 0.5]})
+    add("h_rnn_tanh_alpha_ignored", "RNN", 4, 2, 3, 5, 61,
+        attrs={"activations": ["Tanh"], "activation_alpha": [3.0]})
+    # Refused: an activation ONNX does not define, float64 data.
+    add("h_lstm_unknown_activation", "LSTM", 3, 2, 3, 5, 70,
+        attrs={"activations": ["Sigmoid", "Tanh", "Swish"]}, gap=True)
+    add("h_rnn_affine_no_alpha", "RNN", 3, 2, 3, 5, 72, attrs={"activations": ["Affine"]},
+        gap=True)
+    add("h_gru_double", "GRU", 3, 2, 3, 5, 71, dtype=np.float64, gap=True)
     return C
 
 
@@ -560,6 +593,14 @@ def torch_cases():
         x = torch.randn(5, 2, 4)
         return export(m, [x], ["x"], 14, {}, [x], {})
     C["pt_lstm_proj_size_op14"] = proj
+
+    def double():
+        torch.manual_seed(5)
+        m = Seq("lstm", 3, 4).double().eval()
+        x = torch.randn(4, 2, 3, dtype=torch.float64)
+        model, feeds, refs, dims, _ = export(m, [x], ["x"], 14, {}, [x], {})
+        return model, feeds, refs, dims, True
+    C["pt_lstm_double_op14"] = double
     return C
 
 
@@ -616,11 +657,13 @@ def all_cases():
 
 # Expected refusals: name -> text graphi's error must contain (after the file name).
 GAP_TEXT = {
-    "h_lstm_hardsigmoid": "LSTM activations 'HardSigmoid,Tanh,Tanh' are not supported",
-    "h_lstm_relu_acts": "LSTM activations 'Sigmoid,Relu,Relu' are not supported",
-    "h_gru_leakyrelu": "GRU activations 'Sigmoid,LeakyRelu' are not supported",
-    "h_rnn_leakyrelu": "RNN activation 'leakyrelu' is not supported",
-    "h_rnn_affine": "RNN activation 'affine' is not supported",
+    "h_lstm_unknown_activation": "node[0] 'h_lstm_unknown_activation_node' (LSTM): attribute "
+                                 "'activations': 'Swish' is not supported",
+    "h_rnn_affine_no_alpha": "node[0] 'h_rnn_affine_no_alpha_node' (RNN): attribute "
+                             "'activations': 'Affine' without its "
+                             "activation_alpha/activation_beta values is not supported",
+    "h_gru_double": "graph input 0 'X' has element type DOUBLE",
+    "pt_lstm_double_op14": "graph input 0 'x' has element type DOUBLE",
 }
 
 
