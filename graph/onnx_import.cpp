@@ -1037,6 +1037,12 @@ Status Importer::translate_rnn_unrolled(const onnx::Node& n, const std::string& 
     if (!known.count(a.name))
       return Status::invalid_graph(where + ": unknown attribute '" + a.name + "'");
   }
+  const size_t max_outputs = lstm ? 3 : 2;
+  if (n.outputs.size() > max_outputs)
+    return Status::invalid_graph(where + ": " + n.op + " has 1 to " +
+                                 std::to_string(max_outputs) + " outputs (Y, Y_h" +
+                                 (lstm ? ", Y_c" : "") + "), got " +
+                                 std::to_string(n.outputs.size()));
   const onnx::Attr* dir_a = n.attr("direction");
   const std::string direction = dir_a ? dir_a->s : "forward";
   if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
@@ -1065,14 +1071,24 @@ Status Importer::translate_rnn_unrolled(const onnx::Node& n, const std::string& 
                                             : gru ? std::vector<std::string>{"Sigmoid", "Tanh"}
                                                   : std::vector<std::string>{"Tanh"};
   if (names.empty()) names = defaults;
-  if (names.size() == per_dir && D == 2) names.insert(names.end(), names.begin(), names.end());
+  std::vector<float> alphas, betas;
+  if (const onnx::Attr* a = n.attr("activation_alpha")) alphas = a->floats;
+  if (const onnx::Attr* a = n.attr("activation_beta")) betas = a->floats;
+  if (names.size() == per_dir && D == 2) {
+    // Whether the second direction reuses the first one's alpha/beta or takes the next
+    // values (ONNX Runtime) is not defined: refuse rather than guess.
+    if (n.attr("activations") && (!alphas.empty() || !betas.empty()))
+      return Status::unsupported(
+          where + ": attribute 'activations' lists one direction's functions for a "
+          "bidirectional " + n.op + " together with activation_alpha/activation_beta; which "
+          "values the second direction takes is ambiguous: list the functions of both directions");
+    const std::vector<std::string> one = names;
+    names.insert(names.end(), one.begin(), one.end());
+  }
   if (names.size() != per_dir * static_cast<size_t>(D))
     return Status::invalid_graph(where + ": attribute 'activations' has " +
                                  std::to_string(names.size()) + " names; " + n.op + " needs " +
                                  std::to_string(per_dir) + " per direction");
-  std::vector<float> alphas, betas;
-  if (const onnx::Attr* a = n.attr("activation_alpha")) alphas = a->floats;
-  if (const onnx::Attr* a = n.attr("activation_beta")) betas = a->floats;
   size_t ai = 0, bi = 0;
   std::vector<Act> acts;
   for (const std::string& raw : names) {

@@ -7,7 +7,8 @@
 // Every MANIFEST model is loaded as the CLI loads it (engine::load_model with its --dim values),
 // run with the default graph passes on 1 and 2 threads and without them (`--no-fuse`), and
 // compared: 1e-4 of the output's scale plus 1e-5 absolute. Every gap is refused (kUnsupported)
-// with an error that starts with the file and says what is not supported.
+// with an error that starts with the file and says what is not supported; every malformed node
+// is rejected as invalid, naming the node and the field.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
@@ -152,4 +153,28 @@ TEST_CASE("onnx rnn variants: unsupported RNN options are refused naming file, n
     ++cases;
   }
   CHECK(cases >= 4);
+}
+
+TEST_CASE("onnx rnn variants: malformed RNN nodes are rejected naming file, node and field",
+          "[onnx][rnn_variants]") {
+  // gaps/INVALID: NAME<TAB>text the error must contain (make_variants.py), for both the fused
+  // sequence op's checks and the importer's unrolled path.
+  std::ifstream f(kDir + "gaps/INVALID");
+  std::string line;
+  int cases = 0;
+  while (std::getline(f, line)) {
+    const size_t tab = line.find('\t');
+    if (tab == std::string::npos) continue;
+    const std::string name = line.substr(0, tab), expect = line.substr(tab + 1);
+    const std::string path = kDir + "gaps/" + name + ".onnx";
+    INFO("invalid " << name);
+    auto g = engine::load_model(path);
+    REQUIRE_FALSE(g.is_ok());
+    CHECK(g.status().code() == StatusCode::kInvalidGraph);
+    CHECK_THAT(g.status().message(), Catch::StartsWith(path) &&
+                                         Catch::Contains("'" + name + "_node'") &&
+                                         Catch::Contains(expect));
+    ++cases;
+  }
+  CHECK(cases >= 8);
 }

@@ -16,7 +16,8 @@ Two sources:
 For each model NAME it writes NAME.onnx, the inputs NAME.in<i>.npy and the reference outputs
 NAME.out<i>.npy (graph input/output order), and one line of MANIFEST (`NAME dim=value ...`, the
 values of symbolic dims, given to graphi as --dim). Models graphi refuses go to gaps/NAME.onnx
-with a line `NAME<TAB>text the error must contain` in gaps/EXPECTED. PyTorch exports that
+with a line `NAME<TAB>text the error must contain` in gaps/EXPECTED; malformed nodes, which
+must be rejected as invalid, go to gaps/NAME.onnx and gaps/INVALID the same way. PyTorch exports that
 torch itself refuses are listed in gaps/EXPORT_REFUSED (nothing for graphi to run).
 
 Run: /usr/bin/python3 tests/data/onnx_rnn_variants/make_variants.py [NAME ...]
@@ -357,6 +358,10 @@ def helper_cases():
     add("h_rnn_thresholded_elu_bi", "RNN", 4, 2, 3, 5, 60, direction="bidirectional",
         seq_lens=[4, 2], attrs={"activations": ["ThresholdedRelu", "Elu"],
                                  "activation_alpha": [0.1, 0.5]})
+    add("h_rnn_elu_bi_one_list", "RNN", 4, 2, 3, 5, 62, direction="bidirectional",
+        attrs={"activations": ["Elu"]}, init_h=True)
+    add("h_lstm_hardsigmoid_bi_one_list", "LSTM", 4, 2, 3, 5, 63, direction="bidirectional",
+        attrs={"activations": ["HardSigmoid", "Tanh", "Tanh"]}, seq_lens=[4, 3])
     add("h_rnn_tanh_alpha_ignored", "RNN", 4, 2, 3, 5, 61,
         attrs={"activations": ["Tanh"], "activation_alpha": [3.0]})
     # Refused: an activation ONNX does not define, float64 data.
@@ -364,6 +369,8 @@ def helper_cases():
         attrs={"activations": ["Sigmoid", "Tanh", "Swish"]}, gap=True)
     add("h_rnn_affine_no_alpha", "RNN", 3, 2, 3, 5, 72, attrs={"activations": ["Affine"]},
         gap=True)
+    add("h_rnn_bi_one_list_alpha", "RNN", 3, 2, 3, 5, 73, direction="bidirectional",
+        attrs={"activations": ["LeakyRelu"], "activation_alpha": [0.2]}, gap=True)
     add("h_gru_double", "GRU", 3, 2, 3, 5, 71, dtype=np.float64, gap=True)
     return C
 
@@ -662,9 +669,72 @@ GAP_TEXT = {
     "h_rnn_affine_no_alpha": "node[0] 'h_rnn_affine_no_alpha_node' (RNN): attribute "
                              "'activations': 'Affine' without its "
                              "activation_alpha/activation_beta values is not supported",
+    "h_rnn_bi_one_list_alpha": "node[0] 'h_rnn_bi_one_list_alpha_node' (RNN): attribute "
+                               "'activations' lists one direction's functions for a "
+                               "bidirectional RNN together with activation_alpha",
     "h_gru_double": "graph input 0 'X' has element type DOUBLE",
     "pt_lstm_double_op14": "graph input 0 'x' has element type DOUBLE",
 }
+
+
+def invalid_cases():
+    """Malformed LSTM/GRU/RNN nodes (fused and unrolled paths): name -> (model, error text).
+    graphi must reject each with kInvalidGraph and an error naming the node and the field."""
+    rng = _rng(99)
+
+    def model(name, kind, attrs, w, r, lens=None, x=(3, 2, 4), outs=("Y", "Y_h")):
+        inits = [numpy_helper.from_array(rng.uniform(-1, 1, w).astype(np.float32), "W"),
+                 numpy_helper.from_array(rng.uniform(-1, 1, r).astype(np.float32), "R")]
+        ins = ["X", "W", "R"]
+        if lens is not None:
+            ins += ["", "L"]
+            inits.append(numpy_helper.from_array(lens, "L"))
+        node = helper.make_node(kind, ins, list(outs), name=name + "_node", **attrs)
+        g = helper.make_graph([node], name,
+                              [helper.make_tensor_value_info("X", TensorProto.FLOAT, list(x))],
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
+                               for o in outs], inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+        m.ir_version = 7
+        return m
+
+    hs = {"activations": ["HardSigmoid", "Tanh", "Tanh"]}
+    return {
+        "bad_lstm_hidden_mismatch": (
+            model("bad_lstm_hidden_mismatch", "LSTM", {"hidden_size": 6}, (1, 20, 4), (1, 20, 5)),
+            "input 1 (W) is float32[1, 20, 4], expected [1, 24, 4]"),
+        "bad_lstm_hidden_mismatch_unrolled": (
+            model("bad_lstm_hidden_mismatch_unrolled", "LSTM", dict(hs, hidden_size=6),
+                  (1, 20, 4), (1, 20, 5)),
+            "input 1 (W) is float32[1, 20, 4], expected float32[1, 24, 4]"),
+        "bad_gru_float_lens": (
+            model("bad_gru_float_lens", "GRU", {"hidden_size": 5}, (1, 15, 4), (1, 15, 5),
+                  lens=np.array([1, 2], np.float32)),
+            "input 4 (sequence_lens) must be int32 or int64, got float32[2]"),
+        "bad_gru_float_lens_unrolled": (
+            model("bad_gru_float_lens_unrolled", "GRU",
+                  {"hidden_size": 5, "activations": ["HardSigmoid", "Tanh"]}, (1, 15, 4),
+                  (1, 15, 5), lens=np.array([1, 2], np.float32)),
+            "input 4 (sequence_lens) is float32[2], expected int32 or int64[2]"),
+        "bad_rnn_three_outputs_unrolled": (
+            model("bad_rnn_three_outputs_unrolled", "RNN",
+                  {"hidden_size": 5, "activations": ["Elu"]}, (1, 5, 4), (1, 5, 5),
+                  outs=("Y", "Y_h", "Y_c")),
+            "RNN has 1 to 2 outputs (Y, Y_h), got 3"),
+        "bad_lstm_bidi_one_direction_w_unrolled": (
+            model("bad_lstm_bidi_one_direction_w_unrolled", "LSTM",
+                  dict(hs, hidden_size=5, direction="bidirectional"), (1, 20, 4), (1, 20, 5)),
+            "input 1 (W) is float32[1, 20, 4], expected float32[2, 20, 4]"),
+        "bad_rnn_direction": (
+            model("bad_rnn_direction", "RNN", {"hidden_size": 5, "direction": "sideways"},
+                  (1, 5, 4), (1, 5, 5)),
+            "attribute 'direction' must be forward, reverse or bidirectional, got 'sideways'"),
+        "bad_lstm_activation_count": (
+            model("bad_lstm_activation_count", "LSTM",
+                  {"hidden_size": 5, "activations": ["HardSigmoid", "Tanh"]}, (1, 20, 4),
+                  (1, 20, 5)),
+            "attribute 'activations' has 2 names; LSTM needs 3 per direction"),
+    }
 
 
 def main(argv):
@@ -694,6 +764,11 @@ def main(argv):
         for name, dims in manifest:
             f.write(" ".join([name] + ["%s=%d" % kv for kv in sorted(dims.items())]) + "\n")
     os.makedirs(GAPS, exist_ok=True)
+    with open(os.path.join(GAPS, "INVALID"), "w") as f:
+        for name, (model, text) in sorted(invalid_cases().items()):
+            f.write("%s\t%s\n" % (name, text))
+            if not only or name in only:
+                onnx.save(model, os.path.join(GAPS, name + ".onnx"))
     with open(os.path.join(GAPS, "EXPECTED"), "w") as f:
         for name, text in expected:
             f.write("%s\t%s\n" % (name, text))
@@ -749,6 +824,15 @@ def check(graphi, only):
         ok = r.returncode == 1 and path in r.stderr and text in r.stderr
         bad += 0 if ok else 1
         print("%-40s %-22s %s" % (name, "gap", "ok" if ok else "NOT REFUSED AS EXPECTED"),
+              r.stderr.strip().splitlines()[-1:] if not ok else "")
+    for line in open(os.path.join(GAPS, "INVALID")):
+        name, text = line.rstrip("\n").split("\t")
+        path = os.path.join(GAPS, name + ".onnx")
+        r = subprocess.run([graphi, "run", path, "--iterations", "1"], capture_output=True,
+                           text=True)
+        ok = r.returncode == 1 and path in r.stderr and text in r.stderr
+        bad += 0 if ok else 1
+        print("%-40s %-22s %s" % (name, "invalid", "ok" if ok else "NOT REJECTED AS EXPECTED"),
               r.stderr.strip().splitlines()[-1:] if not ok else "")
     print("%d failures" % bad)
     return 1 if bad else 0
