@@ -127,8 +127,16 @@ TEST_CASE("onnx rnn variants: the hand-written cell loops are fused into sequenc
     auto opt = engine::optimize_graph(*g);
     REQUIRE(opt.is_ok());
     int seq_ops = 0;
-    for (const graph::Node& n : opt->graph->nodes())
+    for (const graph::Node& n : opt->graph->nodes()) {
       if (n.op == "LSTM" || n.op == "GRU" || n.op == "RNN") ++seq_ops;
+      INFO("node '" << n.name << "' (" << n.op << ") left after the passes");
+      // Every cell became part of a sequence op: no per-step GEMM or gate activation is left.
+      CHECK(n.op != "MatMul");
+      CHECK(n.op != "Gemm");
+      CHECK(n.op != "Sigmoid");
+      CHECK(n.op != "Tanh");
+      CHECK(n.op != "Relu");
+    }
     CHECK(seq_ops >= 1);
   }
 }

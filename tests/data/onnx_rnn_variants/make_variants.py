@@ -411,8 +411,9 @@ def torch_cases():
         """An LSTMCell/GRUCell/RNNCell applied in a Python loop over x[t] (seq-first); h0 (c0)
         are inputs unless zero."""
 
-        def __init__(self, kind, I, H, zero=False, layers=1):
+        def __init__(self, kind, I, H, zero=False, layers=1, batch_first=False, last_only=False):
             super().__init__()
+            self.bf, self.last_only = batch_first, last_only
             cls = {"lstm": nn.LSTMCell, "gru": nn.GRUCell, "rnn_tanh": nn.RNNCell,
                    "rnn_relu": nn.RNNCell}[kind]
             kw = {"nonlinearity": "relu"} if kind == "rnn_relu" else {}
@@ -420,12 +421,16 @@ def torch_cases():
             self.lstm, self.zero, self.H = kind == "lstm", zero, H
 
         def forward(self, x, *s):
-            seq = [x[t] for t in range(x.shape[0])]
+            if self.bf:
+                seq = [x[:, t] for t in range(x.shape[1])]
+            else:
+                seq = [x[t] for t in range(x.shape[0])]
+            B = x.shape[0] if self.bf else x.shape[1]
             hs = []
             for l, cell in enumerate(self.cells):
                 if self.zero:
-                    h = torch.zeros(x.shape[1], self.H)
-                    c = torch.zeros(x.shape[1], self.H)
+                    h = torch.zeros(B, self.H)
+                    c = torch.zeros(B, self.H)
                 else:
                     h = s[0][l]
                     c = s[1][l] if self.lstm else None
@@ -438,7 +443,9 @@ def torch_cases():
                     out.append(h)
                 seq = out
                 hs.append(h)
-            return torch.stack(seq), torch.stack(hs)
+            if self.last_only:
+                return seq[-1]
+            return torch.stack(seq, 1 if self.bf else 0), torch.stack(hs)
 
     class Classifier(nn.Module):
         """Stacked RNN -> Linear -> LogSoftmax, over every step or the last one."""
@@ -460,13 +467,15 @@ def torch_cases():
     class Packed(nn.Module):
         """pack_padded_sequence -> LSTM -> pad_packed_sequence (lengths an int64 input)."""
 
-        def __init__(self, I, H):
+        def __init__(self, I, H, kind="lstm", enforce_sorted=False):
             super().__init__()
-            self.rnn = nn.LSTM(I, H, bidirectional=True)
+            self.rnn = (nn.LSTM if kind == "lstm" else nn.GRU)(I, H, bidirectional=True)
+            self.sorted = enforce_sorted
 
         def forward(self, x, lengths):
-            p = nn.utils.rnn.pack_padded_sequence(x, lengths, enforce_sorted=False)
-            y, (h, c) = self.rnn(p)
+            p = nn.utils.rnn.pack_padded_sequence(x, lengths, enforce_sorted=self.sorted)
+            y, h = self.rnn(p)
+            h = h[0] if isinstance(h, tuple) else h
             y, _ = nn.utils.rnn.pad_packed_sequence(y, total_length=x.shape[0])
             return y, h
 
@@ -547,13 +556,13 @@ def torch_cases():
     seq_case("pt_rnn_relu_bf_bi_states_op9", "rnn_relu", 3, 5, 4, 2, 9, batch_first=True,
              bidirectional=True, states=True)
 
-    def cell_case(name, kind, I, H, T, Bt, opset, zero=False, layers=1):
+    def cell_case(name, kind, I, H, T, Bt, opset, zero=False, layers=1, **kw):
         def make():
             torch.manual_seed(zlib.crc32(name.encode()) % 1000)
-            m = CellLoop(kind, I, H, zero=zero, layers=layers).eval()
+            m = CellLoop(kind, I, H, zero=zero, layers=layers, **kw).eval()
 
             def inputs():
-                xs = [torch.randn(T, Bt, I)]
+                xs = [torch.randn(Bt, T, I) if kw.get("batch_first") else torch.randn(T, Bt, I)]
                 if not zero:
                     xs.append(torch.randn(layers, Bt, H) * 0.5)
                     if kind == "lstm":
@@ -570,6 +579,9 @@ def torch_cases():
     cell_case("pt_cell_gru_zero_b1_op13", "gru", 3, 33, 4, 1, 13, zero=True)
     cell_case("pt_cell_rnn_tanh_op14", "rnn_tanh", 4, 5, 5, 3, 14)
     cell_case("pt_cell_rnn_relu_l2_op17", "rnn_relu", 3, 5, 4, 2, 17, layers=2)
+    cell_case("pt_cell_gru_bf_op14", "gru", 4, 5, 5, 3, 14, batch_first=True)
+    cell_case("pt_cell_lstm_last_h_zero_op13", "lstm", 4, 6, 5, 2, 13, zero=True,
+              last_only=True)
 
     def clf_case(name, kind, layers, bidirectional, last, batch_first, opset):
         def make():
@@ -583,16 +595,17 @@ def torch_cases():
     clf_case("pt_clf_gru_bi_l2_bf_all_op13", "gru", 2, True, False, True, 13)
     clf_case("pt_clf_lstm_bi_l3_bf_last_op17", "lstm", 3, True, True, True, 17)
 
-    def packed(lens, opset):
+    def packed(lens, opset, **kw):
         def make():
             torch.manual_seed(3)
-            m = Packed(3, 5).eval()
+            m = Packed(3, 5, **kw).eval()
             x = torch.randn(max(lens), len(lens), 3)
             lengths = torch.tensor(lens, dtype=torch.int64)
             return export(m, [x, lengths], ["x", "lengths"], opset, {}, [x, lengths], {})
         return make
     C["pt_packed_lstm_bi_op14"] = packed([5, 2, 4], 14)
     C["pt_packed_lstm_bi_b7_ties_op11"] = packed([3, 6, 3, 1, 6, 2, 3], 11)
+    C["pt_packed_gru_bi_sorted_op14"] = packed([5, 4, 2], 14, kind="gru", enforce_sorted=True)
 
     def proj():
         torch.manual_seed(4)
