@@ -583,6 +583,75 @@ def torch_cases():
     cell_case("pt_cell_lstm_last_h_zero_op13", "lstm", 4, 6, 5, 2, 13, zero=True,
               last_only=True)
 
+    # Hand-written cells that resemble LSTM/GRU/RNN cells but differ: the fusion pass must fuse
+    # them only when the result is the same (the references are PyTorch's own outputs).
+    class OddCell(nn.Module):
+        def __init__(self, variant, I, H):
+            super().__init__()
+            g = {"lstm_forget_bias": 4, "lstm_coupled": 4, "lstm_no_tanh_h": 4,
+                 "lstm_clamp_c": 4, "lstm_layernorm": 4, "gru_swapped_z": 3,
+                 "gru_untied": 3, "rnn_extra_tanh": 1, "rnn_masked": 1, "lstm_swapped_gates": 4,
+                 "rnn_sigmoid_hand": 1}[variant]
+            self.v, self.H = variant, H
+            self.ih = nn.Linear(I, g * H)
+            self.hh = nn.Linear(H, g * H)
+            self.hh2 = nn.Linear(H, g * H)  # untied: odd steps use this one
+            self.ln = nn.LayerNorm(4 * H)
+
+        def forward(self, x, h0, c0, lengths):
+            H, v = self.H, self.v
+            h, c = h0, c0
+            ys = []
+            for t in range(x.shape[0]):
+                hh = self.hh2 if (v == "gru_untied" and t % 2) else self.hh
+                if v.startswith("lstm"):
+                    gates = self.ih(x[t]) + hh(h)
+                    if v == "lstm_layernorm":
+                        gates = self.ln(gates)
+                    i, f, g, o = gates.chunk(4, 1)
+                    if v == "lstm_swapped_gates":
+                        i, f = f, i
+                    i, o = torch.sigmoid(i), torch.sigmoid(o)
+                    f = torch.sigmoid(f + 1.0) if v == "lstm_forget_bias" else torch.sigmoid(f)
+                    g = torch.tanh(g)
+                    c = f * c + (1 - f) * g if v == "lstm_coupled" else f * c + i * g
+                    if v == "lstm_clamp_c":
+                        c = torch.clamp(c, -0.5, 0.5)
+                    h = o * c if v == "lstm_no_tanh_h" else o * torch.tanh(c)
+                elif v.startswith("gru"):
+                    gx, gh = self.ih(x[t]), hh(h)
+                    z = torch.sigmoid(gx[:, :H] + gh[:, :H])
+                    r = torch.sigmoid(gx[:, H:2 * H] + gh[:, H:2 * H])
+                    n = torch.tanh(gx[:, 2 * H:] + r * gh[:, 2 * H:])
+                    h = (1 - z) * h + z * n if v == "gru_swapped_z" else (1 - z) * n + z * h
+                else:
+                    pre = self.ih(x[t]) + hh(h)
+                    hn = torch.sigmoid(pre) if v == "rnn_sigmoid_hand" else torch.tanh(pre)
+                    if v == "rnn_extra_tanh":
+                        hn = torch.tanh(hn * 2.0)
+                    if v == "rnn_masked":
+                        m = (t < lengths).float().unsqueeze(1)
+                        hn = m * hn + (1 - m) * h
+                    h = hn
+                ys.append(h)
+            return torch.stack(ys), h
+
+    def odd_case(variant, opset=14):
+        def make():
+            torch.manual_seed(zlib.crc32(variant.encode()) % 1000)
+            m = OddCell(variant, 4, 5).eval()
+            x = torch.randn(5, 3, 4)
+            h0, c0 = torch.randn(3, 5) * 0.5, torch.randn(3, 5) * 0.5
+            lengths = torch.tensor([5, 2, 4])
+            names = ["x", "h0", "c0", "lengths"]
+            return export(m, [x, h0, c0, lengths], names, opset, {}, [x, h0, c0, lengths], {})
+        C["pt_oddcell_" + variant + "_op%d" % opset] = make
+
+    for v in ("lstm_forget_bias", "lstm_coupled", "lstm_no_tanh_h", "lstm_clamp_c",
+              "lstm_layernorm", "lstm_swapped_gates", "gru_swapped_z", "gru_untied",
+              "rnn_extra_tanh", "rnn_masked", "rnn_sigmoid_hand"):
+        odd_case(v)
+
     def clf_case(name, kind, layers, bidirectional, last, batch_first, opset):
         def make():
             torch.manual_seed(zlib.crc32(name.encode()) % 1000)
