@@ -102,10 +102,14 @@ struct Session::Impl {
 };
 
 Session::Session() : impl_(std::make_unique<Impl>()) {}
-Session::~Session() {
-  if (!impl_) return;
+void Session::cancel() {
   impl_->closing.store(true, std::memory_order_seq_cst);
   if (impl_->runtime) impl_->runtime->cancel();
+}
+
+Session::~Session() {
+  if (!impl_) return;
+  cancel();
   // Wait for the runs in flight and the callers queued behind them to return; the members
   // (runtime: joins executors) go after.
   {

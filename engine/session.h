@@ -51,6 +51,12 @@ class Session {
   // waits for all of them to return and joins every executor thread. A run() call that starts
   // after destruction has begun is a use after free like any other.
   ~Session();
+  // What the destructor does first, without destroying: cancels the run in flight (its run()
+  // returns "run cancelled" once the ops already started finish) and makes every run() call
+  // from now on, queued or new, return the same error without running. For owners that must
+  // stop the runs before they may destroy the Session (engine/api: callers still copying their
+  // inputs). Irreversible; safe from any thread.
+  void cancel();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 

@@ -3,7 +3,9 @@
 // exception ever leaves a public function.
 #include "graphi/graphi.hpp"
 
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <new>
 
 #include "engine/session.h"
@@ -97,10 +99,23 @@ Array Array::clone() const { return copy_of(info_.name, info_.dtype, info_.shape
 // ---- Session ----
 
 struct Session::Impl {
-  std::unique_ptr<engine::Session> session;
+  std::unique_ptr<engine::Session> session;  // declared first: destroyed last
   SessionOptions options;
   std::vector<TensorInfo> inputs, outputs;
   std::string passes;
+  // run() calls inside this Session, counted from their first statement: a caller still copying
+  // its inputs has not reached engine::Session::run (which counts its own callers) yet, so the
+  // destructor cancels the engine's runs, then waits here for every caller to leave before the
+  // engine Session goes.
+  std::mutex callers_mutex;
+  std::condition_variable callers_left;
+  int callers = 0;
+
+  ~Impl() {
+    if (session) session->cancel();
+    std::unique_lock<std::mutex> lock(callers_mutex);
+    callers_left.wait(lock, [&] { return callers == 0; });
+  }
 };
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -147,7 +162,19 @@ Expected<Session> Session::open(const std::string& path, const SessionOptions& o
 }
 
 Expected<std::vector<Array>> Session::run(const std::vector<Array>& inputs) {
-  if (!impl_) return ApiError{StatusCode::kInvalidArgument, "run: the Session was moved from"};
+  Impl* im = impl_.get();
+  if (!im) return ApiError{StatusCode::kInvalidArgument, "run: the Session was moved from"};
+  {
+    std::lock_guard<std::mutex> lock(im->callers_mutex);
+    ++im->callers;
+  }
+  struct Leave {
+    Impl* im;
+    ~Leave() {
+      std::lock_guard<std::mutex> lock(im->callers_mutex);
+      if (--im->callers == 0) im->callers_left.notify_all();
+    }
+  } leave{im};
   return guarded("run", [&]() -> Expected<std::vector<Array>> {
     engine::NamedTensors in;
     in.reserve(inputs.size());
@@ -156,7 +183,7 @@ Expected<std::vector<Array>> Session::run(const std::vector<Array>& inputs) {
       if (!t) return to_error(t.status());
       in.emplace_back(a.name(), std::move(t).value());
     }
-    Result<engine::NamedTensors> out = impl_->session->run(in);
+    Result<engine::NamedTensors> out = im->session->run(in);
     if (!out) return to_error(out.status());
     std::vector<Array> result;
     result.reserve(out->size());

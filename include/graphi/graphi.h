@@ -17,8 +17,17 @@
  *     every buffer before writing any: on error, no buffer has been written.
  *
  * Threads: graphi_session_run / _run_into may be called on one session from several threads at
- * once; the runs are serialized. Freeing a session while another thread uses it is not allowed.
- * graphi_last_error is per thread. */
+ * once; the runs are serialized. graphi_last_error is per thread.
+ *
+ * Freeing a session while other threads are inside graphi_session_run / _run_into is allowed:
+ * the run in progress is cancelled (the ops already started finish, no further op starts) and
+ * returns GRAPHI_INVALID_ARGUMENT, graphi_last_error() containing "run cancelled: the Session is
+ * being destroyed" (a run that had already finished its last op succeeds normally); every call
+ * waiting for its turn returns the same error without running; _run_into then writes no buffer.
+ * graphi_session_free blocks until all those calls have returned and the engine's threads are
+ * joined. A call that starts after graphi_session_free has begun, or races with its start, uses
+ * freed memory, and so does any other function on a session being freed (the accessors, whose
+ * strings die with the session): stop issuing new calls first. */
 #ifndef GRAPHI_H
 #define GRAPHI_H
 

@@ -16,8 +16,17 @@
 //
 // Thread safety: a Session's const accessors may be called from any number of threads. run()
 // may be called from several threads at once; the calls are serialized (one run at a time, in
-// no particular order), each returns its own outputs. Destroying or moving a Session while
-// another thread is inside run() is not allowed. Different Sessions are independent.
+// no particular order), each returns its own outputs. Different Sessions are independent.
+//
+// Lifetime: a Session may be destroyed while other threads are inside its run(). The run in
+// progress is cancelled: the ops already started finish, no further op starts, and its run()
+// returns kInvalidArgument with a message containing "run cancelled: the Session is being
+// destroyed" (a run that had already finished its last op returns its outputs normally). Every
+// call waiting for its turn returns the same error without running. The destructor blocks
+// until all those calls have returned and the engine's threads are joined. A call that starts
+// after the destructor has begun, or races with its start (not yet inside run()), uses freed
+// memory, as with any destroyed object: stop issuing new calls first. Moving from or assigning
+// to a Session while another thread may be inside its run() is not allowed.
 #pragma once
 
 #include <cstddef>

@@ -19,7 +19,9 @@ Input arrays (see python/README.md):
 Errors raise graphi.Error (a RuntimeError) with the engine's message, which names the file,
 input or node; e.code is "invalid_argument", "invalid_graph", "unsupported", "io_error",
 "out_of_memory" or "internal". run() releases the GIL; one Session may be used from several
-threads (the runs are serialized by the engine).
+threads (the runs are serialized by the engine). A thread inside run() holds a reference to the
+Session, so `del s` (or dropping the last other reference) while runs are in flight or waiting
+cancels nothing: they all complete normally and the Session is freed after the last one returns.
 """
 import collections
 import os

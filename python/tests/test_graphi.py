@@ -150,6 +150,36 @@ class FixtureTest(unittest.TestCase):
             t.join()
         self.assertEqual(errors, [])
 
+    def test_del_while_running(self):
+        # Threads inside run() hold a reference: `del s` cancels nothing, every run completes
+        # and the Session is freed after the last one.
+        import gc
+        import weakref
+        path, ins, want = fixture("mlp")
+        s = graphi.Session(path, executors=2, scheduler="cpf", pin=False)
+        alive = weakref.ref(s)
+        errors, started = [], threading.Barrier(5)
+
+        def work(run):
+            started.wait()
+            try:
+                for _ in range(30):
+                    if max_rel_error(run({"x": ins[0]})["probs"], want[0]) >= 1e-4:
+                        errors.append("wrong result")
+            except Exception as e:  # noqa: BLE001 (reported below)
+                errors.append(repr(e))
+        ts = [threading.Thread(target=work, args=(s.run,)) for _ in range(4)]
+        for t in ts:
+            t.start()
+        started.wait()
+        del s
+        for t in ts:
+            t.join()
+        self.assertEqual(errors, [])
+        del ts
+        gc.collect()
+        self.assertIsNone(alive())
+
 
 class ErrorTest(unittest.TestCase):
     def setUp(self):

@@ -1,0 +1,143 @@
+// The public APIs' lifetime contract (include/graphi/graphi.h, graphi.hpp): freeing or
+// destroying a session while other threads are inside run() cancels the run in progress and the
+// calls queued behind it (each returns kInvalidArgument, "run cancelled"), run_into writes no
+// buffer then, and the destructor returns only after every call has returned. The model is a
+// chain of 300 MatMul + Tanh pairs (a run takes about 150 ms here), so the other callers are
+// queued behind the first run when the session goes.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <thread>
+
+#include "graph/format.h"
+#include "graph/graph_builder.h"
+#include "graphi/graphi.h"
+#include "graphi/graphi.hpp"
+#include "ops/registry.h"
+#include "tests/support/test_util.h"
+
+using Catch::Matchers::Contains;
+
+namespace {
+
+constexpr int64_t kRows = 128, kCols = 512;
+
+std::string slow_model() {
+  using namespace graphi;
+  graph::GraphBuilder b("slow_chain");
+  b.add_input("x", TensorDesc{DType::kF32, {kRows, kCols}});
+  b.add_constant("w", test::random_tensor(TensorDesc{DType::kF32, {kCols, kCols}}, 5, -0.08, 0.08));
+  std::string prev = "x";
+  for (int i = 0; i < 300; ++i) {
+    const std::string m = "m" + std::to_string(i), t = "t" + std::to_string(i);
+    b.add_node("MatMul", m, {prev, "w"}, {m});
+    b.add_node("Tanh", t + "_op", {m}, {t});
+    prev = t;
+  }
+  b.add_output(prev);
+  graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
+  const std::string path = (test::scratch_dir("api_lifetime") / "slow.graphi").string();
+  REQUIRE(graph::write_graphi(g, path).is_ok());
+  return path;
+}
+
+// Waits until every caller has started its call, then a little longer so they are inside it
+// (one running, the others queued).
+void wait_for_callers(const std::atomic<int>& entered, int n) {
+  while (entered.load() < n) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
+
+}  // namespace
+
+TEST_CASE("c api: graphi_session_free while runs are in flight or queued cancels them", "[api]") {
+  const std::string path = slow_model();
+  for (const char* scheduler : {"sequential", "cpf"}) {
+    INFO(scheduler);
+    graphi_options o;
+    graphi_options_init(&o);
+    o.scheduler = scheduler;
+    o.executors = std::string(scheduler) == "cpf" ? 2 : 1;
+    o.pin = 0;
+    graphi_session* s = nullptr;
+    REQUIRE(graphi_session_open(path.c_str(), &o, &s) == GRAPHI_OK);
+    std::vector<float> x(kRows * kCols, 0.5f);
+    int64_t shape[2] = {kRows, kCols};
+    constexpr int kCallers = 4;
+    std::atomic<int> entered{0};
+    std::vector<graphi_status> status(kCallers, -1);
+    std::vector<std::string> message(kCallers);
+    std::vector<int> buffer_untouched(kCallers, 1);
+    std::vector<std::thread> callers;
+    for (int i = 0; i < kCallers; ++i)
+      callers.emplace_back([&, i] {
+        graphi_tensor in = {"x", GRAPHI_F32, 2, shape, x.data(), x.size() * sizeof(float)};
+        entered.fetch_add(1);
+        if (i % 2 == 0) {
+          graphi_outputs* out = nullptr;
+          status[i] = graphi_session_run(s, &in, 1, &out);
+          if (status[i] == GRAPHI_OK) graphi_outputs_free(out);
+        } else {  // run_into: a cancelled call writes nothing
+          std::vector<float> y(kRows * kCols, -7.0f);
+          graphi_buffer buf = {y.data(), y.size() * sizeof(float), 12345};
+          status[i] = graphi_session_run_into(s, &in, 1, &buf, 1);
+          if (status[i] != GRAPHI_OK)
+            buffer_untouched[i] = buf.bytes_written == 0 && y.front() == -7.0f && y.back() == -7.0f;
+        }
+        if (status[i] != GRAPHI_OK) message[i] = graphi_last_error();
+      });
+    wait_for_callers(entered, kCallers);
+    graphi_session_free(s);  // blocks until every call above has returned
+    for (std::thread& t : callers) t.join();
+    int cancelled = 0;
+    for (int i = 0; i < kCallers; ++i) {
+      INFO("caller " << i << ": " << message[i]);
+      if (status[i] == GRAPHI_OK) continue;  // finished before the free (a loaded machine)
+      ++cancelled;
+      CHECK(status[i] == GRAPHI_INVALID_ARGUMENT);
+      CHECK_THAT(message[i], Contains("run cancelled: the Session is being destroyed"));
+      CHECK(buffer_untouched[i]);
+    }
+    // 4 runs of ~150 ms queued 50 ms before the free: at most the first can have finished.
+    CHECK(cancelled >= kCallers - 1);
+  }
+}
+
+TEST_CASE("public api: destroying a Session while runs are in flight or queued cancels them", "[api]") {
+  const std::string path = slow_model();
+  graphi::SessionOptions o;
+  o.executors = 2;
+  o.scheduler = "cpf";
+  o.pin = false;
+  auto opened = graphi::Session::open(path, o);
+  INFO(opened.error().message);
+  REQUIRE(opened.ok());
+  std::optional<graphi::Session> s(std::move(opened).value());
+  graphi::Session* raw = &*s;
+  std::vector<float> x(kRows * kCols, 0.5f);
+  constexpr int kCallers = 3;
+  std::atomic<int> entered{0};
+  std::vector<graphi::ApiError> errors(kCallers);
+  std::vector<int> ok(kCallers, 0);
+  std::vector<std::thread> callers;
+  for (int i = 0; i < kCallers; ++i)
+    callers.emplace_back([&, i] {
+      entered.fetch_add(1);
+      auto out = raw->run({graphi::Array::view("x", graphi::DType::kF32, {kRows, kCols}, x.data())});
+      ok[i] = out.ok();
+      errors[i] = out.error();
+    });
+  wait_for_callers(entered, kCallers);
+  s.reset();
+  for (std::thread& t : callers) t.join();
+  int cancelled = 0;
+  for (int i = 0; i < kCallers; ++i) {
+    if (ok[i]) continue;
+    ++cancelled;
+    CHECK(errors[i].code == graphi::StatusCode::kInvalidArgument);
+    CHECK_THAT(errors[i].message, Contains("run cancelled"));
+  }
+  CHECK(cancelled >= kCallers - 1);
+}
