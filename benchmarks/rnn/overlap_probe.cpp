@@ -22,6 +22,8 @@
 //   split_slab / split_panels   the kernel's batch-1 k split (k rows [0, k/2) then [k/2, k),
 //                   accumulating) on the row-major slab / on the panels
 //   read_sum        a plain contiguous read of R with 8 sums: the L2 read rate itself
+// and last, split_slab in runs of 100 steps with and without a dense 100-row input GEMM (the
+// hoist, not timed) before each run: does the hoist slow the GEMV steps that follow it?
 // If fused < gemv+hoist, the overlap exists and the kernel can hide (part of) the hoist.
 // Run it boosted (root: setsid, autogroup nice -20); results in ops/RNN_SCHEDULE.md.
 #include <immintrin.h>
@@ -257,6 +259,30 @@ PROBE_TARGET void gemv_krange(const Problem& p, const float* base, int64_t col_s
   }
 }
 
+// One 100-row input GEMM of the thread's W slab ([k][cols], 32-column panels of it read with a
+// 10 x 32 register block): the hoist as the kernel runs it once per sequence.
+PROBE_TARGET void dense_gemm(const float* w, const float* x, float* out, int k, int cols) {
+  for (int p = 0; p < cols; p += 32)
+    for (int rb = 0; rb < 100; rb += 10) {
+      __m512 acc[10][2];
+      for (int r = 0; r < 10; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+      for (int q = 0; q < k; ++q) {
+        const __m512 a0 = _mm512_loadu_ps(w + int64_t(q) * cols + p);
+        const __m512 a1 = _mm512_loadu_ps(w + int64_t(q) * cols + p + 16);
+#pragma GCC unroll 10
+        for (int r = 0; r < 10; ++r) {
+          const __m512 br = _mm512_set1_ps(x[(rb + r) * k + q]);
+          acc[r][0] = _mm512_fmadd_ps(a0, br, acc[r][0]);
+          acc[r][1] = _mm512_fmadd_ps(a1, br, acc[r][1]);
+        }
+      }
+      for (int r = 0; r < 10; ++r) {
+        _mm512_storeu_ps(out + (rb + r) * cols + p, acc[r][0]);
+        _mm512_storeu_ps(out + (rb + r) * cols + p + 16, acc[r][1]);
+      }
+    }
+}
+
 // Pure read of R with 8 independent sums: the L2 read rate of this pattern, no GEMV structure.
 PROBE_TARGET void read_sum(const Problem& p) {
   __m512 a[8];
@@ -320,6 +346,8 @@ int main(int argc, char** argv) {
   constexpr int kVariants = 12;
   float* panels = alloc_floats(size_t(p.k) * p.cols, 0.01f);
   std::vector<std::vector<double>> t(kVariants);
+  float* xs = alloc_floats(size_t(100) * p.k, 1.0f);
+  float* xw = alloc_floats(size_t(100) * p.cols, 0.0f);
   for (int rep = 0; rep < reps; ++rep) {
     t[0].push_back(time_per_step(steps, [&](int) { gemv(p); }));
     t[1].push_back(time_per_step(steps, [&](int s) { hoist(p, (s % strips) * 64); }));
@@ -343,6 +371,23 @@ int main(int argc, char** argv) {
       gemv_krange(p, panels, p.k, 64, p.k / 2, p.k, true);
     }));
   }
+  // After a dense GEMM: runs of 100 k-split GEMV steps, each run preceded (or not) by the
+  // 100-row input GEMM; only the GEMV steps are timed.
+  std::vector<double> plain_runs, after_runs;
+  for (int rep = 0; rep < reps; ++rep)
+    for (int with = 0; with < 2; ++with) {
+      double sum = 0;
+      for (int run = 0; run < std::max(1, steps / 100); ++run) {
+        if (with) dense_gemm(p.w, xs, xw, p.k, p.cols);
+        const double t0 = now_s();
+        for (int s = 0; s < 100; ++s) {
+          gemv_krange(p, p.r, 1, p.cols, 0, p.k / 2, false);
+          gemv_krange(p, p.r, 1, p.cols, p.k / 2, p.k, true);
+        }
+        sum += now_s() - t0;
+      }
+      (with ? after_runs : plain_runs).push_back(sum / (std::max(1, steps / 100) * 100) * 1e6);
+    }
   // Check fused computes the same y and pre as the separate kernels.
   std::vector<float> y0(p.y, p.y + p.cols), pre0(p.pre, p.pre + 8 * p.cols);
   gemv(p);
@@ -362,5 +407,10 @@ int main(int argc, char** argv) {
     std::printf("%-12s %7.3f us/step  (min %7.3f)  R rate %6.1f GB/s\n", names[v], med, t[v][0],
                 v == 1 ? 0.0 : bytes / med * 1e-3);
   }
+  std::sort(plain_runs.begin(), plain_runs.end());
+  std::sort(after_runs.begin(), after_runs.end());
+  std::printf("split_slab in runs of 100 steps: %.3f us/step alone, %.3f after a 100-row input GEMM "
+              "per run (GEMM not timed)\n",
+              plain_runs[plain_runs.size() / 2], after_runs[after_runs.size() / 2]);
   return 0;
 }
