@@ -1146,8 +1146,9 @@ Status Importer::translate_rnn_unrolled(const onnx::Node& n, const std::string& 
   if (T < 1 || B < 1 || I < 1 || H < 1)
     return Status::invalid_graph(where + ": X " + x.to_string() + " with hidden_size " +
                                  std::to_string(H) + " has an empty dimension");
-  // Each step becomes ~30 graphi nodes; keep hostile sizes from building huge graphs.
-  constexpr int64_t kMaxUnrolledSteps = 8192;
+  // Each step becomes ~30 graphi nodes; 2048 steps load in about 3 s (engine::plan_memory grows
+  // faster than linearly with the node count), so longer sequences are refused, not hung on.
+  constexpr int64_t kMaxUnrolledSteps = 2048;
   if (T * D > kMaxUnrolledSteps)
     return Status::unsupported(where + ": " + n.op + " with these activations runs unrolled, " +
                                "and " + std::to_string(T) + " steps x " + std::to_string(D) +
@@ -1186,12 +1187,15 @@ Status Importer::translate_rnn_unrolled(const onnx::Node& n, const std::string& 
     GRAPHI_RETURN_IF_ERROR(emit(gop, v, args, {v}, std::move(a), where, nullptr));
     return v;
   };
+  // Distinct bases: fresh() probes base, base_1, base_2, ... (quadratic for a repeated base).
   auto scalar = [&](double v) {
     HostTensor t = HostTensor::make(onnx::kFloat, {1});
     t.f[0] = v;
-    return add_const(name + "/c", std::move(t));
+    return add_const(name + "/c" + std::to_string(counter++), std::move(t));
   };
-  auto ints = [&](std::vector<int64_t> v) { return add_ints_const(name + "/i", std::move(v)); };
+  auto ints = [&](std::vector<int64_t> v) {
+    return add_ints_const(name + "/i" + std::to_string(counter++), std::move(v));
+  };
   auto slice = [&](const std::string& v, int64_t axis, int64_t b, int64_t e) {
     return op("Slice", {v, ints({b}), ints({e}), ints({axis})});
   };
