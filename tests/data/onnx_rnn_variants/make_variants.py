@@ -190,7 +190,7 @@ def helper_case(name, kind, T, Bt, I, H, seed, direction="forward", layout=0, bi
                 peephole=False, seq_lens=None, seq_lens_input=False, seq_lens_dtype=np.int32,
                 init_h=False, init_c=False, states_as_inputs=True, outputs=("Y", "Y_h", "Y_c"),
                 attrs=None, opset=14, hidden_attr=True, weights_as_inputs=False, dtype=np.float32,
-                gap=None):
+                ir3=False, gap=None):
     """One LSTM/GRU/RNN node. outputs: the node's output names ('' = absent) are `Y`, `Y_h`,
     `Y_c` in order; the non-empty ones are the graph outputs."""
     attrs = dict(attrs or {})
@@ -255,6 +255,11 @@ def helper_case(name, kind, T, Bt, I, H, seed, direction="forward", layout=0, bi
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
                               producer_name="make_variants")
     model.ir_version = 7
+    if ir3:  # IR 3: every initializer is also listed as a graph input
+        model.ir_version = 3
+        for init in inits:
+            model.graph.input.append(helper.make_tensor_value_info(init.name, init.data_type,
+                                                         list(init.dims)))
     onnx.checker.check_model(model)
     return model, feeds, [ref_by_name[o] for o in outs if o], {}, gap
 
@@ -300,6 +305,14 @@ def helper_cases():
         seq_lens=[4, 2, 3], direction="bidirectional")
     add("h_gru_weights_inputs", "GRU", 4, 2, 3, 5, 39, weights_as_inputs=True,
         attrs={"linear_before_reset": 1}, init_h=True)
+    add("h_lstm_opset6", "LSTM", 4, 2, 3, 5, 25, opset=6, init_h=True, init_c=True)
+    add("h_gru_opset18_layout1", "GRU", 4, 2, 3, 5, 26, opset=18, layout=1,
+        attrs={"linear_before_reset": 1}, seq_lens=[4, 2])
+    add("h_lstm_ir3_inputs_initializers", "LSTM", 3, 2, 3, 5, 27, ir3=True, opset=9,
+        peephole=True, init_h=True, init_c=True, states_as_inputs=False)
+    add("h_rnn_hardsigmoid_ir3", "RNN", 3, 2, 3, 5, 28, ir3=True, opset=9,
+        attrs={"activations": ["HardSigmoid"], "activation_alpha": [0.3],
+               "activation_beta": [0.4]})
     add("h_lstm_zero_len", "LSTM", 4, 3, 3, 5, 23, seq_lens=[4, 0, 2], init_h=True, init_c=True)
     # GRU.
     add("h_gru_lbr0", "GRU", 5, 3, 4, 5, 30, init_h=True)
@@ -482,7 +495,7 @@ def torch_cases():
     C = {}
 
     def seq_case(name, kind, I, H, T, Bt, opset, batch_first=False, states=False, ret="all",
-                 dyn=(), run_T=None, run_B=None, **kw):
+                 dyn=(), run_T=None, run_B=None, fold=True, **kw):
         def make():
             torch.manual_seed(zlib.crc32(name.encode()) % 1000)
             m = Seq(kind, I, H, ret=ret, states=states, batch_first=batch_first, **kw).eval()
@@ -508,10 +521,11 @@ def torch_cases():
                     axes[n] = a
             return export(m, inputs(T, Bt), names, opset, axes,
                           inputs(run_T or T, run_B or Bt),
-                          {"batch": run_B or Bt, "seq": run_T or T})
+                          {"batch": run_B or Bt, "seq": run_T or T}, fold=fold)
         C[name] = make
 
-    def export(m, example, names, opset, axes, run_inputs, dim_values, out_names=None):
+    def export(m, example, names, opset, axes, run_inputs, dim_values, out_names=None,
+               fold=True, training=None):
         with torch.no_grad():
             ref = m(*run_inputs)
         ref = list(ref) if isinstance(ref, (tuple, list)) else [ref]
@@ -521,7 +535,8 @@ def torch_cases():
                 axes[o] = {}
         f = io.BytesIO()
         torch.onnx.export(m, tuple(example), f, input_names=names, output_names=out_names,
-                          opset_version=opset, dynamic_axes=axes or None, do_constant_folding=True)
+                          opset_version=opset, dynamic_axes=axes or None, do_constant_folding=fold,
+                          training=training or torch.onnx.TrainingMode.EVAL)
         model = onnx.load_from_string(f.getvalue())
         used = set()
         for vi in model.graph.input:
@@ -551,6 +566,10 @@ def torch_cases():
              num_layers=2, states=True, dyn=("batch", "seq"), run_T=6, run_B=3)
     seq_case("pt_lstm_bf_l2_states_dyn_op17", "lstm", 3, 5, 4, 2, 17, batch_first=True,
              num_layers=2, states=True, dyn=("batch",), run_B=1)
+    seq_case("pt_lstm_bi_dyn_op9", "lstm", 3, 5, 4, 2, 9, bidirectional=True,
+             dyn=("batch", "seq"), run_T=6, run_B=3)
+    seq_case("pt_gru_bi_l2_states_nofold_op13", "gru", 3, 5, 4, 2, 13, bidirectional=True,
+             num_layers=2, states=True, fold=False)
     seq_case("pt_gru_l2_dyn_seq1_b1_op14", "gru", 4, 5, 4, 2, 14, num_layers=2,
              dyn=("batch", "seq"), run_T=1, run_B=1)
     seq_case("pt_rnn_relu_bf_bi_states_op9", "rnn_relu", 3, 5, 4, 2, 9, batch_first=True,
@@ -690,6 +709,23 @@ def torch_cases():
         model, feeds, refs, dims, _ = export(m, [x], ["x"], 14, {}, [x], {})
         return model, feeds, refs, dims, True
     C["pt_lstm_double_op14"] = double
+
+    def dropout_training():
+        torch.manual_seed(6)
+        m = Seq("lstm", 3, 4, num_layers=2, dropout=0.3).train()
+        x = torch.randn(4, 2, 3)
+        model, feeds, refs, dims, _ = export(m, [x], ["x"], 14, {}, [x], {},
+                                             training=torch.onnx.TrainingMode.TRAINING)
+        return model, feeds, refs, dims, True
+    C["pt_lstm_dropout_training_op14"] = dropout_training
+
+    def quantized():
+        torch.manual_seed(7)
+        m = torch.quantization.quantize_dynamic(Seq("lstm", 3, 4).eval(), {nn.LSTM},
+                                                dtype=torch.qint8)
+        x = torch.randn(4, 2, 3)
+        return export(m, [x], ["x"], 14, {}, [x], {})
+    C["pt_lstm_dynamic_quantized_op14"] = quantized
     return C
 
 
@@ -880,7 +916,9 @@ def check(graphi, only):
                        "--iterations", "1", "--warmup", "0"] + flags
                 for d in parts[1:]:
                     cmd += ["--dim", d]
-                for k, vi in enumerate(model.graph.input):
+                inits = {i.name for i in model.graph.initializer}
+                runtime = [vi for vi in model.graph.input if vi.name not in inits]
+                for k, vi in enumerate(runtime):
                     cmd += ["--input", "%s=%s" % (vi.name, os.path.join(HERE, "%s.in%d.npy" % (name, k)))]
                 r = subprocess.run(cmd, capture_output=True, text=True)
                 msg = ""
