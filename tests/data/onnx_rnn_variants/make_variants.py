@@ -305,6 +305,8 @@ def helper_cases():
         seq_lens=[4, 2, 3], direction="bidirectional")
     add("h_gru_weights_inputs", "GRU", 4, 2, 3, 5, 39, weights_as_inputs=True,
         attrs={"linear_before_reset": 1}, init_h=True)
+    add("h_lstm_peephole_nobias_only_yc", "LSTM", 4, 2, 3, 5, 29, peephole=True, bias=False,
+        outputs=("", "", "Y_c"))
     add("h_lstm_opset6", "LSTM", 4, 2, 3, 5, 25, opset=6, init_h=True, init_c=True)
     add("h_gru_opset18_layout1", "GRU", 4, 2, 3, 5, 26, opset=18, layout=1,
         attrs={"linear_before_reset": 1}, seq_lens=[4, 2])
@@ -476,6 +478,18 @@ def torch_cases():
             if self.last:
                 y = y[:, -1] if self.bf else y[-1]
             return torch.log_softmax(self.fc(y), dim=-1)
+
+    class Siamese(nn.Module):
+        """One nn.GRU applied to two inputs (two GRU nodes sharing weights), outputs compared."""
+
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.GRU(3, 5, batch_first=True)
+
+        def forward(self, a, b):
+            _, ha = self.rnn(a)
+            _, hb = self.rnn(b)
+            return torch.abs(ha - hb).sum(-1), ha
 
     class Packed(nn.Module):
         """pack_padded_sequence -> LSTM -> pad_packed_sequence (lengths an int64 input)."""
@@ -682,6 +696,13 @@ def torch_cases():
     clf_case("pt_clf_lstm_l2_last_op14", "lstm", 2, False, True, False, 14)
     clf_case("pt_clf_gru_bi_l2_bf_all_op13", "gru", 2, True, False, True, 13)
     clf_case("pt_clf_lstm_bi_l3_bf_last_op17", "lstm", 3, True, True, True, 17)
+
+    def siamese():
+        torch.manual_seed(8)
+        m = Siamese().eval()
+        a, b = torch.randn(2, 4, 3), torch.randn(2, 6, 3)
+        return export(m, [a, b], ["a", "b"], 14, {}, [a, b], {})
+    C["pt_siamese_gru_shared_weights_op14"] = siamese
 
     def packed(lens, opset, **kw):
         def make():
