@@ -19,6 +19,7 @@
 #include <cctype>
 #include <cstdio>
 #include <limits>
+#include <utility>
 
 #include "ops/onednn.h"
 #include "ops/registry.h"
@@ -396,10 +397,15 @@ class EinsumGemmKernel final : public Kernel {
     view_ok[1] = make_view(b_groups, p_, p_.strides[1], ops_[1]);
     view_ok[2] = make_view(y_groups, p_, out_stride, ops_[2]);
     for (int i = 0; i < 3; ++i) ops_[i].packed = !view_ok[i];
+    // A column-major output (e.g. 'bij,bjk->bki') is the row-major Y^T = B^T A^T: oneDNN
+    // takes that directly, where it declines a column-major destination.
+    const GemmOperand& y = ops_[2];
+    swap_ = !y.packed && y.dims[1] > 1 && y.dims[2] > 1 && y.view_strides[2] != 1;
     // If oneDNN declines the strided views, copy everything into dense layouts and retry.
     Result<std::unique_ptr<onednn::Primitive>> prim = make(ctx.team_size);
     if (!prim.is_ok() && !(ops_[0].packed && ops_[1].packed && ops_[2].packed)) {
       for (GemmOperand& o : ops_) o.packed = true;
+      swap_ = false;
       prim = make(ctx.team_size);
     }
     if (!prim.is_ok()) return prim.status();
@@ -423,6 +429,7 @@ class EinsumGemmKernel final : public Kernel {
     if (ops_[0].packed) a = pack(0, a, scratch);
     if (ops_[1].packed) b = pack(1, b, scratch);
     float* dst = ops_[2].packed ? reinterpret_cast<float*>(scratch + ops_[2].scratch_offset) : y;
+    if (swap_) std::swap(a, b);
     if (!prim_->execute(a, b, nullptr, dst, team.scratch)) {
       static std::atomic<bool> warned{false};
       if (!warned.exchange(true))
@@ -470,6 +477,13 @@ class EinsumGemmKernel final : public Kernel {
       packed_sizes_[i] = sizes(o);
       packed_strides_[i] = dense_strides(o);
     }
+    if (swap_) {  // Y^T = B^T A^T: transpose every view, exchange the operands
+      for (onednn::Layout* l : layouts) {
+        std::swap(l->dims[1], l->dims[2]);
+        std::swap(l->strides[1], l->strides[2]);
+      }
+      std::swap(spec.src, spec.weights);
+    }
     return onednn::make_matmul(spec, team_size);
   }
 
@@ -479,6 +493,7 @@ class EinsumGemmKernel final : public Kernel {
   std::unique_ptr<onednn::Primitive> prim_;
   size_t scratch_bytes_ = 0;
   int64_t numel_ = 0;
+  bool swap_ = false;  // oneDNN computes Y^T = B^T A^T (a column-major output view)
 };
 
 std::unique_ptr<Kernel> make_einsum() { return std::make_unique<EinsumKernel>(); }
