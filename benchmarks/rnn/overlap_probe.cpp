@@ -61,23 +61,34 @@ float* alloc_floats(size_t n, float scale) {
   return f;
 }
 
-PROBE_TARGET void gemv(const Problem& p) {
+// a[0..3] += h * the 64 floats at rq (one k row of a 64-column GEMV block).
+__attribute__((target("avx512f"), always_inline)) inline void row64(const float* rq, __m512 h,
+                                                                   __m512* a) {
+  for (int v = 0; v < 4; ++v) a[v] = _mm512_fmadd_ps(_mm512_load_ps(rq + 16 * v), h, a[v]);
+}
+
+// y[0..64) = a (+ y when accumulating).
+__attribute__((target("avx512f"), always_inline)) inline void store64(float* y, const __m512* a,
+                                                                     bool accumulate) {
+  for (int v = 0; v < 4; ++v)
+    _mm512_store_ps(y + 16 * v, accumulate ? _mm512_add_ps(a[v], _mm512_load_ps(y + 16 * v)) : a[v]);
+}
+
+// The kernel's batch-1 k split: k rows [k0, k1) of every 64-column block, accumulating.
+PROBE_TARGET void gemv_krange(const Problem& p, const float* base, int64_t col_step, int64_t ld,
+                              int k0, int k1, bool acc) {
   for (int j = 0; j < p.cols; j += 64) {
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    const float* rq = p.r + j;
-    for (int q = 0; q < p.k; ++q, rq += p.cols) {
-      const __m512 hq = _mm512_set1_ps(p.h[q]);
-      a0 = _mm512_fmadd_ps(_mm512_load_ps(rq), hq, a0);
-      a1 = _mm512_fmadd_ps(_mm512_load_ps(rq + 16), hq, a1);
-      a2 = _mm512_fmadd_ps(_mm512_load_ps(rq + 32), hq, a2);
-      a3 = _mm512_fmadd_ps(_mm512_load_ps(rq + 48), hq, a3);
+    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    const float* rq = base + j * col_step + int64_t(k0) * ld;
+    for (int q = k0; q < k1; ++q, rq += ld) {
+      row64(rq, _mm512_set1_ps(p.h[q]), a);
     }
-    _mm512_store_ps(p.y + j, a0);
-    _mm512_store_ps(p.y + j + 16, a1);
-    _mm512_store_ps(p.y + j + 32, a2);
-    _mm512_store_ps(p.y + j + 48, a3);
+    store64(p.y + j, a, acc);
   }
 }
+
+// The recurrent GEMV alone: all k rows of the row-major slab.
+PROBE_TARGET void gemv(const Problem& p) { gemv_krange(p, p.r, 1, p.cols, 0, p.k, false); }
 
 // pre[8][strip .. strip + 64) = x[8][k] W[k][strip ..]: four 8-row x 1-vector tiles.
 PROBE_TARGET void hoist(const Problem& p, int strip) {
@@ -105,16 +116,13 @@ PROBE_TARGET void fused(const Problem& p, int strip) {
     const int j = strip + v * 16;
     __m512 c[8];
     for (int r = 0; r < 8; ++r) c[r] = (b % 2 == 0) ? _mm512_setzero_ps() : _mm512_load_ps(p.pre + r * p.cols + j);
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     const float* rq = p.r + b * 64;
     const int q0 = (b % 2) * half;
     const float* wq = p.w + static_cast<int64_t>(q0) * p.cols + j;
     for (int q = 0; q < p.k; q += 2, rq += 2 * p.cols, wq += p.cols) {
       const __m512 h0 = _mm512_set1_ps(p.h[q]);
-      a0 = _mm512_fmadd_ps(_mm512_load_ps(rq), h0, a0);
-      a1 = _mm512_fmadd_ps(_mm512_load_ps(rq + 16), h0, a1);
-      a2 = _mm512_fmadd_ps(_mm512_load_ps(rq + 32), h0, a2);
-      a3 = _mm512_fmadd_ps(_mm512_load_ps(rq + 48), h0, a3);
+      row64(rq, h0, a);
       const __m512 wv = _mm512_load_ps(wq);
       const float* xq = p.x + q0 + q / 2;
       if constexpr (kEmbedded) {
@@ -130,17 +138,11 @@ PROBE_TARGET void fused(const Problem& p, int strip) {
       }
       const __m512 h1 = _mm512_set1_ps(p.h[q + 1]);
       const float* rq1 = rq + p.cols;
-      a0 = _mm512_fmadd_ps(_mm512_load_ps(rq1), h1, a0);
-      a1 = _mm512_fmadd_ps(_mm512_load_ps(rq1 + 16), h1, a1);
-      a2 = _mm512_fmadd_ps(_mm512_load_ps(rq1 + 32), h1, a2);
-      a3 = _mm512_fmadd_ps(_mm512_load_ps(rq1 + 48), h1, a3);
+      row64(rq1, h1, a);
 #pragma GCC unroll 4
       for (int r = 4; r < 8; ++r) c[r] = _mm512_fmadd_ps(_mm512_set1_ps(xq[r * p.k]), wv, c[r]);
     }
-    _mm512_store_ps(p.y + b * 64, a0);
-    _mm512_store_ps(p.y + b * 64 + 16, a1);
-    _mm512_store_ps(p.y + b * 64 + 32, a2);
-    _mm512_store_ps(p.y + b * 64 + 48, a3);
+    store64(p.y + b * 64, a, false);
     for (int r = 0; r < 8; ++r) _mm512_store_ps(p.pre + r * p.cols + j, c[r]);
   }
 }
@@ -151,29 +153,20 @@ PROBE_TARGET void fused(const Problem& p, int strip) {
 PROBE_TARGET void gemv_regfma(const Problem& p) {
   __m512 c[8];
   for (int r = 0; r < 8; ++r) c[r] = _mm512_set1_ps(p.h[r]);
-  const __m512 m = _mm512_set1_ps(0.999f), a = _mm512_set1_ps(0.001f);
+  const __m512 m = _mm512_set1_ps(0.999f), add = _mm512_set1_ps(0.001f);
   for (int j = 0; j < p.cols; j += 64) {
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     const float* rq = p.r + j;
     for (int q = 0; q < p.k; q += 2, rq += 2 * p.cols) {
       const __m512 h0 = _mm512_set1_ps(p.h[q]);
-      a0 = _mm512_fmadd_ps(_mm512_load_ps(rq), h0, a0);
-      a1 = _mm512_fmadd_ps(_mm512_load_ps(rq + 16), h0, a1);
-      a2 = _mm512_fmadd_ps(_mm512_load_ps(rq + 32), h0, a2);
-      a3 = _mm512_fmadd_ps(_mm512_load_ps(rq + 48), h0, a3);
+      row64(rq, h0, a);
 #pragma GCC unroll 8
-      for (int r = 0; r < 8; ++r) c[r] = _mm512_fmadd_ps(c[r], m, a);
+      for (int r = 0; r < 8; ++r) c[r] = _mm512_fmadd_ps(c[r], m, add);
       const __m512 h1 = _mm512_set1_ps(p.h[q + 1]);
       const float* rq1 = rq + p.cols;
-      a0 = _mm512_fmadd_ps(_mm512_load_ps(rq1), h1, a0);
-      a1 = _mm512_fmadd_ps(_mm512_load_ps(rq1 + 16), h1, a1);
-      a2 = _mm512_fmadd_ps(_mm512_load_ps(rq1 + 32), h1, a2);
-      a3 = _mm512_fmadd_ps(_mm512_load_ps(rq1 + 48), h1, a3);
+      row64(rq1, h1, a);
     }
-    _mm512_store_ps(p.y + j, a0);
-    _mm512_store_ps(p.y + j + 16, a1);
-    _mm512_store_ps(p.y + j + 32, a2);
-    _mm512_store_ps(p.y + j + 48, a3);
+    store64(p.y + j, a, false);
   }
   for (int r = 1; r < 8; ++r) c[0] = _mm512_add_ps(c[0], c[r]);
   _mm512_store_ps(p.pre, c[0]);
@@ -216,47 +209,7 @@ PROBE_TARGET void gemv_panels(const Problem& p, const float* panels) {
 }
 
 PROBE_TARGET void gemv_panels4(const Problem& p, const float* panels) {
-  for (int j = 0; j < p.cols; j += 64) {
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    const float* rq = panels + static_cast<int64_t>(j) * p.k;
-    for (int q = 0; q < p.k; ++q, rq += 64) {
-      const __m512 hq = _mm512_set1_ps(p.h[q]);
-      a0 = _mm512_fmadd_ps(_mm512_load_ps(rq), hq, a0);
-      a1 = _mm512_fmadd_ps(_mm512_load_ps(rq + 16), hq, a1);
-      a2 = _mm512_fmadd_ps(_mm512_load_ps(rq + 32), hq, a2);
-      a3 = _mm512_fmadd_ps(_mm512_load_ps(rq + 48), hq, a3);
-    }
-    _mm512_store_ps(p.y + j, a0);
-    _mm512_store_ps(p.y + j + 16, a1);
-    _mm512_store_ps(p.y + j + 32, a2);
-    _mm512_store_ps(p.y + j + 48, a3);
-  }
-}
-
-// The kernel's batch-1 k split: k rows [k0, k1) of every 64-column block, accumulating.
-PROBE_TARGET void gemv_krange(const Problem& p, const float* base, int64_t col_step, int64_t ld,
-                              int k0, int k1, bool acc) {
-  for (int j = 0; j < p.cols; j += 64) {
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    const float* rq = base + j * col_step + int64_t(k0) * ld;
-    for (int q = k0; q < k1; ++q, rq += ld) {
-      const __m512 hq = _mm512_set1_ps(p.h[q]);
-      a0 = _mm512_fmadd_ps(_mm512_load_ps(rq), hq, a0);
-      a1 = _mm512_fmadd_ps(_mm512_load_ps(rq + 16), hq, a1);
-      a2 = _mm512_fmadd_ps(_mm512_load_ps(rq + 32), hq, a2);
-      a3 = _mm512_fmadd_ps(_mm512_load_ps(rq + 48), hq, a3);
-    }
-    if (acc) {
-      a0 = _mm512_add_ps(a0, _mm512_load_ps(p.y + j));
-      a1 = _mm512_add_ps(a1, _mm512_load_ps(p.y + j + 16));
-      a2 = _mm512_add_ps(a2, _mm512_load_ps(p.y + j + 32));
-      a3 = _mm512_add_ps(a3, _mm512_load_ps(p.y + j + 48));
-    }
-    _mm512_store_ps(p.y + j, a0);
-    _mm512_store_ps(p.y + j + 16, a1);
-    _mm512_store_ps(p.y + j + 32, a2);
-    _mm512_store_ps(p.y + j + 48, a3);
-  }
+  gemv_krange(p, panels, p.k, 64, 0, p.k, false);
 }
 
 // One 100-row input GEMM of the thread's W slab ([k][cols], 32-column panels of it read with a
