@@ -366,5 +366,48 @@ class ZooTest(unittest.TestCase):
                 self.assertLess(max_rel_error(got.numpy(), want.numpy()), 1e-4)
 
 
+RNN_VARIANTS = os.path.join(HERE, "..", "..", "tests", "data", "onnx_rnn_variants")
+
+
+class RnnVariantsTest(unittest.TestCase):
+    """Recurrent models users export or build (tests/data/onnx_rnn_variants/make_variants.py)
+    through graphi.Session, against PyTorch's outputs or a numpy ONNX-spec implementation
+    (1e-4 of the output's scale + 1e-5); the known gaps raise graphi.Error naming what fails."""
+
+    def test_every_variant(self):
+        count = 0
+        with open(os.path.join(RNN_VARIANTS, "MANIFEST")) as f:
+            lines = f.readlines()
+        for line in lines:
+            parts = line.split()
+            if not parts or parts[0].startswith("#"):
+                continue
+            name = parts[0]
+            dims = {k: int(v) for k, v in (p.split("=") for p in parts[1:])}
+            with self.subTest(model=name):
+                s = graphi.Session(os.path.join(RNN_VARIANTS, name + ".onnx"), dims=dims or None)
+                ins = [np.load(os.path.join(RNN_VARIANTS, "%s.in%d.npy" % (name, i)))
+                       for i in range(len(s.inputs))]
+                out = s.run(ins)
+                for i, info in enumerate(s.outputs):
+                    want = np.load(os.path.join(RNN_VARIANTS, "%s.out%d.npy" % (name, i)))
+                    got = out[info.name]
+                    self.assertEqual(got.shape, want.shape)
+                    scale = float(np.max(np.abs(want))) if want.size else 0.0
+                    err = float(np.max(np.abs(got.astype(np.float64) - want)))
+                    self.assertLessEqual(err, 1e-5 + 1e-4 * scale, info.name)
+            count += 1
+        self.assertGreaterEqual(count, 100)
+
+    def test_gaps_are_refused(self):
+        with open(os.path.join(RNN_VARIANTS, "gaps", "EXPECTED")) as f:
+            lines = f.readlines()
+        for line in lines:
+            name, text = line.rstrip("\n").split("\t")
+            with self.subTest(model=name):
+                with self.assertRaises(graphi.Error) as e:
+                    graphi.Session(os.path.join(RNN_VARIANTS, "gaps", name + ".onnx"))
+                self.assertIn(text, str(e.exception))
+
 if __name__ == "__main__":
     unittest.main()
