@@ -307,6 +307,17 @@ def helper_cases():
         attrs={"linear_before_reset": 1}, init_h=True)
     add("h_lstm_peephole_nobias_only_yc", "LSTM", 4, 2, 3, 5, 29, peephole=True, bias=False,
         outputs=("", "", "Y_c"))
+    add("h_lstm_input_forget_peephole_bi_seqlens", "LSTM", 5, 3, 3, 5, 80, peephole=True,
+        direction="bidirectional", seq_lens=[5, 3, 1], attrs={"input_forget": 1, "clip": 0.8},
+        init_h=True, init_c=True)
+    add("h_lstm_h65_b7", "LSTM", 3, 7, 8, 65, 81, init_h=True, init_c=True, seq_lens=[3, 1, 2,
+                                                                                       3, 3, 2, 1])
+    add("h_gru_h47_bi_b7_layout1", "GRU", 3, 7, 6, 47, 82, layout=1, direction="bidirectional",
+        init_h=True, attrs={"linear_before_reset": 1})
+    add("h_gru_lbr0_clip_layout1_seqlens", "GRU", 5, 3, 4, 5, 83, layout=1, init_h=True,
+        seq_lens=[2, 5, 4], attrs={"clip": 0.3})
+    add("h_rnn_sigmoid_clip_bi", "RNN", 4, 3, 3, 6, 84, direction="bidirectional",
+        attrs={"activations": ["Sigmoid", "Sigmoid"], "clip": 0.5}, init_h=True)
     add("h_lstm_opset6", "LSTM", 4, 2, 3, 5, 25, opset=6, init_h=True, init_c=True)
     add("h_gru_opset18_layout1", "GRU", 4, 2, 3, 5, 26, opset=18, layout=1,
         attrs={"linear_before_reset": 1}, seq_lens=[4, 2])
