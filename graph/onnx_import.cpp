@@ -1031,17 +1031,16 @@ Status Importer::translate_rnn_unrolled(const onnx::Node& n, const std::string& 
   auto in = [&](size_t k) { return k < ins.size() ? ins[k] : std::string(); };
   for (const onnx::Attr& a : n.attrs) {
     static const std::set<std::string> known = {
-        "activations",  "activation_alpha", "activation_beta", "clip",   "direction",
-        "hidden_size",  "input_forget",     "layout",          "linear_before_reset",
-        "output_sequence"};
+        "activations",         "activation_alpha", "activation_beta", "clip",
+        "direction",           "hidden_size",      "input_forget",    "layout",
+        "linear_before_reset", "output_sequence"};
     if (!known.count(a.name))
       return Status::invalid_graph(where + ": unknown attribute '" + a.name + "'");
   }
   const size_t max_outputs = lstm ? 3 : 2;
   if (n.outputs.size() > max_outputs)
-    return Status::invalid_graph(where + ": " + n.op + " has 1 to " +
-                                 std::to_string(max_outputs) + " outputs (Y, Y_h" +
-                                 (lstm ? ", Y_c" : "") + "), got " +
+    return Status::invalid_graph(where + ": " + n.op + " has 1 to " + std::to_string(max_outputs) +
+                                 " outputs (Y, Y_h" + (lstm ? ", Y_c" : "") + "), got " +
                                  std::to_string(n.outputs.size()));
   const onnx::Attr* dir_a = n.attr("direction");
   const std::string direction = dir_a ? dir_a->s : "forward";
@@ -1067,9 +1066,10 @@ Status Importer::translate_rnn_unrolled(const onnx::Node& n, const std::string& 
   };
   std::vector<std::string> names;
   if (const onnx::Attr* a = n.attr("activations")) names = a->strings;
-  const std::vector<std::string> defaults = lstm  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
-                                            : gru ? std::vector<std::string>{"Sigmoid", "Tanh"}
-                                                  : std::vector<std::string>{"Tanh"};
+  const std::vector<std::string> defaults =
+      lstm  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+      : gru ? std::vector<std::string>{"Sigmoid", "Tanh"}
+            : std::vector<std::string>{"Tanh"};
   if (names.empty()) names = defaults;
   std::vector<float> alphas, betas;
   if (const onnx::Attr* a = n.attr("activation_alpha")) alphas = a->floats;
@@ -1078,10 +1078,11 @@ Status Importer::translate_rnn_unrolled(const onnx::Node& n, const std::string& 
     // Whether the second direction reuses the first one's alpha/beta or takes the next
     // values (ONNX Runtime) is not defined: refuse rather than guess.
     if (n.attr("activations") && (!alphas.empty() || !betas.empty()))
-      return Status::unsupported(
-          where + ": attribute 'activations' lists one direction's functions for a "
-          "bidirectional " + n.op + " together with activation_alpha/activation_beta; which "
-          "values the second direction takes is ambiguous: list the functions of both directions");
+      return Status::unsupported(where + ": attribute 'activations' lists one direction's " +
+                                 "functions for a bidirectional " + n.op +
+                                 " together with activation_alpha/activation_beta; which values "
+                                 "the second direction takes is ambiguous: list the functions "
+                                 "of both directions");
     const std::vector<std::string> one = names;
     names.insert(names.end(), one.begin(), one.end());
   }
@@ -1099,11 +1100,17 @@ Status Importer::translate_rnn_unrolled(const onnx::Node& n, const std::string& 
       int params;  // 0: none, 1: alpha, 2: alpha and beta
       double alpha, beta;
     };
-    static const Default kActs[] = {
-        {"sigmoid", 0, 0, 0},   {"tanh", 0, 0, 0},         {"relu", 0, 0, 0},
-        {"softsign", 0, 0, 0},  {"softplus", 0, 0, 0},     {"leakyrelu", 1, 0.01, 0},
-        {"elu", 1, 1.0, 0},     {"thresholdedrelu", 1, 1.0, 0}, {"hardsigmoid", 2, 0.2, 0.5},
-        {"affine", 2, 1.0, 0.0}, {"scaledtanh", 2, 1.0, 1.0}};
+    static const Default kActs[] = {{"sigmoid", 0, 0, 0},
+                                    {"tanh", 0, 0, 0},
+                                    {"relu", 0, 0, 0},
+                                    {"softsign", 0, 0, 0},
+                                    {"softplus", 0, 0, 0},
+                                    {"leakyrelu", 1, 0.01, 0},
+                                    {"elu", 1, 1.0, 0},
+                                    {"thresholdedrelu", 1, 1.0, 0},
+                                    {"hardsigmoid", 2, 0.2, 0.5},
+                                    {"affine", 2, 1.0, 0.0},
+                                    {"scaledtanh", 2, 1.0, 1.0}};
     const Default* d = nullptr;
     for (const Default& k : kActs)
       if (a.name == k.name) d = &k;
@@ -1120,7 +1127,8 @@ Status Importer::translate_rnn_unrolled(const onnx::Node& n, const std::string& 
     if (has_beta) a.beta = betas[bi++];
     // The spec says "defaults of the corresponding ONNX operators"; ONNX Runtime uses 0 for
     // these three. Rather than pick one, ask for the values.
-    const bool ambiguous = a.name == "affine" || a.name == "scaledtanh" || a.name == "thresholdedrelu";
+    const bool ambiguous =
+        a.name == "affine" || a.name == "scaledtanh" || a.name == "thresholdedrelu";
     if (ambiguous && (!has_alpha || (d->params >= 2 && !has_beta)))
       return Status::unsupported(where + ": attribute 'activations': '" + raw +
                                  "' without its activation_alpha" +
@@ -1137,8 +1145,8 @@ Status Importer::translate_rnn_unrolled(const onnx::Node& n, const std::string& 
   GRAPHI_ASSIGN_OR_RETURN(TensorDesc x, desc_of(in(0), where));
   GRAPHI_ASSIGN_OR_RETURN(TensorDesc w, desc_of(in(1), where));
   GRAPHI_ASSIGN_OR_RETURN(TensorDesc r, desc_of(in(2), where));
-  if (x.rank() != 3 || x.dtype != DType::kF32 || w.dtype != DType::kF32 ||
-      r.dtype != DType::kF32 || r.rank() != 3)
+  if (x.rank() != 3 || x.dtype != DType::kF32 || w.dtype != DType::kF32 || r.dtype != DType::kF32 ||
+      r.rank() != 3)
     return Status::invalid_graph(where + ": X " + x.to_string() + ", W " + w.to_string() +
                                  " and R " + r.to_string() + " must be 3-D float32");
   const int64_t T = layout ? x.shape[1] : x.shape[0], B = layout ? x.shape[0] : x.shape[1],
@@ -1430,7 +1438,7 @@ Status Importer::translate_rnn_unrolled(const onnx::Node& n, const std::string& 
     GRAPHI_ASSIGN_OR_RETURN(std::string v, concat(*parts[k], k == 0 ? 1 : 0));
     if (layout) {
       GRAPHI_ASSIGN_OR_RETURN(v, transpose(v, k == 0 ? std::vector<int64_t>{2, 0, 1, 3}
-                                                               : std::vector<int64_t>{1, 0, 2}));
+                                                     : std::vector<int64_t>{1, 0, 2}));
     }
     GRAPHI_RETURN_IF_ERROR(emit("Identity", fresh(name + "/out" + std::to_string(k)), {v},
                                 {n.outputs[k]}, {}, where, nullptr));
