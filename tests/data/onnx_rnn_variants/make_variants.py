@@ -502,6 +502,22 @@ def torch_cases():
             _, hb = self.rnn(b)
             return torch.abs(ha - hb).sum(-1), ha
 
+    class LastValid(nn.Module):
+        """nn.LSTM over padded batches, then each sequence's output at its last valid step
+        (y[lengths - 1, arange(B)]) and a hand-made backward pass via torch.flip."""
+
+        def __init__(self):
+            super().__init__()
+            self.fwd = nn.LSTM(3, 5)
+            self.bwd = nn.GRU(3, 5)
+            self.fc = nn.Linear(10, 2)
+
+        def forward(self, x, lengths):
+            y, _ = self.fwd(x)
+            last = y[lengths - 1, torch.arange(x.shape[1])]
+            yb, hb = self.bwd(torch.flip(x, [0]))
+            return self.fc(torch.cat([last, hb[0]], 1)), torch.flip(yb, [0])
+
     class Packed(nn.Module):
         """pack_padded_sequence -> LSTM -> pad_packed_sequence (lengths an int64 input)."""
 
@@ -707,6 +723,14 @@ def torch_cases():
     clf_case("pt_clf_lstm_l2_last_op14", "lstm", 2, False, True, False, 14)
     clf_case("pt_clf_gru_bi_l2_bf_all_op13", "gru", 2, True, False, True, 13)
     clf_case("pt_clf_lstm_bi_l3_bf_last_op17", "lstm", 3, True, True, True, 17)
+
+    def last_valid():
+        torch.manual_seed(9)
+        m = LastValid().eval()
+        x = torch.randn(6, 4, 3)
+        lengths = torch.tensor([6, 2, 5, 1])
+        return export(m, [x, lengths], ["x", "lengths"], 14, {}, [x, lengths], {})
+    C["pt_lstm_last_valid_step_flip_op14"] = last_valid
 
     def siamese():
         torch.manual_seed(8)
