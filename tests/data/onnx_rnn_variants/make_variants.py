@@ -377,6 +377,8 @@ def helper_cases():
     add("h_gru_affine_clip_layout1", "GRU", 4, 2, 3, 5, 59, layout=1,
         attrs={"activations": ["Sigmoid", "Affine"], "activation_alpha": [0.7],
                "activation_beta": [0.05], "clip": 2.0}, outputs=("", "Y_h"))
+    add("h_gru_relu_candidate_lbr0_rev", "GRU", 4, 3, 3, 5, 64, direction="reverse",
+        attrs={"activations": ["Sigmoid", "Relu"]}, init_h=True, seq_lens=[4, 1, 3])
     add("h_rnn_leakyrelu", "RNN", 4, 2, 3, 5, 53,
         attrs={"activations": ["LeakyRelu"], "activation_alpha": [0.1]})
     add("h_rnn_affine", "RNN", 4, 2, 3, 5, 54,
