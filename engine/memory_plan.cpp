@@ -183,6 +183,7 @@ MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode, size_t reachabilit
           run_end = s.end;
         } else {
           close_run();
+          if (best_waste == 0) break;  // an exact fit: no later run can beat it (ties keep the first)
         }
       }
       const bool trailing = in_run;
