@@ -1,6 +1,9 @@
 #include "graph/graph_builder.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -51,6 +54,16 @@ GraphBuilder GraphBuilder::from_graph(const Graph& g) {
 
 namespace {
 
+// The machine's physical memory in bytes.
+uint64_t physical_memory_bytes() {
+  static const uint64_t bytes = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page)
+                                 : uint64_t{1} << 40;
+  }();
+  return bytes;
+}
+
 Status check_dims(const std::string& where, const std::string& what, const TensorDesc& d) {
   for (int64_t dim : d.shape) {
     if (dim <= 0) {
@@ -59,6 +72,24 @@ Status check_dims(const std::string& where, const std::string& what, const Tenso
                                    "; every dimension must be at least 1 (empty tensors, such as "
                                    "an empty batch, are not supported)");
     }
+  }
+  // A value that cannot fit in memory comes from a bogus dimension (a corrupt file, a wrong
+  // --dim): refuse it here, before the product overflows int64 in a kernel or the engine tries a
+  // multi-GB allocation.
+  uint64_t bytes = dtype_size(d.dtype);
+  bool overflow = false;
+  for (int64_t dim : d.shape)
+    overflow = overflow || __builtin_mul_overflow(bytes, static_cast<uint64_t>(dim), &bytes);
+  const uint64_t limit = physical_memory_bytes();
+  if (overflow || bytes > limit) {
+    char gib[64];
+    std::snprintf(gib, sizeof gib, "%.1f GiB", static_cast<double>(limit) / (1u << 30));
+    const std::string need =
+        overflow ? std::string("more than 2^64 bytes")
+                 : std::to_string(bytes >> 30) + " GiB";
+    return Status::invalid_graph(where + ": " + what + " is " + d.to_string() + ", which needs " +
+                                 need + ", more than this machine's memory (" + gib +
+                                 "); is a dimension wrong?");
   }
   return Status::ok();
 }

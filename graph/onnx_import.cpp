@@ -1586,10 +1586,13 @@ Status Importer::import_node(const onnx::Node& node_in) {
     if (!in.empty() && !is_const(in)) all_const = false;
   const bool shape_only =
       (n.op == "Shape" || n.op == "Size") && !n.inputs.empty() && !n.inputs[0].empty();
+  if (shape_only && n.inputs.size() != 1)
+    return Status::invalid_graph(where + ": " + n.op + " takes 1 input, the node has " +
+                                 std::to_string(n.inputs.size()));
   if (onnx::is_foldable_op(n.op) && (all_const || shape_only)) {
     std::vector<const HostTensor*> ins;
     std::vector<HostTensor> fakes;
-    fakes.reserve(1);
+    fakes.reserve(n.inputs.size());  // ins points into fakes: it must never reallocate
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const std::string& in = n.inputs[k];
       if (in.empty()) {

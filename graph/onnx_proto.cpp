@@ -252,16 +252,21 @@ Result<HostTensor> read_tensor(ProtoReader r, std::string* name_out) {
   }
   t.shape = dims;
   const auto count = static_cast<size_t>(n);
-  if (t.is_float())
-    t.f.resize(count);
-  else
-    t.i.resize(count);
+  // Storage is allocated only after the data present in the file was checked against the dims:
+  // bogus dims (e.g. [1099511627776] over 8 bytes) must be an error, not a terabyte allocation.
+  auto allocate = [&] {
+    if (t.is_float())
+      t.f.resize(count);
+    else
+      t.i.resize(count);
+  };
   const std::string shape_s = data_type_name(t.type) + shape_to_string(dims);
   if (has_raw) {
     if (raw.size() != count * esize)
       return Status::invalid_graph(what + ": raw_data has " + std::to_string(raw.size()) +
                                    " bytes, expected " + std::to_string(count * esize) + " for " +
                                    shape_s);
+    allocate();
     for (size_t k = 0; k < count; ++k) {
       uint64_t bits = 0;
       for (size_t b = 0; b < esize; ++b)
@@ -272,7 +277,10 @@ Result<HostTensor> read_tensor(ProtoReader r, std::string* name_out) {
   }
   // Typed fields: which one holds data depends on the type (onnx.proto's table).
   auto check = [&](size_t got, const char* field) -> Status {
-    if (got == count) return Status::ok();
+    if (got == count) {
+      allocate();
+      return Status::ok();
+    }
     return Status::invalid_graph(what + ": " + field + " has " + std::to_string(got) +
                                  " values, expected " + std::to_string(count) + " for " + shape_s);
   };
@@ -392,6 +400,18 @@ Result<Attr> read_attr(ProtoReader r) {
       a.type = kAttrString;
   }
   if (a.name.empty()) return Status::invalid_graph(r.path() + ": attribute without a name");
+  // A declared scalar type whose field is absent while another scalar field is set (e.g. type
+  // INT holding f = 2.5) would silently read as 0: refuse the contradiction.
+  const bool has_t = a.t != nullptr;
+  const int n_scalar = int{has_f} + int{has_i} + int{has_s} + int{has_t};
+  const bool own_field = (a.type == kAttrFloat && has_f) || (a.type == kAttrInt && has_i) ||
+                         (a.type == kAttrString && has_s) || (a.type == kAttrTensor && has_t);
+  if ((a.type == kAttrFloat || a.type == kAttrInt || a.type == kAttrString) && !own_field &&
+      n_scalar > 0)
+    return Status::invalid_graph(r.path() + " '" + a.name + "': declared type " +
+                                 attr_type_name(a.type) + " but the value is in field " +
+                                 (has_f ? "f" : has_i ? "i" : has_s ? "s" : "t") +
+                                 " (type and data field disagree)");
   if (a.type == kAttrTensor && !a.t)
     return Status::invalid_graph(r.path() + " '" + a.name +
                                  "': TENSOR attribute without a tensor (t)");
@@ -439,6 +459,14 @@ Result<Node> read_node(ProtoReader r, size_t index) {
     }
   }
   if (n.op.empty()) return Status::invalid_graph(r.path() + ": node without op_type");
+  // Which of two same-named attributes applies is undefined (ONNX's checker refuses them).
+  for (size_t i = 0; i < n.attrs.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (n.attrs[i].name == n.attrs[j].name)
+        return Status::invalid_graph(idx(r.path(), "attribute", i) + " '" + n.attrs[i].name +
+                                     "' of node '" + n.name + "' (" + n.op +
+                                     ") repeats attribute[" + std::to_string(j) +
+                                     "]; each attribute may appear once");
   return n;
 }
 
@@ -599,6 +627,12 @@ Result<Model> decode_model(std::span<const std::byte> bytes) {
           }
         }
         if (domain == "ai.onnx") domain.clear();
+        // Two versions of one domain: which opset's semantics apply is undefined.
+        if (auto it = m.opsets.find(domain); it != m.opsets.end() && it->second != version)
+          return Status::invalid_graph(o.path() + ": imports opset " + std::to_string(version) +
+                                       " of domain '" + (domain.empty() ? "ai.onnx" : domain) +
+                                       "', which an earlier opset_import gives as " +
+                                       std::to_string(it->second));
         m.opsets[domain] = version;
         break;
       }

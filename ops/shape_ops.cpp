@@ -114,7 +114,10 @@ Result<std::vector<TensorDesc>> infer_reshape(const graph::InferContext& ctx) {
     } else {
       out[i] = spec[i];
     }
-    known *= out[i];
+    // A bogus dim (e.g. 2^62 from a corrupt file) must not wrap the product around to 0.
+    if (__builtin_mul_overflow(known, out[i], &known))
+      return Status::invalid_graph(ctx.where + ": shape " + spec_str +
+                                   " has more elements than int64 can count");
   }
   const int64_t n = in.numel();
   if (infer_at >= 0) {
