@@ -606,8 +606,14 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
     const HostTensor* depth_t = host(ins[1]);
     if (!depth_t || depth_t->numel() != 1)
       return unsupported_op(n, "with a depth computed at run time (it must be a constant scalar)");
-    const auto depth = static_cast<int64_t>(depth_t->get_f(0));
-    if (depth < 1) return Status::invalid_graph(where + ": depth must be >= 1");
+    // Bounded before the conversion (a NaN or 1e30 depth is undefined as an integer) and before
+    // the two depth-long constants below are allocated (a corrupt 2^31 asked for 32 GiB).
+    const double depth_f = depth_t->get_f(0);
+    constexpr int64_t kMaxDepth = int64_t{1} << 24;
+    if (!(depth_f >= 1 && depth_f <= static_cast<double>(kMaxDepth)))
+      return Status::invalid_graph(where + ": input 1 (depth) is " + std::to_string(depth_f) +
+                                   "; it must be in [1, " + std::to_string(kMaxDepth) + "]");
+    const auto depth = static_cast<int64_t>(depth_f);
     GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
     const onnx::Attr* ax = n.attr("axis");
     int64_t axis = ax ? ax->i : -1;

@@ -145,3 +145,20 @@ TEST_CASE("malformed: two opset versions of one domain are refused") {
   m2.i(1, 8).m(7, g).m(8, op13).m(8, op13);
   REQUIRE(load_bytes("malformed_opsets_same", "same_opsets.onnx", m2.b).is_ok());
 }
+
+TEST_CASE("malformed: a OneHot depth of 2^31 is refused before its constants are built") {
+  // indices int64[2] -> OneHot(depth, values) -> y; depth 2147483647 asked for 2 x 16 GiB.
+  ProtoWriter g;
+  ProtoWriter depth = pb::int64_tensor("depth", {2147483647});
+  ProtoWriter values = pb::raw_tensor("values", 1, {2}, 8);
+  g.m(1, pb::node("OneHot", {"idx", "depth", "values"}, {"y"}, "one_hot")).s(2, "g");
+  g.m(5, depth).m(5, values);
+  g.m(11, pb::value_info("idx", 7, {2}));
+  ProtoWriter tt, ty, y;
+  tt.i(1, 1);
+  ty.m(1, tt);
+  y.s(1, "y").m(2, ty);
+  g.m(12, y);
+  auto r = load_bytes("malformed_one_hot", "one_hot.onnx", pb::model(g));
+  require_error(r, {"one_hot.onnx", "'one_hot' (OneHot)", "input 1 (depth) is 2147483647"});
+}
