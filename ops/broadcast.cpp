@@ -22,45 +22,53 @@ Result<Shape> broadcast_shapes(const std::string& where, const Shape& a, const S
 }
 
 Result<BroadcastPlan> make_broadcast_plan(const std::string& where, const Shape& out,
-                                          const Shape& a, const Shape& b) {
+                                          const Shape* const* inputs, int count) {
+  const int m = count;
+  if (m < 1 || m > BroadcastPlan::kMaxInputs)
+    return Status::unsupported(where + ": a broadcast plan reads 1 to " +
+                               std::to_string(BroadcastPlan::kMaxInputs) + " inputs, not " +
+                               std::to_string(m));
   const size_t rank = out.size();
-  // Operand strides over the output's dims (leading dims padded with 1, stride 0 if broadcast).
-  auto strides_of = [&](const Shape& s) {
-    std::vector<int64_t> st(rank, 0);
+  // Input strides over the output's dims (leading dims padded with 1, stride 0 if broadcast).
+  std::vector<std::vector<int64_t>> st;
+  for (int k = 0; k < m; ++k) {
+    const Shape* s = inputs[k];
+    std::vector<int64_t>& v = st.emplace_back(rank, 0);
     int64_t step = 1;
-    for (size_t i = 0; i < s.size(); ++i) {
-      const size_t d = s.size() - 1 - i, od = rank - 1 - i;
-      st[od] = s[d] == 1 ? 0 : step;
-      step *= s[d];
+    for (size_t i = 0; i < s->size(); ++i) {
+      const size_t d = s->size() - 1 - i, od = rank - 1 - i;
+      v[od] = (*s)[d] == 1 ? 0 : step;
+      step *= (*s)[d];
     }
-    return st;
-  };
-  const std::vector<int64_t> sa = strides_of(a), sb = strides_of(b);
+  }
 
   BroadcastPlan p;
+  p.inputs = m;
   p.numel = shape_numel(out);
   int r = 0;
   for (size_t d = 0; d < rank; ++d) {
     if (out[d] == 1) continue;  // contributes nothing to any offset
-    // Merge into the previous dim when both operands step through the pair as one dim.
-    if (r > 0 && p.a_strides[r - 1] == sa[d] * out[d] && p.b_strides[r - 1] == sb[d] * out[d]) {
+    // Merge into the previous dim when every input steps through the pair as one dim.
+    bool merge = r > 0;
+    for (int k = 0; k < m && merge; ++k) merge = p.strides[k][r - 1] == st[k][d] * out[d];
+    if (merge) {
       p.dims[r - 1] *= out[d];
-      p.a_strides[r - 1] = sa[d];
-      p.b_strides[r - 1] = sb[d];
+      for (int k = 0; k < m; ++k) p.strides[k][r - 1] = st[k][d];
       continue;
     }
-    if (r == BroadcastPlan::kMaxRank)
-      return Status::unsupported(where + ": broadcasting " + shape_to_string(a) + " with " +
-                                 shape_to_string(b) + " needs more than " +
+    if (r == BroadcastPlan::kMaxRank) {
+      std::string shapes;
+      for (int k = 0; k < m; ++k) shapes += (k ? " with " : "") + shape_to_string(*inputs[k]);
+      return Status::unsupported(where + ": broadcasting " + shapes + " to " +
+                                 shape_to_string(out) + " needs more than " +
                                  std::to_string(BroadcastPlan::kMaxRank) + " loop dims");
+    }
     p.dims[r] = out[d];
-    p.a_strides[r] = sa[d];
-    p.b_strides[r] = sb[d];
+    for (int k = 0; k < m; ++k) p.strides[k][r] = st[k][d];
     ++r;
   }
-  if (r == 0) {  // a single element
+  if (r == 0) {  // a single element (strides stay 0)
     p.dims[0] = 1;
-    p.a_strides[0] = p.b_strides[0] = 0;
     r = 1;
   }
   p.rank = r;

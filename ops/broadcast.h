@@ -1,7 +1,9 @@
-// Numpy (ONNX multidirectional) broadcasting for binary elementwise kernels: the output shape
-// rule, and a loop plan that merges dims so common cases become one flat loop ([B,H] op [B,H],
-// scalar operands) or a row loop ([B,H] op [H], the LSTM bias add) with unit-stride inner loops.
-// ops/broadcast_walk.h walks a plan; the elementwise loops are in ops/elementwise_loops.h.
+// Numpy (ONNX multidirectional) broadcasting for elementwise kernels of 1 to 3 inputs: the output
+// shape rule, and a loop plan that merges dims so common cases become one flat loop ([B,H] op
+// [B,H], scalar operands) or a row loop ([B,H] op [H], the LSTM bias add) with unit-stride or
+// held (stride 0) inner loops. ops/broadcast_walk.h walks a plan; the float binary loops are in
+// ops/elementwise_loops.h. Users: Add/Sub/Mul/Div, Pow, the comparisons and logic ops, Where,
+// Mod/IntBinary, Expand and Tile.
 #pragma once
 
 #include <cstdint>
@@ -16,24 +18,47 @@ namespace graphi::ops {
 // would be 3 and 4".
 Result<Shape> broadcast_shapes(const std::string& where, const Shape& a, const Shape& b);
 
-// out[i] = f(a[off_a(i)], b[off_b(i)]) over a contiguous output, after merging dims. Dims of
-// size 1 are dropped and adjacent dims merged when both operands are contiguous (or both
-// broadcast) across them, so rank is the number of genuinely different stride patterns.
-// The innermost stride of each operand is 0 (broadcast) or 1.
+// Output element i reads input k at an offset given by the plan, over a contiguous output, after
+// merging dims. Dims of size 1 are dropped and adjacent dims merged when every input is
+// contiguous (or broadcast) across them, so rank is the number of genuinely different stride
+// patterns. The innermost stride of each input is 0 (broadcast) or 1.
 struct BroadcastPlan {
   static constexpr int kMaxRank = 16;
+  static constexpr int kMaxInputs = 3;  // Where's condition, X, Y
   int rank = 1;
+  int inputs = 0;
   int64_t numel = 1;
   // Plain arrays, not std::array: the per-ISA loop TUs (ops/elementwise_loops.h) must not
   // instantiate std:: templates.
-  int64_t dims[kMaxRank] = {1};       // outermost first
-  int64_t a_strides[kMaxRank] = {0};  // in elements; 0 where a is broadcast
-  int64_t b_strides[kMaxRank] = {0};
+  int64_t dims[kMaxRank] = {1};  // outermost first
+  // strides[k][d]: input k's step in elements along merged dim d; 0 where k is broadcast.
+  int64_t strides[kMaxInputs][kMaxRank] = {};
+
+  // Input k's step along the innermost merged dim: 0 or 1.
+  int64_t inner_stride(int k) const { return strides[k][rank - 1]; }
 };
 
-// Plan for an output of shape `out` (already the broadcast of a and b). Fails only if the merged
-// rank exceeds kMaxRank.
+// Plan for an output of shape `out` (already the broadcast of the input shapes) reading
+// `count` (1..kMaxInputs) inputs of shapes *inputs[k]. Fails only if the merged rank exceeds
+// kMaxRank.
 Result<BroadcastPlan> make_broadcast_plan(const std::string& where, const Shape& out,
-                                          const Shape& a, const Shape& b);
+                                          const Shape* const* inputs, int count);
+
+// The same for one, two or three inputs.
+inline Result<BroadcastPlan> make_broadcast_plan(const std::string& where, const Shape& out,
+                                                 const Shape& a) {
+  const Shape* in[] = {&a};
+  return make_broadcast_plan(where, out, in, 1);
+}
+inline Result<BroadcastPlan> make_broadcast_plan(const std::string& where, const Shape& out,
+                                                 const Shape& a, const Shape& b) {
+  const Shape* in[] = {&a, &b};
+  return make_broadcast_plan(where, out, in, 2);
+}
+inline Result<BroadcastPlan> make_broadcast_plan(const std::string& where, const Shape& out,
+                                                 const Shape& a, const Shape& b, const Shape& c) {
+  const Shape* in[] = {&a, &b, &c};
+  return make_broadcast_plan(where, out, in, 3);
+}
 
 }  // namespace graphi::ops

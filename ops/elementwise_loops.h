@@ -43,9 +43,9 @@ inline void binary_run(float* dst, const float* a, const float* b, int64_t n, in
 template <BinaryKind K>
 void binary_range(const BroadcastPlan& p, const float* a, const float* b, float* dst, int64_t begin,
                   int64_t end) {
-  const int64_t sa = p.a_strides[p.rank - 1], sb = p.b_strides[p.rank - 1];
-  for_each_broadcast_run(p, begin, end, [&](int64_t pos, int64_t off_a, int64_t off_b, int64_t n) {
-    binary_run<K>(dst + pos, a + off_a, b + off_b, n, sa, sb);
+  const int64_t sa = p.inner_stride(0), sb = p.inner_stride(1);
+  for_each_broadcast_run(p, begin, end, [&](int64_t pos, const int64_t* off, int64_t n) {
+    binary_run<K>(dst + pos, a + off[0], b + off[1], n, sa, sb);
   });
 }
 

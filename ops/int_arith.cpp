@@ -9,7 +9,7 @@
 #include <cmath>
 
 #include "ops/broadcast.h"
-#include "ops/index_walk.h"
+#include "ops/broadcast_walk.h"
 #include "ops/registry.h"
 #include "ops/shape_rules.h"
 
@@ -87,9 +87,8 @@ class IntKernel final : public Kernel {
     GRAPHI_ASSIGN_OR_RETURN(op_, int_op_of(ctx.node, ctx.where));
     dtype_ = ctx.inputs[0]->dtype;
     numel_ = ctx.outputs[0]->numel();
-    GRAPHI_ASSIGN_OR_RETURN(walk_, make_index_walk(ctx.where, ctx.outputs[0]->shape, 2));
-    walk_.set_broadcast(0, ctx.inputs[0]->shape);
-    walk_.set_broadcast(1, ctx.inputs[1]->shape);
+    GRAPHI_ASSIGN_OR_RETURN(plan_, make_broadcast_plan(ctx.where, ctx.outputs[0]->shape,
+                                                       ctx.inputs[0]->shape, ctx.inputs[1]->shape));
     where_ = ctx.where;
     return Status::ok();
   }
@@ -104,8 +103,9 @@ class IntKernel final : public Kernel {
       const auto* a = static_cast<const float*>(io.inputs[0]);
       const auto* b = static_cast<const float*>(io.inputs[1]);
       auto* y = static_cast<float*>(io.outputs[0]);
-      walk_.walk(begin, end,
-                 [&](int64_t i, const int64_t* off) { y[i] = std::fmod(a[off[0]], b[off[1]]); });
+      for_each_broadcast_element<2>(plan_, begin, end, [&](int64_t i, const int64_t* off) {
+        y[i] = std::fmod(a[off[0]], b[off[1]]);
+      });
     }
     if (div0) team.fail(where_ + ": integer division by zero");
   }
@@ -117,14 +117,14 @@ class IntKernel final : public Kernel {
     const auto* a = static_cast<const T*>(io.inputs[0]);
     const auto* b = static_cast<const T*>(io.inputs[1]);
     auto* y = static_cast<T*>(io.outputs[0]);
-    walk_.walk(begin, end, [&](int64_t i, const int64_t* off) {
+    for_each_broadcast_element<2>(plan_, begin, end, [&](int64_t i, const int64_t* off) {
       y[i] = apply<T>(op_, a[off[0]], b[off[1]], div0);
     });
   }
   IntOp op_ = IntOp::kAdd;
   DType dtype_ = DType::kI64;
   int64_t numel_ = 0;
-  IndexWalk walk_;
+  BroadcastPlan plan_;
   std::string where_;
 };
 

@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "ops/broadcast.h"
-#include "ops/index_walk.h"
+#include "ops/broadcast_walk.h"
 #include "ops/registry.h"
 #include "ops/shape_rules.h"
 
@@ -97,9 +97,8 @@ class LogicKernel final : public Kernel {
       return Status::unsupported("expects 2 inputs and 1 output");
     dtype_ = ctx.inputs[0]->dtype;
     numel_ = ctx.outputs[0]->numel();
-    GRAPHI_ASSIGN_OR_RETURN(walk_, make_index_walk(ctx.where, ctx.outputs[0]->shape, 2));
-    walk_.set_broadcast(0, ctx.inputs[0]->shape);
-    walk_.set_broadcast(1, ctx.inputs[1]->shape);
+    GRAPHI_ASSIGN_OR_RETURN(plan_, make_broadcast_plan(ctx.where, ctx.outputs[0]->shape,
+                                                       ctx.inputs[0]->shape, ctx.inputs[1]->shape));
     return Status::ok();
   }
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
@@ -109,8 +108,9 @@ class LogicKernel final : public Kernel {
     if (!is_compare(kind_)) {
       const auto* a = static_cast<const float*>(io.inputs[0]);
       const auto* c = static_cast<const float*>(io.inputs[1]);
-      walk_.walk(begin, end,
-                 [&](int64_t i, const int64_t* off) { y[i] = logic(kind_, a[off[0]], c[off[1]]); });
+      for_each_broadcast_element<2>(plan_, begin, end, [&](int64_t i, const int64_t* off) {
+        y[i] = logic(kind_, a[off[0]], c[off[1]]);
+      });
     } else if (dtype_ == DType::kF32) {
       typed<float>(io, y, begin, end);
     } else if (dtype_ == DType::kI32) {
@@ -126,14 +126,14 @@ class LogicKernel final : public Kernel {
   void typed(const Buffers& io, float* y, int64_t begin, int64_t end) const {
     const auto* a = static_cast<const T*>(io.inputs[0]);
     const auto* c = static_cast<const T*>(io.inputs[1]);
-    walk_.walk(begin, end, [&](int64_t i, const int64_t* off) {
+    for_each_broadcast_element<2>(plan_, begin, end, [&](int64_t i, const int64_t* off) {
       y[i] = compare<T>(kind_, a[off[0]], c[off[1]]);
     });
   }
   Logic kind_;
   DType dtype_ = DType::kF32;
   int64_t numel_ = 0;
-  IndexWalk walk_;
+  BroadcastPlan plan_;
 };
 
 template <Logic K>
@@ -195,8 +195,9 @@ class WhereKernel final : public Kernel {
       return Status::unsupported("expects 3 inputs");
     elem_ = dtype_size(ctx.outputs[0]->dtype);
     numel_ = ctx.outputs[0]->numel();
-    GRAPHI_ASSIGN_OR_RETURN(walk_, make_index_walk(ctx.where, ctx.outputs[0]->shape, 3));
-    for (int k = 0; k < 3; ++k) walk_.set_broadcast(k, ctx.inputs[static_cast<size_t>(k)]->shape);
+    GRAPHI_ASSIGN_OR_RETURN(
+        plan_, make_broadcast_plan(ctx.where, ctx.outputs[0]->shape, ctx.inputs[0]->shape,
+                                   ctx.inputs[1]->shape, ctx.inputs[2]->shape));
     return Status::ok();
   }
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
@@ -207,14 +208,14 @@ class WhereKernel final : public Kernel {
       const auto* x = static_cast<const uint32_t*>(io.inputs[1]);
       const auto* y = static_cast<const uint32_t*>(io.inputs[2]);
       auto* out = static_cast<uint32_t*>(io.outputs[0]);
-      walk_.walk(begin, end, [&](int64_t i, const int64_t* off) {
+      for_each_broadcast_element<3>(plan_, begin, end, [&](int64_t i, const int64_t* off) {
         out[i] = c[off[0]] != 0.0f ? x[off[1]] : y[off[2]];
       });
     } else {
       const auto* x = static_cast<const uint64_t*>(io.inputs[1]);
       const auto* y = static_cast<const uint64_t*>(io.inputs[2]);
       auto* out = static_cast<uint64_t*>(io.outputs[0]);
-      walk_.walk(begin, end, [&](int64_t i, const int64_t* off) {
+      for_each_broadcast_element<3>(plan_, begin, end, [&](int64_t i, const int64_t* off) {
         out[i] = c[off[0]] != 0.0f ? x[off[1]] : y[off[2]];
       });
     }
@@ -224,7 +225,7 @@ class WhereKernel final : public Kernel {
  private:
   size_t elem_ = 4;
   int64_t numel_ = 0;
-  IndexWalk walk_;
+  BroadcastPlan plan_;
 };
 
 std::unique_ptr<Kernel> make_where() { return std::make_unique<WhereKernel>(); }

@@ -55,10 +55,10 @@ class PowKernel final : public Kernel {
     const auto* a = static_cast<const float*>(io.inputs[0]);
     const auto* b = static_cast<const T*>(io.inputs[1]);
     auto* y = static_cast<float*>(io.outputs[0]);
-    const int64_t sa = p.a_strides[p.rank - 1], sb = p.b_strides[p.rank - 1];
-    for_each_broadcast_run(p, begin, end, [&](int64_t pos, int64_t off_a, int64_t off_b, int64_t n) {
-      const float* pa = a + off_a;
-      const T* pb = b + off_b;
+    const int64_t sa = p.inner_stride(0), sb = p.inner_stride(1);
+    for_each_broadcast_run(p, begin, end, [&](int64_t pos, const int64_t* off, int64_t n) {
+      const float* pa = a + off[0];
+      const T* pb = b + off[1];
       if (sb == 0 && pb[0] == T{2}) {  // x ** 2 (LayerNorm's variance): exact and fast
         for (int64_t i = 0; i < n; ++i) y[pos + i] = pa[i * sa] * pa[i * sa];
       } else {

@@ -1,7 +1,7 @@
 // Expand (numpy broadcast of the input to a constant shape) and Tile (constant repeats), ONNX
 // semantics, for float32, int32 and int64 data: copies with an index map, no arithmetic.
 #include "ops/broadcast.h"
-#include "ops/index_walk.h"
+#include "ops/broadcast_walk.h"
 #include "ops/registry.h"
 #include "ops/shape_rules.h"
 
@@ -47,9 +47,10 @@ CostHint cost_copy(const graph::Node&, std::span<const TensorDesc* const> in,
   return {0.0, static_cast<double>(in[0]->bytes() + out[0]->bytes())};
 }
 
-// Expand: an IndexWalk with the input's broadcast strides. Tile: the output as [d0, r0 ... ]
-// does not fit broadcast strides, so walk the output coordinates and take each modulo the
-// input's dims.
+// Both are a broadcast copy (ops/broadcast.h). Expand: the input broadcast to the output shape.
+// Tile: output dim d of size r*s (repeats r of input dim s) is [r, s] in row-major order, so the
+// output is [r0, s0, r1, s1, ...] reading the input as [1, s0, 1, s1, ...]; the plan merges
+// what it can (Tile of [B, H] by [1, 4] is B runs of H copied 4 times).
 class CopyMapKernel final : public Kernel {
  public:
   explicit CopyMapKernel(bool tile) : tile_(tile) {}
@@ -57,20 +58,24 @@ class CopyMapKernel final : public Kernel {
     const TensorDesc& in = *ctx.inputs[0];
     const TensorDesc& out = *ctx.outputs[0];
     elem_ = dtype_size(in.dtype);
-    numel_ = out.numel();
-    in_shape_ = in.shape;
     if (!tile_) {
-      GRAPHI_ASSIGN_OR_RETURN(walk_, make_index_walk(ctx.where, out.shape, 1));
-      walk_.set_broadcast(0, in.shape);
-    } else {
-      out_shape_ = out.shape;
-      in_strides_.assign(in.shape.size(), 1);
-      for (size_t d = in.shape.size(); d-- > 1;) in_strides_[d - 1] = in_strides_[d] * in.shape[d];
+      GRAPHI_ASSIGN_OR_RETURN(plan_, make_broadcast_plan(ctx.where, out.shape, in.shape));
+      return Status::ok();
     }
+    if (out.shape.size() != in.shape.size())
+      return Status::unsupported("output rank differs from the input's");
+    Shape out2, in2;
+    for (size_t d = 0; d < in.shape.size(); ++d) {
+      if (in.shape[d] == 0 || out.shape[d] % in.shape[d] != 0)
+        return Status::unsupported("output dims are not multiples of the input's");
+      out2.insert(out2.end(), {out.shape[d] / in.shape[d], in.shape[d]});
+      in2.insert(in2.end(), {1, in.shape[d]});
+    }
+    GRAPHI_ASSIGN_OR_RETURN(plan_, make_broadcast_plan(ctx.where, out2, in2));
     return Status::ok();
   }
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
-    auto [begin, end] = team_range(numel_, team.ithr, team.nthr);
+    auto [begin, end] = team_range(plan_.numel, team.ithr, team.nthr);
     if (elem_ == 4)
       typed<uint32_t>(io, begin, end);
     else
@@ -83,25 +88,12 @@ class CopyMapKernel final : public Kernel {
   void typed(const Buffers& io, int64_t begin, int64_t end) const {
     const T* x = static_cast<const T*>(io.inputs[0]);
     T* y = static_cast<T*>(io.outputs[0]);
-    if (!tile_) {
-      walk_.walk(begin, end, [&](int64_t i, const int64_t* off) { y[i] = x[off[0]]; });
-      return;
-    }
-    for (int64_t e = begin; e < end; ++e) {
-      int64_t rem = e, off = 0;
-      for (size_t d = out_shape_.size(); d-- > 0;) {
-        off += (rem % out_shape_[d]) % in_shape_[d] * in_strides_[d];
-        rem /= out_shape_[d];
-      }
-      y[e] = x[off];
-    }
+    for_each_broadcast_element<1>(plan_, begin, end,
+                                  [&](int64_t i, const int64_t* off) { y[i] = x[off[0]]; });
   }
   bool tile_;
   size_t elem_ = 4;
-  int64_t numel_ = 0;
-  Shape in_shape_, out_shape_;
-  std::vector<int64_t> in_strides_;
-  IndexWalk walk_;
+  BroadcastPlan plan_;
 };
 
 std::unique_ptr<Kernel> make_expand() { return std::make_unique<CopyMapKernel>(false); }
