@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "graph/graph_builder.h"
+#include "graph/onnx_attr_names.h"
 #include "graph/onnx_fold.h"
 #include "graph/onnx_proto.h"
 
@@ -1579,6 +1580,7 @@ Status Importer::import_node(const onnx::Node& node_in) {
   }
   const onnx::Node& n = *np;
   if (!n.domain.empty() && n.domain != "ai.onnx") return unsupported_op(n);
+  GRAPHI_RETURN_IF_ERROR(onnx::check_attr_names(node_in, where));
   if (opset_ == 0)
     return Status::invalid_graph(where +
                                  ": the node is of the default ONNX domain but the model "

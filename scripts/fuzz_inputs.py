@@ -534,6 +534,26 @@ def o_constant(rng, m):
     return None
 
 
+def o_float_values(rng, m):
+    """Absurd values in small float constants (Resize/Upsample scales, Clip bounds, OneHot
+    depth, epsilons, Pad values...)."""
+    tensors = [t for t in m.graph.initializer if t.data_type == 1]
+    for n in m.graph.node:
+        if n.op_type == "Constant":
+            tensors.extend(a.t for a in n.attribute if a.type == AttributeProto.TENSOR and
+                           a.t.data_type == 1)
+    tensors = [t for t in tensors if 0 < int(np.prod(t.dims)) <= 8]
+    if not tensors:
+        return None
+    t = rng.choice(tensors)
+    arr = numpy_helper.to_array(t).copy().ravel()
+    for _ in range(rng.randint(1, arr.size)):
+        arr[rng.randrange(arr.size)] = rng.choice([np.nan, np.inf, -np.inf, 1e30, -1e30, 0.0,
+                                                   -1.0, 1e9, 2.0 ** 31, 1e-30])
+    t.CopyFrom(numpy_helper.from_array(arr.reshape(tuple(t.dims)).astype(np.float32), t.name))
+    return "float constant '%s' = %s" % (t.name, arr.tolist()[:4])
+
+
 # (name, function, must_fail)
 ONNX_MUTATORS = [
     ("onnx:init-dims", o_init_dims, True),
@@ -547,6 +567,7 @@ ONNX_MUTATORS = [
     ("onnx:unsorted", o_unsorted, False),
     ("onnx:int-values", o_int_values, False),
     ("onnx:int-values", o_int_values, False),
+    ("onnx:float-values", o_float_values, False),
     ("onnx:undefined", o_undefined, False),        # an optional input may become ""
     ("onnx:attr-type", o_attr_type, False),
     ("onnx:empty", o_empty, True),

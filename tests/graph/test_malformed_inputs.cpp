@@ -162,3 +162,19 @@ TEST_CASE("malformed: a OneHot depth of 2^31 is refused before its constants are
   auto r = load_bytes("malformed_one_hot", "one_hot.onnx", pb::model(g));
   require_error(r, {"one_hot.onnx", "'one_hot' (OneHot)", "input 1 (depth) is 2147483647"});
 }
+
+TEST_CASE("malformed: an attribute ONNX does not define for the op is refused, not ignored") {
+  // Transpose with 'pErm' (a flipped bit of 'perm') used to run with the default (reversed
+  // axes): a wrong answer given silently.
+  ProtoWriter a;
+  a.s(1, "pErm").i(8, 0).i(8, 1).i(20, 7);
+  auto r = load_bytes("malformed_attr_name", "attr_name.onnx",
+                      one_node_model("Transpose", {"x"}, {}, {a}));
+  require_error(r, {"attr_name.onnx", "'the_node' (Transpose)", "attribute 'pErm'",
+                    "not an attribute of ONNX Transpose (it has: perm)"});
+  ProtoWriter ok;
+  ok.s(1, "perm").i(8, 0).i(8, 1).i(20, 7);
+  REQUIRE(load_bytes("malformed_attr_name_ok", "attr_name_ok.onnx",
+                     one_node_model("Transpose", {"x"}, {}, {ok}))
+              .is_ok());
+}
