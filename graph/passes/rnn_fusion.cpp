@@ -30,10 +30,15 @@ struct MatView {
                  : d.data_as<float>()[(r0 + k) * n + c0 + j];
   }
 };
-// Element j is t[c0 + j], t an f32 constant of shape [N] or [1, N].
+// Element j is t[c0 + j], t an f32 constant of shape [N] or [1, N]; or t's one element for
+// every j when `scalar` (a constant added to a pre-activation: TensorFlow's forget_bias).
 struct BiasView {
   ValueId t = kNoId;
   int64_t c0 = 0;
+  bool scalar = false;
+  float at(const Graph& g, int64_t j) const {
+    return g.value(t).data->data_as<float>()[scalar ? 0 : c0 + j];
+  }
 };
 struct Term {
   ValueId left = kNoId;
@@ -68,7 +73,8 @@ bool same_view(const Graph& g, const MatView& a, const MatView& b) {
 bool same_biases(const Graph& g, const std::vector<BiasView>& a, const std::vector<BiasView>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].c0 != b[i].c0 || !same_const(g, a[i].t, b[i].t)) return false;
+    if (a[i].c0 != b[i].c0 || a[i].scalar != b[i].scalar || !same_const(g, a[i].t, b[i].t))
+      return false;
   return true;
 }
 // Same weights for `left_a` in `a` and `left_b` in `b` (both absent counts as the same).
@@ -122,6 +128,19 @@ class Matcher {
       return std::nullopt;
     return BiasView{c->value, 0};
   }
+  // A one-element f32 constant (shape [], [1] or [1, 1]) added to every column.
+  std::optional<BiasView> scalar_bias_of(ValueId v) const {
+    auto c = resolve_const(g_, v);
+    if (!c) return std::nullopt;
+    const TensorDesc& d = g_.value(c->value).desc;
+    if (d.dtype != DType::kF32 || d.numel() != 1 || d.rank() > 2) return std::nullopt;
+    return BiasView{c->value, 0, true};
+  }
+  // A constant summand of an Add producing a [B, n] pre-activation.
+  std::optional<BiasView> addend_bias_of(ValueId v, int64_t n) const {
+    auto b = bias_of(v, n);
+    return b ? b : scalar_bias_of(v);
+  }
 
   static bool shift(Affine& a, int64_t off, int64_t cols) {
     if (!a.others.empty()) return false;
@@ -129,7 +148,8 @@ class Matcher {
       t.w.c0 += off;
       t.w.cols = cols;
     }
-    for (BiasView& b : a.biases) b.c0 += off;
+    for (BiasView& b : a.biases)
+      if (!b.scalar) b.c0 += off;
     a.cols = cols;
     return true;
   }
@@ -186,7 +206,7 @@ class Matcher {
       Affine sum;
       sum.cols = N;
       for (ValueId u : p->inputs) {
-        if (auto b = bias_of(u, N)) {
+        if (auto b = addend_bias_of(u, N)) {
           sum.biases.push_back(*b);
         } else if (is_f32(u, d.shape)) {
           auto s = affine(u, depth + 1);
@@ -324,7 +344,8 @@ ValueId other(const Node& n, ValueId v) { return n.inputs[0] == v ? n.inputs[1] 
 // ---------------------------------------------------------------------------------------------
 // LSTM:  c = f * c_prev + i * g,  h = o * tanh(c),  i f o = sigmoid(affine), g = tanh(affine).
 // Roles are read off this dataflow (whatever order the gate columns are in); r = 0..3 is
-// ONNX's i, o, f, c.
+// ONNX's i, o, f, c. Coupled input-forget gates (c = f * c_prev + (1 - f) * g, or
+// (1 - i) * c_prev + i * g) become ONNX's input_forget = 1, which defines f = 1 - i.
 struct LstmCell {
   std::vector<NodeId> nodes;
   std::array<Affine, 4> pre;
@@ -332,11 +353,46 @@ struct LstmCell {
   ValueId c_prev = kNoId, c = kNoId, h = kNoId;
   NodeId tanh_c = kNoId, fc_mul = kNoId;
   std::array<ValueId, 3> peep{kNoId, kNoId, kNoId};  // peephole weights p_i, p_o, p_f (or none)
+  bool input_forget = false;  // coupled gates: pre[2] (f) is empty, f = 1 - i
+  bool negate_i = false;      // ONNX's i is 1 - sigmoid(pre[0]) = sigmoid(-pre[0])
   int64_t batch = 0, hidden = 0;
   int hp = -1;  // which of `lefts` is h_prev (set when chained)
   int pred = -1, succ = -1;
   bool conflict = false;
 };
+
+// x when v = 1 - x (Sub from an all-ones constant, same shape as x), else kNoId.
+ValueId one_minus(const Matcher& m, ValueId v) {
+  const Node* s = m.op_of(v, "Sub", 2);
+  if (!s || !const_all_equal(m.g_, s->inputs[0], 1.0f) ||
+      m.g_.value(v).desc != m.g_.value(s->inputs[1]).desc)
+    return kNoId;
+  return s->inputs[1];
+}
+
+// The i and f of c = f * c_prev + i * g, given the operand `iv` multiplying g and `fv`
+// multiplying c_prev: two sigmoid gates, or one sigmoid gate s and 1 - s (coupled; ONNX's
+// input_forget = 1 computes f = 1 - i after the activation, as ONNX Runtime does). With
+// iv = 1 - s, ONNX's i is 1 - sigmoid(pre_s) = sigmoid(-pre_s): s's weights and bias negated.
+struct InputForget {
+  Matcher::Gate i;
+  std::optional<Matcher::Gate> f;  // none when coupled
+  bool negate_i = false;
+  NodeId sub = kNoId;  // the 1 - s node of a coupled cell
+};
+std::optional<InputForget> input_forget_gates(const Matcher& m, ValueId iv, ValueId fv) {
+  const Graph& g = m.g_;
+  if (auto i = m.gate(iv, "Sigmoid")) {
+    if (auto f = m.gate(fv, "Sigmoid")) return InputForget{std::move(*i), std::move(*f)};
+    if (one_minus(m, fv) == iv)  // (1 - i) * c_prev + i * g
+      return InputForget{std::move(*i), std::nullopt, false, g.value(fv).producer};
+    return std::nullopt;
+  }
+  if (one_minus(m, iv) != fv) return std::nullopt;
+  auto f = m.gate(fv, "Sigmoid");  // f * c_prev + (1 - f) * g
+  if (!f) return std::nullopt;
+  return InputForget{std::move(*f), std::nullopt, true, g.value(iv).producer};
+}
 
 std::optional<LstmCell> match_lstm(const Matcher& m, NodeId tanh_id) {
   const Graph& g = m.g_;
@@ -361,13 +417,17 @@ std::optional<LstmCell> match_lstm(const Matcher& m, NodeId tanh_id) {
     if (!fc || !ig || !m.is_f32(ca->inputs[0], bh) || !m.is_f32(ca->inputs[1], bh)) continue;
     for (int gk = 0; gk < 2; ++gk) {
       auto gg = m.gate(ig->inputs[gk], "Tanh");
-      auto i = gg ? m.gate(ig->inputs[1 - gk], "Sigmoid") : std::nullopt;
-      if (!i) continue;
+      if (!gg) continue;
       for (int fk = 0; fk < 2; ++fk) {
-        auto f = m.gate(fc->inputs[fk], "Sigmoid");
+        auto itf = input_forget_gates(m, ig->inputs[1 - gk], fc->inputs[fk]);
         const ValueId c_prev = m.canon(fc->inputs[1 - fk]);
-        if (!f || !m.is_f32(c_prev, bh)) continue;
+        if (!itf || !m.is_f32(c_prev, bh)) continue;
+        const Matcher::Gate& i = itf->i;
+        // A coupled cell's f slot stays empty (input_forget ignores ONNX's f weights).
+        const Matcher::Gate f = itf->f ? *itf->f : Matcher::Gate{};
         LstmCell cell;
+        cell.input_forget = !itf->f;
+        cell.negate_i = itf->negate_i;
         cell.batch = bh[0];
         cell.hidden = bh[1];
         cell.c_prev = c_prev;
@@ -375,15 +435,17 @@ std::optional<LstmCell> match_lstm(const Matcher& m, NodeId tanh_id) {
         cell.h = hm.outputs[0];
         cell.tanh_c = tanh_id;
         cell.fc_mul = g.value(ca->inputs[fc_first]).producer;
-        cell.pre = {i->pre, o->pre, f->pre, gg->pre};
+        cell.pre = {i.pre, o->pre, f.pre, gg->pre};
         cell.nodes = {tanh_id, tcs[0], g.value(c).producer, cell.fc_mul,
                       g.value(ca->inputs[1 - fc_first]).producer};
-        for (const auto* gt : {&*i, &*o, &*f, &*gg}) {
+        if (itf->sub != kNoId) cell.nodes.push_back(itf->sub);
+        for (const Matcher::Gate* gt : std::array<const Matcher::Gate*, 4>{&i, &*o, &f, &*gg}) {
           cell.nodes.insert(cell.nodes.end(), gt->nodes.begin(), gt->nodes.end());
           cell.nodes.insert(cell.nodes.end(), gt->pre.nodes.begin(), gt->pre.nodes.end());
         }
-        bool ok = true;
-        // Peepholes: i and f may add p * c_prev, o may add p * c (p a constant [H] / [1, H]).
+        // Peepholes: i and f may add p * c_prev, o may add p * c (p a constant [H] / [1, H]);
+        // not on a negated i (its peephole would need negating too: left unfused).
+        bool ok = !cell.negate_i || cell.pre[0].others.empty();
         for (int r = 0; r < 3 && ok; ++r) {
           Affine& a = cell.pre[r];
           if (a.others.empty()) continue;
@@ -401,7 +463,9 @@ std::optional<LstmCell> match_lstm(const Matcher& m, NodeId tanh_id) {
           }
         }
         std::vector<ValueId> lefts;
-        for (const Affine& a : cell.pre) {
+        for (int r = 0; r < 4; ++r) {
+          if (r == 2 && cell.input_forget) continue;
+          const Affine& a = cell.pre[r];
           ok = ok && a.pure() && a.cols == cell.hidden;
           for (const Term& t : a.terms)
             if (std::find(lefts.begin(), lefts.end(), t.left) == lefts.end())
@@ -422,7 +486,9 @@ std::optional<LstmCell> match_lstm(const Matcher& m, NodeId tanh_id) {
 
 // Same weights and biases, with h_prev at slot `hp_a` of a and `hp_b` of b.
 bool same_lstm(const Graph& g, const LstmCell& a, int hp_a, const LstmCell& b, int hp_b) {
-  if (a.batch != b.batch || a.hidden != b.hidden) return false;
+  if (a.batch != b.batch || a.hidden != b.hidden || a.input_forget != b.input_forget ||
+      a.negate_i != b.negate_i)
+    return false;
   for (int r = 0; r < 3; ++r)
     if ((a.peep[r] == kNoId) != (b.peep[r] == kNoId) ||
         (a.peep[r] != kNoId && !same_const(g, a.peep[r], b.peep[r])))
@@ -606,8 +672,7 @@ Tensor onnx_bias(const Graph& g, const std::vector<const std::vector<BiasView>*>
   for (int64_t r = 0; r < G; ++r)
     if (biases[r])
       for (const BiasView& b : *biases[r])
-        for (int64_t j = 0; j < H; ++j)
-          t.data_as<float>()[r * H + j] += g.value(b.t).data->data_as<float>()[b.c0 + j];
+        for (int64_t j = 0; j < H; ++j) t.data_as<float>()[r * H + j] += b.at(g, j);
   return t;
 }
 
@@ -622,6 +687,21 @@ struct Seq {
   std::optional<Tensor> P;  // LSTM peepholes [1, 3H] (i, o, f)
   Attributes attrs;
 };
+
+// Gate block r of s's W, R and B (Wb and Rb) negated: ONNX's gate is then sigmoid(-pre),
+// i.e. 1 - the matched cell's gate.
+void negate_gate(Seq& s, int64_t r) {
+  const int64_t H = s.hidden, G = s.W.desc().shape[1] / H;
+  for (Tensor* t : {&s.W, &s.R}) {
+    const int64_t in = t->desc().shape[2];
+    float* block = t->data_as<float>() + r * H * in;
+    for (int64_t k = 0; k < H * in; ++k) block[k] = -block[k];
+  }
+  for (int64_t half = 0; half < 2; ++half) {
+    float* b = s.B.data_as<float>() + (half * G + r) * H;
+    for (int64_t j = 0; j < H; ++j) b[j] = -b[j];
+  }
+}
 
 template <typename Cell>
 std::vector<std::vector<int>> chains_of(std::vector<Cell>& cells) {
@@ -760,7 +840,10 @@ std::vector<Seq> lstm_chains(const Graph& g, const Matcher& m) {
         if (head.peep[r] != kNoId) pv[r].push_back({head.peep[r], 0});
       s.P = onnx_bias(g, {&pv[0], &pv[1], &pv[2]}, H);
     }
+    // Coupled gates: ONNX's i is the matched i, or 1 - the matched f.
+    if (head.negate_i) negate_gate(s, 0);
     s.attrs.set("hidden_size", H);
+    if (head.input_forget) s.attrs.set("input_forget", int64_t{1});
     seqs.push_back(std::move(s));
   }
   return seqs;
@@ -800,14 +883,8 @@ std::vector<Seq> gru_chains(const Graph& g, const Matcher& m, const std::vector<
                     {&c0.z.biases, &c0.r.biases, &c0.n.biases, nullptr, nullptr,
                      c0.lbr ? &c0.nh.biases : nullptr},
                     H);
-    if (c0.negate_z) {
-      // ONNX's z = 1 - z = sigmoid(-pre): negate z's weights and bias (block 0 of W, R, Wb).
-      for (Tensor* t : {&s.W, &s.R}) {
-        const int64_t in = t->desc().shape[2];
-        for (int64_t i = 0; i < H * in; ++i) t->data_as<float>()[i] = -t->data_as<float>()[i];
-      }
-      for (int64_t j = 0; j < H; ++j) s.B.data_as<float>()[j] = -s.B.data_as<float>()[j];
-    }
+    // ONNX's z = 1 - z = sigmoid(-pre).
+    if (c0.negate_z) negate_gate(s, 0);
     s.attrs.set("hidden_size", H);
     s.attrs.set("linear_before_reset", int64_t{c0.lbr ? 1 : 0});
     seqs.push_back(std::move(s));

@@ -645,12 +645,85 @@ def torch_cases():
     cell_case("pt_cell_lstm_last_h_zero_op13", "lstm", 4, 6, 5, 2, 13, zero=True,
               last_only=True)
 
+    # Hand-written cells in a Python loop, as other frameworks' cells are ported: TensorFlow's
+    # BasicLSTMCell ([x, h] @ kernel + bias, gates i, j, f, o, forget_bias added inside f's
+    # sigmoid), a coupled input-forget LSTM (CIFG: c = f * c + (1 - f) * j, no input gate), and
+    # GRU / RNN cells with an extra constant in a pre-activation. The fusion pass must turn each
+    # layer into one sequence op (the constant folds into the bias; CIFG is input_forget = 1).
+    class HandLoop(nn.Module):
+        def __init__(self, variant, I, H, layers):
+            super().__init__()
+            gates = {"tf_forget_bias": 4, "coupled": 3, "gru_const": 3, "rnn_const": 1}[variant]
+            self.v, self.H = variant, H
+            self.ins = [I if l == 0 else H for l in range(layers)]
+            self.kernel = nn.ParameterList(
+                nn.Parameter(torch.randn((I if l == 0 else H) + H, gates * H) * 0.4)
+                for l in range(layers))
+            self.bias = nn.ParameterList(nn.Parameter(torch.randn(gates * H) * 0.2)
+                                         for _ in range(layers))
+
+        def step(self, l, x, h, c):
+            H, v = self.H, self.v
+            gates = torch.cat([x, h], 1) @ self.kernel[l] + self.bias[l]
+            if v == "tf_forget_bias":
+                i, j, f, o = gates.split(H, 1)
+                c = c * torch.sigmoid(f + 1.0) + torch.sigmoid(i) * torch.tanh(j)
+                return torch.tanh(c) * torch.sigmoid(o), c
+            if v == "coupled":
+                j, f, o = gates.split(H, 1)
+                f = torch.sigmoid(f)
+                c = f * c + (1 - f) * torch.tanh(j)
+                return torch.sigmoid(o) * torch.tanh(c), c
+            if v == "gru_const":  # Keras-style GRU with a constant added to z's pre-activation
+                xz, xr, xn = (x @ self.kernel[l][:self.ins[l]] + self.bias[l]).split(H, 1)
+                hz, hr, hn = (h @ self.kernel[l][self.ins[l]:]).split(H, 1)
+                z = torch.sigmoid(xz + hz + 1.0)
+                r = torch.sigmoid(xr + hr)
+                n = torch.tanh(xn + r * hn)
+                return (1 - z) * n + z * h, c
+            return torch.tanh(gates + 0.5), c
+
+        def forward(self, x, h0, c0):
+            seq = [x[t] for t in range(x.shape[0])]
+            hs, cs = [], []
+            for l in range(len(self.kernel)):
+                h, c = h0[l], c0[l]
+                out = []
+                for xt in seq:
+                    h, c = self.step(l, xt, h, c)
+                    out.append(h)
+                seq = out
+                hs.append(h)
+                cs.append(c)
+            if self.v in ("gru_const", "rnn_const"):
+                return torch.stack(seq), torch.stack(hs)
+            return torch.stack(seq), torch.stack(hs), torch.stack(cs)
+
+    def hand_case(variant, Bt, layers, I=4, H=5, T=5, opset=14):
+        name = "pt_cell_%s_b%d_l%d_op%d" % (variant, Bt, layers, opset)
+
+        def make():
+            torch.manual_seed(zlib.crc32(name.encode()) % 1000)
+            m = HandLoop(variant, I, H, layers).eval()
+            ex = [torch.randn(T, Bt, I), torch.randn(layers, Bt, H) * 0.5,
+                  torch.randn(layers, Bt, H) * 0.5]
+            names = ["x", "h0", "c0"]
+            return export(m, ex, names, opset, {}, ex, {})
+        C[name] = make
+
+    for v in ("tf_forget_bias", "coupled"):
+        for Bt, layers in ((1, 1), (3, 1), (1, 2), (3, 2)):
+            hand_case(v, Bt, layers)
+    hand_case("gru_const", 3, 1)
+    hand_case("rnn_const", 1, 2)
+
     # Hand-written cells that resemble LSTM/GRU/RNN cells but differ: the fusion pass must fuse
     # them only when the result is the same (the references are PyTorch's own outputs).
     class OddCell(nn.Module):
         def __init__(self, variant, I, H):
             super().__init__()
-            g = {"lstm_forget_bias": 4, "lstm_coupled": 4, "lstm_no_tanh_h": 4,
+            g = {"lstm_forget_bias": 4, "lstm_coupled": 4, "lstm_coupled_half": 4,
+                 "lstm_no_tanh_h": 4,
                  "lstm_clamp_c": 4, "lstm_layernorm": 4, "gru_swapped_z": 3,
                  "gru_untied": 3, "rnn_extra_tanh": 1, "rnn_masked": 1, "lstm_swapped_gates": 4,
                  "rnn_sigmoid_hand": 1}[variant]
@@ -677,6 +750,8 @@ def torch_cases():
                     f = torch.sigmoid(f + 1.0) if v == "lstm_forget_bias" else torch.sigmoid(f)
                     g = torch.tanh(g)
                     c = f * c + (1 - f) * g if v == "lstm_coupled" else f * c + i * g
+                    if v == "lstm_coupled_half":  # not 1 - f: no input_forget LSTM computes it
+                        c = f * c + (0.5 - f) * g
                     if v == "lstm_clamp_c":
                         c = torch.clamp(c, -0.5, 0.5)
                     h = o * c if v == "lstm_no_tanh_h" else o * torch.tanh(c)
@@ -709,9 +784,9 @@ def torch_cases():
             return export(m, [x, h0, c0, lengths], names, opset, {}, [x, h0, c0, lengths], {})
         C["pt_oddcell_" + variant + "_op%d" % opset] = make
 
-    for v in ("lstm_forget_bias", "lstm_coupled", "lstm_no_tanh_h", "lstm_clamp_c",
-              "lstm_layernorm", "lstm_swapped_gates", "gru_swapped_z", "gru_untied",
-              "rnn_extra_tanh", "rnn_masked", "rnn_sigmoid_hand"):
+    for v in ("lstm_forget_bias", "lstm_coupled", "lstm_coupled_half", "lstm_no_tanh_h",
+              "lstm_clamp_c", "lstm_layernorm", "lstm_swapped_gates", "gru_swapped_z",
+              "gru_untied", "rnn_extra_tanh", "rnn_masked", "rnn_sigmoid_hand"):
         odd_case(v)
 
     def clf_case(name, kind, layers, bidirectional, last, batch_first, opset):
