@@ -23,7 +23,7 @@ Result<Shape> broadcast_shapes(const std::string& where, const Shape& a, const S
 // contiguous (or broadcast) across them, so rank is the number of genuinely different stride
 // patterns. The innermost stride of each input is 0 (broadcast) or 1.
 struct BroadcastPlan {
-  static constexpr int kMaxRank = 16;
+  static constexpr int kMaxRank = 32;   // Tile of rank 16 interleaves 32 dims
   static constexpr int kMaxInputs = 3;  // Where's condition, X, Y
   int rank = 1;
   int inputs = 0;

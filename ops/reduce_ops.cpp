@@ -173,7 +173,8 @@ class ReduceKernel final : public Kernel {
       }
     }
     if (dims_.size() > static_cast<size_t>(BroadcastPlan::kMaxRank))
-      return Status::unsupported("more than 16 alternating kept/reduced dims");
+      return Status::unsupported("more than " + std::to_string(BroadcastPlan::kMaxRank) +
+                                 " alternating kept/reduced dims");
     // Strides of the input (row-major over the merged dims).
     strides_.assign(dims_.size(), 1);
     for (size_t d = dims_.size(); d-- > 1;) strides_[d - 1] = strides_[d] * dims_[d];

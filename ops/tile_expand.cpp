@@ -71,7 +71,12 @@ class CopyMapKernel final : public Kernel {
       out2.insert(out2.end(), {out.shape[d] / in.shape[d], in.shape[d]});
       in2.insert(in2.end(), {1, in.shape[d]});
     }
-    GRAPHI_ASSIGN_OR_RETURN(plan_, make_broadcast_plan(ctx.where, out2, in2));
+    auto plan = make_broadcast_plan(ctx.where, out2, in2);
+    if (!plan.is_ok())  // only past 16 dims that are both repeated and longer than 1
+      return Status::unsupported(ctx.where + ": Tile of " + shape_to_string(in.shape) + " to " +
+                                 shape_to_string(out.shape) + " needs more than " +
+                                 std::to_string(BroadcastPlan::kMaxRank) + " loop dims");
+    plan_ = *plan;
     return Status::ok();
   }
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
