@@ -30,14 +30,16 @@ struct MatView {
                  : d.data_as<float>()[(r0 + k) * n + c0 + j];
   }
 };
-// Element j is t[c0 + j], t an f32 constant of shape [N] or [1, N]; or t's one element for
-// every j when `scalar` (a constant added to a pre-activation: TensorFlow's forget_bias).
+// Element j is sign * t[c0 + j], t an f32 constant of shape [N] or [1, N]; or t's one element
+// for every j when `scalar` (a constant added to a pre-activation: TensorFlow's forget_bias).
+// sign is -1 for a constant subtracted.
 struct BiasView {
   ValueId t = kNoId;
   int64_t c0 = 0;
   bool scalar = false;
+  float sign = 1.0f;
   float at(const Graph& g, int64_t j) const {
-    return g.value(t).data->data_as<float>()[scalar ? 0 : c0 + j];
+    return sign * g.value(t).data->data_as<float>()[scalar ? 0 : c0 + j];
   }
 };
 struct Term {
@@ -73,7 +75,8 @@ bool same_view(const Graph& g, const MatView& a, const MatView& b) {
 bool same_biases(const Graph& g, const std::vector<BiasView>& a, const std::vector<BiasView>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].c0 != b[i].c0 || a[i].scalar != b[i].scalar || !same_const(g, a[i].t, b[i].t))
+    if (a[i].c0 != b[i].c0 || a[i].scalar != b[i].scalar || a[i].sign != b[i].sign ||
+        !same_const(g, a[i].t, b[i].t))
       return false;
   return true;
 }
@@ -222,6 +225,17 @@ class Matcher {
       }
       sum.nodes.push_back(pid);
       return sum;
+    }
+    if (simple(*p, "Sub", 2) && is_f32(p->inputs[0], d.shape)) {
+      // pre - constant: the constant is a bias with sign -1.
+      if (auto b = addend_bias_of(p->inputs[1], N)) {
+        auto s = affine(p->inputs[0], depth + 1);
+        if (!s) return std::nullopt;
+        b->sign = -1.0f;
+        s->biases.push_back(*b);
+        s->nodes.push_back(pid);
+        return s;
+      }
     }
     const bool gemm = p->op == "Gemm" && p->outputs.size() == 1 &&
                       (p->inputs.size() == 2 || p->inputs.size() == 3);

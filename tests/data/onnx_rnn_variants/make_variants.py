@@ -653,7 +653,8 @@ def torch_cases():
     class HandLoop(nn.Module):
         def __init__(self, variant, I, H, layers):
             super().__init__()
-            gates = {"tf_forget_bias": 4, "coupled": 3, "gru_const": 3, "rnn_const": 1}[variant]
+            gates = {"tf_forget_bias": 4, "lstm_sub_const": 4, "coupled": 3, "gru_const": 3,
+                     "rnn_const": 1}[variant]
             self.v, self.H = variant, H
             self.ins = [I if l == 0 else H for l in range(layers)]
             self.kernel = nn.ParameterList(
@@ -661,6 +662,8 @@ def torch_cases():
                 for l in range(layers))
             self.bias = nn.ParameterList(nn.Parameter(torch.randn(gates * H) * 0.2)
                                          for _ in range(layers))
+            if variant == "lstm_sub_const":
+                self.register_buffer("offset", torch.rand(H))
 
         def step(self, l, x, h, c):
             H, v = self.H, self.v
@@ -669,6 +672,10 @@ def torch_cases():
                 i, j, f, o = gates.split(H, 1)
                 c = c * torch.sigmoid(f + 1.0) + torch.sigmoid(i) * torch.tanh(j)
                 return torch.tanh(c) * torch.sigmoid(o), c
+            if v == "lstm_sub_const":  # constants subtracted: a scalar from f, a vector from o
+                i, j, f, o = gates.split(H, 1)
+                c = c * torch.sigmoid(f - 0.75) + torch.sigmoid(i) * torch.tanh(j)
+                return torch.tanh(c) * torch.sigmoid(o - self.offset), c
             if v == "coupled":
                 j, f, o = gates.split(H, 1)
                 f = torch.sigmoid(f)
@@ -714,6 +721,7 @@ def torch_cases():
     for v in ("tf_forget_bias", "coupled"):
         for Bt, layers in ((1, 1), (3, 1), (1, 2), (3, 2)):
             hand_case(v, Bt, layers)
+    hand_case("lstm_sub_const", 3, 2)
     hand_case("gru_const", 3, 1)
     hand_case("rnn_const", 1, 2)
 
