@@ -998,6 +998,20 @@ std::vector<Seq> rnn_chains(const Graph& g, const Matcher& m, const std::vector<
   return seqs;
 }
 
+// The original values the new sequence ops read: initial states, and the x_t of chains whose X
+// is built step by step (neither another chain's Y nor row blocks of one tensor).
+std::unordered_set<ValueId> seq_reads(const std::vector<Seq>& seqs,
+                                      const std::vector<int>& x_from_chain,
+                                      const std::vector<std::optional<RowBlock>>& x_rows) {
+  std::unordered_set<ValueId> out;
+  for (size_t k = 0; k < seqs.size(); ++k) {
+    out.insert(seqs[k].h_init);
+    if (seqs[k].c_init != kNoId) out.insert(seqs[k].c_init);
+    if (x_from_chain[k] < 0 && !x_rows[k]) out.insert(seqs[k].xs.begin(), seqs[k].xs.end());
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<RnnFusionResult> fuse_rnn_cells(const Graph& g, const ShapeInferencer& shapes) {
@@ -1103,10 +1117,13 @@ Result<RnnFusionResult> fuse_rnn_cells(const Graph& g, const ShapeInferencer& sh
       break;
     }
   }
-  // A value the rewritten graph still reads (or returns) must be produced again.
+  // A value the rewritten graph still reads (or returns) must be produced again: read by a kept
+  // node, or by a new sequence op (a chain's initial state, or its x_t when fed step by step,
+  // may be another chain's last h or c: one recurrence split where the weights change).
+  const std::unordered_set<ValueId> read_by_seqs = seq_reads(seqs, x_from_chain, x_rows);
   auto still_used = [&](ValueId v) {
     auto cs = g.consumers(v);
-    return g.value(v).is_output ||
+    return g.value(v).is_output || read_by_seqs.count(v) ||
            std::any_of(cs.begin(), cs.end(), [&](NodeId n) { return !rw.removed(n); });
   };
 
