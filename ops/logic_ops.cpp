@@ -89,9 +89,10 @@ CostHint cost_elementwise(const graph::Node&, std::span<const TensorDesc* const>
 
 constexpr int64_t kBlock = 16;  // output elements per cache line (float32)
 
+// K is a template argument so each run's inner loop is one comparison the compiler vectorizes.
+template <Logic K>
 class LogicKernel final : public Kernel {
  public:
-  explicit LogicKernel(Logic k) : kind_(k) {}
   Status init(const KernelContext& ctx) override {
     if (ctx.inputs.size() != 2 || !ctx.inputs[0] || !ctx.inputs[1] || ctx.outputs.size() != 1)
       return Status::unsupported("expects 2 inputs and 1 output");
@@ -105,11 +106,11 @@ class LogicKernel final : public Kernel {
     auto [b, e] = team_range((numel_ + kBlock - 1) / kBlock, team.ithr, team.nthr);
     const int64_t begin = std::min(numel_, b * kBlock), end = std::min(numel_, e * kBlock);
     float* y = static_cast<float*>(io.outputs[0]);
-    if (!is_compare(kind_)) {
+    if constexpr (!is_compare(K)) {
       const auto* a = static_cast<const float*>(io.inputs[0]);
       const auto* c = static_cast<const float*>(io.inputs[1]);
       for_each_broadcast_element<2>(plan_, begin, end, [&](int64_t i, const int64_t* off) {
-        y[i] = logic(kind_, a[off[0]], c[off[1]]);
+        y[i] = logic(K, a[off[0]], c[off[1]]);
       });
     } else if (dtype_ == DType::kF32) {
       typed<float>(io, y, begin, end);
@@ -127,10 +128,9 @@ class LogicKernel final : public Kernel {
     const auto* a = static_cast<const T*>(io.inputs[0]);
     const auto* c = static_cast<const T*>(io.inputs[1]);
     for_each_broadcast_element<2>(plan_, begin, end, [&](int64_t i, const int64_t* off) {
-      y[i] = compare<T>(kind_, a[off[0]], c[off[1]]);
+      y[i] = compare<T>(K, a[off[0]], c[off[1]]);
     });
   }
-  Logic kind_;
   DType dtype_ = DType::kF32;
   int64_t numel_ = 0;
   BroadcastPlan plan_;
@@ -138,7 +138,7 @@ class LogicKernel final : public Kernel {
 
 template <Logic K>
 std::unique_ptr<Kernel> make_logic() {
-  return std::make_unique<LogicKernel>(K);
+  return std::make_unique<LogicKernel<K>>();
 }
 
 template <Logic K>
@@ -209,14 +209,16 @@ class WhereKernel final : public Kernel {
       const auto* y = static_cast<const uint32_t*>(io.inputs[2]);
       auto* out = static_cast<uint32_t*>(io.outputs[0]);
       for_each_broadcast_element<3>(plan_, begin, end, [&](int64_t i, const int64_t* off) {
-        out[i] = c[off[0]] != 0.0f ? x[off[1]] : y[off[2]];
+        const auto xv = x[off[1]], yv = y[off[2]];  // both loads: the select vectorizes
+        out[i] = c[off[0]] != 0.0f ? xv : yv;
       });
     } else {
       const auto* x = static_cast<const uint64_t*>(io.inputs[1]);
       const auto* y = static_cast<const uint64_t*>(io.inputs[2]);
       auto* out = static_cast<uint64_t*>(io.outputs[0]);
       for_each_broadcast_element<3>(plan_, begin, end, [&](int64_t i, const int64_t* off) {
-        out[i] = c[off[0]] != 0.0f ? x[off[1]] : y[off[2]];
+        const auto xv = x[off[1]], yv = y[off[2]];  // both loads: the select vectorizes
+        out[i] = c[off[0]] != 0.0f ? xv : yv;
       });
     }
   }
