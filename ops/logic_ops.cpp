@@ -203,28 +203,26 @@ class WhereKernel final : public Kernel {
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
     auto [b, e] = team_range((numel_ + kBlock - 1) / kBlock, team.ithr, team.nthr);
     const int64_t begin = std::min(numel_, b * kBlock), end = std::min(numel_, e * kBlock);
-    const auto* c = static_cast<const float*>(io.inputs[0]);
-    if (elem_ == 4) {
-      const auto* x = static_cast<const uint32_t*>(io.inputs[1]);
-      const auto* y = static_cast<const uint32_t*>(io.inputs[2]);
-      auto* out = static_cast<uint32_t*>(io.outputs[0]);
-      for_each_broadcast_element<3>(plan_, begin, end, [&](int64_t i, const int64_t* off) {
-        const auto xv = x[off[1]], yv = y[off[2]];  // both loads: the select vectorizes
-        out[i] = c[off[0]] != 0.0f ? xv : yv;
-      });
-    } else {
-      const auto* x = static_cast<const uint64_t*>(io.inputs[1]);
-      const auto* y = static_cast<const uint64_t*>(io.inputs[2]);
-      auto* out = static_cast<uint64_t*>(io.outputs[0]);
-      for_each_broadcast_element<3>(plan_, begin, end, [&](int64_t i, const int64_t* off) {
-        const auto xv = x[off[1]], yv = y[off[2]];  // both loads: the select vectorizes
-        out[i] = c[off[0]] != 0.0f ? xv : yv;
-      });
-    }
+    if (elem_ == 4)
+      select<uint32_t>(io, begin, end);
+    else
+      select<uint64_t>(io, begin, end);
   }
   const char* name() const override { return "where_broadcast"; }
 
  private:
+  // T: a same-size stand-in for the value dtype (the select only copies).
+  template <typename T>
+  void select(const Buffers& io, int64_t begin, int64_t end) const {
+    const auto* c = static_cast<const float*>(io.inputs[0]);
+    const auto* x = static_cast<const T*>(io.inputs[1]);
+    const auto* y = static_cast<const T*>(io.inputs[2]);
+    auto* out = static_cast<T*>(io.outputs[0]);
+    for_each_broadcast_element<3>(plan_, begin, end, [&](int64_t i, const int64_t* off) {
+      const T xv = x[off[1]], yv = y[off[2]];  // both loads, so the select vectorizes
+      out[i] = c[off[0]] != 0.0f ? xv : yv;
+    });
+  }
   size_t elem_ = 4;
   int64_t numel_ = 0;
   BroadcastPlan plan_;
