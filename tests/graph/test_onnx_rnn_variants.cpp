@@ -164,9 +164,8 @@ TEST_CASE("onnx rnn variants: cells that only resemble an LSTM/RNN cell are not 
   // are (numbers checked above).
   for (const std::string name :
        {"pt_oddcell_lstm_no_tanh_h_op14", "pt_oddcell_lstm_clamp_c_op14",
-        "pt_oddcell_lstm_coupled_half_op14",
-        "pt_oddcell_lstm_layernorm_op14", "pt_oddcell_rnn_extra_tanh_op14",
-        "pt_oddcell_rnn_masked_op14"}) {
+        "pt_oddcell_lstm_coupled_half_op14", "pt_oddcell_lstm_layernorm_op14",
+        "pt_oddcell_rnn_extra_tanh_op14", "pt_oddcell_rnn_masked_op14"}) {
     INFO("variant " << name);
     auto g = engine::load_model(kDir + name + ".onnx");
     REQUIRE(g.is_ok());
