@@ -457,9 +457,8 @@ std::optional<LstmCell> match_lstm(const Matcher& m, NodeId tanh_id) {
           cell.nodes.insert(cell.nodes.end(), gt->nodes.begin(), gt->nodes.end());
           cell.nodes.insert(cell.nodes.end(), gt->pre.nodes.begin(), gt->pre.nodes.end());
         }
-        // Peepholes: i and f may add p * c_prev, o may add p * c (p a constant [H] / [1, H]);
-        // not on a negated i (its peephole would need negating too: left unfused).
-        bool ok = !cell.negate_i || cell.pre[0].others.empty();
+        // Peepholes: i and f may add p * c_prev, o may add p * c (p a constant [H] / [1, H]).
+        bool ok = true;
         for (int r = 0; r < 3 && ok; ++r) {
           Affine& a = cell.pre[r];
           if (a.others.empty()) continue;
@@ -702,8 +701,8 @@ struct Seq {
   Attributes attrs;
 };
 
-// Gate block r of s's W, R and B (Wb and Rb) negated: ONNX's gate is then sigmoid(-pre),
-// i.e. 1 - the matched cell's gate.
+// Gate block r of s's W, R, B (Wb and Rb) and peepholes P (blocks i, o, f) negated: ONNX's gate
+// is then sigmoid(-pre), i.e. 1 - the matched cell's gate.
 void negate_gate(Seq& s, int64_t r) {
   const int64_t H = s.hidden, G = s.W.desc().shape[1] / H;
   for (Tensor* t : {&s.W, &s.R}) {
@@ -715,6 +714,8 @@ void negate_gate(Seq& s, int64_t r) {
     float* b = s.B.data_as<float>() + (half * G + r) * H;
     for (int64_t j = 0; j < H; ++j) b[j] = -b[j];
   }
+  if (s.P && r < 3)
+    for (int64_t j = 0; j < H; ++j) s.P->data_as<float>()[r * H + j] *= -1.0f;
 }
 
 template <typename Cell>

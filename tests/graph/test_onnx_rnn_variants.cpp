@@ -122,6 +122,7 @@ TEST_CASE("onnx rnn variants: the hand-written cell loops are fused into sequenc
   // passes must turn each layer into one sequence op (and the numbers above match either way).
   // So must hand-written cells (pt_cell_tf_forget_bias_*: TensorFlow's forget_bias inside f's
   // sigmoid, folded into B; pt_cell_coupled_*: c = f * c + (1 - f) * g, ONNX input_forget = 1;
+  // pt_cell_tf_cifg_peephole_*: the same with forget_bias and peepholes, TensorFlow's CIFG cell;
   // pt_cell_{gru,rnn}_const_*: a constant added to a pre-activation) and the odd cells whose
   // fused form is exact.
   const std::set<std::string> fusable_odd{"pt_oddcell_lstm_forget_bias_op14",
@@ -146,7 +147,7 @@ TEST_CASE("onnx rnn variants: the hand-written cell loops are fused into sequenc
       CHECK(n.op != "Relu");
     }
     CHECK(seq_ops >= 1);
-    if (v.name.find("coupled") != std::string::npos) {
+    if (v.name.find("coupled") != std::string::npos || v.name.find("cifg") != std::string::npos) {
       for (const graph::Node& n : opt->graph->nodes())
         if (n.op == "LSTM") {
           auto f = graph::attr_int(n.attrs, n.name, "input_forget", 0);

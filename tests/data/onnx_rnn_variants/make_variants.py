@@ -653,8 +653,8 @@ def torch_cases():
     class HandLoop(nn.Module):
         def __init__(self, variant, I, H, layers):
             super().__init__()
-            gates = {"tf_forget_bias": 4, "lstm_sub_const": 4, "coupled": 3, "gru_const": 3,
-                     "rnn_const": 1}[variant]
+            gates = {"tf_forget_bias": 4, "lstm_sub_const": 4, "coupled": 3,
+                     "tf_cifg_peephole": 3, "gru_const": 3, "rnn_const": 1}[variant]
             self.v, self.H = variant, H
             self.ins = [I if l == 0 else H for l in range(layers)]
             self.kernel = nn.ParameterList(
@@ -664,6 +664,8 @@ def torch_cases():
                                          for _ in range(layers))
             if variant == "lstm_sub_const":
                 self.register_buffer("offset", torch.rand(H))
+            if variant == "tf_cifg_peephole":  # w_f_diag, w_o_diag per layer
+                self.peep = nn.Parameter(torch.randn(layers, 2, H) * 0.5)
 
         def step(self, l, x, h, c):
             H, v = self.H, self.v
@@ -676,6 +678,11 @@ def torch_cases():
                 i, j, f, o = gates.split(H, 1)
                 c = c * torch.sigmoid(f - 0.75) + torch.sigmoid(i) * torch.tanh(j)
                 return torch.tanh(c) * torch.sigmoid(o - self.offset), c
+            if v == "tf_cifg_peephole":  # TF's CoupledInputForgetGateLSTMCell, peepholes on
+                j, f, o = gates.split(H, 1)
+                f = torch.sigmoid(f + 1.0 + self.peep[l, 0] * c)
+                c = f * c + (1 - f) * torch.tanh(j)
+                return torch.sigmoid(o + self.peep[l, 1] * c) * torch.tanh(c), c
             if v == "coupled":
                 j, f, o = gates.split(H, 1)
                 f = torch.sigmoid(f)
@@ -718,7 +725,7 @@ def torch_cases():
             return export(m, ex, names, opset, {}, ex, {})
         C[name] = make
 
-    for v in ("tf_forget_bias", "coupled"):
+    for v in ("tf_forget_bias", "coupled", "tf_cifg_peephole"):
         for Bt, layers in ((1, 1), (3, 1), (1, 2), (3, 2)):
             hand_case(v, Bt, layers)
     hand_case("lstm_sub_const", 3, 2)
