@@ -112,13 +112,31 @@ class IntKernel final : public Kernel {
   const char* name() const override { return "int_binary"; }
 
  private:
+  // The op becomes a template argument, so Add/Sub/Mul runs are branch-free loops.
   template <typename T>
   void typed(const Buffers& io, int64_t begin, int64_t end, bool& div0) const {
+    switch (op_) {
+      case IntOp::kAdd:
+        return typed_op<T, IntOp::kAdd>(io, begin, end, div0);
+      case IntOp::kSub:
+        return typed_op<T, IntOp::kSub>(io, begin, end, div0);
+      case IntOp::kMul:
+        return typed_op<T, IntOp::kMul>(io, begin, end, div0);
+      case IntOp::kDiv:
+        return typed_op<T, IntOp::kDiv>(io, begin, end, div0);
+      case IntOp::kMod:
+        return typed_op<T, IntOp::kMod>(io, begin, end, div0);
+      case IntOp::kFmod:
+        return typed_op<T, IntOp::kFmod>(io, begin, end, div0);
+    }
+  }
+  template <typename T, IntOp Op>
+  void typed_op(const Buffers& io, int64_t begin, int64_t end, bool& div0) const {
     const auto* a = static_cast<const T*>(io.inputs[0]);
     const auto* b = static_cast<const T*>(io.inputs[1]);
     auto* y = static_cast<T*>(io.outputs[0]);
     for_each_broadcast_element<2>(plan_, begin, end, [&](int64_t i, const int64_t* off) {
-      y[i] = apply<T>(op_, a[off[0]], b[off[1]], div0);
+      y[i] = apply<T>(Op, a[off[0]], b[off[1]], div0);
     });
   }
   IntOp op_ = IntOp::kAdd;
