@@ -207,7 +207,7 @@ TEST_CASE("broadcast plan merges dims: flat, row, scalar and 0-d cases", "[ops][
                                          Catch::Contains(shape_to_string(a)));
 }
 
-TEST_CASE("broadcast plan with a zero-size dim visits nothing, ops refuse empty tensors",
+TEST_CASE("broadcast plan with a zero-size dim visits nothing and ops refuse empty tensors",
           "[ops][broadcast]") {
   const Shape out{2, 0, 3};
   auto p = ops::make_broadcast_plan("test", out, Shape{2, 0, 1}, Shape{3}, Shape{1, 0, 3});
