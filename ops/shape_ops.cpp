@@ -302,6 +302,11 @@ Result<std::vector<TensorDesc>> infer_split(const graph::InferContext& ctx) {
         return Status::invalid_graph(ctx.where + ": 'split' = " + s +
                                      " has a size below 1 (empty "
                                      "outputs are not supported)");
+      if (x > dim)  // also keeps the sum from overflowing on corrupt sizes
+        return Status::invalid_graph(ctx.where + ": 'split' = " + s + " has a size above " +
+                                     std::to_string(dim) + ", the size of axis " +
+                                     std::to_string(axis) + " of input " +
+                                     shape_to_string(in.shape));
       sum += x;
     }
     if (sum != dim)

@@ -862,7 +862,11 @@ def make_cases(rng, seeds, count, work):
         dims = sum((["--dim", d] for d in s.dims), [])
         # Run half of them, `info` the rest: both load and validate; run also executes.
         sub = "run" if rng.random() < 0.5 else "info"
-        cases.append(Case(k, mut, what, path, [sub, path] + dims, must_fail, s.path))
+        extra = []
+        if sub == "run" and rng.random() < 0.25:  # the parallel engine, and the unfused graph
+            extra = rng.choice([["--executors", "2", "--no-pin"], ["--threads", "2", "--no-pin"],
+                                ["--no-fuse"]])
+        cases.append(Case(k, mut, what, path, [sub, path] + dims + extra, must_fail, s.path))
     return cases
 
 

@@ -178,3 +178,38 @@ TEST_CASE("malformed: an attribute ONNX does not define for the op is refused, n
                      one_node_model("Transpose", {"x"}, {}, {ok}))
               .is_ok());
 }
+
+TEST_CASE("malformed: Split sizes and Conv dilations near INT64_MAX are errors, not overflow") {
+  // 'split' sizes [5, 2^63-1] summed past INT64_MAX (UBSan: signed overflow).
+  auto r = load_bytes("malformed_split", "split_sizes.onnx",
+                      [] {
+                        ProtoWriter g;
+                        g.m(1, pb::node("Split", {"x", "s"}, {"a", "b"}, "the_split"))
+                            .s(2, "g")
+                            .m(5, pb::int64_tensor("s", {5, INT64_MAX}))
+                            .m(11, pb::value_info("x", 1, {2, 3}));
+                        for (const char* o : {"a", "b"}) {
+                          ProtoWriter tt, ty, y;
+                          tt.i(1, 1);
+                          ty.m(1, tt);
+                          y.s(1, o).m(2, ty);
+                          g.m(12, y);
+                        }
+                        return pb::model(g, 13);
+                      }());
+  require_error(r, {"split_sizes.onnx", "'the_split' (Split)", "has a size above"});
+
+  // Conv with dilations [2^62, 1]: dh * (kh - 1) overflowed.
+  ProtoWriter dil;
+  dil.s(1, "dilations").i(8, int64_t{1} << 62).i(8, 1).i(20, 7);
+  ProtoWriter g;
+  g.m(1, pb::node("Conv", {"x", "w"}, {"y"}, "the_conv", {dil})).s(2, "g");
+  g.m(5, pb::raw_tensor("w", 1, {1, 1, 3, 3}, 36)).m(11, pb::value_info("x", 1, {1, 1, 5, 5}));
+  ProtoWriter tt, ty, y;
+  tt.i(1, 1);
+  ty.m(1, tt);
+  y.s(1, "y").m(2, ty);
+  g.m(12, y);
+  r = load_bytes("malformed_conv", "conv_dilations.onnx", pb::model(g));
+  require_error(r, {"conv_dilations.onnx", "'the_conv' (Conv)", "overflow int64"});
+}
