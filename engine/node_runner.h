@@ -40,4 +40,14 @@ inline void run_node(const Plan& plan, NodeId n, SlotTables slots, int threads, 
   }
 }
 
+// The error of node n whose kernel reported `message` at run time. Kernels that know their
+// node start the message with its place (KernelContext::where, "<source>: node 'x' (Op)");
+// other messages (a custom op's exception text) get that prefix here, never twice.
+inline Status node_failure(const Plan& plan, NodeId n, const std::string& message) {
+  const graph::Graph& g = plan.graph();
+  const std::string where = g.source() + ": " + g.node(n).where();
+  if (message.rfind(where, 0) == 0) return Status::internal(message);
+  return Status::internal(where + ": " + message);
+}
+
 }  // namespace graphi::engine

@@ -235,8 +235,7 @@ void ParallelRuntime::Impl::set_error(Status s) {
 }
 
 void ParallelRuntime::Impl::fail(graph::NodeId n, const std::string& message) {
-  const graph::Graph& g = plan->graph();
-  set_error(Status::internal(g.source() + ": " + g.node(n).where() + ": " + message));
+  set_error(node_failure(*plan, n, message));
 }
 
 // Runs op n, then the small ops it makes ready (inline, in this thread). Ready ops that are not

@@ -265,7 +265,7 @@ Status Session::Impl::execute(int threads) {
       return Status::invalid_argument(g.source() + ": run cancelled: the Session is being destroyed");
     run_node(plan(), n, slots, threads, scratch.get(), plan().scratch_bytes(), &failure);
     if (failure.failed()) {
-      Status st = Status::internal(g.source() + ": " + g.node(n).where() + ": " + failure.message());
+      Status st = node_failure(plan(), n, failure.message());
       failure.clear();
       return st;
     }

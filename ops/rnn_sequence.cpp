@@ -283,8 +283,9 @@ Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* co
         " has an empty dimension (sequence, batch and input sizes must be >= 1)");
   if (node.attrs.has("hidden_size")) {
     GRAPHI_ASSIGN_OR_RETURN(s.hidden, graph::attr_int(node.attrs, where, "hidden_size"));
-    if (s.hidden < 1)
-      return Status::invalid_graph(where + ": attribute 'hidden_size' must be >= 1, got " +
+    // Bounded so gates * hidden_size cannot overflow (a corrupt attribute, not a model).
+    if (s.hidden < 1 || s.hidden >= (int64_t{1} << 31))
+      return Status::invalid_graph(where + ": attribute 'hidden_size' must be in [1, 2^31), got " +
                                    std::to_string(s.hidden));
   } else {
     s.hidden = r.shape[2];

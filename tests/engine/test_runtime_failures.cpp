@@ -22,6 +22,7 @@
 #include "engine/session.h"
 #include "graph/graph_builder.h"
 #include "ops/custom_op.h"
+#include "ops/registry.h"
 
 using namespace graphi;
 using namespace graphi::engine;
@@ -197,6 +198,31 @@ TEST_CASE("failures: a custom op that throws fails run() naming the node and the
       for (auto& [name, t] : *again) CHECK(t.data_as<float>()[0] == 13.0f);
     }
     CHECK(threads_back_to(baseline));
+  }
+}
+
+TEST_CASE("failures: a built-in op's run-time error names its node once, on every policy",
+          "[failures]") {
+  // Gather with a run-time index: 7 is out of range for an axis of 4.
+  graph::GraphBuilder b("<gather oob>");
+  Tensor data(TensorDesc{DType::kF32, {4, 2}});
+  b.add_constant("data", std::move(data));
+  b.add_input("idx", TensorDesc{DType::kI64, {1}});
+  b.add_node("Gather", "pick", {"data", "idx"}, {"y"}, {});
+  b.add_output("y");
+  auto g = std::make_shared<const graph::Graph>(value_or_throw(b.finish(ops::Registry::get())));
+  for (const Config& c : kConfigs) {
+    INFO(name_of(c));
+    auto s = value_or_throw(Session::create(g, options_for(c)));
+    Tensor idx(TensorDesc{DType::kI64, {1}});
+    idx.data_as<int64_t>()[0] = 7;
+    NamedTensors in;
+    in.emplace_back("idx", std::move(idx));
+    auto r = s->run(in);
+    REQUIRE_FALSE(r.is_ok());
+    const std::string m = r.status().message();
+    CHECK_THAT(m, Contains("<gather oob>: node 'pick' (Gather): index"));
+    CHECK(m.find("node 'pick'") == m.rfind("node 'pick'"));  // the place once, not twice
   }
 }
 

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -661,7 +662,9 @@ TEST_CASE("rnn sequence: unsupported and invalid attributes are clear errors", "
   e = error_of("LSTM", with("linear_before_reset", int64_t{1}), lstm_in);
   CHECK_THAT(e, Catch::Contains("unknown attribute 'linear_before_reset' for LSTM"));
   e = error_of("LSTM", with("hidden_size", int64_t{0}), lstm_in);
-  CHECK_THAT(e, Catch::Contains("'hidden_size' must be >= 1"));
+  CHECK_THAT(e, Catch::Contains("'hidden_size' must be in [1, 2^31), got 0"));
+  e = error_of("LSTM", with("hidden_size", std::numeric_limits<int64_t>::max()), lstm_in);
+  CHECK_THAT(e, Catch::Contains("'hidden_size' must be in [1, 2^31), got 9223372036854775807"));
   e = error_of("RNN", with("activations", std::string("Softsign")),
                {f32({2, 1, 2}), f32({1, 4, 2}), f32({1, 4, 4})});
   CHECK_THAT(e, Catch::Contains("RNN activation 'softsign' is not supported"));
