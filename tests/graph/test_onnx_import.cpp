@@ -19,6 +19,7 @@
 #include "graph/onnx_proto.h"
 #include "graph/protobuf_reader.h"
 #include "ops/registry.h"
+#include "tests/support/proto_writer.h"
 #include "tests/support/test_util.h"
 
 using namespace graphi;
@@ -48,36 +49,8 @@ Result<engine::NamedTensors> run_graph(const Graph& g, const std::vector<Tensor>
   return s->run(feed);
 }
 
-// A minimal protobuf writer, independent of the reader under test, to build ONNX models.
-struct Pw {
-  std::string b;
-  void varint(uint64_t v) {
-    do {
-      uint8_t c = v & 0x7f;
-      v >>= 7;
-      b.push_back(static_cast<char>(c | (v ? 0x80 : 0)));
-    } while (v);
-  }
-  Pw& i(int f, int64_t v) {
-    varint(static_cast<uint64_t>(f) << 3);
-    varint(static_cast<uint64_t>(v));
-    return *this;
-  }
-  Pw& s(int f, const std::string& x) {
-    varint((static_cast<uint64_t>(f) << 3) | 2);
-    varint(x.size());
-    b += x;
-    return *this;
-  }
-  Pw& m(int f, const Pw& sub) { return s(f, sub.b); }
-  Pw& f32(int f, float v) {
-    varint((static_cast<uint64_t>(f) << 3) | 5);
-    char c[4];
-    std::memcpy(c, &v, 4);
-    b.append(c, 4);
-    return *this;
-  }
-};
+// The protobuf writer of tests/support (independent of the reader under test).
+using Pw = test::ProtoWriter;
 
 // ValueInfoProto of a tensor; a dim is a number or a symbolic name; {} leaves the shape out.
 Pw value_info(const std::string& name, int elem, const std::vector<std::string>& dims) {

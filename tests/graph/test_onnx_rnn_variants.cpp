@@ -18,6 +18,7 @@
 #include "engine/model_loader.h"
 #include "engine/session.h"
 #include "graph/npy.h"
+#include "tests/support/test_util.h"
 
 using namespace graphi;
 
@@ -184,13 +185,8 @@ TEST_CASE("onnx rnn variants: unsupported RNN options are refused naming file, n
           "[onnx][rnn_variants]") {
   // gaps/EXPECTED: NAME<TAB>text the error must contain (make_variants.py): the node and the
   // attribute, or the graph input and its type.
-  std::ifstream f(kDir + "gaps/EXPECTED");
-  std::string line;
   int cases = 0;
-  while (std::getline(f, line)) {
-    const size_t tab = line.find('\t');
-    if (tab == std::string::npos) continue;
-    const std::string name = line.substr(0, tab), expect = line.substr(tab + 1);
+  for (const auto& [name, expect] : test::read_name_tab_text(kDir + "gaps/EXPECTED")) {
     const std::string path = kDir + "gaps/" + name + ".onnx";
     INFO("gap " << name);
     auto g = engine::load_model(path);
@@ -206,13 +202,8 @@ TEST_CASE("onnx rnn variants: malformed RNN nodes are rejected naming file, node
           "[onnx][rnn_variants]") {
   // gaps/INVALID: NAME<TAB>text the error must contain (make_variants.py), for both the fused
   // sequence op's checks and the importer's unrolled path.
-  std::ifstream f(kDir + "gaps/INVALID");
-  std::string line;
   int cases = 0;
-  while (std::getline(f, line)) {
-    const size_t tab = line.find('\t');
-    if (tab == std::string::npos) continue;
-    const std::string name = line.substr(0, tab), expect = line.substr(tab + 1);
+  for (const auto& [name, expect] : test::read_name_tab_text(kDir + "gaps/INVALID")) {
     const std::string path = kDir + "gaps/" + name + ".onnx";
     INFO("invalid " << name);
     auto g = engine::load_model(path);

@@ -13,6 +13,7 @@
 #include "engine/model_loader.h"
 #include "engine/session.h"
 #include "graph/npy.h"
+#include "tests/support/test_util.h"
 
 using namespace graphi;
 
@@ -116,13 +117,8 @@ TEST_CASE("onnx zoo: every PyTorch-exported model matches PyTorch", "[onnx][zoo]
 TEST_CASE("onnx zoo: known gaps are refused with an error naming the file and what is missing",
           "[onnx][zoo]") {
   // gaps/EXPECTED: NAME<TAB>text the error must contain (make_zoo.py --gaps).
-  std::ifstream f(kZoo + "gaps/EXPECTED");
-  std::string line;
   int cases = 0;
-  while (std::getline(f, line)) {
-    const size_t tab = line.find('\t');
-    if (tab == std::string::npos) continue;
-    const std::string name = line.substr(0, tab), expect = line.substr(tab + 1);
+  for (const auto& [name, expect] : test::read_name_tab_text(kZoo + "gaps/EXPECTED")) {
     const std::string path = kZoo + "gaps/" + name + ".onnx";
     INFO("gap " << name);
     auto g = engine::load_model(path);

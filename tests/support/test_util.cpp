@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <random>
 
@@ -67,6 +68,17 @@ std::filesystem::path scratch_dir(const std::string& name) {
 std::string cli_path() {
   const char* p = std::getenv("GRAPHI_CLI");
   return p ? p : std::string(GRAPHI_BINARY_DIR) + "/graphi";
+}
+
+std::vector<std::pair<std::string, std::string>> read_name_tab_text(const std::string& path) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line)) {
+    const size_t tab = line.find('\t');
+    if (tab != std::string::npos) out.emplace_back(line.substr(0, tab), line.substr(tab + 1));
+  }
+  return out;
 }
 
 }  // namespace graphi::test

@@ -3,6 +3,8 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "graph/tensor.h"
 
@@ -21,5 +23,9 @@ std::filesystem::path scratch_dir(const std::string& name);
 
 // The graphi executable (set by CMake through the GRAPHI_CLI environment variable).
 std::string cli_path();
+
+// The NAME<TAB>TEXT lines of a fixture list (the gaps/EXPECTED files the model generators write),
+// in file order; other lines are skipped, a missing file gives none.
+std::vector<std::pair<std::string, std::string>> read_name_tab_text(const std::string& path);
 
 }  // namespace graphi::test
