@@ -309,6 +309,39 @@ class TorchTest(unittest.TestCase):
             f(torch.randn(3, 4))  # shapes are fixed at compile time
 
 
+def check_manifest_models(test, folder):
+    """Runs every model a fixture MANIFEST lists (NAME [dim=value ...]; blank and '#' lines
+    skipped) through graphi.Session on its committed inputs and compares each output with the
+    committed reference: integers exactly, floats within 1e-4 of the output's scale + 1e-5.
+    Returns how many models ran."""
+    count = 0
+    with open(os.path.join(folder, "MANIFEST")) as f:
+        lines = f.readlines()
+    for line in lines:
+        parts = line.split()
+        if not parts or parts[0].startswith("#"):
+            continue
+        name = parts[0]
+        dims = {k: int(v) for k, v in (p.split("=") for p in parts[1:])}
+        with test.subTest(model=name):
+            s = graphi.Session(os.path.join(folder, name + ".onnx"), dims=dims or None)
+            ins = [np.load(os.path.join(folder, "%s.in%d.npy" % (name, i)))
+                   for i in range(len(s.inputs))]
+            out = s.run(ins)
+            for i, info in enumerate(s.outputs):
+                want = np.load(os.path.join(folder, "%s.out%d.npy" % (name, i)))
+                got = out[info.name]
+                test.assertEqual(got.shape, want.shape)
+                if want.dtype.kind in "iu":
+                    np.testing.assert_array_equal(got, want)
+                else:
+                    scale = float(np.max(np.abs(want))) if want.size else 0.0
+                    err = float(np.max(np.abs(got.astype(np.float64) - want)))
+                    test.assertLessEqual(err, 1e-5 + 1e-4 * scale, info.name)
+        count += 1
+    return count
+
+
 ZOO = os.path.join(HERE, "..", "..", "tests", "data", "onnx_zoo")
 
 
@@ -318,29 +351,7 @@ class ZooTest(unittest.TestCase):
     output's scale + 1e-5; integer outputs exactly); two zoo modules through graphi.torch."""
 
     def test_every_zoo_model(self):
-        count = 0
-        for line in open(os.path.join(ZOO, "MANIFEST")):
-            parts = line.split()
-            if not parts:
-                continue
-            name = parts[0]
-            dims = {k: int(v) for k, v in (p.split("=") for p in parts[1:])}
-            with self.subTest(model=name):
-                s = graphi.Session(os.path.join(ZOO, name + ".onnx"), dims=dims or None)
-                ins = [np.load(os.path.join(ZOO, "%s.in%d.npy" % (name, i)))
-                       for i in range(len(s.inputs))]
-                out = s.run(ins)
-                for i, info in enumerate(s.outputs):
-                    want = np.load(os.path.join(ZOO, "%s.out%d.npy" % (name, i)))
-                    got = out[info.name]
-                    self.assertEqual(got.shape, want.shape)
-                    if want.dtype.kind in "iu":
-                        np.testing.assert_array_equal(got, want)
-                    else:
-                        scale = float(np.max(np.abs(want))) if want.size else 0.0
-                        err = float(np.max(np.abs(got.astype(np.float64) - want)))
-                        self.assertLessEqual(err, 1e-5 + 1e-4 * scale, info.name)
-            count += 1
+        count = check_manifest_models(self, ZOO)
         self.assertGreaterEqual(count, 50)
 
     @unittest.skipIf(torch is None, "PyTorch is not installed")
@@ -375,28 +386,7 @@ class RnnVariantsTest(unittest.TestCase):
     (1e-4 of the output's scale + 1e-5); the known gaps raise graphi.Error naming what fails."""
 
     def test_every_variant(self):
-        count = 0
-        with open(os.path.join(RNN_VARIANTS, "MANIFEST")) as f:
-            lines = f.readlines()
-        for line in lines:
-            parts = line.split()
-            if not parts or parts[0].startswith("#"):
-                continue
-            name = parts[0]
-            dims = {k: int(v) for k, v in (p.split("=") for p in parts[1:])}
-            with self.subTest(model=name):
-                s = graphi.Session(os.path.join(RNN_VARIANTS, name + ".onnx"), dims=dims or None)
-                ins = [np.load(os.path.join(RNN_VARIANTS, "%s.in%d.npy" % (name, i)))
-                       for i in range(len(s.inputs))]
-                out = s.run(ins)
-                for i, info in enumerate(s.outputs):
-                    want = np.load(os.path.join(RNN_VARIANTS, "%s.out%d.npy" % (name, i)))
-                    got = out[info.name]
-                    self.assertEqual(got.shape, want.shape)
-                    scale = float(np.max(np.abs(want))) if want.size else 0.0
-                    err = float(np.max(np.abs(got.astype(np.float64) - want)))
-                    self.assertLessEqual(err, 1e-5 + 1e-4 * scale, info.name)
-            count += 1
+        count = check_manifest_models(self, RNN_VARIANTS)
         self.assertGreaterEqual(count, 100)
 
     def test_gaps_are_refused(self):

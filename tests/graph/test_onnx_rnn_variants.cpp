@@ -11,9 +11,7 @@
 // is rejected as invalid, naming the node and the field.
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "engine/model_loader.h"
 #include "engine/session.h"
@@ -26,47 +24,7 @@ namespace {
 
 const std::string kDir = std::string(GRAPHI_SOURCE_DIR) + "/tests/data/onnx_rnn_variants/";
 
-struct Variant {
-  std::string name;
-  std::map<std::string, int64_t> dims;
-};
-
-std::vector<Variant> manifest() {
-  std::vector<Variant> out;
-  std::ifstream f(kDir + "MANIFEST");
-  std::string line;
-  while (std::getline(f, line)) {
-    std::istringstream ss(line);
-    Variant v;
-    if (!(ss >> v.name) || v.name[0] == '#') continue;
-    std::string d;
-    while (ss >> d) {
-      const size_t eq = d.find('=');
-      if (eq != std::string::npos) v.dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
-    }
-    out.push_back(v);
-  }
-  return out;
-}
-
-// Empty when `got` matches float32 `want` within 1e-5 + 1e-4 * max|want|, else what differs.
-std::string compare(const Tensor& got, const Tensor& want) {
-  if (got.shape() != want.shape())
-    return "shape " + shape_to_string(got.shape()) + " vs " + shape_to_string(want.shape());
-  if (got.dtype() != DType::kF32 || want.dtype() != DType::kF32) return "not float32";
-  const float* g = got.data_as<float>();
-  const float* w = want.data_as<float>();
-  double scale = 0;
-  for (int64_t k = 0; k < want.numel(); ++k) scale = std::max(scale, std::fabs(double(w[k])));
-  const double tol = 1e-5 + 1e-4 * scale;
-  for (int64_t k = 0; k < want.numel(); ++k) {
-    if (std::fabs(double(g[k]) - w[k]) <= tol) continue;  // false for NaN
-    std::ostringstream m;
-    m << "element " << k << ": " << g[k] << " vs " << w[k] << " (tolerance " << tol << ")";
-    return m.str();
-  }
-  return "";
-}
+using Variant = test::ManifestEntry;
 
 // Runs `graph` on the variant's inputs and compares every output with the reference.
 void check_variant(const Variant& v, std::shared_ptr<const graph::Graph> graph, int threads) {
@@ -88,7 +46,7 @@ void check_variant(const Variant& v, std::shared_ptr<const graph::Graph> graph, 
     auto want = graph::read_npy(kDir + v.name + ".out" + std::to_string(k) + ".npy");
     REQUIRE(want.is_ok());
     INFO("output " << k << " '" << (*out)[k].first << "', " << threads << " thread(s)");
-    CHECK(compare((*out)[k].second, *want) == "");
+    CHECK(test::compare_to_reference((*out)[k].second, *want) == "");
   }
 }
 
@@ -96,7 +54,7 @@ void check_variant(const Variant& v, std::shared_ptr<const graph::Graph> graph, 
 
 TEST_CASE("onnx rnn variants: every exported or hand-built RNN matches its reference",
           "[onnx][rnn_variants]") {
-  const std::vector<Variant> variants = manifest();
+  const std::vector<Variant> variants = test::read_manifest(kDir + "MANIFEST");
   REQUIRE(variants.size() >= 60);
   for (const Variant& v : variants) {
     DYNAMIC_SECTION("variant " << v.name) {
@@ -129,7 +87,7 @@ TEST_CASE("onnx rnn variants: the hand-written cell loops are fused into sequenc
   const std::set<std::string> fusable_odd{"pt_oddcell_lstm_forget_bias_op14",
                                           "pt_oddcell_lstm_coupled_op14",
                                           "pt_oddcell_lstm_swapped_gates_op14"};
-  for (const Variant& v : manifest()) {
+  for (const Variant& v : test::read_manifest(kDir + "MANIFEST")) {
     if (v.name.rfind("pt_cell_", 0) != 0 && !fusable_odd.count(v.name)) continue;
     INFO("variant " << v.name);
     auto g = engine::load_model(kDir + v.name + ".onnx");

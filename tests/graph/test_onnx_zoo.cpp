@@ -7,8 +7,6 @@
 // bool outputs (graphi: float32 0/1) by value.
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "engine/model_loader.h"
 #include "engine/session.h"
@@ -21,68 +19,12 @@ namespace {
 
 const std::string kZoo = std::string(GRAPHI_SOURCE_DIR) + "/tests/data/onnx_zoo/";
 
-struct ZooModel {
-  std::string name;
-  std::map<std::string, int64_t> dims;
-};
-
-std::vector<ZooModel> manifest() {
-  std::vector<ZooModel> out;
-  std::ifstream f(kZoo + "MANIFEST");
-  std::string line;
-  while (std::getline(f, line)) {
-    std::istringstream ss(line);
-    ZooModel m;
-    if (!(ss >> m.name)) continue;
-    std::string d;
-    while (ss >> d) {
-      const size_t eq = d.find('=');
-      if (eq != std::string::npos) m.dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
-    }
-    out.push_back(m);
-  }
-  return out;
-}
-
-// Empty when `got` matches `want` (see the file comment), else what differs.
-std::string compare(const Tensor& got, const Tensor& want) {
-  if (got.shape() != want.shape())
-    return "shape " + shape_to_string(got.shape()) + " vs " + shape_to_string(want.shape());
-  const int64_t n = want.numel();
-  auto value = [](const Tensor& t, int64_t k) -> double {
-    switch (t.dtype()) {
-      case DType::kF32:
-        return t.data_as<float>()[k];
-      case DType::kI32:
-        return t.data_as<int32_t>()[k];
-      default:
-        return static_cast<double>(t.data_as<int64_t>()[k]);
-    }
-  };
-  const bool exact = want.dtype() != DType::kF32;
-  double scale = 0;
-  for (int64_t k = 0; k < n; ++k)
-    if (std::isfinite(value(want, k))) scale = std::max(scale, std::fabs(value(want, k)));
-  const double tol = exact ? 0.0 : 1e-5 + 1e-4 * scale;
-  for (int64_t k = 0; k < n; ++k) {
-    const double g = value(got, k), w = value(want, k);
-    const bool same =
-        std::isfinite(w) ? std::fabs(g - w) <= tol : (g == w || (std::isnan(g) && std::isnan(w)));
-    if (!same) {
-      std::ostringstream m;
-      m << "element " << k << ": " << g << " vs " << w << " (tolerance " << tol << ")";
-      return m.str();
-    }
-  }
-  return "";
-}
-
 }  // namespace
 
 TEST_CASE("onnx zoo: every PyTorch-exported model matches PyTorch", "[onnx][zoo]") {
-  const std::vector<ZooModel> models = manifest();
+  const std::vector<test::ManifestEntry> models = test::read_manifest(kZoo + "MANIFEST");
   REQUIRE(models.size() >= 20);
-  for (const ZooModel& m : models) {
+  for (const test::ManifestEntry& m : models) {
     DYNAMIC_SECTION("model " << m.name) {
       graph::ImportOptions io;
       io.dims = m.dims;
@@ -108,7 +50,7 @@ TEST_CASE("onnx zoo: every PyTorch-exported model matches PyTorch", "[onnx][zoo]
         auto want = graph::read_npy(kZoo + m.name + ".out" + std::to_string(k) + ".npy");
         REQUIRE(want.is_ok());
         INFO("output " << k << " '" << (*out)[k].first << "'");
-        CHECK(compare((*out)[k].second, *want) == "");
+        CHECK(test::compare_to_reference((*out)[k].second, *want) == "");
       }
     }
   }

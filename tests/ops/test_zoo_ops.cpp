@@ -59,16 +59,8 @@ Shape bcast_shape(std::vector<Shape> shapes) {
   return out;
 }
 
-double at(const Tensor& t, int64_t k) {
-  switch (t.dtype()) {
-    case DType::kF32:
-      return t.data_as<float>()[k];
-    case DType::kI32:
-      return t.data_as<int32_t>()[k];
-    default:
-      return static_cast<double>(t.data_as<int64_t>()[k]);
-  }
-}
+// The element reader of tests/support.
+double at(const Tensor& t, int64_t k) { return test::element_at(t, k); }
 
 Tensor ints(DType dt, const Shape& s, std::vector<int64_t> v) {
   Tensor t(TensorDesc{dt, s});

@@ -1,10 +1,12 @@
 #include "tests/support/test_util.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <random>
+#include <sstream>
 
 namespace graphi::test {
 namespace {
@@ -79,6 +81,57 @@ std::vector<std::pair<std::string, std::string>> read_name_tab_text(const std::s
     if (tab != std::string::npos) out.emplace_back(line.substr(0, tab), line.substr(tab + 1));
   }
   return out;
+}
+
+std::vector<ManifestEntry> read_manifest(const std::string& path) {
+  std::vector<ManifestEntry> out;
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line)) {
+    std::istringstream ss(line);
+    ManifestEntry m;
+    if (!(ss >> m.name) || m.name[0] == '#') continue;
+    std::string d;
+    while (ss >> d) {
+      const size_t eq = d.find('=');
+      if (eq != std::string::npos) m.dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+double element_at(const Tensor& t, int64_t k) {
+  switch (t.dtype()) {
+    case DType::kF32:
+      return t.data_as<float>()[k];
+    case DType::kI32:
+      return t.data_as<int32_t>()[k];
+    default:
+      return static_cast<double>(t.data_as<int64_t>()[k]);
+  }
+}
+
+std::string compare_to_reference(const Tensor& got, const Tensor& want) {
+  if (got.shape() != want.shape())
+    return "shape " + shape_to_string(got.shape()) + " vs " + shape_to_string(want.shape());
+  const int64_t n = want.numel();
+  const bool exact = want.dtype() != DType::kF32;
+  double scale = 0;
+  for (int64_t k = 0; k < n; ++k)
+    if (std::isfinite(element_at(want, k))) scale = std::max(scale, std::fabs(element_at(want, k)));
+  const double tol = exact ? 0.0 : 1e-5 + 1e-4 * scale;
+  for (int64_t k = 0; k < n; ++k) {
+    const double g = element_at(got, k), w = element_at(want, k);
+    const bool same =
+        std::isfinite(w) ? std::fabs(g - w) <= tol : (g == w || (std::isnan(g) && std::isnan(w)));
+    if (!same) {
+      std::ostringstream m;
+      m << "element " << k << ": " << g << " vs " << w << " (tolerance " << tol << ")";
+      return m.str();
+    }
+  }
+  return "";
 }
 
 }  // namespace graphi::test

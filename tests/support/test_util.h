@@ -1,7 +1,9 @@
 // Helpers shared by the tests: seeded random tensors, closeness checks, scratch directories.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,5 +29,21 @@ std::string cli_path();
 // The NAME<TAB>TEXT lines of a fixture list (the gaps/EXPECTED files the model generators write),
 // in file order; other lines are skipped, a missing file gives none.
 std::vector<std::pair<std::string, std::string>> read_name_tab_text(const std::string& path);
+
+// One line of a model fixture MANIFEST (make_zoo.py, make_variants.py): the model's name and
+// the --dim values it is loaded with ("NAME [dim=value ...]"; blank and '#' lines skipped).
+struct ManifestEntry {
+  std::string name;
+  std::map<std::string, int64_t> dims;
+};
+std::vector<ManifestEntry> read_manifest(const std::string& path);
+
+// Element k of an f32/i32/i64 tensor as a double.
+double element_at(const Tensor& t, int64_t k);
+
+// Empty when `got` matches the reference `want`, else what differs: float32 within
+// 1e-5 + 1e-4 * max|finite want| (non-finite values must be equal, NaN matching NaN), integer
+// dtypes exactly.
+std::string compare_to_reference(const Tensor& got, const Tensor& want);
 
 }  // namespace graphi::test
