@@ -1,39 +1,59 @@
 #!/usr/bin/env bash
-# Installs graphi's build and test dependencies from Debian's archive (Debian 12).
-# Only what is missing is installed, so a second run costs a dpkg query.
+# Installs graphi's dependencies from Debian's archive (Debian 12), and for benchmarks a Python
+# virtual environment from PyPI. Only what is missing is installed, so a second run costs a
+# dpkg query.
+#
+#   scripts/setup.sh [run]   build the library and the `graphi` command (what run.sh needs)
+#   scripts/setup.sh python  + the Python package (pybind11, numpy)
+#   scripts/setup.sh test    + everything the test suite needs (what test.sh and CI need)
+#   scripts/setup.sh bench   + the benchmarks' peers: oneTBB, and a virtual environment at
+#                            .venv (override: GRAPHI_VENV) made from scripts/requirements-bench.txt
+#                            (ONNX Runtime, PyTorch 2 CPU) over /usr/bin/python3
 set -euo pipefail
+cd "$(dirname "$0")/.."
+LEVEL=${1:-run}
 
-PACKAGES=(
-  build-essential cmake pkgconf git
-  libhwloc-dev hwloc            # topology and pinning
+RUN_PACKAGES=(
+  build-essential cmake pkgconf
+  libhwloc-dev hwloc              # topology and pinning
   libdnnl-dev ocl-icd-opencl-dev  # oneDNN 2.6 (its CMake config needs the OpenCL dev files)
-  libxsmm-dev                   # LIBXSMM 1.17 small-GEMM microkernels
-  catch2                        # Catch2 v2 tests
-  nlohmann-json3-dev            # the .graphi file's JSON header
-  libtbb-dev                    # oneTBB: the benchmarks' reference competitor (flow_graph, task_group)
-  python3 python3-numpy         # /usr/bin/python3 for the numpy cross-checks in tests
-  libonnx-testdata python3-onnx # ONNX backend cases of LSTM/GRU/RNN, converted to .npy by tests/ops/onnx_rnn_cases.py
-  pybind11-dev python3-dev      # the Python package (python/: pybind11 module over libgraphi)
-  python3-torch                 # PyTorch 1.13: tests regenerate their PyTorch fixtures with it; the RNN benchmark's peer
-  libopenblas0-pthread          # the BLAS PyTorch should use (Debian's reference BLAS makes nn.LSTM ~10x slower)
-  nodejs                        # ONNX Runtime peer of the RNN benchmark (npm onnxruntime-node)
+  libxsmm-dev                     # LIBXSMM 1.17 small-GEMM microkernels
+  nlohmann-json3-dev              # the .graphi file's JSON header
 )
+PYTHON_PACKAGES=(
+  pybind11-dev python3-dev python3-numpy  # the Python package (python/: pybind11 over libgraphi)
+)
+TEST_PACKAGES=(
+  git catch2                      # Catch2 v2 tests
+  libtbb-dev                      # oneTBB: the dispatch benchmark's competitor (built with the tests)
+  libonnx-testdata python3-onnx   # ONNX backend cases, converted to .npy by tests/ops/onnx_rnn_cases.py
+  python3-venv                    # the benchmarks' virtual environment (scripts/bench_venv.sh)
+  python3-torch                   # PyTorch 1.13: tests regenerate their PyTorch fixtures with it
+  libopenblas0-pthread            # the BLAS PyTorch should use (Debian's reference BLAS is ~10x slower)
+)
+
+case "$LEVEL" in
+  run) PACKAGES=("${RUN_PACKAGES[@]}") ;;
+  python) PACKAGES=("${RUN_PACKAGES[@]}" "${PYTHON_PACKAGES[@]}") ;;
+  test|bench) PACKAGES=("${RUN_PACKAGES[@]}" "${PYTHON_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
+  *) echo "usage: scripts/setup.sh [run|python|test|bench]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-# npm: Debian ships it as its own package; a NodeSource nodejs (as on this machine) bundles it.
-if ! command -v npm >/dev/null 2>&1 && ! dpkg-query -W -f='${Status}' npm 2>/dev/null | grep -q "install ok installed"; then
-  missing+=(npm)
-fi
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup: all dependencies present"
-  exit 0
+  echo "setup ($LEVEL): all Debian packages present" >&2
+else
+  echo "setup ($LEVEL): installing ${missing[*]}" >&2
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq >&2
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
-echo "setup: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+if [ "$LEVEL" = bench ]; then
+  ./scripts/bench_venv.sh >&2
+fi
