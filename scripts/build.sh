@@ -13,7 +13,7 @@ CMAKE=${GRAPHI_CMAKE:-/usr/bin/cmake}
 RUN_ONLY=0
 if [ "${1:-}" = "--run-only" ]; then RUN_ONLY=1; shift; fi
 ARGS=(-DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-Release}" -DPython_EXECUTABLE=/usr/bin/python3)
-if command -v ccache > /dev/null; then ARGS+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache); fi
+if command -v ccache > /dev/null; then export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}; ARGS+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache); fi
 if [ $RUN_ONLY = 1 ]; then
   # A new build directory gets no tests/benchmarks (their dependencies may be missing); an
   # existing one keeps its settings and only the targets below are built.
