@@ -9,7 +9,7 @@
 #include "cli/cli_util.h"
 #include "engine/graph_stats.h"
 #include "engine/plan.h"
-#include "ops/rnn_sequence.h"
+#include "ops/rnn/rnn_sequence.h"
 
 namespace graphi::cli {
 
@@ -50,7 +50,7 @@ int info_command(int argc, char** argv) {
   if (!stats.is_ok()) return runtime_error(stats.status());
 
   std::map<std::string, std::map<std::string, size_t>> kernels_by_op;
-  // Fused RNN layers, each with its kernel's schedule (ops/rnn_schedule.h), in node order.
+  // Fused RNN layers, each with its kernel's schedule (ops/rnn/rnn_schedule.h), in node order.
   std::vector<std::pair<std::string, std::string>> rnn_layers;
   if (plan.is_ok())
     for (graph::NodeId n = 0; n < plan->num_nodes(); ++n) {

@@ -208,7 +208,7 @@ class Importer {
   Status translate_1d(const onnx::Node& n, const std::string& name,
                       const std::vector<std::string>& ins, const std::vector<std::string>& outs,
                       const TensorDesc& x, const std::string& where);
-  // LSTM/GRU/RNN with activations the fused sequence kernels do not run (ops/rnn_sequence.h:
+  // LSTM/GRU/RNN with activations the fused sequence kernels do not run (ops/rnn/rnn_sequence.h:
   // only Sigmoid/Tanh gates for LSTM/GRU, Tanh/Relu/Sigmoid for RNN, no activation_alpha/beta):
   // unrolled over the time steps into plain graphi ops, with ONNX's semantics (graph/ONNX.md).
   static bool rnn_needs_unrolling(const onnx::Node& n);
@@ -375,7 +375,7 @@ Result<Attributes> Importer::convert_attrs(const onnx::Node& n, const std::strin
         out.set(a.name, std::vector<double>(a.floats.begin(), a.floats.end()));
         break;
       case onnx::kAttrStrings: {
-        // graphi has no string lists: one comma-separated string (ops/rnn_sequence.h).
+        // graphi has no string lists: one comma-separated string (ops/rnn/rnn_sequence.h).
         std::string s;
         for (const std::string& x : a.strings) s += (s.empty() ? "" : ",") + x;
         out.set(a.name, s);

@@ -1,5 +1,5 @@
 // build_phased_lstm: a stacked Phased LSTM (Neil et al. 2016; the PhasedLSTM op of
-// ops/phased_lstm.h, one fused node per layer) with seeded random parameters, for
+// ops/rnn/phased_lstm.h, one fused node per layer) with seeded random parameters, for
 // `graphi model phased-lstm`.
 //
 // Graph inputs:  "x" f32[T, B, E]; "times" f32[T, B] (the timestamp of every step, e.g. event

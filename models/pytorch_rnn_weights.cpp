@@ -9,7 +9,7 @@ namespace graphi::models {
 
 namespace {
 
-// ONNX gate block k takes PyTorch gate block kSrc[k] (see the header and ops/RNN_PYTORCH.md).
+// ONNX gate block k takes PyTorch gate block kSrc[k] (see the header and ops/rnn/RNN_PYTORCH.md).
 constexpr int kLstmSrc[4] = {0, 3, 1, 2};  // ONNX (i, o, f, c) <- PyTorch (i, f, g, o)
 constexpr int kGruSrc[3] = {1, 0, 2};      // ONNX (z, r, h) <- PyTorch (r, z, n)
 constexpr int kRnnSrc[1] = {0};

@@ -1,8 +1,8 @@
-// PyTorch nn.LSTM / nn.GRU / nn.RNN -> graphi's ONNX sequence ops (ops/rnn_sequence.h): maps a
+// PyTorch nn.LSTM / nn.GRU / nn.RNN -> graphi's ONNX sequence ops (ops/rnn/rnn_sequence.h): maps a
 // module's state_dict to the W, R, B inputs of one ONNX LSTM/GRU/RNN node per stacked layer,
 // and builds the graph that computes exactly what the module's forward() returns (output, h_n,
 // c_n), including batch_first, initial states and packed (uneven-length) batches. The mapping is
-// documented in ops/RNN_PYTORCH.md; tests/ops/test_pytorch_rnn.cpp checks it against PyTorch.
+// documented in ops/rnn/RNN_PYTORCH.md; tests/ops/test_pytorch_rnn.cpp checks it against PyTorch.
 //
 // In short: per layer l and direction (suffix "" or "_reverse"),
 //   W[d] = reorder(weight_ih_l{l}{sfx})     [G*H, I_l]  (I_0 = input_size, I_l = D*H for l > 0)

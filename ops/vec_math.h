@@ -3,7 +3,7 @@
 //
 // Usage: a TU includes every other header it needs first, then defines exactly one of
 // GRAPHI_VEC_SCALAR, GRAPHI_VEC_AVX2, GRAPHI_VEC_AVX512 and includes this file last, directly
-// or through ops/rnn_gates_impl.h (which includes nothing else). For the SIMD ones this header
+// or through ops/rnn/rnn_gates_impl.h (which includes nothing else). For the SIMD ones this header
 // switches the compilation target on (GCC pragma / clang attribute push) and leaves it on: the TU's
 // own kernels after the include are compiled for that ISA, and the TU ends with
 // GRAPHI_VEC_TARGET_END. Everything here lives in an anonymous namespace, so each TU gets its own

@@ -4,7 +4,7 @@
 //   graphi_l3_probe [--mib 16] [--threads 2] [--reps 7] [--only SUBSTRING] [--huge]
 //   graphi_l3_probe --evict-check
 //
-// Model of the fused sequence kernel's recurrence (ops/rnn_sequence.cpp) without the gates: each
+// Model of the fused sequence kernel's recurrence (ops/rnn/rnn_sequence.cpp) without the gates: each
 // thread owns a slab of R (mib / threads), packed panel-major (panels of 64 columns, each a
 // contiguous [1024][64] block of 256 KiB, as TiledGemm::create_panels lays them out); per step
 // it computes y = h R_slab (one AVX-512 GEMV per panel), writes its share of the next h and

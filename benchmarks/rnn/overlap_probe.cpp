@@ -25,7 +25,7 @@
 // and last, split_slab in runs of 100 steps with and without a dense 100-row input GEMM (the
 // hoist, not timed) before each run: does the hoist slow the GEMV steps that follow it?
 // If fused < gemv+hoist, the overlap exists and the kernel can hide (part of) the hoist.
-// Run it boosted (root: setsid, autogroup nice -20); results in ops/RNN_SCHEDULE.md.
+// Run it boosted (root: setsid, autogroup nice -20); results in ops/rnn/RNN_SCHEDULE.md.
 #include <immintrin.h>
 #include <sched.h>
 

@@ -1,4 +1,4 @@
-// graphi_bench_rnn: graphi's fused LSTM/GRU sequence ops (ops/rnn_sequence.h) against oneDNN
+// graphi_bench_rnn: graphi's fused LSTM/GRU sequence ops (ops/rnn/rnn_sequence.h) against oneDNN
 // 2.6's lstm_forward and lbr_gru_forward primitives, in the same process (issue 4, Benchmark).
 // The other peers (ONNX Runtime, PyTorch) run in their own processes; benchmarks/rnn/peers/
 // run_all.py drives all of them, this binary included (--serve), interleaved.
@@ -57,7 +57,7 @@
 #include "graph/graph_builder.h"
 #include "models/weights.h"
 #include "ops/registry.h"
-#include "ops/rnn_sequence.h"
+#include "ops/rnn/rnn_sequence.h"
 
 using namespace graphi;
 using namespace graphi::bench;

@@ -1,4 +1,4 @@
-// The small-row GEMM of ops/gemv_rows.h (every ISA path this CPU runs) and TiledGemm's use of it,
+// The small-row GEMM of ops/rnn/gemv_rows.h (every ISA path this CPU runs) and TiledGemm's use of it,
 // against a naive double-precision loop: rows 1..4 (and 5 through TiledGemm), odd k and column
 // counts (not multiples of the vector width), lda > cols, accumulate on and off, and C's
 // neighbours (columns >= cols, other rows' padding) untouched.
@@ -7,8 +7,8 @@
 #include <random>
 #include <vector>
 
-#include "ops/gemv_rows.h"
-#include "ops/tiled_gemm.h"
+#include "ops/rnn/gemv_rows.h"
+#include "ops/rnn/tiled_gemm.h"
 
 using namespace graphi::ops;
 

@@ -10,8 +10,8 @@
 #include <random>
 #include <vector>
 
-#include "ops/pcp_gemm.h"
-#include "ops/pcp_partition.h"
+#include "ops/rnn/pcp_gemm.h"
+#include "ops/rnn/pcp_partition.h"
 
 using namespace graphi::ops;
 

@@ -1,4 +1,4 @@
-// The PhasedLSTM op (ops/phased_lstm.h) against two independent references: the naive double
+// The PhasedLSTM op (ops/rnn/phased_lstm.h) against two independent references: the naive double
 // reference of tests/support/reference_phased_lstm.h on random cases (directions, layouts,
 // biases, peepholes, clip, input_forget, uneven lengths, initial states, alpha, constant and fed
 // weights, teams of 1-3 threads through an engine Session), and the torch implementation of the
@@ -21,7 +21,7 @@
 #include "engine/session.h"
 #include "graph/graph_builder.h"
 #include "graph/npy.h"
-#include "ops/phased_lstm.h"
+#include "ops/rnn/phased_lstm.h"
 #include "ops/registry.h"
 #include "tests/support/pytorch_fixtures.h"
 #include "tests/support/reference_phased_lstm.h"

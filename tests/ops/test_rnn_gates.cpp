@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/rnn_gates.h"
+#include "ops/rnn/rnn_gates.h"
 
 using namespace graphi::ops;
 

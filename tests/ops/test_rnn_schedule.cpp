@@ -1,4 +1,4 @@
-// The RNN schedule search (ops/rnn_schedule.h): phased-schedule enumeration and pruning against
+// The RNN schedule search (ops/rnn/rnn_schedule.h): phased-schedule enumeration and pruning against
 // hand-enumerated cases, the calibration candidates of small layers, the cache file (round trip,
 // other CPU, corrupt file, unwritable path), and every candidate schedule of several layers run
 // through the registry (forced with the graphi_schedule attribute) against the naive reference.
@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "ops/rnn_schedule.h"
-#include "ops/rnn_sequence.h"
+#include "ops/rnn/rnn_schedule.h"
+#include "ops/rnn/rnn_sequence.h"
 #include "tests/support/op_runner.h"
 #include "tests/support/reference_rnn.h"
 #include "tests/support/test_util.h"

@@ -1,4 +1,4 @@
-// The LSTM / GRU / RNN sequence ops (ops/rnn_sequence.cpp) through the registry against the naive
+// The LSTM / GRU / RNN sequence ops (ops/rnn/rnn_sequence.cpp) through the registry against the naive
 // double-precision reference (tests/support/reference_rnn.h) on random sizes, directions, biases,
 // initial states, uneven sequence lengths and both layouts, on teams of 1 and 2 threads; the
 // shape and attribute errors; and the ONNX backend test cases of Debian's libonnx-testdata.
@@ -29,7 +29,7 @@
 #include "graph/graph_builder.h"
 #include "graph/npy.h"
 #include "ops/registry.h"
-#include "ops/rnn_sequence.h"
+#include "ops/rnn/rnn_sequence.h"
 #include "tests/support/op_runner.h"
 #include "tests/support/reference_rnn.h"
 #include "tests/support/test_util.h"

@@ -1,4 +1,4 @@
-// SpinBarrier and team_wait (ops/team_wait.h): no member passes a phase early, writes before
+// SpinBarrier and team_wait (ops/rnn/team_wait.h): no member passes a phase early, writes before
 // wait() / publish() are visible after it, and it works with more threads than cores and with a
 // member that is delayed for milliseconds (the yield and futex-sleep paths).
 #include <omp.h>
@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "ops/spin_barrier.h"
-#include "ops/team_wait.h"
+#include "ops/rnn/spin_barrier.h"
+#include "ops/rnn/team_wait.h"
 
 using graphi::ops::SpinBarrier;
 using graphi::ops::team_wait;

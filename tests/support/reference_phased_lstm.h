@@ -1,4 +1,4 @@
-// Naive PhasedLSTM (ops/phased_lstm.h) in double precision, written straight from the equations
+// Naive PhasedLSTM (ops/rnn/phased_lstm.h) in double precision, written straight from the equations
 // of Neil et al. 2016 on top of ONNX LSTM's: one batch entry, one time step and one unit at a
 // time, ONNX layouts and gate order (i, o, f, c), no packing. Shares no code with the kernel.
 // Bad arguments (a bug in the test) throw std::invalid_argument.

@@ -1,7 +1,7 @@
 // Naive ONNX LSTM / GRU / RNN (opset 14) in double precision, written straight from the
 // equations of the ONNX operator documentation: one batch entry and one time step at a time, the
 // gate order and the weight layout of ONNX, no packing, no blocking. The independent truth for
-// ops/rnn_sequence.cpp; it shares no code with the kernels. Bad arguments (a bug in the test)
+// ops/rnn/rnn_sequence.cpp; it shares no code with the kernels. Bad arguments (a bug in the test)
 // throw std::invalid_argument.
 #pragma once
 

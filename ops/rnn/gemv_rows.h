@@ -1,7 +1,7 @@
 // Small-row GEMM ("GEMV with a few rows") for the recurrent step of the RNN sequence kernels:
 //   C[r][j] (+)= sum_q B[r][q] * A[q * lda + j]   for r < rows, j < cols, q < k
 // with B = the h rows of one step (1..kGemvMaxRows of them) and A one [k x cols] tile of packed
-// weights (a panel of ops/tiled_gemm.h: row stride lda = the panel width). At batch 1 a step's
+// weights (a panel of ops/rnn/tiled_gemm.h: row stride lda = the panel width). At batch 1 a step's
 // recurrent GEMM is this call, streaming the thread's slice of R from L2; LIBXSMM's n = 1 code
 // reached ~148 GB/s per core here against ~158 GB/s for this loop (four 16-float accumulators
 // per row, every A vector loaded once for all rows), and the per-call dispatch is one indirect

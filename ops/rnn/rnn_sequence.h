@@ -25,7 +25,7 @@
 // Internal benchmark knob: graphi_wcs_shuffle (int, default 0). 1 rotates the thread-to-block
 // mapping every step (thread t computes the block of thread (t + step) mod nthr), which defeats
 // weight-centric streamlining; same results, used to measure what WCS buys.
-// Schedule knobs (ops/rnn_schedule.h): graphi_schedule_search (int 0 | 1, default: the
+// Schedule knobs (ops/rnn/rnn_schedule.h): graphi_schedule_search (int 0 | 1, default: the
 // environment, GRAPHI_RNN_SCHEDULE_SEARCH, on unless "0") calibrates the kernel's schedules at
 // init and caches the fastest; graphi_schedule ("threads,xi,xj,chunk,tile,zigzag") forces one
 // (tests, experiments; an invalid one is an error naming the limits).
@@ -35,7 +35,7 @@
 // executor's), thread t always owning the same block of hidden units (all G gates of each of
 // its units, so the fused gate kernel needs only its own GEMM block), the input projection
 // X W^T hoisted out of the recurrence as large GEMMs over chunks of time steps, LIBXSMM
-// microkernels for the GEMMs (ops/gemv_rows.h for one-row calls, i.e. batch-1 steps), one team
+// microkernels for the GEMMs (ops/rnn/gemv_rows.h for one-row calls, i.e. batch-1 steps), one team
 // exchange per step (two barriers for the canonical GRU, whose reset gate must see all of
 // r * h_prev before its last GEMM). With one row per thread a step first multiplies the units of
 // h_prev the thread computed itself, then waits for the peers' units (the exchange overlaps
@@ -47,7 +47,7 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "ops/rnn_gates.h"
+#include "ops/rnn/rnn_gates.h"
 
 namespace graphi::ops {
 

@@ -1,8 +1,8 @@
-#include "ops/tiled_gemm.h"
+#include "ops/rnn/tiled_gemm.h"
 
 #include <algorithm>
 
-#include "ops/gemv_rows.h"
+#include "ops/rnn/gemv_rows.h"
 
 namespace graphi::ops {
 
@@ -54,7 +54,7 @@ void TiledGemm::run(const float* a, const float* b, float* c, int64_t n,
                     bool reverse) const noexcept {
   const int64_t np = (m_ + mt_ - 1) / mt_;
   if (n == 1) {
-    // One row (batch 1): each panel once over all k with ops/gemv_rows.h (~4% faster than
+    // One row (batch 1): each panel once over all k with ops/rnn/gemv_rows.h (~4% faster than
     // LIBXSMM's n = 1 code on a 512 KiB panel set, LSTM h256 b1 0.69 -> 0.645 ms). For 2-4 rows
     // LIBXSMM stays ahead (k256 m512: 4.4 vs 4.7 us at 2 rows, 6.2 vs 6.9 at 4).
     for (int64_t pi = 0; pi < np; ++pi) {

@@ -1,6 +1,6 @@
 // Phased-schedule enumeration, the kernel's calibration candidates and the schedule cache (see
-// ops/rnn_schedule.h).
-#include "ops/rnn_schedule.h"
+// ops/rnn/rnn_schedule.h).
+#include "ops/rnn/rnn_schedule.h"
 
 #include <unistd.h>
 
@@ -17,7 +17,7 @@
 #include <sstream>
 #include <thread>
 
-#include "ops/pcp_partition.h"
+#include "ops/rnn/pcp_partition.h"
 #include "ops/xsmm.h"
 
 namespace graphi::ops {

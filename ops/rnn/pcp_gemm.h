@@ -1,5 +1,5 @@
 // PCP GEMM executor: one row-major single-precision GEMM C[m,n] (+)= A[m,k] B[k,n] run by a thread
-// team on a given PCP partition (ops/pcp_partition.h). Thread t computes its (i, j, k) block with
+// team on a given PCP partition (ops/rnn/pcp_partition.h). Thread t computes its (i, j, k) block with
 // one single-threaded LIBXSMM microkernel dispatched at create() time. ops/ only.
 //
 // K splits (xk > 1) are reduced without atomics, in a fixed order (so results do not depend on
@@ -15,8 +15,8 @@
 
 #include "graph/base.h"
 #include "ops/kernel.h"
-#include "ops/pcp_partition.h"
-#include "ops/spin_barrier.h"
+#include "ops/rnn/pcp_partition.h"
+#include "ops/rnn/spin_barrier.h"
 #include "ops/xsmm.h"
 
 namespace graphi::ops {

@@ -1,9 +1,9 @@
-// The AVX2 path of ops/rnn_gates.h; compiled for AVX2 by ops/vec_math.h's target switch and
+// The AVX2 path of ops/rnn/rnn_gates.h; compiled for AVX2 by ops/vec_math.h's target switch and
 // reached only through rnn_gate_kernels() after the CPU check.
-#include "ops/rnn_gates.h"
+#include "ops/rnn/rnn_gates.h"
 
 #define GRAPHI_VEC_AVX2
-#include "ops/rnn_gates_impl.h"  // includes ops/vec_math.h
+#include "ops/rnn/rnn_gates_impl.h"  // includes ops/vec_math.h
 
 namespace graphi::ops::detail {
 extern const RnnGateKernels kRnnGateKernelsAvx2;

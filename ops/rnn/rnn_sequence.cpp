@@ -1,4 +1,4 @@
-// LSTM, GRU and RNN sequence ops (ONNX semantics, see ops/rnn_sequence.h) and their
+// LSTM, GRU and RNN sequence ops (ONNX semantics, see ops/rnn/rnn_sequence.h) and their
 // weight-centric streamlined kernel.
 //
 // Layout of the packed weights (row-major [K][cols], K = I for W, H for R). The hidden units of
@@ -7,7 +7,7 @@
 // units sit next to each other, gate-major: gate g of unit j0 + u at column G*j0 + g*w + u. So a
 // thread's GEMM output holds every gate of its own units (the fused gate kernel then needs
 // nothing from other threads), and a block's columns are one contiguous range. Biases and
-// peepholes use the same block layout (gate_stride = w in ops/rnn_gates.h).
+// peepholes use the same block layout (gate_stride = w in ops/rnn/rnn_gates.h).
 //
 // The canonical GRU (linear_before_reset = 0) splits R into two groups: (z, r) packed as above
 // with G = 2, and the h gate in plain column order; its step is GEMM(z,r) -> reset pass ->
@@ -15,11 +15,11 @@
 //
 // Work split (DeepCPU 5.2.3 / 5.2.4): the recurrent GEMM C[B, D*G*H] = h R^T of one step is cut
 // into xi x xj blocks (rows x units, no K split: a K split costs a second barrier per step)
-// chosen by PCP's cross-step cost (ops/pcp_partition.h). Thread t owns the same block for the
+// chosen by PCP's cross-step cost (ops/rnn/pcp_partition.h). Thread t owns the same block for the
 // whole sequence; it also computes the input projection X W^T of that block (rows and columns
 // of its own), so the hoisted GEMM needs no barrier before the recurrence, and its slice of R
 // stays in its L2 across steps.
-#include "ops/rnn_sequence.h"
+#include "ops/rnn/rnn_sequence.h"
 
 #include <omp.h>
 #include <unistd.h>
@@ -38,13 +38,13 @@
 #include <set>
 #include <thread>
 
-#include "ops/pcp_partition.h"
+#include "ops/rnn/pcp_partition.h"
 #include "ops/registry.h"
-#include "ops/rnn_schedule.h"
+#include "ops/rnn/rnn_schedule.h"
 #include "ops/shape_rules.h"
-#include "ops/spin_barrier.h"
-#include "ops/team_wait.h"
-#include "ops/tiled_gemm.h"
+#include "ops/rnn/spin_barrier.h"
+#include "ops/rnn/team_wait.h"
+#include "ops/rnn/tiled_gemm.h"
 #include "ops/xsmm.h"
 
 namespace graphi::ops {
@@ -64,7 +64,7 @@ const char* rnn_cell_name(RnnCellKind kind) {
 namespace {
 
 constexpr int64_t kLine = 16;  // floats per 64-byte cache line
-// Scratch floats per team member's step counter (ops/team_wait.h: two cache lines).
+// Scratch floats per team member's step counter (ops/rnn/team_wait.h: two cache lines).
 constexpr int64_t kFlagFloats = sizeof(TeamWord) / sizeof(float);
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
@@ -766,7 +766,7 @@ std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSch
 
 // Cut the (direction, 16-unit line) space into the schedule's xj ranges and the batch into its
 // xi row ranges; threads >= xi * xj idle. (The analytical default comes from PCP's cross-step
-// cost, ops/rnn_schedule.cpp. Measured on 2 cores, LSTM H = 256, T = 100: it picks the unit
+// cost, ops/rnn/rnn_schedule.cpp. Measured on 2 cores, LSTM H = 256, T = 100: it picks the unit
 // split at batch 10 (4.2 ms vs 4.8 ms for the row split) and the row split at batch 20 (7.9 vs
 // 8.4 ms) and 64 (25.7 vs 26.8 ms), the faster one each time.)
 void RnnSequenceKernel::plan_partition() {
@@ -1230,7 +1230,7 @@ void RnnSequenceKernel::run(const TeamContext& team, const Buffers& io) const no
   // (the step is a few microseconds at batch 1). Same guarantee as a barrier: nobody starts
   // step s + 1 (which overwrites the h buffer step s reads) before everyone finished step s.
   const bool counters = sync && !shuffle && !canonical_gru_ && nthr <= 8;
-  // Waits spin for a bounded time, then yield, then sleep (ops/team_wait.h): a preempted peer
+  // Waits spin for a bounded time, then yield, then sleep (ops/rnn/team_wait.h): a preempted peer
   // must not make the others burn their time slices. Counters are 32-bit (the futex word),
   // compared modulo 2^32.
   // Publishing "step s done" and waiting for the peers' are separate: the wait for step s - 1

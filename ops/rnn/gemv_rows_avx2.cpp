@@ -1,9 +1,9 @@
-// The AVX2 path of ops/gemv_rows.h; compiled for AVX2 by ops/vec_math.h's target switch and
+// The AVX2 path of ops/rnn/gemv_rows.h; compiled for AVX2 by ops/vec_math.h's target switch and
 // reached only through gemv_rows_kernel() after the CPU check.
-#include "ops/gemv_rows.h"
+#include "ops/rnn/gemv_rows.h"
 
 #define GRAPHI_VEC_AVX2
-#include "ops/gemv_rows_impl.h"  // includes ops/vec_math.h
+#include "ops/rnn/gemv_rows_impl.h"  // includes ops/vec_math.h
 
 namespace graphi::ops::detail {
 extern const GemvRowsFn kGemvRowsAvx2;

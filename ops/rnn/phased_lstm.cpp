@@ -1,12 +1,12 @@
-// PhasedLSTM op and kernel (see ops/phased_lstm.h).
+// PhasedLSTM op and kernel (see ops/rnn/phased_lstm.h).
 //
-// Packed layout (as ops/rnn_sequence.cpp's, simplified: no row split, no PCP choice): each
+// Packed layout (as ops/rnn/rnn_sequence.cpp's, simplified: no row split, no PCP choice): each
 // direction's hidden units are cut into blocks of whole 16-unit lines, one block per team member
 // (members beyond the blocks idle). Block [j0, j1) of width w has its own slabs Wp [I][ldw] and
 // Rp [H][ldw], ldw = round_up(4w, 16), gate g of unit j0 + u at column g*w + u; bias (Wb + Rb)
 // and peepholes use the same block layout. Gate buffers (hoisted X W^T and h R^T) hold direction
 // d's block at columns d*dir_x + 4*j0 .. + 4w, so the fused gate kernel runs on gate_stride = w.
-#include "ops/phased_lstm.h"
+#include "ops/rnn/phased_lstm.h"
 
 #include <omp.h>
 
@@ -16,11 +16,11 @@
 #include <new>
 #include <set>
 
-#include "ops/rnn_gates.h"
-#include "ops/rnn_sequence.h"
+#include "ops/rnn/rnn_gates.h"
+#include "ops/rnn/rnn_sequence.h"
 #include "ops/shape_rules.h"
-#include "ops/spin_barrier.h"
-#include "ops/tiled_gemm.h"
+#include "ops/rnn/spin_barrier.h"
+#include "ops/rnn/tiled_gemm.h"
 #include "ops/xsmm.h"
 
 namespace graphi::ops {
@@ -89,7 +89,7 @@ struct Block {
   int64_t j0 = 0, j1 = 0;
   int64_t ldw = 0;                 // row stride of the block's W and R slabs
   int64_t wp_off = 0, rp_off = 0;  // slabs in the packed buffer
-  TiledGemm hoist, rec;            // row-major slabs (ops/tiled_gemm.h)
+  TiledGemm hoist, rec;            // row-major slabs (ops/rnn/tiled_gemm.h)
 };
 
 class PhasedLstmKernel final : public Kernel {

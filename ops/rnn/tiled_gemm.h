@@ -1,5 +1,5 @@
-// Small GEMMs on LIBXSMM microkernels for the RNN sequence kernels (ops/rnn_sequence.cpp,
-// ops/phased_lstm.cpp): row-major C[n x m] (ldc) (+)= B[n x k] (ldb) * A[k x m], cut into tiles
+// Small GEMMs on LIBXSMM microkernels for the RNN sequence kernels (ops/rnn/rnn_sequence.cpp,
+// ops/rnn/phased_lstm.cpp): row-major C[n x m] (ldc) (+)= B[n x k] (ldb) * A[k x m], cut into tiles
 // that LIBXSMM 1.17 JITs (m*n*k <= 64^3; above that it falls back to a slow generic path), a
 // plain loop where it declines. The microkernels are dispatched once, at create().
 //

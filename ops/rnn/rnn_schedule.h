@@ -108,7 +108,7 @@ std::vector<RnnSchedule> rnn_schedule_candidates(const RnnLayerShape& s);
 
 // Bumped when the sequence kernel changes in a way that can reorder the candidates (a cached
 // choice calibrated on an older kernel is then recalibrated, not reused). 2: one-row GEMV
-// (ops/gemv_rows.h) and the own-units-first exchange at batch 1. 3: no short hoist chunks when
+// (ops/rnn/gemv_rows.h) and the own-units-first exchange at batch 1. 3: no short hoist chunks when
 // the input weights do not share the L2 with the recurrent ones. 4: a whole-slab panel width
 // among the candidates of GEMV-like steps whose weights stay in L2. 5: short hoist chunks for
 // GEMV-like steps only while the thread's W and R fill at most 3/4 of its L2.

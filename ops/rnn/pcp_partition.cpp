@@ -1,6 +1,6 @@
 // PCP partition choice (DeepCPU 5.2.3, Theorem 5.2 and its cross-step extension) and the
 // per-thread block ranges.
-#include "ops/pcp_partition.h"
+#include "ops/rnn/pcp_partition.h"
 
 #include <algorithm>
 #include <string>

@@ -1,6 +1,6 @@
-// Internal to ops/: the small-row GEMM of ops/gemv_rows.h written once over the SIMD traits of
-// ops/vec_math.h. Included by ops/gemv_rows.cpp (scalar) and ops/gemv_rows_avx2.cpp /
-// ops/gemv_rows_avx512.cpp after they define GRAPHI_VEC_<ISA>; compiled under vec_math.h's
+// Internal to ops/: the small-row GEMM of ops/rnn/gemv_rows.h written once over the SIMD traits of
+// ops/vec_math.h. Included by ops/rnn/gemv_rows.cpp (scalar) and ops/rnn/gemv_rows_avx2.cpp /
+// ops/rnn/gemv_rows_avx512.cpp after they define GRAPHI_VEC_<ISA>; compiled under vec_math.h's
 // target switch, so it includes nothing else and uses no std:: templates.
 #pragma once
 

@@ -1,5 +1,5 @@
 // PCP GEMM executor over LIBXSMM microkernels (through the ops/xsmm.h adapter).
-#include "ops/pcp_gemm.h"
+#include "ops/rnn/pcp_gemm.h"
 
 #include <climits>
 #include <string>

@@ -1,13 +1,13 @@
-// Run-time ISA selection and the scalar path of ops/gemv_rows.h.
-#include "ops/gemv_rows.h"
+// Run-time ISA selection and the scalar path of ops/rnn/gemv_rows.h.
+#include "ops/rnn/gemv_rows.h"
 
 #define GRAPHI_VEC_SCALAR
-#include "ops/gemv_rows_impl.h"  // includes ops/vec_math.h
+#include "ops/rnn/gemv_rows_impl.h"  // includes ops/vec_math.h
 
 namespace graphi::ops {
 
 namespace detail {
-// Defined in ops/gemv_rows_avx2.cpp and ops/gemv_rows_avx512.cpp.
+// Defined in ops/rnn/gemv_rows_avx2.cpp and ops/rnn/gemv_rows_avx512.cpp.
 extern const GemvRowsFn kGemvRowsAvx2;
 extern const GemvRowsFn kGemvRowsAvx512;
 }  // namespace detail

@@ -33,7 +33,7 @@
 // Kernel: weights packed once (constant W, R, B, P) into per-thread blocks of hidden units
 // (whole 16-unit cache lines, all 4 gates of a unit next to each other), X W^T hoisted for
 // chunks of steps, then per step one LIBXSMM GEMM of h_{t-1} with the thread's block of R, the
-// fused LSTM gate kernel (ops/rnn_gates.h) and the time-gate blend, one team barrier per step.
+// fused LSTM gate kernel (ops/rnn/rnn_gates.h) and the time-gate blend, one team barrier per step.
 #pragma once
 
 #include "ops/registry.h"

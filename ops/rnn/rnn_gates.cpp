@@ -1,6 +1,6 @@
 // Run-time ISA selection for the fused gate kernels, their scalar path, the team split and the
-// argument checks. The kernels themselves are ops/rnn_gates_impl.h.
-#include "ops/rnn_gates.h"
+// argument checks. The kernels themselves are ops/rnn/rnn_gates_impl.h.
+#include "ops/rnn/rnn_gates.h"
 
 #include <algorithm>
 #include <string>
@@ -8,12 +8,12 @@
 #include "ops/kernel.h"
 
 #define GRAPHI_VEC_SCALAR
-#include "ops/rnn_gates_impl.h"  // includes ops/vec_math.h
+#include "ops/rnn/rnn_gates_impl.h"  // includes ops/vec_math.h
 
 namespace graphi::ops {
 
 namespace detail {
-// Defined in ops/rnn_gates_avx2.cpp and ops/rnn_gates_avx512.cpp.
+// Defined in ops/rnn/rnn_gates_avx2.cpp and ops/rnn/rnn_gates_avx512.cpp.
 extern const RnnGateKernels kRnnGateKernelsAvx2;
 extern const RnnGateKernels kRnnGateKernelsAvx512;
 }  // namespace detail
