@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "graph/onnx_import.h"
+#include "graph/onnx/onnx_import.h"
 
 namespace graphi::cli {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "graph/graph.h"
-#include "graph/onnx_import.h"
+#include "graph/onnx/onnx_import.h"
 #include "graph/passes/pipeline.h"
 
 namespace graphi::engine {

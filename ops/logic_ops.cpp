@@ -5,7 +5,7 @@
 // comparisons take float32, int32 or int64 operands (both the same) and write float32 0/1;
 // And/Or/Xor/Not read any non-zero float as true and write 0/1; Where's condition is such a
 // float32 mask. The ONNX importer keeps track of which float32 values stand for ONNX BOOL
-// tensors (graph/onnx_import.cpp). Max/Min: float32, NaN propagates (as numpy.maximum).
+// tensors (graph/onnx/onnx_import.cpp). Max/Min: float32, NaN propagates (as numpy.maximum).
 #include <cmath>
 #include <cstring>
 

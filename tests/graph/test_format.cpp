@@ -706,7 +706,7 @@ TEST_CASE("format: read_graph_file dispatches on the extension, then on the cont
   }
   Result<Graph> r = read_graph_file((dir / "m.onnx").string(), kToy);
   REQUIRE_FALSE(r.is_ok());
-  // 16 bytes of 0x08 decode as ONNX ir_version fields and nothing else (graph/onnx_import.h).
+  // 16 bytes of 0x08 decode as ONNX ir_version fields and nothing else (graph/onnx/onnx_import.h).
   CHECK(r.status().code() == StatusCode::kInvalidGraph);
   CHECK_THAT(r.status().message(), Catch::Contains("m.onnx: the model has no graph"));
   r = read_graph_file((dir / "m.txt").string(), kToy);

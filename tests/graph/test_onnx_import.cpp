@@ -1,4 +1,4 @@
-// The ONNX importer (graph/onnx_import.h): PyTorch exports (tests/data/onnx, made by
+// The ONNX importer (graph/onnx/onnx_import.h): PyTorch exports (tests/data/onnx, made by
 // gen_onnx_fixtures.py) run through Session and match PyTorch's outputs; ONNX's own backend node
 // tests (package libonnx-testdata) run where graphi supports the ops and fail cleanly otherwise;
 // hand-built models check each error; truncations and byte flips never crash the reader.
@@ -15,9 +15,9 @@
 #include "engine/session.h"
 #include "graph/graph_file.h"
 #include "graph/npy.h"
-#include "graph/onnx_import.h"
-#include "graph/onnx_proto.h"
-#include "graph/protobuf_reader.h"
+#include "graph/onnx/onnx_import.h"
+#include "graph/onnx/onnx_proto.h"
+#include "graph/onnx/protobuf_reader.h"
 #include "ops/registry.h"
 #include "tests/support/proto_writer.h"
 #include "tests/support/test_util.h"
@@ -489,7 +489,7 @@ struct BackendStats {
 // Runs every backend test case. Integer inputs (shapes, axes, indices, split sizes) are always
 // bound as constants, as graphi graphs are static (ImportOptions::constant_inputs); with
 // bind_all the float inputs too, so the whole computation is evaluated at import time where
-// the importer can (graph/onnx_fold.h) and the outputs check the folding against ONNX.
+// the importer can (graph/onnx/onnx_fold.h) and the outputs check the folding against ONNX.
 BackendStats run_backend_cases(bool bind_all) {
   BackendStats st;
   std::vector<fs::path> cases;

@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "graph/npy.h"
-#include "graph/onnx_import.h"
+#include "graph/onnx/onnx_import.h"
 #include "graph/passes/pipeline.h"
 #include "tests/graph/pass_test_util.h"
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-#include "graph/onnx_attr_names.h"
+#include "graph/onnx/onnx_attr_names.h"
 
 namespace graphi::graph::onnx {
 

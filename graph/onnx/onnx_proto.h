@@ -1,4 +1,4 @@
-// ONNX messages decoded from the protobuf wire format (graph/protobuf_reader.h) into plain
+// ONNX messages decoded from the protobuf wire format (graph/onnx/protobuf_reader.h) into plain
 // structs: ModelProto, GraphProto, NodeProto, AttributeProto, ValueInfoProto, TensorProto.
 // Only what graphi's importer needs is kept; unknown fields are skipped, as protobuf requires.
 // Field numbers follow onnx/onnx.proto (IR version 3..9).

@@ -1,4 +1,4 @@
-#include "graph/onnx_import.h"
+#include "graph/onnx/onnx_import.h"
 
 #include <algorithm>
 #include <cctype>
@@ -11,9 +11,9 @@
 #include <unordered_set>
 
 #include "graph/graph_builder.h"
-#include "graph/onnx_attr_names.h"
-#include "graph/onnx_fold.h"
-#include "graph/onnx_proto.h"
+#include "graph/onnx/onnx_attr_names.h"
+#include "graph/onnx/onnx_fold.h"
+#include "graph/onnx/onnx_proto.h"
 
 namespace graphi::graph {
 
@@ -24,7 +24,7 @@ using onnx::HostTensor;
 constexpr int64_t kMinOpset = 6, kMaxOpset = 18;
 constexpr int64_t kMinIr = 3, kMaxIr = 10;
 
-// ONNX ops mapped onto graphi ops when their data is computed at run time (graph/ONNX.md).
+// ONNX ops mapped onto graphi ops when their data is computed at run time (graph/onnx/ONNX.md).
 const std::vector<std::string>& runtime_ops() {
   static const std::vector<std::string> kOps = {"Abs",
                                                 "Acos",
@@ -210,7 +210,7 @@ class Importer {
                       const TensorDesc& x, const std::string& where);
   // LSTM/GRU/RNN with activations the fused sequence kernels do not run (ops/rnn/rnn_sequence.h:
   // only Sigmoid/Tanh gates for LSTM/GRU, Tanh/Relu/Sigmoid for RNN, no activation_alpha/beta):
-  // unrolled over the time steps into plain graphi ops, with ONNX's semantics (graph/ONNX.md).
+  // unrolled over the time steps into plain graphi ops, with ONNX's semantics (graph/onnx/ONNX.md).
   static bool rnn_needs_unrolling(const onnx::Node& n);
   Status translate_rnn_unrolled(const onnx::Node& n, const std::string& name,
                                 const std::vector<std::string>& ins, const std::string& where);
@@ -272,7 +272,7 @@ Status Importer::unsupported_op(const onnx::Node& n, const std::string& why) con
       ") is not supported" + (why.empty() ? "" : " " + why) +
       ". graphi runs these ONNX ops: " + join(runtime_ops()) +
       "; and evaluates these at import time when their inputs are constants or static shapes: " +
-      join(fold_only) + " (see graph/ONNX.md)");
+      join(fold_only) + " (see graph/onnx/ONNX.md)");
 }
 
 std::string Importer::fresh(const std::string& base) {

@@ -1,9 +1,9 @@
-#include "graph/onnx_proto.h"
+#include "graph/onnx/onnx_proto.h"
 
 #include <cmath>
 #include <cstring>
 
-#include "graph/protobuf_reader.h"
+#include "graph/onnx/protobuf_reader.h"
 
 namespace graphi::graph::onnx {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/onnx_proto.h"
+#include "graph/onnx/onnx_proto.h"
 
 namespace graphi::graph::onnx {
 

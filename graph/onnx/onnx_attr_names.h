@@ -8,7 +8,7 @@
 #include <string>
 
 #include "graph/base.h"
-#include "graph/onnx_proto.h"
+#include "graph/onnx/onnx_proto.h"
 
 namespace graphi::graph::onnx {
 
@@ -17,7 +17,7 @@ struct OpAttrNames {
   const char* attrs;  // names separated by single spaces
   int min_inputs, max_inputs, min_outputs, max_outputs;  // over all opsets
 };
-extern const OpAttrNames kOnnxAttrNames[];  // sorted by op (graph/onnx_attr_names.cpp)
+extern const OpAttrNames kOnnxAttrNames[];  // sorted by op (graph/onnx/onnx_attr_names.cpp)
 extern const size_t kOnnxAttrNamesCount;
 
 // Ok when every attribute of default-domain node `n` is one ONNX defines for its op and its

@@ -1,8 +1,8 @@
-// ONNX import: decodes an ONNX ModelProto (graph/protobuf_reader.h, no libprotobuf) into a
+// ONNX import: decodes an ONNX ModelProto (graph/onnx/protobuf_reader.h, no libprotobuf) into a
 // graphi Graph. ONNX ops map one to one onto graphi ops of the same name; shape bookkeeping of
 // PyTorch exports (Shape, Gather, Unsqueeze, Concat of shapes, ConstantOfShape, Cast, ...) is
 // evaluated at import time when its inputs are constant, since graphi graphs are static.
-// Supported ops, opsets, folding and limits: graph/ONNX.md.
+// Supported ops, opsets, folding and limits: graph/onnx/ONNX.md.
 #pragma once
 
 #include <cstddef>

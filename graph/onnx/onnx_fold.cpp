@@ -1,4 +1,4 @@
-#include "graph/onnx_fold.h"
+#include "graph/onnx/onnx_fold.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "graph/protobuf_reader.h"
+#include "graph/onnx/protobuf_reader.h"
 
 #include <cstring>
 
