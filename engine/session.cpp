@@ -63,6 +63,7 @@ struct Session::Impl {
   Status start_runtime();
   std::atomic<bool> closing{false};  // the destructor has begun: cancel the sequential run
   ops::KernelFailure failure;        // run-time op failures of the sequential executor
+  RunTrace trace;                    // the last run's, when options.trace
 
   std::shared_ptr<const Plan> plan_ptr;  // read-only; may be shared with other Sessions
   const Plan& plan() const { return *plan_ptr; }
@@ -128,6 +129,9 @@ ParallelRuntime* Session::runtime() const { return impl_->runtime.get(); }
 std::vector<uint32_t> Session::execution_counts() const {
   return impl_->runtime ? impl_->runtime->execution_counts() : std::vector<uint32_t>{};
 }
+
+RunTrace Session::last_trace() const { return impl_->options.trace ? impl_->trace : RunTrace{}; }
+void Session::set_tracing(bool on) { impl_->options.trace = on; }
 
 std::string Session::config_summary() const {
   const Impl& im = *impl_;
