@@ -64,7 +64,7 @@ class Session:
     """A loaded, compiled model.
 
     Session(path, executors=None, threads=None, scheduler=None, pin=True, optimize=True,
-            dims=None, ring_capacity=1, cpuset="", plan="auto")
+            dims=None, ring_capacity=1, cpuset="", plan="auto", tracing=False)
 
     path: a .onnx or .graphi file. executors x threads: the engine's executor teams; None
     (default) takes the plan's split, giving one of them sets the other to 1.
@@ -76,11 +76,12 @@ class Session:
     sequential. pin: pin each thread to its own core.
     optimize: apply the default graph passes (RNN cell fusion, GEMM fusion, ...).
     dims: values of symbolic ONNX dims, e.g. {"batch": 8}. cpuset: restrict pinning ("0-3").
+    tracing: record every run op by op (see trace(); also a settable property).
     Raises graphi.Error naming the file when it cannot be loaded.
     """
 
     def __init__(self, path, executors=None, threads=None, scheduler=None, pin=True,
-                 optimize=True, dims=None, ring_capacity=1, cpuset="", plan="auto"):
+                 optimize=True, dims=None, ring_capacity=1, cpuset="", plan="auto", tracing=False):
         path = os.fspath(path)
         for name, v in (("executors", executors), ("threads", threads)):
             if v is not None and int(v) < 1:  # 0 means "the plan's" only below this API
@@ -98,6 +99,38 @@ class Session:
         self.inputs = [TensorInfo(n, d, s) for n, d, s in self._s.inputs()]
         self.outputs = [TensorInfo(n, d, s) for n, d, s in self._s.outputs()]
         self._input_info = {t.name: t for t in self.inputs}
+        self._tracing = False
+        self.tracing = tracing
+
+    @property
+    def tracing(self):
+        """Whether runs are recorded op by op (off by default: recording costs a little)."""
+        return self._tracing
+
+    @tracing.setter
+    def tracing(self, on):
+        self._s.set_tracing(bool(on))
+        self._tracing = bool(on)
+
+    def trace(self, path, inputs=None):
+        """Writes a run's timeline to `path` as Chrome Trace Event JSON (open it in
+        https://ui.perfetto.dev or chrome://tracing; scripts/plot_timeline.py draws it).
+        With `inputs` (as for run()) it runs the model once traced and writes that run;
+        without, it writes the last run made while `tracing` was on. Returns the number of
+        ops in the trace. Raises graphi.Error when there is no traced run or the file cannot
+        be written (naming it)."""
+        path = os.fspath(path)
+        if inputs is not None:
+            was = self._tracing
+            if not was:
+                self.tracing = True
+            try:
+                self.run(inputs)
+                return self._s.write_trace(path)  # before switching off, which clears it
+            finally:
+                if not was:
+                    self.tracing = False
+        return self._s.write_trace(path)
 
     @property
     def config(self):
