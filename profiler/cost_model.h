@@ -17,6 +17,9 @@
 //  2. The graph: a list-scheduling simulation of the critical-path-first scheduler on n
 //     executors (ready ops by level, an executor that made an op ready keeps it when idle), so
 //     the graph's width per level and its critical path both bound the prediction.
+//     Fitted with the runs' makespans: the time outside the ops' spans per op, at k = 1 and
+//     k = K (interpolated in k), is added to every op: on a loaded machine a team's wake-ups
+//     can cost far more than its ops.
 //  3. Overheads: a hand-off cost each time an op moves to another executor (higher when the
 //     scheduler role has no core of its own), a per-op dispatch cost of the parallel runtime,
 //     none for the sequential executor.
@@ -73,8 +76,12 @@ class CostModel {
   static CostModel analytical(const ModelGraph& g, const MachineConstants& m = {});
   // From measured per-node times (us) at k = 1 and, when kmax > 1, at k = kmax (same nodes).
   // A class whose ops took no measurable time at k = 1 keeps the analytical serial fraction.
+  // With the measured makespans of those runs (us, > 0), the time outside the ops' spans
+  // (team wake-ups, barriers, dispatch) becomes a per-op overhead at k = 1 and k = kmax,
+  // interpolated linearly in k: what a team costs beyond its ops on this machine.
   static CostModel fitted(const ModelGraph& g, std::span<const double> us_k1,
-                          std::span<const double> us_kmax, int kmax, const MachineConstants& m = {});
+                          std::span<const double> us_kmax, int kmax, const MachineConstants& m = {},
+                          double makespan_k1_us = 0, double makespan_kmax_us = 0);
 
   // t_i(k), microseconds.
   double node_us(size_t node, int k) const;
@@ -100,6 +107,8 @@ class CostModel {
   std::vector<std::pair<std::string, double>> serial_;  // per op class
   std::vector<double> node_serial_;                  // per node (its class's)
   bool analytical_sync_ = true;                      // add team_sync_us for k > 1
+  double overhead_k1_ = 0, overhead_kmax_ = 0;       // fitted per-op overhead (us)
+  int kmax_ = 1;
   std::string source_;
 };
 
