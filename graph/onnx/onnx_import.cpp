@@ -1,11 +1,15 @@
 #include "graph/onnx/onnx_import.h"
 
+#include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <queue>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
+#include "graph/format.h"
 #include "graph/onnx/import_internal.h"
 #include "graph/onnx/onnx_attr_names.h"
 #include "graph/onnx/onnx_fold.h"
@@ -476,7 +480,7 @@ Status Importer::import_node(const onnx::Node& node_in) {
 
 Status Importer::check_versions() {
   if (m_.ir_version == 0)
-    return Status::invalid_graph(src_ + ": no ir_version: not an ONNX model file");
+    return Status::invalid_graph(src_ + ": not an ONNX model (it has a graph but no ir_version)");
   if (m_.ir_version < kMinIr || m_.ir_version > kMaxIr)
     return Status::unsupported(src_ + ": ONNX IR version " + std::to_string(m_.ir_version) +
                                " is not supported (graphi reads IR " + std::to_string(kMinIr) +
@@ -743,6 +747,71 @@ namespace {
 using onnx::HostTensor;
 using onnx_import::graphi_dtype;
 
+// What the start of `b` is when it cannot be an ONNX ModelProto: an empty file, a known file
+// type, text, or a first protobuf key no ModelProto has (an ONNX writer emits ModelProto's
+// fields in field-number order, ir_version first). nullopt when it may be a model. `strict`
+// also reports a first field number ModelProto does not define (legal protobuf: used only
+// once decoding has failed anyway).
+std::optional<std::string> not_a_model(std::span<const std::byte> b, bool strict) {
+  if (b.empty()) return "empty file";
+  auto starts = [&](std::string_view magic) {
+    return b.size() >= magic.size() && std::memcmp(b.data(), magic.data(), magic.size()) == 0;
+  };
+  if (b.size() >= sizeof kGraphiMagic && has_graphi_magic(b))
+    return "a .graphi file: name it .graphi";
+  static const std::pair<std::string_view, const char*> kKnown[] = {
+      {"\x89PNG\r\n\x1a\n", "a PNG image"},
+      {"\xff\xd8\xff", "a JPEG image"},
+      {"PK\x03\x04",
+       "a zip archive (PyTorch .pt/.pth files are zip archives: export with "
+       "torch.onnx.export)"},
+      {"\x93NUMPY", "a NumPy .npy array"},
+      {"\x1f\x8b", "a gzip file: decompress it first"},
+      {"\x7f"
+       "ELF",
+       "an ELF executable"},
+      {"%PDF", "a PDF document"}};
+  for (const auto& [magic, what] : kKnown)
+    if (starts(magic)) return std::string(what);
+  // Text: a model's first byte is a field key (0x08 for ir_version) and its lengths soon have
+  // the high bit set, so 64 printable ASCII bytes are never the start of a real model.
+  const size_t head = std::min<size_t>(b.size(), 64);
+  bool text = true;
+  for (size_t k = 0; k < head && text; ++k) {
+    const auto c = static_cast<unsigned char>(b[k]);
+    text = (c >= 0x20 && c < 0x7f) || c == '\t' || c == '\n' || c == '\r';
+  }
+  if (text) {
+    std::string line;
+    for (size_t k = 0; k < head && line.size() < 40; ++k) {
+      const auto c = static_cast<char>(b[k]);
+      if (c == '\n' || c == '\r') break;
+      line += c;
+    }
+    return "the file is text, starting \"" + line + (line.size() == 40 ? "...\"" : "\"");
+  }
+  // The first protobuf key (a varint): field number and wire type.
+  uint64_t key = 0;
+  size_t k = 0;
+  for (int shift = 0; k < b.size() && shift < 64; shift += 7) {
+    const auto c = static_cast<uint8_t>(b[k++]);
+    key |= static_cast<uint64_t>(c & 0x7f) << shift;
+    if (!(c & 0x80)) break;
+  }
+  const uint64_t field = key >> 3, wire = key & 7;
+  const std::string found = "it starts with protobuf field " + std::to_string(field) +
+                            ", wire type " + std::to_string(wire) +
+                            "; an ONNX model starts with field 1 (ir_version, a varint)";
+  if (field == 0 || wire == 3 || wire == 4 || wire > 5) return found;
+  // ModelProto (onnx.proto): 1 ir_version and 5 model_version are varints; 2-4, 6-8, 14, 20
+  // and 25 length-delimited.
+  static const std::map<uint64_t, uint64_t> kModelFields = {
+      {1, 0}, {2, 2}, {3, 2}, {4, 2}, {5, 0}, {6, 2}, {7, 2}, {8, 2}, {14, 2}, {20, 2}, {25, 2}};
+  auto it = kModelFields.find(field);
+  if (it != kModelFields.end()) return it->second == wire ? std::nullopt : std::optional(found);
+  return strict ? std::optional(found) : std::nullopt;
+}
+
 Result<std::vector<std::byte>> read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary | std::ios::ate);
   if (!f) return Status::io_error(path + ": cannot open file");
@@ -759,9 +828,21 @@ Result<std::vector<std::byte>> read_file(const std::string& path) {
 
 Result<Graph> import_onnx_bytes(std::span<const std::byte> bytes, const std::string& source,
                                 const ShapeInferencer& shapes, const ImportOptions& options) {
-  if (bytes.empty()) return Status::invalid_graph(source + ": empty file, not an ONNX model");
+  // A file that is clearly something else says so first; the decoder's reason follows.
+  auto not_model = [&](const std::string& what, const Result<onnx::Model>* m) {
+    return Status::invalid_graph(source + ": not an ONNX model (" + what + ")" +
+                                 (m && !m->is_ok() ? "; " + m->status().message() : ""));
+  };
+  if (bytes.empty()) return not_model("empty file", nullptr);
+  const std::optional<std::string> other = not_a_model(bytes, false);
   Result<onnx::Model> m = onnx::decode_model(bytes);
-  if (!m.is_ok()) return m.status().with_context(source);
+  if (other) return not_model(*other, &m);
+  if (!m.is_ok()) {
+    if (std::optional<std::string> odd = not_a_model(bytes, true)) return not_model(*odd, &m);
+    return m.status().with_context(source);
+  }
+  if (m->ir_version == 0 && !m->has_graph)
+    return not_model("it decodes as protobuf but has neither ir_version nor graph", nullptr);
   onnx_import::Importer imp(source, shapes, options, *m);
   return imp.run();
 }
