@@ -85,6 +85,9 @@ class Importer {
   Status translate_rnn_unrolled(const onnx::Node& n, const std::string& name,
                                 const std::vector<std::string>& ins, const std::string& where);
   Status add_outputs();
+  void report(const char* stage, size_t done, size_t total) const {
+    if (opts_.progress) opts_.progress(LoadProgress{stage, done, total});
+  }
 
   std::string where_of(const onnx::Node& n) const {
     return src_ + ": node[" + std::to_string(n.index) + "] '" + n.name + "' (" + n.op + ")";

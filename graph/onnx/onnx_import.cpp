@@ -718,6 +718,7 @@ Status Importer::add_outputs() {
 }
 
 Result<Graph> Importer::run() {
+  report("import", 0, m_.graph.nodes.size());
   GRAPHI_RETURN_IF_ERROR(check_versions());
   for (const onnx::ValueInfo& o : m_.graph.outputs) graph_outputs_.insert(o.name);
   for (const auto& [name, t] : m_.graph.initializers) names_.insert(name);
@@ -727,7 +728,12 @@ Result<Graph> Importer::run() {
       for (const std::string& v : *list) names_.insert(v);
   GRAPHI_RETURN_IF_ERROR(add_inputs());
   GRAPHI_ASSIGN_OR_RETURN(std::vector<size_t> order, topo_order());
-  for (size_t k : order) GRAPHI_RETURN_IF_ERROR(import_node(m_.graph.nodes[k]));
+  const size_t total = order.size();
+  for (size_t done = 0; done < total; ++done) {
+    if (done > 0 && done % 1024 == 0) report("import", done, total);
+    GRAPHI_RETURN_IF_ERROR(import_node(m_.graph.nodes[order[done]]));
+  }
+  report("import", total, total);
   GRAPHI_RETURN_IF_ERROR(add_outputs());
   std::string producer = m_.producer_name;
   if (!m_.producer_version.empty()) producer += (producer.empty() ? "" : " ") + m_.producer_version;
@@ -737,7 +743,10 @@ Result<Graph> Importer::run() {
   b_.set_metadata("onnx_ir_version", std::to_string(m_.ir_version));
   b_.set_metadata("onnx_opset", std::to_string(opset_));
   for (const auto& [k, v] : m_.metadata) b_.set_metadata("onnx:" + k, v);
-  return b_.finish(shapes_);
+  report("validate", 0, 1);
+  Result<Graph> g = b_.finish(shapes_);
+  report("validate", 1, 1);
+  return g;
 }
 
 }  // namespace onnx_import
@@ -826,8 +835,13 @@ Result<std::vector<std::byte>> read_file(const std::string& path) {
 
 }  // namespace
 
-Result<Graph> import_onnx_bytes(std::span<const std::byte> bytes, const std::string& source,
-                                const ShapeInferencer& shapes, const ImportOptions& options) {
+namespace {
+
+// Decodes `bytes` (released once decoded when `owned` is given: a large model's weights then
+// exist as file bytes or as decoded tensors, not both) and imports the model.
+Result<Graph> import_bytes(std::span<const std::byte> bytes, std::vector<std::byte>* owned,
+                           const std::string& source, const ShapeInferencer& shapes,
+                           const ImportOptions& options) {
   // A file that is clearly something else says so first; the decoder's reason follows.
   auto not_model = [&](const std::string& what, const Result<onnx::Model>* m) {
     return Status::invalid_graph(source + ": not an ONNX model (" + what + ")" +
@@ -835,6 +849,7 @@ Result<Graph> import_onnx_bytes(std::span<const std::byte> bytes, const std::str
   };
   if (bytes.empty()) return not_model("empty file", nullptr);
   const std::optional<std::string> other = not_a_model(bytes, false);
+  if (options.progress) options.progress(LoadProgress{"parse", 0, bytes.size()});
   Result<onnx::Model> m = onnx::decode_model(bytes);
   if (other) return not_model(*other, &m);
   if (!m.is_ok()) {
@@ -843,14 +858,23 @@ Result<Graph> import_onnx_bytes(std::span<const std::byte> bytes, const std::str
   }
   if (m->ir_version == 0 && !m->has_graph)
     return not_model("it decodes as protobuf but has neither ir_version nor graph", nullptr);
+  if (options.progress) options.progress(LoadProgress{"parse", bytes.size(), bytes.size()});
+  if (owned) std::vector<std::byte>().swap(*owned);
   onnx_import::Importer imp(source, shapes, options, *m);
   return imp.run();
+}
+
+}  // namespace
+
+Result<Graph> import_onnx_bytes(std::span<const std::byte> bytes, const std::string& source,
+                                const ShapeInferencer& shapes, const ImportOptions& options) {
+  return import_bytes(bytes, nullptr, source, shapes, options);
 }
 
 Result<Graph> import_onnx_file(const std::string& path, const ShapeInferencer& shapes,
                                const ImportOptions& options) {
   GRAPHI_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, read_file(path));
-  return import_onnx_bytes(bytes, path, shapes, options);
+  return import_bytes(std::span<const std::byte>(bytes), &bytes, path, shapes, options);
 }
 
 Result<Tensor> read_onnx_tensor_file(const std::string& path, std::string* name) {

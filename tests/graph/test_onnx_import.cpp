@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <tuple>
 
 #include "engine/session.h"
 #include "graph/format.h"
@@ -214,6 +215,27 @@ TEST_CASE("onnx: a file named .onnx that is not a model says so before the decod
              Catch::Contains("not an ONNX model (it starts with protobuf field 1, wire type 3;"));
   // A real model still loads.
   CHECK(read_graph_file(kFixtures + "mlp.onnx", ops::Registry::get()).is_ok());
+}
+
+TEST_CASE("onnx: the load reports parse, import and validate progress through the callback") {
+  std::vector<std::tuple<std::string, size_t, size_t>> seen;
+  ImportOptions o;
+  o.progress = [&](const LoadProgress& p) { seen.emplace_back(p.stage, p.done, p.total); };
+  const std::string path = kFixtures + "lstm_2layer_bidir.onnx";
+  Graph g = value_or_throw(read_graph_file(path, ops::Registry::get(), o));
+  const size_t bytes = fs::file_size(path);
+  // 50 ONNX nodes: one report at 0, one at the end.
+  const std::vector<std::tuple<std::string, size_t, size_t>> want = {
+      {"parse", 0, bytes}, {"parse", bytes, bytes}, {"import", 0, 50},
+      {"import", 50, 50},  {"validate", 0, 1},      {"validate", 1, 1}};
+  CHECK(seen == want);
+  // A .graphi load reports its one stage.
+  const fs::path dir = test::scratch_dir("onnx_progress");
+  REQUIRE(write_graphi(g, (dir / "m.graphi").string()).is_ok());
+  seen.clear();
+  REQUIRE(read_graph_file((dir / "m.graphi").string(), ops::Registry::get(), o).is_ok());
+  CHECK(seen == std::vector<std::tuple<std::string, size_t, size_t>>{{"parse", 0, 1},
+                                                                     {"parse", 1, 1}});
 }
 
 TEST_CASE("onnx: read_graph_file recognizes ONNX content without the extension") {
