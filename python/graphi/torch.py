@@ -36,6 +36,7 @@ import re
 import shutil
 import tempfile
 import warnings
+import weakref
 
 import torch
 
@@ -178,6 +179,8 @@ class _Compiled:
         self.session = session
         self.input_pos = input_pos        # [(graph argument index, ONNX input name)]
         self.output_names = output_names
+        order = [t.name for t in session.outputs]
+        self.output_pos = [order.index(n) for n in output_names]  # in the native run's result
         self.onnx_path = saved            # where the ONNX file was kept (GRAPHI_TORCH_SAVE), or None
 
 
@@ -204,19 +207,15 @@ class GraphiFunction:
             if isinstance(a, torch.nn.Parameter) or "._buffers[" in src:
                 self.const_idx.add(i)
         self.names = [n.name for n in placeholders]
+        self._dyn_idx = [i for i in range(len(example_inputs)) if i not in self.const_idx]
         self._consts = None   # [(index, tensor, version)] the Sessions were built with
-        _functions.append(self)
+        _functions.append(weakref.ref(self))
 
     def _signature(self, args):
-        sig = []
-        for i, a in enumerate(args):
-            if i in self.const_idx:
-                continue
-            if isinstance(a, torch.Tensor):
-                sig.append((a.shape, a.dtype, a.device.type))
-            else:
-                sig.append(a)  # a Python int/float/bool: part of the graph's constants
-        return tuple(sig)
+        # Python ints/floats/bools (dynamo's symbolic sizes among them) are part of the graph's
+        # constants, hence of the signature.
+        return tuple((a.shape, a.dtype, a.device.type) if isinstance(a, torch.Tensor) else a
+                     for a in (args[i] for i in self._dyn_idx))
 
     def _consts_changed(self, args):
         if self._consts is None:
@@ -244,12 +243,18 @@ class GraphiFunction:
             c = self.compiled[sig] = self._compile(args)
         if not isinstance(c, _Compiled):
             return self.gm(*args)
-        feed = {}
+        # Straight to the native run: the signature fixes the dtypes graphi accepted when it
+        # built the Session, and the native run checks layout and dtype again anyway.
+        feed = []
         for i, name in c.input_pos:
             t = args[i]
-            feed[name] = (t.detach() if t.requires_grad else t).numpy()  # shares memory
-        out = c.session.run(feed)
-        return tuple(torch.from_numpy(out[n]) for n in c.output_names)
+            if t.requires_grad:
+                t = t.detach()
+            if not t.is_contiguous():
+                t = t.contiguous()
+            feed.append((name, t.numpy()))  # shares memory; graphi only reads it
+        out = c.session._s.run(feed)
+        return tuple(torch.from_numpy(out[k][1]) for k in c.output_pos)
 
     def _compile(self, args):
         """A _Compiled for these arguments, or the reason (a str) they run eagerly."""
@@ -301,7 +306,15 @@ class GraphiFunction:
 # ONNX exporter has no mapping for.
 _FASTPATH_OPS = ("aten::_transformer_encoder_layer_fwd", "aten::_native_multi_head_attention")
 
-_functions = []  # every GraphiFunction made in this process (for tests and diagnostics)
+_functions = []  # weak references to every GraphiFunction made in this process
+
+
+def graphs(since=0):
+    """The GraphiFunctions (one per dynamo graph) still alive among those made since the
+    `since`-th (len(graphi.torch._functions) before a compile); each has `.compiled`, a dict
+    {input signature: _Compiled (its .session is the graphi.Session) or the reason the graph
+    runs eagerly}. They live as long as dynamo's cache holds them (torch._dynamo.reset())."""
+    return [f for f in (r() for r in _functions[since:]) if f is not None]
 _save_counter = [0]
 
 

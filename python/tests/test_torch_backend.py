@@ -68,7 +68,7 @@ def loaded_libgomps():
 
 
 def new_functions(before):
-    return graphi.torch._functions[before:]
+    return graphi.torch.graphs(before)
 
 
 @unittest.skipUnless(HAVE_TORCH2, "needs PyTorch 2 (the benchmarks' venv)")
