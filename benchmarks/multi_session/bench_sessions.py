@@ -1,0 +1,150 @@
+#!/usr/bin/python3
+"""Several graphi Sessions in one process against the same Sessions in separate processes on the
+same cores (issue 14, "Several models in one process").
+
+    PYTHONPATH=build/python /usr/bin/python3 benchmarks/multi_session/bench_sessions.py \
+        --graphi build/graphi [--sessions 2,4] [--threads 2] [--seconds 4] [--rounds 2]
+
+Model: the makespan LSTM (`graphi model lstm`, E = H = 256, 4 layers, batch 1, 50 unrolled
+steps; the fusion pass turns it into fused LSTM sequence ops). N Sessions of 1 executor x
+`threads` (sequential scheduler, pinned: every team on the same cores 0..threads-1), each driven
+by its own caller in a closed loop for `seconds`:
+  one process   N Python threads in this process, one Session each (run() releases the GIL)
+  N processes   N copies of this script (--worker), one Session each, started together
+Reported per mode: total runs per second and the median and p90 latency of one run. Modes
+alternate over `rounds` (order rotated); medians over rounds. Outputs are checked against a
+1x1 Session's.
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+import graphi
+
+
+def inputs_for(s):
+    rng = np.random.default_rng(0)
+    return {t.name: rng.uniform(-1, 1, t.shape).astype(np.float32) for t in s.inputs}
+
+
+def drive(s, feed, seconds, start_at):
+    """Closed loop on one Session until start_at + seconds; returns the run latencies (ms)."""
+    while time.time() < start_at:
+        time.sleep(0.001)
+    lat = []
+    end = start_at + seconds
+    while time.time() < end:
+        t0 = time.perf_counter()
+        s.run(feed)
+        lat.append((time.perf_counter() - t0) * 1e3)
+    return lat
+
+
+def worker(args):
+    s = graphi.Session(args.model, threads=args.threads)
+    feed = inputs_for(s)
+    s.run(feed)
+    lat = drive(s, feed, args.seconds, args.start_at)
+    sys.stdout.write(" ".join("%.4f" % v for v in lat) + "\n")
+
+
+def one_process(model, n, threads, seconds):
+    sessions = [graphi.Session(model, threads=threads) for _ in range(n)]
+    feed = inputs_for(sessions[0])
+    for s in sessions:
+        s.run(feed)
+    results = [None] * n
+    start_at = time.time() + 0.2
+
+    def go(i):
+        results[i] = drive(sessions[i], feed, seconds, start_at)
+    ts = [threading.Thread(target=go, args=(i,)) for i in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    del sessions
+    return results
+
+
+def separate_processes(model, n, threads, seconds):
+    start_at = time.time() + 3.0  # time for the interpreters to start and load the model
+    procs = [subprocess.Popen([sys.executable, __file__, "--worker", "--model", model,
+                               "--threads", str(threads), "--seconds", str(seconds),
+                               "--start-at", repr(start_at)],
+                              stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+             for _ in range(n)]
+    out = []
+    for p in procs:
+        stdout, _ = p.communicate()
+        if p.returncode != 0:
+            sys.exit("worker failed with code %d" % p.returncode)
+        out.append([float(v) for v in stdout.split()])
+    return out
+
+
+def summary(lat_lists, seconds):
+    allv = [v for lat in lat_lists for v in lat]
+    return {"rps": len(allv) / seconds, "p50": statistics.median(allv),
+            "p90": sorted(allv)[int(0.9 * (len(allv) - 1))]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--graphi", default="build/graphi")
+    ap.add_argument("--sessions", default="2,4")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--worker", action="store_true")
+    ap.add_argument("--model")
+    ap.add_argument("--start-at", type=float)
+    args = ap.parse_args()
+    if args.worker:
+        return worker(args)
+    tmp = tempfile.mkdtemp(prefix="graphi_sessions_")
+    model = os.path.join(tmp, "lstm.graphi")
+    subprocess.run([args.graphi, "model", "lstm", "--input", "256", "--hidden", "256",
+                    "--layers", "4", "--batch", "1", "--seq", "50", "-o", model], check=True,
+                   stdout=subprocess.DEVNULL)
+    ref = graphi.Session(model)
+    feed = inputs_for(ref)
+    want = ref.run(feed)
+    got = graphi.Session(model, threads=args.threads).run(feed)
+    err = max(float(np.max(np.abs(got[k] - want[k]))) for k in want)
+    del ref
+    with open("/proc/loadavg") as f:
+        load = " ".join(f.read().split()[:3])
+    print("LSTM E=H=256, 4 layers, batch 1, 50 steps; Sessions 1x%d sequential, pinned; %.0f s "
+          "per mode, %d rounds; max |diff| to 1x1 %.1e; OMP_WAIT_POLICY=%s; load average %s" % (
+              args.threads, args.seconds, args.rounds, err,
+              os.environ.get("OMP_WAIT_POLICY", "(unset)"), load), flush=True)
+    print("%-9s %-14s %10s %10s %10s" % ("sessions", "mode", "runs/s", "p50 ms", "p90 ms"))
+    for n in [int(v) for v in args.sessions.split(",")]:
+        res = {"one process": [], "processes": []}
+        for r in range(args.rounds):
+            modes = ["one process", "processes"]
+            for mode in modes[r % 2:] + modes[:r % 2]:
+                lat = (one_process if mode == "one process" else separate_processes)(
+                    model, n, args.threads, args.seconds)
+                res[mode].append(summary(lat, args.seconds))
+        for mode, rs in res.items():
+            med = {k: statistics.median(x[k] for x in rs) for k in ("rps", "p50", "p90")}
+            print("%-9d %-14s %10.1f %10.2f %10.2f" % (n, mode if mode == "one process" else
+                                                       "%d processes" % n, med["rps"], med["p50"],
+                                                       med["p90"]), flush=True)
+        a = statistics.median(x["rps"] for x in res["one process"])
+        b = statistics.median(x["rps"] for x in res["processes"])
+        print("%-9d one process / processes throughput = %.2f" % (n, a / b), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
