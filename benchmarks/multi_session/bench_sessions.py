@@ -9,7 +9,10 @@ Model: the makespan LSTM (`graphi model lstm`, E = H = 256, 4 layers, batch 1, 5
 steps; the fusion pass turns it into fused LSTM sequence ops). N Sessions of 1 executor x
 `threads` (sequential scheduler, pinned: every team on the same cores 0..threads-1), each driven
 by its own caller in a closed loop for `seconds`:
-  one process   N Python threads in this process, one Session each (run() releases the GIL)
+  one process   N Python threads in this process, one Session each (run() releases the GIL);
+                the Sessions share one team leader (engine/team_leader.h)
+  1 proc, own   the same with GRAPHI_SHARED_TEAMS=0: every caller thread opens its own team
+                (graphi before session 5)
   N processes   N copies of this script (--worker), one Session each, started together
 Reported per mode: total runs per second and the median and p90 latency of one run. Modes
 alternate over `rounds` (order rotated); medians over rounds. Outputs are checked against a
@@ -55,8 +58,10 @@ def worker(args):
     sys.stdout.write(" ".join("%.4f" % v for v in lat) + "\n")
 
 
-def one_process(model, n, threads, seconds):
+def one_process(model, n, threads, seconds, shared=True):
+    os.environ["GRAPHI_SHARED_TEAMS"] = "1" if shared else "0"  # read when a Session is made
     sessions = [graphi.Session(model, threads=threads) for _ in range(n)]
+    os.environ.pop("GRAPHI_SHARED_TEAMS")
     feed = inputs_for(sessions[0])
     for s in sessions:
         s.run(feed)
@@ -128,21 +133,25 @@ def main():
               os.environ.get("OMP_WAIT_POLICY", "(unset)"), load), flush=True)
     print("%-9s %-14s %10s %10s %10s" % ("sessions", "mode", "runs/s", "p50 ms", "p90 ms"))
     for n in [int(v) for v in args.sessions.split(",")]:
-        res = {"one process": [], "processes": []}
+        modes = ["one process", "own teams", "processes"]
+        res = {m: [] for m in modes}
         for r in range(args.rounds):
-            modes = ["one process", "processes"]
-            for mode in modes[r % 2:] + modes[:r % 2]:
-                lat = (one_process if mode == "one process" else separate_processes)(
-                    model, n, args.threads, args.seconds)
+            for mode in modes[r % 3:] + modes[:r % 3]:
+                if mode == "processes":
+                    lat = separate_processes(model, n, args.threads, args.seconds)
+                else:
+                    lat = one_process(model, n, args.threads, args.seconds, mode == "one process")
                 res[mode].append(summary(lat, args.seconds))
+        label = {"one process": "one process", "own teams": "1 proc, own",
+                 "processes": "%d processes" % n}
         for mode, rs in res.items():
             med = {k: statistics.median(x[k] for x in rs) for k in ("rps", "p50", "p90")}
-            print("%-9d %-14s %10.1f %10.2f %10.2f" % (n, mode if mode == "one process" else
-                                                       "%d processes" % n, med["rps"], med["p50"],
+            print("%-9d %-14s %10.1f %10.2f %10.2f" % (n, label[mode], med["rps"], med["p50"],
                                                        med["p90"]), flush=True)
-        a = statistics.median(x["rps"] for x in res["one process"])
-        b = statistics.median(x["rps"] for x in res["processes"])
-        print("%-9d one process / processes throughput = %.2f" % (n, a / b), flush=True)
+        rps = {m: statistics.median(x["rps"] for x in res[m]) for m in modes}
+        print("%-9d one process / processes throughput = %.2f (own teams: %.2f)" % (
+            n, rps["one process"] / rps["processes"], rps["own teams"] / rps["processes"]),
+            flush=True)
     return 0
 
 
