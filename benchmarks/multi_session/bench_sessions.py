@@ -58,25 +58,36 @@ def worker(args):
     sys.stdout.write(" ".join("%.4f" % v for v in lat) + "\n")
 
 
-def one_process(model, n, threads, seconds, shared=True):
-    os.environ["GRAPHI_SHARED_TEAMS"] = "1" if shared else "0"  # read when a Session is made
-    sessions = [graphi.Session(model, threads=threads) for _ in range(n)]
-    os.environ.pop("GRAPHI_SHARED_TEAMS")
+def inproc_worker(args):
+    """--inproc N: N Sessions and N caller threads in this (fresh) process; one line of
+    latencies per caller. A fresh process per sample set, because libgomp keeps the worker pool
+    of every thread that opened a team until that thread exits: a warm-up on the main thread
+    in one mode would leave a pool behind that throttles the next mode."""
+    sessions = [graphi.Session(args.model, threads=args.threads) for _ in range(args.inproc)]
     feed = inputs_for(sessions[0])
-    for s in sessions:
-        s.run(feed)
-    results = [None] * n
-    start_at = time.time() + 0.2
+    results = [None] * args.inproc
+    start_at = time.time() + 0.5
 
     def go(i):
-        results[i] = drive(sessions[i], feed, seconds, start_at)
-    ts = [threading.Thread(target=go, args=(i,)) for i in range(n)]
+        sessions[i].run(feed)  # warm-up on the caller thread itself
+        results[i] = drive(sessions[i], feed, args.seconds, start_at)
+    ts = [threading.Thread(target=go, args=(i,)) for i in range(args.inproc)]
     for t in ts:
         t.start()
     for t in ts:
         t.join()
-    del sessions
-    return results
+    for lat in results:
+        sys.stdout.write(" ".join("%.4f" % v for v in lat) + "\n")
+
+
+def one_process(model, n, threads, seconds, shared=True):
+    env = dict(os.environ, GRAPHI_SHARED_TEAMS="1" if shared else "0")
+    r = subprocess.run([sys.executable, __file__, "--inproc", str(n), "--model", model,
+                        "--threads", str(threads), "--seconds", str(seconds)],
+                       stdout=subprocess.PIPE, text=True, env=env)
+    if r.returncode != 0:
+        sys.exit("in-process worker failed with code %d" % r.returncode)
+    return [[float(v) for v in line.split()] for line in r.stdout.splitlines()]
 
 
 def separate_processes(model, n, threads, seconds):
@@ -109,11 +120,14 @@ def main():
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--worker", action="store_true")
+    ap.add_argument("--inproc", type=int)
     ap.add_argument("--model")
     ap.add_argument("--start-at", type=float)
     args = ap.parse_args()
     if args.worker:
         return worker(args)
+    if args.inproc:
+        return inproc_worker(args)
     tmp = tempfile.mkdtemp(prefix="graphi_sessions_")
     model = os.path.join(tmp, "lstm.graphi")
     subprocess.run([args.graphi, "model", "lstm", "--input", "256", "--hidden", "256",
