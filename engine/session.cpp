@@ -1,7 +1,8 @@
 // Sequential reference executor and Session (see session.h). Nodes run one at a time in the
-// Plan's topological order on the calling thread's OpenMP team (teams of k > 1: on the
-// process-wide leader thread for k, engine/team_leader.h, so that N such Sessions hold one
-// OpenMP pool, not N); this is the correctness oracle for every parallel executor.
+// Plan's topological order on the calling thread's OpenMP team (with GRAPHI_SHARED_TEAMS=1 and
+// teams of k > 1: on the process-wide leader thread for k, engine/team_leader.h, so that N such
+// Sessions hold one OpenMP pool, not N); this is the correctness oracle for every parallel
+// executor.
 //
 // Concurrency: one Session owns one set of per-run buffers (arena, scratch, pointer tables), so
 // run() holds a mutex for the whole run; concurrent callers wait their turn. For parallel

@@ -25,7 +25,7 @@ std::shared_ptr<TeamLeader> TeamLeader::acquire(int threads) {
 
 bool TeamLeader::enabled() {
   const char* v = std::getenv("GRAPHI_SHARED_TEAMS");
-  return !(v && std::strcmp(v, "0") == 0);
+  return v && std::strcmp(v, "1") == 0;
 }
 
 int TeamLeader::live_leaders() {

@@ -10,9 +10,9 @@ steps; the fusion pass turns it into fused LSTM sequence ops). N Sessions of 1 e
 `threads` (sequential scheduler, pinned: every team on the same cores 0..threads-1), each driven
 by its own caller in a closed loop for `seconds`:
   one process   N Python threads in this process, one Session each (run() releases the GIL);
-                the Sessions share one team leader (engine/team_leader.h)
-  1 proc, own   the same with GRAPHI_SHARED_TEAMS=0: every caller thread opens its own team
-                (graphi before session 5)
+                the Sessions share one team leader (GRAPHI_SHARED_TEAMS=1, engine/team_leader.h)
+  1 proc, own   the same with GRAPHI_SHARED_TEAMS=0 (the default): every caller thread opens
+                its own team
   N processes   N copies of this script (--worker), one Session each, started together
 Reported per mode: total runs per second and the median and p90 latency of one run. Modes
 alternate over `rounds` (order rotated); medians over rounds. Outputs are checked against a

@@ -1,6 +1,7 @@
-// engine/team_leader.h: sequential Sessions with teams of k > 1 share one process-wide leader
-// per k (one OpenMP pool instead of one per calling thread), stay correct when called from
-// several threads at once, and run each job on the caller's CPU mask.
+// engine/team_leader.h: with GRAPHI_SHARED_TEAMS=1, sequential Sessions with teams of k > 1
+// share one process-wide leader per k (one OpenMP pool instead of one per calling thread), stay
+// correct when called from several threads at once, and run each job on the caller's CPU mask;
+// without it they keep their teams on the calling thread.
 #include <sched.h>
 
 #include <atomic>
@@ -45,10 +46,14 @@ Tensor naive_y(const Tensor& a, const Tensor& b) {
   return y;
 }
 
-std::unique_ptr<Session> sequential(int threads) {
+// A sequential Session; shared = true creates it with GRAPHI_SHARED_TEAMS=1 (the opt-in).
+std::unique_ptr<Session> sequential(int threads, bool shared = true) {
   SessionOptions o;
   o.threads = threads;
-  return value_or_throw(Session::create(mm_graph(), o));
+  if (shared) setenv("GRAPHI_SHARED_TEAMS", "1", 1);
+  auto s = value_or_throw(Session::create(mm_graph(), o));
+  unsetenv("GRAPHI_SHARED_TEAMS");
+  return s;
 }
 
 }  // namespace
@@ -113,12 +118,15 @@ TEST_CASE("team leader: jobs run on the leader thread with the caller's CPU mask
   CHECK(CPU_EQUAL(&seen, &all));
 }
 
-TEST_CASE("team leader: GRAPHI_SHARED_TEAMS=0 keeps the team on the calling thread", "[team_leader]") {
+TEST_CASE("team leader: without GRAPHI_SHARED_TEAMS=1 the team stays on the calling thread", "[team_leader]") {
   const int leaders_before = TeamLeader::live_leaders();
+  const int omp_before = omp_process_threads();
   setenv("GRAPHI_SHARED_TEAMS", "0", 1);
-  auto s = sequential(2);
+  auto s0 = sequential(2, false);
   unsetenv("GRAPHI_SHARED_TEAMS");
+  auto s = sequential(2, false);  // unset: the default
   CHECK(TeamLeader::live_leaders() == leaders_before);
+  CHECK(omp_process_threads() == omp_before + 2);  // one team claim per Session, as before
   Tensor a = test::random_tensor(TensorDesc{DType::kF32, {8, 32}}, 3);
   Tensor b = test::random_tensor(TensorDesc{DType::kF32, {32, 16}}, 4);
   auto out = value_or_throw(s->run({{"a", a}, {"b", b}}));
