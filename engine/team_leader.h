@@ -40,7 +40,7 @@ class TeamLeader {
   static int live_leaders();
   // True when the environment has GRAPHI_SHARED_TEAMS=1 (read at each Session's creation).
   // Opt-in: the hand-off costs a sleeping caller's wake-up per run (~0.06-0.09 ms on the
-  // shared 2-core machine: LSTM h256 b1 s1 at 2 threads took 0.074 ms instead of 0.010), which
+  // shared 2-core machine; LSTM h256 b1 s1 at 2 threads: 0.09-0.12 ms instead of 0.010), which
   // only pays off with several Sessions called at once (benchmarks/README.md).
   static bool enabled();
 
