@@ -248,10 +248,16 @@ Config analytical_choice(const CostModel& model, std::span<const Config> configs
     return Config{};
   }
   if (shape.max_width <= 1) {
-    if (why)
-      *why = "the graph is a chain (width 1): one executor with all " +
-             std::to_string(widest_single->config.threads) + " cores";
-    return widest_single->config;
+    if (why) {
+      *why = "the graph is a chain (width 1): one executor";
+      *why += single == widest_single ? " with all " + std::to_string(single->config.threads) + " cores"
+                                      : " of " + std::to_string(single->config.threads) +
+                                            " thread(s), its ops predicted too small for a team of " +
+                                            std::to_string(widest_single->config.threads) + " (" +
+                                            ms(single->predicted.makespan_us) + " against " +
+                                            ms(widest_single->predicted.makespan_us) + ")";
+    }
+    return single->config;
   }
   const RankedConfig& best = ranked.front();
   if (best.config.executors > 1 &&

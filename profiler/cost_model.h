@@ -65,9 +65,12 @@ struct MachineConstants {
   double small_op_us = 0.05;    // per small op
   double default_serial = 0.05; // serial fraction of an op on a team (analytical model)
   double team_sync_us = 2.0;    // fork/join of a team of k > 1 per op (analytical model)
-  double dispatch_us = 0.3;     // per op in the parallel runtime (heap, rings), n > 1
-  double handoff_us = 1.0;      // an op run by another executor than the one that readied it
-  double handoff_no_core_us = 3.0;  // likewise when the scheduler role has no core of its own
+  // Engine overheads, from benchmarks/README.md's dispatch rows on this class of machine
+  // (cpf 2x1 on the LSTM-shaped DAG: ~0.55 us/op against ~1.0 us/op 1x1, 140-160 ns one-way
+  // core-to-core hand-off, plus the wake-up of a parked executor now and then).
+  double dispatch_us = 0.1;     // per op in the parallel runtime (heap, rings), n > 1
+  double handoff_us = 0.5;      // an op run by another executor than the one that readied it
+  double handoff_no_core_us = 1.0;  // likewise when the scheduler role has no core of its own
 };
 
 class CostModel {
@@ -123,7 +126,9 @@ std::vector<RankedConfig> rank_configs(const CostModel& model, std::span<const C
 // `--plan auto` without measurements: the best ranked config, but a split with n > 1 only when
 // the graph has inter-op parallelism (max width > 1) and the model predicts it at least
 // `margin` faster than the best single executor (a misprediction must not make the default
-// slower than sequential). `why` gets one sentence for stderr.
+// slower than sequential). A chain (width 1) gets one executor, the team size the model
+// predicts fastest (all cores unless its ops are too small to gain from a team: a 2-thread
+// team costs more than it saves on ops of a few microseconds). `why` gets one sentence.
 Config analytical_choice(const CostModel& model, std::span<const Config> configs, std::string* why,
                          double margin = 0.10);
 
