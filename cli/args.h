@@ -59,5 +59,6 @@ int run_command(int argc, char** argv);    // graphi run
 int info_command(int argc, char** argv);   // graphi info
 int model_command(int argc, char** argv);  // graphi model
 int topo_command(int argc, char** argv);   // graphi topo
+int train_command(int argc, char** argv);  // graphi train
 
 }  // namespace graphi::cli
