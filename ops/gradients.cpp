@@ -11,6 +11,8 @@
 //   Reshape: dy reshaped back; Identity: dy; Transpose: inverse perm
 //   Concat -> Split of dy; Split -> Concat of the dys (zeros for outputs without a gradient);
 //   Slice (step 1) -> Pad of dy with zeros; GatherElements -> ScatterElements(add) into zeros
+//   Conv (2-D)       dX = ConvTranspose(dy, W); dW = Conv(X^T, dy^T) (group 1); dB = sum(dy)
+//   MaxPool, AveragePool (2-D, windows tiling the input): dy spread back over each window
 #include "ops/gradients.h"
 
 #include <algorithm>
@@ -345,6 +347,107 @@ Status grad_reduce(GradContext& c, Dx& dx) {
   return Status::ok();
 }
 
+// ---- convolution and pooling (2-D, NCHW) ----
+
+struct Conv2d {
+  std::vector<int64_t> strides{1, 1}, pads{0, 0, 0, 0}, dilations{1, 1}, kernel;
+  int64_t group = 1;
+};
+
+Result<Conv2d> conv_attrs(const GradContext& c, const Shape& kernel) {
+  const graph::Attributes& a = c.node.attrs;
+  Conv2d g;
+  GRAPHI_ASSIGN_OR_RETURN(std::string auto_pad, graph::attr_string(a, c.where, "auto_pad", "NOTSET"));
+  if (auto_pad != "NOTSET")
+    return Status::unsupported(c.where + ": the gradient rule needs explicit pads, got auto_pad " + auto_pad);
+  GRAPHI_ASSIGN_OR_RETURN(g.strides, graph::attr_ints(a, c.where, "strides", g.strides));
+  GRAPHI_ASSIGN_OR_RETURN(g.pads, graph::attr_ints(a, c.where, "pads", g.pads));
+  GRAPHI_ASSIGN_OR_RETURN(g.dilations, graph::attr_ints(a, c.where, "dilations", g.dilations));
+  GRAPHI_ASSIGN_OR_RETURN(g.kernel, graph::attr_ints(a, c.where, "kernel_shape", kernel));
+  GRAPHI_ASSIGN_OR_RETURN(g.group, graph::attr_int(a, c.where, "group", 1));
+  if (g.strides.size() != 2 || g.pads.size() != 4 || g.dilations.size() != 2 || g.kernel.size() != 2)
+    return Status::unsupported(c.where + ": the gradient rule supports 2-D (NCHW) only");
+  return g;
+}
+
+// Conv: dX = ConvTranspose(dy, W) with the same strides/pads/dilations/group (and the
+// output_padding that restores X's size); dW = a Conv of X^T (channels as batch) with dy^T as
+// the kernel, strides and dilations swapped, cut to the kernel size; dB = sum of dy over N, H, W.
+Status grad_conv(GradContext& c, Dx& dx) {
+  const Shape &xs = c.in(0).desc.shape, &ws = c.in(1).desc.shape, &ys = c.out(0).desc.shape;
+  if (xs.size() != 4) return Status::unsupported(c.where + ": the Conv gradient supports 2-D (NCHW) only");
+  GRAPHI_ASSIGN_OR_RETURN(Conv2d g, conv_attrs(c, {ws[2], ws[3]}));
+  if (c.need[0]) {
+    std::vector<int64_t> out_pad(2);
+    for (size_t d = 0; d < 2; ++d)
+      out_pad[d] = xs[2 + d] - (g.strides[d] * (ys[2 + d] - 1) + (g.kernel[d] - 1) * g.dilations[d] + 1 -
+                                g.pads[d] - g.pads[2 + d]);
+    Attributes a;
+    a.set("strides", g.strides);
+    a.set("pads", g.pads);
+    a.set("dilations", g.dilations);
+    a.set("group", g.group);
+    a.set("output_padding", out_pad);
+    dx[0] = c.e.op("ConvTranspose", {c.dy[0], c.in_name(1)}, std::move(a), "conv_dX");
+  }
+  if (c.need[1]) {
+    if (g.group != 1)
+      return Status::unsupported(c.where + ": the Conv weight gradient supports group 1 only, got " +
+                                 std::to_string(g.group));
+    Attributes t;
+    t.set("perm", std::vector<int64_t>{1, 0, 2, 3});
+    std::string xt = c.e.op("Transpose", {c.in_name(0)}, t);
+    std::string yt = c.e.op("Transpose", {c.dy[0]}, t);
+    Attributes a;
+    a.set("strides", g.dilations);
+    a.set("dilations", g.strides);
+    a.set("pads", g.pads);
+    a.set("kernel_shape", std::vector<int64_t>{ys[2], ys[3]});
+    std::string corr = c.e.op("Conv", {xt, yt}, std::move(a), "conv_dW");  // [Ci, Co, >= kH, >= kW]
+    // Output size per dim: (in + pads - ((out - 1) * stride + 1)) / dilation + 1 >= kernel.
+    std::vector<int64_t> full(2);
+    for (size_t d = 0; d < 2; ++d)
+      full[d] = (xs[2 + d] + g.pads[d] + g.pads[2 + d] - ((ys[2 + d] - 1) * g.strides[d] + 1)) / g.dilations[d] + 1;
+    if (full[0] != ws[2] || full[1] != ws[3])
+      corr = c.e.op("Slice", {corr, c.e.ints({0, 0}), c.e.ints({ws[2], ws[3]}), c.e.ints({2, 3})});
+    dx[1] = c.e.op("Transpose", {corr}, std::move(t), "conv_dW");
+  }
+  if (c.node.inputs.size() > 2 && c.need[2])
+    dx[2] = c.e.op("ReduceSum", {c.dy[0], c.e.ints({0, 2, 3})}, attrs_int("keepdims", 0), "conv_dB");
+  return Status::ok();
+}
+
+// MaxPool / AveragePool with windows that tile the input exactly (kernel = strides, no pads,
+// no dilation, H and W multiples of the kernel; GlobalAveragePool arrives as such an
+// AveragePool): dy is spread back over each window through a [N, C, OH, 1, OW, 1] view;
+// AveragePool divides it by the window size, MaxPool keeps it where x equals the window's max.
+template <bool kMax>
+Status grad_pool(GradContext& c, Dx& dx) {
+  const Shape &xs = c.in(0).desc.shape, &ys = c.out(0).desc.shape;
+  if (xs.size() != 4) return Status::unsupported(c.where + ": the pooling gradient supports 2-D (NCHW) only");
+  GRAPHI_ASSIGN_OR_RETURN(Conv2d g, conv_attrs(c, {}));
+  GRAPHI_ASSIGN_OR_RETURN(int64_t ceil_mode, graph::attr_int(c.node.attrs, c.where, "ceil_mode", 0));
+  bool tiles = ceil_mode == 0 && g.strides == g.kernel && g.dilations == std::vector<int64_t>{1, 1} &&
+               g.pads == std::vector<int64_t>{0, 0, 0, 0} && xs[2] == ys[2] * g.kernel[0] &&
+               xs[3] == ys[3] * g.kernel[1];
+  if (!tiles)
+    return Status::unsupported(c.where + ": the pooling gradient supports non-overlapping windows that tile "
+                               "the input (kernel = strides, no pads or dilation) only");
+  const Shape six = {xs[0], xs[1], ys[2], 1, ys[3], 1};
+  const Shape wide = {xs[0], xs[1], ys[2], g.kernel[0], ys[3], g.kernel[1]};
+  auto spread = [&](const std::string& v) {
+    return c.e.reshape(c.e.op("Expand", {c.e.reshape(v, six), c.e.ints(wide)}), xs);
+  };
+  if (kMax) {
+    std::string mask = c.e.op("Equal", {c.in_name(0), spread(c.out_name(0))});
+    dx[0] = c.e.op("Mul", {spread(c.dy[0]), mask}, {}, "maxpool_grad");
+  } else {
+    const float inv = 1.0f / static_cast<float>(g.kernel[0] * g.kernel[1]);
+    dx[0] = c.e.op("Mul", {spread(c.dy[0]), c.e.scalar(inv)}, {}, "avgpool_grad");
+  }
+  return Status::ok();
+}
+
 class GradientTable final : public graph::passes::GradientRules {
  public:
   GradientTable() {
@@ -362,6 +465,8 @@ class GradientTable final : public graph::passes::GradientRules {
         {"MatMul", grad_matmul},     {"Gemm", grad_gemm},
         {"Softmax", grad_softmax},   {"LogSoftmax", grad_log_softmax},
         {"ReduceSum", grad_reduce<false>}, {"ReduceMean", grad_reduce<true>},
+        {"Conv", grad_conv},         {"MaxPool", grad_pool<true>},
+        {"AveragePool", grad_pool<false>},
     };
   }
   graph::passes::GradRule find(const std::string& op) const override {

@@ -1,6 +1,7 @@
 // Training graphs against PyTorch (fixtures: tests/data/training/make_fixtures.py, torch 1.13):
 // gradients at identical weights (float64 autograd reference) and 100-step loss curves of SGD
-// with momentum and of Adam (float32 torch) for an MLP and an unrolled 2-layer LSTM; a training
+// with momentum and of Adam (float32 torch) for an MLP, a small CNN (no batch norm) and an
+// unrolled 2-layer LSTM; a training
 // step on every scheduler policy equal to the sequential executor's, bitwise; the saved model
 // reloads with the trained weights.
 #include <catch2/catch.hpp>
@@ -55,6 +56,40 @@ std::shared_ptr<const graph::Graph> mlp() {
   return std::make_shared<const graph::Graph>(value_or_throw(b.finish(ops::Registry::get())));
 }
 
+// The CNN of make_fixtures.py: conv 3x3 pad 1 -> relu -> maxpool 2 -> conv 3x3 pad 1 -> relu
+// -> global average pool (an AveragePool over the whole 4x4 map) -> Reshape -> Gemm (transB).
+std::shared_ptr<const graph::Graph> cnn() {
+  GraphBuilder b("cnn");
+  b.add_input("x", {DType::kF32, {4, 2, 8, 8}});
+  for (const char* w : {"c1/W", "c1/b", "c2/W", "c2/b", "fc/W", "fc/b"}) b.add_constant(w, fixture("cnn", w));
+  auto ints = [](std::vector<int64_t> v) { return v; };
+  Attributes conv;
+  conv.set("kernel_shape", ints({3, 3}));
+  conv.set("pads", ints({1, 1, 1, 1}));
+  b.add_node("Conv", "c1", {"x", "c1/W", "c1/b"}, {"c1"}, conv);
+  b.add_node("Relu", "r1", {"c1"}, {"r1"});
+  Attributes pool;
+  pool.set("kernel_shape", ints({2, 2}));
+  pool.set("strides", ints({2, 2}));
+  b.add_node("MaxPool", "p1", {"r1"}, {"p1"}, pool);
+  b.add_node("Conv", "c2", {"p1", "c2/W", "c2/b"}, {"c2"}, conv);
+  b.add_node("Relu", "r2", {"c2"}, {"r2"});
+  Attributes gap;
+  gap.set("kernel_shape", ints({4, 4}));
+  gap.set("strides", ints({4, 4}));
+  b.add_node("AveragePool", "gap", {"r2"}, {"gap"}, gap);
+  Tensor shape(TensorDesc{DType::kI64, {2}});
+  shape.data_as<int64_t>()[0] = 4;
+  shape.data_as<int64_t>()[1] = 6;
+  b.add_constant("flat_shape", std::move(shape));
+  b.add_node("Reshape", "flat", {"gap", "flat_shape"}, {"flat"});
+  Attributes t;
+  t.set("transB", int64_t{1});
+  b.add_node("Gemm", "logits", {"flat", "fc/W", "fc/b"}, {"logits"}, t);
+  b.add_output("logits");
+  return std::make_shared<const graph::Graph>(value_or_throw(b.finish(ops::Registry::get())));
+}
+
 models::RnnSpec lstm_spec(int layers, int64_t seq, int64_t batch, int64_t input, int64_t hidden) {
   models::RnnSpec s;
   s.layers = layers;
@@ -90,6 +125,11 @@ struct Model {
 Model mlp_model() {
   return {mlp(), graph::passes::LossKind::kSoftmaxCrossEntropy, "logits", "labels",
           {{"x", fixture("mlp", "x")}, {"labels", fixture("mlp", "labels")}}};
+}
+
+Model cnn_model() {
+  return {cnn(), graph::passes::LossKind::kSoftmaxCrossEntropy, "logits", "labels",
+          {{"x", fixture("cnn", "x")}, {"labels", fixture("cnn", "labels")}}};
 }
 
 Model lstm_model() {
@@ -168,6 +208,15 @@ void check_curve_against_torch(const Model& m, const std::string& fixtures, cons
 
 TEST_CASE("training: MLP gradients equal PyTorch autograd on identical weights", "[training]") {
   check_gradients_against_torch(mlp_model(), "mlp");
+}
+
+TEST_CASE("training: small CNN (conv, relu, max pool, global average pool, linear) gradients equal PyTorch autograd", "[training]") {
+  check_gradients_against_torch(cnn_model(), "cnn");
+}
+
+TEST_CASE("training: small CNN loss curves of SGD and Adam follow PyTorch's", "[training]") {
+  check_curve_against_torch(cnn_model(), "cnn", "sgd");
+  check_curve_against_torch(cnn_model(), "cnn", "adam");
 }
 
 TEST_CASE("training: unrolled 2-layer LSTM gradients equal PyTorch autograd", "[training]") {

@@ -6,6 +6,7 @@
 // Inputs stay away from the kinks and poles (Relu at 0, Log and Div near 0, Sqrt near 0).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -263,6 +264,52 @@ TEST_CASE("autodiff: Reshape Transpose Concat Split Slice GatherElements", "[aut
     b.add_output("y");
     check_gradients(b, "y", named({{"X", away_from_zero({3, 4}, 15, -1, 1, false)}}));
   }
+}
+
+TEST_CASE("autodiff: Conv with strides, pads and dilations against finite differences", "[autodiff]") {
+  struct S {
+    std::vector<int64_t> strides, pads, dilations;
+  };
+  for (const S& s : {S{{1, 1}, {1, 1, 1, 1}, {1, 1}}, S{{2, 2}, {0, 0, 0, 0}, {1, 1}}, S{{1, 2}, {2, 0, 1, 1}, {2, 1}}}) {
+    INFO("strides " << s.strides[0] << "," << s.strides[1] << " dilations " << s.dilations[0]);
+    GraphBuilder b("conv");
+    b.add_input("X", {DType::kF32, {2, 3, 6, 6}});
+    b.add_input("W", {DType::kF32, {4, 3, 3, 3}});
+    b.add_input("B", {DType::kF32, {4}});
+    Attributes a;
+    a.set("strides", s.strides);
+    a.set("pads", s.pads);
+    a.set("dilations", s.dilations);
+    a.set("kernel_shape", std::vector<int64_t>{3, 3});
+    b.add_node("Conv", "op", {"X", "W", "B"}, {"y"}, a);
+    b.add_output("y");
+    check_gradients(b, "y",
+                    named({{"X", away_from_zero({2, 3, 6, 6}, 22, -1, 1, false)},
+                           {"W", away_from_zero({4, 3, 3, 3}, 23, -0.5, 0.5, false)},
+                           {"B", away_from_zero({4}, 24, -1, 1, false)}}));
+  }
+}
+
+TEST_CASE("autodiff: MaxPool and AveragePool over tiling windows (and global average)", "[autodiff]") {
+  for (const char* op : {"MaxPool", "AveragePool"})
+    for (int64_t k : {2, 4}) {
+      INFO(op << " kernel " << k);
+      GraphBuilder b("pool");
+      b.add_input("X", {DType::kF32, {2, 3, 4, 4}});
+      Attributes a;
+      a.set("kernel_shape", std::vector<int64_t>{k, k});
+      a.set("strides", std::vector<int64_t>{k, k});
+      b.add_node(op, "op", {"X"}, {"y"}, a);
+      b.add_output("y");
+      // Distinct values at least 0.05 apart, so a max never changes under the +-0.01 steps.
+      Tensor x(TensorDesc{DType::kF32, {2, 3, 4, 4}});
+      Tensor r = test::random_tensor(TensorDesc{DType::kF32, {96}}, 25, 0, 1);
+      std::vector<std::pair<float, int>> order;
+      for (int i = 0; i < 96; ++i) order.emplace_back(r.data_as<float>()[i], i);
+      std::sort(order.begin(), order.end());
+      for (int i = 0; i < 96; ++i) x.data_as<float>()[order[i].second] = -2.4f + 0.05f * i;
+      check_gradients(b, "y", named({{"X", x}}));
+    }
 }
 
 TEST_CASE("autodiff: fan-out sums gradients; a 2-layer MLP end to end", "[autodiff]") {

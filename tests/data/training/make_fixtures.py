@@ -6,6 +6,8 @@ Run with /usr/bin/python3 (torch 1.13, numpy); writes small .npy files next to t
          x [16, 10], labels [16] int64, W1 [10, 32], b1 [32], W2 [4, 32], b2 [4]
          model: logits = relu(x @ W1 + b1) @ W2^T + b2 (MatMul + Add + Relu + Gemm transB=1),
          loss: cross-entropy with integer labels (mean over the batch)
+  cnn/   x [4, 2, 8, 8], labels [4]; conv 3x3 pad 1 (c1) -> relu -> maxpool 2 -> conv 3x3 pad 1
+         (c2) -> relu -> global average pool (avg_pool2d 4) -> linear (fc, transB) ; cross-entropy
   lstm/  x [T=5, B=3, E=4], target [5, 3, 6], l{0,1}/{W,R,b} in graphi's unrolled LSTM layout
          (models/lstm.h: x W row-major [in, 4H], gate blocks i | o | f | c, one bias),
          loss: mean squared error of y (the last layer's h for every step) against target
@@ -35,6 +37,14 @@ def mlp_loss(p, data):
     h = torch.relu(data["x"] @ p["W1"] + p["b1"])
     logits = h @ p["W2"].t() + p["b2"]
     return torch.nn.functional.cross_entropy(logits, data["labels"])
+
+
+def cnn_loss(p, data):
+    F = torch.nn.functional
+    h = F.max_pool2d(F.relu(F.conv2d(data["x"], p["c1/W"], p["c1/b"], padding=1)), 2)
+    h = F.relu(F.conv2d(h, p["c2/W"], p["c2/b"], stride=1, padding=1))
+    h = F.avg_pool2d(h, 4).reshape(h.shape[0], -1)
+    return F.cross_entropy(h @ p["fc/W"].t() + p["fc/b"], data["labels"])
 
 
 def lstm_loss(p, data, layers=2):
@@ -94,6 +104,11 @@ def main():
         {"W1": u((10, 32), 0.3), "b1": u((32,), 0.1), "W2": u((4, 32), 0.2), "b2": u((4,), 0.1)},
         mlp_data, mlp_loss)
     np.savez(os.path.join(HERE, "mlp", "batch.npz"), **mlp_data)  # for `graphi train --batch-from`
+    run("cnn",
+        {"c1/W": u((4, 2, 3, 3), 0.4), "c1/b": u((4,), 0.1), "c2/W": u((6, 4, 3, 3), 0.3),
+         "c2/b": u((6,), 0.1), "fc/W": u((3, 6), 0.5), "fc/b": u((3,), 0.1)},
+        {"x": u((4, 2, 8, 8), 1.0), "labels": rng.integers(0, 3, size=4).astype(np.int64)},
+        cnn_loss)
     T, B, E, H = 5, 3, 4, 6
     s = 1 / np.sqrt(H)
     params = {}
