@@ -63,6 +63,17 @@ Result<Tensor> to_tensor(const Array& a) {
   return t;
 }
 
+// Reads `path` with options.dims for an .onnx file's symbolic dims.
+Result<std::shared_ptr<const graph::Graph>> load(const std::string& path, const SessionOptions& options) {
+  graph::ImportOptions onnx;
+  for (const auto& [name, value] : options.dims) {
+    if (value < 1)
+      return Status::invalid_argument("dims: '" + name + "' must be a positive integer, got " + std::to_string(value));
+    onnx.dims[name] = value;
+  }
+  return engine::load_model(path, onnx);
+}
+
 }  // namespace
 
 size_t dtype_bytes(DType t) { return valid_dtype(t) ? dtype_size(t) : 0; }
@@ -126,14 +137,7 @@ Session::~Session() = default;
 
 Expected<Session> Session::open(const std::string& path, const SessionOptions& options) {
   return guarded(path.c_str(), [&]() -> Expected<Session> {
-    graph::ImportOptions onnx;
-    for (const auto& [name, value] : options.dims) {
-      if (value < 1)
-        return ApiError{StatusCode::kInvalidArgument,
-                        "dims: '" + name + "' must be a positive integer, got " + std::to_string(value)};
-      onnx.dims[name] = value;
-    }
-    Result<std::shared_ptr<const graph::Graph>> loaded = engine::load_model(path, onnx);
+    Result<std::shared_ptr<const graph::Graph>> loaded = load(path, options);
     if (!loaded) return to_error(loaded.status());
     std::shared_ptr<const graph::Graph> g = std::move(loaded).value();
 
@@ -230,14 +234,7 @@ TrainingSession::~TrainingSession() = default;
 Expected<TrainingSession> TrainingSession::open(const std::string& path, const TrainingOptions& training,
                                                 const SessionOptions& options) {
   return guarded(path.c_str(), [&]() -> Expected<TrainingSession> {
-    graph::ImportOptions onnx;
-    for (const auto& [name, value] : options.dims) {
-      if (value < 1)
-        return ApiError{StatusCode::kInvalidArgument,
-                        "dims: '" + name + "' must be a positive integer, got " + std::to_string(value)};
-      onnx.dims[name] = value;
-    }
-    Result<std::shared_ptr<const graph::Graph>> loaded = engine::load_model(path, onnx);
+    Result<std::shared_ptr<const graph::Graph>> loaded = load(path, options);
     if (!loaded) return to_error(loaded.status());
     engine::TrainingOptions o;
     auto loss = graph::passes::loss_kind_from_name(training.loss);

@@ -83,6 +83,19 @@ std::string sum_of(GradEmitter& e, const std::vector<std::string>& parts, const 
 
 }  // namespace
 
+std::vector<bool> values_feeding(const Graph& g, ValueId target) {
+  std::vector<bool> feeds(g.num_values(), false);
+  feeds[target] = true;
+  for (NodeId n = static_cast<NodeId>(g.num_nodes()); n-- > 0;) {
+    bool any = false;
+    for (ValueId v : g.node(n).outputs) any = any || feeds[v];
+    if (any)
+      for (ValueId v : g.node(n).inputs)
+        if (v != kNoId) feeds[v] = true;
+  }
+  return feeds;
+}
+
 Result<AutodiffResult> differentiate(const Graph& g, const std::string& loss,
                                      const std::vector<std::string>& wrt,
                                      const GradientRules& rules, const ShapeInferencer& shapes,
@@ -120,16 +133,7 @@ Result<AutodiffResult> differentiate(const Graph& g, const std::string& loss,
     if (any)
       for (ValueId v : g.node(n).outputs) depends[v] = true;
   }
-  // Values the loss depends on (backward reach).
-  std::vector<bool> feeds(g.num_values(), false);
-  feeds[*loss_id] = true;
-  for (NodeId n = static_cast<NodeId>(g.num_nodes()); n-- > 0;) {
-    bool any = false;
-    for (ValueId v : g.node(n).outputs) any = any || feeds[v];
-    if (any)
-      for (ValueId v : g.node(n).inputs)
-        if (v != kNoId) feeds[v] = true;
-  }
+  const std::vector<bool> feeds = values_feeding(g, *loss_id);
 
   GraphBuilder b = GraphBuilder::from_graph(g);
   GradEmitter e(g, b);

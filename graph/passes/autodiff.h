@@ -75,6 +75,9 @@ class GradientRules {
   virtual GradRule find(const std::string& op) const = 0;  // nullptr: no rule
 };
 
+// Values `target` depends on (itself included): the backward reach over g's nodes, by ValueId.
+std::vector<bool> values_feeding(const Graph& g, ValueId target);
+
 struct AutodiffOptions {
   bool grads_as_outputs = false;  // also make every gradient a graph output (tests, inspection)
 };

@@ -14,6 +14,20 @@ std::optional<LossKind> loss_kind_from_name(const std::string& name) {
   return std::nullopt;
 }
 
+namespace {
+
+// Adds g's nodes (by value names) to `b`, whose values the caller declared.
+void copy_nodes(const Graph& g, GraphBuilder& b) {
+  for (const Node& n : g.nodes()) {
+    std::vector<std::string> ins, outs;
+    for (ValueId v : n.inputs) ins.push_back(v == kNoId ? std::string() : g.value(v).name);
+    for (ValueId v : n.outputs) outs.push_back(g.value(v).name);
+    b.add_node(n.op, n.name, ins, outs, n.attrs);
+  }
+}
+
+}  // namespace
+
 Result<Graph> replace_constants(const Graph& g, const std::map<std::string, const Tensor*>& data,
                                 const ShapeInferencer& shapes) {
   GraphBuilder b(g.source());
@@ -37,12 +51,7 @@ Result<Graph> replace_constants(const Graph& g, const std::map<std::string, cons
       if (!g.find_value(name) || g.value(*g.find_value(name)).kind != ValueKind::kConstant)
         return Status::invalid_argument(g.source() + ": '" + name + "' is not a constant of the graph");
   }
-  for (const Node& n : g.nodes()) {
-    std::vector<std::string> ins, outs;
-    for (ValueId v : n.inputs) ins.push_back(v == kNoId ? std::string() : g.value(v).name);
-    for (ValueId v : n.outputs) outs.push_back(g.value(v).name);
-    b.add_node(n.op, n.name, ins, outs, n.attrs);
-  }
+  copy_nodes(g, b);
   for (ValueId v : g.outputs()) b.add_output(g.value(v).name);
   for (const auto& [k, v] : g.metadata()) b.set_metadata(k, v);
   return b.finish(shapes);
@@ -52,15 +61,7 @@ namespace {
 
 // Every float32 constant of rank >= 1 that `target` depends on, in value order.
 std::vector<std::string> default_trainable(const Graph& g, ValueId target) {
-  std::vector<bool> feeds(g.num_values(), false);
-  feeds[target] = true;
-  for (NodeId n = static_cast<NodeId>(g.num_nodes()); n-- > 0;) {
-    bool any = false;
-    for (ValueId v : g.node(n).outputs) any = any || feeds[v];
-    if (any)
-      for (ValueId v : g.node(n).inputs)
-        if (v != kNoId) feeds[v] = true;
-  }
+  const std::vector<bool> feeds = values_feeding(g, target);
   std::vector<std::string> out;
   for (ValueId v = 0; v < g.num_values(); ++v) {
     const Value& val = g.value(v);
@@ -113,14 +114,9 @@ Result<TrainingGraph> build_training_graph(const Graph& g, const TrainingSpec& s
         b.add_constant(v.name, v.data);
     }
   }
-  for (const Node& n : g.nodes()) {
-    std::vector<std::string> ins, outs;
-    for (ValueId v : n.inputs) ins.push_back(v == kNoId ? std::string() : g.value(v).name);
-    for (ValueId v : n.outputs) outs.push_back(g.value(v).name);
-    b.add_node(n.op, n.name, ins, outs, n.attrs);
-  }
+  copy_nodes(g, b);
   auto taken = [&](const std::string& name) { return g.find_value(name).has_value(); };
-  for (const char* name : {"loss", "loss/logp", "loss/labels2d", "loss/picked", "loss/mean", "loss/diff", "loss/sq"})
+  for (const char* name : {"loss", "loss/logp", "loss/labels2d", "loss/labels2d_shape", "loss/picked", "loss/mean", "loss/diff", "loss/sq"})
     if (taken(name))
       return Status::invalid_argument(src + "value name '" + name + "' is taken; the training graph needs it");
   Attributes keep0;

@@ -312,7 +312,7 @@ TEST_CASE("autodiff: MaxPool and AveragePool over tiling windows (and global ave
     }
 }
 
-TEST_CASE("autodiff: fan-out sums gradients; a 2-layer MLP end to end", "[autodiff]") {
+TEST_CASE("autodiff: fan-out sums gradients and a 2-layer MLP end to end", "[autodiff]") {
   {
     GraphBuilder b("fanout");
     b.add_input("X", {DType::kF32, {2, 3}});
