@@ -11,6 +11,7 @@
 
 #include "cli/args.h"
 #include "cli/cli_util.h"
+#include "engine/graph_stats.h"
 #include "engine/training_session.h"
 #include "graph/npz.h"
 #include "ops/gradients.h"
@@ -114,10 +115,21 @@ int train_command(int argc, char** argv) {
     feed.push_back(*it);
   }
 
-  if (!json)
+  // The inter-op parallelism the scheduler gets: the model's forward graph against the whole
+  // step graph (forward + loss + backward + update; seed 002 section 6: the backward pass
+  // roughly doubles the number of parallel ops).
+  auto fwd_stats = engine::compute_graph_stats(**g);
+  auto step_stats = engine::compute_graph_stats(s.training_graph().graph);
+  if (!fwd_stats.is_ok()) return runtime_error(fwd_stats.status());
+  if (!step_stats.is_ok()) return runtime_error(step_stats.status());
+  if (!json) {
     std::printf("training %s: %zu weights, %s lr %g; step graph %zu nodes (%s)\n", model_path.c_str(),
                 s.weights().size(), o.spec.optimizer.kind.c_str(), o.spec.optimizer.lr,
                 s.training_graph().graph.num_nodes(), s.session().config_summary().c_str());
+    std::printf("parallelism: forward %zu ops, max width %zu, average %.2f; step graph %zu ops, max width %zu, average %.2f\n",
+                fwd_stats->num_nodes, fwd_stats->max_width, fwd_stats->average_parallelism,
+                step_stats->num_nodes, step_stats->max_width, step_stats->average_parallelism);
+  }
   nlohmann::ordered_json jsteps = nlohmann::ordered_json::array();
   float last = 0;
   for (long i = 0; i < *steps; ++i) {
@@ -146,6 +158,10 @@ int train_command(int argc, char** argv) {
     j["lr"] = o.spec.optimizer.lr;
     j["weights"] = s.weights().size();
     j["step_graph_nodes"] = s.training_graph().graph.num_nodes();
+    j["parallelism"] = {{"forward", {{"ops", fwd_stats->num_nodes}, {"max_width", fwd_stats->max_width},
+                                     {"average", fwd_stats->average_parallelism}}},
+                        {"step", {{"ops", step_stats->num_nodes}, {"max_width", step_stats->max_width},
+                                  {"average", step_stats->average_parallelism}}}};
     j["config"] = s.session().config_summary();
     j["steps"] = jsteps;
     j["final_loss"] = last;

@@ -81,6 +81,9 @@ TEST_CASE("graphi train follows PyTorch's SGD loss curve and saves a runnable mo
     CHECK(j["steps"][i]["ms"].get<double>() >= 0.0);
   }
   CHECK(j["weights"] == 4);
+  // The step graph holds the forward graph plus loss, backward and update ops.
+  CHECK(j["parallelism"]["forward"]["ops"] == 4);
+  CHECK(j["parallelism"]["step"]["ops"].get<int>() > 4 + 5 + 4);
   // The saved model holds the weights written as .npy and runs.
   graph::Graph g = value_or_throw(graph::read_graphi(saved.string(), ops::Registry::get()));
   for (const char* w : {"W1", "b1", "W2", "b2"}) {
