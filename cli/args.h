@@ -59,6 +59,10 @@ int run_command(int argc, char** argv);    // graphi run
 int info_command(int argc, char** argv);   // graphi info
 int model_command(int argc, char** argv);  // graphi model
 int topo_command(int argc, char** argv);   // graphi topo
+<<<<<<< HEAD
 int train_command(int argc, char** argv);  // graphi train
+=======
+int profile_command(int argc, char** argv);  // graphi profile
+>>>>>>> main
 
 }  // namespace graphi::cli
