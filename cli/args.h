@@ -59,10 +59,7 @@ int run_command(int argc, char** argv);    // graphi run
 int info_command(int argc, char** argv);   // graphi info
 int model_command(int argc, char** argv);  // graphi model
 int topo_command(int argc, char** argv);   // graphi topo
-<<<<<<< HEAD
-int train_command(int argc, char** argv);  // graphi train
-=======
 int profile_command(int argc, char** argv);  // graphi profile
->>>>>>> main
+int train_command(int argc, char** argv);  // graphi train
 
 }  // namespace graphi::cli

@@ -17,11 +17,8 @@ const Subcommand kSubcommands[] = {
     {"run", "run a .graphi or .onnx model on .npy inputs and report latency", graphi::cli::run_command},
     {"info", "print a model's ops, parameters, FLOPs, parallelism and memory", graphi::cli::info_command},
     {"model", "generate a model file (lstm, gru) with seeded random weights", graphi::cli::model_command},
-<<<<<<< HEAD
-    {"train", "train a model: loss, gradients and optimizer step as one graph", graphi::cli::train_command},
-=======
     {"profile", "find the fastest executors x threads split of a model and cache the plan", graphi::cli::profile_command},
->>>>>>> main
+    {"train", "train a model: loss, gradients and optimizer step as one graph", graphi::cli::train_command},
     {"topo", "print the machine (cores, tiles, cpuset) and an executors x threads placement", graphi::cli::topo_command},
 };
 

@@ -3,6 +3,7 @@
 // exception ever leaves a public function.
 #include "graphi/graphi.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -11,12 +12,9 @@
 
 #include "engine/session.h"
 #include "engine/model_loader.h"
-<<<<<<< HEAD
-#include "engine/training_session.h"
-=======
 #include "profiler/plan_choice.h"
 #include "profiler/chrome_trace.h"
->>>>>>> main
+#include "engine/training_session.h"
 
 namespace graphi {
 namespace {
@@ -238,7 +236,23 @@ const std::string& Session::passes_summary() const { return impl_ ? impl_->passe
 const std::string& Session::plan_summary() const { return impl_ ? impl_->plan : kNoString; }
 const SessionOptions& Session::options() const { return impl_ ? impl_->options : kNoOptions; }
 
-<<<<<<< HEAD
+void Session::set_tracing(bool on) {
+  if (impl_) impl_->session->set_tracing(on);
+}
+
+Expected<size_t> Session::write_trace(const std::string& path) const {
+  if (!impl_) return ApiError{StatusCode::kInvalidArgument, "write_trace: the Session was moved from"};
+  return guarded("write_trace", [&]() -> Expected<size_t> {
+    const engine::RunTrace t = impl_->session->last_trace();
+    if (t.run_end_ns == 0)
+      return ApiError{StatusCode::kInvalidArgument,
+                      path + ": no traced run to write (call set_tracing(true), then run())"};
+    Status st = profiler::write_chrome_trace(path, impl_->session->plan(), t);
+    if (!st.is_ok()) return to_error(st);
+    return t.ops.size();
+  });
+}
+
 // ---- TrainingSession ----
 
 struct TrainingSession::Impl {
@@ -271,9 +285,12 @@ Expected<TrainingSession> TrainingSession::open(const std::string& path, const T
     o.spec.optimizer.beta1 = training.beta1;
     o.spec.optimizer.beta2 = training.beta2;
     o.spec.optimizer.epsilon = training.epsilon;
-    o.session.executors = options.executors;
-    o.session.threads = options.threads;
-    o.session.scheduler = options.scheduler;
+    // The profiler's cached plans are keyed by the inference graph, so a training step runs the
+    // split it is given: 0 (the API's "plan's split") means 1x1 here.
+    o.session.executors = std::max(options.executors, 1);
+    o.session.threads = std::max(options.threads, 1);
+    o.session.scheduler = !options.scheduler.empty() ? options.scheduler
+                          : o.session.executors > 1 ? "cpf" : "sequential";
     o.session.ring_capacity = options.ring_capacity;
     o.session.pin = options.pin;
     o.session.cpuset = options.cpuset;
@@ -325,22 +342,6 @@ Expected<bool> TrainingSession::save(const std::string& path) const {
     Status st = impl_->session->save(path);
     if (!st) return to_error(st);
     return true;
-=======
-void Session::set_tracing(bool on) {
-  if (impl_) impl_->session->set_tracing(on);
-}
-
-Expected<size_t> Session::write_trace(const std::string& path) const {
-  if (!impl_) return ApiError{StatusCode::kInvalidArgument, "write_trace: the Session was moved from"};
-  return guarded("write_trace", [&]() -> Expected<size_t> {
-    const engine::RunTrace t = impl_->session->last_trace();
-    if (t.run_end_ns == 0)
-      return ApiError{StatusCode::kInvalidArgument,
-                      path + ": no traced run to write (call set_tracing(true), then run())"};
-    Status st = profiler::write_chrome_trace(path, impl_->session->plan(), t);
-    if (!st.is_ok()) return to_error(st);
-    return t.ops.size();
->>>>>>> main
   });
 }
 

@@ -109,8 +109,7 @@ graphi_status session_options(const graphi_options* options, const std::string& 
   if (options != nullptr) {
     so.executors = options->executors;
     so.threads = options->threads;
-    if (options->scheduler == nullptr) return invalid(fn + ": options->scheduler is NULL");
-    so.scheduler = options->scheduler;
+    so.scheduler = options->scheduler != nullptr ? options->scheduler : "";
     so.ring_capacity = options->ring_capacity;
     so.pin = options->pin != 0;
     if (options->cpuset != nullptr) so.cpuset = options->cpuset;
@@ -162,27 +161,8 @@ graphi_status graphi_session_open_with_plan(const char* path, const graphi_optio
     if (out == nullptr) return invalid("graphi_session_open: out is NULL");
     if (path == nullptr) return invalid("graphi_session_open: path is NULL");
     graphi::SessionOptions so;
-<<<<<<< HEAD
-    if (graphi_status st = session_options(options, "graphi_session_open", &so); st != GRAPHI_OK) return st;
-=======
     so.plan = plan != nullptr && *plan != '\0' ? plan : "auto";
-    if (options != nullptr) {
-      so.executors = options->executors;
-      so.threads = options->threads;
-      so.scheduler = options->scheduler != nullptr ? options->scheduler : "";
-      so.ring_capacity = options->ring_capacity;
-      so.pin = options->pin != 0;
-      if (options->cpuset != nullptr) so.cpuset = options->cpuset;
-      so.optimize = options->optimize != 0;
-      if (options->num_dims > 0 && (options->dim_names == nullptr || options->dim_values == nullptr))
-        return invalid("graphi_session_open: options->num_dims > 0 but dim_names or dim_values is NULL");
-      for (size_t i = 0; i < options->num_dims; ++i) {
-        if (options->dim_names[i] == nullptr)
-          return invalid("graphi_session_open: options->dim_names[" + std::to_string(i) + "] is NULL");
-        so.dims[options->dim_names[i]] = options->dim_values[i];
-      }
-    }
->>>>>>> main
+    if (graphi_status st = session_options(options, "graphi_session_open", &so); st != GRAPHI_OK) return st;
     graphi::Expected<graphi::Session> s = graphi::Session::open(path, so);
     if (!s) return fail(s.error());
     auto* h = new graphi_session{std::move(s).value(), {}};

@@ -160,7 +160,13 @@ GRAPHI_C_API graphi_status graphi_session_run_into(graphi_session* session,
                                                    const graphi_tensor* inputs, size_t num_inputs,
                                                    graphi_buffer* buffers, size_t num_buffers);
 
-<<<<<<< HEAD
+/* Tracing (docs/TRACING.md). graphi_session_set_tracing(s, 1) records every following run op
+ * by op (off by default; takes effect between runs, waiting for a run in flight);
+ * graphi_session_write_trace writes the last traced run as Chrome Trace Event JSON (opens in
+ * Perfetto and chrome://tracing). GRAPHI_INVALID_ARGUMENT when no run was traced yet,
+ * GRAPHI_IO_ERROR naming the file when it cannot be written. */
+GRAPHI_C_API graphi_status graphi_session_set_tracing(graphi_session* session, int32_t on);
+GRAPHI_C_API graphi_status graphi_session_write_trace(graphi_session* session, const char* path);
 /* ---- Training (docs/TRAINING.md): one step = forward, loss, gradients and the optimizer's
  * in-place weight update, run as one graph. The model is used as stored (no graph passes;
  * graphi_options.optimize is ignored). Added after graphi_session_*: the ABI above is unchanged. */
@@ -195,15 +201,6 @@ GRAPHI_C_API graphi_status graphi_trainer_weight(graphi_trainer* trainer, size_t
                                                  graphi_tensor* weight);
 /* Writes the model with the current weights as a .graphi file. */
 GRAPHI_C_API graphi_status graphi_trainer_save(const graphi_trainer* trainer, const char* path);
-=======
-/* Tracing (docs/TRACING.md). graphi_session_set_tracing(s, 1) records every following run op
- * by op (off by default; takes effect between runs, waiting for a run in flight);
- * graphi_session_write_trace writes the last traced run as Chrome Trace Event JSON (opens in
- * Perfetto and chrome://tracing). GRAPHI_INVALID_ARGUMENT when no run was traced yet,
- * GRAPHI_IO_ERROR naming the file when it cannot be written. */
-GRAPHI_C_API graphi_status graphi_session_set_tracing(graphi_session* session, int32_t on);
-GRAPHI_C_API graphi_status graphi_session_write_trace(graphi_session* session, const char* path);
->>>>>>> main
 
 #ifdef __cplusplus
 } /* extern "C" */
