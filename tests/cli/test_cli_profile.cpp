@@ -85,7 +85,7 @@ std::string cached_file_in(const std::string& err) {
 
 }  // namespace
 
-TEST_CASE("graphi profile --json has the configs, the choice and the time it took", "[cli][profiler]") {
+TEST_CASE("graphi profile --json has the configs and the choice and the time it took", "[cli][profiler]") {
   const fs::path dir = test::scratch_dir("cli_profile_json");
   const fs::path model = dir / "two_branches.graphi";
   write_model(model, 0.5f);
@@ -124,7 +124,7 @@ TEST_CASE("graphi profile --json has the configs, the choice and the time it too
   CHECK(calibrated == 1);  // --top-k 1
 }
 
-TEST_CASE("graphi run reuses the cached plan; a weight, the topology or corruption invalidates it", "[cli][profiler]") {
+TEST_CASE("graphi run reuses the cached plan and a weight or the topology or corruption invalidates it", "[cli][profiler]") {
   const fs::path dir = test::scratch_dir("cli_profile_cache");
   const fs::path model = dir / "m.graphi", changed = dir / "m_changed.graphi";
   write_model(model, 0.5f);
