@@ -26,16 +26,20 @@ int info_command(int argc, char** argv) {
   args.flag("--no-fuse", "describe the graph as stored (no graph passes)");
   args.option("--dim", "NAME=VALUE", "value of a symbolic dim of an .onnx model's inputs", true);
   args.flag("--json", "print one JSON object on stdout instead of text");
+  args.option("--json-indent", "N", "indent --json output by N spaces (default: one line)");
   args.option("--threads", "K", "team size the kernels are selected for, 1..1024 (default 1)");
   if (auto code = args.parse(argc, argv)) return *code;
   auto threads = args.get_int("--threads", 1, 1, 1024);
-  if (!threads) return kExitUsage;
+  auto json_indent = args.get_int("--json-indent", 0, 0, 16);
+  if (!threads || !json_indent) return kExitUsage;
   const std::string path = args.positionals()[0];
 
   auto dims = parse_dim_flags(args.get_all("--dim"));
   if (!dims.is_ok()) return args.usage_error(dims.status().message());
   auto g = load_model(path, *dims);
+  if (!g.is_ok() && is_dim_error(g.status())) return args.usage_error(g.status().message());
   if (!g.is_ok()) return runtime_error(g.status());
+  const int64_t parameters_as_stored = engine::count_parameters(**g);
   if (!args.has("--no-fuse")) {
     g = fuse_graph(*g);
     if (!g.is_ok()) return runtime_error(g.status());
@@ -48,6 +52,7 @@ int info_command(int argc, char** argv) {
   if (!plan.is_ok()) plan_error = plan.status().message();
   auto stats = engine::compute_graph_stats(**g, plan.is_ok() ? &*plan : nullptr);
   if (!stats.is_ok()) return runtime_error(stats.status());
+  stats->parameters_as_stored = parameters_as_stored;
 
   std::map<std::string, std::map<std::string, size_t>> kernels_by_op;
   // Fused RNN layers, each with its kernel's schedule (ops/rnn/rnn_schedule.h), in node order.
@@ -71,7 +76,7 @@ int info_command(int argc, char** argv) {
     } else {
       j["kernel_selection_error"] = plan_error;
     }
-    std::printf("%s\n", j.dump(2).c_str());
+    print_json(j, *json_indent);
     return kExitOk;
   }
   std::printf("%s", engine::to_text(*stats).c_str());

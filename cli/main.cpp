@@ -16,7 +16,7 @@ struct Subcommand {
 const Subcommand kSubcommands[] = {
     {"run", "run a .graphi or .onnx model on .npy inputs and report latency", graphi::cli::run_command},
     {"info", "print a model's ops, parameters, FLOPs, parallelism and memory", graphi::cli::info_command},
-    {"model", "generate a model file (lstm, gru) with seeded random weights", graphi::cli::model_command},
+    {"model", "generate a model file (lstm, gru, phased-lstm) with seeded random weights", graphi::cli::model_command},
     {"topo", "print the machine (cores, tiles, cpuset) and an executors x threads placement", graphi::cli::topo_command},
 };
 

@@ -124,6 +124,7 @@ int run_command(int argc, char** argv) {
   args.flag("--no-pin", "do not pin threads to cores (allows oversubscribing the machine)");
   args.option("--seed", "S", "seed of generated inputs (default 0)");
   args.flag("--json", "print one JSON object on stdout instead of text");
+  args.option("--json-indent", "N", "indent --json output by N spaces (default: one line)");
   if (auto code = args.parse(argc, argv)) return *code;
   const std::string model_path = args.positionals()[0];
   auto iterations = args.get_int("--iterations", 10, 1, 1000000);
@@ -131,7 +132,8 @@ int run_command(int argc, char** argv) {
   auto threads = args.get_int("--threads", 1, 1, 1024);
   auto executors = args.get_int("--executors", 1, 1, 1024);
   auto seed = args.get_int("--seed", 0, 0, 0x7fffffffffffffffL);
-  if (!iterations || !warmup || !threads || !executors || !seed) return kExitUsage;
+  auto json_indent = args.get_int("--json-indent", 0, 0, 16);
+  if (!iterations || !warmup || !threads || !executors || !seed || !json_indent) return kExitUsage;
   const std::string scheduler = args.get("--scheduler", *executors > 1 ? "cpf" : "sequential");
   if (scheduler != "sequential" && scheduler != "cpf" && scheduler != "fifo" &&
       scheduler != "shared-queue")
@@ -158,6 +160,8 @@ int run_command(int argc, char** argv) {
   auto dims = parse_dim_flags(args.get_all("--dim"));
   if (!dims.is_ok()) return args.usage_error(dims.status().message());
   auto loaded = load_model(model_path, *dims);
+  if (!loaded.is_ok() && is_dim_error(loaded.status()))
+    return args.usage_error(loaded.status().message());
   if (!loaded.is_ok()) return runtime_error(loaded.status());
   std::shared_ptr<const graph::Graph> g = *loaded;
   if (!args.has("--no-fuse")) {
@@ -272,7 +276,7 @@ int run_command(int argc, char** argv) {
     j["inputs_generated"] = generated;
     if (!generated.empty()) j["input_seed"] = *seed;
     if (!written.empty()) j["output_files"] = written;
-    std::printf("%s\n", j.dump(2).c_str());
+    print_json(j, *json_indent);
     return kExitOk;
   }
   std::printf("model: %s (%zu nodes)\n", model_path.c_str(), g->num_nodes());

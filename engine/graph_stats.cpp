@@ -12,6 +12,13 @@ namespace graphi::engine {
 
 using graph::kNoId;
 
+int64_t count_parameters(const graph::Graph& g) {
+  int64_t n = 0;
+  for (const graph::Value& v : g.values())
+    if (v.kind == graph::ValueKind::kConstant && v.desc.dtype == DType::kF32) n += v.desc.numel();
+  return n;
+}
+
 Result<GraphStats> compute_graph_stats(const graph::Graph& g, const Plan* plan) {
   const ops::Registry& registry = ops::Registry::get();
   GraphStats s;
@@ -92,7 +99,11 @@ nlohmann::json to_json(const GraphStats& s) {
   j["constants"] = s.num_constants;
   j["op_counts"] = s.op_counts;
   if (!s.kernel_counts.empty()) j["kernel_counts"] = s.kernel_counts;
-  j["parameters"] = s.parameters;
+  // "parameters" is what the model file holds (as `graphi model` counts it); the graph the
+  // engine runs may hold more (see GraphStats::parameters_as_stored).
+  const bool passes_added = s.parameters_as_stored >= 0 && s.parameters_as_stored != s.parameters;
+  j["parameters"] = passes_added ? s.parameters_as_stored : s.parameters;
+  if (passes_added) j["parameters_after_passes"] = s.parameters;
   j["parameter_bytes"] = s.parameter_bytes;
   j["constant_bytes"] = s.constant_bytes;
   j["input_bytes"] = s.input_bytes;
@@ -145,7 +156,14 @@ std::string to_text(const GraphStats& s) {
     for (const auto& [k, n] : s.kernel_counts) ks += (ks.empty() ? "" : ", ") + k + " " + std::to_string(n);
     line("kernels", ks);
   }
-  line("parameters", std::to_string(s.parameters) + " (" + human_bytes(double(s.parameter_bytes)) + ")");
+  if (s.parameters_as_stored >= 0 && s.parameters_as_stored != s.parameters)
+    line("parameters", std::to_string(s.parameters_as_stored) + " in the file; " +
+                           std::to_string(s.parameters) + " (" +
+                           human_bytes(double(s.parameter_bytes)) +
+                           ") after the graph passes (fused RNN ops add zero recurrent biases)");
+  else
+    line("parameters",
+         std::to_string(s.parameters) + " (" + human_bytes(double(s.parameter_bytes)) + ")");
   line("FLOPs per run", human_count(s.flops) + " (" + std::to_string(static_cast<int64_t>(s.flops)) + ")");
   line("bytes accessed", human_bytes(s.bytes_accessed));
   std::string depth;

@@ -170,6 +170,7 @@ class PySession {
 
 PYBIND11_MODULE(_graphi, m) {
   m.doc() = "graphi native binding (use the graphi package, not this module)";
+  m.attr("__version__") = GRAPHI_VERSION;  // python/CMakeLists.txt: the CMake project version
   // Error(RuntimeError) with .code ("invalid_argument", "io_error", ...); graphi.Error.
   g_error_class = PyErr_NewException("graphi.Error", PyExc_RuntimeError, nullptr);
   m.attr("Error") = py::handle(g_error_class);

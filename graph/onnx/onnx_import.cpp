@@ -1733,7 +1733,7 @@ Status Importer::add_inputs() {
           return Status::invalid_argument(
               what + ": dim " + std::to_string(d) + " is symbolic ('" + dim.param +
               "'); graphi needs static shapes: give its value with --dim " + dim.param +
-              "=N (ImportOptions::dims)");
+              "=N (Python: dims={'" + dim.param + "': N}; C: graphi_options.dim_names/dim_values)");
         if (o->second < 1)
           return Status::invalid_argument(src_ + ": --dim " + dim.param + "=" +
                                           std::to_string(o->second) +

@@ -23,18 +23,20 @@ threads (the runs are serialized by the engine). A thread inside run() holds a r
 Session, so `del s` (or dropping the last other reference) while runs are in flight or waiting
 cancels nothing: they all complete normally and the Session is freed after the last one returns.
 """
-import collections
-import os
+import collections as _collections
+import os as _os
 
 import numpy as _np
 
 from . import _graphi
 
-__all__ = ["Session", "Error", "TensorInfo"]
+__all__ = ["Session", "Error", "TensorInfo", "__version__"]
+
+__version__ = _graphi.__version__  # the library's version (CMake project version)
 
 Error = _graphi.Error
 
-TensorInfo = collections.namedtuple("TensorInfo", ["name", "dtype", "shape"])
+TensorInfo = _collections.namedtuple("TensorInfo", ["name", "dtype", "shape"])
 TensorInfo.__doc__ = "Name, numpy dtype name ('float32', 'int32', 'int64') and shape of a tensor."
 
 _DTYPES = {"float32": _np.dtype(_np.float32), "int32": _np.dtype(_np.int32),
@@ -76,7 +78,7 @@ class Session:
 
     def __init__(self, path, executors=1, threads=1, scheduler="sequential", pin=True,
                  optimize=True, dims=None, ring_capacity=1, cpuset=""):
-        path = os.fspath(path)
+        path = _os.fspath(path)
         self._s = _graphi.Session(path, int(executors), int(threads), str(scheduler),
                                   bool(pin), bool(optimize),
                                   {str(k): int(v) for k, v in (dims or {}).items()},

@@ -1,5 +1,7 @@
 #include "tests/support/test_util.h"
 
+#include <sys/wait.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -70,6 +72,37 @@ std::filesystem::path scratch_dir(const std::string& name) {
 std::string cli_path() {
   const char* p = std::getenv("GRAPHI_CLI");
   return p ? p : std::string(GRAPHI_BINARY_DIR) + "/graphi";
+}
+
+namespace {
+
+std::string shell_quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string file_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+CliRun run_graphi(const std::filesystem::path& dir, const std::vector<std::string>& args,
+                  const std::string& env) {
+  std::string cmd = env + (env.empty() ? "" : " ") + shell_quoted(cli_path());
+  for (const std::string& a : args) cmd += " " + shell_quoted(a);
+  const std::filesystem::path out = dir / "stdout.txt", err = dir / "stderr.txt";
+  cmd += " >" + shell_quoted(out.string()) + " 2>" + shell_quoted(err.string());
+  const int status = std::system(cmd.c_str());
+  CliRun r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = file_text(out);
+  r.err = file_text(err);
+  return r;
 }
 
 std::vector<std::pair<std::string, std::string>> read_name_tab_text(const std::string& path) {
