@@ -15,7 +15,7 @@ namespace graphi::cli {
 
 int info_command(int argc, char** argv) {
   Args args(
-      "graphi info MODEL [--json] [--threads K] [--no-fuse] [--dim NAME=VALUE]...",
+      "graphi info MODEL [--json [--json-indent N]] [--threads K] [--no-fuse] [--dim NAME=VALUE]...",
       "Prints a model's op counts, parameters and bytes, FLOPs per run, the number of ops at\n"
       "each depth level (the inter-op parallelism the graph offers), the critical path in\n"
       "ops and FLOPs, peak memory with and without buffer reuse, and the kernel selected for\n"

@@ -97,7 +97,7 @@ class Progress {
 int run_command(int argc, char** argv) {
   Args args(
       "graphi run MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--iterations N] [--warmup "
-      "N] [--json]\n"
+      "N] [--json [--json-indent N]]\n"
       "                  [--threads K] [--executors N] [--scheduler NAME] [--no-fuse] [--dim NAME=VALUE]...",
       "Runs a .graphi or .onnx model and reports output shapes and latency. By default it runs on the\n"
       "sequential reference executor (one team of K threads, ops in topological order).\n"

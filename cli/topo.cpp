@@ -105,7 +105,7 @@ void print_placement(const Placement& p) {
 int topo_command(int argc, char** argv) {
   Args args(
       "graphi topo [--synthetic \"DESC\" | --xml FILE] [--cpuset LIST] [--executors N --threads K] "
-      "[--json]",
+      "[--json [--json-indent N]]",
       "Prints the machine as graphi sees it: packages, NUMA nodes, L3 groups, tiles (cores\n"
       "sharing an L2) with their cores and hardware threads, and the cpuset this process may\n"
       "use. With --executors and --threads, also the placement: each executor's cores, the PUs\n"
