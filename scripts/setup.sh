@@ -9,6 +9,8 @@
 #   scripts/setup.sh bench   + the benchmarks' peers: oneTBB, and a virtual environment at
 #                            .venv (override: GRAPHI_VENV) made from scripts/requirements-bench.txt
 #                            (ONNX Runtime, PyTorch 2 CPU) over /usr/bin/python3
+#   scripts/setup.sh lint    clang-format and clang-tidy (Debian's 14) for scripts/lint.sh
+# The packages and why each is needed: docs/DEPENDENCIES.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LEVEL=${1:-run}
@@ -31,12 +33,16 @@ TEST_PACKAGES=(
   python3-torch                   # PyTorch 1.13: tests regenerate their PyTorch fixtures with it
   libopenblas0-pthread            # the BLAS PyTorch should use (Debian's reference BLAS is ~10x slower)
 )
+LINT_PACKAGES=(
+  clang-format clang-tidy         # scripts/lint.sh (.clang-format, .clang-tidy)
+)
 
 case "$LEVEL" in
   run) PACKAGES=("${RUN_PACKAGES[@]}") ;;
   python) PACKAGES=("${RUN_PACKAGES[@]}" "${PYTHON_PACKAGES[@]}") ;;
   test|bench) PACKAGES=("${RUN_PACKAGES[@]}" "${PYTHON_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
-  *) echo "usage: scripts/setup.sh [run|python|test|bench]" >&2; exit 2 ;;
+  lint) PACKAGES=("${LINT_PACKAGES[@]}") ;;
+  *) echo "usage: scripts/setup.sh [run|python|test|bench|lint]" >&2; exit 2 ;;
 esac
 
 missing=()
