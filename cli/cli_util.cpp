@@ -30,9 +30,10 @@ Result<graph::ImportOptions> parse_dim_flags(const std::vector<std::string>& spe
       used = 0;
     }
     if (name.empty() || value.empty() || used != value.size() || v < 1 || v > (1LL << 40))
-      return Status::invalid_argument("--dim expects NAME=VALUE with VALUE a positive integer, got '" +
-                                      spec + "'");
-    if (o.dims.count(name)) return Status::invalid_argument("--dim " + name + " is given more than once");
+      return Status::invalid_argument(
+          "--dim expects NAME=VALUE with VALUE a positive integer, got '" + spec + "'");
+    if (o.dims.count(name))
+      return Status::invalid_argument("--dim " + name + " is given more than once");
     o.dims[name] = v;
   }
   return o;
@@ -69,7 +70,8 @@ std::string human_flops(double f) {
 }
 
 bool is_dim_error(const Status& s) {
-  return s.code() == StatusCode::kInvalidArgument && s.message().find("--dim ") != std::string::npos;
+  return s.code() == StatusCode::kInvalidArgument &&
+         s.message().find("--dim ") != std::string::npos;
 }
 
 double round_significant(double x, int digits) {

@@ -24,11 +24,11 @@ Result<std::shared_ptr<const graph::Graph>> load_model(const std::string& path,
 // --dim NAME=VALUE flags (repeatable) as ImportOptions: kInvalidArgument naming the bad flag.
 Result<graph::ImportOptions> parse_dim_flags(const std::vector<std::string>& specs);
 
-// Applies the default graph pass pipeline (engine::optimize_graph, graph/passes/pipeline.h: unrolled LSTM and GRU
-// cells -> sequence ops, then MM fusion and phase hoisting on the rest) and says on stderr, in
-// one line, what each pass did. `graphi run` and `graphi info` call it unless --no-fuse is given.
-// GRAPHI_PASSES=name,name,... (rnn_fusion, mm_fusion, phase_hoisting, reshape_cleanup; unset or
-// empty: all) runs only those passes.
+// Applies the default graph pass pipeline (engine::optimize_graph, graph/passes/pipeline.h:
+// unrolled LSTM and GRU cells -> sequence ops, then MM fusion and phase hoisting on the rest) and
+// says on stderr, in one line, what each pass did. `graphi run` and `graphi info` call it unless
+// --no-fuse is given. GRAPHI_PASSES=name,name,... (rnn_fusion, mm_fusion, phase_hoisting,
+// reshape_cleanup; unset or empty: all) runs only those passes.
 Result<std::shared_ptr<const graph::Graph>> fuse_graph(std::shared_ptr<const graph::Graph> g);
 
 // "390.0 KiB"

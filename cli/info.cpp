@@ -15,11 +15,13 @@ namespace graphi::cli {
 
 int info_command(int argc, char** argv) {
   Args args(
-      "graphi info MODEL [--json [--json-indent N]] [--threads K] [--no-fuse] [--dim NAME=VALUE]...",
+      "graphi info MODEL [--json [--json-indent N]] [--threads K] [--no-fuse] [--dim "
+      "NAME=VALUE]...",
       "Prints a model's op counts, parameters and bytes, FLOPs per run, the number of ops at\n"
       "each depth level (the inter-op parallelism the graph offers), the critical path in\n"
       "ops and FLOPs, peak memory with and without buffer reuse, and the kernel selected for\n"
-      "each op type, after the graph passes (RNN cell fusion, MM fusion, hoisting; --no-fuse: as stored).\n"
+      "each op type, after the graph passes (RNN cell fusion, MM fusion, hoisting; --no-fuse: as "
+      "stored).\n"
       "Example:\n"
       "  graphi info lstm.graphi --json");
   args.positional("MODEL", "the model file (.graphi or .onnx)");

@@ -98,8 +98,10 @@ int run_command(int argc, char** argv) {
   Args args(
       "graphi run MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--iterations N] [--warmup "
       "N] [--json [--json-indent N]]\n"
-      "                  [--threads K] [--executors N] [--scheduler NAME] [--no-fuse] [--dim NAME=VALUE]...",
-      "Runs a .graphi or .onnx model and reports output shapes and latency. By default it runs on the\n"
+      "                  [--threads K] [--executors N] [--scheduler NAME] [--no-fuse] [--dim "
+      "NAME=VALUE]...",
+      "Runs a .graphi or .onnx model and reports output shapes and latency. By default it runs on "
+      "the\n"
       "sequential reference executor (one team of K threads, ops in topological order).\n"
       "Inputs come from .npy files (float32/int32/int64, C order); inputs not given are\n"
       "filled with seeded random values (float32 uniform in [-1, 1)) and reported as generated.\n"
@@ -119,7 +121,8 @@ int run_command(int argc, char** argv) {
   args.option("--scheduler", "NAME",
               "sequential (default with 1 executor), cpf (critical-path first, default with\n"
               "                           more), fifo or shared-queue");
-  args.flag("--no-fuse", "run the graph as stored (no graph passes: no RNN cell fusion, MM fusion or hoisting)");
+  args.flag("--no-fuse",
+            "run the graph as stored (no graph passes: no RNN cell fusion, MM fusion or hoisting)");
   args.option("--dim", "NAME=VALUE", "value of a symbolic dim of an .onnx model's inputs", true);
   args.flag("--no-pin", "do not pin threads to cores (allows oversubscribing the machine)");
   args.option("--seed", "S", "seed of generated inputs (default 0)");

@@ -5,10 +5,9 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "graph/graph.h"
 
@@ -40,10 +39,10 @@ struct GraphStats {
   // inputs/constants (depth 0). ops_per_depth[d] = number of nodes at depth d: the inter-op
   // parallelism the graph offers level by level.
   std::vector<size_t> ops_per_depth;
-  size_t critical_path_ops = 0;     // ops on the longest path (= ops_per_depth.size())
-  double critical_path_flops = 0;   // FLOPs on the most expensive path
-  size_t max_width = 0;             // largest ops_per_depth entry
-  double average_parallelism = 0;   // num_nodes / critical_path_ops
+  size_t critical_path_ops = 0;    // ops on the longest path (= ops_per_depth.size())
+  double critical_path_flops = 0;  // FLOPs on the most expensive path
+  size_t max_width = 0;            // largest ops_per_depth entry
+  double average_parallelism = 0;  // num_nodes / critical_path_ops
 
   // Arena of intermediates (graph outputs included; graph inputs and constants excluded).
   size_t peak_bytes = 0;             // with dependency-safe reuse (what the engine allocates)

@@ -8,8 +8,8 @@
 #include <mutex>
 #include <new>
 
-#include "engine/session.h"
 #include "engine/model_loader.h"
+#include "engine/session.h"
 
 namespace graphi {
 namespace {
@@ -56,7 +56,8 @@ Result<Tensor> to_tensor(const Array& a) {
       return Status::invalid_argument(where + ": shape has too many elements");
     n *= d;
   }
-  if (n > 0 && a.data() == nullptr) return Status::invalid_argument(where + ": data pointer is null");
+  if (n > 0 && a.data() == nullptr)
+    return Status::invalid_argument(where + ": data pointer is null");
   Tensor t(TensorDesc{a.dtype(), a.shape()});
   if (t.bytes() > 0) std::memcpy(t.data(), a.data(), t.bytes());
   return t;
@@ -128,8 +129,9 @@ Expected<Session> Session::open(const std::string& path, const SessionOptions& o
     graph::ImportOptions onnx;
     for (const auto& [name, value] : options.dims) {
       if (value < 1)
-        return ApiError{StatusCode::kInvalidArgument,
-                        "dims: '" + name + "' must be a positive integer, got " + std::to_string(value)};
+        return ApiError{
+            StatusCode::kInvalidArgument,
+            "dims: '" + name + "' must be a positive integer, got " + std::to_string(value)};
       onnx.dims[name] = value;
     }
     Result<std::shared_ptr<const graph::Graph>> loaded = engine::load_model(path, onnx);

@@ -410,7 +410,10 @@ Result<Attr> read_attr(ProtoReader r) {
       n_scalar > 0)
     return Status::invalid_graph(r.path() + " '" + a.name + "': declared type " +
                                  attr_type_name(a.type) + " but the value is in field " +
-                                 (has_f ? "f" : has_i ? "i" : has_s ? "s" : "t") +
+                                 (has_f   ? "f"
+                                  : has_i ? "i"
+                                  : has_s ? "s"
+                                          : "t") +
                                  " (type and data field disagree)");
   if (a.type == kAttrTensor && !a.t)
     return Status::invalid_graph(r.path() + " '" + a.name +

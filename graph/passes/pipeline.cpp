@@ -43,10 +43,9 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
     out.rnn_sequences = r.rnn_sequences;
     // Only the cell kinds that were fused: "fused 40 LSTM cells into 2 LSTM sequence ops".
     std::string did;
-    for (const auto& [cells, sequences, kind] :
-         {std::tuple{r.lstm_cells, r.lstm_sequences, "LSTM"},
-          std::tuple{r.gru_cells, r.gru_sequences, "GRU"},
-          std::tuple{r.rnn_cells, r.rnn_sequences, "RNN"}})
+    for (const auto& [cells, sequences, kind] : {std::tuple{r.lstm_cells, r.lstm_sequences, "LSTM"},
+                                                 std::tuple{r.gru_cells, r.gru_sequences, "GRU"},
+                                                 std::tuple{r.rnn_cells, r.rnn_sequences, "RNN"}})
       if (sequences > 0)
         did += (did.empty() ? "fused " : ", ") + std::to_string(cells) + " " + kind +
                " cells into " + plural(sequences, std::string(kind) + " sequence op");

@@ -89,7 +89,7 @@ typedef struct graphi_tensor {
 /* A caller-owned output buffer for graphi_session_run_into. */
 typedef struct graphi_buffer {
   void* data;
-  size_t capacity;     /* bytes available at data */
+  size_t capacity;      /* bytes available at data */
   size_t bytes_written; /* set by graphi_session_run_into */
 } graphi_buffer;
 

@@ -38,13 +38,13 @@
 #include <set>
 #include <thread>
 
-#include "ops/rnn/pcp_partition.h"
 #include "ops/registry.h"
+#include "ops/rnn/pcp_partition.h"
 #include "ops/rnn/rnn_schedule.h"
-#include "ops/shape_rules.h"
 #include "ops/rnn/spin_barrier.h"
 #include "ops/rnn/team_wait.h"
 #include "ops/rnn/tiled_gemm.h"
+#include "ops/shape_rules.h"
 #include "ops/xsmm.h"
 
 namespace graphi::ops {

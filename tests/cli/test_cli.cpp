@@ -305,7 +305,8 @@ TEST_CASE("graphi info reports ops, FLOPs, depth levels and memory", "[cli]") {
   CHECK(contains(ftext.out, "LSTM"));
 }
 
-TEST_CASE("graphi run fuses LSTM cells by default and --no-fuse runs the graph as stored", "[cli]") {
+TEST_CASE("graphi run fuses LSTM cells by default and --no-fuse runs the graph as stored",
+          "[cli]") {
   const fs::path dir = test::scratch_dir("cli_fuse");
   const fs::path model = dir / "lstm.graphi";
   REQUIRE(graphi_cli(dir, {"model", "lstm", "--input", "6", "--hidden", "5", "--layers", "2",
@@ -321,8 +322,8 @@ TEST_CASE("graphi run fuses LSTM cells by default and --no-fuse runs the graph a
     feed.push_back(name + "=" + (dir / (name + ".npy")).string());
   }
   auto run = [&](const std::string& out, std::vector<std::string> extra) {
-    std::vector<std::string> a = {"run", model.string(), "--output-dir", (dir / out).string(),
-                                  "--iterations", "2"};
+    std::vector<std::string> a = {
+        "run", model.string(), "--output-dir", (dir / out).string(), "--iterations", "2"};
     a.insert(a.end(), feed.begin(), feed.end());
     a.insert(a.end(), extra.begin(), extra.end());
     return graphi_cli(dir, a);

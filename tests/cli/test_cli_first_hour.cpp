@@ -65,8 +65,8 @@ TEST_CASE("first hour: graphi model and graphi info report the same parameter co
 
   auto text = test::run_graphi(dir, {"info", model});
   REQUIRE(text.rc == 0);
-  CHECK(contains(text.out, std::to_string(want) + " in the file; " +
-                               std::to_string(want + 2 * 4 * H) + " "));
+  CHECK(contains(text.out,
+                 std::to_string(want) + " in the file; " + std::to_string(want + 2 * 4 * H) + " "));
   auto stored = test::run_graphi(dir, {"info", model, "--no-fuse", "--json"});
   REQUIRE(stored.rc == 0);
   const auto s = nlohmann::json::parse(stored.out);
@@ -77,12 +77,13 @@ TEST_CASE("first hour: graphi model and graphi info report the same parameter co
 TEST_CASE("first hour: the OpenMP affinity warning appears only when the user set it", "[cli]") {
   const fs::path dir = test::scratch_dir("first_hour_affinity");
   const std::string model = (dir / "lstm.graphi").string();
-  REQUIRE(test::run_graphi(dir, {"model", "lstm", "--input", "4", "--hidden", "8", "--seq", "3",
-                                 "-o", model})
+  REQUIRE(test::run_graphi(
+              dir, {"model", "lstm", "--input", "4", "--hidden", "8", "--seq", "3", "-o", model})
               .rc == 0);
-  const std::vector<std::string> run = {"run",         model, "--executors", "2",
+  const std::vector<std::string> run = {"run",          model, "--executors", "2",
                                         "--iterations", "1",   "--warmup",    "0"};
-  const std::string clean = "env -u OMP_PROC_BIND -u OMP_PLACES -u GOMP_CPU_AFFINITY -u KMP_AFFINITY";
+  const std::string clean =
+      "env -u OMP_PROC_BIND -u OMP_PLACES -u GOMP_CPU_AFFINITY -u KMP_AFFINITY";
   auto quiet = test::run_graphi(dir, run, clean);
   INFO(quiet.err);
   REQUIRE(quiet.rc == 0);
@@ -98,8 +99,8 @@ TEST_CASE("first hour: --json is one line with floats rounded, --json-indent pre
           "[cli]") {
   const fs::path dir = test::scratch_dir("first_hour_json");
   const std::string model = (dir / "lstm.graphi").string();
-  REQUIRE(test::run_graphi(dir, {"model", "lstm", "--input", "4", "--hidden", "8", "--seq", "3",
-                                 "-o", model})
+  REQUIRE(test::run_graphi(
+              dir, {"model", "lstm", "--input", "4", "--hidden", "8", "--seq", "3", "-o", model})
               .rc == 0);
   auto r = test::run_graphi(dir, {"run", model, "--json", "--iterations", "5"});
   INFO(r.err);
@@ -115,8 +116,8 @@ TEST_CASE("first hour: --json is one line with floats rounded, --json-indent pre
     const std::string key = std::string("\"") + k + "\":";
     const size_t at = r.out.find(key, r.out.find("latency_ms"));
     REQUIRE(at != std::string::npos);
-    const std::string num = r.out.substr(at + key.size(),
-                                         r.out.find_first_of(",}", at) - at - key.size());
+    const std::string num =
+        r.out.substr(at + key.size(), r.out.find_first_of(",}", at) - at - key.size());
     CHECK(significant_digits(num) <= 4);
   }
   auto info = test::run_graphi(dir, {"info", model, "--json"});

@@ -32,10 +32,13 @@ Tensor random_tensor(const TensorDesc& desc, uint64_t seed, double lo, double hi
     float* p = t.data_as<float>();
     for (int64_t i = 0; i < n; ++i) p[i] = u(rng);
   } else {
-    std::uniform_int_distribution<int64_t> u(static_cast<int64_t>(lo), static_cast<int64_t>(hi) - 1);
+    std::uniform_int_distribution<int64_t> u(static_cast<int64_t>(lo),
+                                             static_cast<int64_t>(hi) - 1);
     for (int64_t i = 0; i < n; ++i) {
-      if (desc.dtype == DType::kI32) t.data_as<int32_t>()[i] = static_cast<int32_t>(u(rng));
-      else t.data_as<int64_t>()[i] = u(rng);
+      if (desc.dtype == DType::kI32)
+        t.data_as<int32_t>()[i] = static_cast<int32_t>(u(rng));
+      else
+        t.data_as<int64_t>()[i] = u(rng);
     }
   }
   return t;
@@ -43,9 +46,12 @@ Tensor random_tensor(const TensorDesc& desc, uint64_t seed, double lo, double hi
 
 static double element(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
-    case DType::kF32: return t.data_as<float>()[i];
-    case DType::kI32: return t.data_as<int32_t>()[i];
-    case DType::kI64: return static_cast<double>(t.data_as<int64_t>()[i]);
+    case DType::kF32:
+      return t.data_as<float>()[i];
+    case DType::kI32:
+      return t.data_as<int32_t>()[i];
+    case DType::kI64:
+      return static_cast<double>(t.data_as<int64_t>()[i]);
   }
   return 0;
 }
