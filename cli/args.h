@@ -56,9 +56,10 @@ class Args {
 };
 
 // Subcommands, one file each (cli/<name>.cpp).
-int run_command(int argc, char** argv);    // graphi run
-int info_command(int argc, char** argv);   // graphi info
-int model_command(int argc, char** argv);  // graphi model
-int topo_command(int argc, char** argv);   // graphi topo
+int run_command(int argc, char** argv);      // graphi run
+int info_command(int argc, char** argv);     // graphi info
+int model_command(int argc, char** argv);    // graphi model
+int topo_command(int argc, char** argv);     // graphi topo
+int profile_command(int argc, char** argv);  // graphi profile
 
 }  // namespace graphi::cli

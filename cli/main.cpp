@@ -20,6 +20,8 @@ const Subcommand kSubcommands[] = {
      graphi::cli::info_command},
     {"model", "generate a model file (lstm, gru, phased-lstm) with seeded random weights",
      graphi::cli::model_command},
+    {"profile", "find the fastest executors x threads split of a model and cache the plan",
+     graphi::cli::profile_command},
     {"topo", "print the machine (cores, tiles, cpuset) and an executors x threads placement",
      graphi::cli::topo_command},
 };
@@ -44,7 +46,7 @@ int main(int argc, char** argv) {
     return graphi::cli::kExitOk;
   }
   if (cmd == "--version") {
-    std::printf("graphi 0.1.0\n");
+    std::printf("graphi %s\n", GRAPHI_VERSION);
     return graphi::cli::kExitOk;
   }
   for (const Subcommand& c : kSubcommands) {

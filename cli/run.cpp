@@ -16,9 +16,12 @@
 
 #include "cli/args.h"
 #include "cli/cli_util.h"
+#include "cli/load_progress.h"
 #include "engine/session.h"
 #include "graph/npy.h"
 #include "models/weights.h"
+#include "profiler/chrome_trace.h"
+#include "profiler/plan_choice.h"
 
 namespace graphi::cli {
 
@@ -98,11 +101,15 @@ int run_command(int argc, char** argv) {
   Args args(
       "graphi run MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--iterations N] [--warmup "
       "N] [--json [--json-indent N]]\n"
-      "                  [--threads K] [--executors N] [--scheduler NAME] [--no-fuse] [--dim "
-      "NAME=VALUE]...",
-      "Runs a .graphi or .onnx model and reports output shapes and latency. By default it runs on "
-      "the\n"
-      "sequential reference executor (one team of K threads, ops in topological order).\n"
+      "                  [--threads K] [--executors N] [--scheduler NAME] [--plan auto|FILE] "
+      "[--no-plan]\n"
+      "                  [--no-fuse] [--dim NAME=VALUE]...",
+      "Runs a .graphi or .onnx model and reports output shapes and latency. By default (--plan "
+      "auto)\n"
+      "it uses all allowed cores: the plan `graphi profile` cached for this model and machine, "
+      "else\n"
+      "a quick choice from the graph's width and the topology (stderr says which and why).\n"
+      "--executors/--threads override it; --no-plan runs the 1x1 sequential reference executor.\n"
       "Inputs come from .npy files (float32/int32/int64, C order); inputs not given are\n"
       "filled with seeded random values (float32 uniform in [-1, 1)) and reported as generated.\n"
       "Outputs are written as DIR/NAME.npy with --output-dir ('/' in a name becomes '_').\n"
@@ -112,12 +119,22 @@ int run_command(int argc, char** argv) {
       "  graphi run lstm.graphi --input x=x.npy --output-dir out --iterations 100 --json");
   args.positional("MODEL", "the model file (.graphi or .onnx)");
   args.option("--input", "NAME=FILE.npy", "feed graph input NAME from a .npy file", true);
+  args.flag("--progress",
+            "show the progress of a load longer than 1 s on stderr even when it is not a "
+            "terminal (on a terminal it is shown anyway), with a time per stage");
   args.option("--output-dir", "DIR",
               "write every graph output as DIR/NAME.npy (created if missing)");
   args.option("--iterations", "N", "timed runs, 1..1000000 (default 10)");
   args.option("--warmup", "N", "untimed runs before them, 0..1000000 (default 1)");
-  args.option("--threads", "K", "threads of each executor's team, 1..1024 (default 1)");
-  args.option("--executors", "N", "executors (thread teams), 1..1024 (default 1)");
+  args.option("--threads", "K",
+              "threads of each executor's team, 1..1024 (default: the plan's; 1 with --executors)");
+  args.option("--executors", "N",
+              "executors (thread teams), 1..1024 (default: the plan's; 1 with --threads)");
+  args.option(
+      "--plan", "auto|FILE",
+      "auto (default): the cached plan of `graphi profile`, else a quick analytical choice;\n"
+      "                           FILE: a plan saved by graphi profile --plan-out");
+  args.flag("--no-plan", "1x1 sequential, as before plans existed (the reference executor)");
   args.option("--scheduler", "NAME",
               "sequential (default with 1 executor), cpf (critical-path first, default with\n"
               "                           more), fifo or shared-queue");
@@ -128,18 +145,24 @@ int run_command(int argc, char** argv) {
   args.option("--seed", "S", "seed of generated inputs (default 0)");
   args.flag("--json", "print one JSON object on stdout instead of text");
   args.option("--json-indent", "N", "indent --json output by N spaces (default: one line)");
+  args.option("--trace", "FILE",
+              "record the last timed iteration op by op and write it as Chrome Trace Event JSON\n"
+              "                           (open in https://ui.perfetto.dev or chrome://tracing; "
+              "docs/TRACING.md)");
   if (auto code = args.parse(argc, argv)) return *code;
   const std::string model_path = args.positionals()[0];
   auto iterations = args.get_int("--iterations", 10, 1, 1000000);
   auto warmup = args.get_int("--warmup", 1, 0, 1000000);
   auto threads = args.get_int("--threads", 1, 1, 1024);
   auto executors = args.get_int("--executors", 1, 1, 1024);
+  if (args.has("--no-plan") && args.has("--plan"))
+    return args.usage_error("--plan and --no-plan exclude each other");
   auto seed = args.get_int("--seed", 0, 0, 0x7fffffffffffffffL);
   auto json_indent = args.get_int("--json-indent", 0, 0, 16);
   if (!iterations || !warmup || !threads || !executors || !seed || !json_indent) return kExitUsage;
-  const std::string scheduler = args.get("--scheduler", *executors > 1 ? "cpf" : "sequential");
-  if (scheduler != "sequential" && scheduler != "cpf" && scheduler != "fifo" &&
-      scheduler != "shared-queue")
+  const std::string scheduler = args.get("--scheduler");
+  if (!scheduler.empty() && scheduler != "sequential" && scheduler != "cpf" &&
+      scheduler != "fifo" && scheduler != "shared-queue")
     return args.usage_error("unknown scheduler '" + scheduler +
                             "' (expected sequential, cpf, fifo or shared-queue)");
   if (scheduler == "sequential" && *executors > 1)
@@ -162,12 +185,15 @@ int run_command(int argc, char** argv) {
 
   auto dims = parse_dim_flags(args.get_all("--dim"));
   if (!dims.is_ok()) return args.usage_error(dims.status().message());
+  LoadProgressPrinter load_progress(model_path, args.has("--progress"));
+  dims->progress = load_progress.callback();
   auto loaded = load_model(model_path, *dims);
   if (!loaded.is_ok() && is_dim_error(loaded.status()))
     return args.usage_error(loaded.status().message());
   if (!loaded.is_ok()) return runtime_error(loaded.status());
   std::shared_ptr<const graph::Graph> g = *loaded;
   if (!args.has("--no-fuse")) {
+    load_progress.stage("passes");
     auto fused = fuse_graph(g);
     if (!fused.is_ok()) return runtime_error(fused.status());
     g = *fused;
@@ -214,13 +240,24 @@ int run_command(int argc, char** argv) {
     }
   }
 
-  engine::SessionOptions opts;
-  opts.threads = static_cast<int>(*threads);
-  opts.executors = static_cast<int>(*executors);
-  opts.scheduler = scheduler;
-  opts.pin = !args.has("--no-pin");
+  // The split: explicit flags, else the plan (profiler/plan_choice.h).
+  profiler::PlanRequest plan_request;
+  plan_request.plan = args.has("--no-plan") ? "none" : args.get("--plan", "auto");
+  if (args.has("--executors")) plan_request.executors = static_cast<int>(*executors);
+  if (args.has("--threads")) plan_request.threads = static_cast<int>(*threads);
+  plan_request.scheduler = scheduler;
+  plan_request.pin = !args.has("--no-pin");
+  auto chosen = profiler::choose_plan(*g, plan_request);
+  if (!chosen.is_ok()) return runtime_error(chosen.status());
+  if (!chosen->message.empty()) std::fprintf(stderr, "%s\n", chosen->message.c_str());
+  if (chosen->options.scheduler == "sequential" && chosen->options.executors > 1)
+    return args.usage_error(
+        "the sequential scheduler runs one executor; use --scheduler cpf|fifo|shared-queue");
+  engine::SessionOptions opts = chosen->options;
+  load_progress.stage("compile");
   auto session = engine::Session::create(g, opts);
   if (!session.is_ok()) return runtime_error(session.status());
+  load_progress.done();
 
   Progress progress(true);
   engine::NamedTensors outputs;
@@ -232,7 +269,9 @@ int run_command(int argc, char** argv) {
   }
   std::vector<double> ms;
   ms.reserve(static_cast<size_t>(*iterations));
+  const std::string trace_path = args.get("--trace", "");
   for (long i = 0; i < *iterations; ++i) {
+    if (!trace_path.empty() && i + 1 == *iterations) (*session)->set_tracing(true);
     auto t0 = Clock::now();
     auto r = (*session)->run(inputs);
     auto t1 = Clock::now();
@@ -243,6 +282,16 @@ int run_command(int argc, char** argv) {
   }
   progress.finish();
   const Latency lat = summarize(ms);
+  if (!trace_path.empty()) {
+    const engine::RunTrace trace = (*session)->last_trace();
+    if (Status st = profiler::write_chrome_trace(trace_path, (*session)->plan(), trace);
+        !st.is_ok())
+      return runtime_error(st.with_context("--trace"));
+    std::fprintf(
+        stderr, "graphi: wrote the trace of the last iteration (%zu ops, makespan %.3f ms) to %s\n",
+        trace.ops.size(), static_cast<double>(trace.run_end_ns - trace.run_start_ns) * 1e-6,
+        trace_path.c_str());
+  }
 
   std::vector<std::string> written;
   if (args.has("--output-dir")) {
@@ -263,11 +312,9 @@ int run_command(int argc, char** argv) {
   if (json) {
     nlohmann::ordered_json j;
     j["model"] = model_path;
-    j["config"] = {{"executors", eff.executors},
-                   {"threads", eff.threads},
-                   {"scheduler", eff.scheduler},
-                   {"pinned", eff.pin},
-                   {"summary", (*session)->config_summary()}};
+    j["config"] = {{"executors", eff.executors}, {"threads", eff.threads},
+                   {"scheduler", eff.scheduler}, {"pinned", eff.pin},
+                   {"plan", chosen->source},     {"summary", (*session)->config_summary()}};
     j["iterations"] = *iterations;
     j["warmup"] = *warmup;
     j["latency_ms"] = {
@@ -279,6 +326,7 @@ int run_command(int argc, char** argv) {
     j["inputs_generated"] = generated;
     if (!generated.empty()) j["input_seed"] = *seed;
     if (!written.empty()) j["output_files"] = written;
+    if (!trace_path.empty()) j["trace_file"] = trace_path;
     print_json(j, *json_indent);
     return kExitOk;
   }

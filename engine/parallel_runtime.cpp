@@ -81,7 +81,7 @@ class ClientPin {
 // it ready, and its sibling is the surplus an executor publishes: each executor tends to follow
 // one layer's chain, so fewer dependencies cross cores. LSTM-shaped DAG, 1 us ops, 2x1: 570-578
 // -> 555-560 ns/op (ties to the lower id ran the layer-up op and handed the chain around).
-std::vector<double> unlocked_work(const Plan& plan) {
+std::vector<double> unlocked_work(const Plan& plan, std::span<const double> level) {
   const size_t n = plan.num_nodes();
   std::vector<double> w(n, 0.0);
   std::span<const uint32_t> init = plan.initial_pending();
@@ -98,10 +98,10 @@ std::vector<double> unlocked_work(const Plan& plan) {
     const graph::NodeId v = order[h];
     double max_succ = 0, sum = 0;
     for (graph::NodeId s : plan.successors(v)) {
-      max_succ = std::max(max_succ, plan.level(s));
+      max_succ = std::max(max_succ, level[s]);
       sum += w[s] / std::max<uint32_t>(1, init[s]);
     }
-    w[v] = std::max(0.0, plan.level(v) - max_succ) + sum;
+    w[v] = std::max(0.0, level[v] - max_succ) + sum;
   }
   return w;
 }
@@ -134,6 +134,7 @@ struct alignas(64) Executor {
   // probe requests and the stop, sleeping on cmd_parker.
   std::atomic<bool> probe_request{false};
   Parker cmd_parker;
+  std::vector<OpSpan> spans;  // tracing: this executor's ops of the last run (reserved n)
 };
 
 struct ParallelRuntime::Impl {
@@ -150,8 +151,31 @@ struct ParallelRuntime::Impl {
   size_t inbox_capacity = 1;
   std::vector<std::unique_ptr<Executor>> ex;
   std::vector<double> keys;  // heap key per op: level (cpf) or -position (fifo)
-  std::unique_ptr<void, FreeAligned> client_scratch;  // for bootstrap ops run by the client
-  ops::KernelFailure client_failure;
+  std::unique_ptr<void, FreeAligned> client_scratch;  // for bootstrap ops
+  ops::KernelFailure client_failure;                  // failures of bootstrap ops
+
+  // Bootstrap executor (RuntimeOptions::bootstrap_executor): whoever runs the bootstrap ops (the
+  // bootstrap thread, else the client) collects the non-small ops they make ready in boot_ready.
+  bool boot_thread_on = false;
+  std::thread boot_thread;
+  Parker boot_parker;
+  alignas(64) std::atomic<uint64_t> boot_request{0};  // runs asked of the bootstrap thread
+  std::atomic<bool> boot_started{false};
+  Status boot_start_status;
+  pid_t boot_tid = 0;
+  std::vector<graph::NodeId> boot_inline, boot_ready;
+
+  // Tracing (set_tracing): buffers reserved when it is switched on, so a traced run allocates
+  // nothing per op; spans beyond a buffer's capacity are dropped and counted, never grown.
+  bool tracing = false;
+  uint64_t run_start_ns = 0, run_end_ns = 0;
+  std::vector<OpSpan> boot_spans;          // bootstrap ops (client or bootstrap thread)
+  std::vector<SchedulerSpan> sched_spans;  // the role's steps and hand-offs (under sched_lock)
+  std::vector<SchedulerSpan> client_idle;  // the dedicated client scheduler's waits
+  void record_sched(std::vector<SchedulerSpan>& v, SchedulerSpan::Kind kind, int32_t executor,
+                    uint64_t t0) {
+    if (v.size() < v.capacity()) v.push_back({kind, executor, t0, trace_now_ns()});
+  }
 
   // Per-run state.
   SlotTables slots;
@@ -196,6 +220,8 @@ struct ParallelRuntime::Impl {
   std::atomic<int> started{0};
 
   void executor_main(Executor& e);
+  void bootstrap_main();
+  size_t run_bootstrap_op(graph::NodeId s);
   void executor_loop(Executor& e, bool client);
   void command_loop(Executor& e);
   void init_team(Executor& e);
@@ -250,7 +276,16 @@ void ParallelRuntime::Impl::run_one(Executor* e, graph::NodeId n,
     inline_ops.pop_back();
     if (counts) counts[m].fetch_add(1, std::memory_order_relaxed);
     if (!aborted.load(std::memory_order_relaxed)) {
-      run_node(p, m, slots, threads, scratch, p.scratch_bytes(), &failure);
+      if (tracing) [[unlikely]] {
+        const uint64_t t0 = trace_now_ns();
+        run_node(p, m, slots, threads, scratch, p.scratch_bytes(), &failure);
+        std::vector<OpSpan>& v = e ? e->spans : boot_spans;
+        if (v.size() < v.capacity())
+          v.push_back({m, e ? static_cast<int32_t>(e->id) : kBootstrapExecutor,
+                       p.small(m) ? 1 : threads, t0, trace_now_ns()});
+      } else {
+        run_node(p, m, slots, threads, scratch, p.scratch_bytes(), &failure);
+      }
       if (failure.failed()) {
         fail(m, failure.message());
         failure.clear();
@@ -268,7 +303,7 @@ void ParallelRuntime::Impl::run_one(Executor* e, graph::NodeId n,
       else if (e)
         e->heap.push(s);
       else
-        heap.push(s);  // bootstrap: the client holds the scheduler role
+        boot_ready.push_back(s);  // bootstrap: handed to the scheduler role afterwards
     }
     ++ran;
   }
@@ -369,6 +404,7 @@ void ParallelRuntime::Impl::run_local(Executor& e) {
 // the heap (the best 1/n of it) straight into its own heap as one assignment: fewer steps per op
 // on wide graphs. Returns whether anything happened.
 bool ParallelRuntime::Impl::step(Executor* self) {
+  const uint64_t step_t0 = tracing ? trace_now_ns() : 0;
   bool progress = false;
   for (auto& ep : ex) {
     Executor& e = *ep;
@@ -393,10 +429,12 @@ bool ParallelRuntime::Impl::step(Executor* self) {
   }
   while (!heap.empty() && idle.any()) {
     const size_t i = idle.first();
+    const uint64_t t0 = tracing ? trace_now_ns() : 0;
     const graph::NodeId n = heap.pop();
     GRAPHI_CHECK(ex[i]->inbox.try_push(n), "executor inbox full although it was marked idle");
     if (++inflight[i] == inbox_capacity) idle.clear(i);
     ex[i]->parker.wake();
+    if (tracing) record_sched(sched_spans, SchedulerSpan::kHandOff, static_cast<int32_t>(i), t0);
     progress = true;
   }
   const uint64_t w = idle.word(0);
@@ -404,6 +442,7 @@ bool ParallelRuntime::Impl::step(Executor* self) {
     idle_word = w;
     idle_hint.store(w, std::memory_order_relaxed);
   }
+  if (tracing && progress) record_sched(sched_spans, SchedulerSpan::kStep, -1, step_t0);
   return progress;
 }
 
@@ -470,6 +509,71 @@ void ParallelRuntime::Impl::init_team(Executor& e) {
   } else {
 #pragma omp parallel num_threads(k)
     member(omp_get_thread_num());
+  }
+}
+
+// Runs bootstrap op s and the small ops it makes ready (inline); the other ops it makes ready
+// are left in boot_ready. Returns how many ops ran.
+size_t ParallelRuntime::Impl::run_bootstrap_op(graph::NodeId s) {
+  size_t ran = 0;
+  run_one(nullptr, s, boot_inline, client_scratch.get(), 1, client_failure, ran);
+  return ran;
+}
+
+// The bootstrap executor's thread: one thread (no OpenMP team), pinned to the reserved
+// bootstrap core. Per run: the bootstrap ops, then the ops they made ready go to the scheduler
+// role (its heap and a step, as an idle executor's report would; the shared queue for
+// shared-queue), then its ops count towards `remaining`. Idle between runs: spin for the budget,
+// then sleep.
+void ParallelRuntime::Impl::bootstrap_main() {
+  pthread_setname_np(pthread_self(), "graphi-boot");
+  boot_tid = static_cast<pid_t>(::gettid());
+  if (opt.pin && opt.placement && opt.placement->bootstrap && opt.binder) {
+    const int pu = opt.placement->bootstrap->pu;
+    Status st = opt.binder->bind_current_thread(std::span<const int>(&pu, 1));
+    if (!st.is_ok())
+      boot_start_status = st.with_context("bootstrap executor (PU " + std::to_string(pu) + ")");
+  }
+  omp_set_num_threads(1);  // kernels that open their own region: a team of 1
+  boot_started.store(true, std::memory_order_release);
+  boot_started.notify_all();
+  if (!boot_start_status.is_ok()) return;
+  uint64_t seen = 0;
+  try {
+    while (true) {
+      boot_parker.wait(
+          [&] {
+            return boot_request.load(std::memory_order_acquire) != seen ||
+                   stopping.load(std::memory_order_acquire);
+          },
+          opt.spin_budget);
+      if (stopping.load(std::memory_order_acquire)) return;
+      seen = boot_request.load(std::memory_order_acquire);
+      size_t ran = 0;
+      boot_ready.clear();
+      for (const graph::NodeId s : start_ops)
+        if (plan->small(s)) ran += run_bootstrap_op(s);
+      if (shared) {
+        sq_push(boot_ready);
+      } else if (!boot_ready.empty()) {
+        // Take the role like try_schedule, but wait for it: these ops must reach the heap.
+        while (sched_lock.exchange(true, std::memory_order_seq_cst)) cpu_relax();
+        const uint64_t posts = posted.load(std::memory_order_seq_cst);
+        for (const graph::NodeId r : boot_ready) heap.push(r);
+        step(nullptr);  // hands them to idle executors; busy ones claim the rest when idle
+        sched_lock.store(false, std::memory_order_seq_cst);
+        if (posted.load(std::memory_order_seq_cst) != posts)
+          try_schedule(nullptr);  // see try_schedule
+      }
+      finish(ran);
+    }
+  } catch (...) {
+    broken.store(true, std::memory_order_seq_cst);
+    set_error(
+        Status::internal("the bootstrap executor stopped with an exception (the Session cannot run "
+                         "any more; destroy it)"));
+    done.store(true, std::memory_order_release);
+    done_parker.wake();
   }
 }
 
@@ -643,17 +747,21 @@ Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& pla
   im.client_drives = !im.dedicated && !im.shared && o.threads == 1 && o.local_continuation;
   const size_t n = plan.num_nodes();
 
+  if (!o.levels.empty() && o.levels.size() != n)
+    return Status::invalid_argument("parallel runtime: " + std::to_string(o.levels.size()) +
+                                    " levels for " + std::to_string(n) + " nodes");
+  std::span<const double> levels =
+      o.levels.empty() ? plan.levels() : std::span<const double>(o.levels);
   im.keys.resize(n);
   for (size_t i = 0; i < n; ++i)
-    im.keys[i] = o.policy == Policy::kCriticalPath ? plan.level(static_cast<graph::NodeId>(i))
-                                                   : -static_cast<double>(i);
+    im.keys[i] = o.policy == Policy::kCriticalPath ? levels[i] : -static_cast<double>(i);
   im.pending.reset(new uint32_t[n == 0 ? 1 : n]);
   for (size_t i = 0; i < n; ++i)
     if (plan.initial_pending()[i] == 0) im.start_ops.push_back(static_cast<graph::NodeId>(i));
   if (o.count_executions) im.counts.reset(new std::atomic<uint32_t>[n == 0 ? 1 : n]);
   im.sq.reserve(n);
   if (o.policy == Policy::kCriticalPath)
-    im.heap.reset(im.keys, unlocked_work(plan));
+    im.heap.reset(im.keys, unlocked_work(plan, levels));
   else
     im.heap.reset(im.keys);
 
@@ -683,6 +791,12 @@ Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& pla
   }
   im.idle.reset(im.ex.size());
   im.inflight.assign(im.ex.size(), 0);
+  bool boot_ops = false;
+  for (const graph::NodeId s : im.start_ops) boot_ops |= plan.small(s);
+  const bool boot_core = o.pin && o.placement && o.placement->bootstrap.has_value();
+  im.boot_thread_on = boot_ops && o.bootstrap_executor.value_or(boot_core);
+  im.boot_inline.reserve(n);
+  im.boot_ready.reserve(n);
 
   for (auto& e : im.ex) {
     Executor* ep = e.get();
@@ -695,12 +809,23 @@ Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& pla
       im.started.fetch_add(1, std::memory_order_release);
     }
   }
+  if (im.boot_thread_on) {
+    try {
+      im.boot_thread = std::thread([&im] { im.bootstrap_main(); });
+    } catch (const std::system_error& x) {
+      im.boot_start_status =
+          Status::internal(std::string("cannot start the bootstrap executor thread: ") + x.what());
+      im.boot_started.store(true, std::memory_order_release);
+    }
+  }
   // Wait until every team is up and pinned.
   for (int s = im.started.load(std::memory_order_acquire); s < o.executors;
        s = im.started.load(std::memory_order_acquire))
     im.started.wait(s, std::memory_order_acquire);
+  if (im.boot_thread_on) im.boot_started.wait(false, std::memory_order_acquire);
   for (auto& e : im.ex)
     if (!e->start_status.is_ok()) return e->start_status;  // the destructor joins the threads
+  if (!im.boot_start_status.is_ok()) return im.boot_start_status;
   return rt;
 }
 
@@ -716,6 +841,8 @@ ParallelRuntime::~ParallelRuntime() {
   }
   for (auto& e : im.ex)
     if (e->thread.joinable()) e->thread.join();
+  im.boot_parker.wake();
+  if (im.boot_thread.joinable()) im.boot_thread.join();
 }
 
 void ParallelRuntime::cancel() {
@@ -746,6 +873,7 @@ Status ParallelRuntime::run(SlotTables slots) {
     return im.error;
   }
   if (n == 0) return Status::ok();
+  if (im.tracing) im.run_start_ns = trace_now_ns();
 
   im.slots = slots;
   std::span<const uint32_t> init = p.initial_pending();
@@ -774,6 +902,12 @@ Status ParallelRuntime::run(SlotTables slots) {
   im.sq_head = 0;
   im.sq_size.store(0, std::memory_order_relaxed);
   im.client_failure.clear();
+  if (im.tracing) {  // capacities stay (set_tracing reserved them)
+    for (auto& e : im.ex) e->spans.clear();
+    im.boot_spans.clear();
+    im.sched_spans.clear();
+    im.client_idle.clear();
+  }
   std::atomic_thread_fence(std::memory_order_release);  // the ring pushes below publish all this
 
   // With a core of its own the client thread moves there for the whole run: it runs the
@@ -787,15 +921,25 @@ Status ParallelRuntime::run(SlotTables slots) {
   // Bootstrap: small ops ready at the start (constants, shape bookkeeping) and the small ops
   // they make ready run here, on the client thread: the light-weight single-thread executor.
   // The ops they make ready join the other start ops in the scheduler's heap.
-  size_t boot_ran = 0;
-  std::vector<graph::NodeId> inline_ops;
-  for (const graph::NodeId s : im.start_ops) {
-    if (p.small(s))
-      im.run_one(nullptr, s, inline_ops, im.client_scratch.get(), 1, im.client_failure, boot_ran);
-    else
-      im.heap.push(s);
+  // With a bootstrap thread (a spare core) they run there instead, while the client dispatches.
+  if (im.boot_thread_on) {
+    im.boot_request.fetch_add(1, std::memory_order_release);  // publishes the reset above
+    im.boot_parker.wake();
+    for (const graph::NodeId s : im.start_ops)
+      if (!p.small(s)) im.heap.push(s);
+  } else {
+    size_t boot_ran = 0;
+    for (const graph::NodeId s : im.start_ops) {
+      if (p.small(s)) {
+        im.boot_ready.clear();
+        boot_ran += im.run_bootstrap_op(s);
+        for (const graph::NodeId r : im.boot_ready) im.heap.push(r);
+      } else {
+        im.heap.push(s);
+      }
+    }
+    im.finish(boot_ran);
   }
-  im.finish(boot_ran);
 
   uint64_t seen = 0;  // `posted` before the seeding step: later posts need a step
   if (im.done.load(std::memory_order_acquire)) {
@@ -829,12 +973,14 @@ Status ParallelRuntime::run(SlotTables slots) {
       // core spinning for a whole run slowed the executor on its SMT sibling by 6-9%). An
       // executor that goes idle does not wait for it: it takes the role lock and steps itself.
       while (!im.done.load(std::memory_order_acquire)) {
+        const uint64_t t0 = im.tracing ? trace_now_ns() : 0;
         im.done_parker.wait(
             [&] {
               return im.posted.load(std::memory_order_seq_cst) != seen ||
                      im.done.load(std::memory_order_acquire);
             },
             im.opt.spin_budget);
+        if (im.tracing) im.record_sched(im.client_idle, SchedulerSpan::kIdle, -1, t0);
         seen = im.posted.load(std::memory_order_seq_cst);
         im.try_schedule(nullptr);
       }
@@ -845,6 +991,7 @@ Status ParallelRuntime::run(SlotTables slots) {
       im.done_parker.wait([&] { return im.done.load(std::memory_order_acquire); }, budget);
     }
   }
+  if (im.tracing) im.run_end_ns = trace_now_ns();
   if (im.aborted.load(std::memory_order_seq_cst)) {
     std::lock_guard<std::mutex> lock(im.error_mu);
     return im.error;
@@ -852,8 +999,50 @@ Status ParallelRuntime::run(SlotTables slots) {
   return Status::ok();
 }
 
+void ParallelRuntime::set_tracing(bool on) {
+  Impl& im = *impl_;
+  // Under the role lock: an idle executor may still run a late step of the previous run.
+  while (im.sched_lock.exchange(true, std::memory_order_seq_cst)) cpu_relax();
+  im.tracing = on;
+  im.run_end_ns = 0;  // no trace until the next run
+  if (on) {
+    const size_t n = im.plan->num_nodes();
+    for (auto& e : im.ex) e->spans.reserve(n);
+    im.boot_spans.reserve(n);
+    im.sched_spans.reserve(4 * n + 64);  // a step and a hand-off per op at most, plus posts
+    im.client_idle.reserve(2 * n + 64);
+  }
+  im.sched_lock.store(false, std::memory_order_seq_cst);
+}
+
+void ParallelRuntime::last_trace(RunTrace& out) const {
+  Impl& im = *impl_;
+  out = RunTrace{};
+  if (!im.tracing || im.run_end_ns == 0) return;
+  out.run_start_ns = im.run_start_ns;
+  out.run_end_ns = im.run_end_ns;
+  out.executors = im.opt.executors;
+  out.threads = im.opt.threads;
+  out.scheduler = policy_name(im.opt.policy);
+  out.ops.insert(out.ops.end(), im.boot_spans.begin(), im.boot_spans.end());
+  for (auto& e : im.ex) out.ops.insert(out.ops.end(), e->spans.begin(), e->spans.end());
+  std::sort(out.ops.begin(), out.ops.end(),
+            [](const OpSpan& a, const OpSpan& b) { return a.start_ns < b.start_ns; });
+  while (im.sched_lock.exchange(true, std::memory_order_seq_cst)) cpu_relax();
+  // Steps that an idle executor ran after the run ended belong to no run.
+  for (const SchedulerSpan& sp : im.sched_spans)
+    if (sp.start_ns <= im.run_end_ns) out.scheduler_spans.push_back(sp);
+  im.sched_lock.store(false, std::memory_order_seq_cst);
+  out.scheduler_spans.insert(out.scheduler_spans.end(), im.client_idle.begin(),
+                             im.client_idle.end());
+  std::sort(out.scheduler_spans.begin(), out.scheduler_spans.end(),
+            [](const SchedulerSpan& a, const SchedulerSpan& b) { return a.start_ns < b.start_ns; });
+}
+
 const RuntimeOptions& ParallelRuntime::options() const { return impl_->opt; }
 bool ParallelRuntime::dedicated_scheduler() const { return impl_->dedicated; }
+bool ParallelRuntime::bootstrap_thread() const { return impl_->boot_thread_on; }
+pid_t ParallelRuntime::bootstrap_thread_id() const { return impl_->boot_tid; }
 
 std::vector<uint32_t> ParallelRuntime::execution_counts() const {
   std::vector<uint32_t> out;

@@ -1,6 +1,8 @@
 // Sequential reference executor and Session (see session.h). Nodes run one at a time in the
-// Plan's topological order on the calling thread's OpenMP team; this is the correctness oracle
-// for every parallel executor.
+// Plan's topological order on the calling thread's OpenMP team (with GRAPHI_SHARED_TEAMS=1 and
+// teams of k > 1: on the process-wide leader thread for k, engine/team_leader.h, so that N such
+// Sessions hold one OpenMP pool, not N); this is the correctness oracle for every parallel
+// executor.
 //
 // Concurrency: one Session owns one set of per-run buffers (arena, scratch, pointer tables), so
 // run() holds a mutex for the whole run; concurrent callers wait their turn. For parallel
@@ -15,6 +17,7 @@
 
 #include <omp.h>
 
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +29,7 @@
 #include "engine/omp_oversubscription.h"
 #include "engine/parallel_runtime.h"
 #include "engine/plan.h"
+#include "engine/team_leader.h"
 #include "engine/topology.h"
 
 namespace graphi::engine {
@@ -61,9 +65,13 @@ struct Session::Impl {
   std::unique_ptr<HwlocBinder> binder;
   std::unique_ptr<ParallelRuntime> runtime;
   std::optional<OmpThreadClaim> omp_claim;  // this Session's share of the process's OpenMP threads
+  // Sequential with threads > 1: the process-wide leader that runs this Session's runs on its
+  // team (engine/team_leader.h), shared with every other such Session of the same team size.
+  std::shared_ptr<TeamLeader> leader;
   Status start_runtime();
   std::atomic<bool> closing{false};  // the destructor has begun: cancel the sequential run
   ops::KernelFailure failure;        // run-time op failures of the sequential executor
+  RunTrace trace;                    // the last run's, when options.trace
 
   std::shared_ptr<const Plan> plan_ptr;  // read-only; may be shared with other Sessions
   const Plan& plan() const { return *plan_ptr; }
@@ -135,6 +143,27 @@ std::vector<uint32_t> Session::execution_counts() const {
   return impl_->runtime ? impl_->runtime->execution_counts() : std::vector<uint32_t>{};
 }
 
+RunTrace Session::last_trace() const {
+  const Impl& im = *impl_;
+  if (!im.options.trace) return {};
+  if (!im.runtime) return im.trace.run_end_ns ? im.trace : RunTrace{};
+  RunTrace t;
+  im.runtime->last_trace(t);
+  return t;
+}
+
+void Session::set_tracing(bool on) {
+  Impl& im = *impl_;
+  std::lock_guard<std::mutex> lock(im.run_mutex);  // between runs
+  im.options.trace = on;
+  im.trace.ops.clear();
+  im.trace.run_start_ns = im.trace.run_end_ns = 0;
+  if (im.runtime)
+    im.runtime->set_tracing(on);
+  else if (on)
+    im.trace.ops.reserve(im.plan().num_nodes());
+}
+
 std::string Session::config_summary() const {
   const Impl& im = *impl_;
   const std::string policy = policy_name(im.policy);
@@ -172,6 +201,11 @@ static Status check_options(const SessionOptions& o) {
   if (o.ring_capacity < 1 || o.ring_capacity > (1 << 20))
     return Status::invalid_argument("session options: ring_capacity must be in [1, 2^20], got " +
                                     std::to_string(o.ring_capacity));
+  for (size_t i = 0; i < o.node_costs.size(); ++i)
+    if (!(o.node_costs[i] >= 0) || !std::isfinite(o.node_costs[i]))
+      return Status::invalid_argument("session options: node_costs[" + std::to_string(i) +
+                                      "] must be a finite cost >= 0 (microseconds), got " +
+                                      std::to_string(o.node_costs[i]));
   // The sequential executor runs on the caller's thread and leaves its placement to the caller,
   // so `pin` only matters for the parallel policies.
   return Status::ok();
@@ -182,6 +216,9 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const graph::Gr
   if (!graph) return Status::invalid_argument("Session::create: no graph");
   GRAPHI_RETURN_IF_ERROR(check_options(options));
   GRAPHI_ASSIGN_OR_RETURN(Plan plan, compile(std::move(graph), options.threads));
+  // The Plan is this Session's own: it carries the measured levels too (plan().levels()).
+  if (!options.node_costs.empty() && options.node_costs.size() == plan.num_nodes())
+    plan.set_levels(compute_levels(plan, options.node_costs));
   return create(std::make_shared<const Plan>(std::move(plan)), options);
 }
 
@@ -194,6 +231,11 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Plan> pla
         "session options: threads = " + std::to_string(options.threads) +
         ", but the plan's kernels were compiled for teams of " +
         std::to_string(plan_ptr->team_size()));
+  if (!options.node_costs.empty() && options.node_costs.size() != plan_ptr->num_nodes())
+    return Status::invalid_argument(
+        "session options: node_costs has " + std::to_string(options.node_costs.size()) +
+        " entries, but " + plan_ptr->graph().source() + " compiles to " +
+        std::to_string(plan_ptr->num_nodes()) + " nodes (one cost per Plan node)");
   std::unique_ptr<Session> s(new Session());
   Impl& im = *s->impl_;
   im.options = options;
@@ -275,24 +317,44 @@ Status Session::Impl::execute(int threads) {
   const SlotTables slots{in_ptrs.data(), out_ptrs.data()};
   const graph::Graph& g = plan().graph();
   failure.clear();
+  const bool tracing = options.trace;
+  if (tracing) {
+    trace.ops.clear();  // reserved by set_tracing / create: no allocation per op
+    trace.run_end_ns = 0;
+    trace.run_start_ns = trace_now_ns();
+  }
   for (NodeId n : plan().order()) {
     if (closing.load(std::memory_order_relaxed))
       return Status::invalid_argument(g.source() +
                                       ": run cancelled: the Session is being destroyed");
-    run_node(plan(), n, slots, threads, scratch.get(), plan().scratch_bytes(), &failure);
+    if (tracing) [[unlikely]] {
+      const uint64_t t0 = trace_now_ns();
+      run_node(plan(), n, slots, threads, scratch.get(), plan().scratch_bytes(), &failure);
+      trace.ops.push_back({n, 0, plan().small(n) ? 1 : threads, t0, trace_now_ns()});
+    } else {
+      run_node(plan(), n, slots, threads, scratch.get(), plan().scratch_bytes(), &failure);
+    }
     if (failure.failed()) {
       Status st = node_failure(plan(), n, failure.message());
       failure.clear();
       return st;
     }
   }
+  if (tracing) trace.run_end_ns = trace_now_ns();
   return Status::ok();
 }
 
 Status Session::Impl::start_runtime() {
   policy = *parse_policy(options.scheduler);
   if (policy == Policy::kSequential) {
-    omp_claim.emplace(1, options.threads, false);
+    if (options.threads > 1 && TeamLeader::enabled())
+      leader = TeamLeader::acquire(options.threads);  // holds the OpenMP claim for all of them
+    else
+      omp_claim.emplace(1, options.threads, false);
+    trace.executors = 1;
+    trace.threads = options.threads;
+    trace.scheduler = policy_name(policy);
+    if (options.trace) trace.ops.reserve(plan().num_nodes());
     return Status::ok();
   }
   const Plan& p = plan();
@@ -305,6 +367,9 @@ Status Session::Impl::start_runtime() {
   ro.local_continuation = options.local_continuation;
   ro.count_executions = options.count_executions;
   ro.dedicated_scheduler = options.dedicated_scheduler;
+  ro.bootstrap_executor = options.bootstrap_executor;
+  // A shared Plan keeps its own levels; measured costs reach the scheduler through these.
+  if (!options.node_costs.empty()) ro.levels = compute_levels(p, options.node_costs);
   if (options.pin) {
     static std::once_flag warned;
     if (auto w = omp_affinity_env_warning())
@@ -327,6 +392,7 @@ Status Session::Impl::start_runtime() {
     return Status::invalid_argument("session options: cpuset needs pin = true");
   }
   GRAPHI_ASSIGN_OR_RETURN(runtime, ParallelRuntime::create(p, ro));
+  if (options.trace) runtime->set_tracing(true);
   // Executor threads are new OpenMP masters; a dedicated scheduler spins on a core of its own.
   omp_claim.emplace(options.executors, options.threads, runtime->dedicated_scheduler());
   return Status::ok();
@@ -361,7 +427,11 @@ Result<NamedTensors> Session::run(const NamedTensors& inputs) {
       return st;
     }
   } else {
-    Status st = im.execute(im.options.threads);
+    Status st;
+    if (im.leader)
+      im.leader->run([&] { st = im.execute(im.options.threads); });
+    else
+      st = im.execute(im.options.threads);
     if (!st.is_ok()) {
       for (const Impl::InputSlot& s : im.input_slots) im.in_ptrs[s.slot] = nullptr;
       return st;

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/trace.h"
 #include "graph/graph.h"
 
 namespace graphi::engine {
@@ -33,6 +34,13 @@ struct SessionOptions {
   std::optional<bool> dedicated_scheduler;
   bool local_continuation = true;  // an op that makes exactly one op ready hands it to itself
   bool count_executions = false;   // per-op execution counters (tests: exactly once)
+  // Bootstrap ops on a thread of their own (RuntimeOptions::bootstrap_executor): nullopt = when
+  // the placement reserves a bootstrap core (n*k + 2 usable cores); parallel policies only.
+  std::optional<bool> bootstrap_executor;
+  bool trace = false;  // record a RunTrace per run (off: one predictable branch per op)
+  // Optional, one per Plan node (microseconds, e.g. measured by the profiler): the levels the
+  // cpf scheduler orders ready ops by come from these instead of the ops' cost hints.
+  std::vector<double> node_costs;
 };
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
@@ -81,6 +89,9 @@ class Session {
   std::vector<uint32_t> execution_counts() const;
   // The parallel runtime, or nullptr for the sequential executor (tests, profiler).
   ParallelRuntime* runtime() const;
+  // The last run's trace (empty RunTrace when options.trace is false or before the first run).
+  RunTrace last_trace() const;
+  void set_tracing(bool on);  // toggle between runs (not during one)
 
  private:
   Session();

@@ -4,12 +4,15 @@
 #include "graphi/graphi.hpp"
 
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <new>
 
 #include "engine/model_loader.h"
 #include "engine/session.h"
+#include "profiler/chrome_trace.h"
+#include "profiler/plan_choice.h"
 
 namespace graphi {
 namespace {
@@ -104,6 +107,7 @@ struct Session::Impl {
   SessionOptions options;
   std::vector<TensorInfo> inputs, outputs;
   std::string passes;
+  std::string plan;  // plan_summary()
   // run() calls inside this Session, counted from their first statement: a caller still copying
   // its inputs has not reached engine::Session::run (which counts its own callers) yet, so the
   // destructor cancels the engine's runs, then waits here for every caller to leave before the
@@ -147,13 +151,25 @@ Expected<Session> Session::open(const std::string& path, const SessionOptions& o
       g = o->graph;
     }
 
-    engine::SessionOptions eo;
-    eo.executors = options.executors;
-    eo.threads = options.threads;
-    eo.scheduler = options.scheduler;
+    // The split: the caller's, else the plan's (profiler/plan_choice.h).
+    if (options.executors < 0 || options.threads < 0)
+      return ApiError{
+          StatusCode::kInvalidArgument,
+          "options: executors and threads must be >= 1, or 0 for the plan's split; got " +
+              std::to_string(options.executors) + " x " + std::to_string(options.threads)};
+    profiler::PlanRequest req;
+    req.plan = options.plan.empty() ? "auto" : options.plan;
+    if (options.executors > 0) req.executors = options.executors;
+    if (options.threads > 0) req.threads = options.threads;
+    req.scheduler = options.scheduler;
+    req.cpuset = options.cpuset;
+    req.pin = options.pin;
+    Result<profiler::PlanChoice> chosen = profiler::choose_plan(*g, req);
+    if (!chosen) return to_error(chosen.status().with_context(path));
+    impl->plan = chosen->message;
+    if (!impl->plan.empty()) std::fprintf(stderr, "%s\n", impl->plan.c_str());
+    engine::SessionOptions eo = chosen->options;
     eo.ring_capacity = options.ring_capacity;
-    eo.pin = options.pin;
-    eo.cpuset = options.cpuset;
     Result<std::unique_ptr<engine::Session>> s = engine::Session::create(g, eo);
     if (!s) return to_error(s.status().with_context(path));
     impl->session = std::move(s).value();
@@ -214,6 +230,25 @@ std::string Session::config_summary() const {
   return impl_ ? impl_->session->config_summary() : std::string();
 }
 const std::string& Session::passes_summary() const { return impl_ ? impl_->passes : kNoString; }
+const std::string& Session::plan_summary() const { return impl_ ? impl_->plan : kNoString; }
 const SessionOptions& Session::options() const { return impl_ ? impl_->options : kNoOptions; }
+
+void Session::set_tracing(bool on) {
+  if (impl_) impl_->session->set_tracing(on);
+}
+
+Expected<size_t> Session::write_trace(const std::string& path) const {
+  if (!impl_)
+    return ApiError{StatusCode::kInvalidArgument, "write_trace: the Session was moved from"};
+  return guarded("write_trace", [&]() -> Expected<size_t> {
+    const engine::RunTrace t = impl_->session->last_trace();
+    if (t.run_end_ns == 0)
+      return ApiError{StatusCode::kInvalidArgument,
+                      path + ": no traced run to write (call set_tracing(true), then run())"};
+    Status st = profiler::write_chrome_trace(path, impl_->session->plan(), t);
+    if (!st.is_ok()) return to_error(st);
+    return t.ops.size();
+  });
+}
 
 }  // namespace graphi

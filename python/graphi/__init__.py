@@ -30,7 +30,7 @@ import numpy as _np
 
 from . import _graphi
 
-__all__ = ["Session", "Error", "TensorInfo", "__version__"]
+__all__ = ["Session", "Error", "TensorInfo", "NodeArg", "__version__"]
 
 __version__ = _graphi.__version__  # the library's version (CMake project version)
 
@@ -38,6 +38,17 @@ Error = _graphi.Error
 
 TensorInfo = _collections.namedtuple("TensorInfo", ["name", "dtype", "shape"])
 TensorInfo.__doc__ = "Name, numpy dtype name ('float32', 'int32', 'int64') and shape of a tensor."
+
+NodeArg = _collections.namedtuple("NodeArg", ["name", "shape", "type"])
+NodeArg.__doc__ = ("What onnxruntime's get_inputs()/get_outputs() return: name, shape (list) "
+                   "and ONNX type string such as 'tensor(float)'.")
+
+_ONNX_TYPE = {"float32": "tensor(float)", "int32": "tensor(int32)", "int64": "tensor(int64)"}
+
+
+def _node_arg(info):
+    return NodeArg(info.name, list(info.shape), _ONNX_TYPE.get(info.dtype, "tensor(%s)" % info.dtype))
+
 
 _DTYPES = {"float32": _np.dtype(_np.float32), "int32": _np.dtype(_np.int32),
            "int64": _np.dtype(_np.int64)}
@@ -65,28 +76,74 @@ def _prepare(path, name, value, info):
 class Session:
     """A loaded, compiled model.
 
-    Session(path, executors=1, threads=1, scheduler="sequential", pin=True, optimize=True,
-            dims=None, ring_capacity=1, cpuset="")
+    Session(path, executors=None, threads=None, scheduler=None, pin=True, optimize=True,
+            dims=None, ring_capacity=1, cpuset="", plan="auto", tracing=False)
 
-    path: a .onnx or .graphi file. executors x threads: the engine's executor teams.
+    path: a .onnx or .graphi file. executors x threads: the engine's executor teams; None
+    (default) takes the plan's split, giving one of them sets the other to 1.
+    plan: "auto" (the plan `graphi profile` cached for this model and machine, else a quick
+    choice from the graph and the topology: all allowed cores), "none" (1x1 sequential) or a
+    plan file from `graphi profile --plan-out`. Session.plan says what was chosen.
     scheduler: "sequential" (reference executor on the calling thread), "cpf"
-    (critical-path first), "fifo" or "shared-queue". pin: pin each thread to its own core.
+    (critical-path first), "fifo" or "shared-queue"; None = cpf with several executors, else
+    sequential. pin: pin each thread to its own core.
     optimize: apply the default graph passes (RNN cell fusion, GEMM fusion, ...).
     dims: values of symbolic ONNX dims, e.g. {"batch": 8}. cpuset: restrict pinning ("0-3").
+    tracing: record every run op by op (see trace(); also a settable property).
     Raises graphi.Error naming the file when it cannot be loaded.
     """
 
-    def __init__(self, path, executors=1, threads=1, scheduler="sequential", pin=True,
-                 optimize=True, dims=None, ring_capacity=1, cpuset=""):
+    def __init__(self, path, executors=None, threads=None, scheduler=None, pin=True,
+                 optimize=True, dims=None, ring_capacity=1, cpuset="", plan="auto", tracing=False):
         path = _os.fspath(path)
-        self._s = _graphi.Session(path, int(executors), int(threads), str(scheduler),
+        for name, v in (("executors", executors), ("threads", threads)):
+            if v is not None and int(v) < 1:  # 0 means "the plan's" only below this API
+                err = Error("%s: session options: %s must be at least 1, got %d (None: the "
+                            "plan's split)" % (path, name, int(v)))
+                err.code = "invalid_argument"
+                raise err
+        self._s = _graphi.Session(path, 0 if executors is None else int(executors),
+                                  0 if threads is None else int(threads),
+                                  "" if scheduler is None else str(scheduler),
                                   bool(pin), bool(optimize),
                                   {str(k): int(v) for k, v in (dims or {}).items()},
-                                  int(ring_capacity), str(cpuset))
+                                  int(ring_capacity), str(cpuset), _os.fspath(plan))
         self.path = path
         self.inputs = [TensorInfo(n, d, s) for n, d, s in self._s.inputs()]
         self.outputs = [TensorInfo(n, d, s) for n, d, s in self._s.outputs()]
         self._input_info = {t.name: t for t in self.inputs}
+        self._tracing = False
+        self.tracing = tracing
+
+    @property
+    def tracing(self):
+        """Whether runs are recorded op by op (off by default: recording costs a little)."""
+        return self._tracing
+
+    @tracing.setter
+    def tracing(self, on):
+        self._s.set_tracing(bool(on))
+        self._tracing = bool(on)
+
+    def trace(self, path, inputs=None):
+        """Writes a run's timeline to `path` as Chrome Trace Event JSON (open it in
+        https://ui.perfetto.dev or chrome://tracing; scripts/plot_timeline.py draws it).
+        With `inputs` (as for run()) it runs the model once traced and writes that run;
+        without, it writes the last run made while `tracing` was on. Returns the number of
+        ops in the trace. Raises graphi.Error when there is no traced run or the file cannot
+        be written (naming it)."""
+        path = _os.fspath(path)
+        if inputs is not None:
+            was = self._tracing
+            if not was:
+                self.tracing = True
+            try:
+                self.run(inputs)
+                return self._s.write_trace(path)  # before switching off, which clears it
+            finally:
+                if not was:
+                    self.tracing = False
+        return self._s.write_trace(path)
 
     @property
     def config(self):
@@ -94,15 +151,37 @@ class Session:
         return self._s.config()
 
     @property
+    def plan(self):
+        """How the split was chosen ('graphi: plan from cache FILE: 2x1 cpf', ...); '' when
+        executors/threads were given or plan="none"."""
+        return self._s.plan()
+
+    @property
     def passes(self):
         """What the graph passes did ('' when optimize=False)."""
         return self._s.passes()
 
-    def run(self, inputs):
-        """Runs the model once. `inputs`: a dict {input name: array} or a list/tuple of arrays
-        in self.inputs order. Returns {output name: ndarray} in output order (the arrays own
-        their memory). Raises graphi.Error naming the input on a missing/unknown name or a
-        wrong dtype/shape."""
+    def get_inputs(self):
+        """onnxruntime.InferenceSession.get_inputs(): [NodeArg(name, shape, type)], shape a
+        list of ints (graphi's shapes are concrete: symbolic dims are fixed by `dims`), type
+        'tensor(float)', 'tensor(int32)' or 'tensor(int64)'."""
+        return [_node_arg(t) for t in self.inputs]
+
+    def get_outputs(self):
+        """onnxruntime.InferenceSession.get_outputs(), as get_inputs()."""
+        return [_node_arg(t) for t in self.outputs]
+
+    def run(self, inputs, input_feed=None):
+        """Runs the model once.
+
+        graphi's form, run(inputs): `inputs` is a dict {input name: array} or a list/tuple of
+        arrays in self.inputs order; returns {output name: ndarray} in output order.
+        onnxruntime's form, run(output_names, input_feed): `input_feed` is a dict {input name:
+        array}; returns a list of ndarrays in `output_names` order (None: every output).
+        The arrays own their memory. Raises graphi.Error naming the input on a missing/unknown
+        name or a wrong dtype/shape, and naming the output on an unknown output name."""
+        if input_feed is not None or inputs is None:
+            return self._run_ort(inputs, input_feed)
         if isinstance(inputs, dict):
             items = list(inputs.items())
         elif isinstance(inputs, (list, tuple)):
@@ -123,6 +202,24 @@ class Session:
             pairs.append((name, _prepare(self.path, name, value, self._input_info.get(name))))
         return dict(self._s.run(pairs))
 
+    def _run_ort(self, output_names, input_feed):
+        if not isinstance(input_feed, dict):
+            raise TypeError("Session.run(output_names, input_feed): input_feed must be a dict "
+                            "{name: array}, not %s" % type(input_feed).__name__)
+        if isinstance(output_names, str):
+            raise TypeError("Session.run(output_names, input_feed): output_names must be a list "
+                            "of names or None, not a str")
+        known = [t.name for t in self.outputs]
+        names = known if output_names is None else list(output_names)
+        for n in names:
+            if n not in known:
+                err = Error("%s: run: unknown output '%s'; the model's outputs are %s" % (
+                    self.path, n, ", ".join(known)))
+                err.code = "invalid_argument"
+                raise err
+        out = self.run(input_feed)
+        return [out[n] for n in names]
+
     def __call__(self, *args, **kwargs):
         """s(x, y) or s(x=..., y=...): run() returning the outputs as a tuple (or the only
         output itself)."""
@@ -137,4 +234,10 @@ class Session:
             self.path, self.inputs, self.outputs, self.config)
 
 
-from . import torch  # noqa: E402,F401  (graphi.torch; imports PyTorch only when used)
+def __getattr__(name):
+    """graphi.torch is imported on first use (it imports PyTorch and registers the torch.compile
+    backend "graphi"), so `import graphi` works without PyTorch and stays fast."""
+    if name == "torch":
+        import importlib
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError("module 'graphi' has no attribute %r" % name)

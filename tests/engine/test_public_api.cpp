@@ -5,6 +5,10 @@
 // Internal headers are used only to build the reference side.
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "engine/session.h"
@@ -45,7 +49,10 @@ graphi::Session open_ok(const std::string& path, const graphi::SessionOptions& o
 }
 
 std::vector<graphi::SessionOptions> configs() {
-  graphi::SessionOptions seq;
+  graphi::SessionOptions seq;  // explicitly the reference executor (the default is a plan)
+  seq.executors = 1;
+  seq.threads = 1;
+  seq.scheduler = "sequential";
   graphi::SessionOptions cpf;
   cpf.executors = 2;
   cpf.scheduler = "cpf";
@@ -397,8 +404,13 @@ TEST_CASE("c api: null pointers, wrong sizes and bad files give codes, not crash
   CHECK_THAT(graphi_last_error(), Contains("junk.onnx"));
   graphi_options o;
   graphi_options_init(&o);
-  o.scheduler = nullptr;
+  o.scheduler = "no-such-policy";
   CHECK(graphi_session_open((kOnnxDir + "mlp.onnx").c_str(), &o, &s) == GRAPHI_INVALID_ARGUMENT);
+  CHECK_THAT(graphi_last_error(), Contains("no-such-policy"));
+  graphi_options_init(&o);
+  o.executors = -1;
+  CHECK(graphi_session_open((kOnnxDir + "mlp.onnx").c_str(), &o, &s) == GRAPHI_INVALID_ARGUMENT);
+  CHECK_THAT(graphi_last_error(), Contains("executors"));
   graphi_options_init(&o);
   o.num_dims = 1;  // names/values NULL
   CHECK(graphi_session_open((kOnnxDir + "mlp.onnx").c_str(), &o, &s) == GRAPHI_INVALID_ARGUMENT);
@@ -445,5 +457,99 @@ TEST_CASE("c api: null pointers, wrong sizes and bad files give codes, not crash
   graphi_tensor ok_in{"x", GRAPHI_F32, 2, shape, x.data(), 256};
   REQUIRE(graphi_session_run(s, &ok_in, 1, &outs) == GRAPHI_OK);  // still usable
   graphi_outputs_free(outs);
+  graphi_session_free(s);
+}
+
+TEST_CASE("c api: the split comes from a plan unless the options give one", "[api]") {
+  const std::filesystem::path cache = graphi::test::scratch_dir("c_api_plan");
+  setenv("GRAPHI_CACHE_DIR", cache.c_str(), 1);  // no plan cached: the quick choice
+  const std::string mlp = kOnnxDir + "mlp.onnx";
+  graphi_options o;
+  graphi_options_init(&o);
+  CHECK(o.executors == 0);
+  CHECK(o.threads == 0);
+  CHECK(o.scheduler == nullptr);
+  graphi_session* s = nullptr;
+  REQUIRE(graphi_session_open(mlp.c_str(), &o, &s) == GRAPHI_OK);
+  CHECK_THAT(graphi_session_plan_summary(s), Contains("graphi: plan auto: "));
+  graphi_session_free(s);
+  // "none": the 1x1 sequential reference executor, as before plans existed.
+  REQUIRE(graphi_session_open_with_plan(mlp.c_str(), &o, "none", &s) == GRAPHI_OK);
+  CHECK_THAT(graphi_session_config_summary(s), Contains("sequential 1x1"));
+  CHECK(std::string(graphi_session_plan_summary(s)).empty());
+  graphi_session_free(s);
+  // Explicit split: no plan involved.
+  o.threads = 2;
+  REQUIRE(graphi_session_open(mlp.c_str(), &o, &s) == GRAPHI_OK);
+  CHECK_THAT(graphi_session_config_summary(s), Contains("1x2"));
+  CHECK(std::string(graphi_session_plan_summary(s)).empty());
+  graphi_session_free(s);
+  // A plan file that is not one: an error naming it.
+  const std::string junk = (cache / "junk.plan.json").string();
+  {
+    FILE* f = std::fopen(junk.c_str(), "wb");
+    std::fputs("{}", f);
+    std::fclose(f);
+  }
+  graphi_options_init(&o);
+  CHECK(graphi_session_open_with_plan(mlp.c_str(), &o, junk.c_str(), &s) ==
+        GRAPHI_INVALID_ARGUMENT);
+  CHECK(s == nullptr);
+  CHECK_THAT(graphi_last_error(), Contains("junk.plan.json"));
+  unsetenv("GRAPHI_CACHE_DIR");
+}
+
+TEST_CASE("public api: tracing writes a Chrome trace through the C++ and C APIs", "[api][trace]") {
+  const graphi::Tensor x = npy("mlp.in0.npy");
+  const std::filesystem::path dir = graphi::test::scratch_dir("api_trace");
+  auto count_ops = [](const std::string& path) {
+    std::ifstream f(path);
+    nlohmann::json doc = nlohmann::json::parse(f);
+    std::set<std::string> nodes;
+    size_t events = 0;
+    for (const auto& ev : doc["traceEvents"])
+      if (ev["ph"] == "X" && ev["cat"] == "op") {
+        ++events;
+        nodes.insert(ev["args"]["node"].get<std::string>());
+      }
+    CHECK(nodes.size() == events);  // each node once
+    return events;
+  };
+  for (const graphi::SessionOptions& o : configs()) {
+    INFO(o.scheduler);
+    graphi::Session s = open_ok(kOnnxDir + "mlp.onnx", o);
+    const std::string path = (dir / ("cpp_" + o.scheduler + ".json")).string();
+    auto none = s.write_trace(path);  // nothing traced yet
+    REQUIRE(!none.ok());
+    CHECK(none.error().code == graphi::StatusCode::kInvalidArgument);
+    s.set_tracing(true);
+    REQUIRE(s.run({view_of("x", x)}).ok());
+    auto n = s.write_trace(path);
+    INFO(n.error().message);
+    REQUIRE(n.ok());
+    CHECK(*n > 0);
+    CHECK(count_ops(path) == *n);
+    auto bad = s.write_trace((dir / "no/dir/t.json").string());
+    REQUIRE(!bad.ok());
+    CHECK(bad.error().code == graphi::StatusCode::kIoError);
+    CHECK_THAT(bad.error().message, Contains("no/dir/t.json"));
+  }
+
+  graphi_session* s = nullptr;
+  REQUIRE(graphi_session_open((kOnnxDir + "mlp.onnx").c_str(), nullptr, &s) == GRAPHI_OK);
+  const std::string path = (dir / "c.json").string();
+  CHECK(graphi_session_write_trace(s, path.c_str()) == GRAPHI_INVALID_ARGUMENT);
+  CHECK_THAT(graphi_last_error(), Contains("no traced run"));
+  REQUIRE(graphi_session_set_tracing(s, 1) == GRAPHI_OK);
+  const int64_t shape[] = {4, 16};
+  graphi_tensor in{"x", GRAPHI_F32, 2, shape, x.data(), x.bytes()};
+  graphi_outputs* outs = nullptr;
+  REQUIRE(graphi_session_run(s, &in, 1, &outs) == GRAPHI_OK);
+  graphi_outputs_free(outs);
+  REQUIRE(graphi_session_write_trace(s, path.c_str()) == GRAPHI_OK);
+  CHECK(count_ops(path) > 0);
+  CHECK(graphi_session_write_trace(s, nullptr) == GRAPHI_INVALID_ARGUMENT);
+  CHECK(graphi_session_write_trace(nullptr, path.c_str()) == GRAPHI_INVALID_ARGUMENT);
+  CHECK(graphi_session_set_tracing(nullptr, 1) == GRAPHI_INVALID_ARGUMENT);
   graphi_session_free(s);
 }

@@ -1,0 +1,77 @@
+// Calibration: runs the graph under candidate configurations and measures (seed 002 sections
+// 4.2 and 5.2). Per config: a Session, warm-up runs, then R timed runs and their median
+// makespan (wall clock around Session::run); a config whose first runs are already clearly
+// worse than the best so far is stopped early. Then the chosen config's per-op costs: traced
+// runs averaged into a cost table (profiler::cost_table_from_traces) and levels computed from it.
+#pragma once
+
+#include <cstdio>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/session.h"
+#include "engine/trace.h"
+#include "profiler/cost_model.h"
+#include "profiler/cost_table.h"
+
+namespace graphi::profiler {
+
+struct CalibrationOptions {
+  int runs = 10;   // timed runs per config
+  int warmup = 2;  // untimed runs first (threads awake, caches warm, RNN schedules chosen)
+  // Early stop: after `early_runs` runs, a config whose median exceeds early_ratio x the best
+  // median so far is abandoned.
+  int early_runs = 3;
+  double early_ratio = 1.5;
+  std::string cpuset;
+  bool pin = true;
+  bool quiet = false;  // no progress on stderr
+  FILE* progress = stderr;
+};
+
+struct ConfigResult {
+  Config config;
+  CostModel::Prediction predicted;
+  int model_rank = 0;  // 0 = the model's favourite
+  bool calibrated = false;
+  bool stopped_early = false;
+  std::vector<double> run_ms;  // timed runs
+  double median_ms = 0;
+  double seconds = 0;  // wall time spent on this config (session, warm-up, runs)
+  std::string error;   // a config that could not run (placement, ...)
+};
+
+struct Calibration {
+  std::vector<ConfigResult> results;  // in the model's ranking order
+  int best = -1;                      // index of the fastest calibrated config
+  double seconds = 0;
+};
+
+// Compiles (one Plan per team size, shared between configs) and calibrates results[i] for every
+// i < calibrate_count in `ranked` order. `inputs` feeds every run.
+Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g,
+                              const engine::NamedTensors& inputs,
+                              std::span<const RankedConfig> ranked, size_t calibrate_count,
+                              const CalibrationOptions& options);
+
+// Per-op durations of `config` averaged over `runs` traced runs, the levels they give, and the
+// traces themselves (for the report and the Chrome trace).
+struct OpCosts {
+  CostTable table;
+  std::vector<double> levels;
+  std::vector<engine::RunTrace> traces;
+  std::vector<double> run_ms;  // wall time of the traced runs
+  bool recorded = false;       // false: the engine recorded no spans (tracing unavailable)
+};
+// When the engine recorded no spans and `fallback_us` (one per node) is given, the table holds
+// it instead (e.g. the cost model's prediction for this config) and `recorded` stays false.
+Result<OpCosts> record_op_costs(std::shared_ptr<const graph::Graph> g,
+                                const engine::NamedTensors& inputs, const Config& config, int runs,
+                                const CalibrationOptions& options,
+                                std::span<const double> fallback_us = {});
+
+double median_of(std::vector<double> v);
+
+}  // namespace graphi::profiler

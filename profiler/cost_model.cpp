@@ -1,0 +1,270 @@
+// The cost model and the list-scheduling simulation behind it (see cost_model.h).
+#include "profiler/cost_model.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <queue>
+
+#include "ops/registry.h"
+
+namespace graphi::profiler {
+
+using graph::kNoId;
+
+Result<ModelGraph> model_graph(const graph::Graph& g) {
+  const ops::Registry& registry = ops::Registry::get();
+  ModelGraph m;
+  const size_t n = g.num_nodes();
+  m.op.reserve(n);
+  std::vector<std::vector<uint32_t>> succ(n);
+  for (graph::NodeId i = 0; i < n; ++i) {
+    const graph::Node& node = g.node(i);
+    const ops::OpDef* def = registry.find(node.op);
+    if (!def)
+      return Status::unsupported(g.source() + ": " + node.where() + ": unknown op type '" +
+                                 node.op + "'");
+    std::vector<const TensorDesc*> ins, outs;
+    for (graph::ValueId v : node.inputs) {
+      ins.push_back(v == kNoId ? nullptr : &g.value(v).desc);
+      if (v == kNoId) continue;
+      graph::NodeId p = g.value(v).producer;
+      if (p != kNoId && (succ[p].empty() || succ[p].back() != i)) succ[p].push_back(i);
+    }
+    for (graph::ValueId v : node.outputs) outs.push_back(&g.value(v).desc);
+    ops::CostHint c = registry.cost(node, ins, outs);
+    m.op.push_back(node.op);
+    m.flops.push_back(c.flops);
+    m.bytes.push_back(c.bytes);
+    m.small.push_back(def->small ? 1 : 0);
+  }
+  m.succ_offsets.push_back(0);
+  for (auto& s : succ) {
+    std::sort(s.begin(), s.end());
+    s.erase(std::unique(s.begin(), s.end()), s.end());
+    m.succ.insert(m.succ.end(), s.begin(), s.end());
+    m.succ_offsets.push_back(static_cast<uint32_t>(m.succ.size()));
+  }
+  return m;
+}
+
+ModelGraph model_graph(const engine::Plan& plan) {
+  ModelGraph m;
+  const graph::Graph& g = plan.graph();
+  for (engine::NodeId i = 0; i < plan.num_nodes(); ++i) {
+    m.op.push_back(g.node(i).op);
+    m.flops.push_back(plan.cost(i).flops);
+    m.bytes.push_back(plan.cost(i).bytes);
+    m.small.push_back(plan.small(i) ? 1 : 0);
+  }
+  m.succ_offsets.assign(plan.succ_offsets().begin(), plan.succ_offsets().end());
+  m.succ.assign(plan.succ_ids().begin(), plan.succ_ids().end());
+  return m;
+}
+
+GraphShape graph_shape(const ModelGraph& g) {
+  // Node ids are a topological order, so one forward pass gives every node's depth.
+  const size_t n = g.num_nodes();
+  std::vector<size_t> depth(n, 0);
+  GraphShape s;
+  for (size_t i = 0; i < n; ++i) {
+    if (!g.small[i]) {
+      if (s.width_per_depth.size() <= depth[i]) s.width_per_depth.resize(depth[i] + 1, 0);
+      ++s.width_per_depth[depth[i]];
+    }
+    const size_t next = depth[i] + (g.small[i] ? 0 : 1);  // small ops do not add depth
+    for (uint32_t k = g.succ_offsets[i]; k < g.succ_offsets[i + 1]; ++k)
+      depth[g.succ[k]] = std::max(depth[g.succ[k]], next);
+  }
+  for (size_t w : s.width_per_depth) s.max_width = std::max(s.max_width, w);
+  return s;
+}
+
+CostModel CostModel::analytical(const ModelGraph& g, const MachineConstants& m) {
+  CostModel c;
+  c.g_ = g;
+  c.m_ = m;
+  c.source_ = "cost hints (analytical)";
+  c.t1_.resize(g.num_nodes());
+  c.node_serial_.assign(g.num_nodes(), m.default_serial);
+  for (size_t i = 0; i < g.num_nodes(); ++i) {
+    c.t1_[i] = g.small[i] ? m.small_op_us
+                          : std::max(g.flops[i] / (m.peak_gflops * 1e3),
+                                     g.bytes[i] / (m.bandwidth_gbs * 1e3)) +
+                                m.op_overhead_us;
+  }
+  return c;
+}
+
+CostModel CostModel::fitted(const ModelGraph& g, std::span<const double> us_k1,
+                            std::span<const double> us_kmax, int kmax, const MachineConstants& m) {
+  CostModel c = analytical(g, m);
+  c.analytical_sync_ = false;  // the fit measures the team's cost, sync included
+  c.source_ = "measured at 1x1" + (kmax > 1 ? " and 1x" + std::to_string(kmax) : std::string());
+  std::map<std::string, std::pair<double, double>> per_class;  // class -> (sum k=1, sum k=kmax)
+  for (size_t i = 0; i < g.num_nodes() && i < us_k1.size(); ++i) {
+    c.t1_[i] = us_k1[i];
+    if (g.small[i] || kmax <= 1 || i >= us_kmax.size()) continue;
+    per_class[g.op[i]].first += us_k1[i];
+    per_class[g.op[i]].second += us_kmax[i];
+  }
+  std::map<std::string, double> serial;
+  for (const auto& [op, sums] : per_class) {
+    if (sums.first < 0.5) continue;  // nothing measurable: keep the default
+    const double inv = 1.0 / kmax;
+    const double s = (sums.second / sums.first - inv) / (1.0 - inv);
+    serial[op] = std::clamp(s, 0.0, 4.0);
+    c.serial_.emplace_back(op, serial[op]);
+  }
+  for (size_t i = 0; i < g.num_nodes(); ++i) {
+    auto it = serial.find(g.op[i]);
+    if (it != serial.end()) c.node_serial_[i] = it->second;
+  }
+  return c;
+}
+
+double CostModel::serial_fraction(const std::string& op) const {
+  for (const auto& [name, s] : serial_)
+    if (name == op) return s;
+  return m_.default_serial;
+}
+
+double CostModel::node_us(size_t i, int k) const {
+  if (g_.small[i] || k <= 1) return t1_[i];
+  const double s = node_serial_[i];
+  return t1_[i] * (s + (1.0 - s) / k) + (analytical_sync_ ? m_.team_sync_us : 0.0);
+}
+
+CostModel::Prediction CostModel::predict(const Config& c) const {
+  const size_t n = g_.num_nodes();
+  const int k = c.threads, execs = c.executors;
+  std::vector<double> t(n), level(n, 0.0);
+  Prediction p;
+  for (size_t i = 0; i < n; ++i) {
+    t[i] = node_us(i, k);
+    p.work_us += t[i];
+  }
+  for (size_t i = n; i-- > 0;) {
+    double best = 0;
+    for (uint32_t j = g_.succ_offsets[i]; j < g_.succ_offsets[i + 1]; ++j)
+      best = std::max(best, level[g_.succ[j]]);
+    level[i] = t[i] + best;
+    p.critical_path_us = std::max(p.critical_path_us, level[i]);
+  }
+  if (execs <= 1) {
+    p.makespan_us =
+        p.work_us + (c.scheduler == "sequential" ? 0.0 : m_.dispatch_us * static_cast<double>(n));
+    return p;
+  }
+
+  // List scheduling: ready ops by level (cpf), each assigned to an idle executor; the executor
+  // that made an op ready keeps it when idle (local continuation), else it is handed off.
+  const double handoff = c.scheduler_core ? m_.handoff_us : m_.handoff_no_core_us;
+  std::vector<uint32_t> pending(n, 0);
+  for (uint32_t j : g_.succ) ++pending[j];
+  struct Ready {
+    double level;
+    uint32_t node;
+    int maker;  // executor that made it ready, -1 at the start
+    double ready_t;
+    bool operator<(const Ready& o) const {
+      return level != o.level ? level < o.level : node > o.node;
+    }
+  };
+  struct Event {
+    double t;
+    int executor;
+    uint32_t node;
+    bool operator<(const Event& o) const { return t > o.t; }  // min-heap
+  };
+  std::priority_queue<Ready> ready;
+  std::priority_queue<Event> events;
+  std::vector<char> idle(static_cast<size_t>(execs), 1);
+  for (uint32_t i = 0; i < n; ++i)
+    if (pending[i] == 0) ready.push({level[i], i, -1, 0.0});
+  double now = 0;
+  while (true) {
+    while (!ready.empty()) {
+      int e = -1;
+      const Ready r = ready.top();
+      if (r.maker >= 0 && idle[static_cast<size_t>(r.maker)]) e = r.maker;
+      for (int x = 0; e < 0 && x < execs; ++x)
+        if (idle[static_cast<size_t>(x)]) e = x;
+      if (e < 0) break;
+      ready.pop();
+      const bool moved = r.maker >= 0 && e != r.maker;
+      p.handoffs += moved ? 1 : 0;
+      const double start = std::max(now, r.ready_t) + (moved ? handoff : 0.0) + m_.dispatch_us;
+      events.push({start + t[r.node], e, r.node});
+      idle[static_cast<size_t>(e)] = 0;
+    }
+    if (events.empty()) break;
+    const Event ev = events.top();
+    events.pop();
+    now = ev.t;
+    idle[static_cast<size_t>(ev.executor)] = 1;
+    p.makespan_us = std::max(p.makespan_us, ev.t);
+    for (uint32_t j = g_.succ_offsets[ev.node]; j < g_.succ_offsets[ev.node + 1]; ++j) {
+      const uint32_t s = g_.succ[j];
+      if (--pending[s] == 0) ready.push({level[s], s, ev.executor, ev.t});
+    }
+  }
+  return p;
+}
+
+std::vector<RankedConfig> rank_configs(const CostModel& model, std::span<const Config> configs) {
+  std::vector<RankedConfig> out;
+  for (const Config& c : configs) out.push_back({c, model.predict(c)});
+  std::stable_sort(out.begin(), out.end(), [](const RankedConfig& a, const RankedConfig& b) {
+    return a.predicted.makespan_us < b.predicted.makespan_us;
+  });
+  return out;
+}
+
+Config analytical_choice(const CostModel& model, std::span<const Config> configs, std::string* why,
+                         double margin) {
+  const GraphShape shape = graph_shape(model.graph());
+  std::vector<RankedConfig> ranked = rank_configs(model, configs);
+  const RankedConfig* single = nullptr;
+  const RankedConfig* widest_single = nullptr;
+  for (const RankedConfig& r : ranked) {
+    if (r.config.executors != 1) continue;
+    if (!single) single = &r;
+    if (!widest_single || r.config.threads > widest_single->config.threads) widest_single = &r;
+  }
+  auto ms = [](double us) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3g ms", us / 1e3);
+    return std::string(b);
+  };
+  if (ranked.empty() || !single) {
+    if (why) *why = "no configuration fits this machine: 1x1 sequential";
+    return Config{};
+  }
+  if (shape.max_width <= 1) {
+    if (why)
+      *why = "the graph is a chain (width 1): one executor with all " +
+             std::to_string(widest_single->config.threads) + " cores";
+    return widest_single->config;
+  }
+  const RankedConfig& best = ranked.front();
+  if (best.config.executors > 1 &&
+      best.predicted.makespan_us <= (1.0 - margin) * single->predicted.makespan_us) {
+    if (why)
+      *why = "graph width " + std::to_string(shape.max_width) + ": predicted " +
+             ms(best.predicted.makespan_us) + " against " + ms(single->predicted.makespan_us) +
+             " for " + single->config.name();
+    return best.config;
+  }
+  if (why) {
+    *why = "graph width " + std::to_string(shape.max_width) + ", but ";
+    *why += best.config.executors > 1
+                ? best.config.name() + " is predicted only " + ms(best.predicted.makespan_us) +
+                      " against " + ms(single->predicted.makespan_us) + " (less than " +
+                      std::to_string(static_cast<int>(margin * 100)) + "% gain)"
+                : "one executor is predicted fastest (" + ms(single->predicted.makespan_us) + ")";
+  }
+  return single->config;
+}
+
+}  // namespace graphi::profiler

@@ -1,0 +1,122 @@
+// CostModel: predicts the makespan of a graph under each executor x thread split, so that the
+// profiler calibrates only the most promising ones (GRNN, seed 001 section 7: a model that
+// ranks configurations, then light measurement of the top K) and `--plan auto` can choose a
+// split without measuring anything.
+//
+// The model, in three parts (docs/PROFILER.md states its assumptions):
+//  1. Per-op cost as a function of team size, Amdahl's law with a serial fraction per op
+//     class (op type):   t_i(k) = t_i(1) * (s_c + (1 - s_c) / k)   (+ team_sync_us if k > 1)
+//     s_c > 1 is allowed: ops that get slower on a team (too small to split). Small ops
+//     (OpDef::small) always run alone: t_i(k) = t_i(1).
+//     Analytical (no measurement): t_i(1) = max(flops / peak, bytes / bandwidth) + op_overhead
+//     from the ops' cost hints (a roofline with cache-resident operands: the weights of a
+//     served model stay in cache between runs), s_c = default_serial, plus a fork/join cost
+//     per team op.
+//     Fitted: t_i(1) measured under 1x1, s_c fitted per class from the class's total time at
+//     k = 1 and at k = K (1xK, the largest team), team sync folded into s_c.
+//  2. The graph: a list-scheduling simulation of the critical-path-first scheduler on n
+//     executors (ready ops by level, an executor that made an op ready keeps it when idle), so
+//     the graph's width per level and its critical path both bound the prediction.
+//  3. Overheads: a hand-off cost each time an op moves to another executor (higher when the
+//     scheduler role has no core of its own), a per-op dispatch cost of the parallel runtime,
+//     none for the sequential executor.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/plan.h"
+#include "graph/graph.h"
+#include "profiler/config_space.h"
+
+namespace graphi::profiler {
+
+// The DAG as the model sees it: node ids are the Graph's (= the Plan's) node ids.
+struct ModelGraph {
+  std::vector<std::string> op;  // op type per node
+  std::vector<double> flops, bytes;
+  std::vector<uint8_t> small;
+  std::vector<uint32_t> succ_offsets;  // CSR, size n + 1
+  std::vector<uint32_t> succ;
+  size_t num_nodes() const { return op.size(); }
+};
+
+// From a Graph through the op registry's cost hints (no kernels compiled: cheap); errors
+// (kUnsupported) name a node whose op type is unknown.
+Result<ModelGraph> model_graph(const graph::Graph& g);
+// From a compiled Plan (its cost hints, small flags and successor lists).
+ModelGraph model_graph(const engine::Plan& plan);
+
+// Width: the number of non-small ops per depth (depth = longest path in ops from a source).
+struct GraphShape {
+  std::vector<size_t> width_per_depth;
+  size_t max_width = 0;  // largest entry: 1 means a chain (no inter-op parallelism)
+};
+GraphShape graph_shape(const ModelGraph& g);
+
+struct MachineConstants {
+  double peak_gflops = 50;          // per core, for t(1) from cost hints (analytical model only)
+  double bandwidth_gbs = 100;       // per core from cache, likewise
+  double op_overhead_us = 0.3;      // per non-small op at k = 1 (kernel entry, small-size losses)
+  double small_op_us = 0.05;        // per small op
+  double default_serial = 0.05;     // serial fraction of an op on a team (analytical model)
+  double team_sync_us = 2.0;        // fork/join of a team of k > 1 per op (analytical model)
+  double dispatch_us = 0.3;         // per op in the parallel runtime (heap, rings), n > 1
+  double handoff_us = 1.0;          // an op run by another executor than the one that readied it
+  double handoff_no_core_us = 3.0;  // likewise when the scheduler role has no core of its own
+};
+
+class CostModel {
+ public:
+  // From cost hints only (`--plan auto` without a cached plan).
+  static CostModel analytical(const ModelGraph& g, const MachineConstants& m = {});
+  // From measured per-node times (us) at k = 1 and, when kmax > 1, at k = kmax (same nodes).
+  // A class whose ops took no measurable time at k = 1 keeps the analytical serial fraction.
+  static CostModel fitted(const ModelGraph& g, std::span<const double> us_k1,
+                          std::span<const double> us_kmax, int kmax,
+                          const MachineConstants& m = {});
+
+  // t_i(k), microseconds.
+  double node_us(size_t node, int k) const;
+  // Serial fraction of an op class ("MatMul"); default_serial for an unknown class.
+  double serial_fraction(const std::string& op) const;
+  const std::vector<std::pair<std::string, double>>& serial_fractions() const { return serial_; }
+  const std::string& source() const { return source_; }  // "cost hints" / "measured ..."
+  const MachineConstants& machine() const { return m_; }
+  const ModelGraph& graph() const { return g_; }
+
+  struct Prediction {
+    double makespan_us = 0;
+    double critical_path_us = 0;  // longest path at this team size (a lower bound)
+    double work_us = 0;           // sum of op times at this team size
+    int handoffs = 0;             // ops the simulation moved between executors
+  };
+  Prediction predict(const Config& c) const;
+
+ private:
+  ModelGraph g_;
+  MachineConstants m_;
+  std::vector<double> t1_;                              // per node, us at k = 1
+  std::vector<std::pair<std::string, double>> serial_;  // per op class
+  std::vector<double> node_serial_;                     // per node (its class's)
+  bool analytical_sync_ = true;                         // add team_sync_us for k > 1
+  std::string source_;
+};
+
+struct RankedConfig {
+  Config config;
+  CostModel::Prediction predicted;
+};
+// Every config with its prediction, best (smallest predicted makespan) first; ties keep the
+// input order.
+std::vector<RankedConfig> rank_configs(const CostModel& model, std::span<const Config> configs);
+
+// `--plan auto` without measurements: the best ranked config, but a split with n > 1 only when
+// the graph has inter-op parallelism (max width > 1) and the model predicts it at least
+// `margin` faster than the best single executor (a misprediction must not make the default
+// slower than sequential). `why` gets one sentence for stderr.
+Config analytical_choice(const CostModel& model, std::span<const Config> configs, std::string* why,
+                         double margin = 0.10);
+
+}  // namespace graphi::profiler
