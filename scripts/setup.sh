@@ -35,6 +35,7 @@ TEST_PACKAGES=(
 )
 LINT_PACKAGES=(
   clang-format clang-tidy         # scripts/lint.sh (.clang-format, .clang-tidy)
+  libomp-dev                      # clang's omp.h, so clang-tidy parses the OpenMP sources
 )
 
 case "$LEVEL" in
