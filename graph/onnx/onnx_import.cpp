@@ -1759,12 +1759,14 @@ Status Importer::add_inputs() {
     vals_[v.name] = s;
     b_.add_input(v.name, s.desc);
   }
-  for (const auto& [name, t] : opts_.constant_inputs)
+  for (const auto& bound : opts_.constant_inputs) {
+    const std::string& name = bound.first;  // a named reference: lambdas capture it (C++17)
     if (!vals_.count(name) || !vals_.at(name).is_const ||
         !std::any_of(g.inputs.begin(), g.inputs.end(),
                      [&](const onnx::ValueInfo& v) { return v.name == name; }))
       return Status::invalid_argument(src_ + ": a constant value is bound to '" + name +
                                       "', which is not a graph input");
+  }
   for (const auto& [name, value] : opts_.dims)
     if (!used_dims.count(name)) {
       std::vector<std::string> params(all_params.begin(), all_params.end());
