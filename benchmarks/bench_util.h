@@ -12,7 +12,9 @@
 namespace graphi::bench {
 
 inline double now_ns() {
-  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration<double, std::nano>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 // Quantile q in [0, 1] of the samples (linear interpolation between order statistics).

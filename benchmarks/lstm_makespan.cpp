@@ -27,10 +27,12 @@ using namespace graphi::bench;
 namespace {
 
 [[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr,
-               "graphi_bench_lstm: %s\nusage: graphi_bench_lstm [--hidden H] [--input E] [--layers L] [--batch B] "
-               "[--steps T] [--configs 1x1,1x2,2x1] [--policies cpf,...] [--repeats N] [--csv FILE]\n",
-               msg.c_str());
+  std::fprintf(
+      stderr,
+      "graphi_bench_lstm: %s\nusage: graphi_bench_lstm [--hidden H] [--input E] [--layers L] "
+      "[--batch B] "
+      "[--steps T] [--configs 1x1,1x2,2x1] [--policies cpf,...] [--repeats N] [--csv FILE]\n",
+      msg.c_str());
   std::exit(2);
 }
 
@@ -45,7 +47,8 @@ double max_rel_error(const engine::NamedTensors& a, const engine::NamedTensors& 
     const float* x = a[k].second.data_as<float>();
     const float* y = b[k].second.data_as<float>();
     for (int64_t i = 0; i < a[k].second.numel(); ++i)
-      err = std::max(err, std::abs(double(x[i]) - double(y[i])) / std::max(1.0, std::abs(double(y[i]))));
+      err = std::max(err,
+                     std::abs(double(x[i]) - double(y[i])) / std::max(1.0, std::abs(double(y[i]))));
   }
   return err;
 }
@@ -79,18 +82,26 @@ int main(int argc, char** argv) {
       if (*end || n < 1) usage_error(a + ": '" + v + "' is not a positive number");
       return n;
     };
-    if (a == "--hidden") spec.hidden = number();
-    else if (a == "--input") spec.input = number();
-    else if (a == "--layers") spec.layers = number();
-    else if (a == "--batch") spec.batch = number();
-    else if (a == "--steps") spec.seq = number();
-    else if (a == "--repeats") repeats = static_cast<int>(number());
-    else if (a == "--csv") csv_path = value();
+    if (a == "--hidden")
+      spec.hidden = number();
+    else if (a == "--input")
+      spec.input = number();
+    else if (a == "--layers")
+      spec.layers = number();
+    else if (a == "--batch")
+      spec.batch = number();
+    else if (a == "--steps")
+      spec.seq = number();
+    else if (a == "--repeats")
+      repeats = static_cast<int>(number());
+    else if (a == "--csv")
+      csv_path = value();
     else if (a == "--policies") {
       policies.clear();
       std::stringstream ss(value());
       for (std::string p; std::getline(ss, p, ',');) {
-        if (p != "cpf" && p != "fifo" && p != "shared-queue") usage_error("--policies: unknown policy '" + p + "'");
+        if (p != "cpf" && p != "fifo" && p != "shared-queue")
+          usage_error("--policies: unknown policy '" + p + "'");
         policies.push_back(p);
       }
     } else if (a == "--configs") {
@@ -98,10 +109,12 @@ int main(int argc, char** argv) {
       std::stringstream ss(value());
       for (std::string c; std::getline(ss, c, ',');) {
         int n = 0, k = 0;
-        if (std::sscanf(c.c_str(), "%dx%d", &n, &k) != 2 || n < 1 || k < 1) usage_error("--configs: '" + c + "' is not NxK");
+        if (std::sscanf(c.c_str(), "%dx%d", &n, &k) != 2 || n < 1 || k < 1)
+          usage_error("--configs: '" + c + "' is not NxK");
         configs.push_back({n, k});
       }
-    } else usage_error("unknown option '" + a + "'");
+    } else
+      usage_error("unknown option '" + a + "'");
   }
 
   auto g = models::build_lstm(spec, ops::Registry::get());
@@ -146,14 +159,16 @@ int main(int argc, char** argv) {
     for (auto [n, k] : configs) add(policy, n, k);
 
   std::printf("graphi_bench_lstm: LSTM %s, %zu nodes, %d samples per Session, load average %s\n",
-              models::rnn_spec_to_string(spec).c_str(), plans[1] ? plans[1]->num_nodes() : size_t{0}, repeats,
-              load_average().c_str());
+              models::rnn_spec_to_string(spec).c_str(),
+              plans[1] ? plans[1]->num_nodes() : size_t{0}, repeats, load_average().c_str());
   engine::NamedTensors reference;
   for (Entry& e : entries) {
     auto out = e.session->run(inputs);
     if (!out.is_ok()) fail(out.status());
-    if (reference.empty()) reference = std::move(out).value();
-    else e.error = max_rel_error(*out, reference);
+    if (reference.empty())
+      reference = std::move(out).value();
+    else
+      e.error = max_rel_error(*out, reference);
   }
   for (int r = 0; r < repeats; ++r)
     for (size_t j = 0; j < entries.size(); ++j) {
@@ -167,11 +182,13 @@ int main(int argc, char** argv) {
   if (std::filesystem::path(csv_path).has_parent_path())
     std::filesystem::create_directories(std::filesystem::path(csv_path).parent_path());
   Csv csv;
-  if (!csv.open(csv_path, {"model", "policy", "config", "summary", "samples", "median_ms", "p25_ms", "p75_ms",
-                           "min_ms", "speedup_vs_sequential_1x1", "max_rel_error_vs_sequential"}))
+  if (!csv.open(csv_path,
+                {"model", "policy", "config", "summary", "samples", "median_ms", "p25_ms", "p75_ms",
+                 "min_ms", "speedup_vs_sequential_1x1", "max_rel_error_vs_sequential"}))
     fail(Status::io_error("cannot write " + csv_path));
   const double base = median(entries[0].ms);
-  Table t({"policy", "config", "makespan ms", "p25", "p75", "min", "vs sequential 1x1", "max rel err"});
+  Table t(
+      {"policy", "config", "makespan ms", "p25", "p75", "min", "vs sequential 1x1", "max rel err"});
   for (Entry& e : entries) {
     const std::string cfg = std::to_string(e.executors) + "x" + std::to_string(e.threads);
     const double med = median(e.ms);
@@ -179,9 +196,10 @@ int main(int argc, char** argv) {
     std::snprintf(err, sizeof err, "%.1e", e.error);
     t.add({e.policy, cfg, fmt(med, 3), fmt(quantile(e.ms, 0.25), 3), fmt(quantile(e.ms, 0.75), 3),
            fmt(quantile(e.ms, 0), 3), fmt(base / med, 2) + "x", err});
-    csv.row({"lstm " + models::rnn_spec_to_string(spec), e.policy, cfg, "\"" + e.session->config_summary() + "\"",
-             std::to_string(e.ms.size()), fmt(med, 4), fmt(quantile(e.ms, 0.25), 4), fmt(quantile(e.ms, 0.75), 4),
-             fmt(quantile(e.ms, 0), 4), fmt(base / med, 3), err});
+    csv.row({"lstm " + models::rnn_spec_to_string(spec), e.policy, cfg,
+             "\"" + e.session->config_summary() + "\"", std::to_string(e.ms.size()), fmt(med, 4),
+             fmt(quantile(e.ms, 0.25), 4), fmt(quantile(e.ms, 0.75), 4), fmt(quantile(e.ms, 0), 4),
+             fmt(base / med, 3), err});
   }
   t.print();
   for (Entry& e : entries) std::printf("  %s\n", e.session->config_summary().c_str());

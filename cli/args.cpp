@@ -39,7 +39,8 @@ std::optional<int> Args::parse(int argc, char** argv) {
         if (inline_value) return usage_error("option '" + name + "' takes no value");
         value = "1";
       } else if (!inline_value) {
-        if (i + 1 >= argc) return usage_error("option '" + name + "' needs a value (" + opt->meta + ")");
+        if (i + 1 >= argc)
+          return usage_error("option '" + name + "' needs a value (" + opt->meta + ")");
         value = argv[++i];
       }
       if (!opt->repeatable && values_.count(name))
@@ -91,7 +92,8 @@ void Args::print_help() const {
   std::printf("\noptions:\n");
   for (const Opt& o : opts_) {
     std::string left = o.name + (o.meta.empty() ? "" : " " + o.meta);
-    std::printf("  %-24s %s%s\n", left.c_str(), o.help.c_str(), o.repeatable ? " (repeatable)" : "");
+    std::printf("  %-24s %s%s\n", left.c_str(), o.help.c_str(),
+                o.repeatable ? " (repeatable)" : "");
   }
   std::printf("  %-24s %s\n", "-h, --help", "show this help");
 }

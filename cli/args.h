@@ -16,7 +16,8 @@ inline constexpr int kExitUsage = 2;
 class Args {
  public:
   // usage: "graphi run MODEL [options]"; summary: one paragraph printed under it.
-  Args(std::string usage, std::string summary) : usage_(std::move(usage)), summary_(std::move(summary)) {}
+  Args(std::string usage, std::string summary)
+      : usage_(std::move(usage)), summary_(std::move(summary)) {}
 
   // Declare before parse(). `meta` is the value placeholder ("N"); empty for a flag.
   void option(const std::string& name, const std::string& meta, const std::string& help,
@@ -55,10 +56,10 @@ class Args {
 };
 
 // Subcommands, one file each (cli/<name>.cpp).
-int run_command(int argc, char** argv);    // graphi run
-int info_command(int argc, char** argv);   // graphi info
-int model_command(int argc, char** argv);  // graphi model
-int topo_command(int argc, char** argv);   // graphi topo
+int run_command(int argc, char** argv);      // graphi run
+int info_command(int argc, char** argv);     // graphi info
+int model_command(int argc, char** argv);    // graphi model
+int topo_command(int argc, char** argv);     // graphi topo
 int profile_command(int argc, char** argv);  // graphi profile
 int train_command(int argc, char** argv);  // graphi train
 

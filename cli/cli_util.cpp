@@ -30,9 +30,10 @@ Result<graph::ImportOptions> parse_dim_flags(const std::vector<std::string>& spe
       used = 0;
     }
     if (name.empty() || value.empty() || used != value.size() || v < 1 || v > (1LL << 40))
-      return Status::invalid_argument("--dim expects NAME=VALUE with VALUE a positive integer, got '" +
-                                      spec + "'");
-    if (o.dims.count(name)) return Status::invalid_argument("--dim " + name + " is given more than once");
+      return Status::invalid_argument(
+          "--dim expects NAME=VALUE with VALUE a positive integer, got '" + spec + "'");
+    if (o.dims.count(name))
+      return Status::invalid_argument("--dim " + name + " is given more than once");
     o.dims[name] = v;
   }
   return o;
@@ -40,7 +41,7 @@ Result<graph::ImportOptions> parse_dim_flags(const std::vector<std::string>& spe
 
 Result<std::shared_ptr<const graph::Graph>> fuse_graph(std::shared_ptr<const graph::Graph> g) {
   GRAPHI_ASSIGN_OR_RETURN(engine::OptimizedGraph o, engine::optimize_graph(std::move(g)));
-  std::fprintf(stderr, "graphi: %s (--no-fuse: off)\n", o.summary.c_str());
+  if (!o.summary.empty()) std::fprintf(stderr, "graphi: %s (--no-fuse: off)\n", o.summary.c_str());
   return o.graph;
 }
 
@@ -66,6 +67,17 @@ std::string human_flops(double f) {
   char buf[32];
   std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", f, units[u]);
   return buf;
+}
+
+bool is_dim_error(const Status& s) {
+  return s.code() == StatusCode::kInvalidArgument &&
+         s.message().find("--dim ") != std::string::npos;
+}
+
+double round_significant(double x, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, x);
+  return std::strtod(buf, nullptr);
 }
 
 int runtime_error(const Status& s) {

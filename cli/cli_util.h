@@ -1,7 +1,11 @@
 // Helpers shared by the graphi subcommands: loading a model file, human-readable sizes.
 #pragma once
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -20,11 +24,11 @@ Result<std::shared_ptr<const graph::Graph>> load_model(const std::string& path,
 // --dim NAME=VALUE flags (repeatable) as ImportOptions: kInvalidArgument naming the bad flag.
 Result<graph::ImportOptions> parse_dim_flags(const std::vector<std::string>& specs);
 
-// Applies the default graph pass pipeline (engine::optimize_graph, graph/passes/pipeline.h: unrolled LSTM and GRU
-// cells -> sequence ops, then MM fusion and phase hoisting on the rest) and says on stderr, in
-// one line, what each pass did. `graphi run` and `graphi info` call it unless --no-fuse is given.
-// GRAPHI_PASSES=name,name,... (rnn_fusion, mm_fusion, phase_hoisting, reshape_cleanup; unset or
-// empty: all) runs only those passes.
+// Applies the default graph pass pipeline (engine::optimize_graph, graph/passes/pipeline.h:
+// unrolled LSTM and GRU cells -> sequence ops, then MM fusion and phase hoisting on the rest) and
+// says on stderr, in one line, what each pass did. `graphi run` and `graphi info` call it unless
+// --no-fuse is given. GRAPHI_PASSES=name,name,... (rnn_fusion, mm_fusion, phase_hoisting,
+// reshape_cleanup; unset or empty: all) runs only those passes.
 Result<std::shared_ptr<const graph::Graph>> fuse_graph(std::shared_ptr<const graph::Graph> g);
 
 // "390.0 KiB"
@@ -34,5 +38,30 @@ std::string human_flops(double flops);
 
 // Prints "error: <message>" to stderr and returns kExitRuntimeError.
 int runtime_error(const Status& s);
+
+// A failed load_model whose cause is the --dim flags (a symbolic dim without a value, a name the
+// model does not have, a bad value): the importer reports those as kInvalidArgument naming
+// "--dim NAME". The CLI treats them as usage errors (exit 2), like an unknown --input.
+bool is_dim_error(const Status& s);
+
+// `x` rounded to `digits` significant digits (0.19495400000000002 -> 0.195), so JSON output
+// holds what the measurement means, not the binary noise of a double.
+double round_significant(double x, int digits = 4);
+
+// Prints `j` on stdout: one line, or indented by `indent` spaces (--json-indent N). Non-integer
+// floats are rounded to 4 significant digits first.
+template <class Json>
+void print_json(Json j, long indent) {
+  auto round_floats = [](auto& self, Json& v) -> void {
+    if (v.is_number_float()) {
+      const double d = v.template get<double>();
+      if (std::isfinite(d) && d != std::trunc(d)) v = round_significant(d);
+    } else if (v.is_structured()) {
+      for (auto& e : v) self(self, e);
+    }
+  };
+  round_floats(round_floats, j);
+  std::printf("%s\n", j.dump(indent > 0 ? static_cast<int>(indent) : -1).c_str());
+}
 
 }  // namespace graphi::cli

@@ -16,24 +16,28 @@ namespace graphi::cli {
 
 int info_command(int argc, char** argv) {
   Args args(
-      "graphi info MODEL [--json] [--threads K] [--no-fuse] [--dim NAME=VALUE]...",
+      "graphi info MODEL [--json [--json-indent N]] [--threads K] [--no-fuse] [--dim "
+      "NAME=VALUE]...",
       "Prints a model's op counts, parameters and bytes, FLOPs per run, the number of ops at\n"
       "each depth level (the inter-op parallelism the graph offers), the critical path in\n"
       "ops and FLOPs, peak memory with and without buffer reuse, and the kernel selected for\n"
-      "each op type, after the graph passes (RNN cell fusion, MM fusion, hoisting; --no-fuse: as stored).\n"
+      "each op type, after the graph passes (RNN cell fusion, MM fusion, hoisting; --no-fuse: as "
+      "stored).\n"
       "Example:\n"
       "  graphi info lstm.graphi --json");
   args.positional("MODEL", "the model file (.graphi or .onnx)");
   args.flag("--no-fuse", "describe the graph as stored (no graph passes)");
   args.option("--dim", "NAME=VALUE", "value of a symbolic dim of an .onnx model's inputs", true);
   args.flag("--json", "print one JSON object on stdout instead of text");
+  args.option("--json-indent", "N", "indent --json output by N spaces (default: one line)");
   args.flag("--progress",
             "show the progress of a load longer than 1 s on stderr even when it is not a "
             "terminal (on a terminal it is shown anyway), with a time per stage");
   args.option("--threads", "K", "team size the kernels are selected for, 1..1024 (default 1)");
   if (auto code = args.parse(argc, argv)) return *code;
   auto threads = args.get_int("--threads", 1, 1, 1024);
-  if (!threads) return kExitUsage;
+  auto json_indent = args.get_int("--json-indent", 0, 0, 16);
+  if (!threads || !json_indent) return kExitUsage;
   const std::string path = args.positionals()[0];
 
   auto dims = parse_dim_flags(args.get_all("--dim"));
@@ -41,7 +45,9 @@ int info_command(int argc, char** argv) {
   LoadProgressPrinter load_progress(path, args.has("--progress"));
   dims->progress = load_progress.callback();
   auto g = load_model(path, *dims);
+  if (!g.is_ok() && is_dim_error(g.status())) return args.usage_error(g.status().message());
   if (!g.is_ok()) return runtime_error(g.status());
+  const int64_t parameters_as_stored = engine::count_parameters(**g);
   if (!args.has("--no-fuse")) {
     load_progress.stage("passes");
     g = fuse_graph(*g);
@@ -58,6 +64,7 @@ int info_command(int argc, char** argv) {
   auto stats = engine::compute_graph_stats(**g, plan.is_ok() ? &*plan : nullptr);
   load_progress.done();
   if (!stats.is_ok()) return runtime_error(stats.status());
+  stats->parameters_as_stored = parameters_as_stored;
 
   std::map<std::string, std::map<std::string, size_t>> kernels_by_op;
   // Fused RNN layers, each with its kernel's schedule (ops/rnn/rnn_schedule.h), in node order.
@@ -81,7 +88,7 @@ int info_command(int argc, char** argv) {
     } else {
       j["kernel_selection_error"] = plan_error;
     }
-    std::printf("%s\n", j.dump(2).c_str());
+    print_json(j, *json_indent);
     return kExitOk;
   }
   std::printf("%s", engine::to_text(*stats).c_str());

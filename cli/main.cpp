@@ -14,17 +14,24 @@ struct Subcommand {
 };
 
 const Subcommand kSubcommands[] = {
-    {"run", "run a .graphi or .onnx model on .npy inputs and report latency", graphi::cli::run_command},
-    {"info", "print a model's ops, parameters, FLOPs, parallelism and memory", graphi::cli::info_command},
-    {"model", "generate a model file (lstm, gru) with seeded random weights", graphi::cli::model_command},
-    {"profile", "find the fastest executors x threads split of a model and cache the plan", graphi::cli::profile_command},
-    {"train", "train a model: loss, gradients and optimizer step as one graph", graphi::cli::train_command},
-    {"topo", "print the machine (cores, tiles, cpuset) and an executors x threads placement", graphi::cli::topo_command},
+    {"run", "run a .graphi or .onnx model on .npy inputs and report latency",
+     graphi::cli::run_command},
+    {"info", "print a model's ops, parameters, FLOPs, parallelism and memory",
+     graphi::cli::info_command},
+    {"model", "generate a model file (lstm, gru, phased-lstm) with seeded random weights",
+     graphi::cli::model_command},
+    {"profile", "find the fastest executors x threads split of a model and cache the plan",
+     graphi::cli::profile_command},
+    {"train", "train a model: loss, gradients and optimizer step as one graph",
+     graphi::cli::train_command},
+    {"topo", "print the machine (cores, tiles, cpuset) and an executors x threads placement",
+     graphi::cli::topo_command},
 };
 
 void print_usage(FILE* out) {
-  std::fprintf(out, "usage: graphi <command> [options]   (graphi <command> --help for details)\n\n"
-                    "graphi runs static dataflow graphs of tensor ops on manycore CPUs.\n\ncommands:\n");
+  std::fprintf(out,
+               "usage: graphi <command> [options]   (graphi <command> --help for details)\n\n"
+               "graphi runs static dataflow graphs of tensor ops on manycore CPUs.\n\ncommands:\n");
   for (const Subcommand& c : kSubcommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
 }
 

@@ -75,7 +75,7 @@ int model_command(int argc, char** argv) {
     return args.usage_error(s.message());
 
   const auto& registry = ops::Registry::get();
-  Result<graph::Graph> g = kind == "lstm"   ? models::build_lstm(spec, registry)
+  Result<graph::Graph> g = kind == "lstm"  ? models::build_lstm(spec, registry)
                            : kind == "gru" ? models::build_gru(spec, registry)
                                            : models::build_phased_lstm(spec, registry);
   if (!g.is_ok()) {

@@ -1,6 +1,8 @@
 // graphi profile: finds the fastest executor x thread split of a model on this machine
 // (profiler/profile.h), prints what it measured and writes the plan into the cache
 // (profiler/plan_cache.h) so `graphi run` uses it. docs/PROFILER.md explains the report.
+#include "profiler/profile.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -13,7 +15,6 @@
 #include "engine/plan.h"
 #include "models/weights.h"
 #include "profiler/chrome_trace.h"
-#include "profiler/profile.h"
 
 namespace graphi::cli {
 
@@ -28,13 +29,16 @@ struct ExecutorUse {
 // Busy time per track of one traced run.
 std::vector<ExecutorUse> utilisation(const engine::RunTrace& t) {
   std::map<int, double> busy_ns;
-  for (const engine::OpSpan& s : t.ops) busy_ns[s.executor] += static_cast<double>(s.end_ns - s.start_ns);
+  for (const engine::OpSpan& s : t.ops)
+    busy_ns[s.executor] += static_cast<double>(s.end_ns - s.start_ns);
   const double span = static_cast<double>(t.run_end_ns - t.run_start_ns);
   std::vector<ExecutorUse> out;
   for (int e = 0; e < t.executors; ++e) busy_ns.try_emplace(e, 0.0);
   for (const auto& [e, ns] : busy_ns) {
     ExecutorUse u;
-    u.track = e >= 0 ? "executor " + std::to_string(e) : e == engine::kBootstrapExecutor ? "bootstrap" : "inline";
+    u.track = e >= 0                            ? "executor " + std::to_string(e)
+              : e == engine::kBootstrapExecutor ? "bootstrap"
+                                                : "inline";
     u.busy_ms = ns / 1e6;
     u.utilisation = span > 0 ? ns / span : 0;
     out.push_back(u);
@@ -52,22 +56,30 @@ std::string fmt(const char* f, double v) {
 
 int profile_command(int argc, char** argv) {
   Args args(
-      "graphi profile MODEL [--top-k K] [--runs R] [--trace FILE] [--plan-out FILE] [--json] [--quiet]\n"
-      "                      [--compare-exhaustive] [--no-fuse] [--dim NAME=VALUE]... [--cpuset LIST]",
-      "Finds the fastest executors x threads split of MODEL on this machine: enumerates the splits\n"
-      "the allowed cores admit, ranks them with a cost model fitted from per-op times under 1x1 and\n"
-      "1xK, calibrates the best ranked (warm-up, then R runs each, median makespan; a split clearly\n"
+      "graphi profile MODEL [--top-k K] [--runs R] [--trace FILE] [--plan-out FILE] [--json] "
+      "[--quiet]\n"
+      "                      [--compare-exhaustive] [--no-fuse] [--dim NAME=VALUE]... [--cpuset "
+      "LIST]",
+      "Finds the fastest executors x threads split of MODEL on this machine: enumerates the "
+      "splits\n"
+      "the allowed cores admit, ranks them with a cost model fitted from per-op times under 1x1 "
+      "and\n"
+      "1xK, calibrates the best ranked (warm-up, then R runs each, median makespan; a split "
+      "clearly\n"
       "worse than the best so far is stopped early), records per-op costs under the fastest and\n"
       "saves the plan (split, cost table, levels) in the plan cache, where `graphi run` finds it.\n"
       "Inputs are seeded random values. docs/PROFILER.md explains the report. Example:\n"
       "  graphi profile lstm.graphi --top-k 2 --plan-out lstm.plan.json");
   args.positional("MODEL", "the model file (.graphi or .onnx)");
-  args.option("--top-k", "K", "calibrate only the K splits the cost model ranks best (default: all)");
+  args.option("--top-k", "K",
+              "calibrate only the K splits the cost model ranks best (default: all)");
   args.option("--runs", "R", "timed runs per split, 1..100000 (default 10)");
   args.option("--warmup", "N", "untimed runs per split first, 0..1000 (default 2)");
-  args.option("--trace", "FILE", "write the chosen split's Chrome trace (Perfetto, chrome://tracing)");
+  args.option("--trace", "FILE",
+              "write the chosen split's Chrome trace (Perfetto, chrome://tracing)");
   args.option("--plan-out", "FILE", "also write the plan to FILE (graphi run --plan FILE)");
   args.flag("--json", "print one JSON object on stdout instead of the report");
+  args.option("--json-indent", "N", "indent --json output by N spaces (default: one line)");
   args.flag("--quiet", "no progress on stderr");
   args.flag("--compare-exhaustive",
             "calibrate every split and report what --top-k K (default 2) would have chosen");
@@ -82,12 +94,15 @@ int profile_command(int argc, char** argv) {
   auto runs = args.get_int("--runs", 10, 1, 100000);
   auto warmup = args.get_int("--warmup", 2, 0, 1000);
   auto seed = args.get_int("--seed", 0, 0, 0x7fffffffffffffffL);
-  if (!top_k || !runs || !warmup || !seed) return kExitUsage;
+  auto json_indent = args.get_int("--json-indent", 0, 0, 16);
+  if (!top_k || !runs || !warmup || !seed || !json_indent) return kExitUsage;
   const bool json = args.has("--json");
 
   auto dims = parse_dim_flags(args.get_all("--dim"));
   if (!dims.is_ok()) return args.usage_error(dims.status().message());
   auto loaded = load_model(model_path, *dims);
+  if (!loaded.is_ok() && is_dim_error(loaded.status()))
+    return args.usage_error(loaded.status().message());
   if (!loaded.is_ok()) return runtime_error(loaded.status());
   std::shared_ptr<const graph::Graph> g = *loaded;
   if (!args.has("--no-fuse")) {
@@ -120,16 +135,20 @@ int profile_command(int argc, char** argv) {
     if (stored.is_ok())
       cache_file = *stored;
     else
-      std::fprintf(stderr, "graphi: warning: plan not cached: %s\n", stored.status().message().c_str());
+      std::fprintf(stderr, "graphi: warning: plan not cached: %s\n",
+                   stored.status().message().c_str());
   }
   if (args.has("--plan-out")) {
-    if (Status s = profiler::write_plan_file(args.get("--plan-out"), res.plan); !s.is_ok()) return runtime_error(s);
+    if (Status s = profiler::write_plan_file(args.get("--plan-out"), res.plan); !s.is_ok())
+      return runtime_error(s);
   }
   // The report and --trace show the traced run of median length (not an outlier).
-  const engine::RunTrace* trace = res.costs.traces.empty() ? nullptr : &res.costs.traces[res.costs.median_run];
+  const engine::RunTrace* trace =
+      res.costs.traces.empty() ? nullptr : &res.costs.traces[res.costs.median_run];
   if (args.has("--trace")) {
     if (!trace || trace->ops.empty())
-      return runtime_error(Status::unsupported("--trace: the engine recorded no trace of the chosen split"));
+      return runtime_error(
+          Status::unsupported("--trace: the engine recorded no trace of the chosen split"));
     auto plan = engine::compile(g, res.chosen.threads);
     if (!plan.is_ok()) return runtime_error(plan.status());
     if (Status s = profiler::write_chrome_trace(args.get("--trace"), *plan, *trace); !s.is_ok())
@@ -147,14 +166,18 @@ int profile_command(int argc, char** argv) {
     per_type[g->node(static_cast<graph::NodeId>(i)).op].second += 1;
     by_time.push_back(i);
   }
-  std::sort(by_time.begin(), by_time.end(),
-            [&](size_t a, size_t b) { return res.costs.table.node_us[a] > res.costs.table.node_us[b]; });
+  std::sort(by_time.begin(), by_time.end(), [&](size_t a, size_t b) {
+    return res.costs.table.node_us[a] > res.costs.table.node_us[b];
+  });
   if (by_time.size() > 10) by_time.resize(10);
-  std::vector<std::pair<std::string, std::pair<double, int>>> types(per_type.begin(), per_type.end());
-  std::sort(types.begin(), types.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  std::vector<std::pair<std::string, std::pair<double, int>>> types(per_type.begin(),
+                                                                    per_type.end());
+  std::sort(types.begin(), types.end(),
+            [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
   double total_us = 0;
   for (const auto& t : types) total_us += t.second.first;
-  const std::vector<ExecutorUse> use = trace && !trace->ops.empty() ? utilisation(*trace) : std::vector<ExecutorUse>{};
+  const std::vector<ExecutorUse> use =
+      trace && !trace->ops.empty() ? utilisation(*trace) : std::vector<ExecutorUse>{};
 
   if (json) {
     nlohmann::ordered_json j;
@@ -195,7 +218,8 @@ int profile_command(int argc, char** argv) {
                      {"us", res.costs.table.node_us[i]}});
     j["top_ops"] = ops;
     nlohmann::ordered_json ex = nlohmann::ordered_json::array();
-    for (const ExecutorUse& u : use) ex.push_back({{"track", u.track}, {"busy_ms", u.busy_ms}, {"utilisation", u.utilisation}});
+    for (const ExecutorUse& u : use)
+      ex.push_back({{"track", u.track}, {"busy_ms", u.busy_ms}, {"utilisation", u.utilisation}});
     j["executors"] = ex;
     if (res.comparison) {
       const auto& c = *res.comparison;
@@ -212,40 +236,52 @@ int profile_command(int argc, char** argv) {
     j["plan_cache"] = cache_file;
     j["fit_s"] = res.fit_seconds;
     j["profiling_s"] = res.seconds;
-    std::printf("%s\n", j.dump(2).c_str());
+    print_json(j, *json_indent);
     return kExitOk;
   }
 
-  std::printf("model: %s (%zu nodes)\nmachine: %s\ncost model: %s\n\n", model_path.c_str(), g->num_nodes(),
-              res.space.topology.c_str(), res.model.source().c_str());
-  std::printf("%-18s %10s %12s %8s %8s %6s  %s\n", "config", "predicted", "median", "vs best", "vs 1x1", "runs",
-              "note");
+  std::printf("model: %s (%zu nodes)\nmachine: %s\ncost model: %s\n\n", model_path.c_str(),
+              g->num_nodes(), res.space.topology.c_str(), res.model.source().c_str());
+  std::printf("%-18s %10s %12s %8s %8s %6s  %s\n", "config", "predicted", "median", "vs best",
+              "vs 1x1", "runs", "note");
   for (const profiler::ConfigResult& r : res.calibration.results) {
     std::string note = !r.error.empty() ? r.error
-                       : !r.calibrated  ? "not calibrated (model rank " + std::to_string(r.model_rank + 1) + ")"
+                       : !r.calibrated
+                           ? "not calibrated (model rank " + std::to_string(r.model_rank + 1) + ")"
                        : r.stopped_early ? "stopped early"
                                          : "";
-    if (r.calibrated && r.config.executors == res.chosen.executors && r.config.threads == res.chosen.threads)
+    if (r.calibrated && r.config.executors == res.chosen.executors &&
+        r.config.threads == res.chosen.threads)
       note = "chosen";
-    std::printf("%-18s %9.3fms %10s %8s %8s %6s  %s\n", r.config.name().c_str(), r.predicted.makespan_us / 1e3,
+    std::printf("%-18s %9.3fms %10s %8s %8s %6s  %s\n", r.config.name().c_str(),
+                r.predicted.makespan_us / 1e3,
                 r.calibrated ? fmt("%.3f ms", r.median_ms).c_str() : "-",
                 r.calibrated ? fmt("%.2fx", r.median_ms / best_ms).c_str() : "-",
-                r.calibrated && res.sequential_ms > 0 ? fmt("%.2fx", r.median_ms / res.sequential_ms).c_str() : "-",
+                r.calibrated && res.sequential_ms > 0
+                    ? fmt("%.2fx", r.median_ms / res.sequential_ms).c_str()
+                    : "-",
                 r.calibrated ? std::to_string(r.run_ms.size()).c_str() : "-", note.c_str());
   }
   std::printf("\nchosen: %s, median %.3f ms", res.chosen.name().c_str(), res.chosen_ms);
-  if (res.sequential_ms > 0) std::printf(" (%.2fx faster than 1x1 sequential)", res.sequential_ms / res.chosen_ms);
+  if (res.sequential_ms > 0)
+    std::printf(" (%.2fx faster than 1x1 sequential)", res.sequential_ms / res.chosen_ms);
   std::printf("\n");
-  const double traced_ms = trace && !trace->ops.empty() ? static_cast<double>(trace->run_end_ns - trace->run_start_ns) / 1e6 : 0;
-  std::printf("critical path %.3f ms of a %.3f ms makespan (%.0f%%)%s\n", critical_path_us / 1e3, res.chosen_ms,
-              res.chosen_ms > 0 ? critical_path_us / 1e3 / res.chosen_ms * 100 : 0,
-              res.costs.recorded ? "" : " [per-op costs from the cost model: the engine recorded no trace]");
+  const double traced_ms = trace && !trace->ops.empty()
+                               ? static_cast<double>(trace->run_end_ns - trace->run_start_ns) / 1e6
+                               : 0;
+  std::printf("critical path %.3f ms of a %.3f ms makespan (%.0f%%)%s\n", critical_path_us / 1e3,
+              res.chosen_ms, res.chosen_ms > 0 ? critical_path_us / 1e3 / res.chosen_ms * 100 : 0,
+              res.costs.recorded
+                  ? ""
+                  : " [per-op costs from the cost model: the engine recorded no trace]");
   if (traced_ms > 0)
-    std::printf("  (op costs from traced runs; the traced run of median length took %.3f ms)\n", traced_ms);
+    std::printf("  (op costs from traced runs; the traced run of median length took %.3f ms)\n",
+                traced_ms);
   std::printf("\ntop op types by total time (per run):\n");
   for (size_t i = 0; i < types.size() && i < 8; ++i)
-    std::printf("  %-22s %5d nodes %10.1f us %5.1f%%\n", types[i].first.c_str(), types[i].second.second,
-                types[i].second.first, total_us > 0 ? types[i].second.first / total_us * 100 : 0);
+    std::printf("  %-22s %5d nodes %10.1f us %5.1f%%\n", types[i].first.c_str(),
+                types[i].second.second, types[i].second.first,
+                total_us > 0 ? types[i].second.first / total_us * 100 : 0);
   std::printf("top ops:\n");
   for (size_t i : by_time)
     std::printf("  %-40s %-14s %10.1f us\n", g->node(static_cast<graph::NodeId>(i)).name.c_str(),
@@ -253,17 +289,20 @@ int profile_command(int argc, char** argv) {
   if (!use.empty()) {
     std::printf("utilisation (the traced run of median length):\n");
     for (const ExecutorUse& u : use)
-      std::printf("  %-12s busy %8.3f ms  %5.1f%%\n", u.track.c_str(), u.busy_ms, u.utilisation * 100);
+      std::printf("  %-12s busy %8.3f ms  %5.1f%%\n", u.track.c_str(), u.busy_ms,
+                  u.utilisation * 100);
   }
   if (res.comparison) {
     const auto& c = *res.comparison;
-    std::printf("\nmodel vs exhaustive calibration: the fastest (%s, %.3f ms) was the model's #%d; --top-k %d would "
-                "pick %s (%.3f ms, %+.1f%%) in %.1f s of calibration instead of %.1f s\n",
-                c.true_best.c_str(), c.true_best_ms, c.true_best_model_rank, c.top_k, c.top_k_choice.c_str(),
-                c.top_k_ms, c.lost_pct, c.top_k_s, c.exhaustive_s);
+    std::printf(
+        "\nmodel vs exhaustive calibration: the fastest (%s, %.3f ms) was the model's #%d; --top-k "
+        "%d would "
+        "pick %s (%.3f ms, %+.1f%%) in %.1f s of calibration instead of %.1f s\n",
+        c.true_best.c_str(), c.true_best_ms, c.true_best_model_rank, c.top_k,
+        c.top_k_choice.c_str(), c.top_k_ms, c.lost_pct, c.top_k_s, c.exhaustive_s);
   }
-  std::printf("\nprofiling took %.1f s (model fit %.1f s, calibration %.1f s)\n", res.seconds, res.fit_seconds,
-              res.calibration.seconds);
+  std::printf("\nprofiling took %.1f s (model fit %.1f s, calibration %.1f s)\n", res.seconds,
+              res.fit_seconds, res.calibration.seconds);
   if (!cache_file.empty()) std::printf("plan cached in %s\n", cache_file.c_str());
   if (args.has("--plan-out")) std::printf("plan written to %s\n", args.get("--plan-out").c_str());
   if (args.has("--trace")) std::printf("trace written to %s\n", args.get("--trace").c_str());

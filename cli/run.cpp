@@ -19,8 +19,8 @@
 #include "cli/load_progress.h"
 #include "engine/session.h"
 #include "graph/npy.h"
-#include "profiler/chrome_trace.h"
 #include "models/weights.h"
+#include "profiler/chrome_trace.h"
 #include "profiler/plan_choice.h"
 
 namespace graphi::cli {
@@ -100,11 +100,14 @@ class Progress {
 int run_command(int argc, char** argv) {
   Args args(
       "graphi run MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--iterations N] [--warmup "
-      "N] [--json]\n"
-      "                  [--threads K] [--executors N] [--scheduler NAME] [--plan auto|FILE] [--no-plan]\n"
+      "N] [--json [--json-indent N]]\n"
+      "                  [--threads K] [--executors N] [--scheduler NAME] [--plan auto|FILE] "
+      "[--no-plan]\n"
       "                  [--no-fuse] [--dim NAME=VALUE]...",
-      "Runs a .graphi or .onnx model and reports output shapes and latency. By default (--plan auto)\n"
-      "it uses all allowed cores: the plan `graphi profile` cached for this model and machine, else\n"
+      "Runs a .graphi or .onnx model and reports output shapes and latency. By default (--plan "
+      "auto)\n"
+      "it uses all allowed cores: the plan `graphi profile` cached for this model and machine, "
+      "else\n"
       "a quick choice from the graph's width and the topology (stderr says which and why).\n"
       "--executors/--threads override it; --no-plan runs the 1x1 sequential reference executor.\n"
       "Inputs come from .npy files (float32/int32/int64, C order); inputs not given are\n"
@@ -123,23 +126,29 @@ int run_command(int argc, char** argv) {
               "write every graph output as DIR/NAME.npy (created if missing)");
   args.option("--iterations", "N", "timed runs, 1..1000000 (default 10)");
   args.option("--warmup", "N", "untimed runs before them, 0..1000000 (default 1)");
-  args.option("--threads", "K", "threads of each executor's team, 1..1024 (default: the plan's; 1 with --executors)");
-  args.option("--executors", "N", "executors (thread teams), 1..1024 (default: the plan's; 1 with --threads)");
-  args.option("--plan", "auto|FILE",
-              "auto (default): the cached plan of `graphi profile`, else a quick analytical choice;\n"
-              "                           FILE: a plan saved by graphi profile --plan-out");
+  args.option("--threads", "K",
+              "threads of each executor's team, 1..1024 (default: the plan's; 1 with --executors)");
+  args.option("--executors", "N",
+              "executors (thread teams), 1..1024 (default: the plan's; 1 with --threads)");
+  args.option(
+      "--plan", "auto|FILE",
+      "auto (default): the cached plan of `graphi profile`, else a quick analytical choice;\n"
+      "                           FILE: a plan saved by graphi profile --plan-out");
   args.flag("--no-plan", "1x1 sequential, as before plans existed (the reference executor)");
   args.option("--scheduler", "NAME",
               "sequential (default with 1 executor), cpf (critical-path first, default with\n"
               "                           more), fifo or shared-queue");
-  args.flag("--no-fuse", "run the graph as stored (no graph passes: no RNN cell fusion, MM fusion or hoisting)");
+  args.flag("--no-fuse",
+            "run the graph as stored (no graph passes: no RNN cell fusion, MM fusion or hoisting)");
   args.option("--dim", "NAME=VALUE", "value of a symbolic dim of an .onnx model's inputs", true);
   args.flag("--no-pin", "do not pin threads to cores (allows oversubscribing the machine)");
   args.option("--seed", "S", "seed of generated inputs (default 0)");
   args.flag("--json", "print one JSON object on stdout instead of text");
+  args.option("--json-indent", "N", "indent --json output by N spaces (default: one line)");
   args.option("--trace", "FILE",
               "record the last timed iteration op by op and write it as Chrome Trace Event JSON\n"
-              "                           (open in https://ui.perfetto.dev or chrome://tracing; docs/TRACING.md)");
+              "                           (open in https://ui.perfetto.dev or chrome://tracing; "
+              "docs/TRACING.md)");
   if (auto code = args.parse(argc, argv)) return *code;
   const std::string model_path = args.positionals()[0];
   auto iterations = args.get_int("--iterations", 10, 1, 1000000);
@@ -149,10 +158,11 @@ int run_command(int argc, char** argv) {
   if (args.has("--no-plan") && args.has("--plan"))
     return args.usage_error("--plan and --no-plan exclude each other");
   auto seed = args.get_int("--seed", 0, 0, 0x7fffffffffffffffL);
-  if (!iterations || !warmup || !threads || !executors || !seed) return kExitUsage;
+  auto json_indent = args.get_int("--json-indent", 0, 0, 16);
+  if (!iterations || !warmup || !threads || !executors || !seed || !json_indent) return kExitUsage;
   const std::string scheduler = args.get("--scheduler");
-  if (!scheduler.empty() && scheduler != "sequential" && scheduler != "cpf" && scheduler != "fifo" &&
-      scheduler != "shared-queue")
+  if (!scheduler.empty() && scheduler != "sequential" && scheduler != "cpf" &&
+      scheduler != "fifo" && scheduler != "shared-queue")
     return args.usage_error("unknown scheduler '" + scheduler +
                             "' (expected sequential, cpf, fifo or shared-queue)");
   if (scheduler == "sequential" && *executors > 1)
@@ -178,6 +188,8 @@ int run_command(int argc, char** argv) {
   LoadProgressPrinter load_progress(model_path, args.has("--progress"));
   dims->progress = load_progress.callback();
   auto loaded = load_model(model_path, *dims);
+  if (!loaded.is_ok() && is_dim_error(loaded.status()))
+    return args.usage_error(loaded.status().message());
   if (!loaded.is_ok()) return runtime_error(loaded.status());
   std::shared_ptr<const graph::Graph> g = *loaded;
   if (!args.has("--no-fuse")) {
@@ -272,11 +284,13 @@ int run_command(int argc, char** argv) {
   const Latency lat = summarize(ms);
   if (!trace_path.empty()) {
     const engine::RunTrace trace = (*session)->last_trace();
-    if (Status st = profiler::write_chrome_trace(trace_path, (*session)->plan(), trace); !st.is_ok())
+    if (Status st = profiler::write_chrome_trace(trace_path, (*session)->plan(), trace);
+        !st.is_ok())
       return runtime_error(st.with_context("--trace"));
-    std::fprintf(stderr, "graphi: wrote the trace of the last iteration (%zu ops, makespan %.3f ms) to %s\n",
-                 trace.ops.size(), static_cast<double>(trace.run_end_ns - trace.run_start_ns) * 1e-6,
-                 trace_path.c_str());
+    std::fprintf(
+        stderr, "graphi: wrote the trace of the last iteration (%zu ops, makespan %.3f ms) to %s\n",
+        trace.ops.size(), static_cast<double>(trace.run_end_ns - trace.run_start_ns) * 1e-6,
+        trace_path.c_str());
   }
 
   std::vector<std::string> written;
@@ -298,12 +312,9 @@ int run_command(int argc, char** argv) {
   if (json) {
     nlohmann::ordered_json j;
     j["model"] = model_path;
-    j["config"] = {{"executors", eff.executors},
-                   {"threads", eff.threads},
-                   {"scheduler", eff.scheduler},
-                   {"pinned", eff.pin},
-                   {"plan", chosen->source},
-                   {"summary", (*session)->config_summary()}};
+    j["config"] = {{"executors", eff.executors}, {"threads", eff.threads},
+                   {"scheduler", eff.scheduler}, {"pinned", eff.pin},
+                   {"plan", chosen->source},     {"summary", (*session)->config_summary()}};
     j["iterations"] = *iterations;
     j["warmup"] = *warmup;
     j["latency_ms"] = {
@@ -316,7 +327,7 @@ int run_command(int argc, char** argv) {
     if (!generated.empty()) j["input_seed"] = *seed;
     if (!written.empty()) j["output_files"] = written;
     if (!trace_path.empty()) j["trace_file"] = trace_path;
-    std::printf("%s\n", j.dump(2).c_str());
+    print_json(j, *json_indent);
     return kExitOk;
   }
   std::printf("model: %s (%zu nodes)\n", model_path.c_str(), g->num_nodes());

@@ -105,7 +105,7 @@ void print_placement(const Placement& p) {
 int topo_command(int argc, char** argv) {
   Args args(
       "graphi topo [--synthetic \"DESC\" | --xml FILE] [--cpuset LIST] [--executors N --threads K] "
-      "[--json]",
+      "[--json [--json-indent N]]",
       "Prints the machine as graphi sees it: packages, NUMA nodes, L3 groups, tiles (cores\n"
       "sharing an L2) with their cores and hardware threads, and the cpuset this process may\n"
       "use. With --executors and --threads, also the placement: each executor's cores, the PUs\n"
@@ -125,6 +125,7 @@ int topo_command(int argc, char** argv) {
   args.flag("--no-reserve",
             "do not reserve scheduler and bootstrap cores even when cores are spare");
   args.flag("--json", "print one JSON object on stdout instead of text");
+  args.option("--json-indent", "N", "indent --json output by N spaces (default: one line)");
   if (auto code = args.parse(argc, argv)) return *code;
   if (args.has("--synthetic") && args.has("--xml"))
     return args.usage_error("--synthetic and --xml are alternatives; give one");
@@ -135,7 +136,8 @@ int topo_command(int argc, char** argv) {
     return args.usage_error("--no-reserve only applies with --executors and --threads");
   auto executors = args.get_int("--executors", 1, 1, 4096);
   auto threads = args.get_int("--threads", 1, 1, 4096);
-  if (!executors || !threads) return kExitUsage;
+  auto json_indent = args.get_int("--json-indent", 0, 0, 16);
+  if (!executors || !threads || !json_indent) return kExitUsage;
   const std::string cpuset = args.get("--cpuset");
   if (args.has("--cpuset")) {
     Result<std::vector<int>> parsed = engine::parse_cpu_list(cpuset);
@@ -179,7 +181,7 @@ int topo_command(int argc, char** argv) {
     j["placement"] =
         placement ? engine::placement_to_json(*placement) : nlohmann::ordered_json(nullptr);
     j["warnings"] = warnings;
-    std::printf("%s\n", j.dump(2).c_str());
+    print_json(j, *json_indent);
   } else {
     for (const std::string& w : warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
     print_machine(*topo);

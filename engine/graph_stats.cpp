@@ -12,6 +12,13 @@ namespace graphi::engine {
 
 using graph::kNoId;
 
+int64_t count_parameters(const graph::Graph& g) {
+  int64_t n = 0;
+  for (const graph::Value& v : g.values())
+    if (v.kind == graph::ValueKind::kConstant && v.desc.dtype == DType::kF32) n += v.desc.numel();
+  return n;
+}
+
 Result<GraphStats> compute_graph_stats(const graph::Graph& g, const Plan* plan) {
   const ops::Registry& registry = ops::Registry::get();
   GraphStats s;
@@ -39,7 +46,8 @@ Result<GraphStats> compute_graph_stats(const graph::Graph& g, const Plan* plan) 
   for (NodeId n = 0; n < g.num_nodes(); ++n) {
     const graph::Node& node = g.node(n);
     if (!registry.find(node.op))
-      return Status::unsupported(g.source() + ": " + node.where() + ": unknown op type '" + node.op + "'");
+      return Status::unsupported(g.source() + ": " + node.where() + ": unknown op type '" +
+                                 node.op + "'");
     std::vector<const TensorDesc*> ins, outs;
     size_t d = 0;
     double pf = 0;
@@ -65,7 +73,8 @@ Result<GraphStats> compute_graph_stats(const graph::Graph& g, const Plan* plan) 
   }
   s.critical_path_ops = s.ops_per_depth.size();
   for (size_t w : s.ops_per_depth) s.max_width = std::max(s.max_width, w);
-  s.average_parallelism = s.critical_path_ops ? double(s.num_nodes) / double(s.critical_path_ops) : 0;
+  s.average_parallelism =
+      s.critical_path_ops ? double(s.num_nodes) / double(s.critical_path_ops) : 0;
 
   if (plan) {
     for (NodeId n = 0; n < plan->num_nodes(); ++n) ++s.kernel_counts[plan->kernel_name(n)];
@@ -92,7 +101,11 @@ nlohmann::json to_json(const GraphStats& s) {
   j["constants"] = s.num_constants;
   j["op_counts"] = s.op_counts;
   if (!s.kernel_counts.empty()) j["kernel_counts"] = s.kernel_counts;
-  j["parameters"] = s.parameters;
+  // "parameters" is what the model file holds (as `graphi model` counts it); the graph the
+  // engine runs may hold more (see GraphStats::parameters_as_stored).
+  const bool passes_added = s.parameters_as_stored >= 0 && s.parameters_as_stored != s.parameters;
+  j["parameters"] = passes_added ? s.parameters_as_stored : s.parameters;
+  if (passes_added) j["parameters_after_passes"] = s.parameters;
   j["parameter_bytes"] = s.parameter_bytes;
   j["constant_bytes"] = s.constant_bytes;
   j["input_bytes"] = s.input_bytes;
@@ -133,20 +146,32 @@ std::string human_count(double x) {
 
 std::string to_text(const GraphStats& s) {
   std::string out;
-  auto line = [&](const std::string& k, const std::string& v) { out += k + std::string(k.size() < 22 ? 22 - k.size() : 1, ' ') + v + "\n"; };
+  auto line = [&](const std::string& k, const std::string& v) {
+    out += k + std::string(k.size() < 22 ? 22 - k.size() : 1, ' ') + v + "\n";
+  };
   line("model", s.source);
   line("nodes", std::to_string(s.num_nodes));
   line("inputs / outputs", std::to_string(s.num_inputs) + " / " + std::to_string(s.num_outputs));
   std::string ops;
-  for (const auto& [op, n] : s.op_counts) ops += (ops.empty() ? "" : ", ") + op + " " + std::to_string(n);
+  for (const auto& [op, n] : s.op_counts)
+    ops += (ops.empty() ? "" : ", ") + op + " " + std::to_string(n);
   line("ops", ops.empty() ? "none" : ops);
   if (!s.kernel_counts.empty()) {
     std::string ks;
-    for (const auto& [k, n] : s.kernel_counts) ks += (ks.empty() ? "" : ", ") + k + " " + std::to_string(n);
+    for (const auto& [k, n] : s.kernel_counts)
+      ks += (ks.empty() ? "" : ", ") + k + " " + std::to_string(n);
     line("kernels", ks);
   }
-  line("parameters", std::to_string(s.parameters) + " (" + human_bytes(double(s.parameter_bytes)) + ")");
-  line("FLOPs per run", human_count(s.flops) + " (" + std::to_string(static_cast<int64_t>(s.flops)) + ")");
+  if (s.parameters_as_stored >= 0 && s.parameters_as_stored != s.parameters)
+    line("parameters", std::to_string(s.parameters_as_stored) + " in the file; " +
+                           std::to_string(s.parameters) + " (" +
+                           human_bytes(double(s.parameter_bytes)) +
+                           ") after the graph passes (fused RNN ops add zero recurrent biases)");
+  else
+    line("parameters",
+         std::to_string(s.parameters) + " (" + human_bytes(double(s.parameter_bytes)) + ")");
+  line("FLOPs per run",
+       human_count(s.flops) + " (" + std::to_string(static_cast<int64_t>(s.flops)) + ")");
   line("bytes accessed", human_bytes(s.bytes_accessed));
   std::string depth;
   for (size_t i = 0; i < s.ops_per_depth.size(); ++i) {
@@ -160,11 +185,14 @@ std::string to_text(const GraphStats& s) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f", s.average_parallelism);
   line("max width", std::to_string(s.max_width) + " (average parallelism " + buf + ")");
-  line("critical path", std::to_string(s.critical_path_ops) + " ops, " + human_count(s.critical_path_flops) + " FLOPs");
+  line("critical path", std::to_string(s.critical_path_ops) + " ops, " +
+                            human_count(s.critical_path_flops) + " FLOPs");
   line("memory (reuse)", human_bytes(double(s.peak_bytes)) + " peak, dependency-safe (" +
-                             human_bytes(double(s.peak_bytes_sequential)) + " for the sequential order only)");
+                             human_bytes(double(s.peak_bytes_sequential)) +
+                             " for the sequential order only)");
   line("memory (no reuse)", human_bytes(double(s.total_bytes)));
-  line("inputs / outputs bytes", human_bytes(double(s.input_bytes)) + " / " + human_bytes(double(s.output_bytes)));
+  line("inputs / outputs bytes",
+       human_bytes(double(s.input_bytes)) + " / " + human_bytes(double(s.output_bytes)));
   return out;
 }
 

@@ -5,10 +5,9 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "graph/graph.h"
 
@@ -27,6 +26,10 @@ struct GraphStats {
   int64_t parameters = 0;      // elements of the float constants (weights)
   size_t parameter_bytes = 0;  // bytes of the float constants
   size_t constant_bytes = 0;   // bytes of all constants (weights plus integer shapes/indices)
+  // Float constants of the model as stored, when the stats describe the graph after the passes
+  // (-1: not given). They differ when a pass adds constants: a fused LSTM/GRU op holds ONNX's
+  // separate recurrent bias, zeros where the unrolled cells had one bias per gate.
+  int64_t parameters_as_stored = -1;
   size_t input_bytes = 0, output_bytes = 0;
 
   double flops = 0;           // per run: sum of cost hints
@@ -36,10 +39,10 @@ struct GraphStats {
   // inputs/constants (depth 0). ops_per_depth[d] = number of nodes at depth d: the inter-op
   // parallelism the graph offers level by level.
   std::vector<size_t> ops_per_depth;
-  size_t critical_path_ops = 0;     // ops on the longest path (= ops_per_depth.size())
-  double critical_path_flops = 0;   // FLOPs on the most expensive path
-  size_t max_width = 0;             // largest ops_per_depth entry
-  double average_parallelism = 0;   // num_nodes / critical_path_ops
+  size_t critical_path_ops = 0;    // ops on the longest path (= ops_per_depth.size())
+  double critical_path_flops = 0;  // FLOPs on the most expensive path
+  size_t max_width = 0;            // largest ops_per_depth entry
+  double average_parallelism = 0;  // num_nodes / critical_path_ops
 
   // Arena of intermediates (graph outputs included; graph inputs and constants excluded).
   size_t peak_bytes = 0;             // with dependency-safe reuse (what the engine allocates)
@@ -50,6 +53,9 @@ struct GraphStats {
 // Errors (kUnsupported) only if the graph has an op type the registry does not know, naming
 // the node. With `plan`, kernel_counts tells which kernels compile() selected.
 Result<GraphStats> compute_graph_stats(const graph::Graph& g, const Plan* plan = nullptr);
+
+// Elements of the float constants (weights): GraphStats::parameters of `g`.
+int64_t count_parameters(const graph::Graph& g);
 
 // {"source":..., "nodes":..., "op_counts":{...}, "parameters":..., "flops":...,
 //  "ops_per_depth":[...], "critical_path":{"ops":..,"flops":..}, "memory":{...}, ...}

@@ -20,9 +20,12 @@ using graph::ValueId;
 
 const char* reuse_mode_name(ReuseMode m) {
   switch (m) {
-    case ReuseMode::kNone: return "none";
-    case ReuseMode::kSequential: return "sequential";
-    case ReuseMode::kDependencySafe: return "dependency-safe";
+    case ReuseMode::kNone:
+      return "none";
+    case ReuseMode::kSequential:
+      return "sequential";
+    case ReuseMode::kDependencySafe:
+      return "dependency-safe";
   }
   return "?";
 }
@@ -135,7 +138,8 @@ MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode, size_t reachabilit
     }
 
   std::unique_ptr<AncestorSets> reach;
-  if (mode == ReuseMode::kDependencySafe) reach = std::make_unique<AncestorSets>(g, reachability_budget_bytes);
+  if (mode == ReuseMode::kDependencySafe)
+    reach = std::make_unique<AncestorSets>(g, reachability_budget_bytes);
 
   // May a value produced by node p take the bytes last held by u? Memoized per producer (all
   // outputs of one node have the same answer).
@@ -148,7 +152,10 @@ MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode, size_t reachabilit
       ok = true;
       if (mode == ReuseMode::kDependencySafe)
         for (NodeId c : uses(u))
-          if (!reach->reaches(c, p)) { ok = false; break; }
+          if (!reach->reaches(c, p)) {
+            ok = false;
+            break;
+          }
     }
     memo_node[u] = p;
     memo_ok[u] = ok;
@@ -183,30 +190,37 @@ MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode, size_t reachabilit
           run_end = s.end;
         } else {
           close_run();
-          if (best_waste == 0) break;  // an exact fit: no later run can beat it (ties keep the first)
+          if (best_waste == 0)
+            break;  // an exact fit: no later run can beat it (ties keep the first)
         }
       }
       const bool trailing = in_run;
       const size_t trailing_begin = run_begin;
       close_run();
       size_t off = best_waste != std::numeric_limits<size_t>::max() ? best_off
-                   : trailing                                      ? trailing_begin
-                                                                   : arena_end;
+                   : trailing                                       ? trailing_begin
+                                                                    : arena_end;
       plan.offset[w] = off;
 
       // Put w over [off, off + size): replace the segments it covers, in place (only the
       // covered range and the tail move).
       const size_t end = off + size;
-      auto first = std::partition_point(segs.begin(), segs.end(), [&](const Segment& s) { return s.end <= off; });
-      auto last = std::partition_point(first, segs.end(), [&](const Segment& s) { return s.begin < end; });
+      auto first = std::partition_point(segs.begin(), segs.end(),
+                                        [&](const Segment& s) { return s.end <= off; });
+      auto last =
+          std::partition_point(first, segs.end(), [&](const Segment& s) { return s.begin < end; });
       Segment repl[3];
       int n_repl = 0;
-      if (first != last && first->begin < off) repl[n_repl++] = {first->begin, off, first->occupant};
+      if (first != last && first->begin < off)
+        repl[n_repl++] = {first->begin, off, first->occupant};
       repl[n_repl++] = {off, end, w};
-      if (first != last && std::prev(last)->end > end) repl[n_repl++] = {end, std::prev(last)->end, std::prev(last)->occupant};
+      if (first != last && std::prev(last)->end > end)
+        repl[n_repl++] = {end, std::prev(last)->end, std::prev(last)->occupant};
       const ptrdiff_t at = first - segs.begin(), covered = last - first;
-      if (covered < n_repl) segs.insert(segs.begin() + at, static_cast<size_t>(n_repl - covered), Segment{});
-      else segs.erase(segs.begin() + at, segs.begin() + at + (covered - n_repl));
+      if (covered < n_repl)
+        segs.insert(segs.begin() + at, static_cast<size_t>(n_repl - covered), Segment{});
+      else
+        segs.erase(segs.begin() + at, segs.begin() + at + (covered - n_repl));
       for (int k = 0; k < n_repl; ++k) segs[static_cast<size_t>(at + k)] = repl[k];
       arena_end = std::max(arena_end, end);
     }

@@ -42,9 +42,10 @@ struct MemoryPlan {
   ReuseMode mode = ReuseMode::kDependencySafe;
   std::vector<Storage> storage;
   std::vector<size_t> offset;  // byte offset into the arena (kArena only; 0 otherwise)
-  std::vector<size_t> size;    // bytes reserved in the arena: desc.bytes() rounded up to 64 (kArena only)
-  size_t peak_bytes = 0;       // arena size with reuse
-  size_t total_bytes = 0;      // arena size without reuse (sum of size[])
+  std::vector<size_t>
+      size;  // bytes reserved in the arena: desc.bytes() rounded up to 64 (kArena only)
+  size_t peak_bytes = 0;   // arena size with reuse
+  size_t total_bytes = 0;  // arena size without reuse (sum of size[])
   // kDependencySafe only: true when every reuse decision used exact reachability; false when
   // the ancestor sets outgrew the budget and some decisions fell back to the conservative rule
   // "reuse only by a node that directly reads an output of every consumer of the old value"

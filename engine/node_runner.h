@@ -36,7 +36,9 @@ inline void run_node(const Plan& plan, NodeId n, SlotTables slots, int threads, 
     // The runtime may give fewer threads than asked (run() called inside a parallel region):
     // nthr is what we actually got.
 #pragma omp parallel num_threads(threads)
-    k.run(ops::TeamContext{omp_get_thread_num(), omp_get_num_threads(), scratch, scratch_bytes, failure}, io);
+    k.run(ops::TeamContext{omp_get_thread_num(), omp_get_num_threads(), scratch, scratch_bytes,
+                           failure},
+          io);
   }
 }
 

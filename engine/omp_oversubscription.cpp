@@ -31,15 +31,19 @@ int omp_process_threads() { return 1 + g_extra_threads.load(std::memory_order_re
 
 std::optional<std::string> omp_oversubscription_warning(const OmpThreadCount& c) {
   if (c.session_threads > c.cpus)
-    return "this Session runs " + std::to_string(c.session_threads) + " threads on " + std::to_string(c.cpus) +
-           " allowed CPUs: idle executors spin for work and the threads take turns on the cores, so runs are "
+    return "this Session runs " + std::to_string(c.session_threads) + " threads on " +
+           std::to_string(c.cpus) +
+           " allowed CPUs: idle executors spin for work and the threads take turns on the cores, "
+           "so runs are "
            "slow and jittery (use executors x threads <= " +
            std::to_string(c.cpus) + ", or pin = true for a clear error)";
   if (c.process_threads > c.cpus && !c.wait_policy_set)
-    return "the Sessions of this process hold " + std::to_string(c.process_threads) + " OpenMP threads on " +
-           std::to_string(c.cpus) +
-           " allowed CPUs: libgomp then cuts its spin-wait to its throttled count, team threads sleep between "
-           "ops and every op pays a futex wake-up (~40 us); set OMP_WAIT_POLICY=active (or GOMP_SPINCOUNT, e.g. "
+    return "the Sessions of this process hold " + std::to_string(c.process_threads) +
+           " OpenMP threads on " + std::to_string(c.cpus) +
+           " allowed CPUs: libgomp then cuts its spin-wait to its throttled count, team threads "
+           "sleep between "
+           "ops and every op pays a futex wake-up (~40 us); set OMP_WAIT_POLICY=active (or "
+           "GOMP_SPINCOUNT, e.g. "
            "300000) in the environment before the process starts, or run fewer teams";
   return std::nullopt;
 }

@@ -20,9 +20,9 @@ int allowed_cpu_count();
 // libgomp's count of the OpenMP threads alive in the process: the initial thread plus k - 1
 // for every other team of k threads (a team's master is an existing thread).
 struct OmpThreadCount {
-  int session_threads = 0;  // this Session: executors x threads (+1 for a spinning scheduler)
-  int process_threads = 0;  // libgomp's managed threads with this Session's teams included
-  int cpus = 0;             // allowed CPUs
+  int session_threads = 0;       // this Session: executors x threads (+1 for a spinning scheduler)
+  int process_threads = 0;       // libgomp's managed threads with this Session's teams included
+  int cpus = 0;                  // allowed CPUs
   bool wait_policy_set = false;  // OMP_WAIT_POLICY or GOMP_SPINCOUNT in the environment
 };
 

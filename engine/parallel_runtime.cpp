@@ -121,20 +121,20 @@ struct alignas(64) Executor {
   std::vector<pid_t> tids;
   std::vector<int> cpus;
   // Executor-private per-run state (only this thread touches it during a run).
-  ReadyHeap heap;                     // ready ops this executor keeps for itself, by key
+  ReadyHeap heap;                                // ready ops this executor keeps for itself, by key
   std::vector<graph::NodeId> inline_ops, ready;  // small ops to run inline; ops to publish
-  uint32_t taken = 0;                 // assignments taken and not yet reported done
-  uint64_t seen_posted = 0;           // `posted` when this executor last made sure of a step
-  size_t ran = 0;                     // ops run and not yet subtracted from `remaining`
-  ops::KernelFailure failure;         // run-time failures of this executor's ops
-  double op_ns = 0;                   // running mean time per op (0: nothing measured yet)
+  uint32_t taken = 0;                            // assignments taken and not yet reported done
+  uint64_t seen_posted = 0;    // `posted` when this executor last made sure of a step
+  size_t ran = 0;              // ops run and not yet subtracted from `remaining`
+  ops::KernelFailure failure;  // run-time failures of this executor's ops
+  double op_ns = 0;            // running mean time per op (0: nothing measured yet)
   Status start_status;
   std::atomic<bool> probed{false};
   // Executor 0 when the client thread plays it (see client_drives): its own thread only serves
   // probe requests and the stop, sleeping on cmd_parker.
   std::atomic<bool> probe_request{false};
   Parker cmd_parker;
-  std::vector<OpSpan> spans;          // tracing: this executor's ops of the last run (reserved n)
+  std::vector<OpSpan> spans;  // tracing: this executor's ops of the last run (reserved n)
 };
 
 struct ParallelRuntime::Impl {
@@ -169,10 +169,11 @@ struct ParallelRuntime::Impl {
   // nothing per op; spans beyond a buffer's capacity are dropped and counted, never grown.
   bool tracing = false;
   uint64_t run_start_ns = 0, run_end_ns = 0;
-  std::vector<OpSpan> boot_spans;             // bootstrap ops (client or bootstrap thread)
-  std::vector<SchedulerSpan> sched_spans;     // the role's steps and hand-offs (under sched_lock)
-  std::vector<SchedulerSpan> client_idle;     // the dedicated client scheduler's waits
-  void record_sched(std::vector<SchedulerSpan>& v, SchedulerSpan::Kind kind, int32_t executor, uint64_t t0) {
+  std::vector<OpSpan> boot_spans;          // bootstrap ops (client or bootstrap thread)
+  std::vector<SchedulerSpan> sched_spans;  // the role's steps and hand-offs (under sched_lock)
+  std::vector<SchedulerSpan> client_idle;  // the dedicated client scheduler's waits
+  void record_sched(std::vector<SchedulerSpan>& v, SchedulerSpan::Kind kind, int32_t executor,
+                    uint64_t t0) {
     if (v.size() < v.capacity()) v.push_back({kind, executor, t0, trace_now_ns()});
   }
 
@@ -224,8 +225,8 @@ struct ParallelRuntime::Impl {
   void executor_loop(Executor& e, bool client);
   void command_loop(Executor& e);
   void init_team(Executor& e);
-  void run_one(Executor* e, graph::NodeId n, std::vector<graph::NodeId>& inline_ops, void* scratch, int threads,
-               ops::KernelFailure& failure, size_t& ran);
+  void run_one(Executor* e, graph::NodeId n, std::vector<graph::NodeId>& inline_ops, void* scratch,
+               int threads, ops::KernelFailure& failure, size_t& ran);
   void run_local(Executor& e);
   void publish(Executor& e, size_t count, bool done_marker);
   void finish(size_t ops);
@@ -265,8 +266,9 @@ void ParallelRuntime::Impl::fail(graph::NodeId n, const std::string& message) {
 
 // Runs op n, then the small ops it makes ready (inline, in this thread). Ready ops that are not
 // small go to e's heap (e == nullptr: the client's bootstrap, `inline_ops` collects them too).
-void ParallelRuntime::Impl::run_one(Executor* e, graph::NodeId n, std::vector<graph::NodeId>& inline_ops,
-                                    void* scratch, int threads, ops::KernelFailure& failure, size_t& ran) {
+void ParallelRuntime::Impl::run_one(Executor* e, graph::NodeId n,
+                                    std::vector<graph::NodeId>& inline_ops, void* scratch,
+                                    int threads, ops::KernelFailure& failure, size_t& ran) {
   const Plan& p = *plan;
   inline_ops.push_back(n);
   while (!inline_ops.empty()) {
@@ -279,8 +281,8 @@ void ParallelRuntime::Impl::run_one(Executor* e, graph::NodeId n, std::vector<gr
         run_node(p, m, slots, threads, scratch, p.scratch_bytes(), &failure);
         std::vector<OpSpan>& v = e ? e->spans : boot_spans;
         if (v.size() < v.capacity())
-          v.push_back({m, e ? static_cast<int32_t>(e->id) : kBootstrapExecutor, p.small(m) ? 1 : threads, t0,
-                       trace_now_ns()});
+          v.push_back({m, e ? static_cast<int32_t>(e->id) : kBootstrapExecutor,
+                       p.small(m) ? 1 : threads, t0, trace_now_ns()});
       } else {
         run_node(p, m, slots, threads, scratch, p.scratch_bytes(), &failure);
       }
@@ -294,10 +296,14 @@ void ParallelRuntime::Impl::run_one(Executor* e, graph::NodeId n, std::vector<gr
       // predecessors' outputs visible to whoever runs s (passed on through heaps and rings).
       // (A plain load/store instead when one thread runs every op, 1x1: no measurable gain, 40.8
       // vs 41.8 ns/op on the layered DAG with empty ops.)
-      if (std::atomic_ref<uint32_t>(pending[s]).fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
-      if (p.small(s)) inline_ops.push_back(s);
-      else if (e) e->heap.push(s);
-      else boot_ready.push_back(s);  // bootstrap: handed to the scheduler role afterwards
+      if (std::atomic_ref<uint32_t>(pending[s]).fetch_sub(1, std::memory_order_acq_rel) != 1)
+        continue;
+      if (p.small(s))
+        inline_ops.push_back(s);
+      else if (e)
+        e->heap.push(s);
+      else
+        boot_ready.push_back(s);  // bootstrap: handed to the scheduler role afterwards
     }
     ++ran;
   }
@@ -368,7 +374,8 @@ void ParallelRuntime::Impl::run_local(Executor& e) {
     // ops ran 140-210 ns/op sharing, near the sequential speed without).
     if (multi && !e.heap.empty() && (idle_hint.load(std::memory_order_relaxed) & ~e.bit) != 0 &&
         e.reports.empty_approx()) {
-      const size_t give = std::max<size_t>(1, std::min((e.heap.size() + 1) / 2, e.reports.capacity() / 2));
+      const size_t give =
+          std::max<size_t>(1, std::min((e.heap.size() + 1) / 2, e.reports.capacity() / 2));
       if (static_cast<double>(give) * e.op_ns >= kMinShareNs) publish(e, give, false);
     }
     run_one(&e, n, e.inline_ops, scratch, k, e.failure, e.ran);
@@ -385,7 +392,8 @@ void ParallelRuntime::Impl::run_local(Executor& e) {
   const size_t ops = e.ran - ran0;
   if (ops) {
     const double ns = static_cast<double>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+            .count());
     const double per_op = ns / static_cast<double>(ops);
     e.op_ns = e.op_ns == 0 ? per_op : 0.75 * e.op_ns + 0.25 * per_op;
   }
@@ -523,7 +531,8 @@ void ParallelRuntime::Impl::bootstrap_main() {
   if (opt.pin && opt.placement && opt.placement->bootstrap && opt.binder) {
     const int pu = opt.placement->bootstrap->pu;
     Status st = opt.binder->bind_current_thread(std::span<const int>(&pu, 1));
-    if (!st.is_ok()) boot_start_status = st.with_context("bootstrap executor (PU " + std::to_string(pu) + ")");
+    if (!st.is_ok())
+      boot_start_status = st.with_context("bootstrap executor (PU " + std::to_string(pu) + ")");
   }
   omp_set_num_threads(1);  // kernels that open their own region: a team of 1
   boot_started.store(true, std::memory_order_release);
@@ -534,7 +543,8 @@ void ParallelRuntime::Impl::bootstrap_main() {
     while (true) {
       boot_parker.wait(
           [&] {
-            return boot_request.load(std::memory_order_acquire) != seen || stopping.load(std::memory_order_acquire);
+            return boot_request.load(std::memory_order_acquire) != seen ||
+                   stopping.load(std::memory_order_acquire);
           },
           opt.spin_budget);
       if (stopping.load(std::memory_order_acquire)) return;
@@ -552,13 +562,16 @@ void ParallelRuntime::Impl::bootstrap_main() {
         for (const graph::NodeId r : boot_ready) heap.push(r);
         step(nullptr);  // hands them to idle executors; busy ones claim the rest when idle
         sched_lock.store(false, std::memory_order_seq_cst);
-        if (posted.load(std::memory_order_seq_cst) != posts) try_schedule(nullptr);  // see try_schedule
+        if (posted.load(std::memory_order_seq_cst) != posts)
+          try_schedule(nullptr);  // see try_schedule
       }
       finish(ran);
     }
   } catch (...) {
     broken.store(true, std::memory_order_seq_cst);
-    set_error(Status::internal("the bootstrap executor stopped with an exception (the Session cannot run any more; destroy it)"));
+    set_error(
+        Status::internal("the bootstrap executor stopped with an exception (the Session cannot run "
+                         "any more; destroy it)"));
     done.store(true, std::memory_order_release);
     done_parker.wake();
   }
@@ -575,14 +588,17 @@ void ParallelRuntime::Impl::executor_main(Executor& e) {
   try {
     init_team(e);
   } catch (const std::exception& x) {
-    e.start_status = Status::internal("executor " + std::to_string(e.id) + ": starting the team threw: " + x.what());
+    e.start_status = Status::internal("executor " + std::to_string(e.id) +
+                                      ": starting the team threw: " + x.what());
   }
   started.fetch_add(1, std::memory_order_release);
   started.notify_all();
   if (!e.start_status.is_ok()) return;
   try {
-    if (client_drives && e.id == 0) command_loop(e);
-    else executor_loop(e, false);
+    if (client_drives && e.id == 0)
+      command_loop(e);
+    else
+      executor_loop(e, false);
   } catch (...) {
     std::string what = "unknown exception";
     try {
@@ -603,7 +619,10 @@ void ParallelRuntime::Impl::executor_main(Executor& e) {
 void ParallelRuntime::Impl::command_loop(Executor& e) {
   while (true) {
     e.cmd_parker.wait(
-        [&] { return e.probe_request.load(std::memory_order_acquire) || stopping.load(std::memory_order_acquire); },
+        [&] {
+          return e.probe_request.load(std::memory_order_acquire) ||
+                 stopping.load(std::memory_order_acquire);
+        },
         std::chrono::microseconds(0));
     if (stopping.load(std::memory_order_acquire)) return;
     init_team(e);
@@ -625,9 +644,11 @@ void ParallelRuntime::Impl::executor_loop(Executor& e, bool client) {
     if (e.heap.empty()) {
       e.parker.wait(
           [&] {
-            return !e.inbox.empty_approx() || (shared && sq_size.load(std::memory_order_acquire) != 0) ||
+            return !e.inbox.empty_approx() ||
+                   (shared && sq_size.load(std::memory_order_acquire) != 0) ||
                    (watch_posts && posted.load(std::memory_order_seq_cst) != e.seen_posted) ||
-                   stopping.load(std::memory_order_acquire) || (client && done.load(std::memory_order_acquire));
+                   stopping.load(std::memory_order_acquire) ||
+                   (client && done.load(std::memory_order_acquire));
           },
           opt.spin_budget);
       uint32_t item;
@@ -685,14 +706,19 @@ void ParallelRuntime::Impl::executor_loop(Executor& e, bool client) {
 
 ParallelRuntime::ParallelRuntime() : impl_(std::make_unique<Impl>()) {}
 
-Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& plan, const RuntimeOptions& o) {
+Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& plan,
+                                                                 const RuntimeOptions& o) {
   if (o.executors < 1 || o.threads < 1)
-    return Status::invalid_argument("parallel runtime: executors and threads must be at least 1, got " +
-                                    std::to_string(o.executors) + " x " + std::to_string(o.threads));
+    return Status::invalid_argument(
+        "parallel runtime: executors and threads must be at least 1, got " +
+        std::to_string(o.executors) + " x " + std::to_string(o.threads));
   if (o.policy == Policy::kSequential)
-    return Status::invalid_argument("parallel runtime: the sequential policy runs on the reference executor");
-  if (SpscRing<uint32_t>::rounded_capacity(static_cast<size_t>(o.ring_capacity)) == 0 || o.ring_capacity > (1 << 20))
-    return Status::invalid_argument("ring capacity must be in [1, 2^20], got " + std::to_string(o.ring_capacity));
+    return Status::invalid_argument(
+        "parallel runtime: the sequential policy runs on the reference executor");
+  if (SpscRing<uint32_t>::rounded_capacity(static_cast<size_t>(o.ring_capacity)) == 0 ||
+      o.ring_capacity > (1 << 20))
+    return Status::invalid_argument("ring capacity must be in [1, 2^20], got " +
+                                    std::to_string(o.ring_capacity));
   if (o.pin && (!o.placement || !o.binder))
     return Status::invalid_argument("parallel runtime: pinning needs a placement and a binder");
   if (o.pin && (o.placement->executors != o.executors || o.placement->threads != o.threads))
@@ -701,7 +727,8 @@ Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& pla
                                     std::to_string(o.placement->threads) + ", not " +
                                     std::to_string(o.executors) + "x" + std::to_string(o.threads));
   if (plan.num_nodes() >= kMaxNodes)
-    return Status::unsupported("parallel runtime: too many nodes (" + std::to_string(plan.num_nodes()) + ")");
+    return Status::unsupported("parallel runtime: too many nodes (" +
+                               std::to_string(plan.num_nodes()) + ")");
 
   std::unique_ptr<ParallelRuntime> rt(new ParallelRuntime());
   Impl& im = *rt->impl_;
@@ -721,24 +748,30 @@ Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& pla
   const size_t n = plan.num_nodes();
 
   if (!o.levels.empty() && o.levels.size() != n)
-    return Status::invalid_argument("parallel runtime: " + std::to_string(o.levels.size()) + " levels for " +
-                                    std::to_string(n) + " nodes");
-  std::span<const double> levels = o.levels.empty() ? plan.levels() : std::span<const double>(o.levels);
+    return Status::invalid_argument("parallel runtime: " + std::to_string(o.levels.size()) +
+                                    " levels for " + std::to_string(n) + " nodes");
+  std::span<const double> levels =
+      o.levels.empty() ? plan.levels() : std::span<const double>(o.levels);
   im.keys.resize(n);
-  for (size_t i = 0; i < n; ++i) im.keys[i] = o.policy == Policy::kCriticalPath ? levels[i] : -static_cast<double>(i);
+  for (size_t i = 0; i < n; ++i)
+    im.keys[i] = o.policy == Policy::kCriticalPath ? levels[i] : -static_cast<double>(i);
   im.pending.reset(new uint32_t[n == 0 ? 1 : n]);
   for (size_t i = 0; i < n; ++i)
     if (plan.initial_pending()[i] == 0) im.start_ops.push_back(static_cast<graph::NodeId>(i));
   if (o.count_executions) im.counts.reset(new std::atomic<uint32_t>[n == 0 ? 1 : n]);
   im.sq.reserve(n);
-  if (o.policy == Policy::kCriticalPath) im.heap.reset(im.keys, unlocked_work(plan, levels));
-  else im.heap.reset(im.keys);
+  if (o.policy == Policy::kCriticalPath)
+    im.heap.reset(im.keys, unlocked_work(plan, levels));
+  else
+    im.heap.reset(im.keys);
 
   size_t max_out = 0;
-  for (size_t i = 0; i < n; ++i) max_out = std::max(max_out, plan.successors(static_cast<graph::NodeId>(i)).size());
+  for (size_t i = 0; i < n; ++i)
+    max_out = std::max(max_out, plan.successors(static_cast<graph::NodeId>(i)).size());
   // Room for one op's report (its ready successors plus the done marker) at least; more lets
   // executors publish ahead of a busy scheduler.
-  const size_t report_capacity = pow2_at_least(std::max<size_t>(max_out + 2, std::min<size_t>(n + 2, 4096)));
+  const size_t report_capacity =
+      pow2_at_least(std::max<size_t>(max_out + 2, std::min<size_t>(n + 2, 4096)));
   const size_t scratch_bytes = plan.scratch_bytes();
   for (int i = 0; i < o.executors; ++i) {
     auto e = std::make_unique<Executor>(i, im.inbox_capacity, report_capacity);
@@ -753,7 +786,8 @@ Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& pla
   }
   if (scratch_bytes) {
     im.client_scratch.reset(std::aligned_alloc(64, (scratch_bytes + 63) / 64 * 64));
-    if (!im.client_scratch) return Status(StatusCode::kOutOfMemory, "cannot allocate bootstrap scratch");
+    if (!im.client_scratch)
+      return Status(StatusCode::kOutOfMemory, "cannot allocate bootstrap scratch");
   }
   im.idle.reset(im.ex.size());
   im.inflight.assign(im.ex.size(), 0);
@@ -770,7 +804,8 @@ Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& pla
       ep->thread = std::thread([&im, ep] { im.executor_main(*ep); });
     } catch (const std::system_error& x) {
       // The executors started so far are stopped and joined by the destructor.
-      ep->start_status = Status::internal("cannot start executor thread " + std::to_string(ep->id) + ": " + x.what());
+      ep->start_status = Status::internal("cannot start executor thread " + std::to_string(ep->id) +
+                                          ": " + x.what());
       im.started.fetch_add(1, std::memory_order_release);
     }
   }
@@ -778,12 +813,14 @@ Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& pla
     try {
       im.boot_thread = std::thread([&im] { im.bootstrap_main(); });
     } catch (const std::system_error& x) {
-      im.boot_start_status = Status::internal(std::string("cannot start the bootstrap executor thread: ") + x.what());
+      im.boot_start_status =
+          Status::internal(std::string("cannot start the bootstrap executor thread: ") + x.what());
       im.boot_started.store(true, std::memory_order_release);
     }
   }
   // Wait until every team is up and pinned.
-  for (int s = im.started.load(std::memory_order_acquire); s < o.executors; s = im.started.load(std::memory_order_acquire))
+  for (int s = im.started.load(std::memory_order_acquire); s < o.executors;
+       s = im.started.load(std::memory_order_acquire))
     im.started.wait(s, std::memory_order_acquire);
   if (im.boot_thread_on) im.boot_started.wait(false, std::memory_order_acquire);
   for (auto& e : im.ex)
@@ -852,7 +889,8 @@ Status ParallelRuntime::run(SlotTables slots) {
   // Reports left from the previous run (its last done markers) belong to no one now.
   for (auto& e : im.ex) {
     uint32_t x;
-    while (e->reports.try_pop(x)) {}
+    while (e->reports.try_pop(x)) {
+    }
   }
   im.heap.clear();
   im.idle.reset(im.ex.size());
@@ -875,8 +913,10 @@ Status ParallelRuntime::run(SlotTables slots) {
   // With a core of its own the client thread moves there for the whole run: it runs the
   // bootstrap ops there, then plays the scheduler.
   std::optional<ClientPin> pin;
-  if (im.dedicated && !im.shared) pin.emplace(im.opt, false);
-  else if (im.client_drives) pin.emplace(im.opt, true);
+  if (im.dedicated && !im.shared)
+    pin.emplace(im.opt, false);
+  else if (im.client_drives)
+    pin.emplace(im.opt, true);
 
   // Bootstrap: small ops ready at the start (constants, shape bookkeeping) and the small ops
   // they make ready run here, on the client thread: the light-weight single-thread executor.
@@ -914,7 +954,8 @@ Status ParallelRuntime::run(SlotTables slots) {
       seen = im.posted.load(std::memory_order_seq_cst);
       im.step(nullptr);
       im.sched_lock.store(false, std::memory_order_seq_cst);
-      if (!im.dedicated && im.posted.load(std::memory_order_seq_cst) != seen) im.try_schedule(nullptr);
+      if (!im.dedicated && im.posted.load(std::memory_order_seq_cst) != seen)
+        im.try_schedule(nullptr);
     }
     if (im.client_drives) {
       // Kernels that open their own region (oneDNN) size it from this thread's ICV: executor 0's
@@ -935,7 +976,8 @@ Status ParallelRuntime::run(SlotTables slots) {
         const uint64_t t0 = im.tracing ? trace_now_ns() : 0;
         im.done_parker.wait(
             [&] {
-              return im.posted.load(std::memory_order_seq_cst) != seen || im.done.load(std::memory_order_acquire);
+              return im.posted.load(std::memory_order_seq_cst) != seen ||
+                     im.done.load(std::memory_order_acquire);
             },
             im.opt.spin_budget);
         if (im.tracing) im.record_sched(im.client_idle, SchedulerSpan::kIdle, -1, t0);
@@ -991,7 +1033,8 @@ void ParallelRuntime::last_trace(RunTrace& out) const {
   for (const SchedulerSpan& sp : im.sched_spans)
     if (sp.start_ns <= im.run_end_ns) out.scheduler_spans.push_back(sp);
   im.sched_lock.store(false, std::memory_order_seq_cst);
-  out.scheduler_spans.insert(out.scheduler_spans.end(), im.client_idle.begin(), im.client_idle.end());
+  out.scheduler_spans.insert(out.scheduler_spans.end(), im.client_idle.begin(),
+                             im.client_idle.end());
   std::sort(out.scheduler_spans.begin(), out.scheduler_spans.end(),
             [](const SchedulerSpan& a, const SchedulerSpan& b) { return a.start_ns < b.start_ns; });
 }
@@ -1032,7 +1075,8 @@ std::vector<std::vector<pid_t>> ParallelRuntime::probe_team_thread_ids() {
     e->parker.wake();
   }
   for (auto& e : impl_->ex)
-    while (!e->probed.load(std::memory_order_acquire)) e->probed.wait(false, std::memory_order_acquire);
+    while (!e->probed.load(std::memory_order_acquire))
+      e->probed.wait(false, std::memory_order_acquire);
   return team_thread_ids();
 }
 

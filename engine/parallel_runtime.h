@@ -96,7 +96,8 @@ class ParallelRuntime {
  public:
   // Starts the executors (threads and teams, pinned) for `plan`, which must outlive the runtime.
   // Errors: invalid options, pinning failures (naming the executor, member and core).
-  static Result<std::unique_ptr<ParallelRuntime>> create(const Plan& plan, const RuntimeOptions& options);
+  static Result<std::unique_ptr<ParallelRuntime>> create(const Plan& plan,
+                                                         const RuntimeOptions& options);
   // Stops and joins every executor thread. Must not be called from an executor thread.
   ~ParallelRuntime();
 

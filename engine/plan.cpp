@@ -34,7 +34,8 @@ class ScopedOmpThreads {
 Result<Plan> compile(std::shared_ptr<const graph::Graph> graph, int team_size, ReuseMode reuse) {
   if (!graph) return Status::invalid_argument("compile: no graph");
   if (team_size < 1)
-    return Status::invalid_argument("compile: team size must be at least 1, got " + std::to_string(team_size));
+    return Status::invalid_argument("compile: team size must be at least 1, got " +
+                                    std::to_string(team_size));
   const graph::Graph& g = *graph;
   const ops::Registry& registry = ops::Registry::get();
   const size_t n = g.num_nodes();
@@ -60,7 +61,8 @@ Result<Plan> compile(std::shared_ptr<const graph::Graph> graph, int team_size, R
       plan.in_ids_.push_back(v);
       const graph::Value* val = v == kNoId ? nullptr : &g.value(v);
       ctx.inputs.push_back(val ? &val->desc : nullptr);
-      ctx.const_inputs.push_back(val && val->kind == graph::ValueKind::kConstant ? val->data.get() : nullptr);
+      ctx.const_inputs.push_back(val && val->kind == graph::ValueKind::kConstant ? val->data.get()
+                                                                                 : nullptr);
     }
     for (ValueId v : node.outputs) {
       plan.out_ids_.push_back(v);
@@ -74,7 +76,8 @@ Result<Plan> compile(std::shared_ptr<const graph::Graph> graph, int team_size, R
 
     // Kernels report failures as Status; an exception escaping init() (a third-party library,
     // bad_alloc) is still turned into an error that names the node.
-    Result<std::unique_ptr<ops::Kernel>> kernel = Status::internal(where + ": kernel selection did not run");
+    Result<std::unique_ptr<ops::Kernel>> kernel =
+        Status::internal(where + ": kernel selection did not run");
     try {
       kernel = registry.select(ctx);
     } catch (const std::bad_alloc&) {
@@ -86,7 +89,8 @@ Result<Plan> compile(std::shared_ptr<const graph::Graph> graph, int team_size, R
     plan.scratch_bytes_ = std::max(plan.scratch_bytes_, (*kernel)->scratch_bytes());
     plan.kernels_.push_back(std::move(kernel).value());
   }
-  plan.scratch_bytes_ = (plan.scratch_bytes_ + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+  plan.scratch_bytes_ =
+      (plan.scratch_bytes_ + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
 
   // Successors (distinct, ascending) and pending counts (distinct predecessors).
   std::vector<std::vector<NodeId>> succ(n);

@@ -90,7 +90,8 @@ class Plan {
   size_t scratch_bytes() const { return scratch_bytes_; }
 
  private:
-  friend Result<Plan> compile(std::shared_ptr<const graph::Graph> graph, int team_size, ReuseMode reuse);
+  friend Result<Plan> compile(std::shared_ptr<const graph::Graph> graph, int team_size,
+                              ReuseMode reuse);
 
   std::shared_ptr<const graph::Graph> graph_;  // kernels point into it (descs, weights)
   int team_size_ = 1;

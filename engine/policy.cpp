@@ -4,10 +4,14 @@ namespace graphi::engine {
 
 const char* policy_name(Policy p) {
   switch (p) {
-    case Policy::kCriticalPath: return "cpf";
-    case Policy::kFifo: return "fifo";
-    case Policy::kSharedQueue: return "shared-queue";
-    case Policy::kSequential: return "sequential";
+    case Policy::kCriticalPath:
+      return "cpf";
+    case Policy::kFifo:
+      return "fifo";
+    case Policy::kSharedQueue:
+      return "shared-queue";
+    case Policy::kSequential:
+      return "sequential";
   }
   return "?";
 }

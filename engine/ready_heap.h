@@ -65,7 +65,8 @@ class ReadyHeap {
   // The best op; call only when !empty().
   graph::NodeId pop() {
     size_t r = 0;
-    for (size_t l = levels_.size(); l-- > 0;) r = (r << 6) | static_cast<size_t>(__builtin_ctzll(levels_[l][r]));
+    for (size_t l = levels_.size(); l-- > 0;)
+      r = (r << 6) | static_cast<size_t>(__builtin_ctzll(levels_[l][r]));
     const graph::NodeId n = order_->op_at[r];
     for (auto& level : levels_) {
       uint64_t& w = level[r >> 6];
@@ -79,8 +80,8 @@ class ReadyHeap {
 
  private:
   struct Order {
-    std::vector<uint32_t> rank;         // op -> position in the order
-    std::vector<graph::NodeId> op_at;   // position -> op
+    std::vector<uint32_t> rank;        // op -> position in the order
+    std::vector<graph::NodeId> op_at;  // position -> op
   };
   void adopt(std::shared_ptr<const Order> order) {
     order_ = std::move(order);

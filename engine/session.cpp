@@ -17,17 +17,17 @@
 
 #include <omp.h>
 
-#include <condition_variable>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
 
+#include "engine/node_runner.h"
 #include "engine/omp_oversubscription.h"
 #include "engine/parallel_runtime.h"
-#include "engine/node_runner.h"
 #include "engine/plan.h"
 #include "engine/team_leader.h"
 #include "engine/topology.h"
@@ -49,7 +49,8 @@ Result<AlignedBytes> alloc_aligned(size_t bytes, const std::string& what) {
   size_t rounded = (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
   void* p = std::aligned_alloc(kArenaAlignment, rounded);
   if (!p)
-    return Status(StatusCode::kOutOfMemory, "cannot allocate " + std::to_string(rounded) + " bytes for the " + what);
+    return Status(StatusCode::kOutOfMemory,
+                  "cannot allocate " + std::to_string(rounded) + " bytes for the " + what);
   return AlignedBytes(p);
 }
 
@@ -97,9 +98,12 @@ struct Session::Impl {
   const void* value_ptr(ValueId v) const {
     const MemoryPlan& m = plan().memory();
     switch (m.storage[v]) {
-      case Storage::kArena: return static_cast<const char*>(arena.get()) + m.offset[v];
-      case Storage::kConstant: return plan().graph().value(v).data->data();
-      case Storage::kCallerInput: return nullptr;
+      case Storage::kArena:
+        return static_cast<const char*>(arena.get()) + m.offset[v];
+      case Storage::kConstant:
+        return plan().graph().value(v).data->data();
+      case Storage::kCallerInput:
+        return nullptr;
     }
     return nullptr;
   }
@@ -131,7 +135,9 @@ const graph::Graph& Session::graph() const { return impl_->plan().graph(); }
 const Plan& Session::plan() const { return impl_->plan(); }
 std::shared_ptr<const Plan> Session::shared_plan() const { return impl_->plan_ptr; }
 const SessionOptions& Session::options() const { return impl_->options; }
-const Placement* Session::placement() const { return impl_->placement ? &*impl_->placement : nullptr; }
+const Placement* Session::placement() const {
+  return impl_->placement ? &*impl_->placement : nullptr;
+}
 ParallelRuntime* Session::runtime() const { return impl_->runtime.get(); }
 std::vector<uint32_t> Session::execution_counts() const {
   return impl_->runtime ? impl_->runtime->execution_counts() : std::vector<uint32_t>{};
@@ -152,38 +158,46 @@ void Session::set_tracing(bool on) {
   im.options.trace = on;
   im.trace.ops.clear();
   im.trace.run_start_ns = im.trace.run_end_ns = 0;
-  if (im.runtime) im.runtime->set_tracing(on);
-  else if (on) im.trace.ops.reserve(im.plan().num_nodes());
+  if (im.runtime)
+    im.runtime->set_tracing(on);
+  else if (on)
+    im.trace.ops.reserve(im.plan().num_nodes());
 }
 
 std::string Session::config_summary() const {
   const Impl& im = *impl_;
   const std::string policy = policy_name(im.policy);
-  const std::string split = std::to_string(im.options.executors) + "x" + std::to_string(im.options.threads);
+  const std::string split =
+      std::to_string(im.options.executors) + "x" + std::to_string(im.options.threads);
   if (!im.runtime) return policy + " " + split + " on the calling thread";
   if (im.placement) {
     std::string s = policy + " " + im.placement->summary();
-    if (im.runtime->dedicated_scheduler() && !im.placement->scheduler) s += "; scheduler on the client thread (forced)";
+    if (im.runtime->dedicated_scheduler() && !im.placement->scheduler)
+      s += "; scheduler on the client thread (forced)";
     if (!im.runtime->dedicated_scheduler() && im.placement->scheduler)
       s += " (unused: one executor of one thread runs solo, the client thread plays it)";
     return s;
   }
   return policy + " " + split + " unpinned" +
-         (im.runtime->dedicated_scheduler() ? "; scheduler on the client thread" : "; scheduler role inside the executors");
+         (im.runtime->dedicated_scheduler() ? "; scheduler on the client thread"
+                                            : "; scheduler role inside the executors");
 }
 
 static Status check_options(const SessionOptions& o) {
   if (o.threads < 1)
-    return Status::invalid_argument("session options: threads must be at least 1, got " + std::to_string(o.threads));
+    return Status::invalid_argument("session options: threads must be at least 1, got " +
+                                    std::to_string(o.threads));
   if (o.executors < 1)
-    return Status::invalid_argument("session options: executors must be at least 1, got " + std::to_string(o.executors));
+    return Status::invalid_argument("session options: executors must be at least 1, got " +
+                                    std::to_string(o.executors));
   std::optional<Policy> policy = parse_policy(o.scheduler);
   if (!policy)
-    return Status::invalid_argument("session options: unknown scheduler '" + o.scheduler + "' (available: " +
-                                    kPolicyNames + ")");
+    return Status::invalid_argument("session options: unknown scheduler '" + o.scheduler +
+                                    "' (available: " + kPolicyNames + ")");
   if (*policy == Policy::kSequential && o.executors != 1)
-    return Status::invalid_argument("session options: the sequential scheduler runs exactly 1 executor, got executors = " +
-                                    std::to_string(o.executors) + " (use cpf, fifo or shared-queue)");
+    return Status::invalid_argument(
+        "session options: the sequential scheduler runs exactly 1 executor, got executors = " +
+        std::to_string(o.executors) + " (use cpf, fifo or shared-queue)");
   if (o.ring_capacity < 1 || o.ring_capacity > (1 << 20))
     return Status::invalid_argument("session options: ring_capacity must be in [1, 2^20], got " +
                                     std::to_string(o.ring_capacity));
@@ -196,8 +210,6 @@ static Status check_options(const SessionOptions& o) {
   // so `pin` only matters for the parallel policies.
   return Status::ok();
 }
-
-
 
 Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const graph::Graph> graph,
                                                  const SessionOptions& options) {
@@ -215,13 +227,15 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Plan> pla
   if (!plan_ptr) return Status::invalid_argument("Session::create: no plan");
   GRAPHI_RETURN_IF_ERROR(check_options(options));
   if (plan_ptr->team_size() != options.threads)
-    return Status::invalid_argument("session options: threads = " + std::to_string(options.threads) +
-                                    ", but the plan's kernels were compiled for teams of " +
-                                    std::to_string(plan_ptr->team_size()));
+    return Status::invalid_argument(
+        "session options: threads = " + std::to_string(options.threads) +
+        ", but the plan's kernels were compiled for teams of " +
+        std::to_string(plan_ptr->team_size()));
   if (!options.node_costs.empty() && options.node_costs.size() != plan_ptr->num_nodes())
-    return Status::invalid_argument("session options: node_costs has " + std::to_string(options.node_costs.size()) +
-                                    " entries, but " + plan_ptr->graph().source() + " compiles to " +
-                                    std::to_string(plan_ptr->num_nodes()) + " nodes (one cost per Plan node)");
+    return Status::invalid_argument(
+        "session options: node_costs has " + std::to_string(options.node_costs.size()) +
+        " entries, but " + plan_ptr->graph().source() + " compiles to " +
+        std::to_string(plan_ptr->num_nodes()) + " nodes (one cost per Plan node)");
   std::unique_ptr<Session> s(new Session());
   Impl& im = *s->impl_;
   im.options = options;
@@ -229,8 +243,10 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Plan> pla
   const Plan& plan = im.plan();
   const graph::Graph& g = plan.graph();
 
-  GRAPHI_ASSIGN_OR_RETURN(im.arena, alloc_aligned(plan.memory().peak_bytes, "arena of " + g.source()));
-  GRAPHI_ASSIGN_OR_RETURN(im.scratch, alloc_aligned(plan.scratch_bytes(), "kernel scratch of " + g.source()));
+  GRAPHI_ASSIGN_OR_RETURN(im.arena,
+                          alloc_aligned(plan.memory().peak_bytes, "arena of " + g.source()));
+  GRAPHI_ASSIGN_OR_RETURN(im.scratch,
+                          alloc_aligned(plan.scratch_bytes(), "kernel scratch of " + g.source()));
 
   std::vector<uint32_t> input_pos(g.num_values(), UINT32_MAX);
   for (uint32_t i = 0; i < g.inputs().size(); ++i) {
@@ -259,25 +275,27 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Plan> pla
 std::string Session::Impl::input_list() const {
   const graph::Graph& g = plan().graph();
   std::string s;
-  for (ValueId v : g.inputs()) s += (s.empty() ? "" : ", ") + g.value(v).name + " " + g.value(v).desc.to_string();
+  for (ValueId v : g.inputs())
+    s += (s.empty() ? "" : ", ") + g.value(v).name + " " + g.value(v).desc.to_string();
   return s.empty() ? "none" : s;
 }
 
-Status Session::Impl::bind_inputs(const NamedTensors& inputs, std::vector<const Tensor*>& bound) const {
+Status Session::Impl::bind_inputs(const NamedTensors& inputs,
+                                  std::vector<const Tensor*>& bound) const {
   const graph::Graph& g = plan().graph();
   const std::string prefix = g.source() + ": ";
   bound.assign(g.inputs().size(), nullptr);
   for (const auto& [name, tensor] : inputs) {
     auto it = input_index.find(name);
     if (it == input_index.end())
-      return Status::invalid_argument(prefix + "'" + name + "' is not an input of the graph (inputs: " +
-                                      input_list() + ")");
+      return Status::invalid_argument(
+          prefix + "'" + name + "' is not an input of the graph (inputs: " + input_list() + ")");
     if (bound[it->second])
       return Status::invalid_argument(prefix + "input '" + name + "' is given more than once");
     const TensorDesc& want = g.value(g.inputs()[it->second]).desc;
     if (!(tensor.desc() == want))
-      return Status::invalid_argument(prefix + "input '" + name + "': expected " + want.to_string() +
-                                      ", got " + tensor.desc().to_string());
+      return Status::invalid_argument(prefix + "input '" + name + "': expected " +
+                                      want.to_string() + ", got " + tensor.desc().to_string());
     if (tensor.data() == nullptr)
       return Status::invalid_argument(prefix + "input '" + name + "' has no data");
     bound[it->second] = &tensor;
@@ -307,7 +325,8 @@ Status Session::Impl::execute(int threads) {
   }
   for (NodeId n : plan().order()) {
     if (closing.load(std::memory_order_relaxed))
-      return Status::invalid_argument(g.source() + ": run cancelled: the Session is being destroyed");
+      return Status::invalid_argument(g.source() +
+                                      ": run cancelled: the Session is being destroyed");
     if (tracing) [[unlikely]] {
       const uint64_t t0 = trace_now_ns();
       run_node(plan(), n, slots, threads, scratch.get(), plan().scratch_bytes(), &failure);
@@ -361,8 +380,9 @@ Status Session::Impl::start_runtime() {
     req.threads = options.threads;
     Result<Placement> pl = place_executors(topo, req);
     if (!pl.is_ok())
-      return pl.status().with_context(p.graph().source() + ": cannot place " + std::to_string(options.executors) +
-                                      " executors x " + std::to_string(options.threads) +
+      return pl.status().with_context(p.graph().source() + ": cannot place " +
+                                      std::to_string(options.executors) + " executors x " +
+                                      std::to_string(options.threads) +
                                       " threads (pin = false runs unpinned)");
     placement = std::move(pl).value();
     GRAPHI_ASSIGN_OR_RETURN(binder, HwlocBinder::create());

@@ -53,7 +53,8 @@ void TeamLeader::run(const std::function<void()>& job) {
   done_.store(false, std::memory_order_relaxed);
   job_.store(&job, std::memory_order_seq_cst);
   job_parker_.wake();
-  done_parker_.wait([&] { return done_.load(std::memory_order_acquire); }, std::chrono::microseconds(0));
+  done_parker_.wait([&] { return done_.load(std::memory_order_acquire); },
+                    std::chrono::microseconds(0));
 }
 
 void TeamLeader::loop() {
@@ -61,7 +62,8 @@ void TeamLeader::loop() {
   CPU_ZERO(&current);
   while (true) {
     job_parker_.wait([&] {
-      return job_.load(std::memory_order_acquire) != nullptr || stop_.load(std::memory_order_acquire);
+      return job_.load(std::memory_order_acquire) != nullptr ||
+             stop_.load(std::memory_order_acquire);
     });
     const std::function<void()>* job = job_.load(std::memory_order_acquire);
     if (!job) return;  // stop_ and nothing submitted

@@ -59,11 +59,11 @@ class TeamLeader {
 
   const int threads_;
   OmpThreadClaim claim_;
-  std::mutex submit_;                          // one job at a time
+  std::mutex submit_;  // one job at a time
   std::atomic<const std::function<void()>*> job_{nullptr};
   std::atomic<bool> done_{false};
   std::atomic<bool> stop_{false};
-  cpu_set_t job_mask_;                         // the submitting caller's mask (under submit_)
+  cpu_set_t job_mask_;  // the submitting caller's mask (under submit_)
   Parker job_parker_, done_parker_;
   std::thread thread_;
 };

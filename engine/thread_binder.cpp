@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "engine/startup_env.h"
 #include "engine/topology.h"
 
 namespace graphi::engine {
@@ -121,7 +122,7 @@ void RecordingBinder::fail_with(Status status) {
 std::optional<std::string> omp_affinity_env_warning(
     const std::function<const char*(const char*)>& getenv_fn) {
   auto get = [&](const char* name) -> std::optional<std::string> {
-    const char* v = getenv_fn ? getenv_fn(name) : std::getenv(name);
+    const char* v = getenv_fn ? getenv_fn(name) : startup_getenv(name);
     if (!v || !*v) return std::nullopt;
     return std::string(v);
   };

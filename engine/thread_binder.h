@@ -78,7 +78,9 @@ class RecordingBinder final : public ThreadBinder {
 // on the same first places, so the teams collide on the same cores. libomp behaves alike.
 // graphi's team members bind themselves with hwloc inside their first region, which overrides
 // the runtime's choice and persists (verified with libgomp 12 under OMP_PROC_BIND=close
-// OMP_PLACES=cores), so the settings are ignored, not obeyed. `getenv` is injectable for tests.
+// OMP_PLACES=cores), so the settings are ignored, not obeyed. The variables are read as they were
+// at process start (engine/startup_env.h: LIBXSMM sets OMP_PROC_BIND=TRUE when it initialises,
+// which is not the user's setting). `getenv` is injectable for tests.
 std::optional<std::string> omp_affinity_env_warning(
     const std::function<const char*(const char*)>& getenv = nullptr);
 

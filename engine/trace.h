@@ -13,26 +13,27 @@ namespace graphi::engine {
 inline constexpr int32_t kInlineExecutor = -1;     // on the scheduler / client thread
 inline constexpr int32_t kBootstrapExecutor = -2;  // on the bootstrap executor
 
-struct OpSpan {            // one op execution
-  uint32_t node;           // NodeId in the Plan
-  int32_t executor;        // 0..n-1; -1 = ran inline on the scheduler/client thread; -2 = bootstrap executor
-  int32_t team;            // team size it ran with (1 for small ops run inline)
+struct OpSpan {   // one op execution
+  uint32_t node;  // NodeId in the Plan
+  int32_t
+      executor;  // 0..n-1; -1 = ran inline on the scheduler/client thread; -2 = bootstrap executor
+  int32_t team;  // team size it ran with (1 for small ops run inline)
   uint64_t start_ns, end_ns;  // std::chrono::steady_clock, ns since the steady clock's epoch
 };
 
-struct SchedulerSpan {     // the scheduler's own activity
+struct SchedulerSpan {  // the scheduler's own activity
   // kHandOff: pushing a ready op into an executor's ring; kIdle: waiting with nothing to hand
   // out; kStep: one pass over the triggered queues and the ready set.
   enum Kind : uint8_t { kHandOff, kIdle, kStep } kind;
-  int32_t executor;        // target executor of a hand-off, else -1
+  int32_t executor;  // target executor of a hand-off, else -1
   uint64_t start_ns, end_ns;
 };
 
 struct RunTrace {
   uint64_t run_start_ns = 0, run_end_ns = 0;  // makespan = run_end_ns - run_start_ns
   int executors = 1, threads = 1;
-  std::string scheduler;                       // "cpf", "fifo", "shared-queue", "sequential"
-  std::vector<OpSpan> ops;                     // every executed node exactly once
+  std::string scheduler;    // "cpf", "fifo", "shared-queue", "sequential"
+  std::vector<OpSpan> ops;  // every executed node exactly once
   std::vector<SchedulerSpan> scheduler_spans;
 };
 

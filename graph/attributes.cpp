@@ -4,11 +4,16 @@ namespace graphi::graph {
 
 const char* attribute_type_name(const Attribute& a) {
   switch (a.index()) {
-    case 0: return "int";
-    case 1: return "float";
-    case 2: return "ints";
-    case 3: return "floats";
-    case 4: return "string";
+    case 0:
+      return "int";
+    case 1:
+      return "float";
+    case 2:
+      return "ints";
+    case 3:
+      return "floats";
+    case 4:
+      return "string";
   }
   return "?";
 }
@@ -25,7 +30,8 @@ Status wrong_type(const std::string& where, const std::string& name, const char*
                                attribute_type_name(got));
 }
 Status missing(const std::string& where, const std::string& name, const char* want) {
-  return Status::invalid_graph(where + ": missing required attribute '" + name + "' (" + want + ")");
+  return Status::invalid_graph(where + ": missing required attribute '" + name + "' (" + want +
+                               ")");
 }
 }  // namespace
 

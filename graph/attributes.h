@@ -11,7 +11,8 @@
 
 namespace graphi::graph {
 
-using Attribute = std::variant<int64_t, double, std::vector<int64_t>, std::vector<double>, std::string>;
+using Attribute =
+    std::variant<int64_t, double, std::vector<int64_t>, std::vector<double>, std::string>;
 
 const char* attribute_type_name(const Attribute& a);  // "int", "float", "ints", "floats", "string"
 

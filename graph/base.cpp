@@ -8,13 +8,20 @@ namespace graphi {
 namespace {
 const char* code_name(StatusCode c) {
   switch (c) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kInvalidArgument: return "invalid argument";
-    case StatusCode::kInvalidGraph: return "invalid graph";
-    case StatusCode::kUnsupported: return "unsupported";
-    case StatusCode::kIoError: return "I/O error";
-    case StatusCode::kOutOfMemory: return "out of memory";
-    case StatusCode::kInternal: return "internal error";
+    case StatusCode::kOk:
+      return "ok";
+    case StatusCode::kInvalidArgument:
+      return "invalid argument";
+    case StatusCode::kInvalidGraph:
+      return "invalid graph";
+    case StatusCode::kUnsupported:
+      return "unsupported";
+    case StatusCode::kIoError:
+      return "I/O error";
+    case StatusCode::kOutOfMemory:
+      return "out of memory";
+    case StatusCode::kInternal:
+      return "internal error";
   }
   return "unknown error";
 }
@@ -33,18 +40,24 @@ void check_failed(const char* file, int line, const char* cond, const std::strin
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::kF32: return 4;
-    case DType::kI32: return 4;
-    case DType::kI64: return 8;
+    case DType::kF32:
+      return 4;
+    case DType::kI32:
+      return 4;
+    case DType::kI64:
+      return 8;
   }
   return 0;
 }
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::kF32: return "float32";
-    case DType::kI32: return "int32";
-    case DType::kI64: return "int64";
+    case DType::kF32:
+      return "float32";
+    case DType::kI32:
+      return "int32";
+    case DType::kI64:
+      return "int64";
   }
   return "unknown";
 }

@@ -23,10 +23,13 @@ class [[nodiscard]] Status {
   Status() = default;
   Status(StatusCode code, std::string message)
       : state_(code == StatusCode::kOk ? nullptr
-                                       : std::make_shared<State>(State{code, std::move(message)})) {}
+                                       : std::make_shared<State>(State{code, std::move(message)})) {
+  }
 
   static Status ok() { return Status(); }
-  static Status invalid_argument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+  static Status invalid_argument(std::string m) {
+    return {StatusCode::kInvalidArgument, std::move(m)};
+  }
   static Status invalid_graph(std::string m) { return {StatusCode::kInvalidGraph, std::move(m)}; }
   static Status unsupported(std::string m) { return {StatusCode::kUnsupported, std::move(m)}; }
   static Status io_error(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
@@ -58,7 +61,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {  // NOLINT
     if (std::get<Status>(v_).is_ok()) v_ = Status::internal("Result built from an OK Status");
   }
@@ -104,10 +107,11 @@ inline void throw_if_error(const Status& s) {
 }
 
 // Invariant violated (a bug, never user input): print file:line and abort, also in Release.
-[[noreturn]] void check_failed(const char* file, int line, const char* cond, const std::string& msg);
+[[noreturn]] void check_failed(const char* file, int line, const char* cond,
+                               const std::string& msg);
 
 size_t dtype_size(DType t);
-const char* dtype_name(DType t);                       // "float32", "int32", "int64" (numpy names)
+const char* dtype_name(DType t);  // "float32", "int32", "int64" (numpy names)
 std::optional<DType> dtype_from_name(std::string_view name);  // accepts "float32"/"f32" etc.
 
 }  // namespace graphi
@@ -115,20 +119,20 @@ std::optional<DType> dtype_from_name(std::string_view name);  // accepts "float3
 #define GRAPHI_CONCAT_INNER(a, b) a##b
 #define GRAPHI_CONCAT(a, b) GRAPHI_CONCAT_INNER(a, b)
 
-#define GRAPHI_RETURN_IF_ERROR(expr)                 \
-  do {                                               \
-    ::graphi::Status _graphi_st = (expr);            \
-    if (!_graphi_st.is_ok()) return _graphi_st;      \
+#define GRAPHI_RETURN_IF_ERROR(expr)            \
+  do {                                          \
+    ::graphi::Status _graphi_st = (expr);       \
+    if (!_graphi_st.is_ok()) return _graphi_st; \
   } while (0)
 
 // GRAPHI_ASSIGN_OR_RETURN(auto x, make_x()); returns the Status on failure.
-#define GRAPHI_ASSIGN_OR_RETURN(lhs, expr)                                   \
-  auto GRAPHI_CONCAT(_graphi_r, __LINE__) = (expr);                          \
-  if (!GRAPHI_CONCAT(_graphi_r, __LINE__).is_ok())                           \
-    return GRAPHI_CONCAT(_graphi_r, __LINE__).status();                      \
+#define GRAPHI_ASSIGN_OR_RETURN(lhs, expr)              \
+  auto GRAPHI_CONCAT(_graphi_r, __LINE__) = (expr);     \
+  if (!GRAPHI_CONCAT(_graphi_r, __LINE__).is_ok())      \
+    return GRAPHI_CONCAT(_graphi_r, __LINE__).status(); \
   lhs = std::move(GRAPHI_CONCAT(_graphi_r, __LINE__)).value()
 
-#define GRAPHI_CHECK(cond, msg)                                                      \
-  do {                                                                               \
-    if (!(cond)) ::graphi::check_failed(__FILE__, __LINE__, #cond, (msg));           \
+#define GRAPHI_CHECK(cond, msg)                                            \
+  do {                                                                     \
+    if (!(cond)) ::graphi::check_failed(__FILE__, __LINE__, #cond, (msg)); \
   } while (0)

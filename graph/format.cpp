@@ -22,7 +22,8 @@
 namespace graphi::graph {
 
 // Weights are stored little-endian and copied as-is; a big-endian port would swap here.
-static_assert(std::endian::native == std::endian::little, "the .graphi reader assumes a little-endian host");
+static_assert(std::endian::native == std::endian::little,
+              "the .graphi reader assumes a little-endian host");
 
 namespace {
 
@@ -38,7 +39,9 @@ uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 uint32_t load_u32(const unsigned char* p) {
   return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
 }
-uint64_t load_u64(const unsigned char* p) { return uint64_t{load_u32(p)} | uint64_t{load_u32(p + 4)} << 32; }
+uint64_t load_u64(const unsigned char* p) {
+  return uint64_t{load_u32(p)} | uint64_t{load_u32(p + 4)} << 32;
+}
 void store_u32(unsigned char* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
 }
@@ -93,8 +96,10 @@ class FileSource final : public ByteSource {
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) return Status::io_error("cannot open '" + path + "': " + std::strerror(errno));
     struct stat st {};
-    if (::fstat(fd_, &st) != 0) return Status::io_error("cannot stat '" + path + "': " + std::strerror(errno));
-    if (S_ISDIR(st.st_mode)) return Status::io_error("'" + path + "' is a directory, not a .graphi file");
+    if (::fstat(fd_, &st) != 0)
+      return Status::io_error("cannot stat '" + path + "': " + std::strerror(errno));
+    if (S_ISDIR(st.st_mode))
+      return Status::io_error("'" + path + "' is a directory, not a .graphi file");
     if (!S_ISREG(st.st_mode)) return Status::io_error("'" + path + "' is not a regular file");
     size_ = static_cast<uint64_t>(st.st_size);
     return Status::ok();
@@ -107,7 +112,8 @@ class FileSource final : public ByteSource {
       if (got < 0 && errno == EINTR) continue;
       if (got < 0) return Status::io_error("cannot read '" + path_ + "': " + std::strerror(errno));
       if (got == 0)
-        return Status::io_error("'" + path_ + "' shrank while being read (at byte " + std::to_string(offset) + ")");
+        return Status::io_error("'" + path_ + "' shrank while being read (at byte " +
+                                std::to_string(offset) + ")");
       out += got;
       offset += static_cast<uint64_t>(got);
       n -= static_cast<size_t>(got);
@@ -133,23 +139,26 @@ class HeaderReader {
     return Status::invalid_graph(src_ + ": " + (where.empty() ? "" : where + ": ") + msg);
   }
 
-  Status check_object(const json& j, const std::string& where, std::initializer_list<const char*> allowed) const {
-    if (!j.is_object()) return bad(where, std::string("must be a JSON object, got ") + j.type_name());
+  Status check_object(const json& j, const std::string& where,
+                      std::initializer_list<const char*> allowed) const {
+    if (!j.is_object())
+      return bad(where, std::string("must be a JSON object, got ") + j.type_name());
     for (const auto& [key, v] : j.items()) {
       bool ok = false;
       for (const char* a : allowed) ok = ok || key == a;
       if (!ok) {
         std::string list;
         for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
-        return bad(where, "unknown field '" + key + "' (format version " + std::to_string(kGraphiFormatVersion) +
-                              " allows: " + list + ")");
+        return bad(where, "unknown field '" + key + "' (format version " +
+                              std::to_string(kGraphiFormatVersion) + " allows: " + list + ")");
       }
     }
     return Status::ok();
   }
 
   // The field, or nullptr when it is absent and optional.
-  Result<const json*> field(const json& obj, const char* key, const std::string& where, bool required) const {
+  Result<const json*> field(const json& obj, const char* key, const std::string& where,
+                            bool required) const {
     auto it = obj.find(key);
     if (it == obj.end()) {
       if (required) return bad(where, std::string("field '") + key + "' is missing");
@@ -160,13 +169,17 @@ class HeaderReader {
 
   Result<std::string> get_string(const json& obj, const char* key, const std::string& where) const {
     GRAPHI_ASSIGN_OR_RETURN(const json* f, field(obj, key, where, true));
-    if (!f->is_string()) return bad(where, std::string("field '") + key + "' must be a string, got " + f->type_name());
+    if (!f->is_string())
+      return bad(where, std::string("field '") + key + "' must be a string, got " + f->type_name());
     return f->get<std::string>();
   }
 
-  Result<std::vector<std::string>> get_string_list(const json& obj, const char* key, const std::string& where) const {
+  Result<std::vector<std::string>> get_string_list(const json& obj, const char* key,
+                                                   const std::string& where) const {
     GRAPHI_ASSIGN_OR_RETURN(const json* f, field(obj, key, where, true));
-    auto wrong = [&] { return bad(where, std::string("field '") + key + "' must be a list of strings"); };
+    auto wrong = [&] {
+      return bad(where, std::string("field '") + key + "' must be a list of strings");
+    };
     if (!f->is_array()) return wrong();
     std::vector<std::string> out;
     out.reserve(f->size());
@@ -192,7 +205,9 @@ class HeaderReader {
   Result<uint64_t> get_size(const json& obj, const char* key, const std::string& where) const {
     GRAPHI_ASSIGN_OR_RETURN(const json* f, field(obj, key, where, true));
     GRAPHI_ASSIGN_OR_RETURN(int64_t v, as_int(*f, std::string("field '") + key + "'", where));
-    if (v < 0) return bad(where, std::string("field '") + key + "' must not be negative, got " + std::to_string(v));
+    if (v < 0)
+      return bad(where,
+                 std::string("field '") + key + "' must not be negative, got " + std::to_string(v));
     return static_cast<uint64_t>(v);
   }
 
@@ -211,7 +226,8 @@ class HeaderReader {
       if (s == "-inf") return -std::numeric_limits<double>::infinity();
     }
     return bad(where, what + " must be a number (or \"nan\", \"inf\", \"-inf\"), got " +
-                          (j.is_string() ? "\"" + j.get<std::string>() + "\"" : std::string(j.type_name())));
+                          (j.is_string() ? "\"" + j.get<std::string>() + "\""
+                                         : std::string(j.type_name())));
   }
 
   // {"dtype": ..., "shape": [...]} fields of an input, constant or value_info entry.
@@ -222,7 +238,9 @@ class HeaderReader {
     if (!t) return bad(where, "field 'dtype' is '" + dt + "'; supported: float32, int32, int64");
     d.dtype = *t;
     GRAPHI_ASSIGN_OR_RETURN(const json* shape, field(obj, "shape", where, true));
-    if (!shape->is_array()) return bad(where, std::string("field 'shape' must be a list of integers, got ") + shape->type_name());
+    if (!shape->is_array())
+      return bad(where, std::string("field 'shape' must be a list of integers, got ") +
+                            shape->type_name());
     if (shape->size() > kMaxRank)
       return bad(where, "field 'shape' has rank " + std::to_string(shape->size()) + "; at most " +
                             std::to_string(kMaxRank) + " is supported");
@@ -230,11 +248,13 @@ class HeaderReader {
     for (const json& e : *shape) {
       if (!e.is_number_integer()) return bad(where, "field 'shape' must be a list of integers");
       GRAPHI_ASSIGN_OR_RETURN(int64_t dim, as_int(e, "field 'shape'", where));
-      if (dim < 0) return bad(where, "field 'shape' has a negative dimension " + std::to_string(dim));
+      if (dim < 0)
+        return bad(where, "field 'shape' has a negative dimension " + std::to_string(dim));
       d.shape.push_back(dim);
       // Overflow guard: numel * dtype size must stay far from 2^64.
       if (dim != 0 && bytes > kMaxTensorBytes / static_cast<uint64_t>(dim))
-        return bad(where, "field 'shape' " + shape_to_string(d.shape) + "... describes more than 2^62 bytes");
+        return bad(where, "field 'shape' " + shape_to_string(d.shape) +
+                              "... describes more than 2^62 bytes");
       bytes *= static_cast<uint64_t>(dim);
     }
     return d;
@@ -254,11 +274,13 @@ class HeaderReader {
       return Attribute(f);
     }
     if (type == "string") {
-      if (!v->is_string()) return bad(where, what + " (type string) must be a string, got " + v->type_name());
+      if (!v->is_string())
+        return bad(where, what + " (type string) must be a string, got " + v->type_name());
       return Attribute(v->get<std::string>());
     }
     if (type == "ints" || type == "floats") {
-      if (!v->is_array()) return bad(where, what + " (type " + type + ") must be a list, got " + v->type_name());
+      if (!v->is_array())
+        return bad(where, what + " (type " + type + ") must be a list, got " + v->type_name());
       if (type == "ints") {
         std::vector<int64_t> out;
         for (const json& e : *v) {
@@ -274,7 +296,8 @@ class HeaderReader {
       }
       return Attribute(std::move(out));
     }
-    return bad(where, "field 'type' is '" + type + "'; must be one of int, float, ints, floats, string");
+    return bad(where,
+               "field 'type' is '" + type + "'; must be one of int, float, ints, floats, string");
   }
 
   // "node 'gates'" when the entry has a string name, else "node #3": errors stay readable even
@@ -282,7 +305,8 @@ class HeaderReader {
   static std::string entry_where(const char* kind, const json& e, size_t index) {
     if (e.is_object()) {
       auto it = e.find("name");
-      if (it != e.end() && it->is_string()) return std::string(kind) + " '" + it->get<std::string>() + "'";
+      if (it != e.end() && it->is_string())
+        return std::string(kind) + " '" + it->get<std::string>() + "'";
     }
     return std::string(kind) + " #" + std::to_string(index);
   }
@@ -359,13 +383,15 @@ Result<json> parse_header(const std::string& text, const HeaderReader& r) {
                     /*ignore_comments=*/false);
     return result;
   } catch (const TooDeep&) {
-    return r.bad("", "header JSON is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    return r.bad("",
+                 "header JSON is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   } catch (const DuplicateKey& d) {
     return r.bad("", "header JSON has the key '" + d.key + "' twice in one object");
   } catch (const json::exception& e) {
     std::string m = e.what();
     // Drop nlohmann's "[json.exception.parse_error.101] " tag; keep the position and reason.
-    if (auto p = m.find("] "); m.rfind("[json.exception", 0) == 0 && p != std::string::npos) m = m.substr(p + 2);
+    if (auto p = m.find("] "); m.rfind("[json.exception", 0) == 0 && p != std::string::npos)
+      m = m.substr(p + 2);
     return r.bad("", "header is not valid JSON: " + m);
   }
 }
@@ -376,23 +402,25 @@ struct ConstantEntry {
   uint64_t offset = 0, length = 0;
 };
 
-Result<Graph> read_graphi_impl(const ByteSource& in, const std::string& src, const ShapeInferencer& shapes) {
+Result<Graph> read_graphi_impl(const ByteSource& in, const std::string& src,
+                               const ShapeInferencer& shapes) {
   HeaderReader r(src);
   const uint64_t file_size = in.size();
 
   // 1. Preamble.
   if (file_size < kGraphiPreambleBytes)
     return r.bad("", "file is " + std::to_string(file_size) + " bytes, shorter than the " +
-                         std::to_string(kGraphiPreambleBytes) + "-byte .graphi preamble (truncated?)");
+                         std::to_string(kGraphiPreambleBytes) +
+                         "-byte .graphi preamble (truncated?)");
   unsigned char pre[kGraphiPreambleBytes];
   GRAPHI_RETURN_IF_ERROR(in.read(0, sizeof pre, pre));
   if (std::memcmp(pre, kGraphiMagic, sizeof kGraphiMagic) != 0)
-    return r.bad("", "not a .graphi file: the first 8 bytes are " + hex_bytes(pre, 8) + ", expected " +
-                         hex_bytes(kGraphiMagic, 8) + " (\\x89GRAPHI\\n)");
+    return r.bad("", "not a .graphi file: the first 8 bytes are " + hex_bytes(pre, 8) +
+                         ", expected " + hex_bytes(kGraphiMagic, 8) + " (\\x89GRAPHI\\n)");
   const uint32_t version = load_u32(pre + 8);
   if (version < kGraphiMinReadVersion || version > kGraphiMaxReadVersion)
-    return Status::unsupported(src + ": unsupported .graphi format version " + std::to_string(version) +
-                               " (this build of graphi reads version" +
+    return Status::unsupported(src + ": unsupported .graphi format version " +
+                               std::to_string(version) + " (this build of graphi reads version" +
                                (kGraphiMinReadVersion == kGraphiMaxReadVersion
                                     ? " " + std::to_string(kGraphiMaxReadVersion)
                                     : "s " + std::to_string(kGraphiMinReadVersion) + " to " +
@@ -400,14 +428,17 @@ Result<Graph> read_graphi_impl(const ByteSource& in, const std::string& src, con
                                ")");
   const uint32_t flags = load_u32(pre + 12);
   if (flags != 0)
-    return r.bad("", "preamble flags are " + std::to_string(flags) + "; format version 1 requires 0");
+    return r.bad("",
+                 "preamble flags are " + std::to_string(flags) + "; format version 1 requires 0");
   const uint64_t header_bytes = load_u64(pre + 16);
   const uint64_t weights_bytes = load_u64(pre + 24);
   if (header_bytes > file_size - kGraphiPreambleBytes)
-    return r.bad("", "the preamble declares a " + std::to_string(header_bytes) + "-byte header but only " +
+    return r.bad("", "the preamble declares a " + std::to_string(header_bytes) +
+                         "-byte header but only " +
                          std::to_string(file_size - kGraphiPreambleBytes) +
                          " bytes follow the preamble (file truncated or corrupt)");
-  const uint64_t weights_offset = align_up(kGraphiPreambleBytes + header_bytes, kGraphiWeightAlignment);
+  const uint64_t weights_offset =
+      align_up(kGraphiPreambleBytes + header_bytes, kGraphiWeightAlignment);
   if (weights_bytes > kMaxTensorBytes)
     return r.bad("", "the preamble declares a weight section of " + std::to_string(weights_bytes) +
                          " bytes, which cannot be right (corrupt file)");
@@ -416,14 +447,15 @@ Result<Graph> read_graphi_impl(const ByteSource& in, const std::string& src, con
   std::string text(static_cast<size_t>(header_bytes), '\0');
   GRAPHI_RETURN_IF_ERROR(in.read(kGraphiPreambleBytes, text.size(), text.data()));
   GRAPHI_ASSIGN_OR_RETURN(json h, parse_header(text, r));
-  GRAPHI_RETURN_IF_ERROR(
-      r.check_object(h, "header", {"inputs", "constants", "nodes", "outputs", "value_info", "metadata"}));
+  GRAPHI_RETURN_IF_ERROR(r.check_object(
+      h, "header", {"inputs", "constants", "nodes", "outputs", "value_info", "metadata"}));
 
   GraphBuilder b(src);
   auto list_field = [&](const char* key, bool required) -> Result<const json*> {
     GRAPHI_ASSIGN_OR_RETURN(const json* f, r.field(h, key, "header", required));
     if (f && !f->is_array())
-      return r.bad("header", std::string("field '") + key + "' must be a list, got " + f->type_name());
+      return r.bad("header",
+                   std::string("field '") + key + "' must be a list, got " + f->type_name());
     return f;
   };
 
@@ -445,7 +477,8 @@ Result<Graph> read_graphi_impl(const ByteSource& in, const std::string& src, con
   for (size_t i = 0; i < constants->size(); ++i) {
     const json& e = (*constants)[i];
     std::string where = HeaderReader::entry_where("constant", e, i);
-    GRAPHI_RETURN_IF_ERROR(r.check_object(e, where, {"name", "dtype", "shape", "offset", "byte_length"}));
+    GRAPHI_RETURN_IF_ERROR(
+        r.check_object(e, where, {"name", "dtype", "shape", "offset", "byte_length"}));
     ConstantEntry c;
     GRAPHI_ASSIGN_OR_RETURN(c.name, r.get_string(e, "name", where));
     GRAPHI_ASSIGN_OR_RETURN(c.desc, r.get_desc(e, where));
@@ -453,20 +486,24 @@ Result<Graph> read_graphi_impl(const ByteSource& in, const std::string& src, con
     GRAPHI_ASSIGN_OR_RETURN(c.length, r.get_size(e, "byte_length", where));
     const uint64_t need = c.desc.bytes();
     if (c.length != need)
-      return r.bad(where, "field 'byte_length' is " + std::to_string(c.length) + " but " + c.desc.to_string() +
-                              " needs " + std::to_string(need) + " bytes (weight data " +
-                              (c.length > need ? "longer" : "shorter") + " than its declared shape)");
+      return r.bad(where, "field 'byte_length' is " + std::to_string(c.length) + " but " +
+                              c.desc.to_string() + " needs " + std::to_string(need) +
+                              " bytes (weight data " + (c.length > need ? "longer" : "shorter") +
+                              " than its declared shape)");
     if (c.offset % kGraphiWeightAlignment != 0)
-      return r.bad(where, "field 'offset' is " + std::to_string(c.offset) + "; it must be a multiple of " +
+      return r.bad(where, "field 'offset' is " + std::to_string(c.offset) +
+                              "; it must be a multiple of " +
                               std::to_string(kGraphiWeightAlignment));
     if (c.offset > weights_bytes || c.length > weights_bytes - c.offset)
-      return r.bad(where, "weight bytes [" + std::to_string(c.offset) + ", " + std::to_string(c.offset) + " + " +
-                              std::to_string(c.length) + ") lie outside the " + std::to_string(weights_bytes) +
+      return r.bad(where, "weight bytes [" + std::to_string(c.offset) + ", " +
+                              std::to_string(c.offset) + " + " + std::to_string(c.length) +
+                              ") lie outside the " + std::to_string(weights_bytes) +
                               "-byte weight section the preamble declares");
     const uint64_t start = weights_offset + c.offset;
     if (start + c.length > file_size)
-      return r.bad(where, "weight data is truncated: its " + std::to_string(c.length) + " bytes start at file offset " +
-                              std::to_string(start) + " but the file ends at " + std::to_string(file_size));
+      return r.bad(where, "weight data is truncated: its " + std::to_string(c.length) +
+                              " bytes start at file offset " + std::to_string(start) +
+                              " but the file ends at " + std::to_string(file_size));
     used_end = std::max(used_end, c.offset + c.length);
     consts.push_back(std::move(c));
   }
@@ -476,25 +513,30 @@ Result<Graph> read_graphi_impl(const ByteSource& in, const std::string& src, con
   {
     std::vector<const ConstantEntry*> by_offset;
     for (const ConstantEntry& c : consts) by_offset.push_back(&c);
-    std::sort(by_offset.begin(), by_offset.end(), [](const ConstantEntry* a, const ConstantEntry* b) {
-      return a->offset != b->offset ? a->offset < b->offset : a->length < b->length;
-    });
+    std::sort(by_offset.begin(), by_offset.end(),
+              [](const ConstantEntry* a, const ConstantEntry* b) {
+                return a->offset != b->offset ? a->offset < b->offset : a->length < b->length;
+              });
     for (size_t i = 1; i < by_offset.size(); ++i) {
       const ConstantEntry& a = *by_offset[i - 1];
       const ConstantEntry& c = *by_offset[i];
       if (c.offset < a.offset + a.length)
-        return r.bad("constant '" + c.name + "'",
-                     "weight bytes [" + std::to_string(c.offset) + ", " + std::to_string(c.offset + c.length) +
-                         ") overlap those of constant '" + a.name + "' [" + std::to_string(a.offset) + ", " +
-                         std::to_string(a.offset + a.length) + ")");
+        return r.bad("constant '" + c.name + "'", "weight bytes [" + std::to_string(c.offset) +
+                                                      ", " + std::to_string(c.offset + c.length) +
+                                                      ") overlap those of constant '" + a.name +
+                                                      "' [" + std::to_string(a.offset) + ", " +
+                                                      std::to_string(a.offset + a.length) + ")");
     }
   }
   if (used_end != weights_bytes)
-    return r.bad("", "the weight section is " + std::to_string(weights_bytes) + " bytes but the constants end at byte " +
-                         std::to_string(used_end) + " of it: " + std::to_string(weights_bytes - used_end) +
-                         " bytes of weights are not described by any constant (longer than declared)");
+    return r.bad("",
+                 "the weight section is " + std::to_string(weights_bytes) +
+                     " bytes but the constants end at byte " + std::to_string(used_end) +
+                     " of it: " + std::to_string(weights_bytes - used_end) +
+                     " bytes of weights are not described by any constant (longer than declared)");
   if (file_size < weights_offset + weights_bytes)
-    return r.bad("", "file is truncated: it is " + std::to_string(file_size) + " bytes but header and weights need " +
+    return r.bad("", "file is truncated: it is " + std::to_string(file_size) +
+                         " bytes but header and weights need " +
                          std::to_string(weights_offset + weights_bytes));
   if (file_size > weights_offset + weights_bytes)
     return r.bad("", "file has " + std::to_string(file_size - weights_offset - weights_bytes) +
@@ -516,7 +558,8 @@ Result<Graph> read_graphi_impl(const ByteSource& in, const std::string& src, con
   for (size_t i = 0; i < nodes->size(); ++i) {
     const json& e = (*nodes)[i];
     std::string where = HeaderReader::entry_where("node", e, i);
-    GRAPHI_RETURN_IF_ERROR(r.check_object(e, where, {"name", "op", "inputs", "outputs", "attributes"}));
+    GRAPHI_RETURN_IF_ERROR(
+        r.check_object(e, where, {"name", "op", "inputs", "outputs", "attributes"}));
     GRAPHI_ASSIGN_OR_RETURN(std::string name, r.get_string(e, "name", where));
     GRAPHI_ASSIGN_OR_RETURN(std::string op, r.get_string(e, "op", where));
     GRAPHI_ASSIGN_OR_RETURN(std::vector<std::string> ins, r.get_string_list(e, "inputs", where));
@@ -524,16 +567,20 @@ Result<Graph> read_graphi_impl(const ByteSource& in, const std::string& src, con
     Attributes attrs;
     GRAPHI_ASSIGN_OR_RETURN(const json* a, r.field(e, "attributes", where, false));
     if (a) {
-      if (!a->is_object()) return r.bad(where, std::string("field 'attributes' must be an object, got ") + a->type_name());
+      if (!a->is_object())
+        return r.bad(where,
+                     std::string("field 'attributes' must be an object, got ") + a->type_name());
       for (const auto& [key, v] : a->items()) {
-        GRAPHI_ASSIGN_OR_RETURN(Attribute attr, r.get_attribute(v, where + ": attribute '" + key + "'"));
+        GRAPHI_ASSIGN_OR_RETURN(Attribute attr,
+                                r.get_attribute(v, where + ": attribute '" + key + "'"));
         attrs.set(key, std::move(attr));
       }
     }
     b.add_node(op, name, ins, outs, std::move(attrs));
   }
 
-  GRAPHI_ASSIGN_OR_RETURN(std::vector<std::string> outputs, r.get_string_list(h, "outputs", "header"));
+  GRAPHI_ASSIGN_OR_RETURN(std::vector<std::string> outputs,
+                          r.get_string_list(h, "outputs", "header"));
   for (const std::string& o : outputs) b.add_output(o);
 
   GRAPHI_ASSIGN_OR_RETURN(const json* value_info, list_field("value_info", false));
@@ -551,10 +598,12 @@ Result<Graph> read_graphi_impl(const ByteSource& in, const std::string& src, con
   GRAPHI_ASSIGN_OR_RETURN(const json* metadata, r.field(h, "metadata", "header", false));
   if (metadata) {
     if (!metadata->is_object())
-      return r.bad("header", std::string("field 'metadata' must be an object of strings, got ") + metadata->type_name());
+      return r.bad("header", std::string("field 'metadata' must be an object of strings, got ") +
+                                 metadata->type_name());
     for (const auto& [key, v] : metadata->items()) {
       if (!v.is_string())
-        return r.bad("header", "field 'metadata' entry '" + key + "' must be a string, got " + v.type_name());
+        return r.bad("header",
+                     "field 'metadata' entry '" + key + "' must be a string, got " + v.type_name());
       b.set_metadata(key, v.get<std::string>());
     }
   }
@@ -562,14 +611,16 @@ Result<Graph> read_graphi_impl(const ByteSource& in, const std::string& src, con
   // 3. Weights: all ranges were validated against the real file size above.
   for (ConstantEntry& c : consts) {
     Tensor t(c.desc);
-    GRAPHI_RETURN_IF_ERROR(in.read(weights_offset + c.offset, static_cast<size_t>(c.length), t.data()));
+    GRAPHI_RETURN_IF_ERROR(
+        in.read(weights_offset + c.offset, static_cast<size_t>(c.length), t.data()));
     b.add_constant(c.name, std::move(t));
   }
   return b.finish(shapes);
 }
 
 // The boundary: nothing thrown inside (bad_alloc, a library exception) escapes as an exception.
-Result<Graph> read_guarded(const ByteSource& in, const std::string& src, const ShapeInferencer& shapes) {
+Result<Graph> read_guarded(const ByteSource& in, const std::string& src,
+                           const ShapeInferencer& shapes) {
   try {
     return read_graphi_impl(in, src, shapes);
   } catch (const std::bad_alloc&) {
@@ -592,10 +643,14 @@ bool valid_utf8(std::string_view s) {
     }
     size_t n = 0;  // continuation bytes
     uint32_t cp = 0;
-    if ((c >> 5) == 0x6) n = 1, cp = c & 0x1F;
-    else if ((c >> 4) == 0xE) n = 2, cp = c & 0x0F;
-    else if ((c >> 3) == 0x1E) n = 3, cp = c & 0x07;
-    else return false;
+    if ((c >> 5) == 0x6)
+      n = 1, cp = c & 0x1F;
+    else if ((c >> 4) == 0xE)
+      n = 2, cp = c & 0x0F;
+    else if ((c >> 3) == 0x1E)
+      n = 3, cp = c & 0x07;
+    else
+      return false;
     if (s.size() - i <= n) return false;
     for (size_t k = 1; k <= n; ++k) {
       const auto cc = static_cast<unsigned char>(s[i + k]);
@@ -603,8 +658,8 @@ bool valid_utf8(std::string_view s) {
       cp = (cp << 6) | (cc & 0x3F);
     }
     // Overlong encodings, surrogates and values past U+10FFFF are not UTF-8.
-    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
+    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
       return false;
     i += n + 1;
   }
@@ -647,10 +702,12 @@ ordered_json desc_json(const std::string& name, const TensorDesc& d) {
 
 Result<std::vector<std::byte>> write_impl(const Graph& g) {
   auto bad_string = [&](const std::string& what) {
-    return Status::invalid_argument(g.source() + ": " + what + " is not valid UTF-8 and cannot be stored in a .graphi header");
+    return Status::invalid_argument(g.source() + ": " + what +
+                                    " is not valid UTF-8 and cannot be stored in a .graphi header");
   };
   ordered_json h;
-  ordered_json inputs = ordered_json::array(), constants = ordered_json::array(), value_info = ordered_json::array();
+  ordered_json inputs = ordered_json::array(), constants = ordered_json::array(),
+               value_info = ordered_json::array();
   std::vector<const Value*> weights;
   uint64_t weights_bytes = 0;
   for (const Value& v : g.values()) {
@@ -659,7 +716,8 @@ Result<std::vector<std::byte>> write_impl(const Graph& g) {
       inputs.push_back(desc_json(v.name, v.desc));
     } else if (v.kind == ValueKind::kConstant) {
       if (!v.data || v.data->bytes() != v.desc.bytes())
-        return Status::internal(g.source() + ": constant '" + v.name + "' has no data or data of the wrong size");
+        return Status::internal(g.source() + ": constant '" + v.name +
+                                "' has no data or data of the wrong size");
       ordered_json c = desc_json(v.name, v.desc);
       const uint64_t offset = align_up(weights_bytes, kGraphiWeightAlignment);
       c["offset"] = offset;
@@ -675,7 +733,8 @@ Result<std::vector<std::byte>> write_impl(const Graph& g) {
   }
   ordered_json nodes = ordered_json::array();
   for (const Node& n : g.nodes()) {
-    if (!valid_utf8(n.name) || !valid_utf8(n.op)) return bad_string("node name or op of '" + n.name + "'");
+    if (!valid_utf8(n.name) || !valid_utf8(n.op))
+      return bad_string("node name or op of '" + n.name + "'");
     ordered_json j;
     j["name"] = n.name;
     j["op"] = n.op;
@@ -711,7 +770,8 @@ Result<std::vector<std::byte>> write_impl(const Graph& g) {
   h["metadata"] = std::move(metadata);
   const std::string text = h.dump(1);
 
-  const uint64_t weights_offset = align_up(kGraphiPreambleBytes + text.size(), kGraphiWeightAlignment);
+  const uint64_t weights_offset =
+      align_up(kGraphiPreambleBytes + text.size(), kGraphiWeightAlignment);
   std::vector<std::byte> out(static_cast<size_t>(weights_offset + weights_bytes), std::byte{0});
   auto* p = reinterpret_cast<unsigned char*>(out.data());
   std::memcpy(p, kGraphiMagic, sizeof kGraphiMagic);
@@ -732,7 +792,8 @@ Result<std::vector<std::byte>> write_impl(const Graph& g) {
 }  // namespace
 
 bool has_graphi_magic(std::span<const std::byte> bytes) {
-  return bytes.size() >= sizeof kGraphiMagic && std::memcmp(bytes.data(), kGraphiMagic, sizeof kGraphiMagic) == 0;
+  return bytes.size() >= sizeof kGraphiMagic &&
+         std::memcmp(bytes.data(), kGraphiMagic, sizeof kGraphiMagic) == 0;
 }
 
 Result<Graph> read_graphi_bytes(std::span<const std::byte> bytes, const std::string& source,
@@ -755,9 +816,11 @@ Result<std::vector<std::byte>> write_graphi_bytes(const Graph& g) {
   try {
     return write_impl(g);
   } catch (const std::bad_alloc&) {
-    return Status(StatusCode::kOutOfMemory, g.source() + ": out of memory while serializing the graph");
+    return Status(StatusCode::kOutOfMemory,
+                  g.source() + ": out of memory while serializing the graph");
   } catch (const std::exception& e) {
-    return Status::internal(g.source() + ": unexpected error while serializing the graph: " + e.what());
+    return Status::internal(g.source() +
+                            ": unexpected error while serializing the graph: " + e.what());
   }
 }
 

@@ -30,9 +30,9 @@ struct Value {
   std::string name;
   TensorDesc desc;
   ValueKind kind = ValueKind::kIntermediate;
-  NodeId producer = kNoId;               // kNoId for inputs and constants
-  bool is_output = false;                // a graph output (may also be consumed inside)
-  std::shared_ptr<const Tensor> data;    // constants only; shared so passes do not copy weights
+  NodeId producer = kNoId;             // kNoId for inputs and constants
+  bool is_output = false;              // a graph output (may also be consumed inside)
+  std::shared_ptr<const Tensor> data;  // constants only; shared so passes do not copy weights
 };
 
 struct Node {
@@ -82,10 +82,10 @@ class Graph {
 // registry implements ShapeInferencer), so graph/ does not depend on ops/.
 struct InferContext {
   const Node& node;
-  std::vector<const TensorDesc*> inputs;     // nullptr for an absent optional input
-  std::vector<const Tensor*> const_inputs;   // data of constant inputs (e.g. Reshape's shape)
-  std::string where;                         // node.where(), prefixed with the source
-  size_t num_outputs = 0;                    // outputs the node declares (Split divides by it)
+  std::vector<const TensorDesc*> inputs;    // nullptr for an absent optional input
+  std::vector<const Tensor*> const_inputs;  // data of constant inputs (e.g. Reshape's shape)
+  std::string where;                        // node.where(), prefixed with the source
+  size_t num_outputs = 0;                   // outputs the node declares (Split divides by it)
 };
 
 class ShapeInferencer {

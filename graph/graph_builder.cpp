@@ -67,8 +67,7 @@ uint64_t physical_memory_bytes() {
 Status check_dims(const std::string& where, const std::string& what, const TensorDesc& d) {
   for (int64_t dim : d.shape) {
     if (dim <= 0) {
-      return Status::invalid_graph(where + ": " + what + " has shape " +
-                                   shape_to_string(d.shape) +
+      return Status::invalid_graph(where + ": " + what + " has shape " + shape_to_string(d.shape) +
                                    "; every dimension must be at least 1 (empty tensors, such as "
                                    "an empty batch, are not supported)");
     }
@@ -85,8 +84,7 @@ Status check_dims(const std::string& where, const std::string& what, const Tenso
     char gib[64];
     std::snprintf(gib, sizeof gib, "%.1f GiB", static_cast<double>(limit) / (1u << 30));
     const std::string need =
-        overflow ? std::string("more than 2^64 bytes")
-                 : std::to_string(bytes >> 30) + " GiB";
+        overflow ? std::string("more than 2^64 bytes") : std::to_string(bytes >> 30) + " GiB";
     return Status::invalid_graph(where + ": " + what + " is " + d.to_string() + ", which needs " +
                                  need + ", more than this machine's memory (" + gib +
                                  "); is a dimension wrong?");
@@ -110,13 +108,14 @@ Result<Graph> GraphBuilder::finish(const ShapeInferencer& shapes) const {
   producer_of.reserve(n_outputs);
   for (const PendingValue& v : values_) {
     const char* kind = v.kind == ValueKind::kInput ? "graph input" : "constant";
-    if (v.name.empty()) return err(StatusCode::kInvalidGraph, std::string("a ") + kind + " has an empty name");
+    if (v.name.empty())
+      return err(StatusCode::kInvalidGraph, std::string("a ") + kind + " has an empty name");
     if (v.kind == ValueKind::kConstant && !v.data)
       return err(StatusCode::kInvalidGraph, "constant '" + v.name + "' has no data");
     auto [it, fresh] = defined.emplace(v.name, std::string(kind) + " '" + v.name + "'");
     if (!fresh)
-      return err(StatusCode::kInvalidGraph,
-                 "duplicate value name '" + v.name + "': defined as " + it->second + " and as a " + kind);
+      return err(StatusCode::kInvalidGraph, "duplicate value name '" + v.name + "': defined as " +
+                                                it->second + " and as a " + kind);
     GRAPHI_RETURN_IF_ERROR(check_dims(src, std::string(kind) + " '" + v.name + "'", v.desc));
   }
   std::unordered_set<std::string> node_names;
@@ -124,8 +123,10 @@ Result<Graph> GraphBuilder::finish(const ShapeInferencer& shapes) const {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const PendingNode& n = nodes_[i];
     std::string where = "node '" + n.name + "' (" + n.op + ")";
-    if (n.name.empty()) return err(StatusCode::kInvalidGraph, "a node of type " + n.op + " has an empty name");
-    if (n.op.empty()) return err(StatusCode::kInvalidGraph, "node '" + n.name + "' has an empty op type");
+    if (n.name.empty())
+      return err(StatusCode::kInvalidGraph, "a node of type " + n.op + " has an empty name");
+    if (n.op.empty())
+      return err(StatusCode::kInvalidGraph, "node '" + n.name + "' has an empty op type");
     if (!node_names.insert(n.name).second)
       return err(StatusCode::kInvalidGraph, "duplicate node name '" + n.name + "'");
     if (n.outputs.empty()) return err(StatusCode::kInvalidGraph, where + ": has no outputs");
@@ -133,8 +134,8 @@ Result<Graph> GraphBuilder::finish(const ShapeInferencer& shapes) const {
       if (o.empty()) return err(StatusCode::kInvalidGraph, where + ": an output has an empty name");
       auto [it, fresh] = defined.emplace(o, where);
       if (!fresh)
-        return err(StatusCode::kInvalidGraph,
-                   "duplicate value name '" + o + "': produced by " + where + " and already defined by " + it->second);
+        return err(StatusCode::kInvalidGraph, "duplicate value name '" + o + "': produced by " +
+                                                  where + " and already defined by " + it->second);
       producer_of[o] = i;
     }
   }
@@ -150,7 +151,8 @@ Result<Graph> GraphBuilder::finish(const ShapeInferencer& shapes) const {
   if (outputs_.empty()) return err(StatusCode::kInvalidGraph, "the graph declares no outputs");
   std::unordered_set<std::string> seen_outputs;
   for (const std::string& o : outputs_) {
-    if (!defined.count(o)) return err(StatusCode::kInvalidGraph, "graph output '" + o + "' is never produced");
+    if (!defined.count(o))
+      return err(StatusCode::kInvalidGraph, "graph output '" + o + "' is never produced");
     if (!seen_outputs.insert(o).second)
       return err(StatusCode::kInvalidGraph, "graph output '" + o + "' is listed twice");
   }
@@ -220,7 +222,8 @@ Result<Graph> GraphBuilder::finish(const ShapeInferencer& shapes) const {
   g.values_.reserve(values_.size() + n_outputs);
   g.value_index_.reserve(values_.size() + n_outputs);
   g.nodes_.reserve(nodes_.size());
-  for (const PendingValue& v : values_) add_value(Value{v.name, v.desc, v.kind, kNoId, false, v.data});
+  for (const PendingValue& v : values_)
+    add_value(Value{v.name, v.desc, v.kind, kNoId, false, v.data});
   std::unordered_map<std::string, const TensorDesc*> declared;
   for (const auto& [name, d] : declared_) declared[name] = &d;
 
@@ -228,13 +231,15 @@ Result<Graph> GraphBuilder::finish(const ShapeInferencer& shapes) const {
     const PendingNode& pn = nodes_[i];
     NodeId nid = static_cast<NodeId>(g.nodes_.size());
     Node node{pn.op, pn.name, pn.attrs, {}, {}};
-    for (const std::string& in : pn.inputs) node.inputs.push_back(in.empty() ? kNoId : g.value_index_.at(in));
+    for (const std::string& in : pn.inputs)
+      node.inputs.push_back(in.empty() ? kNoId : g.value_index_.at(in));
 
     InferContext ctx{node, {}, {}, src + ": " + node.where(), pn.outputs.size()};
     for (ValueId v : node.inputs) {
       ctx.inputs.push_back(v == kNoId ? nullptr : &g.values_[v].desc);
       ctx.const_inputs.push_back(v != kNoId && g.values_[v].kind == ValueKind::kConstant
-                                     ? g.values_[v].data.get() : nullptr);
+                                     ? g.values_[v].data.get()
+                                     : nullptr);
     }
     Result<std::vector<TensorDesc>> out = shapes.infer(ctx);
     if (!out.is_ok()) {
@@ -244,25 +249,30 @@ Result<Graph> GraphBuilder::finish(const ShapeInferencer& shapes) const {
       return Status(out.status().code(), ctx.where + ": " + m);
     }
     if (out->size() != pn.outputs.size())
-      return err(StatusCode::kInvalidGraph, node.where() + ": has " + std::to_string(pn.outputs.size()) +
-                                                " outputs, the op produces " + std::to_string(out->size()));
+      return err(StatusCode::kInvalidGraph,
+                 node.where() + ": has " + std::to_string(pn.outputs.size()) +
+                     " outputs, the op produces " + std::to_string(out->size()));
     for (size_t k = 0; k < pn.outputs.size(); ++k) {
       const TensorDesc& d = (*out)[k];
-      GRAPHI_RETURN_IF_ERROR(check_dims(ctx.where, "output " + std::to_string(k) + " '" + pn.outputs[k] + "'", d));
+      GRAPHI_RETURN_IF_ERROR(
+          check_dims(ctx.where, "output " + std::to_string(k) + " '" + pn.outputs[k] + "'", d));
       auto dec = declared.find(pn.outputs[k]);
       if (dec != declared.end() && !(*dec->second == d))
-        return err(StatusCode::kInvalidGraph, node.where() + ": output '" + pn.outputs[k] + "' is declared as " +
-                                                  dec->second->to_string() + " but the op produces " + d.to_string());
-      node.outputs.push_back(add_value(Value{pn.outputs[k], d, ValueKind::kIntermediate, nid, false, nullptr}));
+        return err(StatusCode::kInvalidGraph, node.where() + ": output '" + pn.outputs[k] +
+                                                  "' is declared as " + dec->second->to_string() +
+                                                  " but the op produces " + d.to_string());
+      node.outputs.push_back(
+          add_value(Value{pn.outputs[k], d, ValueKind::kIntermediate, nid, false, nullptr}));
     }
     g.nodes_.push_back(std::move(node));
   }
   for (const auto& [name, d] : declared_) {
     ValueId v = g.value_index_.count(name) ? g.value_index_.at(name) : kNoId;
-    if (v == kNoId) return err(StatusCode::kInvalidGraph, "declared value '" + name + "' does not exist");
+    if (v == kNoId)
+      return err(StatusCode::kInvalidGraph, "declared value '" + name + "' does not exist");
     if (!(g.values_[v].desc == d))
-      return err(StatusCode::kInvalidGraph, "value '" + name + "' is declared as " + d.to_string() + " but is " +
-                                                g.values_[v].desc.to_string());
+      return err(StatusCode::kInvalidGraph, "value '" + name + "' is declared as " + d.to_string() +
+                                                " but is " + g.values_[v].desc.to_string());
   }
   for (const std::string& o : outputs_) {
     ValueId v = g.value_index_.at(o);
@@ -272,7 +282,8 @@ Result<Graph> GraphBuilder::finish(const ShapeInferencer& shapes) const {
   g.consumers_.resize(g.values_.size());
   for (NodeId n = 0; n < g.nodes_.size(); ++n)
     for (ValueId v : g.nodes_[n].inputs)
-      if (v != kNoId && (g.consumers_[v].empty() || g.consumers_[v].back() != n)) g.consumers_[v].push_back(n);
+      if (v != kNoId && (g.consumers_[v].empty() || g.consumers_[v].back() != n))
+        g.consumers_[v].push_back(n);
   return g;
 }
 

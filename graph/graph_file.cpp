@@ -34,7 +34,8 @@ Result<Graph> read_graph_file(const std::string& path, const ShapeInferencer& sh
   if (ext == ".onnx") return import_onnx_file(path, shapes, onnx);
   // Unknown extension: trust the content, so "model.bin" written by write_graphi still loads.
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return read_graphi(path, shapes);  // precise open error
+  if (!std::filesystem::is_regular_file(path, ec))
+    return read_graphi(path, shapes);  // precise open error
   std::ifstream f(path, std::ios::binary);
   char head[8] = {};
   f.read(head, sizeof head);
@@ -44,8 +45,10 @@ Result<Graph> read_graph_file(const std::string& path, const ShapeInferencer& sh
     return read_graphi_reporting(path, shapes, onnx.progress);
   if (looks_like_onnx_model(bytes)) return import_onnx_file(path, shapes, onnx);
   return Status::invalid_argument(
-      path + ": unknown model file type (" + (ext.empty() ? std::string("no extension") : "extension '" + ext + "'") +
-      ", and the content is neither a .graphi file nor an ONNX model); graphi reads .graphi and .onnx files");
+      path + ": unknown model file type (" +
+      (ext.empty() ? std::string("no extension") : "extension '" + ext + "'") +
+      ", and the content is neither a .graphi file nor an ONNX model); graphi reads .graphi and "
+      ".onnx files");
 }
 
 }  // namespace graphi::graph

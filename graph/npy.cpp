@@ -311,7 +311,8 @@ Result<Tensor> read_npy(const std::string& path) {
   // Devices such as /dev/zero never end: reading one would hang and fill memory. Pipes (shell
   // process substitution) end when the writer does, so they are read like files.
   const auto type = std::filesystem::status(path, ec).type();
-  if (!ec && type != std::filesystem::file_type::regular && type != std::filesystem::file_type::fifo)
+  if (!ec && type != std::filesystem::file_type::regular &&
+      type != std::filesystem::file_type::fifo)
     return Status::io_error(path + ": is not a regular file (a device or socket), not a .npy file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::io_error(path + ": cannot open (" + std::strerror(errno) + ")");

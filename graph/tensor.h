@@ -46,8 +46,14 @@ class Tensor {
 
   void* data() { return data_.get(); }
   const void* data() const { return data_.get(); }
-  template <typename T> T* data_as() { return static_cast<T*>(data()); }
-  template <typename T> const T* data_as() const { return static_cast<const T*>(data()); }
+  template <typename T>
+  T* data_as() {
+    return static_cast<T*>(data());
+  }
+  template <typename T>
+  const T* data_as() const {
+    return static_cast<const T*>(data());
+  }
 
  private:
   struct Free {

@@ -60,7 +60,8 @@ Result<graph::Graph> build_phased_lstm(const RnnSpec& spec, const graph::ShapeIn
     b.add_constant(p + "/W", uniform_tensor({1, 4 * H, in}, bound, rng));
     b.add_constant(p + "/R", uniform_tensor({1, 4 * H, H}, bound, rng));
     b.add_constant(p + "/B", uniform_tensor({1, 8 * H}, bound, rng));
-    Tensor tau(TensorDesc{DType::kF32, {1, H}}), shift(tau.desc()), r_on(tau.desc());
+    const TensorDesc per_unit{DType::kF32, {1, H}};
+    Tensor tau(per_unit), shift(per_unit), r_on(per_unit);
     for (int64_t j = 0; j < H; ++j) tau.data_as<float>()[j] = std::exp(rng.uniform(0.0f, 3.0f));
     for (int64_t j = 0; j < H; ++j)
       shift.data_as<float>()[j] = rng.uniform(0.0f, 1.0f) * tau.data_as<float>()[j];

@@ -80,9 +80,10 @@ Status read_window_attrs(const graph::Node& node, const std::string& where, Geom
 Status output_size(const std::string& where, Geometry& g) {
   // Corrupt dilations or pads (e.g. 2^62) must not overflow int64 in the window arithmetic.
   int64_t ekh, ekw, ph, pw;
-  if (__builtin_mul_overflow(g.dh, g.kh - 1, &ekh) || __builtin_mul_overflow(g.dw, g.kw - 1, &ekw) ||
-      __builtin_add_overflow(g.h, g.pt, &ph) || __builtin_add_overflow(ph, g.pb, &ph) ||
-      __builtin_add_overflow(g.w, g.pl, &pw) || __builtin_add_overflow(pw, g.pr, &pw))
+  if (__builtin_mul_overflow(g.dh, g.kh - 1, &ekh) ||
+      __builtin_mul_overflow(g.dw, g.kw - 1, &ekw) || __builtin_add_overflow(g.h, g.pt, &ph) ||
+      __builtin_add_overflow(ph, g.pb, &ph) || __builtin_add_overflow(g.w, g.pl, &pw) ||
+      __builtin_add_overflow(pw, g.pr, &pw))
     return Status::invalid_graph(where + ": dilations " + shape_to_string({g.dh, g.dw}) +
                                  " or pads " + shape_to_string({g.pt, g.pl, g.pb, g.pr}) +
                                  " overflow int64 with kernel " + shape_to_string({g.kh, g.kw}) +

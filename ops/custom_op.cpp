@@ -37,14 +37,17 @@ class FunctionKernel final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_function_kernel(CustomKernelFn fn) { return std::make_unique<FunctionKernel>(fn); }
+std::unique_ptr<Kernel> make_function_kernel(CustomKernelFn fn) {
+  return std::make_unique<FunctionKernel>(fn);
+}
 
 Status register_custom_op(OpDef def) {
   const std::string where = "register_custom_op: op type '" + def.type + "'";
   if (def.type.empty()) return Status::invalid_argument("register_custom_op: empty op type");
   for (unsigned char c : def.type)
     if (c <= ' ' || c == 0x7F)
-      return Status::invalid_argument(where + ": the type must not contain whitespace or control characters");
+      return Status::invalid_argument(
+          where + ": the type must not contain whitespace or control characters");
   if (!def.infer) return Status::invalid_argument(where + ": no shape rule (OpDef::infer)");
   if (!def.cost) return Status::invalid_argument(where + ": no cost hint (OpDef::cost)");
   if (def.kernels.empty()) return Status::invalid_argument(where + ": no kernels (OpDef::kernels)");
@@ -52,7 +55,8 @@ Status register_custom_op(OpDef def) {
     if (!def.kernels[i])
       return Status::invalid_argument(where + ": kernel factory " + std::to_string(i) + " is null");
   Status s = Registry::add_to_process_table(std::move(def));
-  if (!s.is_ok()) return Status::invalid_argument("register_custom_op: " + s.message() + " (built-in or custom)");
+  if (!s.is_ok())
+    return Status::invalid_argument("register_custom_op: " + s.message() + " (built-in or custom)");
   return s;
 }
 

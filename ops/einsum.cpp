@@ -309,8 +309,8 @@ struct GemmOperand {
   std::vector<int64_t> strides;  // the tensor's own element stride of each of them
   int64_t dims[3] = {1, 1, 1};
   int64_t view_strides[3] = {1, 1, 1};  // of the view on the tensor itself (when !packed)
-  bool packed = false;          // copied to / from a dense [batch, rows, cols] scratch buffer
-  size_t scratch_offset = 0;    // bytes into the kernel's scratch, when packed
+  bool packed = false;        // copied to / from a dense [batch, rows, cols] scratch buffer
+  size_t scratch_offset = 0;  // bytes into the kernel's scratch, when packed
   int64_t numel() const { return dims[0] * dims[1] * dims[2]; }
 };
 

@@ -17,11 +17,11 @@ namespace graphi::ops {
 // Everything init() may look at. Built once per node when a Plan is compiled.
 struct KernelContext {
   const graph::Node& node;
-  std::vector<const TensorDesc*> inputs;   // nullptr for an absent optional input
-  std::vector<const Tensor*> const_inputs; // data of constant inputs (weights), else nullptr
+  std::vector<const TensorDesc*> inputs;    // nullptr for an absent optional input
+  std::vector<const Tensor*> const_inputs;  // data of constant inputs (weights), else nullptr
   std::vector<const TensorDesc*> outputs;
-  int team_size = 1;                       // threads of the team that will run this kernel
-  std::string where;                       // "<source>: node 'x' (Op)" for errors
+  int team_size = 1;  // threads of the team that will run this kernel
+  std::string where;  // "<source>: node 'x' (Op)" for errors
 };
 
 // Where a kernel that can fail at run time (a custom op wrapping user code that may throw, see

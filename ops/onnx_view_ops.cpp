@@ -1,9 +1,9 @@
 // Gather (ONNX semantics): the one op PyTorch exports need that cannot be folded at import time
 // when its indices are run-time data (nn.Embedding: Gather(weight, token_ids)). Constant-index
-// Gathers are rewritten by the ONNX importer (graph/onnx/onnx_import.cpp) into Slices where possible.
-// Data may be float32, int32 or int64 (the kernel moves bytes); indices int32 or int64, negative
-// values count from the end. An index out of range at run time fails the run (TeamContext::fail)
-// naming the node and the index; its output row is zero-filled.
+// Gathers are rewritten by the ONNX importer (graph/onnx/onnx_import.cpp) into Slices where
+// possible. Data may be float32, int32 or int64 (the kernel moves bytes); indices int32 or int64,
+// negative values count from the end. An index out of range at run time fails the run
+// (TeamContext::fail) naming the node and the index; its output row is zero-filled.
 #include <cstring>
 
 #include "ops/registry.h"

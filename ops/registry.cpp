@@ -106,7 +106,8 @@ Result<std::unique_ptr<Kernel>> Registry::select(const KernelContext& ctx) const
     std::unique_ptr<Kernel> k = make();
     Status s = k->init(ctx);
     if (s.is_ok()) {
-      if (verbose_dispatch()) std::fprintf(stderr, "graphi: dispatch %s -> %s\n", ctx.where.c_str(), k->name());
+      if (verbose_dispatch())
+        std::fprintf(stderr, "graphi: dispatch %s -> %s\n", ctx.where.c_str(), k->name());
       return k;
     }
     if (verbose_dispatch())

@@ -63,29 +63,36 @@ class Registry : public graph::ShapeInferencer {
 
 // Registration functions, one per op family file (called once by Registry::get()).
 void register_elementwise_ops(Registry& r);  // ops/elementwise.cpp: Add..Div, Sigmoid, Tanh, Relu
-void register_shape_ops(Registry& r);        // ops/shape_ops.cpp: Concat, Split, Slice, Transpose, Reshape, Identity
-void register_softmax_op(Registry& r);       // ops/softmax.cpp
-void register_gemm_ops(Registry& r);         // ops/gemm.cpp: MatMul, Gemm
-void register_conv_pool_ops(Registry& r);    // ops/conv_pool.cpp: Conv, MaxPool, AveragePool
-void register_rnn_ops(Registry& r);          // ops/rnn/rnn_sequence.cpp: LSTM, GRU, RNN
-void register_onnx_view_ops(Registry& r);    // ops/onnx_view_ops.cpp: Gather
+void register_shape_ops(
+    Registry& r);  // ops/shape_ops.cpp: Concat, Split, Slice, Transpose, Reshape, Identity
+void register_softmax_op(Registry& r);      // ops/softmax.cpp
+void register_gemm_ops(Registry& r);        // ops/gemm.cpp: MatMul, Gemm
+void register_conv_pool_ops(Registry& r);   // ops/conv_pool.cpp: Conv, MaxPool, AveragePool
+void register_rnn_ops(Registry& r);         // ops/rnn/rnn_sequence.cpp: LSTM, GRU, RNN
+void register_onnx_view_ops(Registry& r);   // ops/onnx_view_ops.cpp: Gather
 void register_phased_lstm_op(Registry& r);  // ops/rnn/phased_lstm.cpp: PhasedLSTM
-void register_unary_ops(Registry& r);       // ops/unary_ops.cpp: Exp, Log, Erf, LeakyRelu, ..., Clip, Round, trig, IsNaN, IsInf
-void register_reduce_ops(Registry& r);      // ops/reduce_ops.cpp: Pow, ReduceMean, ReduceSum, ... (10 Reduce ops)
-void register_pad_op(Registry& r);          // ops/pad.cpp: Pad
-void register_logic_ops(Registry& r);       // ops/logic_ops.cpp: Equal, Less, ..., And, Or, Not, Where, Max, Min
-void register_cast_op(Registry& r);         // ops/cast_op.cpp: Cast
-void register_norm_ops(Registry& r);        // ops/norm_ops.cpp: LayerNormalization, InstanceNormalization
+void register_unary_ops(Registry& r);  // ops/unary_ops.cpp: Exp, Log, Erf, LeakyRelu, ..., Clip,
+                                       // Round, trig, IsNaN, IsInf
+void register_reduce_ops(
+    Registry& r);  // ops/reduce_ops.cpp: Pow, ReduceMean, ReduceSum, ... (10 Reduce ops)
+void register_pad_op(Registry& r);  // ops/pad.cpp: Pad
+void register_logic_ops(
+    Registry& r);  // ops/logic_ops.cpp: Equal, Less, ..., And, Or, Not, Where, Max, Min
+void register_cast_op(Registry& r);   // ops/cast_op.cpp: Cast
+void register_norm_ops(Registry& r);  // ops/norm_ops.cpp: LayerNormalization, InstanceNormalization
 void register_log_softmax_op(Registry& r);  // ops/log_softmax.cpp: LogSoftmax
-void register_index_ops(Registry& r);       // ops/index_ops.cpp: ArgMax, ArgMin, TopK, GatherElements
-void register_tile_expand_ops(Registry& r); // ops/tile_expand.cpp: Expand, Tile
-void register_resize_op(Registry& r);       // ops/resize.cpp: Resize
-void register_int_arith_ops(Registry& r);   // ops/int_arith.cpp: Mod, IntBinary (integer Add/Sub/Mul/Div)
+void register_index_ops(Registry& r);  // ops/index_ops.cpp: ArgMax, ArgMin, TopK, GatherElements
+void register_tile_expand_ops(Registry& r);  // ops/tile_expand.cpp: Expand, Tile
+void register_resize_op(Registry& r);        // ops/resize.cpp: Resize
+void register_int_arith_ops(
+    Registry& r);  // ops/int_arith.cpp: Mod, IntBinary (integer Add/Sub/Mul/Div)
 void register_conv_transpose_op(Registry& r);  // ops/conv_transpose.cpp: ConvTranspose
-void register_cumsum_op(Registry& r);        // ops/cumsum.cpp: CumSum
-void register_einsum_op(Registry& r);        // ops/einsum.cpp: Einsum
-void register_scatter_gather_nd_ops(Registry& r);  // ops/scatter_gather_nd.cpp: ScatterElements, ScatterND, GatherND
-void register_lrn_op(Registry& r);           // ops/lrn.cpp: LRN
-void register_optimizer_ops(Registry& r);    // ops/optimizer_ops.cpp: SGDUpdate, AdamUpdate (in place)
+void register_cumsum_op(Registry& r);          // ops/cumsum.cpp: CumSum
+void register_einsum_op(Registry& r);          // ops/einsum.cpp: Einsum
+void register_scatter_gather_nd_ops(
+    Registry& r);  // ops/scatter_gather_nd.cpp: ScatterElements, ScatterND, GatherND
+void register_lrn_op(Registry& r);  // ops/lrn.cpp: LRN
+void register_optimizer_ops(
+    Registry& r);  // ops/optimizer_ops.cpp: SGDUpdate, AdamUpdate (in place)
 
 }  // namespace graphi::ops

@@ -53,7 +53,7 @@ enum class Unary {
 };
 
 struct UnaryParams {
-  float alpha = 0, beta = 0;  // Selu: alpha, gamma (as beta); Shrink: lambd, bias (as beta)
+  float alpha = 0, beta = 0;    // Selu: alpha, gamma (as beta); Shrink: lambd, bias (as beta)
   bool pos = true, neg = true;  // IsInf: detect_positive, detect_negative
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
@@ -294,12 +294,12 @@ CostHint cost_unary_op(const graph::Node&, std::span<const TensorDesc* const> in
 template <Unary K>
 std::unique_ptr<Kernel> make_unary_op() {
   static constexpr const char* kNames[] = {
-      "exp_f32",          "log_f32",  "sqrt_f32",     "neg_f32",        "abs_f32",
-      "reciprocal_f32",   "erf_f32",  "softplus_f32", "leaky_relu_f32", "elu_f32",
-      "hard_sigmoid_f32", "clip_f32", "floor_f32",    "ceil_f32",       "sin_f32",
-      "cos_f32",          "selu_f32", "softsign_f32", "round_f32",    "sign_f32",
-      "tan_f32",          "asin_f32", "acos_f32",     "atan_f32",       "sinh_f32",
-      "cosh_f32",         "asinh_f32", "acosh_f32",   "atanh_f32",      "thresholded_relu_f32",
+      "exp_f32",          "log_f32",   "sqrt_f32",     "neg_f32",        "abs_f32",
+      "reciprocal_f32",   "erf_f32",   "softplus_f32", "leaky_relu_f32", "elu_f32",
+      "hard_sigmoid_f32", "clip_f32",  "floor_f32",    "ceil_f32",       "sin_f32",
+      "cos_f32",          "selu_f32",  "softsign_f32", "round_f32",      "sign_f32",
+      "tan_f32",          "asin_f32",  "acos_f32",     "atan_f32",       "sinh_f32",
+      "cosh_f32",         "asinh_f32", "acosh_f32",    "atanh_f32",      "thresholded_relu_f32",
       "shrink_f32",       "isnan_f32", "isinf_f32"};
   static_assert(std::size(kNames) == static_cast<size_t>(Unary::kIsInf) + 1);
   return std::make_unique<UnaryOpKernel>(K, kNames[static_cast<int>(K)]);

@@ -62,7 +62,8 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g, const engine::NamedTensors& inputs,
+Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g,
+                              const engine::NamedTensors& inputs,
                               std::span<const RankedConfig> ranked, size_t count,
                               const CalibrationOptions& opt) {
   const auto t_start = Clock::now();
@@ -81,13 +82,14 @@ Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g, const engin
     ConfigResult& r = cal.results[i];
     const auto t0 = Clock::now();
     if (!opt.quiet) {
-      std::string line = "graphi profile: config " + std::to_string(i + 1) + " of " + std::to_string(count) + ": " +
-                         r.config.name();
+      std::string line = "graphi profile: config " + std::to_string(i + 1) + " of " +
+                         std::to_string(count) + ": " + r.config.name();
       if (cal.best >= 0) {
         char b[96];
-        std::snprintf(b, sizeof b, ", best so far %s %.3f ms, about %.0f s left",
-                      cal.results[static_cast<size_t>(cal.best)].config.name().c_str(), best_ms,
-                      seconds_since(t_start) / static_cast<double>(i) * static_cast<double>(count - i));
+        std::snprintf(
+            b, sizeof b, ", best so far %s %.3f ms, about %.0f s left",
+            cal.results[static_cast<size_t>(cal.best)].config.name().c_str(), best_ms,
+            seconds_since(t_start) / static_cast<double>(i) * static_cast<double>(count - i));
         line += b;
       }
       std::fprintf(opt.progress, "%s\n", line.c_str());
@@ -95,7 +97,8 @@ Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g, const engin
     }
     Result<std::shared_ptr<const engine::Plan>> plan = plans.get(r.config.threads);
     if (!plan.is_ok()) return plan.status();
-    Result<std::unique_ptr<engine::Session>> s = engine::Session::create(*plan, session_options(r.config, opt));
+    Result<std::unique_ptr<engine::Session>> s =
+        engine::Session::create(*plan, session_options(r.config, opt));
     if (!s.is_ok()) {
       r.error = s.status().message();
       r.seconds = seconds_since(t0);
@@ -122,7 +125,8 @@ Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g, const engin
       }
       r.run_ms.push_back(*ms);
       if (cal.best >= 0 && opt.early_runs < opt.runs &&
-          ((static_cast<int>(r.run_ms.size()) == opt.early_runs && median_of(r.run_ms) > opt.early_ratio * best_ms) ||
+          ((static_cast<int>(r.run_ms.size()) == opt.early_runs &&
+            median_of(r.run_ms) > opt.early_ratio * best_ms) ||
            *ms > kHopeless * best_ms)) {
         r.stopped_early = true;
         break;
@@ -139,19 +143,23 @@ Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g, const engin
   }
   cal.seconds = seconds_since(t_start);
   if (!opt.quiet && cal.best >= 0)
-    std::fprintf(opt.progress, "graphi profile: calibrated %zu of %zu configs in %.1f s: best %s %.3f ms\n", count,
-                 ranked.size(), cal.seconds, cal.results[static_cast<size_t>(cal.best)].config.name().c_str(), best_ms);
+    std::fprintf(opt.progress,
+                 "graphi profile: calibrated %zu of %zu configs in %.1f s: best %s %.3f ms\n",
+                 count, ranked.size(), cal.seconds,
+                 cal.results[static_cast<size_t>(cal.best)].config.name().c_str(), best_ms);
   return cal;
 }
 
-Result<OpCosts> record_op_costs(std::shared_ptr<const graph::Graph> g, const engine::NamedTensors& inputs,
-                                const Config& config, int runs, const CalibrationOptions& opt,
+Result<OpCosts> record_op_costs(std::shared_ptr<const graph::Graph> g,
+                                const engine::NamedTensors& inputs, const Config& config, int runs,
+                                const CalibrationOptions& opt,
                                 std::span<const double> fallback_us) {
   GRAPHI_ASSIGN_OR_RETURN(engine::Plan plan, engine::compile(g, config.threads));
   auto plan_ptr = std::make_shared<const engine::Plan>(std::move(plan));
   engine::SessionOptions so = session_options(config, opt);
   so.trace = true;
-  GRAPHI_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> s, engine::Session::create(plan_ptr, so));
+  GRAPHI_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> s,
+                          engine::Session::create(plan_ptr, so));
   OpCosts out;
   GRAPHI_RETURN_IF_ERROR(s->run(inputs).status());  // warm-up
   for (int i = 0; i < std::max(1, runs); ++i) {
@@ -164,12 +172,15 @@ Result<OpCosts> record_op_costs(std::shared_ptr<const graph::Graph> g, const eng
   // process would dominate a mean over all of them.
   std::vector<size_t> by_makespan(out.traces.size());
   for (size_t i = 0; i < by_makespan.size(); ++i) by_makespan[i] = i;
-  std::sort(by_makespan.begin(), by_makespan.end(), [&](size_t a, size_t b) { return out.run_ms[a] < out.run_ms[b]; });
+  std::sort(by_makespan.begin(), by_makespan.end(),
+            [&](size_t a, size_t b) { return out.run_ms[a] < out.run_ms[b]; });
   std::vector<engine::RunTrace> faster;
-  for (size_t i = 0; i < (by_makespan.size() + 1) / 2; ++i) faster.push_back(out.traces[by_makespan[i]]);
+  for (size_t i = 0; i < (by_makespan.size() + 1) / 2; ++i)
+    faster.push_back(out.traces[by_makespan[i]]);
   out.median_run = by_makespan[by_makespan.size() / 2];
   out.table = cost_table_from_traces(*plan_ptr, faster);
-  if (out.table.node_us.size() != plan_ptr->num_nodes()) out.table.node_us.assign(plan_ptr->num_nodes(), 0.0);
+  if (out.table.node_us.size() != plan_ptr->num_nodes())
+    out.table.node_us.assign(plan_ptr->num_nodes(), 0.0);
   if (!out.recorded && fallback_us.size() == plan_ptr->num_nodes())
     out.table.node_us.assign(fallback_us.begin(), fallback_us.end());
   out.levels = engine::compute_levels(*plan_ptr, out.table.node_us);

@@ -19,28 +19,28 @@
 namespace graphi::profiler {
 
 struct CalibrationOptions {
-  int runs = 10;    // timed runs per config
-  int warmup = 2;   // untimed runs first (threads awake, caches warm, RNN schedules chosen)
+  int runs = 10;   // timed runs per config
+  int warmup = 2;  // untimed runs first (threads awake, caches warm, RNN schedules chosen)
   // Early stop: after `early_runs` runs, a config whose median exceeds early_ratio x the best
   // median so far is abandoned.
   int early_runs = 3;
   double early_ratio = 1.5;
   std::string cpuset;
   bool pin = true;
-  bool quiet = false;        // no progress on stderr
+  bool quiet = false;  // no progress on stderr
   FILE* progress = stderr;
 };
 
 struct ConfigResult {
   Config config;
   CostModel::Prediction predicted;
-  int model_rank = 0;          // 0 = the model's favourite
+  int model_rank = 0;  // 0 = the model's favourite
   bool calibrated = false;
   bool stopped_early = false;
   std::vector<double> run_ms;  // timed runs
   double median_ms = 0;
-  double seconds = 0;          // wall time spent on this config (session, warm-up, runs)
-  std::string error;           // a config that could not run (placement, ...)
+  double seconds = 0;  // wall time spent on this config (session, warm-up, runs)
+  std::string error;   // a config that could not run (placement, ...)
 };
 
 struct Calibration {
@@ -51,7 +51,8 @@ struct Calibration {
 
 // Compiles (one Plan per team size, shared between configs) and calibrates results[i] for every
 // i < calibrate_count in `ranked` order. `inputs` feeds every run.
-Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g, const engine::NamedTensors& inputs,
+Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g,
+                              const engine::NamedTensors& inputs,
                               std::span<const RankedConfig> ranked, size_t calibrate_count,
                               const CalibrationOptions& options);
 
@@ -68,8 +69,9 @@ struct OpCosts {
 };
 // When the engine recorded no spans and `fallback_us` (one per node) is given, the table holds
 // it instead (e.g. the cost model's prediction for this config) and `recorded` stays false.
-Result<OpCosts> record_op_costs(std::shared_ptr<const graph::Graph> g, const engine::NamedTensors& inputs,
-                                const Config& config, int runs, const CalibrationOptions& options,
+Result<OpCosts> record_op_costs(std::shared_ptr<const graph::Graph> g,
+                                const engine::NamedTensors& inputs, const Config& config, int runs,
+                                const CalibrationOptions& options,
                                 std::span<const double> fallback_us = {});
 
 double median_of(std::vector<double> v);

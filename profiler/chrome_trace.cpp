@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 namespace graphi::profiler {
@@ -43,15 +42,23 @@ json tensor_list(const engine::Plan& plan, std::span<const graph::ValueId> ids, 
 }
 
 json thread_meta(int tid, const std::string& name, int sort) {
-  return json::array({{{"ph", "M"}, {"pid", 1}, {"tid", tid}, {"name", "thread_name"}, {"args", {{"name", name}}}},
-                      {{"ph", "M"}, {"pid", 1}, {"tid", tid}, {"name", "thread_sort_index"}, {"args", {{"sort_index", sort}}}}});
+  return json::array(
+      {{{"ph", "M"}, {"pid", 1}, {"tid", tid}, {"name", "thread_name"}, {"args", {{"name", name}}}},
+       {{"ph", "M"},
+        {"pid", 1},
+        {"tid", tid},
+        {"name", "thread_sort_index"},
+        {"args", {{"sort_index", sort}}}}});
 }
 
 const char* kind_name(engine::SchedulerSpan::Kind k) {
   switch (k) {
-    case engine::SchedulerSpan::kHandOff: return "hand-off";
-    case engine::SchedulerSpan::kIdle: return "idle";
-    case engine::SchedulerSpan::kStep: return "step";
+    case engine::SchedulerSpan::kHandOff:
+      return "hand-off";
+    case engine::SchedulerSpan::kIdle:
+      return "idle";
+    case engine::SchedulerSpan::kStep:
+      return "step";
   }
   return "?";
 }
@@ -65,17 +72,27 @@ std::string chrome_trace_json(const engine::Plan& plan, const engine::RunTrace& 
   auto us = [&](uint64_t ns) { return static_cast<double>(static_cast<int64_t>(ns - t0)) * 1e-3; };
 
   json events = json::array();
-  events.push_back({{"ph", "M"}, {"pid", 1}, {"name", "process_name"}, {"args", {{"name", "graphi " + g.source()}}}});
-  const std::string team = std::to_string(trace.threads) + (trace.threads == 1 ? " thread" : " threads");
+  events.push_back({{"ph", "M"},
+                    {"pid", 1},
+                    {"name", "process_name"},
+                    {"args", {{"name", "graphi " + g.source()}}}});
+  const std::string team =
+      std::to_string(trace.threads) + (trace.threads == 1 ? " thread" : " threads");
   for (int e = 0; e < trace.executors; ++e)
-    for (json& m : thread_meta(tracks.tid(e), "executor " + std::to_string(e) + " (" + team + ")", e)) events.push_back(m);
-  for (json& m : thread_meta(tracks.scheduler(), "scheduler (" + trace.scheduler + ")", trace.executors)) events.push_back(m);
-  for (json& m : thread_meta(tracks.tid(engine::kBootstrapExecutor), "bootstrap", trace.executors + 1))
+    for (json& m :
+         thread_meta(tracks.tid(e), "executor " + std::to_string(e) + " (" + team + ")", e))
+      events.push_back(m);
+  for (json& m :
+       thread_meta(tracks.scheduler(), "scheduler (" + trace.scheduler + ")", trace.executors))
+    events.push_back(m);
+  for (json& m :
+       thread_meta(tracks.tid(engine::kBootstrapExecutor), "bootstrap", trace.executors + 1))
     events.push_back(m);
   bool inline_ops = false;
   for (const engine::OpSpan& s : trace.ops) inline_ops |= s.executor == engine::kInlineExecutor;
   if (inline_ops)
-    for (json& m : thread_meta(tracks.tid(engine::kInlineExecutor), "client (inline)", trace.executors + 2))
+    for (json& m :
+         thread_meta(tracks.tid(engine::kInlineExecutor), "client (inline)", trace.executors + 2))
       events.push_back(m);
 
   for (const engine::OpSpan& s : trace.ops) {
@@ -108,7 +125,8 @@ std::string chrome_trace_json(const engine::Plan& plan, const engine::RunTrace& 
   }
   for (const engine::SchedulerSpan& s : trace.scheduler_spans) {
     std::string name = kind_name(s.kind);
-    if (s.kind == engine::SchedulerSpan::kHandOff) name += " -> executor " + std::to_string(s.executor);
+    if (s.kind == engine::SchedulerSpan::kHandOff)
+      name += " -> executor " + std::to_string(s.executor);
     json ev = {{"ph", "X"},
                {"pid", 1},
                {"tid", tracks.scheduler()},
@@ -119,25 +137,29 @@ std::string chrome_trace_json(const engine::Plan& plan, const engine::RunTrace& 
     if (s.executor >= 0) ev["args"] = {{"executor", s.executor}};
     events.push_back(std::move(ev));
   }
-  json doc = {{"traceEvents", std::move(events)},
-              {"displayTimeUnit", "ns"},
-              {"otherData",
-               {{"source", g.source()},
-                {"scheduler", trace.scheduler},
-                {"executors", trace.executors},
-                {"threads", trace.threads},
-                {"nodes", plan.num_nodes()},
-                {"run_start_ns", trace.run_start_ns},
-                {"makespan_us", static_cast<double>(trace.run_end_ns - trace.run_start_ns) * 1e-3}}}};
+  json doc = {
+      {"traceEvents", std::move(events)},
+      {"displayTimeUnit", "ns"},
+      {"otherData",
+       {{"source", g.source()},
+        {"scheduler", trace.scheduler},
+        {"executors", trace.executors},
+        {"threads", trace.threads},
+        {"nodes", plan.num_nodes()},
+        {"run_start_ns", trace.run_start_ns},
+        {"makespan_us", static_cast<double>(trace.run_end_ns - trace.run_start_ns) * 1e-3}}}};
   return doc.dump();
 }
 
-Status write_chrome_trace(const std::string& path, const engine::Plan& plan, const engine::RunTrace& trace) {
+Status write_chrome_trace(const std::string& path, const engine::Plan& plan,
+                          const engine::RunTrace& trace) {
   if (trace.run_end_ns == 0)
-    return Status::invalid_argument(path + ": no trace to write (tracing was off, or nothing ran yet)");
+    return Status::invalid_argument(path +
+                                    ": no trace to write (tracing was off, or nothing ran yet)");
   const std::string text = chrome_trace_json(plan, trace);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Status::io_error(path + ": cannot open for writing (" + std::strerror(errno) + ")");
+  if (!out)
+    return Status::io_error(path + ": cannot open for writing (" + std::strerror(errno) + ")");
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
   out.close();
   if (!out) return Status::io_error(path + ": write failed (" + std::strerror(errno) + ")");

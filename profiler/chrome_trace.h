@@ -15,6 +15,7 @@ namespace graphi::profiler {
 std::string chrome_trace_json(const engine::Plan& plan, const engine::RunTrace& trace);
 
 // Writes chrome_trace_json() to `path`; an error names the file.
-Status write_chrome_trace(const std::string& path, const engine::Plan& plan, const engine::RunTrace& trace);
+Status write_chrome_trace(const std::string& path, const engine::Plan& plan,
+                          const engine::RunTrace& trace);
 
 }  // namespace graphi::profiler

@@ -32,7 +32,7 @@ std::string default_scheduler(int executors);
 struct ConfigSpace {
   std::vector<Config> configs;  // ascending by executors, then threads
   int usable_cores = 0;
-  int tile_size = 1;  // cores per tile among the usable ones (team sizes are multiples of it)
+  int tile_size = 1;     // cores per tile among the usable ones (team sizes are multiples of it)
   std::string topology;  // Topology::summary()
 };
 

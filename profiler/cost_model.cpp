@@ -22,7 +22,8 @@ Result<ModelGraph> model_graph(const graph::Graph& g) {
     const graph::Node& node = g.node(i);
     const ops::OpDef* def = registry.find(node.op);
     if (!def)
-      return Status::unsupported(g.source() + ": " + node.where() + ": unknown op type '" + node.op + "'");
+      return Status::unsupported(g.source() + ": " + node.where() + ": unknown op type '" +
+                                 node.op + "'");
     std::vector<const TensorDesc*> ins, outs;
     for (graph::ValueId v : node.inputs) {
       ins.push_back(v == kNoId ? nullptr : &g.value(v).desc);
@@ -88,7 +89,8 @@ CostModel CostModel::analytical(const ModelGraph& g, const MachineConstants& m) 
   c.node_serial_.assign(g.num_nodes(), m.default_serial);
   for (size_t i = 0; i < g.num_nodes(); ++i) {
     c.t1_[i] = g.small[i] ? m.small_op_us
-                          : std::max(g.flops[i] / (m.peak_gflops * 1e3), g.bytes[i] / (m.bandwidth_gbs * 1e3)) +
+                          : std::max(g.flops[i] / (m.peak_gflops * 1e3),
+                                     g.bytes[i] / (m.bandwidth_gbs * 1e3)) +
                                 m.op_overhead_us;
   }
   return c;
@@ -156,12 +158,14 @@ CostModel::Prediction CostModel::predict(const Config& c) const {
   }
   for (size_t i = n; i-- > 0;) {
     double best = 0;
-    for (uint32_t j = g_.succ_offsets[i]; j < g_.succ_offsets[i + 1]; ++j) best = std::max(best, level[g_.succ[j]]);
+    for (uint32_t j = g_.succ_offsets[i]; j < g_.succ_offsets[i + 1]; ++j)
+      best = std::max(best, level[g_.succ[j]]);
     level[i] = t[i] + best;
     p.critical_path_us = std::max(p.critical_path_us, level[i]);
   }
   if (execs <= 1) {
-    p.makespan_us = p.work_us + (c.scheduler == "sequential" ? 0.0 : m_.dispatch_us * static_cast<double>(n));
+    p.makespan_us =
+        p.work_us + (c.scheduler == "sequential" ? 0.0 : m_.dispatch_us * static_cast<double>(n));
     return p;
   }
 
@@ -175,7 +179,9 @@ CostModel::Prediction CostModel::predict(const Config& c) const {
     uint32_t node;
     int maker;  // executor that made it ready, -1 at the start
     double ready_t;
-    bool operator<(const Ready& o) const { return level != o.level ? level < o.level : node > o.node; }
+    bool operator<(const Ready& o) const {
+      return level != o.level ? level < o.level : node > o.node;
+    }
   };
   struct Event {
     double t;

@@ -59,17 +59,17 @@ struct GraphShape {
 GraphShape graph_shape(const ModelGraph& g);
 
 struct MachineConstants {
-  double peak_gflops = 50;      // per core, for t(1) from cost hints (analytical model only)
-  double bandwidth_gbs = 100;   // per core from cache, likewise
-  double op_overhead_us = 0.3;  // per non-small op at k = 1 (kernel entry, small-size losses)
-  double small_op_us = 0.05;    // per small op
-  double default_serial = 0.05; // serial fraction of an op on a team (analytical model)
-  double team_sync_us = 2.0;    // fork/join of a team of k > 1 per op (analytical model)
+  double peak_gflops = 50;       // per core, for t(1) from cost hints (analytical model only)
+  double bandwidth_gbs = 100;    // per core from cache, likewise
+  double op_overhead_us = 0.3;   // per non-small op at k = 1 (kernel entry, small-size losses)
+  double small_op_us = 0.05;     // per small op
+  double default_serial = 0.05;  // serial fraction of an op on a team (analytical model)
+  double team_sync_us = 2.0;     // fork/join of a team of k > 1 per op (analytical model)
   // Engine overheads, from benchmarks/README.md's dispatch rows on this class of machine
   // (cpf 2x1 on the LSTM-shaped DAG: ~0.55 us/op against ~1.0 us/op 1x1, 140-160 ns one-way
   // core-to-core hand-off, plus the wake-up of a parked executor now and then).
-  double dispatch_us = 0.1;     // per op in the parallel runtime (heap, rings), n > 1
-  double handoff_us = 0.5;      // an op run by another executor than the one that readied it
+  double dispatch_us = 0.1;         // per op in the parallel runtime (heap, rings), n > 1
+  double handoff_us = 0.5;          // an op run by another executor than the one that readied it
   double handoff_no_core_us = 1.0;  // likewise when the scheduler role has no core of its own
 };
 
@@ -106,11 +106,11 @@ class CostModel {
  private:
   ModelGraph g_;
   MachineConstants m_;
-  std::vector<double> t1_;                           // per node, us at k = 1
+  std::vector<double> t1_;                              // per node, us at k = 1
   std::vector<std::pair<std::string, double>> serial_;  // per op class
-  std::vector<double> node_serial_;                  // per node (its class's)
-  bool analytical_sync_ = true;                      // add team_sync_us for k > 1
-  double overhead_k1_ = 0, overhead_kmax_ = 0;       // fitted per-op overhead (us)
+  std::vector<double> node_serial_;                     // per node (its class's)
+  bool analytical_sync_ = true;                         // add team_sync_us for k > 1
+  double overhead_k1_ = 0, overhead_kmax_ = 0;          // fitted per-op overhead (us)
   int kmax_ = 1;
   std::string source_;
 };

@@ -2,7 +2,8 @@
 
 namespace graphi::profiler {
 
-CostTable cost_table_from_traces(const engine::Plan& plan, std::span<const engine::RunTrace> traces) {
+CostTable cost_table_from_traces(const engine::Plan& plan,
+                                 std::span<const engine::RunTrace> traces) {
   const size_t n = plan.num_nodes();
   CostTable t;
   t.node_us.assign(n, 0.0);

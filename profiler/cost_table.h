@@ -17,6 +17,7 @@ struct CostTable {
 
 // Mean of each node's span over `traces` (each a run of `plan`). A node missing from a trace
 // does not count towards its mean; a node in no trace gets 0.
-CostTable cost_table_from_traces(const engine::Plan& plan, std::span<const engine::RunTrace> traces);
+CostTable cost_table_from_traces(const engine::Plan& plan,
+                                 std::span<const engine::RunTrace> traces);
 
 }  // namespace graphi::profiler

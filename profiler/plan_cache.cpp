@@ -66,9 +66,12 @@ void hash_attribute(Hasher& h, const graph::Attribute& a) {
   std::visit(
       [&](const auto& v) {
         using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, int64_t>) h.u64(static_cast<uint64_t>(v));
-        else if constexpr (std::is_same_v<T, double>) h.f64(v);
-        else if constexpr (std::is_same_v<T, std::string>) h.str(v);
+        if constexpr (std::is_same_v<T, int64_t>)
+          h.u64(static_cast<uint64_t>(v));
+        else if constexpr (std::is_same_v<T, double>)
+          h.f64(v);
+        else if constexpr (std::is_same_v<T, std::string>)
+          h.str(v);
         else {
           h.u64(v.size());
           h.bytes(v.data(), v.size() * sizeof(v[0]));
@@ -144,31 +147,36 @@ Result<SavedPlan> plan_from_json(const nlohmann::json& j) {
   const nlohmann::json* key = j.contains("key") ? &j["key"] : nullptr;
   if (!key || !key->is_object()) return bad("missing \"key\" object");
   for (const char* f : {"graph_hash", "topology", "version"})
-    if (!key->contains(f) || !(*key)[f].is_string()) return bad(std::string("key.") + f + " must be a string");
+    if (!key->contains(f) || !(*key)[f].is_string())
+      return bad(std::string("key.") + f + " must be a string");
   p.graph_hash = (*key)["graph_hash"];
   p.topology = (*key)["topology"];
   p.version = (*key)["version"];
   if (!j.contains("config") || !j["config"].is_object()) return bad("missing \"config\" object");
   const nlohmann::json& c = j["config"];
   for (const char* f : {"executors", "threads"})
-    if (!c.contains(f) || !c[f].is_number_integer() || c[f].get<int64_t>() < 1 || c[f].get<int64_t>() > 4096)
+    if (!c.contains(f) || !c[f].is_number_integer() || c[f].get<int64_t>() < 1 ||
+        c[f].get<int64_t>() > 4096)
       return bad(std::string("config.") + f + " must be an integer in [1, 4096]");
   p.config.executors = c["executors"];
   p.config.threads = c["threads"];
   p.config.scheduler = c.value("scheduler", default_scheduler(p.config.executors));
-  if (p.config.scheduler != "sequential" && p.config.scheduler != "cpf" && p.config.scheduler != "fifo" &&
-      p.config.scheduler != "shared-queue")
+  if (p.config.scheduler != "sequential" && p.config.scheduler != "cpf" &&
+      p.config.scheduler != "fifo" && p.config.scheduler != "shared-queue")
     return bad("config.scheduler '" + p.config.scheduler + "' is not a scheduler");
   if (p.config.scheduler == "sequential" && p.config.executors != 1)
     return bad("config: the sequential scheduler runs one executor");
   for (const char* f : {"node_us", "levels"}) {
-    if (!j.contains(f) || !j[f].is_array()) return bad(std::string("\"") + f + "\" must be an array of numbers");
+    if (!j.contains(f) || !j[f].is_array())
+      return bad(std::string("\"") + f + "\" must be an array of numbers");
     for (const auto& v : j[f])
-      if (!v.is_number() || v.get<double>() < 0) return bad(std::string("\"") + f + "\" must hold numbers >= 0");
+      if (!v.is_number() || v.get<double>() < 0)
+        return bad(std::string("\"") + f + "\" must hold numbers >= 0");
   }
   p.node_us = j["node_us"].get<std::vector<double>>();
   p.levels = j["levels"].get<std::vector<double>>();
-  if (p.levels.size() != p.node_us.size()) return bad("\"levels\" and \"node_us\" differ in length");
+  if (p.levels.size() != p.node_us.size())
+    return bad("\"levels\" and \"node_us\" differ in length");
   p.cost_runs = j.value("cost_runs", 0);
   p.makespan_ms = j.value("makespan_ms", 0.0);
   p.model = j.value("model", "");
@@ -193,7 +201,8 @@ Status write_plan_file(const std::string& path, const SavedPlan& p) {
   std::error_code ec;
   const fs::path target(path);
   if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-  if (ec) return Status::io_error("cannot create " + target.parent_path().string() + ": " + ec.message());
+  if (ec)
+    return Status::io_error("cannot create " + target.parent_path().string() + ": " + ec.message());
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -230,8 +239,9 @@ std::string plan_cache_file(const std::string& graph_hash, const std::string& to
   return (fs::path(dir) / "plans" / ("plan-" + h.hex() + ".json")).string();
 }
 
-std::optional<SavedPlan> load_cached_plan(const std::string& graph_hash, const std::string& topology,
-                                          size_t num_nodes, std::string* file) {
+std::optional<SavedPlan> load_cached_plan(const std::string& graph_hash,
+                                          const std::string& topology, size_t num_nodes,
+                                          std::string* file) {
   const std::string path = plan_cache_file(graph_hash, topology);
   if (file) *file = path;
   std::error_code ec;
@@ -247,8 +257,8 @@ std::optional<SavedPlan> load_cached_plan(const std::string& graph_hash, const s
   if (p->graph_hash != graph_hash || p->topology != topology || p->version != graphi_version())
     return std::nullopt;
   if (p->node_us.size() != num_nodes) {
-    warn_corrupt(path, "cost table has " + std::to_string(p->node_us.size()) + " entries, the graph " +
-                           std::to_string(num_nodes) + " nodes");
+    warn_corrupt(path, "cost table has " + std::to_string(p->node_us.size()) +
+                           " entries, the graph " + std::to_string(num_nodes) + " nodes");
     return std::nullopt;
   }
   return std::move(p).value();

@@ -61,8 +61,9 @@ std::string plan_cache_file(const std::string& graph_hash, const std::string& to
 // The cached plan for this graph on this machine, or nullopt: missing, stale (its key fields
 // differ from the arguments, its cost table has not `num_nodes` entries) or corrupt (a warning
 // naming the file on stderr). `file` receives the path looked at.
-std::optional<SavedPlan> load_cached_plan(const std::string& graph_hash, const std::string& topology,
-                                          size_t num_nodes, std::string* file = nullptr);
+std::optional<SavedPlan> load_cached_plan(const std::string& graph_hash,
+                                          const std::string& topology, size_t num_nodes,
+                                          std::string* file = nullptr);
 // Writes p into the cache (p's key fields choose the file); returns the path.
 Result<std::string> store_cached_plan(const SavedPlan& p);
 

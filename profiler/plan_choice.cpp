@@ -42,15 +42,19 @@ Result<PlanChoice> choose_plan(const graph::Graph& g, const PlanRequest& req) {
   const std::string sig = topology_signature(topo);
   if (req.plan != "auto") {
     GRAPHI_ASSIGN_OR_RETURN(SavedPlan p, read_plan_file(req.plan));
-    auto mismatch = [&](const std::string& field, const std::string& file_value, const std::string& here) {
-      return Status::invalid_argument(req.plan + ": the plan's " + field + " is '" + file_value + "', here '" +
-                                      here + "' (profile again: graphi profile MODEL --plan-out FILE)");
+    auto mismatch = [&](const std::string& field, const std::string& file_value,
+                        const std::string& here) {
+      return Status::invalid_argument(req.plan + ": the plan's " + field + " is '" + file_value +
+                                      "', here '" + here +
+                                      "' (profile again: graphi profile MODEL --plan-out FILE)");
     };
     if (p.graph_hash != hash) return mismatch("graph hash", p.graph_hash, hash);
     if (p.topology != sig) return mismatch("topology", p.topology, sig);
-    if (p.version != graphi_version()) return mismatch("graphi version", p.version, graphi_version());
+    if (p.version != graphi_version())
+      return mismatch("graphi version", p.version, graphi_version());
     if (p.node_us.size() != g.num_nodes())
-      return mismatch("cost table length", std::to_string(p.node_us.size()), std::to_string(g.num_nodes()));
+      return mismatch("cost table length", std::to_string(p.node_us.size()),
+                      std::to_string(g.num_nodes()));
     apply(o, p.config);
     o.node_costs = p.node_us;
     out.source = "file";

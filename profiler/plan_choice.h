@@ -20,10 +20,10 @@
 namespace graphi::profiler {
 
 struct PlanRequest {
-  std::string plan = "auto";          // "auto", "none" or a plan file
+  std::string plan = "auto";              // "auto", "none" or a plan file
   std::optional<int> executors, threads;  // explicit split (overrides the plan)
-  std::string scheduler;              // explicit scheduler; "" = cpf for n > 1, else sequential
-  std::string cpuset;                 // restricts the cores considered (SessionOptions::cpuset)
+  std::string scheduler;                  // explicit scheduler; "" = cpf for n > 1, else sequential
+  std::string cpuset;                     // restricts the cores considered (SessionOptions::cpuset)
   bool pin = true;
 };
 

@@ -19,14 +19,16 @@ std::string utc_now() {
 
 }  // namespace
 
-Result<ProfileResult> profile_graph(std::shared_ptr<const graph::Graph> g, const engine::NamedTensors& inputs,
-                                    const ProfileOptions& opt) {
+Result<ProfileResult> profile_graph(std::shared_ptr<const graph::Graph> g,
+                                    const engine::NamedTensors& inputs, const ProfileOptions& opt) {
   const auto t0 = Clock::now();
-  GRAPHI_ASSIGN_OR_RETURN(engine::Topology topo, engine::Topology::load_this_machine(opt.calibration.cpuset));
+  GRAPHI_ASSIGN_OR_RETURN(engine::Topology topo,
+                          engine::Topology::load_this_machine(opt.calibration.cpuset));
   ProfileResult res;
   res.space = enumerate_configs(topo);
   if (res.space.configs.empty())
-    return Status::invalid_argument("no executor x thread split fits this machine (" + res.space.topology + ")");
+    return Status::invalid_argument("no executor x thread split fits this machine (" +
+                                    res.space.topology + ")");
 
   // The model: measured per-op times at k = 1 and k = K, else the cost hints.
   GRAPHI_ASSIGN_OR_RETURN(ModelGraph mg, model_graph(*g));
@@ -35,7 +37,8 @@ Result<ProfileResult> profile_graph(std::shared_ptr<const graph::Graph> g, const
     if (c.executors == 1) kmax = std::max(kmax, c.threads);
   const auto t_fit = Clock::now();
   Config one;
-  GRAPHI_ASSIGN_OR_RETURN(OpCosts at1, record_op_costs(g, inputs, one, opt.fit_runs, opt.calibration));
+  GRAPHI_ASSIGN_OR_RETURN(OpCosts at1,
+                          record_op_costs(g, inputs, one, opt.fit_runs, opt.calibration));
   OpCosts atk;
   if (kmax > 1 && at1.recorded) {
     Config wide;
@@ -47,18 +50,22 @@ Result<ProfileResult> profile_graph(std::shared_ptr<const graph::Graph> g, const
                            : CostModel::analytical(mg);
   res.fit_seconds = std::chrono::duration<double>(Clock::now() - t_fit).count();
   if (!opt.calibration.quiet)
-    std::fprintf(opt.calibration.progress, "graphi profile: %zu configs on %s; cost model from %s (%.1f s)\n",
-                 res.space.configs.size(), res.space.topology.c_str(), res.model.source().c_str(), res.fit_seconds);
+    std::fprintf(opt.calibration.progress,
+                 "graphi profile: %zu configs on %s; cost model from %s (%.1f s)\n",
+                 res.space.configs.size(), res.space.topology.c_str(), res.model.source().c_str(),
+                 res.fit_seconds);
 
   const std::vector<RankedConfig> ranked = rank_configs(res.model, res.space.configs);
   const size_t n = ranked.size();
   size_t count = opt.top_k > 0 ? std::min<size_t>(static_cast<size_t>(opt.top_k), n) : n;
   if (opt.compare_exhaustive) count = n;
   GRAPHI_ASSIGN_OR_RETURN(res.calibration, calibrate(g, inputs, ranked, count, opt.calibration));
-  if (res.calibration.best < 0) return Status::invalid_argument("no configuration could run the graph");
+  if (res.calibration.best < 0)
+    return Status::invalid_argument("no configuration could run the graph");
   const std::vector<ConfigResult>& results = res.calibration.results;
   for (const ConfigResult& r : results)
-    if (r.calibrated && r.config.executors == 1 && r.config.threads == 1) res.sequential_ms = r.median_ms;
+    if (r.calibrated && r.config.executors == 1 && r.config.threads == 1)
+      res.sequential_ms = r.median_ms;
 
   if (opt.compare_exhaustive) {
     ExhaustiveComparison cmp;
@@ -73,7 +80,8 @@ Result<ProfileResult> profile_graph(std::shared_ptr<const graph::Graph> g, const
       if (static_cast<int>(i) >= cmp.top_k) continue;
       cmp.top_k_s += results[i].seconds;
       if (results[i].calibrated && !results[i].stopped_early &&
-          (topk_best < 0 || results[i].median_ms < results[static_cast<size_t>(topk_best)].median_ms))
+          (topk_best < 0 ||
+           results[i].median_ms < results[static_cast<size_t>(topk_best)].median_ms))
         topk_best = static_cast<int>(i);
     }
     if (topk_best >= 0) {
@@ -88,12 +96,14 @@ Result<ProfileResult> profile_graph(std::shared_ptr<const graph::Graph> g, const
   res.chosen = best.config;
   res.chosen_ms = best.median_ms;
   if (!opt.calibration.quiet)
-    std::fprintf(opt.calibration.progress, "graphi profile: recording per-op costs under %s (%d runs)\n",
+    std::fprintf(opt.calibration.progress,
+                 "graphi profile: recording per-op costs under %s (%d runs)\n",
                  res.chosen.name().c_str(), opt.cost_runs);
   std::vector<double> predicted_us(g->num_nodes());
-  for (size_t i = 0; i < predicted_us.size(); ++i) predicted_us[i] = res.model.node_us(i, res.chosen.threads);
-  GRAPHI_ASSIGN_OR_RETURN(res.costs,
-                          record_op_costs(g, inputs, res.chosen, opt.cost_runs, opt.calibration, predicted_us));
+  for (size_t i = 0; i < predicted_us.size(); ++i)
+    predicted_us[i] = res.model.node_us(i, res.chosen.threads);
+  GRAPHI_ASSIGN_OR_RETURN(res.costs, record_op_costs(g, inputs, res.chosen, opt.cost_runs,
+                                                     opt.calibration, predicted_us));
 
   SavedPlan& p = res.plan;
   p.graph_hash = graph_content_hash(*g);

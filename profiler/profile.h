@@ -20,12 +20,12 @@
 namespace graphi::profiler {
 
 struct ProfileOptions {
-  int top_k = 0;                  // 0 = calibrate every config
+  int top_k = 0;                    // 0 = calibrate every config
   bool compare_exhaustive = false;  // calibrate every config, then evaluate top_k (default 2)
-  int fit_runs = 3;               // traced runs at 1x1 and 1xK for the model's fit
-  int cost_runs = 5;              // traced runs under the chosen config for the cost table
+  int fit_runs = 3;                 // traced runs at 1x1 and 1xK for the model's fit
+  int cost_runs = 5;                // traced runs under the chosen config for the cost table
   CalibrationOptions calibration;
-  std::string model;              // the file, for the plan's record
+  std::string model;  // the file, for the plan's record
 };
 
 struct ExhaustiveComparison {
@@ -33,7 +33,7 @@ struct ExhaustiveComparison {
   int true_best_model_rank = 0;  // 1-based rank the model gave the config that measured fastest
   std::string true_best, top_k_choice;
   double true_best_ms = 0, top_k_ms = 0;
-  double lost_pct = 0;           // (top_k_ms / true_best_ms - 1) * 100
+  double lost_pct = 0;                   // (top_k_ms / true_best_ms - 1) * 100
   double exhaustive_s = 0, top_k_s = 0;  // calibration time of all configs / of the top K only
 };
 
@@ -48,10 +48,11 @@ struct ProfileResult {
   OpCosts costs;             // under the chosen config
   SavedPlan plan;
   std::optional<ExhaustiveComparison> comparison;
-  double seconds = 0;        // all of profiling
+  double seconds = 0;  // all of profiling
 };
 
-Result<ProfileResult> profile_graph(std::shared_ptr<const graph::Graph> g, const engine::NamedTensors& inputs,
+Result<ProfileResult> profile_graph(std::shared_ptr<const graph::Graph> g,
+                                    const engine::NamedTensors& inputs,
                                     const ProfileOptions& options);
 
 }  // namespace graphi::profiler

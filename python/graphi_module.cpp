@@ -244,13 +244,15 @@ class PyTrainingSession {
 
 PYBIND11_MODULE(_graphi, m) {
   m.doc() = "graphi native binding (use the graphi package, not this module)";
+  m.attr("__version__") = GRAPHI_VERSION;  // python/CMakeLists.txt: the CMake project version
   // Error(RuntimeError) with .code ("invalid_argument", "io_error", ...); graphi.Error.
   g_error_class = PyErr_NewException("graphi.Error", PyExc_RuntimeError, nullptr);
   m.attr("Error") = py::handle(g_error_class);
 
   py::class_<PySession>(m, "Session")
       .def(py::init<const std::string&, int, int, const std::string&, bool, bool,
-                    const std::map<std::string, int64_t>&, int, const std::string&, const std::string&>(),
+                    const std::map<std::string, int64_t>&, int, const std::string&,
+                    const std::string&>(),
            py::arg("path"), py::arg("executors"), py::arg("threads"), py::arg("scheduler"),
            py::arg("pin"), py::arg("optimize"), py::arg("dims"), py::arg("ring_capacity"),
            py::arg("cpuset"), py::arg("plan"))

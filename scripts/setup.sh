@@ -11,6 +11,8 @@
 #                            CPU) over /usr/bin/python3, for the torch.compile backend's tests
 #                            (ctest python/venv; about 2.5 min the first time, then free)
 #   scripts/setup.sh bench   + the benchmarks' peers (the same packages and venv)
+#   scripts/setup.sh lint    clang-format and clang-tidy (Debian's 14) for scripts/lint.sh
+# The packages and why each is needed: docs/DEPENDENCIES.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LEVEL=${1:-run}
@@ -34,12 +36,17 @@ TEST_PACKAGES=(
   libopenblas0-pthread            # the BLAS PyTorch should use (Debian's reference BLAS is ~10x slower)
   python3-matplotlib              # scripts/plot_timeline.py (its test draws a trace)
 )
+LINT_PACKAGES=(
+  clang-format clang-tidy         # scripts/lint.sh (.clang-format, .clang-tidy)
+  libomp-dev                      # clang's omp.h, so clang-tidy parses the OpenMP sources
+)
 
 case "$LEVEL" in
   run) PACKAGES=("${RUN_PACKAGES[@]}") ;;
   python) PACKAGES=("${RUN_PACKAGES[@]}" "${PYTHON_PACKAGES[@]}") ;;
   test|bench) PACKAGES=("${RUN_PACKAGES[@]}" "${PYTHON_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
-  *) echo "usage: scripts/setup.sh [run|python|test|bench]" >&2; exit 2 ;;
+  lint) PACKAGES=("${LINT_PACKAGES[@]}") ;;
+  *) echo "usage: scripts/setup.sh [run|python|test|bench|lint]" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -42,13 +42,15 @@ Status check_values(const Dag& d, const std::vector<float>& values, const std::s
 // graphi (graphi.cpp): policy cpf | fifo | shared-queue | sequential, executors x threads,
 // pinned, scheduler -> executor rings of `ring_capacity`; `trace`: every run records a RunTrace
 // (SessionOptions::trace; config gets " traced"). Registers the BenchSpin op on first use.
-Result<std::unique_ptr<Competitor>> make_graphi(const Dag& d, int64_t work_ns, const std::string& policy,
-                                                int executors, int threads, int ring_capacity = 1,
+Result<std::unique_ptr<Competitor>> make_graphi(const Dag& d, int64_t work_ns,
+                                                const std::string& policy, int executors,
+                                                int threads, int ring_capacity = 1,
                                                 bool trace = false);
 // oneTBB flow_graph (tbb_flow_graph.cpp): one continue_node per op, an edge per dependency, in a
 // task_arena of `threads`; `lightweight` uses the lightweight node policy (bodies run inline in
 // the thread that completed the predecessor).
-std::unique_ptr<Competitor> make_tbb_flow_graph(const Dag& d, int64_t work_ns, int threads, bool lightweight);
+std::unique_ptr<Competitor> make_tbb_flow_graph(const Dag& d, int64_t work_ns, int threads,
+                                                bool lightweight);
 // oneTBB task_group (tbb_task_group.cpp): per-op atomic counters; an op that finishes spawns the
 // successors it made ready and runs the last of them itself; in a task_arena of `threads`.
 std::unique_ptr<Competitor> make_tbb_task_group(const Dag& d, int64_t work_ns, int threads);

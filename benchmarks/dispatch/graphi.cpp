@@ -21,11 +21,14 @@ Result<std::vector<TensorDesc>> infer_bench_spin(const graph::InferContext& ctx)
   for (size_t i = 0; i < ctx.inputs.size(); ++i) {
     const TensorDesc* d = ctx.inputs[i];
     if (!d || d->dtype != DType::kF32 || d->numel() != 1)
-      return Status::invalid_graph(ctx.where + ": input " + std::to_string(i) + " must be a 1-element float32, got " +
+      return Status::invalid_graph(ctx.where + ": input " + std::to_string(i) +
+                                   " must be a 1-element float32, got " +
                                    (d ? d->to_string() : std::string("nothing")));
   }
   GRAPHI_ASSIGN_OR_RETURN(int64_t ns, graph::attr_int(ctx.node.attrs, ctx.where, "ns", 0));
-  if (ns < 0) return Status::invalid_graph(ctx.where + ": attribute 'ns' must be >= 0, got " + std::to_string(ns));
+  if (ns < 0)
+    return Status::invalid_graph(ctx.where + ": attribute 'ns' must be >= 0, got " +
+                                 std::to_string(ns));
   return std::vector<TensorDesc>{TensorDesc{DType::kF32, {1}}};
 }
 
@@ -33,7 +36,8 @@ Result<std::vector<TensorDesc>> infer_bench_spin(const graph::InferContext& ctx)
 ops::CostHint cost_bench_spin(const graph::Node& node, std::span<const TensorDesc* const> in,
                               std::span<const TensorDesc* const>) {
   const graph::Attribute* a = node.attrs.find("ns");
-  const double ns = a && std::holds_alternative<int64_t>(*a) ? static_cast<double>(std::get<int64_t>(*a)) : 0.0;
+  const double ns =
+      a && std::holds_alternative<int64_t>(*a) ? static_cast<double>(std::get<int64_t>(*a)) : 0.0;
   return {ns, 4.0 * static_cast<double>(in.size() + 1)};
 }
 
@@ -60,7 +64,8 @@ class BenchSpinKernel final : public ops::Kernel {
 std::unique_ptr<ops::Kernel> make_bench_spin() { return std::make_unique<BenchSpinKernel>(); }
 
 Status register_bench_spin() {
-  static Status status = ops::register_custom_op({"BenchSpin", infer_bench_spin, cost_bench_spin, false, {make_bench_spin}});
+  static Status status = ops::register_custom_op(
+      {"BenchSpin", infer_bench_spin, cost_bench_spin, false, {make_bench_spin}});
   return status;
 }
 
@@ -77,7 +82,8 @@ Result<std::shared_ptr<const engine::Plan>> plan_for(const Dag& d, int64_t work_
     std::shared_ptr<const engine::Plan> plan;
   };
   static Cached cache;
-  if (cache.shape == d.name && cache.n == d.n && cache.work == work_ns && cache.threads == threads) return cache.plan;
+  if (cache.shape == d.name && cache.n == d.n && cache.work == work_ns && cache.threads == threads)
+    return cache.plan;
   GRAPHI_RETURN_IF_ERROR(register_bench_spin());
   graph::GraphBuilder b("bench/" + d.name);
   b.add_input("x", TensorDesc{DType::kF32, {1}});
@@ -91,7 +97,9 @@ Result<std::shared_ptr<const engine::Plan>> plan_for(const Dag& d, int64_t work_
   }
   for (uint32_t o : d.outputs) b.add_output(value_name(o));
   GRAPHI_ASSIGN_OR_RETURN(graph::Graph g, b.finish(ops::Registry::get()));
-  GRAPHI_ASSIGN_OR_RETURN(engine::Plan plan, engine::compile(std::make_shared<const graph::Graph>(std::move(g)), threads));
+  GRAPHI_ASSIGN_OR_RETURN(
+      engine::Plan plan,
+      engine::compile(std::make_shared<const graph::Graph>(std::move(g)), threads));
   cache = {d.name, d.n, work_ns, threads, std::make_shared<const engine::Plan>(std::move(plan))};
   return cache.plan;
 }
@@ -112,9 +120,12 @@ class Graphi final : public Competitor {
     if (policy_ == "sequential") return c + " caller";
     // sched-thread: the client thread schedules on a core of its own; sched-role: the executors
     // take the scheduler role in turns; solo: one executor, played by the client thread.
-    if (session_->runtime()->dedicated_scheduler()) c += " pin sched-thread";
-    else c += o.executors == 1 && policy_ != "shared-queue" ? " pin solo" : " pin sched-role";
-    if (o.ring_capacity != 1 && policy_ != "shared-queue") c += " ring" + std::to_string(o.ring_capacity);
+    if (session_->runtime()->dedicated_scheduler())
+      c += " pin sched-thread";
+    else
+      c += o.executors == 1 && policy_ != "shared-queue" ? " pin solo" : " pin sched-role";
+    if (o.ring_capacity != 1 && policy_ != "shared-queue")
+      c += " ring" + std::to_string(o.ring_capacity);
     return c;
   }
   Status run() override {
@@ -123,15 +134,15 @@ class Graphi final : public Competitor {
   }
   Status check() const override {
     if (outputs_.size() != dag_.outputs.size())
-      return Status::internal(name() + ": " + std::to_string(outputs_.size()) + " outputs, expected " +
-                              std::to_string(dag_.outputs.size()));
+      return Status::internal(name() + ": " + std::to_string(outputs_.size()) +
+                              " outputs, expected " + std::to_string(dag_.outputs.size()));
     for (size_t k = 0; k < outputs_.size(); ++k) {
       const float got = outputs_[k].second.data_as<float>()[0];
       const uint32_t node = dag_.outputs[k];
       if (got != static_cast<float>(dag_.depth[node]))
-        return Status::internal(name() + " " + config() + ": " + dag_.name + " node " + std::to_string(node) +
-                                " has value " + std::to_string(got) + ", expected depth " +
-                                std::to_string(dag_.depth[node]));
+        return Status::internal(name() + " " + config() + ": " + dag_.name + " node " +
+                                std::to_string(node) + " has value " + std::to_string(got) +
+                                ", expected depth " + std::to_string(dag_.depth[node]));
     }
     return Status::ok();
   }
@@ -149,12 +160,14 @@ Status check_values(const Dag& d, const std::vector<float>& values, const std::s
   for (uint32_t i = 0; i < d.n; ++i)
     if (values[i] != static_cast<float>(d.depth[i]))
       return Status::internal(who + ": " + d.name + " node " + std::to_string(i) + " has value " +
-                              std::to_string(values[i]) + ", expected depth " + std::to_string(d.depth[i]));
+                              std::to_string(values[i]) + ", expected depth " +
+                              std::to_string(d.depth[i]));
   return Status::ok();
 }
 
-Result<std::unique_ptr<Competitor>> make_graphi(const Dag& d, int64_t work_ns, const std::string& policy,
-                                                int executors, int threads, int ring_capacity, bool trace) {
+Result<std::unique_ptr<Competitor>> make_graphi(const Dag& d, int64_t work_ns,
+                                                const std::string& policy, int executors,
+                                                int threads, int ring_capacity, bool trace) {
   GRAPHI_ASSIGN_OR_RETURN(std::shared_ptr<const engine::Plan> plan, plan_for(d, work_ns, threads));
   engine::SessionOptions o;
   o.executors = executors;

@@ -36,7 +36,8 @@ double measure_handoff_ns() {
   std::thread partner([&] {
     if (!pin_to(cpus[1])) ok = false;
     for (int i = 1; i <= 5 * kRounds; ++i) {
-      while (ping.load(std::memory_order_acquire) != i) {}
+      while (ping.load(std::memory_order_acquire) != i) {
+      }
       pong.store(i, std::memory_order_release);
     }
   });
@@ -49,9 +50,12 @@ double measure_handoff_ns() {
     for (int r = 0; r < kRounds; ++r) {
       ++i;
       ping.store(i, std::memory_order_release);
-      while (pong.load(std::memory_order_acquire) != i) {}
+      while (pong.load(std::memory_order_acquire) != i) {
+      }
     }
-    samples.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / kRounds);
+    samples.push_back(
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() /
+        kRounds);
   }
   partner.join();
   pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);

@@ -7,9 +7,10 @@
 //                         [--only TEXT,...] [--verbose] [--trace]
 //
 // --rings: scheduler -> executor ring capacities to run cpf and fifo with (default 1, the
-// paper's choice). --only keeps the competitors whose "name config" contains one of the texts; --verbose prints
-// every sample. --trace adds a traced twin of every graphi competitor (SessionOptions::trace,
-// config " traced") and the goal row "tracing on <= 1.05 x off" (LSTM-shaped DAG, ~1 us ops).
+// paper's choice). --only keeps the competitors whose "name config" contains one of the texts;
+// --verbose prints every sample. --trace adds a traced twin of every graphi competitor
+// (SessionOptions::trace, config " traced") and the goal row "tracing on <= 1.05 x off"
+// (LSTM-shaped DAG, ~1 us ops).
 //
 // Every op computes value = 1 + max(predecessor values) after `work` ns of calibrated busy
 // work; each competitor's values are checked against the Dag's depths after its first run.
@@ -44,10 +45,12 @@ std::vector<std::string> split(const std::string& s) {
 }
 
 [[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr,
-               "graphi_bench_dispatch: %s\nusage: graphi_bench_dispatch [--shapes %s] [--work NS,...] "
-               "[--configs 1x1,2x1] [--rings 1,4] [--repeats N] [--csv FILE] [--only TEXT,...] [--verbose] [--trace]\n",
-               msg.c_str(), kShapeNames);
+  std::fprintf(
+      stderr,
+      "graphi_bench_dispatch: %s\nusage: graphi_bench_dispatch [--shapes %s] [--work NS,...] "
+      "[--configs 1x1,2x1] [--rings 1,4] [--repeats N] [--csv FILE] [--only TEXT,...] [--verbose] "
+      "[--trace]\n",
+      msg.c_str(), kShapeNames);
   std::exit(2);
 }
 
@@ -56,7 +59,7 @@ struct Options {
   std::vector<int64_t> work{0, 1000, 10000};
   std::vector<std::pair<int, int>> configs{{1, 1}, {2, 1}};
   std::vector<int> rings{1};  // scheduler -> executor ring capacities (cpf, fifo)
-  int repeats = 0;  // 0: by work (41 empty, 15 at 1 us, 11 at 10 us)
+  int repeats = 0;            // 0: by work (41 empty, 15 at 1 us, 11 at 10 us)
   std::string csv = "build/bench/dispatch.csv";
   std::vector<std::string> only;  // keep competitors whose "name config" contains one of these
   bool verbose = false;           // print every sample
@@ -74,13 +77,15 @@ Options parse(int argc, char** argv) {
     if (a == "--shapes") {
       o.shapes = split(value());
       for (const auto& s : o.shapes)
-        if (make_shape(s).n == 0) usage_error("unknown shape '" + s + "' (shapes: " + kShapeNames + ")");
+        if (make_shape(s).n == 0)
+          usage_error("unknown shape '" + s + "' (shapes: " + kShapeNames + ")");
     } else if (a == "--work") {
       o.work.clear();
       for (const auto& w : split(value())) {
         char* end = nullptr;
         const long long v = std::strtoll(w.c_str(), &end, 10);
-        if (*end || v < 0 || v > 10'000'000) usage_error("--work: '" + w + "' is not a number of ns in [0, 1e7]");
+        if (*end || v < 0 || v > 10'000'000)
+          usage_error("--work: '" + w + "' is not a number of ns in [0, 1e7]");
         o.work.push_back(v);
       }
     } else if (a == "--configs") {
@@ -180,21 +185,24 @@ PairedRatio paired_ratio(const std::vector<double>& a, const std::vector<double>
 void print_goals(std::map<std::string, std::map<std::string, double>>& summary,
                  std::map<std::string, std::map<std::string, std::vector<double>>>& samples,
                  const std::vector<std::string>& rows, const std::vector<std::string>& cols,
-                 const std::map<std::string, double>& ideal, const Options& opt, const std::string& csv_path) {
+                 const std::map<std::string, double>& ideal, const Options& opt,
+                 const std::string& csv_path) {
   // Untraced rows unless `traced` (--trace adds a traced twin of every graphi competitor).
   auto find_row = [&](const std::string& prefix, bool traced = false) -> std::string {
     for (const std::string& r : rows)
       if (r.rfind(prefix, 0) == 0 && (r.find(" traced") != std::string::npos) == traced) return r;
     return "";
   };
-  Table t({"goal", "case", "graphi", "ns/op", "reference", "ns/op", "ratio", "95% CI", "limit", "verdict", "note"});
+  Table t({"goal", "case", "graphi", "ns/op", "reference", "ns/op", "ratio", "95% CI", "limit",
+           "verdict", "note"});
   Csv csv;
   if (!csv_path.empty())
-    csv.open(csv_path, {"goal", "case", "graphi", "graphi_ns_per_op", "reference", "reference_ns_per_op", "ratio",
-                        "ratio_ci_lo", "ratio_ci_hi", "rounds", "limit", "met", "verdict", "note"});
+    csv.open(csv_path,
+             {"goal", "case", "graphi", "graphi_ns_per_op", "reference", "reference_ns_per_op",
+              "ratio", "ratio_ci_lo", "ratio_ci_hi", "rounds", "limit", "met", "verdict", "note"});
   int met = 0, total = 0, within_noise = 0;
-  auto add = [&](const std::string& goal, const std::string& col, const std::string& ours, const std::string& ref,
-                 double limit) {
+  auto add = [&](const std::string& goal, const std::string& col, const std::string& ours,
+                 const std::string& ref, double limit) {
     if (ours.empty() || ref.empty()) return;
     auto a = summary[ours].find(col), b = summary[ref].find(col);
     if (a == summary[ours].end() || b == summary[ref].end()) return;
@@ -205,29 +213,33 @@ void print_goals(std::map<std::string, std::map<std::string, double>>& summary,
     std::string note;
     auto id = ideal.find(col);
     // Only oneTBB references are meant to use both cores (graphi 1x1 has one executor).
-    if (ref.rfind("tbb", 0) == 0 && id != ideal.end() && id->second > 0 && b->second > 1.25 * id->second)
-      note = "reference at " + fmt(b->second / id->second, 2) + "x ideal: degraded, compare another run";
+    if (ref.rfind("tbb", 0) == 0 && id != ideal.end() && id->second > 0 &&
+        b->second > 1.25 * id->second)
+      note = "reference at " + fmt(b->second / id->second, 2) +
+             "x ideal: degraded, compare another run";
     met += ok;
     within_noise += ok && ratio > limit;
     ++total;
     t.add({goal, col, ours, fmt(a->second), ref, fmt(b->second), fmt(ratio, 3),
            fmt(pr.lo, 3) + "-" + fmt(pr.hi, 3), fmt(limit, 2), verdict, note});
-    csv.row({goal, col, ours, fmt(a->second), ref, fmt(b->second), fmt(ratio, 4), fmt(pr.lo, 4), fmt(pr.hi, 4),
-             std::to_string(pr.n), fmt(limit, 2), ok ? "1" : "0", verdict, note});
+    csv.row({goal, col, ours, fmt(a->second), ref, fmt(b->second), fmt(ratio, 4), fmt(pr.lo, 4),
+             fmt(pr.hi, 4), std::to_string(pr.n), fmt(limit, 2), ok ? "1" : "0", verdict, note});
   };
   const std::string flow = find_row("tbb flow_graph 2"), task_group = find_row("tbb task_group");
   for (const std::string& col : cols) {
     if (col.find("@empty") == std::string::npos) continue;
     for (auto [n, k] : opt.configs)
-      add("dispatch <= flow_graph", col, find_row("graphi cpf " + std::to_string(n) + "x" + std::to_string(k)), flow,
-          1.0);
+      add("dispatch <= flow_graph", col,
+          find_row("graphi cpf " + std::to_string(n) + "x" + std::to_string(k)), flow, 1.0);
   }
   for (const std::string& col : cols)
-    if (col.rfind("lstm@1000ns", 0) == 0) add("LSTM 1us <= 1.10 x task_group", col, find_row("graphi cpf 2x1"), task_group, 1.10);
+    if (col.rfind("lstm@1000ns", 0) == 0)
+      add("LSTM 1us <= 1.10 x task_group", col, find_row("graphi cpf 2x1"), task_group, 1.10);
   for (const std::string& col : cols)
     for (auto [n, k] : opt.configs) {
       const std::string c = std::to_string(n) + "x" + std::to_string(k);
-      add("cpf <= shared-queue", col, find_row("graphi cpf " + c), find_row("graphi shared-queue " + c), 1.0);
+      add("cpf <= shared-queue", col, find_row("graphi cpf " + c),
+          find_row("graphi shared-queue " + c), 1.0);
     }
   // Issue 10: tracing on costs under 5% on the LSTM-shaped DAG with ~1 us ops (--trace).
   for (const std::string& col : cols)
@@ -237,8 +249,10 @@ void print_goals(std::map<std::string, std::map<std::string, double>>& summary,
         add("tracing on <= 1.05 x off", col, find_row(c, true), find_row(c), 1.05);
       }
   std::printf(
-      "\n== issue 3 goals on this machine (ratio = median over rounds of graphi / reference in the same round, "
-      "with its >= 95%% confidence interval; met: ratio <= limit; met (noise): ratio above the limit but the "
+      "\n== issue 3 goals on this machine (ratio = median over rounds of graphi / reference in the "
+      "same round, "
+      "with its >= 95%% confidence interval; met: ratio <= limit; met (noise): ratio above the "
+      "limit but the "
       "interval reaches it; NOT MET: the whole interval above the limit) ==\n");
   t.print();
   std::printf("%d of %d goal rows met (%d of them only within noise)\n", met, total, within_noise);
@@ -250,21 +264,27 @@ void print_goals(std::map<std::string, std::map<std::string, double>>& summary,
 int main(int argc, char** argv) {
   const Options opt = parse(argc, argv);
   calibrate_spin();
-  std::printf("graphi_bench_dispatch: %u hardware threads, oneTBB %s, spin loop %.3f ns/iteration, load average %s\n",
-              std::thread::hardware_concurrency(), TBB_VERSION_STRING, spin_ns_per_iteration(), load_average().c_str());
-  std::printf("core-to-core hand-off (two pinned threads, one cache line each way): %.0f ns one-way\n",
-              measure_handoff_ns());
+  std::printf(
+      "graphi_bench_dispatch: %u hardware threads, oneTBB %s, spin loop %.3f ns/iteration, load "
+      "average %s\n",
+      std::thread::hardware_concurrency(), TBB_VERSION_STRING, spin_ns_per_iteration(),
+      load_average().c_str());
+  std::printf(
+      "core-to-core hand-off (two pinned threads, one cache line each way): %.0f ns one-way\n",
+      measure_handoff_ns());
   if (!opt.csv.empty() && std::filesystem::path(opt.csv).has_parent_path())
     std::filesystem::create_directories(std::filesystem::path(opt.csv).parent_path());
   Csv csv;
   if (!opt.csv.empty() &&
-      !csv.open(opt.csv, {"shape", "ops", "critical_path", "work_ns", "op_ns", "competitor", "config", "samples",
-                          "median_ns_per_op", "p25_ns_per_op", "p75_ns_per_op", "min_ns_per_op", "ideal_ns_per_op"}))
+      !csv.open(opt.csv, {"shape", "ops", "critical_path", "work_ns", "op_ns", "competitor",
+                          "config", "samples", "median_ns_per_op", "p25_ns_per_op", "p75_ns_per_op",
+                          "min_ns_per_op", "ideal_ns_per_op"}))
     fail(Status::io_error("cannot write " + opt.csv));
 
   // Summary: competitor/config -> "shape@work" -> median.
   std::map<std::string, std::map<std::string, double>> summary;
-  std::map<std::string, std::map<std::string, std::vector<double>>> samples;  // same keys, per round
+  std::map<std::string, std::map<std::string, std::vector<double>>>
+      samples;  // same keys, per round
   std::vector<std::string> summary_rows, summary_cols;
   std::map<std::string, double> ideal_of;  // column -> ideal ns/op on 2 cores (busy ops)
 
@@ -273,8 +293,8 @@ int main(int argc, char** argv) {
     for (const int64_t work : opt.work) {
       const double op_ns = measure_spin_ns(work);
       // Lower bound on 2 cores: all work spread evenly, or the critical path, whichever is longer.
-      const double ideal = work == 0 ? 0
-                                     : std::max(dag.n * op_ns / 2.0, dag.critical_path * op_ns) / dag.n;
+      const double ideal =
+          work == 0 ? 0 : std::max(dag.n * op_ns / 2.0, dag.critical_path * op_ns) / dag.n;
       std::vector<Entry> entries;
       auto add = [&](Result<std::unique_ptr<Competitor>> c) {
         if (!c.is_ok()) fail(c.status());
@@ -289,7 +309,8 @@ int main(int argc, char** argv) {
         for (const char* policy : {"cpf", "fifo"})
           for (auto [n, k] : opt.configs)
             for (int ring : opt.rings) add(make_graphi(dag, work, policy, n, k, ring, traced));
-        for (auto [n, k] : opt.configs) add(make_graphi(dag, work, "shared-queue", n, k, 1, traced));
+        for (auto [n, k] : opt.configs)
+          add(make_graphi(dag, work, "shared-queue", n, k, 1, traced));
       }
       add(std::unique_ptr<Competitor>(make_tbb_flow_graph(dag, work, 2, false)));
       add(std::unique_ptr<Competitor>(make_tbb_flow_graph(dag, work, 2, true)));
@@ -317,20 +338,23 @@ int main(int argc, char** argv) {
           std::printf("\n");
         }
 
-      std::printf("\n== %s: %u ops, critical path %u, work %lld ns/op (measured %.0f ns)%s ==\n", shape.c_str(),
-                  dag.n, dag.critical_path, static_cast<long long>(work), op_ns,
+      std::printf("\n== %s: %u ops, critical path %u, work %lld ns/op (measured %.0f ns)%s ==\n",
+                  shape.c_str(), dag.n, dag.critical_path, static_cast<long long>(work), op_ns,
                   work ? (", ideal on 2 cores " + fmt(ideal) + " ns/op").c_str() : "");
       Table t({"competitor", "config", "ns/op", "p25", "p75", "min", work ? "x ideal" : ""});
       const std::string col = shape + (work ? "@" + std::to_string(work) + "ns" : "@empty");
       summary_cols.push_back(col);
       ideal_of[col] = ideal;
       for (Entry& e : entries) {
-        const double med = median(e.ns_per_op), p25 = quantile(e.ns_per_op, 0.25), p75 = quantile(e.ns_per_op, 0.75);
+        const double med = median(e.ns_per_op), p25 = quantile(e.ns_per_op, 0.25),
+                     p75 = quantile(e.ns_per_op, 0.75);
         const double mn = quantile(e.ns_per_op, 0);
-        t.add({e.c->name(), e.c->config(), fmt(med), fmt(p25), fmt(p75), fmt(mn), work ? fmt(med / ideal, 2) : ""});
-        csv.row({shape, std::to_string(dag.n), std::to_string(dag.critical_path), std::to_string(work), fmt(op_ns),
-                 e.c->name(), e.c->config(), std::to_string(e.ns_per_op.size()), fmt(med), fmt(p25), fmt(p75),
-                 fmt(mn), fmt(ideal)});
+        t.add({e.c->name(), e.c->config(), fmt(med), fmt(p25), fmt(p75), fmt(mn),
+               work ? fmt(med / ideal, 2) : ""});
+        csv.row({shape, std::to_string(dag.n), std::to_string(dag.critical_path),
+                 std::to_string(work), fmt(op_ns), e.c->name(), e.c->config(),
+                 std::to_string(e.ns_per_op.size()), fmt(med), fmt(p25), fmt(p75), fmt(mn),
+                 fmt(ideal)});
         const std::string row = e.c->name() + " " + e.c->config();
         if (!summary.count(row)) summary_rows.push_back(row);
         summary[row][col] = med;

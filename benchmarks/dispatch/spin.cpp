@@ -40,7 +40,8 @@ uint64_t spin_iterations_for(int64_t ns) {
 double measure_spin_ns(int64_t ns) {
   const uint64_t it = spin_iterations_for(ns);
   if (it == 0) return 0;
-  const int per_batch = static_cast<int>(std::max<int64_t>(1, 2'000'000 / std::max<int64_t>(ns, 1)));
+  const int per_batch =
+      static_cast<int>(std::max<int64_t>(1, 2'000'000 / std::max<int64_t>(ns, 1)));
   std::vector<double> samples;
   for (int b = 0; b < 9; ++b) {
     const auto t0 = std::chrono::steady_clock::now();

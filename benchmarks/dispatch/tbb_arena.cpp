@@ -13,7 +13,8 @@ tbb::task_arena& tbb_arena(int threads) {
     arena->initialize();
     size = threads;
   }
-  if (size != threads) throw std::logic_error("tbb_arena: every oneTBB competitor must use the same thread count");
+  if (size != threads)
+    throw std::logic_error("tbb_arena: every oneTBB competitor must use the same thread count");
   return *arena;
 }
 

@@ -15,7 +15,11 @@ template <typename Node>
 class TbbFlowGraph final : public Competitor {
  public:
   TbbFlowGraph(const Dag& d, int64_t work_ns, int threads, const char* name)
-      : dag_(d), spin_(spin_iterations_for(work_ns)), threads_(threads), name_(name), arena_(tbb_arena(threads)),
+      : dag_(d),
+        spin_(spin_iterations_for(work_ns)),
+        threads_(threads),
+        name_(name),
+        arena_(tbb_arena(threads)),
         values_(d.n, 0.0f) {
     // The graph attaches to the arena it is constructed in.
     arena_.execute([&] {
@@ -63,12 +67,15 @@ class TbbFlowGraph final : public Competitor {
 
 }  // namespace
 
-std::unique_ptr<Competitor> make_tbb_flow_graph(const Dag& d, int64_t work_ns, int threads, bool lightweight) {
+std::unique_ptr<Competitor> make_tbb_flow_graph(const Dag& d, int64_t work_ns, int threads,
+                                                bool lightweight) {
   using tbb::flow::continue_msg;
   if (lightweight)
-    return std::make_unique<TbbFlowGraph<tbb::flow::continue_node<continue_msg, tbb::flow::lightweight>>>(
+    return std::make_unique<
+        TbbFlowGraph<tbb::flow::continue_node<continue_msg, tbb::flow::lightweight>>>(
         d, work_ns, threads, "tbb flow_graph lightweight");
-  return std::make_unique<TbbFlowGraph<tbb::flow::continue_node<continue_msg>>>(d, work_ns, threads, "tbb flow_graph");
+  return std::make_unique<TbbFlowGraph<tbb::flow::continue_node<continue_msg>>>(d, work_ns, threads,
+                                                                                "tbb flow_graph");
 }
 
 }  // namespace graphi::bench

@@ -16,13 +16,18 @@ namespace {
 class TbbTaskGroup final : public Competitor {
  public:
   TbbTaskGroup(const Dag& d, int64_t work_ns, int threads)
-      : dag_(d), spin_(spin_iterations_for(work_ns)), threads_(threads), arena_(tbb_arena(threads)),
-        pending_(new std::atomic<uint32_t>[d.n]), values_(d.n, 0.0f) {}
+      : dag_(d),
+        spin_(spin_iterations_for(work_ns)),
+        threads_(threads),
+        arena_(tbb_arena(threads)),
+        pending_(new std::atomic<uint32_t>[d.n]),
+        values_(d.n, 0.0f) {}
 
   std::string name() const override { return "tbb task_group"; }
   std::string config() const override { return std::to_string(threads_) + " threads"; }
   Status run() override {
-    for (uint32_t i = 0; i < dag_.n; ++i) pending_[i].store(dag_.num_preds(i), std::memory_order_relaxed);
+    for (uint32_t i = 0; i < dag_.n; ++i)
+      pending_[i].store(dag_.num_preds(i), std::memory_order_relaxed);
     arena_.execute([&] {
       tbb::task_group group;  // made inside the arena so its tasks run there
       group_ = &group;
@@ -54,7 +59,7 @@ class TbbTaskGroup final : public Competitor {
   const Dag& dag_;
   uint64_t spin_;
   int threads_;
-  tbb::task_arena& arena_;  // shared by every oneTBB competitor (tbb_arena.h)
+  tbb::task_arena& arena_;            // shared by every oneTBB competitor (tbb_arena.h)
   tbb::task_group* group_ = nullptr;  // the group of the run in progress
   std::unique_ptr<std::atomic<uint32_t>[]> pending_;
   std::vector<float> values_;

@@ -6,7 +6,8 @@
 //       import   - graph::import_onnx_file (graphi's whole import: decode, import, validation)
 // Prints one JSON line: median milliseconds over REPEATS parses (the file read once, before),
 // the process's resident set before and after the file was read and its peak (VmHWM) after
-// the parses (compare.py also takes the child's getrusage ru_maxrss), and ok/error. benchmarks/onnx_load/compare.py runs it in a child process per load.
+// the parses (compare.py also takes the child's getrusage ru_maxrss), and ok/error.
+// benchmarks/onnx_load/compare.py runs it in a child process per load.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -72,25 +73,31 @@ int main(int argc, char** argv) {
     if (mode == "graphi") {
       auto m = graphi::graph::onnx::decode_model(bytes);
       ok = m.is_ok();
-      if (ok) nodes = m->graph.nodes.size();
-      else error = m.status().message();
+      if (ok)
+        nodes = m->graph.nodes.size();
+      else
+        error = m.status().message();
     } else if (mode == "protobuf") {
       onnx::ModelProto m;
       ok = bytes.size() <= static_cast<size_t>(INT32_MAX) &&
            m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
-      if (ok) nodes = static_cast<size_t>(m.graph().node_size());
-      else error = "ParseFromArray failed";
+      if (ok)
+        nodes = static_cast<size_t>(m.graph().node_size());
+      else
+        error = "ParseFromArray failed";
     } else if (mode == "import") {
       auto g = graphi::graph::import_onnx_file(path, graphi::ops::Registry::get());
       ok = g.is_ok();
-      if (ok) nodes = g->nodes().size();
-      else error = g.status().message();
+      if (ok)
+        nodes = g->nodes().size();
+      else
+        error = g.status().message();
     } else {
       std::fprintf(stderr, "unknown mode '%s'\n", mode.c_str());
       return 2;
     }
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                     .count());
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(ms.begin(), ms.end());
   std::printf(

@@ -4,8 +4,8 @@
 //   graphi_l3_probe [--mib 16] [--threads 2] [--reps 7] [--only SUBSTRING] [--huge]
 //   graphi_l3_probe --evict-check
 //
-// Model of the fused sequence kernel's recurrence (ops/rnn/rnn_sequence.cpp) without the gates: each
-// thread owns a slab of R (mib / threads), packed panel-major (panels of 64 columns, each a
+// Model of the fused sequence kernel's recurrence (ops/rnn/rnn_sequence.cpp) without the gates:
+// each thread owns a slab of R (mib / threads), packed panel-major (panels of 64 columns, each a
 // contiguous [1024][64] block of 256 KiB, as TiledGemm::create_panels lays them out); per step
 // it computes y = h R_slab (one AVX-512 GEMV per panel), writes its share of the next h and
 // meets the other threads through per-thread step counters; 100 steps. The variants differ only
@@ -47,8 +47,8 @@
 
 namespace {
 
-constexpr int kK = 1024;   // rows of R (hidden size)
-constexpr int kPw = 64;    // panel width in floats
+constexpr int kK = 1024;  // rows of R (hidden size)
+constexpr int kPw = 64;   // panel width in floats
 constexpr int kSteps = 100;
 
 enum Hint { kPlain, kNta, kT0, kT2, kDemote };
@@ -144,12 +144,12 @@ GRAPHI_PROBE_TARGET void fma_work(const float* src, int n) {
 struct Variant {
   std::string name;
   bool zigzag = false;
-  int resident = 0;      // first panels read plainly
-  int hint = kPlain;     // for the other panels
+  int resident = 0;   // first panels read plainly
+  int hint = kPlain;  // for the other panels
   int dist = 0;
-  bool ideal = false;    // resident panels replaced by one L2-hot panel
-  int fma = 0;           // zmm FMAs after each panel
-  bool fine = false;     // 4 zmm FMAs per row inside the GEMV instead
+  bool ideal = false;  // resident panels replaced by one L2-hot panel
+  int fma = 0;         // zmm FMAs after each panel
+  bool fine = false;   // 4 zmm FMAs per row inside the GEMV instead
   bool b24 = false;
 };
 
@@ -228,10 +228,11 @@ void evict_check(int reps) {
       stream.push_back(read_block(str, nstr, nta, dist));
       after.push_back(read_block(res, nres, false, 0));
     }
-    std::printf("stream %-11s dist %4d: 1.5 MiB warm %6.1f us (%5.1f GB/s) | stream 6.5 MiB %6.1f us "
-                "(%5.1f GB/s) | 1.5 MiB after the stream %6.1f us (%5.1f GB/s)\n",
-                nta ? "prefetchnta" : "plain", nta ? dist : 0, med(warm), nres * 4 / med(warm) / 1e3,
-                med(stream), nstr * 4 / med(stream) / 1e3, med(after), nres * 4 / med(after) / 1e3);
+    std::printf(
+        "stream %-11s dist %4d: 1.5 MiB warm %6.1f us (%5.1f GB/s) | stream 6.5 MiB %6.1f us "
+        "(%5.1f GB/s) | 1.5 MiB after the stream %6.1f us (%5.1f GB/s)\n",
+        nta ? "prefetchnta" : "plain", nta ? dist : 0, med(warm), nres * 4 / med(warm) / 1e3,
+        med(stream), nstr * 4 / med(stream) / 1e3, med(after), nres * 4 / med(after) / 1e3);
   }
 }
 
@@ -263,13 +264,20 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) usage((a + " needs a value").c_str());
       return argv[++i];
     };
-    if (a == "--mib") mib = std::atof(value().c_str());
-    else if (a == "--threads") nthr = std::atoi(value().c_str());
-    else if (a == "--reps") reps = std::atoi(value().c_str());
-    else if (a == "--only") only = value();
-    else if (a == "--huge") huge = true;
-    else if (a == "--evict-check") evict = true;
-    else usage(("unknown option '" + a + "'").c_str());
+    if (a == "--mib")
+      mib = std::atof(value().c_str());
+    else if (a == "--threads")
+      nthr = std::atoi(value().c_str());
+    else if (a == "--reps")
+      reps = std::atoi(value().c_str());
+    else if (a == "--only")
+      only = value();
+    else if (a == "--huge")
+      huge = true;
+    else if (a == "--evict-check")
+      evict = true;
+    else
+      usage(("unknown option '" + a + "'").c_str());
   }
   if (!(mib > 0) || nthr < 1 || nthr > 64 || reps < 1) usage("invalid --mib/--threads/--reps");
   if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512vbmi"))

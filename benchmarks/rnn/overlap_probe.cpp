@@ -45,40 +45,43 @@ namespace {
 struct Problem {
   int k = 256;
   int cols = 512;
-  float* r = nullptr;   // [k][cols]
-  float* w = nullptr;   // [k][cols]
-  float* x = nullptr;   // [8][k]
-  float* h = nullptr;   // [k]
-  float* y = nullptr;   // [cols]
-  float* pre = nullptr; // [8][cols]
+  float* r = nullptr;    // [k][cols]
+  float* w = nullptr;    // [k][cols]
+  float* x = nullptr;    // [8][k]
+  float* h = nullptr;    // [k]
+  float* y = nullptr;    // [cols]
+  float* pre = nullptr;  // [8][cols]
 };
 
 float* alloc_floats(size_t n, float scale) {
   void* p = nullptr;
   if (posix_memalign(&p, 64, n * sizeof(float)) != 0) std::abort();
   float* f = static_cast<float*>(p);
-  for (size_t i = 0; i < n; ++i) f[i] = scale * static_cast<float>((i * 2654435761u) % 1000) / 1000.0f;
+  for (size_t i = 0; i < n; ++i)
+    f[i] = scale * static_cast<float>((i * 2654435761u) % 1000) / 1000.0f;
   return f;
 }
 
 // a[0..3] += h * the 64 floats at rq (one k row of a 64-column GEMV block).
 __attribute__((target("avx512f"), always_inline)) inline void row64(const float* rq, __m512 h,
-                                                                   __m512* a) {
+                                                                    __m512* a) {
   for (int v = 0; v < 4; ++v) a[v] = _mm512_fmadd_ps(_mm512_load_ps(rq + 16 * v), h, a[v]);
 }
 
 // y[0..64) = a (+ y when accumulating).
 __attribute__((target("avx512f"), always_inline)) inline void store64(float* y, const __m512* a,
-                                                                     bool accumulate) {
+                                                                      bool accumulate) {
   for (int v = 0; v < 4; ++v)
-    _mm512_store_ps(y + 16 * v, accumulate ? _mm512_add_ps(a[v], _mm512_load_ps(y + 16 * v)) : a[v]);
+    _mm512_store_ps(y + 16 * v,
+                    accumulate ? _mm512_add_ps(a[v], _mm512_load_ps(y + 16 * v)) : a[v]);
 }
 
 // The kernel's batch-1 k split: k rows [k0, k1) of every 64-column block, accumulating.
 PROBE_TARGET void gemv_krange(const Problem& p, const float* base, int64_t col_step, int64_t ld,
                               int k0, int k1, bool acc) {
   for (int j = 0; j < p.cols; j += 64) {
-    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                   _mm512_setzero_ps()};
     const float* rq = base + j * col_step + int64_t(k0) * ld;
     for (int q = k0; q < k1; ++q, rq += ld) {
       row64(rq, _mm512_set1_ps(p.h[q]), a);
@@ -100,7 +103,8 @@ PROBE_TARGET void hoist(const Problem& p, int strip) {
     for (int q = 0; q < p.k; ++q, wq += p.cols) {
       const __m512 wv = _mm512_load_ps(wq);
 #pragma GCC unroll 8
-      for (int r = 0; r < 8; ++r) c[r] = _mm512_fmadd_ps(_mm512_set1_ps(p.x[r * p.k + q]), wv, c[r]);
+      for (int r = 0; r < 8; ++r)
+        c[r] = _mm512_fmadd_ps(_mm512_set1_ps(p.x[r * p.k + q]), wv, c[r]);
     }
     for (int r = 0; r < 8; ++r) _mm512_store_ps(p.pre + r * p.cols + j, c[r]);
   }
@@ -115,8 +119,10 @@ PROBE_TARGET void fused(const Problem& p, int strip) {
     const int v = (b / 2) % 4;  // 8 blocks -> 4 hoist vectors
     const int j = strip + v * 16;
     __m512 c[8];
-    for (int r = 0; r < 8; ++r) c[r] = (b % 2 == 0) ? _mm512_setzero_ps() : _mm512_load_ps(p.pre + r * p.cols + j);
-    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int r = 0; r < 8; ++r)
+      c[r] = (b % 2 == 0) ? _mm512_setzero_ps() : _mm512_load_ps(p.pre + r * p.cols + j);
+    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                   _mm512_setzero_ps()};
     const float* rq = p.r + b * 64;
     const int q0 = (b % 2) * half;
     const float* wq = p.w + static_cast<int64_t>(q0) * p.cols + j;
@@ -155,7 +161,8 @@ PROBE_TARGET void gemv_regfma(const Problem& p) {
   for (int r = 0; r < 8; ++r) c[r] = _mm512_set1_ps(p.h[r]);
   const __m512 m = _mm512_set1_ps(0.999f), add = _mm512_set1_ps(0.001f);
   for (int j = 0; j < p.cols; j += 64) {
-    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                   _mm512_setzero_ps()};
     const float* rq = p.r + j;
     for (int q = 0; q < p.k; q += 2, rq += 2 * p.cols) {
       const __m512 h0 = _mm512_set1_ps(p.h[q]);
@@ -270,11 +277,16 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     const int v = std::atoi(argv[i + 1]);
-    if (a == "--k") p.k = v;
-    else if (a == "--cols") p.cols = v;
-    else if (a == "--steps") steps = v;
-    else if (a == "--reps") reps = v;
-    else if (a == "--cpu") cpu = v;
+    if (a == "--k")
+      p.k = v;
+    else if (a == "--cols")
+      p.cols = v;
+    else if (a == "--steps")
+      steps = v;
+    else if (a == "--reps")
+      reps = v;
+    else if (a == "--cpu")
+      cpu = v;
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -295,7 +307,9 @@ int main(int argc, char** argv) {
   p.y = alloc_floats(p.cols, 0.0f);
   p.pre = alloc_floats(size_t(8) * p.cols, 0.0f);
   const int strips = p.cols / 64;
-  const char* names[] = {"gemv", "hoist", "gemv+hoist", "fused", "fused_emb", "gemv_regfma", "gemv8", "gemv_panels", "read_sum", "gemv_panels4", "split_slab", "split_panels"};
+  const char* names[] = {"gemv",      "hoist",        "gemv+hoist", "fused",
+                         "fused_emb", "gemv_regfma",  "gemv8",      "gemv_panels",
+                         "read_sum",  "gemv_panels4", "split_slab", "split_panels"};
   constexpr int kVariants = 12;
   float* panels = alloc_floats(size_t(p.k) * p.cols, 0.01f);
   std::vector<std::vector<double>> t(kVariants);
@@ -350,7 +364,8 @@ int main(int argc, char** argv) {
   float err = 0;
   for (int i = 0; i < p.cols; ++i) err = std::max(err, std::abs(p.y[i] - y1[i]));
   for (int i = 0; i < 64; ++i)
-    for (int r = 0; r < 8; ++r) err = std::max(err, std::abs(p.pre[r * p.cols + i] - pre1[r * p.cols + i]));
+    for (int r = 0; r < 8; ++r)
+      err = std::max(err, std::abs(p.pre[r * p.cols + i] - pre1[r * p.cols + i]));
   std::printf("k %d cols %d (R %zu KiB), %d steps x %d reps, cpu %d, max |fused - separate| %.2e\n",
               p.k, p.cols, size_t(p.k) * p.cols * 4 / 1024, steps, reps, cpu, err);
   const double bytes = double(p.k) * p.cols * 4;
@@ -362,8 +377,9 @@ int main(int argc, char** argv) {
   }
   std::sort(plain_runs.begin(), plain_runs.end());
   std::sort(after_runs.begin(), after_runs.end());
-  std::printf("split_slab in runs of 100 steps: %.3f us/step alone, %.3f after a 100-row input GEMM "
-              "per run (GEMM not timed)\n",
-              plain_runs[plain_runs.size() / 2], after_runs[after_runs.size() / 2]);
+  std::printf(
+      "split_slab in runs of 100 steps: %.3f us/step alone, %.3f after a 100-row input GEMM "
+      "per run (GEMM not timed)\n",
+      plain_runs[plain_runs.size() / 2], after_runs[after_runs.size() / 2]);
   return 0;
 }

@@ -151,7 +151,7 @@ __attribute__((target("avx512f"), noinline)) void read_loop_avx512(const float* 
 }
 
 __attribute__((target("avx2"), noinline)) void read_loop_avx2(const float* p, int64_t n,
-                                                             int64_t passes) {
+                                                              int64_t passes) {
   __m256 a[8];
   for (auto& v : a) v = _mm256_setzero_ps();
   for (int64_t r = 0; r < passes; ++r)
@@ -197,8 +197,10 @@ double read_bandwidth(int threads, int64_t bytes, bool avx512) {
       bufs[size_t(t)] = static_cast<float*>(std::aligned_alloc(64, size_t(n) * 4));
       for (int64_t i = 0; i < n; ++i) bufs[size_t(t)][i] = float(i & 7);
     }
-    if (avx512) read_loop_avx512(bufs[size_t(t)], n, passes);
-    else read_loop_avx2(bufs[size_t(t)], n, passes);
+    if (avx512)
+      read_loop_avx512(bufs[size_t(t)], n, passes);
+    else
+      read_loop_avx2(bufs[size_t(t)], n, passes);
   });
   for (float* b : bufs) std::free(b);
   return double(threads) * double(passes) * double(n) * 4.0 / s * 1e-9;
@@ -212,8 +214,10 @@ Roofline measure_roofline(int threads) {
   const int64_t iters = 2'000'000;
   const double flops_per_iter = avx512 ? 16.0 * 16 * 2 : 12.0 * 8 * 2;
   const double s = best_parallel_seconds(threads, 10, [&](int) {
-    if (avx512) fma_loop_avx512(iters);
-    else fma_loop_avx2(iters);
+    if (avx512)
+      fma_loop_avx512(iters);
+    else
+      fma_loop_avx2(iters);
   });
   r.fma_gflops = double(threads) * double(iters) * flops_per_iter / s * 1e-9;
   r.l2_bytes_per_core = cache_bytes(2, 1 << 20);
@@ -245,11 +249,14 @@ struct Config {
   int64_t r_bytes() const { return int64_t(gates()) * hidden * hidden * 4; }
   int64_t w_bytes() const { return int64_t(gates()) * hidden * hidden * 4; }  // input = hidden
   // The roofline bound (see the file comment): R read every step, W once.
-  bool r_in_l2(const Roofline& m) const { return r_bytes() <= int64_t(threads) * m.l2_bytes_per_core; }
+  bool r_in_l2(const Roofline& m) const {
+    return r_bytes() <= int64_t(threads) * m.l2_bytes_per_core;
+  }
   // Bytes of weights read per call from L2 and from L3 (see the file comment).
   double l2_read_bytes(const Roofline& m) const {
     const double team_l2 = double(threads) * double(m.l2_bytes_per_core);
-    return double(seq) * std::min(double(r_bytes()), team_l2) + (r_in_l2(m) ? double(w_bytes()) : 0);
+    return double(seq) * std::min(double(r_bytes()), team_l2) +
+           (r_in_l2(m) ? double(w_bytes()) : 0);
   }
   double l3_read_bytes(const Roofline& m) const {
     const double team_l2 = double(threads) * double(m.l2_bytes_per_core);
@@ -368,15 +375,16 @@ struct DnnlRunner {
     const int64_t G = c.gates(), H = c.hidden, I = c.hidden, T = c.seq, N = c.batch;
     // oneDNN gate g takes ONNX gate onnx_gate[g]. LSTM: oneDNN (i, f, c~, o), ONNX (i, o, f, c~).
     // lbr GRU: oneDNN (u, r, h~), ONNX (z, r, h~), z == u.
-    const std::vector<int64_t> onnx_gate = c.lstm ? std::vector<int64_t>{0, 2, 3, 1}
-                                                  : std::vector<int64_t>{0, 1, 2};
+    const std::vector<int64_t> onnx_gate =
+        c.lstm ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 1, 2};
     // User layouts ldigo: [1, 1, in, G, H]; element (in, g, h) = ONNX M[onnx_gate[g]*H + h][in].
     auto to_ldigo = [&](const std::vector<float>& m, int64_t in_dim) {
       std::vector<float> out(size_t(in_dim * G * H));
       for (int64_t i = 0; i < in_dim; ++i)
         for (int64_t g = 0; g < G; ++g)
           for (int64_t h = 0; h < H; ++h)
-            out[size_t((i * G + g) * H + h)] = m[size_t((onnx_gate[size_t(g)] * H + h) * in_dim + i)];
+            out[size_t((i * G + g) * H + h)] =
+                m[size_t((onnx_gate[size_t(g)] * H + h) * in_dim + i)];
       return out;
     };
     std::vector<float> wl = to_ldigo(wt.w, I), wi = to_ldigo(wt.r, H);
@@ -478,9 +486,12 @@ struct Row {
     }
   }
   void run(int which) {
-    if (which == 0) graphi.run();
-    else if (which == 1) shuffled.run();
-    else dnnl.run();
+    if (which == 0)
+      graphi.run();
+    else if (which == 1)
+      shuffled.run();
+    else
+      dnnl.run();
   }
   // One warm-up each, then turns (order rotated every sample) until `budget_ms` has passed and
   // every implementation has at least `min_samples` (at most 2000). Returns this call's samples.
@@ -526,9 +537,9 @@ std::string json_list(const std::vector<double>& v) {
 }
 
 std::string roofline_json(const Roofline& m) {
-  return "{\"kind\":\"roofline\",\"threads\":" + std::to_string(m.threads) +
-         ",\"isa\":\"" + m.isa + "\",\"fma_gflops\":" + json_num(m.fma_gflops) +
-         ",\"l2_gbs\":" + json_num(m.l2_gbs) + ",\"l3_gbs\":" + json_num(m.l3_gbs) +
+  return "{\"kind\":\"roofline\",\"threads\":" + std::to_string(m.threads) + ",\"isa\":\"" + m.isa +
+         "\",\"fma_gflops\":" + json_num(m.fma_gflops) + ",\"l2_gbs\":" + json_num(m.l2_gbs) +
+         ",\"l3_gbs\":" + json_num(m.l3_gbs) +
          ",\"l2_bytes_per_core\":" + std::to_string(m.l2_bytes_per_core) +
          ",\"l3_bytes\":" + std::to_string(m.l3_bytes) + "}";
 }
@@ -560,8 +571,10 @@ int serve(int threads) {
     auto& slot = rows[{c.lstm, c.hidden, c.batch, c.seq}];
     if (!slot) {
       slot = std::make_unique<Row>();
-      if (wt) slot->init(c, *wt);
-      else slot->init(c, make_weights(c));
+      if (wt)
+        slot->init(c, *wt);
+      else
+        slot->init(c, make_weights(c));
     }
     return *slot;
   };
@@ -628,20 +641,29 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) usage_error(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--full") full = true;
-    else if (a == "--serve") serve_mode = true;
-    else if (a == "--threads") threads = parse_list(a, value());
-    else if (a == "--hidden") only_hidden = parse_list(a, value());
-    else if (a == "--batch") only_batch = parse_list(a, value());
-    else if (a == "--seq") only_seq = parse_list(a, value());
-    else if (a == "--budget-ms") budget_ms = double(parse_list(a, value())[0]);
-    else if (a == "--csv") csv_path = value();
+    if (a == "--full")
+      full = true;
+    else if (a == "--serve")
+      serve_mode = true;
+    else if (a == "--threads")
+      threads = parse_list(a, value());
+    else if (a == "--hidden")
+      only_hidden = parse_list(a, value());
+    else if (a == "--batch")
+      only_batch = parse_list(a, value());
+    else if (a == "--seq")
+      only_seq = parse_list(a, value());
+    else if (a == "--budget-ms")
+      budget_ms = double(parse_list(a, value())[0]);
+    else if (a == "--csv")
+      csv_path = value();
     else if (a == "--cells") {
       const std::string v = value();
       do_lstm = v.find("lstm") != std::string::npos;
       do_gru = v.find("gru") != std::string::npos;
       if (!do_lstm && !do_gru) usage_error("--cells: expected lstm, gru or lstm,gru");
-    } else usage_error("unknown option '" + a + "'");
+    } else
+      usage_error("unknown option '" + a + "'");
   }
   if (serve_mode) {
     if (threads.size() != 1) usage_error("--serve needs exactly one --threads value");
@@ -673,10 +695,11 @@ int main(int argc, char** argv) {
   for (int64_t t : threads) {
     roof[int(t)] = measure_roofline(int(t));
     const Roofline& m = roof[int(t)];
-    std::printf("roofline, %d thread(s), %s: FMA %.0f GFLOP/s, L2 read %.0f GB/s, L3 read %.0f GB/s "
-                "(L2 %lld KiB per core)\n",
-                m.threads, m.isa.c_str(), m.fma_gflops, m.l2_gbs, m.l3_gbs,
-                (long long)(m.l2_bytes_per_core >> 10));
+    std::printf(
+        "roofline, %d thread(s), %s: FMA %.0f GFLOP/s, L2 read %.0f GB/s, L3 read %.0f GB/s "
+        "(L2 %lld KiB per core)\n",
+        m.threads, m.isa.c_str(), m.fma_gflops, m.l2_gbs, m.l3_gbs,
+        (long long)(m.l2_bytes_per_core >> 10));
   }
   std::fflush(stdout);
   std::vector<std::unique_ptr<Row>> rows;
@@ -688,7 +711,8 @@ int main(int argc, char** argv) {
     for (auto& r : rows) {
       auto s = r->sample(budget_ms, 5);
       r->round_ratio[round] = median(s[2]) / median(s[0]);
-      for (int k = 0; k < 3; ++k) r->ms[k].insert(r->ms[k].end(), s[size_t(k)].begin(), s[size_t(k)].end());
+      for (int k = 0; k < 3; ++k)
+        r->ms[k].insert(r->ms[k].end(), s[size_t(k)].begin(), s[size_t(k)].end());
     }
   // Measured again at the end; the better of the two is the machine's (other load only lowers it).
   for (int64_t t : threads) {
@@ -702,11 +726,11 @@ int main(int argc, char** argv) {
   if (std::filesystem::path(csv_path).has_parent_path())
     std::filesystem::create_directories(std::filesystem::path(csv_path).parent_path());
   Csv csv;
-  if (!csv.open(csv_path, {"cell", "hidden", "input", "batch", "seq", "threads", "samples",
-                           "graphi_ms", "graphi_wcs_shuffle_ms", "onednn_ms",
-                           "ratio_onednn_over_graphi", "ratio_round1", "ratio_round2",
-                           "graphi_gflops", "onednn_gflops", "bound_ms", "graphi_pct_roofline",
-                           "max_abs_diff_onednn", "max_abs_diff_wcs_shuffle"}))
+  if (!csv.open(csv_path,
+                {"cell", "hidden", "input", "batch", "seq", "threads", "samples", "graphi_ms",
+                 "graphi_wcs_shuffle_ms", "onednn_ms", "ratio_onednn_over_graphi", "ratio_round1",
+                 "ratio_round2", "graphi_gflops", "onednn_gflops", "bound_ms",
+                 "graphi_pct_roofline", "max_abs_diff_onednn", "max_abs_diff_wcs_shuffle"}))
     fail("cannot write " + csv_path);
   Table t({"config", "graphi ms", "WCS-shuffled ms", "oneDNN ms", "oneDNN/graphi", "(round 1, 2)",
            "graphi GFLOP/s", "oneDNN GFLOP/s", "% roofline", "max |diff|"});
@@ -731,8 +755,10 @@ int main(int argc, char** argv) {
   }
   t.print();
   for (const auto& [t, m] : roof)
-    std::printf("\nroofline used, %d thread(s) (best of start and end): FMA %.0f GFLOP/s, L2 %.0f GB/s, "
-                "L3 %.0f GB/s", t, m.fma_gflops, m.l2_gbs, m.l3_gbs);
+    std::printf(
+        "\nroofline used, %d thread(s) (best of start and end): FMA %.0f GFLOP/s, L2 %.0f GB/s, "
+        "L3 %.0f GB/s",
+        t, m.fma_gflops, m.l2_gbs, m.l3_gbs);
   std::printf("\n");
   // float32 sums in a different order differ by ~1e-6; a wrong gate mapping differs by ~0.1.
   constexpr double kTolerance = 1e-4;

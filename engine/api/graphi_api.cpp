@@ -10,11 +10,11 @@
 #include <mutex>
 #include <new>
 
-#include "engine/session.h"
 #include "engine/model_loader.h"
-#include "profiler/plan_choice.h"
-#include "profiler/chrome_trace.h"
+#include "engine/session.h"
 #include "engine/training_session.h"
+#include "profiler/chrome_trace.h"
+#include "profiler/plan_choice.h"
 
 namespace graphi {
 namespace {
@@ -61,18 +61,21 @@ Result<Tensor> to_tensor(const Array& a) {
       return Status::invalid_argument(where + ": shape has too many elements");
     n *= d;
   }
-  if (n > 0 && a.data() == nullptr) return Status::invalid_argument(where + ": data pointer is null");
+  if (n > 0 && a.data() == nullptr)
+    return Status::invalid_argument(where + ": data pointer is null");
   Tensor t(TensorDesc{a.dtype(), a.shape()});
   if (t.bytes() > 0) std::memcpy(t.data(), a.data(), t.bytes());
   return t;
 }
 
 // Reads `path` with options.dims for an .onnx file's symbolic dims.
-Result<std::shared_ptr<const graph::Graph>> load(const std::string& path, const SessionOptions& options) {
+Result<std::shared_ptr<const graph::Graph>> load(const std::string& path,
+                                                 const SessionOptions& options) {
   graph::ImportOptions onnx;
   for (const auto& [name, value] : options.dims) {
     if (value < 1)
-      return Status::invalid_argument("dims: '" + name + "' must be a positive integer, got " + std::to_string(value));
+      return Status::invalid_argument("dims: '" + name + "' must be a positive integer, got " +
+                                      std::to_string(value));
     onnx.dims[name] = value;
   }
   return engine::load_model(path, onnx);
@@ -157,9 +160,10 @@ Expected<Session> Session::open(const std::string& path, const SessionOptions& o
 
     // The split: the caller's, else the plan's (profiler/plan_choice.h).
     if (options.executors < 0 || options.threads < 0)
-      return ApiError{StatusCode::kInvalidArgument,
-                      "options: executors and threads must be >= 1, or 0 for the plan's split; got " +
-                          std::to_string(options.executors) + " x " + std::to_string(options.threads)};
+      return ApiError{
+          StatusCode::kInvalidArgument,
+          "options: executors and threads must be >= 1, or 0 for the plan's split; got " +
+              std::to_string(options.executors) + " x " + std::to_string(options.threads)};
     profiler::PlanRequest req;
     req.plan = options.plan.empty() ? "auto" : options.plan;
     if (options.executors > 0) req.executors = options.executors;
@@ -241,7 +245,8 @@ void Session::set_tracing(bool on) {
 }
 
 Expected<size_t> Session::write_trace(const std::string& path) const {
-  if (!impl_) return ApiError{StatusCode::kInvalidArgument, "write_trace: the Session was moved from"};
+  if (!impl_)
+    return ApiError{StatusCode::kInvalidArgument, "write_trace: the Session was moved from"};
   return guarded("write_trace", [&]() -> Expected<size_t> {
     const engine::RunTrace t = impl_->session->last_trace();
     if (t.run_end_ns == 0)
@@ -265,7 +270,8 @@ TrainingSession::TrainingSession(TrainingSession&&) noexcept = default;
 TrainingSession& TrainingSession::operator=(TrainingSession&&) noexcept = default;
 TrainingSession::~TrainingSession() = default;
 
-Expected<TrainingSession> TrainingSession::open(const std::string& path, const TrainingOptions& training,
+Expected<TrainingSession> TrainingSession::open(const std::string& path,
+                                                const TrainingOptions& training,
                                                 const SessionOptions& options) {
   return guarded(path.c_str(), [&]() -> Expected<TrainingSession> {
     Result<std::shared_ptr<const graph::Graph>> loaded = load(path, options);
@@ -273,7 +279,8 @@ Expected<TrainingSession> TrainingSession::open(const std::string& path, const T
     engine::TrainingOptions o;
     auto loss = graph::passes::loss_kind_from_name(training.loss);
     if (!loss)
-      return ApiError{StatusCode::kInvalidArgument, "loss must be ce, mse or value, got '" + training.loss + "'"};
+      return ApiError{StatusCode::kInvalidArgument,
+                      "loss must be ce, mse or value, got '" + training.loss + "'"};
     o.spec.loss = *loss;
     o.spec.label_input = training.label_input;
     o.spec.prediction = training.prediction;
@@ -290,7 +297,8 @@ Expected<TrainingSession> TrainingSession::open(const std::string& path, const T
     o.session.executors = std::max(options.executors, 1);
     o.session.threads = std::max(options.threads, 1);
     o.session.scheduler = !options.scheduler.empty() ? options.scheduler
-                          : o.session.executors > 1 ? "cpf" : "sequential";
+                          : o.session.executors > 1  ? "cpf"
+                                                     : "sequential";
     o.session.ring_capacity = options.ring_capacity;
     o.session.pin = options.pin;
     o.session.cpuset = options.cpuset;
@@ -307,7 +315,8 @@ Expected<TrainingSession> TrainingSession::open(const std::string& path, const T
 
 Expected<float> TrainingSession::train_step(const std::vector<Array>& inputs) {
   Impl* im = impl_.get();
-  if (!im) return ApiError{StatusCode::kInvalidArgument, "train_step: the TrainingSession was moved from"};
+  if (!im)
+    return ApiError{StatusCode::kInvalidArgument, "train_step: the TrainingSession was moved from"};
   return guarded("train_step", [&]() -> Expected<float> {
     engine::NamedTensors batch;
     for (const Array& a : inputs) {
@@ -337,7 +346,8 @@ std::vector<Array> TrainingSession::weights() const {
 int64_t TrainingSession::steps() const { return impl_ ? impl_->session->steps() : 0; }
 
 Expected<bool> TrainingSession::save(const std::string& path) const {
-  if (!impl_) return ApiError{StatusCode::kInvalidArgument, "save: the TrainingSession was moved from"};
+  if (!impl_)
+    return ApiError{StatusCode::kInvalidArgument, "save: the TrainingSession was moved from"};
   return guarded("save", [&]() -> Expected<bool> {
     Status st = impl_->session->save(path);
     if (!st) return to_error(st);

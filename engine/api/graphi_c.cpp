@@ -47,8 +47,12 @@ graphi_status fail(graphi_status code, std::string message) {
   }
   return code;
 }
-graphi_status fail(const graphi::ApiError& e) { return fail(static_cast<graphi_status>(e.code), e.message); }
-graphi_status invalid(std::string message) { return fail(GRAPHI_INVALID_ARGUMENT, std::move(message)); }
+graphi_status fail(const graphi::ApiError& e) {
+  return fail(static_cast<graphi_status>(e.code), e.message);
+}
+graphi_status invalid(std::string message) {
+  return fail(GRAPHI_INVALID_ARGUMENT, std::move(message));
+}
 
 // Runs `f` and turns an escaping exception into a status.
 template <typename F>
@@ -75,7 +79,8 @@ void describe(const graphi::TensorInfo& info, const void* data, graphi_tensor* t
 
 // C input tensors -> borrowed Arrays, checking pointers and byte sizes.
 graphi_status to_arrays(const graphi_tensor* inputs, size_t n, std::vector<graphi::Array>* out) {
-  if (n > 0 && inputs == nullptr) return invalid("run: inputs is NULL but num_inputs is " + std::to_string(n));
+  if (n > 0 && inputs == nullptr)
+    return invalid("run: inputs is NULL but num_inputs is " + std::to_string(n));
   out->reserve(n);
   for (size_t i = 0; i < n; ++i) {
     const graphi_tensor& t = inputs[i];
@@ -98,13 +103,15 @@ graphi_status to_arrays(const graphi_tensor* inputs, size_t n, std::vector<graph
       return invalid(named + ": bytes is " + std::to_string(t.bytes) + " but the shape needs " +
                      std::to_string(numel * elem));
     if (t.bytes > 0 && t.data == nullptr) return invalid(named + ": data is NULL");
-    out->push_back(graphi::Array::view(t.name, static_cast<graphi::DType>(t.dtype), std::move(shape), t.data));
+    out->push_back(
+        graphi::Array::view(t.name, static_cast<graphi::DType>(t.dtype), std::move(shape), t.data));
   }
   return GRAPHI_OK;
 }
 
 // graphi_options -> SessionOptions (NULL: defaults); `fn` names the caller in errors.
-graphi_status session_options(const graphi_options* options, const std::string& fn, graphi::SessionOptions* out) {
+graphi_status session_options(const graphi_options* options, const std::string& fn,
+                              graphi::SessionOptions* out) {
   graphi::SessionOptions& so = *out;
   if (options != nullptr) {
     so.executors = options->executors;
@@ -150,19 +157,21 @@ void graphi_options_init(graphi_options* o) {
   o->optimize = 1;
 }
 
-graphi_status graphi_session_open(const char* path, const graphi_options* options, graphi_session** out) {
+graphi_status graphi_session_open(const char* path, const graphi_options* options,
+                                  graphi_session** out) {
   return graphi_session_open_with_plan(path, options, nullptr, out);
 }
 
-graphi_status graphi_session_open_with_plan(const char* path, const graphi_options* options, const char* plan,
-                                            graphi_session** out) {
+graphi_status graphi_session_open_with_plan(const char* path, const graphi_options* options,
+                                            const char* plan, graphi_session** out) {
   if (out != nullptr) *out = nullptr;
   return guarded([&]() -> graphi_status {
     if (out == nullptr) return invalid("graphi_session_open: out is NULL");
     if (path == nullptr) return invalid("graphi_session_open: path is NULL");
     graphi::SessionOptions so;
     so.plan = plan != nullptr && *plan != '\0' ? plan : "auto";
-    if (graphi_status st = session_options(options, "graphi_session_open", &so); st != GRAPHI_OK) return st;
+    if (graphi_status st = session_options(options, "graphi_session_open", &so); st != GRAPHI_OK)
+      return st;
     graphi::Expected<graphi::Session> s = graphi::Session::open(path, so);
     if (!s) return fail(s.error());
     auto* h = new graphi_session{std::move(s).value(), {}};
@@ -174,11 +183,16 @@ graphi_status graphi_session_open_with_plan(const char* path, const graphi_optio
 
 void graphi_session_free(graphi_session* session) { delete session; }
 
-size_t graphi_session_num_inputs(const graphi_session* s) { return s ? s->session.inputs().size() : 0; }
-size_t graphi_session_num_outputs(const graphi_session* s) { return s ? s->session.outputs().size() : 0; }
+size_t graphi_session_num_inputs(const graphi_session* s) {
+  return s ? s->session.inputs().size() : 0;
+}
+size_t graphi_session_num_outputs(const graphi_session* s) {
+  return s ? s->session.outputs().size() : 0;
+}
 
 graphi_status graphi_session_input(const graphi_session* s, size_t index, graphi_tensor* info) {
-  if (s == nullptr || info == nullptr) return invalid("graphi_session_input: session or info is NULL");
+  if (s == nullptr || info == nullptr)
+    return invalid("graphi_session_input: session or info is NULL");
   if (index >= s->session.inputs().size())
     return invalid("graphi_session_input: index " + std::to_string(index) + " out of range (" +
                    std::to_string(s->session.inputs().size()) + " inputs)");
@@ -187,7 +201,8 @@ graphi_status graphi_session_input(const graphi_session* s, size_t index, graphi
 }
 
 graphi_status graphi_session_output(const graphi_session* s, size_t index, graphi_tensor* info) {
-  if (s == nullptr || info == nullptr) return invalid("graphi_session_output: session or info is NULL");
+  if (s == nullptr || info == nullptr)
+    return invalid("graphi_session_output: session or info is NULL");
   if (index >= s->session.outputs().size())
     return invalid("graphi_session_output: index " + std::to_string(index) + " out of range (" +
                    std::to_string(s->session.outputs().size()) + " outputs)");
@@ -195,7 +210,9 @@ graphi_status graphi_session_output(const graphi_session* s, size_t index, graph
   return GRAPHI_OK;
 }
 
-const char* graphi_session_config_summary(const graphi_session* s) { return s ? s->config.c_str() : ""; }
+const char* graphi_session_config_summary(const graphi_session* s) {
+  return s ? s->config.c_str() : "";
+}
 const char* graphi_session_passes_summary(const graphi_session* s) {
   return s ? s->session.passes_summary().c_str() : "";
 }
@@ -239,7 +256,8 @@ graphi_status graphi_session_run(graphi_session* s, const graphi_tensor* inputs,
 size_t graphi_outputs_count(const graphi_outputs* o) { return o ? o->arrays.size() : 0; }
 
 graphi_status graphi_outputs_get(const graphi_outputs* o, size_t index, graphi_tensor* tensor) {
-  if (o == nullptr || tensor == nullptr) return invalid("graphi_outputs_get: outputs or tensor is NULL");
+  if (o == nullptr || tensor == nullptr)
+    return invalid("graphi_outputs_get: outputs or tensor is NULL");
   if (index >= o->arrays.size())
     return invalid("graphi_outputs_get: index " + std::to_string(index) + " out of range (" +
                    std::to_string(o->arrays.size()) + " outputs)");
@@ -250,24 +268,27 @@ graphi_status graphi_outputs_get(const graphi_outputs* o, size_t index, graphi_t
 
 void graphi_outputs_free(graphi_outputs* outputs) { delete outputs; }
 
-graphi_status graphi_session_run_into(graphi_session* s, const graphi_tensor* inputs, size_t num_inputs,
-                                      graphi_buffer* buffers, size_t num_buffers) {
+graphi_status graphi_session_run_into(graphi_session* s, const graphi_tensor* inputs,
+                                      size_t num_inputs, graphi_buffer* buffers,
+                                      size_t num_buffers) {
   return guarded([&]() -> graphi_status {
     if (s == nullptr) return invalid("graphi_session_run_into: session is NULL");
     const std::vector<graphi::TensorInfo>& outs = s->session.outputs();
     if (num_buffers != outs.size())
       return invalid("graphi_session_run_into: num_buffers is " + std::to_string(num_buffers) +
                      " but the model has " + std::to_string(outs.size()) + " outputs");
-    if (num_buffers > 0 && buffers == nullptr) return invalid("graphi_session_run_into: buffers is NULL");
+    if (num_buffers > 0 && buffers == nullptr)
+      return invalid("graphi_session_run_into: buffers is NULL");
     // Check the buffers before running (output shapes are static), so nothing is written on error.
     for (size_t i = 0; i < num_buffers; ++i) {
       buffers[i].bytes_written = 0;
-      const std::string where = "graphi_session_run_into: buffers[" + std::to_string(i) + "] (output '" +
-                                outs[i].name + "')";
-      if (outs[i].bytes() > 0 && buffers[i].data == nullptr) return invalid(where + ": data is NULL");
+      const std::string where = "graphi_session_run_into: buffers[" + std::to_string(i) +
+                                "] (output '" + outs[i].name + "')";
+      if (outs[i].bytes() > 0 && buffers[i].data == nullptr)
+        return invalid(where + ": data is NULL");
       if (buffers[i].capacity < outs[i].bytes())
-        return invalid(where + ": capacity " + std::to_string(buffers[i].capacity) + " bytes, needs " +
-                       std::to_string(outs[i].bytes()));
+        return invalid(where + ": capacity " + std::to_string(buffers[i].capacity) +
+                       " bytes, needs " + std::to_string(outs[i].bytes()));
     }
     std::vector<graphi::Array> in;
     if (graphi_status st = to_arrays(inputs, num_inputs, &in); st != GRAPHI_OK) return st;
@@ -309,11 +330,13 @@ graphi_status graphi_trainer_open(const char* path, const graphi_options* option
     if (out == nullptr) return invalid("graphi_trainer_open: out is NULL");
     if (path == nullptr) return invalid("graphi_trainer_open: path is NULL");
     graphi::SessionOptions so;
-    if (graphi_status st = session_options(options, "graphi_trainer_open", &so); st != GRAPHI_OK) return st;
+    if (graphi_status st = session_options(options, "graphi_trainer_open", &so); st != GRAPHI_OK)
+      return st;
     graphi::TrainingOptions to;
     if (train != nullptr) {
       if (train->loss == nullptr || train->label_input == nullptr || train->optimizer == nullptr)
-        return invalid("graphi_trainer_open: train->loss, label_input and optimizer must not be NULL");
+        return invalid(
+            "graphi_trainer_open: train->loss, label_input and optimizer must not be NULL");
       to.loss = train->loss;
       to.label_input = train->label_input;
       to.prediction = train->prediction ? train->prediction : "";
@@ -334,8 +357,8 @@ graphi_status graphi_trainer_open(const char* path, const graphi_options* option
 
 void graphi_trainer_free(graphi_trainer* trainer) { delete trainer; }
 
-graphi_status graphi_trainer_step(graphi_trainer* trainer, const graphi_tensor* inputs, size_t num_inputs,
-                                  float* loss) {
+graphi_status graphi_trainer_step(graphi_trainer* trainer, const graphi_tensor* inputs,
+                                  size_t num_inputs, float* loss) {
   return guarded([&]() -> graphi_status {
     if (trainer == nullptr) return invalid("graphi_trainer_step: trainer is NULL");
     if (loss == nullptr) return invalid("graphi_trainer_step: loss is NULL");
@@ -354,7 +377,8 @@ size_t graphi_trainer_num_weights(const graphi_trainer* trainer) {
 
 graphi_status graphi_trainer_weight(graphi_trainer* trainer, size_t index, graphi_tensor* weight) {
   return guarded([&]() -> graphi_status {
-    if (trainer == nullptr || weight == nullptr) return invalid("graphi_trainer_weight: trainer or weight is NULL");
+    if (trainer == nullptr || weight == nullptr)
+      return invalid("graphi_trainer_weight: trainer or weight is NULL");
     if (trainer->weights_step != trainer->session.steps() || trainer->weights.empty()) {
       trainer->weights = trainer->session.weights();
       trainer->weights_step = trainer->session.steps();
@@ -370,7 +394,8 @@ graphi_status graphi_trainer_weight(graphi_trainer* trainer, size_t index, graph
 
 graphi_status graphi_trainer_save(const graphi_trainer* trainer, const char* path) {
   return guarded([&]() -> graphi_status {
-    if (trainer == nullptr || path == nullptr) return invalid("graphi_trainer_save: trainer or path is NULL");
+    if (trainer == nullptr || path == nullptr)
+      return invalid("graphi_trainer_save: trainer or path is NULL");
     graphi::Expected<bool> r = trainer->session.save(path);
     if (!r) return fail(r.error());
     return GRAPHI_OK;

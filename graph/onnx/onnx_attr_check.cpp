@@ -25,8 +25,8 @@ Status check_attr_names(const Node& n, const std::string& where) {
   // The RNN importer names each RNN input/output in its own arity errors.
   const bool rnn = n.op == "LSTM" || n.op == "GRU" || n.op == "RNN";
   if (!rnn && (n_in < it->min_inputs || n_in > it->max_inputs))
-    return Status::invalid_graph(where + ": has " + std::to_string(n_in) + " inputs; ONNX " +
-                                 n.op + " takes " + range(it->min_inputs, it->max_inputs));
+    return Status::invalid_graph(where + ": has " + std::to_string(n_in) + " inputs; ONNX " + n.op +
+                                 " takes " + range(it->min_inputs, it->max_inputs));
   if (!rnn && (n_out < it->min_outputs || n_out > it->max_outputs))
     return Status::invalid_graph(where + ": has " + std::to_string(n_out) + " outputs; ONNX " +
                                  n.op + " has " + range(it->min_outputs, it->max_outputs));
@@ -40,10 +40,9 @@ Status check_attr_names(const Node& n, const std::string& where) {
       pos = next + 1;
     }
     if (!found)
-      return Status::invalid_graph(where + ": attribute '" + a.name +
-                                   "' is not an attribute of ONNX " + n.op + " (it has: " +
-                                   (known.empty() ? std::string("none") : std::string(known)) +
-                                   ")");
+      return Status::invalid_graph(
+          where + ": attribute '" + a.name + "' is not an attribute of ONNX " + n.op +
+          " (it has: " + (known.empty() ? std::string("none") : std::string(known)) + ")");
   }
   return Status::ok();
 }

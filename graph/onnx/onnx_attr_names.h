@@ -1,7 +1,7 @@
 // Which attribute names and how many inputs/outputs ONNX defines for each op of the default
-// domain (the union over opsets, generated from the onnx package's schemas). An attribute ONNX does not define is refused: a
-// misspelled or corrupted name (e.g. Transpose 'perm' stored as 'pErm') would otherwise be
-// ignored and the attribute's default used, a wrong answer given silently.
+// domain (the union over opsets, generated from the onnx package's schemas). An attribute ONNX does
+// not define is refused: a misspelled or corrupted name (e.g. Transpose 'perm' stored as 'pErm')
+// would otherwise be ignored and the attribute's default used, a wrong answer given silently.
 #pragma once
 
 #include <cstddef>
@@ -14,7 +14,7 @@ namespace graphi::graph::onnx {
 
 struct OpAttrNames {
   const char* op;
-  const char* attrs;  // names separated by single spaces
+  const char* attrs;                                     // names separated by single spaces
   int min_inputs, max_inputs, min_outputs, max_outputs;  // over all opsets
 };
 extern const OpAttrNames kOnnxAttrNames[];  // sorted by op (graph/onnx/onnx_attr_names.cpp)

@@ -568,7 +568,7 @@ Status Importer::add_inputs() {
           return Status::invalid_argument(
               what + ": dim " + std::to_string(d) + " is symbolic ('" + dim.param +
               "'); graphi needs static shapes: give its value with --dim " + dim.param +
-              "=N (ImportOptions::dims)");
+              "=N (Python: dims={'" + dim.param + "': N}; C: graphi_options.dim_names/dim_values)");
         if (o->second < 1)
           return Status::invalid_argument(src_ + ": --dim " + dim.param + "=" +
                                           std::to_string(o->second) +
@@ -594,12 +594,14 @@ Status Importer::add_inputs() {
     vals_[v.name] = s;
     b_.add_input(v.name, s.desc);
   }
-  for (const auto& [name, t] : opts_.constant_inputs)
+  for (const auto& bound : opts_.constant_inputs) {
+    const std::string& name = bound.first;  // a named reference: lambdas capture it (C++17)
     if (!vals_.count(name) || !vals_.at(name).is_const ||
         !std::any_of(g.inputs.begin(), g.inputs.end(),
                      [&](const onnx::ValueInfo& v) { return v.name == name; }))
       return Status::invalid_argument(src_ + ": a constant value is bound to '" + name +
                                       "', which is not a graph input");
+  }
   for (const auto& [name, value] : opts_.dims)
     if (!used_dims.count(name)) {
       std::vector<std::string> params(all_params.begin(), all_params.end());

@@ -1,5 +1,7 @@
 #include "graph/passes/pipeline.h"
 
+#include <tuple>
+
 #include "graph/passes/mm_fusion.h"
 #include "graph/passes/phase_hoisting.h"
 #include "graph/passes/reshape_cleanup.h"
@@ -22,8 +24,9 @@ bool PipelineResult::changed() const {
 
 std::string PipelineResult::summary() const {
   std::string s;
-  for (const PassReport& r : reports) s += (s.empty() ? "" : "; ") + r.did;
-  return s.empty() ? "no graph passes" : s;
+  for (const PassReport& r : reports)
+    if (r.changes > 0) s += (s.empty() ? "" : "; ") + r.did;
+  return s;
 }
 
 Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
@@ -38,13 +41,14 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
     out.gru_sequences = r.gru_sequences;
     out.rnn_cells = r.rnn_cells;
     out.rnn_sequences = r.rnn_sequences;
-    std::string did = "fused " + std::to_string(r.lstm_cells) + " LSTM cells into " +
-                      plural(r.lstm_sequences, "LSTM sequence op") + ", " +
-                      std::to_string(r.gru_cells) + " GRU cells into " +
-                      plural(r.gru_sequences, "GRU sequence op");
-    if (r.rnn_sequences > 0)
-      did += ", " + std::to_string(r.rnn_cells) + " RNN cells into " +
-             plural(r.rnn_sequences, "RNN sequence op");
+    // Only the cell kinds that were fused: "fused 40 LSTM cells into 2 LSTM sequence ops".
+    std::string did;
+    for (const auto& [cells, sequences, kind] : {std::tuple{r.lstm_cells, r.lstm_sequences, "LSTM"},
+                                                 std::tuple{r.gru_cells, r.gru_sequences, "GRU"},
+                                                 std::tuple{r.rnn_cells, r.rnn_sequences, "RNN"}})
+      if (sequences > 0)
+        did += (did.empty() ? "fused " : ", ") + std::to_string(cells) + " " + kind +
+               " cells into " + plural(sequences, std::string(kind) + " sequence op");
     out.reports.push_back({"rnn_fusion", did, r.sequences});
     if (r.sequences > 0) out.graph = std::move(r.graph);
   }

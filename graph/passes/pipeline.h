@@ -37,7 +37,7 @@ struct PipelineResult {
   int mm_groups = 0, mm_members = 0, hoisted_groups = 0, hoisted_members = 0;
   int reshapes_collapsed = 0;
   bool changed() const;
-  // One line: what each pass did, "; "-separated.
+  // One line: what the passes that changed the graph did, "; "-separated ("" if none did).
   std::string summary() const;
 };
 

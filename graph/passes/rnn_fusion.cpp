@@ -790,8 +790,8 @@ void add_chain_steps(Seq& s, const std::vector<Cell>& cells, const std::vector<i
 }
 
 std::vector<Seq> lstm_chains(const Graph& g, const Matcher& m) {
-  std::vector<LstmCell> cells = collect_cells<LstmCell>(
-      g, std::vector<bool>(g.num_nodes(), false), [&](NodeId n) { return match_lstm(m, n); });
+  std::vector<LstmCell> cells = collect_cells<LstmCell>(g, std::vector<bool>(g.num_nodes(), false),
+                                                        [&](NodeId n) { return match_lstm(m, n); });
   // Link t-1 -> t: t's c_prev is t-1's c, one of t's left operands is t-1's h (h_prev), and
   // both have the same weights with h_prev on the same side.
   std::unordered_map<ValueId, int> by_c;

@@ -95,7 +95,7 @@ typedef struct graphi_tensor {
 /* A caller-owned output buffer for graphi_session_run_into. */
 typedef struct graphi_buffer {
   void* data;
-  size_t capacity;     /* bytes available at data */
+  size_t capacity;      /* bytes available at data */
   size_t bytes_written; /* set by graphi_session_run_into */
 } graphi_buffer;
 
@@ -122,7 +122,8 @@ GRAPHI_C_API graphi_status graphi_session_open(const char* path, const graphi_op
  *                   the file and field if it was made for another graph, machine or version).
  * The choice is printed on stderr and returned by graphi_session_plan_summary. (Added in 0.1.0
  * with plans; graphi_options is unchanged.) */
-GRAPHI_C_API graphi_status graphi_session_open_with_plan(const char* path, const graphi_options* options,
+GRAPHI_C_API graphi_status graphi_session_open_with_plan(const char* path,
+                                                         const graphi_options* options,
                                                          const char* plan, graphi_session** out);
 GRAPHI_C_API void graphi_session_free(graphi_session* session);
 

@@ -59,15 +59,24 @@ struct ApiError {
 template <typename T>
 class Expected {
  public:
-  Expected(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Expected(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
   Expected(ApiError error) : v_(std::move(error)) {}  // NOLINT
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
   // The error; a default ApiError{kOk, ""} when ok() (so logging it is always safe).
   ApiError error() const { return ok() ? ApiError{StatusCode::kOk, ""} : std::get<1>(v_); }
-  T& value() & { check(); return std::get<0>(v_); }
-  const T& value() const& { check(); return std::get<0>(v_); }
-  T&& value() && { check(); return std::get<0>(std::move(v_)); }
+  T& value() & {
+    check();
+    return std::get<0>(v_);
+  }
+  const T& value() const& {
+    check();
+    return std::get<0>(v_);
+  }
+  T&& value() && {
+    check();
+    return std::get<0>(std::move(v_));
+  }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
@@ -75,7 +84,8 @@ class Expected {
 
  private:
   void check() const {
-    if (!ok()) throw std::logic_error("graphi: value() of a failed result: " + std::get<1>(v_).message);
+    if (!ok())
+      throw std::logic_error("graphi: value() of a failed result: " + std::get<1>(v_).message);
   }
   std::variant<T, ApiError> v_;
 };
@@ -122,8 +132,14 @@ class GRAPHI_API Array {
   const void* data() const { return data_; }
   // Writable pointer of an owning Array; nullptr for a view (its bytes belong to the caller).
   void* mutable_data() { return owned_ ? const_cast<void*>(data_) : nullptr; }
-  template <typename T> const T* data_as() const { return static_cast<const T*>(data_); }
-  template <typename T> T* mutable_data_as() { return static_cast<T*>(mutable_data()); }
+  template <typename T>
+  const T* data_as() const {
+    return static_cast<const T*>(data_);
+  }
+  template <typename T>
+  T* mutable_data_as() {
+    return static_cast<T*>(mutable_data());
+  }
   Array clone() const;
 
  private:

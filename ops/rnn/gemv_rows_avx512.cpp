@@ -1,5 +1,5 @@
-// The AVX-512 path of ops/rnn/gemv_rows.h; compiled for AVX-512 by ops/vec_math.h's target switch and
-// reached only through gemv_rows_kernel() after the CPU check.
+// The AVX-512 path of ops/rnn/gemv_rows.h; compiled for AVX-512 by ops/vec_math.h's target switch
+// and reached only through gemv_rows_kernel() after the CPU check.
 #include "ops/rnn/gemv_rows.h"
 
 #define GRAPHI_VEC_AVX512

@@ -1,6 +1,6 @@
 // PCP GEMM executor: one row-major single-precision GEMM C[m,n] (+)= A[m,k] B[k,n] run by a thread
-// team on a given PCP partition (ops/rnn/pcp_partition.h). Thread t computes its (i, j, k) block with
-// one single-threaded LIBXSMM microkernel dispatched at create() time. ops/ only.
+// team on a given PCP partition (ops/rnn/pcp_partition.h). Thread t computes its (i, j, k) block
+// with one single-threaded LIBXSMM microkernel dispatched at create() time. ops/ only.
 //
 // K splits (xk > 1) are reduced without atomics, in a fixed order (so results do not depend on
 // timing): the bk = 0 thread of each C block writes (or accumulates into) C directly, the bk >= 1

@@ -18,9 +18,9 @@
 
 #include "ops/rnn/rnn_gates.h"
 #include "ops/rnn/rnn_sequence.h"
-#include "ops/shape_rules.h"
 #include "ops/rnn/spin_barrier.h"
 #include "ops/rnn/tiled_gemm.h"
+#include "ops/shape_rules.h"
 #include "ops/xsmm.h"
 
 namespace graphi::ops {

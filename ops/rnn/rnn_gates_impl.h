@@ -1,7 +1,7 @@
-// Internal to ops/: the fused gate kernels of ops/rnn/rnn_gates.h written once over the SIMD traits of
-// ops/vec_math.h. Included by ops/rnn/rnn_gates.cpp (scalar) and ops/rnn/rnn_gates_avx2.cpp /
-// ops/rnn/rnn_gates_avx512.cpp after they define GRAPHI_VEC_<ISA> and include ops/rnn/rnn_gates.h; the
-// code below is compiled under ops/vec_math.h's target switch, so it includes nothing else and
+// Internal to ops/: the fused gate kernels of ops/rnn/rnn_gates.h written once over the SIMD traits
+// of ops/vec_math.h. Included by ops/rnn/rnn_gates.cpp (scalar) and ops/rnn/rnn_gates_avx2.cpp /
+// ops/rnn/rnn_gates_avx512.cpp after they define GRAPHI_VEC_<ISA> and include ops/rnn/rnn_gates.h;
+// the code below is compiled under ops/vec_math.h's target switch, so it includes nothing else and
 // uses no std:: templates (see ops/vec_math.h).
 #pragma once
 

@@ -37,7 +37,7 @@ std::string PhasedSchedule::to_string() const {
     for (size_t i = 0; i < independent.size(); ++i) out += (i ? "," : "") + independent[i] + "*";
     out += "]";
   }
-  for (const auto &phase : per_step) {
+  for (const auto& phase : per_step) {
     out += out.empty() ? "{" : " {";
     for (size_t i = 0; i < phase.size(); ++i) out += (i ? "," : "") + phase[i];
     out += "}";
@@ -48,7 +48,7 @@ std::string PhasedSchedule::to_string() const {
 // Brute force over placements: each MM is hoisted (time-independent phase), or sits in per-step
 // phase k (0..P-1) of its own step (shift 0) or, if it does not read h, of the previous step (shift
 // 1: computed one step early). Small DAGs only (a cell has at most 3 fused MMs).
-std::vector<PhasedSchedule> enumerate_phased_schedules(const std::vector<RnnMm> &dag) {
+std::vector<PhasedSchedule> enumerate_phased_schedules(const std::vector<RnnMm>& dag) {
   const int n = static_cast<int>(dag.size());
   std::vector<PhasedSchedule> out;
   std::set<std::string> seen;
@@ -130,7 +130,7 @@ std::vector<PhasedSchedule> enumerate_phased_schedules(const std::vector<RnnMm> 
       if (seen.insert(s.to_string()).second) out.push_back(std::move(s));
     }
   }
-  std::stable_sort(out.begin(), out.end(), [](const PhasedSchedule &a, const PhasedSchedule &b) {
+  std::stable_sort(out.begin(), out.end(), [](const PhasedSchedule& a, const PhasedSchedule& b) {
     return !a.independent.empty() && b.independent.empty();
   });
   return out;
@@ -158,11 +158,11 @@ namespace {
 
 constexpr int64_t kLine = 16;
 
-int64_t lines_of(const RnnLayerShape &s) { return (s.hidden + kLine - 1) / kLine; }
+int64_t lines_of(const RnnLayerShape& s) { return (s.hidden + kLine - 1) / kLine; }
 
 // PCP over the recurrent GEMM C[B, D*G*H] = h R^T for p threads: the best (xi, xj) pairs that fit
 // (rows x units, no K split; the units are cut in whole cache lines), best first.
-std::vector<std::pair<int, int>> partitions_for(const RnnLayerShape &s, int p) {
+std::vector<std::pair<int, int>> partitions_for(const RnnLayerShape& s, int p) {
   const GemmDims dims{s.batch, s.directions * s.gates * s.hidden, s.hidden};
   PcpOptions opt;
   opt.seq_len = s.seq_len;
@@ -176,13 +176,13 @@ std::vector<std::pair<int, int>> partitions_for(const RnnLayerShape &s, int p) {
     scored.push_back({pcp_cost(dims, xi, xj, 1, opt), {xi, xj}});
   }
   std::stable_sort(scored.begin(), scored.end(),
-                   [](const auto &a, const auto &b) { return a.first < b.first; });
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<std::pair<int, int>> out;
-  for (const auto &e : scored) out.push_back(e.second);
+  for (const auto& e : scored) out.push_back(e.second);
   return out;
 }
 
-int64_t default_chunk(const RnnLayerShape &s) {
+int64_t default_chunk(const RnnLayerShape& s) {
   const int64_t per_step =
       s.batch * s.directions * ((s.gates == 2 ? 3 : s.gates) * s.hidden) * int64_t{sizeof(float)};
   return std::clamp<int64_t>(s.hoist_budget_bytes / std::max<int64_t>(per_step, 1), 1, s.seq_len);
@@ -196,20 +196,20 @@ int alt_tile(int64_t rows) { return rows <= 2 ? 128 : 64; }
 constexpr int kSlabTile = 4096;
 
 // Bytes of recurrent weights one thread of partition xj streams per step.
-int64_t rec_bytes_per_thread(const RnnLayerShape &s, int xj) {
+int64_t rec_bytes_per_thread(const RnnLayerShape& s, int xj) {
   const int64_t cols = s.directions * (s.gates + (s.canonical_gru ? 1 : 0)) * s.hidden;
   return cols / std::max(1, xj) * s.hidden * int64_t{sizeof(float)};
 }
 
 // Bytes of input weights one thread of partition xj reads per hoisted chunk.
-int64_t input_bytes_per_thread(const RnnLayerShape &s, int xj) {
+int64_t input_bytes_per_thread(const RnnLayerShape& s, int xj) {
   const int64_t cols = s.directions * (s.gates + (s.canonical_gru ? 1 : 0)) * s.hidden;
   return cols / std::max(1, xj) * s.input_size * int64_t{sizeof(float)};
 }
 
 }  // namespace
 
-RnnSchedule default_rnn_schedule(const RnnLayerShape &s) {
+RnnSchedule default_rnn_schedule(const RnnLayerShape& s) {
   RnnSchedule r;
   for (int p = std::max(1, s.team); p >= 1; --p) {
     auto parts = partitions_for(s, p);
@@ -226,14 +226,14 @@ RnnSchedule default_rnn_schedule(const RnnLayerShape &s) {
   return r;
 }
 
-std::vector<RnnSchedule> rnn_schedule_candidates(const RnnLayerShape &s) {
+std::vector<RnnSchedule> rnn_schedule_candidates(const RnnLayerShape& s) {
   std::vector<RnnSchedule> out;
-  auto add = [&](const RnnSchedule &c) {
+  auto add = [&](const RnnSchedule& c) {
     if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   };
   add(default_rnn_schedule(s));
   std::vector<int64_t> chunks;
-  for (const PhasedSchedule &ph : enumerate_phased_schedules(rnn_mm_dag(s.canonical_gru))) {
+  for (const PhasedSchedule& ph : enumerate_phased_schedules(rnn_mm_dag(s.canonical_gru))) {
     if (!ph.kernel_supported) continue;
     if (ph.independent.empty()) {
       chunks.push_back(1);
@@ -310,23 +310,23 @@ std::string cpu_signature() {
 
 std::string rnn_schedule_cache_path() {
   namespace fs = std::filesystem;
-  if (const char *d = std::getenv("GRAPHI_CACHE_DIR"); d && *d)
+  if (const char* d = std::getenv("GRAPHI_CACHE_DIR"); d && *d)
     return (fs::path(d) / "rnn_schedules.json").string();
-  if (const char *d = std::getenv("XDG_CACHE_HOME"); d && *d)
+  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d)
     return (fs::path(d) / "graphi" / "rnn_schedules.json").string();
-  if (const char *d = std::getenv("HOME"); d && *d)
+  if (const char* d = std::getenv("HOME"); d && *d)
     return (fs::path(d) / ".cache" / "graphi" / "rnn_schedules.json").string();
   return "";
 }
 
 namespace {
 
-std::mutex &cache_mutex() {
+std::mutex& cache_mutex() {
   static std::mutex m;
   return m;
 }
 
-void warn_once(const std::string &path, const std::string &msg) {
+void warn_once(const std::string& path, const std::string& msg) {
   static std::set<std::string> warned;
   if (!warned.insert(path).second) return;
   std::fprintf(stderr, "graphi: warning: RNN schedule cache %s: %s (ignored; recomputing)\n",
@@ -334,7 +334,7 @@ void warn_once(const std::string &path, const std::string &msg) {
 }
 
 // The file's JSON, or nullopt if missing; a corrupt file sets *corrupt.
-std::optional<nlohmann::json> read_cache(const std::string &path, std::string *corrupt) {
+std::optional<nlohmann::json> read_cache(const std::string& path, std::string* corrupt) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return std::nullopt;
   std::ifstream in(path, std::ios::binary);
@@ -354,8 +354,8 @@ std::optional<nlohmann::json> read_cache(const std::string &path, std::string *c
 
 }  // namespace
 
-std::optional<RnnSchedule> load_cached_schedule(const std::string &path, const std::string &key,
-                                                const std::string &signature) {
+std::optional<RnnSchedule> load_cached_schedule(const std::string& path, const std::string& key,
+                                                const std::string& signature) {
   if (path.empty()) return std::nullopt;
   std::lock_guard<std::mutex> lock(cache_mutex());
   std::string corrupt;
@@ -363,11 +363,11 @@ std::optional<RnnSchedule> load_cached_schedule(const std::string &path, const s
   if (!corrupt.empty()) warn_once(path, corrupt);
   if (!j) return std::nullopt;
   const std::string full = key + "|" + signature;
-  const auto &entries = (*j)["entries"];
+  const auto& entries = (*j)["entries"];
   auto it = entries.find(full);
   if (it == entries.end()) return std::nullopt;
-  const nlohmann::json &e = *it;
-  auto int_field = [&](const char *name, int64_t lo, int64_t hi, int64_t *out) {
+  const nlohmann::json& e = *it;
+  auto int_field = [&](const char* name, int64_t lo, int64_t hi, int64_t* out) {
     if (!e.is_object() || !e.contains(name) || !e[name].is_number_integer()) return false;
     const int64_t v = e[name].get<int64_t>();
     if (v < lo || v > hi) return false;
@@ -394,8 +394,8 @@ std::optional<RnnSchedule> load_cached_schedule(const std::string &path, const s
   return s;
 }
 
-Status store_cached_schedule(const std::string &path, const std::string &key,
-                             const std::string &signature, const RnnSchedule &s) {
+Status store_cached_schedule(const std::string& path, const std::string& key,
+                             const std::string& signature, const RnnSchedule& s) {
   namespace fs = std::filesystem;
   if (path.empty()) return Status::invalid_argument("no cache path");
   std::lock_guard<std::mutex> lock(cache_mutex());
@@ -436,16 +436,16 @@ Status store_cached_schedule(const std::string &path, const std::string &key,
 }
 
 bool rnn_schedule_search_enabled_by_env() {
-  const char *v = std::getenv("GRAPHI_RNN_SCHEDULE_SEARCH");
+  const char* v = std::getenv("GRAPHI_RNN_SCHEDULE_SEARCH");
   if (!v) return true;
   const std::string s(v);
   return !(s == "0" || s == "off" || s == "false" || s == "no");
 }
 
 double rnn_schedule_search_budget_ms() {
-  const char *v = std::getenv("GRAPHI_RNN_SEARCH_BUDGET_MS");
+  const char* v = std::getenv("GRAPHI_RNN_SEARCH_BUDGET_MS");
   if (!v || !*v) return 200.0;
-  char *end = nullptr;
+  char* end = nullptr;
   const double d = std::strtod(v, &end);
   return (end && *end == 0 && d >= 0 && d < 1e7) ? d : 200.0;
 }

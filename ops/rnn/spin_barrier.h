@@ -3,9 +3,9 @@
 //
 // Centralized and sense-reversing: the sense is a generation counter, so no per-thread state is
 // needed and the barrier can be reused back to back. Waiters wait on the generation with
-// team_wait (ops/rnn/team_wait.h): spin briefly, then yield for a bounded time, then sleep on a futex,
-// so a preempted member (loaded machine, more team threads than cores) does not make the others
-// burn their time slices.
+// team_wait (ops/rnn/team_wait.h): spin briefly, then yield for a bounded time, then sleep on a
+// futex, so a preempted member (loaded machine, more team threads than cores) does not make the
+// others burn their time slices.
 #pragma once
 
 #include <atomic>

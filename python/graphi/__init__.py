@@ -23,21 +23,23 @@ threads (the runs are serialized by the engine). A thread inside run() holds a r
 Session, so `del s` (or dropping the last other reference) while runs are in flight or waiting
 cancels nothing: they all complete normally and the Session is freed after the last one returns.
 """
-import collections
-import os
+import collections as _collections
+import os as _os
 
 import numpy as _np
 
 from . import _graphi
 
-__all__ = ["Session", "TrainingSession", "Error", "TensorInfo", "NodeArg"]
+__all__ = ["Session", "TrainingSession", "Error", "TensorInfo", "NodeArg", "__version__"]
+
+__version__ = _graphi.__version__  # the library's version (CMake project version)
 
 Error = _graphi.Error
 
-TensorInfo = collections.namedtuple("TensorInfo", ["name", "dtype", "shape"])
+TensorInfo = _collections.namedtuple("TensorInfo", ["name", "dtype", "shape"])
 TensorInfo.__doc__ = "Name, numpy dtype name ('float32', 'int32', 'int64') and shape of a tensor."
 
-NodeArg = collections.namedtuple("NodeArg", ["name", "shape", "type"])
+NodeArg = _collections.namedtuple("NodeArg", ["name", "shape", "type"])
 NodeArg.__doc__ = ("What onnxruntime's get_inputs()/get_outputs() return: name, shape (list) "
                    "and ONNX type string such as 'tensor(float)'.")
 
@@ -93,7 +95,7 @@ class Session:
 
     def __init__(self, path, executors=None, threads=None, scheduler=None, pin=True,
                  optimize=True, dims=None, ring_capacity=1, cpuset="", plan="auto", tracing=False):
-        path = os.fspath(path)
+        path = _os.fspath(path)
         for name, v in (("executors", executors), ("threads", threads)):
             if v is not None and int(v) < 1:  # 0 means "the plan's" only below this API
                 err = Error("%s: session options: %s must be at least 1, got %d (None: the "
@@ -105,7 +107,7 @@ class Session:
                                   "" if scheduler is None else str(scheduler),
                                   bool(pin), bool(optimize),
                                   {str(k): int(v) for k, v in (dims or {}).items()},
-                                  int(ring_capacity), str(cpuset), os.fspath(plan))
+                                  int(ring_capacity), str(cpuset), _os.fspath(plan))
         self.path = path
         self.inputs = [TensorInfo(n, d, s) for n, d, s in self._s.inputs()]
         self.outputs = [TensorInfo(n, d, s) for n, d, s in self._s.outputs()]
@@ -130,7 +132,7 @@ class Session:
         without, it writes the last run made while `tracing` was on. Returns the number of
         ops in the trace. Raises graphi.Error when there is no traced run or the file cannot
         be written (naming it)."""
-        path = os.fspath(path)
+        path = _os.fspath(path)
         if inputs is not None:
             was = self._tracing
             if not was:

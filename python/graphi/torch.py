@@ -30,6 +30,7 @@ compile() exports the module with torch.onnx.export (opset 17, eval mode, no dyn
 input shapes are fixed to those of example_inputs) to a temporary file, opens a graphi.Session
 on it and deletes the file.
 """
+import inspect
 import logging
 import os
 import re
@@ -73,31 +74,78 @@ def _export_onnx(module, args, path, input_names, output_names):
                           do_constant_folding=True, **kw)
 
 
+def _input_names(module, example_inputs):
+    """Names of the flattened example inputs, from the parameters of module.forward: "x", or
+    "hx_0", "hx_1" for the tensors of a tuple argument; "arg0", ... where forward has *args."""
+    try:
+        params = [p for p in inspect.signature(module.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for i, arg in enumerate(example_inputs):
+        base = params[i].name if i < len(params) else "arg%d" % i
+        n = len(_flatten(arg))
+        names.extend([base] if n == 1 and not isinstance(arg, (tuple, list)) else
+                     ["%s_%d" % (base, k) for k in range(n)])
+    return names
+
+
+def _error(message, code="invalid_argument"):
+    err = Error(message)
+    err.code = code
+    return err
+
+
+def _retitled(err, tmp_path, label):
+    """graphi.Error `err` with the temporary file's path replaced by `label` (the file is gone
+    by the time the user reads the message)."""
+    return _error(str(err).replace(tmp_path, label), getattr(err, "code", "internal"))
+
+
 class CompiledModule:
     """A module compiled for graphi: call it with torch tensors (same shapes and dtypes as the
     example inputs); returns a torch tensor, or a flat tuple of tensors when the module has
     several outputs (nested outputs such as LSTM's (y, (h, c)) come back flat: (y, h, c))."""
 
-    def __init__(self, session, input_names, output_names):
+    def __init__(self, session, input_names, output_names, label="", tmp_path=""):
         self.session = session
         self.input_names = input_names    # names given to the exported inputs, in order
         self.output_names = output_names
+        self.label = label                # "graphi.torch.compile(LSTM)", for messages
+        self._tmp_path = tmp_path         # the deleted export, replaced by label in messages
 
     def __call__(self, *args):
         tensors = _flatten(args)
         if len(tensors) != len(self.input_names):
-            raise TypeError("compiled module: %d inputs given, it was compiled with %d" %
-                            (len(tensors), len(self.input_names)))
-        used = {t.name for t in self.session.inputs}  # the exporter drops unused inputs
+            raise TypeError("%s: %d inputs given, it was compiled with %d" %
+                            (self.label, len(tensors), len(self.input_names)))
+        infos = {t.name: t for t in self.session.inputs}  # the exporter drops unused inputs
         feed = {}
         for name, t in zip(self.input_names, tensors):
-            if name not in used:
+            if name not in infos:
                 continue
             if not isinstance(t, torch.Tensor):
-                raise TypeError("compiled module: input %s is a %s, not a torch.Tensor" %
-                                (name, type(t).__name__))
+                raise TypeError("%s: argument '%s' is a %s, not a torch.Tensor" %
+                                (self.label, name, type(t).__name__))
+            want = infos[name]
+            got_dtype = str(t.dtype).replace("torch.", "")
+            if got_dtype != want.dtype:
+                raise _error("%s: argument '%s' is a torch.%s tensor, the module was compiled "
+                             "for torch.%s (as its example input); graphi never casts silently: "
+                             "convert it with .to(torch.%s)" % (self.label, name, got_dtype,
+                                                                want.dtype, want.dtype))
+            if tuple(t.shape) != tuple(want.shape):
+                raise _error("%s: argument '%s' has shape %s, the module was compiled for %s "
+                             "(the example input's shape); compile again with an example of "
+                             "this shape" % (self.label, name, tuple(t.shape), tuple(want.shape)))
             feed[name] = t.detach().cpu().numpy()  # shares memory; graphi only reads it
-        out = self.session.run(feed)
+        try:
+            out = self.session.run(feed)
+        except Error as e:  # name the module, not the deleted file
+            if self._tmp_path:
+                raise _retitled(e, self._tmp_path, self.label) from None
+            raise
         res = tuple(torch.from_numpy(out[n]) for n in self.output_names)
         return res[0] if len(res) == 1 else res
 
@@ -115,21 +163,29 @@ def compile(module, example_inputs, **session_options):  # noqa: A001 (mirrors t
         example_inputs = (example_inputs,)
     example_inputs = tuple(example_inputs)
     flat = _flatten(example_inputs)
-    input_names = ["input_%d" % i for i in range(len(flat))]
+    input_names = _input_names(module, example_inputs)
+    if len(input_names) != len(flat):
+        input_names = ["arg%d" % i for i in range(len(flat))]
     with torch.no_grad():
         n_out = len(_flatten(module(*example_inputs)))
     output_names = ["output_%d" % i for i in range(n_out)]
+    label = "graphi.torch.compile(%s)" % type(module).__name__
     tmp = tempfile.mkdtemp(prefix="graphi_torch_")
+    path = os.path.join(tmp, "model.onnx")
     try:
-        path = os.path.join(tmp, "model.onnx")
         # Under no_grad, nn.MultiheadAttention and nn.TransformerEncoderLayer take PyTorch's fused
         # fast path, which torch.onnx.export cannot export (aten::_native_multi_head_attention).
+        # _export_onnx silences the exporter's and the tracer's warnings: they are about the
+        # temporary ONNX file, not the user's module.
         with torch.enable_grad():
             _export_onnx(module, example_inputs, path, input_names, output_names)
-        session = Session(path, **session_options)
+        try:
+            session = Session(path, **session_options)
+        except Error as e:
+            raise _retitled(e, path, label) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return CompiledModule(session, input_names, output_names)
+    return CompiledModule(session, input_names, output_names, label, path)
 
 
 # ---- the torch.compile backend ------------------------------------------------------------

@@ -6,6 +6,7 @@ python/tests). The references are PyTorch's own outputs: the .npy files committe
 ONNX fixtures (tests/data/onnx/gen_onnx_fixtures.py), and for graphi.torch the module itself.
 """
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -393,6 +394,83 @@ class TorchTest(unittest.TestCase):
         f = graphi.torch.compile(mlp, torch.randn(2, 4))
         with self.assertRaises(graphi.Error):
             f(torch.randn(3, 4))  # shapes are fixed at compile time
+
+
+class PackageTest(unittest.TestCase):
+    """What a new user sees first: the version and the package's namespace."""
+
+    def test_version_is_the_cmake_project_version(self):
+        cmake = os.path.join(HERE, "..", "..", "CMakeLists.txt")
+        with open(cmake) as f:
+            m = re.search(r"project\(graphi VERSION ([0-9.]+)", f.read())
+        self.assertIsNotNone(m)
+        self.assertEqual(graphi.__version__, m.group(1))
+
+    def test_namespace_shows_no_implementation_modules(self):
+        public = [n for n in dir(graphi) if not n.startswith("_")]
+        for private in ("os", "collections", "np", "numpy"):
+            self.assertNotIn(private, public)
+        for name in ("Session", "Error", "TensorInfo", "torch"):
+            self.assertIn(name, public)
+
+
+@unittest.skipIf(torch is None, "PyTorch is not installed")
+class TorchMessagesTest(unittest.TestCase):
+    """graphi.torch.compile speaks torch: argument names of forward(), the module's name, never
+    the deleted temporary ONNX file, no numpy advice, no exporter warnings."""
+
+    def setUp(self):
+        torch.manual_seed(13)
+        self.lstm = torch.nn.LSTM(8, 16, num_layers=2).eval()  # forward(input, hx=None)
+
+    def test_exporter_warnings_are_not_shown(self):
+        import warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            graphi.torch.compile(self.lstm, (torch.randn(5, 4, 8),))
+        self.assertEqual([str(w.message)[:80] for w in caught], [])
+
+    def test_wrong_dtype_names_the_argument_in_torch_terms(self):
+        f = graphi.torch.compile(self.lstm, (torch.randn(5, 4, 8),))
+        self.assertEqual(f.input_names, ["input"])
+        with self.assertRaises(graphi.Error) as cm:
+            f(torch.randn(5, 4, 8, dtype=torch.float64))
+        msg = str(cm.exception)
+        self.assertIn("graphi.torch.compile(LSTM)", msg)
+        self.assertIn("argument 'input'", msg)
+        self.assertIn("torch.float64", msg)
+        self.assertIn(".to(torch.float32)", msg)
+        for bad in ("input_0", ".astype", ".onnx", "graphi_torch_"):
+            self.assertNotIn(bad, msg)
+
+    def test_wrong_shape_names_the_argument(self):
+        f = graphi.torch.compile(self.lstm, (torch.randn(5, 4, 8),))
+        with self.assertRaises(graphi.Error) as cm:
+            f(torch.randn(3, 4, 8))
+        msg = str(cm.exception)
+        self.assertIn("argument 'input' has shape (3, 4, 8)", msg)
+        self.assertIn("(5, 4, 8)", msg)
+        self.assertNotIn(".onnx", msg)
+
+    def test_tuple_arguments_are_named_after_forward(self):
+        x, h0, c0 = torch.randn(5, 4, 8), torch.zeros(2, 4, 16), torch.zeros(2, 4, 16)
+        f = graphi.torch.compile(self.lstm, (x, (h0, c0)))
+        self.assertEqual(f.input_names, ["input", "hx_0", "hx_1"])
+        with torch.no_grad():
+            want = self.lstm(x, (h0, c0))[0]
+        self.assertLess(max_rel_error(f(x, (h0, c0))[0].numpy(), want.numpy()), 1e-4)
+
+    def test_unsupported_op_names_the_module_not_the_temporary_file(self):
+        class Nonzero(torch.nn.Module):
+            def forward(self, x):
+                return torch.nonzero(x)
+        with self.assertRaises(graphi.Error) as cm:
+            graphi.torch.compile(Nonzero(), (torch.randn(3),))
+        msg = str(cm.exception)
+        self.assertIn("graphi.torch.compile(Nonzero)", msg)
+        self.assertIn("NonZero", msg)
+        self.assertNotIn("graphi_torch_", msg)
+        self.assertNotIn("model.onnx", msg)
 
 
 def check_manifest_models(test, folder):

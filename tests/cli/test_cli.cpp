@@ -109,7 +109,8 @@ TEST_CASE("graphi model writes a model and run --json reports it", "[cli]") {
   CHECK(contains(m.out, "wrote " + model));
   CHECK(contains(m.out, "992 parameters"));  // (5+8+1)*32 + (8+8+1)*32
 
-  auto r = graphi_cli(dir, {"run", model, "--json", "--iterations", "3", "--warmup", "1", "--no-plan"});
+  auto r =
+      graphi_cli(dir, {"run", model, "--json", "--iterations", "3", "--warmup", "1", "--no-plan"});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   nlohmann::json j = nlohmann::json::parse(r.out);  // exactly one JSON object on stdout
@@ -305,7 +306,8 @@ TEST_CASE("graphi info reports ops, FLOPs, depth levels and memory", "[cli]") {
   CHECK(contains(ftext.out, "LSTM"));
 }
 
-TEST_CASE("graphi run fuses LSTM cells by default and --no-fuse runs the graph as stored", "[cli]") {
+TEST_CASE("graphi run fuses LSTM cells by default and --no-fuse runs the graph as stored",
+          "[cli]") {
   const fs::path dir = test::scratch_dir("cli_fuse");
   const fs::path model = dir / "lstm.graphi";
   REQUIRE(graphi_cli(dir, {"model", "lstm", "--input", "6", "--hidden", "5", "--layers", "2",
@@ -321,8 +323,8 @@ TEST_CASE("graphi run fuses LSTM cells by default and --no-fuse runs the graph a
     feed.push_back(name + "=" + (dir / (name + ".npy")).string());
   }
   auto run = [&](const std::string& out, std::vector<std::string> extra) {
-    std::vector<std::string> a = {"run", model.string(), "--output-dir", (dir / out).string(),
-                                  "--iterations", "2"};
+    std::vector<std::string> a = {
+        "run", model.string(), "--output-dir", (dir / out).string(), "--iterations", "2"};
     a.insert(a.end(), feed.begin(), feed.end());
     a.insert(a.end(), extra.begin(), extra.end());
     return graphi_cli(dir, a);
@@ -434,15 +436,17 @@ TEST_CASE("graphi exit codes: usage errors are 2, runtime errors 1, --help 0", "
 TEST_CASE("graphi run --trace writes a Chrome trace of the last iteration", "[cli][trace]") {
   const fs::path dir = test::scratch_dir("cli_trace");
   const std::string model = (dir / "lstm.graphi").string();
-  REQUIRE(graphi_cli(dir, {"model", "lstm", "--input", "4", "--hidden", "8", "--layers", "2", "--batch", "1",
-                           "--seq", "3", "-o", model})
+  REQUIRE(graphi_cli(dir, {"model", "lstm", "--input", "4", "--hidden", "8", "--layers", "2",
+                           "--batch", "1", "--seq", "3", "-o", model})
               .rc == 0);
   for (const std::vector<std::string>& config :
        {std::vector<std::string>{"--no-plan"},
-        std::vector<std::string>{"--executors", "2", "--threads", "1", "--scheduler", "cpf", "--no-fuse"}}) {
+        std::vector<std::string>{"--executors", "2", "--threads", "1", "--scheduler", "cpf",
+                                 "--no-fuse"}}) {
     const bool seq = config.size() == 1;  // --no-plan: the sequential reference executor
     const fs::path trace = dir / (seq ? "seq.json" : "cpf.json");
-    std::vector<std::string> a = {"run", model, "--iterations", "3", "--json", "--trace", trace.string()};
+    std::vector<std::string> a = {"run",    model,     "--iterations", "3",
+                                  "--json", "--trace", trace.string()};
     a.insert(a.end(), config.begin(), config.end());
     auto r = graphi_cli(dir, a);
     INFO(r.err);
@@ -468,7 +472,8 @@ TEST_CASE("graphi run --trace writes a Chrome trace of the last iteration", "[cl
     CHECK(doc["otherData"]["scheduler"] == (seq ? "sequential" : "cpf"));
   }
   // An unwritable trace path is a runtime error naming the file.
-  auto bad = graphi_cli(dir, {"run", model, "--iterations", "1", "--trace", (dir / "missing/t.json").string()});
+  auto bad = graphi_cli(
+      dir, {"run", model, "--iterations", "1", "--trace", (dir / "missing/t.json").string()});
   CHECK(bad.rc == 1);
   CHECK(contains(bad.err, "missing/t.json"));
 }

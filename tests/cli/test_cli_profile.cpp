@@ -38,8 +38,10 @@ std::string quote(const std::string& s) {
 }
 
 // `env... graphi <args>` with GRAPHI_CACHE_DIR=dir/cache.
-CliResult graphi_cli(const fs::path& dir, const std::vector<std::string>& args, const std::string& env = "") {
-  std::string cmd = "GRAPHI_CACHE_DIR=" + quote((dir / "cache").string()) + " " + env + " " + quote(test::cli_path());
+CliResult graphi_cli(const fs::path& dir, const std::vector<std::string>& args,
+                     const std::string& env = "") {
+  std::string cmd = "GRAPHI_CACHE_DIR=" + quote((dir / "cache").string()) + " " + env + " " +
+                    quote(test::cli_path());
   for (const std::string& a : args) cmd += " " + quote(a);
   const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
   cmd += " >" + quote(out.string()) + " 2>" + quote(err.string());
@@ -51,7 +53,9 @@ CliResult graphi_cli(const fs::path& dir, const std::vector<std::string>& args, 
   return r;
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 // Two independent MatMul -> Relu branches joined by an Add; w[0] = w0.
 void write_model(const fs::path& path, float w0) {
@@ -85,7 +89,8 @@ std::string cached_file_in(const std::string& err) {
 
 }  // namespace
 
-TEST_CASE("graphi profile --json has the configs and the choice and the time it took", "[cli][profiler]") {
+TEST_CASE("graphi profile --json has the configs and the choice and the time it took",
+          "[cli][profiler]") {
   const fs::path dir = test::scratch_dir("cli_profile_json");
   const fs::path model = dir / "two_branches.graphi";
   write_model(model, 0.5f);
@@ -102,7 +107,8 @@ TEST_CASE("graphi profile --json has the configs and the choice and the time it 
     CHECK(c["threads"].get<int>() >= 1);
     REQUIRE(c["calibrated"].get<bool>());  // no --top-k: every config
     CHECK(c["makespan_ms"].get<double>() > 0);
-    chosen_listed = chosen_listed || (c["executors"] == j["chosen"]["executors"] && c["threads"] == j["chosen"]["threads"]);
+    chosen_listed = chosen_listed || (c["executors"] == j["chosen"]["executors"] &&
+                                      c["threads"] == j["chosen"]["threads"]);
   }
   CHECK(chosen_listed);
   // The chosen config is the fastest calibrated one (that did not stop early).
@@ -114,8 +120,8 @@ TEST_CASE("graphi profile --json has the configs and the choice and the time it 
   CHECK(contains(r.err, "graphi profile: config 1 of "));  // progress, not --quiet
   CHECK(fs::exists(dir / "saved.plan.json"));
 
-  auto quiet = graphi_cli(dir, {"profile", model.string(), "--json", "--runs", "2", "--warmup", "0", "--quiet",
-                                "--top-k", "1", "--no-cache"});
+  auto quiet = graphi_cli(dir, {"profile", model.string(), "--json", "--runs", "2", "--warmup", "0",
+                                "--quiet", "--top-k", "1", "--no-cache"});
   INFO(quiet.err);
   REQUIRE(quiet.rc == 0);
   CHECK_FALSE(contains(quiet.err, "graphi profile:"));
@@ -125,7 +131,9 @@ TEST_CASE("graphi profile --json has the configs and the choice and the time it 
   CHECK(calibrated == 1);  // --top-k 1
 }
 
-TEST_CASE("graphi run reuses the cached plan and one weight or the topology or corruption invalidates it", "[cli][profiler]") {
+TEST_CASE(
+    "graphi run reuses the cached plan and one weight or the topology or corruption invalidates it",
+    "[cli][profiler]") {
   const fs::path dir = test::scratch_dir("cli_profile_cache");
   const fs::path model = dir / "m.graphi", changed = dir / "m_changed.graphi";
   write_model(model, 0.5f);
@@ -136,7 +144,8 @@ TEST_CASE("graphi run reuses the cached plan and one weight or the topology or c
   REQUIRE(before.rc == 0);
   CHECK(contains(before.err, "graphi: plan auto: "));  // nothing cached yet: the quick choice
 
-  auto prof = graphi_cli(dir, {"profile", model.string(), "--json", "--quiet", "--runs", "2", "--warmup", "0"});
+  auto prof = graphi_cli(
+      dir, {"profile", model.string(), "--json", "--quiet", "--runs", "2", "--warmup", "0"});
   INFO(prof.err);
   REQUIRE(prof.rc == 0);
   const nlohmann::json pj = nlohmann::json::parse(prof.out);
@@ -168,11 +177,13 @@ TEST_CASE("graphi run reuses the cached plan and one weight or the topology or c
 
   // --plan FILE (the same plan, saved elsewhere) and --no-plan.
   fs::copy_file(file, dir / "copy.plan.json");
-  auto from_file = graphi_cli(dir, {"run", model.string(), "--iterations", "1", "--plan", (dir / "copy.plan.json").string()});
+  auto from_file = graphi_cli(dir, {"run", model.string(), "--iterations", "1", "--plan",
+                                    (dir / "copy.plan.json").string()});
   INFO(from_file.err);
   REQUIRE(from_file.rc == 0);
   CHECK(contains(from_file.err, "plan from " + (dir / "copy.plan.json").string()));
-  auto wrong_file = graphi_cli(dir, {"run", changed.string(), "--iterations", "1", "--plan", (dir / "copy.plan.json").string()});
+  auto wrong_file = graphi_cli(dir, {"run", changed.string(), "--iterations", "1", "--plan",
+                                     (dir / "copy.plan.json").string()});
   CHECK(wrong_file.rc == 1);
   CHECK(contains(wrong_file.err, "graph hash"));
   auto none = graphi_cli(dir, {"run", model.string(), "--iterations", "1", "--no-plan", "--json"});

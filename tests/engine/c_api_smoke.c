@@ -71,10 +71,11 @@ int main(int argc, char** argv) {
   options.pin = 0;
   snprintf(path, sizeof path, "%s/mlp.onnx", argv[1]);
   if (graphi_session_open(path, &options, &session) != GRAPHI_OK) return fail("open");
-  if (graphi_session_num_inputs(session) != 1 || graphi_session_input(session, 0, &info) != GRAPHI_OK)
+  if (graphi_session_num_inputs(session) != 1 ||
+      graphi_session_input(session, 0, &info) != GRAPHI_OK)
     return fail("input info");
-  printf("input %s %s rank %d bytes %zu; %s\n", info.name, graphi_dtype_name(info.dtype), (int)info.rank,
-         info.bytes, graphi_session_config_summary(session));
+  printf("input %s %s rank %d bytes %zu; %s\n", info.name, graphi_dtype_name(info.dtype),
+         (int)info.rank, info.bytes, graphi_session_config_summary(session));
 
   input.name = "x";
   input.dtype = GRAPHI_F32;
@@ -83,7 +84,8 @@ int main(int argc, char** argv) {
   input.data = x;
   input.bytes = 64 * sizeof(float);
   if (graphi_session_run(session, &input, 1, &outputs) != GRAPHI_OK) return fail("run");
-  if (graphi_outputs_get(outputs, 0, &y) != GRAPHI_OK || y.bytes != sizeof got) return fail("outputs_get");
+  if (graphi_outputs_get(outputs, 0, &y) != GRAPHI_OK || y.bytes != sizeof got)
+    return fail("outputs_get");
   for (i = 0; i < 40; ++i) {
     double e = fabs(((const float*)y.data)[i] - want[i]);
     if (e > max_err) max_err = e;

@@ -4,9 +4,8 @@
 // buffer then, and the destructor returns only after every call has returned. The model is a
 // chain of 300 MatMul + Tanh pairs (a run takes about 150 ms here), so the other callers are
 // queued behind the first run when the session goes.
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <optional>
 #include <thread>
@@ -105,7 +104,8 @@ TEST_CASE("c api: graphi_session_free while runs are in flight or queued cancels
   }
 }
 
-TEST_CASE("public api: destroying a Session while runs are in flight or queued cancels them", "[api]") {
+TEST_CASE("public api: destroying a Session while runs are in flight or queued cancels them",
+          "[api]") {
   const std::string path = slow_model();
   graphi::SessionOptions o;
   o.executors = 2;
@@ -125,7 +125,8 @@ TEST_CASE("public api: destroying a Session while runs are in flight or queued c
   for (int i = 0; i < kCallers; ++i)
     callers.emplace_back([&, i] {
       entered.fetch_add(1);
-      auto out = raw->run({graphi::Array::view("x", graphi::DType::kF32, {kRows, kCols}, x.data())});
+      auto out =
+          raw->run({graphi::Array::view("x", graphi::DType::kF32, {kRows, kCols}, x.data())});
       ok[i] = out.ok();
       errors[i] = out.error();
     });

@@ -2,12 +2,11 @@
 // reserved bootstrap core (synthetic hwloc topologies, RecordingBinder) the small ops ready at
 // the start run on a thread of its own pinned to that core, concurrently with dispatch; the
 // results equal the sequential reference; without a spare core the client runs them as before.
-#include <catch2/catch.hpp>
-
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <set>
 
@@ -31,10 +30,12 @@ namespace {
 std::atomic<pid_t> g_boot_tid{0};
 
 Result<std::vector<TensorDesc>> infer_copy(const graph::InferContext& ctx) {
-  if (ctx.inputs.size() != 1 || !ctx.inputs[0]) return Status::invalid_graph(ctx.where + ": expects 1 input");
+  if (ctx.inputs.size() != 1 || !ctx.inputs[0])
+    return Status::invalid_graph(ctx.where + ": expects 1 input");
   return std::vector<TensorDesc>{*ctx.inputs[0]};
 }
-ops::CostHint cost_copy(const graph::Node&, std::span<const TensorDesc* const>, std::span<const TensorDesc* const>) {
+ops::CostHint cost_copy(const graph::Node&, std::span<const TensorDesc* const>,
+                        std::span<const TensorDesc* const>) {
   return {0.0, 8.0};
 }
 void record_tid(const ops::TeamContext& team, const ops::Buffers& io) {
@@ -84,16 +85,22 @@ struct Buffers {
     in.assign(plan.in_offsets().back(), nullptr);
     out.assign(plan.out_offsets().back(), nullptr);
     for (NodeId n = 0; n < plan.num_nodes(); ++n) {
-      for (size_t k = 0; k < plan.inputs(n).size(); ++k) in[plan.in_offsets()[n] + k] = ptr(plan.inputs(n)[k]);
-      for (size_t k = 0; k < plan.outputs(n).size(); ++k) out[plan.out_offsets()[n] + k] = ptr(plan.outputs(n)[k]);
+      for (size_t k = 0; k < plan.inputs(n).size(); ++k)
+        in[plan.in_offsets()[n] + k] = ptr(plan.inputs(n)[k]);
+      for (size_t k = 0; k < plan.outputs(n).size(); ++k)
+        out[plan.out_offsets()[n] + k] = ptr(plan.outputs(n)[k]);
     }
   }
-  const Tensor& value(const graph::Graph& g, const std::string& name) { return values[*g.find_value(name)]; }
+  const Tensor& value(const graph::Graph& g, const std::string& name) {
+    return values[*g.find_value(name)];
+  }
 };
 
 }  // namespace
 
-TEST_CASE("bootstrap executor: with a spare core, bootstrap ops run on a pinned thread of their own", "[bootstrap]") {
+TEST_CASE(
+    "bootstrap executor: with a spare core, bootstrap ops run on a pinned thread of their own",
+    "[bootstrap]") {
   auto g = boot_graph();
   const Tensor x = test::random_tensor(TensorDesc{DType::kF32, {4, 8}}, 3);
   // The reference: the sequential executor.
@@ -137,7 +144,8 @@ TEST_CASE("bootstrap executor: with a spare core, bootstrap ops run on a pinned 
       g_boot_tid.store(0);
       REQUIRE(rt->run(SlotTables{buf.in.data(), buf.out.data()}).is_ok());
       CHECK(g_boot_tid.load() == boot);  // the bootstrap op ran on the bootstrap thread
-      for (const auto& [name, want] : ref) CHECK(test::max_rel_error(buf.value(*g, name), want) == 0.0);
+      for (const auto& [name, want] : ref)
+        CHECK(test::max_rel_error(buf.value(*g, name), want) == 0.0);
       RunTrace t;
       rt->last_trace(t);
       REQUIRE(t.ops.size() == plan.num_nodes());
@@ -149,7 +157,8 @@ TEST_CASE("bootstrap executor: with a spare core, bootstrap ops run on a pinned 
   }
 }
 
-TEST_CASE("bootstrap executor: without a spare core the client thread runs the bootstrap ops", "[bootstrap]") {
+TEST_CASE("bootstrap executor: without a spare core the client thread runs the bootstrap ops",
+          "[bootstrap]") {
   auto g = boot_graph();
   const Tensor x = test::random_tensor(TensorDesc{DType::kF32, {4, 8}}, 5);
   Plan plan = value_or_throw(compile(g, 1));
@@ -181,10 +190,12 @@ TEST_CASE("bootstrap executor: without a spare core the client thread runs the b
   Buffers fb(plan, x);
   REQUIRE(forced->run(SlotTables{fb.in.data(), fb.out.data()}).is_ok());
   CHECK(g_boot_tid.load() == forced->bootstrap_thread_id());
-  for (const char* name : {"y", "z"}) CHECK(test::max_rel_error(fb.value(*g, name), buf.value(*g, name)) == 0.0);
+  for (const char* name : {"y", "z"})
+    CHECK(test::max_rel_error(fb.value(*g, name), buf.value(*g, name)) == 0.0);
 }
 
-TEST_CASE("bootstrap executor: random DAGs with small start ops match the reference, every op once", "[bootstrap]") {
+TEST_CASE("bootstrap executor: random DAGs with small start ops match the reference, every op once",
+          "[bootstrap]") {
   for (uint64_t seed = 1; seed <= 6; ++seed) {
     test::RandomDagSpec spec;
     spec.nodes = 60;
@@ -205,7 +216,8 @@ TEST_CASE("bootstrap executor: random DAGs with small start ops match the refere
         auto s = value_or_throw(Session::create(g, o));
         for (int rep = 0; rep < 10; ++rep) {
           auto got = value_or_throw(s->run(in));
-          for (size_t i = 0; i < got.size(); ++i) CHECK(test::max_rel_error(got[i].second, want[i].second) == 0.0);
+          for (size_t i = 0; i < got.size(); ++i)
+            CHECK(test::max_rel_error(got[i].second, want[i].second) == 0.0);
           for (uint32_t c : s->execution_counts()) CHECK(c == 1);
         }
       }

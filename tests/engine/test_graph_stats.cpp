@@ -1,6 +1,5 @@
 // graph_stats on a graph small enough to count by hand.
 #include <catch2/catch.hpp>
-
 #include <nlohmann/json.hpp>
 
 #include "engine/graph_stats.h"
@@ -46,7 +45,8 @@ ops::CostHint node_cost(const graph::Graph& g, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("graph stats: counts, depth levels, critical path and memory of a hand-counted graph", "[graph_stats]") {
+TEST_CASE("graph stats: counts, depth levels, critical path and memory of a hand-counted graph",
+          "[graph_stats]") {
   auto g = hand_graph();
   GraphStats s = value_or_throw(compute_graph_stats(*g));
   CHECK(s.source == "<stats>");
@@ -54,8 +54,9 @@ TEST_CASE("graph stats: counts, depth levels, critical path and memory of a hand
   CHECK(s.num_inputs == 1);
   CHECK(s.num_outputs == 2);
   CHECK(s.num_constants == 2);
-  CHECK(s.op_counts == std::map<std::string, size_t>{
-                           {"Add", 1}, {"MatMul", 1}, {"Mul", 1}, {"Relu", 1}, {"Sigmoid", 1}, {"Tanh", 1}});
+  CHECK(s.op_counts ==
+        std::map<std::string, size_t>{
+            {"Add", 1}, {"MatMul", 1}, {"Mul", 1}, {"Relu", 1}, {"Sigmoid", 1}, {"Tanh", 1}});
   CHECK(s.kernel_counts.empty());
   CHECK(s.parameters == 16);
   CHECK(s.parameter_bytes == 64);
@@ -70,11 +71,13 @@ TEST_CASE("graph stats: counts, depth levels, critical path and memory of a hand
   CHECK(s.average_parallelism == Approx(1.5));
 
   double total = 0;
-  for (const char* n : {"mm", "bias", "sig", "tanh", "mul", "relu"}) total += node_cost(*g, n).flops;
+  for (const char* n : {"mm", "bias", "sig", "tanh", "mul", "relu"})
+    total += node_cost(*g, n).flops;
   CHECK(s.flops == Approx(total));
   CHECK(node_cost(*g, "mm").flops == Approx(2.0 * 2 * 3 * 4));  // an FMA counts 2
   const double path = node_cost(*g, "mm").flops + node_cost(*g, "bias").flops +
-                      std::max(node_cost(*g, "sig").flops, node_cost(*g, "tanh").flops) + node_cost(*g, "mul").flops;
+                      std::max(node_cost(*g, "sig").flops, node_cost(*g, "tanh").flops) +
+                      node_cost(*g, "mul").flops;
   CHECK(s.critical_path_flops == Approx(std::max(path, node_cost(*g, "relu").flops)));
 
   // Six intermediates of 64 bytes after rounding (m, a, s, t, y: 32 bytes; r: 24 bytes).
@@ -112,7 +115,8 @@ TEST_CASE("graph stats: with a Plan, kernel counts, JSON and text forms", "[grap
   CHECK_THAT(text, Contains("MatMul 1"));
 }
 
-TEST_CASE("graph stats: an op the registry does not know is an error naming the node", "[graph_stats]") {
+TEST_CASE("graph stats: an op the registry does not know is an error naming the node",
+          "[graph_stats]") {
   class AnyShape : public graph::ShapeInferencer {
     Result<std::vector<TensorDesc>> infer(const graph::InferContext& ctx) const override {
       return std::vector<TensorDesc>{*ctx.inputs[0]};
@@ -132,7 +136,8 @@ TEST_CASE("graph stats: an op the registry does not know is an error naming the 
   CHECK_THAT(p.status().message(), Contains("node 'f' (Frobnicate)"));
 }
 
-TEST_CASE("graph stats: integer constants are not parameters, a graph without nodes", "[graph_stats]") {
+TEST_CASE("graph stats: integer constants are not parameters, a graph without nodes",
+          "[graph_stats]") {
   graph::GraphBuilder b("<reshape>");
   b.add_input("x", TensorDesc{DType::kF32, {2, 3}});
   Tensor shape(TensorDesc{DType::kI64, {1}});
@@ -151,7 +156,8 @@ TEST_CASE("graph stats: integer constants are not parameters, a graph without no
   graph::GraphBuilder e("<empty>");
   e.add_input("x", TensorDesc{DType::kF32, {4}});
   e.add_output("x");
-  GraphStats t = value_or_throw(compute_graph_stats(value_or_throw(e.finish(ops::Registry::get()))));
+  GraphStats t =
+      value_or_throw(compute_graph_stats(value_or_throw(e.finish(ops::Registry::get()))));
   CHECK(t.num_nodes == 0);
   CHECK(t.ops_per_depth.empty());
   CHECK(t.critical_path_ops == 0);

@@ -1,9 +1,8 @@
 // Memory plan properties on random DAGs of a synthetic op ("Blob": any inputs, outputs of the
 // sizes given in its attribute), so these tests need no kernels. Every check is written from
 // the definition: reachability by a plain DFS here, and a byte-tag simulation of runs.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <random>
 #include <set>
 
@@ -107,8 +106,14 @@ void check_plan(const graph::Graph& g, const MemoryPlan& m, ReuseMode mode) {
   std::vector<ValueId> arena;
   for (ValueId v = 0; v < g.num_values(); ++v) {
     const graph::Value& val = g.value(v);
-    if (val.kind == graph::ValueKind::kInput) { REQUIRE(m.storage[v] == Storage::kCallerInput); continue; }
-    if (val.kind == graph::ValueKind::kConstant) { REQUIRE(m.storage[v] == Storage::kConstant); continue; }
+    if (val.kind == graph::ValueKind::kInput) {
+      REQUIRE(m.storage[v] == Storage::kCallerInput);
+      continue;
+    }
+    if (val.kind == graph::ValueKind::kConstant) {
+      REQUIRE(m.storage[v] == Storage::kConstant);
+      continue;
+    }
     REQUIRE(m.storage[v] == Storage::kArena);
     REQUIRE(m.offset[v] % 64 == 0);
     REQUIRE(m.size[v] >= val.desc.bytes());
@@ -132,8 +137,10 @@ void check_plan(const graph::Graph& g, const MemoryPlan& m, ReuseMode mode) {
       NodeId p = g.value(w).producer;
       REQUIRE(g.value(u).producer < p);
       for (NodeId c : uses_of(g, u)) {
-        if (mode == ReuseMode::kSequential) REQUIRE(c < p);
-        else REQUIRE(reach[c][p]);
+        if (mode == ReuseMode::kSequential)
+          REQUIRE(c < p);
+        else
+          REQUIRE(reach[c][p]);
       }
     }
   }
@@ -188,7 +195,8 @@ std::vector<NodeId> node_order(const graph::Graph& g) {
 
 }  // namespace
 
-TEST_CASE("memory plan: random DAGs satisfy the overlap rules of every reuse mode", "[memory_plan]") {
+TEST_CASE("memory plan: random DAGs satisfy the overlap rules of every reuse mode",
+          "[memory_plan]") {
   size_t peak_seq = 0, peak_safe = 0, total = 0;
   for (uint64_t seed = 1; seed <= 150; ++seed) {
     graph::Graph g = random_dag(seed, 60);
@@ -212,7 +220,8 @@ TEST_CASE("memory plan: random DAGs satisfy the overlap rules of every reuse mod
   CHECK(peak_safe < total * 4 / 5);
 }
 
-TEST_CASE("memory plan: dependency-safe plans survive every random execution order", "[memory_plan]") {
+TEST_CASE("memory plan: dependency-safe plans survive every random execution order",
+          "[memory_plan]") {
   std::mt19937_64 rng(7);
   for (uint64_t seed = 1; seed <= 60; ++seed) {
     graph::Graph g = random_dag(seed, 40);
@@ -250,8 +259,8 @@ TEST_CASE("memory plan: reuse actually reduces the peak", "[memory_plan]") {
 TEST_CASE("memory plan: sizes are rounded up to 64 bytes", "[memory_plan]") {
   graph::GraphBuilder b("<round>");
   b.add_input("x", TensorDesc{DType::kF32, {3}});
-  b.add_node("Blob", "a", {"x"}, {"y"}, sizes_attr({3}));    // 12 bytes -> 64
-  b.add_node("Blob", "b", {"y"}, {"z"}, sizes_attr({17}));   // 68 bytes -> 128
+  b.add_node("Blob", "a", {"x"}, {"y"}, sizes_attr({3}));   // 12 bytes -> 64
+  b.add_node("Blob", "b", {"y"}, {"z"}, sizes_attr({17}));  // 68 bytes -> 128
   b.add_output("z");
   graph::Graph g = value_or_throw(b.finish(BlobShapes()));
   MemoryPlan m = plan_memory(g, ReuseMode::kDependencySafe);
@@ -262,8 +271,10 @@ TEST_CASE("memory plan: sizes are rounded up to 64 bytes", "[memory_plan]") {
   CHECK(m.peak_bytes == 192);  // z is written while y is read: no overlap
 }
 
-TEST_CASE("memory plan: sequential reuse that a parallel order would break is refused by the dependency-safe mode",
-          "[memory_plan]") {
+TEST_CASE(
+    "memory plan: sequential reuse that a parallel order would break is refused by the "
+    "dependency-safe mode",
+    "[memory_plan]") {
   // a: x -> u;  c: u -> v;  b: x -> w (independent of c);  d: v, w -> out.
   // In node order a, c, b, d the sequential plan may put w over u (c has already read u), but
   // b and c may run at the same time in a parallel executor.
@@ -310,12 +321,14 @@ TEST_CASE("memory plan: graph outputs and unconsumed values", "[memory_plan]") {
     ValueId y = *g.find_value("y"), out = *g.find_value("out");
     // Nothing ever takes the output's bytes; the dead value's bytes are free after node a.
     for (ValueId v : {dead, y, z, out}) CHECK(m.offset[v] != m.offset[mid]);
-    CHECK((m.offset[y] == m.offset[dead] || m.offset[z] == m.offset[dead] || m.offset[out] == m.offset[dead]));
+    CHECK((m.offset[y] == m.offset[dead] || m.offset[z] == m.offset[dead] ||
+           m.offset[out] == m.offset[dead]));
     CHECK(m.peak_bytes == 3 * 256);
   }
 }
 
-TEST_CASE("memory plan: a 20000-node chain with skip edges is planned exactly in little memory", "[memory_plan]") {
+TEST_CASE("memory plan: a 20000-node chain with skip edges is planned exactly in little memory",
+          "[memory_plan]") {
   // Ancestor sets are freed along the way, so the default budget holds a long unrolled graph.
   const int n = 20000;
   graph::GraphBuilder b("<long chain>");
@@ -337,7 +350,8 @@ TEST_CASE("memory plan: a 20000-node chain with skip edges is planned exactly in
   CHECK(simulate(g, m, node_order(g)));
 }
 
-TEST_CASE("memory plan: over the reachability budget the plan stays dependency-safe", "[memory_plan]") {
+TEST_CASE("memory plan: over the reachability budget the plan stays dependency-safe",
+          "[memory_plan]") {
   std::mt19937_64 rng(11);
   for (uint64_t seed = 1; seed <= 60; ++seed) {
     graph::Graph g = random_dag(seed, 60);
@@ -346,7 +360,8 @@ TEST_CASE("memory plan: over the reachability budget the plan stays dependency-s
       MemoryPlan m = plan_memory(g, ReuseMode::kDependencySafe, budget);
       if (budget == 0) CHECK_FALSE(m.exact_reachability);
       check_plan(g, m, ReuseMode::kDependencySafe);
-      for (int trial = 0; trial < 5; ++trial) REQUIRE(simulate(g, m, random_topological_order(g, rng)));
+      for (int trial = 0; trial < 5; ++trial)
+        REQUIRE(simulate(g, m, random_topological_order(g, rng)));
     }
   }
 }

@@ -1,10 +1,9 @@
 // The parallel runtime against the sequential reference executor: every policy and
 // configuration gives the same outputs, runs every op exactly once, and never deadlocks.
-#include <catch2/catch.hpp>
-
 #include <sched.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -34,8 +33,8 @@ class Watchdog {
           auto deadline = std::chrono::steady_clock::now() + limit;
           while (!stop_.load()) {
             if (std::chrono::steady_clock::now() > deadline) {
-              std::fprintf(stderr, "watchdog: '%s' did not finish in %lld s (deadlock?)\n", what_.c_str(),
-                           static_cast<long long>(limit.count()));
+              std::fprintf(stderr, "watchdog: '%s' did not finish in %lld s (deadlock?)\n",
+                           what_.c_str(), static_cast<long long>(limit.count()));
               std::_Exit(3);
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -78,7 +77,8 @@ SessionOptions options_for(Config c, const std::string& policy, bool dedicated =
 }
 
 // Runs `g` under the reference executor with `threads` threads.
-NamedTensors reference_outputs(std::shared_ptr<const graph::Graph> g, int threads, const NamedTensors& in) {
+NamedTensors reference_outputs(std::shared_ptr<const graph::Graph> g, int threads,
+                               const NamedTensors& in) {
   SessionOptions o;
   o.threads = threads;
   auto s = value_or_throw(Session::create(g, o));
@@ -107,7 +107,8 @@ void check_exactly_once(const Session& s, const std::string& what) {
 
 }  // namespace
 
-TEST_CASE("parallel: every policy and configuration matches the reference on random DAGs", "[parallel]") {
+TEST_CASE("parallel: every policy and configuration matches the reference on random DAGs",
+          "[parallel]") {
   Watchdog dog(std::chrono::seconds(300), "policies x configurations on random DAGs");
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     test::RandomDagSpec spec;
@@ -144,13 +145,14 @@ TEST_CASE("parallel: LSTM and GRU models match the reference under every policy"
   spec.seed = 7;
   for (bool gru : {false, true}) {
     auto g = std::make_shared<const graph::Graph>(
-        value_or_throw(gru ? models::build_gru(spec, ops::Registry::get()) : models::build_lstm(spec, ops::Registry::get())));
+        value_or_throw(gru ? models::build_gru(spec, ops::Registry::get())
+                           : models::build_lstm(spec, ops::Registry::get())));
     NamedTensors in = test::random_inputs(*g, 11);
     for (Config c : kConfigs) {
       NamedTensors want = reference_outputs(g, c.threads, in);
       for (const char* policy : kPolicies) {
-        std::string what = std::string(gru ? "GRU " : "LSTM ") + policy + " " + std::to_string(c.executors) +
-                           "x" + std::to_string(c.threads);
+        std::string what = std::string(gru ? "GRU " : "LSTM ") + policy + " " +
+                           std::to_string(c.executors) + "x" + std::to_string(c.threads);
         auto s = value_or_throw(Session::create(g, options_for(c, policy)));
         check_same(value_or_throw(s->run(in)), want, what);
         check_exactly_once(*s, what);
@@ -243,8 +245,10 @@ TEST_CASE("parallel: pinned teams run on their cores and keep their threads acro
   }
 }
 
-TEST_CASE("parallel: sessions are destroyed cleanly right after runs, and runs may come from many threads",
-          "[parallel]") {
+TEST_CASE(
+    "parallel: sessions are destroyed cleanly right after runs, and runs may come from many "
+    "threads",
+    "[parallel]") {
   Watchdog dog(std::chrono::seconds(120), "session lifecycle");
   test::RandomDagSpec spec;
   spec.nodes = 30;
@@ -271,8 +275,10 @@ TEST_CASE("parallel: sessions are destroyed cleanly right after runs, and runs m
   CHECK(bad.load() == 0);
 }
 
-TEST_CASE("parallel: one executor of one thread runs on the calling thread, and callers keep their affinity",
-          "[parallel]") {
+TEST_CASE(
+    "parallel: one executor of one thread runs on the calling thread, and callers keep their "
+    "affinity",
+    "[parallel]") {
   // With a spare core the placement reserves one for a scheduler, but a single executor keeps
   // every op it makes ready: the client thread plays the executor on its core for the run (no
   // scheduler thread to wake at the end). The client's own affinity must be what it was after

@@ -4,21 +4,18 @@
 // error path of both APIs (missing file, wrong names, shapes, dtypes, sizes, null pointers).
 // Internal headers are used only to build the reference side.
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
-
-#include <nlohmann/json.hpp>
-
-#include "graphi/graphi.h"
-#include "graphi/graphi.hpp"
 
 #include "engine/session.h"
 #include "graph/format.h"
 #include "graph/npy.h"
+#include "graphi/graphi.h"
+#include "graphi/graphi.hpp"
 #include "models/lstm.h"
 #include "ops/registry.h"
 #include "tests/support/reference_rnn.h"
@@ -30,7 +27,9 @@ namespace {
 
 const std::string kOnnxDir = std::string(GRAPHI_SOURCE_DIR) + "/tests/data/onnx/";
 
-graphi::Tensor npy(const std::string& name) { return graphi::value_or_throw(graphi::graph::read_npy(kOnnxDir + name)); }
+graphi::Tensor npy(const std::string& name) {
+  return graphi::value_or_throw(graphi::graph::read_npy(kOnnxDir + name));
+}
 
 graphi::Tensor to_tensor(const graphi::Array& a) {
   graphi::Tensor t(graphi::TensorDesc{a.dtype(), a.shape()});
@@ -98,9 +97,11 @@ TEST_CASE("public api: mlp.onnx outputs equal PyTorch's, info and summaries", "[
   }
 }
 
-TEST_CASE("public api: unrolled LSTM cell .onnx equals PyTorch with and without the passes", "[api]") {
+TEST_CASE("public api: unrolled LSTM cell .onnx equals PyTorch with and without the passes",
+          "[api]") {
   const graphi::Tensor x = npy("lstm_cell_unrolled.in0.npy");
-  const graphi::Tensor hs = npy("lstm_cell_unrolled.out0.npy"), c = npy("lstm_cell_unrolled.out1.npy");
+  const graphi::Tensor hs = npy("lstm_cell_unrolled.out0.npy"),
+                       c = npy("lstm_cell_unrolled.out1.npy");
   for (bool optimize : {true, false}) {
     for (graphi::SessionOptions o : configs()) {
       o.optimize = optimize;
@@ -120,7 +121,8 @@ TEST_CASE("public api: unrolled LSTM cell .onnx equals PyTorch with and without 
 }
 
 TEST_CASE("public api: symbolic dims come from options.dims", "[api]") {
-  const graphi::Tensor image = npy("cnn_dynamic_batch.in0.npy"), want = npy("cnn_dynamic_batch.out0.npy");
+  const graphi::Tensor image = npy("cnn_dynamic_batch.in0.npy"),
+                       want = npy("cnn_dynamic_batch.out0.npy");
   graphi::SessionOptions o;
   o.dims["n"] = image.shape()[0];
   graphi::Session s = open_ok(kOnnxDir + "cnn_dynamic_batch.onnx", o);
@@ -139,7 +141,8 @@ TEST_CASE("public api: symbolic dims come from options.dims", "[api]") {
   CHECK(zero.error().code == graphi::StatusCode::kInvalidArgument);
 }
 
-TEST_CASE("public api: a saved 2-layer LSTM model equals the naive reference and the engine", "[api]") {
+TEST_CASE("public api: a saved 2-layer LSTM model equals the naive reference and the engine",
+          "[api]") {
   graphi::models::RnnSpec spec;
   spec.input = 6;
   spec.hidden = 8;
@@ -147,7 +150,8 @@ TEST_CASE("public api: a saved 2-layer LSTM model equals the naive reference and
   spec.batch = 3;
   spec.seq = 5;
   spec.seed = 7;
-  const graphi::graph::Graph g = graphi::value_or_throw(graphi::models::build_lstm(spec, graphi::ops::Registry::get()));
+  const graphi::graph::Graph g =
+      graphi::value_or_throw(graphi::models::build_lstm(spec, graphi::ops::Registry::get()));
   const std::string path = (graphi::test::scratch_dir("public_api_lstm") / "lstm.graphi").string();
   REQUIRE(graphi::graph::write_graphi(g, path).is_ok());
 
@@ -161,18 +165,22 @@ TEST_CASE("public api: a saved 2-layer LSTM model equals the naive reference and
   // Reference: the naive ONNX LSTM layer by layer with the model's weights (x W layout ->
   // ONNX's [4H, in], bias folded into Wb, Rb = 0).
   graphi::Tensor y_ref(TensorDesc{DType::kF32, {T, B, H}});
-  graphi::Tensor hn_ref(TensorDesc{DType::kF32, {L, B, H}}), cn_ref(TensorDesc{DType::kF32, {L, B, H}});
+  graphi::Tensor hn_ref(TensorDesc{DType::kF32, {L, B, H}}),
+      cn_ref(TensorDesc{DType::kF32, {L, B, H}});
   graphi::Tensor layer_in = x;
   for (int64_t l = 0; l < L; ++l) {
     const auto& Wv = *g.value(*g.find_value("l" + std::to_string(l) + "/W")).data;
     const auto& Rv = *g.value(*g.find_value("l" + std::to_string(l) + "/R")).data;
     const auto& bv = *g.value(*g.find_value("l" + std::to_string(l) + "/b")).data;
     const int64_t in = Wv.shape()[0];
-    graphi::Tensor W(TensorDesc{DType::kF32, {1, 4 * H, in}}), R(TensorDesc{DType::kF32, {1, 4 * H, H}});
+    graphi::Tensor W(TensorDesc{DType::kF32, {1, 4 * H, in}}),
+        R(TensorDesc{DType::kF32, {1, 4 * H, H}});
     graphi::Tensor b(TensorDesc{DType::kF32, {1, 8 * H}});
     for (int64_t r = 0; r < 4 * H; ++r) {
-      for (int64_t k = 0; k < in; ++k) W.data_as<float>()[r * in + k] = Wv.data_as<float>()[k * 4 * H + r];
-      for (int64_t k = 0; k < H; ++k) R.data_as<float>()[r * H + k] = Rv.data_as<float>()[k * 4 * H + r];
+      for (int64_t k = 0; k < in; ++k)
+        W.data_as<float>()[r * in + k] = Wv.data_as<float>()[k * 4 * H + r];
+      for (int64_t k = 0; k < H; ++k)
+        R.data_as<float>()[r * H + k] = Rv.data_as<float>()[k * 4 * H + r];
       b.data_as<float>()[r] = bv.data_as<float>()[r];
     }
     graphi::Tensor ih(TensorDesc{DType::kF32, {1, B, H}}), ic(TensorDesc{DType::kF32, {1, B, H}});
@@ -198,8 +206,10 @@ TEST_CASE("public api: a saved 2-layer LSTM model equals the naive reference and
   y_ref = layer_in;
 
   // The engine's sequential executor on the unoptimized graph, through the internal API.
-  auto engine = graphi::value_or_throw(graphi::engine::Session::create(std::make_shared<const graphi::graph::Graph>(g)));
-  graphi::engine::NamedTensors eng = graphi::value_or_throw(engine->run({{"x", x}, {"h0", h0}, {"c0", c0}}));
+  auto engine = graphi::value_or_throw(
+      graphi::engine::Session::create(std::make_shared<const graphi::graph::Graph>(g)));
+  graphi::engine::NamedTensors eng =
+      graphi::value_or_throw(engine->run({{"x", x}, {"h0", h0}, {"c0", c0}}));
   REQUIRE(eng.size() == 3);
   CHECK(graphi::test::max_rel_error(eng[0].second, y_ref) < 1e-4);  // the reference is sound
 
@@ -217,7 +227,8 @@ TEST_CASE("public api: a saved 2-layer LSTM model equals the naive reference and
       CHECK(graphi::test::max_rel_error(to_tensor((*out)[0]), y_ref) < 1e-4);
       CHECK(graphi::test::max_rel_error(to_tensor((*out)[1]), hn_ref) < 1e-4);
       CHECK(graphi::test::max_rel_error(to_tensor((*out)[2]), cn_ref) < 1e-4);
-      for (int i = 0; i < 3; ++i) CHECK(graphi::test::max_rel_error(to_tensor((*out)[i]), eng[i].second) < 1e-4);
+      for (int i = 0; i < 3; ++i)
+        CHECK(graphi::test::max_rel_error(to_tensor((*out)[i]), eng[i].second) < 1e-4);
     }
   }
 }
@@ -232,7 +243,8 @@ TEST_CASE("public api: concurrent run() calls each get their own outputs", "[api
   constexpr int kThreads = 4, kRuns = 10;
   std::vector<graphi::Tensor> inputs, want;
   for (int i = 0; i < kThreads * kRuns; ++i) {
-    inputs.push_back(graphi::test::random_tensor(graphi::TensorDesc{graphi::DType::kF32, {4, 16}}, 100 + i));
+    inputs.push_back(
+        graphi::test::random_tensor(graphi::TensorDesc{graphi::DType::kF32, {4, 16}}, 100 + i));
     want.push_back(to_tensor(ref.run({view_of("x", inputs.back())}).value()[0]));
   }
   std::vector<double> err(inputs.size(), -1);
@@ -256,7 +268,8 @@ TEST_CASE("public api: errors come back as values naming the problem", "[api]") 
   CHECK_THAT(missing.error().message, Contains("/nonexistent/model.onnx"));
   CHECK_THROWS_AS(missing.value(), std::logic_error);
   CHECK(graphi::Session::open("").error().code == graphi::StatusCode::kInvalidArgument);
-  CHECK(graphi::Session::open(kOnnxDir).error().code == graphi::StatusCode::kIoError);  // a directory
+  CHECK(graphi::Session::open(kOnnxDir).error().code ==
+        graphi::StatusCode::kIoError);  // a directory
 
   graphi::SessionOptions bad;
   bad.scheduler = "no-such-policy";
@@ -272,13 +285,16 @@ TEST_CASE("public api: errors come back as values naming the problem", "[api]") 
     CHECK(r.error().code == graphi::StatusCode::kInvalidArgument);
     CHECK_THAT(r.error().message, Contains(needle));
   };
-  expect({graphi::Array::view("y", graphi::DType::kF32, {4, 16}, x.data())}, "y");                // unknown name
-  expect({}, "x");                                                                                // missing input
-  expect({view_of("x", x), view_of("x", x)}, "x");                                               // duplicated
-  expect({graphi::Array::view("x", graphi::DType::kF32, {16, 4}, x.data())}, "[16, 4]");          // wrong shape
-  expect({graphi::Array::view("x", graphi::DType::kI32, {4, 16}, x.data())}, "int32");            // wrong dtype
-  expect({graphi::Array::view("x", graphi::DType::kF32, {4, 16}, nullptr)}, "null");             // null data
-  expect({graphi::Array::view("x", static_cast<graphi::DType>(9), {4, 16}, x.data())}, "dtype");  // bad dtype
+  expect({graphi::Array::view("y", graphi::DType::kF32, {4, 16}, x.data())}, "y");  // unknown name
+  expect({}, "x");                                                                  // missing input
+  expect({view_of("x", x), view_of("x", x)}, "x");                                  // duplicated
+  expect({graphi::Array::view("x", graphi::DType::kF32, {16, 4}, x.data())},
+         "[16, 4]");  // wrong shape
+  expect({graphi::Array::view("x", graphi::DType::kI32, {4, 16}, x.data())},
+         "int32");                                                                    // wrong dtype
+  expect({graphi::Array::view("x", graphi::DType::kF32, {4, 16}, nullptr)}, "null");  // null data
+  expect({graphi::Array::view("x", static_cast<graphi::DType>(9), {4, 16}, x.data())},
+         "dtype");  // bad dtype
   expect({graphi::Array::view("x", graphi::DType::kF32, {-4, 16}, x.data())}, "negative");
   // The session stays usable after failed runs.
   auto ok = s.run({view_of("x", x)});
@@ -320,7 +336,8 @@ TEST_CASE("c api: run and run_into equal PyTorch, ownership and sizes", "[api]")
     graphi_options_init(&lo);
     lo.optimize = optimize;
     graphi_session* ls = nullptr;
-    REQUIRE(graphi_session_open((kOnnxDir + "lstm_cell_unrolled.onnx").c_str(), &lo, &ls) == GRAPHI_OK);
+    REQUIRE(graphi_session_open((kOnnxDir + "lstm_cell_unrolled.onnx").c_str(), &lo, &ls) ==
+            GRAPHI_OK);
     if (optimize)
       CHECK_THAT(graphi_session_passes_summary(ls), Contains("LSTM"));
     else
@@ -372,10 +389,15 @@ TEST_CASE("c api: null pointers, wrong sizes and bad files give codes, not crash
   CHECK(s == nullptr);
   CHECK_THAT(graphi_last_error(), Contains("/nonexistent.graphi"));
   CHECK(graphi_session_open(nullptr, nullptr, &s) == GRAPHI_INVALID_ARGUMENT);
-  CHECK(graphi_session_open((kOnnxDir + "mlp.onnx").c_str(), nullptr, nullptr) == GRAPHI_INVALID_ARGUMENT);
+  CHECK(graphi_session_open((kOnnxDir + "mlp.onnx").c_str(), nullptr, nullptr) ==
+        GRAPHI_INVALID_ARGUMENT);
   // A file that is not a model.
   const std::string junk = (graphi::test::scratch_dir("c_api_junk") / "junk.onnx").string();
-  { FILE* f = std::fopen(junk.c_str(), "wb"); std::fputs("not a model", f); std::fclose(f); }
+  {
+    FILE* f = std::fopen(junk.c_str(), "wb");
+    std::fputs("not a model", f);
+    std::fclose(f);
+  }
   const graphi_status st = graphi_session_open(junk.c_str(), nullptr, &s);
   CHECK(st != GRAPHI_OK);
   CHECK(s == nullptr);
@@ -415,7 +437,8 @@ TEST_CASE("c api: null pointers, wrong sizes and bad files give codes, not crash
     CHECK(outs == nullptr);
     return c;
   };
-  CHECK(run_code({"x", GRAPHI_F32, 2, shape, x.data(), 63 * 4}) == GRAPHI_INVALID_ARGUMENT);  // bytes
+  CHECK(run_code({"x", GRAPHI_F32, 2, shape, x.data(), 63 * 4}) ==
+        GRAPHI_INVALID_ARGUMENT);  // bytes
   CHECK_THAT(graphi_last_error(), Contains("252") && Contains("256"));
   CHECK(run_code({"x", GRAPHI_F32, 2, shape, nullptr, 256}) == GRAPHI_INVALID_ARGUMENT);
   CHECK(run_code({nullptr, GRAPHI_F32, 2, shape, x.data(), 256}) == GRAPHI_INVALID_ARGUMENT);
@@ -463,9 +486,14 @@ TEST_CASE("c api: the split comes from a plan unless the options give one", "[ap
   graphi_session_free(s);
   // A plan file that is not one: an error naming it.
   const std::string junk = (cache / "junk.plan.json").string();
-  { FILE* f = std::fopen(junk.c_str(), "wb"); std::fputs("{}", f); std::fclose(f); }
+  {
+    FILE* f = std::fopen(junk.c_str(), "wb");
+    std::fputs("{}", f);
+    std::fclose(f);
+  }
   graphi_options_init(&o);
-  CHECK(graphi_session_open_with_plan(mlp.c_str(), &o, junk.c_str(), &s) == GRAPHI_INVALID_ARGUMENT);
+  CHECK(graphi_session_open_with_plan(mlp.c_str(), &o, junk.c_str(), &s) ==
+        GRAPHI_INVALID_ARGUMENT);
   CHECK(s == nullptr);
   CHECK_THAT(graphi_last_error(), Contains("junk.plan.json"));
   unsetenv("GRAPHI_CACHE_DIR");

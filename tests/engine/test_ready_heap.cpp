@@ -1,8 +1,7 @@
 // ReadyHeap (rank bitmap) and IdleSet against naive models: a sorted multiset with the same
 // order (higher key first, ties to the lower op id) and a std::vector<bool>.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <random>
 #include <set>
 
@@ -12,7 +11,8 @@ using namespace graphi;
 using namespace graphi::engine;
 
 TEST_CASE("ReadyHeap pops by key, ties to the lower id, like a sorted set", "[ready_heap]") {
-  for (size_t n : {size_t{1}, size_t{5}, size_t{64}, size_t{65}, size_t{4096}, size_t{4097}, size_t{300000}}) {
+  for (size_t n :
+       {size_t{1}, size_t{5}, size_t{64}, size_t{65}, size_t{4096}, size_t{4097}, size_t{300000}}) {
     INFO("n = " << n);
     std::mt19937_64 rng(n);
     std::vector<double> keys(n);
@@ -22,7 +22,9 @@ TEST_CASE("ReadyHeap pops by key, ties to the lower id, like a sorted set", "[re
     heap.reset(keys);
     ReadyHeap twin;
     twin.reset_like(heap);
-    auto before = [&](graph::NodeId a, graph::NodeId b) { return keys[a] > keys[b] || (keys[a] == keys[b] && a < b); };
+    auto before = [&](graph::NodeId a, graph::NodeId b) {
+      return keys[a] > keys[b] || (keys[a] == keys[b] && a < b);
+    };
     std::set<graph::NodeId, decltype(before)> model(before);
     std::vector<bool> in(n, false);
     const size_t steps = std::min<size_t>(4 * n + 100, 400000);
@@ -30,7 +32,8 @@ TEST_CASE("ReadyHeap pops by key, ties to the lower id, like a sorted set", "[re
       const bool do_push = model.empty() || (rng() % 3 != 0 && model.size() < n);
       if (do_push) {
         graph::NodeId v;
-        do v = static_cast<graph::NodeId>(rng() % n); while (in[v]);
+        do v = static_cast<graph::NodeId>(rng() % n);
+        while (in[v]);
         in[v] = true;
         heap.push(v);
         twin.push(v);
@@ -70,7 +73,8 @@ TEST_CASE("ReadyHeap breaks key ties by the tie-break value, then the lower id",
     std::stable_sort(want.begin(), want.end(), [&](graph::NodeId a, graph::NodeId b) {
       return std::make_pair(keys[a], ties[a]) > std::make_pair(keys[b], ties[b]);
     });
-    for (size_t i = n; i-- > 0;) heap.push(static_cast<graph::NodeId>(i));  // push order must not matter
+    for (size_t i = n; i-- > 0;)
+      heap.push(static_cast<graph::NodeId>(i));  // push order must not matter
     for (size_t i = 0; i < n; ++i) REQUIRE(heap.pop() == want[i]);
     CHECK(heap.empty());
   }

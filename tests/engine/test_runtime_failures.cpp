@@ -1,13 +1,12 @@
 // Robustness of the Session's runtimes: a custom op that throws, a Session destroyed while a run
 // is in flight, where bootstrap ops run, and the OpenMP oversubscription warning. Expected values
 // are computed here from the definitions (each op adds 1 to its input).
-#include <catch2/catch.hpp>
-
 #include <dirent.h>
 #include <sched.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -37,7 +36,8 @@ Result<std::vector<TensorDesc>> infer_scalar(const graph::InferContext& ctx) {
       return Status::invalid_graph(ctx.where + ": inputs must be 1-element float32");
   return std::vector<TensorDesc>{TensorDesc{DType::kF32, {1}}};
 }
-ops::CostHint cost_scalar(const graph::Node&, std::span<const TensorDesc* const>, std::span<const TensorDesc* const>) {
+ops::CostHint cost_scalar(const graph::Node&, std::span<const TensorDesc* const>,
+                          std::span<const TensorDesc* const>) {
   return {1000.0, 8.0};
 }
 float max_input(const ops::Buffers& io) {
@@ -82,10 +82,19 @@ void plain_op(const ops::TeamContext& team, const ops::Buffers& io) {
 
 void register_test_ops() {
   static bool done = [] {
-    REQUIRE(ops::register_custom_op({"TestThrow", infer_scalar, cost_scalar, false, {ops::function_kernel<&throw_at_42>}}).is_ok());
-    REQUIRE(ops::register_custom_op({"TestSlow", infer_scalar, cost_scalar, false, {ops::function_kernel<&slow_op>}}).is_ok());
-    REQUIRE(ops::register_custom_op({"TestWhere", infer_scalar, cost_scalar, true, {ops::function_kernel<&where_op>}}).is_ok());
-    REQUIRE(ops::register_custom_op({"TestPlain", infer_scalar, cost_scalar, false, {ops::function_kernel<&plain_op>}}).is_ok());
+    REQUIRE(
+        ops::register_custom_op(
+            {"TestThrow", infer_scalar, cost_scalar, false, {ops::function_kernel<&throw_at_42>}})
+            .is_ok());
+    REQUIRE(ops::register_custom_op(
+                {"TestSlow", infer_scalar, cost_scalar, false, {ops::function_kernel<&slow_op>}})
+                .is_ok());
+    REQUIRE(ops::register_custom_op(
+                {"TestWhere", infer_scalar, cost_scalar, true, {ops::function_kernel<&where_op>}})
+                .is_ok());
+    REQUIRE(ops::register_custom_op(
+                {"TestPlain", infer_scalar, cost_scalar, false, {ops::function_kernel<&plain_op>}})
+                .is_ok());
     return true;
   }();
   (void)done;
@@ -143,9 +152,10 @@ struct Config {
   int executors, threads;
   bool dedicated;
 };
-const Config kConfigs[] = {{"sequential", 1, 1, false}, {"sequential", 1, 2, false}, {"cpf", 1, 1, true},
-                           {"cpf", 2, 1, false},        {"fifo", 2, 1, true},        {"shared-queue", 2, 1, false},
-                           {"cpf", 1, 2, false},        {"cpf", 4, 1, false},        {"shared-queue", 4, 1, false}};
+const Config kConfigs[] = {
+    {"sequential", 1, 1, false}, {"sequential", 1, 2, false}, {"cpf", 1, 1, true},
+    {"cpf", 2, 1, false},        {"fifo", 2, 1, true},        {"shared-queue", 2, 1, false},
+    {"cpf", 1, 2, false},        {"cpf", 4, 1, false},        {"shared-queue", 4, 1, false}};
 
 SessionOptions options_for(const Config& c) {
   SessionOptions o;
@@ -159,20 +169,22 @@ SessionOptions options_for(const Config& c) {
 }
 
 std::string name_of(const Config& c) {
-  return std::string(c.policy) + " " + std::to_string(c.executors) + "x" + std::to_string(c.threads) +
-         (c.dedicated ? " dedicated" : "");
+  return std::string(c.policy) + " " + std::to_string(c.executors) + "x" +
+         std::to_string(c.threads) + (c.dedicated ? " dedicated" : "");
 }
 
 }  // namespace
 
-TEST_CASE("failures: a custom op that throws fails run() naming the node and the Session stays usable",
-          "[failures]") {
+TEST_CASE(
+    "failures: a custom op that throws fails run() naming the node and the Session stays usable",
+    "[failures]") {
   auto g = chains("TestThrow", 3, 12);
   for (const Config& c : kConfigs) {
     INFO(name_of(c));
     // The sequential executor's team is the calling thread's own OpenMP pool, which outlives
     // the Session by design: count it in the baseline.
-    if (std::string(c.policy) == "sequential") value_or_throw(value_or_throw(Session::create(g, options_for(c)))->run(scalar_input(0)));
+    if (std::string(c.policy) == "sequential")
+      value_or_throw(value_or_throw(Session::create(g, options_for(c)))->run(scalar_input(0)));
     const int baseline = thread_count();
     {
       auto s = value_or_throw(Session::create(g, options_for(c)));
@@ -226,12 +238,15 @@ TEST_CASE("failures: a built-in op's run-time error names its node once, on ever
   }
 }
 
-TEST_CASE("failures: destroying a Session while run() is in flight cancels the run and leaves no thread",
-          "[failures]") {
+TEST_CASE(
+    "failures: destroying a Session while run() is in flight cancels the run and leaves no thread",
+    "[failures]") {
   auto g = chains("TestSlow", 2, 300);  // ~300 ms per run unless cancelled
   for (const Config& c : kConfigs) {
     INFO(name_of(c));
-    if (std::string(c.policy) == "sequential") value_or_throw(value_or_throw(Session::create(chains("TestThrow", 1, 1), options_for(c)))->run(scalar_input(0)));
+    if (std::string(c.policy) == "sequential")
+      value_or_throw(value_or_throw(Session::create(chains("TestThrow", 1, 1), options_for(c)))
+                         ->run(scalar_input(0)));
     const int baseline = thread_count();
     auto s = value_or_throw(Session::create(g, options_for(c)));
     Session* raw = s.get();
@@ -251,8 +266,10 @@ TEST_CASE("failures: destroying a Session while run() is in flight cancels the r
   }
 }
 
-TEST_CASE("failures: callers queued behind a run when the Session is destroyed get an error, not freed memory",
-          "[failures]") {
+TEST_CASE(
+    "failures: callers queued behind a run when the Session is destroyed get an error, not freed "
+    "memory",
+    "[failures]") {
   auto g = chains("TestSlow", 2, 300);  // ~300 ms per run unless cancelled
   for (const Config& c : {kConfigs[0], kConfigs[3], kConfigs[5]}) {
     INFO(name_of(c));
@@ -295,7 +312,8 @@ TEST_CASE("failures: bootstrap ops run on the client thread, later small ops inl
   b.add_output("y");
   auto g = std::make_shared<const graph::Graph>(value_or_throw(b.finish(ops::Registry::get())));
   const pid_t me = static_cast<pid_t>(::gettid());
-  for (const Config& c : {Config{"cpf", 1, 1, false}, Config{"cpf", 2, 1, false}, Config{"shared-queue", 2, 1, false}}) {
+  for (const Config& c : {Config{"cpf", 1, 1, false}, Config{"cpf", 2, 1, false},
+                          Config{"shared-queue", 2, 1, false}}) {
     INFO(name_of(c));
     auto s = value_or_throw(Session::create(g, options_for(c)));
     g_where_tid.store(0);
@@ -323,7 +341,8 @@ TEST_CASE("failures: bootstrap ops run on the client thread, later small ops inl
     CHECK(out[0].second.data_as<float>()[0] == 7.0f);
     CHECK(g_where_tid.load() == me);
     const Placement* pl = s->placement();
-    if (pl && pl->scheduler && s->runtime()->dedicated_scheduler()) CHECK(g_where_cpu.load() == pl->scheduler->pu);
+    if (pl && pl->scheduler && s->runtime()->dedicated_scheduler())
+      CHECK(g_where_cpu.load() == pl->scheduler->pu);
   }
 }
 

@@ -2,7 +2,6 @@
 // inputs or constants, caller inputs left untouched, concurrent run() calls. Expected values
 // come from naive loops written here.
 #include <catch2/catch.hpp>
-
 #include <thread>
 
 #include "engine/plan.h"
@@ -37,7 +36,8 @@ Tensor naive_y(const Tensor& a, const Tensor& b) {
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 4; ++j) {
       double acc = 0;
-      for (int k = 0; k < 3; ++k) acc += double(a.data_as<float>()[i * 3 + k]) * b.data_as<float>()[k * 4 + j];
+      for (int k = 0; k < 3; ++k)
+        acc += double(a.data_as<float>()[i * 3 + k]) * b.data_as<float>()[k * 4 + j];
       y.data_as<float>()[i * 4 + j] = static_cast<float>(1.0 / (1.0 + std::exp(-acc)) + acc);
     }
   return y;
@@ -70,8 +70,9 @@ TEST_CASE("session: runs a small graph and returns outputs in graph order", "[se
     CHECK(out[1].first == "a");
     CHECK(out[2].first == "k");
     CHECK(test::max_rel_error(out[0].second, naive_y(a, b)) < 1e-5);
-    CHECK(same_bytes(out[1].second, a));                                 // an input as output
-    CHECK(same_bytes(out[2].second, *s->graph().value(*s->graph().find_value("k")).data));  // a constant
+    CHECK(same_bytes(out[1].second, a));  // an input as output
+    CHECK(same_bytes(out[2].second,
+                     *s->graph().value(*s->graph().find_value("k")).data));  // a constant
     CHECK(same_bytes(a, a_copy));  // the caller's tensors are only read
     CHECK(same_bytes(b, b_copy));
     // The output tensors are copies: a second run with other inputs does not change them.
@@ -161,7 +162,8 @@ TEST_CASE("session: options this executor cannot honor are rejected", "[session]
   CHECK(r.status().code() == StatusCode::kInvalidArgument);
 }
 
-TEST_CASE("session: concurrent run() calls from 4 threads are serialized and correct", "[session]") {
+TEST_CASE("session: concurrent run() calls from 4 threads are serialized and correct",
+          "[session]") {
   SessionOptions opt;
   opt.threads = 2;
   auto s = value_or_throw(Session::create(small_graph(), opt));
@@ -204,7 +206,9 @@ TEST_CASE("plan: successors, pending counts, levels and memory of a diamond", "[
     return NodeId{0};
   };
   const NodeId a = id("a"), b = id("b"), c = id("c"), d = id("d"), e = id("e");
-  auto succ = [&](NodeId n) { return std::vector<NodeId>(p.successors(n).begin(), p.successors(n).end()); };
+  auto succ = [&](NodeId n) {
+    return std::vector<NodeId>(p.successors(n).begin(), p.successors(n).end());
+  };
   CHECK(succ(a) == std::vector<NodeId>{std::min(c, e), std::max(c, e)});
   CHECK(succ(b) == std::vector<NodeId>{d});
   CHECK(succ(c) == std::vector<NodeId>{d});

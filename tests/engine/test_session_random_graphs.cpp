@@ -2,7 +2,6 @@
 // naive evaluation written here: it walks the graph node by node and calls the independent
 // references of tests/support (no Plan, no memory plan, no kernels).
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <random>
 #include <set>
@@ -26,7 +25,8 @@ namespace {
 // Transpose+MatMul+Transpose, Reshape+Reshape), so every op reads values of many ages.
 class RandomGraph {
  public:
-  RandomGraph(uint64_t seed, int steps) : rng_(seed), b_("<random graph " + std::to_string(seed) + ">") {
+  RandomGraph(uint64_t seed, int steps)
+      : rng_(seed), b_("<random graph " + std::to_string(seed) + ">") {
     B_ = uni(1, 4);
     H_ = std::vector<int64_t>{4, 8, 16, 6}[uni(0, 3)];
     for (int i = 0, n = uni(1, 3); i < n; ++i) {
@@ -79,7 +79,8 @@ class RandomGraph {
     last_outputs_ = outs;
     return outs[0];
   }
-  static graph::Attributes attrs(std::initializer_list<std::pair<std::string, graph::Attribute>> kv) {
+  static graph::Attributes attrs(
+      std::initializer_list<std::pair<std::string, graph::Attribute>> kv) {
     graph::Attributes a;
     for (auto& [k, v] : kv) a.set(k, v);
     return a;
@@ -89,7 +90,8 @@ class RandomGraph {
     const double w = 1.0 / std::sqrt(static_cast<double>(H_));
     std::string out;
     switch (uni(0, 13)) {
-      case 0: case 1: {  // binary op of two pool values, or with a broadcast bias
+      case 0:
+      case 1: {  // binary op of two pool values, or with a broadcast bias
         const char* op = std::vector<const char*>{"Add", "Sub", "Mul"}[uni(0, 2)];
         std::string rhs = uni(0, 3) == 0 ? constant({H_}, -1, 1) : pick();
         out = node(op, {pick(), rhs});
@@ -98,10 +100,12 @@ class RandomGraph {
       case 2:
         out = node("Div", {pick(), constant({B_, H_}, 1, 2)});
         break;
-      case 3: case 4:
+      case 3:
+      case 4:
         out = node(std::vector<const char*>{"Sigmoid", "Tanh", "Relu"}[uni(0, 2)], {pick()});
         break;
-      case 5: case 6:
+      case 5:
+      case 6:
         out = node("MatMul", {pick(), constant({H_, H_}, -w, w)});
         break;
       case 7:  // Gemm with transB, alpha, beta and a bias row
@@ -114,13 +118,15 @@ class RandomGraph {
         break;
       }
       case 9: {  // split in halves, concatenate swapped
-        node("Split", {pick()}, 2, attrs({{"axis", int64_t{1}}, {"split", std::vector<int64_t>{H_ / 2, H_ / 2}}}));
+        node("Split", {pick()}, 2,
+             attrs({{"axis", int64_t{1}}, {"split", std::vector<int64_t>{H_ / 2, H_ / 2}}}));
         std::vector<std::string> halves = last_outputs_;
         out = node("Concat", {halves[1], halves[0]}, 1, attrs({{"axis", int64_t{-1}}}));
         break;
       }
       case 10: {  // transpose, left-multiply, transpose back
-        std::string t = node("Transpose", {pick()}, 1, attrs({{"perm", std::vector<int64_t>{1, 0}}}));
+        std::string t =
+            node("Transpose", {pick()}, 1, attrs({{"perm", std::vector<int64_t>{1, 0}}}));
         std::string m = node("MatMul", {constant({H_, H_}, -w, w), t});
         out = node("Transpose", {m});
         break;
@@ -135,8 +141,13 @@ class RandomGraph {
         out = node("Softmax", {pick()}, 1, attrs({{"axis", int64_t{-1}}}));
         break;
       case 13: {  // a 3-way Split with one output nobody reads, then Concat of the other two
-        if (H_ % 2 != 0) { out = node("Tanh", {pick()}); break; }
-        node("Split", {pick()}, 3, attrs({{"axis", int64_t{1}}, {"split", std::vector<int64_t>{H_ / 2, H_ / 4, H_ - H_ / 2 - H_ / 4}}}));
+        if (H_ % 2 != 0) {
+          out = node("Tanh", {pick()});
+          break;
+        }
+        node("Split", {pick()}, 3,
+             attrs({{"axis", int64_t{1}},
+                    {"split", std::vector<int64_t>{H_ / 2, H_ / 4, H_ - H_ / 2 - H_ / 4}}}));
         std::vector<std::string> parts = last_outputs_;
         std::string rest = node("Concat", {parts[1], parts[2]}, 1, attrs({{"axis", int64_t{1}}}));
         out = node("Concat", {rest, parts[0]}, 1, attrs({{"axis", int64_t{1}}}));
@@ -184,17 +195,20 @@ std::vector<Tensor> naive_eval(const graph::Graph& g, const NamedTensors& inputs
     } else if (n.op == "MatMul") {
       out.push_back(test::matmul_ref(in(0), in(1)));
     } else if (n.op == "Gemm") {
-      out.push_back(test::gemm_ref(in(0), in(1), n.inputs.size() > 2 ? &in(2) : nullptr, float_attr("alpha", 1),
-                                   float_attr("beta", 1), int_attr("transA", 0), int_attr("transB", 0)));
+      out.push_back(test::gemm_ref(in(0), in(1), n.inputs.size() > 2 ? &in(2) : nullptr,
+                                   float_attr("alpha", 1), float_attr("beta", 1),
+                                   int_attr("transA", 0), int_attr("transB", 0)));
     } else if (n.op == "Concat") {
       std::vector<Tensor> xs;
       for (size_t i = 0; i < n.inputs.size(); ++i) xs.push_back(in(i));
       out.push_back(test::concat_ref(xs, int_attr("axis", 0)));
     } else if (n.op == "Split") {
-      out = test::split_ref(in(0), int_attr("axis", 0), std::get<std::vector<int64_t>>(*n.attrs.find("split")));
+      out = test::split_ref(in(0), int_attr("axis", 0),
+                            std::get<std::vector<int64_t>>(*n.attrs.find("split")));
     } else if (n.op == "Transpose") {
       const graph::Attribute* p = n.attrs.find("perm");
-      out.push_back(test::transpose_ref(in(0), p ? std::get<std::vector<int64_t>>(*p) : std::vector<int64_t>{}));
+      out.push_back(test::transpose_ref(
+          in(0), p ? std::get<std::vector<int64_t>>(*p) : std::vector<int64_t>{}));
     } else if (n.op == "Reshape") {
       out.push_back(test::reshape_ref(in(0), ints_of(in(1))));
     } else if (n.op == "Identity") {
@@ -218,14 +232,16 @@ bool same_bytes(const Tensor& x, const Tensor& y) {
 
 }  // namespace
 
-TEST_CASE("session: random graphs of real ops match a naive evaluation (teams of 1 and 2)", "[session][random]") {
+TEST_CASE("session: random graphs of real ops match a naive evaluation (teams of 1 and 2)",
+          "[session][random]") {
   size_t nodes = 0, peak = 0, total = 0;
   for (uint64_t seed = 1; seed <= 30; ++seed) {
     RandomGraph rg(seed, 6 + static_cast<int>(seed % 25));
     auto g = rg.finish();
     NamedTensors inputs;
     for (size_t i = 0; i < rg.inputs().size(); ++i)
-      inputs.emplace_back(rg.inputs()[i], test::random_tensor(rg.input_desc(), 1000 * seed + i, -2, 2));
+      inputs.emplace_back(rg.inputs()[i],
+                          test::random_tensor(rg.input_desc(), 1000 * seed + i, -2, 2));
     const NamedTensors originals = inputs;
     std::vector<Tensor> expected = naive_eval(*g, inputs);
     nodes += g->num_nodes();
@@ -235,7 +251,8 @@ TEST_CASE("session: random graphs of real ops match a naive evaluation (teams of
       SessionOptions opt;
       opt.threads = threads;
       auto s = value_or_throw(Session::create(g, opt));
-      if (threads == 1) peak += s->plan().memory().peak_bytes, total += s->plan().memory().total_bytes;
+      if (threads == 1)
+        peak += s->plan().memory().peak_bytes, total += s->plan().memory().total_bytes;
       for (int rep = 0; rep < 2; ++rep) {  // the second run reuses the arena of the first
         NamedTensors out = value_or_throw(s->run(inputs));
         REQUIRE(out.size() == expected.size());
@@ -245,7 +262,8 @@ TEST_CASE("session: random graphs of real ops match a naive evaluation (teams of
           CHECK(test::max_rel_error(out[i].second, expected[i]) < 1e-5);
         }
       }
-      for (size_t i = 0; i < inputs.size(); ++i) REQUIRE(same_bytes(inputs[i].second, originals[i].second));
+      for (size_t i = 0; i < inputs.size(); ++i)
+        REQUIRE(same_bytes(inputs[i].second, originals[i].second));
     }
   }
   INFO(nodes << " nodes, arena " << peak << " bytes with reuse, " << total << " without");
@@ -268,7 +286,8 @@ TEST_CASE("session: every reuse mode gives the same outputs", "[session][random]
       auto s = value_or_throw(Session::create(plan, opt));
       CHECK(s->shared_plan() == plan);
       NamedTensors out = value_or_throw(s->run(inputs));
-      for (size_t i = 0; i < out.size(); ++i) CHECK(test::max_rel_error(out[i].second, expected[i]) < 1e-5);
+      for (size_t i = 0; i < out.size(); ++i)
+        CHECK(test::max_rel_error(out[i].second, expected[i]) < 1e-5);
     }
   }
 }

@@ -40,7 +40,8 @@ Tensor naive_y(const Tensor& a, const Tensor& b) {
   for (int i = 0; i < 8; ++i)
     for (int j = 0; j < 16; ++j) {
       double acc = 0;
-      for (int k = 0; k < 32; ++k) acc += double(a.data_as<float>()[i * 32 + k]) * b.data_as<float>()[k * 16 + j];
+      for (int k = 0; k < 32; ++k)
+        acc += double(a.data_as<float>()[i * 32 + k]) * b.data_as<float>()[k * 16 + j];
       y.data_as<float>()[i * 16 + j] = static_cast<float>(1.0 / (1.0 + std::exp(-acc)) + acc);
     }
   return y;
@@ -58,7 +59,8 @@ std::unique_ptr<Session> sequential(int threads, bool shared = true) {
 
 }  // namespace
 
-TEST_CASE("team leader: sequential 1x2 Sessions share one leader and one OpenMP claim", "[team_leader]") {
+TEST_CASE("team leader: sequential 1x2 Sessions share one leader and one OpenMP claim",
+          "[team_leader]") {
   const int leaders_before = TeamLeader::live_leaders();
   const int omp_before = omp_process_threads();
   {
@@ -74,7 +76,8 @@ TEST_CASE("team leader: sequential 1x2 Sessions share one leader and one OpenMP 
   CHECK(omp_process_threads() == omp_before);
 }
 
-TEST_CASE("team leader: two Sessions called from two threads at once stay correct", "[team_leader]") {
+TEST_CASE("team leader: two Sessions called from two threads at once stay correct",
+          "[team_leader]") {
   auto s1 = sequential(2);
   auto s2 = sequential(2);
   std::atomic<int> wrong{0}, failed{0};
@@ -99,7 +102,8 @@ TEST_CASE("team leader: two Sessions called from two threads at once stay correc
   CHECK(wrong == 0);
 }
 
-TEST_CASE("team leader: jobs run on the leader thread with the caller's CPU mask", "[team_leader]") {
+TEST_CASE("team leader: jobs run on the leader thread with the caller's CPU mask",
+          "[team_leader]") {
   auto leader = TeamLeader::acquire(2);
   std::thread::id ran_on;
   leader->run([&] { ran_on = std::this_thread::get_id(); });
@@ -118,7 +122,8 @@ TEST_CASE("team leader: jobs run on the leader thread with the caller's CPU mask
   CHECK(CPU_EQUAL(&seen, &all));
 }
 
-TEST_CASE("team leader: without GRAPHI_SHARED_TEAMS=1 the team stays on the calling thread", "[team_leader]") {
+TEST_CASE("team leader: without GRAPHI_SHARED_TEAMS=1 the team stays on the calling thread",
+          "[team_leader]") {
   const int leaders_before = TeamLeader::live_leaders();
   const int omp_before = omp_process_threads();
   setenv("GRAPHI_SHARED_TEAMS", "0", 1);

@@ -1,11 +1,10 @@
 // Tracing (engine/trace.h): the RunTrace of a run under every policy and configuration holds
 // every node once, spans that respect the graph's dependencies and never overlap on one
 // executor, all inside the run; tracing changes no result; node_costs drive cpf's order.
-#include <catch2/catch.hpp>
-
 #include <sched.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <map>
 
 #include "engine/plan.h"
@@ -36,11 +35,13 @@ std::shared_ptr<const graph::Graph> small_lstm() {
   spec.batch = 2;
   spec.seq = 6;
   spec.seed = 7;
-  return std::make_shared<const graph::Graph>(value_or_throw(models::build_lstm(spec, ops::Registry::get())));
+  return std::make_shared<const graph::Graph>(
+      value_or_throw(models::build_lstm(spec, ops::Registry::get())));
 }
 
 // The invariants every trace of one complete run of `plan` must satisfy.
-void check_trace(const Plan& plan, const RunTrace& t, int executors, int threads, const std::string& scheduler) {
+void check_trace(const Plan& plan, const RunTrace& t, int executors, int threads,
+                 const std::string& scheduler) {
   const size_t n = plan.num_nodes();
   CHECK(t.scheduler == scheduler);
   CHECK(t.executors == executors);
@@ -73,7 +74,8 @@ void check_trace(const Plan& plan, const RunTrace& t, int executors, int threads
   std::map<int32_t, std::vector<const OpSpan*>> tracks;
   for (const OpSpan& s : t.ops) tracks[s.executor].push_back(&s);
   for (auto& [e, spans] : tracks) {
-    std::sort(spans.begin(), spans.end(), [](const OpSpan* a, const OpSpan* b) { return a->start_ns < b->start_ns; });
+    std::sort(spans.begin(), spans.end(),
+              [](const OpSpan* a, const OpSpan* b) { return a->start_ns < b->start_ns; });
     for (size_t i = 1; i < spans.size(); ++i) {
       INFO("executor " << e << ": " << plan.graph().node(spans[i - 1]->node).name << " then "
                        << plan.graph().node(spans[i]->node).name);
@@ -110,17 +112,20 @@ TEST_CASE("trace: LSTM runs under every policy give complete, consistent traces"
         o.pin = c.executors * c.threads <= usable_cores();
         if (dedicated) o.dedicated_scheduler = true;
         o.trace = true;
-        INFO(policy << " " << c.executors << "x" << c.threads << (dedicated ? " dedicated" : " embedded"));
+        INFO(policy << " " << c.executors << "x" << c.threads
+                    << (dedicated ? " dedicated" : " embedded"));
         auto s = value_or_throw(Session::create(g, o));
         for (int rep = 0; rep < 3; ++rep) {
           NamedTensors got = value_or_throw(s->run(in));
-          for (size_t i = 0; i < got.size(); ++i) CHECK(test::max_rel_error(got[i].second, want[i].second) == 0.0);
+          for (size_t i = 0; i < got.size(); ++i)
+            CHECK(test::max_rel_error(got[i].second, want[i].second) == 0.0);
           check_trace(s->plan(), s->last_trace(), c.executors, c.threads, policy);
         }
         // A dedicated scheduler hands ops out itself: its hand-offs are in the trace.
         if (dedicated && std::string(policy) != "shared-queue") {
           bool handoff = false;
-          for (const SchedulerSpan& sp : s->last_trace().scheduler_spans) handoff |= sp.kind == SchedulerSpan::kHandOff;
+          for (const SchedulerSpan& sp : s->last_trace().scheduler_spans)
+            handoff |= sp.kind == SchedulerSpan::kHandOff;
           CHECK(handoff);
         }
       }

@@ -2,7 +2,6 @@
 // (checked by an independent Python reader), one test per reader error, and corruption sweeps
 // (every truncation, hundreds of random byte flips) that must end in an error or a valid graph.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -10,13 +9,13 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
+#include "engine/session.h"
 #include "graph/format.h"
 #include "graph/graph_builder.h"
-#include "engine/session.h"
 #include "graph/graph_file.h"
 #include "models/lstm.h"
 #include "ops/registry.h"
@@ -53,21 +52,25 @@ Graph sample_graph(const std::string& source = "sample") {
   b.add_input("x", TensorDesc{DType::kF32, {2, 3}});
   b.add_constant("w", test::random_tensor(TensorDesc{DType::kF32, {2, 3}}, 7));
   b.add_input("idx", TensorDesc{DType::kI64, {4}});
-  b.add_constant("b", tensor_of<int32_t>(DType::kI32, {3}, {-1, std::numeric_limits<int32_t>::min(), 2147483647}));
+  b.add_constant("b", tensor_of<int32_t>(DType::kI32, {3},
+                                         {-1, std::numeric_limits<int32_t>::min(), 2147483647}));
   b.add_constant("k", tensor_of<int64_t>(DType::kI64, {2},
-                                         {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()}));
+                                         {std::numeric_limits<int64_t>::min(),
+                                          std::numeric_limits<int64_t>::max()}));
   // Bit patterns that must survive untouched: a NaN with a payload, -0, inf, a denormal.
-  b.add_constant("odd", tensor_of<float>(DType::kF32, {5},
-                                         {f32_bits(0x7fc12345u), -0.0f, std::numeric_limits<float>::infinity(),
-                                          f32_bits(0x00000001u), 1.0f / 3.0f}));
+  b.add_constant(
+      "odd", tensor_of<float>(DType::kF32, {5},
+                              {f32_bits(0x7fc12345u), -0.0f, std::numeric_limits<float>::infinity(),
+                               f32_bits(0x00000001u), 1.0f / 3.0f}));
   Attributes a;
   a.set("outputs", int64_t{1});
   a.set("big", std::numeric_limits<int64_t>::min());
   a.set("big2", std::numeric_limits<int64_t>::max());
   a.set("nan", std::numeric_limits<double>::quiet_NaN());
   a.set("third", 1.0 / 3.0);
-  a.set("floats", std::vector<double>{-0.0, std::numeric_limits<double>::infinity(),
-                                      -std::numeric_limits<double>::infinity(), 4.9e-324, 0.1, 1e308});
+  a.set("floats",
+        std::vector<double>{-0.0, std::numeric_limits<double>::infinity(),
+                            -std::numeric_limits<double>::infinity(), 4.9e-324, 0.1, 1e308});
   a.set("ints", std::vector<int64_t>{});
   a.set("ints2", std::vector<int64_t>{-3, 0, 1LL << 40});
   a.set("text", std::string("h\xc3\xa9llo \xe2\x9c\x93 \"quoted\"\n\ttab"));
@@ -89,7 +92,8 @@ Graph sample_graph(const std::string& source = "sample") {
 }
 
 bool same_bits(double x, double y) {
-  if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);  // payloads are not kept
+  if (std::isnan(x) || std::isnan(y))
+    return std::isnan(x) && std::isnan(y);  // payloads are not kept
   return std::memcmp(&x, &y, sizeof x) == 0;
 }
 
@@ -112,7 +116,9 @@ bool same_attribute(const Attribute& x, const Attribute& y) {
 void require_same_graph(const Graph& g, const Graph& h) {
   REQUIRE(h.num_values() == g.num_values());
   REQUIRE(h.num_nodes() == g.num_nodes());
-  auto name_of = [](const Graph& x, ValueId v) { return v == kNoId ? std::string("<absent>") : x.value(v).name; };
+  auto name_of = [](const Graph& x, ValueId v) {
+    return v == kNoId ? std::string("<absent>") : x.value(v).name;
+  };
   auto names = [&](const Graph& x, std::span<const ValueId> ids) {
     std::vector<std::string> out;
     for (ValueId v : ids) out.push_back(name_of(x, v));
@@ -165,7 +171,8 @@ Bytes to_bytes(const Graph& g) { return value_or_throw(write_graphi_bytes(g)); }
 // Independent of format.cpp: the layout as FORMAT.md states it.
 uint64_t le(const Bytes& b, size_t at, int n) {
   uint64_t v = 0;
-  for (int i = n - 1; i >= 0; --i) v = v << 8 | static_cast<uint8_t>(b[at + static_cast<size_t>(i)]);
+  for (int i = n - 1; i >= 0; --i)
+    v = v << 8 | static_cast<uint8_t>(b[at + static_cast<size_t>(i)]);
   return v;
 }
 struct Parts {
@@ -181,13 +188,15 @@ Parts split(const Bytes& file) {
   return {ojson::parse(text), Bytes(file.begin() + static_cast<long>(woff), file.end()), woff};
 }
 // Builds a file from parts; the lengths in the preamble follow the parts unless overridden.
-Bytes assemble(const std::string& header_text, const Bytes& weights, uint32_t version = 1, uint32_t flags = 0) {
+Bytes assemble(const std::string& header_text, const Bytes& weights, uint32_t version = 1,
+               uint32_t flags = 0) {
   const uint64_t woff = (32 + header_text.size() + 63) / 64 * 64;
   Bytes out(woff, std::byte{0});
   const char magic[] = "\x89GRAPHI\n";
   std::memcpy(out.data(), magic, 8);
   auto put = [&](size_t at, uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) out[at + static_cast<size_t>(i)] = std::byte(static_cast<uint8_t>(v >> (8 * i)));
+    for (int i = 0; i < n; ++i)
+      out[at + static_cast<size_t>(i)] = std::byte(static_cast<uint8_t>(v >> (8 * i)));
   };
   put(8, version, 4);
   put(12, flags, 4);
@@ -197,7 +206,9 @@ Bytes assemble(const std::string& header_text, const Bytes& weights, uint32_t ve
   out.insert(out.end(), weights.begin(), weights.end());
   return out;
 }
-Bytes assemble(const ojson& header, const Bytes& weights) { return assemble(header.dump(), weights); }
+Bytes assemble(const ojson& header, const Bytes& weights) {
+  return assemble(header.dump(), weights);
+}
 
 Status read_error(const Bytes& file, const std::string& source = "m.graphi") {
   Result<Graph> r = read_graphi_bytes(file, source, kToy);
@@ -331,7 +342,8 @@ for c in header['constants']:
   for (const Value& v : g.values()) {
     if (v.kind != ValueKind::kConstant) continue;
     std::string shape = "[";
-    for (size_t i = 0; i < v.desc.shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(v.desc.shape[i]);
+    for (size_t i = 0; i < v.desc.shape.size(); ++i)
+      shape += (i ? ", " : "") + std::to_string(v.desc.shape[i]);
     expect += v.name + " " + dtype_name(v.desc.dtype) + " " + shape + "] ";
     const auto* d = static_cast<const unsigned char*>(v.data->data());
     for (size_t i = 0; i < v.data->bytes(); ++i) {
@@ -371,11 +383,14 @@ TEST_CASE("format: files written by hand with optional fields omitted are read")
 
 TEST_CASE("format error: wrong magic says what was found and what is expected") {
   Bytes f = to_bytes(sample_graph());
-  const char elf[] = "\x7f" "ELF";
+  const char elf[] =
+      "\x7f"
+      "ELF";
   std::memcpy(f.data(), elf, 4);
   Status s = read_error(f);
   CHECK(s.code() == StatusCode::kInvalidGraph);
-  CHECK_THAT(s.message(), Catch::StartsWith("m.graphi: not a .graphi file: the first 8 bytes are 7f 45 4c 46"));
+  CHECK_THAT(s.message(),
+             Catch::StartsWith("m.graphi: not a .graphi file: the first 8 bytes are 7f 45 4c 46"));
   CHECK_THAT(s.message(), Catch::Contains("expected 89 47 52 41 50 48 49 0a"));
 }
 
@@ -406,9 +421,11 @@ TEST_CASE("format error: a file shorter than the preamble") {
 TEST_CASE("format error: a header length past the end of the file, including absurd ones") {
   Bytes f = to_bytes(sample_graph());
   for (uint64_t len : {uint64_t{f.size()}, uint64_t{1} << 40, ~uint64_t{0}}) {
-    for (int i = 0; i < 8; ++i) f[16 + static_cast<size_t>(i)] = std::byte(static_cast<uint8_t>(len >> (8 * i)));
+    for (int i = 0; i < 8; ++i)
+      f[16 + static_cast<size_t>(i)] = std::byte(static_cast<uint8_t>(len >> (8 * i)));
     Status s = read_error(f);
-    CHECK_THAT(s.message(), Catch::Contains("-byte header but only " + std::to_string(f.size() - 32) + " bytes follow"));
+    CHECK_THAT(s.message(), Catch::Contains("-byte header but only " +
+                                            std::to_string(f.size() - 32) + " bytes follow"));
   }
 }
 
@@ -426,42 +443,52 @@ TEST_CASE("format error: truncated weights name the tensor that is cut off") {
   f.resize(static_cast<size_t>(p.weights_offset + k_off + 5));
   Status s = read_error(f);
   CHECK(s.code() == StatusCode::kInvalidGraph);
-  CHECK_THAT(s.message(), Catch::StartsWith("m.graphi: constant 'k': weight data is truncated: its 16 bytes start at file offset"));
+  CHECK_THAT(
+      s.message(),
+      Catch::StartsWith(
+          "m.graphi: constant 'k': weight data is truncated: its 16 bytes start at file offset"));
   CHECK_THAT(s.message(), Catch::Contains("but the file ends at " + std::to_string(f.size())));
 }
 
 TEST_CASE("format error: a byte_length longer or shorter than the shape needs names the tensor") {
   Status s = header_error([](ojson& h) { h["constants"][0]["byte_length"] = 28; });
-  CHECK(s.message() == "m.graphi: constant 'w': field 'byte_length' is 28 but float32[2, 3] needs 24 bytes "
-                       "(weight data longer than its declared shape)");
+  CHECK(s.message() ==
+        "m.graphi: constant 'w': field 'byte_length' is 28 but float32[2, 3] needs 24 bytes "
+        "(weight data longer than its declared shape)");
   s = header_error([](ojson& h) { h["constants"][0]["byte_length"] = 20; });
   CHECK_THAT(s.message(), Catch::Contains("shorter than its declared shape"));
 }
 
 TEST_CASE("format error: a shape that does not match the stored bytes names the tensor") {
   Status s = header_error([](ojson& h) { h["constants"][0]["shape"] = {2, 4}; });
-  CHECK(s.message() == "m.graphi: constant 'w': field 'byte_length' is 24 but float32[2, 4] needs 32 bytes "
-                       "(weight data shorter than its declared shape)");
+  CHECK(s.message() ==
+        "m.graphi: constant 'w': field 'byte_length' is 24 but float32[2, 4] needs 32 bytes "
+        "(weight data shorter than its declared shape)");
 }
 
 TEST_CASE("format error: a weight offset outside the weight section names the tensor") {
   Status s = header_error([](ojson& h) { h["constants"][3]["offset"] = 4096; });
-  CHECK_THAT(s.message(), Catch::StartsWith("m.graphi: constant 'odd': weight bytes [4096, 4096 + 20) lie outside the"));
+  CHECK_THAT(s.message(),
+             Catch::StartsWith(
+                 "m.graphi: constant 'odd': weight bytes [4096, 4096 + 20) lie outside the"));
   s = header_error([](ojson& h) { h["constants"][3]["offset"] = uint64_t{1} << 62; });
   CHECK_THAT(s.message(), Catch::Contains("constant 'odd': weight bytes"));
-  s = header_error([](ojson& h) { h["constants"][3]["offset"] = std::numeric_limits<int64_t>::max() - 63; });
+  s = header_error(
+      [](ojson& h) { h["constants"][3]["offset"] = std::numeric_limits<int64_t>::max() - 63; });
   CHECK_THAT(s.message(), Catch::Contains("constant 'odd'"));
 }
 
 TEST_CASE("format error: constants whose weight bytes overlap") {
   // Overlaps would let a small file ask for many copies of its size in weight memory.
   Status s = header_error([](ojson& h) { h["constants"][2]["offset"] = 64; });
-  CHECK(s.message() == "m.graphi: constant 'k': weight bytes [64, 80) overlap those of constant 'b' [64, 76)");
+  CHECK(s.message() ==
+        "m.graphi: constant 'k': weight bytes [64, 80) overlap those of constant 'b' [64, 76)");
   s = header_error([](ojson& h) {
     h["constants"][1]["shape"] = {20};
     h["constants"][1]["byte_length"] = 80;
   });
-  CHECK(s.message() == "m.graphi: constant 'k': weight bytes [128, 144) overlap those of constant 'b' [64, 144)");
+  CHECK(s.message() ==
+        "m.graphi: constant 'k': weight bytes [128, 144) overlap those of constant 'b' [64, 144)");
 }
 
 TEST_CASE("format error: a weight offset that is not 64-byte aligned") {
@@ -473,14 +500,16 @@ TEST_CASE("format error: weights longer than the constants describe") {
   Parts p = split(to_bytes(sample_graph()));
   p.weights.resize(p.weights.size() + 100, std::byte{1});
   Status s = read_error(assemble(p.header, p.weights));
-  CHECK_THAT(s.message(), Catch::Contains("100 bytes of weights are not described by any constant"));
+  CHECK_THAT(s.message(),
+             Catch::Contains("100 bytes of weights are not described by any constant"));
 }
 
 TEST_CASE("format error: bytes after the end of the weight section") {
   Bytes f = to_bytes(sample_graph());
   f.push_back(std::byte{0});
   f.push_back(std::byte{0});
-  CHECK_THAT(read_error(f).message(), Catch::Contains("file has 2 unexpected bytes after the end of the weight section"));
+  CHECK_THAT(read_error(f).message(),
+             Catch::Contains("file has 2 unexpected bytes after the end of the weight section"));
 }
 
 TEST_CASE("format error: non-zero padding between header and weights") {
@@ -488,7 +517,8 @@ TEST_CASE("format error: non-zero padding between header and weights") {
   const uint64_t pad_start = 32 + le(f, 16, 8);
   REQUIRE(pad_start % 64 != 0);  // the sample's header length leaves padding
   f[pad_start] = std::byte{' '};
-  CHECK_THAT(read_error(f).message(), Catch::Contains("padding byte at file offset " + std::to_string(pad_start)));
+  CHECK_THAT(read_error(f).message(),
+             Catch::Contains("padding byte at file offset " + std::to_string(pad_start)));
 }
 
 // ------------------------------------------------------------------------------------------
@@ -499,7 +529,8 @@ TEST_CASE("format error: a header that is not JSON gives the parser's position")
   std::string text = p.header.dump();
   text[text.size() / 2] = '}';
   Status s = read_error(assemble(text, p.weights));
-  CHECK_THAT(s.message(), Catch::StartsWith("m.graphi: header is not valid JSON: parse error at line 1, column"));
+  CHECK_THAT(s.message(), Catch::StartsWith(
+                              "m.graphi: header is not valid JSON: parse error at line 1, column"));
   s = read_error(assemble(std::string("{\"inputs\": [\xff]}"), {}));
   CHECK_THAT(s.message(), Catch::Contains("header is not valid JSON"));
   s = read_error(assemble(std::string(""), {}));
@@ -508,7 +539,8 @@ TEST_CASE("format error: a header that is not JSON gives the parser's position")
 
 TEST_CASE("format error: deeply nested JSON is refused without recursion") {
   std::string deep = "{\"metadata\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
-  CHECK_THAT(read_error(assemble(deep, {})).message(), Catch::Contains("nested deeper than 32 levels"));
+  CHECK_THAT(read_error(assemble(deep, {})).message(),
+             Catch::Contains("nested deeper than 32 levels"));
 }
 
 TEST_CASE("format error: a key given twice in one object") {
@@ -517,11 +549,13 @@ TEST_CASE("format error: a key given twice in one object") {
 }
 
 TEST_CASE("format error: a header that is not an object") {
-  CHECK(read_error(assemble(std::string("[1, 2]"), {})).message() == "m.graphi: header: must be a JSON object, got array");
+  CHECK(read_error(assemble(std::string("[1, 2]"), {})).message() ==
+        "m.graphi: header: must be a JSON object, got array");
 }
 
 TEST_CASE("format error: missing required fields name the object and the field") {
-  CHECK(header_error([](ojson& h) { h.erase("nodes"); }).message() == "m.graphi: header: field 'nodes' is missing");
+  CHECK(header_error([](ojson& h) { h.erase("nodes"); }).message() ==
+        "m.graphi: header: field 'nodes' is missing");
   CHECK(header_error([](ojson& h) { h.erase("outputs"); }).message() ==
         "m.graphi: header: field 'outputs' is missing");
   CHECK(header_error([](ojson& h) { node_named(h, "gates").erase("op"); }).message() ==
@@ -532,13 +566,15 @@ TEST_CASE("format error: missing required fields name the object and the field")
         "m.graphi: constant 'k': field 'offset' is missing");
   CHECK(header_error([](ojson& h) { h["nodes"][1].erase("name"); }).message() ==
         "m.graphi: node #1: field 'name' is missing");
-  CHECK(header_error([](ojson& h) { node_named(h, "gates")["attributes"]["big"].erase("value"); }).message() ==
-        "m.graphi: node 'gates': attribute 'big': field 'value' is missing");
+  CHECK(header_error([](ojson& h) {
+          node_named(h, "gates")["attributes"]["big"].erase("value");
+        }).message() == "m.graphi: node 'gates': attribute 'big': field 'value' is missing");
 }
 
 TEST_CASE("format error: wrong field types name the object and the field") {
-  CHECK(header_error([](ojson& h) { node_named(h, "gates")["inputs"] = {"x", 3}; }).message() ==
-        "m.graphi: node 'gates': field 'inputs' must be a list of strings");
+  CHECK(header_error([](ojson& h) {
+          node_named(h, "gates")["inputs"] = {"x", 3};
+        }).message() == "m.graphi: node 'gates': field 'inputs' must be a list of strings");
   CHECK(header_error([](ojson& h) { node_named(h, "gates")["outputs"] = "y"; }).message() ==
         "m.graphi: node 'gates': field 'outputs' must be a list of strings");
   CHECK(header_error([](ojson& h) { h["nodes"][0]["name"] = 12; }).message() ==
@@ -549,24 +585,29 @@ TEST_CASE("format error: wrong field types name the object and the field") {
         "m.graphi: header: field 'nodes' must be a list, got object");
   CHECK(header_error([](ojson& h) { h["nodes"][0] = "gates"; }).message() ==
         "m.graphi: node #0: must be a JSON object, got string");
-  CHECK(header_error([](ojson& h) { h["outputs"] = {"z", true}; }).message() ==
-        "m.graphi: header: field 'outputs' must be a list of strings");
-  CHECK(header_error([](ojson& h) { h["inputs"][0]["shape"] = {2, 3.5}; }).message() ==
-        "m.graphi: input 'x': field 'shape' must be a list of integers");
+  CHECK(header_error([](ojson& h) {
+          h["outputs"] = {"z", true};
+        }).message() == "m.graphi: header: field 'outputs' must be a list of strings");
+  CHECK(header_error([](ojson& h) {
+          h["inputs"][0]["shape"] = {2, 3.5};
+        }).message() == "m.graphi: input 'x': field 'shape' must be a list of integers");
   CHECK(header_error([](ojson& h) { h["inputs"][0]["shape"] = "2x3"; }).message() ==
         "m.graphi: input 'x': field 'shape' must be a list of integers, got string");
-  CHECK(header_error([](ojson& h) { h["inputs"][0]["shape"] = {2, -3}; }).message() ==
-        "m.graphi: input 'x': field 'shape' has a negative dimension -3");
+  CHECK(header_error([](ojson& h) {
+          h["inputs"][0]["shape"] = {2, -3};
+        }).message() == "m.graphi: input 'x': field 'shape' has a negative dimension -3");
   CHECK(header_error([](ojson& h) { h["inputs"][0]["dtype"] = "float16"; }).message() ==
         "m.graphi: input 'x': field 'dtype' is 'float16'; supported: float32, int32, int64");
   CHECK(header_error([](ojson& h) { h["constants"][0]["offset"] = -64; }).message() ==
         "m.graphi: constant 'w': field 'offset' must not be negative, got -64");
   CHECK(header_error([](ojson& h) { h["constants"][0]["byte_length"] = "24"; }).message() ==
         "m.graphi: constant 'w': field 'byte_length' must be an integer, got string");
-  CHECK(header_error([](ojson& h) { h["constants"][0]["byte_length"] = uint64_t{1} << 63; }).message() ==
-        "m.graphi: constant 'w': field 'byte_length' is out of the int64 range");
-  CHECK(header_error([](ojson& h) { node_named(h, "gates")["attributes"] = {1, 2}; }).message() ==
-        "m.graphi: node 'gates': field 'attributes' must be an object, got array");
+  CHECK(header_error([](ojson& h) {
+          h["constants"][0]["byte_length"] = uint64_t{1} << 63;
+        }).message() == "m.graphi: constant 'w': field 'byte_length' is out of the int64 range");
+  CHECK(header_error([](ojson& h) {
+          node_named(h, "gates")["attributes"] = {1, 2};
+        }).message() == "m.graphi: node 'gates': field 'attributes' must be an object, got array");
   CHECK(header_error([](ojson& h) { h["metadata"]["producer"] = 3; }).message() ==
         "m.graphi: header: field 'metadata' entry 'producer' must be a string, got number");
   CHECK(header_error([](ojson& h) { h["metadata"] = {1}; }).message() ==
@@ -577,36 +618,47 @@ TEST_CASE("format error: wrong field types name the object and the field") {
 
 TEST_CASE("format error: attributes of the wrong declared type name node, attribute and field") {
   auto attr = [](const char* name, const char* json_text) {
-    return header_error([&](ojson& h) { node_named(h, "gates")["attributes"][name] = ojson::parse(json_text); });
+    return header_error(
+        [&](ojson& h) { node_named(h, "gates")["attributes"][name] = ojson::parse(json_text); });
   };
   CHECK(attr("big", R"({"type": "int", "value": 1.5})").message() ==
-        "m.graphi: node 'gates': attribute 'big': field 'value' (type int) must be an integer, got number");
+        "m.graphi: node 'gates': attribute 'big': field 'value' (type int) must be an integer, got "
+        "number");
   CHECK(attr("big", R"({"type": "int", "value": 9223372036854775808})").message() ==
-        "m.graphi: node 'gates': attribute 'big': field 'value' (type int) is out of the int64 range");
+        "m.graphi: node 'gates': attribute 'big': field 'value' (type int) is out of the int64 "
+        "range");
   CHECK(attr("third", R"({"type": "float", "value": "abc"})").message() ==
-        "m.graphi: node 'gates': attribute 'third': field 'value' (type float) must be a number (or \"nan\", "
+        "m.graphi: node 'gates': attribute 'third': field 'value' (type float) must be a number "
+        "(or \"nan\", "
         "\"inf\", \"-inf\"), got \"abc\"");
   CHECK(attr("ints2", R"({"type": "ints", "value": [1, "2"]})").message() ==
-        "m.graphi: node 'gates': attribute 'ints2': field 'value' (type ints) element must be an integer, got string");
+        "m.graphi: node 'gates': attribute 'ints2': field 'value' (type ints) element must be an "
+        "integer, got string");
   CHECK(attr("ints2", R"({"type": "ints", "value": 3})").message() ==
-        "m.graphi: node 'gates': attribute 'ints2': field 'value' (type ints) must be a list, got number");
+        "m.graphi: node 'gates': attribute 'ints2': field 'value' (type ints) must be a list, got "
+        "number");
   CHECK(attr("floats", R"({"type": "floats", "value": [1, null]})").message() ==
-        "m.graphi: node 'gates': attribute 'floats': field 'value' (type floats) element must be a number (or "
+        "m.graphi: node 'gates': attribute 'floats': field 'value' (type floats) element must be a "
+        "number (or "
         "\"nan\", \"inf\", \"-inf\"), got null");
   CHECK(attr("text", R"({"type": "string", "value": 5})").message() ==
-        "m.graphi: node 'gates': attribute 'text': field 'value' (type string) must be a string, got number");
+        "m.graphi: node 'gates': attribute 'text': field 'value' (type string) must be a string, "
+        "got number");
   CHECK(attr("text", R"({"type": "tensor", "value": 5})").message() ==
-        "m.graphi: node 'gates': attribute 'text': field 'type' is 'tensor'; must be one of int, float, ints, "
+        "m.graphi: node 'gates': attribute 'text': field 'type' is 'tensor'; must be one of int, "
+        "float, ints, "
         "floats, string");
   CHECK(attr("text", R"("hello")").message() ==
         "m.graphi: node 'gates': attribute 'text': must be a JSON object, got string");
   CHECK(attr("text", R"({"type": "string", "value": "a", "doc": "x"})").message() ==
-        "m.graphi: node 'gates': attribute 'text': unknown field 'doc' (format version 1 allows: type, value)");
+        "m.graphi: node 'gates': attribute 'text': unknown field 'doc' (format version 1 allows: "
+        "type, value)");
 }
 
 TEST_CASE("format: integers are accepted where floats are declared") {
   Parts p = split(to_bytes(sample_graph()));
-  node_named(p.header, "gates")["attributes"]["third"] = ojson::parse(R"({"type": "float", "value": 3})");
+  node_named(p.header, "gates")["attributes"]["third"] =
+      ojson::parse(R"({"type": "float", "value": 3})");
   Result<Graph> r = read_graphi_bytes(assemble(p.header, p.weights), "m.graphi", kToy);
   REQUIRE(r.is_ok());
   CHECK(std::get<double>(*r->node(0).attrs.find("third")) == 3.0);
@@ -614,17 +666,24 @@ TEST_CASE("format: integers are accepted where floats are declared") {
 
 TEST_CASE("format error: an unknown field is reported with the fields the version allows") {
   CHECK(header_error([](ojson& h) { h["ouputs"] = ojson::array(); }).message() ==
-        "m.graphi: header: unknown field 'ouputs' (format version 1 allows: inputs, constants, nodes, outputs, "
+        "m.graphi: header: unknown field 'ouputs' (format version 1 allows: inputs, constants, "
+        "nodes, outputs, "
         "value_info, metadata)");
-  CHECK(header_error([](ojson& h) { node_named(h, "pick")["attrs"] = ojson::object(); }).message() ==
-        "m.graphi: node 'pick': unknown field 'attrs' (format version 1 allows: name, op, inputs, outputs, "
-        "attributes)");
+  CHECK(
+      header_error([](ojson& h) { node_named(h, "pick")["attrs"] = ojson::object(); }).message() ==
+      "m.graphi: node 'pick': unknown field 'attrs' (format version 1 allows: name, op, inputs, "
+      "outputs, "
+      "attributes)");
 }
 
 TEST_CASE("format error: shapes whose byte size overflows are refused before any allocation") {
   // 2^40 x 2^40 float32 elements: 2^82 bytes.
-  Status s = header_error([](ojson& h) { h["inputs"][0]["shape"] = {int64_t{1} << 40, int64_t{1} << 40}; });
-  CHECK_THAT(s.message(), Catch::StartsWith("m.graphi: input 'x': field 'shape' [1099511627776, 1099511627776]..."));
+  Status s = header_error([](ojson& h) {
+    h["inputs"][0]["shape"] = {int64_t{1} << 40, int64_t{1} << 40};
+  });
+  CHECK_THAT(
+      s.message(),
+      Catch::StartsWith("m.graphi: input 'x': field 'shape' [1099511627776, 1099511627776]..."));
   CHECK_THAT(s.message(), Catch::Contains("more than 2^62 bytes"));
   s = header_error([](ojson& h) {
     h["constants"][0]["shape"] = {int64_t{1} << 31, int64_t{1} << 31, int64_t{1} << 31};
@@ -636,7 +695,8 @@ TEST_CASE("format error: shapes whose byte size overflows are refused before any
     h["constants"][0]["shape"] = {int64_t{1} << 30, int64_t{1} << 20};
     h["constants"][0]["byte_length"] = int64_t{1} << 52;
   });
-  CHECK_THAT(s.message(), Catch::Contains("constant 'w': weight bytes [0, 0 + 4503599627370496) lie outside"));
+  CHECK_THAT(s.message(),
+             Catch::Contains("constant 'w': weight bytes [0, 0 + 4503599627370496) lie outside"));
   s = header_error([](ojson& h) { h["inputs"][0]["shape"] = ojson(std::vector<int>(33, 1)); });
   CHECK(s.message() == "m.graphi: input 'x': field 'shape' has rank 33; at most 32 is supported");
 }
@@ -670,7 +730,8 @@ TEST_CASE("format error: a declared value_info that differs from inference says 
       if (v["name"] == "y") v["shape"] = {3, 2};
   });
   CHECK(s.message() ==
-        "m.graphi: node 'gates' (Same): output 'y' is declared as float32[3, 2] but the op produces float32[2, 3]");
+        "m.graphi: node 'gates' (Same): output 'y' is declared as float32[3, 2] but the op "
+        "produces float32[2, 3]");
 }
 
 // ------------------------------------------------------------------------------------------
@@ -681,7 +742,8 @@ TEST_CASE("format error: missing files and directories are I/O errors naming the
   Result<Graph> r = read_graphi((dir / "absent.graphi").string(), kToy);
   REQUIRE_FALSE(r.is_ok());
   CHECK(r.status().code() == StatusCode::kIoError);
-  CHECK(r.status().message() == "cannot open '" + (dir / "absent.graphi").string() + "': No such file or directory");
+  CHECK(r.status().message() ==
+        "cannot open '" + (dir / "absent.graphi").string() + "': No such file or directory");
   r = read_graphi(dir.string(), kToy);
   REQUIRE_FALSE(r.is_ok());
   CHECK(r.status().code() == StatusCode::kIoError);
@@ -712,7 +774,8 @@ TEST_CASE("format: read_graph_file dispatches on the extension, then on the cont
   r = read_graph_file((dir / "m.txt").string(), kToy);
   REQUIRE_FALSE(r.is_ok());
   CHECK(r.status().code() == StatusCode::kInvalidArgument);
-  CHECK_THAT(r.status().message(), Catch::Contains("m.txt: unknown model file type (extension '.txt'"));
+  CHECK_THAT(r.status().message(),
+             Catch::Contains("m.txt: unknown model file type (extension '.txt'"));
   r = read_graph_file((dir / "absent.graphi").string(), kToy);
   REQUIRE_FALSE(r.is_ok());
   CHECK(r.status().code() == StatusCode::kIoError);
@@ -752,7 +815,8 @@ TEST_CASE("format corruption: every truncation is an error") {
   CHECK(errors == f.size());
 }
 
-TEST_CASE("format corruption: random byte flips give an error or a valid graph, flips in weights load") {
+TEST_CASE(
+    "format corruption: random byte flips give an error or a valid graph, flips in weights load") {
   const Bytes f = to_bytes(sample_graph());
   const Parts p = split(f);
   std::mt19937_64 rng(20240611);
@@ -835,7 +899,8 @@ engine::NamedTensors run_graph(Graph g, uint64_t seed) {
   engine::NamedTensors inputs;
   uint64_t k = 0;  // seeds follow the input order, which the format keeps (value ids it does not)
   for (ValueId v : shared->inputs())
-    inputs.emplace_back(shared->value(v).name, test::random_tensor(shared->value(v).desc, seed + k++));
+    inputs.emplace_back(shared->value(v).name,
+                        test::random_tensor(shared->value(v).desc, seed + k++));
   return value_or_throw(session->run(inputs));
 }
 
@@ -872,7 +937,8 @@ TEST_CASE("format (registry): corrupted LSTM files give an error or a valid grap
     CHECK_THAT(r.status().message(), Catch::StartsWith("lstm.graphi: "));
   }
   std::mt19937_64 rng(99);
-  std::uniform_int_distribution<size_t> header_pos(32, p.weights_offset - 1), any_pos(0, f.size() - 1);
+  std::uniform_int_distribution<size_t> header_pos(32, p.weights_offset - 1),
+      any_pos(0, f.size() - 1);
   std::uniform_int_distribution<int> mask(1, 255);
   int errors = 0;
   for (int variant = 0; variant < 300; ++variant) {
@@ -901,7 +967,8 @@ TEST_CASE("format (registry): the example header in FORMAT.md loads") {
   REQUIRE(end != std::string::npos);
   const std::string header = doc.substr(start + 8, end - start - 8);
   Bytes weights(76, std::byte{0});  // W: 48 bytes at 0, b: 12 bytes at 64, as the example says
-  Result<Graph> r = read_graphi_bytes(assemble(header, weights), "example.graphi", ops::Registry::get());
+  Result<Graph> r =
+      read_graphi_bytes(assemble(header, weights), "example.graphi", ops::Registry::get());
   INFO(r.status().message());
   REQUIRE(r.is_ok());
   CHECK(r->num_nodes() == 4);

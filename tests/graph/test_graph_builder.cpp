@@ -140,7 +140,8 @@ TEST_CASE("builder: empty names and empty op types are rejected") {
     b.add_input("x", kF23);
     b.add_node("Same", "n1", {"x"}, {""});
     b.add_output("x");
-    CHECK_THAT(finish_error(b).message(), Catch::Contains("node 'n1' (Same): an output has an empty name"));
+    CHECK_THAT(finish_error(b).message(),
+               Catch::Contains("node 'n1' (Same): an output has an empty name"));
   }
 }
 
@@ -166,7 +167,8 @@ TEST_CASE("builder: a value used but never produced names the node, the input sl
   b.add_output("y");
   Status s = finish_error(b);
   CHECK(s.code() == StatusCode::kInvalidGraph);
-  CHECK(s.message() == "m.graphi: node 'gates' (Same): input 1 'h_prev' is used but never produced");
+  CHECK(s.message() ==
+        "m.graphi: node 'gates' (Same): input 1 'h_prev' is used but never produced");
 }
 
 TEST_CASE("builder: a graph output that is never produced") {
@@ -219,7 +221,8 @@ TEST_CASE("builder: a node that consumes its own output is a cycle of one") {
   b.add_input("x", kF23);
   b.add_node("Same", "loop", {"x", "y"}, {"y"});
   b.add_output("y");
-  CHECK(finish_error(b).message() == "m.graphi: the graph has a cycle through nodes 'loop' -> 'loop'");
+  CHECK(finish_error(b).message() ==
+        "m.graphi: the graph has a cycle through nodes 'loop' -> 'loop'");
 }
 
 TEST_CASE("builder: an unknown op names the source, the node and the op") {
@@ -240,7 +243,8 @@ TEST_CASE("builder: a shape rule's error keeps its own prefix and is not prefixe
   b.add_node("Same", "add", {"x", "z"}, {"y"});
   b.add_output("y");
   Status s = finish_error(b);
-  CHECK(s.message() == "m.graphi: node 'add' (Same): input 1 is int32[4, 5] but input 0 is float32[2, 3]");
+  CHECK(s.message() ==
+        "m.graphi: node 'add' (Same): input 1 is int32[4, 5] but input 0 is float32[2, 3]");
 }
 
 TEST_CASE("builder: a missing required attribute names the node and the attribute") {
@@ -260,7 +264,8 @@ TEST_CASE("builder: an ill-typed attribute names the node, the attribute and bot
   a.set("axis", std::vector<double>{1.0, 2.0});
   b.add_node("Scale", "s1", {"x"}, {"y"}, a);
   b.add_output("y");
-  CHECK(finish_error(b).message() == "m.graphi: node 's1' (Scale): attribute 'axis' must be an int, got floats");
+  CHECK(finish_error(b).message() ==
+        "m.graphi: node 's1' (Scale): attribute 'axis' must be an int, got floats");
 }
 
 TEST_CASE("builder: a node with more outputs than its op produces") {
@@ -268,7 +273,8 @@ TEST_CASE("builder: a node with more outputs than its op produces") {
   b.add_input("x", kF23);
   b.add_node("Same", "n1", {"x"}, {"y", "y2"});
   b.add_output("y");
-  CHECK(finish_error(b).message() == "m.graphi: node 'n1' (Same): has 2 outputs, the op produces 1");
+  CHECK(finish_error(b).message() ==
+        "m.graphi: node 'n1' (Same): has 2 outputs, the op produces 1");
 }
 
 TEST_CASE("builder: a declared desc that differs from the inferred one says both") {
@@ -278,7 +284,8 @@ TEST_CASE("builder: a declared desc that differs from the inferred one says both
   b.add_output("y");
   b.declare("y", TensorDesc{DType::kF32, {3, 2}});
   CHECK(finish_error(b).message() ==
-        "m.graphi: node 'n1' (Same): output 'y' is declared as float32[3, 2] but the op produces float32[2, 3]");
+        "m.graphi: node 'n1' (Same): output 'y' is declared as float32[3, 2] but the op produces "
+        "float32[2, 3]");
 }
 
 TEST_CASE("builder: a declared desc of a graph input that differs from the input") {
@@ -286,7 +293,8 @@ TEST_CASE("builder: a declared desc of a graph input that differs from the input
   b.add_input("x", kF23);
   b.add_output("x");
   b.declare("x", TensorDesc{DType::kI64, {2, 3}});
-  CHECK(finish_error(b).message() == "m.graphi: value 'x' is declared as int64[2, 3] but is float32[2, 3]");
+  CHECK(finish_error(b).message() ==
+        "m.graphi: value 'x' is declared as int64[2, 3] but is float32[2, 3]");
 }
 
 TEST_CASE("builder: a declared desc of a value that does not exist") {
@@ -322,7 +330,8 @@ TEST_CASE("builder: a zero-sized constant is rejected") {
   GraphBuilder b("m.graphi");
   b.add_constant("w", Tensor(TensorDesc{DType::kF32, {4, 0}}));
   b.add_output("w");
-  CHECK_THAT(finish_error(b).message(), Catch::StartsWith("m.graphi: constant 'w' has shape [4, 0]"));
+  CHECK_THAT(finish_error(b).message(),
+             Catch::StartsWith("m.graphi: constant 'w' has shape [4, 0]"));
 }
 
 TEST_CASE("builder: an op that infers a zero-sized output is rejected, naming node and output") {
@@ -387,7 +396,9 @@ TEST_CASE("builder (registry): an unknown op names the node and lists the suppor
   b.add_output("y");
   Status s = registry_error(b);
   CHECK(s.code() == StatusCode::kUnsupported);
-  CHECK_THAT(s.message(), Catch::StartsWith("m.graphi: node 'f1' (Frobnicate): unknown op type 'Frobnicate' (supported: "));
+  CHECK_THAT(s.message(),
+             Catch::StartsWith(
+                 "m.graphi: node 'f1' (Frobnicate): unknown op type 'Frobnicate' (supported: "));
   CHECK_THAT(s.message(), Catch::Contains("MatMul"));
   CHECK_THAT(s.message(), Catch::Contains("Sigmoid"));
 }
@@ -448,7 +459,8 @@ TEST_CASE("builder (registry): Concat without its required axis attribute") {
   b.add_input("x", kF23);
   b.add_node("Concat", "cat", {"x", "x"}, {"y"});
   b.add_output("y");
-  CHECK(registry_error(b).message() == "m.graphi: node 'cat' (Concat): missing required attribute 'axis' (an int)");
+  CHECK(registry_error(b).message() ==
+        "m.graphi: node 'cat' (Concat): missing required attribute 'axis' (an int)");
 }
 
 TEST_CASE("builder (registry): Concat with an ill-typed axis attribute") {
@@ -458,7 +470,8 @@ TEST_CASE("builder (registry): Concat with an ill-typed axis attribute") {
   a.set("axis", std::string("1"));
   b.add_node("Concat", "cat", {"x", "x"}, {"y"}, a);
   b.add_output("y");
-  CHECK(registry_error(b).message() == "m.graphi: node 'cat' (Concat): attribute 'axis' must be an int, got string");
+  CHECK(registry_error(b).message() ==
+        "m.graphi: node 'cat' (Concat): attribute 'axis' must be an int, got string");
 }
 
 TEST_CASE("builder (registry): a valid small cell infers every shape") {

@@ -67,11 +67,11 @@ TEST_CASE("malformed: an initializer's bogus dims are refused before any allocat
 
 TEST_CASE("malformed: a Reshape shape whose product overflows int64 is an error, not SIGFPE") {
   // known = 2^62 * 4 wrapped around to 0, then n % 0.
-  auto r = load_bytes("malformed_reshape", "reshape_overflow.onnx",
-                      one_node_model("Reshape", {"x", "s"},
-                                     {pb::int64_tensor("s", {1LL << 62, 4, -1})}));
-  require_error(r, {"reshape_overflow.onnx", "the_node", "Reshape", "shape [4611686018427387904, 4, -1]",
-                    "more elements than int64"});
+  auto r = load_bytes(
+      "malformed_reshape", "reshape_overflow.onnx",
+      one_node_model("Reshape", {"x", "s"}, {pb::int64_tensor("s", {1LL << 62, 4, -1})}));
+  require_error(r, {"reshape_overflow.onnx", "the_node", "Reshape",
+                    "shape [4611686018427387904, 4, -1]", "more elements than int64"});
 }
 
 TEST_CASE("malformed: a value larger than the machine's memory is refused at load time") {
@@ -103,8 +103,8 @@ TEST_CASE("malformed: an attribute whose declared type disagrees with its data f
   a.s(1, "axis").f32(2, 1.0f).i(20, 2);
   auto r = load_bytes("malformed_attr_type", "attr_type.onnx",
                       one_node_model("Softmax", {"x"}, {}, {a}));
-  require_error(r, {"attr_type.onnx", "graph.node[0].attribute[0] 'axis'", "declared type INT",
-                    "field f"});
+  require_error(
+      r, {"attr_type.onnx", "graph.node[0].attribute[0] 'axis'", "declared type INT", "field f"});
   // IR < 3 files leave the type out: taken from the field, still accepted.
   ProtoWriter b;
   b.s(1, "axis").i(3, 1);
@@ -118,7 +118,8 @@ TEST_CASE("malformed: a device given as a .npy input is refused instead of read 
   if (!std::filesystem::exists("/dev/zero")) return;
   Result<Tensor> r = read_npy("/dev/zero");
   REQUIRE_FALSE(r.is_ok());
-  CHECK_THAT(r.status().message(), Catch::Contains("/dev/zero") && Catch::Contains("not a regular file"));
+  CHECK_THAT(r.status().message(),
+             Catch::Contains("/dev/zero") && Catch::Contains("not a regular file"));
 }
 
 TEST_CASE("malformed: Shape with extra run-time inputs is an error (was a use after free)") {
@@ -140,7 +141,8 @@ TEST_CASE("malformed: two opset versions of one domain are refused") {
   ProtoWriter m;
   m.i(1, 8).m(7, g).m(8, op13).m(8, op17);
   auto r = load_bytes("malformed_opsets", "two_opsets.onnx", m.b);
-  require_error(r, {"two_opsets.onnx", "opset_import[1]", "opset 17", "earlier opset_import gives as 13"});
+  require_error(
+      r, {"two_opsets.onnx", "opset_import[1]", "opset 17", "earlier opset_import gives as 13"});
   // The same version twice is harmless.
   ProtoWriter m2;
   m2.i(1, 8).m(7, g).m(8, op13).m(8, op13);
@@ -182,22 +184,21 @@ TEST_CASE("malformed: an attribute ONNX does not define for the op is refused, n
 
 TEST_CASE("malformed: Split sizes and Conv dilations near INT64_MAX are errors, not overflow") {
   // 'split' sizes [5, 2^63-1] summed past INT64_MAX (UBSan: signed overflow).
-  auto r = load_bytes("malformed_split", "split_sizes.onnx",
-                      [] {
-                        ProtoWriter g;
-                        g.m(1, pb::node("Split", {"x", "s"}, {"a", "b"}, "the_split"))
-                            .s(2, "g")
-                            .m(5, pb::int64_tensor("s", {5, INT64_MAX}))
-                            .m(11, pb::value_info("x", 1, {2, 3}));
-                        for (const char* o : {"a", "b"}) {
-                          ProtoWriter tt, ty, y;
-                          tt.i(1, 1);
-                          ty.m(1, tt);
-                          y.s(1, o).m(2, ty);
-                          g.m(12, y);
-                        }
-                        return pb::model(g, 13);
-                      }());
+  auto r = load_bytes("malformed_split", "split_sizes.onnx", [] {
+    ProtoWriter g;
+    g.m(1, pb::node("Split", {"x", "s"}, {"a", "b"}, "the_split"))
+        .s(2, "g")
+        .m(5, pb::int64_tensor("s", {5, INT64_MAX}))
+        .m(11, pb::value_info("x", 1, {2, 3}));
+    for (const char* o : {"a", "b"}) {
+      ProtoWriter tt, ty, y;
+      tt.i(1, 1);
+      ty.m(1, tt);
+      y.s(1, o).m(2, ty);
+      g.m(12, y);
+    }
+    return pb::model(g, 13);
+  }());
   require_error(r, {"split_sizes.onnx", "'the_split' (Split)", "has a size above"});
 
   // Conv with dilations [2^62, 1]: dh * (kh - 1) overflowed.

@@ -209,7 +209,8 @@ TEST_CASE("onnx: a file named .onnx that is not a model says so before the decod
                                           graphi_bytes.size())),
              Catch::Contains("mlp.onnx: not an ONNX model (a .graphi file: name it .graphi)"));
   const std::string png("\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x10", 20);
-  CHECK_THAT(load("image.onnx", png), Catch::Contains("image.onnx: not an ONNX model (a PNG image)"));
+  CHECK_THAT(load("image.onnx", png),
+             Catch::Contains("image.onnx: not an ONNX model (a PNG image)"));
   // Binary that is no known file type and whose first key no ModelProto has.
   CHECK_THAT(load("noise.onnx", std::string("\x0b\x01\x02\x03", 4)),
              Catch::Contains("not an ONNX model (it starts with protobuf field 1, wire type 3;"));
@@ -234,8 +235,8 @@ TEST_CASE("onnx: the load reports parse, import and validate progress through th
   REQUIRE(write_graphi(g, (dir / "m.graphi").string()).is_ok());
   seen.clear();
   REQUIRE(read_graph_file((dir / "m.graphi").string(), ops::Registry::get(), o).is_ok());
-  CHECK(seen == std::vector<std::tuple<std::string, size_t, size_t>>{{"parse", 0, 1},
-                                                                     {"parse", 1, 1}});
+  CHECK(seen ==
+        std::vector<std::tuple<std::string, size_t, size_t>>{{"parse", 0, 1}, {"parse", 1, 1}});
 }
 
 TEST_CASE("onnx: read_graph_file recognizes ONNX content without the extension") {
@@ -305,12 +306,12 @@ TEST_CASE("onnx: unsupported ops name the file, node, op, domain and what is sup
   Result<Graph> r = import_str(model(relu_graph("Hardmax")));
   REQUIRE_FALSE(r.is_ok());
   CHECK(r.status().code() == StatusCode::kUnsupported);
-  CHECK_THAT(r.status().message(),
-             Catch::Contains("t.onnx: node[0] 'act' (Hardmax): op type 'Hardmax' (domain 'ai.onnx', opset "
-                             "14) is not supported") &&
-                 Catch::Contains("graphi runs these ONNX ops: Abs, ") &&
-                 Catch::Contains("LSTM") && Catch::Contains("import time") &&
-                 Catch::Contains("ConstantOfShape"));
+  CHECK_THAT(
+      r.status().message(),
+      Catch::Contains("t.onnx: node[0] 'act' (Hardmax): op type 'Hardmax' (domain 'ai.onnx', opset "
+                      "14) is not supported") &&
+          Catch::Contains("graphi runs these ONNX ops: Abs, ") && Catch::Contains("LSTM") &&
+          Catch::Contains("import time") && Catch::Contains("ConstantOfShape"));
   r = import_str(model(relu_graph("Relu", "com.microsoft")));
   REQUIRE_FALSE(r.is_ok());
   CHECK_THAT(r.status().message(), Catch::Contains("op type 'Relu' (domain 'com.microsoft')"));

@@ -29,10 +29,10 @@ TEST_CASE("Pass pipeline: recognized cells fuse, the others get MM fusion and ho
   CHECK(p->hoisted_groups == 1);
   CHECK(p->hoisted_members == s.seq);
   CHECK(p->changed());
+  // Only what happened: no "fused 0 LSTM cells" when nothing was fused.
   CHECK(p->summary().find(
-            "fused 0 LSTM cells into 0 LSTM sequence ops, 0 GRU cells into 0 GRU sequence ops; "
             "merged 48 GEMMs sharing an input into 10; hoisted 3 per-step input projections into "
-            "1 GEMM; collapsed ") == 0);
+            "1 GEMM") == 0);
   check_same_outputs(*g, p->graph, 1);
   check_same_outputs(*g, p->graph, 2);
 }
@@ -69,6 +69,7 @@ TEST_CASE("Pass pipeline fuses build_lstm and can be switched off pass by pass",
   auto r = graph::passes::run_passes(*g, ops::Registry::get(), none);
   REQUIRE(r.is_ok());
   CHECK_FALSE(r->changed());
+  CHECK(r->summary().empty());  // nothing happened: nothing to say
   CHECK(r->graph.num_nodes() == g->num_nodes());
 }
 

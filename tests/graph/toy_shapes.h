@@ -23,12 +23,13 @@ class ToyShapes final : public graph::ShapeInferencer {
       return Status::ok();
     };
     if (n.op == "Same") {
-      if (ctx.inputs.empty() || !ctx.inputs[0]) return Status::invalid_graph(ctx.where + ": needs an input");
+      if (ctx.inputs.empty() || !ctx.inputs[0])
+        return Status::invalid_graph(ctx.where + ": needs an input");
       for (size_t i = 1; i < ctx.inputs.size(); ++i)
         if (!ctx.inputs[i] || !(*ctx.inputs[i] == *ctx.inputs[0]))
           return Status::invalid_graph(ctx.where + ": input " + std::to_string(i) + " is " +
-                                       (ctx.inputs[i] ? ctx.inputs[i]->to_string() : "absent") + " but input 0 is " +
-                                       ctx.inputs[0]->to_string());
+                                       (ctx.inputs[i] ? ctx.inputs[i]->to_string() : "absent") +
+                                       " but input 0 is " + ctx.inputs[0]->to_string());
       GRAPHI_ASSIGN_OR_RETURN(int64_t k, graph::attr_int(n.attrs, ctx.where, "outputs", 1));
       return std::vector<TensorDesc>(static_cast<size_t>(k), *ctx.inputs[0]);
     }
@@ -52,8 +53,10 @@ class ToyShapes final : public graph::ShapeInferencer {
     }
     if (n.op == "Free") {
       GRAPHI_RETURN_IF_ERROR(need_inputs(0));
-      GRAPHI_ASSIGN_OR_RETURN(std::string dt, graph::attr_string(n.attrs, ctx.where, "dtype", "float32"));
-      GRAPHI_ASSIGN_OR_RETURN(std::vector<int64_t> shape, graph::attr_ints(n.attrs, ctx.where, "shape"));
+      GRAPHI_ASSIGN_OR_RETURN(std::string dt,
+                              graph::attr_string(n.attrs, ctx.where, "dtype", "float32"));
+      GRAPHI_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
+                              graph::attr_ints(n.attrs, ctx.where, "shape"));
       auto t = dtype_from_name(dt);
       if (!t) return Status::invalid_graph(ctx.where + ": bad dtype " + dt);
       return std::vector<TensorDesc>{TensorDesc{*t, shape}};

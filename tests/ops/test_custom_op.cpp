@@ -2,7 +2,6 @@
 // like a built-in (shape rule, kernel selection, teams of 1-3 threads, a Session), checked
 // against values computed here from the op's definition; bad OpDefs are clear errors.
 #include <catch2/catch.hpp>
-
 #include <memory>
 #include <mutex>
 
@@ -20,8 +19,10 @@ namespace {
 // TestAxpb: y = a * x + b elementwise on f32, a and b float attributes (defaults 1 and 0).
 Result<std::vector<TensorDesc>> infer_axpb(const graph::InferContext& ctx) {
   if (ctx.inputs.size() != 1 || !ctx.inputs[0])
-    return Status::invalid_graph(ctx.where + ": expects 1 input, got " + std::to_string(ctx.inputs.size()));
-  if (ctx.inputs[0]->dtype != DType::kF32) return Status::invalid_graph(ctx.where + ": input must be float32");
+    return Status::invalid_graph(ctx.where + ": expects 1 input, got " +
+                                 std::to_string(ctx.inputs.size()));
+  if (ctx.inputs[0]->dtype != DType::kF32)
+    return Status::invalid_graph(ctx.where + ": input must be float32");
   return std::vector<TensorDesc>{*ctx.inputs[0]};
 }
 

@@ -88,18 +88,18 @@ TEST_CASE("Einsum: matrix-product equations run on oneDNN and match the definiti
       {"bij,bjk->bik", {{3, 20, 33}, {3, 33, 18}}, "einsum_onednn"},
       {"bij,bjk->bki", {{3, 20, 33}, {3, 33, 18}}, "einsum_onednn"},  // transposed output
       {"bij,bjk->kbi", {{3, 20, 33}, {3, 33, 18}}, "einsum_onednn"},  // batch stride inside
-      {"xij,jk->xki", {{3, 5, 7}, {7, 4}}, "einsum_onednn"},  // output copied out of scratch
-      {"ji,kj->ik", {{33, 20}, {18, 33}}, "einsum_onednn"},           // both operands transposed
-      {"ikl,jkl->ij", {{7, 5, 9}, {11, 5, 9}}, "einsum_onednn"},      // two contracted letters
-      {"ilk,jkl->ji", {{7, 9, 5}, {11, 5, 9}}, "einsum_onednn"},      // ... in different orders
+      {"xij,jk->xki", {{3, 5, 7}, {7, 4}}, "einsum_onednn"},      // output copied out of scratch
+      {"ji,kj->ik", {{33, 20}, {18, 33}}, "einsum_onednn"},       // both operands transposed
+      {"ikl,jkl->ij", {{7, 5, 9}, {11, 5, 9}}, "einsum_onednn"},  // two contracted letters
+      {"ilk,jkl->ji", {{7, 9, 5}, {11, 5, 9}}, "einsum_onednn"},  // ... in different orders
       {"qbd,kbd->bqk", {{17, 2, 13}, {19, 2, 13}}, "einsum_onednn"},  // batch not outermost
       {"hbqd,bhkd->bhqk", {{3, 2, 17, 13}, {2, 3, 19, 13}}, "einsum_onednn"},  // batch reordered
       {"bqd,kd->bqk", {{2, 17, 13}, {19, 13}}, "einsum_onednn"},  // batch of one operand: rows
-      {"ij,j->i", {{21, 33}, {33}}, "einsum_onednn"},              // matrix-vector
-      {"i,i->", {{37}, {37}}, "einsum_onednn"},                    // dot product
-      {"i,j->ij", {{17}, {23}}, "einsum_onednn"},                  // outer product
-      {"bi,bj->bij", {{3, 17}, {3, 23}}, "einsum_onednn"},         // batched outer product
-      {"ij,jk->ik", {{1, 33}, {33, 1}}, "einsum_onednn"},          // size-1 rows and cols
+      {"ij,j->i", {{21, 33}, {33}}, "einsum_onednn"},             // matrix-vector
+      {"i,i->", {{37}, {37}}, "einsum_onednn"},                   // dot product
+      {"i,j->ij", {{17}, {23}}, "einsum_onednn"},                 // outer product
+      {"bi,bj->bij", {{3, 17}, {3, 23}}, "einsum_onednn"},        // batched outer product
+      {"ij,jk->ik", {{1, 33}, {33, 1}}, "einsum_onednn"},         // size-1 rows and cols
       // The direct loop: a diagonal, a letter summed in one operand only, three operands.
       {"ii,ij->ij", {{6, 6}, {6, 5}}, "einsum_naive"},
       {"ij,jk->i", {{4, 5}, {5, 6}}, "einsum_naive"},
@@ -111,7 +111,8 @@ TEST_CASE("Einsum: matrix-product equations run on oneDNN and match the definiti
     for (int threads : {1, 2}) {
       INFO(c.eq << " on " << threads << " threads");
       std::vector<Tensor> ins;
-      for (const Shape& s : c.shapes) ins.push_back(random_tensor(TensorDesc{DType::kF32, s}, seed++));
+      for (const Shape& s : c.shapes)
+        ins.push_back(random_tensor(TensorDesc{DType::kF32, s}, seed++));
       auto r = run_single_op("Einsum", equation(c.eq), ins, 1, threads);
       if (!r.is_ok()) FAIL(r.status().message());
       CHECK(r->kernel == c.kernel);

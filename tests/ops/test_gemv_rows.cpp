@@ -1,5 +1,5 @@
-// The small-row GEMM of ops/rnn/gemv_rows.h (every ISA path this CPU runs) and TiledGemm's use of it,
-// against a naive double-precision loop: rows 1..4 (and 5 through TiledGemm), odd k and column
+// The small-row GEMM of ops/rnn/gemv_rows.h (every ISA path this CPU runs) and TiledGemm's use of
+// it, against a naive double-precision loop: rows 1..4 (and 5 through TiledGemm), odd k and column
 // counts (not multiples of the vector width), lda > cols, accumulate on and off, and C's
 // neighbours (columns >= cols, other rows' padding) untouched.
 #include <catch2/catch.hpp>

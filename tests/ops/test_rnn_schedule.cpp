@@ -33,9 +33,9 @@ const bool kSearchOffByDefault = [] {
   return true;
 }();
 
-std::vector<std::string> names_of(const std::vector<ops::PhasedSchedule> &v) {
+std::vector<std::string> names_of(const std::vector<ops::PhasedSchedule>& v) {
   std::vector<std::string> out;
-  for (const auto &s : v) out.push_back(s.to_string());
+  for (const auto& s : v) out.push_back(s.to_string());
   return out;
 }
 
@@ -61,7 +61,7 @@ struct Layer {
   std::vector<Tensor> expected;  // Y, Y_h (, Y_c)
 };
 
-Layer make_layer(const std::string &op, int64_t T, int64_t B, int64_t I, int64_t H, bool lbr,
+Layer make_layer(const std::string& op, int64_t T, int64_t B, int64_t I, int64_t H, bool lbr,
                  uint64_t seed) {
   Layer l{op, T, B, I, H, lbr, {}, {}};
   const int64_t G = op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
@@ -83,14 +83,14 @@ Layer make_layer(const std::string &op, int64_t T, int64_t B, int64_t I, int64_t
   return l;
 }
 
-graph::Attributes attrs_of(const Layer &l) {
+graph::Attributes attrs_of(const Layer& l) {
   graph::Attributes a;
   a.set("hidden_size", l.H);
   if (l.op == "GRU") a.set("linear_before_reset", int64_t{l.lbr ? 1 : 0});
   return a;
 }
 
-void check_outputs(const Layer &l, const test::OpRun &run, const std::string &what) {
+void check_outputs(const Layer& l, const test::OpRun& run, const std::string& what) {
   REQUIRE(run.outputs.size() == 2);
   for (int i = 0; i < 2; ++i) {
     INFO(what << " output " << i);
@@ -98,7 +98,7 @@ void check_outputs(const Layer &l, const test::OpRun &run, const std::string &wh
   }
 }
 
-ops::RnnLayerShape shape_of(const Layer &l, int team) {
+ops::RnnLayerShape shape_of(const Layer& l, int team) {
   ops::RnnLayerShape s;
   s.cell = l.op;
   s.seq_len = l.T;
@@ -112,7 +112,7 @@ ops::RnnLayerShape shape_of(const Layer &l, int team) {
   return s;
 }
 
-std::string forced(const ops::RnnSchedule &s) {
+std::string forced(const ops::RnnSchedule& s) {
   return std::to_string(s.threads) + "," + std::to_string(s.xi) + "," + std::to_string(s.xj) + "," +
          std::to_string(s.chunk) + "," + std::to_string(s.rec_tile) + "," + (s.zigzag ? "1" : "0");
 }
@@ -144,7 +144,7 @@ TEST_CASE("rnn schedule: phased schedules of the canonical GRU DAG (hand-enumera
   CHECK(names_of(s) == std::vector<std::string>{"[X*] {Hzr} {Hh}", "{X,Hzr} {Hh}", "{X+1,Hzr} {Hh}",
                                                 "{Hzr} {X+1,Hh}"});
   int supported = 0;
-  for (const auto &p : s) supported += p.kernel_supported;
+  for (const auto& p : s) supported += p.kernel_supported;
   CHECK(supported == 2);
 }
 
@@ -177,9 +177,8 @@ TEST_CASE("rnn schedule: analytical default and candidates of small layers", "[r
     // {100, 8, 1}; p = 1 (1x1): chunk 100 only (its 2 MiB of W + R fill more than 3/4 of L2).
     CHECK(c.size() == 3 * 3 + 3);
     CHECK(c.front() == d);
-    CHECK(std::count_if(c.begin(), c.end(), [](const auto &x) { return x.rec_tile == 4096; }) ==
-          4);
-    for (const auto &x : c)
+    CHECK(std::count_if(c.begin(), c.end(), [](const auto& x) { return x.rec_tile == 4096; }) == 4);
+    for (const auto& x : c)
       if (x.threads == 1) CHECK(x.chunk == 100);
     for (size_t i = 0; i < c.size(); ++i)
       for (size_t j = i + 1; j < c.size(); ++j) CHECK_FALSE(c[i] == c[j]);
@@ -190,7 +189,7 @@ TEST_CASE("rnn schedule: analytical default and candidates of small layers", "[r
     // p = 2: 1x2 and 2x1; p = 1: 1x1. chunk: 4 MiB / (20 * 1024 * 4) = 51, 8, 1; tiles 32, 64.
     CHECK(c.size() == 3 * 3 * 2);
     bool has_rows = false, has_units = false;
-    for (const auto &x : c) {
+    for (const auto& x : c) {
       has_rows = has_rows || (x.xi == 2 && x.xj == 1);
       has_units = has_units || (x.xi == 1 && x.xj == 2);
       CHECK(x.xi * x.xj == x.threads);
@@ -207,13 +206,13 @@ TEST_CASE("rnn schedule: analytical default and candidates of small layers", "[r
     // W (8 MiB per thread at 1x2, 16 MiB at 2x1) does not share the 2 MiB L2 with R: one hoist
     // of all 100 steps only (short chunks would re-read W from L3 per chunk).
     CHECK(c.size() == 2 * 1 * 2 * 2);
-    for (const auto &x : c) CHECK(x.chunk == 100);
-    for (const auto &x : c) CHECK(x.rec_tile != 4096);  // no whole-slab panel with zigzag
+    for (const auto& x : c) CHECK(x.chunk == 100);
+    for (const auto& x : c) CHECK(x.rec_tile != 4096);  // no whole-slab panel with zigzag
   }
   SECTION("LSTM H=256 batch 1: W and R share the L2, short chunks stay candidates") {
     auto c = ops::rnn_schedule_candidates(lstm_shape(100, 1, 256, 2));
     bool has_short = false;
-    for (const auto &x : c) has_short = has_short || x.chunk < 100;
+    for (const auto& x : c) has_short = has_short || x.chunk < 100;
     CHECK(has_short);
   }
 }
@@ -248,7 +247,7 @@ TEST_CASE("rnn schedule: cache round trip, other CPU, corrupt and unwritable fil
   CHECK_FALSE(ops::load_cached_schedule(path, "k1", "other cpu").has_value());
 
   // Corrupt: garbage, then valid JSON of the wrong shape, then a malformed entry.
-  for (const char *text : {"{\"entries\": {\"k1|cpu\": {\"threads\": 2,", "[1, 2, 3]",
+  for (const char* text : {"{\"entries\": {\"k1|cpu\": {\"threads\": 2,", "[1, 2, 3]",
                            "{\"entries\": {\"k1|cpu\": {\"threads\": \"two\"}}}"}) {
     {
       std::ofstream out(path, std::ios::trunc);
@@ -270,7 +269,7 @@ TEST_CASE("rnn schedule: cache round trip, other CPU, corrupt and unwritable fil
 
 TEST_CASE("rnn schedule: every candidate schedule matches the reference", "[rnn_schedule]") {
   struct L {
-    const char *op;
+    const char* op;
     int64_t T, B, I, H;
     bool lbr;
   };
@@ -284,7 +283,7 @@ TEST_CASE("rnn schedule: every candidate schedule matches the reference", "[rnn_
                       {"LSTM", 19, 1, 20, 40, false},
                       {"RNN", 18, 1, 9, 33, false}};
   uint64_t seed = 100;
-  for (const L &spec : layers) {
+  for (const L& spec : layers) {
     Layer l = make_layer(spec.op, spec.T, spec.B, spec.I, spec.H, spec.lbr, seed += 10);
     for (int team : {1, 2}) {
       auto cands = ops::rnn_schedule_candidates(shape_of(l, team));
@@ -296,7 +295,7 @@ TEST_CASE("rnn schedule: every candidate schedule matches the reference", "[rnn_
         z.zigzag = !z.zigzag;
         cands.push_back(z);
       }
-      for (const ops::RnnSchedule &s : cands) {
+      for (const ops::RnnSchedule& s : cands) {
         graph::Attributes a = attrs_of(l);
         a.set(ops::kScheduleAttr, forced(s));
         auto r = test::run_single_op(spec.op, a, l.inputs, 2, team, {false, true, true, true});
@@ -310,7 +309,7 @@ TEST_CASE("rnn schedule: every candidate schedule matches the reference", "[rnn_
 
 TEST_CASE("rnn schedule: invalid forced schedules are clear errors", "[rnn_schedule]") {
   Layer l = make_layer("LSTM", 3, 2, 4, 20, false, 7);
-  for (const char *bad : {"2,1,2,1,32", "3,1,3,1,32,0", "2,2,1,1,33,0", "2,1,2,0,32,0",
+  for (const char* bad : {"2,1,2,1,32", "3,1,3,1,32,0", "2,2,1,1,33,0", "2,1,2,0,32,0",
                           "1,1,1,1,32,2", "x,1,1,1,32,0", "1,3,1,1,32,0"}) {
     graph::Attributes a = attrs_of(l);
     a.set(ops::kScheduleAttr, std::string(bad));

@@ -1,7 +1,7 @@
-// The LSTM / GRU / RNN sequence ops (ops/rnn/rnn_sequence.cpp) through the registry against the naive
-// double-precision reference (tests/support/reference_rnn.h) on random sizes, directions, biases,
-// initial states, uneven sequence lengths and both layouts, on teams of 1 and 2 threads; the
-// shape and attribute errors; and the ONNX backend test cases of Debian's libonnx-testdata.
+// The LSTM / GRU / RNN sequence ops (ops/rnn/rnn_sequence.cpp) through the registry against the
+// naive double-precision reference (tests/support/reference_rnn.h) on random sizes, directions,
+// biases, initial states, uneven sequence lengths and both layouts, on teams of 1 and 2 threads;
+// the shape and attribute errors; and the ONNX backend test cases of Debian's libonnx-testdata.
 #include <omp.h>
 #include <pthread.h>
 #include <sched.h>
@@ -402,9 +402,10 @@ TEST_CASE("rnn sequence: a team of another size than planned runs correctly", "[
   }
 }
 
-TEST_CASE("rnn sequence: a team of 2 squeezed onto one core (every step waits for a preempted "
-          "peer)",
-          "[rnn_sequence]") {
+TEST_CASE(
+    "rnn sequence: a team of 2 squeezed onto one core (every step waits for a preempted "
+    "peer)",
+    "[rnn_sequence]") {
   // Both team members pinned to one CPU: whenever a member waits for the other's step, the
   // other is not running, so each per-step wait (step counters, or the spin barrier with the
   // shuffle knob and the canonical GRU) has to give up its core (yield, futex sleep) before it

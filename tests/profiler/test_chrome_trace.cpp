@@ -1,16 +1,14 @@
 // Chrome Trace Event JSON (profiler/chrome_trace.h) of real LSTM runs: it parses, has the
 // fields Perfetto and chrome://tracing need, one track per executor plus scheduler and
 // bootstrap, and args that match the graph (shapes, bytes, kernel, level, successors).
-#include <catch2/catch.hpp>
-
 #include <sched.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "engine/plan.h"
 #include "engine/session.h"
@@ -34,7 +32,8 @@ std::shared_ptr<const graph::Graph> lstm_graph() {
   spec.batch = 1;
   spec.seq = 5;
   spec.seed = 3;
-  return std::make_shared<const graph::Graph>(value_or_throw(models::build_lstm(spec, ops::Registry::get())));
+  return std::make_shared<const graph::Graph>(
+      value_or_throw(models::build_lstm(spec, ops::Registry::get())));
 }
 
 int usable_cores() {
@@ -52,7 +51,8 @@ json shape_of(const graph::Graph& g, graph::ValueId v) {
 
 }  // namespace
 
-TEST_CASE("chrome trace: an LSTM run exports valid Trace Event JSON with the required fields", "[profiler][chrome]") {
+TEST_CASE("chrome trace: an LSTM run exports valid Trace Event JSON with the required fields",
+          "[profiler][chrome]") {
   auto g = lstm_graph();
   NamedTensors in = test::random_inputs(*g, 5);
   for (const char* policy : {"cpf", "shared-queue", "sequential"}) {
@@ -124,7 +124,9 @@ TEST_CASE("chrome trace: an LSTM run exports valid Trace Event JSON with the req
         }
         const TensorDesc& d = g->value(node.inputs[k]).desc;
         CHECK(a["inputs"][k]["shape"] == shape_of(*g, node.inputs[k]));
-        const uint64_t b = static_cast<uint64_t>(d.numel()) * (d.dtype == DType::kF32 ? 4 : d.dtype == DType::kI64 ? 8 : 4);
+        const uint64_t b = static_cast<uint64_t>(d.numel()) * (d.dtype == DType::kF32   ? 4
+                                                               : d.dtype == DType::kI64 ? 8
+                                                                                        : 4);
         CHECK(a["inputs"][k]["bytes"].get<uint64_t>() == b);
         in_bytes += b;
       }
@@ -147,7 +149,8 @@ TEST_CASE("chrome trace: an LSTM run exports valid Trace Event JSON with the req
     // Monotonic and non-overlapping per track (1 ns of rounding slack: times are in us).
     for (auto& [tid, spans] : per_track) {
       std::sort(spans.begin(), spans.end());
-      for (size_t i = 1; i < spans.size(); ++i) CHECK(spans[i].first + 1e-3 >= spans[i - 1].first + spans[i - 1].second);
+      for (size_t i = 1; i < spans.size(); ++i)
+        CHECK(spans[i].first + 1e-3 >= spans[i - 1].first + spans[i - 1].second);
     }
     // Executor tracks hold the ops the trace says ran there.
     std::map<int32_t, int> ran;
@@ -162,14 +165,16 @@ TEST_CASE("chrome trace: an LSTM run exports valid Trace Event JSON with the req
   }
 }
 
-TEST_CASE("chrome trace: write_chrome_trace writes the file, errors name it", "[profiler][chrome]") {
+TEST_CASE("chrome trace: write_chrome_trace writes the file, errors name it",
+          "[profiler][chrome]") {
   auto g = lstm_graph();
   SessionOptions o;
   o.trace = true;
   auto s = value_or_throw(Session::create(g, o));
   const std::filesystem::path dir = test::scratch_dir("chrome_trace_write");
   // Before any run there is no trace to write.
-  Status none = profiler::write_chrome_trace((dir / "none.json").string(), s->plan(), s->last_trace());
+  Status none =
+      profiler::write_chrome_trace((dir / "none.json").string(), s->plan(), s->last_trace());
   CHECK(!none.is_ok());
   (void)value_or_throw(s->run(test::random_inputs(*g, 1)));
   const std::string path = (dir / "trace.json").string();
@@ -177,7 +182,8 @@ TEST_CASE("chrome trace: write_chrome_trace writes the file, errors name it", "[
   std::ifstream f(path);
   json doc = json::parse(f);
   CHECK(doc["traceEvents"].size() > s->plan().num_nodes());
-  Status bad = profiler::write_chrome_trace((dir / "no/such/dir/t.json").string(), s->plan(), s->last_trace());
+  Status bad = profiler::write_chrome_trace((dir / "no/such/dir/t.json").string(), s->plan(),
+                                            s->last_trace());
   REQUIRE(!bad.is_ok());
   CHECK_THAT(bad.message(), Catch::Contains("no/such/dir/t.json"));
 }

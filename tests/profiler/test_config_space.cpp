@@ -42,7 +42,8 @@ TEST_CASE("config space of a 2-core machine is 1x1, 1x2 and 2x1", "[profiler]") 
   }
 }
 
-TEST_CASE("config space of a Xeon Phi 7250: whole tiles, maximal splits, a third for --top-k 2", "[profiler]") {
+TEST_CASE("config space of a Xeon Phi 7250: whole tiles, maximal splits, a third for --top-k 2",
+          "[profiler]") {
   const engine::Topology topo = synthetic("package:1 l2:34 core:2 pu:4");
   const profiler::ConfigSpace s = profiler::enumerate_configs(topo);
   REQUIRE(s.usable_cores == 68);
@@ -77,7 +78,8 @@ TEST_CASE("config space of a Xeon Phi 7250: whole tiles, maximal splits, a third
     for (const Config& b : s.configs) {
       if (&a == &b) continue;
       const bool dominated = b.executors >= a.executors && b.threads >= a.threads &&
-                             (b.cores() <= 66) == (a.cores() <= 66) && (b.cores() <= 67) == (a.cores() <= 67);
+                             (b.cores() <= 66) == (a.cores() <= 66) &&
+                             (b.cores() <= 67) == (a.cores() <= 67);
       INFO(a.name() << " dominated by " << b.name());
       CHECK_FALSE(dominated);
     }
@@ -93,6 +95,7 @@ TEST_CASE("config space respects the allowed cpuset", "[profiler]") {
   CHECK(s.usable_cores == 4);
   CHECK(splits(s) == std::set<std::pair<int, int>>{{1, 2}, {1, 4}, {2, 2}});
   // One core: only 1x1, whatever the tile size.
-  const profiler::ConfigSpace one = profiler::enumerate_configs(synthetic("package:1 l2:34 core:2 pu:4", "0"));
+  const profiler::ConfigSpace one =
+      profiler::enumerate_configs(synthetic("package:1 l2:34 core:2 pu:4", "0"));
   CHECK(splits(one) == std::set<std::pair<int, int>>{{1, 1}});
 }

@@ -98,7 +98,8 @@ TEST_CASE("cost model: predicted makespans equal hand-computed list schedules", 
   CHECK(mchain.predict(config(2, 1)).handoffs == 0);
 }
 
-TEST_CASE("cost model ranks a wide graph's parallel split first and a chain's sequential first", "[profiler]") {
+TEST_CASE("cost model ranks a wide graph's parallel split first and a chain's sequential first",
+          "[profiler]") {
   SECTION("wide: 8 independent chains of large MatMuls") {
     auto mg = profiler::model_graph(chains(8, 4, 256));
     REQUIRE(mg.is_ok());
@@ -119,7 +120,8 @@ TEST_CASE("cost model ranks a wide graph's parallel split first and a chain's se
     std::string why;
     CHECK(profiler::analytical_choice(flat, kTwoCores, &why).executors == 2);
     CHECK(why.find("width 8") != std::string::npos);
-    const auto scaling = profiler::CostModel::fitted(*mg, t, std::vector<double>(t.size(), 250.0), 2);
+    const auto scaling =
+        profiler::CostModel::fitted(*mg, t, std::vector<double>(t.size(), 250.0), 2);
     CHECK(profiler::analytical_choice(scaling, kTwoCores, &why).executors == 1);
   }
   SECTION("chain: one MatMul after another") {

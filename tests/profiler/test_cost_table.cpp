@@ -32,7 +32,8 @@ TEST_CASE("cost table: means of hand-made spans per node", "[profiler][cost]") {
   CHECK(t.node_us[3] == 0.0);
 }
 
-TEST_CASE("cost table: from real traced runs, every node gets a positive mean", "[profiler][cost]") {
+TEST_CASE("cost table: from real traced runs, every node gets a positive mean",
+          "[profiler][cost]") {
   test::RandomDagSpec spec;
   spec.nodes = 30;
   spec.seed = 4;
@@ -56,7 +57,8 @@ TEST_CASE("cost table: from real traced runs, every node gets a positive mean", 
   }
   // The ops' mean times add up to no more than the mean makespan (one thread ran them all).
   double makespan = 0;
-  for (const RunTrace& r : traces) makespan += static_cast<double>(r.run_end_ns - r.run_start_ns) * 1e-3 / 3;
+  for (const RunTrace& r : traces)
+    makespan += static_cast<double>(r.run_end_ns - r.run_start_ns) * 1e-3 / 3;
   CHECK(sum > 0);
   CHECK(sum <= makespan * 1.0001);
 }

@@ -77,16 +77,18 @@ TEST_CASE("plan cache: store, load, stale keys are not used", "[profiler]") {
   REQUIRE(stored.is_ok());
   CHECK(fs::path(*stored).parent_path().parent_path() == cache.dir);  // beside rnn_schedules.json
   std::string file;
-  auto loaded = profiler::load_cached_plan(profiler::graph_content_hash(g), sig, g.num_nodes(), &file);
+  auto loaded =
+      profiler::load_cached_plan(profiler::graph_content_hash(g), sig, g.num_nodes(), &file);
   REQUIRE(loaded.has_value());
   CHECK(file == *stored);
   CHECK(loaded->config.executors == 2);
   CHECK(loaded->node_us == std::vector<double>(g.num_nodes(), 3.0));
 
   // Another machine, another graph (one weight), another node count: nothing.
-  CHECK_FALSE(profiler::load_cached_plan(profiler::graph_content_hash(g), profiler::topology_signature(*phi),
+  CHECK_FALSE(profiler::load_cached_plan(profiler::graph_content_hash(g),
+                                         profiler::topology_signature(*phi), g.num_nodes()));
+  CHECK_FALSE(profiler::load_cached_plan(profiler::graph_content_hash(small_mlp(1.5f)), sig,
                                          g.num_nodes()));
-  CHECK_FALSE(profiler::load_cached_plan(profiler::graph_content_hash(small_mlp(1.5f)), sig, g.num_nodes()));
   CHECK_FALSE(profiler::load_cached_plan(profiler::graph_content_hash(g), sig, g.num_nodes() + 1));
 
   // A file whose stored key differs from its name's (stale: another version wrote it) is ignored.
@@ -155,7 +157,8 @@ TEST_CASE("choose_plan: flags, none, a plan file, a mismatching plan file", "[pr
   auto topo = engine::Topology::load_this_machine();
   REQUIRE(topo.is_ok());
   const fs::path file = cache.dir / "mine.plan.json";
-  REQUIRE(profiler::write_plan_file(file.string(), plan_for(g, profiler::topology_signature(*topo))).is_ok());
+  REQUIRE(profiler::write_plan_file(file.string(), plan_for(g, profiler::topology_signature(*topo)))
+              .is_ok());
   req = {};
   req.plan = file.string();
   auto from_file = profiler::choose_plan(g, req);

@@ -10,14 +10,16 @@
 namespace graphi::test {
 
 Result<OpRun> run_single_op(const std::string& op, const graph::Attributes& attrs,
-                           const std::vector<Tensor>& inputs, int num_outputs, int threads,
-                           const std::vector<bool>& constant) {
+                            const std::vector<Tensor>& inputs, int num_outputs, int threads,
+                            const std::vector<bool>& constant) {
   graph::GraphBuilder b("<" + op + " test>");
   std::vector<std::string> in_names, out_names;
   for (size_t i = 0; i < inputs.size(); ++i) {
     in_names.push_back("in" + std::to_string(i));
-    if (i < constant.size() && constant[i]) b.add_constant(in_names.back(), inputs[i]);
-    else b.add_input(in_names.back(), inputs[i].desc());
+    if (i < constant.size() && constant[i])
+      b.add_constant(in_names.back(), inputs[i]);
+    else
+      b.add_input(in_names.back(), inputs[i].desc());
   }
   for (int i = 0; i < num_outputs; ++i) {
     out_names.push_back("out" + std::to_string(i));
@@ -46,14 +48,16 @@ Result<OpRun> run_single_op(const std::string& op, const graph::Attributes& attr
   result.kernel = kernel->name();
 
   size_t scratch_bytes = kernel->scratch_bytes();
-  void* scratch = scratch_bytes ? std::aligned_alloc(64, ((scratch_bytes + 63) / 64) * 64) : nullptr;
+  void* scratch =
+      scratch_bytes ? std::aligned_alloc(64, ((scratch_bytes + 63) / 64) * 64) : nullptr;
   ops::Buffers io{in_ptrs, out_ptrs};
   if (kernel->opens_own_region() || threads == 1) {
     omp_set_num_threads(threads);
     kernel->run(ops::TeamContext{0, threads, scratch, scratch_bytes}, io);
   } else {
 #pragma omp parallel num_threads(threads)
-    kernel->run(ops::TeamContext{omp_get_thread_num(), omp_get_num_threads(), scratch, scratch_bytes}, io);
+    kernel->run(
+        ops::TeamContext{omp_get_thread_num(), omp_get_num_threads(), scratch, scratch_bytes}, io);
   }
   std::free(scratch);
   return result;

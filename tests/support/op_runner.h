@@ -18,7 +18,7 @@ struct OpRun {
 // constants, so kernels may pre-pack them), `num_outputs` outputs, runs it once on a team of
 // `threads` OpenMP threads. Errors (shape inference, no kernel) come back as the Status.
 Result<OpRun> run_single_op(const std::string& op, const graph::Attributes& attrs,
-                           const std::vector<Tensor>& inputs, int num_outputs = 1,
-                           int threads = 1, const std::vector<bool>& constant = {});
+                            const std::vector<Tensor>& inputs, int num_outputs = 1, int threads = 1,
+                            const std::vector<bool>& constant = {});
 
 }  // namespace graphi::test

@@ -22,8 +22,8 @@ std::shared_ptr<const graph::Graph> random_dag(const RandomDagSpec& spec) {
     uses.push_back(0);
     b.add_input(values.back(), desc);
   }
-  b.add_constant("w", random_tensor(TensorDesc{DType::kF32, {spec.cols, spec.cols}}, spec.seed ^ 0x5eed,
-                                    -0.3, 0.3));
+  b.add_constant("w", random_tensor(TensorDesc{DType::kF32, {spec.cols, spec.cols}},
+                                    spec.seed ^ 0x5eed, -0.3, 0.3));
   auto pick = [&]() -> size_t {
     // Mostly one of the last 6 values, sometimes anything: chains plus fan-in/fan-out.
     size_t n = values.size();
@@ -66,7 +66,8 @@ std::shared_ptr<const graph::Graph> random_dag(const RandomDagSpec& spec) {
 
 engine::NamedTensors random_inputs(const graph::Graph& g, uint64_t seed) {
   engine::NamedTensors in;
-  for (graph::ValueId v : g.inputs()) in.emplace_back(g.value(v).name, random_tensor(g.value(v).desc, seed++));
+  for (graph::ValueId v : g.inputs())
+    in.emplace_back(g.value(v).name, random_tensor(g.value(v).desc, seed++));
   return in;
 }
 

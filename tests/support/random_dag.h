@@ -11,8 +11,8 @@
 namespace graphi::test {
 
 struct RandomDagSpec {
-  int nodes = 40;       // ops in the graph
-  int inputs = 2;       // graph inputs, f32[rows, cols]
+  int nodes = 40;  // ops in the graph
+  int inputs = 2;  // graph inputs, f32[rows, cols]
   int64_t rows = 4;
   int64_t cols = 8;
   double matmul_share = 0.2;  // fraction of MatMul nodes (with a constant [cols, cols] weight)

@@ -1,5 +1,7 @@
 #include "tests/support/test_util.h"
 
+#include <sys/wait.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -30,10 +32,13 @@ Tensor random_tensor(const TensorDesc& desc, uint64_t seed, double lo, double hi
     float* p = t.data_as<float>();
     for (int64_t i = 0; i < n; ++i) p[i] = u(rng);
   } else {
-    std::uniform_int_distribution<int64_t> u(static_cast<int64_t>(lo), static_cast<int64_t>(hi) - 1);
+    std::uniform_int_distribution<int64_t> u(static_cast<int64_t>(lo),
+                                             static_cast<int64_t>(hi) - 1);
     for (int64_t i = 0; i < n; ++i) {
-      if (desc.dtype == DType::kI32) t.data_as<int32_t>()[i] = static_cast<int32_t>(u(rng));
-      else t.data_as<int64_t>()[i] = u(rng);
+      if (desc.dtype == DType::kI32)
+        t.data_as<int32_t>()[i] = static_cast<int32_t>(u(rng));
+      else
+        t.data_as<int64_t>()[i] = u(rng);
     }
   }
   return t;
@@ -41,9 +46,12 @@ Tensor random_tensor(const TensorDesc& desc, uint64_t seed, double lo, double hi
 
 static double element(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
-    case DType::kF32: return t.data_as<float>()[i];
-    case DType::kI32: return t.data_as<int32_t>()[i];
-    case DType::kI64: return static_cast<double>(t.data_as<int64_t>()[i]);
+    case DType::kF32:
+      return t.data_as<float>()[i];
+    case DType::kI32:
+      return t.data_as<int32_t>()[i];
+    case DType::kI64:
+      return static_cast<double>(t.data_as<int64_t>()[i]);
   }
   return 0;
 }
@@ -70,6 +78,37 @@ std::filesystem::path scratch_dir(const std::string& name) {
 std::string cli_path() {
   const char* p = std::getenv("GRAPHI_CLI");
   return p ? p : std::string(GRAPHI_BINARY_DIR) + "/graphi";
+}
+
+namespace {
+
+std::string shell_quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string file_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+CliRun run_graphi(const std::filesystem::path& dir, const std::vector<std::string>& args,
+                  const std::string& env) {
+  std::string cmd = env + (env.empty() ? "" : " ") + shell_quoted(cli_path());
+  for (const std::string& a : args) cmd += " " + shell_quoted(a);
+  const std::filesystem::path out = dir / "stdout.txt", err = dir / "stderr.txt";
+  cmd += " >" + shell_quoted(out.string()) + " 2>" + shell_quoted(err.string());
+  const int status = std::system(cmd.c_str());
+  CliRun r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = file_text(out);
+  r.err = file_text(err);
+  return r;
 }
 
 std::vector<std::pair<std::string, std::string>> read_name_tab_text(const std::string& path) {

@@ -26,6 +26,15 @@ std::filesystem::path scratch_dir(const std::string& name);
 // The graphi executable (set by CMake through the GRAPHI_CLI environment variable).
 std::string cli_path();
 
+// Runs `graphi ARGS...` through the shell with stdout and stderr captured in files of `dir`;
+// `env` (e.g. "env -u OMP_PROC_BIND") is put in front of the command.
+struct CliRun {
+  int rc = -1;  // the exit code; -1 when graphi did not exit normally
+  std::string out, err;
+};
+CliRun run_graphi(const std::filesystem::path& dir, const std::vector<std::string>& args,
+                  const std::string& env = "");
+
 // The NAME<TAB>TEXT lines of a fixture list (the gaps/EXPECTED files the model generators write),
 // in file order; other lines are skipped, a missing file gives none.
 std::vector<std::pair<std::string, std::string>> read_name_tab_text(const std::string& path);
