@@ -18,6 +18,7 @@
 #include "cli/cli_util.h"
 #include "engine/session.h"
 #include "graph/npy.h"
+#include "profiler/chrome_trace.h"
 #include "models/weights.h"
 #include "profiler/plan_choice.h"
 
@@ -132,6 +133,9 @@ int run_command(int argc, char** argv) {
   args.flag("--no-pin", "do not pin threads to cores (allows oversubscribing the machine)");
   args.option("--seed", "S", "seed of generated inputs (default 0)");
   args.flag("--json", "print one JSON object on stdout instead of text");
+  args.option("--trace", "FILE",
+              "record the last timed iteration op by op and write it as Chrome Trace Event JSON\n"
+              "                           (open in https://ui.perfetto.dev or chrome://tracing; docs/TRACING.md)");
   if (auto code = args.parse(argc, argv)) return *code;
   const std::string model_path = args.positionals()[0];
   auto iterations = args.get_int("--iterations", 10, 1, 1000000);
@@ -244,7 +248,9 @@ int run_command(int argc, char** argv) {
   }
   std::vector<double> ms;
   ms.reserve(static_cast<size_t>(*iterations));
+  const std::string trace_path = args.get("--trace", "");
   for (long i = 0; i < *iterations; ++i) {
+    if (!trace_path.empty() && i + 1 == *iterations) (*session)->set_tracing(true);
     auto t0 = Clock::now();
     auto r = (*session)->run(inputs);
     auto t1 = Clock::now();
@@ -255,6 +261,14 @@ int run_command(int argc, char** argv) {
   }
   progress.finish();
   const Latency lat = summarize(ms);
+  if (!trace_path.empty()) {
+    const engine::RunTrace trace = (*session)->last_trace();
+    if (Status st = profiler::write_chrome_trace(trace_path, (*session)->plan(), trace); !st.is_ok())
+      return runtime_error(st.with_context("--trace"));
+    std::fprintf(stderr, "graphi: wrote the trace of the last iteration (%zu ops, makespan %.3f ms) to %s\n",
+                 trace.ops.size(), static_cast<double>(trace.run_end_ns - trace.run_start_ns) * 1e-6,
+                 trace_path.c_str());
+  }
 
   std::vector<std::string> written;
   if (args.has("--output-dir")) {
@@ -292,6 +306,7 @@ int run_command(int argc, char** argv) {
     j["inputs_generated"] = generated;
     if (!generated.empty()) j["input_seed"] = *seed;
     if (!written.empty()) j["output_files"] = written;
+    if (!trace_path.empty()) j["trace_file"] = trace_path;
     std::printf("%s\n", j.dump(2).c_str());
     return kExitOk;
   }

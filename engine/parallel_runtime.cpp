@@ -81,7 +81,7 @@ class ClientPin {
 // it ready, and its sibling is the surplus an executor publishes: each executor tends to follow
 // one layer's chain, so fewer dependencies cross cores. LSTM-shaped DAG, 1 us ops, 2x1: 570-578
 // -> 555-560 ns/op (ties to the lower id ran the layer-up op and handed the chain around).
-std::vector<double> unlocked_work(const Plan& plan) {
+std::vector<double> unlocked_work(const Plan& plan, std::span<const double> level) {
   const size_t n = plan.num_nodes();
   std::vector<double> w(n, 0.0);
   std::span<const uint32_t> init = plan.initial_pending();
@@ -98,10 +98,10 @@ std::vector<double> unlocked_work(const Plan& plan) {
     const graph::NodeId v = order[h];
     double max_succ = 0, sum = 0;
     for (graph::NodeId s : plan.successors(v)) {
-      max_succ = std::max(max_succ, plan.level(s));
+      max_succ = std::max(max_succ, level[s]);
       sum += w[s] / std::max<uint32_t>(1, init[s]);
     }
-    w[v] = std::max(0.0, plan.level(v) - max_succ) + sum;
+    w[v] = std::max(0.0, level[v] - max_succ) + sum;
   }
   return w;
 }
@@ -134,6 +134,7 @@ struct alignas(64) Executor {
   // probe requests and the stop, sleeping on cmd_parker.
   std::atomic<bool> probe_request{false};
   Parker cmd_parker;
+  std::vector<OpSpan> spans;          // tracing: this executor's ops of the last run (reserved n)
 };
 
 struct ParallelRuntime::Impl {
@@ -152,6 +153,17 @@ struct ParallelRuntime::Impl {
   std::vector<double> keys;  // heap key per op: level (cpf) or -position (fifo)
   std::unique_ptr<void, FreeAligned> client_scratch;  // for bootstrap ops run by the client
   ops::KernelFailure client_failure;
+
+  // Tracing (set_tracing): buffers reserved when it is switched on, so a traced run allocates
+  // nothing per op; spans beyond a buffer's capacity are dropped and counted, never grown.
+  bool tracing = false;
+  uint64_t run_start_ns = 0, run_end_ns = 0;
+  std::vector<OpSpan> boot_spans;             // bootstrap ops run by the client thread
+  std::vector<SchedulerSpan> sched_spans;     // the role's steps and hand-offs (under sched_lock)
+  std::vector<SchedulerSpan> client_idle;     // the dedicated client scheduler's waits
+  void record_sched(std::vector<SchedulerSpan>& v, SchedulerSpan::Kind kind, int32_t executor, uint64_t t0) {
+    if (v.size() < v.capacity()) v.push_back({kind, executor, t0, trace_now_ns()});
+  }
 
   // Per-run state.
   SlotTables slots;
@@ -249,7 +261,16 @@ void ParallelRuntime::Impl::run_one(Executor* e, graph::NodeId n, std::vector<gr
     inline_ops.pop_back();
     if (counts) counts[m].fetch_add(1, std::memory_order_relaxed);
     if (!aborted.load(std::memory_order_relaxed)) {
-      run_node(p, m, slots, threads, scratch, p.scratch_bytes(), &failure);
+      if (tracing) [[unlikely]] {
+        const uint64_t t0 = trace_now_ns();
+        run_node(p, m, slots, threads, scratch, p.scratch_bytes(), &failure);
+        std::vector<OpSpan>& v = e ? e->spans : boot_spans;
+        if (v.size() < v.capacity())
+          v.push_back({m, e ? static_cast<int32_t>(e->id) : kBootstrapExecutor, p.small(m) ? 1 : threads, t0,
+                       trace_now_ns()});
+      } else {
+        run_node(p, m, slots, threads, scratch, p.scratch_bytes(), &failure);
+      }
       if (failure.failed()) {
         fail(m, failure.message());
         failure.clear();
@@ -362,6 +383,7 @@ void ParallelRuntime::Impl::run_local(Executor& e) {
 // the heap (the best 1/n of it) straight into its own heap as one assignment: fewer steps per op
 // on wide graphs. Returns whether anything happened.
 bool ParallelRuntime::Impl::step(Executor* self) {
+  const uint64_t step_t0 = tracing ? trace_now_ns() : 0;
   bool progress = false;
   for (auto& ep : ex) {
     Executor& e = *ep;
@@ -386,10 +408,12 @@ bool ParallelRuntime::Impl::step(Executor* self) {
   }
   while (!heap.empty() && idle.any()) {
     const size_t i = idle.first();
+    const uint64_t t0 = tracing ? trace_now_ns() : 0;
     const graph::NodeId n = heap.pop();
     GRAPHI_CHECK(ex[i]->inbox.try_push(n), "executor inbox full although it was marked idle");
     if (++inflight[i] == inbox_capacity) idle.clear(i);
     ex[i]->parker.wake();
+    if (tracing) record_sched(sched_spans, SchedulerSpan::kHandOff, static_cast<int32_t>(i), t0);
     progress = true;
   }
   const uint64_t w = idle.word(0);
@@ -397,6 +421,7 @@ bool ParallelRuntime::Impl::step(Executor* self) {
     idle_word = w;
     idle_hint.store(w, std::memory_order_relaxed);
   }
+  if (tracing && progress) record_sched(sched_spans, SchedulerSpan::kStep, -1, step_t0);
   return progress;
 }
 
@@ -622,15 +647,18 @@ Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& pla
   im.client_drives = !im.dedicated && !im.shared && o.threads == 1 && o.local_continuation;
   const size_t n = plan.num_nodes();
 
+  if (!o.levels.empty() && o.levels.size() != n)
+    return Status::invalid_argument("parallel runtime: " + std::to_string(o.levels.size()) + " levels for " +
+                                    std::to_string(n) + " nodes");
+  std::span<const double> levels = o.levels.empty() ? plan.levels() : std::span<const double>(o.levels);
   im.keys.resize(n);
-  for (size_t i = 0; i < n; ++i)
-    im.keys[i] = o.policy == Policy::kCriticalPath ? plan.level(static_cast<graph::NodeId>(i)) : -static_cast<double>(i);
+  for (size_t i = 0; i < n; ++i) im.keys[i] = o.policy == Policy::kCriticalPath ? levels[i] : -static_cast<double>(i);
   im.pending.reset(new uint32_t[n == 0 ? 1 : n]);
   for (size_t i = 0; i < n; ++i)
     if (plan.initial_pending()[i] == 0) im.start_ops.push_back(static_cast<graph::NodeId>(i));
   if (o.count_executions) im.counts.reset(new std::atomic<uint32_t>[n == 0 ? 1 : n]);
   im.sq.reserve(n);
-  if (o.policy == Policy::kCriticalPath) im.heap.reset(im.keys, unlocked_work(plan));
+  if (o.policy == Policy::kCriticalPath) im.heap.reset(im.keys, unlocked_work(plan, levels));
   else im.heap.reset(im.keys);
 
   size_t max_out = 0;
@@ -717,6 +745,7 @@ Status ParallelRuntime::run(SlotTables slots) {
     return im.error;
   }
   if (n == 0) return Status::ok();
+  if (im.tracing) im.run_start_ns = trace_now_ns();
 
   im.slots = slots;
   std::span<const uint32_t> init = p.initial_pending();
@@ -744,6 +773,12 @@ Status ParallelRuntime::run(SlotTables slots) {
   im.sq_head = 0;
   im.sq_size.store(0, std::memory_order_relaxed);
   im.client_failure.clear();
+  if (im.tracing) {  // capacities stay (set_tracing reserved them)
+    for (auto& e : im.ex) e->spans.clear();
+    im.boot_spans.clear();
+    im.sched_spans.clear();
+    im.client_idle.clear();
+  }
   std::atomic_thread_fence(std::memory_order_release);  // the ring pushes below publish all this
 
   // With a core of its own the client thread moves there for the whole run: it runs the
@@ -794,11 +829,13 @@ Status ParallelRuntime::run(SlotTables slots) {
       // core spinning for a whole run slowed the executor on its SMT sibling by 6-9%). An
       // executor that goes idle does not wait for it: it takes the role lock and steps itself.
       while (!im.done.load(std::memory_order_acquire)) {
+        const uint64_t t0 = im.tracing ? trace_now_ns() : 0;
         im.done_parker.wait(
             [&] {
               return im.posted.load(std::memory_order_seq_cst) != seen || im.done.load(std::memory_order_acquire);
             },
             im.opt.spin_budget);
+        if (im.tracing) im.record_sched(im.client_idle, SchedulerSpan::kIdle, -1, t0);
         seen = im.posted.load(std::memory_order_seq_cst);
         im.try_schedule(nullptr);
       }
@@ -809,11 +846,51 @@ Status ParallelRuntime::run(SlotTables slots) {
       im.done_parker.wait([&] { return im.done.load(std::memory_order_acquire); }, budget);
     }
   }
+  if (im.tracing) im.run_end_ns = trace_now_ns();
   if (im.aborted.load(std::memory_order_seq_cst)) {
     std::lock_guard<std::mutex> lock(im.error_mu);
     return im.error;
   }
   return Status::ok();
+}
+
+void ParallelRuntime::set_tracing(bool on) {
+  Impl& im = *impl_;
+  // Under the role lock: an idle executor may still run a late step of the previous run.
+  while (im.sched_lock.exchange(true, std::memory_order_seq_cst)) cpu_relax();
+  im.tracing = on;
+  im.run_end_ns = 0;  // no trace until the next run
+  if (on) {
+    const size_t n = im.plan->num_nodes();
+    for (auto& e : im.ex) e->spans.reserve(n);
+    im.boot_spans.reserve(n);
+    im.sched_spans.reserve(4 * n + 64);  // a step and a hand-off per op at most, plus posts
+    im.client_idle.reserve(2 * n + 64);
+  }
+  im.sched_lock.store(false, std::memory_order_seq_cst);
+}
+
+void ParallelRuntime::last_trace(RunTrace& out) const {
+  Impl& im = *impl_;
+  out = RunTrace{};
+  if (!im.tracing || im.run_end_ns == 0) return;
+  out.run_start_ns = im.run_start_ns;
+  out.run_end_ns = im.run_end_ns;
+  out.executors = im.opt.executors;
+  out.threads = im.opt.threads;
+  out.scheduler = policy_name(im.opt.policy);
+  out.ops.insert(out.ops.end(), im.boot_spans.begin(), im.boot_spans.end());
+  for (auto& e : im.ex) out.ops.insert(out.ops.end(), e->spans.begin(), e->spans.end());
+  std::sort(out.ops.begin(), out.ops.end(),
+            [](const OpSpan& a, const OpSpan& b) { return a.start_ns < b.start_ns; });
+  while (im.sched_lock.exchange(true, std::memory_order_seq_cst)) cpu_relax();
+  // Steps that an idle executor ran after the run ended belong to no run.
+  for (const SchedulerSpan& sp : im.sched_spans)
+    if (sp.start_ns <= im.run_end_ns) out.scheduler_spans.push_back(sp);
+  im.sched_lock.store(false, std::memory_order_seq_cst);
+  out.scheduler_spans.insert(out.scheduler_spans.end(), im.client_idle.begin(), im.client_idle.end());
+  std::sort(out.scheduler_spans.begin(), out.scheduler_spans.end(),
+            [](const SchedulerSpan& a, const SchedulerSpan& b) { return a.start_ns < b.start_ns; });
 }
 
 const RuntimeOptions& ParallelRuntime::options() const { return impl_->opt; }

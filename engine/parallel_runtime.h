@@ -54,6 +54,7 @@
 #include "engine/placement.h"
 #include "engine/policy.h"
 #include "engine/thread_binder.h"
+#include "engine/trace.h"
 
 namespace graphi::engine {
 
@@ -72,6 +73,9 @@ struct RuntimeOptions {
   std::chrono::microseconds spin_budget = kDefaultSpinBudget;
   // Count executions per op (exactly-once checks in tests); off by default (one atomic per op).
   bool count_executions = false;
+  // Levels for cpf's ready heaps instead of the plan's (one per node, e.g. from measured costs:
+  // SessionOptions::node_costs); empty = plan.levels().
+  std::vector<double> levels;
   // Where executors run; required when pin is true. The binder applies it (HwlocBinder for
   // real, RecordingBinder in tests). Both must outlive the runtime.
   const Placement* placement = nullptr;
@@ -93,6 +97,12 @@ class ParallelRuntime {
   // Any thread: the run in flight (if any) stops running ops and returns an error, and so does
   // every later run. Used by the Session's destructor to end a run in flight quickly.
   void cancel();
+
+  // Record a RunTrace of every following run (op spans per executor, the scheduler role's
+  // hand-offs, steps and idle waits). Off: one predictable branch per op. Between runs only.
+  void set_tracing(bool on);
+  // The last run's trace (empty before the first traced run). Between runs only.
+  void last_trace(RunTrace& out) const;
 
   const RuntimeOptions& options() const;
   bool dedicated_scheduler() const;

@@ -16,6 +16,7 @@
 #include <omp.h>
 
 #include <condition_variable>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -130,8 +131,24 @@ std::vector<uint32_t> Session::execution_counts() const {
   return impl_->runtime ? impl_->runtime->execution_counts() : std::vector<uint32_t>{};
 }
 
-RunTrace Session::last_trace() const { return impl_->options.trace ? impl_->trace : RunTrace{}; }
-void Session::set_tracing(bool on) { impl_->options.trace = on; }
+RunTrace Session::last_trace() const {
+  const Impl& im = *impl_;
+  if (!im.options.trace) return {};
+  if (!im.runtime) return im.trace.run_end_ns ? im.trace : RunTrace{};
+  RunTrace t;
+  im.runtime->last_trace(t);
+  return t;
+}
+
+void Session::set_tracing(bool on) {
+  Impl& im = *impl_;
+  std::lock_guard<std::mutex> lock(im.run_mutex);  // between runs
+  im.options.trace = on;
+  im.trace.ops.clear();
+  im.trace.run_start_ns = im.trace.run_end_ns = 0;
+  if (im.runtime) im.runtime->set_tracing(on);
+  else if (on) im.trace.ops.reserve(im.plan().num_nodes());
+}
 
 std::string Session::config_summary() const {
   const Impl& im = *impl_;
@@ -164,6 +181,11 @@ static Status check_options(const SessionOptions& o) {
   if (o.ring_capacity < 1 || o.ring_capacity > (1 << 20))
     return Status::invalid_argument("session options: ring_capacity must be in [1, 2^20], got " +
                                     std::to_string(o.ring_capacity));
+  for (size_t i = 0; i < o.node_costs.size(); ++i)
+    if (!(o.node_costs[i] >= 0) || !std::isfinite(o.node_costs[i]))
+      return Status::invalid_argument("session options: node_costs[" + std::to_string(i) +
+                                      "] must be a finite cost >= 0 (microseconds), got " +
+                                      std::to_string(o.node_costs[i]));
   // The sequential executor runs on the caller's thread and leaves its placement to the caller,
   // so `pin` only matters for the parallel policies.
   return Status::ok();
@@ -176,6 +198,9 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const graph::Gr
   if (!graph) return Status::invalid_argument("Session::create: no graph");
   GRAPHI_RETURN_IF_ERROR(check_options(options));
   GRAPHI_ASSIGN_OR_RETURN(Plan plan, compile(std::move(graph), options.threads));
+  // The Plan is this Session's own: it carries the measured levels too (plan().levels()).
+  if (!options.node_costs.empty() && options.node_costs.size() == plan.num_nodes())
+    plan.set_levels(compute_levels(plan, options.node_costs));
   return create(std::make_shared<const Plan>(std::move(plan)), options);
 }
 
@@ -187,6 +212,10 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Plan> pla
     return Status::invalid_argument("session options: threads = " + std::to_string(options.threads) +
                                     ", but the plan's kernels were compiled for teams of " +
                                     std::to_string(plan_ptr->team_size()));
+  if (!options.node_costs.empty() && options.node_costs.size() != plan_ptr->num_nodes())
+    return Status::invalid_argument("session options: node_costs has " + std::to_string(options.node_costs.size()) +
+                                    " entries, but " + plan_ptr->graph().source() + " compiles to " +
+                                    std::to_string(plan_ptr->num_nodes()) + " nodes (one cost per Plan node)");
   std::unique_ptr<Session> s(new Session());
   Impl& im = *s->impl_;
   im.options = options;
@@ -264,16 +293,29 @@ Status Session::Impl::execute(int threads) {
   const SlotTables slots{in_ptrs.data(), out_ptrs.data()};
   const graph::Graph& g = plan().graph();
   failure.clear();
+  const bool tracing = options.trace;
+  if (tracing) {
+    trace.ops.clear();  // reserved by set_tracing / create: no allocation per op
+    trace.run_end_ns = 0;
+    trace.run_start_ns = trace_now_ns();
+  }
   for (NodeId n : plan().order()) {
     if (closing.load(std::memory_order_relaxed))
       return Status::invalid_argument(g.source() + ": run cancelled: the Session is being destroyed");
-    run_node(plan(), n, slots, threads, scratch.get(), plan().scratch_bytes(), &failure);
+    if (tracing) [[unlikely]] {
+      const uint64_t t0 = trace_now_ns();
+      run_node(plan(), n, slots, threads, scratch.get(), plan().scratch_bytes(), &failure);
+      trace.ops.push_back({n, 0, plan().small(n) ? 1 : threads, t0, trace_now_ns()});
+    } else {
+      run_node(plan(), n, slots, threads, scratch.get(), plan().scratch_bytes(), &failure);
+    }
     if (failure.failed()) {
       Status st = node_failure(plan(), n, failure.message());
       failure.clear();
       return st;
     }
   }
+  if (tracing) trace.run_end_ns = trace_now_ns();
   return Status::ok();
 }
 
@@ -281,6 +323,10 @@ Status Session::Impl::start_runtime() {
   policy = *parse_policy(options.scheduler);
   if (policy == Policy::kSequential) {
     omp_claim.emplace(1, options.threads, false);
+    trace.executors = 1;
+    trace.threads = options.threads;
+    trace.scheduler = policy_name(policy);
+    if (options.trace) trace.ops.reserve(plan().num_nodes());
     return Status::ok();
   }
   const Plan& p = plan();
@@ -293,6 +339,8 @@ Status Session::Impl::start_runtime() {
   ro.local_continuation = options.local_continuation;
   ro.count_executions = options.count_executions;
   ro.dedicated_scheduler = options.dedicated_scheduler;
+  // A shared Plan keeps its own levels; measured costs reach the scheduler through these.
+  if (!options.node_costs.empty()) ro.levels = compute_levels(p, options.node_costs);
   if (options.pin) {
     static std::once_flag warned;
     if (auto w = omp_affinity_env_warning())
@@ -314,6 +362,7 @@ Status Session::Impl::start_runtime() {
     return Status::invalid_argument("session options: cpuset needs pin = true");
   }
   GRAPHI_ASSIGN_OR_RETURN(runtime, ParallelRuntime::create(p, ro));
+  if (options.trace) runtime->set_tracing(true);
   // Executor threads are new OpenMP masters; a dedicated scheduler spins on a core of its own.
   omp_claim.emplace(options.executors, options.threads, runtime->dedicated_scheduler());
   return Status::ok();

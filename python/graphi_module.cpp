@@ -156,6 +156,15 @@ class PySession {
   py::list outputs() const { return infos(session_->outputs()); }
   std::string config() const { return session_->config_summary(); }
   std::string passes() const { return session_->passes_summary(); }
+  void set_tracing(bool on) {
+    py::gil_scoped_release nogil;  // waits for a run in flight on another thread
+    session_->set_tracing(on);
+  }
+  size_t write_trace(const std::string& path) const {
+    graphi::Expected<size_t> n = session_->write_trace(path);
+    if (!n) raise_error(n.error());
+    return *n;
+  }
 
  private:
   static py::list infos(const std::vector<graphi::TensorInfo>& v) {
@@ -184,5 +193,7 @@ PYBIND11_MODULE(_graphi, m) {
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)
       .def("config", &PySession::config)
-      .def("passes", &PySession::passes);
+      .def("passes", &PySession::passes)
+      .def("set_tracing", &PySession::set_tracing, py::arg("on"))
+      .def("write_trace", &PySession::write_trace, py::arg("path"));
 }

@@ -30,6 +30,7 @@ TEST_PACKAGES=(
   python3-venv                    # the benchmarks' virtual environment (scripts/bench_venv.sh)
   python3-torch                   # PyTorch 1.13: tests regenerate their PyTorch fixtures with it
   libopenblas0-pthread            # the BLAS PyTorch should use (Debian's reference BLAS is ~10x slower)
+  python3-matplotlib              # scripts/plot_timeline.py (its test draws a trace)
 )
 
 case "$LEVEL" in

@@ -40,9 +40,11 @@ inline void run_op(const Dag& d, float* values, uint32_t i, uint64_t spin) {
 Status check_values(const Dag& d, const std::vector<float>& values, const std::string& who);
 
 // graphi (graphi.cpp): policy cpf | fifo | shared-queue | sequential, executors x threads,
-// pinned, scheduler -> executor rings of `ring_capacity`. Registers the BenchSpin op on first use.
+// pinned, scheduler -> executor rings of `ring_capacity`; `trace`: every run records a RunTrace
+// (SessionOptions::trace; config gets " traced"). Registers the BenchSpin op on first use.
 Result<std::unique_ptr<Competitor>> make_graphi(const Dag& d, int64_t work_ns, const std::string& policy,
-                                                int executors, int threads, int ring_capacity = 1);
+                                                int executors, int threads, int ring_capacity = 1,
+                                                bool trace = false);
 // oneTBB flow_graph (tbb_flow_graph.cpp): one continue_node per op, an edge per dependency, in a
 // task_arena of `threads`; `lightweight` uses the lightweight node policy (bodies run inline in
 // the thread that completed the predecessor).

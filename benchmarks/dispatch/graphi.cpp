@@ -108,6 +108,7 @@ class Graphi final : public Competitor {
   std::string config() const override {
     const auto& o = session_->options();
     std::string c = std::to_string(o.executors) + "x" + std::to_string(o.threads);
+    if (o.trace) c += " traced";
     if (policy_ == "sequential") return c + " caller";
     // sched-thread: the client thread schedules on a core of its own; sched-role: the executors
     // take the scheduler role in turns; solo: one executor, played by the client thread.
@@ -153,7 +154,7 @@ Status check_values(const Dag& d, const std::vector<float>& values, const std::s
 }
 
 Result<std::unique_ptr<Competitor>> make_graphi(const Dag& d, int64_t work_ns, const std::string& policy,
-                                                int executors, int threads, int ring_capacity) {
+                                                int executors, int threads, int ring_capacity, bool trace) {
   GRAPHI_ASSIGN_OR_RETURN(std::shared_ptr<const engine::Plan> plan, plan_for(d, work_ns, threads));
   engine::SessionOptions o;
   o.executors = executors;
@@ -161,6 +162,7 @@ Result<std::unique_ptr<Competitor>> make_graphi(const Dag& d, int64_t work_ns, c
   o.scheduler = policy;
   o.pin = true;
   o.ring_capacity = ring_capacity;
+  o.trace = trace;
   GRAPHI_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> s, engine::Session::create(plan, o));
   return std::unique_ptr<Competitor>(new Graphi(d, policy, std::move(s)));
 }

@@ -10,6 +10,7 @@
 
 #include "engine/session.h"
 #include "engine/model_loader.h"
+#include "profiler/chrome_trace.h"
 
 namespace graphi {
 namespace {
@@ -213,5 +214,22 @@ std::string Session::config_summary() const {
 }
 const std::string& Session::passes_summary() const { return impl_ ? impl_->passes : kNoString; }
 const SessionOptions& Session::options() const { return impl_ ? impl_->options : kNoOptions; }
+
+void Session::set_tracing(bool on) {
+  if (impl_) impl_->session->set_tracing(on);
+}
+
+Expected<size_t> Session::write_trace(const std::string& path) const {
+  if (!impl_) return ApiError{StatusCode::kInvalidArgument, "write_trace: the Session was moved from"};
+  return guarded("write_trace", [&]() -> Expected<size_t> {
+    const engine::RunTrace t = impl_->session->last_trace();
+    if (t.run_end_ns == 0)
+      return ApiError{StatusCode::kInvalidArgument,
+                      path + ": no traced run to write (call set_tracing(true), then run())"};
+    Status st = profiler::write_chrome_trace(path, impl_->session->plan(), t);
+    if (!st.is_ok()) return to_error(st);
+    return t.ops.size();
+  });
+}
 
 }  // namespace graphi

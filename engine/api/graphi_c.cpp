@@ -182,6 +182,24 @@ const char* graphi_session_passes_summary(const graphi_session* s) {
   return s ? s->session.passes_summary().c_str() : "";
 }
 
+graphi_status graphi_session_set_tracing(graphi_session* s, int32_t on) {
+  return guarded([&]() -> graphi_status {
+    if (s == nullptr) return invalid("graphi_session_set_tracing: session is NULL");
+    s->session.set_tracing(on != 0);
+    return GRAPHI_OK;
+  });
+}
+
+graphi_status graphi_session_write_trace(graphi_session* s, const char* path) {
+  return guarded([&]() -> graphi_status {
+    if (s == nullptr) return invalid("graphi_session_write_trace: session is NULL");
+    if (path == nullptr) return invalid("graphi_session_write_trace: path is NULL");
+    auto r = s->session.write_trace(path);
+    if (!r) return fail(r.error());
+    return GRAPHI_OK;
+  });
+}
+
 graphi_status graphi_session_run(graphi_session* s, const graphi_tensor* inputs, size_t num_inputs,
                                  graphi_outputs** outputs) {
   if (outputs != nullptr) *outputs = nullptr;

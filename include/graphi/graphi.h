@@ -140,6 +140,14 @@ GRAPHI_C_API graphi_status graphi_session_run_into(graphi_session* session,
                                                    const graphi_tensor* inputs, size_t num_inputs,
                                                    graphi_buffer* buffers, size_t num_buffers);
 
+/* Tracing (docs/TRACING.md). graphi_session_set_tracing(s, 1) records every following run op
+ * by op (off by default; takes effect between runs, waiting for a run in flight);
+ * graphi_session_write_trace writes the last traced run as Chrome Trace Event JSON (opens in
+ * Perfetto and chrome://tracing). GRAPHI_INVALID_ARGUMENT when no run was traced yet,
+ * GRAPHI_IO_ERROR naming the file when it cannot be written. */
+GRAPHI_C_API graphi_status graphi_session_set_tracing(graphi_session* session, int32_t on);
+GRAPHI_C_API graphi_status graphi_session_write_trace(graphi_session* session, const char* path);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -177,6 +177,15 @@ class GRAPHI_API Session {
   const std::string& passes_summary() const;
   const SessionOptions& options() const;
 
+  // Tracing (docs/TRACING.md): record every following run op by op (start/end, executor, team)
+  // and the scheduler's activity. Off by default; takes effect between runs (waits for a run in
+  // flight). A moved-from Session ignores it.
+  void set_tracing(bool on);
+  // Writes the last traced run as Chrome Trace Event JSON (opens in Perfetto and
+  // chrome://tracing) and returns the number of op events written. kInvalidArgument when no
+  // run was traced yet (set_tracing(true), then run()); kIoError naming the file.
+  Expected<size_t> write_trace(const std::string& path) const;
+
  private:
   struct Impl;
   explicit Session(std::unique_ptr<Impl> impl);

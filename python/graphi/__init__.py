@@ -64,18 +64,19 @@ class Session:
     """A loaded, compiled model.
 
     Session(path, executors=1, threads=1, scheduler="sequential", pin=True, optimize=True,
-            dims=None, ring_capacity=1, cpuset="")
+            dims=None, ring_capacity=1, cpuset="", tracing=False)
 
     path: a .onnx or .graphi file. executors x threads: the engine's executor teams.
     scheduler: "sequential" (reference executor on the calling thread), "cpf"
     (critical-path first), "fifo" or "shared-queue". pin: pin each thread to its own core.
     optimize: apply the default graph passes (RNN cell fusion, GEMM fusion, ...).
     dims: values of symbolic ONNX dims, e.g. {"batch": 8}. cpuset: restrict pinning ("0-3").
+    tracing: record every run op by op (see trace(); also a settable property).
     Raises graphi.Error naming the file when it cannot be loaded.
     """
 
     def __init__(self, path, executors=1, threads=1, scheduler="sequential", pin=True,
-                 optimize=True, dims=None, ring_capacity=1, cpuset=""):
+                 optimize=True, dims=None, ring_capacity=1, cpuset="", tracing=False):
         path = os.fspath(path)
         self._s = _graphi.Session(path, int(executors), int(threads), str(scheduler),
                                   bool(pin), bool(optimize),
@@ -85,6 +86,38 @@ class Session:
         self.inputs = [TensorInfo(n, d, s) for n, d, s in self._s.inputs()]
         self.outputs = [TensorInfo(n, d, s) for n, d, s in self._s.outputs()]
         self._input_info = {t.name: t for t in self.inputs}
+        self._tracing = False
+        self.tracing = tracing
+
+    @property
+    def tracing(self):
+        """Whether runs are recorded op by op (off by default: recording costs a little)."""
+        return self._tracing
+
+    @tracing.setter
+    def tracing(self, on):
+        self._s.set_tracing(bool(on))
+        self._tracing = bool(on)
+
+    def trace(self, path, inputs=None):
+        """Writes a run's timeline to `path` as Chrome Trace Event JSON (open it in
+        https://ui.perfetto.dev or chrome://tracing; scripts/plot_timeline.py draws it).
+        With `inputs` (as for run()) it runs the model once traced and writes that run;
+        without, it writes the last run made while `tracing` was on. Returns the number of
+        ops in the trace. Raises graphi.Error when there is no traced run or the file cannot
+        be written (naming it)."""
+        path = os.fspath(path)
+        if inputs is not None:
+            was = self._tracing
+            if not was:
+                self.tracing = True
+            try:
+                self.run(inputs)
+                return self._s.write_trace(path)  # before switching off, which clears it
+            finally:
+                if not was:
+                    self.tracing = False
+        return self._s.write_trace(path)
 
     @property
     def config(self):

@@ -251,6 +251,91 @@ class ErrorTest(unittest.TestCase):
             self.s.run(self.ins[0])  # a bare array is neither a dict nor a list
 
 
+
+class TraceTest(unittest.TestCase):
+    """Session.trace writes Chrome Trace Event JSON; scripts/plot_timeline.py draws it."""
+
+    def setUp(self):
+        import tempfile
+        self.dir = tempfile.mkdtemp(prefix="graphi_trace_")
+
+    def tearDown(self):
+        import shutil
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_trace_writes_valid_json(self):
+        import json
+        path, ins, want = fixture("lstm_2layer_bidir")
+        for opts in ({}, {"executors": 2, "scheduler": "cpf", "pin": False}):
+            s = graphi.Session(path, optimize=False, **opts)
+            self.assertFalse(s.tracing)
+            with self.assertRaises(graphi.Error) as e:
+                s.trace(os.path.join(self.dir, "none.json"))  # nothing traced yet
+            self.assertEqual(e.exception.code, "invalid_argument")
+            out_path = os.path.join(self.dir, "t%d.json" % len(opts))
+            feed = {t.name: a for t, a in zip(s.inputs, ins)}
+            n = s.trace(out_path, feed)
+            self.assertFalse(s.tracing)  # switched on for that run only
+            with open(out_path) as f:
+                doc = json.load(f)
+            ops = [ev for ev in doc["traceEvents"] if ev["ph"] == "X" and ev["cat"] == "op"]
+            self.assertEqual(len(ops), n)
+            self.assertEqual(len({ev["args"]["node"] for ev in ops}), n)  # each node once
+            for ev in ops:
+                for k in ("pid", "tid", "ts", "dur", "name"):
+                    self.assertIn(k, ev)
+                for k in ("op", "kernel", "inputs", "outputs", "level", "bytes_in", "bytes_out"):
+                    self.assertIn(k, ev["args"])
+            tracks = [ev["args"]["name"] for ev in doc["traceEvents"]
+                      if ev["ph"] == "M" and ev["name"] == "thread_name"]
+            self.assertEqual(sum(t.startswith("executor ") for t in tracks), opts.get("executors", 1))
+            # tracing as a property: every run is recorded; results unchanged.
+            s.tracing = True
+            got = s.run(feed)
+            for (name, g), w in zip(got.items(), want):
+                self.assertLess(max_rel_error(g, w), 1e-4, name)
+            self.assertEqual(s.trace(out_path), n)
+        with self.assertRaises(graphi.Error) as e:
+            s.trace(os.path.join(self.dir, "no", "such", "dir.json"))
+        self.assertIn("dir.json", str(e.exception))
+
+    def test_plot_timeline_draws_png_and_table(self):
+        import json
+        path, ins, _ = fixture("lstm_2layer_bidir")
+        s = graphi.Session(path, optimize=False, executors=2, scheduler="cpf", pin=False)
+        trace = os.path.join(self.dir, "plot.json")
+        s.trace(trace, {t.name: a for t, a in zip(s.inputs, ins)})
+        png = os.path.join(self.dir, "timeline.png")
+        script = os.path.join(HERE, "..", "..", "scripts", "plot_timeline.py")
+        r = subprocess.run(["/usr/bin/python3", script, trace, "-o", png, "--table"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(png, "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        # The table's totals per op type equal the sums over the trace's events.
+        with open(trace) as f:
+            ops = [ev for ev in json.load(f)["traceEvents"] if ev["ph"] == "X" and ev["cat"] == "op"]
+        totals = {}
+        for ev in ops:
+            totals[ev["name"]] = totals.get(ev["name"], 0.0) + ev["dur"]
+        rows = {}
+        for line in r.stdout.splitlines():
+            parts = line.split()
+            if len(parts) == 7 and parts[0] in totals:
+                rows[parts[0]] = (int(parts[1]), float(parts[2]))
+        self.assertEqual(set(rows), set(totals))
+        for op, total in totals.items():
+            self.assertAlmostEqual(rows[op][1], total, delta=0.051)
+            self.assertEqual(rows[op][0], sum(ev["name"] == op for ev in ops))
+        # A file that is not a trace is a clear error naming it.
+        bad = os.path.join(self.dir, "bad.json")
+        with open(bad, "w") as f:
+            f.write("{\"traceEvents\": 3}")
+        r = subprocess.run(["/usr/bin/python3", script, bad, "-o", png], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("bad.json", r.stderr)
+
+
 class ImportTest(unittest.TestCase):
     def test_imports_without_torch(self):
         # torch made unimportable: graphi still imports and runs; only compile() needs it.

@@ -430,3 +430,43 @@ TEST_CASE("graphi exit codes: usage errors are 2, runtime errors 1, --help 0", "
   CHECK(missing_npy.rc == 1);
   CHECK(contains(missing_npy.err, "nothere.npy"));
 }
+
+TEST_CASE("graphi run --trace writes a Chrome trace of the last iteration", "[cli][trace]") {
+  const fs::path dir = test::scratch_dir("cli_trace");
+  const std::string model = (dir / "lstm.graphi").string();
+  REQUIRE(graphi_cli(dir, {"model", "lstm", "--input", "4", "--hidden", "8", "--layers", "2", "--batch", "1",
+                           "--seq", "3", "-o", model})
+              .rc == 0);
+  for (const std::vector<std::string>& config :
+       {std::vector<std::string>{}, std::vector<std::string>{"--executors", "2", "--no-fuse"}}) {
+    const fs::path trace = dir / (config.empty() ? "seq.json" : "cpf.json");
+    std::vector<std::string> a = {"run", model, "--iterations", "3", "--json", "--trace", trace.string()};
+    a.insert(a.end(), config.begin(), config.end());
+    auto r = graphi_cli(dir, a);
+    INFO(r.err);
+    REQUIRE(r.rc == 0);
+    CHECK(contains(r.err, "wrote the trace of the last iteration"));
+    CHECK(contains(r.err, trace.string()));
+    nlohmann::json out = nlohmann::json::parse(r.out);
+    CHECK(out["trace_file"] == trace.string());
+    nlohmann::json doc = nlohmann::json::parse(slurp(trace));
+    // One op event per node of the graph that ran (graphi info counts them independently).
+    std::vector<std::string> info_args = {"info", model, "--json"};
+    if (!config.empty()) info_args.push_back("--no-fuse");
+    auto info = graphi_cli(dir, info_args);
+    REQUIRE(info.rc == 0);
+    size_t ops = 0, executor_tracks = 0;
+    for (const auto& ev : doc["traceEvents"]) {
+      ops += ev["ph"] == "X" && ev["cat"] == "op";
+      executor_tracks += ev["ph"] == "M" && ev["name"] == "thread_name" &&
+                         ev["args"]["name"].get<std::string>().rfind("executor ", 0) == 0;
+    }
+    CHECK(executor_tracks == (config.empty() ? 1u : 2u));
+    CHECK(ops == nlohmann::json::parse(info.out)["nodes"].get<size_t>());
+    CHECK(doc["otherData"]["scheduler"] == (config.empty() ? "sequential" : "cpf"));
+  }
+  // An unwritable trace path is a runtime error naming the file.
+  auto bad = graphi_cli(dir, {"run", model, "--iterations", "1", "--trace", (dir / "missing/t.json").string()});
+  CHECK(bad.rc == 1);
+  CHECK(contains(bad.err, "missing/t.json"));
+}

@@ -6,7 +6,12 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "graphi/graphi.h"
 #include "graphi/graphi.hpp"
@@ -421,5 +426,60 @@ TEST_CASE("c api: null pointers, wrong sizes and bad files give codes, not crash
   graphi_tensor ok_in{"x", GRAPHI_F32, 2, shape, x.data(), 256};
   REQUIRE(graphi_session_run(s, &ok_in, 1, &outs) == GRAPHI_OK);  // still usable
   graphi_outputs_free(outs);
+  graphi_session_free(s);
+}
+
+TEST_CASE("public api: tracing writes a Chrome trace through the C++ and C APIs", "[api][trace]") {
+  const graphi::Tensor x = npy("mlp.in0.npy");
+  const std::filesystem::path dir = graphi::test::scratch_dir("api_trace");
+  auto count_ops = [](const std::string& path) {
+    std::ifstream f(path);
+    nlohmann::json doc = nlohmann::json::parse(f);
+    std::set<std::string> nodes;
+    size_t events = 0;
+    for (const auto& ev : doc["traceEvents"])
+      if (ev["ph"] == "X" && ev["cat"] == "op") {
+        ++events;
+        nodes.insert(ev["args"]["node"].get<std::string>());
+      }
+    CHECK(nodes.size() == events);  // each node once
+    return events;
+  };
+  for (const graphi::SessionOptions& o : configs()) {
+    INFO(o.scheduler);
+    graphi::Session s = open_ok(kOnnxDir + "mlp.onnx", o);
+    const std::string path = (dir / ("cpp_" + o.scheduler + ".json")).string();
+    auto none = s.write_trace(path);  // nothing traced yet
+    REQUIRE(!none.ok());
+    CHECK(none.error().code == graphi::StatusCode::kInvalidArgument);
+    s.set_tracing(true);
+    REQUIRE(s.run({view_of("x", x)}).ok());
+    auto n = s.write_trace(path);
+    INFO(n.error().message);
+    REQUIRE(n.ok());
+    CHECK(*n > 0);
+    CHECK(count_ops(path) == *n);
+    auto bad = s.write_trace((dir / "no/dir/t.json").string());
+    REQUIRE(!bad.ok());
+    CHECK(bad.error().code == graphi::StatusCode::kIoError);
+    CHECK_THAT(bad.error().message, Contains("no/dir/t.json"));
+  }
+
+  graphi_session* s = nullptr;
+  REQUIRE(graphi_session_open((kOnnxDir + "mlp.onnx").c_str(), nullptr, &s) == GRAPHI_OK);
+  const std::string path = (dir / "c.json").string();
+  CHECK(graphi_session_write_trace(s, path.c_str()) == GRAPHI_INVALID_ARGUMENT);
+  CHECK_THAT(graphi_last_error(), Contains("no traced run"));
+  REQUIRE(graphi_session_set_tracing(s, 1) == GRAPHI_OK);
+  const int64_t shape[] = {4, 16};
+  graphi_tensor in{"x", GRAPHI_F32, 2, shape, x.data(), x.bytes()};
+  graphi_outputs* outs = nullptr;
+  REQUIRE(graphi_session_run(s, &in, 1, &outs) == GRAPHI_OK);
+  graphi_outputs_free(outs);
+  REQUIRE(graphi_session_write_trace(s, path.c_str()) == GRAPHI_OK);
+  CHECK(count_ops(path) > 0);
+  CHECK(graphi_session_write_trace(s, nullptr) == GRAPHI_INVALID_ARGUMENT);
+  CHECK(graphi_session_write_trace(nullptr, path.c_str()) == GRAPHI_INVALID_ARGUMENT);
+  CHECK(graphi_session_set_tracing(nullptr, 1) == GRAPHI_INVALID_ARGUMENT);
   graphi_session_free(s);
 }

@@ -1,0 +1,62 @@
+// cost_table_from_traces: the mean duration per node over several runs' traces.
+#include <catch2/catch.hpp>
+
+#include "engine/plan.h"
+#include "engine/session.h"
+#include "profiler/cost_table.h"
+#include "tests/support/random_dag.h"
+#include "tests/support/test_util.h"
+
+using namespace graphi;
+using namespace graphi::engine;
+
+TEST_CASE("cost table: means of hand-made spans per node", "[profiler][cost]") {
+  test::RandomDagSpec spec;
+  spec.nodes = 4;
+  spec.seed = 9;
+  auto g = test::random_dag(spec);
+  Plan plan = value_or_throw(compile(g, 1));
+  REQUIRE(plan.num_nodes() == 4);
+  // Node 0: 1000 and 3000 ns -> 2 us; node 1: 500 ns once (absent from the second run) -> 0.5;
+  // node 2: 10 and 20 us -> 15; node 3: never traced -> 0.
+  RunTrace a, b;
+  a.ops = {{0, 0, 1, 100, 1100}, {1, 0, 1, 1200, 1700}, {2, 1, 1, 2000, 12000}};
+  b.ops = {{2, 0, 1, 0, 20000}, {0, 1, 1, 50000, 53000}};
+  std::vector<RunTrace> traces{a, b};
+  profiler::CostTable t = profiler::cost_table_from_traces(plan, traces);
+  CHECK(t.runs == 2);
+  REQUIRE(t.node_us.size() == 4);
+  CHECK(t.node_us[0] == Approx(2.0));
+  CHECK(t.node_us[1] == Approx(0.5));
+  CHECK(t.node_us[2] == Approx(15.0));
+  CHECK(t.node_us[3] == 0.0);
+}
+
+TEST_CASE("cost table: from real traced runs, every node gets a positive mean", "[profiler][cost]") {
+  test::RandomDagSpec spec;
+  spec.nodes = 30;
+  spec.seed = 4;
+  auto g = test::random_dag(spec);
+  SessionOptions o;
+  o.trace = true;
+  auto s = value_or_throw(Session::create(g, o));
+  NamedTensors in = test::random_inputs(*g, 2);
+  std::vector<RunTrace> traces;
+  for (int i = 0; i < 3; ++i) {
+    (void)value_or_throw(s->run(in));
+    traces.push_back(s->last_trace());
+  }
+  profiler::CostTable t = profiler::cost_table_from_traces(s->plan(), traces);
+  CHECK(t.runs == 3);
+  REQUIRE(t.node_us.size() == s->plan().num_nodes());
+  double sum = 0;
+  for (double us : t.node_us) {
+    CHECK(us >= 0);
+    sum += us;
+  }
+  // The ops' mean times add up to no more than the mean makespan (one thread ran them all).
+  double makespan = 0;
+  for (const RunTrace& r : traces) makespan += static_cast<double>(r.run_end_ns - r.run_start_ns) * 1e-3 / 3;
+  CHECK(sum > 0);
+  CHECK(sum <= makespan * 1.0001);
+}
