@@ -60,5 +60,6 @@ int info_command(int argc, char** argv);   // graphi info
 int model_command(int argc, char** argv);  // graphi model
 int topo_command(int argc, char** argv);   // graphi topo
 int profile_command(int argc, char** argv);  // graphi profile
+int simulate_command(int argc, char** argv);  // graphi simulate
 
 }  // namespace graphi::cli

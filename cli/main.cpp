@@ -18,6 +18,7 @@ const Subcommand kSubcommands[] = {
     {"info", "print a model's ops, parameters, FLOPs, parallelism and memory", graphi::cli::info_command},
     {"model", "generate a model file (lstm, gru) with seeded random weights", graphi::cli::model_command},
     {"profile", "find the fastest executors x threads split of a model and cache the plan", graphi::cli::profile_command},
+    {"simulate", "predict a model's makespan per split and policy on a machine we do not have", graphi::cli::simulate_command},
     {"topo", "print the machine (cores, tiles, cpuset) and an executors x threads placement", graphi::cli::topo_command},
 };
 
