@@ -113,14 +113,25 @@ struct ParallelRuntime::Impl {
   size_t inbox_capacity = 1;
   std::vector<std::unique_ptr<Executor>> ex;
   std::vector<double> keys;  // heap key per op: level (cpf) or -position (fifo)
-  std::unique_ptr<void, FreeAligned> client_scratch;  // for bootstrap ops run by the client
-  ops::KernelFailure client_failure;
+  std::unique_ptr<void, FreeAligned> client_scratch;  // for bootstrap ops
+  ops::KernelFailure client_failure;                  // failures of bootstrap ops
+
+  // Bootstrap executor (RuntimeOptions::bootstrap_executor): whoever runs the bootstrap ops (the
+  // bootstrap thread, else the client) collects the non-small ops they make ready in boot_ready.
+  bool boot_thread_on = false;
+  std::thread boot_thread;
+  Parker boot_parker;
+  alignas(64) std::atomic<uint64_t> boot_request{0};  // runs asked of the bootstrap thread
+  std::atomic<bool> boot_started{false};
+  Status boot_start_status;
+  pid_t boot_tid = 0;
+  std::vector<graph::NodeId> boot_inline, boot_ready;
 
   // Tracing (set_tracing): buffers reserved when it is switched on, so a traced run allocates
   // nothing per op; spans beyond a buffer's capacity are dropped and counted, never grown.
   bool tracing = false;
   uint64_t run_start_ns = 0, run_end_ns = 0;
-  std::vector<OpSpan> boot_spans;             // bootstrap ops run by the client thread
+  std::vector<OpSpan> boot_spans;             // bootstrap ops (client or bootstrap thread)
   std::vector<SchedulerSpan> sched_spans;     // the role's steps and hand-offs (under sched_lock)
   std::vector<SchedulerSpan> client_idle;     // the dedicated client scheduler's waits
   void record_sched(std::vector<SchedulerSpan>& v, SchedulerSpan::Kind kind, int32_t executor, uint64_t t0) {
@@ -170,6 +181,8 @@ struct ParallelRuntime::Impl {
   std::atomic<int> started{0};
 
   void executor_main(Executor& e);
+  void bootstrap_main();
+  size_t run_bootstrap_op(graph::NodeId s);
   void executor_loop(Executor& e, bool client);
   void command_loop(Executor& e);
   void init_team(Executor& e);
@@ -246,7 +259,7 @@ void ParallelRuntime::Impl::run_one(Executor* e, graph::NodeId n, std::vector<gr
       if (std::atomic_ref<uint32_t>(pending[s]).fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
       if (p.small(s)) inline_ops.push_back(s);
       else if (e) e->heap.push(s);
-      else heap.push(s);  // bootstrap: the client holds the scheduler role
+      else boot_ready.push_back(s);  // bootstrap: handed to the scheduler role afterwards
     }
     ++ran;
   }
@@ -453,6 +466,66 @@ void ParallelRuntime::Impl::init_team(Executor& e) {
   }
 }
 
+// Runs bootstrap op s and the small ops it makes ready (inline); the other ops it makes ready
+// are left in boot_ready. Returns how many ops ran.
+size_t ParallelRuntime::Impl::run_bootstrap_op(graph::NodeId s) {
+  size_t ran = 0;
+  run_one(nullptr, s, boot_inline, client_scratch.get(), 1, client_failure, ran);
+  return ran;
+}
+
+// The bootstrap executor's thread: one thread (no OpenMP team), pinned to the reserved
+// bootstrap core. Per run: the bootstrap ops, then the ops they made ready go to the scheduler
+// role (its heap and a step, as an idle executor's report would; the shared queue for
+// shared-queue), then its ops count towards `remaining`. Idle between runs: spin for the budget,
+// then sleep.
+void ParallelRuntime::Impl::bootstrap_main() {
+  pthread_setname_np(pthread_self(), "graphi-boot");
+  boot_tid = static_cast<pid_t>(::gettid());
+  if (opt.pin && opt.placement && opt.placement->bootstrap && opt.binder) {
+    const int pu = opt.placement->bootstrap->pu;
+    Status st = opt.binder->bind_current_thread(std::span<const int>(&pu, 1));
+    if (!st.is_ok()) boot_start_status = st.with_context("bootstrap executor (PU " + std::to_string(pu) + ")");
+  }
+  omp_set_num_threads(1);  // kernels that open their own region: a team of 1
+  boot_started.store(true, std::memory_order_release);
+  boot_started.notify_all();
+  if (!boot_start_status.is_ok()) return;
+  uint64_t seen = 0;
+  try {
+    while (true) {
+      boot_parker.wait(
+          [&] {
+            return boot_request.load(std::memory_order_acquire) != seen || stopping.load(std::memory_order_acquire);
+          },
+          opt.spin_budget);
+      if (stopping.load(std::memory_order_acquire)) return;
+      seen = boot_request.load(std::memory_order_acquire);
+      size_t ran = 0;
+      boot_ready.clear();
+      for (const graph::NodeId s : start_ops)
+        if (plan->small(s)) ran += run_bootstrap_op(s);
+      if (shared) {
+        sq_push(boot_ready);
+      } else if (!boot_ready.empty()) {
+        // Take the role like try_schedule, but wait for it: these ops must reach the heap.
+        while (sched_lock.exchange(true, std::memory_order_seq_cst)) cpu_relax();
+        const uint64_t posts = posted.load(std::memory_order_seq_cst);
+        for (const graph::NodeId r : boot_ready) heap.push(r);
+        step(nullptr);  // hands them to idle executors; busy ones claim the rest when idle
+        sched_lock.store(false, std::memory_order_seq_cst);
+        if (posted.load(std::memory_order_seq_cst) != posts) try_schedule(nullptr);  // see try_schedule
+      }
+      finish(ran);
+    }
+  } catch (...) {
+    broken.store(true, std::memory_order_seq_cst);
+    set_error(Status::internal("the bootstrap executor stopped with an exception (the Session cannot run any more; destroy it)"));
+    done.store(true, std::memory_order_release);
+    done_parker.wake();
+  }
+}
+
 // The thread body. Nothing in the loop is expected to throw (kernels are noexcept, buffers are
 // reserved), but if something does, the thread must not take the process down with
 // std::terminate: it records the error, marks the runtime broken (its run state is lost, so
@@ -646,6 +719,12 @@ Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& pla
   }
   im.idle.reset(im.ex.size());
   im.inflight.assign(im.ex.size(), 0);
+  bool boot_ops = false;
+  for (const graph::NodeId s : im.start_ops) boot_ops |= plan.small(s);
+  const bool boot_core = o.pin && o.placement && o.placement->bootstrap.has_value();
+  im.boot_thread_on = boot_ops && o.bootstrap_executor.value_or(boot_core);
+  im.boot_inline.reserve(n);
+  im.boot_ready.reserve(n);
 
   for (auto& e : im.ex) {
     Executor* ep = e.get();
@@ -657,11 +736,21 @@ Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& pla
       im.started.fetch_add(1, std::memory_order_release);
     }
   }
+  if (im.boot_thread_on) {
+    try {
+      im.boot_thread = std::thread([&im] { im.bootstrap_main(); });
+    } catch (const std::system_error& x) {
+      im.boot_start_status = Status::internal(std::string("cannot start the bootstrap executor thread: ") + x.what());
+      im.boot_started.store(true, std::memory_order_release);
+    }
+  }
   // Wait until every team is up and pinned.
   for (int s = im.started.load(std::memory_order_acquire); s < o.executors; s = im.started.load(std::memory_order_acquire))
     im.started.wait(s, std::memory_order_acquire);
+  if (im.boot_thread_on) im.boot_started.wait(false, std::memory_order_acquire);
   for (auto& e : im.ex)
     if (!e->start_status.is_ok()) return e->start_status;  // the destructor joins the threads
+  if (!im.boot_start_status.is_ok()) return im.boot_start_status;
   return rt;
 }
 
@@ -677,6 +766,8 @@ ParallelRuntime::~ParallelRuntime() {
   }
   for (auto& e : im.ex)
     if (e->thread.joinable()) e->thread.join();
+  im.boot_parker.wake();
+  if (im.boot_thread.joinable()) im.boot_thread.join();
 }
 
 void ParallelRuntime::cancel() {
@@ -752,13 +843,25 @@ Status ParallelRuntime::run(SlotTables slots) {
   // Bootstrap: small ops ready at the start (constants, shape bookkeeping) and the small ops
   // they make ready run here, on the client thread: the light-weight single-thread executor.
   // The ops they make ready join the other start ops in the scheduler's heap.
-  size_t boot_ran = 0;
-  std::vector<graph::NodeId> inline_ops;
-  for (const graph::NodeId s : im.start_ops) {
-    if (p.small(s)) im.run_one(nullptr, s, inline_ops, im.client_scratch.get(), 1, im.client_failure, boot_ran);
-    else im.heap.push(s);
+  // With a bootstrap thread (a spare core) they run there instead, while the client dispatches.
+  if (im.boot_thread_on) {
+    im.boot_request.fetch_add(1, std::memory_order_release);  // publishes the reset above
+    im.boot_parker.wake();
+    for (const graph::NodeId s : im.start_ops)
+      if (!p.small(s)) im.heap.push(s);
+  } else {
+    size_t boot_ran = 0;
+    for (const graph::NodeId s : im.start_ops) {
+      if (p.small(s)) {
+        im.boot_ready.clear();
+        boot_ran += im.run_bootstrap_op(s);
+        for (const graph::NodeId r : im.boot_ready) im.heap.push(r);
+      } else {
+        im.heap.push(s);
+      }
+    }
+    im.finish(boot_ran);
   }
-  im.finish(boot_ran);
 
   uint64_t seen = 0;  // `posted` before the seeding step: later posts need a step
   if (im.done.load(std::memory_order_acquire)) {
@@ -857,6 +960,8 @@ void ParallelRuntime::last_trace(RunTrace& out) const {
 
 const RuntimeOptions& ParallelRuntime::options() const { return impl_->opt; }
 bool ParallelRuntime::dedicated_scheduler() const { return impl_->dedicated; }
+bool ParallelRuntime::bootstrap_thread() const { return impl_->boot_thread_on; }
+pid_t ParallelRuntime::bootstrap_thread_id() const { return impl_->boot_tid; }
 
 std::vector<uint32_t> ParallelRuntime::execution_counts() const {
   std::vector<uint32_t> out;

@@ -29,10 +29,13 @@
 //   A single executor with a team of 1 (cpf, fifo) has nothing to schedule: the client thread
 //   plays it even when a spare core is reserved ("solo"), so no thread waits to be woken.
 // - Small ops run inline in the executor that made them ready. Small ops ready at the start
-//   (bootstrap ops: constants, shape bookkeeping) run on the client thread before dispatch, on the
-//   scheduler's core when it has one: the client thread is the light-weight single-thread
-//   bootstrap executor (a thread of its own would cost a ~30 us futex wake-up per run, more than
-//   the bootstrap ops themselves, or a core spinning for them).
+//   (bootstrap ops: constants, shape bookkeeping) run on the bootstrap executor: a thread of its
+//   own pinned to the placement's reserved bootstrap core when the machine has one to spare
+//   (n*k + 2 cores), woken at the start of each run while the client dispatches the other start
+//   ops; it hands the ops they make ready to the scheduler role like an idle executor. Without
+//   that core the client thread runs them before dispatch, on the scheduler's core when it has one
+//   (a thread of its own sharing a busy core would cost a ~30 us futex wake-up per run, more than
+//   the bootstrap ops themselves).
 // - Failures: a kernel reports a run-time failure through TeamContext::fail (custom ops whose
 //   code throws, ops/custom_op.h function_kernel); the run stops running ops, finishes its
 //   bookkeeping and run() returns the error naming the node. cancel() does the same for a run in
@@ -71,6 +74,13 @@ struct RuntimeOptions {
   // Scheduler role: nullopt = decide from the placement (client thread iff a spare core).
   std::optional<bool> dedicated_scheduler;
   std::chrono::microseconds spin_budget = kDefaultSpinBudget;
+  // Bootstrap executor (seed 002 section 5.2): small ops ready at the start (constants, shape
+  // bookkeeping) and the small ops they make ready run on a light-weight single-thread executor
+  // of their own, pinned to the placement's reserved bootstrap core, concurrently with the
+  // dispatch of the other start ops. nullopt: when the placement reserves a bootstrap core (and
+  // the plan has such ops); else the client thread runs them before dispatch (small machines).
+  // true: a thread of its own even without a reserved core (unpinned); false: never.
+  std::optional<bool> bootstrap_executor;
   // Count executions per op (exactly-once checks in tests); off by default (one atomic per op).
   bool count_executions = false;
   // Levels for cpf's ready heaps instead of the plan's (one per node, e.g. from measured costs:
@@ -106,6 +116,10 @@ class ParallelRuntime {
 
   const RuntimeOptions& options() const;
   bool dedicated_scheduler() const;
+  // Whether bootstrap ops run on a thread of their own (RuntimeOptions::bootstrap_executor), and
+  // that thread's OS id (0 without one).
+  bool bootstrap_thread() const;
+  pid_t bootstrap_thread_id() const;
   // After a run with count_executions: how many times each op ran in that run.
   std::vector<uint32_t> execution_counts() const;
   // OS thread ids of each executor's team members (member i at [e][i]), and the CPU each member

@@ -339,6 +339,7 @@ Status Session::Impl::start_runtime() {
   ro.local_continuation = options.local_continuation;
   ro.count_executions = options.count_executions;
   ro.dedicated_scheduler = options.dedicated_scheduler;
+  ro.bootstrap_executor = options.bootstrap_executor;
   // A shared Plan keeps its own levels; measured costs reach the scheduler through these.
   if (!options.node_costs.empty()) ro.levels = compute_levels(p, options.node_costs);
   if (options.pin) {

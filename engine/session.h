@@ -34,6 +34,9 @@ struct SessionOptions {
   std::optional<bool> dedicated_scheduler;
   bool local_continuation = true;  // an op that makes exactly one op ready hands it to itself
   bool count_executions = false;   // per-op execution counters (tests: exactly once)
+  // Bootstrap ops on a thread of their own (RuntimeOptions::bootstrap_executor): nullopt = when
+  // the placement reserves a bootstrap core (n*k + 2 usable cores); parallel policies only.
+  std::optional<bool> bootstrap_executor;
   bool trace = false;  // record a RunTrace per run (off: one predictable branch per op)
   // Optional, one per Plan node (microseconds, e.g. measured by the profiler): the levels the
   // cpf scheduler orders ready ops by come from these instead of the ops' cost hints.

@@ -103,8 +103,9 @@ class PySession {
  public:
   PySession(const std::string& path, int executors, int threads, const std::string& scheduler,
             bool pin, bool optimize, const std::map<std::string, int64_t>& dims, int ring_capacity,
-            const std::string& cpuset) {
+            const std::string& cpuset, const std::string& plan) {
     graphi::SessionOptions o;
+    o.plan = plan;
     o.executors = executors;
     o.threads = threads;
     o.scheduler = scheduler;
@@ -156,6 +157,7 @@ class PySession {
   py::list outputs() const { return infos(session_->outputs()); }
   std::string config() const { return session_->config_summary(); }
   std::string passes() const { return session_->passes_summary(); }
+  std::string plan() const { return session_->plan_summary(); }
   void set_tracing(bool on) {
     py::gil_scoped_release nogil;  // waits for a run in flight on another thread
     session_->set_tracing(on);
@@ -185,15 +187,16 @@ PYBIND11_MODULE(_graphi, m) {
 
   py::class_<PySession>(m, "Session")
       .def(py::init<const std::string&, int, int, const std::string&, bool, bool,
-                    const std::map<std::string, int64_t>&, int, const std::string&>(),
+                    const std::map<std::string, int64_t>&, int, const std::string&, const std::string&>(),
            py::arg("path"), py::arg("executors"), py::arg("threads"), py::arg("scheduler"),
            py::arg("pin"), py::arg("optimize"), py::arg("dims"), py::arg("ring_capacity"),
-           py::arg("cpuset"))
+           py::arg("cpuset"), py::arg("plan"))
       .def("run", &PySession::run, py::arg("inputs"))
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)
       .def("config", &PySession::config)
       .def("passes", &PySession::passes)
+      .def("plan", &PySession::plan)
       .def("set_tracing", &PySession::set_tracing, py::arg("on"))
       .def("write_trace", &PySession::write_trace, py::arg("path"));
 }

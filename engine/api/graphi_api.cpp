@@ -4,12 +4,14 @@
 #include "graphi/graphi.hpp"
 
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <new>
 
 #include "engine/session.h"
 #include "engine/model_loader.h"
+#include "profiler/plan_choice.h"
 #include "profiler/chrome_trace.h"
 
 namespace graphi {
@@ -104,6 +106,7 @@ struct Session::Impl {
   SessionOptions options;
   std::vector<TensorInfo> inputs, outputs;
   std::string passes;
+  std::string plan;  // plan_summary()
   // run() calls inside this Session, counted from their first statement: a caller still copying
   // its inputs has not reached engine::Session::run (which counts its own callers) yet, so the
   // destructor cancels the engine's runs, then waits here for every caller to leave before the
@@ -146,13 +149,24 @@ Expected<Session> Session::open(const std::string& path, const SessionOptions& o
       g = o->graph;
     }
 
-    engine::SessionOptions eo;
-    eo.executors = options.executors;
-    eo.threads = options.threads;
-    eo.scheduler = options.scheduler;
+    // The split: the caller's, else the plan's (profiler/plan_choice.h).
+    if (options.executors < 0 || options.threads < 0)
+      return ApiError{StatusCode::kInvalidArgument,
+                      "options: executors and threads must be >= 1, or 0 for the plan's split; got " +
+                          std::to_string(options.executors) + " x " + std::to_string(options.threads)};
+    profiler::PlanRequest req;
+    req.plan = options.plan.empty() ? "auto" : options.plan;
+    if (options.executors > 0) req.executors = options.executors;
+    if (options.threads > 0) req.threads = options.threads;
+    req.scheduler = options.scheduler;
+    req.cpuset = options.cpuset;
+    req.pin = options.pin;
+    Result<profiler::PlanChoice> chosen = profiler::choose_plan(*g, req);
+    if (!chosen) return to_error(chosen.status().with_context(path));
+    impl->plan = chosen->message;
+    if (!impl->plan.empty()) std::fprintf(stderr, "%s\n", impl->plan.c_str());
+    engine::SessionOptions eo = chosen->options;
     eo.ring_capacity = options.ring_capacity;
-    eo.pin = options.pin;
-    eo.cpuset = options.cpuset;
     Result<std::unique_ptr<engine::Session>> s = engine::Session::create(g, eo);
     if (!s) return to_error(s.status().with_context(path));
     impl->session = std::move(s).value();
@@ -213,6 +227,7 @@ std::string Session::config_summary() const {
   return impl_ ? impl_->session->config_summary() : std::string();
 }
 const std::string& Session::passes_summary() const { return impl_ ? impl_->passes : kNoString; }
+const std::string& Session::plan_summary() const { return impl_ ? impl_->plan : kNoString; }
 const SessionOptions& Session::options() const { return impl_ ? impl_->options : kNoOptions; }
 
 void Session::set_tracing(bool on) {

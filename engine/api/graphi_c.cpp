@@ -113,9 +113,9 @@ size_t graphi_dtype_size(graphi_dtype dtype) {
 void graphi_options_init(graphi_options* o) {
   if (o == nullptr) return;
   std::memset(o, 0, sizeof *o);
-  o->executors = 1;
-  o->threads = 1;
-  o->scheduler = "sequential";
+  o->executors = 0;  // 0 x 0: the plan's split (graphi_session_open_with_plan)
+  o->threads = 0;
+  o->scheduler = nullptr;  // cpf with several executors, else sequential
   o->ring_capacity = 1;
   o->pin = 1;
   o->cpuset = nullptr;
@@ -123,16 +123,21 @@ void graphi_options_init(graphi_options* o) {
 }
 
 graphi_status graphi_session_open(const char* path, const graphi_options* options, graphi_session** out) {
+  return graphi_session_open_with_plan(path, options, nullptr, out);
+}
+
+graphi_status graphi_session_open_with_plan(const char* path, const graphi_options* options, const char* plan,
+                                            graphi_session** out) {
   if (out != nullptr) *out = nullptr;
   return guarded([&]() -> graphi_status {
     if (out == nullptr) return invalid("graphi_session_open: out is NULL");
     if (path == nullptr) return invalid("graphi_session_open: path is NULL");
     graphi::SessionOptions so;
+    so.plan = plan != nullptr && *plan != '\0' ? plan : "auto";
     if (options != nullptr) {
       so.executors = options->executors;
       so.threads = options->threads;
-      if (options->scheduler == nullptr) return invalid("graphi_session_open: options->scheduler is NULL");
-      so.scheduler = options->scheduler;
+      so.scheduler = options->scheduler != nullptr ? options->scheduler : "";
       so.ring_capacity = options->ring_capacity;
       so.pin = options->pin != 0;
       if (options->cpuset != nullptr) so.cpuset = options->cpuset;
@@ -180,6 +185,9 @@ graphi_status graphi_session_output(const graphi_session* s, size_t index, graph
 const char* graphi_session_config_summary(const graphi_session* s) { return s ? s->config.c_str() : ""; }
 const char* graphi_session_passes_summary(const graphi_session* s) {
   return s ? s->session.passes_summary().c_str() : "";
+}
+const char* graphi_session_plan_summary(const graphi_session* s) {
+  return s ? s->session.plan_summary().c_str() : "";
 }
 
 graphi_status graphi_session_set_tracing(graphi_session* s, int32_t on) {

@@ -63,9 +63,15 @@ typedef struct graphi_outputs graphi_outputs; /* opaque */
 
 /* Session options. Fill with graphi_options_init, then change fields. */
 typedef struct graphi_options {
-  int32_t executors;     /* n executors (default 1) ... */
-  int32_t threads;       /* ... x k threads each (default 1) */
-  const char* scheduler; /* "sequential" (default), "cpf", "fifo", "shared-queue" */
+  /* n executors x k threads each. 0 x 0 (the default) = the plan's split: the plan `graphi
+   * profile` cached for this model and machine, else a quick choice from the graph and the
+   * topology (all allowed cores; see graphi_session_open_with_plan). Setting either chooses the
+   * split yourself (the other then defaults to 1); 1 x 1 is the sequential reference executor. */
+  int32_t executors;
+  int32_t threads;
+  /* "sequential", "cpf", "fifo", "shared-queue"; NULL (default) = cpf with several executors,
+   * else sequential. */
+  const char* scheduler;
   int32_t ring_capacity; /* default 1 */
   int32_t pin;           /* nonzero: pin threads to cores (default 1) */
   const char* cpuset;    /* e.g. "0-3,8"; NULL or "" = the process's allowed cores */
@@ -104,9 +110,20 @@ GRAPHI_C_API size_t graphi_dtype_size(graphi_dtype dtype);
 GRAPHI_C_API void graphi_options_init(graphi_options* options); /* NULL: no-op */
 
 /* Loads a .graphi or .onnx model and compiles it. options may be NULL (defaults). On success
- * *out is a new session; on failure *out is set to NULL (when out is not NULL). */
+ * *out is a new session; on failure *out is set to NULL (when out is not NULL). The split
+ * follows plan "auto" (see graphi_session_open_with_plan) unless options give one. */
 GRAPHI_C_API graphi_status graphi_session_open(const char* path, const graphi_options* options,
                                                graphi_session** out);
+/* graphi_session_open with a choice of plan for a split the options leave at 0 x 0:
+ *   NULL or "auto"  the cached plan of `graphi profile` for this model on this machine, else a
+ *                   quick analytical choice (what graphi_session_open does);
+ *   "none"          1 x 1 sequential (the default before plans existed);
+ *   a file path     a plan written by `graphi profile --plan-out` (GRAPHI_INVALID_ARGUMENT naming
+ *                   the file and field if it was made for another graph, machine or version).
+ * The choice is printed on stderr and returned by graphi_session_plan_summary. (Added in 0.1.0
+ * with plans; graphi_options is unchanged.) */
+GRAPHI_C_API graphi_status graphi_session_open_with_plan(const char* path, const graphi_options* options,
+                                                         const char* plan, graphi_session** out);
 GRAPHI_C_API void graphi_session_free(graphi_session* session);
 
 /* Graph inputs and outputs, in declaration order. info->data is NULL and info->bytes is the
@@ -121,6 +138,9 @@ GRAPHI_C_API graphi_status graphi_session_output(const graphi_session* session, 
 GRAPHI_C_API const char* graphi_session_config_summary(const graphi_session* session);
 /* What the graph passes did at open ("" with optimize = 0, or for NULL). */
 GRAPHI_C_API const char* graphi_session_passes_summary(const graphi_session* session);
+/* How the split was chosen, e.g. "graphi: plan from cache FILE: 2x1 cpf" ("" when the options
+ * gave the split, with plan "none", or for NULL). */
+GRAPHI_C_API const char* graphi_session_plan_summary(const graphi_session* session);
 
 /* Runs the model once. inputs: num_inputs tensors, one per graph input, by name, any order;
  * each input's bytes must equal its shape's size. On success *outputs is a new graphi_outputs

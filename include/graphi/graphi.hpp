@@ -135,11 +135,13 @@ class GRAPHI_API Array {
 };
 
 struct SessionOptions {
-  int executors = 1;  // n executors ...
-  int threads = 1;    // ... x k threads each
+  // n executors x k threads each. 0 (the default) = the plan's split (see `plan`); setting
+  // either chooses the split yourself, the other then defaults to 1.
+  int executors = 0;
+  int threads = 0;
   // "sequential" (reference executor on the calling thread), "cpf" (critical-path first),
-  // "fifo" or "shared-queue".
-  std::string scheduler = "sequential";
+  // "fifo" or "shared-queue"; "" (default) = cpf with several executors, else sequential.
+  std::string scheduler;
   int ring_capacity = 1;  // scheduler -> executor ring capacity
   bool pin = true;        // pin each thread to its own core (false: let threads float)
   std::string cpuset;     // restrict pinning to these cores ("0-3,8"); empty = allowed set
@@ -149,6 +151,13 @@ struct SessionOptions {
   // Values of symbolic dims of an .onnx file (e.g. {"batch", 8}); a symbolic dim without a
   // value is an error naming it.
   std::map<std::string, int64_t> dims;
+  // How the split is chosen when executors and threads are 0 (docs/PROFILER.md):
+  //   "auto"  the plan `graphi profile` cached for this graph on this machine, else a quick
+  //           choice from the graph's width and the topology (all allowed cores);
+  //   "none"  1x1 sequential (the behaviour before plans existed);
+  //   a path  a plan file written by `graphi profile --plan-out` (an error if it was made for
+  //           another graph, machine or graphi version).
+  std::string plan = "auto";
 };
 
 class GRAPHI_API Session {
@@ -175,6 +184,10 @@ class GRAPHI_API Session {
   std::string config_summary() const;
   // What the graph passes did ("" when options.optimize was false).
   const std::string& passes_summary() const;
+  // How the split was chosen, one line: "graphi: plan from cache FILE: 2x1 cpf", "graphi: plan
+  // auto: 1x2 sequential (...)"; "" when executors/threads were given or plan was "none".
+  // Also printed on stderr at open.
+  const std::string& plan_summary() const;
   const SessionOptions& options() const;
 
   // Tracing (docs/TRACING.md): record every following run op by op (start/end, executor, team)

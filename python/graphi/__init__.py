@@ -63,25 +63,38 @@ def _prepare(path, name, value, info):
 class Session:
     """A loaded, compiled model.
 
-    Session(path, executors=1, threads=1, scheduler="sequential", pin=True, optimize=True,
-            dims=None, ring_capacity=1, cpuset="", tracing=False)
+    Session(path, executors=None, threads=None, scheduler=None, pin=True, optimize=True,
+            dims=None, ring_capacity=1, cpuset="", plan="auto", tracing=False)
 
-    path: a .onnx or .graphi file. executors x threads: the engine's executor teams.
+    path: a .onnx or .graphi file. executors x threads: the engine's executor teams; None
+    (default) takes the plan's split, giving one of them sets the other to 1.
+    plan: "auto" (the plan `graphi profile` cached for this model and machine, else a quick
+    choice from the graph and the topology: all allowed cores), "none" (1x1 sequential) or a
+    plan file from `graphi profile --plan-out`. Session.plan says what was chosen.
     scheduler: "sequential" (reference executor on the calling thread), "cpf"
-    (critical-path first), "fifo" or "shared-queue". pin: pin each thread to its own core.
+    (critical-path first), "fifo" or "shared-queue"; None = cpf with several executors, else
+    sequential. pin: pin each thread to its own core.
     optimize: apply the default graph passes (RNN cell fusion, GEMM fusion, ...).
     dims: values of symbolic ONNX dims, e.g. {"batch": 8}. cpuset: restrict pinning ("0-3").
     tracing: record every run op by op (see trace(); also a settable property).
     Raises graphi.Error naming the file when it cannot be loaded.
     """
 
-    def __init__(self, path, executors=1, threads=1, scheduler="sequential", pin=True,
-                 optimize=True, dims=None, ring_capacity=1, cpuset="", tracing=False):
+    def __init__(self, path, executors=None, threads=None, scheduler=None, pin=True,
+                 optimize=True, dims=None, ring_capacity=1, cpuset="", plan="auto", tracing=False):
         path = os.fspath(path)
-        self._s = _graphi.Session(path, int(executors), int(threads), str(scheduler),
+        for name, v in (("executors", executors), ("threads", threads)):
+            if v is not None and int(v) < 1:  # 0 means "the plan's" only below this API
+                err = Error("%s: session options: %s must be at least 1, got %d (None: the "
+                            "plan's split)" % (path, name, int(v)))
+                err.code = "invalid_argument"
+                raise err
+        self._s = _graphi.Session(path, 0 if executors is None else int(executors),
+                                  0 if threads is None else int(threads),
+                                  "" if scheduler is None else str(scheduler),
                                   bool(pin), bool(optimize),
                                   {str(k): int(v) for k, v in (dims or {}).items()},
-                                  int(ring_capacity), str(cpuset))
+                                  int(ring_capacity), str(cpuset), os.fspath(plan))
         self.path = path
         self.inputs = [TensorInfo(n, d, s) for n, d, s in self._s.inputs()]
         self.outputs = [TensorInfo(n, d, s) for n, d, s in self._s.outputs()]
@@ -123,6 +136,12 @@ class Session:
     def config(self):
         """The executor configuration actually used, e.g. '2x1 cpf on cores {0} {1}'."""
         return self._s.config()
+
+    @property
+    def plan(self):
+        """How the split was chosen ('graphi: plan from cache FILE: 2x1 cpf', ...); '' when
+        executors/threads were given or plan="none"."""
+        return self._s.plan()
 
     @property
     def passes(self):

@@ -50,7 +50,10 @@ graphi::Session open_ok(const std::string& path, const graphi::SessionOptions& o
 }
 
 std::vector<graphi::SessionOptions> configs() {
-  graphi::SessionOptions seq;
+  graphi::SessionOptions seq;  // explicitly the reference executor (the default is a plan)
+  seq.executors = 1;
+  seq.threads = 1;
+  seq.scheduler = "sequential";
   graphi::SessionOptions cpf;
   cpf.executors = 2;
   cpf.scheduler = "cpf";
@@ -379,8 +382,13 @@ TEST_CASE("c api: null pointers, wrong sizes and bad files give codes, not crash
   CHECK_THAT(graphi_last_error(), Contains("junk.onnx"));
   graphi_options o;
   graphi_options_init(&o);
-  o.scheduler = nullptr;
+  o.scheduler = "no-such-policy";
   CHECK(graphi_session_open((kOnnxDir + "mlp.onnx").c_str(), &o, &s) == GRAPHI_INVALID_ARGUMENT);
+  CHECK_THAT(graphi_last_error(), Contains("no-such-policy"));
+  graphi_options_init(&o);
+  o.executors = -1;
+  CHECK(graphi_session_open((kOnnxDir + "mlp.onnx").c_str(), &o, &s) == GRAPHI_INVALID_ARGUMENT);
+  CHECK_THAT(graphi_last_error(), Contains("executors"));
   graphi_options_init(&o);
   o.num_dims = 1;  // names/values NULL
   CHECK(graphi_session_open((kOnnxDir + "mlp.onnx").c_str(), &o, &s) == GRAPHI_INVALID_ARGUMENT);
@@ -427,6 +435,40 @@ TEST_CASE("c api: null pointers, wrong sizes and bad files give codes, not crash
   REQUIRE(graphi_session_run(s, &ok_in, 1, &outs) == GRAPHI_OK);  // still usable
   graphi_outputs_free(outs);
   graphi_session_free(s);
+}
+
+TEST_CASE("c api: the split comes from a plan unless the options give one", "[api]") {
+  const std::filesystem::path cache = graphi::test::scratch_dir("c_api_plan");
+  setenv("GRAPHI_CACHE_DIR", cache.c_str(), 1);  // no plan cached: the quick choice
+  const std::string mlp = kOnnxDir + "mlp.onnx";
+  graphi_options o;
+  graphi_options_init(&o);
+  CHECK(o.executors == 0);
+  CHECK(o.threads == 0);
+  CHECK(o.scheduler == nullptr);
+  graphi_session* s = nullptr;
+  REQUIRE(graphi_session_open(mlp.c_str(), &o, &s) == GRAPHI_OK);
+  CHECK_THAT(graphi_session_plan_summary(s), Contains("graphi: plan auto: "));
+  graphi_session_free(s);
+  // "none": the 1x1 sequential reference executor, as before plans existed.
+  REQUIRE(graphi_session_open_with_plan(mlp.c_str(), &o, "none", &s) == GRAPHI_OK);
+  CHECK_THAT(graphi_session_config_summary(s), Contains("sequential 1x1"));
+  CHECK(std::string(graphi_session_plan_summary(s)).empty());
+  graphi_session_free(s);
+  // Explicit split: no plan involved.
+  o.threads = 2;
+  REQUIRE(graphi_session_open(mlp.c_str(), &o, &s) == GRAPHI_OK);
+  CHECK_THAT(graphi_session_config_summary(s), Contains("1x2"));
+  CHECK(std::string(graphi_session_plan_summary(s)).empty());
+  graphi_session_free(s);
+  // A plan file that is not one: an error naming it.
+  const std::string junk = (cache / "junk.plan.json").string();
+  { FILE* f = std::fopen(junk.c_str(), "wb"); std::fputs("{}", f); std::fclose(f); }
+  graphi_options_init(&o);
+  CHECK(graphi_session_open_with_plan(mlp.c_str(), &o, junk.c_str(), &s) == GRAPHI_INVALID_ARGUMENT);
+  CHECK(s == nullptr);
+  CHECK_THAT(graphi_last_error(), Contains("junk.plan.json"));
+  unsetenv("GRAPHI_CACHE_DIR");
 }
 
 TEST_CASE("public api: tracing writes a Chrome trace through the C++ and C APIs", "[api][trace]") {
