@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -41,12 +42,54 @@ Result<double> parse_positive(const std::string& flag, const std::string& text) 
   return Status::invalid_argument(flag + ": '" + text + "' is not a positive number");
 }
 
+bool is_chrome_trace(const std::string& path) {
+  std::ifstream f(path);
+  char head[256] = {};
+  f.read(head, sizeof head - 1);
+  return std::string(head).find("traceEvents") != std::string::npos;
+}
+
+// Per-node durations (us) from Chrome traces of real runs (profiler/chrome_trace.h: "op" events
+// with args.node_id and args.team): the median over the files, which shrugs off the runs another
+// process disturbed; and the team size the non-small ops ran with.
+Result<std::pair<std::vector<double>, int>> median_costs_from_traces(const std::vector<std::string>& files,
+                                                                      size_t nodes) {
+  std::vector<std::vector<double>> per(nodes);
+  int team = 1;
+  for (const std::string& file : files) {
+    std::ifstream f(file);
+    if (!f) return Status(StatusCode::kIoError, file + ": cannot read");
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(f);
+      for (const auto& ev : j.at("traceEvents")) {
+        if (ev.value("cat", "") != "op") continue;
+        const size_t id = ev.at("args").at("node_id").get<size_t>();
+        if (id >= nodes)
+          return Status::invalid_argument(file + ": node_id " + std::to_string(id) + " beyond the model's " +
+                                          std::to_string(nodes) + " nodes (a trace of another model?)");
+        per[id].push_back(ev.at("dur").get<double>());
+        team = std::max(team, ev.at("args").value("team", 1));
+      }
+    } catch (const nlohmann::json::exception& x) {
+      return Status::invalid_argument(file + ": not a Chrome trace of graphi run --trace: " + x.what());
+    }
+  }
+  std::vector<double> us(nodes, 0.0);
+  for (size_t i = 0; i < nodes; ++i) {
+    if (per[i].empty()) return Status::invalid_argument(files.front() + ": no op event for node " + std::to_string(i));
+    std::sort(per[i].begin(), per[i].end());
+    us[i] = per[i][per[i].size() / 2];
+  }
+  return std::make_pair(std::move(us), team);
+}
+
 }  // namespace
 
 int simulate_command(int argc, char** argv) {
   Args args(
       "graphi simulate MODEL (--synthetic \"HWLOC DESC\" | --machine PRESET | --this-machine)\n"
-      "                       [--executor-cores N] [--costs PLAN.json] [--policy P] [--config NxK]\n"
+      "                       [--executor-cores N] [--costs PLAN.json | --costs TRACE.json...] [--policy P] [--config NxK]\n"
       "                       [--bandwidth l2=GBS,l3=GBS,dram=GBS] [--dispatch NAME=US,...] [--core-speed X]\n"
       "                       [--trace FILE] [--json] [--no-fuse] [--dim NAME=VALUE]...",
       "Predicts MODEL's makespan under every executors x threads split the profiler would try on a\n"
@@ -55,7 +98,8 @@ int simulate_command(int argc, char** argv) {
       "(ready order, cpf's tie-break, surplus publication, claims: engine/ready_order.h).\n"
       "\n"
       "Measured (on this machine): per-op times, from a plan's cost table (--costs, written by\n"
-      "`graphi profile --plan-out`) at the plan's team size, else estimated from the ops' cost hints;\n"
+      "`graphi profile --plan-out`) or the median over Chrome traces of `graphi run --trace` (repeat\n"
+      "--costs), at the team size they ran with; without --costs estimated from the ops' cost hints;\n"
       "dispatch overheads (sequential and local per-op cost, hand-off, scheduler step, shared-queue\n"
       "pop) from scripts/bench_engine.sh on the 2-core VM (benchmarks/README.md; --dispatch overrides).\n"
       "Extrapolated: op time on a team of k, t(k) = t1 (s + (1-s)/min(k, k_sat)) + sync log2(k),\n"
@@ -71,7 +115,9 @@ int simulate_command(int argc, char** argv) {
   args.option("--machine", "PRESET", std::string("a preset machine: ") + profiler::kMachinePresets);
   args.flag("--this-machine", "this machine's topology (validation: compare with graphi run)");
   args.option("--executor-cores", "N", "only splits with executors x threads <= N (the preset's count by default)");
-  args.option("--costs", "PLAN.json", "per-op times measured here (graphi profile --plan-out)");
+  args.option("--costs", "FILE",
+              "per-op times measured here: a plan (graphi profile --plan-out), or Chrome traces of\n"
+              "graphi run --trace (repeat --costs: the median per op over them)", true);
   args.option("--policy", "P", std::string("only this policy: ") + engine::kPolicyNames);
   args.option("--config", "NxK", "only this split (e.g. 8x8)");
   args.option("--bandwidth", "SPEC", "l2=GB/s per tile, l3=, dram= for the machine; l2_mb=, l3_mb= sizes");
@@ -172,8 +218,17 @@ int simulate_command(int argc, char** argv) {
   // Op costs and levels.
   std::vector<double> levels(plan->levels().begin(), plan->levels().end());
   profiler::OpCostCurves curves;
-  if (args.has("--costs")) {
-    const std::string file = args.get("--costs");
+  const std::vector<std::string> cost_files = args.get_all("--costs");
+  const bool from_traces = !cost_files.empty() && is_chrome_trace(cost_files.front());
+  if (from_traces) {
+    auto measured = median_costs_from_traces(cost_files, mg.num_nodes());
+    if (!measured.is_ok()) return runtime_error(measured.status());
+    curves = profiler::OpCostCurves::from_measured(mg, measured->first, measured->second, spec, here);
+    levels = engine::compute_levels(*plan, measured->first);
+  } else if (!cost_files.empty()) {
+    if (cost_files.size() > 1)
+      return args.usage_error("--costs: give one plan file, or one or more Chrome traces of graphi run --trace");
+    const std::string file = cost_files.front();
     auto saved = profiler::read_plan_file(file);
     if (!saved.is_ok()) return runtime_error(saved.status());
     if (saved->graph_hash != profiler::graph_content_hash(*g))
@@ -186,7 +241,7 @@ int simulate_command(int argc, char** argv) {
     curves = profiler::OpCostCurves::from_measured(mg, saved->node_us, saved->config.threads, spec, here);
     if (saved->levels.size() == mg.num_nodes()) levels = saved->levels;
   } else {
-    curves = profiler::OpCostCurves::from_hints(mg, spec);
+    curves = profiler::OpCostCurves::from_hints(mg, spec, here);
   }
   curves.tile_size = std::max(1, space.tile_size);
   curves.machine_cores = space.usable_cores;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <deque>
 #include <functional>
 #include <limits>
@@ -147,11 +148,14 @@ const OpClassParams& OpCostCurves::op_class(size_t i) const {
   return intensity >= kComputeIntensity ? kComputeClass : kMemoryClass;
 }
 
-OpCostCurves OpCostCurves::from_hints(const ModelGraph& g, const MachineSpec& m) {
+OpCostCurves OpCostCurves::from_hints(const ModelGraph& g, const MachineSpec& m, const DispatchCosts& here) {
   OpCostCurves c;
   c.g_ = &g;
   c.m_ = m;
-  c.source_ = "cost hints on a " + std::to_string(m.peak_gflops_core) + " GFLOPS core";
+  c.sync_us_ = here.team_sync_us;
+  char src[96];
+  std::snprintf(src, sizeof src, "cost hints on a %.1f GFLOPS core", m.peak_gflops_core);
+  c.source_ = src;
   const double core_bw = m.l2_gbs > 0 ? m.l2_gbs : 100.0;
   c.t1_.resize(g.num_nodes());
   for (size_t i = 0; i < g.num_nodes(); ++i)

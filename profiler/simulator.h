@@ -81,7 +81,7 @@ class OpCostCurves {
  public:
   // t1 from the cost hints on the simulated machine's core: max(flops / peak, bytes / L2 bw of
   // one core) + 0.3 us per op (0.05 for small ops).
-  static OpCostCurves from_hints(const ModelGraph& g, const MachineSpec& m);
+  static OpCostCurves from_hints(const ModelGraph& g, const MachineSpec& m, const DispatchCosts& here);
   // t1 from node times measured here with teams of k_measured (a plan's cost table): the curve
   // inverted at k_measured, divided by the machine's core_speed.
   static OpCostCurves from_measured(const ModelGraph& g, std::span<const double> node_us, int k_measured,

@@ -5,7 +5,10 @@ torch 1.13 (run with /usr/bin/python3):
                   layer (PathNet, Fernando et al. 2017, as seed 002 evaluates it); width 6.
   inception.onnx  3 GoogleNet inception blocks (1x1 | 1x1-3x3 | 1x1-5x5 | 3x3 pool-1x1,
                   concatenated); width 4 branches, 2-3 of them heavy.
-usage: make_sim_models.py OUT_DIR [--batch B] [--size S] [--channels C]"""
+usage: make_sim_models.py OUT_DIR [--only pathnet|inception] [--batch B] [--size S] [--channels C]
+Seed 002 Table 1b medium PathNet: --only pathnet --batch 64 --size 48 --channels 32; the
+inception stack at a GoogleNet 3a-like stage of a 192-pixel image, width 2 (Table 1c medium):
+--only inception --batch 32 --size 24 --channels 256."""
 import argparse, os, torch, torch.nn as nn
 
 class PathNet(nn.Module):
@@ -37,11 +40,13 @@ def main():
     a.add_argument("--batch", type=int, default=16)
     a.add_argument("--size", type=int, default=32)
     a.add_argument("--channels", type=int, default=32)
+    a.add_argument("--only", choices=["pathnet", "inception"])
     o = a.parse_args()
     os.makedirs(o.out, exist_ok=True)
     torch.manual_seed(0)
     x = torch.randn(o.batch, o.channels, o.size, o.size)
     for name, m in [("pathnet", PathNet(o.channels)), ("inception", nn.Sequential(*[Inception(o.channels) for _ in range(3)]))]:
+        if o.only and o.only != name: continue
         torch.onnx.export(m.eval(), x, os.path.join(o.out, name + ".onnx"), opset_version=13, input_names=["x"], output_names=["y"])
         print(os.path.join(o.out, name + ".onnx"))
 
