@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/cli_util.h"
+#include "cli/load_progress.h"
 #include "engine/graph_stats.h"
 #include "engine/plan.h"
 #include "ops/rnn/rnn_sequence.h"
@@ -26,6 +27,9 @@ int info_command(int argc, char** argv) {
   args.flag("--no-fuse", "describe the graph as stored (no graph passes)");
   args.option("--dim", "NAME=VALUE", "value of a symbolic dim of an .onnx model's inputs", true);
   args.flag("--json", "print one JSON object on stdout instead of text");
+  args.flag("--progress",
+            "show the progress of a load longer than 1 s on stderr even when it is not a "
+            "terminal (on a terminal it is shown anyway), with a time per stage");
   args.option("--threads", "K", "team size the kernels are selected for, 1..1024 (default 1)");
   if (auto code = args.parse(argc, argv)) return *code;
   auto threads = args.get_int("--threads", 1, 1, 1024);
@@ -34,19 +38,25 @@ int info_command(int argc, char** argv) {
 
   auto dims = parse_dim_flags(args.get_all("--dim"));
   if (!dims.is_ok()) return args.usage_error(dims.status().message());
+  LoadProgressPrinter load_progress(path, args.has("--progress"));
+  dims->progress = load_progress.callback();
   auto g = load_model(path, *dims);
   if (!g.is_ok()) return runtime_error(g.status());
   if (!args.has("--no-fuse")) {
+    load_progress.stage("passes");
     g = fuse_graph(*g);
     if (!g.is_ok()) return runtime_error(g.status());
   }
+  load_progress.stage("compile");
 
   // Kernel selection needs a compiled Plan; if compiling fails (a kernel refuses every
   // candidate), the statistics are still useful, so report the reason and go on.
   auto plan = engine::compile(*g, static_cast<int>(*threads));
   std::string plan_error;
   if (!plan.is_ok()) plan_error = plan.status().message();
+  load_progress.stage("statistics");
   auto stats = engine::compute_graph_stats(**g, plan.is_ok() ? &*plan : nullptr);
+  load_progress.done();
   if (!stats.is_ok()) return runtime_error(stats.status());
 
   std::map<std::string, std::map<std::string, size_t>> kernels_by_op;

@@ -16,6 +16,7 @@
 
 #include "cli/args.h"
 #include "cli/cli_util.h"
+#include "cli/load_progress.h"
 #include "engine/session.h"
 #include "graph/npy.h"
 #include "profiler/chrome_trace.h"
@@ -115,6 +116,9 @@ int run_command(int argc, char** argv) {
       "  graphi run lstm.graphi --input x=x.npy --output-dir out --iterations 100 --json");
   args.positional("MODEL", "the model file (.graphi or .onnx)");
   args.option("--input", "NAME=FILE.npy", "feed graph input NAME from a .npy file", true);
+  args.flag("--progress",
+            "show the progress of a load longer than 1 s on stderr even when it is not a "
+            "terminal (on a terminal it is shown anyway), with a time per stage");
   args.option("--output-dir", "DIR",
               "write every graph output as DIR/NAME.npy (created if missing)");
   args.option("--iterations", "N", "timed runs, 1..1000000 (default 10)");
@@ -171,10 +175,13 @@ int run_command(int argc, char** argv) {
 
   auto dims = parse_dim_flags(args.get_all("--dim"));
   if (!dims.is_ok()) return args.usage_error(dims.status().message());
+  LoadProgressPrinter load_progress(model_path, args.has("--progress"));
+  dims->progress = load_progress.callback();
   auto loaded = load_model(model_path, *dims);
   if (!loaded.is_ok()) return runtime_error(loaded.status());
   std::shared_ptr<const graph::Graph> g = *loaded;
   if (!args.has("--no-fuse")) {
+    load_progress.stage("passes");
     auto fused = fuse_graph(g);
     if (!fused.is_ok()) return runtime_error(fused.status());
     g = *fused;
@@ -235,8 +242,10 @@ int run_command(int argc, char** argv) {
     return args.usage_error(
         "the sequential scheduler runs one executor; use --scheduler cpf|fifo|shared-queue");
   engine::SessionOptions opts = chosen->options;
+  load_progress.stage("compile");
   auto session = engine::Session::create(g, opts);
   if (!session.is_ok()) return runtime_error(session.status());
+  load_progress.done();
 
   Progress progress(true);
   engine::NamedTensors outputs;

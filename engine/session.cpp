@@ -1,6 +1,8 @@
 // Sequential reference executor and Session (see session.h). Nodes run one at a time in the
-// Plan's topological order on the calling thread's OpenMP team; this is the correctness oracle
-// for every parallel executor.
+// Plan's topological order on the calling thread's OpenMP team (with GRAPHI_SHARED_TEAMS=1 and
+// teams of k > 1: on the process-wide leader thread for k, engine/team_leader.h, so that N such
+// Sessions hold one OpenMP pool, not N); this is the correctness oracle for every parallel
+// executor.
 //
 // Concurrency: one Session owns one set of per-run buffers (arena, scratch, pointer tables), so
 // run() holds a mutex for the whole run; concurrent callers wait their turn. For parallel
@@ -27,6 +29,7 @@
 #include "engine/parallel_runtime.h"
 #include "engine/node_runner.h"
 #include "engine/plan.h"
+#include "engine/team_leader.h"
 #include "engine/topology.h"
 
 namespace graphi::engine {
@@ -61,6 +64,9 @@ struct Session::Impl {
   std::unique_ptr<HwlocBinder> binder;
   std::unique_ptr<ParallelRuntime> runtime;
   std::optional<OmpThreadClaim> omp_claim;  // this Session's share of the process's OpenMP threads
+  // Sequential with threads > 1: the process-wide leader that runs this Session's runs on its
+  // team (engine/team_leader.h), shared with every other such Session of the same team size.
+  std::shared_ptr<TeamLeader> leader;
   Status start_runtime();
   std::atomic<bool> closing{false};  // the destructor has begun: cancel the sequential run
   ops::KernelFailure failure;        // run-time op failures of the sequential executor
@@ -322,7 +328,10 @@ Status Session::Impl::execute(int threads) {
 Status Session::Impl::start_runtime() {
   policy = *parse_policy(options.scheduler);
   if (policy == Policy::kSequential) {
-    omp_claim.emplace(1, options.threads, false);
+    if (options.threads > 1 && TeamLeader::enabled())
+      leader = TeamLeader::acquire(options.threads);  // holds the OpenMP claim for all of them
+    else
+      omp_claim.emplace(1, options.threads, false);
     trace.executors = 1;
     trace.threads = options.threads;
     trace.scheduler = policy_name(policy);
@@ -398,7 +407,11 @@ Result<NamedTensors> Session::run(const NamedTensors& inputs) {
       return st;
     }
   } else {
-    Status st = im.execute(im.options.threads);
+    Status st;
+    if (im.leader)
+      im.leader->run([&] { st = im.execute(im.options.threads); });
+    else
+      st = im.execute(im.options.threads);
     if (!st.is_ok()) {
       for (const Impl::InputSlot& s : im.input_slots) im.in_ptrs[s.slot] = nullptr;
       return st;

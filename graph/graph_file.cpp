@@ -8,6 +8,20 @@
 
 namespace graphi::graph {
 
+namespace {
+
+// A .graphi file: one "parse" stage (reading and checking the file, the weights included) and
+// one "validate" stage are all there is to report.
+Result<Graph> read_graphi_reporting(const std::string& path, const ShapeInferencer& shapes,
+                                    const LoadProgressFn& progress) {
+  if (progress) progress(LoadProgress{"parse", 0, 1});
+  Result<Graph> g = read_graphi(path, shapes);
+  if (progress) progress(LoadProgress{"parse", 1, 1});
+  return g;
+}
+
+}  // namespace
+
 Result<Graph> read_graph_file(const std::string& path, const ShapeInferencer& shapes,
                               const ImportOptions& onnx) {
   std::string ext;
@@ -16,7 +30,7 @@ Result<Graph> read_graph_file(const std::string& path, const ShapeInferencer& sh
   } catch (const std::exception&) {
   }
   for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (ext == ".graphi") return read_graphi(path, shapes);
+  if (ext == ".graphi") return read_graphi_reporting(path, shapes, onnx.progress);
   if (ext == ".onnx") return import_onnx_file(path, shapes, onnx);
   // Unknown extension: trust the content, so "model.bin" written by write_graphi still loads.
   std::error_code ec;
@@ -26,7 +40,8 @@ Result<Graph> read_graph_file(const std::string& path, const ShapeInferencer& sh
   f.read(head, sizeof head);
   const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(head),
                                          static_cast<size_t>(f.gcount()));
-  if (bytes.size() == sizeof head && has_graphi_magic(bytes)) return read_graphi(path, shapes);
+  if (bytes.size() == sizeof head && has_graphi_magic(bytes))
+    return read_graphi_reporting(path, shapes, onnx.progress);
   if (looks_like_onnx_model(bytes)) return import_onnx_file(path, shapes, onnx);
   return Status::invalid_argument(
       path + ": unknown model file type (" + (ext.empty() ? std::string("no extension") : "extension '" + ext + "'") +

@@ -1,11 +1,15 @@
 # Sourced by the bench_*.sh scripts (after `cd` to the repository root and setting BUILD_DIR and
 # BOOST): building benchmark targets and running a binary, boosted if asked.
 
-# bench_build TARGET...: configures (Release) and builds only the given targets.
+# bench_build TARGET...: configures (Release) and builds only the given targets, with Debian's
+# cmake as scripts/build.sh does (a pip CMake 4 first on PATH would re-configure a tree made by
+# cmake 3.25 and rebuild everything).
 bench_build() {
-  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release > "$BUILD_DIR.configure.log" 2>&1 \
+  local cmake=${GRAPHI_CMAKE:-/usr/bin/cmake}
+  [ -x "$cmake" ] || cmake=cmake
+  "$cmake" -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release > "$BUILD_DIR.configure.log" 2>&1 \
     || { cat "$BUILD_DIR.configure.log"; exit 1; }
-  cmake --build "$BUILD_DIR" --target "$@" -j "$(nproc)"
+  "$cmake" --build "$BUILD_DIR" --target "$@" -j "$(nproc)"
 }
 
 # bench_run COMMAND ARGS...: runs a benchmark; with BOOST=1 in a scheduler autogroup of its own at

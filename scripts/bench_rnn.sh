@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs the RNN benchmark of issue 4: graphi's fused LSTM and GRU (linear-before-reset)
 # sequence ops against oneDNN 2.6 (lstm_forward / lbr_gru_forward, same process), ONNX Runtime
-# (npm onnxruntime-node, models exported from PyTorch) and PyTorch (nn.LSTM / nn.GRU on
-# OpenBLAS) at the DeepCPU Table 1 configurations, all peers in one run, interleaved, two rounds,
+# (its Python package from PyPI, in the benchmarks' venv; models exported from PyTorch) and
+# PyTorch (Debian's nn.LSTM / nn.GRU on OpenBLAS) at the DeepCPU Table 1 configurations, all peers in one run, interleaved, two rounds,
 # medians, GFLOP/s, % of the roofline bound measured on this machine, the WCS-shuffled op, and
 # every peer's max abs difference to graphi's output (same weights everywhere).
 # Table to stdout and $BUILD_DIR/bench/rnn.txt, CSV to $BUILD_DIR/bench/rnn.csv.
@@ -15,11 +15,11 @@
 #   scripts/bench_rnn.sh --cpp-only --threads 2 --hidden 256      # graphi vs oneDNN only
 #   GRAPHI_BUILD_DIR=build-x scripts/bench_rnn.sh
 #
-# Set-up it does itself: builds graphi_bench_rnn, installs onnxruntime-node into
-# benchmarks/rnn/peers/node_modules (npm ci from the committed package-lock.json, with
-# ONNXRUNTIME_NODE_INSTALL=skip: its install step would otherwise try to download a GPU provider
-# from outside the registry), checks that /usr/bin/python3 imports torch and which BLAS
-# libblas.so.3 points to. A peer that is unavailable is named in the table, never dropped.
+# Set-up it does itself: builds graphi_bench_rnn, creates or updates the benchmarks' virtual
+# environment ($GRAPHI_VENV, default .venv: scripts/bench_venv.sh, onnxruntime pinned in
+# scripts/requirements-bench.txt; a no-op when it is current), checks that /usr/bin/python3
+# imports torch and which BLAS libblas.so.3 points to. Debian packages come from
+# `scripts/setup.sh bench`. A peer that is unavailable is named in the table, never dropped.
 # Other load on the machine (a build, a test run) distorts every number: use --boost, and look
 # at the load average printed before and after.
 set -euo pipefail
@@ -47,21 +47,17 @@ if [ "$CPP_ONLY" = 1 ]; then
   exit "${PIPESTATUS[0]}"
 fi
 
-# ONNX Runtime peer: onnxruntime-node from the npm registry, pinned by package-lock.json.
+# ONNX Runtime peer: onnxruntime from PyPI in the benchmarks' venv (run_all.py --venv).
+VENV=${GRAPHI_VENV:-.venv}
 PEERS=benchmarks/rnn/peers
-if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
-  echo "bench_rnn: node/npm not found: the ONNX Runtime peer will be reported unavailable" >&2
-elif [ ! -f "$PEERS/node_modules/onnxruntime-node/package.json" ] \
-    || [ "$PEERS/package-lock.json" -nt "$PEERS/node_modules/.package-lock.json" ]; then
-  echo "bench_rnn: installing onnxruntime-node (npm ci, ONNXRUNTIME_NODE_INSTALL=skip)"
-  (cd "$PEERS" && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error) \
-    || echo "bench_rnn: npm ci failed: the ONNX Runtime peer will be reported unavailable" >&2
-fi
+GRAPHI_VENV=$VENV ./scripts/bench_venv.sh \
+  || echo "bench_rnn: scripts/bench_venv.sh failed: the ONNX Runtime peer will be reported unavailable" >&2
 
 # PyTorch peer: Debian's python3-torch on whatever libblas.so.3 points to (OpenBLAS wanted).
 if ! /usr/bin/python3 -c "import torch" 2> /dev/null; then
   echo "bench_rnn: /usr/bin/python3 cannot import torch (apt-get install python3-torch" \
-       "libopenblas0-pthread): the PyTorch and ONNX Runtime peers will be reported unavailable" >&2
+       "libopenblas0-pthread): the PyTorch peer will be reported unavailable and ORT runs a model" \
+       "built with the onnx package" >&2
 fi
 BLAS=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2> /dev/null || echo "not found")
 echo "bench_rnn: libblas.so.3 -> $BLAS"
@@ -71,4 +67,4 @@ case "$BLAS" in
           "PyTorch's RNNs run ~10x slower on the reference BLAS" >&2 ;;
 esac
 
-bench_run /usr/bin/python3 "$PEERS/run_all.py" --build-dir "$BUILD_DIR" "${ARGS[@]}"
+bench_run /usr/bin/python3 "$PEERS/run_all.py" --build-dir "$BUILD_DIR" --venv "$VENV" "${ARGS[@]}"

@@ -5,10 +5,12 @@
 #
 #   scripts/setup.sh [run]   build the library and the `graphi` command (what run.sh needs)
 #   scripts/setup.sh python  + the Python package (pybind11, numpy)
-#   scripts/setup.sh test    + everything the test suite needs (what test.sh and CI need)
-#   scripts/setup.sh bench   + the benchmarks' peers: oneTBB, and a virtual environment at
-#                            .venv (override: GRAPHI_VENV) made from scripts/requirements-bench.txt
-#                            (ONNX Runtime, PyTorch 2 CPU) over /usr/bin/python3
+#   scripts/setup.sh test    + everything the test suite needs (what test.sh and CI need),
+#                            including a virtual environment at .venv (override: GRAPHI_VENV)
+#                            made from scripts/requirements-bench.txt (ONNX Runtime, PyTorch 2
+#                            CPU) over /usr/bin/python3, for the torch.compile backend's tests
+#                            (ctest python/venv; about 2.5 min the first time, then free)
+#   scripts/setup.sh bench   + the benchmarks' peers (the same packages and venv)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LEVEL=${1:-run}
@@ -55,6 +57,6 @@ else
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
-if [ "$LEVEL" = bench ]; then
+if [ "$LEVEL" = test ] || [ "$LEVEL" = bench ]; then
   ./scripts/bench_venv.sh >&2
 fi

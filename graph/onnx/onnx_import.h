@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -14,6 +15,16 @@
 #include "graph/graph.h"
 
 namespace graphi::graph {
+
+// Progress of a long load, for a front end to show (graph/ never prints). Stages, in order:
+// "parse" (done/total in bytes: 0 at the start, total at the end), "import" (ONNX nodes
+// translated so far, reported every 1024 nodes and at the end), "validate" (0/1 before the
+// graph's shape and type check, 1/1 after it).
+struct LoadProgress {
+  const char* stage;
+  size_t done = 0, total = 0;
+};
+using LoadProgressFn = std::function<void(const LoadProgress&)>;
 
 struct ImportOptions {
   // Values of symbolic dims (dim_param, e.g. "batch" from torch.onnx.export's dynamic_axes);
@@ -23,6 +34,8 @@ struct ImportOptions {
   // depend on them fold away (e.g. a Reshape whose shape is a graph input). The tensor's dtype
   // must match the input's element type; its shape replaces the declared one.
   std::map<std::string, Tensor> constant_inputs;
+  // Called as the load advances (may be empty); .graphi loads report "parse" and "validate".
+  LoadProgressFn progress;
 };
 
 // Reads and imports an .onnx file, validating the result with `shapes` (usually

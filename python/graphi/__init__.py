@@ -30,12 +30,23 @@ import numpy as _np
 
 from . import _graphi
 
-__all__ = ["Session", "Error", "TensorInfo"]
+__all__ = ["Session", "Error", "TensorInfo", "NodeArg"]
 
 Error = _graphi.Error
 
 TensorInfo = collections.namedtuple("TensorInfo", ["name", "dtype", "shape"])
 TensorInfo.__doc__ = "Name, numpy dtype name ('float32', 'int32', 'int64') and shape of a tensor."
+
+NodeArg = collections.namedtuple("NodeArg", ["name", "shape", "type"])
+NodeArg.__doc__ = ("What onnxruntime's get_inputs()/get_outputs() return: name, shape (list) "
+                   "and ONNX type string such as 'tensor(float)'.")
+
+_ONNX_TYPE = {"float32": "tensor(float)", "int32": "tensor(int32)", "int64": "tensor(int64)"}
+
+
+def _node_arg(info):
+    return NodeArg(info.name, list(info.shape), _ONNX_TYPE.get(info.dtype, "tensor(%s)" % info.dtype))
+
 
 _DTYPES = {"float32": _np.dtype(_np.float32), "int32": _np.dtype(_np.int32),
            "int64": _np.dtype(_np.int64)}
@@ -148,11 +159,27 @@ class Session:
         """What the graph passes did ('' when optimize=False)."""
         return self._s.passes()
 
-    def run(self, inputs):
-        """Runs the model once. `inputs`: a dict {input name: array} or a list/tuple of arrays
-        in self.inputs order. Returns {output name: ndarray} in output order (the arrays own
-        their memory). Raises graphi.Error naming the input on a missing/unknown name or a
-        wrong dtype/shape."""
+    def get_inputs(self):
+        """onnxruntime.InferenceSession.get_inputs(): [NodeArg(name, shape, type)], shape a
+        list of ints (graphi's shapes are concrete: symbolic dims are fixed by `dims`), type
+        'tensor(float)', 'tensor(int32)' or 'tensor(int64)'."""
+        return [_node_arg(t) for t in self.inputs]
+
+    def get_outputs(self):
+        """onnxruntime.InferenceSession.get_outputs(), as get_inputs()."""
+        return [_node_arg(t) for t in self.outputs]
+
+    def run(self, inputs, input_feed=None):
+        """Runs the model once.
+
+        graphi's form, run(inputs): `inputs` is a dict {input name: array} or a list/tuple of
+        arrays in self.inputs order; returns {output name: ndarray} in output order.
+        onnxruntime's form, run(output_names, input_feed): `input_feed` is a dict {input name:
+        array}; returns a list of ndarrays in `output_names` order (None: every output).
+        The arrays own their memory. Raises graphi.Error naming the input on a missing/unknown
+        name or a wrong dtype/shape, and naming the output on an unknown output name."""
+        if input_feed is not None or inputs is None:
+            return self._run_ort(inputs, input_feed)
         if isinstance(inputs, dict):
             items = list(inputs.items())
         elif isinstance(inputs, (list, tuple)):
@@ -173,6 +200,24 @@ class Session:
             pairs.append((name, _prepare(self.path, name, value, self._input_info.get(name))))
         return dict(self._s.run(pairs))
 
+    def _run_ort(self, output_names, input_feed):
+        if not isinstance(input_feed, dict):
+            raise TypeError("Session.run(output_names, input_feed): input_feed must be a dict "
+                            "{name: array}, not %s" % type(input_feed).__name__)
+        if isinstance(output_names, str):
+            raise TypeError("Session.run(output_names, input_feed): output_names must be a list "
+                            "of names or None, not a str")
+        known = [t.name for t in self.outputs]
+        names = known if output_names is None else list(output_names)
+        for n in names:
+            if n not in known:
+                err = Error("%s: run: unknown output '%s'; the model's outputs are %s" % (
+                    self.path, n, ", ".join(known)))
+                err.code = "invalid_argument"
+                raise err
+        out = self.run(input_feed)
+        return [out[n] for n in names]
+
     def __call__(self, *args, **kwargs):
         """s(x, y) or s(x=..., y=...): run() returning the outputs as a tuple (or the only
         output itself)."""
@@ -187,4 +232,10 @@ class Session:
             self.path, self.inputs, self.outputs, self.config)
 
 
-from . import torch  # noqa: E402,F401  (graphi.torch; imports PyTorch only when used)
+def __getattr__(name):
+    """graphi.torch is imported on first use (it imports PyTorch and registers the torch.compile
+    backend "graphi"), so `import graphi` works without PyTorch and stays fast."""
+    if name == "torch":
+        import importlib
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError("module 'graphi' has no attribute %r" % name)

@@ -122,3 +122,30 @@ TEST_CASE("cli onnx: a --dim far beyond memory is one clear error and no crash")
          r.err.find("cannot allocate") != std::string::npos));
   CHECK(r.err.find("bad_alloc") == std::string::npos);
 }
+
+TEST_CASE("cli onnx: --progress shows a long load with a time per stage, short loads stay silent") {
+  const fs::path dir = test::scratch_dir("cli_onnx_progress");
+  const std::string model = kFixtures + "lstm_2layer_bidir.onnx";
+  // Without a terminal and without --progress: nothing about the load on stderr.
+  Run r = run_cli(dir, {"info", model});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(r.err.find("graphi: load") == std::string::npos);
+  // This load is short: --progress alone stays silent (the threshold is 1 s).
+  r = run_cli(dir, {"info", model, "--progress"});
+  REQUIRE(r.rc == 0);
+  CHECK(r.err.find("graphi: load") == std::string::npos);
+  // With the threshold at 0 every stage is shown, then the breakdown.
+  setenv("GRAPHI_PROGRESS_AFTER_MS", "0", 1);
+  r = run_cli(dir, {"run", model, "--progress", "--iterations", "1", "--warmup", "0"});
+  unsetenv("GRAPHI_PROGRESS_AFTER_MS");
+  REQUIRE(r.rc == 0);
+  for (const char* stage : {"parse", "import", "validate", "passes", "compile"})
+    CHECK(r.err.find(std::string("graphi: loading ") + model + ": " + stage) != std::string::npos);
+  CHECK(r.err.find(": import 0/50 nodes") != std::string::npos);
+  const size_t done = r.err.find("graphi: loaded " + model + " in ");
+  REQUIRE(done != std::string::npos);
+  const std::string line = r.err.substr(done, r.err.find('\n', done) - done);
+  CHECK_THAT(line, Catch::Matches(".* \\(parse [0-9.]+ s, import [0-9.]+ s, validate [0-9.]+ s, "
+                                  "passes [0-9.]+ s, compile [0-9.]+ s\\)"));
+}

@@ -11,8 +11,10 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <tuple>
 
 #include "engine/session.h"
+#include "graph/format.h"
 #include "graph/graph_file.h"
 #include "graph/npy.h"
 #include "graph/onnx/onnx_import.h"
@@ -184,6 +186,56 @@ TEST_CASE("onnx: nn.Embedding runs graphi's Gather and a bad token id fails the 
   REQUIRE_FALSE(out.is_ok());
   CHECK_THAT(out.status().message(),
              Catch::Contains("index 20 is out of range for axis 0 of size 20"));
+}
+
+TEST_CASE("onnx: a file named .onnx that is not a model says so before the decoder's reason") {
+  const fs::path dir = test::scratch_dir("onnx_not_a_model");
+  auto load = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream(dir / name, std::ios::binary) << bytes;
+    Result<Graph> g = read_graph_file((dir / name).string(), ops::Registry::get());
+    REQUIRE_FALSE(g.is_ok());
+    CHECK(g.status().code() == StatusCode::kInvalidGraph);
+    return g.status().message();
+  };
+  const std::string text = load("notes.onnx", "hello, this is a README\nsecond line\n");
+  CHECK_THAT(text, Catch::StartsWith((dir / "notes.onnx").string() + ": not an ONNX model (") &&
+                       Catch::Contains("the file is text, starting \"hello, this is a README\"") &&
+                       Catch::Contains("); model: field 13 at byte 2 uses protobuf groups"));
+  CHECK_THAT(load("empty.onnx", ""), Catch::EndsWith("empty.onnx: not an ONNX model (empty file)"));
+  // A .graphi model renamed .onnx.
+  Graph mlp = value_or_throw(read_graph_file(kFixtures + "mlp.onnx", ops::Registry::get()));
+  std::vector<std::byte> graphi_bytes = value_or_throw(write_graphi_bytes(mlp));
+  CHECK_THAT(load("mlp.onnx", std::string(reinterpret_cast<const char*>(graphi_bytes.data()),
+                                          graphi_bytes.size())),
+             Catch::Contains("mlp.onnx: not an ONNX model (a .graphi file: name it .graphi)"));
+  const std::string png("\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x10", 20);
+  CHECK_THAT(load("image.onnx", png), Catch::Contains("image.onnx: not an ONNX model (a PNG image)"));
+  // Binary that is no known file type and whose first key no ModelProto has.
+  CHECK_THAT(load("noise.onnx", std::string("\x0b\x01\x02\x03", 4)),
+             Catch::Contains("not an ONNX model (it starts with protobuf field 1, wire type 3;"));
+  // A real model still loads.
+  CHECK(read_graph_file(kFixtures + "mlp.onnx", ops::Registry::get()).is_ok());
+}
+
+TEST_CASE("onnx: the load reports parse, import and validate progress through the callback") {
+  std::vector<std::tuple<std::string, size_t, size_t>> seen;
+  ImportOptions o;
+  o.progress = [&](const LoadProgress& p) { seen.emplace_back(p.stage, p.done, p.total); };
+  const std::string path = kFixtures + "lstm_2layer_bidir.onnx";
+  Graph g = value_or_throw(read_graph_file(path, ops::Registry::get(), o));
+  const size_t bytes = fs::file_size(path);
+  // 50 ONNX nodes: one report at 0, one at the end.
+  const std::vector<std::tuple<std::string, size_t, size_t>> want = {
+      {"parse", 0, bytes}, {"parse", bytes, bytes}, {"import", 0, 50},
+      {"import", 50, 50},  {"validate", 0, 1},      {"validate", 1, 1}};
+  CHECK(seen == want);
+  // A .graphi load reports its one stage.
+  const fs::path dir = test::scratch_dir("onnx_progress");
+  REQUIRE(write_graphi(g, (dir / "m.graphi").string()).is_ok());
+  seen.clear();
+  REQUIRE(read_graph_file((dir / "m.graphi").string(), ops::Registry::get(), o).is_ok());
+  CHECK(seen == std::vector<std::tuple<std::string, size_t, size_t>>{{"parse", 0, 1},
+                                                                     {"parse", 1, 1}});
 }
 
 TEST_CASE("onnx: read_graph_file recognizes ONNX content without the extension") {
@@ -359,7 +411,7 @@ TEST_CASE("onnx: malformed and unsupported files give clear errors") {
   // Not a model at all.
   r = import_str("");
   REQUIRE_FALSE(r.is_ok());
-  CHECK_THAT(r.status().message(), Catch::Contains("t.onnx: empty file"));
+  CHECK_THAT(r.status().message(), Catch::Contains("t.onnx: not an ONNX model (empty file)"));
 }
 
 TEST_CASE("onnx: cycles, undefined inputs and duplicate producers are named") {

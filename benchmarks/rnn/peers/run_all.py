@@ -5,8 +5,10 @@ Every peer is a long-lived process of its own that answers a line protocol (JSON
   graphi_bench_rnn --serve --threads T   graphi, graphi with the WCS shuffle, oneDNN 2.6
                                          (interleaved sample by sample inside the process), the
                                          roofline measurements, and the shared weights as .npy
-  node ort_peer.js --threads T           ONNX Runtime (onnxruntime-node), model exported from
-                                         PyTorch by torch_peer.py
+  <venv>/bin/python ort_peer.py --threads T
+                                         ONNX Runtime's Python package (onnxruntime from PyPI, in
+                                         the benchmarks' venv), model exported from PyTorch by
+                                         torch_peer.py
   torch_peer.py --threads T              PyTorch nn.LSTM / nn.GRU, torch.set_num_threads(1) with
                                          OPENBLAS_NUM_THREADS=T (and set_num_threads(T) once)
 One set of processes per thread count. Every configuration's weights and input come from
@@ -19,13 +21,12 @@ both rounds' samples. Peers that cannot start or die are reported in the table, 
 
   run_all.py [--quick | --full] [--threads 2,1] [--cells lstm,gru] [--hidden 64,256,1024]
              [--batch 1,10,20] [--seq 1,10,100] [--peers ort,torch] [--budget-ms MS] [--build-dir build]
-             [--out build/bench]
+             [--out build/bench] [--venv .venv]
 """
 import argparse
 import json
 import os
 import select
-import shutil
 import statistics
 import subprocess
 import sys
@@ -192,6 +193,9 @@ def main():
                          "--full 1500); graphi_bench_rnn gets 2x (it interleaves three)")
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     ap.add_argument("--out", default=None, help="output folder (default <build-dir>/bench)")
+    ap.add_argument("--venv", default=os.environ.get("GRAPHI_VENV", os.path.join(ROOT, ".venv")),
+                    help="virtual environment with onnxruntime (default $GRAPHI_VENV or .venv; "
+                         "scripts/bench_venv.sh makes it)")
     args = ap.parse_args()
     threads = [int(t) for t in (args.threads or ("2" if args.quick else "2,1")).split(",")]
     budget = args.budget_ms or (80 if args.quick else 1500 if args.full else 1000)
@@ -220,17 +224,14 @@ def main():
         env_torch = dict(os.environ, OPENBLAS_NUM_THREADS=str(t))
         env_torch.pop("OMP_NUM_THREADS", None)
         cpp = Peer("graphi", [bench_bin, "--serve", "--threads", str(t)])
-        node = shutil.which("node")
+        venv_python = os.path.join(os.path.abspath(args.venv), "bin", "python")
         if "ort" not in wanted:
             ort = Peer.unavailable("ORT", "left out (--peers)")
-        elif not node:
-            ort = Peer.unavailable("ORT", "node not found")
-        elif not os.path.isdir(os.path.join(HERE, "node_modules", "onnxruntime-node")):
-            ort = Peer.unavailable("ORT", "onnxruntime-node not installed (cd benchmarks/rnn/peers "
-                                          "&& ONNXRUNTIME_NODE_INSTALL=skip npm ci)")
+        elif not os.access(venv_python, os.X_OK):
+            ort = Peer.unavailable("ORT", f"no virtual environment at {args.venv} "
+                                          "(scripts/bench_venv.sh makes it)")
         else:
-            ort = Peer("ORT", [node, os.path.join(HERE, "ort_peer.js"), "--threads", str(t)],
-                       cwd=HERE)
+            ort = Peer("ORT", [venv_python, os.path.join(HERE, "ort_peer.py"), "--threads", str(t)])
         if "torch" not in wanted:
             torch_p = Peer.unavailable("torch", "left out (--peers)")
         else:
@@ -239,7 +240,7 @@ def main():
         if cpp.error:
             sys.exit(f"run_all.py: graphi_bench_rnn ({bench_bin}) unavailable: {cpp.error}")
         say(f"[{t} thread(s)] graphi_bench_rnn: oneDNN {cpp.ready.get('onednn')}; "
-            f"ORT: {ort.error or 'onnxruntime-node ' + str(ort.ready.get('onnxruntime'))}; "
+            f"ORT: {ort.error or 'onnxruntime ' + str(ort.ready.get('onnxruntime')) + ' (Python)'}; "
             f"torch: {torch_p.error or torch_p.ready.get('torch')}")
         if torch_p.ready:
             say(f"[{t} thread(s)] PyTorch BLAS (mapped after a matmul): "

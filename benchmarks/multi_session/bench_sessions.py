@@ -1,0 +1,173 @@
+#!/usr/bin/python3
+"""Several graphi Sessions in one process against the same Sessions in separate processes on the
+same cores (issue 14, "Several models in one process").
+
+    PYTHONPATH=build/python /usr/bin/python3 benchmarks/multi_session/bench_sessions.py \
+        --graphi build/graphi [--sessions 2,4] [--threads 2] [--seconds 4] [--rounds 2]
+
+Model: the makespan LSTM (`graphi model lstm`, E = H = 256, 4 layers, batch 1, 50 unrolled
+steps; the fusion pass turns it into fused LSTM sequence ops). N Sessions of 1 executor x
+`threads` (sequential scheduler, pinned: every team on the same cores 0..threads-1), each driven
+by its own caller in a closed loop for `seconds`:
+  one process   N Python threads in this process, one Session each (run() releases the GIL);
+                the Sessions share one team leader (GRAPHI_SHARED_TEAMS=1, engine/team_leader.h)
+  1 proc, own   the same with GRAPHI_SHARED_TEAMS=0 (the default): every caller thread opens
+                its own team
+  N processes   N copies of this script (--worker), one Session each, started together
+Reported per mode: total runs per second and the median and p90 latency of one run. Modes
+alternate over `rounds` (order rotated); medians over rounds. Outputs are checked against a
+1x1 Session's.
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+import graphi
+
+
+def inputs_for(s):
+    rng = np.random.default_rng(0)
+    return {t.name: rng.uniform(-1, 1, t.shape).astype(np.float32) for t in s.inputs}
+
+
+def drive(s, feed, seconds, start_at):
+    """Closed loop on one Session until start_at + seconds; returns the run latencies (ms)."""
+    while time.time() < start_at:
+        time.sleep(0.001)
+    lat = []
+    end = start_at + seconds
+    while time.time() < end:
+        t0 = time.perf_counter()
+        s.run(feed)
+        lat.append((time.perf_counter() - t0) * 1e3)
+    return lat
+
+
+def worker(args):
+    s = graphi.Session(args.model, threads=args.threads)
+    feed = inputs_for(s)
+    s.run(feed)
+    lat = drive(s, feed, args.seconds, args.start_at)
+    sys.stdout.write(" ".join("%.4f" % v for v in lat) + "\n")
+
+
+def inproc_worker(args):
+    """--inproc N: N Sessions and N caller threads in this (fresh) process; one line of
+    latencies per caller. A fresh process per sample set, because libgomp keeps the worker pool
+    of every thread that opened a team until that thread exits: a warm-up on the main thread
+    in one mode would leave a pool behind that throttles the next mode."""
+    sessions = [graphi.Session(args.model, threads=args.threads) for _ in range(args.inproc)]
+    feed = inputs_for(sessions[0])
+    results = [None] * args.inproc
+    start_at = time.time() + 0.5
+
+    def go(i):
+        sessions[i].run(feed)  # warm-up on the caller thread itself
+        results[i] = drive(sessions[i], feed, args.seconds, start_at)
+    ts = [threading.Thread(target=go, args=(i,)) for i in range(args.inproc)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    for lat in results:
+        sys.stdout.write(" ".join("%.4f" % v for v in lat) + "\n")
+
+
+def one_process(model, n, threads, seconds, shared=True):
+    env = dict(os.environ, GRAPHI_SHARED_TEAMS="1" if shared else "0")
+    r = subprocess.run([sys.executable, __file__, "--inproc", str(n), "--model", model,
+                        "--threads", str(threads), "--seconds", str(seconds)],
+                       stdout=subprocess.PIPE, text=True, env=env)
+    if r.returncode != 0:
+        sys.exit("in-process worker failed with code %d" % r.returncode)
+    return [[float(v) for v in line.split()] for line in r.stdout.splitlines()]
+
+
+def separate_processes(model, n, threads, seconds):
+    start_at = time.time() + 3.0  # time for the interpreters to start and load the model
+    procs = [subprocess.Popen([sys.executable, __file__, "--worker", "--model", model,
+                               "--threads", str(threads), "--seconds", str(seconds),
+                               "--start-at", repr(start_at)],
+                              stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+             for _ in range(n)]
+    out = []
+    for p in procs:
+        stdout, _ = p.communicate()
+        if p.returncode != 0:
+            sys.exit("worker failed with code %d" % p.returncode)
+        out.append([float(v) for v in stdout.split()])
+    return out
+
+
+def summary(lat_lists, seconds):
+    allv = [v for lat in lat_lists for v in lat]
+    return {"rps": len(allv) / seconds, "p50": statistics.median(allv),
+            "p90": sorted(allv)[int(0.9 * (len(allv) - 1))]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--graphi", default="build/graphi")
+    ap.add_argument("--sessions", default="2,4")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--worker", action="store_true")
+    ap.add_argument("--inproc", type=int)
+    ap.add_argument("--model")
+    ap.add_argument("--start-at", type=float)
+    args = ap.parse_args()
+    if args.worker:
+        return worker(args)
+    if args.inproc:
+        return inproc_worker(args)
+    tmp = tempfile.mkdtemp(prefix="graphi_sessions_")
+    model = os.path.join(tmp, "lstm.graphi")
+    subprocess.run([args.graphi, "model", "lstm", "--input", "256", "--hidden", "256",
+                    "--layers", "4", "--batch", "1", "--seq", "50", "-o", model], check=True,
+                   stdout=subprocess.DEVNULL)
+    ref = graphi.Session(model)
+    feed = inputs_for(ref)
+    want = ref.run(feed)
+    got = graphi.Session(model, threads=args.threads).run(feed)
+    err = max(float(np.max(np.abs(got[k] - want[k]))) for k in want)
+    del ref
+    with open("/proc/loadavg") as f:
+        load = " ".join(f.read().split()[:3])
+    print("LSTM E=H=256, 4 layers, batch 1, 50 steps; Sessions 1x%d sequential, pinned; %.0f s "
+          "per mode, %d rounds; max |diff| to 1x1 %.1e; OMP_WAIT_POLICY=%s; load average %s" % (
+              args.threads, args.seconds, args.rounds, err,
+              os.environ.get("OMP_WAIT_POLICY", "(unset)"), load), flush=True)
+    print("%-9s %-14s %10s %10s %10s" % ("sessions", "mode", "runs/s", "p50 ms", "p90 ms"))
+    for n in [int(v) for v in args.sessions.split(",")]:
+        modes = ["one process", "own teams", "processes"]
+        res = {m: [] for m in modes}
+        for r in range(args.rounds):
+            for mode in modes[r % 3:] + modes[:r % 3]:
+                if mode == "processes":
+                    lat = separate_processes(model, n, args.threads, args.seconds)
+                else:
+                    lat = one_process(model, n, args.threads, args.seconds, mode == "one process")
+                res[mode].append(summary(lat, args.seconds))
+        label = {"one process": "one process", "own teams": "1 proc, own",
+                 "processes": "%d processes" % n}
+        for mode, rs in res.items():
+            med = {k: statistics.median(x[k] for x in rs) for k in ("rps", "p50", "p90")}
+            print("%-9d %-14s %10.1f %10.2f %10.2f" % (n, label[mode], med["rps"], med["p50"],
+                                                       med["p90"]), flush=True)
+        rps = {m: statistics.median(x["rps"] for x in res[m]) for m in modes}
+        print("%-9d one process / processes throughput = %.2f (own teams: %.2f)" % (
+            n, rps["one process"] / rps["processes"], rps["own teams"] / rps["processes"]),
+            flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+// ONNX import, convolution, pooling, normalization and resampling: 1-D Conv/ConvTranspose/pools as
+// 2-D ones, auto_pad and ceil_mode as explicit pads, global pools, inference BatchNormalization
+// as Mul + Add, Upsample as Resize.
+#include <algorithm>
+#include <cmath>
+
+#include "graph/onnx/import_internal.h"
+
+namespace graphi::graph::onnx_import {
+
+using onnx::HostTensor;
+
+namespace {
+
+// INTS attribute `name` of n, or `count` copies of dflt when it is absent or empty.
+std::vector<int64_t> ints_or(const onnx::Node& n, const char* name, int64_t dflt, size_t count) {
+  const onnx::Attr* a = n.attr(name);
+  std::vector<int64_t> v = a ? a->ints : std::vector<int64_t>{};
+  if (v.empty()) v.assign(count, dflt);
+  return v;
+}
+
+// `n` without attribute `drop` and with `pads` = pads.
+onnx::Node with_pads(const onnx::Node& n, const char* drop, std::vector<int64_t> pads) {
+  onnx::Node out = n;
+  std::erase_if(out.attrs, [&](const onnx::Attr& a) { return a.name == drop || a.name == "pads"; });
+  onnx::Attr p;
+  p.name = "pads";
+  p.type = onnx::kAttrInts;
+  p.ints = std::move(pads);
+  out.attrs.push_back(std::move(p));
+  return out;
+}
+
+}  // namespace
+
+std::optional<Status> Importer::translate_conv_pool(NodeIn& io) {
+  const onnx::Node& n = io.n;
+  const std::string& op = n.op;
+  const std::string& where = io.where;
+  [[maybe_unused]] const std::string& name = io.name;
+  [[maybe_unused]] std::vector<std::string>& ins = io.ins;
+  [[maybe_unused]] const std::vector<std::string>& outs = io.outs;
+  [[maybe_unused]] auto need = [&](size_t k) { return io.need(k); };
+  if (op == "Upsample") {
+    // Opsets 7-9: Resize with asymmetric coordinates (and floor for nearest); scales as an
+    // attribute (opset 7) or a constant input (opset 9).
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    const onnx::Attr* md = n.attr("mode");
+    const std::string mode = md ? md->s : "nearest";
+    if (mode != "nearest" && mode != "linear" && mode != "bilinear")
+      return Status::unsupported(where + ": attribute 'mode' = '" + mode + "' is not supported");
+    std::string scales;
+    if (ins.size() > 1 && !ins[1].empty()) {
+      if (!host(ins[1])) return unsupported_op(n, "with scales computed at run time");
+      scales = ins[1];
+    } else {
+      const onnx::Attr* sc = n.attr("scales");
+      if (!sc || sc->type != onnx::kAttrFloats)
+        return Status::invalid_graph(where + ": missing 'scales'");
+      HostTensor t = HostTensor::make(onnx::kFloat, {static_cast<int64_t>(sc->floats.size())});
+      for (size_t k = 0; k < sc->floats.size(); ++k) t.f[k] = sc->floats[k];
+      scales = add_const(name + "/scales", std::move(t));
+    }
+    Attributes a;
+    a.set("mode", std::string(mode == "nearest" ? "nearest" : "linear"));
+    a.set("coordinate_transformation_mode", std::string("asymmetric"));
+    a.set("nearest_mode", std::string("floor"));
+    return emit("Resize", name, {ins[0], "", scales}, outs, std::move(a), where, &n);
+  }
+  if ((op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool") &&
+      !ins.empty() && !ins[0].empty()) {
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
+    if (d.rank() == 3) return translate_1d(n, name, ins, outs, d, where);
+  }
+  if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
+    if (d.rank() < 3)
+      return Status::invalid_graph(where + ": input " + d.to_string() + " has no spatial dims");
+    Attributes a;
+    a.set("kernel_shape", std::vector<int64_t>(d.shape.begin() + 2, d.shape.end()));
+    return emit(op == "GlobalAveragePool" ? "AveragePool" : "MaxPool", name, {ins[0]}, outs, a,
+                where, &n);
+  }
+  if (op == "BatchNormalization") {
+    // Inference form with constant statistics: y = x * s + (B - mean * s), s = scale / sqrt(var +
+    // eps).
+    for (size_t k = 0; k < 5; ++k) GRAPHI_RETURN_IF_ERROR(need(k));
+    const onnx::Attr* tm = n.attr("training_mode");
+    const onnx::Attr* spatial = n.attr("spatial");
+    if (outs.size() > 1 || (tm && tm->i != 0))
+      return Status::unsupported(where +
+                                 ": BatchNormalization in training mode (or with its "
+                                 "running-statistics outputs) is not supported");
+    if (spatial && spatial->i == 0)
+      return Status::unsupported(where + ": BatchNormalization with spatial = 0 is not supported");
+    const HostTensor *scale = host(ins[1]), *bias = host(ins[2]), *mean = host(ins[3]),
+                     *var = host(ins[4]);
+    if (!scale || !bias || !mean || !var)
+      return unsupported_op(n, "with scale, B, mean or var computed at run time");
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
+    if (d.rank() < 2)
+      return Status::invalid_graph(where + ": input " + d.to_string() + " has no channel dim");
+    const int64_t c = d.shape[1];
+    for (const HostTensor* t : {scale, bias, mean, var})
+      if (!t->is_float() || static_cast<int64_t>(t->numel()) != c)
+        return Status::invalid_graph(where + ": scale, B, mean and var must be float tensors of " +
+                                     std::to_string(c) + " values, got " + t->desc());
+    const onnx::Attr* eps_attr = n.attr("epsilon");
+    const double eps = eps_attr ? eps_attr->f : 1e-5;
+    Shape cshape(static_cast<size_t>(d.rank() - 1), 1);
+    cshape[0] = c;
+    HostTensor s = HostTensor::make(onnx::kFloat, cshape),
+               b = HostTensor::make(onnx::kFloat, cshape);
+    for (size_t k = 0; k < static_cast<size_t>(c); ++k) {
+      s.f[k] = static_cast<float>(scale->f[k] / std::sqrt(var->f[k] + eps));
+      b.f[k] = static_cast<float>(bias->f[k] - mean->f[k] * s.f[k]);
+    }
+    const std::string scaled = fresh(name + "/scaled");
+    GRAPHI_RETURN_IF_ERROR(emit("Mul", fresh(name + "/scale"),
+                                {ins[0], add_const(name + "/s", std::move(s))}, {scaled}, {}, where,
+                                &n));
+    return emit("Add", name, {scaled, add_const(name + "/b", std::move(b))}, outs, {}, where, &n);
+  }
+  if (op == "MaxPool" && outs.size() > 1)
+    return Status::unsupported(where + ": MaxPool's Indices output is not supported");
+  return std::nullopt;
+}
+
+Result<onnx::Node> Importer::explicit_pads(const onnx::Node& n, const std::string& where) {
+  const std::string mode = n.attr("auto_pad")->s;
+  if (mode != "SAME_UPPER" && mode != "SAME_LOWER" && mode != "VALID")
+    return Status::unsupported(where + ": attribute 'auto_pad' = '" + mode +
+                               "' is not supported (NOTSET, SAME_UPPER, SAME_LOWER, VALID)");
+  auto shape_of = [&](size_t k) -> Result<Shape> {
+    if (k >= n.inputs.size() || n.inputs[k].empty() || !vals_.count(n.inputs[k]))
+      return Status::invalid_graph(where + ": input " + std::to_string(k) + " is missing");
+    if (const HostTensor* h = host(n.inputs[k])) return h->shape;
+    return vals_.at(n.inputs[k]).desc.shape;
+  };
+  GRAPHI_ASSIGN_OR_RETURN(Shape x, shape_of(0));
+  if (x.size() < 3)
+    return Status::invalid_graph(where + ": input X " + shape_to_string(x) +
+                                 " has no spatial dims");
+  const size_t r = x.size() - 2;
+  auto ints_attr = [&](const char* name, int64_t dflt) { return ints_or(n, name, dflt, r); };
+  std::vector<int64_t> kernel = ints_attr("kernel_shape", 0);
+  if (n.op == "Conv" && !n.attr("kernel_shape")) {
+    GRAPHI_ASSIGN_OR_RETURN(Shape w, shape_of(1));
+    if (w.size() != x.size())
+      return Status::invalid_graph(where + ": W " + shape_to_string(w) + " does not match X " +
+                                   shape_to_string(x));
+    kernel.assign(w.begin() + 2, w.end());
+  }
+  const std::vector<int64_t> strides = ints_attr("strides", 1), dil = ints_attr("dilations", 1);
+  if (kernel.size() != r || strides.size() != r || dil.size() != r)
+    return Status::invalid_graph(where + ": kernel_shape, strides and dilations must have " +
+                                 std::to_string(r) + " values");
+  std::vector<int64_t> pads(2 * r, 0);
+  for (size_t d = 0; mode != "VALID" && d < r; ++d) {
+    if (strides[d] < 1) return Status::invalid_graph(where + ": strides must be >= 1");
+    const int64_t in = x[d + 2], out = (in + strides[d] - 1) / strides[d];
+    const int64_t total =
+        std::max<int64_t>(0, (out - 1) * strides[d] + (kernel[d] - 1) * dil[d] + 1 - in);
+    const int64_t small = total / 2, big = total - small;
+    pads[d] = mode == "SAME_UPPER" ? small : big;  // SAME_UPPER puts the extra pad at the end
+    pads[d + r] = mode == "SAME_UPPER" ? big : small;
+  }
+  return with_pads(n, "auto_pad", pads);
+}
+
+Result<onnx::Node> Importer::ceil_mode_as_pads(const onnx::Node& n, const std::string& where) {
+  if (n.inputs.empty() || n.inputs[0].empty() || !vals_.count(n.inputs[0]))
+    return Status::invalid_graph(where + ": input 0 is missing");
+  const HostTensor* h = host(n.inputs[0]);
+  const Shape x = h ? h->shape : vals_.at(n.inputs[0]).desc.shape;
+  if (x.size() < 3)
+    return Status::invalid_graph(where + ": input X " + shape_to_string(x) +
+                                 " has no spatial dims");
+  const size_t r = x.size() - 2;
+  auto ints_attr = [&](const char* name, int64_t dflt, size_t count) {
+    return ints_or(n, name, dflt, count);
+  };
+  const std::vector<int64_t> k = ints_attr("kernel_shape", 0, r), st = ints_attr("strides", 1, r),
+                             dil = ints_attr("dilations", 1, r);
+  std::vector<int64_t> pads = ints_attr("pads", 0, 2 * r);
+  if (k.size() != r || st.size() != r || dil.size() != r || pads.size() != 2 * r)
+    return Status::invalid_graph(where +
+                                 ": kernel_shape, strides, dilations and pads do not "
+                                 "match the input's " +
+                                 std::to_string(r) + " spatial dims");
+  const onnx::Attr* cip = n.attr("count_include_pad");
+  for (size_t d = 0; d < r; ++d) {
+    if (st[d] < 1 || k[d] < 1)
+      return Status::invalid_graph(where + ": bad kernel_shape or strides");
+    const int64_t span = (k[d] - 1) * dil[d] + 1, padded = x[d + 2] + pads[d] + pads[d + r];
+    if (padded < span) continue;  // the shape rule reports it
+    int64_t out = (padded - span + st[d] - 1) / st[d] + 1;
+    if ((out - 1) * st[d] >= x[d + 2] + pads[d])
+      --out;  // the last window would start in the end pad
+    const int64_t extra = (out - 1) * st[d] + span - padded;
+    if (extra <= 0) continue;
+    if (n.op == "AveragePool" && cip && cip->i != 0)
+      return Status::unsupported(where +
+                                 ": attribute 'ceil_mode' = 1 with count_include_pad = 1 "
+                                 "is not supported when the last window runs past the padding");
+    pads[d + r] += extra;
+  }
+  return with_pads(n, "ceil_mode", pads);
+}
+
+Status Importer::translate_1d(const onnx::Node& n, const std::string& name,
+                              const std::vector<std::string>& ins,
+                              const std::vector<std::string>& outs, const TensorDesc& x,
+                              const std::string& where) {
+  if (n.op == "MaxPool" && outs.size() > 1)
+    return Status::unsupported(where + ": MaxPool's Indices output is not supported");
+  // Inserts a dim of 1 before the last: constants are reshaped here, run-time values by a
+  // Reshape node.
+  auto unsqueeze = [&](const std::string& v, const std::string& tag) -> Result<std::string> {
+    if (const HostTensor* h = host(v)) {
+      HostTensor t = *h;
+      if (t.shape.size() != 3)
+        return Status::invalid_graph(where + ": input '" + v + "' " + h->desc() +
+                                     " must have rank 3 for a 1-D " + n.op);
+      t.shape.insert(t.shape.end() - 1, 1);
+      return add_const(name + "/" + tag, std::move(t));
+    }
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(v, where));
+    if (d.rank() != 3)
+      return Status::invalid_graph(where + ": input '" + v + "' " + d.to_string() +
+                                   " must have rank 3 for a 1-D " + n.op);
+    Shape s = d.shape;
+    s.insert(s.end() - 1, 1);
+    const std::string out = fresh(name + "/" + tag);
+    GRAPHI_RETURN_IF_ERROR(
+        emit("Reshape", out, {v, add_ints_const(out + "/shape", s)}, {out}, {}, where, &n));
+    return out;
+  };
+  std::vector<std::string> ins2 = ins;
+  GRAPHI_ASSIGN_OR_RETURN(ins2[0], unsqueeze(ins[0], "x2d"));
+  if (n.op == "Conv" || n.op == "ConvTranspose") {
+    if (ins.size() < 2 || ins[1].empty())
+      return Status::invalid_graph(where + ": input 1 is missing");
+    GRAPHI_ASSIGN_OR_RETURN(ins2[1], unsqueeze(ins[1], "w2d"));
+  }
+  GRAPHI_ASSIGN_OR_RETURN(Attributes attrs, convert_attrs(n, where));
+  // 1-D window attributes -> 2-D with a height of 1.
+  for (const onnx::Attr& a : n.attrs) {
+    if (a.type != onnx::kAttrInts) continue;
+    if (a.name == "kernel_shape" || a.name == "strides" || a.name == "dilations" ||
+        a.name == "output_padding" || a.name == "output_shape") {
+      if (a.ints.size() != 1)
+        return Status::invalid_graph(where + ": attribute '" + a.name +
+                                     "' must have 1 value for a 1-D " + n.op);
+      attrs.set(a.name, std::vector<int64_t>{1, a.ints[0]});
+    } else if (a.name == "pads") {
+      if (a.ints.size() != 2)
+        return Status::invalid_graph(where + ": attribute 'pads' must have 2 values for a 1-D " +
+                                     n.op);
+      attrs.set(a.name, std::vector<int64_t>{0, a.ints[0], 0, a.ints[1]});
+    }
+  }
+  const std::string y2 = fresh(name + "/y2d");
+  GRAPHI_RETURN_IF_ERROR(emit(n.op, fresh(name + "/2d"), ins2, {y2}, std::move(attrs), where, &n));
+  Shape ys = vals_.at(y2).desc.shape;
+  ys.erase(ys.end() - 2);
+  (void)x;
+  return emit("Reshape", name, {y2, add_ints_const(name + "/shape", ys)}, outs, {}, where, &n);
+}
+
+}  // namespace graphi::graph::onnx_import

@@ -1,0 +1,195 @@
+// ONNX import, element-wise and math ops: Cast, integer Add/Sub/Mul/Div, Celu, PRelu, HardSwish,
+// Mean/Sum/Max/Min over many inputs, opset < 13 Softmax/LogSoftmax, Reduce* with empty axes, and
+// opset < 7 broadcasting.
+#include <algorithm>
+
+#include "graph/onnx/import_internal.h"
+
+namespace graphi::graph::onnx_import {
+
+using onnx::HostTensor;
+
+std::optional<Status> Importer::translate_elementwise(NodeIn& io) {
+  const onnx::Node& n = io.n;
+  const std::string& op = n.op;
+  const std::string& where = io.where;
+  [[maybe_unused]] const std::string& name = io.name;
+  [[maybe_unused]] std::vector<std::string>& ins = io.ins;
+  [[maybe_unused]] const std::vector<std::string>& outs = io.outs;
+  [[maybe_unused]] auto need = [&](size_t k) { return io.need(k); };
+  if (op == "Cast") {
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
+    const onnx::Attr* to = n.attr("to");
+    if (!to || to->type != onnx::kAttrInt)
+      return Status::invalid_graph(where + ": missing attribute 'to'");
+    const auto to_type = static_cast<int32_t>(to->i);
+    if (to_type != onnx::kBool && graphi_dtype(to_type) == d.dtype)
+      return emit("Identity", name, {ins[0]}, outs, {}, where, &n);
+    if (to_type != onnx::kBool && !graphi_dtype(to_type))
+      return Status::unsupported(where + ": Cast of a run-time " + d.to_string() + " to " +
+                                 onnx::data_type_name(to_type) +
+                                 " is not supported (graphi computes in float32, int32 and "
+                                 "int64; BOOL is float32 0/1)");
+    // A bool (float32 0/1) cast to FLOAT is an identity in graphi's Cast too (ops/cast_op.cpp).
+    Attributes a;
+    a.set("to", int64_t{to_type});
+    return emit("Cast", name, {ins[0]}, outs, std::move(a), where, &n);
+  }
+  if ((op == "Add" || op == "Sub" || op == "Mul" || op == "Div") && ins.size() == 2 &&
+      !ins[0].empty() && !ins[1].empty()) {
+    // Integer operands at run time (index math on token ids): graphi's IntBinary
+    // (ops/int_arith.cpp); graphi's Add..Div are float32.
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc a, desc_of(ins[0], where));
+    if (a.dtype != DType::kF32) {
+      Attributes attrs;
+      attrs.set("op", op);
+      return emit("IntBinary", name, ins, outs, std::move(attrs), where, &n);
+    }
+  }
+  if (op == "Celu") {
+    // alpha * Elu(x / alpha) (alpha = 1: Elu itself).
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    const onnx::Attr* al = n.attr("alpha");
+    const double alpha = al ? al->f : 1.0;
+    if (!(alpha > 0)) return Status::invalid_graph(where + ": attribute 'alpha' must be > 0");
+    if (alpha == 1.0) return emit("Elu", name, {ins[0]}, outs, {}, where, &n);
+    auto scalar = [&](const std::string& tag, double v) {
+      HostTensor t = HostTensor::make(onnx::kFloat, {1});
+      t.f[0] = v;
+      return add_const(name + "/" + tag, std::move(t));
+    };
+    const std::string xs = fresh(name + "/scaled_in"), e = fresh(name + "/elu");
+    GRAPHI_RETURN_IF_ERROR(emit("Div", xs, {ins[0], scalar("alpha", alpha)}, {xs}, {}, where, &n));
+    GRAPHI_RETURN_IF_ERROR(emit("Elu", e, {xs}, {e}, {}, where, &n));
+    return emit("Mul", name, {e, scalar("alpha_out", alpha)}, outs, {}, where, &n);
+  }
+  if (op == "PRelu") {
+    // Relu(x) + slope * Min(x, 0): exact (one of the two terms is 0), slope broadcast as ONNX's
+    // unidirectional rule allows (nn.PReLU exports [C, 1, 1]).
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    GRAPHI_RETURN_IF_ERROR(need(1));
+    HostTensor zero = HostTensor::make(onnx::kFloat, {1});
+    const std::string pos = fresh(name + "/relu"), neg = fresh(name + "/min"),
+                      scaled = fresh(name + "/scaled");
+    GRAPHI_RETURN_IF_ERROR(emit("Relu", pos, {ins[0]}, {pos}, {}, where, &n));
+    GRAPHI_RETURN_IF_ERROR(emit("Min", neg, {ins[0], add_const(name + "/zero", std::move(zero))},
+                                {neg}, {}, where, &n));
+    GRAPHI_RETURN_IF_ERROR(emit("Mul", scaled, {ins[1], neg}, {scaled}, {}, where, &n));
+    return emit("Add", name, {pos, scaled}, outs, {}, where, &n);
+  }
+  if (op == "HardSwish") {
+    // x * HardSigmoid(x; 1/6, 1/2), which is ONNX's definition.
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    Attributes a;
+    a.set("alpha", 1.0 / 6.0);
+    a.set("beta", 0.5);
+    const std::string hs = fresh(name + "/hard_sigmoid");
+    GRAPHI_RETURN_IF_ERROR(emit("HardSigmoid", hs, {ins[0]}, {hs}, std::move(a), where, &n));
+    return emit("Mul", name, {ins[0], hs}, outs, {}, where, &n);
+  }
+  if (op == "Mean") {
+    // Sum chain, then Div by the input count.
+    std::vector<std::string> xs;
+    for (const std::string& x : ins)
+      if (!x.empty()) xs.push_back(x);
+    if (xs.empty()) return Status::invalid_graph(where + ": no inputs");
+    std::string acc = xs[0];
+    for (size_t k = 1; k < xs.size(); ++k) {
+      const std::string out = fresh(name + "/partial" + std::to_string(k));
+      GRAPHI_RETURN_IF_ERROR(emit("Add", out, {acc, xs[k]}, {out}, {}, where, &n));
+      acc = out;
+    }
+    HostTensor count = HostTensor::make(onnx::kFloat, {1});
+    count.f[0] = static_cast<double>(xs.size());
+    return emit("Div", name, {acc, add_const(name + "/count", std::move(count))}, outs, {}, where,
+                &n);
+  }
+  if (op == "Sum" || op == "Max" || op == "Min") {
+    const std::string bin = op == "Sum" ? "Add" : op;
+    std::vector<std::string> xs;
+    for (const std::string& x : ins)
+      if (!x.empty()) xs.push_back(x);
+    if (xs.empty()) return Status::invalid_graph(where + ": no inputs");
+    if (xs.size() == 1) return emit("Identity", name, xs, outs, {}, where, &n);
+    std::string acc = xs[0];
+    for (size_t k = 1; k < xs.size(); ++k) {
+      const bool last = k + 1 == xs.size();
+      const std::string out = last ? outs[0] : fresh(name + "/partial" + std::to_string(k));
+      GRAPHI_RETURN_IF_ERROR(emit(bin, last ? name : fresh(name + "/" + bin + std::to_string(k)),
+                                  {acc, xs[k]}, {out}, {}, where, &n));
+      acc = out;
+    }
+    return Status::ok();
+  }
+  if ((op == "Softmax" || op == "LogSoftmax") && opset_ < 13) {
+    // Opsets 1-12 flatten the input to 2-D at `axis` (default 1) and normalize each row.
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
+    const onnx::Attr* ax = n.attr("axis");
+    int64_t axis = ax ? ax->i : 1;
+    const int64_t rank = d.rank();
+    if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+      return Status::invalid_graph(where + ": axis out of range");
+    if (axis < 0) axis += rank;
+    Attributes a;
+    a.set("axis", int64_t{-1});
+    if (axis >= rank - 1) return emit(op, name, {ins[0]}, outs, a, where, &n);
+    const Shape flat{shape_numel(Shape(d.shape.begin(), d.shape.begin() + axis)),
+                     shape_numel(Shape(d.shape.begin() + axis, d.shape.end()))};
+    const std::string x2 = fresh(name + "/flat"), y2 = fresh(name + "/flat_out");
+    GRAPHI_RETURN_IF_ERROR(emit("Reshape", fresh(name + "/flatten"),
+                                {ins[0], add_ints_const(name + "/flat_shape", flat)}, {x2}, {},
+                                where, &n));
+    GRAPHI_RETURN_IF_ERROR(emit(op, fresh(name + "/softmax"), {x2}, {y2}, a, where, &n));
+    return emit("Reshape", name, {y2, add_ints_const(name + "/shape", d.shape)}, outs, {}, where,
+                &n);
+  }
+  if (op.rfind("Reduce", 0) == 0 && ins.size() > 1 && !ins[1].empty()) {
+    // An empty constant axes input means "no axes" (graphi has no empty tensors): drop it;
+    // the op then reduces everything, or nothing with noop_with_empty_axes = 1.
+    const HostTensor* axes = host(ins[1]);
+    if (axes && axes->numel() == 0) ins.resize(1);
+  }
+  return std::nullopt;
+}
+
+Result<onnx::Node> Importer::legacy_broadcast(const onnx::Node& n, const std::string& where) {
+  onnx::Node out = n;
+  const onnx::Attr* bc = n.attr("broadcast");
+  const onnx::Attr* ax = n.attr("axis");
+  std::erase_if(out.attrs,
+                [](const onnx::Attr& a) { return a.name == "broadcast" || a.name == "axis"; });
+  if (!bc || bc->i == 0 || !ax || n.inputs.size() < 2 || n.inputs[0].empty() || n.inputs[1].empty())
+    return out;  // equal shapes, or B aligned with A's trailing dims: numpy does the same
+  auto shape_of = [&](const std::string& v) -> Shape {
+    const HostTensor* h = host(v);
+    return h ? h->shape : vals_.at(v).desc.shape;
+  };
+  const Shape a = shape_of(n.inputs[0]), b = shape_of(n.inputs[1]);
+  int64_t axis = ax->i;
+  const auto ra = static_cast<int64_t>(a.size()), rb = static_cast<int64_t>(b.size());
+  if (axis < 0) axis += ra;
+  if (axis < 0 || axis + rb > ra)
+    return Status::invalid_graph(where + ": legacy broadcast of B " + shape_to_string(b) +
+                                 " at axis " + std::to_string(ax->i) + " does not fit A " +
+                                 shape_to_string(a));
+  Shape target = b;
+  target.resize(static_cast<size_t>(ra - axis), 1);
+  if (target == b) return out;
+  if (const HostTensor* h = host(n.inputs[1])) {
+    HostTensor t = *h;
+    t.shape = target;
+    out.inputs[1] = add_const(n.inputs[1] + "/aligned", std::move(t));
+    return out;
+  }
+  const std::string name = fresh(n.inputs[1] + "/aligned");
+  node_names_.insert(name);
+  GRAPHI_RETURN_IF_ERROR(emit("Reshape", name,
+                              {n.inputs[1], add_ints_const(name + "/shape", target)}, {name}, {},
+                              where, &n));
+  out.inputs[1] = name;
+  return out;
+}
+
+}  // namespace graphi::graph::onnx_import

@@ -1,0 +1,137 @@
+// Internals of the ONNX importer shared by its files: the driver (graph/onnx/onnx_import.cpp) and
+// the op families (graph/onnx/import_{recurrent,shape,elementwise,conv_pool}.cpp). Not part of
+// graph/'s interface: include only from graph/onnx/.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "graph/graph_builder.h"
+#include "graph/onnx/onnx_import.h"
+#include "graph/onnx/onnx_proto.h"
+
+namespace graphi::graph::onnx_import {
+
+using onnx::HostTensor;
+
+// graphi's dtype of ONNX element type `t` (FLOAT, INT32, INT64), or nullopt.
+std::optional<DType> graphi_dtype(int32_t t);
+// ONNX element type of graphi dtype `d`.
+int32_t onnx_type_of(DType d);
+
+// A value while importing: an import-time constant (folded or an initializer) or a run-time value.
+struct ValState {
+  bool is_const = false;
+  std::shared_ptr<const HostTensor> host;  // constants
+  TensorDesc desc;                         // runtime values; constants once converted
+  std::shared_ptr<const Tensor> tensor;    // graphi form of a constant, once made
+  std::string graph_name;                  // name in the builder ("" = not added yet)
+};
+
+// Imports one ONNX model: validates versions, adds inputs, translates the nodes in topological
+// order, adds outputs, then builds and validates the Graph.
+class Importer {
+ public:
+  Importer(const std::string& source, const ShapeInferencer& shapes, const ImportOptions& opts,
+           onnx::Model& m)
+      : src_(source), shapes_(shapes), opts_(opts), m_(m), b_(source) {}
+
+  Result<Graph> run();
+
+ private:
+  Status check_versions();
+  Status add_inputs();
+  Result<std::vector<size_t>> topo_order();
+  Status import_node(const onnx::Node& n);
+  // One ONNX node on its way to graphi ops. `name` is its graphi node name, `outs` its outputs
+  // (trailing absent ones dropped), `ins` its inputs (a family may drop trailing ones).
+  struct NodeIn {
+    const onnx::Node& n;
+    const std::string& where;
+    std::string name;
+    std::vector<std::string> ins, outs;
+    Status need(size_t k) const;  // input k present, or an error naming it
+  };
+  // The op families (graph/onnx/import_*.cpp): each rewrites the nodes of its ops and returns
+  // their status, or returns nullopt for a node it leaves to graphi's op of the same name.
+  std::optional<Status> translate_recurrent(NodeIn& io);
+  std::optional<Status> translate_shape(NodeIn& io);
+  std::optional<Status> translate_elementwise(NodeIn& io);
+  std::optional<Status> translate_conv_pool(NodeIn& io);
+
+  // Opset < 7 binary ops with broadcast = 1 align B at `axis`; rewrite to numpy broadcasting.
+  Result<onnx::Node> legacy_broadcast(const onnx::Node& n, const std::string& where);
+  Status translate(const onnx::Node& n, const std::string& where);
+  // Conv/MaxPool/AveragePool with auto_pad SAME_UPPER, SAME_LOWER or VALID (tf2onnx writes
+  // them): the same node with explicit pads, computed from the static input shape.
+  Result<onnx::Node> explicit_pads(const onnx::Node& n, const std::string& where);
+  // MaxPool/AveragePool with ceil_mode = 1: the same pool with ceil_mode = 0 and extra end
+  // padding that yields the same windows (PyTorch's and ONNX's rule: a last window must start
+  // inside the input or the begin padding).
+  Result<onnx::Node> ceil_mode_as_pads(const onnx::Node& n, const std::string& where);
+  // Conv, ConvTranspose, MaxPool, AveragePool on [N, C, L]: the 2-D op on [N, C, 1, L].
+  Status translate_1d(const onnx::Node& n, const std::string& name,
+                      const std::vector<std::string>& ins, const std::vector<std::string>& outs,
+                      const TensorDesc& x, const std::string& where);
+  // LSTM/GRU/RNN with activations the fused sequence kernels do not run (ops/rnn/rnn_sequence.h:
+  // only Sigmoid/Tanh gates for LSTM/GRU, Tanh/Relu/Sigmoid for RNN, no activation_alpha/beta):
+  // unrolled over the time steps into plain graphi ops, with ONNX's semantics (graph/onnx/ONNX.md).
+  static bool rnn_needs_unrolling(const onnx::Node& n);
+  Status translate_rnn_unrolled(const onnx::Node& n, const std::string& name,
+                                const std::vector<std::string>& ins, const std::string& where);
+  Status add_outputs();
+  void report(const char* stage, size_t done, size_t total) const {
+    if (opts_.progress) opts_.progress(LoadProgress{stage, done, total});
+  }
+
+  std::string where_of(const onnx::Node& n) const {
+    return src_ + ": node[" + std::to_string(n.index) + "] '" + n.name + "' (" + n.op + ")";
+  }
+  Status unsupported_op(const onnx::Node& n, const std::string& why = "") const;
+  std::string fresh(const std::string& base);
+  std::string node_name(const onnx::Node& n);
+  // Outputs with trailing absent ones dropped and inner absent ones named.
+  std::vector<std::string> outputs_of(const onnx::Node& n, const std::string& name);
+
+  bool is_const(const std::string& v) const {
+    auto it = vals_.find(v);
+    return it != vals_.end() && it->second.is_const;
+  }
+  const HostTensor* host(const std::string& v) const {
+    auto it = vals_.find(v);
+    return it != vals_.end() && it->second.is_const ? it->second.host.get() : nullptr;
+  }
+  // Desc of a runtime value or of a constant convertible to graphi.
+  Result<TensorDesc> desc_of(const std::string& v, const std::string& where);
+  // Makes constant `v` a builder constant (once); returns its builder name.
+  Result<std::string> ensure_graph_value(const std::string& v, const std::string& where);
+  std::string add_const(const std::string& base, HostTensor t);  // a new importer constant
+  std::string add_ints_const(const std::string& base, std::vector<int64_t> v);
+
+  // Adds graphi node `op` after inferring its outputs; inputs are ONNX or importer value names.
+  Status emit(const std::string& op, const std::string& name,
+              const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
+              Attributes attrs, const std::string& where, const onnx::Node* onnx_node);
+  Result<Attributes> convert_attrs(const onnx::Node& n, const std::string& where,
+                                   const std::set<std::string>& drop = {}) const;
+  // Output shape of a shape-only op (Flatten/Squeeze/Unsqueeze) on a runtime value.
+  Result<Shape> shape_after(const onnx::Node& n, const TensorDesc& in, const std::string& where);
+
+  const std::string& src_;
+  const ShapeInferencer& shapes_;
+  const ImportOptions& opts_;
+  onnx::Model& m_;
+  GraphBuilder b_;
+  int64_t opset_ = 0;
+  std::unordered_map<std::string, ValState> vals_;
+  std::unordered_set<std::string> names_;  // every ONNX value name and every name we made
+  std::unordered_set<std::string> node_names_;
+  std::unordered_set<std::string> graph_outputs_;
+};
+
+}  // namespace graphi::graph::onnx_import

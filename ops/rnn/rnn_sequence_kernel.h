@@ -1,0 +1,167 @@
+// Internals of the LSTM/GRU/RNN sequence kernel shared by its files: the kernel class, its
+// per-thread plans and the blocks of hidden units they own. rnn_spec.cpp checks the op's
+// attributes and inputs, rnn_sequence_pack.cpp lays out strides, scratch and packed weights,
+// rnn_sequence_schedule.cpp chooses the schedule and partition, rnn_sequence.cpp runs the step
+// loops. Include only from ops/rnn/.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ops/kernel.h"
+#include "ops/rnn/rnn_schedule.h"
+#include "ops/rnn/rnn_sequence.h"
+#include "ops/rnn/spin_barrier.h"
+#include "ops/rnn/team_wait.h"
+#include "ops/rnn/tiled_gemm.h"
+
+namespace graphi::ops::rnn_wcs {
+
+constexpr int64_t kLine = 16;  // floats per 64-byte cache line
+// Scratch floats per team member's step counter (ops/rnn/team_wait.h: two cache lines).
+constexpr int64_t kFlagFloats = sizeof(TeamWord) / sizeof(float);
+
+inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// The comma-separated names of a string attribute ("sigmoid, tanh"), blanks trimmed.
+std::vector<std::string> split_names(const std::string& s);
+
+// One block of hidden units [j0, j1) of direction d, its packed weights and its GEMMs.
+struct Segment {
+  int d = 0;
+  int64_t j0 = 0, j1 = 0;
+  // The block's columns of W and R, each a contiguous slab of the packed buffer in panel-major
+  // order (TiledGemm; a thread streams dense blocks: a strided slice of a shared [K][cols]
+  // matrix was ~13% slower) with panels of pw_* columns.
+  int64_t wp_off = 0, pw_w = 16, rp0_off = 0, pw_r0 = 16, rp1_off = 0, pw_r1 = 16;
+  TiledGemm hoist;  // X rows * Wp[:, block columns]
+  TiledGemm rec0;   // h_prev rows * Rp0[:, block columns]
+  TiledGemm rec1;   // canonical GRU: (r * h_prev) rows * Rp1[:, block columns]
+};
+
+// What one thread computes at every step: batch rows [r0, r1) of its segments.
+struct ThreadPlan {
+  int64_t r0 = 0, r1 = 0;
+  std::vector<Segment> segs;
+  bool active() const { return !segs.empty() && r1 > r0; }
+};
+
+class RnnSequenceKernel final : public Kernel {
+ public:
+  explicit RnnSequenceKernel(RnnCellKind kind) : kind_(kind) {}
+
+  const char* name() const override {
+    switch (kind_) {
+      case RnnCellKind::kLstm:
+        return "lstm_wcs";
+      case RnnCellKind::kGru:
+        return "gru_wcs";
+      case RnnCellKind::kRnn:
+        return "rnn_wcs";
+    }
+    return "rnn_wcs";
+  }
+  size_t scratch_bytes() const override { return scratch_floats_ * sizeof(float); }
+
+  Status init(const KernelContext& ctx) override {
+    GRAPHI_ASSIGN_OR_RETURN(s_, rnn_spec(ctx.node, ctx.inputs, ctx.outputs.size(), ctx.where));
+    GRAPHI_RETURN_IF_ERROR(prepare(std::max(1, ctx.team_size)));
+    auto is_const = [&](int i) {
+      return static_cast<size_t>(i) < ctx.const_inputs.size() && ctx.const_inputs[i] != nullptr;
+    };
+    const_weights_ = is_const(kRnnW) && is_const(kRnnR) && (!s_.has_bias || is_const(kRnnB)) &&
+                     (!s_.has_peephole || is_const(kRnnP));
+    GRAPHI_ASSIGN_OR_RETURN(schedule_, choose_schedule(ctx.where));
+    configure();
+    if (const_weights_) {
+      packed_ = Tensor(TensorDesc{DType::kF32, {packed_floats_}});
+      WeightSources src{ctx.const_inputs[kRnnW]->data_as<float>(),
+                        ctx.const_inputs[kRnnR]->data_as<float>(),
+                        s_.has_bias ? ctx.const_inputs[kRnnB]->data_as<float>() : nullptr,
+                        s_.has_peephole ? ctx.const_inputs[kRnnP]->data_as<float>() : nullptr};
+      for (const Segment& seg : solo_.segs) pack_segment(src, seg, packed_.data_as<float>());
+    }
+    return Status::ok();
+  }
+
+  const RnnSchedule& schedule() const { return schedule_; }
+
+  void run(const TeamContext& team, const Buffers& io) const noexcept override;
+
+ private:
+  struct WeightSources {
+    const float* w;
+    const float* r;
+    const float* b;
+    const float* p;
+  };
+
+  // Strides and size checks from s_ for a team of `team`.
+  Status prepare(int team);
+  // The schedule: forced by attribute, else cached / calibrated / the analytical default.
+  Result<RnnSchedule> choose_schedule(const std::string& where);
+  // Times `cands` on a shortened copy of this layer (zero weights and inputs); the fastest, or
+  // nullopt when calibration cannot run here (nested parallelism, a team larger than the
+  // machine).
+  std::optional<RnnSchedule> calibrate(const std::vector<RnnSchedule>& cands,
+                                       double budget_ms) const;
+  // Plans, GEMMs and buffer offsets for schedule_ (weights not packed).
+  void configure();
+  void plan_partition();
+  void make_gemms(ThreadPlan& p) const;
+  void pack_segment(const WeightSources& src, const Segment& seg, float* packed) const;
+  void hoist(const ThreadPlan& p, const float* x, const float* packed, float* xw, int64_t s0,
+             int64_t s1) const noexcept;
+  void init_state(const ThreadPlan& p, const Buffers& io, float* hb, float* cb) const noexcept;
+  // One step of plan p; `barrier` (nullptr for a team of 1) for the canonical GRU's mid-step
+  // barrier.
+  // `wait_peers` (may be null): blocks until every peer finished step s - 1. With it, a
+  // one-row plan (batch 1) computes the part of h_prev R^T that needs only its own units of
+  // h_prev first and waits for the peers' units after that (see run()).
+  struct PeerWait {
+    void (*fn)(void* ctx) = nullptr;
+    void* ctx = nullptr;
+    void operator()() const {
+      if (fn) fn(ctx);
+    }
+  };
+  void step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t s1, const Buffers& io,
+            const float* packed, float* scratch, SpinBarrier* barrier,
+            PeerWait wait_peers) const noexcept;
+  // The recurrent GEMM of one step for segment seg: out rows = h rows * R group `group` (0: the
+  // first group, all gates but the canonical GRU's h gate; 1: that h gate) of the segment's
+  // columns, walking the panels last to first when `reverse` (zigzag). The one place the
+  // recurrence reads R.
+  void recurrent_gemm(const Segment& seg, int group, const float* packed, const float* h,
+                      float* out, int64_t rows, bool reverse) const noexcept;
+  // The same for one row, split at the segment's own units: part 0 = k in [j0, j1) (h_prev
+  // units this thread computed itself), part 1 = the other k, accumulated.
+  void recurrent_gemm_part(const Segment& seg, int part, const float* packed, const float* h,
+                           float* out, bool reverse) const noexcept;
+  void write_final(const ThreadPlan& p, const Buffers& io, const float* hb,
+                   const float* cb) const noexcept;
+
+  RnnCellKind kind_;
+  RnnSpec s_;
+  RnnSchedule schedule_;
+  RnnLayerShape shape_;
+  bool canonical_gru_ = false;
+  int64_t g0_ = 1;  // gates in R's first group
+  int team_ = 1;
+  int64_t ldh_ = 0, dir_x_ = 0, ldx_ = 0, dir_gh0_ = 0, ld_gh0_ = 0, dir_gh1_ = 0, ld_gh1_ = 0,
+          dir_p_ = 0;
+  int64_t slabs_floats_ = 0;  // packed W and R slabs of every block
+  int64_t chunk_ = 1;
+  std::vector<ThreadPlan> plans_;  // one per team member (some may be idle)
+  ThreadPlan solo_;                // everything, for a run on a team of another size
+  bool const_weights_ = false;
+  Tensor packed_;
+  int64_t packed_floats_ = 0, bias_off_ = 0, bias_h_off_ = 0, peep_off_ = 0;
+  int64_t flags_off_ = 0;  // per team member: its last finished step (TeamWord)
+  int64_t scratch_floats_ = 0, xw_off_ = 0, gh0_off_ = 0, gh1_off_ = 0, hb_off_ = 0, cb_off_ = 0,
+          zb_off_ = 0, rhb_off_ = 0, scratch_packed_off_ = 0;
+};
+
+}  // namespace graphi::ops::rnn_wcs

@@ -1,0 +1,186 @@
+// The sequence kernel's memory: row strides, scratch offsets and the packed weights.
+//
+// Layout of the packed weights (row-major [K][cols], K = I for W, H for R). The hidden units of
+// each direction are split into blocks (one per thread and direction, in whole 16-unit cache
+// lines; see plan_partition); within a block [j0, j1) of width w, the G gates of the block's
+// units sit next to each other, gate-major: gate g of unit j0 + u at column G*j0 + g*w + u. So a
+// thread's GEMM output holds every gate of its own units (the fused gate kernel then needs
+// nothing from other threads), and a block's columns are one contiguous range. Biases and
+// peepholes use the same block layout (gate_stride = w in ops/rnn/rnn_gates.h).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "ops/rnn/rnn_sequence_kernel.h"
+
+namespace graphi::ops::rnn_wcs {
+
+namespace {
+
+// One core's private L2 (glibc reads it from cpuid), 1 MiB if unknown.
+int64_t l2_bytes() {
+  static const int64_t bytes = [] {
+    const long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return v > 0 ? static_cast<int64_t>(v) : int64_t{1} << 20;
+  }();
+  return bytes;
+}
+
+}  // namespace
+
+Status RnnSequenceKernel::prepare(int team) {
+  const int64_t D = s_.num_directions, G = s_.gates, H = s_.hidden, B = s_.batch, T = s_.seq_len,
+                I = s_.input_size;
+  for (int64_t v : {G * H, I, H, B * T})
+    if (v > (1 << 30)) return Status::unsupported("sizes beyond LIBXSMM's int range");
+  canonical_gru_ = kind_ == RnnCellKind::kGru && !s_.linear_before_reset;
+  g0_ = canonical_gru_ ? 2 : G;
+  team_ = team;
+
+  // Strides (floats), each row padded to whole cache lines.
+  // Row strides are an odd number of cache lines: with a multiple of 4 KiB (H = 256: 4H floats)
+  // the rows of a microkernel's C tile all map to one L1 set and evict each other.
+  auto skew = [](int64_t ld) { return (ld / kLine) % 2 == 0 ? ld + kLine : ld; };
+  ldh_ = skew(round_up(H, kLine));
+  dir_x_ = round_up(G * H, kLine);
+  ldx_ = skew(D * dir_x_);
+  dir_gh0_ = round_up(g0_ * H, kLine);
+  ld_gh0_ = skew(D * dir_gh0_);
+  dir_gh1_ = canonical_gru_ ? round_up(H, kLine) : 0;
+  ld_gh1_ = canonical_gru_ ? skew(D * dir_gh1_) : 0;
+  dir_p_ = round_up(3 * H, kLine);
+  // LIBXSMM takes int strides; the layout-1 projection rows are B * ldx apart.
+  if (B * ldx_ > (int64_t{1} << 30))
+    return Status::unsupported("strides beyond LIBXSMM's int range (batch " + std::to_string(B) +
+                               " x " + std::to_string(ldx_) + " gate columns)");
+
+  shape_.cell = std::string(rnn_cell_name(kind_)) +
+                (kind_ == RnnCellKind::kGru && s_.linear_before_reset ? "-lbr" : "");
+  if (s_.layout == 1) shape_.cell += " layout1";
+  shape_.seq_len = T;
+  shape_.batch = B;
+  shape_.input_size = I;
+  shape_.hidden = H;
+  shape_.directions = static_cast<int>(D);
+  shape_.gates = static_cast<int>(g0_);
+  shape_.canonical_gru = canonical_gru_;
+  shape_.team = team_;
+  shape_.l2_bytes = l2_bytes();
+  return Status::ok();
+}
+
+void RnnSequenceKernel::configure() {
+  const int64_t D = s_.num_directions, B = s_.batch, T = s_.seq_len;
+  chunk_ = std::clamp<int64_t>(schedule_.chunk, 1, T);
+  plan_partition();
+  for (ThreadPlan& p : plans_) make_gemms(p);
+  make_gemms(solo_);
+
+  // Packed weights: the blocks' slabs (offsets set by plan_partition), then biases, peepholes.
+  int64_t off = slabs_floats_;
+  bias_off_ = off;  // LSTM/RNN: Wb + Rb; GRU: Wb
+  off += s_.has_bias ? D * dir_x_ : 0;
+  bias_h_off_ = off;  // GRU: Rb
+  off += (s_.has_bias && kind_ == RnnCellKind::kGru) ? D * dir_x_ : 0;
+  peep_off_ = off;
+  off += s_.has_peephole ? D * dir_p_ : 0;
+  packed_floats_ = off;
+
+  // Scratch: barrier, hoisted projections, GEMM outputs, states, [packed weights].
+  auto take = [&](int64_t floats) {
+    const int64_t at = scratch_floats_;
+    scratch_floats_ += round_up(floats, kLine);
+    return at;
+  };
+  static_assert(sizeof(SpinBarrier) <= 64 * kLine, "barrier slot too small");
+  scratch_floats_ = 0;
+  take(sizeof(SpinBarrier) / sizeof(float) + 1);
+  flags_off_ = take(team_ * kFlagFloats);
+  xw_off_ = take(chunk_ * B * ldx_);
+  gh0_off_ = take(B * ld_gh0_);
+  gh1_off_ = take(B * ld_gh1_);
+  hb_off_ = take(2 * D * B * ldh_);
+  cb_off_ = take(kind_ == RnnCellKind::kLstm ? D * B * ldh_ : 0);
+  zb_off_ = take(canonical_gru_ ? D * B * ldh_ : 0);
+  rhb_off_ = take(canonical_gru_ ? D * B * ldh_ : 0);
+  scratch_packed_off_ = take(const_weights_ ? 0 : packed_floats_);
+}
+
+void RnnSequenceKernel::make_gemms(ThreadPlan& p) const {
+  if (!p.active()) return;
+  const int64_t B = s_.batch, T = s_.seq_len, I = s_.input_size, H = s_.hidden;
+  const int64_t rows = p.r1 - p.r0;
+  const bool full_rows = rows == B;
+  // Row counts of the hoisted GEMM calls (see hoist()).
+  std::set<int64_t> hoist_ns;
+  for (int64_t s0 = 0; s0 < T; s0 += chunk_) {
+    const int64_t len = std::min(chunk_, T - s0);
+    if (s_.layout == 1)
+      hoist_ns.insert(len);
+    else
+      hoist_ns.insert(full_rows ? len * B : rows);
+  }
+  const int64_t hoist_ldc = s_.layout == 1 ? B * ldx_ : ldx_;
+  for (Segment& seg : p.segs) {
+    const int64_t w = seg.j1 - seg.j0;
+    seg.hoist = TiledGemm::create_panels(s_.gates * w, I, seg.pw_w, I, hoist_ldc, hoist_ns);
+    seg.rec0 = TiledGemm::create_panels(g0_ * w, H, seg.pw_r0, ldh_, ld_gh0_, {rows});
+    if (canonical_gru_) seg.rec1 = TiledGemm::create_panels(w, H, seg.pw_r1, ldh_, ld_gh1_, {rows});
+  }
+}
+
+void RnnSequenceKernel::pack_segment(const WeightSources& src, const Segment& seg,
+                                     float* packed) const {
+  const int64_t D = s_.num_directions, G = s_.gates, H = s_.hidden, I = s_.input_size;
+  (void)D;
+  const int d = seg.d;
+  const int64_t j0 = seg.j0, w = seg.j1 - seg.j0;
+  const float* W = src.w + d * G * H * I;
+  const float* R = src.r + d * G * H * H;
+  float* wp = packed + seg.wp_off;
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t u = 0; u < w; ++u) {
+      const float* row = W + (g * H + j0 + u) * I;
+      const int64_t col = g * w + u;
+      for (int64_t k = 0; k < I; ++k) wp[TiledGemm::panel_offset(col, k, I, seg.pw_w)] = row[k];
+    }
+  float* rp0 = packed + seg.rp0_off;
+  for (int64_t g = 0; g < g0_; ++g)
+    for (int64_t u = 0; u < w; ++u) {
+      const float* row = R + (g * H + j0 + u) * H;
+      const int64_t col = g * w + u;
+      for (int64_t k = 0; k < H; ++k) rp0[TiledGemm::panel_offset(col, k, H, seg.pw_r0)] = row[k];
+    }
+  if (canonical_gru_) {
+    float* rp1 = packed + seg.rp1_off;
+    for (int64_t u = 0; u < w; ++u) {
+      const float* row = R + (2 * H + j0 + u) * H;
+      for (int64_t k = 0; k < H; ++k) rp1[TiledGemm::panel_offset(u, k, H, seg.pw_r1)] = row[k];
+    }
+  }
+  if (src.b) {
+    const float* wb = src.b + d * 2 * G * H;
+    const float* rb = wb + G * H;
+    float* bias = packed + bias_off_ + d * dir_x_;
+    float* bias_h = packed + bias_h_off_ + d * dir_x_;
+    for (int64_t g = 0; g < G; ++g)
+      for (int64_t u = 0; u < w; ++u) {
+        const int64_t col = G * j0 + g * w + u, j = g * H + j0 + u;
+        if (kind_ == RnnCellKind::kGru) {
+          bias[col] = wb[j];
+          bias_h[col] = rb[j];
+        } else {
+          bias[col] = wb[j] + rb[j];
+        }
+      }
+  }
+  if (src.p) {
+    const float* pv = src.p + d * 3 * H;
+    float* pp = packed + peep_off_ + d * dir_p_;
+    for (int64_t g = 0; g < 3; ++g)
+      for (int64_t u = 0; u < w; ++u) pp[3 * j0 + g * w + u] = pv[g * H + j0 + u];
+  }
+}
+}  // namespace graphi::ops::rnn_wcs

@@ -1,0 +1,286 @@
+// The sequence kernel's schedule: forced by attribute, remembered, cached, calibrated or the
+// analytical default (ops/rnn/rnn_schedule.h), and the partition of hidden units and batch rows
+// over the team that it implies.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "ops/rnn/pcp_partition.h"
+#include "ops/rnn/rnn_sequence_kernel.h"
+
+namespace graphi::ops::rnn_wcs {
+
+namespace {
+
+// Schedules already chosen in this process, by cache key (layers of one shape search once even
+// when the cache file is unusable).
+std::mutex& memo_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<std::string, RnnSchedule>& memo() {
+  static std::map<std::string, RnnSchedule> m;
+  return m;
+}
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+Result<RnnSchedule> RnnSequenceKernel::choose_schedule(const std::string& where) {
+  const int64_t B = s_.batch, lines = (s_.hidden + kLine - 1) / kLine;
+  if (!s_.forced_schedule.empty()) {
+    // "threads,xi,xj,chunk,tile,zigzag" (tests and experiments).
+    std::vector<int64_t> v;
+    for (const std::string& part : split_names(s_.forced_schedule)) {
+      char* end = nullptr;
+      const long long x = std::strtoll(part.c_str(), &end, 10);
+      if (part.empty() || !end || *end) {
+        v.clear();
+        break;
+      }
+      v.push_back(x);
+    }
+    RnnSchedule r;
+    if (v.size() == 6) {
+      r.threads = static_cast<int>(v[0]);
+      r.xi = static_cast<int>(v[1]);
+      r.xj = static_cast<int>(v[2]);
+      r.chunk = v[3];
+      r.rec_tile = static_cast<int>(v[4]);
+      r.zigzag = v[5] == 1;
+    }
+    if (v.size() != 6 || r.threads < 1 || r.threads > team_ || r.xi < 1 || r.xj < 1 ||
+        int64_t{r.xi} * r.xj != r.threads || r.xi > B || r.xj > s_.num_directions * lines ||
+        r.chunk < 1 || r.rec_tile < 16 || r.rec_tile > 4096 || r.rec_tile % 16 != 0 ||
+        (v[5] != 0 && v[5] != 1))
+      return Status::invalid_graph(
+          where + ": attribute '" + std::string(kScheduleAttr) + "' = '" + s_.forced_schedule +
+          "' is not a valid schedule for this layer (threads,xi,xj,chunk,tile,zigzag with " +
+          "1 <= threads = xi*xj <= team " + std::to_string(team_) + ", xi <= batch " +
+          std::to_string(B) + ", xj <= " + std::to_string(s_.num_directions * lines) +
+          " unit lines, chunk >= 1, tile a multiple of 16 in [16, 4096], zigzag 0|1)");
+    return r;
+  }
+  const RnnSchedule fallback = default_rnn_schedule(shape_);
+  const bool search =
+      s_.schedule_search >= 0 ? s_.schedule_search == 1 : rnn_schedule_search_enabled_by_env();
+  if (!search || s_.wcs_shuffle) return fallback;
+  // Left to the environment, tiny layers (< 1 MFLOP of GEMMs, a few microseconds) keep the
+  // default: calibrating them would cost more than it could ever save.
+  const double flops = 2.0 * double(s_.seq_len) * double(s_.batch) * double(s_.num_directions) *
+                       double(s_.input_size + s_.hidden) * double(s_.gates * s_.hidden);
+  if (s_.schedule_search < 0 && flops < 1e6) return fallback;
+  const std::string key = shape_.key(), sig = cpu_signature();
+  {
+    std::lock_guard<std::mutex> lock(memo_mutex());
+    auto it = memo().find(key);
+    if (it != memo().end()) return it->second;
+  }
+  const std::vector<RnnSchedule> cands = rnn_schedule_candidates(shape_);
+  const std::string path = rnn_schedule_cache_path();
+  std::optional<RnnSchedule> chosen = load_cached_schedule(path, key, sig);
+  // A cached entry must still be one of this layer's candidates (else: recompute).
+  if (chosen && std::find(cands.begin(), cands.end(), *chosen) == cands.end()) chosen.reset();
+  if (!chosen) {
+    chosen = calibrate(cands, rnn_schedule_search_budget_ms());
+    if (!chosen) return fallback;  // cannot calibrate here; do not cache
+    if (!path.empty()) {
+      Status st = store_cached_schedule(path, key, sig, *chosen);
+      if (!st.is_ok())
+        std::fprintf(stderr, "graphi: warning: cannot write RNN schedule cache %s: %s\n",
+                     path.c_str(), st.message().c_str());
+    }
+  }
+  std::lock_guard<std::mutex> lock(memo_mutex());
+  memo()[key] = *chosen;
+  return *chosen;
+}
+
+std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSchedule>& cands,
+                                                        double budget_ms) const {
+  if (cands.empty() || omp_in_parallel() || team_ > omp_get_num_procs()) return std::nullopt;
+  if (cands.size() == 1) {
+    RnnSchedule r = cands[0];
+    r.searched = true;
+    return r;
+  }
+  // A shortened copy of the layer: every step costs the same (rule i), so a part of the sequence
+  // ranks the schedules: 16 steps to estimate the per-step cost, then as many steps (up to T)
+  // as the budget allows for three runs (one warm-up, the best of two) of every candidate;
+  // short runs of small layers are mostly timer and wake-up noise. No lengths, no initial
+  // states, Y only, zero weights and inputs.
+  const double start = now_ms();
+  std::atomic<bool> ok{true};
+  auto shortened = [&](int64_t steps) {
+    auto k = std::make_unique<RnnSequenceKernel>(kind_);
+    k->s_ = s_;
+    k->s_.seq_len = std::min<int64_t>(s_.seq_len, steps);
+    k->s_.has_seq_lens = k->s_.has_initial_h = k->s_.has_initial_c = false;
+    k->s_.num_outputs = 1;
+    k->s_.wcs_shuffle = false;
+    k->const_weights_ = true;
+    if (!k->prepare(team_).is_ok()) k.reset();
+    return k;
+  };
+  // Best of `reps` timed runs (after one warm-up) of schedule `c` on kernel k; inf on failure.
+  auto time_schedule = [&](RnnSequenceKernel& k, const RnnSchedule& c, int reps) {
+    const int64_t T = k.s_.seq_len, B = s_.batch, D = s_.num_directions, H = s_.hidden;
+    Tensor x(TensorDesc{DType::kF32, {T * B * s_.input_size}});
+    Tensor y(TensorDesc{DType::kF32, {T * D * B * H}});
+    std::memset(x.data(), 0, x.desc().bytes());
+    const void* ins[8] = {x.data(), nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+    void* outs[1] = {y.data()};
+    const Buffers io{std::span<const void* const>(ins, 8), std::span<void* const>(outs, 1)};
+    k.schedule_ = c;
+    k.configure();
+    k.packed_ = Tensor(TensorDesc{DType::kF32, {k.packed_floats_}});
+    std::memset(k.packed_.data(), 0, k.packed_.desc().bytes());
+    Tensor scratch(TensorDesc{DType::kF32, {std::max<int64_t>(k.scratch_floats_, 16)}});
+    double best_ms = std::numeric_limits<double>::infinity();
+    for (int rep = 0; rep <= reps && ok; ++rep) {
+      double t0 = 0, t1 = 0;
+#pragma omp parallel num_threads(team_)
+      {
+        if (omp_get_num_threads() != team_) ok = false;
+#pragma omp barrier
+        if (ok) {
+          if (omp_get_thread_num() == 0) t0 = now_ms();
+          k.run(TeamContext{omp_get_thread_num(), team_, scratch.data(),
+                            static_cast<size_t>(k.scratch_floats_) * sizeof(float)},
+                io);
+#pragma omp barrier
+          if (omp_get_thread_num() == 0) t1 = now_ms();
+        }
+      }
+      if (ok && rep > 0) best_ms = std::min(best_ms, t1 - t0);
+    }
+    return best_ms;
+  };
+  auto k = shortened(16);
+  if (!k) return std::nullopt;
+  const double probe_ms = time_schedule(*k, cands[0], 1);
+  if (!ok) return std::nullopt;
+  const double per_step = probe_ms / double(k->s_.seq_len);
+  const int64_t steps = std::clamp<int64_t>(
+      static_cast<int64_t>(budget_ms / (3.0 * double(cands.size()) * std::max(per_step, 1e-6))), 16,
+      s_.seq_len);
+  if (steps > k->s_.seq_len) {
+    k = shortened(steps);
+    if (!k) return std::nullopt;
+  }
+  bool announced = false;
+  std::optional<RnnSchedule> best;
+  for (size_t ci = 0; ci < cands.size(); ++ci) {
+    const double elapsed = now_ms() - start;
+    if (ci > 0 && elapsed > budget_ms) break;
+    if (!announced && elapsed > 500) {
+      std::fprintf(stderr, "graphi: calibrating %s schedules (%zu candidates, %lld steps)...\n",
+                   shape_.key().c_str(), cands.size(), static_cast<long long>(k->s_.seq_len));
+      announced = true;
+    }
+    const double ms = time_schedule(*k, cands[ci], 2);
+    if (!ok) return std::nullopt;
+    if (!best || ms < best->measured_ms) {
+      best = cands[ci];
+      best->measured_ms = ms;
+      best->searched = true;
+    }
+  }
+  if (announced)
+    std::fprintf(stderr, "graphi: %s -> %s after %.0f ms\n", shape_.key().c_str(),
+                 best->to_string().c_str(), now_ms() - start);
+  return best;
+}
+
+// Cut the (direction, 16-unit line) space into the schedule's xj ranges and the batch into its
+// xi row ranges; threads >= xi * xj idle. (The analytical default comes from PCP's cross-step
+// cost, ops/rnn/rnn_schedule.cpp. Measured on 2 cores, LSTM H = 256, T = 100: it picks the unit
+// split at batch 10 (4.2 ms vs 4.8 ms for the row split) and the row split at batch 20 (7.9 vs
+// 8.4 ms) and 64 (25.7 vs 26.8 ms), the faster one each time.)
+void RnnSequenceKernel::plan_partition() {
+  const int64_t D = s_.num_directions, G = s_.gates, H = s_.hidden, B = s_.batch;
+  const int64_t lines = (H + kLine - 1) / kLine;
+  const int64_t total = D * lines;
+  const int best_xi = schedule_.xi, best_xj = schedule_.xj;
+  auto segments_of = [&](int64_t l0, int64_t l1) {
+    std::vector<Segment> segs;
+    for (int d = 0; d < D; ++d) {
+      const int64_t a = std::max(l0, d * lines) - d * lines,
+                    b = std::min(l1, (d + 1) * lines) - d * lines;
+      if (a >= b) continue;
+      Segment seg;
+      seg.d = d;
+      seg.j0 = a * kLine;
+      seg.j1 = std::min(H, b * kLine);
+      segs.push_back(std::move(seg));
+    }
+    return segs;
+  };
+  plans_.assign(team_, ThreadPlan{});
+  for (int t = 0; t < best_xi * best_xj; ++t) {
+    const int q = t % best_xj, r = t / best_xj;
+    auto [l0, l1] = team_range(total, q, best_xj);
+    auto [r0, r1] = team_range(B, r, best_xi);
+    plans_[t].r0 = r0;
+    plans_[t].r1 = r1;
+    plans_[t].segs = segments_of(l0, l1);
+  }
+  // The solo plan walks the same blocks (the packed layout depends on them) with all rows.
+  solo_.r0 = 0;
+  solo_.r1 = B;
+  solo_.segs.clear();
+  for (int q = 0; q < best_xj; ++q) {
+    auto [l0, l1] = team_range(total, q, best_xj);
+    for (Segment& seg : segments_of(l0, l1)) solo_.segs.push_back(std::move(seg));
+  }
+  std::stable_sort(solo_.segs.begin(), solo_.segs.end(),
+                   [](const Segment& a, const Segment& b) { return a.d < b.d; });
+  // One slab per block, each starting on a cache line.
+  slabs_floats_ = 0;
+  // Panel widths: the schedule's for the recurrent GEMM; for the hoisted one, wide panels only
+  // when its calls are GEMV-like (per-step schedule at batch 1).
+  // Rows per hoisted call (see hoist()): a chunk of one batch entry (layout 1), all rows of a
+  // chunk (layout 0, whole batch), or one step's share of the rows (layout 0, row split).
+  const int64_t hoist_rows = s_.layout == 1 ? chunk_
+                             : best_xi == 1 ? chunk_ * B
+                                            : (B + best_xi - 1) / best_xi;
+  for (Segment& seg : solo_.segs) {
+    const int64_t w = seg.j1 - seg.j0;
+    auto panel = [&](int64_t cols, int64_t want) {
+      return std::min(round_up(cols, kLine), round_up(std::max<int64_t>(want, kLine), kLine));
+    };
+    seg.pw_w = panel(G * w, hoist_rows <= 2 ? 256 : 32);
+    seg.pw_r0 = panel(g0_ * w, schedule_.rec_tile);
+    seg.pw_r1 = panel(w, schedule_.rec_tile);
+    seg.wp_off = slabs_floats_;
+    slabs_floats_ += TiledGemm::packed_floats(G * w, s_.input_size, seg.pw_w);
+    seg.rp0_off = slabs_floats_;
+    slabs_floats_ += TiledGemm::packed_floats(g0_ * w, H, seg.pw_r0);
+    seg.rp1_off = slabs_floats_;
+    slabs_floats_ += canonical_gru_ ? TiledGemm::packed_floats(w, H, seg.pw_r1) : 0;
+  }
+  for (ThreadPlan& p : plans_)
+    for (Segment& seg : p.segs)
+      for (const Segment& b : solo_.segs)
+        if (b.d == seg.d && b.j0 == seg.j0) {
+          seg.wp_off = b.wp_off;
+          seg.pw_w = b.pw_w;
+          seg.rp0_off = b.rp0_off;
+          seg.pw_r0 = b.pw_r0;
+          seg.rp1_off = b.rp1_off;
+          seg.pw_r1 = b.pw_r1;
+        }
+}
+
+}  // namespace graphi::ops::rnn_wcs

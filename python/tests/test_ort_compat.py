@@ -1,0 +1,106 @@
+"""graphi.Session's onnxruntime-style API (get_inputs, get_outputs, run(output_names,
+input_feed)) against onnxruntime.InferenceSession itself on models of the ONNX zoo
+(tests/data/onnx_zoo): same metadata, same outputs (1e-4 of the output's scale + 1e-5).
+
+Needs onnxruntime (the venv, scripts/bench_venv.sh); ctest entry python/venv.
+"""
+import os
+import unittest
+
+import numpy as np
+
+import graphi
+
+try:
+    import onnxruntime as ort
+except ImportError:
+    ort = None
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ZOO = os.path.join(HERE, "..", "..", "tests", "data", "onnx_zoo")
+
+# Static-shape zoo models: float and int64 inputs, one and several outputs.
+MODELS = ["text_cnn_op13", "gru_classifier_op17", "activations_op17", "encoder_layer_masked_op13",
+          "index_ops_op17", "lstm_dropout_op13"]
+
+
+def inputs_of(name, count):
+    return [np.load(os.path.join(ZOO, "%s.in%d.npy" % (name, i))) for i in range(count)]
+
+
+def close(test, got, want, what):
+    test.assertEqual(got.shape, want.shape, what)
+    test.assertEqual(got.dtype, want.dtype, what)
+    if want.dtype.kind in "iu":
+        np.testing.assert_array_equal(got, want, what)
+    else:
+        scale = float(np.max(np.abs(want))) if want.size else 0.0
+        err = float(np.max(np.abs(got.astype(np.float64) - want))) if want.size else 0.0
+        test.assertLessEqual(err, 1e-5 + 1e-4 * scale, what)
+
+
+@unittest.skipIf(ort is None, "onnxruntime is not installed (scripts/bench_venv.sh)")
+class OrtCompatTest(unittest.TestCase):
+    def sessions(self, name):
+        path = os.path.join(ZOO, name + ".onnx")
+        return graphi.Session(path), ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+
+    def test_metadata_matches_onnxruntime(self):
+        for name in MODELS:
+            with self.subTest(model=name):
+                g, o = self.sessions(name)
+                for mine, theirs in ((g.get_inputs(), o.get_inputs()),
+                                     (g.get_outputs(), o.get_outputs())):
+                    self.assertEqual([a.name for a in mine], [a.name for a in theirs])
+                    self.assertEqual([a.type for a in mine], [a.type for a in theirs])
+                    self.assertEqual([a.shape for a in mine], [a.shape for a in theirs])
+
+    def test_run_matches_onnxruntime(self):
+        for name in MODELS:
+            with self.subTest(model=name):
+                g, o = self.sessions(name)
+                feed = {a.name: x for a, x in zip(o.get_inputs(),
+                                                  inputs_of(name, len(o.get_inputs())))}
+                want = o.run(None, feed)
+                got = g.run(None, feed)  # every output, in the model's order
+                self.assertIsInstance(got, list)
+                self.assertEqual(len(got), len(want))
+                for a, x, y in zip(o.get_outputs(), got, want):
+                    close(self, x, y, a.name)
+                # A subset in another order, as ORT users ask for it.
+                names = [a.name for a in o.get_outputs()][::-1][:2]
+                got = g.run(names, feed)
+                want = o.run(names, feed)
+                for n, x, y in zip(names, got, want):
+                    close(self, x, y, n)
+
+    def test_unknown_output_name_is_an_error(self):
+        g, o = self.sessions("text_cnn_op13")
+        feed = {a.name: x for a, x in zip(o.get_inputs(), inputs_of("text_cnn_op13", 1))}
+        with self.assertRaises(graphi.Error) as e:
+            g.run(["no_such_output"], feed)
+        self.assertIn("no_such_output", str(e.exception))
+        self.assertIn("text_cnn_op13.onnx", str(e.exception))
+        with self.assertRaises(TypeError):
+            g.run("probs", feed)  # a bare str, not a list of names
+
+
+class OrtStyleWithoutOrtTest(unittest.TestCase):
+    """The same API checked against the committed PyTorch outputs (runs without onnxruntime)."""
+
+    def test_run_none_and_subset(self):
+        name = "activations_op17"
+        g = graphi.Session(os.path.join(ZOO, name + ".onnx"))
+        feed = {a.name: x for a, x in zip(g.get_inputs(), inputs_of(name, len(g.inputs)))}
+        outs = g.run(None, feed)
+        self.assertEqual(len(outs), len(g.outputs))
+        for i, x in enumerate(outs):
+            close(self, x, np.load(os.path.join(ZOO, "%s.out%d.npy" % (name, i))), str(i))
+        last = g.get_outputs()[-1].name
+        (x,) = g.run([last], feed)
+        close(self, x, np.load(os.path.join(ZOO, "%s.out%d.npy" % (name, len(outs) - 1))), last)
+        self.assertEqual(g.get_inputs()[0].type, "tensor(float)")
+
+
+if __name__ == "__main__":
+    unittest.main()
