@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${GRAPHI_BUILD_DIR:-build}
-G="$BUILD_DIR/graphi"
+G="${GRAPHI:-$BUILD_DIR/graphi}"
 [ -x "$G" ] || /usr/bin/cmake --build "$BUILD_DIR" -j2 --target graphi
 OUT="$BUILD_DIR/bench/sim_seed002"
 mkdir -p "$OUT"

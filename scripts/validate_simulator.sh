@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${GRAPHI_BUILD_DIR:-build}
 ITER=${ITER:-15}
-G="$BUILD_DIR/graphi"
+G="${GRAPHI:-$BUILD_DIR/graphi}"
 [ -x "$G" ] || /usr/bin/cmake --build "$BUILD_DIR" -j2 --target graphi
 OUT="$BUILD_DIR/bench/sim_validation"
 mkdir -p "$OUT"
