@@ -266,13 +266,14 @@ class TraceTest(unittest.TestCase):
     def test_trace_writes_valid_json(self):
         import json
         path, ins, want = fixture("lstm_2layer_bidir")
-        for opts in ({}, {"executors": 2, "scheduler": "cpf", "pin": False}):
+        for opts in ({"executors": 1, "threads": 1, "scheduler": "sequential"},
+                     {"executors": 2, "threads": 1, "scheduler": "cpf", "pin": False}):
             s = graphi.Session(path, optimize=False, **opts)
             self.assertFalse(s.tracing)
             with self.assertRaises(graphi.Error) as e:
                 s.trace(os.path.join(self.dir, "none.json"))  # nothing traced yet
             self.assertEqual(e.exception.code, "invalid_argument")
-            out_path = os.path.join(self.dir, "t%d.json" % len(opts))
+            out_path = os.path.join(self.dir, "t%d.json" % opts["executors"])
             feed = {t.name: a for t, a in zip(s.inputs, ins)}
             n = s.trace(out_path, feed)
             self.assertFalse(s.tracing)  # switched on for that run only
@@ -288,7 +289,7 @@ class TraceTest(unittest.TestCase):
                     self.assertIn(k, ev["args"])
             tracks = [ev["args"]["name"] for ev in doc["traceEvents"]
                       if ev["ph"] == "M" and ev["name"] == "thread_name"]
-            self.assertEqual(sum(t.startswith("executor ") for t in tracks), opts.get("executors", 1))
+            self.assertEqual(sum(t.startswith("executor ") for t in tracks), opts["executors"])
             # tracing as a property: every run is recorded; results unchanged.
             s.tracing = True
             got = s.run(feed)
@@ -302,7 +303,7 @@ class TraceTest(unittest.TestCase):
     def test_plot_timeline_draws_png_and_table(self):
         import json
         path, ins, _ = fixture("lstm_2layer_bidir")
-        s = graphi.Session(path, optimize=False, executors=2, scheduler="cpf", pin=False)
+        s = graphi.Session(path, optimize=False, executors=2, threads=1, scheduler="cpf", pin=False)
         trace = os.path.join(self.dir, "plot.json")
         s.trace(trace, {t.name: a for t, a in zip(s.inputs, ins)})
         png = os.path.join(self.dir, "timeline.png")

@@ -438,8 +438,10 @@ TEST_CASE("graphi run --trace writes a Chrome trace of the last iteration", "[cl
                            "--seq", "3", "-o", model})
               .rc == 0);
   for (const std::vector<std::string>& config :
-       {std::vector<std::string>{}, std::vector<std::string>{"--executors", "2", "--no-fuse"}}) {
-    const fs::path trace = dir / (config.empty() ? "seq.json" : "cpf.json");
+       {std::vector<std::string>{"--no-plan"},
+        std::vector<std::string>{"--executors", "2", "--threads", "1", "--scheduler", "cpf", "--no-fuse"}}) {
+    const bool seq = config.size() == 1;  // --no-plan: the sequential reference executor
+    const fs::path trace = dir / (seq ? "seq.json" : "cpf.json");
     std::vector<std::string> a = {"run", model, "--iterations", "3", "--json", "--trace", trace.string()};
     a.insert(a.end(), config.begin(), config.end());
     auto r = graphi_cli(dir, a);
@@ -452,7 +454,7 @@ TEST_CASE("graphi run --trace writes a Chrome trace of the last iteration", "[cl
     nlohmann::json doc = nlohmann::json::parse(slurp(trace));
     // One op event per node of the graph that ran (graphi info counts them independently).
     std::vector<std::string> info_args = {"info", model, "--json"};
-    if (!config.empty()) info_args.push_back("--no-fuse");
+    if (!seq) info_args.push_back("--no-fuse");
     auto info = graphi_cli(dir, info_args);
     REQUIRE(info.rc == 0);
     size_t ops = 0, executor_tracks = 0;
@@ -461,9 +463,9 @@ TEST_CASE("graphi run --trace writes a Chrome trace of the last iteration", "[cl
       executor_tracks += ev["ph"] == "M" && ev["name"] == "thread_name" &&
                          ev["args"]["name"].get<std::string>().rfind("executor ", 0) == 0;
     }
-    CHECK(executor_tracks == (config.empty() ? 1u : 2u));
+    CHECK(executor_tracks == (seq ? 1u : 2u));
     CHECK(ops == nlohmann::json::parse(info.out)["nodes"].get<size_t>());
-    CHECK(doc["otherData"]["scheduler"] == (config.empty() ? "sequential" : "cpf"));
+    CHECK(doc["otherData"]["scheduler"] == (seq ? "sequential" : "cpf"));
   }
   // An unwritable trace path is a runtime error naming the file.
   auto bad = graphi_cli(dir, {"run", model, "--iterations", "1", "--trace", (dir / "missing/t.json").string()});

@@ -120,12 +120,14 @@ TEST_CASE("graphi profile --json has the configs, the choice and the time it too
   REQUIRE(quiet.rc == 0);
   CHECK_FALSE(contains(quiet.err, "graphi profile:"));
   int calibrated = 0;
-  const nlohmann::json quiet_json = nlohmann::json::parse(quiet.out);  // a named object: the loop must not outlive it
+  // A named object: iterating parse(...)["configs"] directly would dangle (the temporary dies
+  // before the loop body runs; C++23 extends its lifetime, C++20 does not).
+  const nlohmann::json quiet_json = nlohmann::json::parse(quiet.out);
   for (const auto& c : quiet_json["configs"]) calibrated += c["calibrated"].get<bool>();
   CHECK(calibrated == 1);  // --top-k 1
 }
 
-TEST_CASE("graphi run reuses the cached plan: a weight, the topology or corruption invalidates it", "[cli][profiler]") {
+TEST_CASE("graphi run reuses the cached plan, and a weight, the topology or corruption invalidates it", "[cli][profiler]") {
   const fs::path dir = test::scratch_dir("cli_profile_cache");
   const fs::path model = dir / "m.graphi", changed = dir / "m_changed.graphi";
   write_model(model, 0.5f);
