@@ -125,7 +125,8 @@ int profile_command(int argc, char** argv) {
   if (args.has("--plan-out")) {
     if (Status s = profiler::write_plan_file(args.get("--plan-out"), res.plan); !s.is_ok()) return runtime_error(s);
   }
-  const engine::RunTrace* trace = res.costs.traces.empty() ? nullptr : &res.costs.traces.back();
+  // The report and --trace show the traced run of median length (not an outlier).
+  const engine::RunTrace* trace = res.costs.traces.empty() ? nullptr : &res.costs.traces[res.costs.median_run];
   if (args.has("--trace")) {
     if (!trace || trace->ops.empty())
       return runtime_error(Status::unsupported("--trace: the engine recorded no trace of the chosen split"));
@@ -184,6 +185,8 @@ int profile_command(int argc, char** argv) {
                    {"scheduler", res.chosen.scheduler},
                    {"makespan_ms", res.chosen_ms}};
     j["critical_path_ms"] = critical_path_us / 1e3;
+    if (trace && !trace->ops.empty())
+      j["traced_makespan_ms"] = static_cast<double>(trace->run_end_ns - trace->run_start_ns) / 1e6;
     j["per_op_costs"] = res.costs.recorded ? "traced" : "cost model (the engine recorded no trace)";
     nlohmann::ordered_json ops = nlohmann::ordered_json::array();
     for (size_t i : by_time)
@@ -233,9 +236,12 @@ int profile_command(int argc, char** argv) {
   std::printf("\nchosen: %s, median %.3f ms", res.chosen.name().c_str(), res.chosen_ms);
   if (res.sequential_ms > 0) std::printf(" (%.2fx faster than 1x1 sequential)", res.sequential_ms / res.chosen_ms);
   std::printf("\n");
+  const double traced_ms = trace && !trace->ops.empty() ? static_cast<double>(trace->run_end_ns - trace->run_start_ns) / 1e6 : 0;
   std::printf("critical path %.3f ms of a %.3f ms makespan (%.0f%%)%s\n", critical_path_us / 1e3, res.chosen_ms,
               res.chosen_ms > 0 ? critical_path_us / 1e3 / res.chosen_ms * 100 : 0,
               res.costs.recorded ? "" : " [per-op costs from the cost model: the engine recorded no trace]");
+  if (traced_ms > 0)
+    std::printf("  (op costs from traced runs; the traced run of median length took %.3f ms)\n", traced_ms);
   std::printf("\ntop op types by total time (per run):\n");
   for (size_t i = 0; i < types.size() && i < 8; ++i)
     std::printf("  %-22s %5d nodes %10.1f us %5.1f%%\n", types[i].first.c_str(), types[i].second.second,
@@ -245,7 +251,7 @@ int profile_command(int argc, char** argv) {
     std::printf("  %-40s %-14s %10.1f us\n", g->node(static_cast<graph::NodeId>(i)).name.c_str(),
                 g->node(static_cast<graph::NodeId>(i)).op.c_str(), res.costs.table.node_us[i]);
   if (!use.empty()) {
-    std::printf("utilisation (last traced run):\n");
+    std::printf("utilisation (the traced run of median length):\n");
     for (const ExecutorUse& u : use)
       std::printf("  %-12s busy %8.3f ms  %5.1f%%\n", u.track.c_str(), u.busy_ms, u.utilisation * 100);
   }

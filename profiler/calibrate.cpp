@@ -102,16 +102,28 @@ Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g, const engin
       continue;
     }
     Status failed;
-    for (int w = 0; w < opt.warmup && failed.is_ok(); ++w) failed = timed_run(**s, inputs).status();
-    for (int k = 0; k < opt.runs && failed.is_ok(); ++k) {
+    // A run over kHopeless x the best median ends the config at once (1x2 on tiny ops can be
+    // 1000x slower on a loaded machine: waiting for 3 such runs would cost seconds).
+    constexpr double kHopeless = 10.0;
+    for (int w = 0; w < opt.warmup && failed.is_ok(); ++w) {
+      Result<double> ms = timed_run(**s, inputs);
+      failed = ms.status();
+      if (ms.is_ok() && cal.best >= 0 && *ms > kHopeless * best_ms) {
+        r.run_ms.push_back(*ms);
+        r.stopped_early = true;
+        break;
+      }
+    }
+    for (int k = 0; k < opt.runs && failed.is_ok() && !r.stopped_early; ++k) {
       Result<double> ms = timed_run(**s, inputs);
       if (!ms.is_ok()) {
         failed = ms.status();
         break;
       }
       r.run_ms.push_back(*ms);
-      if (cal.best >= 0 && static_cast<int>(r.run_ms.size()) == opt.early_runs && opt.early_runs < opt.runs &&
-          median_of(r.run_ms) > opt.early_ratio * best_ms) {
+      if (cal.best >= 0 && opt.early_runs < opt.runs &&
+          ((static_cast<int>(r.run_ms.size()) == opt.early_runs && median_of(r.run_ms) > opt.early_ratio * best_ms) ||
+           *ms > kHopeless * best_ms)) {
         r.stopped_early = true;
         break;
       }
@@ -148,7 +160,15 @@ Result<OpCosts> record_op_costs(std::shared_ptr<const graph::Graph> g, const eng
     out.traces.push_back(s->last_trace());
   }
   for (const engine::RunTrace& t : out.traces) out.recorded = out.recorded || !t.ops.empty();
-  out.table = cost_table_from_traces(*plan_ptr, out.traces);
+  // Average over the faster half of the runs: on a shared machine one run preempted by another
+  // process would dominate a mean over all of them.
+  std::vector<size_t> by_makespan(out.traces.size());
+  for (size_t i = 0; i < by_makespan.size(); ++i) by_makespan[i] = i;
+  std::sort(by_makespan.begin(), by_makespan.end(), [&](size_t a, size_t b) { return out.run_ms[a] < out.run_ms[b]; });
+  std::vector<engine::RunTrace> faster;
+  for (size_t i = 0; i < (by_makespan.size() + 1) / 2; ++i) faster.push_back(out.traces[by_makespan[i]]);
+  out.median_run = by_makespan[by_makespan.size() / 2];
+  out.table = cost_table_from_traces(*plan_ptr, faster);
   if (out.table.node_us.size() != plan_ptr->num_nodes()) out.table.node_us.assign(plan_ptr->num_nodes(), 0.0);
   if (!out.recorded && fallback_us.size() == plan_ptr->num_nodes())
     out.table.node_us.assign(fallback_us.begin(), fallback_us.end());

@@ -55,13 +55,15 @@ Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g, const engin
                               std::span<const RankedConfig> ranked, size_t calibrate_count,
                               const CalibrationOptions& options);
 
-// Per-op durations of `config` averaged over `runs` traced runs, the levels they give, and the
-// traces themselves (for the report and the Chrome trace).
+// Per-op durations of `config` averaged over the faster half of `runs` traced runs (one run
+// preempted by another process would dominate a mean on a shared machine), the levels they
+// give, and the traces themselves (for the report and the Chrome trace).
 struct OpCosts {
   CostTable table;
   std::vector<double> levels;
   std::vector<engine::RunTrace> traces;
   std::vector<double> run_ms;  // wall time of the traced runs
+  size_t median_run = 0;       // index of the run with the median wall time
   bool recorded = false;       // false: the engine recorded no spans (tracing unavailable)
 };
 // When the engine recorded no spans and `fallback_us` (one per node) is given, the table holds

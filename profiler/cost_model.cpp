@@ -95,7 +95,8 @@ CostModel CostModel::analytical(const ModelGraph& g, const MachineConstants& m) 
 }
 
 CostModel CostModel::fitted(const ModelGraph& g, std::span<const double> us_k1,
-                            std::span<const double> us_kmax, int kmax, const MachineConstants& m) {
+                            std::span<const double> us_kmax, int kmax, const MachineConstants& m,
+                            double makespan_k1_us, double makespan_kmax_us) {
   CostModel c = analytical(g, m);
   c.analytical_sync_ = false;  // the fit measures the team's cost, sync included
   c.source_ = "measured at 1x1" + (kmax > 1 ? " and 1x" + std::to_string(kmax) : std::string());
@@ -118,6 +119,15 @@ CostModel CostModel::fitted(const ModelGraph& g, std::span<const double> us_k1,
     auto it = serial.find(g.op[i]);
     if (it != serial.end()) c.node_serial_[i] = it->second;
   }
+  c.kmax_ = kmax;
+  const double n = static_cast<double>(std::max<size_t>(1, g.num_nodes()));
+  auto outside = [&](double makespan, std::span<const double> us) {
+    double sum = 0;
+    for (double v : us) sum += v;
+    return makespan > 0 ? std::max(0.0, makespan - sum) / n : 0.0;
+  };
+  c.overhead_k1_ = outside(makespan_k1_us, us_k1);
+  c.overhead_kmax_ = kmax > 1 && us_kmax.size() == g.num_nodes() ? outside(makespan_kmax_us, us_kmax) : c.overhead_k1_;
   return c;
 }
 
@@ -128,9 +138,11 @@ double CostModel::serial_fraction(const std::string& op) const {
 }
 
 double CostModel::node_us(size_t i, int k) const {
-  if (g_.small[i] || k <= 1) return t1_[i];
+  const double overhead =
+      kmax_ > 1 ? overhead_k1_ + (overhead_kmax_ - overhead_k1_) * (std::max(1, k) - 1) / (kmax_ - 1) : overhead_k1_;
+  if (g_.small[i] || k <= 1) return t1_[i] + overhead;
   const double s = node_serial_[i];
-  return t1_[i] * (s + (1.0 - s) / k) + (analytical_sync_ ? m_.team_sync_us : 0.0);
+  return t1_[i] * (s + (1.0 - s) / k) + (analytical_sync_ ? m_.team_sync_us : 0.0) + overhead;
 }
 
 CostModel::Prediction CostModel::predict(const Config& c) const {
@@ -190,10 +202,16 @@ Config analytical_choice(const CostModel& model, std::span<const Config> configs
     return Config{};
   }
   if (shape.max_width <= 1) {
-    if (why)
-      *why = "the graph is a chain (width 1): one executor with all " +
-             std::to_string(widest_single->config.threads) + " cores";
-    return widest_single->config;
+    if (why) {
+      *why = "the graph is a chain (width 1): one executor";
+      *why += single == widest_single ? " with all " + std::to_string(single->config.threads) + " cores"
+                                      : " of " + std::to_string(single->config.threads) +
+                                            " thread(s), its ops predicted too small for a team of " +
+                                            std::to_string(widest_single->config.threads) + " (" +
+                                            ms(single->predicted.makespan_us) + " against " +
+                                            ms(widest_single->predicted.makespan_us) + ")";
+    }
+    return single->config;
   }
   const RankedConfig& best = ranked.front();
   if (best.config.executors > 1 &&

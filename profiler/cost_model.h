@@ -17,6 +17,9 @@
 //  2. The graph: the makespan simulator's run of the critical-path-first scheduler on n
 //     executors (profiler/simulator.h: the runtime's own ready order and sharing rules), so
 //     the graph's width per level and its critical path both bound the prediction.
+//     Fitted with the runs' makespans: the time outside the ops' spans per op, at k = 1 and
+//     k = K (interpolated in k), is added to every op: on a loaded machine a team's wake-ups
+//     can cost far more than its ops.
 //  3. Overheads: a hand-off cost each time an op moves to another executor (higher when the
 //     scheduler role has no core of its own), a per-op dispatch cost of the parallel runtime,
 //     none for the sequential executor.
@@ -62,9 +65,12 @@ struct MachineConstants {
   double small_op_us = 0.05;    // per small op
   double default_serial = 0.05; // serial fraction of an op on a team (analytical model)
   double team_sync_us = 2.0;    // fork/join of a team of k > 1 per op (analytical model)
-  double dispatch_us = 0.3;     // per op in the parallel runtime (heap, rings), n > 1
-  double handoff_us = 1.0;      // an op run by another executor than the one that readied it
-  double handoff_no_core_us = 3.0;  // likewise when the scheduler role has no core of its own
+  // Engine overheads, from benchmarks/README.md's dispatch rows on this class of machine
+  // (cpf 2x1 on the LSTM-shaped DAG: ~0.55 us/op against ~1.0 us/op 1x1, 140-160 ns one-way
+  // core-to-core hand-off, plus the wake-up of a parked executor now and then).
+  double dispatch_us = 0.1;     // per op in the parallel runtime (heap, rings), n > 1
+  double handoff_us = 0.5;      // an op run by another executor than the one that readied it
+  double handoff_no_core_us = 1.0;  // likewise when the scheduler role has no core of its own
 };
 
 class CostModel {
@@ -73,8 +79,12 @@ class CostModel {
   static CostModel analytical(const ModelGraph& g, const MachineConstants& m = {});
   // From measured per-node times (us) at k = 1 and, when kmax > 1, at k = kmax (same nodes).
   // A class whose ops took no measurable time at k = 1 keeps the analytical serial fraction.
+  // With the measured makespans of those runs (us, > 0), the time outside the ops' spans
+  // (team wake-ups, barriers, dispatch) becomes a per-op overhead at k = 1 and k = kmax,
+  // interpolated linearly in k: what a team costs beyond its ops on this machine.
   static CostModel fitted(const ModelGraph& g, std::span<const double> us_k1,
-                          std::span<const double> us_kmax, int kmax, const MachineConstants& m = {});
+                          std::span<const double> us_kmax, int kmax, const MachineConstants& m = {},
+                          double makespan_k1_us = 0, double makespan_kmax_us = 0);
 
   // t_i(k), microseconds.
   double node_us(size_t node, int k) const;
@@ -100,6 +110,8 @@ class CostModel {
   std::vector<std::pair<std::string, double>> serial_;  // per op class
   std::vector<double> node_serial_;                  // per node (its class's)
   bool analytical_sync_ = true;                      // add team_sync_us for k > 1
+  double overhead_k1_ = 0, overhead_kmax_ = 0;       // fitted per-op overhead (us)
+  int kmax_ = 1;
   std::string source_;
 };
 
@@ -114,7 +126,9 @@ std::vector<RankedConfig> rank_configs(const CostModel& model, std::span<const C
 // `--plan auto` without measurements: the best ranked config, but a split with n > 1 only when
 // the graph has inter-op parallelism (max width > 1) and the model predicts it at least
 // `margin` faster than the best single executor (a misprediction must not make the default
-// slower than sequential). `why` gets one sentence for stderr.
+// slower than sequential). A chain (width 1) gets one executor, the team size the model
+// predicts fastest (all cores unless its ops are too small to gain from a team: a 2-thread
+// team costs more than it saves on ops of a few microseconds). `why` gets one sentence.
 Config analytical_choice(const CostModel& model, std::span<const Config> configs, std::string* why,
                          double margin = 0.10);
 

@@ -65,6 +65,13 @@ TEST_CASE("cost model: serial fraction fitted per op class from k=1 and k=K", "[
   const auto slow = profiler::CostModel::fitted(*mg, k1, std::vector<double>{15, 15}, 2);
   CHECK(slow.node_us(0, 2) == Approx(15));
   CHECK(slow.serial_fraction("MatMul") == Approx(2.0));
+  // Makespans beyond the ops' spans become a per-op overhead: 2 ops of 10 us in a 30 us run at
+  // k = 1 (5 us each), of 6 us in a 112 us run at k = 2 (50 us each: a team waking up slowly).
+  const auto with_overhead = profiler::CostModel::fitted(*mg, k1, k2, 2, {}, 30.0, 112.0);
+  CHECK(with_overhead.node_us(0, 1) == Approx(15));
+  CHECK(with_overhead.node_us(0, 2) == Approx(56));
+  CHECK(with_overhead.predict(config(1, 2)).makespan_us == Approx(112));
+  CHECK(with_overhead.predict(config(1, 1)).makespan_us == Approx(30));
 }
 
 TEST_CASE("cost model: predicted makespans equal hand-computed list schedules", "[profiler]") {
