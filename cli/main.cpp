@@ -19,6 +19,7 @@ const Subcommand kSubcommands[] = {
     {"model", "generate a model file (lstm, gru) with seeded random weights", graphi::cli::model_command},
     {"profile", "find the fastest executors x threads split of a model and cache the plan", graphi::cli::profile_command},
     {"simulate", "predict a model's makespan per split and policy on a machine we do not have", graphi::cli::simulate_command},
+    {"train", "train a model: loss, gradients and optimizer step as one graph", graphi::cli::train_command},
     {"topo", "print the machine (cores, tiles, cpuset) and an executors x threads placement", graphi::cli::topo_command},
 };
 

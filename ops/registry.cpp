@@ -37,6 +37,7 @@ Registry& process_table() {
     register_einsum_op(*r);
     register_scatter_gather_nd_ops(*r);
     register_lrn_op(*r);
+    register_optimizer_ops(*r);
     return r;
   }();
   return *table;

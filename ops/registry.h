@@ -86,5 +86,6 @@ void register_cumsum_op(Registry& r);        // ops/cumsum.cpp: CumSum
 void register_einsum_op(Registry& r);        // ops/einsum.cpp: Einsum
 void register_scatter_gather_nd_ops(Registry& r);  // ops/scatter_gather_nd.cpp: ScatterElements, ScatterND, GatherND
 void register_lrn_op(Registry& r);           // ops/lrn.cpp: LRN
+void register_optimizer_ops(Registry& r);    // ops/optimizer_ops.cpp: SGDUpdate, AdamUpdate (in place)
 
 }  // namespace graphi::ops

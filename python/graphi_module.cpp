@@ -99,6 +99,29 @@ py::array to_numpy(const graphi::Array& a) {
   return py::array(numpy_dtype(a.dtype()), shape, {}, keep->mutable_data(), owner);
 }
 
+// `inputs`: (name, array) pairs. Each array must be a C-contiguous, aligned, native-order
+// float32/int32/int64 ndarray (graphi/__init__.py converts or rejects everything else); it
+// is only read. Returns borrowing Arrays.
+std::vector<graphi::Array> views_of(const std::vector<std::pair<std::string, py::array>>& inputs) {
+  std::vector<graphi::Array> views;
+  views.reserve(inputs.size());
+  for (const auto& [name, arr] : inputs) {
+    graphi::DType dt;
+    if (!graphi_dtype(arr.dtype(), &dt))
+      raise_error(graphi::StatusCode::kInvalidArgument,
+                  "input '" + name + "': dtype " + std::string(py::str(arr.dtype())) +
+                      " is not supported (float32, int32 or int64 in native byte order)");
+    const int flags = py::detail::array_proxy(arr.ptr())->flags;
+    if (!(flags & py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_) ||
+        !(flags & py::detail::npy_api::NPY_ARRAY_ALIGNED_))
+      raise_error(graphi::StatusCode::kInvalidArgument,
+                  "input '" + name + "': array is not C-contiguous and aligned");
+    std::vector<int64_t> shape(arr.shape(), arr.shape() + arr.ndim());
+    views.push_back(graphi::Array::view(name, dt, std::move(shape), arr.data()));
+  }
+  return views;
+}
+
 class PySession {
  public:
   PySession(const std::string& path, int executors, int threads, const std::string& scheduler,
@@ -126,22 +149,7 @@ class PySession {
   // float32/int32/int64 ndarray (graphi/__init__.py converts or rejects everything else); it
   // is only read.
   py::list run(const std::vector<std::pair<std::string, py::array>>& inputs) {
-    std::vector<graphi::Array> views;
-    views.reserve(inputs.size());
-    for (const auto& [name, arr] : inputs) {
-      graphi::DType dt;
-      if (!graphi_dtype(arr.dtype(), &dt))
-        raise_error(graphi::StatusCode::kInvalidArgument,
-                    "input '" + name + "': dtype " + std::string(py::str(arr.dtype())) +
-                        " is not supported (float32, int32 or int64 in native byte order)");
-      const int flags = py::detail::array_proxy(arr.ptr())->flags;
-      if (!(flags & py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_) ||
-          !(flags & py::detail::npy_api::NPY_ARRAY_ALIGNED_))
-        raise_error(graphi::StatusCode::kInvalidArgument,
-                    "input '" + name + "': array is not C-contiguous and aligned");
-      std::vector<int64_t> shape(arr.shape(), arr.shape() + arr.ndim());
-      views.push_back(graphi::Array::view(name, dt, std::move(shape), arr.data()));
-    }
+    std::vector<graphi::Array> views = views_of(inputs);
     // `inputs` holds references to the arrays, so their buffers stay alive without the GIL.
     graphi::Expected<std::vector<graphi::Array>> out = [&] {
       py::gil_scoped_release nogil;
@@ -177,6 +185,61 @@ class PySession {
   std::unique_ptr<graphi::Session> session_;
 };
 
+// graphi.TrainingSession's native part: train_step on numpy arrays, weights as numpy copies.
+class PyTrainingSession {
+ public:
+  PyTrainingSession(const std::string& path, const std::string& loss, const std::string& label_input,
+                    const std::string& prediction, const std::string& optimizer, double lr, double momentum,
+                    double weight_decay, int executors, int threads, const std::string& scheduler, bool pin) {
+    graphi::TrainingOptions t;
+    t.loss = loss;
+    t.label_input = label_input;
+    t.prediction = prediction;
+    t.optimizer = optimizer;
+    t.lr = lr;
+    t.momentum = momentum;
+    t.weight_decay = weight_decay;
+    graphi::SessionOptions o;
+    o.executors = executors;
+    o.threads = threads;
+    o.scheduler = scheduler;
+    o.pin = pin;
+    auto s = [&] {
+      py::gil_scoped_release nogil;
+      return graphi::TrainingSession::open(path, t, o);
+    }();
+    if (!s) raise_error(s.error());
+    session_ = std::make_unique<graphi::TrainingSession>(std::move(*s));
+  }
+  float train_step(const std::vector<std::pair<std::string, py::array>>& inputs) {
+    std::vector<graphi::Array> views = views_of(inputs);
+    graphi::Expected<float> loss = [&] {
+      py::gil_scoped_release nogil;
+      return session_->train_step(views);
+    }();
+    if (!loss) raise_error(loss.error());
+    return *loss;
+  }
+  py::list weights() const {
+    py::list l;
+    for (const graphi::Array& a : session_->weights()) l.append(py::make_tuple(a.name(), to_numpy(a)));
+    return l;
+  }
+  py::list inputs() const {
+    py::list l;
+    for (const graphi::TensorInfo& t : session_->inputs()) l.append(info_tuple(t));
+    return l;
+  }
+  int64_t steps() const { return session_->steps(); }
+  void save(const std::string& path) const {
+    auto r = session_->save(path);
+    if (!r) raise_error(r.error());
+  }
+
+ private:
+  std::unique_ptr<graphi::TrainingSession> session_;
+};
+
 }  // namespace
 
 PYBIND11_MODULE(_graphi, m) {
@@ -199,4 +262,16 @@ PYBIND11_MODULE(_graphi, m) {
       .def("plan", &PySession::plan)
       .def("set_tracing", &PySession::set_tracing, py::arg("on"))
       .def("write_trace", &PySession::write_trace, py::arg("path"));
+
+  py::class_<PyTrainingSession>(m, "TrainingSession")
+      .def(py::init<const std::string&, const std::string&, const std::string&, const std::string&,
+                    const std::string&, double, double, double, int, int, const std::string&, bool>(),
+           py::arg("path"), py::arg("loss"), py::arg("label_input"), py::arg("prediction"),
+           py::arg("optimizer"), py::arg("lr"), py::arg("momentum"), py::arg("weight_decay"),
+           py::arg("executors"), py::arg("threads"), py::arg("scheduler"), py::arg("pin"))
+      .def("train_step", &PyTrainingSession::train_step, py::arg("inputs"))
+      .def("weights", &PyTrainingSession::weights)
+      .def("inputs", &PyTrainingSession::inputs)
+      .def("steps", &PyTrainingSession::steps)
+      .def("save", &PyTrainingSession::save, py::arg("path"));
 }

@@ -3,6 +3,7 @@
 // exception ever leaves a public function.
 #include "graphi/graphi.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include "engine/model_loader.h"
 #include "profiler/plan_choice.h"
 #include "profiler/chrome_trace.h"
+#include "engine/training_session.h"
 
 namespace graphi {
 namespace {
@@ -63,6 +65,17 @@ Result<Tensor> to_tensor(const Array& a) {
   Tensor t(TensorDesc{a.dtype(), a.shape()});
   if (t.bytes() > 0) std::memcpy(t.data(), a.data(), t.bytes());
   return t;
+}
+
+// Reads `path` with options.dims for an .onnx file's symbolic dims.
+Result<std::shared_ptr<const graph::Graph>> load(const std::string& path, const SessionOptions& options) {
+  graph::ImportOptions onnx;
+  for (const auto& [name, value] : options.dims) {
+    if (value < 1)
+      return Status::invalid_argument("dims: '" + name + "' must be a positive integer, got " + std::to_string(value));
+    onnx.dims[name] = value;
+  }
+  return engine::load_model(path, onnx);
 }
 
 }  // namespace
@@ -129,14 +142,7 @@ Session::~Session() = default;
 
 Expected<Session> Session::open(const std::string& path, const SessionOptions& options) {
   return guarded(path.c_str(), [&]() -> Expected<Session> {
-    graph::ImportOptions onnx;
-    for (const auto& [name, value] : options.dims) {
-      if (value < 1)
-        return ApiError{StatusCode::kInvalidArgument,
-                        "dims: '" + name + "' must be a positive integer, got " + std::to_string(value)};
-      onnx.dims[name] = value;
-    }
-    Result<std::shared_ptr<const graph::Graph>> loaded = engine::load_model(path, onnx);
+    Result<std::shared_ptr<const graph::Graph>> loaded = load(path, options);
     if (!loaded) return to_error(loaded.status());
     std::shared_ptr<const graph::Graph> g = std::move(loaded).value();
 
@@ -244,6 +250,98 @@ Expected<size_t> Session::write_trace(const std::string& path) const {
     Status st = profiler::write_chrome_trace(path, impl_->session->plan(), t);
     if (!st.is_ok()) return to_error(st);
     return t.ops.size();
+  });
+}
+
+// ---- TrainingSession ----
+
+struct TrainingSession::Impl {
+  std::unique_ptr<engine::TrainingSession> session;
+  std::vector<TensorInfo> inputs;
+};
+
+TrainingSession::TrainingSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TrainingSession::TrainingSession(TrainingSession&&) noexcept = default;
+TrainingSession& TrainingSession::operator=(TrainingSession&&) noexcept = default;
+TrainingSession::~TrainingSession() = default;
+
+Expected<TrainingSession> TrainingSession::open(const std::string& path, const TrainingOptions& training,
+                                                const SessionOptions& options) {
+  return guarded(path.c_str(), [&]() -> Expected<TrainingSession> {
+    Result<std::shared_ptr<const graph::Graph>> loaded = load(path, options);
+    if (!loaded) return to_error(loaded.status());
+    engine::TrainingOptions o;
+    auto loss = graph::passes::loss_kind_from_name(training.loss);
+    if (!loss)
+      return ApiError{StatusCode::kInvalidArgument, "loss must be ce, mse or value, got '" + training.loss + "'"};
+    o.spec.loss = *loss;
+    o.spec.label_input = training.label_input;
+    o.spec.prediction = training.prediction;
+    o.spec.trainable = training.trainable;
+    o.spec.optimizer.kind = training.optimizer;
+    o.spec.optimizer.lr = training.lr;
+    o.spec.optimizer.momentum = training.momentum;
+    o.spec.optimizer.weight_decay = training.weight_decay;
+    o.spec.optimizer.beta1 = training.beta1;
+    o.spec.optimizer.beta2 = training.beta2;
+    o.spec.optimizer.epsilon = training.epsilon;
+    // The profiler's cached plans are keyed by the inference graph, so a training step runs the
+    // split it is given: 0 (the API's "plan's split") means 1x1 here.
+    o.session.executors = std::max(options.executors, 1);
+    o.session.threads = std::max(options.threads, 1);
+    o.session.scheduler = !options.scheduler.empty() ? options.scheduler
+                          : o.session.executors > 1 ? "cpf" : "sequential";
+    o.session.ring_capacity = options.ring_capacity;
+    o.session.pin = options.pin;
+    o.session.cpuset = options.cpuset;
+    auto s = engine::TrainingSession::create(std::move(loaded).value(), o);
+    if (!s) return to_error(s.status().with_context(path));
+    auto impl = std::make_unique<Impl>();
+    impl->session = std::move(s).value();
+    const graph::Graph& g = impl->session->training_graph().graph;
+    for (const std::string& name : impl->session->training_graph().data_inputs)
+      impl->inputs.push_back(info_of(g, *g.find_value(name)));
+    return TrainingSession(std::move(impl));
+  });
+}
+
+Expected<float> TrainingSession::train_step(const std::vector<Array>& inputs) {
+  Impl* im = impl_.get();
+  if (!im) return ApiError{StatusCode::kInvalidArgument, "train_step: the TrainingSession was moved from"};
+  return guarded("train_step", [&]() -> Expected<float> {
+    engine::NamedTensors batch;
+    for (const Array& a : inputs) {
+      Result<Tensor> t = to_tensor(a);
+      if (!t) return to_error(t.status());
+      batch.emplace_back(a.name(), std::move(t).value());
+    }
+    Result<float> loss = im->session->train_step(batch);
+    if (!loss) return to_error(loss.status());
+    return *loss;
+  });
+}
+
+const std::vector<TensorInfo>& TrainingSession::inputs() const {
+  static const std::vector<TensorInfo> kNone;
+  return impl_ ? impl_->inputs : kNone;
+}
+
+std::vector<Array> TrainingSession::weights() const {
+  std::vector<Array> out;
+  if (!impl_) return out;
+  for (const auto& [name, t] : impl_->session->weights())
+    out.push_back(Array::copy_of(name, t->dtype(), t->shape(), t->data()));
+  return out;
+}
+
+int64_t TrainingSession::steps() const { return impl_ ? impl_->session->steps() : 0; }
+
+Expected<bool> TrainingSession::save(const std::string& path) const {
+  if (!impl_) return ApiError{StatusCode::kInvalidArgument, "save: the TrainingSession was moved from"};
+  return guarded("save", [&]() -> Expected<bool> {
+    Status st = impl_->session->save(path);
+    if (!st) return to_error(st);
+    return true;
   });
 }
 

@@ -25,6 +25,12 @@ struct graphi_session {
   std::string config;
 };
 
+struct graphi_trainer {
+  graphi::TrainingSession session;
+  std::vector<graphi::Array> weights;  // snapshot for graphi_trainer_weight
+  int64_t weights_step = -1;           // steps() when the snapshot was taken
+};
+
 struct graphi_outputs {
   std::vector<graphi::Array> arrays;
 };
@@ -97,6 +103,28 @@ graphi_status to_arrays(const graphi_tensor* inputs, size_t n, std::vector<graph
   return GRAPHI_OK;
 }
 
+// graphi_options -> SessionOptions (NULL: defaults); `fn` names the caller in errors.
+graphi_status session_options(const graphi_options* options, const std::string& fn, graphi::SessionOptions* out) {
+  graphi::SessionOptions& so = *out;
+  if (options != nullptr) {
+    so.executors = options->executors;
+    so.threads = options->threads;
+    so.scheduler = options->scheduler != nullptr ? options->scheduler : "";
+    so.ring_capacity = options->ring_capacity;
+    so.pin = options->pin != 0;
+    if (options->cpuset != nullptr) so.cpuset = options->cpuset;
+    so.optimize = options->optimize != 0;
+    if (options->num_dims > 0 && (options->dim_names == nullptr || options->dim_values == nullptr))
+      return invalid(fn + ": options->num_dims > 0 but dim_names or dim_values is NULL");
+    for (size_t i = 0; i < options->num_dims; ++i) {
+      if (options->dim_names[i] == nullptr)
+        return invalid(fn + ": options->dim_names[" + std::to_string(i) + "] is NULL");
+      so.dims[options->dim_names[i]] = options->dim_values[i];
+    }
+  }
+  return GRAPHI_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -134,22 +162,7 @@ graphi_status graphi_session_open_with_plan(const char* path, const graphi_optio
     if (path == nullptr) return invalid("graphi_session_open: path is NULL");
     graphi::SessionOptions so;
     so.plan = plan != nullptr && *plan != '\0' ? plan : "auto";
-    if (options != nullptr) {
-      so.executors = options->executors;
-      so.threads = options->threads;
-      so.scheduler = options->scheduler != nullptr ? options->scheduler : "";
-      so.ring_capacity = options->ring_capacity;
-      so.pin = options->pin != 0;
-      if (options->cpuset != nullptr) so.cpuset = options->cpuset;
-      so.optimize = options->optimize != 0;
-      if (options->num_dims > 0 && (options->dim_names == nullptr || options->dim_values == nullptr))
-        return invalid("graphi_session_open: options->num_dims > 0 but dim_names or dim_values is NULL");
-      for (size_t i = 0; i < options->num_dims; ++i) {
-        if (options->dim_names[i] == nullptr)
-          return invalid("graphi_session_open: options->dim_names[" + std::to_string(i) + "] is NULL");
-        so.dims[options->dim_names[i]] = options->dim_values[i];
-      }
-    }
+    if (graphi_status st = session_options(options, "graphi_session_open", &so); st != GRAPHI_OK) return st;
     graphi::Expected<graphi::Session> s = graphi::Session::open(path, so);
     if (!s) return fail(s.error());
     auto* h = new graphi_session{std::move(s).value(), {}};
@@ -270,6 +283,96 @@ graphi_status graphi_session_run_into(graphi_session* s, const graphi_tensor* in
       if (a.bytes() > 0) std::memcpy(buffers[i].data, a.data(), a.bytes());
       buffers[i].bytes_written = a.bytes();
     }
+    return GRAPHI_OK;
+  });
+}
+
+void graphi_train_options_init(graphi_train_options* o) {
+  if (o == nullptr) return;
+  const graphi::TrainingOptions d;
+  o->loss = "ce";
+  o->label_input = "labels";
+  o->prediction = nullptr;
+  o->optimizer = "sgd";
+  o->lr = d.lr;
+  o->momentum = d.momentum;
+  o->weight_decay = d.weight_decay;
+  o->beta1 = d.beta1;
+  o->beta2 = d.beta2;
+  o->epsilon = d.epsilon;
+}
+
+graphi_status graphi_trainer_open(const char* path, const graphi_options* options,
+                                  const graphi_train_options* train, graphi_trainer** out) {
+  if (out != nullptr) *out = nullptr;
+  return guarded([&]() -> graphi_status {
+    if (out == nullptr) return invalid("graphi_trainer_open: out is NULL");
+    if (path == nullptr) return invalid("graphi_trainer_open: path is NULL");
+    graphi::SessionOptions so;
+    if (graphi_status st = session_options(options, "graphi_trainer_open", &so); st != GRAPHI_OK) return st;
+    graphi::TrainingOptions to;
+    if (train != nullptr) {
+      if (train->loss == nullptr || train->label_input == nullptr || train->optimizer == nullptr)
+        return invalid("graphi_trainer_open: train->loss, label_input and optimizer must not be NULL");
+      to.loss = train->loss;
+      to.label_input = train->label_input;
+      to.prediction = train->prediction ? train->prediction : "";
+      to.optimizer = train->optimizer;
+      to.lr = train->lr;
+      to.momentum = train->momentum;
+      to.weight_decay = train->weight_decay;
+      to.beta1 = train->beta1;
+      to.beta2 = train->beta2;
+      to.epsilon = train->epsilon;
+    }
+    graphi::Expected<graphi::TrainingSession> t = graphi::TrainingSession::open(path, to, so);
+    if (!t) return fail(t.error());
+    *out = new graphi_trainer{std::move(t).value(), {}, -1};
+    return GRAPHI_OK;
+  });
+}
+
+void graphi_trainer_free(graphi_trainer* trainer) { delete trainer; }
+
+graphi_status graphi_trainer_step(graphi_trainer* trainer, const graphi_tensor* inputs, size_t num_inputs,
+                                  float* loss) {
+  return guarded([&]() -> graphi_status {
+    if (trainer == nullptr) return invalid("graphi_trainer_step: trainer is NULL");
+    if (loss == nullptr) return invalid("graphi_trainer_step: loss is NULL");
+    std::vector<graphi::Array> arrays;
+    if (graphi_status st = to_arrays(inputs, num_inputs, &arrays); st != GRAPHI_OK) return st;
+    graphi::Expected<float> l = trainer->session.train_step(arrays);
+    if (!l) return fail(l.error());
+    *loss = *l;
+    return GRAPHI_OK;
+  });
+}
+
+size_t graphi_trainer_num_weights(const graphi_trainer* trainer) {
+  return trainer ? trainer->session.weights().size() : 0;
+}
+
+graphi_status graphi_trainer_weight(graphi_trainer* trainer, size_t index, graphi_tensor* weight) {
+  return guarded([&]() -> graphi_status {
+    if (trainer == nullptr || weight == nullptr) return invalid("graphi_trainer_weight: trainer or weight is NULL");
+    if (trainer->weights_step != trainer->session.steps() || trainer->weights.empty()) {
+      trainer->weights = trainer->session.weights();
+      trainer->weights_step = trainer->session.steps();
+    }
+    if (index >= trainer->weights.size())
+      return invalid("graphi_trainer_weight: index " + std::to_string(index) + " out of range (" +
+                     std::to_string(trainer->weights.size()) + " weights)");
+    const graphi::Array& a = trainer->weights[index];
+    describe(a.info(), a.data(), weight);
+    return GRAPHI_OK;
+  });
+}
+
+graphi_status graphi_trainer_save(const graphi_trainer* trainer, const char* path) {
+  return guarded([&]() -> graphi_status {
+    if (trainer == nullptr || path == nullptr) return invalid("graphi_trainer_save: trainer or path is NULL");
+    graphi::Expected<bool> r = trainer->session.save(path);
+    if (!r) return fail(r.error());
     return GRAPHI_OK;
   });
 }

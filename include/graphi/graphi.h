@@ -167,6 +167,40 @@ GRAPHI_C_API graphi_status graphi_session_run_into(graphi_session* session,
  * GRAPHI_IO_ERROR naming the file when it cannot be written. */
 GRAPHI_C_API graphi_status graphi_session_set_tracing(graphi_session* session, int32_t on);
 GRAPHI_C_API graphi_status graphi_session_write_trace(graphi_session* session, const char* path);
+/* ---- Training (docs/TRAINING.md): one step = forward, loss, gradients and the optimizer's
+ * in-place weight update, run as one graph. The model is used as stored (no graph passes;
+ * graphi_options.optimize is ignored). Added after graphi_session_*: the ABI above is unchanged. */
+typedef struct graphi_trainer graphi_trainer; /* opaque */
+
+typedef struct graphi_train_options {
+  const char* loss;        /* "ce" (default: softmax cross-entropy, int64 labels [N]), "mse", "value" */
+  const char* label_input; /* name of the label / target input the step adds (default "labels") */
+  const char* prediction;  /* the value the loss reads; NULL or "" = the model's first output */
+  const char* optimizer;   /* "sgd" (default) or "adam" */
+  double lr;               /* default 0.1 */
+  double momentum;         /* sgd, default 0 */
+  double weight_decay;     /* default 0 */
+  double beta1, beta2, epsilon; /* adam: 0.9, 0.999, 1e-8 */
+} graphi_train_options;
+
+GRAPHI_C_API void graphi_train_options_init(graphi_train_options* options); /* NULL: no-op */
+/* Loads `path` and builds its training step. options / train may be NULL (defaults). On
+ * failure *out is NULL; a node without a gradient rule is GRAPHI_UNSUPPORTED naming it. */
+GRAPHI_C_API graphi_status graphi_trainer_open(const char* path, const graphi_options* options,
+                                               const graphi_train_options* train,
+                                               graphi_trainer** out);
+GRAPHI_C_API void graphi_trainer_free(graphi_trainer* trainer); /* NULL: no-op */
+/* One step on a batch: one tensor per model input plus the label input, by name. *loss gets
+ * the loss computed before this step's update. One step at a time per trainer. */
+GRAPHI_C_API graphi_status graphi_trainer_step(graphi_trainer* trainer, const graphi_tensor* inputs,
+                                               size_t num_inputs, float* loss);
+GRAPHI_C_API size_t graphi_trainer_num_weights(const graphi_trainer* trainer); /* 0 for NULL */
+/* Weight `index` as of now: *weight describes a copy owned by the trainer, valid until the next
+ * graphi_trainer_step or graphi_trainer_free. */
+GRAPHI_C_API graphi_status graphi_trainer_weight(graphi_trainer* trainer, size_t index,
+                                                 graphi_tensor* weight);
+/* Writes the model with the current weights as a .graphi file. */
+GRAPHI_C_API graphi_status graphi_trainer_save(const graphi_trainer* trainer, const char* path);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -205,4 +205,44 @@ class GRAPHI_API Session {
   std::unique_ptr<Impl> impl_;
 };
 
+// Training (docs/TRAINING.md): one step = forward, loss, gradients and the optimizer's in-place
+// weight update, run as one graph. The model is used as stored (no graph passes).
+struct TrainingOptions {
+  std::string loss = "ce";             // "ce" (softmax cross-entropy, int64 labels), "mse", "value"
+  std::string label_input = "labels";  // name of the label / target input the step adds
+  std::string prediction;              // the value the loss reads; "" = the first output
+  std::string optimizer = "sgd";       // "sgd" or "adam"
+  double lr = 0.1, momentum = 0.0, weight_decay = 0.0;
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // adam
+  std::vector<std::string> trainable;  // empty: every float32 constant of rank >= 1 it uses
+};
+
+class GRAPHI_API TrainingSession {
+ public:
+  // Loads `path` and builds its training step. options.optimize is ignored (the step graph is
+  // built from the model as stored). Errors as Session::open, plus a node without a gradient
+  // rule (kUnsupported, naming the op and the node).
+  static Expected<TrainingSession> open(const std::string& path, const TrainingOptions& training = {},
+                                        const SessionOptions& options = {});
+  TrainingSession(TrainingSession&&) noexcept;
+  TrainingSession& operator=(TrainingSession&&) noexcept;
+  ~TrainingSession();
+
+  // One step on a batch: one Array per input of inputs() by name. Returns the loss (computed
+  // before this step's update). Not thread-safe: one step at a time.
+  Expected<float> train_step(const std::vector<Array>& inputs);
+  // The inputs a step reads: the model's inputs plus the label input.
+  const std::vector<TensorInfo>& inputs() const;
+  // Copies of the current weights, in training order.
+  std::vector<Array> weights() const;
+  int64_t steps() const;
+  // Writes the model with the current weights as a .graphi file.
+  Expected<bool> save(const std::string& path) const;
+
+ private:
+  struct Impl;
+  explicit TrainingSession(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
 }  // namespace graphi

@@ -30,7 +30,7 @@ import numpy as _np
 
 from . import _graphi
 
-__all__ = ["Session", "Error", "TensorInfo", "NodeArg"]
+__all__ = ["Session", "TrainingSession", "Error", "TensorInfo", "NodeArg"]
 
 Error = _graphi.Error
 
@@ -230,6 +230,54 @@ class Session:
     def __repr__(self):
         return "graphi.Session(%r, inputs=%s, outputs=%s, config=%r)" % (
             self.path, self.inputs, self.outputs, self.config)
+
+
+class TrainingSession:
+    """A model's training step (docs/TRAINING.md): forward, loss, gradients and the optimizer's
+    in-place weight update run as one graph on graphi's engine.
+
+    TrainingSession(path, loss="ce", label_input="labels", prediction="", optimizer="sgd",
+                    lr=0.1, momentum=0.0, weight_decay=0.0, executors=1, threads=1,
+                    scheduler="sequential", pin=True)
+
+    loss: "ce" (softmax cross-entropy of the prediction [N, C] against int64 labels [N], mean
+    over the batch), "mse" (against a float32 target of the prediction's shape) or "value" (the
+    prediction is the loss). prediction: "" = the model's first output. Every float32 constant
+    of rank >= 1 the prediction depends on is trained. Raises graphi.Error naming the file, or
+    the op and node without a gradient rule.
+    """
+
+    def __init__(self, path, loss="ce", label_input="labels", prediction="", optimizer="sgd",
+                 lr=0.1, momentum=0.0, weight_decay=0.0, executors=1, threads=1,
+                 scheduler="sequential", pin=True):
+        path = os.fspath(path)
+        self._s = _graphi.TrainingSession(path, str(loss), str(label_input), str(prediction),
+                                          str(optimizer), float(lr), float(momentum),
+                                          float(weight_decay), int(executors), int(threads),
+                                          str(scheduler), bool(pin))
+        self.path = path
+        self.inputs = [TensorInfo(n, d, s) for n, d, s in self._s.inputs()]
+        self._input_info = {t.name: t for t in self.inputs}
+
+    def train_step(self, inputs):
+        """One step on a batch {input name: array} (the model's inputs and the label input).
+        Returns the loss as a float (computed before this step's update)."""
+        if not isinstance(inputs, dict):
+            raise TypeError("TrainingSession.train_step: inputs must be a dict {name: array}")
+        pairs = [(str(n), _prepare(self.path, n, v, self._input_info.get(n))) for n, v in inputs.items()]
+        return float(self._s.train_step(pairs))
+
+    def weights(self):
+        """{weight name: ndarray}: copies of the current weights."""
+        return dict(self._s.weights())
+
+    @property
+    def steps(self):
+        return self._s.steps()
+
+    def save(self, path):
+        """Writes the model with the current weights as a .graphi file (graphi.Session loads it)."""
+        self._s.save(os.fspath(path))
 
 
 def __getattr__(name):

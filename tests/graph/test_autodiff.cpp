@@ -1,0 +1,380 @@
+// Reverse-mode differentiation (graph/passes/autodiff.h, rules in ops/gradients.cpp) against
+// central finite differences. graphi's kernels are float32 only, so the reference is float32
+// forward runs differenced in double: L(x + h) - L(x - h) / 2h with h = 1e-2 on values of order
+// 1 (truncation ~h^2 = 1e-4, rounding ~ 6e-8 * |L| / h), hence the tolerance 3e-3 * max(1, |fd|).
+// The loss is L = sum(y * R) with a random R, so every output element is weighted differently.
+// Inputs stay away from the kinks and poles (Relu at 0, Log and Div near 0, Sqrt near 0).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "engine/session.h"
+#include "graph/graph_builder.h"
+#include "graph/passes/autodiff.h"
+#include "graph/passes/pass_util.h"
+#include "ops/gradients.h"
+#include "ops/registry.h"
+#include "tests/support/test_util.h"
+
+namespace graphi {
+namespace {
+
+using engine::NamedTensors;
+using graph::Attributes;
+using graph::GraphBuilder;
+
+// Values in [lo, hi) with random sign when `signed_` (so |x| >= lo: away from 0).
+Tensor away_from_zero(const Shape& s, uint64_t seed, double lo, double hi, bool signed_) {
+  Tensor t = test::random_tensor(TensorDesc{DType::kF32, s}, seed, lo, hi);
+  if (signed_) {
+    Tensor sign = test::random_tensor(TensorDesc{DType::kF32, s}, seed + 1000, -1.0, 1.0);
+    for (int64_t i = 0; i < t.numel(); ++i)
+      if (sign.data_as<float>()[i] < 0) t.data_as<float>()[i] = -t.data_as<float>()[i];
+  }
+  return t;
+}
+
+NamedTensors run(const graph::Graph& g, const NamedTensors& inputs) {
+  auto s = value_or_throw(engine::Session::create(std::make_shared<const graph::Graph>(g)));
+  return value_or_throw(s->run(inputs));
+}
+
+const Tensor& output(const NamedTensors& out, const std::string& name) {
+  for (const auto& [n, t] : out)
+    if (n == name) return t;
+  FAIL("no output " << name);
+  return out[0].second;
+}
+
+// `b` declares the inputs `inputs` (all differentiated) and produces value `y` (an output).
+void check_gradients(GraphBuilder b, const std::string& y, const NamedTensors& inputs, uint64_t seed = 7) {
+  const auto& reg = ops::Registry::get();
+  graph::Graph g0 = value_or_throw(b.finish(reg));
+  const TensorDesc yd = g0.value(*g0.find_value(y)).desc;
+  b.add_constant("R", test::random_tensor(yd, seed, -1.0, 1.0));
+  b.add_node("Mul", "yR", {y, "R"}, {"yR"});
+  Attributes k0;
+  k0.set("keepdims", int64_t{0});
+  b.add_node("ReduceSum", "L", {"yR"}, {"L"}, k0);
+  b.add_output("L");
+  graph::Graph g = value_or_throw(b.finish(reg));
+
+  std::vector<std::string> wrt;
+  for (const auto& [n, t] : inputs) wrt.push_back(n);
+  graph::passes::AutodiffOptions opt;
+  opt.grads_as_outputs = true;
+  auto ad = value_or_throw(graph::passes::differentiate(g, "L", wrt, ops::gradient_rules(), reg, opt));
+  CHECK(ad.gradient_nodes > 0);
+  NamedTensors out = run(ad.graph, inputs);
+
+  auto fwd = value_or_throw(engine::Session::create(std::make_shared<const graph::Graph>(g)));
+  auto loss_at = [&](const NamedTensors& in) {
+    NamedTensors o = value_or_throw(fwd->run(in));
+    return static_cast<double>(*output(o, "L").data_as<float>());
+  };
+  const double h = 1e-2;
+  for (size_t w = 0; w < inputs.size(); ++w) {
+    const Tensor& grad = output(out, "grad/" + inputs[w].first);
+    REQUIRE(grad.desc() == inputs[w].second.desc());
+    for (int64_t i = 0; i < grad.numel(); ++i) {
+      NamedTensors in = inputs;
+      float* x = in[w].second.data_as<float>();
+      const float x0 = x[i];
+      x[i] = static_cast<float>(x0 + h);
+      const double up = loss_at(in);
+      x[i] = static_cast<float>(x0 - h);
+      const double down = loss_at(in);
+      const double fd = (up - down) / (2 * h);
+      const double got = grad.data_as<float>()[i];
+      INFO("d L / d " << inputs[w].first << "[" << i << "]: autodiff " << got << ", finite differences " << fd);
+      CHECK(std::abs(got - fd) <= 3e-3 * std::max(1.0, std::abs(fd)));
+    }
+  }
+}
+
+NamedTensors named(std::vector<std::pair<std::string, Tensor>> v) { return v; }
+
+GraphBuilder binary(const char* op, const Shape& a, const Shape& b) {
+  GraphBuilder g("binary");
+  g.add_input("A", {DType::kF32, a});
+  g.add_input("B", {DType::kF32, b});
+  g.add_node(op, "op", {"A", "B"}, {"y"});
+  g.add_output("y");
+  return g;
+}
+
+TEST_CASE("autodiff: Add Sub Mul Div with broadcasting against finite differences", "[autodiff]") {
+  struct S {
+    Shape a, b;
+  };
+  for (const S& s : {S{{3, 4}, {3, 4}}, S{{3, 4}, {4}}, S{{2, 3, 4}, {3, 1}}, S{{1, 4}, {3, 1}}, S{{}, {2, 3}}}) {
+    for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
+      INFO(op << " " << shape_to_string(s.a) << " x " << shape_to_string(s.b));
+      // Div's denominator in [0.5, 1.5) with random sign.
+      const bool div = std::string(op) == "Div";
+      check_gradients(binary(op, s.a, s.b), "y",
+                      named({{"A", away_from_zero(s.a, 1, -1, 1, false)},
+                             {"B", div ? away_from_zero(s.b, 2, 0.5, 1.5, true) : away_from_zero(s.b, 2, -1, 1, false)}}));
+    }
+  }
+}
+
+TEST_CASE("autodiff: unary ops against finite differences", "[autodiff]") {
+  struct U {
+    const char* op;
+    double lo, hi;
+    bool signed_;
+  };
+  for (const U& u : {U{"Sigmoid", -2, 2, false}, U{"Tanh", -2, 2, false}, U{"Relu", 0.1, 1, true},
+                     U{"Exp", -1, 1, false}, U{"Log", 0.5, 2, false}, U{"Neg", -1, 1, false},
+                     U{"Sqrt", 0.5, 2, false}, U{"Identity", -1, 1, false}}) {
+    INFO(u.op);
+    GraphBuilder b("unary");
+    b.add_input("X", {DType::kF32, {3, 5}});
+    b.add_node(u.op, "op", {"X"}, {"y"});
+    b.add_output("y");
+    check_gradients(b, "y", named({{"X", away_from_zero({3, 5}, 3, u.lo, u.hi, u.signed_)}}));
+  }
+}
+
+TEST_CASE("autodiff: MatMul plain, batched and broadcast against finite differences", "[autodiff]") {
+  struct S {
+    Shape a, b;
+  };
+  for (const S& s : {S{{3, 4}, {4, 5}}, S{{2, 3, 4}, {2, 4, 5}}, S{{2, 3, 4}, {4, 5}}, S{{1, 3, 4}, {2, 4, 5}},
+                     S{{3, 4}, {2, 4, 2}}}) {
+    INFO(shape_to_string(s.a) << " x " << shape_to_string(s.b));
+    check_gradients(binary("MatMul", s.a, s.b), "y",
+                    named({{"A", away_from_zero(s.a, 4, -1, 1, false)}, {"B", away_from_zero(s.b, 5, -1, 1, false)}}));
+  }
+}
+
+TEST_CASE("autodiff: Gemm with every trans flag, alpha, beta and broadcast C", "[autodiff]") {
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (const Shape& cs : {Shape{5}, Shape{3, 5}, Shape{3, 1}}) {
+        INFO("transA " << ta << " transB " << tb << " C " << shape_to_string(cs));
+        const Shape as = ta ? Shape{4, 3} : Shape{3, 4}, bs = tb ? Shape{5, 4} : Shape{4, 5};
+        GraphBuilder b("gemm");
+        b.add_input("A", {DType::kF32, as});
+        b.add_input("B", {DType::kF32, bs});
+        b.add_input("C", {DType::kF32, cs});
+        Attributes a;
+        a.set("transA", int64_t{ta});
+        a.set("transB", int64_t{tb});
+        a.set("alpha", 0.7);
+        a.set("beta", 1.3);
+        b.add_node("Gemm", "op", {"A", "B", "C"}, {"y"}, a);
+        b.add_output("y");
+        check_gradients(b, "y",
+                        named({{"A", away_from_zero(as, 6, -1, 1, false)},
+                               {"B", away_from_zero(bs, 7, -1, 1, false)},
+                               {"C", away_from_zero(cs, 8, -1, 1, false)}}));
+      }
+}
+
+TEST_CASE("autodiff: Softmax and LogSoftmax over each axis", "[autodiff]") {
+  for (const char* op : {"Softmax", "LogSoftmax"})
+    for (int64_t axis : {0, 1, -1}) {
+      INFO(op << " axis " << axis);
+      GraphBuilder b("softmax");
+      b.add_input("X", {DType::kF32, {3, 4}});
+      Attributes a;
+      a.set("axis", axis);
+      b.add_node(op, "op", {"X"}, {"y"}, a);
+      b.add_output("y");
+      check_gradients(b, "y", named({{"X", away_from_zero({3, 4}, 9, -2, 2, false)}}));
+    }
+}
+
+TEST_CASE("autodiff: ReduceSum and ReduceMean, axes as attribute and input, keepdims", "[autodiff]") {
+  for (const char* op : {"ReduceSum", "ReduceMean"})
+    for (int keep = 0; keep < 2; ++keep)
+      for (const std::vector<int64_t>& axes : {std::vector<int64_t>{1}, std::vector<int64_t>{0, 2}, std::vector<int64_t>{}}) {
+        INFO(op << " keepdims " << keep << " axes " << axes.size());
+        GraphBuilder b("reduce");
+        b.add_input("X", {DType::kF32, {2, 3, 4}});
+        Attributes a;
+        a.set("keepdims", int64_t{keep});
+        if (!axes.empty()) b.add_constant("axes", graph::passes::i64_tensor(axes));
+        b.add_node(op, "op", axes.empty() ? std::vector<std::string>{"X"} : std::vector<std::string>{"X", "axes"},
+                   {"y"}, a);
+        b.add_output("y");
+        check_gradients(b, "y", named({{"X", away_from_zero({2, 3, 4}, 10, -1, 1, false)}}));
+      }
+}
+
+TEST_CASE("autodiff: Reshape Transpose Concat Split Slice GatherElements", "[autodiff]") {
+  {
+    GraphBuilder b("reshape_transpose");
+    b.add_input("X", {DType::kF32, {2, 3, 4}});
+    b.add_constant("shape", graph::passes::i64_tensor({4, 6}));
+    b.add_node("Reshape", "r", {"X", "shape"}, {"r"});
+    Attributes p;
+    p.set("perm", std::vector<int64_t>{1, 0});
+    b.add_node("Transpose", "t", {"r"}, {"t"}, p);
+    Attributes p3;
+    p3.set("perm", std::vector<int64_t>{2, 0, 1});
+    b.add_node("Transpose", "t3", {"X"}, {"t3"}, p3);
+    b.add_node("Reshape", "t3r", {"t3", "shape"}, {"t3r"});
+    Attributes pt;
+    pt.set("perm", std::vector<int64_t>{1, 0});
+    b.add_node("Transpose", "t3rt", {"t3r"}, {"t3rt"}, pt);
+    b.add_node("Mul", "y", {"t", "t3rt"}, {"y"});
+    b.add_output("y");
+    check_gradients(b, "y", named({{"X", away_from_zero({2, 3, 4}, 11, -1, 1, false)}}));
+  }
+  {
+    // Concat of three inputs (one used twice), then a Split whose middle piece is unused.
+    GraphBuilder b("concat_split");
+    b.add_input("A", {DType::kF32, {2, 3}});
+    b.add_input("B", {DType::kF32, {2, 1}});
+    Attributes ax;
+    ax.set("axis", int64_t{1});
+    b.add_node("Concat", "c", {"A", "B", "A"}, {"c"}, ax);
+    b.add_constant("sizes", graph::passes::i64_tensor({2, 3, 2}));
+    b.add_node("Split", "s", {"c", "sizes"}, {"s0", "s1", "s2"}, ax);
+    b.add_node("Mul", "y", {"s0", "s2"}, {"y"});
+    b.add_output("y");
+    check_gradients(b, "y",
+                    named({{"A", away_from_zero({2, 3}, 12, -1, 1, false)}, {"B", away_from_zero({2, 1}, 13, -1, 1, false)}}));
+  }
+  {
+    GraphBuilder b("slice");
+    b.add_input("X", {DType::kF32, {4, 5}});
+    b.add_constant("starts", graph::passes::i64_tensor({1, -4}));
+    b.add_constant("ends", graph::passes::i64_tensor({3, 4}));
+    b.add_constant("axes", graph::passes::i64_tensor({0, 1}));
+    b.add_node("Slice", "y", {"X", "starts", "ends", "axes"}, {"y"});
+    b.add_output("y");
+    check_gradients(b, "y", named({{"X", away_from_zero({4, 5}, 14, -1, 1, false)}}));
+  }
+  {
+    GraphBuilder b("gather_elements");
+    b.add_input("X", {DType::kF32, {3, 4}});
+    Tensor idx(TensorDesc{DType::kI64, {3, 2}});
+    const int64_t v[] = {0, 3, 2, 2, 1, 0};  // a repeated index: its gradients add up
+    std::memcpy(idx.data(), v, sizeof v);
+    b.add_constant("idx", std::move(idx));
+    Attributes ax;
+    ax.set("axis", int64_t{1});
+    b.add_node("GatherElements", "y", {"X", "idx"}, {"y"}, ax);
+    b.add_output("y");
+    check_gradients(b, "y", named({{"X", away_from_zero({3, 4}, 15, -1, 1, false)}}));
+  }
+}
+
+TEST_CASE("autodiff: Conv with strides, pads and dilations against finite differences", "[autodiff]") {
+  struct S {
+    std::vector<int64_t> strides, pads, dilations;
+  };
+  for (const S& s : {S{{1, 1}, {1, 1, 1, 1}, {1, 1}}, S{{2, 2}, {0, 0, 0, 0}, {1, 1}}, S{{1, 2}, {2, 0, 1, 1}, {2, 1}}}) {
+    INFO("strides " << s.strides[0] << "," << s.strides[1] << " dilations " << s.dilations[0]);
+    GraphBuilder b("conv");
+    b.add_input("X", {DType::kF32, {2, 3, 6, 6}});
+    b.add_input("W", {DType::kF32, {4, 3, 3, 3}});
+    b.add_input("B", {DType::kF32, {4}});
+    Attributes a;
+    a.set("strides", s.strides);
+    a.set("pads", s.pads);
+    a.set("dilations", s.dilations);
+    a.set("kernel_shape", std::vector<int64_t>{3, 3});
+    b.add_node("Conv", "op", {"X", "W", "B"}, {"y"}, a);
+    b.add_output("y");
+    check_gradients(b, "y",
+                    named({{"X", away_from_zero({2, 3, 6, 6}, 22, -1, 1, false)},
+                           {"W", away_from_zero({4, 3, 3, 3}, 23, -0.5, 0.5, false)},
+                           {"B", away_from_zero({4}, 24, -1, 1, false)}}));
+  }
+}
+
+TEST_CASE("autodiff: MaxPool and AveragePool over tiling windows (and global average)", "[autodiff]") {
+  for (const char* op : {"MaxPool", "AveragePool"})
+    for (int64_t k : {2, 4}) {
+      INFO(op << " kernel " << k);
+      GraphBuilder b("pool");
+      b.add_input("X", {DType::kF32, {2, 3, 4, 4}});
+      Attributes a;
+      a.set("kernel_shape", std::vector<int64_t>{k, k});
+      a.set("strides", std::vector<int64_t>{k, k});
+      b.add_node(op, "op", {"X"}, {"y"}, a);
+      b.add_output("y");
+      // Distinct values at least 0.05 apart, so a max never changes under the +-0.01 steps.
+      Tensor x(TensorDesc{DType::kF32, {2, 3, 4, 4}});
+      Tensor r = test::random_tensor(TensorDesc{DType::kF32, {96}}, 25, 0, 1);
+      std::vector<std::pair<float, int>> order;
+      for (int i = 0; i < 96; ++i) order.emplace_back(r.data_as<float>()[i], i);
+      std::sort(order.begin(), order.end());
+      for (int i = 0; i < 96; ++i) x.data_as<float>()[order[i].second] = -2.4f + 0.05f * i;
+      check_gradients(b, "y", named({{"X", x}}));
+    }
+}
+
+TEST_CASE("autodiff: fan-out sums gradients and a 2-layer MLP end to end", "[autodiff]") {
+  {
+    GraphBuilder b("fanout");
+    b.add_input("X", {DType::kF32, {2, 3}});
+    b.add_node("Mul", "xx", {"X", "X"}, {"xx"});
+    b.add_node("Sigmoid", "s", {"X"}, {"s"});
+    b.add_node("Add", "y", {"xx", "s"}, {"y"});
+    b.add_output("y");
+    check_gradients(b, "y", named({{"X", away_from_zero({2, 3}, 16, -1, 1, false)}}));
+  }
+  {
+    GraphBuilder b("mlp");
+    b.add_input("X", {DType::kF32, {4, 3}});
+    b.add_input("W1", {DType::kF32, {3, 5}});
+    b.add_input("b1", {DType::kF32, {5}});
+    b.add_input("W2", {DType::kF32, {2, 5}});
+    b.add_input("b2", {DType::kF32, {2}});
+    b.add_node("MatMul", "mm", {"X", "W1"}, {"mm"});
+    b.add_node("Add", "pre", {"mm", "b1"}, {"pre"});
+    b.add_node("Tanh", "h", {"pre"}, {"h"});
+    Attributes t;
+    t.set("transB", int64_t{1});
+    b.add_node("Gemm", "logits", {"h", "W2", "b2"}, {"logits"}, t);
+    Attributes ax;
+    ax.set("axis", int64_t{1});
+    b.add_node("LogSoftmax", "y", {"logits"}, {"y"}, ax);
+    b.add_output("y");
+    check_gradients(b, "y",
+                    named({{"X", away_from_zero({4, 3}, 17, -1, 1, false)},
+                           {"W1", away_from_zero({3, 5}, 18, -1, 1, false)},
+                           {"b1", away_from_zero({5}, 19, -1, 1, false)},
+                           {"W2", away_from_zero({2, 5}, 20, -1, 1, false)},
+                           {"b2", away_from_zero({2}, 21, -1, 1, false)}}));
+  }
+}
+
+TEST_CASE("autodiff: an op without a gradient rule is an error naming the op and the node", "[autodiff]") {
+  GraphBuilder b("norule");
+  b.add_input("X", {DType::kF32, {3}});
+  b.add_node("Floor", "the_floor", {"X"}, {"f"});
+  Attributes k0;
+  k0.set("keepdims", int64_t{0});
+  b.add_node("ReduceSum", "L", {"f"}, {"L"}, k0);
+  b.add_output("L");
+  graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
+  auto r = graph::passes::differentiate(g, "L", {"X"}, ops::gradient_rules(), ops::Registry::get());
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().code() == StatusCode::kUnsupported);
+  CHECK_THAT(r.status().message(), Catch::Contains("the_floor") && Catch::Contains("Floor") &&
+                                       Catch::Contains("no gradient rule"));
+  // A loss that is not a scalar, and an unknown trainable, are refused too.
+  auto r2 = graph::passes::differentiate(g, "f", {"X"}, ops::gradient_rules(), ops::Registry::get());
+  CHECK_FALSE(r2.is_ok());
+  auto r3 = graph::passes::differentiate(g, "L", {"nope"}, ops::gradient_rules(), ops::Registry::get());
+  CHECK_FALSE(r3.is_ok());
+}
+
+TEST_CASE("autodiff: every gradient rule is for a registered op", "[autodiff]") {
+  for (const std::string& op : ops::differentiable_ops()) {
+    INFO(op);
+    CHECK(ops::Registry::get().find(op) != nullptr);
+  }
+}
+
+}  // namespace
+}  // namespace graphi
