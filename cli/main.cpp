@@ -22,6 +22,8 @@ const Subcommand kSubcommands[] = {
      graphi::cli::model_command},
     {"profile", "find the fastest executors x threads split of a model and cache the plan",
      graphi::cli::profile_command},
+    {"simulate", "predict a model's makespan per split and policy on a machine we do not have",
+     graphi::cli::simulate_command},
     {"train", "train a model: loss, gradients and optimizer step as one graph",
      graphi::cli::train_command},
     {"topo", "print the machine (cores, tiles, cpuset) and an executors x threads placement",

@@ -15,6 +15,7 @@
 
 #include "engine/parker.h"
 #include "engine/ready_heap.h"
+#include "engine/ready_order.h"
 #include "engine/spsc_ring.h"
 
 namespace graphi::engine {
@@ -26,11 +27,6 @@ constexpr uint32_t kDoneBit = 0x80000000u;  // report: kDoneBit | c = c inbox it
 constexpr uint32_t kStop = 0xFFFFFFFEu;     // inbox: leave the loop
 constexpr uint32_t kProbe = 0xFFFFFFFDu;    // inbox: record the team's thread ids
 constexpr size_t kMaxNodes = 0x7FFFFFF0u;
-// Surplus ops are published for an idle executor only when their expected time (count x the
-// publisher's mean time per op) is at least this: about a hand-off on this VM (one-way 144 ns,
-// a claim takes 2-4 of them).
-constexpr double kMinShareNs = 500.0;
-
 struct FreeAligned {
   void operator()(void* p) const { std::free(p); }
 };
@@ -71,40 +67,6 @@ class ClientPin {
   cpu_set_t saved_;
   bool active_ = false;
 };
-
-// cpf's tie-break between ops of equal level: an estimate of the work each op unlocks,
-// w(n) = cost(n) + sum over successors s of w(s) / (s's predecessor count), so work reachable
-// along several paths is shared out instead of counted once per path; O(edges). Costs come from
-// the levels (cost(n) = level(n) - the highest successor level), so measured levels count too.
-// Among equal levels (an unrolled RNN's cells (l+1, t) and (l, t+1) both lie on critical
-// paths) the op with more work behind it, the time chain, runs next in the executor that made
-// it ready, and its sibling is the surplus an executor publishes: each executor tends to follow
-// one layer's chain, so fewer dependencies cross cores. LSTM-shaped DAG, 1 us ops, 2x1: 570-578
-// -> 555-560 ns/op (ties to the lower id ran the layer-up op and handed the chain around).
-std::vector<double> unlocked_work(const Plan& plan, std::span<const double> level) {
-  const size_t n = plan.num_nodes();
-  std::vector<double> w(n, 0.0);
-  std::span<const uint32_t> init = plan.initial_pending();
-  // Reverse topological order: Kahn's algorithm from the sources, walked backwards.
-  std::vector<uint32_t> pend(init.begin(), init.end());
-  std::vector<graph::NodeId> order;
-  order.reserve(n);
-  for (size_t i = 0; i < n; ++i)
-    if (pend[i] == 0) order.push_back(static_cast<graph::NodeId>(i));
-  for (size_t h = 0; h < order.size(); ++h)
-    for (graph::NodeId s : plan.successors(order[h]))
-      if (--pend[s] == 0) order.push_back(s);
-  for (size_t h = order.size(); h-- > 0;) {
-    const graph::NodeId v = order[h];
-    double max_succ = 0, sum = 0;
-    for (graph::NodeId s : plan.successors(v)) {
-      max_succ = std::max(max_succ, level[s]);
-      sum += w[s] / std::max<uint32_t>(1, init[s]);
-    }
-    w[v] = std::max(0.0, level[v] - max_succ) + sum;
-  }
-  return w;
-}
 
 }  // namespace
 
@@ -374,9 +336,8 @@ void ParallelRuntime::Impl::run_local(Executor& e) {
     // ops ran 140-210 ns/op sharing, near the sequential speed without).
     if (multi && !e.heap.empty() && (idle_hint.load(std::memory_order_relaxed) & ~e.bit) != 0 &&
         e.reports.empty_approx()) {
-      const size_t give =
-          std::max<size_t>(1, std::min((e.heap.size() + 1) / 2, e.reports.capacity() / 2));
-      if (static_cast<double>(give) * e.op_ns >= kMinShareNs) publish(e, give, false);
+      const size_t give = surplus_to_publish(e.heap.size(), e.reports.capacity());
+      if (worth_publishing(give, e.op_ns)) publish(e, give, false);
     }
     run_one(&e, n, e.inline_ops, scratch, k, e.failure, e.ran);
     if (inbox_capacity > 1) {
@@ -421,7 +382,7 @@ bool ParallelRuntime::Impl::step(Executor* self) {
   }
   if (self && opt.local_continuation && !heap.empty() && inflight[self->id] < inbox_capacity) {
     // Split between the idle executors (self included); busy ones do not need work now.
-    const size_t share = std::max<size_t>(1, heap.size() / std::max<size_t>(1, idle.count()));
+    const size_t share = central_share(heap.size(), idle.count());
     for (size_t i = 0; i < share; ++i) self->heap.push(heap.pop());
     ++self->taken;
     if (++inflight[self->id] == inbox_capacity) idle.clear(self->id);
@@ -752,18 +713,16 @@ Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& pla
                                     " levels for " + std::to_string(n) + " nodes");
   std::span<const double> levels =
       o.levels.empty() ? plan.levels() : std::span<const double>(o.levels);
-  im.keys.resize(n);
-  for (size_t i = 0; i < n; ++i)
-    im.keys[i] = o.policy == Policy::kCriticalPath ? levels[i] : -static_cast<double>(i);
+  // The ready order (keys, cpf's tie-break) is the simulator's too: engine/ready_order.h.
+  ReadyOrder order = ready_order(
+      o.policy, DagView{plan.succ_offsets(), plan.succ_ids(), plan.initial_pending()}, levels);
+  im.keys = std::move(order.keys);
   im.pending.reset(new uint32_t[n == 0 ? 1 : n]);
   for (size_t i = 0; i < n; ++i)
     if (plan.initial_pending()[i] == 0) im.start_ops.push_back(static_cast<graph::NodeId>(i));
   if (o.count_executions) im.counts.reset(new std::atomic<uint32_t>[n == 0 ? 1 : n]);
   im.sq.reserve(n);
-  if (o.policy == Policy::kCriticalPath)
-    im.heap.reset(im.keys, unlocked_work(plan, levels));
-  else
-    im.heap.reset(im.keys);
+  im.heap.reset(im.keys, order.ties);
 
   size_t max_out = 0;
   for (size_t i = 0; i < n; ++i)

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include <queue>
 
 #include "ops/registry.h"
+#include "profiler/simulator.h"
 
 namespace graphi::profiler {
 
@@ -148,79 +148,30 @@ double CostModel::node_us(size_t i, int k) const {
 }
 
 CostModel::Prediction CostModel::predict(const Config& c) const {
+  // The schedule is the simulator's (profiler/simulator.h): the runtime's ready order and
+  // sharing rules with this model's op times and overheads (no step or run-start cost: the
+  // constants below already fold them into dispatch and hand-off).
   const size_t n = g_.num_nodes();
-  const int k = c.threads, execs = c.executors;
-  std::vector<double> t(n), level(n, 0.0);
+  std::vector<double> t(n);
+  for (size_t i = 0; i < n; ++i) t[i] = node_us(i, c.threads);
+  SimConfig sc;
+  sc.executors = c.executors;
+  sc.threads = c.threads;
+  sc.policy =
+      c.scheduler == "sequential" ? engine::Policy::kSequential : engine::Policy::kCriticalPath;
+  sc.scheduler_core = c.scheduler_core;
+  DispatchCosts d;
+  d.seq_op_us = 0;
+  d.local_op_us = m_.dispatch_us;
+  d.handoff_us = c.scheduler_core ? m_.handoff_us : m_.handoff_no_core_us;
+  d.step_us = 0;
+  d.run_start_us = 0;
+  const SimResult r = simulate_schedule(g_, t, levels_from_costs(g_, t), sc, d);
   Prediction p;
-  for (size_t i = 0; i < n; ++i) {
-    t[i] = node_us(i, k);
-    p.work_us += t[i];
-  }
-  for (size_t i = n; i-- > 0;) {
-    double best = 0;
-    for (uint32_t j = g_.succ_offsets[i]; j < g_.succ_offsets[i + 1]; ++j)
-      best = std::max(best, level[g_.succ[j]]);
-    level[i] = t[i] + best;
-    p.critical_path_us = std::max(p.critical_path_us, level[i]);
-  }
-  if (execs <= 1) {
-    p.makespan_us =
-        p.work_us + (c.scheduler == "sequential" ? 0.0 : m_.dispatch_us * static_cast<double>(n));
-    return p;
-  }
-
-  // List scheduling: ready ops by level (cpf), each assigned to an idle executor; the executor
-  // that made an op ready keeps it when idle (local continuation), else it is handed off.
-  const double handoff = c.scheduler_core ? m_.handoff_us : m_.handoff_no_core_us;
-  std::vector<uint32_t> pending(n, 0);
-  for (uint32_t j : g_.succ) ++pending[j];
-  struct Ready {
-    double level;
-    uint32_t node;
-    int maker;  // executor that made it ready, -1 at the start
-    double ready_t;
-    bool operator<(const Ready& o) const {
-      return level != o.level ? level < o.level : node > o.node;
-    }
-  };
-  struct Event {
-    double t;
-    int executor;
-    uint32_t node;
-    bool operator<(const Event& o) const { return t > o.t; }  // min-heap
-  };
-  std::priority_queue<Ready> ready;
-  std::priority_queue<Event> events;
-  std::vector<char> idle(static_cast<size_t>(execs), 1);
-  for (uint32_t i = 0; i < n; ++i)
-    if (pending[i] == 0) ready.push({level[i], i, -1, 0.0});
-  double now = 0;
-  while (true) {
-    while (!ready.empty()) {
-      int e = -1;
-      const Ready r = ready.top();
-      if (r.maker >= 0 && idle[static_cast<size_t>(r.maker)]) e = r.maker;
-      for (int x = 0; e < 0 && x < execs; ++x)
-        if (idle[static_cast<size_t>(x)]) e = x;
-      if (e < 0) break;
-      ready.pop();
-      const bool moved = r.maker >= 0 && e != r.maker;
-      p.handoffs += moved ? 1 : 0;
-      const double start = std::max(now, r.ready_t) + (moved ? handoff : 0.0) + m_.dispatch_us;
-      events.push({start + t[r.node], e, r.node});
-      idle[static_cast<size_t>(e)] = 0;
-    }
-    if (events.empty()) break;
-    const Event ev = events.top();
-    events.pop();
-    now = ev.t;
-    idle[static_cast<size_t>(ev.executor)] = 1;
-    p.makespan_us = std::max(p.makespan_us, ev.t);
-    for (uint32_t j = g_.succ_offsets[ev.node]; j < g_.succ_offsets[ev.node + 1]; ++j) {
-      const uint32_t s = g_.succ[j];
-      if (--pending[s] == 0) ready.push({level[s], s, ev.executor, ev.t});
-    }
-  }
+  p.makespan_us = r.makespan_us;
+  p.critical_path_us = r.critical_path_us;
+  p.work_us = r.work_us;
+  p.handoffs = r.handoffs;
   return p;
 }
 

@@ -14,8 +14,8 @@
 //     per team op.
 //     Fitted: t_i(1) measured under 1x1, s_c fitted per class from the class's total time at
 //     k = 1 and at k = K (1xK, the largest team), team sync folded into s_c.
-//  2. The graph: a list-scheduling simulation of the critical-path-first scheduler on n
-//     executors (ready ops by level, an executor that made an op ready keeps it when idle), so
+//  2. The graph: the makespan simulator's run of the critical-path-first scheduler on n
+//     executors (profiler/simulator.h: the runtime's own ready order and sharing rules), so
 //     the graph's width per level and its critical path both bound the prediction.
 //     Fitted with the runs' makespans: the time outside the ops' spans per op, at k = 1 and
 //     k = K (interpolated in k), is added to every op: on a loaded machine a team's wake-ups
