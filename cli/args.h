@@ -56,12 +56,12 @@ class Args {
 };
 
 // Subcommands, one file each (cli/<name>.cpp).
-int run_command(int argc, char** argv);      // graphi run
-int info_command(int argc, char** argv);     // graphi info
-int model_command(int argc, char** argv);    // graphi model
-int topo_command(int argc, char** argv);     // graphi topo
-int profile_command(int argc, char** argv);  // graphi profile
+int run_command(int argc, char** argv);       // graphi run
+int info_command(int argc, char** argv);      // graphi info
+int model_command(int argc, char** argv);     // graphi model
+int topo_command(int argc, char** argv);      // graphi topo
+int profile_command(int argc, char** argv);   // graphi profile
 int simulate_command(int argc, char** argv);  // graphi simulate
-int train_command(int argc, char** argv);  // graphi train
+int train_command(int argc, char** argv);     // graphi train
 
 }  // namespace graphi::cli

@@ -26,7 +26,8 @@ std::vector<profiler::Config> within_cores(const profiler::ConfigSpace& space, i
   const int tile = space.tile_size;
   for (const profiler::Config& c : space.configs) {
     if (c.cores() > cores) continue;
-    if ((c.executors + 1) * c.threads <= cores || c.executors * (c.threads + tile) <= cores) continue;
+    if ((c.executors + 1) * c.threads <= cores || c.executors * (c.threads + tile) <= cores)
+      continue;
     out.push_back(c);
   }
   return out;
@@ -52,8 +53,8 @@ bool is_chrome_trace(const std::string& path) {
 // Per-node durations (us) from Chrome traces of real runs (profiler/chrome_trace.h: "op" events
 // with args.node_id and args.team): the median over the files, which shrugs off the runs another
 // process disturbed; and the team size the non-small ops ran with.
-Result<std::pair<std::vector<double>, int>> median_costs_from_traces(const std::vector<std::string>& files,
-                                                                      size_t nodes) {
+Result<std::pair<std::vector<double>, int>> median_costs_from_traces(
+    const std::vector<std::string>& files, size_t nodes) {
   std::vector<std::vector<double>> per(nodes);
   int team = 1;
   for (const std::string& file : files) {
@@ -66,18 +67,22 @@ Result<std::pair<std::vector<double>, int>> median_costs_from_traces(const std::
         if (ev.value("cat", "") != "op") continue;
         const size_t id = ev.at("args").at("node_id").get<size_t>();
         if (id >= nodes)
-          return Status::invalid_argument(file + ": node_id " + std::to_string(id) + " beyond the model's " +
-                                          std::to_string(nodes) + " nodes (a trace of another model?)");
+          return Status::invalid_argument(file + ": node_id " + std::to_string(id) +
+                                          " beyond the model's " + std::to_string(nodes) +
+                                          " nodes (a trace of another model?)");
         per[id].push_back(ev.at("dur").get<double>());
         team = std::max(team, ev.at("args").value("team", 1));
       }
     } catch (const nlohmann::json::exception& x) {
-      return Status::invalid_argument(file + ": not a Chrome trace of graphi run --trace: " + x.what());
+      return Status::invalid_argument(file +
+                                      ": not a Chrome trace of graphi run --trace: " + x.what());
     }
   }
   std::vector<double> us(nodes, 0.0);
   for (size_t i = 0; i < nodes; ++i) {
-    if (per[i].empty()) return Status::invalid_argument(files.front() + ": no op event for node " + std::to_string(i));
+    if (per[i].empty())
+      return Status::invalid_argument(files.front() + ": no op event for node " +
+                                      std::to_string(i));
     std::sort(per[i].begin(), per[i].end());
     us[i] = per[i][per[i].size() / 2];
   }
@@ -89,50 +94,76 @@ Result<std::pair<std::vector<double>, int>> median_costs_from_traces(const std::
 int simulate_command(int argc, char** argv) {
   Args args(
       "graphi simulate MODEL (--synthetic \"HWLOC DESC\" | --machine PRESET | --this-machine)\n"
-      "                       [--executor-cores N] [--costs PLAN.json | --costs TRACE.json...] [--policy P] [--config NxK]\n"
-      "                       [--bandwidth l2=GBS,l3=GBS,dram=GBS] [--dispatch NAME=US,...] [--core-speed X]\n"
+      "                       [--executor-cores N] [--costs PLAN.json | --costs TRACE.json...] "
+      "[--policy P] [--config NxK]\n"
+      "                       [--bandwidth l2=GBS,l3=GBS,dram=GBS] [--dispatch NAME=US,...] "
+      "[--core-speed X]\n"
       "                       [--trace FILE] [--json] [--no-fuse] [--dim NAME=VALUE]...",
-      "Predicts MODEL's makespan under every executors x threads split the profiler would try on a\n"
-      "virtual machine, for every policy (cpf, fifo, shared-queue; sequential for one executor), by\n"
-      "a discrete-event simulation of graphi's scheduler that uses the runtime's own decision code\n"
+      "Predicts MODEL's makespan under every executors x threads split the profiler would try on "
+      "a\n"
+      "virtual machine, for every policy (cpf, fifo, shared-queue; sequential for one executor), "
+      "by\n"
+      "a discrete-event simulation of graphi's scheduler that uses the runtime's own decision "
+      "code\n"
       "(ready order, cpf's tie-break, surplus publication, claims: engine/ready_order.h).\n"
       "\n"
       "Measured (on this machine): per-op times, from a plan's cost table (--costs, written by\n"
-      "`graphi profile --plan-out`) or the median over Chrome traces of `graphi run --trace` (repeat\n"
-      "--costs), at the team size they ran with; without --costs estimated from the ops' cost hints;\n"
-      "dispatch overheads (sequential and local per-op cost, hand-off, scheduler step, shared-queue\n"
-      "pop) from scripts/bench_engine.sh on the 2-core VM (benchmarks/README.md; --dispatch overrides).\n"
+      "`graphi profile --plan-out`) or the median over Chrome traces of `graphi run --trace` "
+      "(repeat\n"
+      "--costs), at the team size they ran with; without --costs estimated from the ops' cost "
+      "hints;\n"
+      "dispatch overheads (sequential and local per-op cost, hand-off, scheduler step, "
+      "shared-queue\n"
+      "pop) from scripts/bench_engine.sh on the 2-core VM (benchmarks/README.md; --dispatch "
+      "overrides).\n"
       "Extrapolated: op time on a team of k, t(k) = t1 (s + (1-s)/min(k, k_sat)) + sync log2(k),\n"
-      "with s = 0.02, k_sat = 8 for compute-bound ops and s = 0.05, k_sat = 16 for memory-bound ones\n"
+      "with s = 0.02, k_sat = 8 for compute-bound ops and s = 0.05, k_sat = 16 for memory-bound "
+      "ones\n"
       "(seed 002 Fig. 2), floored by the machine's L2/L3/DRAM bandwidth shared by the executors;\n"
-      "t1 and every overhead divided by the machine's per-core speed relative to this one; hand-offs\n"
-      "between packages x 2.5. docs/SIMULATOR.md lists the assumptions and how far each was checked.\n"
-      "Presets (--machine): knl7250 (Xeon Phi 7250, 64 cores for executors), xeon-2s-24c, epyc-2x64.\n"
+      "t1 and every overhead divided by the machine's per-core speed relative to this one; "
+      "hand-offs\n"
+      "between packages x 2.5. docs/SIMULATOR.md lists the assumptions and how far each was "
+      "checked.\n"
+      "Presets (--machine): knl7250 (Xeon Phi 7250, 64 cores for executors), xeon-2s-24c, "
+      "epyc-2x64.\n"
       "Example:\n"
       "  graphi simulate lstm.graphi --machine knl7250 --no-fuse --json");
   args.positional("MODEL", "the model file (.graphi or .onnx)");
-  args.option("--synthetic", "DESC", "hwloc synthetic topology, e.g. \"package:1 l2:34 core:2 pu:4\"");
+  args.option("--synthetic", "DESC",
+              "hwloc synthetic topology, e.g. \"package:1 l2:34 core:2 pu:4\"");
   args.option("--machine", "PRESET", std::string("a preset machine: ") + profiler::kMachinePresets);
   args.flag("--this-machine", "this machine's topology (validation: compare with graphi run)");
-  args.option("--executor-cores", "N", "only splits with executors x threads <= N (the preset's count by default)");
-  args.option("--costs", "FILE",
-              "per-op times measured here: a plan (graphi profile --plan-out), or Chrome traces of\n"
-              "graphi run --trace (repeat --costs: the median per op over them)", true);
+  args.option("--executor-cores", "N",
+              "only splits with executors x threads <= N (the preset's count by default)");
+  args.option(
+      "--costs", "FILE",
+      "per-op times measured here: a plan (graphi profile --plan-out), or Chrome traces of\n"
+      "graphi run --trace (repeat --costs: the median per op over them)",
+      true);
   args.option("--policy", "P", std::string("only this policy: ") + engine::kPolicyNames);
   args.option("--config", "NxK", "only this split (e.g. 8x8)");
-  args.option("--bandwidth", "SPEC", "l2=GB/s per tile, l3=, dram= for the machine; l2_mb=, l3_mb= sizes");
-  args.option("--dispatch", "SPEC", "overheads in us: seq, local, handoff, step, sq, sq_lock, start, sync, cross_package");
-  args.option("--core-speed", "X", "per-core speed relative to this machine (default: the preset's, else 1)");
-  args.option("--trace", "FILE", "write the best prediction's (or --config/--policy's) simulated timeline");
+  args.option("--bandwidth", "SPEC",
+              "l2=GB/s per tile, l3=, dram= for the machine; l2_mb=, l3_mb= sizes");
+  args.option(
+      "--dispatch", "SPEC",
+      "overheads in us: seq, local, handoff, step, sq, sq_lock, start, sync, cross_package");
+  args.option("--core-speed", "X",
+              "per-core speed relative to this machine (default: the preset's, else 1)");
+  args.option("--trace", "FILE",
+              "write the best prediction's (or --config/--policy's) simulated timeline");
   args.flag("--json", "print one JSON object on stdout");
   args.flag("--no-fuse", "simulate the graph as stored (no graph passes)");
   args.option("--dim", "NAME=VALUE", "value of a symbolic dim of an .onnx model's inputs", true);
   if (auto code = args.parse(argc, argv)) return *code;
   const std::string model_path = args.positionals()[0];
-  const int sources = (args.has("--synthetic") ? 1 : 0) + (args.has("--machine") ? 1 : 0) + (args.has("--this-machine") ? 1 : 0);
+  const int sources = (args.has("--synthetic") ? 1 : 0) + (args.has("--machine") ? 1 : 0) +
+                      (args.has("--this-machine") ? 1 : 0);
   if (sources > 1 && !(args.has("--machine") && args.has("--synthetic") && sources == 2))
-    return args.usage_error("give one of --synthetic, --machine, --this-machine (--synthetic may refine --machine)");
-  if (sources == 0) return args.usage_error("give the machine: --synthetic \"DESC\", --machine PRESET or --this-machine");
+    return args.usage_error(
+        "give one of --synthetic, --machine, --this-machine (--synthetic may refine --machine)");
+  if (sources == 0)
+    return args.usage_error(
+        "give the machine: --synthetic \"DESC\", --machine PRESET or --this-machine");
 
   // The machine.
   profiler::MachineSpec spec;
@@ -144,7 +175,8 @@ int simulate_command(int argc, char** argv) {
     spec.name = "this machine";
   }
   if (args.has("--bandwidth"))
-    if (Status s = profiler::parse_bandwidths(args.get("--bandwidth"), spec); !s.is_ok()) return args.usage_error(s.message());
+    if (Status s = profiler::parse_bandwidths(args.get("--bandwidth"), spec); !s.is_ok())
+      return args.usage_error(s.message());
   if (args.has("--core-speed")) {
     auto v = parse_positive("--core-speed", args.get("--core-speed"));
     if (!v.is_ok()) return args.usage_error(v.status().message());
@@ -152,9 +184,11 @@ int simulate_command(int argc, char** argv) {
   }
   profiler::DispatchCosts here;
   if (args.has("--dispatch"))
-    if (Status s = profiler::parse_dispatch_costs(args.get("--dispatch"), here); !s.is_ok()) return args.usage_error(s.message());
+    if (Status s = profiler::parse_dispatch_costs(args.get("--dispatch"), here); !s.is_ok())
+      return args.usage_error(s.message());
   const std::string desc = args.has("--synthetic") ? args.get("--synthetic") : spec.synthetic;
-  auto topo = args.has("--this-machine") ? engine::Topology::load_this_machine() : engine::Topology::from_synthetic(desc);
+  auto topo = args.has("--this-machine") ? engine::Topology::load_this_machine()
+                                         : engine::Topology::from_synthetic(desc);
   if (!topo.is_ok()) return runtime_error(topo.status());
   auto cores_opt = args.get_int("--executor-cores", spec.executor_cores, 0, 1 << 20);
   if (!cores_opt) return kExitUsage;
@@ -182,7 +216,8 @@ int simulate_command(int argc, char** argv) {
     req.executors = n;
     req.threads = k;
     auto placed = engine::place_executors(*topo, req);
-    if (!placed.is_ok()) return args.usage_error("--config " + want + ": " + placed.status().message());
+    if (!placed.is_ok())
+      return args.usage_error("--config " + want + ": " + placed.status().message());
     profiler::Config c;
     c.executors = n;
     c.threads = k;
@@ -191,12 +226,17 @@ int simulate_command(int argc, char** argv) {
     c.bootstrap_core = placed->bootstrap.has_value();
     configs = {c};
   }
-  if (configs.empty()) return runtime_error(Status::invalid_argument("no executors x threads split fits " + topo->summary()));
+  if (configs.empty())
+    return runtime_error(
+        Status::invalid_argument("no executors x threads split fits " + topo->summary()));
   std::vector<engine::Policy> policies = {engine::Policy::kCriticalPath, engine::Policy::kFifo,
-                                          engine::Policy::kSharedQueue, engine::Policy::kSequential};
+                                          engine::Policy::kSharedQueue,
+                                          engine::Policy::kSequential};
   if (args.has("--policy")) {
     auto p = engine::parse_policy(args.get("--policy"));
-    if (!p) return args.usage_error("--policy: unknown policy '" + args.get("--policy") + "' (use " + engine::kPolicyNames + ")");
+    if (!p)
+      return args.usage_error("--policy: unknown policy '" + args.get("--policy") + "' (use " +
+                              engine::kPolicyNames + ")");
     policies = {*p};
   }
 
@@ -223,11 +263,13 @@ int simulate_command(int argc, char** argv) {
   if (from_traces) {
     auto measured = median_costs_from_traces(cost_files, mg.num_nodes());
     if (!measured.is_ok()) return runtime_error(measured.status());
-    curves = profiler::OpCostCurves::from_measured(mg, measured->first, measured->second, spec, here);
+    curves =
+        profiler::OpCostCurves::from_measured(mg, measured->first, measured->second, spec, here);
     levels = engine::compute_levels(*plan, measured->first);
   } else if (!cost_files.empty()) {
     if (cost_files.size() > 1)
-      return args.usage_error("--costs: give one plan file, or one or more Chrome traces of graphi run --trace");
+      return args.usage_error(
+          "--costs: give one plan file, or one or more Chrome traces of graphi run --trace");
     const std::string file = cost_files.front();
     auto saved = profiler::read_plan_file(file);
     if (!saved.is_ok()) return runtime_error(saved.status());
@@ -236,9 +278,11 @@ int simulate_command(int argc, char** argv) {
           file + ": graph_hash " + saved->graph_hash + " is another graph's (this one: " +
           profiler::graph_content_hash(*g) + "; profile the same file with the same --no-fuse)"));
     if (saved->node_us.size() != mg.num_nodes())
-      return runtime_error(Status::invalid_argument(file + ": node_us has " + std::to_string(saved->node_us.size()) +
-                                                    " entries for " + std::to_string(mg.num_nodes()) + " nodes"));
-    curves = profiler::OpCostCurves::from_measured(mg, saved->node_us, saved->config.threads, spec, here);
+      return runtime_error(
+          Status::invalid_argument(file + ": node_us has " + std::to_string(saved->node_us.size()) +
+                                   " entries for " + std::to_string(mg.num_nodes()) + " nodes"));
+    curves = profiler::OpCostCurves::from_measured(mg, saved->node_us, saved->config.threads, spec,
+                                                   here);
     if (saved->levels.size() == mg.num_nodes()) levels = saved->levels;
   } else {
     curves = profiler::OpCostCurves::from_hints(mg, spec, here);
@@ -256,12 +300,14 @@ int simulate_command(int argc, char** argv) {
   const profiler::SimPrediction* seq = nullptr;
   const profiler::SimPrediction* best = nullptr;
   for (const auto& p : preds) {
-    if (p.policy == engine::Policy::kSequential && (!seq || p.config.threads > seq->config.threads)) seq = &p;
+    if (p.policy == engine::Policy::kSequential && (!seq || p.config.threads > seq->config.threads))
+      seq = &p;
     if (!best || p.result.makespan_us < best->result.makespan_us) best = &p;
   }
 
   if (args.has("--trace")) {
-    if (Status s = profiler::write_chrome_trace(args.get("--trace"), *plan, best->result.trace); !s.is_ok())
+    if (Status s = profiler::write_chrome_trace(args.get("--trace"), *plan, best->result.trace);
+        !s.is_ok())
       return runtime_error(s);
   }
 
@@ -274,10 +320,12 @@ int simulate_command(int argc, char** argv) {
     j["executor_cores"] = executor_cores;
     j["costs"] = curves.source();
     j["core_speed"] = spec.core_speed;
-    j["bandwidth_gbs"] = {{"l2_per_tile", spec.l2_gbs}, {"l3", spec.l3_gbs}, {"dram", spec.dram_gbs}};
-    j["dispatch_us"] = {{"seq", d.seq_op_us},   {"local", d.local_op_us}, {"handoff", d.handoff_us},
-                        {"step", d.step_us},    {"sq", d.sq_op_us},       {"sq_lock", d.sq_lock_us},
-                        {"start", d.run_start_us}, {"sync", d.team_sync_us}, {"cross_package", d.cross_package}};
+    j["bandwidth_gbs"] = {
+        {"l2_per_tile", spec.l2_gbs}, {"l3", spec.l3_gbs}, {"dram", spec.dram_gbs}};
+    j["dispatch_us"] = {
+        {"seq", d.seq_op_us},      {"local", d.local_op_us}, {"handoff", d.handoff_us},
+        {"step", d.step_us},       {"sq", d.sq_op_us},       {"sq_lock", d.sq_lock_us},
+        {"start", d.run_start_us}, {"sync", d.team_sync_us}, {"cross_package", d.cross_package}};
     j["graph_width"] = shape.max_width;
     nlohmann::ordered_json arr = nlohmann::ordered_json::array();
     for (const auto& p : preds) {
@@ -298,34 +346,44 @@ int simulate_command(int argc, char** argv) {
                  {"policy", engine::policy_name(best->policy)},
                  {"makespan_ms", best->result.makespan_us / 1e3}};
     if (seq)
-      j["sequential"] = {{"executors", 1}, {"threads", seq->config.threads}, {"makespan_ms", seq->result.makespan_us / 1e3}};
+      j["sequential"] = {{"executors", 1},
+                         {"threads", seq->config.threads},
+                         {"makespan_ms", seq->result.makespan_us / 1e3}};
     if (args.has("--trace")) j["trace_file"] = args.get("--trace");
     std::printf("%s\n", j.dump(2).c_str());
     return kExitOk;
   }
 
-  std::printf("model: %s (%zu nodes, graph width %zu)\nmachine: %s, %s\nusable cores %d%s; per-core speed %.2f x this machine\n",
-              model_path.c_str(), mg.num_nodes(), shape.max_width, spec.name.c_str(), space.topology.c_str(),
-              space.usable_cores,
-              executor_cores > 0 ? (", splits up to " + std::to_string(executor_cores) + " cores").c_str() : "",
-              spec.core_speed);
-  std::printf("op costs: %s; beyond: extrapolated (t(k) curves, bandwidth floors)\n\n", curves.source().c_str());
-  std::printf("%-8s %-13s %12s %8s %12s %9s\n", "config", "policy", "makespan", "vs seq", "crit. path", "handoffs");
+  std::printf(
+      "model: %s (%zu nodes, graph width %zu)\nmachine: %s, %s\nusable cores %d%s; per-core speed "
+      "%.2f x this machine\n",
+      model_path.c_str(), mg.num_nodes(), shape.max_width, spec.name.c_str(),
+      space.topology.c_str(), space.usable_cores,
+      executor_cores > 0 ? (", splits up to " + std::to_string(executor_cores) + " cores").c_str()
+                         : "",
+      spec.core_speed);
+  std::printf("op costs: %s; beyond: extrapolated (t(k) curves, bandwidth floors)\n\n",
+              curves.source().c_str());
+  std::printf("%-8s %-13s %12s %8s %12s %9s\n", "config", "policy", "makespan", "vs seq",
+              "crit. path", "handoffs");
   for (const auto& p : preds) {
     char vs[32] = "-";
     if (seq) std::snprintf(vs, sizeof vs, "%.2fx", seq->result.makespan_us / p.result.makespan_us);
-    std::printf("%-8s %-13s %9.3f ms %8s %9.3f ms %9d\n",
-                (std::to_string(p.config.executors) + "x" + std::to_string(p.config.threads)).c_str(),
-                engine::policy_name(p.policy), p.result.makespan_us / 1e3, vs, p.result.critical_path_us / 1e3,
-                p.result.handoffs);
+    std::printf(
+        "%-8s %-13s %9.3f ms %8s %9.3f ms %9d\n",
+        (std::to_string(p.config.executors) + "x" + std::to_string(p.config.threads)).c_str(),
+        engine::policy_name(p.policy), p.result.makespan_us / 1e3, vs,
+        p.result.critical_path_us / 1e3, p.result.handoffs);
   }
-  std::printf("\nbest: %dx%d %s, %.3f ms", best->config.executors, best->config.threads, engine::policy_name(best->policy),
-              best->result.makespan_us / 1e3);
+  std::printf("\nbest: %dx%d %s, %.3f ms", best->config.executors, best->config.threads,
+              engine::policy_name(best->policy), best->result.makespan_us / 1e3);
   if (seq)
-    std::printf(" (%.2fx the 1x%d sequential's %.3f ms)", seq->result.makespan_us / best->result.makespan_us,
-                seq->config.threads, seq->result.makespan_us / 1e3);
+    std::printf(" (%.2fx the 1x%d sequential's %.3f ms)",
+                seq->result.makespan_us / best->result.makespan_us, seq->config.threads,
+                seq->result.makespan_us / 1e3);
   std::printf("\n");
-  if (args.has("--trace")) std::printf("simulated trace written to %s\n", args.get("--trace").c_str());
+  if (args.has("--trace"))
+    std::printf("simulated trace written to %s\n", args.get("--trace").c_str());
   return kExitOk;
 }
 

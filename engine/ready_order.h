@@ -39,7 +39,9 @@ struct ReadyOrder {
 };
 ReadyOrder ready_order(Policy policy, const DagView& dag, std::span<const double> levels);
 // Sets `heap`'s order to `order`'s (the one heap type both the runtime and the simulator use).
-inline void reset_ready_heap(ReadyHeap& heap, const ReadyOrder& order) { heap.reset(order.keys, order.ties); }
+inline void reset_ready_heap(ReadyHeap& heap, const ReadyOrder& order) {
+  heap.reset(order.keys, order.ties);
+}
 
 // cpf's tie-break between ops of equal level: an estimate of the work each op unlocks,
 // w(n) = cost(n) + sum over successors s of w(s) / (s's predecessor count); costs come from the

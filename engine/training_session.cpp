@@ -16,8 +16,9 @@ Result<std::unique_ptr<TrainingSession>> TrainingSession::create(
   if (!model) return Status::invalid_argument("TrainingSession::create: no model");
   std::unique_ptr<TrainingSession> s(new TrainingSession());
   s->model_ = model;
-  GRAPHI_ASSIGN_OR_RETURN(s->tg_, graph::passes::build_training_graph(
-                                      *model, options.spec, ops::gradient_rules(), ops::Registry::get()));
+  GRAPHI_ASSIGN_OR_RETURN(
+      s->tg_, graph::passes::build_training_graph(*model, options.spec, ops::gradient_rules(),
+                                                  ops::Registry::get()));
   const graph::passes::TrainingGraph& tg = s->tg_;
   for (const std::string& w : tg.weights) {
     const graph::Value& v = model->value(*model->find_value(w));
@@ -47,19 +48,26 @@ Result<float> TrainingSession::train_step(const NamedTensors& batch) {
     while (i < feed_.size() && feed_[i].first != name) ++i;
     if (i == feed_.size()) {
       std::string known;
-      for (size_t k = first_data_; k < feed_.size(); ++k) known += (known.empty() ? "" : ", ") + feed_[k].first;
-      return Status::invalid_argument(src + "unknown input '" + name + "' (expected: " + known + ")");
+      for (size_t k = first_data_; k < feed_.size(); ++k)
+        known += (known.empty() ? "" : ", ") + feed_[k].first;
+      return Status::invalid_argument(src + "unknown input '" + name + "' (expected: " + known +
+                                      ")");
     }
-    if (seen[i - first_data_]) return Status::invalid_argument(src + "input '" + name + "' given twice");
+    if (seen[i - first_data_])
+      return Status::invalid_argument(src + "input '" + name + "' given twice");
     if (t.desc() != feed_[i].second.desc())
-      return Status::invalid_argument(src + "input '" + name + "' must be " + feed_[i].second.desc().to_string() +
-                                      ", got " + t.desc().to_string());
+      return Status::invalid_argument(src + "input '" + name + "' must be " +
+                                      feed_[i].second.desc().to_string() + ", got " +
+                                      t.desc().to_string());
     seen[i - first_data_] = true;
     feed_[i].second = t;
   }
   for (size_t k = 0; k < seen.size(); ++k)
-    if (!seen[k]) return Status::invalid_argument(src + "input '" + feed_[first_data_ + k].first + "' is missing");
-  if (step_index_ >= 0) *feed_[static_cast<size_t>(step_index_)].second.data_as<int64_t>() = steps_ + 1;
+    if (!seen[k])
+      return Status::invalid_argument(src + "input '" + feed_[first_data_ + k].first +
+                                      "' is missing");
+  if (step_index_ >= 0)
+    *feed_[static_cast<size_t>(step_index_)].second.data_as<int64_t>() = steps_ + 1;
   GRAPHI_ASSIGN_OR_RETURN(NamedTensors out, session_->run(feed_));
   ++steps_;
   return *out[0].second.data_as<float>();
@@ -96,7 +104,8 @@ Status TrainingSession::save_npy(const std::string& dir) const {
     std::string file = name;
     for (char& c : file)
       if (c == '/' || c == '\\' || c == ':') c = '_';
-    GRAPHI_RETURN_IF_ERROR(graph::write_npy((std::filesystem::path(dir) / (file + ".npy")).string(), *t));
+    GRAPHI_RETURN_IF_ERROR(
+        graph::write_npy((std::filesystem::path(dir) / (file + ".npy")).string(), *t));
   }
   return Status::ok();
 }

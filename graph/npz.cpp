@@ -27,7 +27,9 @@ Result<std::vector<std::pair<std::string, Tensor>>> read_npz(const std::string& 
   std::ostringstream ss;
   ss << f.rdbuf();
   const std::string b = ss.str();
-  auto bad = [&](const std::string& why) { return Status::invalid_argument(path + ": not a readable .npz (" + why + ")"); };
+  auto bad = [&](const std::string& why) {
+    return Status::invalid_argument(path + ": not a readable .npz (" + why + ")");
+  };
   // End of central directory: 22 bytes + a comment of up to 64 KiB at the end.
   if (b.size() < 22) return bad("too short for a ZIP archive");
   size_t eocd = std::string::npos;
@@ -50,15 +52,19 @@ Result<std::vector<std::pair<std::string, Tensor>>> read_npz(const std::string& 
     std::string name = b.substr(p + 46, nlen);
     p += 46 + nlen + xlen + clen;
     if (method != 0)
-      return Status::invalid_argument(path + ": member '" + name +
-                                      "' is compressed; write the archive with np.savez, not np.savez_compressed");
-    if (csize == 0xFFFFFFFFu || usize == 0xFFFFFFFFu) return bad("member '" + name + "' needs ZIP64 (> 4 GiB)");
+      return Status::invalid_argument(
+          path + ": member '" + name +
+          "' is compressed; write the archive with np.savez, not np.savez_compressed");
+    if (csize == 0xFFFFFFFFu || usize == 0xFFFFFFFFu)
+      return bad("member '" + name + "' needs ZIP64 (> 4 GiB)");
     if (static_cast<size_t>(local) + 30 > b.size() || u32(b, local) != 0x04034b50)
       return bad("broken local header of '" + name + "'");
     const size_t data = static_cast<size_t>(local) + 30 + u16(b, local + 26) + u16(b, local + 28);
     if (data + csize > b.size()) return bad("member '" + name + "' runs past the end of the file");
-    GRAPHI_ASSIGN_OR_RETURN(Tensor t, parse_npy(std::string_view(b).substr(data, csize), path + ":" + name));
-    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0) name.resize(name.size() - 4);
+    GRAPHI_ASSIGN_OR_RETURN(Tensor t,
+                            parse_npy(std::string_view(b).substr(data, csize), path + ":" + name));
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0)
+      name.resize(name.size() - 4);
     out.emplace_back(std::move(name), std::move(t));
   }
   return out;

@@ -1,10 +1,10 @@
 // Gradient rules, one per op type. Each rule gets the forward node and dL/d(output) and emits
 // dL/d(input) as ordinary ops (so the scheduler sees the backward pass as more of the same DAG):
-//   Add/Sub/Mul/Div  elementwise products, reduced back over broadcast axes (GradEmitter::reduce_to)
-//   Sigmoid          dy * y * (1 - y)         Tanh  dy * (1 - y^2)       Relu  dy * sign(y)
-//   Exp              dy * y                   Log   dy / x               Neg   -dy
-//   Sqrt             dy * 0.5 / y
-//   MatMul           dA = dy B^T, dB = A^T dy (batch dims reduced back)  Gemm  the same via Gemm's
+//   Add/Sub/Mul/Div  elementwise products, reduced back over broadcast axes
+//   (GradEmitter::reduce_to) Sigmoid          dy * y * (1 - y)         Tanh  dy * (1 - y^2) Relu dy
+//   * sign(y) Exp              dy * y                   Log   dy / x               Neg   -dy Sqrt
+//   dy * 0.5 / y MatMul           dA = dy B^T, dB = A^T dy (batch dims reduced back)  Gemm  the
+//   same via Gemm's
 //                    trans flags and alpha; dC = beta * dy reduced to C's shape
 //   Softmax          y * (dy - sum(dy * y))   LogSoftmax  dy - exp(y) * sum(dy)   (over `axis`)
 //   ReduceSum/Mean   dy reshaped to keepdims form and expanded (Mean: / count)
@@ -34,7 +34,9 @@ Attributes attrs_int(const char* name, int64_t v) {
   return a;
 }
 
-int64_t norm_axis(int64_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; }
+int64_t norm_axis(int64_t axis, size_t rank) {
+  return axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
+}
 
 // Integer contents of constant input i (Reshape's shape, Slice's starts, ...).
 Result<std::vector<int64_t>> const_ints(const GradContext& c, size_t i, const char* field) {
@@ -46,9 +48,9 @@ Result<std::vector<int64_t>> const_ints(const GradContext& c, size_t i, const ch
                                "' must be a constant for the gradient rule");
   std::vector<int64_t> out(static_cast<size_t>(v.desc.numel()));
   for (size_t k = 0; k < out.size(); ++k)
-    out[k] = v.desc.dtype == DType::kI64 ? v.data->data_as<int64_t>()[k]
+    out[k] = v.desc.dtype == DType::kI64   ? v.data->data_as<int64_t>()[k]
              : v.desc.dtype == DType::kI32 ? v.data->data_as<int32_t>()[k]
-                                            : 0;
+                                           : 0;
   if (v.desc.dtype != DType::kI64 && v.desc.dtype != DType::kI32)
     return Status::invalid_graph(c.where + ": input '" + field + "' must be int32 or int64");
   return out;
@@ -72,14 +74,17 @@ Status grad_sub(GradContext& c, Dx& dx) {
 
 Status grad_mul(GradContext& c, Dx& dx) {
   const Shape& ys = c.out(0).desc.shape;
-  if (c.need[0]) dx[0] = c.e.reduce_to(c.e.op("Mul", {c.dy[0], c.in_name(1)}), ys, c.in(0).desc.shape);
-  if (c.need[1]) dx[1] = c.e.reduce_to(c.e.op("Mul", {c.dy[0], c.in_name(0)}), ys, c.in(1).desc.shape);
+  if (c.need[0])
+    dx[0] = c.e.reduce_to(c.e.op("Mul", {c.dy[0], c.in_name(1)}), ys, c.in(0).desc.shape);
+  if (c.need[1])
+    dx[1] = c.e.reduce_to(c.e.op("Mul", {c.dy[0], c.in_name(0)}), ys, c.in(1).desc.shape);
   return Status::ok();
 }
 
 Status grad_div(GradContext& c, Dx& dx) {
   const Shape& ys = c.out(0).desc.shape;
-  if (c.need[0]) dx[0] = c.e.reduce_to(c.e.op("Div", {c.dy[0], c.in_name(1)}), ys, c.in(0).desc.shape);
+  if (c.need[0])
+    dx[0] = c.e.reduce_to(c.e.op("Div", {c.dy[0], c.in_name(1)}), ys, c.in(0).desc.shape);
   if (c.need[1]) {
     // d(a/b)/db = -(a/b)/b: reuses the forward output y.
     std::string t = c.e.op("Div", {c.e.op("Mul", {c.dy[0], c.out_name(0)}), c.in_name(1)});
@@ -147,7 +152,8 @@ Status grad_transpose(GradContext& c, Dx& dx) {
   const size_t rank = c.in(0).desc.shape.size();
   std::vector<int64_t> dflt(rank);
   for (size_t i = 0; i < rank; ++i) dflt[i] = static_cast<int64_t>(rank - 1 - i);
-  GRAPHI_ASSIGN_OR_RETURN(std::vector<int64_t> perm, graph::attr_ints(c.node.attrs, c.where, "perm", dflt));
+  GRAPHI_ASSIGN_OR_RETURN(std::vector<int64_t> perm,
+                          graph::attr_ints(c.node.attrs, c.where, "perm", dflt));
   std::vector<int64_t> inv(rank);
   for (size_t i = 0; i < rank; ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
   Attributes a;
@@ -160,9 +166,10 @@ Status grad_concat(GradContext& c, Dx& dx) {
   GRAPHI_ASSIGN_OR_RETURN(int64_t axis, graph::attr_int(c.node.attrs, c.where, "axis"));
   axis = norm_axis(axis, c.out(0).desc.shape.size());
   std::vector<int64_t> sizes;
-  for (size_t i = 0; i < c.node.inputs.size(); ++i) sizes.push_back(c.in(i).desc.shape[static_cast<size_t>(axis)]);
-  std::vector<std::string> parts =
-      c.e.op_n("Split", {c.dy[0], c.e.ints(sizes)}, sizes.size(), attrs_int("axis", axis), "concat_grad");
+  for (size_t i = 0; i < c.node.inputs.size(); ++i)
+    sizes.push_back(c.in(i).desc.shape[static_cast<size_t>(axis)]);
+  std::vector<std::string> parts = c.e.op_n("Split", {c.dy[0], c.e.ints(sizes)}, sizes.size(),
+                                            attrs_int("axis", axis), "concat_grad");
   for (size_t i = 0; i < parts.size(); ++i)
     if (c.need[i]) dx[i] = parts[i];
   return Status::ok();
@@ -174,7 +181,8 @@ Status grad_split(GradContext& c, Dx& dx) {
   std::vector<std::string> parts;
   for (size_t i = 0; i < c.node.outputs.size(); ++i)
     parts.push_back(c.dy[i].empty() ? c.e.zeros(c.out(i).desc) : c.dy[i]);
-  dx[0] = parts.size() == 1 ? parts[0] : c.e.op("Concat", parts, attrs_int("axis", axis), "split_grad");
+  dx[0] =
+      parts.size() == 1 ? parts[0] : c.e.op("Concat", parts, attrs_int("axis", axis), "split_grad");
   return Status::ok();
 }
 
@@ -243,7 +251,8 @@ Status grad_matmul(GradContext& c, Dx& dx) {
   Shape batch(ys.begin(), ys.end() - 2);
   if (c.need[0]) {
     // dA = dy B^T, of shape batch + [M, K], summed over the batch dims A broadcast along.
-    std::string g = c.e.op("MatMul", {c.dy[0], swap_last2(c.e, c.in_name(1), bs.size())}, {}, "matmul_dA");
+    std::string g =
+        c.e.op("MatMul", {c.dy[0], swap_last2(c.e, c.in_name(1), bs.size())}, {}, "matmul_dA");
     Shape s = batch;
     s.push_back(as[as.size() - 2]);
     s.push_back(as.back());
@@ -276,7 +285,8 @@ Status grad_gemm(GradContext& c, Dx& dx) {
   GRAPHI_ASSIGN_OR_RETURN(int64_t tb, graph::attr_int(c.node.attrs, c.where, "transB", 0));
   GRAPHI_ASSIGN_OR_RETURN(double alpha, graph::attr_float(c.node.attrs, c.where, "alpha", 1.0));
   GRAPHI_ASSIGN_OR_RETURN(double beta, graph::attr_float(c.node.attrs, c.where, "beta", 1.0));
-  auto gemm = [&](const std::string& a, const std::string& b, int64_t t_a, int64_t t_b, const char* hint) {
+  auto gemm = [&](const std::string& a, const std::string& b, int64_t t_a, int64_t t_b,
+                  const char* hint) {
     Attributes at;
     at.set("transA", t_a);
     at.set("transB", t_b);
@@ -285,8 +295,10 @@ Status grad_gemm(GradContext& c, Dx& dx) {
   };
   const std::string &A = c.in_name(0), &B = c.in_name(1), &dy = c.dy[0];
   // Y = alpha op(A) op(B): dop(A) = alpha dy op(B)^T, dop(B) = alpha op(A)^T dy.
-  if (c.need[0]) dx[0] = ta == 0 ? gemm(dy, B, 0, 1 - tb, "gemm_dA") : gemm(B, dy, tb, 1, "gemm_dA");
-  if (c.need[1]) dx[1] = tb == 0 ? gemm(A, dy, 1 - ta, 0, "gemm_dB") : gemm(dy, A, 1, ta, "gemm_dB");
+  if (c.need[0])
+    dx[0] = ta == 0 ? gemm(dy, B, 0, 1 - tb, "gemm_dA") : gemm(B, dy, tb, 1, "gemm_dA");
+  if (c.need[1])
+    dx[1] = tb == 0 ? gemm(A, dy, 1 - ta, 0, "gemm_dB") : gemm(dy, A, 1, ta, "gemm_dB");
   if (c.node.inputs.size() > 2 && c.need[2]) {
     std::string g = c.e.reduce_to(dy, c.out(0).desc.shape, c.in(2).desc.shape);
     dx[2] = beta == 1.0 ? g : c.e.op("Mul", {g, c.e.scalar(static_cast<float>(beta))});
@@ -299,7 +311,8 @@ Status grad_gemm(GradContext& c, Dx& dx) {
 Status grad_softmax(GradContext& c, Dx& dx) {
   GRAPHI_ASSIGN_OR_RETURN(int64_t axis, graph::attr_int(c.node.attrs, c.where, "axis", -1));
   const std::string& y = c.out_name(0);
-  std::string s = c.e.op("ReduceSum", {c.e.op("Mul", {c.dy[0], y}), c.e.ints({axis})}, attrs_int("keepdims", 1));
+  std::string s = c.e.op("ReduceSum", {c.e.op("Mul", {c.dy[0], y}), c.e.ints({axis})},
+                         attrs_int("keepdims", 1));
   dx[0] = c.e.op("Mul", {y, c.e.op("Sub", {c.dy[0], s})}, {}, "softmax_grad");
   return Status::ok();
 }
@@ -323,7 +336,8 @@ Status grad_reduce(GradContext& c, Dx& dx) {
   } else {
     GRAPHI_ASSIGN_OR_RETURN(axes, graph::attr_ints(c.node.attrs, c.where, "axes", {}));
   }
-  GRAPHI_ASSIGN_OR_RETURN(int64_t noop, graph::attr_int(c.node.attrs, c.where, "noop_with_empty_axes", 0));
+  GRAPHI_ASSIGN_OR_RETURN(int64_t noop,
+                          graph::attr_int(c.node.attrs, c.where, "noop_with_empty_axes", 0));
   if (axes.empty() && noop != 0) {
     dx[0] = c.dy[0];
     return Status::ok();
@@ -357,15 +371,18 @@ struct Conv2d {
 Result<Conv2d> conv_attrs(const GradContext& c, const Shape& kernel) {
   const graph::Attributes& a = c.node.attrs;
   Conv2d g;
-  GRAPHI_ASSIGN_OR_RETURN(std::string auto_pad, graph::attr_string(a, c.where, "auto_pad", "NOTSET"));
+  GRAPHI_ASSIGN_OR_RETURN(std::string auto_pad,
+                          graph::attr_string(a, c.where, "auto_pad", "NOTSET"));
   if (auto_pad != "NOTSET")
-    return Status::unsupported(c.where + ": the gradient rule needs explicit pads, got auto_pad " + auto_pad);
+    return Status::unsupported(c.where + ": the gradient rule needs explicit pads, got auto_pad " +
+                               auto_pad);
   GRAPHI_ASSIGN_OR_RETURN(g.strides, graph::attr_ints(a, c.where, "strides", g.strides));
   GRAPHI_ASSIGN_OR_RETURN(g.pads, graph::attr_ints(a, c.where, "pads", g.pads));
   GRAPHI_ASSIGN_OR_RETURN(g.dilations, graph::attr_ints(a, c.where, "dilations", g.dilations));
   GRAPHI_ASSIGN_OR_RETURN(g.kernel, graph::attr_ints(a, c.where, "kernel_shape", kernel));
   GRAPHI_ASSIGN_OR_RETURN(g.group, graph::attr_int(a, c.where, "group", 1));
-  if (g.strides.size() != 2 || g.pads.size() != 4 || g.dilations.size() != 2 || g.kernel.size() != 2)
+  if (g.strides.size() != 2 || g.pads.size() != 4 || g.dilations.size() != 2 ||
+      g.kernel.size() != 2)
     return Status::unsupported(c.where + ": the gradient rule supports 2-D (NCHW) only");
   return g;
 }
@@ -375,13 +392,14 @@ Result<Conv2d> conv_attrs(const GradContext& c, const Shape& kernel) {
 // the kernel, strides and dilations swapped, cut to the kernel size; dB = sum of dy over N, H, W.
 Status grad_conv(GradContext& c, Dx& dx) {
   const Shape &xs = c.in(0).desc.shape, &ws = c.in(1).desc.shape, &ys = c.out(0).desc.shape;
-  if (xs.size() != 4) return Status::unsupported(c.where + ": the Conv gradient supports 2-D (NCHW) only");
+  if (xs.size() != 4)
+    return Status::unsupported(c.where + ": the Conv gradient supports 2-D (NCHW) only");
   GRAPHI_ASSIGN_OR_RETURN(Conv2d g, conv_attrs(c, {ws[2], ws[3]}));
   if (c.need[0]) {
     std::vector<int64_t> out_pad(2);
     for (size_t d = 0; d < 2; ++d)
-      out_pad[d] = xs[2 + d] - (g.strides[d] * (ys[2 + d] - 1) + (g.kernel[d] - 1) * g.dilations[d] + 1 -
-                                g.pads[d] - g.pads[2 + d]);
+      out_pad[d] = xs[2 + d] - (g.strides[d] * (ys[2 + d] - 1) +
+                                (g.kernel[d] - 1) * g.dilations[d] + 1 - g.pads[d] - g.pads[2 + d]);
     Attributes a;
     a.set("strides", g.strides);
     a.set("pads", g.pads);
@@ -392,7 +410,8 @@ Status grad_conv(GradContext& c, Dx& dx) {
   }
   if (c.need[1]) {
     if (g.group != 1)
-      return Status::unsupported(c.where + ": the Conv weight gradient supports group 1 only, got " +
+      return Status::unsupported(c.where +
+                                 ": the Conv weight gradient supports group 1 only, got " +
                                  std::to_string(g.group));
     Attributes t;
     t.set("perm", std::vector<int64_t>{1, 0, 2, 3});
@@ -407,13 +426,16 @@ Status grad_conv(GradContext& c, Dx& dx) {
     // Output size per dim: (in + pads - ((out - 1) * stride + 1)) / dilation + 1 >= kernel.
     std::vector<int64_t> full(2);
     for (size_t d = 0; d < 2; ++d)
-      full[d] = (xs[2 + d] + g.pads[d] + g.pads[2 + d] - ((ys[2 + d] - 1) * g.strides[d] + 1)) / g.dilations[d] + 1;
+      full[d] = (xs[2 + d] + g.pads[d] + g.pads[2 + d] - ((ys[2 + d] - 1) * g.strides[d] + 1)) /
+                    g.dilations[d] +
+                1;
     if (full[0] != ws[2] || full[1] != ws[3])
       corr = c.e.op("Slice", {corr, c.e.ints({0, 0}), c.e.ints({ws[2], ws[3]}), c.e.ints({2, 3})});
     dx[1] = c.e.op("Transpose", {corr}, std::move(t), "conv_dW");
   }
   if (c.node.inputs.size() > 2 && c.need[2])
-    dx[2] = c.e.op("ReduceSum", {c.dy[0], c.e.ints({0, 2, 3})}, attrs_int("keepdims", 0), "conv_dB");
+    dx[2] =
+        c.e.op("ReduceSum", {c.dy[0], c.e.ints({0, 2, 3})}, attrs_int("keepdims", 0), "conv_dB");
   return Status::ok();
 }
 
@@ -424,14 +446,18 @@ Status grad_conv(GradContext& c, Dx& dx) {
 template <bool kMax>
 Status grad_pool(GradContext& c, Dx& dx) {
   const Shape &xs = c.in(0).desc.shape, &ys = c.out(0).desc.shape;
-  if (xs.size() != 4) return Status::unsupported(c.where + ": the pooling gradient supports 2-D (NCHW) only");
+  if (xs.size() != 4)
+    return Status::unsupported(c.where + ": the pooling gradient supports 2-D (NCHW) only");
   GRAPHI_ASSIGN_OR_RETURN(Conv2d g, conv_attrs(c, {}));
-  GRAPHI_ASSIGN_OR_RETURN(int64_t ceil_mode, graph::attr_int(c.node.attrs, c.where, "ceil_mode", 0));
-  bool tiles = ceil_mode == 0 && g.strides == g.kernel && g.dilations == std::vector<int64_t>{1, 1} &&
+  GRAPHI_ASSIGN_OR_RETURN(int64_t ceil_mode,
+                          graph::attr_int(c.node.attrs, c.where, "ceil_mode", 0));
+  bool tiles = ceil_mode == 0 && g.strides == g.kernel &&
+               g.dilations == std::vector<int64_t>{1, 1} &&
                g.pads == std::vector<int64_t>{0, 0, 0, 0} && xs[2] == ys[2] * g.kernel[0] &&
                xs[3] == ys[3] * g.kernel[1];
   if (!tiles)
-    return Status::unsupported(c.where + ": the pooling gradient supports non-overlapping windows that tile "
+    return Status::unsupported(c.where +
+                               ": the pooling gradient supports non-overlapping windows that tile "
                                "the input (kernel = strides, no pads or dilation) only");
   const Shape six = {xs[0], xs[1], ys[2], 1, ys[3], 1};
   const Shape wide = {xs[0], xs[1], ys[2], g.kernel[0], ys[3], g.kernel[1]};
@@ -452,20 +478,32 @@ class GradientTable final : public graph::passes::GradientRules {
  public:
   GradientTable() {
     rules_ = {
-        {"Add", grad_add},           {"Sub", grad_sub},
-        {"Mul", grad_mul},           {"Div", grad_div},
-        {"Sigmoid", grad_sigmoid},   {"Tanh", grad_tanh},
-        {"Relu", grad_relu},         {"Exp", grad_exp},
-        {"Log", grad_log},           {"Neg", grad_neg},
-        {"Sqrt", grad_sqrt},         {"Reshape", grad_reshape},
+        {"Add", grad_add},
+        {"Sub", grad_sub},
+        {"Mul", grad_mul},
+        {"Div", grad_div},
+        {"Sigmoid", grad_sigmoid},
+        {"Tanh", grad_tanh},
+        {"Relu", grad_relu},
+        {"Exp", grad_exp},
+        {"Log", grad_log},
+        {"Neg", grad_neg},
+        {"Sqrt", grad_sqrt},
+        {"Reshape", grad_reshape},
         {"Identity", grad_identity},
-        {"Transpose", grad_transpose}, {"Concat", grad_concat},
-        {"Split", grad_split},       {"Slice", grad_slice},
+        {"Transpose", grad_transpose},
+        {"Concat", grad_concat},
+        {"Split", grad_split},
+        {"Slice", grad_slice},
         {"GatherElements", grad_gather_elements},
-        {"MatMul", grad_matmul},     {"Gemm", grad_gemm},
-        {"Softmax", grad_softmax},   {"LogSoftmax", grad_log_softmax},
-        {"ReduceSum", grad_reduce<false>}, {"ReduceMean", grad_reduce<true>},
-        {"Conv", grad_conv},         {"MaxPool", grad_pool<true>},
+        {"MatMul", grad_matmul},
+        {"Gemm", grad_gemm},
+        {"Softmax", grad_softmax},
+        {"LogSoftmax", grad_log_softmax},
+        {"ReduceSum", grad_reduce<false>},
+        {"ReduceMean", grad_reduce<true>},
+        {"Conv", grad_conv},
+        {"MaxPool", grad_pool<true>},
         {"AveragePool", grad_pool<false>},
     };
   }

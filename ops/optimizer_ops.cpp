@@ -37,12 +37,14 @@ Result<std::vector<TensorDesc>> infer_update(const graph::InferContext& ctx) {
   GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 0, "W", {DType::kF32}));
   GRAPHI_RETURN_IF_ERROR(check_same(v, 1, "G"));
   GRAPHI_ASSIGN_OR_RETURN(double lr, graph::attr_float(ctx.node.attrs, v.where, "lr", -1.0));
-  if (!(lr >= 0.0)) return Status::invalid_graph(v.where + ": attribute 'lr' must be given and >= 0");
+  if (!(lr >= 0.0))
+    return Status::invalid_graph(v.where + ": attribute 'lr' must be given and >= 0");
   if (kAdam) {
     GRAPHI_RETURN_IF_ERROR(check_same(v, 2, "M"));
     GRAPHI_RETURN_IF_ERROR(check_same(v, 3, "V"));
     GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 4, "step", {DType::kI64}));
-    if (v.in(4).numel() != 1) return Status::invalid_graph(v.where + ": input 4 (step) must have one element");
+    if (v.in(4).numel() != 1)
+      return Status::invalid_graph(v.where + ": input 4 (step) must have one element");
   } else {
     GRAPHI_ASSIGN_OR_RETURN(double m, graph::attr_float(ctx.node.attrs, v.where, "momentum", 0.0));
     if (m != 0.0 && !v.has_input(2))
@@ -66,7 +68,8 @@ class SgdKernel final : public Kernel {
     NodeView v = NodeView::of_kernel(ctx);
     GRAPHI_ASSIGN_OR_RETURN(double lr, graph::attr_float(ctx.node.attrs, v.where, "lr", 0.0));
     GRAPHI_ASSIGN_OR_RETURN(double m, graph::attr_float(ctx.node.attrs, v.where, "momentum", 0.0));
-    GRAPHI_ASSIGN_OR_RETURN(double wd, graph::attr_float(ctx.node.attrs, v.where, "weight_decay", 0.0));
+    GRAPHI_ASSIGN_OR_RETURN(double wd,
+                            graph::attr_float(ctx.node.attrs, v.where, "weight_decay", 0.0));
     lr_ = static_cast<float>(lr);
     momentum_ = static_cast<float>(m);
     wd_ = static_cast<float>(wd);

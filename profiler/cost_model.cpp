@@ -129,7 +129,9 @@ CostModel CostModel::fitted(const ModelGraph& g, std::span<const double> us_k1,
     return makespan > 0 ? std::max(0.0, makespan - sum) / n : 0.0;
   };
   c.overhead_k1_ = outside(makespan_k1_us, us_k1);
-  c.overhead_kmax_ = kmax > 1 && us_kmax.size() == g.num_nodes() ? outside(makespan_kmax_us, us_kmax) : c.overhead_k1_;
+  c.overhead_kmax_ = kmax > 1 && us_kmax.size() == g.num_nodes()
+                         ? outside(makespan_kmax_us, us_kmax)
+                         : c.overhead_k1_;
   return c;
 }
 
@@ -140,8 +142,9 @@ double CostModel::serial_fraction(const std::string& op) const {
 }
 
 double CostModel::node_us(size_t i, int k) const {
-  const double overhead =
-      kmax_ > 1 ? overhead_k1_ + (overhead_kmax_ - overhead_k1_) * (std::max(1, k) - 1) / (kmax_ - 1) : overhead_k1_;
+  const double overhead = kmax_ > 1 ? overhead_k1_ + (overhead_kmax_ - overhead_k1_) *
+                                                         (std::max(1, k) - 1) / (kmax_ - 1)
+                                    : overhead_k1_;
   if (g_.small[i] || k <= 1) return t1_[i] + overhead;
   const double s = node_serial_[i];
   return t1_[i] * (s + (1.0 - s) / k) + (analytical_sync_ ? m_.team_sync_us : 0.0) + overhead;
@@ -207,12 +210,13 @@ Config analytical_choice(const CostModel& model, std::span<const Config> configs
   if (shape.max_width <= 1) {
     if (why) {
       *why = "the graph is a chain (width 1): one executor";
-      *why += single == widest_single ? " with all " + std::to_string(single->config.threads) + " cores"
-                                      : " of " + std::to_string(single->config.threads) +
-                                            " thread(s), its ops predicted too small for a team of " +
-                                            std::to_string(widest_single->config.threads) + " (" +
-                                            ms(single->predicted.makespan_us) + " against " +
-                                            ms(widest_single->predicted.makespan_us) + ")";
+      *why += single == widest_single
+                  ? " with all " + std::to_string(single->config.threads) + " cores"
+                  : " of " + std::to_string(single->config.threads) +
+                        " thread(s), its ops predicted too small for a team of " +
+                        std::to_string(widest_single->config.threads) + " (" +
+                        ms(single->predicted.makespan_us) + " against " +
+                        ms(widest_single->predicted.makespan_us) + ")";
     }
     return single->config;
   }

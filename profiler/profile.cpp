@@ -45,9 +45,10 @@ Result<ProfileResult> profile_graph(std::shared_ptr<const graph::Graph> g,
     wide.threads = kmax;
     GRAPHI_ASSIGN_OR_RETURN(atk, record_op_costs(g, inputs, wide, opt.fit_runs, opt.calibration));
   }
-  res.model = at1.recorded ? CostModel::fitted(mg, at1.table.node_us, atk.table.node_us, kmax, {},
-                                                median_of(at1.run_ms) * 1e3, median_of(atk.run_ms) * 1e3)
-                           : CostModel::analytical(mg);
+  res.model = at1.recorded
+                  ? CostModel::fitted(mg, at1.table.node_us, atk.table.node_us, kmax, {},
+                                      median_of(at1.run_ms) * 1e3, median_of(atk.run_ms) * 1e3)
+                  : CostModel::analytical(mg);
   res.fit_seconds = std::chrono::duration<double>(Clock::now() - t_fit).count();
   if (!opt.calibration.quiet)
     std::fprintf(opt.calibration.progress,

@@ -28,37 +28,44 @@ Result<MachineSpec> machine_preset(std::string_view name) {
     m.core_speed = 0.4;
     m.peak_gflops_core = 89.6;  // 2 AVX-512 FMA units x 16 fp32 x 2 x 1.4 GHz
     m.l2_bytes = 1 << 20;
-    m.l2_gbs = 90;              // 64 B/cycle read per tile at 1.4 GHz
+    m.l2_gbs = 90;  // 64 B/cycle read per tile at 1.4 GHz
     m.l3_bytes = 16.0 * (1ull << 30);
-    m.l3_gbs = 450;             // MCDRAM, STREAM triad 450-490 GB/s (flat mode)
-    m.dram_gbs = 90;            // 6 channels DDR4-2400 (115 GB/s peak), STREAM ~90
+    m.l3_gbs = 450;   // MCDRAM, STREAM triad 450-490 GB/s (flat mode)
+    m.dram_gbs = 90;  // 6 channels DDR4-2400 (115 GB/s peak), STREAM ~90
     m.sources =
-        "Intel Xeon Phi 7250 product brief (cores, clock, L2, MCDRAM); Sodani et al., 'Knights Landing', IEEE "
-        "Micro 2016 (L2 64 B/clk per tile); McCalpin's STREAM results for KNL (MCDRAM ~490, DDR ~90 GB/s)";
+        "Intel Xeon Phi 7250 product brief (cores, clock, L2, MCDRAM); Sodani et al., 'Knights "
+        "Landing', IEEE "
+        "Micro 2016 (L2 64 B/clk per tile); McCalpin's STREAM results for KNL (MCDRAM ~490, DDR "
+        "~90 GB/s)";
   } else if (name == "xeon-2s-24c") {
     // DeepCPU's machine (seed 000): 2 x Xeon E5-2650 v4 (12 cores, 2.2 GHz, AVX2, 30 MB L3 each).
     m.synthetic = "package:2 l3:1 l2:12 core:1 pu:2";
     m.core_speed = 0.6;
     m.peak_gflops_core = 70.4;  // 2 AVX2 FMA x 8 fp32 x 2 x 2.2 GHz
     m.l2_bytes = 256 << 10;
-    m.l2_gbs = 140;             // 64 B/cycle per core at 2.2 GHz
+    m.l2_gbs = 140;  // 64 B/cycle per core at 2.2 GHz
     m.l3_bytes = 2 * 30.0 * (1 << 20);
-    m.l3_gbs = 2 * 200;         // ~200 GB/s aggregate L3 per socket
-    m.dram_gbs = 2 * 60;        // 4 channels DDR4-2400 per socket (76.8 peak), STREAM ~60
-    m.sources = "Intel ARK E5-2650 v4 (cores, clock, caches, memory channels); STREAM on Broadwell-EP ~60 GB/s per socket";
+    m.l3_gbs = 2 * 200;   // ~200 GB/s aggregate L3 per socket
+    m.dram_gbs = 2 * 60;  // 4 channels DDR4-2400 per socket (76.8 peak), STREAM ~60
+    m.sources =
+        "Intel ARK E5-2650 v4 (cores, clock, caches, memory channels); STREAM on Broadwell-EP ~60 "
+        "GB/s per socket";
   } else if (name == "epyc-2x64") {
     // 2 x AMD EPYC 7742 (64 Zen 2 cores, 2.25 GHz, 16 CCX of 4 cores with 16 MB L3 each).
     m.synthetic = "package:2 l3:16 l2:4 core:1 pu:2";
     m.core_speed = 0.7;
-    m.peak_gflops_core = 72;    // 2 AVX2 FMA x 8 fp32 x 2 x 2.25 GHz
+    m.peak_gflops_core = 72;  // 2 AVX2 FMA x 8 fp32 x 2 x 2.25 GHz
     m.l2_bytes = 512 << 10;
-    m.l2_gbs = 144;             // 64 B/cycle per core at 2.25 GHz
+    m.l2_gbs = 144;  // 64 B/cycle per core at 2.25 GHz
     m.l3_bytes = 2 * 256.0 * (1 << 20);
-    m.l3_gbs = 2 * 16 * 100;    // ~100 GB/s per CCX slice
-    m.dram_gbs = 2 * 150;       // 8 channels DDR4-3200 per socket (204.8 peak), STREAM ~150
-    m.sources = "AMD EPYC 7742 product page (cores, clock, caches, 8 x DDR4-3200); STREAM on Rome ~150 GB/s per socket";
+    m.l3_gbs = 2 * 16 * 100;  // ~100 GB/s per CCX slice
+    m.dram_gbs = 2 * 150;     // 8 channels DDR4-3200 per socket (204.8 peak), STREAM ~150
+    m.sources =
+        "AMD EPYC 7742 product page (cores, clock, caches, 8 x DDR4-3200); STREAM on Rome ~150 "
+        "GB/s per socket";
   } else {
-    return Status::invalid_argument("unknown machine '" + std::string(name) + "' (use " + kMachinePresets + ")");
+    return Status::invalid_argument("unknown machine '" + std::string(name) + "' (use " +
+                                    kMachinePresets + ")");
   }
   return m;
 }
@@ -82,7 +89,8 @@ Status parse_pairs(std::string_view spec, const std::string& what,
     if (ec != std::errc() || p != val.data() + val.size() || !(v >= 0) || !std::isfinite(v))
       return Status::invalid_argument(what + ": " + std::string(key) + " = '" + std::string(val) +
                                       "' is not a non-negative number");
-    if (!set(key, v)) return Status::invalid_argument(what + ": unknown field '" + std::string(key) + "'");
+    if (!set(key, v))
+      return Status::invalid_argument(what + ": unknown field '" + std::string(key) + "'");
     pos = end + 1;
   }
   return Status::ok();
@@ -92,28 +100,44 @@ Status parse_pairs(std::string_view spec, const std::string& what,
 
 Status parse_bandwidths(std::string_view spec, MachineSpec& m) {
   return parse_pairs(spec, "--bandwidth", [&](std::string_view k, double v) {
-    if (k == "l2") m.l2_gbs = v;
-    else if (k == "l3") m.l3_gbs = v;
-    else if (k == "dram") m.dram_gbs = v;
-    else if (k == "l2_mb") m.l2_bytes = v * (1 << 20);
-    else if (k == "l3_mb") m.l3_bytes = v * (1 << 20);
-    else return false;
+    if (k == "l2")
+      m.l2_gbs = v;
+    else if (k == "l3")
+      m.l3_gbs = v;
+    else if (k == "dram")
+      m.dram_gbs = v;
+    else if (k == "l2_mb")
+      m.l2_bytes = v * (1 << 20);
+    else if (k == "l3_mb")
+      m.l3_bytes = v * (1 << 20);
+    else
+      return false;
     return true;
   });
 }
 
 Status parse_dispatch_costs(std::string_view spec, DispatchCosts& d) {
   return parse_pairs(spec, "--dispatch", [&](std::string_view k, double v) {
-    if (k == "seq") d.seq_op_us = v;
-    else if (k == "local") d.local_op_us = v;
-    else if (k == "handoff") d.handoff_us = v;
-    else if (k == "step") d.step_us = v;
-    else if (k == "sq") d.sq_op_us = v;
-    else if (k == "sq_lock") d.sq_lock_us = v;
-    else if (k == "start") d.run_start_us = v;
-    else if (k == "sync") d.team_sync_us = v;
-    else if (k == "cross_package") d.cross_package = v;
-    else return false;
+    if (k == "seq")
+      d.seq_op_us = v;
+    else if (k == "local")
+      d.local_op_us = v;
+    else if (k == "handoff")
+      d.handoff_us = v;
+    else if (k == "step")
+      d.step_us = v;
+    else if (k == "sq")
+      d.sq_op_us = v;
+    else if (k == "sq_lock")
+      d.sq_lock_us = v;
+    else if (k == "start")
+      d.run_start_us = v;
+    else if (k == "sync")
+      d.team_sync_us = v;
+    else if (k == "cross_package")
+      d.cross_package = v;
+    else
+      return false;
     return true;
   });
 }
@@ -148,7 +172,8 @@ const OpClassParams& OpCostCurves::op_class(size_t i) const {
   return intensity >= kComputeIntensity ? kComputeClass : kMemoryClass;
 }
 
-OpCostCurves OpCostCurves::from_hints(const ModelGraph& g, const MachineSpec& m, const DispatchCosts& here) {
+OpCostCurves OpCostCurves::from_hints(const ModelGraph& g, const MachineSpec& m,
+                                      const DispatchCosts& here) {
   OpCostCurves c;
   c.g_ = &g;
   c.m_ = m;
@@ -160,13 +185,15 @@ OpCostCurves OpCostCurves::from_hints(const ModelGraph& g, const MachineSpec& m,
   c.t1_.resize(g.num_nodes());
   for (size_t i = 0; i < g.num_nodes(); ++i)
     c.t1_[i] = g.small[i] ? 0.05 / m.core_speed
-                          : std::max(g.flops[i] / (m.peak_gflops_core * 1e3), g.bytes[i] / (core_bw * 1e3)) +
+                          : std::max(g.flops[i] / (m.peak_gflops_core * 1e3),
+                                     g.bytes[i] / (core_bw * 1e3)) +
                                 0.3 / m.core_speed;
   return c;
 }
 
-OpCostCurves OpCostCurves::from_measured(const ModelGraph& g, std::span<const double> node_us, int k_measured,
-                                         const MachineSpec& m, const DispatchCosts& here) {
+OpCostCurves OpCostCurves::from_measured(const ModelGraph& g, std::span<const double> node_us,
+                                         int k_measured, const MachineSpec& m,
+                                         const DispatchCosts& here) {
   OpCostCurves c;
   c.g_ = &g;
   c.m_ = m;
@@ -176,7 +203,8 @@ OpCostCurves OpCostCurves::from_measured(const ModelGraph& g, std::span<const do
   for (size_t i = 0; i < g.num_nodes(); ++i) {
     double t = i < node_us.size() ? node_us[i] : 0.0;
     if (!g.small[i] && k_measured > 1)
-      t = std::max(0.0, t - here.team_sync_us * std::log2(k_measured)) / amdahl(c.op_class(i), k_measured);
+      t = std::max(0.0, t - here.team_sync_us * std::log2(k_measured)) /
+          amdahl(c.op_class(i), k_measured);
     c.t1_[i] = t / m.core_speed;
   }
   return c;
@@ -188,11 +216,14 @@ double OpCostCurves::bandwidth_floor_us(size_t i, int k, int executors) const {
   const int tiles = (k + tile_size - 1) / std::max(1, tile_size);
   const double l2_cap = m_.l2_gbs > 0 ? m_.l2_gbs * tiles : std::numeric_limits<double>::infinity();
   double bw;
-  if (bytes <= m_.l2_bytes * tiles) bw = l2_cap;
+  if (bytes <= m_.l2_bytes * tiles)
+    bw = l2_cap;
   else if (m_.l3_bytes > 0 && bytes <= m_.l3_bytes && m_.l3_gbs > 0)
     bw = std::min(l2_cap, m_.l3_gbs / std::max(1, executors));
-  else if (m_.dram_gbs > 0) bw = std::min(l2_cap, m_.dram_gbs / std::max(1, executors));
-  else bw = l2_cap;
+  else if (m_.dram_gbs > 0)
+    bw = std::min(l2_cap, m_.dram_gbs / std::max(1, executors));
+  else
+    bw = l2_cap;
   return std::isfinite(bw) && bw > 0 ? bytes / (bw * 1e3) : 0.0;
 }
 
@@ -210,7 +241,8 @@ std::vector<double> levels_from_costs(const ModelGraph& g, std::span<const doubl
   std::vector<double> level(g.num_nodes(), 0.0);
   for (size_t i = g.num_nodes(); i-- > 0;) {
     double best = 0;
-    for (uint32_t j = g.succ_offsets[i]; j < g.succ_offsets[i + 1]; ++j) best = std::max(best, level[g.succ[j]]);
+    for (uint32_t j = g.succ_offsets[i]; j < g.succ_offsets[i + 1]; ++j)
+      best = std::max(best, level[g.succ[j]]);
     level[i] = cost[i] + best;
   }
   return level;
@@ -218,7 +250,8 @@ std::vector<double> levels_from_costs(const ModelGraph& g, std::span<const doubl
 
 std::vector<double> default_levels(const ModelGraph& g) {
   std::vector<double> c(g.num_nodes());
-  for (size_t i = 0; i < c.size(); ++i) c[i] = g.flops[i] + g.bytes[i];  // engine::default_node_costs
+  for (size_t i = 0; i < c.size(); ++i)
+    c[i] = g.flops[i] + g.bytes[i];  // engine::default_node_costs
   return levels_from_costs(g, c);
 }
 
@@ -233,13 +266,13 @@ struct SimExec {
   double free_at = 0;  // end of the current op (and the small ops it ran inline)
   bool busy = false;
   bool idle = true;
-  double op_ns = 0;    // running mean time per op, as the runtime keeps it across runs
+  double op_ns = 0;  // running mean time per op, as the runtime keeps it across runs
 };
 
 class Simulation {
  public:
-  Simulation(const ModelGraph& g, std::span<const double> t, std::span<const double> levels, const SimConfig& c,
-             const DispatchCosts& d)
+  Simulation(const ModelGraph& g, std::span<const double> t, std::span<const double> levels,
+             const SimConfig& c, const DispatchCosts& d)
       : g_(g), t_(t), c_(c), d_(d) {
     const size_t n = g.num_nodes();
     pending_.assign(n, 0);
@@ -266,9 +299,12 @@ class Simulation {
 
   SimResult run() {
     compute_bounds();
-    if (c_.policy == Policy::kSequential) sequential();
-    else if (c_.policy == Policy::kSharedQueue) shared_queue();
-    else local_continuation();
+    if (c_.policy == Policy::kSequential)
+      sequential();
+    else if (c_.policy == Policy::kSharedQueue)
+      shared_queue();
+    else
+      local_continuation();
     r_.trace.run_start_ns = 0;
     r_.trace.run_end_ns = ns(r_.makespan_us);
     return std::move(r_);
@@ -287,7 +323,8 @@ class Simulation {
 
   void span(uint32_t node, int executor, double start, double end) {
     r_.start_order.push_back(node);
-    r_.trace.ops.push_back({node, executor, g_.small[node] ? 1 : (executor < 0 ? 1 : c_.threads), ns(start), ns(end)});
+    r_.trace.ops.push_back(
+        {node, executor, g_.small[node] ? 1 : (executor < 0 ? 1 : c_.threads), ns(start), ns(end)});
     r_.makespan_us = std::max(r_.makespan_us, end);
   }
   void sched(engine::SchedulerSpan::Kind kind, int executor, double start, double end) {
@@ -314,8 +351,10 @@ class Simulation {
         const uint32_t s = g_.succ[j];
         if (--pending_[s] != 0) continue;
         maker_[s] = who;
-        if (g_.small[s]) stack.push_back(s);
-        else sink.push(s);
+        if (g_.small[s])
+          stack.push_back(s);
+        else
+          sink.push(s);
       }
     }
     return t;
@@ -344,7 +383,8 @@ class Simulation {
     if (from < 0 || from == to) return 0;
     double h = d_.handoff_us;
     const auto& pk = c_.executor_package;
-    if (!pk.empty() && pk[static_cast<size_t>(from)] != pk[static_cast<size_t>(to)]) h *= d_.cross_package;
+    if (!pk.empty() && pk[static_cast<size_t>(from)] != pk[static_cast<size_t>(to)])
+      h *= d_.cross_package;
     return h;
   }
 
@@ -407,7 +447,8 @@ class Simulation {
   void offer_central(double t, bool published) {
     for (size_t x = 0; x < execs_.size() && !central_.empty(); ++x) {
       if (!execs_[x].idle) continue;
-      const size_t share = published && c_.scheduler_core ? 1 : engine::central_share(central_.size(), idle_count());
+      const size_t share =
+          published && c_.scheduler_core ? 1 : engine::central_share(central_.size(), idle_count());
       take(static_cast<int>(x), share, t);
     }
   }
@@ -430,7 +471,9 @@ class Simulation {
       for (size_t x = 0; x < execs_.size(); ++x) {
         SimExec& e = execs_[x];
         if (!e.busy || e.free_at > now + kEps) continue;
-        const double end = current_[x] == kInlineDone ? now : complete(current_[x], static_cast<int>(x), now, e.heap);
+        const double end = current_[x] == kInlineDone
+                               ? now
+                               : complete(current_[x], static_cast<int>(x), now, e.heap);
         if (end > now + kEps) {  // small ops ran inline: busy until they end
           e.free_at = end;
           current_[x] = kInlineDone;
@@ -442,10 +485,12 @@ class Simulation {
       for (int x : freed)
         if (execs_[static_cast<size_t>(x)].heap.empty()) execs_[static_cast<size_t>(x)].idle = true;
       for (int x : freed)
-        if (!execs_[static_cast<size_t>(x)].heap.empty() && !execs_[static_cast<size_t>(x)].busy) start_next(x, now);
+        if (!execs_[static_cast<size_t>(x)].heap.empty() && !execs_[static_cast<size_t>(x)].busy)
+          start_next(x, now);
       offer_central(now, false);
     }
-    if (!central_.empty()) r_.makespan_us = std::numeric_limits<double>::infinity();  // unreachable ops
+    if (!central_.empty())
+      r_.makespan_us = std::numeric_limits<double>::infinity();  // unreachable ops
   }
 
   void shared_queue() {
@@ -481,7 +526,8 @@ class Simulation {
         SimExec& e = execs_[x];
         if (!e.busy || e.free_at > now + kEps) continue;
         double end = now;
-        if (current_[x] != kInlineDone) end = complete(current_[x], static_cast<int>(x), now, e.heap);
+        if (current_[x] != kInlineDone)
+          end = complete(current_[x], static_cast<int>(x), now, e.heap);
         if (end > now + kEps) {
           e.free_at = end;
           current_[x] = kInlineDone;
@@ -520,13 +566,15 @@ class Simulation {
 
 }  // namespace
 
-SimResult simulate_schedule(const ModelGraph& g, std::span<const double> node_us, std::span<const double> levels,
-                            const SimConfig& c, const DispatchCosts& d) {
+SimResult simulate_schedule(const ModelGraph& g, std::span<const double> node_us,
+                            std::span<const double> levels, const SimConfig& c,
+                            const DispatchCosts& d) {
   return Simulation(g, node_us, levels, c, d).run();
 }
 
 Result<std::vector<SimPrediction>> simulate_configs(const ModelGraph& g, const OpCostCurves& costs,
-                                                    std::span<const double> levels, const engine::Topology& topo,
+                                                    std::span<const double> levels,
+                                                    const engine::Topology& topo,
                                                     std::span<const Config> configs,
                                                     std::span<const engine::Policy> policies,
                                                     const DispatchCosts& d) {
@@ -542,7 +590,8 @@ Result<std::vector<SimPrediction>> simulate_configs(const ModelGraph& g, const O
     sc.threads = cfg.threads;
     sc.scheduler_core = placed->scheduler.has_value();
     for (const auto& team : placed->teams)
-      sc.executor_package.push_back(team.package >= 0 ? team.package : topo.core(team.cores.front()).package);
+      sc.executor_package.push_back(team.package >= 0 ? team.package
+                                                      : topo.core(team.cores.front()).package);
     std::vector<double> t(g.num_nodes());
     for (size_t i = 0; i < t.size(); ++i) t[i] = costs.node_us(i, cfg.threads, cfg.executors);
     for (Policy p : policies) {

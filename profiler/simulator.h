@@ -27,16 +27,16 @@ namespace graphi::profiler {
 // The simulated machine beyond its topology. Bandwidths in GB/s, sizes in bytes.
 struct MachineSpec {
   std::string name = "custom";
-  std::string synthetic;          // a preset's hwloc description ("" for custom)
-  int executor_cores = 0;         // a preset's cores for executors (0 = all)
-  double core_speed = 1.0;        // per-core speed relative to the machine the costs were measured on
-  double peak_gflops_core = 50;   // per core, for op times from cost hints
-  double l2_bytes = 1 << 20;      // per tile (cores sharing an L2)
-  double l2_gbs = 0;              // per tile; 0 = no bandwidth limit at this level
-  double l3_bytes = 0;            // whole machine (all L3s or a memory-side cache); 0 = none
-  double l3_gbs = 0;              // whole machine
-  double dram_gbs = 0;            // whole machine; 0 = no limit
-  std::string sources;            // where the figures come from
+  std::string synthetic;    // a preset's hwloc description ("" for custom)
+  int executor_cores = 0;   // a preset's cores for executors (0 = all)
+  double core_speed = 1.0;  // per-core speed relative to the machine the costs were measured on
+  double peak_gflops_core = 50;  // per core, for op times from cost hints
+  double l2_bytes = 1 << 20;     // per tile (cores sharing an L2)
+  double l2_gbs = 0;             // per tile; 0 = no bandwidth limit at this level
+  double l3_bytes = 0;           // whole machine (all L3s or a memory-side cache); 0 = none
+  double l3_gbs = 0;             // whole machine
+  double dram_gbs = 0;           // whole machine; 0 = no limit
+  std::string sources;           // where the figures come from
 };
 // "knl7250", "xeon-2s-24c", "epyc-2x64". Errors (kInvalidArgument) list the names.
 Result<MachineSpec> machine_preset(std::string_view name);
@@ -48,16 +48,17 @@ Status parse_bandwidths(std::string_view spec, MachineSpec& m);
 // (benchmarks/README.md, session 2), and the rule that scales them to another machine:
 // everything / core_speed; a hand-off between executors on different packages x cross_package.
 struct DispatchCosts {
-  double seq_op_us = 0.006;     // sequential executor, per op (chain, empty ops: 4.7-13 ns/op)
-  double local_op_us = 0.025;   // parallel runtime, op kept by its executor (cpf 2x1 chain: 22.8 ns/op)
-  double handoff_us = 0.40;     // an op made ready on one executor starting on another (2-4 one-way
-                                // core-to-core trips of 138 ns plus the claim)
-  double step_us = 0.10;        // one scheduling step (drain reports, pop, push to an inbox)
-  double sq_op_us = 0.07;       // shared queue: pop (lock, FIFO) per op (chain 2x1: 67 ns/op)
-  double sq_lock_us = 0.03;     // of which the lock is held (serialized between executors)
-  double run_start_us = 1.0;    // bootstrap + waking the executors per run
-  double team_sync_us = 0.5;    // fork/join of a team per doubling of k (k=2: 0.5, k=64: 3)
-  double cross_package = 2.5;   // hand-off factor between packages
+  double seq_op_us = 0.006;  // sequential executor, per op (chain, empty ops: 4.7-13 ns/op)
+  double local_op_us =
+      0.025;  // parallel runtime, op kept by its executor (cpf 2x1 chain: 22.8 ns/op)
+  double handoff_us = 0.40;    // an op made ready on one executor starting on another (2-4 one-way
+                               // core-to-core trips of 138 ns plus the claim)
+  double step_us = 0.10;       // one scheduling step (drain reports, pop, push to an inbox)
+  double sq_op_us = 0.07;      // shared queue: pop (lock, FIFO) per op (chain 2x1: 67 ns/op)
+  double sq_lock_us = 0.03;    // of which the lock is held (serialized between executors)
+  double run_start_us = 1.0;   // bootstrap + waking the executors per run
+  double team_sync_us = 0.5;   // fork/join of a team per doubling of k (k=2: 0.5, k=64: 3)
+  double cross_package = 2.5;  // hand-off factor between packages
   // Scaled copy for a machine with this per-core speed.
   DispatchCosts scaled(double core_speed) const;
 };
@@ -81,11 +82,13 @@ class OpCostCurves {
  public:
   // t1 from the cost hints on the simulated machine's core: max(flops / peak, bytes / L2 bw of
   // one core) + 0.3 us per op (0.05 for small ops).
-  static OpCostCurves from_hints(const ModelGraph& g, const MachineSpec& m, const DispatchCosts& here);
+  static OpCostCurves from_hints(const ModelGraph& g, const MachineSpec& m,
+                                 const DispatchCosts& here);
   // t1 from node times measured here with teams of k_measured (a plan's cost table): the curve
   // inverted at k_measured, divided by the machine's core_speed.
-  static OpCostCurves from_measured(const ModelGraph& g, std::span<const double> node_us, int k_measured,
-                                    const MachineSpec& m, const DispatchCosts& here);
+  static OpCostCurves from_measured(const ModelGraph& g, std::span<const double> node_us,
+                                    int k_measured, const MachineSpec& m,
+                                    const DispatchCosts& here);
 
   double t1(size_t node) const { return t1_[node]; }
   const OpClassParams& op_class(size_t node) const;
@@ -93,7 +96,7 @@ class OpCostCurves {
   double node_us(size_t node, int k, int executors) const;
   double bandwidth_floor_us(size_t node, int k, int executors) const;
   const std::string& source() const { return source_; }
-  int tile_size = 1;     // cores per L2 (from the topology)
+  int tile_size = 1;  // cores per L2 (from the topology)
   int machine_cores = 1;
 
  private:
@@ -107,9 +110,9 @@ class OpCostCurves {
 struct SimConfig {
   int executors = 1, threads = 1;
   engine::Policy policy = engine::Policy::kCriticalPath;
-  bool scheduler_core = false;          // the scheduler role has a core of its own
-  std::vector<int> executor_package;    // per executor, for cross-package hand-offs (empty: one)
-  size_t report_capacity = 4096;        // the executors' report rings (publication cap)
+  bool scheduler_core = false;        // the scheduler role has a core of its own
+  std::vector<int> executor_package;  // per executor, for cross-package hand-offs (empty: one)
+  size_t report_capacity = 4096;      // the executors' report rings (publication cap)
 };
 
 struct SimResult {
@@ -118,13 +121,14 @@ struct SimResult {
   double work_us = 0;           // sum of node times
   int handoffs = 0;             // ops run by another executor than the one that made them ready
   std::vector<uint32_t> start_order;  // nodes in the order they started (ties: lower executor)
-  engine::RunTrace trace;       // the simulated timeline (RunTrace format, ns from 0)
+  engine::RunTrace trace;             // the simulated timeline (RunTrace format, ns from 0)
 };
 
 // Simulates one run: node_us[i] is node i's time in this config, levels are cpf's keys (the
 // runtime's levels: Plan::levels() or a plan's measured ones).
-SimResult simulate_schedule(const ModelGraph& g, std::span<const double> node_us, std::span<const double> levels,
-                            const SimConfig& c, const DispatchCosts& d);
+SimResult simulate_schedule(const ModelGraph& g, std::span<const double> node_us,
+                            std::span<const double> levels, const SimConfig& c,
+                            const DispatchCosts& d);
 
 struct SimPrediction {
   Config config;
@@ -134,7 +138,8 @@ struct SimPrediction {
 // Every config x policy (sequential only for one executor). Configs come from
 // enumerate_configs(topo) (placed with place_executors for the packages).
 Result<std::vector<SimPrediction>> simulate_configs(const ModelGraph& g, const OpCostCurves& costs,
-                                                    std::span<const double> levels, const engine::Topology& topo,
+                                                    std::span<const double> levels,
+                                                    const engine::Topology& topo,
                                                     std::span<const Config> configs,
                                                     std::span<const engine::Policy> policies,
                                                     const DispatchCosts& d);

@@ -188,9 +188,10 @@ class PySession {
 // graphi.TrainingSession's native part: train_step on numpy arrays, weights as numpy copies.
 class PyTrainingSession {
  public:
-  PyTrainingSession(const std::string& path, const std::string& loss, const std::string& label_input,
-                    const std::string& prediction, const std::string& optimizer, double lr, double momentum,
-                    double weight_decay, int executors, int threads, const std::string& scheduler, bool pin) {
+  PyTrainingSession(const std::string& path, const std::string& loss,
+                    const std::string& label_input, const std::string& prediction,
+                    const std::string& optimizer, double lr, double momentum, double weight_decay,
+                    int executors, int threads, const std::string& scheduler, bool pin) {
     graphi::TrainingOptions t;
     t.loss = loss;
     t.label_input = label_input;
@@ -222,7 +223,8 @@ class PyTrainingSession {
   }
   py::list weights() const {
     py::list l;
-    for (const graphi::Array& a : session_->weights()) l.append(py::make_tuple(a.name(), to_numpy(a)));
+    for (const graphi::Array& a : session_->weights())
+      l.append(py::make_tuple(a.name(), to_numpy(a)));
     return l;
   }
   py::list inputs() const {
@@ -267,7 +269,8 @@ PYBIND11_MODULE(_graphi, m) {
 
   py::class_<PyTrainingSession>(m, "TrainingSession")
       .def(py::init<const std::string&, const std::string&, const std::string&, const std::string&,
-                    const std::string&, double, double, double, int, int, const std::string&, bool>(),
+                    const std::string&, double, double, double, int, int, const std::string&,
+                    bool>(),
            py::arg("path"), py::arg("loss"), py::arg("label_input"), py::arg("prediction"),
            py::arg("optimizer"), py::arg("lr"), py::arg("momentum"), py::arg("weight_decay"),
            py::arg("executors"), py::arg("threads"), py::arg("scheduler"), py::arg("pin"))

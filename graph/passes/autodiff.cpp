@@ -8,7 +8,8 @@ namespace graphi::graph::passes {
 
 std::string GradEmitter::fresh(const std::string& hint) {
   for (;;) {
-    std::string name = "grad/" + (hint.empty() ? std::string("t") : hint) + "_" + std::to_string(counter_++);
+    std::string name =
+        "grad/" + (hint.empty() ? std::string("t") : hint) + "_" + std::to_string(counter_++);
     if (!g_.find_value(name)) return name;
   }
 }
@@ -102,28 +103,33 @@ Result<AutodiffResult> differentiate(const Graph& g, const std::string& loss,
                                      const AutodiffOptions& options) {
   const std::string src = g.source() + ": ";
   auto loss_id = g.find_value(loss);
-  if (!loss_id) return Status::invalid_argument(src + "loss value '" + loss + "' is not in the graph");
+  if (!loss_id)
+    return Status::invalid_argument(src + "loss value '" + loss + "' is not in the graph");
   const Value& lv = g.value(*loss_id);
   if (lv.desc.dtype != DType::kF32 || lv.desc.numel() != 1)
     return Status::invalid_argument(src + "loss value '" + loss +
                                     "' must be a float32 value with one element, got " +
                                     lv.desc.to_string());
-  if (wrt.empty()) return Status::invalid_argument(src + "nothing to differentiate by (no trainable values)");
+  if (wrt.empty())
+    return Status::invalid_argument(src + "nothing to differentiate by (no trainable values)");
 
   // Values that depend on a differentiated value (forward reach).
   std::vector<bool> depends(g.num_values(), false);
   std::vector<ValueId> wrt_ids;
   for (const std::string& w : wrt) {
     auto id = g.find_value(w);
-    if (!id) return Status::invalid_argument(src + "trainable value '" + w + "' is not in the graph");
+    if (!id)
+      return Status::invalid_argument(src + "trainable value '" + w + "' is not in the graph");
     const Value& v = g.value(*id);
     if (v.kind == ValueKind::kIntermediate)
-      return Status::invalid_argument(src + "trainable value '" + w +
-                                      "' is produced by a node; only constants and inputs can be trained");
+      return Status::invalid_argument(
+          src + "trainable value '" + w +
+          "' is produced by a node; only constants and inputs can be trained");
     if (v.desc.dtype != DType::kF32)
       return Status::invalid_argument(src + "trainable value '" + w + "' must be float32, got " +
                                       v.desc.to_string());
-    if (depends[*id]) return Status::invalid_argument(src + "trainable value '" + w + "' is listed twice");
+    if (depends[*id])
+      return Status::invalid_argument(src + "trainable value '" + w + "' is listed twice");
     depends[*id] = true;
     wrt_ids.push_back(*id);
   }
@@ -151,12 +157,14 @@ Result<AutodiffResult> differentiate(const Graph& g, const std::string& loss,
   for (NodeId n = static_cast<NodeId>(g.num_nodes()); n-- > 0;) {
     const Node& node = g.node(n);
     bool on_path = false;
-    for (ValueId v : node.outputs) on_path = on_path || (depends[v] && feeds[v] && !contrib[v].empty());
+    for (ValueId v : node.outputs)
+      on_path = on_path || (depends[v] && feeds[v] && !contrib[v].empty());
     if (!on_path) continue;
     GradRule rule = rules.find(node.op);
     if (!rule)
-      return Status::unsupported(src + node.where() + ": no gradient rule for op type '" + node.op +
-                                 "' (it lies between a trainable value and the loss; see docs/TRAINING.md)");
+      return Status::unsupported(
+          src + node.where() + ": no gradient rule for op type '" + node.op +
+          "' (it lies between a trainable value and the loss; see docs/TRAINING.md)");
     GradContext ctx{g, node, {}, {}, e, src + node.where()};
     for (ValueId v : node.outputs)
       ctx.dy.push_back(contrib[v].empty() ? std::string() : sum_of(e, contrib[v], node.name));
@@ -165,7 +173,8 @@ Result<AutodiffResult> differentiate(const Graph& g, const std::string& loss,
     GRAPHI_RETURN_IF_ERROR(rule(ctx, dx));
     if (dx.size() != node.inputs.size())
       return Status::internal(ctx.where + ": gradient rule returned " + std::to_string(dx.size()) +
-                              " input gradients for " + std::to_string(node.inputs.size()) + " inputs");
+                              " input gradients for " + std::to_string(node.inputs.size()) +
+                              " inputs");
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       if (!ctx.need[i]) continue;
       if (dx[i].empty())
@@ -186,7 +195,8 @@ Result<AutodiffResult> differentiate(const Graph& g, const std::string& loss,
     }
     if (options.grads_as_outputs) {
       const std::string out = "grad/" + v.name;
-      if (g.find_value(out)) return Status::invalid_argument(src + "value name '" + out + "' is taken");
+      if (g.find_value(out))
+        return Status::invalid_argument(src + "value name '" + out + "' is taken");
       b.add_node("Identity", out, {gname}, {out});
       b.add_output(out);
       gname = out;

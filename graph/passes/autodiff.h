@@ -31,9 +31,9 @@ class GradEmitter {
   // A node with `n` outputs; returns their names.
   std::vector<std::string> op_n(const std::string& type, const std::vector<std::string>& inputs,
                                 size_t n, Attributes attrs = {}, const std::string& hint = "");
-  std::string scalar(float x);                          // float32 [] constant
-  std::string ints(const std::vector<int64_t>& v);      // int64 [n] constant
-  std::string zeros(const TensorDesc& d);               // float32 zeros of d's shape
+  std::string scalar(float x);                      // float32 [] constant
+  std::string ints(const std::vector<int64_t>& v);  // int64 [n] constant
+  std::string zeros(const TensorDesc& d);           // float32 zeros of d's shape
   // `v` (of shape `from`) summed over the axes numpy broadcasting added or stretched to reach
   // `from` from `to`, then reshaped to `to`. Returns `v` itself when the shapes are equal.
   std::string reduce_to(const std::string& v, const Shape& from, const Shape& to);

@@ -41,15 +41,17 @@ Result<Graph> replace_constants(const Graph& g, const std::map<std::string, cons
       continue;
     }
     if (it->second->desc() != v.desc)
-      return Status::invalid_argument(g.source() + ": constant '" + v.name + "' is " + v.desc.to_string() +
-                                      ", the replacement is " + it->second->desc().to_string());
+      return Status::invalid_argument(g.source() + ": constant '" + v.name + "' is " +
+                                      v.desc.to_string() + ", the replacement is " +
+                                      it->second->desc().to_string());
     b.add_constant(v.name, *it->second);
     ++used;
   }
   if (used != data.size()) {
     for (const auto& [name, t] : data)
       if (!g.find_value(name) || g.value(*g.find_value(name)).kind != ValueKind::kConstant)
-        return Status::invalid_argument(g.source() + ": '" + name + "' is not a constant of the graph");
+        return Status::invalid_argument(g.source() + ": '" + name +
+                                        "' is not a constant of the graph");
   }
   copy_nodes(g, b);
   for (ValueId v : g.outputs()) b.add_output(g.value(v).name);
@@ -81,14 +83,17 @@ Result<TrainingGraph> build_training_graph(const Graph& g, const TrainingSpec& s
   TrainingGraph tg;
   std::string pred = spec.prediction;
   if (pred.empty()) {
-    if (g.outputs().empty()) return Status::invalid_graph(src + "the graph has no output to train on");
+    if (g.outputs().empty())
+      return Status::invalid_graph(src + "the graph has no output to train on");
     pred = g.value(g.outputs()[0]).name;
   }
   auto pred_id = g.find_value(pred);
-  if (!pred_id) return Status::invalid_argument(src + "prediction value '" + pred + "' is not in the graph");
+  if (!pred_id)
+    return Status::invalid_argument(src + "prediction value '" + pred + "' is not in the graph");
   const TensorDesc pd = g.value(*pred_id).desc;
   if (pd.dtype != DType::kF32)
-    return Status::invalid_argument(src + "prediction '" + pred + "' must be float32, got " + pd.to_string());
+    return Status::invalid_argument(src + "prediction '" + pred + "' must be float32, got " +
+                                    pd.to_string());
 
   tg.weights = spec.trainable.empty() ? default_trainable(g, *pred_id) : spec.trainable;
   if (tg.weights.empty())
@@ -116,30 +121,36 @@ Result<TrainingGraph> build_training_graph(const Graph& g, const TrainingSpec& s
   }
   copy_nodes(g, b);
   auto taken = [&](const std::string& name) { return g.find_value(name).has_value(); };
-  for (const char* name : {"loss", "loss/logp", "loss/labels2d", "loss/labels2d_shape", "loss/picked", "loss/mean", "loss/diff", "loss/sq"})
+  for (const char* name : {"loss", "loss/logp", "loss/labels2d", "loss/labels2d_shape",
+                           "loss/picked", "loss/mean", "loss/diff", "loss/sq"})
     if (taken(name))
-      return Status::invalid_argument(src + "value name '" + name + "' is taken; the training graph needs it");
+      return Status::invalid_argument(src + "value name '" + name +
+                                      "' is taken; the training graph needs it");
   Attributes keep0;
   keep0.set("keepdims", int64_t{0});
   switch (spec.loss) {
     case LossKind::kValue:
       if (pd.numel() != 1)
-        return Status::invalid_argument(src + "loss value '" + pred + "' must have one element, got " + pd.to_string());
+        return Status::invalid_argument(src + "loss value '" + pred +
+                                        "' must have one element, got " + pd.to_string());
       b.add_node("Identity", "loss", {pred}, {"loss"});
       break;
     case LossKind::kSoftmaxCrossEntropy: {
       if (pd.rank() != 2)
-        return Status::invalid_argument(src + "cross-entropy needs logits [N, C]; '" + pred + "' is " +
-                                        pd.to_string());
+        return Status::invalid_argument(src + "cross-entropy needs logits [N, C]; '" + pred +
+                                        "' is " + pd.to_string());
       if (taken(spec.label_input))
-        return Status::invalid_argument(src + "label input name '" + spec.label_input + "' is taken");
+        return Status::invalid_argument(src + "label input name '" + spec.label_input +
+                                        "' is taken");
       b.add_input(spec.label_input, TensorDesc{DType::kI64, {pd.shape[0]}});
       b.add_constant("loss/labels2d_shape", i64_tensor({pd.shape[0], 1}));
       Attributes ax;
       ax.set("axis", int64_t{1});
       b.add_node("LogSoftmax", "loss/logp", {pred}, {"loss/logp"}, ax);
-      b.add_node("Reshape", "loss/labels2d", {spec.label_input, "loss/labels2d_shape"}, {"loss/labels2d"});
-      b.add_node("GatherElements", "loss/picked", {"loss/logp", "loss/labels2d"}, {"loss/picked"}, ax);
+      b.add_node("Reshape", "loss/labels2d", {spec.label_input, "loss/labels2d_shape"},
+                 {"loss/labels2d"});
+      b.add_node("GatherElements", "loss/picked", {"loss/logp", "loss/labels2d"}, {"loss/picked"},
+                 ax);
       b.add_node("ReduceMean", "loss/mean", {"loss/picked"}, {"loss/mean"}, keep0);
       b.add_node("Neg", "loss", {"loss/mean"}, {"loss"});
       tg.data_inputs.push_back(spec.label_input);
@@ -147,7 +158,8 @@ Result<TrainingGraph> build_training_graph(const Graph& g, const TrainingSpec& s
     }
     case LossKind::kMeanSquaredError:
       if (taken(spec.label_input))
-        return Status::invalid_argument(src + "target input name '" + spec.label_input + "' is taken");
+        return Status::invalid_argument(src + "target input name '" + spec.label_input +
+                                        "' is taken");
       b.add_input(spec.label_input, pd);
       b.add_node("Sub", "loss/diff", {pred, spec.label_input}, {"loss/diff"});
       b.add_node("Mul", "loss/sq", {"loss/diff", "loss/diff"}, {"loss/sq"});
@@ -157,13 +169,16 @@ Result<TrainingGraph> build_training_graph(const Graph& g, const TrainingSpec& s
   }
   b.add_output("loss");
   for (const auto& [k, v] : g.metadata()) b.set_metadata(k, v);
-  b.set_metadata("graphi.training", "loss + gradients" + std::string(spec.optimizer_step ? " + " + spec.optimizer.kind : ""));
+  b.set_metadata(
+      "graphi.training",
+      "loss + gradients" + std::string(spec.optimizer_step ? " + " + spec.optimizer.kind : ""));
   GRAPHI_ASSIGN_OR_RETURN(Graph fwd, b.finish(shapes));
 
   // 2. Gradients.
   AutodiffOptions ao;
   ao.grads_as_outputs = spec.grads_as_outputs;
-  GRAPHI_ASSIGN_OR_RETURN(AutodiffResult ad, differentiate(fwd, "loss", tg.weights, rules, shapes, ao));
+  GRAPHI_ASSIGN_OR_RETURN(AutodiffResult ad,
+                          differentiate(fwd, "loss", tg.weights, rules, shapes, ao));
   tg.grads = ad.grads;
   if (!spec.optimizer_step) {
     tg.graph = std::move(ad.graph);
@@ -174,7 +189,8 @@ Result<TrainingGraph> build_training_graph(const Graph& g, const TrainingSpec& s
   const OptimizerSpec& o = spec.optimizer;
   if (o.kind != "sgd" && o.kind != "adam")
     return Status::invalid_argument("unknown optimizer '" + o.kind + "' (sgd or adam)");
-  if (!(o.lr >= 0)) return Status::invalid_argument("learning rate must be >= 0, got " + std::to_string(o.lr));
+  if (!(o.lr >= 0))
+    return Status::invalid_argument("learning rate must be >= 0, got " + std::to_string(o.lr));
   const Graph& gg = ad.graph;
   GraphBuilder u = GraphBuilder::from_graph(gg);
   if (o.kind == "adam") {

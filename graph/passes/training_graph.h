@@ -35,13 +35,13 @@ struct OptimizerSpec {
 
 struct TrainingSpec {
   LossKind loss = LossKind::kSoftmaxCrossEntropy;
-  std::string prediction;             // "" = the graph's first output
-  std::string label_input = "labels"; // the new graph input holding labels / targets
+  std::string prediction;              // "" = the graph's first output
+  std::string label_input = "labels";  // the new graph input holding labels / targets
   // Values to train (constants of the model, by name). Empty = every float32 constant of rank
   // >= 1 that the prediction depends on (shape operands and scalars stay constants).
   std::vector<std::string> trainable;
-  bool optimizer_step = true;      // false: forward + loss + gradients only (tests)
-  bool grads_as_outputs = false;   // make the gradients graph outputs (tests)
+  bool optimizer_step = true;     // false: forward + loss + gradients only (tests)
+  bool grads_as_outputs = false;  // make the gradients graph outputs (tests)
   OptimizerSpec optimizer;
 };
 
@@ -54,9 +54,9 @@ struct TrainingGraph {
     std::string name;
     TensorDesc desc;
   };
-  std::vector<StateInput> state;             // optimizer state inputs (start at zero)
-  std::string step_input;                    // Adam's int64 [] step count input, else ""
-  std::vector<std::string> data_inputs;      // the model's inputs plus the label input
+  std::vector<StateInput> state;         // optimizer state inputs (start at zero)
+  std::string step_input;                // Adam's int64 [] step count input, else ""
+  std::vector<std::string> data_inputs;  // the model's inputs plus the label input
 };
 
 Result<TrainingGraph> build_training_graph(const Graph& g, const TrainingSpec& spec,

@@ -174,7 +174,7 @@ GRAPHI_C_API graphi_status graphi_session_write_trace(graphi_session* session, c
 typedef struct graphi_trainer graphi_trainer; /* opaque */
 
 typedef struct graphi_train_options {
-  const char* loss;        /* "ce" (default: softmax cross-entropy, int64 labels [N]), "mse", "value" */
+  const char* loss; /* "ce" (default: softmax cross-entropy, int64 labels [N]), "mse", "value" */
   const char* label_input; /* name of the label / target input the step adds (default "labels") */
   const char* prediction;  /* the value the loss reads; NULL or "" = the model's first output */
   const char* optimizer;   /* "sgd" (default) or "adam" */

@@ -238,7 +238,8 @@ class GRAPHI_API TrainingSession {
   // Loads `path` and builds its training step. options.optimize is ignored (the step graph is
   // built from the model as stored). Errors as Session::open, plus a node without a gradient
   // rule (kUnsupported, naming the op and the node).
-  static Expected<TrainingSession> open(const std::string& path, const TrainingOptions& training = {},
+  static Expected<TrainingSession> open(const std::string& path,
+                                        const TrainingOptions& training = {},
                                         const SessionOptions& options = {});
   TrainingSession(TrainingSession&&) noexcept;
   TrainingSession& operator=(TrainingSession&&) noexcept;

@@ -29,7 +29,8 @@ struct Run {
 
 Run train_cli(const fs::path& dir, const std::string& args) {
   const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
-  const std::string cmd = "'" + test::cli_path() + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
+  const std::string cmd =
+      "'" + test::cli_path() + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
   const int status = std::system(cmd.c_str());
   Run r;
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -62,14 +63,16 @@ fs::path write_mlp(const fs::path& dir) {
 
 }  // namespace
 
-TEST_CASE("graphi train follows PyTorch's SGD loss curve and saves a runnable model", "[cli][training]") {
+TEST_CASE("graphi train follows PyTorch's SGD loss curve and saves a runnable model",
+          "[cli][training]") {
   const fs::path dir = test::scratch_dir("cli_train");
   const fs::path model = write_mlp(dir);
   const fs::path saved = dir / "trained.graphi";
-  Run r = train_cli(dir, "train '" + model.string() + "' --batch-from '" + kMlp +
-                             "batch.npz' --loss ce --label-input labels --optimizer sgd --lr 0.1 --momentum 0.9 "
-                             "--steps 100 --json --save '" + saved.string() + "' --save-npy '" +
-                             (dir / "w").string() + "'");
+  Run r = train_cli(
+      dir, "train '" + model.string() + "' --batch-from '" + kMlp +
+               "batch.npz' --loss ce --label-input labels --optimizer sgd --lr 0.1 --momentum 0.9 "
+               "--steps 100 --json --save '" +
+               saved.string() + "' --save-npy '" + (dir / "w").string() + "'");
   INFO(r.err);
   REQUIRE(r.rc == 0);
   auto j = nlohmann::json::parse(r.out);
@@ -92,12 +95,14 @@ TEST_CASE("graphi train follows PyTorch's SGD loss curve and saves a runnable mo
     Tensor initial = value_or_throw(graph::read_npy(kMlp + w + ".npy"));
     CHECK(test::max_rel_error(npy, initial) > 0.0);
   }
-  Run run = train_cli(dir, "run '" + saved.string() + "' --input x='" + kMlp + "x.npy' --iterations 1");
+  Run run =
+      train_cli(dir, "run '" + saved.string() + "' --input x='" + kMlp + "x.npy' --iterations 1");
   INFO(run.err);
   CHECK(run.rc == 0);
 
   // Text mode prints one line per step.
-  Run text = train_cli(dir, "train '" + model.string() + "' --batch-from '" + kMlp + "batch.npz' --steps 3");
+  Run text = train_cli(
+      dir, "train '" + model.string() + "' --batch-from '" + kMlp + "batch.npz' --steps 3");
   CHECK(text.rc == 0);
   CHECK(text.out.find("step 3 loss") != std::string::npos);
 }
@@ -105,10 +110,12 @@ TEST_CASE("graphi train follows PyTorch's SGD loss curve and saves a runnable mo
 TEST_CASE("graphi train: missing arrays and bad options are errors", "[cli][training]") {
   const fs::path dir = test::scratch_dir("cli_train_errors");
   const fs::path model = write_mlp(dir);
-  Run r = train_cli(dir, "train '" + model.string() + "' --batch-from '" + kMlp + "batch.npz' --label-input target");
+  Run r = train_cli(dir, "train '" + model.string() + "' --batch-from '" + kMlp +
+                             "batch.npz' --label-input target");
   CHECK(r.rc == 1);
   CHECK(r.err.find("no array 'target'") != std::string::npos);
-  Run r2 = train_cli(dir, "train '" + model.string() + "' --batch-from '" + kMlp + "batch.npz' --optimizer lbfgs");
+  Run r2 = train_cli(
+      dir, "train '" + model.string() + "' --batch-from '" + kMlp + "batch.npz' --optimizer lbfgs");
   CHECK(r2.rc == 2);
   Run r3 = train_cli(dir, "train '" + model.string() + "' --batch-from '" + kMlp + "x.npy'");
   CHECK(r3.rc == 1);

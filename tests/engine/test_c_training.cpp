@@ -2,7 +2,6 @@
 // tests/data/training trained through C calls follows PyTorch's SGD-with-momentum loss curve;
 // weights and save; errors.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstring>
 
@@ -18,14 +17,21 @@ namespace {
 
 const std::string kMlp = std::string(GRAPHI_SOURCE_DIR) + "/tests/data/training/mlp/";
 
-Tensor npy(const std::string& name) { return value_or_throw(graph::read_npy(kMlp + name + ".npy")); }
-
-graphi_tensor view(const char* name, const Tensor& t) {
-  return graphi_tensor{name, static_cast<graphi_dtype>(t.dtype()), static_cast<int32_t>(t.shape().size()),
-                       t.shape().data(), t.data(), t.bytes()};
+Tensor npy(const std::string& name) {
+  return value_or_throw(graph::read_npy(kMlp + name + ".npy"));
 }
 
-TEST_CASE("c api: a trainer follows PyTorch's SGD loss curve and saves the trained model", "[training]") {
+graphi_tensor view(const char* name, const Tensor& t) {
+  return graphi_tensor{name,
+                       static_cast<graphi_dtype>(t.dtype()),
+                       static_cast<int32_t>(t.shape().size()),
+                       t.shape().data(),
+                       t.data(),
+                       t.bytes()};
+}
+
+TEST_CASE("c api: a trainer follows PyTorch's SGD loss curve and saves the trained model",
+          "[training]") {
   const auto dir = test::scratch_dir("c_training");
   graph::GraphBuilder b("mlp");
   b.add_input("x", {DType::kF32, {16, 10}});

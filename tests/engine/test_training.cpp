@@ -4,10 +4,9 @@
 // unrolled 2-layer LSTM; a training
 // step on every scheduler policy equal to the sequential executor's, bitwise; the saved model
 // reloads with the trained weights.
-#include <catch2/catch.hpp>
-
 #include <sched.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
 
@@ -61,7 +60,8 @@ std::shared_ptr<const graph::Graph> mlp() {
 std::shared_ptr<const graph::Graph> cnn() {
   GraphBuilder b("cnn");
   b.add_input("x", {DType::kF32, {4, 2, 8, 8}});
-  for (const char* w : {"c1/W", "c1/b", "c2/W", "c2/b", "fc/W", "fc/b"}) b.add_constant(w, fixture("cnn", w));
+  for (const char* w : {"c1/W", "c1/b", "c2/W", "c2/b", "fc/W", "fc/b"})
+    b.add_constant(w, fixture("cnn", w));
   auto ints = [](std::vector<int64_t> v) { return v; };
   Attributes conv;
   conv.set("kernel_shape", ints({3, 3}));
@@ -107,11 +107,13 @@ std::shared_ptr<const graph::Graph> lstm() {
   std::vector<Tensor> held;
   std::map<std::string, const Tensor*> data;
   for (int l = 0; l < 2; ++l)
-    for (const char* w : {"W", "R", "b"}) held.push_back(fixture("lstm", "l" + std::to_string(l) + "/" + w));
+    for (const char* w : {"W", "R", "b"})
+      held.push_back(fixture("lstm", "l" + std::to_string(l) + "/" + w));
   int k = 0;
   for (int l = 0; l < 2; ++l)
     for (const char* w : {"W", "R", "b"}) data["l" + std::to_string(l) + "/" + w] = &held[k++];
-  return std::make_shared<const graph::Graph>(value_or_throw(graph::passes::replace_constants(g, data, reg)));
+  return std::make_shared<const graph::Graph>(
+      value_or_throw(graph::passes::replace_constants(g, data, reg)));
 }
 
 struct Model {
@@ -123,19 +125,31 @@ struct Model {
 };
 
 Model mlp_model() {
-  return {mlp(), graph::passes::LossKind::kSoftmaxCrossEntropy, "logits", "labels",
+  return {mlp(),
+          graph::passes::LossKind::kSoftmaxCrossEntropy,
+          "logits",
+          "labels",
           {{"x", fixture("mlp", "x")}, {"labels", fixture("mlp", "labels")}}};
 }
 
 Model cnn_model() {
-  return {cnn(), graph::passes::LossKind::kSoftmaxCrossEntropy, "logits", "labels",
+  return {cnn(),
+          graph::passes::LossKind::kSoftmaxCrossEntropy,
+          "logits",
+          "labels",
           {{"x", fixture("cnn", "x")}, {"labels", fixture("cnn", "labels")}}};
 }
 
 Model lstm_model() {
   Tensor zeros(TensorDesc{DType::kF32, {2, 3, 6}});
-  return {lstm(), graph::passes::LossKind::kMeanSquaredError, "y", "target",
-          {{"x", fixture("lstm", "x")}, {"h0", zeros}, {"c0", zeros}, {"target", fixture("lstm", "target")}}};
+  return {lstm(),
+          graph::passes::LossKind::kMeanSquaredError,
+          "y",
+          "target",
+          {{"x", fixture("lstm", "x")},
+           {"h0", zeros},
+           {"c0", zeros},
+           {"target", fixture("lstm", "target")}}};
 }
 
 graph::passes::TrainingSpec spec_of(const Model& m) {
@@ -161,14 +175,16 @@ void check_gradients_against_torch(const Model& m, const std::string& fixtures) 
   graph::passes::TrainingSpec spec = spec_of(m);
   spec.optimizer_step = false;
   spec.grads_as_outputs = true;
-  auto tg = value_or_throw(graph::passes::build_training_graph(*m.graph, spec, ops::gradient_rules(),
-                                                               ops::Registry::get()));
+  auto tg = value_or_throw(graph::passes::build_training_graph(
+      *m.graph, spec, ops::gradient_rules(), ops::Registry::get()));
   NamedTensors in = m.batch;
-  for (const std::string& w : tg.weights) in.emplace_back(w, *m.graph->value(*m.graph->find_value(w)).data);
+  for (const std::string& w : tg.weights)
+    in.emplace_back(w, *m.graph->value(*m.graph->find_value(w)).data);
   auto s = value_or_throw(engine::Session::create(std::make_shared<const graph::Graph>(tg.graph)));
   NamedTensors out = value_or_throw(s->run(in));
   REQUIRE(out[0].first == "loss");
-  CHECK(std::abs(*out[0].second.data_as<float>() - *fixture(fixtures, "loss0").data_as<float>()) < 1e-5);
+  CHECK(std::abs(*out[0].second.data_as<float>() - *fixture(fixtures, "loss0").data_as<float>()) <
+        1e-5);
   REQUIRE(out.size() == tg.weights.size() + 1);
   for (size_t i = 0; i < tg.weights.size(); ++i) {
     const std::string& w = tg.weights[i];
@@ -179,7 +195,8 @@ void check_gradients_against_torch(const Model& m, const std::string& fixtures) 
   }
 }
 
-void check_curve_against_torch(const Model& m, const std::string& fixtures, const std::string& optimizer) {
+void check_curve_against_torch(const Model& m, const std::string& fixtures,
+                               const std::string& optimizer) {
   TrainingOptions o;
   o.spec = spec_of(m);
   o.spec.optimizer.kind = optimizer;
@@ -203,14 +220,18 @@ void check_curve_against_torch(const Model& m, const std::string& fixtures, cons
   CHECK(ts->steps() == want.numel());
   // The curve went somewhere: training reduced the loss.
   CHECK(want.data_as<float>()[want.numel() - 1] < 0.9 * want.data_as<float>()[0]);
-  WARN(fixtures << " " << optimizer << ": max |loss - torch| over " << want.numel() << " steps = " << worst);
+  WARN(fixtures << " " << optimizer << ": max |loss - torch| over " << want.numel()
+                << " steps = " << worst);
 }
 
 TEST_CASE("training: MLP gradients equal PyTorch autograd on identical weights", "[training]") {
   check_gradients_against_torch(mlp_model(), "mlp");
 }
 
-TEST_CASE("training: small CNN (conv, relu, max pool, global average pool, linear) gradients equal PyTorch autograd", "[training]") {
+TEST_CASE(
+    "training: small CNN (conv, relu, max pool, global average pool, linear) gradients equal "
+    "PyTorch autograd",
+    "[training]") {
   check_gradients_against_torch(cnn_model(), "cnn");
 }
 
@@ -223,12 +244,14 @@ TEST_CASE("training: unrolled 2-layer LSTM gradients equal PyTorch autograd", "[
   check_gradients_against_torch(lstm_model(), "lstm");
 }
 
-TEST_CASE("training: MLP loss curves of SGD with momentum and Adam follow PyTorch's", "[training]") {
+TEST_CASE("training: MLP loss curves of SGD with momentum and Adam follow PyTorch's",
+          "[training]") {
   check_curve_against_torch(mlp_model(), "mlp", "sgd");
   check_curve_against_torch(mlp_model(), "mlp", "adam");
 }
 
-TEST_CASE("training: unrolled 2-layer LSTM loss curves of SGD and Adam follow PyTorch's", "[training]") {
+TEST_CASE("training: unrolled 2-layer LSTM loss curves of SGD and Adam follow PyTorch's",
+          "[training]") {
   check_curve_against_torch(lstm_model(), "lstm", "sgd");
   check_curve_against_torch(lstm_model(), "lstm", "adam");
 }
@@ -240,9 +263,13 @@ int usable_cores() {
   return CPU_COUNT(&set);
 }
 
-TEST_CASE("training: a 4-layer LSTM step on every scheduler policy equals the sequential executor bitwise", "[training]") {
+TEST_CASE(
+    "training: a 4-layer LSTM step on every scheduler policy equals the sequential executor "
+    "bitwise",
+    "[training]") {
   const auto& reg = ops::Registry::get();
-  auto g = std::make_shared<const graph::Graph>(value_or_throw(models::build_lstm(lstm_spec(4, 4, 2, 8, 8), reg)));
+  auto g = std::make_shared<const graph::Graph>(
+      value_or_throw(models::build_lstm(lstm_spec(4, 4, 2, 8, 8), reg)));
   NamedTensors batch = {{"x", test::random_tensor({DType::kF32, {4, 2, 8}}, 1)},
                         {"h0", test::random_tensor({DType::kF32, {4, 2, 8}}, 2)},
                         {"c0", test::random_tensor({DType::kF32, {4, 2, 8}}, 3)},
@@ -297,13 +324,16 @@ TEST_CASE("training: the saved model reloads and infers with the trained weights
     const graph::Value& v = re.value(*re.find_value(name));
     REQUIRE(v.kind == graph::ValueKind::kConstant);
     CHECK(test::max_rel_error(*v.data, *w) == 0.0);
-    CHECK(test::max_rel_error(value_or_throw(graph::read_npy((dir / "weights" / (name + ".npy")).string())), *w) == 0.0);
+    CHECK(test::max_rel_error(
+              value_or_throw(graph::read_npy((dir / "weights" / (name + ".npy")).string())), *w) ==
+          0.0);
     // Trained: different from the initial weights.
     CHECK(test::max_rel_error(*v.data, *m.graph->value(*m.graph->find_value(name)).data) > 0.0);
   }
   // Inference on the reloaded model, cross-entropy computed here from its logits, equals the
   // loss the next training step reports (computed before that step's update).
-  auto s = value_or_throw(engine::Session::create(std::make_shared<const graph::Graph>(std::move(re))));
+  auto s =
+      value_or_throw(engine::Session::create(std::make_shared<const graph::Graph>(std::move(re))));
   NamedTensors out = value_or_throw(s->run({m.batch[0]}));
   const Tensor& logits = out[0].second;
   const Tensor& labels = m.batch[1].second;
@@ -320,7 +350,8 @@ TEST_CASE("training: the saved model reloads and infers with the trained weights
   CHECK(std::abs(ce - next) < 1e-5);
 }
 
-TEST_CASE("training: bad batches and specs are refused with errors naming the input", "[training]") {
+TEST_CASE("training: bad batches and specs are refused with errors naming the input",
+          "[training]") {
   Model m = mlp_model();
   TrainingOptions o;
   o.spec = spec_of(m);
@@ -331,7 +362,8 @@ TEST_CASE("training: bad batches and specs are refused with errors naming the in
   auto r2 = ts->train_step({m.batch[0], {"labels", Tensor(TensorDesc{DType::kI64, {3}})}});
   REQUIRE_FALSE(r2.is_ok());
   CHECK_THAT(r2.status().message(), Catch::Contains("labels"));
-  auto r3 = ts->train_step({m.batch[0], m.batch[1], {"extra", Tensor(TensorDesc{DType::kI64, {3}})}});
+  auto r3 =
+      ts->train_step({m.batch[0], m.batch[1], {"extra", Tensor(TensorDesc{DType::kI64, {3}})}});
   REQUIRE_FALSE(r3.is_ok());
   CHECK_THAT(r3.status().message(), Catch::Contains("unknown input 'extra'"));
   CHECK(ts->steps() == 0);

@@ -4,9 +4,8 @@
 // 1 (truncation ~h^2 = 1e-4, rounding ~ 6e-8 * |L| / h), hence the tolerance 3e-3 * max(1, |fd|).
 // The loss is L = sum(y * R) with a random R, so every output element is weighted differently.
 // Inputs stay away from the kinks and poles (Relu at 0, Log and Div near 0, Sqrt near 0).
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 
@@ -49,7 +48,8 @@ const Tensor& output(const NamedTensors& out, const std::string& name) {
 }
 
 // `b` declares the inputs `inputs` (all differentiated) and produces value `y` (an output).
-void check_gradients(GraphBuilder b, const std::string& y, const NamedTensors& inputs, uint64_t seed = 7) {
+void check_gradients(GraphBuilder b, const std::string& y, const NamedTensors& inputs,
+                     uint64_t seed = 7) {
   const auto& reg = ops::Registry::get();
   graph::Graph g0 = value_or_throw(b.finish(reg));
   const TensorDesc yd = g0.value(*g0.find_value(y)).desc;
@@ -65,7 +65,8 @@ void check_gradients(GraphBuilder b, const std::string& y, const NamedTensors& i
   for (const auto& [n, t] : inputs) wrt.push_back(n);
   graph::passes::AutodiffOptions opt;
   opt.grads_as_outputs = true;
-  auto ad = value_or_throw(graph::passes::differentiate(g, "L", wrt, ops::gradient_rules(), reg, opt));
+  auto ad =
+      value_or_throw(graph::passes::differentiate(g, "L", wrt, ops::gradient_rules(), reg, opt));
   CHECK(ad.gradient_nodes > 0);
   NamedTensors out = run(ad.graph, inputs);
 
@@ -88,7 +89,8 @@ void check_gradients(GraphBuilder b, const std::string& y, const NamedTensors& i
       const double down = loss_at(in);
       const double fd = (up - down) / (2 * h);
       const double got = grad.data_as<float>()[i];
-      INFO("d L / d " << inputs[w].first << "[" << i << "]: autodiff " << got << ", finite differences " << fd);
+      INFO("d L / d " << inputs[w].first << "[" << i << "]: autodiff " << got
+                      << ", finite differences " << fd);
       CHECK(std::abs(got - fd) <= 3e-3 * std::max(1.0, std::abs(fd)));
     }
   }
@@ -109,14 +111,16 @@ TEST_CASE("autodiff: Add Sub Mul Div with broadcasting against finite difference
   struct S {
     Shape a, b;
   };
-  for (const S& s : {S{{3, 4}, {3, 4}}, S{{3, 4}, {4}}, S{{2, 3, 4}, {3, 1}}, S{{1, 4}, {3, 1}}, S{{}, {2, 3}}}) {
+  for (const S& s : {S{{3, 4}, {3, 4}}, S{{3, 4}, {4}}, S{{2, 3, 4}, {3, 1}}, S{{1, 4}, {3, 1}},
+                     S{{}, {2, 3}}}) {
     for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
       INFO(op << " " << shape_to_string(s.a) << " x " << shape_to_string(s.b));
       // Div's denominator in [0.5, 1.5) with random sign.
       const bool div = std::string(op) == "Div";
       check_gradients(binary(op, s.a, s.b), "y",
                       named({{"A", away_from_zero(s.a, 1, -1, 1, false)},
-                             {"B", div ? away_from_zero(s.b, 2, 0.5, 1.5, true) : away_from_zero(s.b, 2, -1, 1, false)}}));
+                             {"B", div ? away_from_zero(s.b, 2, 0.5, 1.5, true)
+                                       : away_from_zero(s.b, 2, -1, 1, false)}}));
     }
   }
 }
@@ -139,15 +143,17 @@ TEST_CASE("autodiff: unary ops against finite differences", "[autodiff]") {
   }
 }
 
-TEST_CASE("autodiff: MatMul plain, batched and broadcast against finite differences", "[autodiff]") {
+TEST_CASE("autodiff: MatMul plain, batched and broadcast against finite differences",
+          "[autodiff]") {
   struct S {
     Shape a, b;
   };
-  for (const S& s : {S{{3, 4}, {4, 5}}, S{{2, 3, 4}, {2, 4, 5}}, S{{2, 3, 4}, {4, 5}}, S{{1, 3, 4}, {2, 4, 5}},
-                     S{{3, 4}, {2, 4, 2}}}) {
+  for (const S& s : {S{{3, 4}, {4, 5}}, S{{2, 3, 4}, {2, 4, 5}}, S{{2, 3, 4}, {4, 5}},
+                     S{{1, 3, 4}, {2, 4, 5}}, S{{3, 4}, {2, 4, 2}}}) {
     INFO(shape_to_string(s.a) << " x " << shape_to_string(s.b));
     check_gradients(binary("MatMul", s.a, s.b), "y",
-                    named({{"A", away_from_zero(s.a, 4, -1, 1, false)}, {"B", away_from_zero(s.b, 5, -1, 1, false)}}));
+                    named({{"A", away_from_zero(s.a, 4, -1, 1, false)},
+                           {"B", away_from_zero(s.b, 5, -1, 1, false)}}));
   }
 }
 
@@ -189,18 +195,22 @@ TEST_CASE("autodiff: Softmax and LogSoftmax over each axis", "[autodiff]") {
     }
 }
 
-TEST_CASE("autodiff: ReduceSum and ReduceMean, axes as attribute and input, keepdims", "[autodiff]") {
+TEST_CASE("autodiff: ReduceSum and ReduceMean, axes as attribute and input, keepdims",
+          "[autodiff]") {
   for (const char* op : {"ReduceSum", "ReduceMean"})
     for (int keep = 0; keep < 2; ++keep)
-      for (const std::vector<int64_t>& axes : {std::vector<int64_t>{1}, std::vector<int64_t>{0, 2}, std::vector<int64_t>{}}) {
+      for (const std::vector<int64_t>& axes :
+           {std::vector<int64_t>{1}, std::vector<int64_t>{0, 2}, std::vector<int64_t>{}}) {
         INFO(op << " keepdims " << keep << " axes " << axes.size());
         GraphBuilder b("reduce");
         b.add_input("X", {DType::kF32, {2, 3, 4}});
         Attributes a;
         a.set("keepdims", int64_t{keep});
         if (!axes.empty()) b.add_constant("axes", graph::passes::i64_tensor(axes));
-        b.add_node(op, "op", axes.empty() ? std::vector<std::string>{"X"} : std::vector<std::string>{"X", "axes"},
-                   {"y"}, a);
+        b.add_node(
+            op, "op",
+            axes.empty() ? std::vector<std::string>{"X"} : std::vector<std::string>{"X", "axes"},
+            {"y"}, a);
         b.add_output("y");
         check_gradients(b, "y", named({{"X", away_from_zero({2, 3, 4}, 10, -1, 1, false)}}));
       }
@@ -239,7 +249,8 @@ TEST_CASE("autodiff: Reshape Transpose Concat Split Slice GatherElements", "[aut
     b.add_node("Mul", "y", {"s0", "s2"}, {"y"});
     b.add_output("y");
     check_gradients(b, "y",
-                    named({{"A", away_from_zero({2, 3}, 12, -1, 1, false)}, {"B", away_from_zero({2, 1}, 13, -1, 1, false)}}));
+                    named({{"A", away_from_zero({2, 3}, 12, -1, 1, false)},
+                           {"B", away_from_zero({2, 1}, 13, -1, 1, false)}}));
   }
   {
     GraphBuilder b("slice");
@@ -266,11 +277,13 @@ TEST_CASE("autodiff: Reshape Transpose Concat Split Slice GatherElements", "[aut
   }
 }
 
-TEST_CASE("autodiff: Conv with strides, pads and dilations against finite differences", "[autodiff]") {
+TEST_CASE("autodiff: Conv with strides, pads and dilations against finite differences",
+          "[autodiff]") {
   struct S {
     std::vector<int64_t> strides, pads, dilations;
   };
-  for (const S& s : {S{{1, 1}, {1, 1, 1, 1}, {1, 1}}, S{{2, 2}, {0, 0, 0, 0}, {1, 1}}, S{{1, 2}, {2, 0, 1, 1}, {2, 1}}}) {
+  for (const S& s : {S{{1, 1}, {1, 1, 1, 1}, {1, 1}}, S{{2, 2}, {0, 0, 0, 0}, {1, 1}},
+                     S{{1, 2}, {2, 0, 1, 1}, {2, 1}}}) {
     INFO("strides " << s.strides[0] << "," << s.strides[1] << " dilations " << s.dilations[0]);
     GraphBuilder b("conv");
     b.add_input("X", {DType::kF32, {2, 3, 6, 6}});
@@ -290,7 +303,8 @@ TEST_CASE("autodiff: Conv with strides, pads and dilations against finite differ
   }
 }
 
-TEST_CASE("autodiff: MaxPool and AveragePool over tiling windows (and global average)", "[autodiff]") {
+TEST_CASE("autodiff: MaxPool and AveragePool over tiling windows (and global average)",
+          "[autodiff]") {
   for (const char* op : {"MaxPool", "AveragePool"})
     for (int64_t k : {2, 4}) {
       INFO(op << " kernel " << k);
@@ -348,7 +362,8 @@ TEST_CASE("autodiff: fan-out sums gradients and a 2-layer MLP end to end", "[aut
   }
 }
 
-TEST_CASE("autodiff: an op without a gradient rule is an error naming the op and the node", "[autodiff]") {
+TEST_CASE("autodiff: an op without a gradient rule is an error naming the op and the node",
+          "[autodiff]") {
   GraphBuilder b("norule");
   b.add_input("X", {DType::kF32, {3}});
   b.add_node("Floor", "the_floor", {"X"}, {"f"});
@@ -363,9 +378,11 @@ TEST_CASE("autodiff: an op without a gradient rule is an error naming the op and
   CHECK_THAT(r.status().message(), Catch::Contains("the_floor") && Catch::Contains("Floor") &&
                                        Catch::Contains("no gradient rule"));
   // A loss that is not a scalar, and an unknown trainable, are refused too.
-  auto r2 = graph::passes::differentiate(g, "f", {"X"}, ops::gradient_rules(), ops::Registry::get());
+  auto r2 =
+      graph::passes::differentiate(g, "f", {"X"}, ops::gradient_rules(), ops::Registry::get());
   CHECK_FALSE(r2.is_ok());
-  auto r3 = graph::passes::differentiate(g, "L", {"nope"}, ops::gradient_rules(), ops::Registry::get());
+  auto r3 =
+      graph::passes::differentiate(g, "L", {"nope"}, ops::gradient_rules(), ops::Registry::get());
   CHECK_FALSE(r3.is_ok());
 }
 

@@ -1,15 +1,13 @@
 // The makespan simulator (profiler/simulator.h): hand-computed makespans of tiny DAGs per
 // policy with known op times and overheads; the runtime and the simulator take the same
 // decisions (engine/ready_order.h) for a fixed cost table; `graphi simulate --json` parses.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "engine/plan.h"
 #include "engine/session.h"
@@ -51,7 +49,8 @@ profiler::DispatchCosts costs() {
   return d;
 }
 
-profiler::SimResult sim(const profiler::ModelGraph& g, const std::vector<double>& t, Policy p, int n) {
+profiler::SimResult sim(const profiler::ModelGraph& g, const std::vector<double>& t, Policy p,
+                        int n) {
   profiler::SimConfig c;
   c.executors = n;
   c.policy = p;
@@ -120,7 +119,8 @@ TEST_CASE("simulator: two independent chains, hand-computed per policy", "[profi
   CHECK(sim(g, t, Policy::kSequential, 1).makespan_us == Approx(40.2));
 }
 
-TEST_CASE("simulator: op cost curves saturate and respect the bandwidth floor", "[profiler][simulator]") {
+TEST_CASE("simulator: op cost curves saturate and respect the bandwidth floor",
+          "[profiler][simulator]") {
   auto g = dag({{}});
   g.flops[0] = 1e6;  // compute class (1e6 flops on 1e3 bytes)
   g.bytes[0] = 1e3;
@@ -151,11 +151,13 @@ TEST_CASE("simulator: the runtime and the simulator take the same decisions for 
   spec.batch = 1;
   spec.seq = 4;
   spec.seed = 5;
-  auto g = std::make_shared<const graph::Graph>(value_or_throw(models::build_lstm(spec, ops::Registry::get())));
+  auto g = std::make_shared<const graph::Graph>(
+      value_or_throw(models::build_lstm(spec, ops::Registry::get())));
   auto plan = value_or_throw(engine::compile(g, 1));
   // A fixed cost table that differs from the cost hints, so cpf's order depends on it.
   std::vector<double> node_costs(plan.num_nodes());
-  for (size_t i = 0; i < node_costs.size(); ++i) node_costs[i] = 1.0 + static_cast<double>((i * 7919) % 13);
+  for (size_t i = 0; i < node_costs.size(); ++i)
+    node_costs[i] = 1.0 + static_cast<double>((i * 7919) % 13);
   for (const char* policy : {"cpf", "fifo"}) {
     INFO(policy);
     engine::SessionOptions o;
@@ -168,16 +170,18 @@ TEST_CASE("simulator: the runtime and the simulator take the same decisions for 
     auto s = value_or_throw(engine::Session::create(g, o));
     (void)value_or_throw(s->run(test::random_inputs(*g, 1)));
     engine::RunTrace tr = s->last_trace();
-    std::stable_sort(tr.ops.begin(), tr.ops.end(),
-                     [](const engine::OpSpan& a, const engine::OpSpan& b) { return a.start_ns < b.start_ns; });
+    std::stable_sort(
+        tr.ops.begin(), tr.ops.end(),
+        [](const engine::OpSpan& a, const engine::OpSpan& b) { return a.start_ns < b.start_ns; });
     std::vector<uint32_t> real;
     for (const auto& op : tr.ops) real.push_back(op.node);
 
     const profiler::ModelGraph mg = profiler::model_graph(s->plan());
     profiler::SimConfig c;
     c.policy = *engine::parse_policy(policy);
-    const auto r = profiler::simulate_schedule(mg, node_costs, engine::compute_levels(s->plan(), node_costs), c,
-                                               profiler::DispatchCosts{});
+    const auto r =
+        profiler::simulate_schedule(mg, node_costs, engine::compute_levels(s->plan(), node_costs),
+                                    c, profiler::DispatchCosts{});
     REQUIRE(real.size() == plan.num_nodes());
     CHECK(r.start_order == real);
     // cpf's order follows the cost table, not the ids (else the check above proves little).
@@ -185,12 +189,16 @@ TEST_CASE("simulator: the runtime and the simulator take the same decisions for 
   }
 }
 
-TEST_CASE("simulator: graphi simulate --json parses and covers every config and policy", "[profiler][simulator][cli]") {
+TEST_CASE("simulator: graphi simulate --json parses and covers every config and policy",
+          "[profiler][simulator][cli]") {
   const auto dir = test::scratch_dir("simulate_json");
   const std::string model = (dir / "lstm.graphi").string();
   const std::string cli = test::cli_path();
-  REQUIRE(std::system((cli + " model lstm --input 8 --hidden 8 --layers 2 --seq 3 -o " + model + " > /dev/null").c_str()) == 0);
-  const std::string cmd = cli + " simulate " + model + " --synthetic 'package:1 l2:4 core:2 pu:1' --json --trace " +
+  REQUIRE(std::system((cli + " model lstm --input 8 --hidden 8 --layers 2 --seq 3 -o " + model +
+                       " > /dev/null")
+                          .c_str()) == 0);
+  const std::string cmd = cli + " simulate " + model +
+                          " --synthetic 'package:1 l2:4 core:2 pu:1' --json --trace " +
                           (dir / "sim.json").string();
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p);
