@@ -252,7 +252,7 @@ class TrainingSession:
     def __init__(self, path, loss="ce", label_input="labels", prediction="", optimizer="sgd",
                  lr=0.1, momentum=0.0, weight_decay=0.0, executors=1, threads=1,
                  scheduler="sequential", pin=True):
-        path = os.fspath(path)
+        path = _os.fspath(path)
         self._s = _graphi.TrainingSession(path, str(loss), str(label_input), str(prediction),
                                           str(optimizer), float(lr), float(momentum),
                                           float(weight_decay), int(executors), int(threads),
@@ -279,7 +279,7 @@ class TrainingSession:
 
     def save(self, path):
         """Writes the model with the current weights as a .graphi file (graphi.Session loads it)."""
-        self._s.save(os.fspath(path))
+        self._s.save(_os.fspath(path))
 
 
 def __getattr__(name):
@@ -289,3 +289,8 @@ def __getattr__(name):
         import importlib
         return importlib.import_module(".torch", __name__)
     raise AttributeError("module 'graphi' has no attribute %r" % name)
+
+
+def __dir__():
+    """dir(graphi) lists the lazily imported graphi.torch too, without importing PyTorch."""
+    return sorted(set(globals()) | {"torch"})
