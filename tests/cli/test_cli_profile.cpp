@@ -2,12 +2,10 @@
 // second `graphi run` reuses the cached plan (and says so) without calibrating, one changed
 // weight or another topology invalidates it, a corrupt cache file is ignored with a warning
 // naming it, --plan FILE and --no-plan. Every command uses its own GRAPHI_CACHE_DIR.
-#include <sys/wait.h>
 
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "graph/format.h"
 #include "graph/graph_builder.h"
@@ -19,38 +17,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct CliResult {
-  int rc = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 // `env... graphi <args>` with GRAPHI_CACHE_DIR=dir/cache.
-CliResult graphi_cli(const fs::path& dir, const std::vector<std::string>& args,
-                     const std::string& env = "") {
-  std::string cmd = "GRAPHI_CACHE_DIR=" + quote((dir / "cache").string()) + " " + env + " " +
-                    quote(test::cli_path());
-  for (const std::string& a : args) cmd += " " + quote(a);
-  const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
-  cmd += " >" + quote(out.string()) + " 2>" + quote(err.string());
-  int status = std::system(cmd.c_str());
-  CliResult r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
+test::CliRun graphi_cli(const fs::path& dir, const std::vector<std::string>& args,
+                        const std::string& env = "") {
+  return test::run_graphi(
+      dir, args, "GRAPHI_CACHE_DIR=" + test::shell_quoted((dir / "cache").string()) + " " + env);
 }
 
 bool contains(const std::string& s, const std::string& part) {

@@ -80,13 +80,13 @@ std::string cli_path() {
   return p ? p : std::string(GRAPHI_BINARY_DIR) + "/graphi";
 }
 
-namespace {
-
 std::string shell_quoted(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
 }
+
+namespace {
 
 std::string file_text(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -26,6 +26,9 @@ std::filesystem::path scratch_dir(const std::string& name);
 // The graphi executable (set by CMake through the GRAPHI_CLI environment variable).
 std::string cli_path();
 
+// `s` as one single-quoted shell word.
+std::string shell_quoted(const std::string& s);
+
 // Runs `graphi ARGS...` through the shell with stdout and stderr captured in files of `dir`;
 // `env` (e.g. "env -u OMP_PROC_BIND") is put in front of the command.
 struct CliRun {
