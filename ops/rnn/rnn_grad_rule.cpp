@@ -54,7 +54,7 @@ Status rnn_grad_rule(graph::passes::GradContext& c, std::vector<std::string>& dx
     return Status::internal(c.where + ": the node is not in its training form (" +
                             std::string(kRnnTrainingAttr) + " = 1)");
   const bool lstm = s.kind == RnnCellKind::kLstm;
-  if (c.need[kRnnSeqLens])
+  if (c.need.size() > kRnnSeqLens && c.need[kRnnSeqLens])
     return Status::unsupported(c.where + ": sequence_lens cannot be differentiated");
   std::vector<std::string> ins(kGradInputs);
   for (size_t i = 0; i < c.node.inputs.size(); ++i)
