@@ -16,7 +16,9 @@
 #include "graph/graph_builder.h"
 #include "graph/npy.h"
 #include "graph/onnx/onnx_import.h"
+#include "graph/passes/rnn_fusion.h"
 #include "graph/passes/training_graph.h"
+#include "models/lstm.h"
 #include "ops/gradients.h"
 #include "ops/registry.h"
 #include "tests/support/test_util.h"
@@ -304,6 +306,106 @@ TEST_CASE("fused RNN training: unsupported LSTM features are refused naming node
     CHECK_THAT(r.status().message(), Catch::Contains("node 'the_lstm' (LSTM)"));
     CHECK_THAT(r.status().message(), Catch::Contains(clip ? "'clip'" : "sequence_lens"));
   }
+}
+
+}  // namespace
+}  // namespace graphi
+
+namespace graphi {
+namespace {
+
+// graphi's unrolled 2-layer LSTM (models/lstm.h) with the weights of the unrolled fixture
+// (tests/data/training/lstm, make_fixtures.py), then fused by graph/passes/rnn_fusion.h.
+std::shared_ptr<const graph::Graph> fused_model_lstm() {
+  const auto& reg = ops::Registry::get();
+  models::RnnSpec spec;
+  spec.layers = 2;
+  spec.seq = 5;
+  spec.batch = 3;
+  spec.input = 4;
+  spec.hidden = 6;
+  graph::Graph g = value_or_throw(models::build_lstm(spec, reg));
+  std::vector<Tensor> held;
+  std::map<std::string, const Tensor*> data;
+  for (int l = 0; l < 2; ++l)
+    for (const char* w : {"W", "R", "b"}) held.push_back(fixture("lstm", "l" + std::to_string(l) + "/" + w));
+  int k = 0;
+  for (int l = 0; l < 2; ++l)
+    for (const char* w : {"W", "R", "b"}) data["l" + std::to_string(l) + "/" + w] = &held[k++];
+  graph::Graph weighted = value_or_throw(graph::passes::replace_constants(g, data, reg));
+  auto fused = value_or_throw(graph::passes::fuse_rnn_cells(weighted, reg));
+  REQUIRE(fused.lstm_sequences == 2);
+  return std::make_shared<const graph::Graph>(std::move(fused.graph));
+}
+
+// A tensor transposed from [rows, cols] to [cols, rows] (the unrolled model's x W layout to
+// ONNX's W).
+Tensor transposed(const Tensor& t) {
+  const int64_t r = t.desc().shape[0], c = t.desc().shape[1];
+  Tensor out(TensorDesc{DType::kF32, {c, r}});
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) out.data_as<float>()[j * r + i] = t.data_as<float>()[i * c + j];
+  return out;
+}
+
+// Elements [begin, begin + n) of t as a tensor of `shape`.
+Tensor part(const Tensor& t, int64_t begin, const Shape& shape) {
+  Tensor out(TensorDesc{DType::kF32, shape});
+  std::copy_n(t.data_as<float>() + begin, out.numel(), out.data_as<float>());
+  return out;
+}
+
+TEST_CASE(
+    "fused RNN training: graphi's unrolled LSTM fused by rnn_fusion has the gradients PyTorch "
+    "gives the unrolled model",
+    "[training][fused_rnn]") {
+  auto g = fused_model_lstm();
+  graph::passes::TrainingSpec spec;
+  spec.loss = LossKind::kMeanSquaredError;
+  spec.prediction = "y";
+  spec.label_input = "target";
+  spec.optimizer_step = false;
+  spec.grads_as_outputs = true;
+  auto tg = value_or_throw(graph::passes::build_training_graph(*g, spec, ops::gradient_rules(),
+                                                                ops::Registry::get()));
+  CHECK(count_ops(tg.graph, "LSTMGrad") == 2);
+  Tensor zeros(TensorDesc{DType::kF32, {2, 3, 6}});
+  NamedTensors in = {{"x", fixture("lstm", "x")},
+                     {"h0", zeros},
+                     {"c0", zeros},
+                     {"target", fixture("lstm", "target")}};
+  for (const std::string& w : tg.weights) in.emplace_back(w, *g->value(*g->find_value(w)).data);
+  auto s = value_or_throw(engine::Session::create(std::make_shared<const graph::Graph>(tg.graph)));
+  NamedTensors out = value_or_throw(s->run(in));
+  CHECK(std::abs(*out[0].second.data_as<float>() - *fixture("lstm", "loss0").data_as<float>()) <
+        1e-6);
+  std::map<std::string, const Tensor*> grads;
+  for (const auto& [name, t] : out) grads[name] = &t;
+  // The fused layers in order; their W [1, 4H, in] = the unrolled W^T, R likewise, B = [b | 0]
+  // (rnn_fusion puts the bias into Wb): each half of B's gradient is the unrolled b's.
+  int layer = 0;
+  for (const graph::Node& n : g->nodes()) {
+    if (n.op != "LSTM") continue;
+    const std::string l = "l" + std::to_string(layer++) + "/";
+    auto grad_of = [&](int slot) -> const Tensor& {
+      const std::string name = "grad/" + g->value(n.inputs[static_cast<size_t>(slot)]).name;
+      REQUIRE(grads.count(name) == 1);
+      return *grads.at(name);
+    };
+    const Tensor& gw = grad_of(1);
+    const Tensor& gr = grad_of(2);
+    const Tensor& gb = grad_of(3);
+    const int64_t H4 = gw.desc().shape[1];
+    const Tensor want_w = transposed(fixture("lstm", "grad_" + l + "W"));
+    const Tensor want_r = transposed(fixture("lstm", "grad_" + l + "R"));
+    const Tensor want_b = fixture("lstm", "grad_" + l + "b");
+    INFO(l);
+    CHECK(rel_error(part(gw, 0, want_w.desc().shape), want_w) <= 1e-4);
+    CHECK(rel_error(part(gr, 0, want_r.desc().shape), want_r) <= 1e-4);
+    CHECK(rel_error(part(gb, 0, {H4}), want_b) <= 1e-4);
+    CHECK(rel_error(part(gb, H4, {H4}), want_b) <= 1e-4);
+  }
+  CHECK(layer == 2);
 }
 
 }  // namespace
