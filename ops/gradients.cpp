@@ -515,8 +515,7 @@ class GradientTable final : public graph::passes::GradientRules {
     auto it = rules_.find(op);
     return it == rules_.end() ? nullptr : it->second;
   }
-  std::optional<graph::passes::TrainingForm> training_form(
-      const graph::Node& node) const override {
+  std::optional<graph::passes::TrainingForm> training_form(const graph::Node& node) const override {
     return rnn_training_form(node);
   }
   std::vector<std::string> ops() const {

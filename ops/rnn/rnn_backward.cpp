@@ -74,9 +74,8 @@ Result<RnnGradSpec> rnn_grad_spec(const graph::Node& node,
                                    ") is required");
     }
     if (*inputs[slot] == want) return Status::ok();
-    return Status::invalid_graph(where + ": input " + std::to_string(slot) + " (" + what +
-                                 ") is " + inputs[slot]->to_string() + ", expected " +
-                                 want.to_string());
+    return Status::invalid_graph(where + ": input " + std::to_string(slot) + " (" + what + ") is " +
+                                 inputs[slot]->to_string() + ", expected " + want.to_string());
   };
   GRAPHI_RETURN_IF_ERROR(expect(kGradY, outs[0], "Y", true));
   GRAPHI_RETURN_IF_ERROR(expect(kGradSaved, saved, "S, the saved activations", true));
@@ -90,10 +89,9 @@ Result<RnnGradSpec> rnn_grad_spec(const graph::Node& node,
     for (int i = 0; i < static_cast<int>(n_fwd); ++i)
       if (n == kSlotNames[i] && i != kRnnSeqLens) slot = i;
     if (slot < 0 || !inputs[slot])
-      return Status::invalid_graph(where + ": attribute '" + kRnnGradsAttr + "' names '" + n +
-                                   "', not a present input of " + fwd.op +
-                                   " (X, W, R, B, initial_h" + (lstm ? ", initial_c, P" : "") +
-                                   ")");
+      return Status::invalid_graph(
+          where + ": attribute '" + kRnnGradsAttr + "' names '" + n + "', not a present input of " +
+          fwd.op + " (X, W, R, B, initial_h" + (lstm ? ", initial_c, P" : "") + ")");
     if (std::find(g.grads.begin(), g.grads.end(), slot) != g.grads.end())
       return Status::invalid_graph(where + ": attribute '" + kRnnGradsAttr + "' names '" + n +
                                    "' twice");
@@ -140,18 +138,18 @@ class RnnBackwardKernel final : public Kernel {
     using rnn_train::transposed;
     if (lbr0_) {
       // da = dn Rh; dh_prev = [dz dr] R_zr + carry.
-      GRAPHI_ASSIGN_OR_RETURN(step_a_, Matmul::create(strided(B, H, step_ld), dense(H, H),
-                                                      dense(B, H), false, team_));
+      GRAPHI_ASSIGN_OR_RETURN(
+          step_a_, Matmul::create(strided(B, H, step_ld), dense(H, H), dense(B, H), false, team_));
       GRAPHI_ASSIGN_OR_RETURN(step_, Matmul::create(strided(B, 2 * H, step_ld), dense(2 * H, H),
                                                     dense(B, H), true, team_));
     } else {
-      GRAPHI_ASSIGN_OR_RETURN(step_, Matmul::create(strided(B, GH, step_ld), dense(GH, H),
-                                                    dense(B, H), kind_ == RnnCellKind::kGru,
-                                                    team_));
+      GRAPHI_ASSIGN_OR_RETURN(step_,
+                              Matmul::create(strided(B, GH, step_ld), dense(GH, H), dense(B, H),
+                                             kind_ == RnnCellKind::kGru, team_));
     }
     if (want(kRnnX)) {
-      GRAPHI_ASSIGN_OR_RETURN(dx_, Matmul::create(dense(rows, D * GH), dense(D * GH, I),
-                                                  dense(rows, I), false, team_));
+      GRAPHI_ASSIGN_OR_RETURN(
+          dx_, Matmul::create(dense(rows, D * GH), dense(D * GH, I), dense(rows, I), false, team_));
     }
     if (want(kRnnW)) {
       GRAPHI_ASSIGN_OR_RETURN(dw_, Matmul::create(transposed(GH, rows, ldg_), dense(rows, I),
@@ -159,12 +157,11 @@ class RnnBackwardKernel final : public Kernel {
     }
     if (want(kRnnR)) {
       if (lbr0_) {
-        GRAPHI_ASSIGN_OR_RETURN(dr_, Matmul::create(transposed(2 * H, rows, ldg_),
-                                                    dense(rows, H), dense(2 * H, H), false,
-                                                    team_));
-        GRAPHI_ASSIGN_OR_RETURN(dr_h_, Matmul::create(transposed(H, rows, ldg_),
-                                                      strided(rows, H, KH), dense(H, H), false,
-                                                      team_));
+        GRAPHI_ASSIGN_OR_RETURN(dr_, Matmul::create(transposed(2 * H, rows, ldg_), dense(rows, H),
+                                                    dense(2 * H, H), false, team_));
+        GRAPHI_ASSIGN_OR_RETURN(
+            dr_h_, Matmul::create(transposed(H, rows, ldg_), strided(rows, H, KH), dense(H, H),
+                                  false, team_));
       } else {
         GRAPHI_ASSIGN_OR_RETURN(dr_, Matmul::create(transposed(GH, rows, ldg_), dense(rows, H),
                                                     dense(GH, H), false, team_));
@@ -227,8 +224,8 @@ class RnnBackwardKernel final : public Kernel {
     const float* dy = in(kGradDY);
     const float* dyh = in(kGradDYh);
     const float* dyc = lstm ? in(kGradDYc) : nullptr;
-    float* dg = scratch + dg_off_ + d * GH;          // row stride ldg_
-    float* dgh = scratch + dh_side_off_ + d * GH;    // R-side gate gradients (lbr 1), else dg
+    float* dg = scratch + dg_off_ + d * GH;        // row stride ldg_
+    float* dgh = scratch + dh_side_off_ + d * GH;  // R-side gate gradients (lbr 1), else dg
     float* hp = scratch + hp_off_;
     float* dh = scratch + dh_off_;
     float* dc = scratch + dc_off_;
@@ -399,8 +396,8 @@ class RnnBackwardKernel final : public Kernel {
 
   // One GRU row: dgates (x side, and for lbr 0 the R side too; lbr 0 fills dr later), dgh (lbr
   // 1: R side), carry = the part of dh_prev that does not go through R (dh z).
-  void gru_row(const float* sv, const float* h_prev, const float* dy, const float* dh,
-               float* carry, float* dgates, float* dgh) const noexcept {
+  void gru_row(const float* sv, const float* h_prev, const float* dy, const float* dh, float* carry,
+               float* dgates, float* dgh) const noexcept {
     const int64_t H = g_.fwd.hidden;
     const float *z = sv, *rr = sv + H, *n = sv + 2 * H, *q = sv + 3 * H;
     for (int64_t j = 0; j < H; ++j) {
@@ -426,8 +423,8 @@ class RnnBackwardKernel final : public Kernel {
   bool lbr0_ = false, lbr1_ = false;
   int64_t ldg_ = 0;
   Matmul step_, step_a_, dx_, dw_, dr_, dr_h_;
-  size_t scratch_floats_ = 0, dg_off_ = 0, dh_side_off_ = 0, hp_off_ = 0, dh_off_ = 0,
-         dc_off_ = 0, carry_off_ = 0, da_off_ = 0, tmp_off_ = 0;
+  size_t scratch_floats_ = 0, dg_off_ = 0, dh_side_off_ = 0, hp_off_ = 0, dh_off_ = 0, dc_off_ = 0,
+         carry_off_ = 0, da_off_ = 0, tmp_off_ = 0;
 };
 
 Result<std::vector<TensorDesc>> infer_rnn_grad(const graph::InferContext& ctx) {

@@ -14,7 +14,8 @@ const char* kGradNames[] = {"X", "W", "R", "B", "", "initial_h", "initial_c", "P
 // The spec of a forward node from its graph (descs of its inputs); errors name the node.
 Result<RnnSpec> spec_of(const graph::Graph& g, const graph::Node& node, const std::string& where) {
   std::vector<const TensorDesc*> ins;
-  for (graph::ValueId v : node.inputs) ins.push_back(v == graph::kNoId ? nullptr : &g.value(v).desc);
+  for (graph::ValueId v : node.inputs)
+    ins.push_back(v == graph::kNoId ? nullptr : &g.value(v).desc);
   return rnn_spec(node, ins, node.outputs.size(), where);
 }
 
@@ -33,7 +34,8 @@ std::string rnn_grad_unsupported(const RnnSpec& s) {
 std::optional<graph::passes::TrainingForm> rnn_training_form(const graph::Node& node) {
   if (node.op != "LSTM" && node.op != "GRU") return std::nullopt;
   // Unsupported features keep the node as it is; the rule then names them.
-  const bool seq_lens = node.inputs.size() > kRnnSeqLens && node.inputs[kRnnSeqLens] != graph::kNoId;
+  const bool seq_lens =
+      node.inputs.size() > kRnnSeqLens && node.inputs[kRnnSeqLens] != graph::kNoId;
   if (node.attrs.has("clip") || seq_lens) return std::nullopt;
   if (const graph::Attribute* f = node.attrs.find("input_forget")) {
     const auto* v = std::get_if<int64_t>(f);

@@ -77,8 +77,8 @@ Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* co
   // Attributes: known names only, so a typo is not silently ignored.
   std::vector<std::string> known = {
       "hidden_size",      "direction",       "layout",        "clip",        "activations",
-      "activation_alpha", "activation_beta", kWcsShuffleAttr, kScheduleAttr, kScheduleSearchAttr,
-      kRnnTrainingAttr};
+      "activation_alpha", "activation_beta", kWcsShuffleAttr, kScheduleAttr, kScheduleSearchAttr};
+  known.push_back(kRnnTrainingAttr);
   if (lstm) known.push_back("input_forget");
   if (gru) known.push_back("linear_before_reset");
   for (const auto& [name, value] : node.attrs.all()) {
@@ -303,8 +303,7 @@ std::vector<TensorDesc> rnn_output_descs(const RnnSpec& s) {
   const Shape state = s.layout == 0 ? Shape{D, B, H} : Shape{B, D, H};
   const int states = s.training ? s.num_outputs - 1 : s.num_outputs;
   for (int i = 1; i < states; ++i) out.push_back({DType::kF32, state});
-  if (s.training)
-    out.push_back({DType::kF32, {D, T * B, rnn_saved_blocks(s.kind) * H}});  // S
+  if (s.training) out.push_back({DType::kF32, {D, T * B, rnn_saved_blocks(s.kind) * H}});  // S
   return out;
 }
 

@@ -35,19 +35,18 @@ class RnnTrainForwardKernel final : public Kernel {
     const int64_t rows = s_.seq_len * B, KH = rnn_saved_blocks(kind_) * H;
     lbr0_ = kind_ == RnnCellKind::kGru && !s_.linear_before_reset;
     // X W_d^T into S_d's first G*H columns.
-    GRAPHI_ASSIGN_OR_RETURN(hoist_, Matmul::create(rnn_train::dense(rows, I),
-                                                   rnn_train::transposed(I, G * H, I),
-                                                   rnn_train::strided(rows, G * H, KH), false,
-                                                   team_));
+    GRAPHI_ASSIGN_OR_RETURN(
+        hoist_, Matmul::create(rnn_train::dense(rows, I), rnn_train::transposed(I, G * H, I),
+                               rnn_train::strided(rows, G * H, KH), false, team_));
     // h_prev R^T (canonical GRU: the z and r gates only, then (r * h_prev) Rh^T).
     rec_cols_ = lbr0_ ? 2 * H : G * H;
     GRAPHI_ASSIGN_OR_RETURN(
         rec_, Matmul::create(rnn_train::dense(B, H), rnn_train::transposed(H, rec_cols_, H),
                              rnn_train::dense(B, rec_cols_), false, team_));
     if (lbr0_) {
-      GRAPHI_ASSIGN_OR_RETURN(
-          rec_h_, Matmul::create(rnn_train::dense(B, H), rnn_train::transposed(H, H, H),
-                                 rnn_train::dense(B, H), false, team_));
+      GRAPHI_ASSIGN_OR_RETURN(rec_h_,
+                              Matmul::create(rnn_train::dense(B, H), rnn_train::transposed(H, H, H),
+                                             rnn_train::dense(B, H), false, team_));
     }
     size_t off = aligned_floats(static_cast<int64_t>(
         (std::max({hoist_.scratch_bytes(), rec_.scratch_bytes(), rec_h_.scratch_bytes()}) + 3) /
@@ -120,8 +119,8 @@ class RnnTrainForwardKernel final : public Kernel {
         rnn_train::for_rows(B, 20 * H, nthr, [&](int64_t b0, int64_t b1, int m) {
           float* tc = scratch + tmp_off_ + m * aligned_floats(3 * H);
           for (int64_t b = b0; b < b1; ++b)
-            lstm_row(S + rnn_row(s_, t, b) * KH, gh + b * 4 * H, wb, rb, peep, c + b * H,
-                     h + b * H, y + s_.y_row(t, d, b), tc);
+            lstm_row(S + rnn_row(s_, t, b) * KH, gh + b * 4 * H, wb, rb, peep, c + b * H, h + b * H,
+                     y + s_.y_row(t, d, b), tc);
         });
         continue;
       }
@@ -178,8 +177,7 @@ class RnnTrainForwardKernel final : public Kernel {
   void lstm_row(float* row, const float* gh, const float* wb, const float* rb, const float* peep,
                 float* c, float* h, float* y, float* tc) const noexcept {
     const int64_t H = s_.hidden;
-    for (int64_t j = 0; j < 4 * H; ++j)
-      row[j] += gh[j] + (wb ? wb[j] + rb[j] : 0.0f);
+    for (int64_t j = 0; j < 4 * H; ++j) row[j] += gh[j] + (wb ? wb[j] + rb[j] : 0.0f);
     float* i = row;
     float* o = row + H;
     float* f = row + 2 * H;

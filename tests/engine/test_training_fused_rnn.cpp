@@ -41,8 +41,8 @@ Tensor fixture(const std::string& folder, const std::string& name) {
 }
 
 std::shared_ptr<const graph::Graph> model(const std::string& folder) {
-  return std::make_shared<const graph::Graph>(value_or_throw(
-      graph::import_onnx_file(kDir + folder + "/model.onnx", ops::Registry::get())));
+  return std::make_shared<const graph::Graph>(
+      value_or_throw(graph::import_onnx_file(kDir + folder + "/model.onnx", ops::Registry::get())));
 }
 
 struct Case {
@@ -52,8 +52,12 @@ struct Case {
   std::vector<std::string> data;  // input names (fixtures), the label last for ce
 };
 
-Case lstm_classifier() { return {"fused_lstm", LossKind::kSoftmaxCrossEntropy, "logits", {"x", "labels"}}; }
-Case gru_classifier() { return {"fused_gru", LossKind::kSoftmaxCrossEntropy, "logits", {"x", "labels"}}; }
+Case lstm_classifier() {
+  return {"fused_lstm", LossKind::kSoftmaxCrossEntropy, "logits", {"x", "labels"}};
+}
+Case gru_classifier() {
+  return {"fused_gru", LossKind::kSoftmaxCrossEntropy, "logits", {"x", "labels"}};
+}
 Case lstm_fd() { return {"fused_lstm_fd", LossKind::kValue, "total", {"x", "r1", "r2", "r3"}}; }
 Case gru_fd() { return {"fused_gru_fd", LossKind::kValue, "total", {"x", "r1", "r2"}}; }
 
@@ -95,8 +99,8 @@ void check_gradients(const Case& c, const std::string& prefix, int fused_layers,
   graph::passes::TrainingSpec spec = spec_of(c);
   spec.optimizer_step = false;
   spec.grads_as_outputs = true;
-  auto tg = value_or_throw(graph::passes::build_training_graph(*m, spec, ops::gradient_rules(),
-                                                                ops::Registry::get()));
+  auto tg = value_or_throw(
+      graph::passes::build_training_graph(*m, spec, ops::gradient_rules(), ops::Registry::get()));
   // The sequence ops stayed fused: one backward op per layer, no unrolled cells.
   CHECK(count_ops(tg.graph, grad_op) == fused_layers);
   NamedTensors in = batch_of(c);
@@ -105,12 +109,13 @@ void check_gradients(const Case& c, const std::string& prefix, int fused_layers,
     engine::SessionOptions so;
     so.threads = threads;
     so.pin = false;
-    auto s = value_or_throw(
-        engine::Session::create(std::make_shared<const graph::Graph>(tg.graph), so));
+    auto s =
+        value_or_throw(engine::Session::create(std::make_shared<const graph::Graph>(tg.graph), so));
     NamedTensors out = value_or_throw(s->run(in));
     REQUIRE(out[0].first == "loss");
     const double loss0 = *fixture(c.folder, "loss0").data_as<float>();
-    CHECK(std::abs(*out[0].second.data_as<float>() - loss0) < 1e-5 * std::max(1.0, std::abs(loss0)));
+    CHECK(std::abs(*out[0].second.data_as<float>() - loss0) <
+          1e-5 * std::max(1.0, std::abs(loss0)));
     REQUIRE(out.size() == tg.weights.size() + 1);
     double worst = 0;
     for (size_t i = 0; i < tg.weights.size(); ++i) {
@@ -328,7 +333,8 @@ std::shared_ptr<const graph::Graph> fused_model_lstm() {
   std::vector<Tensor> held;
   std::map<std::string, const Tensor*> data;
   for (int l = 0; l < 2; ++l)
-    for (const char* w : {"W", "R", "b"}) held.push_back(fixture("lstm", "l" + std::to_string(l) + "/" + w));
+    for (const char* w : {"W", "R", "b"})
+      held.push_back(fixture("lstm", "l" + std::to_string(l) + "/" + w));
   int k = 0;
   for (int l = 0; l < 2; ++l)
     for (const char* w : {"W", "R", "b"}) data["l" + std::to_string(l) + "/" + w] = &held[k++];
@@ -366,8 +372,8 @@ TEST_CASE(
   spec.label_input = "target";
   spec.optimizer_step = false;
   spec.grads_as_outputs = true;
-  auto tg = value_or_throw(graph::passes::build_training_graph(*g, spec, ops::gradient_rules(),
-                                                                ops::Registry::get()));
+  auto tg = value_or_throw(
+      graph::passes::build_training_graph(*g, spec, ops::gradient_rules(), ops::Registry::get()));
   CHECK(count_ops(tg.graph, "LSTMGrad") == 2);
   Tensor zeros(TensorDesc{DType::kF32, {2, 3, 6}});
   NamedTensors in = {{"x", fixture("lstm", "x")},
