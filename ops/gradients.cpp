@@ -13,7 +13,8 @@
 //   Slice (step 1) -> Pad of dy with zeros; GatherElements -> ScatterElements(add) into zeros
 //   Conv (2-D)       dX = ConvTranspose(dy, W); dW = Conv(X^T, dy^T) (group 1); dB = sum(dy)
 //   MaxPool, AveragePool (2-D, windows tiling the input): dy spread back over each window
-//   LSTM, GRU (fused sequence ops): one LSTMGrad / GRUGrad node (ops/rnn/rnn_train.h)
+//   LSTM, GRU, RNN (fused sequence ops): one LSTMGrad / GRUGrad / RNNGrad node
+//   (ops/rnn/rnn_train.h)
 #include "ops/gradients.h"
 
 #include <algorithm>
@@ -509,6 +510,7 @@ class GradientTable final : public graph::passes::GradientRules {
         {"AveragePool", grad_pool<false>},
         {"LSTM", rnn_grad_rule},  // ops/rnn/rnn_grad_rule.cpp (BPTT, ops/rnn/rnn_train.h)
         {"GRU", rnn_grad_rule},
+        {"RNN", rnn_grad_rule},
     };
   }
   graph::passes::GradRule find(const std::string& op) const override {

@@ -1,4 +1,4 @@
-// LSTMGrad / GRUGrad: backpropagation through time of the fused sequence ops
+// LSTMGrad / GRUGrad / RNNGrad: backpropagation through time of the fused sequence ops
 // (ops/rnn/rnn_train.h). Per direction, walking the steps in the reverse of the forward's order:
 // an element-wise pass turns dL/dh_t (from dY and from step t+1) and the saved activations into
 // the gate gradients dgates_t (kept for every step, rows in X's order), then one GEMM per step
@@ -9,6 +9,7 @@
 // the team; sums run in a fixed order, so results do not depend on the thread count's split.
 //
 // Math (per row, ONNX gate order; dh includes dY_t; c_prev, h_prev from S / Y / initial state):
+//   RNN:  dpre = dh act'(h) (tanh 1 - h^2, sigmoid h (1-h), relu [h > 0]); dh_prev = dpre R
 //   LSTM: tc = tanh(c); do = dh tc o(1-o); dc += dh o (1 - tc^2) + do Po;
 //         di = dc c~ i(1-i); df = dc c_prev f(1-f); dc~ = dc i (1 - c~^2);
 //         dc_prev = dc f + di Pi + df Pf;  dh_prev = [di do df dc~] R
@@ -34,7 +35,9 @@ namespace {
 const char* kSlotNames[] = {"X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"};
 
 RnnCellKind grad_kind(const std::string& op) {
-  return op == "LSTMGrad" ? RnnCellKind::kLstm : RnnCellKind::kGru;
+  return op == "LSTMGrad"  ? RnnCellKind::kLstm
+         : op == "GRUGrad" ? RnnCellKind::kGru
+                           : RnnCellKind::kRnn;
 }
 
 }  // namespace
@@ -50,7 +53,7 @@ Result<RnnGradSpec> rnn_grad_spec(const graph::Node& node,
                                  "Y, S, dY, dY_h, dY_c; absent ones empty), got " +
                                  std::to_string(inputs.size()));
   graph::Node fwd;
-  fwd.op = lstm ? "LSTM" : "GRU";
+  fwd.op = rnn_cell_name(kind);
   fwd.name = node.name;
   for (const auto& [k, v] : node.attrs.all())
     if (k != kRnnGradsAttr) fwd.attrs.set(k, v);
@@ -58,7 +61,7 @@ Result<RnnGradSpec> rnn_grad_spec(const graph::Node& node,
   if (!lstm)
     for (int i : {int{kRnnInitialC}, int{kRnnP}, int{kGradDYc}})
       if (inputs[i])
-        return Status::invalid_graph(where + ": GRUGrad input " + std::to_string(i) +
+        return Status::invalid_graph(where + ": " + node.op + " input " + std::to_string(i) +
                                      " must be absent");
   RnnGradSpec g;
   GRAPHI_ASSIGN_OR_RETURN(g.fwd, rnn_spec(fwd, inputs.first(n_fwd), lstm ? 3 : 2, where));
@@ -113,7 +116,9 @@ class RnnBackwardKernel final : public Kernel {
  public:
   explicit RnnBackwardKernel(RnnCellKind kind) : kind_(kind) {}
   const char* name() const override {
-    return kind_ == RnnCellKind::kLstm ? "lstm_bptt" : "gru_bptt";
+    return kind_ == RnnCellKind::kLstm  ? "lstm_bptt"
+           : kind_ == RnnCellKind::kGru ? "gru_bptt"
+                                        : "rnn_bptt";
   }
   bool opens_own_region() const override { return true; }
   size_t scratch_bytes() const override { return scratch_floats_ * sizeof(float); }
@@ -274,6 +279,26 @@ class RnnBackwardKernel final : public Kernel {
     for (int64_t k = T - 1; k >= 0; --k) {
       const int64_t t = rev ? T - 1 - k : k;
       const int64_t row0 = rnn_row(s, t, 0);
+      if (kind_ == RnnCellKind::kRnn) {
+        const RnnActivation act = s.activation[d];
+        rnn_train::for_rows(B, 5 * H, nthr, [&](int64_t b0, int64_t b1, int) {
+          for (int64_t b = b0; b < b1; ++b) {
+            const int64_t row = rnn_row(s, t, b);
+            const float* h = S + row * KH;
+            const float* dyr = dy ? dy + s.y_row(t, d, b) : nullptr;
+            float* dpre = dg + row * ldg_;
+            for (int64_t j = 0; j < H; ++j) {
+              const float dhj = dh[b * H + j] + (dyr ? dyr[j] : 0.0f);
+              const float slope = act == RnnActivation::kTanh      ? 1.0f - h[j] * h[j]
+                                  : act == RnnActivation::kSigmoid ? h[j] * (1.0f - h[j])
+                                                                   : (h[j] > 0.0f ? 1.0f : 0.0f);
+              dpre[j] = dhj * slope;
+            }
+          }
+        });
+        if (!step_.run(dg + row0 * ldg_, r, dh, scratch)) return false;
+        continue;
+      }
       if (lstm) {
         rnn_train::for_rows(B, 30 * H, nthr, [&](int64_t b0, int64_t b1, int m) {
           float* tc = scratch + tmp_off_ + m * aligned_floats(H);
@@ -459,12 +484,16 @@ std::unique_ptr<Kernel> make_lstm_bptt() {
 std::unique_ptr<Kernel> make_gru_bptt() {
   return std::make_unique<RnnBackwardKernel>(RnnCellKind::kGru);
 }
+std::unique_ptr<Kernel> make_rnn_bptt() {
+  return std::make_unique<RnnBackwardKernel>(RnnCellKind::kRnn);
+}
 
 }  // namespace
 
 void register_rnn_grad_ops(Registry& r) {
   r.add({"LSTMGrad", infer_rnn_grad, cost_rnn_grad, false, {make_lstm_bptt}});
   r.add({"GRUGrad", infer_rnn_grad, cost_rnn_grad, false, {make_gru_bptt}});
+  r.add({"RNNGrad", infer_rnn_grad, cost_rnn_grad, false, {make_rnn_bptt}});
 }
 
 }  // namespace graphi::ops

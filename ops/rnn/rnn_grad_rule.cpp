@@ -23,7 +23,6 @@ Result<RnnSpec> spec_of(const graph::Graph& g, const graph::Node& node, const st
 
 std::string rnn_grad_unsupported(const RnnSpec& s) {
   const std::string op = rnn_cell_name(s.kind);
-  if (s.kind == RnnCellKind::kRnn) return "the gradient of the fused RNN op is not built";
   if (s.has_seq_lens)
     return "the " + op + " gradient does not support input 4 (sequence_lens); pad the batch";
   if (s.clip > 0.0f) return "the " + op + " gradient does not support attribute 'clip'";
@@ -32,7 +31,7 @@ std::string rnn_grad_unsupported(const RnnSpec& s) {
 }
 
 std::optional<graph::passes::TrainingForm> rnn_training_form(const graph::Node& node) {
-  if (node.op != "LSTM" && node.op != "GRU") return std::nullopt;
+  if (node.op != "LSTM" && node.op != "GRU" && node.op != "RNN") return std::nullopt;
   // Unsupported features keep the node as it is; the rule then names them.
   const bool seq_lens =
       node.inputs.size() > kRnnSeqLens && node.inputs[kRnnSeqLens] != graph::kNoId;
@@ -44,7 +43,7 @@ std::optional<graph::passes::TrainingForm> rnn_training_form(const graph::Node& 
   graph::passes::TrainingForm form;
   form.attrs = node.attrs;
   form.attrs.set(kRnnTrainingAttr, int64_t{1});
-  form.num_outputs = node.op == "LSTM" ? 4 : 3;
+  form.num_outputs = node.op == "LSTM" ? 4 : 3;  // all of Y, Y_h[, Y_c], then S
   return form;
 }
 
@@ -81,8 +80,8 @@ Status rnn_grad_rule(graph::passes::GradContext& c, std::vector<std::string>& dx
   for (const auto& [k, v] : c.node.attrs.all())
     if (k != kRnnTrainingAttr) a.set(k, v);
   a.set(kRnnGradsAttr, names);
-  std::vector<std::string> outs = c.e.op_n(lstm ? "LSTMGrad" : "GRUGrad", ins, slots.size(),
-                                           std::move(a), lstm ? "lstm_bptt" : "gru_bptt");
+  const std::string op = std::string(rnn_cell_name(s.kind)) + "Grad";
+  std::vector<std::string> outs = c.e.op_n(op, ins, slots.size(), std::move(a), op);
   for (size_t k = 0; k < slots.size(); ++k) dx[slots[k]] = outs[k];
   return Status::ok();
 }

@@ -454,7 +454,11 @@ void register_rnn_ops(Registry& r) {
          cost_rnn,
          false,
          {make_train_kernel<RnnCellKind::kGru>, make_rnn_kernel<RnnCellKind::kGru>}});
-  r.add({"RNN", infer_rnn, cost_rnn, false, {make_rnn_kernel<RnnCellKind::kRnn>}});
+  r.add({"RNN",
+         infer_rnn,
+         cost_rnn,
+         false,
+         {make_train_kernel<RnnCellKind::kRnn>, make_rnn_kernel<RnnCellKind::kRnn>}});
   register_rnn_grad_ops(r);
 }
 

@@ -1,4 +1,4 @@
-// Training of the fused LSTM / GRU sequence ops (backpropagation through time). Three pieces:
+// Training of the fused LSTM / GRU / RNN sequence ops (backpropagation through time). Three pieces:
 //
 // 1. The training form of the forward node (ops/rnn/rnn_train_forward.cpp): the same LSTM/GRU
 //    op with attribute graphi_training = 1, every ONNX output present (Y, Y_h[, Y_c]) and one
@@ -7,23 +7,25 @@
 //        LSTM (K = 5): i, o, f, c~ (gate activations, ONNX order), c_t
 //        GRU  (K = 4): z, r, h~ (activations), q = h_prev Rh^T + Rbh (linear_before_reset = 1)
 //                      or q = r * h_prev (linear_before_reset = 0)
+//        RNN  (K = 1): h_t (the activation's output, from which its derivative follows)
 //    Its kernel hoists X W^T for all steps into S as one GEMM per direction and runs one GEMM
 //    per step (oneDNN), the gates in place. The inference kernel (WCS) never sees this form.
 //
-// 2. The backward op LSTMGrad / GRUGrad (ops/rnn/rnn_backward.cpp). Inputs, in this order
-//    ("" = absent): the forward's X, W, R, B, sequence_lens, initial_h, initial_c, P (GRU: the
-//    last two absent), then Y, S, dY, dY_h, dY_c (the gradients of the forward's outputs; absent =
-//    zero; GRU: dY_c absent). Attributes: the forward's (without graphi_training) and
-//    graphi_grads, the comma-separated names of the inputs to differentiate, one output each in
-//    that order, from X, W, R, B, initial_h, initial_c, P. The data gradients run step by step
-//    (one GEMM per step: dh_prev = dgates_t R), the weight gradients are one GEMM per direction
-//    over all steps (dW = dgates^T X, dR = dgates^T H_prev), dX one GEMM for both directions.
+// 2. The backward op LSTMGrad / GRUGrad / RNNGrad (ops/rnn/rnn_backward.cpp). Inputs, in this
+//    order ("" = absent): the forward's X, W, R, B, sequence_lens, initial_h, initial_c, P (GRU,
+//    RNN: the last two absent), then Y, S, dY, dY_h, dY_c (the gradients of the forward's
+//    outputs; absent = zero; GRU, RNN: dY_c absent). Attributes: the forward's (without
+//    graphi_training) and graphi_grads, the comma-separated names of the inputs to differentiate,
+//    one output each in that order, from X, W, R, B, initial_h, initial_c, P. The data gradients
+//    run step by step (one GEMM per step: dh_prev = dgates_t R), the weight gradients are one GEMM
+//    per direction over all steps (dW = dgates^T X, dR = dgates^T H_prev), dX one GEMM for both
+//    directions.
 //
 // 3. The gradient rule (ops/rnn/rnn_grad_rule.cpp) that emits (2) for a node in form (1).
 //
 // Supported: every gate, weight, bias, initial state and peephole input, directions forward,
-// reverse and bidirectional, layout 0 and 1. Refused by name: sequence_lens, clip,
-// input_forget (and the RNN op, whose gradient is not built).
+// reverse and bidirectional, layout 0 and 1, RNN activations Tanh, Relu, Sigmoid. Refused by
+// name: sequence_lens, clip, input_forget.
 #pragma once
 
 #include <memory>
@@ -45,7 +47,9 @@ inline constexpr const char* kRnnGradsAttr = "graphi_grads";
 enum RnnGradInput : int { kGradY = 8, kGradSaved, kGradDY, kGradDYh, kGradDYc, kGradInputs };
 
 // K of S's rows (K * hidden floats per row).
-inline int64_t rnn_saved_blocks(RnnCellKind kind) { return kind == RnnCellKind::kLstm ? 5 : 4; }
+inline int64_t rnn_saved_blocks(RnnCellKind kind) {
+  return kind == RnnCellKind::kLstm ? 5 : kind == RnnCellKind::kGru ? 4 : 1;
+}
 
 // Rows of X (and of S, and of the backward's gate gradients) in X's order.
 inline int64_t rnn_row(const RnnSpec& s, int64_t t, int64_t b) {
@@ -53,17 +57,17 @@ inline int64_t rnn_row(const RnnSpec& s, int64_t t, int64_t b) {
 }
 
 // Why the gradient of this spec cannot be built ("" = it can): sequence_lens, clip,
-// input_forget, RNN.
+// input_forget.
 std::string rnn_grad_unsupported(const RnnSpec& s);
 
-// The training form of an LSTM/GRU node (GradientRules::training_form), nullopt when its
+// The training form of an LSTM/GRU/RNN node (GradientRules::training_form), nullopt when its
 // gradient is not supported (the rule then says why).
 std::optional<graph::passes::TrainingForm> rnn_training_form(const graph::Node& node);
 
-// The gradient rules of LSTM and GRU (one function: the op type is the node's).
+// The gradient rules of LSTM, GRU and RNN (one function: the op type is the node's).
 Status rnn_grad_rule(graph::passes::GradContext& ctx, std::vector<std::string>& dx);
 
-// Registers LSTMGrad and GRUGrad (called by register_rnn_ops).
+// Registers LSTMGrad, GRUGrad and RNNGrad (called by register_rnn_ops).
 void register_rnn_grad_ops(Registry& r);
 
 // The training-form forward kernel of `kind`, tried before the inference kernel (it declines

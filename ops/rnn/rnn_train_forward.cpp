@@ -20,7 +20,9 @@ class RnnTrainForwardKernel final : public Kernel {
  public:
   explicit RnnTrainForwardKernel(RnnCellKind kind) : kind_(kind) {}
   const char* name() const override {
-    return kind_ == RnnCellKind::kLstm ? "lstm_train_forward" : "gru_train_forward";
+    return kind_ == RnnCellKind::kLstm  ? "lstm_train_forward"
+           : kind_ == RnnCellKind::kGru ? "gru_train_forward"
+                                        : "rnn_train_forward";
   }
   bool opens_own_region() const override { return true; }
   size_t scratch_bytes() const override { return scratch_floats_ * sizeof(float); }
@@ -115,6 +117,14 @@ class RnnTrainForwardKernel final : public Kernel {
     for (int64_t k = 0; k < T; ++k) {
       const int64_t t = s_.is_reverse(d) ? T - 1 - k : k;
       if (!rec_.run(h, r, gh, scratch)) return false;
+      if (kind_ == RnnCellKind::kRnn) {
+        rnn_train::for_rows(B, 10 * H, nthr, [&](int64_t b0, int64_t b1, int) {
+          for (int64_t b = b0; b < b1; ++b)
+            vanilla_row(S + rnn_row(s_, t, b) * KH, gh + b * H, wb, rb, s_.activation[d], h + b * H,
+                        y + s_.y_row(t, d, b));
+        });
+        continue;
+      }
       if (lstm) {
         rnn_train::for_rows(B, 20 * H, nthr, [&](int64_t b0, int64_t b1, int m) {
           float* tc = scratch + tmp_off_ + m * aligned_floats(3 * H);
@@ -205,6 +215,23 @@ class RnnTrainForwardKernel final : public Kernel {
       h[j] = o[j] * tc[j];
       y[j] = h[j];
     }
+  }
+
+  // One RNN row: row = x W^T on entry, h = act(row + h_prev R^T + Wb + Rb) on exit; the state
+  // h and y = h.
+  void vanilla_row(float* row, const float* gh, const float* wb, const float* rb, RnnActivation act,
+                   float* h, float* y) const noexcept {
+    const int64_t H = s_.hidden;
+    for (int64_t j = 0; j < H; ++j) row[j] += gh[j] + (wb ? wb[j] + rb[j] : 0.0f);
+    if (act == RnnActivation::kTanh) {
+      tanh_f32_inplace(row, H);
+    } else if (act == RnnActivation::kSigmoid) {
+      sigmoid_f32_inplace(row, H);
+    } else {
+      for (int64_t j = 0; j < H; ++j) row[j] = row[j] > 0.0f ? row[j] : 0.0f;
+    }
+    std::memcpy(h, row, H * sizeof(float));
+    std::memcpy(y, row, H * sizeof(float));
   }
 
   // z, r = sigmoid(x W^T (in row) + h_prev R^T (g) + Wb + Rb) into row[0, 2H).

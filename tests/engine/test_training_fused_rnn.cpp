@@ -58,6 +58,10 @@ Case lstm_classifier() {
 Case gru_classifier() {
   return {"fused_gru", LossKind::kSoftmaxCrossEntropy, "logits", {"x", "labels"}};
 }
+Case rnn_classifier() {
+  return {"fused_rnn", LossKind::kSoftmaxCrossEntropy, "logits", {"x", "labels"}};
+}
+Case rnn_fd() { return {"fused_rnn_fd", LossKind::kValue, "total", {"x", "r1", "r2"}}; }
 Case lstm_fd() { return {"fused_lstm_fd", LossKind::kValue, "total", {"x", "r1", "r2", "r3"}}; }
 Case gru_fd() { return {"fused_gru_fd", LossKind::kValue, "total", {"x", "r1", "r2"}}; }
 
@@ -184,6 +188,27 @@ TEST_CASE(
     "[training][fused_rnn]") {
   check_gradients(gru_fd(), "fd_", 1, "GRUGrad");
   check_gradients(gru_fd(), "grad_", 1, "GRUGrad");
+}
+
+TEST_CASE(
+    "fused RNN training: 2-layer RNN (Tanh, then Relu bidirectional) classifier gradients "
+    "equal PyTorch autograd",
+    "[training][fused_rnn]") {
+  check_gradients(rnn_classifier(), "grad_", 2, "RNNGrad");
+}
+
+TEST_CASE(
+    "fused RNN training: bidirectional layout-1 RNN (Sigmoid / Tanh) against float64 finite "
+    "differences and autograd",
+    "[training][fused_rnn]") {
+  check_gradients(rnn_fd(), "fd_", 1, "RNNGrad");
+  check_gradients(rnn_fd(), "grad_", 1, "RNNGrad");
+}
+
+TEST_CASE("fused RNN training: RNN classifier SGD and Adam loss curves follow PyTorch's",
+          "[training][fused_rnn]") {
+  check_curve(rnn_classifier(), "sgd");
+  check_curve(rnn_classifier(), "adam");
 }
 
 TEST_CASE("fused RNN training: LSTM classifier SGD and Adam loss curves follow PyTorch's",

@@ -20,8 +20,12 @@ small cases get fd_<weight>.npy, central finite differences of a float64 forward
               sum(Y*R1) + sum(Y_h*R2) + sum(Y_c*R3) with constant R's (graph inputs).
   fused_gru_fd   one bidirectional GRU, layout 1, linear_before_reset=0, initial_h; loss =
               sum(Y*R1) + sum(Y_h*R2).
+  fused_rnn   2-layer RNN classifier: layer 0 Tanh forward with trainable initial_h, layer 1
+              Relu bidirectional; logits = Gemm(flattened Y_h of layer 1); cross-entropy.
+  fused_rnn_fd   one bidirectional RNN, layout 1, activations Sigmoid (forward) and Tanh
+              (reverse), initial_h; loss = sum(Y*R1) + sum(Y_h*R2).
 The reference forward is written per step from ONNX's equations in torch; for the classifiers it
-is also checked against torch.nn.LSTM / torch.nn.GRU (same loss to 1e-10 in float64).
+is also checked against torch.nn.LSTM / nn.GRU / nn.RNN (same loss to 1e-10 in float64).
 """
 import os
 
@@ -111,6 +115,35 @@ def gru_layer(x, W, R, B=None, h0=None, direction="forward", layout=0, lbr=0):
             else:
                 n = torch.tanh(x[t] @ Wh.t() + (r * h) @ Rh.t() + rbh + wbh)
             h = (1 - z) * n + z * h
+            out[t] = h
+        ys.append(torch.stack(out))
+        hs.append(h)
+    Y = torch.stack(ys, 1)
+    Yh = torch.stack(hs)
+    if layout == 1:
+        return Y.permute(2, 0, 1, 3), Yh.transpose(0, 1)
+    return Y, Yh
+
+
+def rnn_layer(x, W, R, B=None, h0=None, direction="forward", layout=0, acts=("tanh",)):
+    if layout == 1:
+        x = x.transpose(0, 1)
+        h0 = h0.transpose(0, 1) if h0 is not None else None
+    T, N, _ = x.shape
+    D, H, _ = W.shape
+    fns = {"tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid}
+    ys, hs = [], []
+    for d in range(D):
+        rev = direction == "reverse" or d == 1
+        act = fns[acts[d % len(acts)]]
+        h = h0[d] if h0 is not None else torch.zeros(N, H, dtype=x.dtype)
+        out = [None] * T
+        for k in range(T):
+            t = T - 1 - k if rev else k
+            g = x[t] @ W[d].t() + h @ R[d].t()
+            if B is not None:
+                g = g + B[d, :H] + B[d, H:]
+            h = act(g)
             out[t] = h
         ys.append(torch.stack(out))
         hs.append(h)
@@ -223,6 +256,74 @@ def gru_classifier(rng):
     consts = {"y0_shape": np.array([T, N, H0], np.int64)}
     graph = onnx_graph("fused_gru", nodes, p, consts, {"x": data["x"]}, ("logits", [N, C]))
     return p, data, loss, loss_nn, graph
+
+
+def rnn_classifier(rng):
+    T, N, I, H0, H1, C = 6, 3, 4, 7, 5, 3
+    s0, s1 = 1 / np.sqrt(H0), 1 / np.sqrt(H1)
+    p = {
+        "l0/W": init(rng, (1, H0, I), s0), "l0/R": init(rng, (1, H0, H0), s0),
+        "l0/B": init(rng, (1, 2 * H0), s0), "l0/h0": init(rng, (1, N, H0), 0.5),
+        "l1/W": init(rng, (2, H1, H0), s1), "l1/R": init(rng, (2, H1, H1), s1),
+        "l1/B": init(rng, (2, 2 * H1), s1),
+        "fc/W": init(rng, (C, 2 * H1), 0.4), "fc/b": init(rng, (C,), 0.1),
+    }
+    data = {"x": init(rng, (T, N, I), 1.0), "labels": rng.integers(0, C, size=N).astype(np.int64)}
+
+    def loss(q, d):
+        y0, _ = rnn_layer(d["x"], q["l0/W"], q["l0/R"], q["l0/B"], q["l0/h0"])
+        _, yh1 = rnn_layer(y0[:, 0], q["l1/W"], q["l1/R"], q["l1/B"], direction="bidirectional", acts=("relu",))
+        feat = yh1.transpose(0, 1).reshape(N, 2 * H1)
+        return torch.nn.functional.cross_entropy(feat @ q["fc/W"].t() + q["fc/b"], d["labels"])
+
+    def loss_nn(q, d):  # on torch.nn.RNN (tanh, then relu bidirectional)
+        l0 = torch.nn.RNN(I, H0).double()
+        l1 = torch.nn.RNN(H0, H1, nonlinearity="relu", bidirectional=True).double()
+        with torch.no_grad():
+            l0.weight_ih_l0.copy_(q["l0/W"][0]); l0.weight_hh_l0.copy_(q["l0/R"][0])
+            l0.bias_ih_l0.copy_(q["l0/B"][0, :H0]); l0.bias_hh_l0.copy_(q["l0/B"][0, H0:])
+            for d_, sfx in ((0, ""), (1, "_reverse")):
+                getattr(l1, "weight_ih_l0" + sfx).copy_(q["l1/W"][d_])
+                getattr(l1, "weight_hh_l0" + sfx).copy_(q["l1/R"][d_])
+                getattr(l1, "bias_ih_l0" + sfx).copy_(q["l1/B"][d_, :H1])
+                getattr(l1, "bias_hh_l0" + sfx).copy_(q["l1/B"][d_, H1:])
+        y0, _ = l0(d["x"], q["l0/h0"])
+        _, hn = l1(y0)
+        feat = hn.transpose(0, 1).reshape(N, 2 * H1)
+        return torch.nn.functional.cross_entropy(feat @ q["fc/W"].t() + q["fc/b"], d["labels"])
+
+    nodes = [
+        helper.make_node("RNN", ["x", "l0/W", "l0/R", "l0/B", "", "l0/h0"], ["y0"], name="rnn0", hidden_size=H0),
+        helper.make_node("Reshape", ["y0", "y0_shape"], ["y0s"], name="squeeze0"),
+        helper.make_node("RNN", ["y0s", "l1/W", "l1/R", "l1/B"], ["y1", "yh1"], name="rnn1",
+                         hidden_size=H1, direction="bidirectional", activations=["Relu", "Relu"]),
+        helper.make_node("Transpose", ["yh1"], ["yh1t"], name="bt", perm=[1, 0, 2]),
+        helper.make_node("Reshape", ["yh1t", "feat_shape"], ["feat"], name="flat"),
+        helper.make_node("Gemm", ["feat", "fc/W", "fc/b"], ["logits"], name="fc", transB=1),
+    ]
+    consts = {"y0_shape": np.array([T, N, H0], np.int64), "feat_shape": np.array([N, 2 * H1], np.int64)}
+    graph = onnx_graph("fused_rnn", nodes, p, consts, {"x": data["x"]}, ("logits", [N, C]))
+    return p, data, loss, loss_nn, graph
+
+
+def rnn_fd_case(rng):
+    T, N, I, H = 5, 2, 3, 4
+    s = 0.6
+    p = {"W": init(rng, (2, H, I), s), "R": init(rng, (2, H, H), s), "B": init(rng, (2, 2 * H), s),
+         "h0": init(rng, (N, 2, H), 0.5)}
+    data = {"x": init(rng, (N, T, I), 1.0), "r1": init(rng, (N, T, 2, H), 1.0), "r2": init(rng, (N, 2, H), 1.0)}
+
+    def loss(q, d):
+        Y, Yh = rnn_layer(d["x"], q["W"], q["R"], q["B"], q["h0"], direction="bidirectional", layout=1,
+                          acts=("sigmoid", "tanh"))
+        return (Y * d["r1"]).sum() + (Yh * d["r2"]).sum()
+
+    nodes = [
+        helper.make_node("RNN", ["x", "W", "R", "B", "", "h0"], ["y", "yh"], name="rnn", hidden_size=H,
+                         direction="bidirectional", layout=1, activations=["Sigmoid", "Tanh"]),
+    ] + sum_products([("y", "r1"), ("yh", "r2")])
+    graph = onnx_graph("fused_rnn_fd", nodes, p, {}, data, ("total", []))
+    return p, data, loss, graph
 
 
 def lstm_fd_case(rng):
@@ -353,19 +454,30 @@ def finite_differences(folder, params, data, loss_fn, g, eps=1e-6):
 def main():
     rng = np.random.default_rng(2026)
     for folder, make in (("fused_lstm", lstm_classifier), ("fused_gru", gru_classifier)):
-        os.makedirs(os.path.join(HERE, folder), exist_ok=True)
-        params, data, loss_fn, loss_nn, graph = make(rng)
-        loss0, _ = write_case(folder, params, data, loss_fn, graph)
-        ref = loss_nn({k: t64(v) for k, v in params.items()}, {k: t64(v) for k, v in data.items()}).item()
-        assert abs(ref - loss0) < 1e-10, (folder, ref, loss0)
-        curves(folder, params, data, loss_fn)
+        classifier(folder, make, rng)
     for folder, make in (("fused_lstm_fd", lstm_fd_case), ("fused_gru_fd", gru_fd_case)):
-        os.makedirs(os.path.join(HERE, folder), exist_ok=True)
-        params, data, loss_fn, graph = make(rng)
-        for k, v in params.items():
-            save(folder, k, v)
-        _, g = write_case(folder, params, data, loss_fn, graph)
-        finite_differences(folder, params, data, loss_fn, g)
+        fd_case(folder, make, rng)
+    # Added later; after the others so their random draws stay the same.
+    classifier("fused_rnn", rnn_classifier, rng)
+    fd_case("fused_rnn_fd", rnn_fd_case, rng)
+
+
+def fd_case(folder, make, rng):
+    os.makedirs(os.path.join(HERE, folder), exist_ok=True)
+    params, data, loss_fn, graph = make(rng)
+    for k, v in params.items():
+        save(folder, k, v)
+    _, g = write_case(folder, params, data, loss_fn, graph)
+    finite_differences(folder, params, data, loss_fn, g)
+
+
+def classifier(folder, make, rng):
+    os.makedirs(os.path.join(HERE, folder), exist_ok=True)
+    params, data, loss_fn, loss_nn, graph = make(rng)
+    loss0, _ = write_case(folder, params, data, loss_fn, graph)
+    ref = loss_nn({k: t64(v) for k, v in params.items()}, {k: t64(v) for k, v in data.items()}).item()
+    assert abs(ref - loss0) < 1e-10, (folder, ref, loss0)
+    curves(folder, params, data, loss_fn)
 
 
 if __name__ == "__main__":
