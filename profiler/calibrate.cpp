@@ -128,8 +128,8 @@ Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g,
     for (size_t n = 0; n < order.size() && failed.is_ok(); ++n) {
       ConfigResult& r = cal.results[order[n]];
       if (round == 0)
-        progress("config " + std::to_string(order[n] + 1) + " of " + std::to_string(count) +
-                     ": " + r.config.name(),
+        progress("config " + std::to_string(order[n] + 1) + " of " + std::to_string(count) + ": " +
+                     r.config.name(),
                  blocks_done, blocks_total);
       const auto t0 = Clock::now();
       Result<std::shared_ptr<const engine::Plan>> plan = plans.get(r.config.threads);
@@ -158,9 +158,8 @@ Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g,
         }
         const auto b0 = Clock::now();
         for (int k = 0; failed.is_ok(); ++k) {
-          if (k >= runs_per_round &&
-              (seconds_since(b0) * 1e3 >= opt.min_block_ms ||
-               static_cast<int>(r.run_ms.size()) >= max_runs))
+          if (k >= runs_per_round && (seconds_since(b0) * 1e3 >= opt.min_block_ms ||
+                                      static_cast<int>(r.run_ms.size()) >= max_runs))
             break;
           Result<double> ms = timed_run(**s, inputs);
           if (!ms.is_ok()) {
@@ -170,8 +169,7 @@ Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g,
           r.run_ms.push_back(*ms);
           if (!have_best) continue;
           if (*ms > kHopeless * best_before ||
-              (opt.early_runs < runs &&
-               static_cast<int>(r.run_ms.size()) == opt.early_runs &&
+              (opt.early_runs < runs && static_cast<int>(r.run_ms.size()) == opt.early_runs &&
                median_of(r.run_ms) > opt.early_ratio * best_before)) {
             r.stopped_early = true;
             return;

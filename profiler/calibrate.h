@@ -4,8 +4,9 @@
 // best so far is stopped early. The runs are spread over interleaved rounds (config A, B, C, then
 // C, B, A, ...), each block on a fresh client thread, so that a transient (another process, a
 // clock change) or what one config leaves behind (libgomp keeps a calling thread's team alive
-// after its Session ends) does not land on one config only. Then the chosen config's per-op costs: traced
-// runs averaged into a cost table (profiler::cost_table_from_traces) and levels computed from it.
+// after its Session ends) does not land on one config only. Then the chosen config's per-op costs:
+// traced runs averaged into a cost table (profiler::cost_table_from_traces) and levels computed
+// from it.
 #pragma once
 
 #include <cstdio>
@@ -22,9 +23,9 @@
 namespace graphi::profiler {
 
 struct CalibrationOptions {
-  int runs = 10;    // timed runs per config, at least (more when blocks are short: min_block_ms)
-  int warmup = 2;   // untimed runs first (threads awake, caches warm, RNN schedules chosen)
-  int rounds = 3;   // the runs are split over this many interleaved rounds (at most `runs`)
+  int runs = 10;   // timed runs per config, at least (more when blocks are short: min_block_ms)
+  int warmup = 2;  // untimed runs first (threads awake, caches warm, RNN schedules chosen)
+  int rounds = 3;  // the runs are split over this many interleaved rounds (at most `runs`)
   // A config's block in a round lasts at least this long: a 20 us graph gets hundreds of runs,
   // not 3, so one slow wake-up cannot decide its median. Capped at max_runs runs per config.
   double min_block_ms = 5.0;
