@@ -1,8 +1,8 @@
 #include "engine/team_leader.h"
 
-#include <cstdlib>
-#include <cstring>
 #include <map>
+
+#include "engine/run_width.h"
 
 namespace graphi::engine {
 
@@ -23,10 +23,7 @@ std::shared_ptr<TeamLeader> TeamLeader::acquire(int threads) {
   return l;
 }
 
-bool TeamLeader::enabled() {
-  const char* v = std::getenv("GRAPHI_SHARED_TEAMS");
-  return v && std::strcmp(v, "1") == 0;
-}
+bool TeamLeader::enabled() { return team_sharing_from_env() == TeamSharing::kLeader; }
 
 int TeamLeader::live_leaders() {
   std::lock_guard<std::mutex> lock(g_leaders_mutex);

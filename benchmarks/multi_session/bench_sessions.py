@@ -86,8 +86,19 @@ def inproc_worker(args):
         sys.stdout.write(" ".join("%.4f" % v for v in lat) + "\n")
 
 
-def one_process(models, n, threads, seconds, shared=True):
-    env = dict(os.environ, GRAPHI_SHARED_TEAMS="1" if shared else "0")
+SHARING = {"1 proc, default": None, "1 proc, own": "0", "1 proc, leader": "1"}
+
+
+def env_for(sharing):
+    env = dict(os.environ)
+    env.pop("GRAPHI_SHARED_TEAMS", None)
+    if sharing is not None:
+        env["GRAPHI_SHARED_TEAMS"] = sharing
+    return env
+
+
+def one_process(models, n, threads, seconds, sharing=None):
+    env = env_for(sharing)
     r = subprocess.run([sys.executable, __file__, "--inproc", str(n), "--model", ",".join(models),
                         "--threads", str(threads), "--seconds", str(seconds)],
                        stdout=subprocess.PIPE, text=True, env=env)
@@ -96,9 +107,9 @@ def one_process(models, n, threads, seconds, shared=True):
     return [[float(v) for v in line.split()] for line in r.stdout.splitlines()]
 
 
-def separate_processes(models, n, threads, seconds, shared=False):
+def separate_processes(models, n, threads, seconds):
     start_at = time.time() + 3.0 + 0.3 * n  # time for the interpreters to start and load
-    env = dict(os.environ, GRAPHI_SHARED_TEAMS="1" if shared else "0")
+    env = env_for(None)  # one Session per process: its runs never meet another's
     procs = [subprocess.Popen([sys.executable, __file__, "--worker", "--model",
                                models[i % len(models)],
                                "--threads", str(threads), "--seconds", str(seconds),
@@ -169,32 +180,31 @@ def main():
     print("%-9s %-16s %10s %10s %10s %10s %10s" % ("sessions", "mode", "runs/s", "p50 ms",
                                                     "p90 ms", "geo ratio", "min ratio"))
     for n in [int(v) for v in args.sessions.split(",")]:
-        modes = ["one process", "own teams", "processes"]
+        modes = list(SHARING) + ["processes"]
         res = {m: [] for m in modes}
         per = {m: [] for m in modes}  # per round: runs/s of each Session
         for r in range(args.rounds):
-            for mode in modes[r % 3:] + modes[:r % 3]:
+            for mode in modes[r % len(modes):] + modes[:r % len(modes)]:
                 if mode == "processes":
                     lat = separate_processes(models, n, args.threads, args.seconds)
                 else:
-                    lat = one_process(models, n, args.threads, args.seconds, mode == "one process")
+                    lat = one_process(models, n, args.threads, args.seconds, SHARING[mode])
                 res[mode].append(summary(lat, args.seconds))
                 per[mode].append([len(v) / args.seconds for v in lat])
         # Each Session's median runs/s over rounds, against the same Session in its own process.
         med_per = {m: [statistics.median(rd[i] for rd in per[m]) for i in range(n)] for m in modes}
         ratios = {m: [a / b if b else float("nan") for a, b in zip(med_per[m], med_per["processes"])]
                   for m in modes}
-        label = {"one process": "1 proc, leader", "own teams": "1 proc, own",
-                 "processes": "%d processes" % n}
         for mode, rs in res.items():
             med = {k: statistics.median(x[k] for x in rs) for k in ("rps", "p50", "p90")}
-            geo = float(np.exp(np.mean(np.log(ratios[mode]))))
+            geo = float(np.exp(np.mean(np.log(np.maximum(ratios[mode], 1e-9)))))
+            label = "%d processes" % n if mode == "processes" else mode
             print("%-9d %-16s %10.1f %10.2f %10.2f %10.2f %10.2f" % (
-                n, label[mode], med["rps"], med["p50"], med["p90"], geo, min(ratios[mode])),
+                n, label, med["rps"], med["p50"], med["p90"], geo, min(ratios[mode])),
                 flush=True)
         rps = {m: statistics.median(x["rps"] for x in res[m]) for m in modes}
-        print("%-9d one process / processes throughput: leader %.2f, own teams %.2f" % (
-            n, rps["one process"] / rps["processes"], rps["own teams"] / rps["processes"]),
+        print("%-9d one process / processes, runs/s: %s" % (n, ", ".join(
+            "%s %.2f" % (m.split(", ")[1], rps[m] / rps["processes"]) for m in SHARING)),
             flush=True)
     return 0
 

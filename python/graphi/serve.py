@@ -183,8 +183,9 @@ class GraphiReplica:
         return rid, attempt, feed, wanted
 
     def run_feed(self, feed):
-        self.runs += 1
-        return self.session.run(feed)
+        out = self.session.run(feed)
+        self.runs += 1  # runs done (tests, health)
+        return out
 
     def run_batch(self, feeds):
         """One run for several requests' feeds stacked along axis 0 (padded to a power of 2)."""
@@ -201,13 +202,45 @@ class GraphiReplica:
             if pad:
                 parts.append(np.zeros((pad,) + parts[0].shape[1:], parts[0].dtype))
             stacked[name] = np.concatenate(parts, axis=0)
-        self.runs += 1
         out = s.run(stacked)
+        self.runs += 1
         res, at = [], 0
         for r in rows:
             res.append({k: v[at:at + r] for k, v in out.items()})
             at += r
         return res
+
+    def replay(self, rid, attempt):
+        """The answer already given to request `rid` (marked replayed), or None."""
+        if rid is None or rid not in self._replies:
+            return None
+        self.record(rid, attempt, "replay")
+        return dict(self._replies[rid], attempt=attempt, replayed=True)
+
+    def answer(self, rid, attempt, out, wanted):
+        """The response body for run outputs `out`; remembered for replays and recorded."""
+        reply = {"id": rid, "attempt": attempt, "pid": self.pid, "replayed": False,
+                 "outputs": {n: encode_array(out[n]) for n in wanted}}
+        self.remember(rid, reply)
+        self.record(rid, attempt, "run")
+        return reply
+
+    def handle(self, body):
+        """(HTTP status, response dict) for a request body, run on the calling thread (the
+        deployment does the same steps with the run on its run thread)."""
+        try:
+            rid, attempt, feed, wanted = self.parse(body)
+        except RequestError as e:
+            return 400, {"error": str(e)}
+        reply = self.replay(rid, attempt)
+        if reply is not None:
+            return 200, reply
+        try:
+            out = self.run_batch([feed])[0] if self.batch_dim else self.run_feed(feed)
+        except graphi.Error as e:
+            return (400 if getattr(e, "code", "") == "invalid_argument" else 500), {
+                "error": str(e), "id": rid}
+        return 200, self.answer(rid, attempt, out, wanted)
 
     def record(self, rid, attempt, kind):
         if self._ledger is not None:
@@ -276,20 +309,15 @@ def app(model, replicas=1, cores_per_replica=1, batch_dim=None, max_batch_size=8
                 rid, attempt, feed, wanted = r.parse(body)
             except RequestError as e:
                 return JSONResponse({"error": str(e)}, status_code=400)
-            if rid is not None and rid in r._replies:
-                reply = dict(r._replies[rid], attempt=attempt, replayed=True)
-                r.record(rid, attempt, "replay")
+            reply = r.replay(rid, attempt)
+            if reply is not None:
                 return JSONResponse(reply)
             try:
                 out = await (self._run_batched(feed) if batching else self._run_one(feed))
             except graphi.Error as e:
                 code = 400 if getattr(e, "code", "") == "invalid_argument" else 500
                 return JSONResponse({"error": str(e), "id": rid}, status_code=code)
-            reply = {"id": rid, "attempt": attempt, "pid": r.pid, "replayed": False,
-                     "outputs": {n: encode_array(out[n]) for n in wanted}}
-            r.remember(rid, reply)
-            r.record(rid, attempt, "run")
-            return JSONResponse(reply)
+            return JSONResponse(r.answer(rid, attempt, out, wanted))
 
         def check_health(self):
             self.r.health()
