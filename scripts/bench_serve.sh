@@ -62,7 +62,8 @@ export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0
 # Head node on loopback only; its CPUs are the cores graphi's replicas divide between them (Serve's
 # controller and proxy reserve none).
 CORES=$(nproc)
-"$RAY" start --head --node-ip-address=127.0.0.1 --port="$GCS_PORT" \
+# --boost: Ray's processes (raylet, proxy, replicas) run in the benchmark's autogroup at nice -20 too.
+bench_run "$RAY" start --head --node-ip-address=127.0.0.1 --port="$GCS_PORT" \
   --dashboard-host=127.0.0.1 --dashboard-port="$DASH_PORT" --num-cpus="$CORES" \
   --disable-usage-stats >"$OUT/ray_start.log" 2>&1 || { cat "$OUT/ray_start.log" >&2; exit 1; }
 

@@ -3,20 +3,26 @@
 same cores (issue 14, "Several models in one process").
 
     PYTHONPATH=build/python /usr/bin/python3 benchmarks/multi_session/bench_sessions.py \
-        --graphi build/graphi [--sessions 2,4] [--threads 2] [--seconds 4] [--rounds 2]
+        --graphi build/graphi [--models lstm,gru,tests/data/onnx_zoo/mobilenetish_op13.onnx] \
+        [--sessions 2,4,8] [--threads 2] [--seconds 3] [--rounds 3]
 
-Model: the makespan LSTM (`graphi model lstm`, E = H = 256, 4 layers, batch 1, 50 unrolled
-steps; the fusion pass turns it into fused LSTM sequence ops). N Sessions of 1 executor x
-`threads` (sequential scheduler, pinned: every team on the same cores 0..threads-1), each driven
-by its own caller in a closed loop for `seconds`:
-  one process   N Python threads in this process, one Session each (run() releases the GIL);
-                the Sessions share one team leader (GRAPHI_SHARED_TEAMS=1, engine/team_leader.h)
-  1 proc, own   the same with GRAPHI_SHARED_TEAMS=0 (the default): every caller thread opens
-                its own team
-  N processes   N copies of this script (--worker), one Session each, started together
-Reported per mode: total runs per second and the median and p90 latency of one run. Modes
-alternate over `rounds` (order rotated); medians over rounds. Outputs are checked against a
-1x1 Session's.
+Models: `lstm` / `gru` are the makespan RNNs (`graphi model`, E = H = 256, 4 layers, batch 1,
+50 steps; fused into sequence ops), anything else an ONNX file; Session i runs model i mod the
+count. N Sessions of 1 executor x `threads` (sequential scheduler), each driven by its own caller
+in a closed loop for `seconds`. Modes, each sample set in a fresh process:
+  1 proc, default  N Python threads in one process, one Session each (run() releases the GIL),
+                   GRAPHI_SHARED_TEAMS unset: a run that starts while others hold the CPUs gets
+                   a team of 1 (engine/run_width.h)
+  1 proc, own      the same with GRAPHI_SHARED_TEAMS=0: every run opens its full team on its
+                   caller (libgomp: a worker pool per caller thread)
+  1 proc, leader   GRAPHI_SHARED_TEAMS=1: the runs take turns on one process-wide team
+                   (engine/team_leader.h)
+  N processes      N copies of this script (--worker), one Session each, started together
+Reported per mode: total runs/s, work (sum over Sessions of runs/s x that model's run time
+alone: how many Sessions' worth of busy time the mode delivers, comparable across mixes of
+short and long models), median and p90 latency, and each Session's runs/s against the same
+Session in its own process (geometric mean and minimum). Modes alternate over `rounds` (order
+rotated); medians over rounds. Outputs are checked against a 1x1 Session's.
 """
 import argparse
 import os
@@ -171,14 +177,25 @@ def main():
         got = graphi.Session(path, threads=args.threads).run(feed)
         errs.append(max(float(np.max(np.abs(got[k] - want[k]))) for k in want))
         del ref
+    # Each model alone (its own process, one caller): the cost of one run, so that modes can be
+    # compared by the work they get done (sum over Sessions of runs/s x alone time) whatever
+    # the mix of run lengths.
+    alone = [statistics.median(one_process([m], 1, args.threads, min(args.seconds, 2.0))[0])
+             for m in models]
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
+    print("alone, one Session 1x%d: %s" % (args.threads, ", ".join(
+        "%s %.3f ms" % (nm, t) for nm, t in zip(names, alone))))
     print("models (session i runs model i mod %d): %s; Sessions 1x%d sequential; %.0f s per "
           "mode, %d rounds; max |diff| to 1x1 %.1e; OMP_WAIT_POLICY=%s; load average %s" % (
               len(models), ", ".join(names), args.threads, args.seconds, args.rounds, max(errs),
               os.environ.get("OMP_WAIT_POLICY", "(unset)"), load), flush=True)
-    print("%-9s %-16s %10s %10s %10s %10s %10s" % ("sessions", "mode", "runs/s", "p50 ms",
-                                                    "p90 ms", "geo ratio", "min ratio"))
+    print("work = sum over Sessions of runs/s x the model's alone time (1.0 = one Session busy "
+          "all the time); ratios: each Session's runs/s against the same Session in its own "
+          "process (geometric mean, minimum)")
+    print("%-9s %-16s %10s %8s %10s %10s %10s %10s" % ("sessions", "mode", "runs/s", "work",
+                                                        "p50 ms", "p90 ms", "geo ratio",
+                                                        "min ratio"))
     for n in [int(v) for v in args.sessions.split(",")]:
         modes = list(SHARING) + ["processes"]
         res = {m: [] for m in modes}
@@ -195,16 +212,17 @@ def main():
         med_per = {m: [statistics.median(rd[i] for rd in per[m]) for i in range(n)] for m in modes}
         ratios = {m: [a / b if b else float("nan") for a, b in zip(med_per[m], med_per["processes"])]
                   for m in modes}
+        work = {m: sum(r * alone[i % len(models)] / 1e3 for i, r in enumerate(med_per[m]))
+                for m in modes}
         for mode, rs in res.items():
             med = {k: statistics.median(x[k] for x in rs) for k in ("rps", "p50", "p90")}
             geo = float(np.exp(np.mean(np.log(np.maximum(ratios[mode], 1e-9)))))
             label = "%d processes" % n if mode == "processes" else mode
-            print("%-9d %-16s %10.1f %10.2f %10.2f %10.2f %10.2f" % (
-                n, label, med["rps"], med["p50"], med["p90"], geo, min(ratios[mode])),
-                flush=True)
-        rps = {m: statistics.median(x["rps"] for x in res[m]) for m in modes}
-        print("%-9d one process / processes, runs/s: %s" % (n, ", ".join(
-            "%s %.2f" % (m.split(", ")[1], rps[m] / rps["processes"]) for m in SHARING)),
+            print("%-9d %-16s %10.1f %8.2f %10.2f %10.2f %10.2f %10.2f" % (
+                n, label, med["rps"], work[mode], med["p50"], med["p90"], geo,
+                min(ratios[mode])), flush=True)
+        print("%-9d one process / processes, work: %s" % (n, ", ".join(
+            "%s %.2f" % (m.split(", ")[1], work[m] / work["processes"]) for m in SHARING)),
             flush=True)
     return 0
 
