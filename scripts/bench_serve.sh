@@ -14,6 +14,7 @@ SECONDS_PER_PHASE=60
 RATE=20
 MODEL=lstm
 PHASES=1,2,kill
+BATCH=()
 BOOST=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -38,10 +39,10 @@ case "$MODEL" in
     MODEL_FILE=$OUT/lstm_h256_b1_t100.graphi
     "$BUILD_DIR/graphi" model lstm --input 256 --hidden 256 --seq 100 --batch 1 -o "$MODEL_FILE" >/dev/null
     OUTPUTS=h_n; LABEL="LSTM h256 b1 T100" ;;
-  cnn)   # the ONNX zoo's MobileNet-like CNN
-    MODEL_FILE=tests/data/onnx_zoo/mobilenetish_op13.onnx
-    OUTPUTS=$("$PY" -c "import graphi,sys; print(graphi.Session(sys.argv[1]).outputs[0].name)" "$MODEL_FILE")
-    LABEL="ONNX zoo mobilenetish" ;;
+  cnn)   # the ONNX zoo's MobileNet-like CNN with a symbolic batch: requests are batched
+    MODEL_FILE=tests/data/onnx_zoo/mobilenetish_dyn_op17.onnx
+    OUTPUTS=out0; BATCH=(--batch-dim batch --max-batch-size 8)
+    LABEL="ONNX zoo mobilenetish_dyn, 1 image per request, dynamic batching up to 8" ;;
   *) echo "bench_serve: --model lstm or cnn" >&2; exit 2 ;;
 esac
 
@@ -73,6 +74,6 @@ rc=0
 bench_run timeout --signal=TERM --kill-after=20 "$LIMIT" "$PY" benchmarks/serve/bench_serve.py \
   --ray-address "127.0.0.1:$GCS_PORT" --http-port "$HTTP_PORT" --model "$MODEL_FILE" \
   --outputs "$OUTPUTS" --label "$LABEL" --seconds "$SECONDS_PER_PHASE" --rate "$RATE" \
-  --cores "$CORES" --phases "$PHASES" --out "$OUT" || rc=$?
+  --cores "$CORES" --phases "$PHASES" --out "$OUT" ${BATCH[@]+"${BATCH[@]}"} || rc=$?
 [ "$rc" = 124 ] && echo "bench_serve: stopped after $LIMIT s" >&2
 exit "$rc"

@@ -124,6 +124,8 @@ def analyse(records, ledger_dir, seconds, killed_pid=None, kill_time=None, recov
         "replays": sum(1 for v in server.values() for e in v if e[1] == "replay"),
         "max_err": max((r["max_err"] for r in ok if r["max_err"] is not None), default=None),
         "pids": sorted({r["attempts"][-1][2] for r in ok}),
+        "mean_batch": (statistics.mean(r["batch"] for r in ok if r.get("batch"))
+                       if any(r.get("batch") for r in ok) else None),
     }
     if kill_time is not None:
         lo, hi = kill_time - 2.0, (recovered_at or kill_time) + 2.0
@@ -144,7 +146,9 @@ def phase(args, name, replicas, kill):
     cores = args.cores // replicas
     t0 = time.time()
     serve.run(graphi.serve.app(args.model, replicas=replicas, cores_per_replica=cores,
-                               ledger_dir=ledger, lock_dir=os.path.join(args.out, "locks")),
+                               ledger_dir=ledger, lock_dir=os.path.join(args.out, "locks"),
+                               batch_dim=args.batch_dim or None,
+                               max_batch_size=args.max_batch_size),
               name=APP, route_prefix="/", blocking=False)
     if not wait_running(replicas, args.deploy_timeout):
         raise RuntimeError("%s: %d replicas not running after %.0f s" % (
@@ -156,6 +160,8 @@ def phase(args, name, replicas, kill):
            "--url", "http://127.0.0.1:%d/" % args.http_port, "--rate", str(args.rate),
            "--seconds", str(args.seconds), "--model", args.model, "--outputs", args.outputs,
            "--run", name.replace(" ", "_"), "--out", rec_path]
+    if args.batch_dim:
+        cmd += ["--dims", json.dumps({args.batch_dim: 1})]
     gen = subprocess.Popen(cmd)
     killed_pid = kill_time = recovered_at = None
     try:
@@ -208,6 +214,9 @@ def main():
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--deploy-timeout", type=float, default=120)
     ap.add_argument("--phases", default="1,2,kill")
+    ap.add_argument("--batch-dim", default="",
+                    help="the model's symbolic batch dim: requests are batched (Serve's @serve.batch)")
+    ap.add_argument("--max-batch-size", type=int, default=8)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -239,6 +248,10 @@ def main():
             r["phase"], r["answered"], r["requests"], r["throughput"], r["p50"], r["p99"],
             r["failed"], r["answered_twice"], r["retry_attempts"],
             r["server_answers_not_delivered"], r["max_err"] or 0.0))
+    for r in results:
+        if r.get("mean_batch"):
+            print("%s: dynamic batching, mean padded run size %.2f requests' rows" % (
+                r["phase"], r["mean_batch"]))
     for r in results:
         if "killed_pid" in r:
             print("kill: replica pid %s killed; %s running again after %s s; window %s s around "

@@ -68,6 +68,8 @@ async def main_async(args):
                 if status == 200:
                     reply = json.loads(payload)
                     pid, replayed = reply.get("pid"), reply.get("replayed")
+                    if reply.get("batch"):
+                        rec["batch"] = reply["batch"]
                     if reply.get("id") != rid:
                         status = "wrong id %r" % reply.get("id")
                     else:

@@ -17,7 +17,7 @@ Requests (JSON, POST):
                  or "x": [[...nested lists...]]},
      "outputs": ["h"]}                       # optional: which outputs to return (default all)
 Response: {"id", "attempt", "pid", "replayed": bool,
-           "outputs": {name: {"dtype", "shape", "b64"}}}; a bad request is HTTP 400 with
+           "outputs": {name: {"dtype", "shape", "b64"}}, "batch": padded run size (batching)}; a bad request is HTTP 400 with
 {"error": message} (the message names the input); a failed run is HTTP 500.
 
 Exactly-once bookkeeping: a request id already answered by this replica is answered again
@@ -47,6 +47,7 @@ import graphi
 log = logging.getLogger("graphi.serve")
 
 _DTYPES = {"float32": np.float32, "int32": np.int32, "int64": np.int64}
+_RUN_SIZE = "\0batch"  # key of a batched run's padded size in a request's outputs
 
 
 class RequestError(ValueError):
@@ -206,7 +207,9 @@ class GraphiReplica:
         self.runs += 1
         res, at = [], 0
         for r in rows:
-            res.append({k: v[at:at + r] for k, v in out.items()})
+            part = {k: v[at:at + r] for k, v in out.items()}
+            part[_RUN_SIZE] = size  # reported to the client as "batch"
+            res.append(part)
             at += r
         return res
 
@@ -221,6 +224,8 @@ class GraphiReplica:
         """The response body for run outputs `out`; remembered for replays and recorded."""
         reply = {"id": rid, "attempt": attempt, "pid": self.pid, "replayed": False,
                  "outputs": {n: encode_array(out[n]) for n in wanted}}
+        if _RUN_SIZE in out:
+            reply["batch"] = out[_RUN_SIZE]
         self.remember(rid, reply)
         self.record(rid, attempt, "run")
         return reply

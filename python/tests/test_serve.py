@@ -137,7 +137,7 @@ class ReplicaTest(unittest.TestCase):
             self.assertEqual(o["logits"].shape, (1, 10))
             self.assertLess(rel_err(o["logits"], want[i:i + 1]), 1e-4)
         status, reply = r.handle(json.dumps({"id": "c", "inputs": {"image": b64(x[:2])}}).encode())
-        self.assertEqual(status, 200)
+        self.assertEqual((status, reply["batch"]), (200, 2))
         self.assertLess(rel_err(decoded(reply["outputs"]["logits"]), want[:2]), 1e-4)
 
 
