@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# A local Ray cluster on loopback (a head node and a worker node, one CPU each) serving an LSTM
-# (`graphi model lstm`, h256, 100 steps) with graphi.serve: 2 replicas, one per node and core;
-# a client sends a few HTTP requests and prints the answers. Stops Ray on every exit path.
+# A local Ray cluster on loopback (a head node with 2 CPUs; Ray's worker processes host the
+# replicas) serving an LSTM (`graphi model lstm`, h256, 100 steps) with graphi.serve: 2 replicas
+# on a core each; a client sends a few HTTP requests and checks the answers against a local
+# Session. Stops Ray on every exit path. One node only: a second node on the same machine needs
+# RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=1, with which Ray talks over the machine's network address
+# instead of 127.0.0.1 (docs/SERVING.md).
 #   scripts/serve_demo.sh [--requests N]
 # docs/SERVING.md says how the same deployment spreads over the nodes of a real cluster.
 set -euo pipefail
@@ -26,12 +29,10 @@ GCS_PORT=$(free_port); HTTP_PORT=$(free_port)
 trap '"$RAY" stop --force >/dev/null 2>&1 || true' EXIT INT TERM
 export PYTHONPATH="$PWD/$BUILD_DIR/python${PYTHONPATH:+:$PYTHONPATH}"
 export RAY_USAGE_STATS_ENABLED=0 RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0
-echo "serve_demo: starting a Ray head node and a worker node on 127.0.0.1" >&2
+echo "serve_demo: starting a Ray head node on 127.0.0.1" >&2
 timeout 180 "$RAY" start --head --node-ip-address=127.0.0.1 --port="$GCS_PORT" \
-  --include-dashboard=false --num-cpus=1 --disable-usage-stats >"$OUT/head.log" 2>&1 \
+  --include-dashboard=false --num-cpus=2 --disable-usage-stats >"$OUT/head.log" 2>&1 \
   || { cat "$OUT/head.log" >&2; exit 1; }
-timeout 180 "$RAY" start --address="127.0.0.1:$GCS_PORT" --node-ip-address=127.0.0.1 \
-  --num-cpus=1 >"$OUT/worker.log" 2>&1 || { cat "$OUT/worker.log" >&2; exit 1; }
 
 timeout 300 "$PY" - "$MODEL" "$GCS_PORT" "$HTTP_PORT" "$REQUESTS" <<'EOF'
 import base64, json, sys, urllib.request
