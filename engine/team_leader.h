@@ -62,7 +62,7 @@ class TeamLeader {
 
   const int threads_;
   OmpThreadClaim claim_;
-  std::mutex submit_;  // one job at a time
+  std::mutex submit_;      // one job at a time
   std::mutex turn_mutex_;  // the ticket queue in front of submit_
   std::condition_variable turn_cv_;
   uint64_t next_ticket_ = 0, serving_ = 0;

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "engine/omp_oversubscription.h"
-#include "engine/session.h"
 #include "engine/run_width.h"
+#include "engine/session.h"
 #include "engine/team_leader.h"
 #include "graph/graph_builder.h"
 #include "ops/registry.h"
@@ -155,7 +155,7 @@ TEST_CASE("run width: a run alone keeps its team, a run beside others above the 
       RunWidth third(2, 8, true);
       CHECK(third.threads() == 2);  // 3 + 2 <= 8 CPUs: no need to narrow
       RunWidth own(2, 2, false);
-      CHECK(own.threads() == 2);    // GRAPHI_SHARED_TEAMS=0: never narrowed
+      CHECK(own.threads() == 2);  // GRAPHI_SHARED_TEAMS=0: never narrowed
     }
     CHECK(RunWidth::in_flight() == 2);
   }
