@@ -14,8 +14,9 @@ Peer settings:
   a team of 2) and 2x1 (two executors of 1 thread, cpf scheduler);
 - ORT: all graph optimizations, sequential execution with intra_op threads = T; at 2 threads
   also the parallel executor (inter_op 2, intra_op 1); best of them is the peer's number;
-- PyTorch: eager under inference_mode and TorchScript (trace + freeze), NCHW and channels_last
-  for 4-D inputs, torch.set_num_threads(T); best of them is the peer's number.
+- PyTorch: eager under inference_mode and TorchScript (trace + freeze) in NCHW, eager in
+  channels_last for 4-D inputs (--all-torch: TorchScript in channels_last too),
+  torch.set_num_threads(T); best of them is the peer's number.
 
 Every peer's output is compared with PyTorch eager's (max abs difference in the table).
 
@@ -218,6 +219,8 @@ def main():
     ap.add_argument("--models", default="", help="comma-separated names (default: all)")
     ap.add_argument("--csv", default="")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--all-torch", action="store_true",
+                    help="also TorchScript + channels_last (slow to set up; rarely the best)")
     args = ap.parse_args()
 
     sys.path.insert(0, HERE)
@@ -238,7 +241,7 @@ def main():
                 o = [f"seq:{t}"] + ([f"par:{t}"] if t > 1 else [])
                 p = [f"eager:{t}", f"script:{t}"]
                 if four_d:
-                    p += [f"eager-cl:{t}", f"script-cl:{t}"]
+                    p += [f"eager-cl:{t}"] + ([f"script-cl:{t}"] if args.all_torch else [])
                 cases += [(n, b, t, "graphi", s) for s in g]
                 cases += [(n, b, t, "ort", s) for s in o]
                 cases += [(n, b, t, "torch", s) for s in p]
