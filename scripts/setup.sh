@@ -12,6 +12,8 @@
 #                            (ctest python/venv; about 2.5 min the first time, then free)
 #   scripts/setup.sh bench   + the benchmarks' peers (the same packages and venv)
 #   scripts/setup.sh lint    clang-format and clang-tidy (Debian's 14) for scripts/lint.sh
+#   scripts/setup.sh sanitize + clang 14, its sanitizer runtimes and libomp (with the Archer TSan
+#                            tool) for scripts/test_sanitizers.sh (docs/RELIABILITY.md)
 # The packages and why each is needed: docs/DEPENDENCIES.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +38,10 @@ TEST_PACKAGES=(
   libopenblas0-pthread            # the BLAS PyTorch should use (Debian's reference BLAS is ~10x slower)
   python3-matplotlib              # scripts/plot_timeline.py (its test draws a trace)
 )
+SANITIZE_PACKAGES=(
+  clang-14 libclang-rt-14-dev     # the TSan lane's compiler and runtimes (ASan/UBSan use GCC's)
+  libomp-dev                      # LLVM's OpenMP + libarcher.so: OpenMP synchronisation TSan sees
+)
 LINT_PACKAGES=(
   clang-format clang-tidy         # scripts/lint.sh (.clang-format, .clang-tidy)
   libomp-dev                      # clang's omp.h, so clang-tidy parses the OpenMP sources
@@ -45,8 +51,9 @@ case "$LEVEL" in
   run) PACKAGES=("${RUN_PACKAGES[@]}") ;;
   python) PACKAGES=("${RUN_PACKAGES[@]}" "${PYTHON_PACKAGES[@]}") ;;
   test|bench) PACKAGES=("${RUN_PACKAGES[@]}" "${PYTHON_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
+  sanitize) PACKAGES=("${RUN_PACKAGES[@]}" "${PYTHON_PACKAGES[@]}" "${TEST_PACKAGES[@]}" "${SANITIZE_PACKAGES[@]}") ;;
   lint) PACKAGES=("${LINT_PACKAGES[@]}") ;;
-  *) echo "usage: scripts/setup.sh [run|python|test|bench|lint]" >&2; exit 2 ;;
+  *) echo "usage: scripts/setup.sh [run|python|test|bench|sanitize|lint]" >&2; exit 2 ;;
 esac
 
 missing=()
