@@ -55,8 +55,7 @@ Model make_model(std::string name, std::shared_ptr<const graph::Graph> g, uint64
     m.expected.push_back(value_or_throw(ref->run(m.inputs.back())));
   }
   for (int k = 1; k <= 2; ++k)
-    m.plans[k] =
-        std::make_shared<const engine::Plan>(value_or_throw(engine::compile(m.graph, k)));
+    m.plans[k] = std::make_shared<const engine::Plan>(value_or_throw(engine::compile(m.graph, k)));
   return m;
 }
 
@@ -142,8 +141,8 @@ int64_t now_ns() {
 // backtrace (addresses and module offsets: `addr2line -e BINARY +OFFSET` names them).
 void dump_stack_handler(int) {
   char head[64];
-  const int n = std::snprintf(head, sizeof head, "--- thread %ld:\n",
-                              static_cast<long>(syscall(SYS_gettid)));
+  const int n =
+      std::snprintf(head, sizeof head, "--- thread %ld:\n", static_cast<long>(syscall(SYS_gettid)));
   if (n > 0) (void)!write(2, head, static_cast<size_t>(n));
   void* frames[48];
   const int depth = backtrace(frames, 48);
@@ -184,10 +183,9 @@ std::string StressReport::summary() const {
   std::ostringstream s;
   s << "runs " << runs << " (ok " << ok << ", wrong " << wrong << ", cancelled " << cancelled
     << ", other errors " << errors << ") in " << seconds << " s; sessions created " << created
-    << ", destroyed " << destroyed << " (" << destroyed_in_flight
-    << " with runs inside, " << cancel_first << " cancelled first); RSS " << rss_start_kb
-    << " kB after " << runs_at_rss_start << " runs, " << rss_end_kb << " kB at the end (max "
-    << rss_max_kb << ")";
+    << ", destroyed " << destroyed << " (" << destroyed_in_flight << " with runs inside, "
+    << cancel_first << " cancelled first); RSS " << rss_start_kb << " kB after "
+    << runs_at_rss_start << " runs, " << rss_end_kb << " kB at the end (max " << rss_max_kb << ")";
   return s.str();
 }
 
@@ -207,7 +205,8 @@ StressReport run_stress(const StressOptions& o) {
         c.shared_plan = variant % 2 == 0;
         // Pinned sessions share the machine's cores with every other one: the placement
         // checks n x k against the cores, not against other Sessions.
-        c.pin = !seq && variant == 1 && e * t <= static_cast<int>(std::thread::hardware_concurrency());
+        c.pin =
+            !seq && variant == 1 && e * t <= static_cast<int>(std::thread::hardware_concurrency());
         if (!seq && variant >= 2) c.dedicated = variant == 3;
         configs.push_back(c);
       }
@@ -230,9 +229,8 @@ StressReport run_stress(const StressOptions& o) {
     so.threads = e->config.threads;
     so.pin = e->config.pin;
     so.dedicated_scheduler = e->config.dedicated;
-    auto s = e->config.shared_plan
-                 ? engine::Session::create(e->model->plans[e->config.threads], so)
-                 : engine::Session::create(e->model->graph, so);
+    auto s = e->config.shared_plan ? engine::Session::create(e->model->plans[e->config.threads], so)
+                                   : engine::Session::create(e->model->graph, so);
     if (!s.is_ok()) {
       failure("creating " + e->model->name + " " + e->config.str() + ": " + s.status().message());
       return nullptr;
@@ -296,8 +294,7 @@ StressReport run_stress(const StressOptions& o) {
         cancelled.fetch_add(1, std::memory_order_relaxed);
       } else {
         errors.fetch_add(1, std::memory_order_relaxed);
-        failure("error: " + e->model->name + " " + e->config.str() + ": " +
-                out.status().message());
+        failure("error: " + e->model->name + " " + e->config.str() + ": " + out.status().message());
       }
       st.phase = 0;
       st.entry = nullptr;
@@ -312,7 +309,8 @@ StressReport run_stress(const StressOptions& o) {
   auto churn = [&] {
     std::mt19937_64 rng(o.seed * 7 + 3);
     while (!stop.load(std::memory_order_relaxed)) {
-      std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(o.churn_ms * 1000)));
+      std::this_thread::sleep_for(
+          std::chrono::microseconds(static_cast<int64_t>(o.churn_ms * 1000)));
       const size_t si = rng() % slots.size();
       std::shared_ptr<Entry> fresh = make_entry(rng);
       if (fresh) created.fetch_add(1);
@@ -365,8 +363,10 @@ StressReport run_stress(const StressOptions& o) {
         continue;
       }
       if (since_s(last_change) < o.watchdog_s) continue;
-      std::fprintf(stderr, "\nstress watchdog: no run finished and no Session replaced for %.0f s "
-                           "(stop requested: %d)\n", o.watchdog_s, stop.load() ? 1 : 0);
+      std::fprintf(stderr,
+                   "\nstress watchdog: no run finished and no Session replaced for %.0f s "
+                   "(stop requested: %d)\n",
+                   o.watchdog_s, stop.load() ? 1 : 0);
       for (size_t i = 0; i < states.size(); ++i) {
         const ClientState& st = states[i];
         const Entry* e = st.entry.load();

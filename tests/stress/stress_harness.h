@@ -21,12 +21,12 @@ struct StressOptions {
   // Policies the Sessions use (each with its splits: sequential 1x1 and 1x2; the others 1x1,
   // 1x2 and 2x1, scheduler role and pinning chosen at random).
   std::vector<std::string> policies = {"cpf", "fifo", "shared-queue", "sequential"};
-  int clients = 6;          // client threads calling run()
-  int slots = 4;            // Sessions alive at a time
-  double churn_ms = 15;     // one Session replaced every churn_ms
-  double watchdog_s = 60;   // no run and no churn for this long: dump state, abort
+  int clients = 6;         // client threads calling run()
+  int slots = 4;           // Sessions alive at a time
+  double churn_ms = 15;    // one Session replaced every churn_ms
+  double watchdog_s = 60;  // no run and no churn for this long: dump state, abort
   uint64_t seed = 1;
-  bool verbose = false;     // a line per second (runs, RSS)
+  bool verbose = false;  // a line per second (runs, RSS)
 };
 
 struct StressReport {
