@@ -18,6 +18,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <new>
 
@@ -448,13 +449,27 @@ void RnnSequenceKernel::run(const TeamContext& team, const Buffers& io) const no
       }
     };
   }
-  for (int64_t s0 = 0; s0 < T; s0 += chunk_) {
+  const bool abortable = calib_deadline_ms_ > 0 && (!sync || counters);
+  bool aborted = false;
+  for (int64_t s0 = 0; s0 < T && !aborted; s0 += chunk_) {
     const int64_t s1 = std::min(T, s0 + chunk_);
     // Hoisted input projections of this chunk, for the thread's own block: no barrier needed
     // unless another thread will read them (shuffle).
     hoist(own, x, packed, scratch + xw_off_, s0, s1, scratch, ithr);
     if (shuffle) barrier->wait();
     for (int64_t s = s0; s < s1; ++s) {
+      if (abortable) {
+        if (ithr == 0 && std::chrono::duration<double, std::milli>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                                 .count() > calib_deadline_ms_)
+          calib_aborted_.store(true, std::memory_order_release);
+        if (calib_aborted_.load(std::memory_order_acquire)) {
+          // Release the peers' waits for good; they see the flag at their next step.
+          if (counters) flag(ithr)->publish(static_cast<uint32_t>(T + (int64_t{1} << 30)));
+          aborted = true;
+          break;
+        }
+      }
       const ThreadPlan& p = shuffle ? plans_[(ithr + s) % nthr] : own;
       wctx.done = static_cast<uint32_t>(s);  // peers must have finished steps < s
       step(p, s, s0, s1, io, packed, scratch, sync ? barrier : nullptr, peer_wait);
@@ -466,6 +481,7 @@ void RnnSequenceKernel::run(const TeamContext& team, const Buffers& io) const no
       }
     }
   }
+  if (aborted) return;
   const ThreadPlan& last = shuffle ? plans_[(ithr + T - 1) % nthr] : own;
   write_final(last, io, scratch + hb_off_ + (T & 1) * s_.num_directions * s_.batch * ldh_,
               scratch + cb_off_);

@@ -5,6 +5,7 @@
 // loops. Include only from ops/rnn/.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -174,6 +175,13 @@ class RnnSequenceKernel final : public Kernel {
   // bf16: the state mirror's distance from the fp32 states (floats), the per-thread bf16 copies
   // of x rows (x16_per_thread_ words each, rows ldx16_ words apart), the hoisted GEMM's ldc.
   int64_t mirror_delta_ = 0, x16_off_ = 0, x16_per_thread_ = 0, ldx16_ = 0, hoist_ldc_ = 0;
+  // Calibration copies only (rnn_sequence_schedule.cpp): a steady-clock deadline (ms, 0 = none).
+  // Past it, run() stops at the next step (a shortened run on a loaded machine can take seconds
+  // when a peer is preempted at every exchange) and sets calib_aborted_; the run's time is then
+  // discarded. Only where the threads can stop apart without deadlock: no exchange, or the
+  // per-step counters (the stopping thread publishes a step past the end).
+  double calib_deadline_ms_ = 0;
+  mutable std::atomic<bool> calib_aborted_{false};
 };
 
 }  // namespace graphi::ops::rnn_wcs

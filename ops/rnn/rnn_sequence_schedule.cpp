@@ -152,8 +152,12 @@ std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSch
     std::memset(k.packed_.data(), 0, k.packed_.desc().bytes());
     Tensor scratch(TensorDesc{DType::kF32, {std::max<int64_t>(k.scratch_floats_, 16)}});
     double best_ms = std::numeric_limits<double>::infinity();
+    // A run still going at the deadline stops at its next step (see calib_deadline_ms_); its
+    // time is not a measurement.
+    k.calib_deadline_ms_ = deadline;
     for (int rep = 0; rep <= reps && ok; ++rep) {
       double t0 = 0, t1 = 0;
+      k.calib_aborted_.store(false);
 #pragma omp parallel num_threads(team_)
       {
         if (omp_get_num_threads() != team_) ok = false;
@@ -167,6 +171,7 @@ std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSch
           if (omp_get_thread_num() == 0) t1 = now_ms();
         }
       }
+      if (k.calib_aborted_.load()) break;
       if (ok && rep > 0) best_ms = std::min(best_ms, t1 - t0);
       // Past the deadline: the warm-up's time stands in when no timed run happened yet.
       if (ok && now_ms() > deadline) {
@@ -179,8 +184,10 @@ std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSch
   auto k = shortened(16);
   if (!k) return std::nullopt;
   // The probe: the default on 16 steps (one warm-up, one timed run) gives the per-step cost.
-  const double probe_ms = time_schedule(*k, cands[0], 1, std::numeric_limits<double>::infinity());
-  if (!ok) return std::nullopt;
+  const double probe_ms = time_schedule(*k, cands[0], 1, start + budget_ms);
+  // Not even the probe fit (a loaded machine): the analytical default, not cached (the next
+  // process tries again).
+  if (!ok || !std::isfinite(probe_ms)) return std::nullopt;
   CalibrationLimits limits;
   limits.budget_ms = budget_ms;
   const double per_step = probe_ms / double(k->s_.seq_len);
@@ -190,7 +197,9 @@ std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSch
   const double planned = double(std::min<size_t>(cands.size(), size_t(limits.max_candidates)));
   const int64_t steps = std::clamp<int64_t>(
       static_cast<int64_t>(left_ms / (3.0 * planned * std::max(per_step, 1e-6))), 16, s_.seq_len);
-  if (steps > k->s_.seq_len) {
+  // With the probe's length the probe was candidate 0's measurement already.
+  const bool reuse_probe = steps <= k->s_.seq_len;
+  if (!reuse_probe) {
     k = shortened(steps);
     if (!k) return std::nullopt;
   }
@@ -202,6 +211,7 @@ std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSch
                        shape_.key().c_str(), cands.size(), static_cast<long long>(k->s_.seq_len));
           announced = true;
         }
+        if (ci == 0 && reuse_probe) return probe_ms;
         const double ms = time_schedule(*k, cands[ci], 2, deadline);
         if (!ok || !std::isfinite(ms)) return std::nullopt;
         return ms;

@@ -515,3 +515,38 @@ TEST_CASE("rnn schedule: the cost model ranks candidates, the default stays firs
   CHECK(ops::rnn_schedule_model_us(big16, ops::default_rnn_schedule(big16)) <
         ops::rnn_schedule_model_us(big, ops::default_rnn_schedule(big)));
 }
+
+TEST_CASE("rnn schedule: a budget already spent stops the probe run at its first step",
+          "[rnn_schedule]") {
+  // Budget 0: the probe's run sees the deadline at step 0 and stops (batch 1 on 2 threads: the
+  // step-counter exchange, the stopping thread releases its peer; batch 2: row split, no
+  // exchange). Nothing was measured, so nothing is cached, and the layer runs the analytical
+  // default with correct results.
+  const auto dir = test::scratch_dir("rnn_schedule_budget0");
+  const std::string old_dir =
+      std::getenv("GRAPHI_CACHE_DIR") ? std::getenv("GRAPHI_CACHE_DIR") : "";
+  const std::string old_budget = std::getenv("GRAPHI_RNN_SEARCH_BUDGET_MS")
+                                     ? std::getenv("GRAPHI_RNN_SEARCH_BUDGET_MS")
+                                     : "";
+  setenv("GRAPHI_CACHE_DIR", dir.string().c_str(), 1);
+  setenv("GRAPHI_RNN_SEARCH_BUDGET_MS", "0", 1);
+  const std::string path = (dir / "rnn_schedules.json").string();
+  int seed = 900;
+  for (int64_t batch : {1, 2}) {
+    Layer l = make_layer("LSTM", 30, batch, 19, 41, false, seed++);
+    graph::Attributes a = attrs_of(l);
+    a.set(ops::kScheduleSearchAttr, int64_t{1});
+    auto r = test::run_single_op("LSTM", a, l.inputs, 2, 2, {false, true, true, true});
+    REQUIRE(r.is_ok());
+    check_outputs(l, *r, "budget 0");
+    CHECK_FALSE(std::filesystem::exists(path));
+  }
+  if (old_dir.empty())
+    unsetenv("GRAPHI_CACHE_DIR");
+  else
+    setenv("GRAPHI_CACHE_DIR", old_dir.c_str(), 1);
+  if (old_budget.empty())
+    unsetenv("GRAPHI_RNN_SEARCH_BUDGET_MS");
+  else
+    setenv("GRAPHI_RNN_SEARCH_BUDGET_MS", old_budget.c_str(), 1);
+}

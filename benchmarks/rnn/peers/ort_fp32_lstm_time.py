@@ -17,7 +17,7 @@ import time
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 
 def main():
@@ -44,8 +44,8 @@ def main():
     graph = helper.make_graph(
         [node], "rnn", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [T, B, H])],
         [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
-        [onnx.numpy_helper.from_array(W, "W"), onnx.numpy_helper.from_array(R, "R"),
-         onnx.numpy_helper.from_array(Bv, "B")])
+        [numpy_helper.from_array(W, "W"), numpy_helper.from_array(R, "R"),
+         numpy_helper.from_array(Bv, "B")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
     model.ir_version = 8
     so = ort.SessionOptions()
