@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -187,7 +188,14 @@ std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSch
   const double probe_ms = time_schedule(*k, cands[0], 1, start + budget_ms);
   // Not even the probe fit (a loaded machine): the analytical default, not cached (the next
   // process tries again).
-  if (!ok || !std::isfinite(probe_ms)) return std::nullopt;
+  if (!ok || !std::isfinite(probe_ms)) {
+    if (std::getenv("GRAPHI_RNN_SEARCH_LOG") && ok)
+      std::fprintf(stderr,
+                   "graphi: %s: the probe did not fit the %.0f ms budget (stopped after %.0f ms):"
+                   " analytical default, not cached\n",
+                   shape_.key().c_str(), budget_ms, now_ms() - start);
+    return std::nullopt;
+  }
   CalibrationLimits limits;
   limits.budget_ms = budget_ms;
   const double per_step = probe_ms / double(k->s_.seq_len);
@@ -221,7 +229,12 @@ std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSch
   best.measured_ms = out.best_ms;
   best.searched = true;
   best.candidates_measured = out.measured;
-  if (announced)
+  // GRAPHI_RNN_SEARCH_LOG=1: the outcome of every calibration, not only the long ones.
+  static const bool log = [] {
+    const char* v = std::getenv("GRAPHI_RNN_SEARCH_LOG");
+    return v && *v && std::string(v) != "0";
+  }();
+  if (announced || log)
     std::fprintf(stderr, "graphi: %s -> %s after %.0f ms (%d of %zu candidates, stop: %s)\n",
                  shape_.key().c_str(), best.to_string().c_str(), now_ms() - start, out.measured,
                  cands.size(), out.stop.c_str());
