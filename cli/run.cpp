@@ -321,9 +321,12 @@ int run_command(int argc, char** argv) {
   if (json) {
     nlohmann::ordered_json j;
     j["model"] = model_path;
-    j["config"] = {{"executors", eff.executors}, {"threads", eff.threads},
-                   {"scheduler", eff.scheduler}, {"pinned", eff.pin},
-                   {"plan", chosen->source},     {"summary", (*session)->config_summary()},
+    j["config"] = {{"executors", eff.executors},
+                   {"threads", eff.threads},
+                   {"scheduler", eff.scheduler},
+                   {"pinned", eff.pin},
+                   {"plan", chosen->source},
+                   {"summary", (*session)->config_summary()},
                    {"rnn_weights", eff.rnn_weights.empty() ? "fp32" : eff.rnn_weights}};
     j["iterations"] = *iterations;
     j["warmup"] = *warmup;

@@ -6,8 +6,8 @@
 
 namespace graphi::engine {
 
-Result<std::shared_ptr<const graph::Graph>> apply_rnn_weights(
-    std::shared_ptr<const graph::Graph> g, const std::string& precision) {
+Result<std::shared_ptr<const graph::Graph>> apply_rnn_weights(std::shared_ptr<const graph::Graph> g,
+                                                              const std::string& precision) {
   if (precision.empty()) return g;
   GRAPHI_ASSIGN_OR_RETURN(ops::RnnWeights w,
                           ops::parse_rnn_weights(precision, "session option rnn_weights"));

@@ -14,7 +14,7 @@ namespace graphi::engine {
 // `g` itself when `precision` is "" or fp32 or the graph has no recurrent node; else a copy with
 // the attribute set. An unknown precision is kInvalidArgument, int8 kUnsupported (both name
 // the option and the accepted values).
-Result<std::shared_ptr<const graph::Graph>> apply_rnn_weights(
-    std::shared_ptr<const graph::Graph> g, const std::string& precision);
+Result<std::shared_ptr<const graph::Graph>> apply_rnn_weights(std::shared_ptr<const graph::Graph> g,
+                                                              const std::string& precision);
 
 }  // namespace graphi::engine

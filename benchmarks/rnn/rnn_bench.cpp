@@ -372,10 +372,11 @@ struct DnnlRunner {
   dnnl::memory src, w_layer, w_iter, bias, dst;
   int threads = 1;
 
-  bool bf16 = false;  // bf16 src, weights and dst (bias f32): oneDNN's bf16 RNN configuration
+  bool bf16 = false;     // bf16 src, weights and dst (bias f32): oneDNN's bf16 RNN configuration
   dnnl::memory dst_f32;  // dst converted back, for the accuracy column
 
-  void init(const Config& c, const Weights& wt, const std::vector<float>& x, bool use_bf16 = false) {
+  void init(const Config& c, const Weights& wt, const std::vector<float>& x,
+            bool use_bf16 = false) {
     threads = c.threads;
     bf16 = use_bf16;
     const dt wdt = bf16 ? dt::bf16 : dt::f32;
@@ -552,7 +553,8 @@ struct Bf16Row {
     for (int k = 1; k < 4; ++k)
       if (y[k].size() != y[0].size()) fail(c.name() + ": output sizes differ");
     for (size_t i = 0; i < y[0].size(); ++i) {
-      const double e1 = std::abs(double(y[1][i]) - y[0][i]), e3 = std::abs(double(y[3][i]) - y[0][i]);
+      const double e1 = std::abs(double(y[1][i]) - y[0][i]),
+                   e3 = std::abs(double(y[3][i]) - y[0][i]);
       max_err[0] = std::max(max_err[0], e1);
       max_err[1] = std::max(max_err[1], e3);
       mean_err[0] += e1;
@@ -586,8 +588,8 @@ struct Bf16Row {
 int run_bf16(const std::vector<Config>& configs, double budget_ms, int rounds,
              const std::string& csv_path) {
   std::printf("graphi_bench_rnn --bf16: %zu rows, oneDNN %d.%d.%d, load average %s\n",
-              configs.size(), dnnl_version()->major, dnnl_version()->minor,
-              dnnl_version()->patch, load_average().c_str());
+              configs.size(), dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch,
+              load_average().c_str());
   std::fflush(stdout);
   std::vector<std::unique_ptr<Bf16Row>> rows;
   for (const Config& c : configs) {
@@ -599,8 +601,8 @@ int run_bf16(const std::vector<Config>& configs, double budget_ms, int rounds,
   if (std::filesystem::path(csv_path).has_parent_path())
     std::filesystem::create_directories(std::filesystem::path(csv_path).parent_path());
   Csv csv;
-  if (!csv.open(csv_path, {"cell", "hidden", "batch", "seq", "threads", "samples",
-                           "graphi_fp32_ms", "graphi_bf16_ms", "onednn_fp32_ms", "onednn_bf16_ms",
+  if (!csv.open(csv_path, {"cell", "hidden", "batch", "seq", "threads", "samples", "graphi_fp32_ms",
+                           "graphi_bf16_ms", "onednn_fp32_ms", "onednn_bf16_ms",
                            "onednn_bf16_over_graphi_bf16", "onednn_fp32_over_graphi_bf16",
                            "graphi_bf16_max_abs_err", "graphi_bf16_mean_abs_err",
                            "onednn_bf16_max_abs_err", "onednn_bf16_mean_abs_err"}))
@@ -628,12 +630,12 @@ int run_bf16(const std::vector<Config>& configs, double budget_ms, int rounds,
              fmt(m[2] / m[1], 3), a[0], a[1], a[2], a[3]});
   }
   t.print();
-  std::printf("\nmedians over %d interleaved rounds (implementations take turns sample by sample);"
-              " |err| = |Y - graphi fp32 Y|; oneDNN fp32 vs graphi fp32 max |diff|:",
-              rounds);
+  std::printf(
+      "\nmedians over %d interleaved rounds (implementations take turns sample by sample);"
+      " |err| = |Y - graphi fp32 Y|; oneDNN fp32 vs graphi fp32 max |diff|:",
+      rounds);
   for (auto& r : rows) std::printf(" %.1e", r->diff_dnnl32);
-  std::printf("\nload average at the end: %s\nCSV: %s\n", load_average().c_str(),
-              csv_path.c_str());
+  std::printf("\nload average at the end: %s\nCSV: %s\n", load_average().c_str(), csv_path.c_str());
   return 0;
 }
 

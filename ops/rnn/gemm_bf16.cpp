@@ -82,10 +82,10 @@ bool bf16_path_supported(Bf16Path p) {
 }
 
 Bf16Path active_bf16_path() {
-  static const Bf16Path p = bf16_path_supported(Bf16Path::kAvx512Bf16) &&
-                                    active_simd_isa() == SimdIsa::kAvx512
-                                ? Bf16Path::kAvx512Bf16
-                                : Bf16Path::kConverted;
+  static const Bf16Path p =
+      bf16_path_supported(Bf16Path::kAvx512Bf16) && active_simd_isa() == SimdIsa::kAvx512
+          ? Bf16Path::kAvx512Bf16
+          : Bf16Path::kConverted;
   return p;
 }
 

@@ -297,7 +297,8 @@ double rnn_schedule_model_us(const RnnLayerShape& s, const RnnSchedule& c) {
   const double cols = double(s.directions * (s.gates + (s.canonical_gru ? 1 : 0)) * s.hidden) /
                       double(std::max(1, c.xj));
   const double flops_us = 2.0 * double(rows) * cols * double(s.hidden + s.input_size) / kFlops;
-  return std::max(bytes_us, flops_us) + (c.xj > 1 ? 1.0 : 0.0) + 2.0 * c.threads / double(s.seq_len);
+  return std::max(bytes_us, flops_us) + (c.xj > 1 ? 1.0 : 0.0) +
+         2.0 * c.threads / double(s.seq_len);
 }
 
 std::vector<RnnSchedule> rank_rnn_candidates(const RnnLayerShape& s,

@@ -64,13 +64,13 @@ std::vector<PhasedSchedule> enumerate_phased_schedules(const std::vector<RnnMm>&
 // ---- the kernel's knobs ------------------------------------------------------------------------
 
 struct RnnSchedule {
-  int threads = 1;         // parallelism degree p <= team size (members >= p idle)
-  int xi = 1, xj = 1;      // PCP partition of the recurrent GEMM: batch rows x hidden units
-  int64_t chunk = 1;       // steps per hoisted input-projection chunk (1 = per-step schedule)
-  int rec_tile = 32;       // columns per packed weight panel / microkernel, recurrent GEMM
-  bool zigzag = false;     // alternate the panel order every step (L2 keeps the last panels)
-  bool searched = false;   // chosen by calibration (else the analytical default)
-  double measured_ms = 0;  // its calibration time (one shortened run), 0 = not measured
+  int threads = 1;              // parallelism degree p <= team size (members >= p idle)
+  int xi = 1, xj = 1;           // PCP partition of the recurrent GEMM: batch rows x hidden units
+  int64_t chunk = 1;            // steps per hoisted input-projection chunk (1 = per-step schedule)
+  int rec_tile = 32;            // columns per packed weight panel / microkernel, recurrent GEMM
+  bool zigzag = false;          // alternate the panel order every step (L2 keeps the last panels)
+  bool searched = false;        // chosen by calibration (else the analytical default)
+  double measured_ms = 0;       // its calibration time (one shortened run), 0 = not measured
   int candidates_measured = 0;  // by the calibration that chose it (0: not calibrated here)
 
   bool operator==(const RnnSchedule& o) const {
@@ -123,13 +123,13 @@ std::vector<RnnSchedule> rank_rnn_candidates(const RnnLayerShape& s,
 
 // How calibration spends its budget (a hard wall-clock bound on a loaded machine too).
 struct CalibrationLimits {
-  double budget_ms = 200;   // from the calibration's start, the probe included
-  int max_candidates = 8;   // measured at most (the model ranked them)
-  int patience = 4;         // stop after this many measured in a row without a 2% gain
+  double budget_ms = 200;  // from the calibration's start, the probe included
+  int max_candidates = 8;  // measured at most (the model ranked them)
+  int patience = 4;        // stop after this many measured in a row without a 2% gain
   double min_gain = 0.02;
 };
 struct CalibrationOutcome {
-  int best = -1;          // index into the candidates, -1 when none could be measured
+  int best = -1;  // index into the candidates, -1 when none could be measured
   double best_ms = 0;
   int measured = 0;       // candidates measured (started)
   double elapsed_ms = 0;  // from start to the end of the last measurement

@@ -52,12 +52,11 @@ void RnnSequenceKernel::hoist_rows(const Segment& seg, const float* packed, cons
 }
 
 void RnnSequenceKernel::hoist(const ThreadPlan& p, const float* x, const float* packed, float* xw,
-                              int64_t s0, int64_t s1, float* scratch,
-                              int ithr) const noexcept {
+                              int64_t s0, int64_t s1, float* scratch, int ithr) const noexcept {
   const int64_t B = s_.batch, G = s_.gates;
   const int64_t len = s1 - s0;
-  uint32_t* x16 = bf16_ ? reinterpret_cast<uint32_t*>(scratch + x16_off_ + ithr * x16_per_thread_)
-                        : nullptr;
+  uint32_t* x16 =
+      bf16_ ? reinterpret_cast<uint32_t*>(scratch + x16_off_ + ithr * x16_per_thread_) : nullptr;
   for (const Segment& seg : p.segs) {
     const int64_t t0 = s_.window_begin(seg.d, s0, s1);
     float* out = xw + seg.d * dir_x_ + G * seg.j0;

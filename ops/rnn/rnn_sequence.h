@@ -102,8 +102,8 @@ struct RnnSpec {
   DType seq_lens_dtype = DType::kI32;
   int num_outputs = 1;
   bool wcs_shuffle = false;
-  std::string forced_schedule;  // graphi_schedule, "" = none
-  int schedule_search = -1;     // graphi_schedule_search: -1 = the environment decides
+  std::string forced_schedule;            // graphi_schedule, "" = none
+  int schedule_search = -1;               // graphi_schedule_search: -1 = the environment decides
   RnnWeights weights = RnnWeights::kF32;  // graphi_rnn_weights
 
   // Is direction d (0 or 1) processed back to front?

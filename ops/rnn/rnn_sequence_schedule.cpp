@@ -90,7 +90,8 @@ Result<RnnSchedule> RnnSequenceKernel::choose_schedule(const std::string& where)
     if (it != memo().end()) return it->second;
   }
   // Ranked by the cost model, so a budget that runs out first drops the least promising ones.
-  const std::vector<RnnSchedule> cands = rank_rnn_candidates(shape_, rnn_schedule_candidates(shape_));
+  const std::vector<RnnSchedule> cands =
+      rank_rnn_candidates(shape_, rnn_schedule_candidates(shape_));
   const std::string path = rnn_schedule_cache_path();
   std::optional<RnnSchedule> chosen = load_cached_schedule(path, key, sig);
   // A cached entry must still be one of this layer's candidates (else: recompute).
@@ -138,8 +139,7 @@ std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSch
   };
   // Best of `reps` timed runs (after one warm-up) of schedule `c` on kernel k; inf on failure.
   // Stops repeating once `deadline` (now_ms clock) has passed and one timed run exists.
-  auto time_schedule = [&](RnnSequenceKernel& k, const RnnSchedule& c, int reps,
-                           double deadline) {
+  auto time_schedule = [&](RnnSequenceKernel& k, const RnnSchedule& c, int reps, double deadline) {
     const int64_t T = k.s_.seq_len, B = s_.batch, D = s_.num_directions, H = s_.hidden;
     Tensor x(TensorDesc{DType::kF32, {T * B * s_.input_size}});
     Tensor y(TensorDesc{DType::kF32, {T * D * B * H}});
@@ -213,7 +213,8 @@ std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSch
   }
   bool announced = false;
   const CalibrationOutcome out = run_calibration(
-      cands.size(), start, limits, now_ms, [&](size_t ci, double deadline) -> std::optional<double> {
+      cands.size(), start, limits, now_ms,
+      [&](size_t ci, double deadline) -> std::optional<double> {
         if (!announced && now_ms() - start > 500) {
           std::fprintf(stderr, "graphi: calibrating %s schedules (%zu candidates, %lld steps)...\n",
                        shape_.key().c_str(), cands.size(), static_cast<long long>(k->s_.seq_len));

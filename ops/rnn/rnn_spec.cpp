@@ -31,8 +31,9 @@ Result<RnnWeights> parse_rnn_weights(const std::string& v, const std::string& wh
   if (l == "fp32" || l == "f32" || l == "float32" || l == "float") return RnnWeights::kF32;
   if (l == "bf16" || l == "bfloat16") return RnnWeights::kBf16;
   if (l == "int8")
-    return Status::unsupported(what + " = 'int8': int8 RNN weights are not implemented yet "
-                                      "(accepted: fp32, bf16)");
+    return Status::unsupported(what +
+                               " = 'int8': int8 RNN weights are not implemented yet "
+                               "(accepted: fp32, bf16)");
   return Status::invalid_argument(what + " = '" + v + "': expected fp32 or bf16");
 }
 
@@ -77,9 +78,9 @@ Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* co
 
   // Attributes: known names only, so a typo is not silently ignored.
   std::vector<std::string> known = {
-      "hidden_size",      "direction",       "layout",        "clip",        "activations",
-      "activation_alpha", "activation_beta", kWcsShuffleAttr, kScheduleAttr, kScheduleSearchAttr,
-      kRnnWeightsAttr};
+      "hidden_size", "direction",         "layout",          "clip",
+      "activations", "activation_alpha",  "activation_beta", kWcsShuffleAttr,
+      kScheduleAttr, kScheduleSearchAttr, kRnnWeightsAttr};
   if (lstm) known.push_back("input_forget");
   if (gru) known.push_back("linear_before_reset");
   for (const auto& [name, value] : node.attrs.all()) {
@@ -151,7 +152,8 @@ Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* co
     GRAPHI_ASSIGN_OR_RETURN(std::string w,
                             graph::attr_string(node.attrs, where, kRnnWeightsAttr, "fp32"));
     GRAPHI_ASSIGN_OR_RETURN(
-        s.weights, parse_rnn_weights(w, where + ": attribute '" + std::string(kRnnWeightsAttr) + "'"));
+        s.weights,
+        parse_rnn_weights(w, where + ": attribute '" + std::string(kRnnWeightsAttr) + "'"));
   }
   // Activations: the ONNX defaults, and for RNN any of Tanh/Relu/Sigmoid per direction.
   {

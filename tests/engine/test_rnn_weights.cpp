@@ -111,17 +111,14 @@ TEST_CASE("rnn weights option: bf16 accuracy on the repository's recurrent model
   check_accuracy("lstm E256 H256 L2 B1 T100", fused(models::build_lstm(s, ops::Registry::get())));
   check_accuracy("gru E256 H256 L2 B1 T100", fused(models::build_gru(s, ops::Registry::get())));
   s.linear_before_reset = true;
-  check_accuracy("gru-lbr E256 H256 L2 B1 T100",
-                 fused(models::build_gru(s, ops::Registry::get())));
+  check_accuracy("gru-lbr E256 H256 L2 B1 T100", fused(models::build_gru(s, ops::Registry::get())));
   s.linear_before_reset = false;
   s.layers = 1;
   s.input = s.hidden = 1024;
-  check_accuracy("lstm E1024 H1024 L1 B1 T100",
-                 fused(models::build_lstm(s, ops::Registry::get())));
+  check_accuracy("lstm E1024 H1024 L1 B1 T100", fused(models::build_lstm(s, ops::Registry::get())));
   s.input = s.hidden = 128;
   s.batch = 10;
-  check_accuracy("lstm E128 H128 L1 B10 T100",
-                 fused(models::build_lstm(s, ops::Registry::get())));
+  check_accuracy("lstm E128 H128 L1 B10 T100", fused(models::build_lstm(s, ops::Registry::get())));
 }
 
 TEST_CASE("rnn weights option: values, explicit node attributes win, graphs without RNNs",

@@ -81,7 +81,8 @@ void check_gemm(GemmBf16Fn fn, const Shape2& s, uint64_t seed) {
       bf16_pack_set(ap.data(), j, q, s.k, s.panel, a[size_t(q * s.m + j)]);
   const int64_t ldb = bf16_pairs(s.k) + 3;
   std::vector<uint32_t> bp(size_t(s.rows * ldb), 0xdeadbeefu);
-  for (int64_t r = 0; r < s.rows; ++r) bf16_pack_row(&b[size_t(r * s.k)], 0, s.k, &bp[size_t(r * ldb)]);
+  for (int64_t r = 0; r < s.rows; ++r)
+    bf16_pack_row(&b[size_t(r * s.k)], 0, s.k, &bp[size_t(r * ldb)]);
   const int64_t ldc = s.m + 5;
   std::vector<float> c(size_t(s.rows * ldc)), c0(c.size());
   for (float& v : c0) v = u(rng);

@@ -430,8 +430,7 @@ TEST_CASE("rnn schedule: a slow measurement raises the prediction for the next o
   CHECK(out.best == 2);
 }
 
-TEST_CASE("rnn schedule: the first candidate is measured even past the budget",
-          "[rnn_schedule]") {
+TEST_CASE("rnn schedule: the first candidate is measured even past the budget", "[rnn_schedule]") {
   FakeRun f;
   f.cost = {500, 1, 1};
   f.result = {3, 2, 1};
@@ -443,8 +442,7 @@ TEST_CASE("rnn schedule: the first candidate is measured even past the budget",
   CHECK(out.stop == "budget");
 }
 
-TEST_CASE("rnn schedule: at most max_candidates, and early stop without a gain",
-          "[rnn_schedule]") {
+TEST_CASE("rnn schedule: at most max_candidates, and early stop without a gain", "[rnn_schedule]") {
   SECTION("max candidates") {
     FakeRun f;
     f.cost.assign(18, 1.0);
@@ -525,9 +523,8 @@ TEST_CASE("rnn schedule: a budget already spent stops the probe run at its first
   const auto dir = test::scratch_dir("rnn_schedule_budget0");
   const std::string old_dir =
       std::getenv("GRAPHI_CACHE_DIR") ? std::getenv("GRAPHI_CACHE_DIR") : "";
-  const std::string old_budget = std::getenv("GRAPHI_RNN_SEARCH_BUDGET_MS")
-                                     ? std::getenv("GRAPHI_RNN_SEARCH_BUDGET_MS")
-                                     : "";
+  const std::string old_budget =
+      std::getenv("GRAPHI_RNN_SEARCH_BUDGET_MS") ? std::getenv("GRAPHI_RNN_SEARCH_BUDGET_MS") : "";
   setenv("GRAPHI_CACHE_DIR", dir.string().c_str(), 1);
   setenv("GRAPHI_RNN_SEARCH_BUDGET_MS", "0", 1);
   const std::string path = (dir / "rnn_schedules.json").string();

@@ -919,8 +919,8 @@ TEST_CASE("rnn sequence: bf16 weights under every forced schedule knob", "[rnn_s
   c.bias = c.init_h = true;
   c.bf16 = true;
   for (const char* op : {"LSTM", "GRU"})
-    for (const char* sched : {"2,1,2,1,16,0", "2,1,2,4,4096,0", "2,2,1,9,64,1", "1,1,1,3,32,1",
-                              "2,1,2,9,128,1"}) {
+    for (const char* sched :
+         {"2,1,2,1,16,0", "2,1,2,4,4096,0", "2,2,1,9,64,1", "1,1,1,3,32,1", "2,1,2,9,128,1"}) {
       c.op = op;
       c.outputs = std::string(op) == "LSTM" ? 3 : 2;
       Built b = build(c, 95);
@@ -942,9 +942,9 @@ TEST_CASE("rnn sequence: graphi_rnn_weights values", "[rnn_sequence]") {
   b.attrs.set(ops::kRnnWeightsAttr, std::string("fp16"));
   auto bad = run_op("LSTM", b.attrs, b.inputs, 2, 1, constant_flags(c));
   REQUIRE(!bad.is_ok());
-  CHECK_THAT(bad.status().message(),
-             Catch::Contains("graphi_rnn_weights") && Catch::Contains("fp16") &&
-                 Catch::Contains("expected fp32 or bf16"));
+  CHECK_THAT(bad.status().message(), Catch::Contains("graphi_rnn_weights") &&
+                                         Catch::Contains("fp16") &&
+                                         Catch::Contains("expected fp32 or bf16"));
   b.attrs.set(ops::kRnnWeightsAttr, std::string("int8"));
   auto i8 = run_op("LSTM", b.attrs, b.inputs, 2, 1, constant_flags(c));
   REQUIRE(!i8.is_ok());

@@ -15,8 +15,8 @@ double round_bf16(double v) {
   if (f == 0.0f || !std::isfinite(f)) return f;
   int e = 0;
   const double m = std::frexp(static_cast<double>(f), &e);  // |m| in [0.5, 1)
-  const double scaled = std::ldexp(m, 8);                     // 8 significant bits
-  return std::ldexp(std::nearbyint(scaled), e - 8);           // default mode: ties to even
+  const double scaled = std::ldexp(m, 8);                   // 8 significant bits
+  return std::ldexp(std::nearbyint(scaled), e - 8);         // default mode: ties to even
 }
 
 double activate(const std::string& name, double v) {
