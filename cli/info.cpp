@@ -10,6 +10,7 @@
 #include "cli/load_progress.h"
 #include "engine/graph_stats.h"
 #include "engine/plan.h"
+#include "engine/rnn_weights_option.h"
 #include "ops/rnn/rnn_sequence.h"
 
 namespace graphi::cli {
@@ -34,6 +35,8 @@ int info_command(int argc, char** argv) {
             "show the progress of a load longer than 1 s on stderr even when it is not a "
             "terminal (on a terminal it is shown anyway), with a time per stage");
   args.option("--threads", "K", "team size the kernels are selected for, 1..1024 (default 1)");
+  args.option("--rnn-weights", "fp32|bf16",
+              "storage precision of the fused LSTM/GRU/RNN weights (as graphi run)");
   if (auto code = args.parse(argc, argv)) return *code;
   auto threads = args.get_int("--threads", 1, 1, 1024);
   auto json_indent = args.get_int("--json-indent", 0, 0, 16);
@@ -52,6 +55,10 @@ int info_command(int argc, char** argv) {
     load_progress.stage("passes");
     g = fuse_graph(*g);
     if (!g.is_ok()) return runtime_error(g.status());
+  }
+  if (args.has("--rnn-weights")) {
+    g = engine::apply_rnn_weights(*g, args.get("--rnn-weights"));
+    if (!g.is_ok()) return args.usage_error(g.status().message());
   }
   load_progress.stage("compile");
 

@@ -20,6 +20,7 @@
 #include "engine/session.h"
 #include "graph/npy.h"
 #include "models/weights.h"
+#include "ops/rnn/rnn_sequence.h"
 #include "profiler/chrome_trace.h"
 #include "profiler/plan_choice.h"
 
@@ -142,6 +143,9 @@ int run_command(int argc, char** argv) {
             "run the graph as stored (no graph passes: no RNN cell fusion, MM fusion or hoisting)");
   args.option("--dim", "NAME=VALUE", "value of a symbolic dim of an .onnx model's inputs", true);
   args.flag("--no-pin", "do not pin threads to cores (allows oversubscribing the machine)");
+  args.option("--rnn-weights", "fp32|bf16",
+              "storage precision of the fused LSTM/GRU/RNN weights (default fp32; bf16: bf16\n"
+              "                           weights, fp32 accumulation, docs/RNN_KERNELS.md)");
   args.option("--seed", "S", "seed of generated inputs (default 0)");
   args.flag("--json", "print one JSON object on stdout instead of text");
   args.option("--json-indent", "N", "indent --json output by N spaces (default: one line)");
@@ -254,6 +258,11 @@ int run_command(int argc, char** argv) {
     return args.usage_error(
         "the sequential scheduler runs one executor; use --scheduler cpf|fifo|shared-queue");
   engine::SessionOptions opts = chosen->options;
+  opts.rnn_weights = args.get("--rnn-weights", "");
+  if (auto w = ops::parse_rnn_weights(opts.rnn_weights.empty() ? "fp32" : opts.rnn_weights,
+                                      "--rnn-weights");
+      !w.is_ok())
+    return args.usage_error(w.status().message());
   load_progress.stage("compile");
   auto session = engine::Session::create(g, opts);
   if (!session.is_ok()) return runtime_error(session.status());
@@ -312,9 +321,13 @@ int run_command(int argc, char** argv) {
   if (json) {
     nlohmann::ordered_json j;
     j["model"] = model_path;
-    j["config"] = {{"executors", eff.executors}, {"threads", eff.threads},
-                   {"scheduler", eff.scheduler}, {"pinned", eff.pin},
-                   {"plan", chosen->source},     {"summary", (*session)->config_summary()}};
+    j["config"] = {{"executors", eff.executors},
+                   {"threads", eff.threads},
+                   {"scheduler", eff.scheduler},
+                   {"pinned", eff.pin},
+                   {"plan", chosen->source},
+                   {"summary", (*session)->config_summary()},
+                   {"rnn_weights", eff.rnn_weights.empty() ? "fp32" : eff.rnn_weights}};
     j["iterations"] = *iterations;
     j["warmup"] = *warmup;
     j["latency_ms"] = {

@@ -29,6 +29,7 @@
 #include "engine/omp_oversubscription.h"
 #include "engine/parallel_runtime.h"
 #include "engine/plan.h"
+#include "engine/rnn_weights_option.h"
 #include "engine/run_width.h"
 #include "engine/team_leader.h"
 #include "engine/topology.h"
@@ -225,6 +226,7 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const graph::Gr
                                                  const SessionOptions& options) {
   if (!graph) return Status::invalid_argument("Session::create: no graph");
   GRAPHI_RETURN_IF_ERROR(check_options(options));
+  GRAPHI_ASSIGN_OR_RETURN(graph, apply_rnn_weights(std::move(graph), options.rnn_weights));
   GRAPHI_ASSIGN_OR_RETURN(Plan plan, compile(std::move(graph), options.threads));
   // The Plan is this Session's own: it carries the measured levels too (plan().levels()).
   if (!options.node_costs.empty() && options.node_costs.size() == plan.num_nodes())

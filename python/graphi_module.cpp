@@ -126,8 +126,9 @@ class PySession {
  public:
   PySession(const std::string& path, int executors, int threads, const std::string& scheduler,
             bool pin, bool optimize, const std::map<std::string, int64_t>& dims, int ring_capacity,
-            const std::string& cpuset, const std::string& plan) {
+            const std::string& cpuset, const std::string& plan, const std::string& rnn_weights) {
     graphi::SessionOptions o;
+    o.rnn_weights = rnn_weights;
     o.plan = plan;
     o.executors = executors;
     o.threads = threads;
@@ -254,10 +255,10 @@ PYBIND11_MODULE(_graphi, m) {
   py::class_<PySession>(m, "Session")
       .def(py::init<const std::string&, int, int, const std::string&, bool, bool,
                     const std::map<std::string, int64_t>&, int, const std::string&,
-                    const std::string&>(),
+                    const std::string&, const std::string&>(),
            py::arg("path"), py::arg("executors"), py::arg("threads"), py::arg("scheduler"),
            py::arg("pin"), py::arg("optimize"), py::arg("dims"), py::arg("ring_capacity"),
-           py::arg("cpuset"), py::arg("plan"))
+           py::arg("cpuset"), py::arg("plan"), py::arg("rnn_weights") = "")
       .def("run", &PySession::run, py::arg("inputs"))
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)

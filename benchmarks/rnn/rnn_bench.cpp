@@ -6,6 +6,8 @@
 //   graphi_bench_rnn [--full] [--threads 1,2] [--cells lstm,gru] [--hidden 64,256]
 //                    [--batch 1,10] [--seq 100] [--budget-ms 250] [--csv FILE]
 //   graphi_bench_rnn --serve --threads T     (line protocol on stdin/stdout, see serve())
+//   graphi_bench_rnn --bf16 [--rounds N] ... graphi fp32 / bf16 weights against oneDNN fp32 /
+//                    bf16 (run_bf16(); scripts/bench_rnn_bf16.sh adds ONNX Runtime fp32)
 //
 // Configurations: DeepCPU Table 1 (input = hidden in {64, 256, 1024}, batch in {1, 10, 20},
 // sequence 100) plus hidden 256 batch 1 at sequence 1 and 10. Hidden 1024 at batch 10 and 20
@@ -68,7 +70,7 @@ namespace {
   std::fprintf(stderr,
                "graphi_bench_rnn: %s\nusage: graphi_bench_rnn [--full] [--threads 1,2] "
                "[--cells lstm,gru] [--hidden LIST] [--batch LIST] [--seq LIST] [--budget-ms MS] "
-               "[--csv FILE]\n       graphi_bench_rnn --serve --threads T\n",
+               "[--csv FILE] [--bf16 [--rounds N]]\n       graphi_bench_rnn --serve --threads T\n",
                msg.c_str());
   std::exit(2);
 }
@@ -319,7 +321,7 @@ struct GraphiRunner {
   std::unique_ptr<engine::Session> session;
   engine::NamedTensors inputs;
 
-  void init(const Config& c, const Weights& wt, bool wcs_shuffle) {
+  void init(const Config& c, const Weights& wt, bool wcs_shuffle, bool bf16 = false) {
     const int64_t G = c.gates(), H = c.hidden, I = c.hidden;
     auto constant = [](const Shape& shape, const std::vector<float>& v) {
       Tensor t(TensorDesc{DType::kF32, shape});
@@ -341,6 +343,7 @@ struct GraphiRunner {
     if (!g.is_ok()) fail(g.status().message());
     engine::SessionOptions o;
     o.threads = c.threads;
+    if (bf16) o.rnn_weights = "bf16";
     auto s = engine::Session::create(std::make_shared<const graph::Graph>(std::move(g).value()), o);
     if (!s.is_ok()) fail(s.status().message());
     session = std::move(s).value();
@@ -369,8 +372,14 @@ struct DnnlRunner {
   dnnl::memory src, w_layer, w_iter, bias, dst;
   int threads = 1;
 
-  void init(const Config& c, const Weights& wt, const std::vector<float>& x) {
+  bool bf16 = false;     // bf16 src, weights and dst (bias f32): oneDNN's bf16 RNN configuration
+  dnnl::memory dst_f32;  // dst converted back, for the accuracy column
+
+  void init(const Config& c, const Weights& wt, const std::vector<float>& x,
+            bool use_bf16 = false) {
     threads = c.threads;
+    bf16 = use_bf16;
+    const dt wdt = bf16 ? dt::bf16 : dt::f32;
     omp_set_num_threads(threads);
     const int64_t G = c.gates(), H = c.hidden, I = c.hidden, T = c.seq, N = c.batch;
     // oneDNN gate g takes ONNX gate onnx_gate[g]. LSTM: oneDNN (i, f, c~, o), ONNX (i, o, f, c~).
@@ -402,10 +411,10 @@ struct DnnlRunner {
     if (!c.lstm)
       for (int64_t h = 0; h < H; ++h) bl[size_t(3 * H + h)] = rb[2 * H + h];
 
-    const dnnl::memory::desc src_md({T, N, I}, dt::f32, tag::tnc);
-    const dnnl::memory::desc dst_md({T, N, H}, dt::f32, tag::tnc);
-    const dnnl::memory::desc wl_any({1, 1, I, G, H}, dt::f32, tag::any);
-    const dnnl::memory::desc wi_any({1, 1, H, G, H}, dt::f32, tag::any);
+    const dnnl::memory::desc src_md({T, N, I}, wdt, tag::tnc);
+    const dnnl::memory::desc dst_md({T, N, H}, wdt, tag::tnc);
+    const dnnl::memory::desc wl_any({1, 1, I, G, H}, wdt, tag::any);
+    const dnnl::memory::desc wi_any({1, 1, H, G, H}, wdt, tag::any);
     const dnnl::memory::desc wl_user({1, 1, I, G, H}, dt::f32, tag::ldigo);
     const dnnl::memory::desc wi_user({1, 1, H, G, H}, dt::f32, tag::ldigo);
     const dnnl::memory::desc bias_md({1, 1, bias_gates, H}, dt::f32, tag::ldgo);
@@ -439,8 +448,11 @@ struct DnnlRunner {
     bias = dnnl::memory(bias_md, eng);
     std::memcpy(bias.get_data_handle(), bl.data(), bl.size() * sizeof(float));
     src = dnnl::memory(src_md, eng);
-    std::memcpy(src.get_data_handle(), x.data(), x.size() * sizeof(float));
+    const dnnl::memory::desc src_user({T, N, I}, dt::f32, tag::tnc);
+    dnnl::memory x_u(src_user, eng, const_cast<float*>(x.data()));
+    dnnl::reorder(x_u, src).execute(strm, x_u, src);
     dst = dnnl::memory(dst_md, eng);
+    dst_f32 = dnnl::memory(dnnl::memory::desc({T, N, H}, dt::f32, tag::tnc), eng);
     strm.wait();
   }
   void run(std::vector<float>* y = nullptr) {
@@ -452,8 +464,10 @@ struct DnnlRunner {
                         {DNNL_ARG_DST_LAYER, dst}});
     strm.wait();
     if (y) {
-      const float* p = static_cast<const float*>(dst.get_data_handle());
-      y->assign(p, p + dst.get_desc().get_size() / sizeof(float));
+      dnnl::reorder(dst, dst_f32).execute(strm, dst, dst_f32);
+      strm.wait();
+      const float* p = static_cast<const float*>(dst_f32.get_data_handle());
+      y->assign(p, p + dst_f32.get_desc().get_size() / sizeof(float));
     }
   }
 };
@@ -511,6 +525,119 @@ struct Row {
     return out;
   }
 };
+
+// --bf16: graphi with fp32 and with bf16 weights (SessionOptions::rnn_weights) against oneDNN's
+// fp32 and bf16 (bf16 src/weights/dst, f32 bias) primitives, interleaved like Row; the accuracy
+// columns compare each bf16 Y with graphi's fp32 Y (max and mean |difference|).
+struct Bf16Row {
+  Config c;
+  GraphiRunner g32, g16;
+  DnnlRunner d32, d16;
+  double max_err[2] = {0, 0}, mean_err[2] = {0, 0};  // graphi bf16, oneDNN bf16 vs graphi fp32
+  double diff_dnnl32 = 0;
+  std::vector<double> ms[4];  // graphi fp32, graphi bf16, oneDNN fp32, oneDNN bf16
+  static constexpr const char* kNames[4] = {"graphi fp32", "graphi bf16", "oneDNN fp32",
+                                            "oneDNN bf16"};
+
+  void init(const Config& cfg, const Weights& wt) {
+    c = cfg;
+    g32.init(c, wt, false);
+    g16.init(c, wt, false, true);
+    d32.init(c, wt, wt.x);
+    d16.init(c, wt, wt.x, true);
+    std::vector<float> y[4];
+    g32.run(&y[0]);
+    g16.run(&y[1]);
+    d32.run(&y[2]);
+    d16.run(&y[3]);
+    for (int k = 1; k < 4; ++k)
+      if (y[k].size() != y[0].size()) fail(c.name() + ": output sizes differ");
+    for (size_t i = 0; i < y[0].size(); ++i) {
+      const double e1 = std::abs(double(y[1][i]) - y[0][i]),
+                   e3 = std::abs(double(y[3][i]) - y[0][i]);
+      max_err[0] = std::max(max_err[0], e1);
+      max_err[1] = std::max(max_err[1], e3);
+      mean_err[0] += e1;
+      mean_err[1] += e3;
+      diff_dnnl32 = std::max(diff_dnnl32, double(std::abs(y[2][i] - y[0][i])));
+    }
+    mean_err[0] /= double(y[0].size());
+    mean_err[1] /= double(y[0].size());
+  }
+  void run(int k) {
+    if (k == 0) g32.run();
+    if (k == 1) g16.run();
+    if (k == 2) d32.run();
+    if (k == 3) d16.run();
+  }
+  void sample(double budget_ms, int min_samples) {
+    for (int k = 0; k < 4; ++k) run(k);
+    const double start = now_ns();
+    for (int i = 0; i < 2000; ++i) {
+      if (i >= min_samples && (now_ns() - start) * 1e-6 >= budget_ms) break;
+      for (int j = 0; j < 4; ++j) {
+        const int k = (i + j) % 4;
+        const double t0 = now_ns();
+        run(k);
+        ms[k].push_back((now_ns() - t0) * 1e-6);
+      }
+    }
+  }
+};
+
+int run_bf16(const std::vector<Config>& configs, double budget_ms, int rounds,
+             const std::string& csv_path) {
+  std::printf("graphi_bench_rnn --bf16: %zu rows, oneDNN %d.%d.%d, load average %s\n",
+              configs.size(), dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch,
+              load_average().c_str());
+  std::fflush(stdout);
+  std::vector<std::unique_ptr<Bf16Row>> rows;
+  for (const Config& c : configs) {
+    rows.push_back(std::make_unique<Bf16Row>());
+    rows.back()->init(c, make_weights(c));
+  }
+  for (int round = 0; round < rounds; ++round)
+    for (auto& r : rows) r->sample(budget_ms, 5);
+  if (std::filesystem::path(csv_path).has_parent_path())
+    std::filesystem::create_directories(std::filesystem::path(csv_path).parent_path());
+  Csv csv;
+  if (!csv.open(csv_path, {"cell", "hidden", "batch", "seq", "threads", "samples", "graphi_fp32_ms",
+                           "graphi_bf16_ms", "onednn_fp32_ms", "onednn_bf16_ms",
+                           "onednn_bf16_over_graphi_bf16", "onednn_fp32_over_graphi_bf16",
+                           "graphi_bf16_max_abs_err", "graphi_bf16_mean_abs_err",
+                           "onednn_bf16_max_abs_err", "onednn_bf16_mean_abs_err"}))
+    fail("cannot write " + csv_path);
+  Table t({"config", "graphi fp32 ms", "graphi bf16 ms", "oneDNN fp32 ms", "oneDNN bf16 ms",
+           "oneDNN bf16/graphi bf16", "oneDNN fp32/graphi bf16", "graphi bf16 |err| max/mean",
+           "oneDNN bf16 |err| max/mean"});
+  for (auto& rp : rows) {
+    Bf16Row& r = *rp;
+    double m[4];
+    for (int k = 0; k < 4; ++k) m[k] = median(r.ms[k]);
+    char e0[48], e1[48];
+    std::snprintf(e0, sizeof e0, "%.1e / %.1e", r.max_err[0], r.mean_err[0]);
+    std::snprintf(e1, sizeof e1, "%.1e / %.1e", r.max_err[1], r.mean_err[1]);
+    t.add({r.c.name(), fmt(m[0], 3), fmt(m[1], 3), fmt(m[2], 3), fmt(m[3], 3),
+           fmt(m[3] / m[1], 2) + "x", fmt(m[2] / m[1], 2) + "x", e0, e1});
+    char a[4][32];
+    std::snprintf(a[0], 32, "%.3g", r.max_err[0]);
+    std::snprintf(a[1], 32, "%.3g", r.mean_err[0]);
+    std::snprintf(a[2], 32, "%.3g", r.max_err[1]);
+    std::snprintf(a[3], 32, "%.3g", r.mean_err[1]);
+    csv.row({r.c.cell(), std::to_string(r.c.hidden), std::to_string(r.c.batch),
+             std::to_string(r.c.seq), std::to_string(r.c.threads), std::to_string(r.ms[0].size()),
+             fmt(m[0], 4), fmt(m[1], 4), fmt(m[2], 4), fmt(m[3], 4), fmt(m[3] / m[1], 3),
+             fmt(m[2] / m[1], 3), a[0], a[1], a[2], a[3]});
+  }
+  t.print();
+  std::printf(
+      "\nmedians over %d interleaved rounds (implementations take turns sample by sample);"
+      " |err| = |Y - graphi fp32 Y|; oneDNN fp32 vs graphi fp32 max |diff|:",
+      rounds);
+  for (auto& r : rows) std::printf(" %.1e", r->diff_dnnl32);
+  std::printf("\nload average at the end: %s\nCSV: %s\n", load_average().c_str(), csv_path.c_str());
+  return 0;
+}
 
 std::vector<int64_t> parse_list(const std::string& opt, const std::string& v) {
   std::vector<int64_t> out;
@@ -631,7 +758,8 @@ int serve(int threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool full = false, do_lstm = true, do_gru = true, serve_mode = false;
+  bool full = false, do_lstm = true, do_gru = true, serve_mode = false, bf16 = false;
+  int rounds = 2;
   std::vector<int64_t> threads{1, 2}, only_hidden, only_batch, only_seq;
   double budget_ms = 250;
   std::string csv_path = "build/bench/rnn.csv";
@@ -645,6 +773,10 @@ int main(int argc, char** argv) {
       full = true;
     else if (a == "--serve")
       serve_mode = true;
+    else if (a == "--bf16")
+      bf16 = true;
+    else if (a == "--rounds")
+      rounds = int(parse_list(a, value())[0]);
     else if (a == "--threads")
       threads = parse_list(a, value());
     else if (a == "--hidden")
@@ -687,6 +819,7 @@ int main(int argc, char** argv) {
     add(lstm, 256, 1, 10);
   }
   if (configs.empty()) usage_error("no configuration left after --hidden/--batch/--seq");
+  if (bf16) return run_bf16(configs, budget_ms, rounds, csv_path);
 
   std::printf("graphi_bench_rnn: %zu rows, oneDNN %d.%d.%d, load average %s\n", configs.size(),
               dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch,

@@ -189,6 +189,7 @@ Expected<Session> Session::open(const std::string& path, const SessionOptions& o
     if (!impl->plan.empty()) say_plan_once(impl->plan);
     engine::SessionOptions eo = chosen->options;
     eo.ring_capacity = options.ring_capacity;
+    eo.rnn_weights = options.rnn_weights;
     Result<std::unique_ptr<engine::Session>> s = engine::Session::create(g, eo);
     if (!s) return to_error(s.status().with_context(path));
     impl->session = std::move(s).value();

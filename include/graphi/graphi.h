@@ -80,6 +80,9 @@ typedef struct graphi_options {
   const char* const* dim_names;
   const int64_t* dim_values;
   size_t num_dims;
+  /* Storage precision of the fused LSTM/GRU/RNN weights: NULL or "fp32" (default), "bf16" (bf16
+   * weights, fp32 accumulation; docs/RNN_KERNELS.md). Set to NULL by graphi_options_init. */
+  const char* rnn_weights;
 } graphi_options;
 
 /* A tensor: name, dtype, shape (rank entries), dense row-major data of `bytes` bytes. */

@@ -174,6 +174,9 @@ struct SessionOptions {
   //   a path  a plan file written by `graphi profile --plan-out` (an error if it was made for
   //           another graph, machine or graphi version).
   std::string plan = "auto";
+  // Storage precision of the fused LSTM/GRU/RNN weights: "" or "fp32" (default), "bf16"
+  // (bf16 weights, fp32 accumulation; docs/RNN_KERNELS.md). Other values: kInvalidArgument.
+  std::string rnn_weights;
 };
 
 class GRAPHI_API Session {

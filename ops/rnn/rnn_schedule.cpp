@@ -198,13 +198,13 @@ constexpr int kSlabTile = 4096;
 // Bytes of recurrent weights one thread of partition xj streams per step.
 int64_t rec_bytes_per_thread(const RnnLayerShape& s, int xj) {
   const int64_t cols = s.directions * (s.gates + (s.canonical_gru ? 1 : 0)) * s.hidden;
-  return cols / std::max(1, xj) * s.hidden * int64_t{sizeof(float)};
+  return cols / std::max(1, xj) * s.hidden * int64_t{s.weight_bytes};
 }
 
 // Bytes of input weights one thread of partition xj reads per hoisted chunk.
 int64_t input_bytes_per_thread(const RnnLayerShape& s, int xj) {
   const int64_t cols = s.directions * (s.gates + (s.canonical_gru ? 1 : 0)) * s.hidden;
-  return cols / std::max(1, xj) * s.input_size * int64_t{sizeof(float)};
+  return cols / std::max(1, xj) * s.input_size * int64_t{s.weight_bytes};
 }
 
 }  // namespace
@@ -276,6 +276,78 @@ std::vector<RnnSchedule> rnn_schedule_candidates(const RnnLayerShape& s) {
             c.zigzag = zz == 1;
             add(c);
           }
+      }
+    }
+  }
+  return out;
+}
+
+// ---- calibration budget -------------------------------------------------------------------------
+
+double rnn_schedule_model_us(const RnnLayerShape& s, const RnnSchedule& c) {
+  // Nominal rates of one core (ranking only): L2 100 GB/s, L3 25 GB/s, 100 GFLOP/s; 1 us per
+  // exchange, 2 us per thread forked for the sequence.
+  constexpr double kL2 = 100e3, kL3 = 25e3, kFlops = 100e3;  // per microsecond
+  const int64_t rows = (s.batch + c.xi - 1) / c.xi;
+  const double rec = double(rec_bytes_per_thread(s, c.xj));
+  const double warm = double(s.l2_bytes) / 2 * (c.zigzag ? 2.0 : 1.0);
+  const double l2_part = std::min(rec, warm), l3_part = std::max(0.0, rec - warm);
+  double bytes_us = l2_part / kL2 + l3_part / kL3;
+  if (c.chunk <= 1) bytes_us += double(input_bytes_per_thread(s, c.xj)) / kL3;
+  const double cols = double(s.directions * (s.gates + (s.canonical_gru ? 1 : 0)) * s.hidden) /
+                      double(std::max(1, c.xj));
+  const double flops_us = 2.0 * double(rows) * cols * double(s.hidden + s.input_size) / kFlops;
+  return std::max(bytes_us, flops_us) + (c.xj > 1 ? 1.0 : 0.0) +
+         2.0 * c.threads / double(s.seq_len);
+}
+
+std::vector<RnnSchedule> rank_rnn_candidates(const RnnLayerShape& s,
+                                             std::vector<RnnSchedule> cands) {
+  if (cands.size() <= 2) return cands;
+  std::stable_sort(cands.begin() + 1, cands.end(), [&](const RnnSchedule& a, const RnnSchedule& b) {
+    return rnn_schedule_model_us(s, a) < rnn_schedule_model_us(s, b);
+  });
+  return cands;
+}
+
+CalibrationOutcome run_calibration(
+    size_t num_candidates, double start_ms, const CalibrationLimits& limits,
+    const std::function<double()>& now,
+    const std::function<std::optional<double>(size_t, double)>& measure) {
+  CalibrationOutcome out;
+  out.stop = "all";
+  const double deadline = start_ms + limits.budget_ms;
+  double longest = 0;
+  int since_gain = 0;
+  for (size_t i = 0; i < num_candidates; ++i) {
+    if (out.measured >= std::max(1, limits.max_candidates)) {
+      out.stop = "max candidates";
+      break;
+    }
+    const double t0 = now();
+    if (i > 0 && t0 + longest > deadline) {
+      out.stop = "budget";
+      break;
+    }
+    const std::optional<double> ms = measure(i, deadline);
+    const double t1 = now();
+    longest = std::max(longest, t1 - t0);
+    out.elapsed_ms = t1 - start_ms;
+    ++out.measured;
+    if (!ms) continue;
+    if (out.best < 0 || *ms < out.best_ms * (1.0 - limits.min_gain)) {
+      // A real gain: the new best, and the patience starts again.
+      out.best = static_cast<int>(i);
+      out.best_ms = *ms;
+      since_gain = 0;
+    } else {
+      if (*ms < out.best_ms) {  // faster, within the noise: keep it but keep counting
+        out.best = static_cast<int>(i);
+        out.best_ms = *ms;
+      }
+      if (++since_gain >= limits.patience && limits.patience > 0) {
+        out.stop = "no gain";
+        break;
       }
     }
   }

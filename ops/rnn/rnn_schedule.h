@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,13 +64,14 @@ std::vector<PhasedSchedule> enumerate_phased_schedules(const std::vector<RnnMm>&
 // ---- the kernel's knobs ------------------------------------------------------------------------
 
 struct RnnSchedule {
-  int threads = 1;         // parallelism degree p <= team size (members >= p idle)
-  int xi = 1, xj = 1;      // PCP partition of the recurrent GEMM: batch rows x hidden units
-  int64_t chunk = 1;       // steps per hoisted input-projection chunk (1 = per-step schedule)
-  int rec_tile = 32;       // columns per packed weight panel / microkernel, recurrent GEMM
-  bool zigzag = false;     // alternate the panel order every step (L2 keeps the last panels)
-  bool searched = false;   // chosen by calibration (else the analytical default)
-  double measured_ms = 0;  // its calibration time (one shortened run), 0 = not measured
+  int threads = 1;              // parallelism degree p <= team size (members >= p idle)
+  int xi = 1, xj = 1;           // PCP partition of the recurrent GEMM: batch rows x hidden units
+  int64_t chunk = 1;            // steps per hoisted input-projection chunk (1 = per-step schedule)
+  int rec_tile = 32;            // columns per packed weight panel / microkernel, recurrent GEMM
+  bool zigzag = false;          // alternate the panel order every step (L2 keeps the last panels)
+  bool searched = false;        // chosen by calibration (else the analytical default)
+  double measured_ms = 0;       // its calibration time (one shortened run), 0 = not measured
+  int candidates_measured = 0;  // by the calibration that chose it (0: not calibrated here)
 
   bool operator==(const RnnSchedule& o) const {
     return threads == o.threads && xi == o.xi && xj == o.xj && chunk == o.chunk &&
@@ -89,6 +91,7 @@ struct RnnLayerShape {
   int team = 1;
   int64_t l2_bytes = 1 << 20;                     // one core's private L2
   int64_t hoist_budget_bytes = int64_t{4} << 20;  // gate pre-activations per hoisted chunk
+  int weight_bytes = 4;                           // per stored weight (bf16: 2)
   std::string key() const;                        // cache key (without the CPU signature)
 };
 
@@ -103,6 +106,46 @@ RnnSchedule default_rnn_schedule(const RnnLayerShape& s);
 // panel widths x zigzag (only where a thread's weights overflow half its L2). The default
 // comes first; no duplicates.
 std::vector<RnnSchedule> rnn_schedule_candidates(const RnnLayerShape& s);
+
+// ---- calibration budget ------------------------------------------------------------------------
+
+// A per-step cost model of a candidate (microseconds, for ranking only; not a prediction of the
+// measured time): the thread's recurrent weights streamed from L2 (the share that fits half of
+// it) and L3 (the rest; zigzag keeps another half L2 warm), the per-step input weights when the
+// chunk is 1, the thread's GEMM flops at a nominal FMA rate, the step's exchange when the units
+// are split, and a per-thread fork cost.
+double rnn_schedule_model_us(const RnnLayerShape& s, const RnnSchedule& c);
+
+// The candidates ordered by that model, cheapest first; the first one (the analytical default)
+// stays first, ties keep their order.
+std::vector<RnnSchedule> rank_rnn_candidates(const RnnLayerShape& s,
+                                             std::vector<RnnSchedule> cands);
+
+// How calibration spends its budget (a hard wall-clock bound on a loaded machine too).
+struct CalibrationLimits {
+  double budget_ms = 200;  // from the calibration's start, the probe included
+  int max_candidates = 8;  // measured at most (the model ranked them)
+  int patience = 4;        // stop after this many measured in a row without a 2% gain
+  double min_gain = 0.02;
+};
+struct CalibrationOutcome {
+  int best = -1;  // index into the candidates, -1 when none could be measured
+  double best_ms = 0;
+  int measured = 0;       // candidates measured (started)
+  double elapsed_ms = 0;  // from start to the end of the last measurement
+  std::string stop;       // "all", "budget", "max candidates", "no gain"
+};
+// Measures candidates 0, 1, ... in order with measure(i, deadline_ms), which returns the
+// candidate's time (ms) or nullopt when it cannot run, and may cut its repetitions at the
+// deadline (absolute, on now()'s clock). Candidate 0 is always measured. Before each later one
+// the deadline is checked against the longest measurement so far (set-up included): a candidate
+// that would end past it is not started. So the calibration ends within the budget unless one
+// measurement runs longer than every earlier one did (a preempted run), and then by at most
+// that measurement. `now` returns milliseconds (an injected clock in tests).
+CalibrationOutcome run_calibration(
+    size_t num_candidates, double start_ms, const CalibrationLimits& limits,
+    const std::function<double()>& now,
+    const std::function<std::optional<double>(size_t, double)>& measure);
 
 // ---- cache -------------------------------------------------------------------------------------
 

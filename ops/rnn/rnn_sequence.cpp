@@ -18,10 +18,12 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <new>
 
 #include "ops/registry.h"
+#include "ops/rnn/gemm_bf16.h"
 #include "ops/rnn/rnn_sequence_kernel.h"
 #include "ops/rnn/rnn_train.h"
 
@@ -29,24 +31,51 @@ namespace graphi::ops::rnn_wcs {
 
 // X W^T for plan p's rows and segments over steps [s0, s1). Row (t - window_begin) * B + b of
 // xw holds time t, batch b, so each direction's window of times fills the same rows.
+void RnnSequenceKernel::hoist_rows(const Segment& seg, const float* packed, const float* x,
+                                   float* out, int64_t n, uint32_t* x16) const noexcept {
+  if (!bf16_) {
+    seg.hoist.run(packed + seg.wp_off, x, out, n);
+    return;
+  }
+  const int64_t I = s_.input_size;
+  for (int64_t r = 0; r < n; ++r) bf16_pack_row(x + r * I, 0, I, x16 + r * ldx16_);
+  Bf16GemmArgs g;
+  g.a = reinterpret_cast<const uint32_t*>(packed + seg.wp_off);
+  g.m = s_.gates * (seg.j1 - seg.j0);
+  g.k = I;
+  g.panel = seg.pw_w;
+  g.b = x16;
+  g.ldb = ldx16_;
+  g.c = out;
+  g.ldc = hoist_ldc_;
+  g.rows = n;
+  gemm_bf16(g);
+}
+
 void RnnSequenceKernel::hoist(const ThreadPlan& p, const float* x, const float* packed, float* xw,
-                              int64_t s0, int64_t s1) const noexcept {
+                              int64_t s0, int64_t s1, float* scratch, int ithr) const noexcept {
   const int64_t B = s_.batch, G = s_.gates;
   const int64_t len = s1 - s0;
+  uint32_t* x16 =
+      bf16_ ? reinterpret_cast<uint32_t*>(scratch + x16_off_ + ithr * x16_per_thread_) : nullptr;
   for (const Segment& seg : p.segs) {
     const int64_t t0 = s_.window_begin(seg.d, s0, s1);
-    const float* wp = packed + seg.wp_off;
     float* out = xw + seg.d * dir_x_ + G * seg.j0;
     if (s_.layout == 1) {
       for (int64_t b = p.r0; b < p.r1; ++b)
-        seg.hoist.run(wp, x + s_.x_row(t0, b), out + b * ldx_, len);
+        hoist_rows(seg, packed, x + s_.x_row(t0, b), out + b * ldx_, len, x16);
     } else if (p.r1 - p.r0 == B) {
-      seg.hoist.run(wp, x + s_.x_row(t0, 0), out, len * B);
+      hoist_rows(seg, packed, x + s_.x_row(t0, 0), out, len * B, x16);
     } else {
       for (int64_t t = 0; t < len; ++t)
-        seg.hoist.run(wp, x + s_.x_row(t0 + t, p.r0), out + (t * B + p.r0) * ldx_, p.r1 - p.r0);
+        hoist_rows(seg, packed, x + s_.x_row(t0 + t, p.r0), out + (t * B + p.r0) * ldx_,
+                   p.r1 - p.r0, x16);
     }
   }
+}
+
+void RnnSequenceKernel::to_mirror(float* row, int64_t j0, int64_t j1) const noexcept {
+  bf16_pack_row(row, j0, j1, reinterpret_cast<uint32_t*>(row + mirror_delta_) + j0 / 2);
 }
 
 void RnnSequenceKernel::init_state(const ThreadPlan& p, const Buffers& io, float* hb,
@@ -70,12 +99,28 @@ void RnnSequenceKernel::init_state(const ThreadPlan& p, const Buffers& io, float
         else
           std::fill(c + seg.j0, c + seg.j1, 0.0f);
       }
+      if (bf16_) to_mirror(h, seg.j0, seg.j1);
     }
 }
 
 void RnnSequenceKernel::recurrent_gemm(const Segment& seg, int group, const float* packed,
                                        const float* h, float* out, int64_t rows,
                                        bool reverse) const noexcept {
+  if (bf16_) {
+    Bf16GemmArgs g;
+    g.a = reinterpret_cast<const uint32_t*>(packed + (group == 0 ? seg.rp0_off : seg.rp1_off));
+    g.m = (group == 0 ? g0_ : 1) * (seg.j1 - seg.j0);
+    g.k = s_.hidden;
+    g.panel = group == 0 ? seg.pw_r0 : seg.pw_r1;
+    g.b = reinterpret_cast<const uint32_t*>(h + mirror_delta_);
+    g.ldb = ldh_;
+    g.c = out;
+    g.ldc = group == 0 ? ld_gh0_ : ld_gh1_;
+    g.rows = rows;
+    g.reverse = reverse;
+    gemm_bf16(g);
+    return;
+  }
   if (group == 0)
     seg.rec0.run(packed + seg.rp0_off, h, out, rows, reverse);
   else
@@ -85,6 +130,38 @@ void RnnSequenceKernel::recurrent_gemm(const Segment& seg, int group, const floa
 void RnnSequenceKernel::recurrent_gemm_part(const Segment& seg, int part, const float* packed,
                                             const float* h, float* out,
                                             bool reverse) const noexcept {
+  if (bf16_) {
+    // Pair rows of k: the own units [j0, j1) start on an even k (whole cache lines).
+    Bf16GemmArgs g;
+    g.a = reinterpret_cast<const uint32_t*>(packed + seg.rp0_off);
+    g.m = g0_ * (seg.j1 - seg.j0);
+    g.k = s_.hidden;
+    g.panel = seg.pw_r0;
+    g.b = reinterpret_cast<const uint32_t*>(h + mirror_delta_);
+    g.ldb = ldh_;
+    g.c = out;
+    g.ldc = ld_gh0_;
+    g.reverse = reverse;
+    const int64_t own0 = seg.j0 / 2, own1 = bf16_pairs(seg.j1), all = bf16_pairs(s_.hidden);
+    if (part == 0) {
+      g.q0 = own0;
+      g.q1 = own1;
+      gemm_bf16(g);
+    } else {
+      g.accumulate = true;
+      if (own0 > 0) {
+        g.q0 = 0;
+        g.q1 = own0;
+        gemm_bf16(g);
+      }
+      if (own1 < all) {
+        g.q0 = own1;
+        g.q1 = all;
+        gemm_bf16(g);
+      }
+    }
+    return;
+  }
   const float* r = packed + seg.rp0_off;
   if (part == 0) {
     seg.rec0.run_row_k_range(r, h, out, seg.j0, seg.j1, false, reverse);
@@ -139,6 +216,7 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
         std::memcpy(hn, hprev + b * ldh_ + seg.j0, w * sizeof(float));
         std::fill(yr, yr + w, 0.0f);
       }
+      if (bf16_) to_mirror(hnext + b * ldh_, seg.j0, seg.j1);
     }
   };
   auto time_of = [&](int d) { return s_.is_reverse(d) ? T - 1 - s : s; };
@@ -252,6 +330,9 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
         a.rh = scratch + rhb_off_ + d * B * ldh_ + seg.j0;
         a.ld_rh = ldh_;
         gru_gates_reset(a, GateTile{p.r0, p.r1, 0, w});
+        if (bf16_)
+          for (int64_t b = p.r0; b < p.r1; ++b)
+            to_mirror(scratch + rhb_off_ + (d * B + b) * ldh_, seg.j0, seg.j1);
       }
     }
   }
@@ -368,13 +449,27 @@ void RnnSequenceKernel::run(const TeamContext& team, const Buffers& io) const no
       }
     };
   }
-  for (int64_t s0 = 0; s0 < T; s0 += chunk_) {
+  const bool abortable = calib_deadline_ms_ > 0 && (!sync || counters);
+  bool aborted = false;
+  for (int64_t s0 = 0; s0 < T && !aborted; s0 += chunk_) {
     const int64_t s1 = std::min(T, s0 + chunk_);
     // Hoisted input projections of this chunk, for the thread's own block: no barrier needed
     // unless another thread will read them (shuffle).
-    hoist(own, x, packed, scratch + xw_off_, s0, s1);
+    hoist(own, x, packed, scratch + xw_off_, s0, s1, scratch, ithr);
     if (shuffle) barrier->wait();
     for (int64_t s = s0; s < s1; ++s) {
+      if (abortable) {
+        if (ithr == 0 && std::chrono::duration<double, std::milli>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                                 .count() > calib_deadline_ms_)
+          calib_aborted_.store(true, std::memory_order_release);
+        if (calib_aborted_.load(std::memory_order_acquire)) {
+          // Release the peers' waits for good; they see the flag at their next step.
+          if (counters) flag(ithr)->publish(static_cast<uint32_t>(T + (int64_t{1} << 30)));
+          aborted = true;
+          break;
+        }
+      }
       const ThreadPlan& p = shuffle ? plans_[(ithr + s) % nthr] : own;
       wctx.done = static_cast<uint32_t>(s);  // peers must have finished steps < s
       step(p, s, s0, s1, io, packed, scratch, sync ? barrier : nullptr, peer_wait);
@@ -386,6 +481,7 @@ void RnnSequenceKernel::run(const TeamContext& team, const Buffers& io) const no
       }
     }
   }
+  if (aborted) return;
   const ThreadPlan& last = shuffle ? plans_[(ithr + T - 1) % nthr] : own;
   write_final(last, io, scratch + hb_off_ + (T & 1) * s_.num_directions * s_.batch * ldh_,
               scratch + cb_off_);
@@ -433,7 +529,9 @@ std::unique_ptr<Kernel> make_rnn_kernel() {
 std::string rnn_kernel_description(const Kernel& k) {
   const auto* rnn = dynamic_cast<const RnnSequenceKernel*>(&k);
   if (!rnn) return "";
-  return std::string(rnn->name()) + " " + rnn->schedule().to_string();
+  return std::string(rnn->name()) + " " + rnn->schedule().to_string() +
+         (rnn->bf16() ? std::string(" bf16 weights (") + bf16_path_name(active_bf16_path()) + ")"
+                      : std::string());
 }
 
 template <RnnCellKind K>

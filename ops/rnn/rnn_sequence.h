@@ -30,6 +30,12 @@
 // environment, GRAPHI_RNN_SCHEDULE_SEARCH, on unless "0") calibrates the kernel's schedules at
 // init and caches the fastest; graphi_schedule ("threads,xi,xj,chunk,tile,zigzag") forces one
 // (tests, experiments; an invalid one is an error naming the limits).
+// Weight precision, opt-in: graphi_rnn_weights ("fp32" default | "bf16"; the Session option
+// rnn_weights sets it on every LSTM/GRU/RNN node). bf16 stores the input and recurrent weights
+// as bf16 pairs (ops/rnn/gemm_bf16.h), converts x and h to bf16 for the GEMMs and accumulates in
+// fp32; gates, c and h stay fp32. vdpbf16ps where the CPU has AVX512-BF16, else a converted path
+// (same rounding, fp32 FMAs). Accuracy against fp32: docs/RNN_KERNELS.md. "int8" is refused
+// (not implemented).
 //
 // The kernel (weight-centric streamlining, DeepCPU 5.2.4): weights packed once at init (when W,
 // R, B, P are constants; else per run into scratch), one parallel region for the sequence (the
@@ -58,6 +64,15 @@ enum class RnnCellKind { kRnn, kGru, kLstm };
 inline constexpr const char* kWcsShuffleAttr = "graphi_wcs_shuffle";
 inline constexpr const char* kScheduleAttr = "graphi_schedule";
 inline constexpr const char* kScheduleSearchAttr = "graphi_schedule_search";
+inline constexpr const char* kRnnWeightsAttr = "graphi_rnn_weights";
+
+// Storage precision of the fused kernels' weights (graphi_rnn_weights).
+enum class RnnWeights { kF32, kBf16 };
+// "fp32" / "bf16".
+const char* rnn_weights_name(RnnWeights w);
+// Parses "fp32" | "bf16" (also "f32", "float32", "bfloat16"); an error names the accepted values
+// and says that int8 is not implemented. `what` prefixes the message.
+Result<RnnWeights> parse_rnn_weights(const std::string& v, const std::string& what);
 
 // Input slots, ONNX order.
 enum RnnInput : int {
@@ -88,8 +103,9 @@ struct RnnSpec {
   DType seq_lens_dtype = DType::kI32;
   int num_outputs = 1;
   bool wcs_shuffle = false;
-  std::string forced_schedule;  // graphi_schedule, "" = none
-  int schedule_search = -1;     // graphi_schedule_search: -1 = the environment decides
+  std::string forced_schedule;            // graphi_schedule, "" = none
+  int schedule_search = -1;               // graphi_schedule_search: -1 = the environment decides
+  RnnWeights weights = RnnWeights::kF32;  // graphi_rnn_weights
   // graphi_training = 1: the training form (ops/rnn/rnn_train.h), every output plus the saved
   // activations S; num_outputs then counts S too.
   bool training = false;

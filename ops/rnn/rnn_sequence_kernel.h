@@ -5,6 +5,7 @@
 // loops. Include only from ops/rnn/.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -89,6 +90,7 @@ class RnnSequenceKernel final : public Kernel {
   }
 
   const RnnSchedule& schedule() const { return schedule_; }
+  bool bf16() const { return bf16_; }
 
   void run(const TeamContext& team, const Buffers& io) const noexcept override;
 
@@ -114,8 +116,15 @@ class RnnSequenceKernel final : public Kernel {
   void plan_partition();
   void make_gemms(ThreadPlan& p) const;
   void pack_segment(const WeightSources& src, const Segment& seg, float* packed) const;
+  // `scratch` and `ithr`: the thread's bf16 copy of x (bf16 weights only).
   void hoist(const ThreadPlan& p, const float* x, const float* packed, float* xw, int64_t s0,
-             int64_t s1) const noexcept;
+             int64_t s1, float* scratch, int ithr) const noexcept;
+  // One hoisted GEMM call: n rows of x (stride I) times the segment's W columns into out.
+  void hoist_rows(const Segment& seg, const float* packed, const float* x, float* out, int64_t n,
+                  uint32_t* x16) const noexcept;
+  // bf16 weights: the bf16 pair copy ("mirror", mirror_delta_ floats after it) of units
+  // [j0, j1) of a state row (h or the canonical GRU's r * h) in scratch, which the GEMMs read.
+  void to_mirror(float* row, int64_t j0, int64_t j1) const noexcept;
   void init_state(const ThreadPlan& p, const Buffers& io, float* hb, float* cb) const noexcept;
   // One step of plan p; `barrier` (nullptr for a team of 1) for the canonical GRU's mid-step
   // barrier.
@@ -147,6 +156,7 @@ class RnnSequenceKernel final : public Kernel {
 
   RnnCellKind kind_;
   RnnSpec s_;
+  bool bf16_ = false;  // s_.weights == kBf16: packed slabs hold bf16 pairs (ops/rnn/gemm_bf16.h)
   RnnSchedule schedule_;
   RnnLayerShape shape_;
   bool canonical_gru_ = false;
@@ -164,6 +174,16 @@ class RnnSequenceKernel final : public Kernel {
   int64_t flags_off_ = 0;  // per team member: its last finished step (TeamWord)
   int64_t scratch_floats_ = 0, xw_off_ = 0, gh0_off_ = 0, gh1_off_ = 0, hb_off_ = 0, cb_off_ = 0,
           zb_off_ = 0, rhb_off_ = 0, scratch_packed_off_ = 0;
+  // bf16: the state mirror's distance from the fp32 states (floats), the per-thread bf16 copies
+  // of x rows (x16_per_thread_ words each, rows ldx16_ words apart), the hoisted GEMM's ldc.
+  int64_t mirror_delta_ = 0, x16_off_ = 0, x16_per_thread_ = 0, ldx16_ = 0, hoist_ldc_ = 0;
+  // Calibration copies only (rnn_sequence_schedule.cpp): a steady-clock deadline (ms, 0 = none).
+  // Past it, run() stops at the next step (a shortened run on a loaded machine can take seconds
+  // when a peer is preempted at every exchange) and sets calib_aborted_; the run's time is then
+  // discarded. Only where the threads can stop apart without deadlock: no exchange, or the
+  // per-step counters (the stopping thread publishes a step past the end).
+  double calib_deadline_ms_ = 0;
+  mutable std::atomic<bool> calib_aborted_{false};
 };
 
 }  // namespace graphi::ops::rnn_wcs

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <set>
 
+#include "ops/rnn/gemm_bf16.h"
 #include "ops/rnn/rnn_sequence_kernel.h"
 
 namespace graphi::ops::rnn_wcs {
@@ -38,6 +39,7 @@ Status RnnSequenceKernel::prepare(int team) {
   canonical_gru_ = kind_ == RnnCellKind::kGru && !s_.linear_before_reset;
   g0_ = canonical_gru_ ? 2 : G;
   team_ = team;
+  bf16_ = s_.weights == RnnWeights::kBf16;
 
   // Strides (floats), each row padded to whole cache lines.
   // Row strides are an odd number of cache lines: with a multiple of 4 KiB (H = 256: 4H floats)
@@ -59,6 +61,8 @@ Status RnnSequenceKernel::prepare(int team) {
   shape_.cell = std::string(rnn_cell_name(kind_)) +
                 (kind_ == RnnCellKind::kGru && s_.linear_before_reset ? "-lbr" : "");
   if (s_.layout == 1) shape_.cell += " layout1";
+  if (bf16_) shape_.cell += " bf16";
+  shape_.weight_bytes = bf16_ ? 2 : 4;
   shape_.seq_len = T;
   shape_.batch = B;
   shape_.input_size = I;
@@ -105,6 +109,14 @@ void RnnSequenceKernel::configure() {
   cb_off_ = take(kind_ == RnnCellKind::kLstm ? D * B * ldh_ : 0);
   zb_off_ = take(canonical_gru_ ? D * B * ldh_ : 0);
   rhb_off_ = take(canonical_gru_ ? D * B * ldh_ : 0);
+  // bf16: a pair copy of every state buffer from hb to rhb at one fixed distance (so a state
+  // row's mirror is row + mirror_delta_), and one bf16 copy of x rows per thread.
+  const int64_t states = scratch_floats_ - hb_off_;
+  mirror_delta_ = bf16_ ? take(states) - hb_off_ : 0;
+  ldx16_ = bf16_ ? round_up(bf16_pairs(s_.input_size), kLine) : 0;
+  x16_per_thread_ = bf16_ ? chunk_ * B * ldx16_ : 0;
+  x16_off_ = take(team_ * x16_per_thread_);
+  hoist_ldc_ = s_.layout == 1 ? B * ldx_ : ldx_;
   scratch_packed_off_ = take(const_weights_ ? 0 : packed_floats_);
 }
 
@@ -123,6 +135,7 @@ void RnnSequenceKernel::make_gemms(ThreadPlan& p) const {
       hoist_ns.insert(full_rows ? len * B : rows);
   }
   const int64_t hoist_ldc = s_.layout == 1 ? B * ldx_ : ldx_;
+  if (bf16_) return;  // ops/rnn/gemm_bf16.h needs no per-shape set-up
   for (Segment& seg : p.segs) {
     const int64_t w = seg.j1 - seg.j0;
     seg.hoist = TiledGemm::create_panels(s_.gates * w, I, seg.pw_w, I, hoist_ldc, hoist_ns);
@@ -139,21 +152,39 @@ void RnnSequenceKernel::pack_segment(const WeightSources& src, const Segment& se
   const int64_t j0 = seg.j0, w = seg.j1 - seg.j0;
   const float* W = src.w + d * G * H * I;
   const float* R = src.r + d * G * H * H;
+  if (bf16_) {
+    // Same columns as below, in bf16 pairs of k (ops/rnn/gemm_bf16.h); padding stays 0.
+    auto words = [&](int64_t off) { return reinterpret_cast<uint32_t*>(packed + off); };
+    auto pack = [&](uint32_t* dst, int64_t cols, int64_t panel, int64_t k, auto&& src_row) {
+      std::fill_n(dst, bf16_packed_words(cols, k, panel), 0u);
+      for (int64_t col = 0; col < cols; ++col) {
+        const float* row = src_row(col);
+        for (int64_t kk = 0; kk < k; ++kk) bf16_pack_set(dst, col, kk, k, panel, row[kk]);
+      }
+    };
+    pack(words(seg.wp_off), G * w, seg.pw_w, I,
+         [&](int64_t col) { return W + ((col / w) * H + j0 + col % w) * I; });
+    pack(words(seg.rp0_off), g0_ * w, seg.pw_r0, H,
+         [&](int64_t col) { return R + ((col / w) * H + j0 + col % w) * H; });
+    if (canonical_gru_)
+      pack(words(seg.rp1_off), w, seg.pw_r1, H,
+           [&](int64_t col) { return R + (2 * H + j0 + col) * H; });
+  }
   float* wp = packed + seg.wp_off;
-  for (int64_t g = 0; g < G; ++g)
+  for (int64_t g = 0; g < G && !bf16_; ++g)
     for (int64_t u = 0; u < w; ++u) {
       const float* row = W + (g * H + j0 + u) * I;
       const int64_t col = g * w + u;
       for (int64_t k = 0; k < I; ++k) wp[TiledGemm::panel_offset(col, k, I, seg.pw_w)] = row[k];
     }
   float* rp0 = packed + seg.rp0_off;
-  for (int64_t g = 0; g < g0_; ++g)
+  for (int64_t g = 0; g < g0_ && !bf16_; ++g)
     for (int64_t u = 0; u < w; ++u) {
       const float* row = R + (g * H + j0 + u) * H;
       const int64_t col = g * w + u;
       for (int64_t k = 0; k < H; ++k) rp0[TiledGemm::panel_offset(col, k, H, seg.pw_r0)] = row[k];
     }
-  if (canonical_gru_) {
+  if (canonical_gru_ && !bf16_) {
     float* rp1 = packed + seg.rp1_off;
     for (int64_t u = 0; u < w; ++u) {
       const float* row = R + (2 * H + j0 + u) * H;

@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <thread>
 
+#include "ops/rnn/gemm_bf16.h"
 #include "ops/rnn/pcp_partition.h"
 #include "ops/rnn/rnn_sequence_kernel.h"
 
@@ -87,7 +89,9 @@ Result<RnnSchedule> RnnSequenceKernel::choose_schedule(const std::string& where)
     auto it = memo().find(key);
     if (it != memo().end()) return it->second;
   }
-  const std::vector<RnnSchedule> cands = rnn_schedule_candidates(shape_);
+  // Ranked by the cost model, so a budget that runs out first drops the least promising ones.
+  const std::vector<RnnSchedule> cands =
+      rank_rnn_candidates(shape_, rnn_schedule_candidates(shape_));
   const std::string path = rnn_schedule_cache_path();
   std::optional<RnnSchedule> chosen = load_cached_schedule(path, key, sig);
   // A cached entry must still be one of this layer's candidates (else: recompute).
@@ -134,7 +138,8 @@ std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSch
     return k;
   };
   // Best of `reps` timed runs (after one warm-up) of schedule `c` on kernel k; inf on failure.
-  auto time_schedule = [&](RnnSequenceKernel& k, const RnnSchedule& c, int reps) {
+  // Stops repeating once `deadline` (now_ms clock) has passed and one timed run exists.
+  auto time_schedule = [&](RnnSequenceKernel& k, const RnnSchedule& c, int reps, double deadline) {
     const int64_t T = k.s_.seq_len, B = s_.batch, D = s_.num_directions, H = s_.hidden;
     Tensor x(TensorDesc{DType::kF32, {T * B * s_.input_size}});
     Tensor y(TensorDesc{DType::kF32, {T * D * B * H}});
@@ -148,8 +153,12 @@ std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSch
     std::memset(k.packed_.data(), 0, k.packed_.desc().bytes());
     Tensor scratch(TensorDesc{DType::kF32, {std::max<int64_t>(k.scratch_floats_, 16)}});
     double best_ms = std::numeric_limits<double>::infinity();
+    // A run still going at the deadline stops at its next step (see calib_deadline_ms_); its
+    // time is not a measurement.
+    k.calib_deadline_ms_ = deadline;
     for (int rep = 0; rep <= reps && ok; ++rep) {
       double t0 = 0, t1 = 0;
+      k.calib_aborted_.store(false);
 #pragma omp parallel num_threads(team_)
       {
         if (omp_get_num_threads() != team_) ok = false;
@@ -163,43 +172,73 @@ std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSch
           if (omp_get_thread_num() == 0) t1 = now_ms();
         }
       }
+      if (k.calib_aborted_.load()) break;
       if (ok && rep > 0) best_ms = std::min(best_ms, t1 - t0);
+      // Past the deadline: the warm-up's time stands in when no timed run happened yet.
+      if (ok && now_ms() > deadline) {
+        if (rep == 0) best_ms = t1 - t0;
+        break;
+      }
     }
     return best_ms;
   };
   auto k = shortened(16);
   if (!k) return std::nullopt;
-  const double probe_ms = time_schedule(*k, cands[0], 1);
-  if (!ok) return std::nullopt;
+  // The probe: the default on 16 steps (one warm-up, one timed run) gives the per-step cost.
+  const double probe_ms = time_schedule(*k, cands[0], 1, start + budget_ms);
+  // Not even the probe fit (a loaded machine): the analytical default, not cached (the next
+  // process tries again).
+  if (!ok || !std::isfinite(probe_ms)) {
+    if (std::getenv("GRAPHI_RNN_SEARCH_LOG") && ok)
+      std::fprintf(stderr,
+                   "graphi: %s: the probe did not fit the %.0f ms budget (stopped after %.0f ms):"
+                   " analytical default, not cached\n",
+                   shape_.key().c_str(), budget_ms, now_ms() - start);
+    return std::nullopt;
+  }
+  CalibrationLimits limits;
+  limits.budget_ms = budget_ms;
   const double per_step = probe_ms / double(k->s_.seq_len);
+  // Steps per shortened run: three runs of every candidate that may be measured fit what is
+  // left of the budget (at least the probe's 16, at most T).
+  const double left_ms = std::max(0.0, budget_ms - (now_ms() - start));
+  const double planned = double(std::min<size_t>(cands.size(), size_t(limits.max_candidates)));
   const int64_t steps = std::clamp<int64_t>(
-      static_cast<int64_t>(budget_ms / (3.0 * double(cands.size()) * std::max(per_step, 1e-6))), 16,
-      s_.seq_len);
-  if (steps > k->s_.seq_len) {
+      static_cast<int64_t>(left_ms / (3.0 * planned * std::max(per_step, 1e-6))), 16, s_.seq_len);
+  // With the probe's length the probe was candidate 0's measurement already.
+  const bool reuse_probe = steps <= k->s_.seq_len;
+  if (!reuse_probe) {
     k = shortened(steps);
     if (!k) return std::nullopt;
   }
   bool announced = false;
-  std::optional<RnnSchedule> best;
-  for (size_t ci = 0; ci < cands.size(); ++ci) {
-    const double elapsed = now_ms() - start;
-    if (ci > 0 && elapsed > budget_ms) break;
-    if (!announced && elapsed > 500) {
-      std::fprintf(stderr, "graphi: calibrating %s schedules (%zu candidates, %lld steps)...\n",
-                   shape_.key().c_str(), cands.size(), static_cast<long long>(k->s_.seq_len));
-      announced = true;
-    }
-    const double ms = time_schedule(*k, cands[ci], 2);
-    if (!ok) return std::nullopt;
-    if (!best || ms < best->measured_ms) {
-      best = cands[ci];
-      best->measured_ms = ms;
-      best->searched = true;
-    }
-  }
-  if (announced)
-    std::fprintf(stderr, "graphi: %s -> %s after %.0f ms\n", shape_.key().c_str(),
-                 best->to_string().c_str(), now_ms() - start);
+  const CalibrationOutcome out = run_calibration(
+      cands.size(), start, limits, now_ms,
+      [&](size_t ci, double deadline) -> std::optional<double> {
+        if (!announced && now_ms() - start > 500) {
+          std::fprintf(stderr, "graphi: calibrating %s schedules (%zu candidates, %lld steps)...\n",
+                       shape_.key().c_str(), cands.size(), static_cast<long long>(k->s_.seq_len));
+          announced = true;
+        }
+        if (ci == 0 && reuse_probe) return probe_ms;
+        const double ms = time_schedule(*k, cands[ci], 2, deadline);
+        if (!ok || !std::isfinite(ms)) return std::nullopt;
+        return ms;
+      });
+  if (!ok || out.best < 0) return std::nullopt;
+  RnnSchedule best = cands[size_t(out.best)];
+  best.measured_ms = out.best_ms;
+  best.searched = true;
+  best.candidates_measured = out.measured;
+  // GRAPHI_RNN_SEARCH_LOG=1: the outcome of every calibration, not only the long ones.
+  static const bool log = [] {
+    const char* v = std::getenv("GRAPHI_RNN_SEARCH_LOG");
+    return v && *v && std::string(v) != "0";
+  }();
+  if (announced || log)
+    std::fprintf(stderr, "graphi: %s -> %s after %.0f ms (%d of %zu candidates, stop: %s)\n",
+                 shape_.key().c_str(), best.to_string().c_str(), now_ms() - start, out.measured,
+                 cands.size(), out.stop.c_str());
   return best;
 }
 
@@ -260,15 +299,21 @@ void RnnSequenceKernel::plan_partition() {
     auto panel = [&](int64_t cols, int64_t want) {
       return std::min(round_up(cols, kLine), round_up(std::max<int64_t>(want, kLine), kLine));
     };
-    seg.pw_w = panel(G * w, hoist_rows <= 2 ? 256 : 32);
+    // bf16 (ops/rnn/gemm_bf16.h): 64-column W panels for multi-row hoists (its 6 x 4-vector
+    // register block), sizes in 32-bit words (pairs of k); each slab starts on a cache line.
+    seg.pw_w = panel(G * w, hoist_rows <= 2 ? 256 : bf16_ ? 64 : 32);
     seg.pw_r0 = panel(g0_ * w, schedule_.rec_tile);
     seg.pw_r1 = panel(w, schedule_.rec_tile);
+    auto slab = [&](int64_t m, int64_t k, int64_t pw) {
+      return bf16_ ? round_up(bf16_packed_words(m, k, pw), kLine)
+                   : TiledGemm::packed_floats(m, k, pw);
+    };
     seg.wp_off = slabs_floats_;
-    slabs_floats_ += TiledGemm::packed_floats(G * w, s_.input_size, seg.pw_w);
+    slabs_floats_ += slab(G * w, s_.input_size, seg.pw_w);
     seg.rp0_off = slabs_floats_;
-    slabs_floats_ += TiledGemm::packed_floats(g0_ * w, H, seg.pw_r0);
+    slabs_floats_ += slab(g0_ * w, H, seg.pw_r0);
     seg.rp1_off = slabs_floats_;
-    slabs_floats_ += canonical_gru_ ? TiledGemm::packed_floats(w, H, seg.pw_r1) : 0;
+    slabs_floats_ += canonical_gru_ ? slab(w, H, seg.pw_r1) : 0;
   }
   for (ThreadPlan& p : plans_)
     for (Segment& seg : p.segs)

@@ -24,6 +24,20 @@ const char* rnn_cell_name(RnnCellKind kind) {
   return "?";
 }
 
+const char* rnn_weights_name(RnnWeights w) { return w == RnnWeights::kBf16 ? "bf16" : "fp32"; }
+
+Result<RnnWeights> parse_rnn_weights(const std::string& v, const std::string& what) {
+  std::string l;
+  for (char ch : v) l += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (l == "fp32" || l == "f32" || l == "float32" || l == "float") return RnnWeights::kF32;
+  if (l == "bf16" || l == "bfloat16") return RnnWeights::kBf16;
+  if (l == "int8")
+    return Status::unsupported(what +
+                               " = 'int8': int8 RNN weights are not implemented yet "
+                               "(accepted: fp32, bf16)");
+  return Status::invalid_argument(what + " = '" + v + "': expected fp32 or bf16");
+}
+
 namespace {
 
 using rnn_wcs::split_names;
@@ -76,8 +90,9 @@ Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* co
 
   // Attributes: known names only, so a typo is not silently ignored.
   std::vector<std::string> known = {
-      "hidden_size",      "direction",       "layout",        "clip",        "activations",
-      "activation_alpha", "activation_beta", kWcsShuffleAttr, kScheduleAttr, kScheduleSearchAttr};
+      "hidden_size", "direction",         "layout",          "clip",
+      "activations", "activation_alpha",  "activation_beta", kWcsShuffleAttr,
+      kScheduleAttr, kScheduleSearchAttr, kRnnWeightsAttr};
   known.push_back(kRnnTrainingAttr);
   if (lstm) known.push_back("input_forget");
   if (gru) known.push_back("linear_before_reset");
@@ -145,6 +160,16 @@ Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* co
       return Status::invalid_graph(where + ": attribute '" + std::string(kScheduleSearchAttr) +
                                    "' must be 0 or 1, got " + std::to_string(search));
     s.schedule_search = static_cast<int>(search);
+  }
+  {
+    GRAPHI_ASSIGN_OR_RETURN(std::string w,
+                            graph::attr_string(node.attrs, where, kRnnWeightsAttr, "fp32"));
+    GRAPHI_ASSIGN_OR_RETURN(
+        s.weights,
+        parse_rnn_weights(w, where + ": attribute '" + std::string(kRnnWeightsAttr) + "'"));
+    if (s.training && s.weights != RnnWeights::kF32)
+      return Status::unsupported(where + ": attribute '" + std::string(kRnnWeightsAttr) + "' = '" +
+                                 w + "' is for inference only (graphi_training = 1)");
   }
   // Activations: the ONNX defaults, and for RNN any of Tanh/Relu/Sigmoid per direction.
   {

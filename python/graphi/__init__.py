@@ -77,7 +77,8 @@ class Session:
     """A loaded, compiled model.
 
     Session(path, executors=None, threads=None, scheduler=None, pin=True, optimize=True,
-            dims=None, ring_capacity=1, cpuset="", plan="auto", tracing=False)
+            dims=None, ring_capacity=1, cpuset="", plan="auto", tracing=False,
+            rnn_weights=None)
 
     path: a .onnx or .graphi file. executors x threads: the engine's executor teams; None
     (default) takes the plan's split, giving one of them sets the other to 1.
@@ -90,11 +91,14 @@ class Session:
     optimize: apply the default graph passes (RNN cell fusion, GEMM fusion, ...).
     dims: values of symbolic ONNX dims, e.g. {"batch": 8}. cpuset: restrict pinning ("0-3").
     tracing: record every run op by op (see trace(); also a settable property).
+    rnn_weights: "fp32" (None, default) or "bf16": store the fused LSTM/GRU/RNN weights in
+    bf16 (fp32 accumulation; docs/RNN_KERNELS.md gives the accuracy).
     Raises graphi.Error naming the file when it cannot be loaded.
     """
 
     def __init__(self, path, executors=None, threads=None, scheduler=None, pin=True,
-                 optimize=True, dims=None, ring_capacity=1, cpuset="", plan="auto", tracing=False):
+                 optimize=True, dims=None, ring_capacity=1, cpuset="", plan="auto", tracing=False,
+                 rnn_weights=None):
         path = _os.fspath(path)
         for name, v in (("executors", executors), ("threads", threads)):
             if v is not None and int(v) < 1:  # 0 means "the plan's" only below this API
@@ -107,7 +111,8 @@ class Session:
                                   "" if scheduler is None else str(scheduler),
                                   bool(pin), bool(optimize),
                                   {str(k): int(v) for k, v in (dims or {}).items()},
-                                  int(ring_capacity), str(cpuset), _os.fspath(plan))
+                                  int(ring_capacity), str(cpuset), _os.fspath(plan),
+                                  "" if rnn_weights is None else str(rnn_weights))
         self.path = path
         self.inputs = [TensorInfo(n, d, s) for n, d, s in self._s.inputs()]
         self.outputs = [TensorInfo(n, d, s) for n, d, s in self._s.outputs()]

@@ -369,3 +369,181 @@ TEST_CASE(
   else
     setenv("GRAPHI_CACHE_DIR", old_dir.c_str(), 1);
 }
+
+// ---- the calibration budget (an injected clock: no wall-clock timing) ----
+
+namespace {
+
+// A fake clock that measure() advances by each candidate's cost.
+struct FakeRun {
+  double clock = 0;
+  std::vector<double> cost;      // wall cost of measuring candidate i (set-up + runs)
+  std::vector<double> result;    // its measured time
+  std::vector<size_t> measured;  // the order candidates were measured in
+  std::vector<double> deadlines;
+
+  ops::CalibrationOutcome go(const ops::CalibrationLimits& lim) {
+    return ops::run_calibration(
+        cost.size(), clock, lim, [this] { return clock; },
+        [this](size_t i, double deadline) -> std::optional<double> {
+          measured.push_back(i);
+          deadlines.push_back(deadline);
+          clock += cost[i];
+          return result[i];
+        });
+  }
+};
+
+}  // namespace
+
+TEST_CASE("rnn schedule: calibration stops before a candidate that would overrun the budget",
+          "[rnn_schedule]") {
+  FakeRun f;
+  f.clock = 1000;  // the start need not be 0
+  f.cost.assign(18, 30.0);
+  for (int i = 0; i < 18; ++i) f.result.push_back(10.0 - 0.5 * i);  // each one 5% faster
+  ops::CalibrationLimits lim;
+  lim.budget_ms = 200;
+  lim.max_candidates = 100;
+  const ops::CalibrationOutcome out = f.go(lim);
+  // 30 ms each: the 7th would end at 210 ms > 200, so six are measured.
+  CHECK(out.measured == 6);
+  CHECK(out.stop == "budget");
+  CHECK(f.clock - 1000 <= 200);
+  CHECK(out.elapsed_ms == Approx(180));
+  CHECK(out.best == 5);
+  CHECK(out.best_ms == Approx(7.5));
+  for (double d : f.deadlines) CHECK(d == Approx(1200));
+}
+
+TEST_CASE("rnn schedule: a slow measurement raises the prediction for the next ones",
+          "[rnn_schedule]") {
+  FakeRun f;
+  f.cost = {20, 20, 120, 20, 20, 20};
+  f.result = {10, 9, 8, 7, 6, 5};
+  ops::CalibrationLimits lim;
+  lim.budget_ms = 200;
+  const ops::CalibrationOutcome out = f.go(lim);
+  // After 160 ms the longest measurement so far is 120 ms: the 4th is not started.
+  CHECK(out.measured == 3);
+  CHECK(f.clock <= 200);
+  CHECK(out.best == 2);
+}
+
+TEST_CASE("rnn schedule: the first candidate is measured even past the budget", "[rnn_schedule]") {
+  FakeRun f;
+  f.cost = {500, 1, 1};
+  f.result = {3, 2, 1};
+  ops::CalibrationLimits lim;
+  lim.budget_ms = 200;
+  const ops::CalibrationOutcome out = f.go(lim);
+  CHECK(out.measured == 1);
+  CHECK(out.best == 0);
+  CHECK(out.stop == "budget");
+}
+
+TEST_CASE("rnn schedule: at most max_candidates, and early stop without a gain", "[rnn_schedule]") {
+  SECTION("max candidates") {
+    FakeRun f;
+    f.cost.assign(18, 1.0);
+    for (int i = 0; i < 18; ++i) f.result.push_back(100.0 - i * 5);
+    ops::CalibrationLimits lim;
+    lim.max_candidates = 8;
+    const ops::CalibrationOutcome out = f.go(lim);
+    CHECK(out.measured == 8);
+    CHECK(out.stop == "max candidates");
+    CHECK(out.best == 7);
+  }
+  SECTION("patience") {
+    FakeRun f;
+    f.cost.assign(18, 1.0);
+    f.result = {10, 9, 9.95, 9.0, 8.95, 8.99, 20, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    ops::CalibrationLimits lim;
+    lim.patience = 4;
+    lim.max_candidates = 100;
+    const ops::CalibrationOutcome out = f.go(lim);
+    // 9 is a real gain over 10; then 9.95, 9.0, 8.95 (within 2%: kept, no gain), 8.99: four
+    // without a 2% gain.
+    CHECK(out.measured == 6);
+    CHECK(out.stop == "no gain");
+    CHECK(out.best == 4);  // the fastest measured, even inside the noise band
+    CHECK(out.best_ms == Approx(8.95));
+  }
+  SECTION("a candidate that cannot run is skipped") {
+    ops::CalibrationLimits lim;
+    double clock = 0;
+    const ops::CalibrationOutcome out = ops::run_calibration(
+        3, 0, lim, [&] { return clock; },
+        [&](size_t i, double) -> std::optional<double> {
+          clock += 1;
+          if (i == 1) return std::nullopt;
+          return 5.0 - double(i);
+        });
+    CHECK(out.measured == 3);
+    CHECK(out.best == 2);
+  }
+}
+
+TEST_CASE("rnn schedule: the cost model ranks candidates, the default stays first",
+          "[rnn_schedule]") {
+  auto s = lstm_shape(100, 1, 256, 2);
+  const auto cands = ops::rnn_schedule_candidates(s);
+  const auto ranked = ops::rank_rnn_candidates(s, cands);
+  REQUIRE(ranked.size() == cands.size());
+  CHECK(ranked.front() == cands.front());
+  for (const auto& c : cands) CHECK(std::find(ranked.begin(), ranked.end(), c) != ranked.end());
+  for (size_t i = 2; i < ranked.size(); ++i)
+    CHECK(ops::rnn_schedule_model_us(s, ranked[i - 1]) <= ops::rnn_schedule_model_us(s, ranked[i]));
+  // At batch 1 splitting the units over both threads halves the streamed weights: every 2-thread
+  // candidate ranks before every 1-thread one; per-step input projections (chunk 1) re-read W.
+  size_t last_p2 = 0, first_p1 = ranked.size();
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    if (ranked[i].threads == 2 && ranked[i].chunk > 1) last_p2 = i;
+    if (ranked[i].threads == 1) first_p1 = std::min(first_p1, i);
+  }
+  CHECK(last_p2 < first_p1);
+  ops::RnnSchedule per_step = cands.front(), hoisted = cands.front();
+  per_step.chunk = 1;
+  CHECK(ops::rnn_schedule_model_us(s, per_step) > ops::rnn_schedule_model_us(s, hoisted));
+  // bf16 weights stream half the bytes.
+  auto s16 = s;
+  s16.weight_bytes = 2;
+  auto big = lstm_shape(100, 1, 1024, 2), big16 = big;
+  big16.weight_bytes = 2;
+  CHECK(ops::rnn_schedule_model_us(big16, ops::default_rnn_schedule(big16)) <
+        ops::rnn_schedule_model_us(big, ops::default_rnn_schedule(big)));
+}
+
+TEST_CASE("rnn schedule: a budget already spent stops the probe run at its first step",
+          "[rnn_schedule]") {
+  // Budget 0: the probe's run sees the deadline at step 0 and stops (batch 1 on 2 threads: the
+  // step-counter exchange, the stopping thread releases its peer; batch 2: row split, no
+  // exchange). Nothing was measured, so nothing is cached, and the layer runs the analytical
+  // default with correct results.
+  const auto dir = test::scratch_dir("rnn_schedule_budget0");
+  const std::string old_dir =
+      std::getenv("GRAPHI_CACHE_DIR") ? std::getenv("GRAPHI_CACHE_DIR") : "";
+  const std::string old_budget =
+      std::getenv("GRAPHI_RNN_SEARCH_BUDGET_MS") ? std::getenv("GRAPHI_RNN_SEARCH_BUDGET_MS") : "";
+  setenv("GRAPHI_CACHE_DIR", dir.string().c_str(), 1);
+  setenv("GRAPHI_RNN_SEARCH_BUDGET_MS", "0", 1);
+  const std::string path = (dir / "rnn_schedules.json").string();
+  int seed = 900;
+  for (int64_t batch : {1, 2}) {
+    Layer l = make_layer("LSTM", 30, batch, 19, 41, false, seed++);
+    graph::Attributes a = attrs_of(l);
+    a.set(ops::kScheduleSearchAttr, int64_t{1});
+    auto r = test::run_single_op("LSTM", a, l.inputs, 2, 2, {false, true, true, true});
+    REQUIRE(r.is_ok());
+    check_outputs(l, *r, "budget 0");
+    CHECK_FALSE(std::filesystem::exists(path));
+  }
+  if (old_dir.empty())
+    unsetenv("GRAPHI_CACHE_DIR");
+  else
+    setenv("GRAPHI_CACHE_DIR", old_dir.c_str(), 1);
+  if (old_budget.empty())
+    unsetenv("GRAPHI_RNN_SEARCH_BUDGET_MS");
+  else
+    setenv("GRAPHI_RNN_SEARCH_BUDGET_MS", old_budget.c_str(), 1);
+}

@@ -9,6 +9,16 @@ namespace {
 
 double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 
+// v rounded to float, then to the 8 significant bits of bf16, ties to even (finite v only).
+double round_bf16(double v) {
+  const float f = static_cast<float>(v);
+  if (f == 0.0f || !std::isfinite(f)) return f;
+  int e = 0;
+  const double m = std::frexp(static_cast<double>(f), &e);  // |m| in [0.5, 1)
+  const double scaled = std::ldexp(m, 8);                   // 8 significant bits
+  return std::ldexp(std::nearbyint(scaled), e - 8);         // default mode: ties to even
+}
+
 double activate(const std::string& name, double v) {
   if (name == "Tanh") return std::tanh(v);
   if (name == "Sigmoid") return sigmoid(v);
@@ -78,14 +88,15 @@ std::vector<Tensor> reference_rnn(const RnnRefSpec& spec, const RnnRefInputs& in
     if (rnn && !spec.activations.empty())
       act = spec.activations.size() == 1 ? spec.activations[0] : spec.activations.at(d);
     // Row n of direction d's W / R: W[d][n][:], R[d][n][:]; biases Wb[d][n], Rb[d][n].
+    auto op = [&](double v) { return spec.bf16_operands ? round_bf16(v) : v; };
     auto wx = [&](int64_t n, int64_t t, int64_t b) {  // Xt . W[n]
       double s = 0;
-      for (int64_t i = 0; i < I; ++i) s += x_at(t, b, i) * W[(d * G * H + n) * I + i];
+      for (int64_t i = 0; i < I; ++i) s += op(x_at(t, b, i)) * op(W[(d * G * H + n) * I + i]);
       return s;
     };
     auto rh = [&](int64_t n, const std::vector<double>& h) {  // h . R[n]
       double s = 0;
-      for (int64_t k = 0; k < H; ++k) s += h[k] * R[(d * G * H + n) * H + k];
+      for (int64_t k = 0; k < H; ++k) s += op(h[k]) * op(R[(d * G * H + n) * H + k]);
       return s;
     };
     auto wb = [&](int64_t n) { return Bias ? static_cast<double>(Bias[d * 2 * G * H + n]) : 0.0; };

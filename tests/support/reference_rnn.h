@@ -22,6 +22,9 @@ struct RnnRefSpec {
   bool linear_before_reset = false;   // GRU
   // RNN: "Tanh", "Relu" or "Sigmoid", one per direction (or one for all); empty = Tanh.
   std::vector<std::string> activations;
+  // The bf16-weight semantics (graphi_rnn_weights = bf16): x, W, h (the canonical GRU: r * h)
+  // and R rounded to bf16 (nearest even) before each product; sums stay exact (double).
+  bool bf16_operands = false;
 };
 
 // Inputs in ONNX order; nullptr = absent. seq_lens may be int32 or int64.
