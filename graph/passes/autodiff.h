@@ -73,6 +73,10 @@ class GradientRules {
  public:
   virtual ~GradientRules() = default;
   virtual GradRule find(const std::string& op) const = 0;  // nullptr: no rule
+  // Ops whose outputs are piecewise constant in their inputs (comparisons, Floor, Sign): their
+  // outputs never depend on a differentiated value for autodiff, so their consumers see no
+  // gradient through them (zero almost everywhere, PyTorch's convention) and they need no rule.
+  virtual bool piecewise_constant(const std::string& op) const { return false; }
 };
 
 // Values `target` depends on (itself included): the backward reach over g's nodes, by ValueId.
