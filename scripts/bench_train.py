@@ -125,7 +125,8 @@ def main():
                  "-o", step], 600)
             # First graphi step as a probe of feasibility in the time we have.
             probe, _ = run([args.graphi, "train", model, "--batch-from", batch, "--lr",
-                            str(args.lr), "--steps", "1", "--json", "--threads", str(cores)], 3600)
+                            str(args.lr), "--steps", "1", "--json", "--executors", str(cores),
+                            "--scheduler", "cpf"], 3600)
             first_ms = json.loads(probe)["steps"][0]["ms"]
             if first_ms > args.step_budget_s * 1e3:
                 entry["skipped"] = (f"one graphi step takes {first_ms / 1e3:.0f} s here, over the "
@@ -140,7 +141,8 @@ def main():
                 pj = json.loads(out)
                 best = pj.get("chosen") or pj.get("best") or {}
                 chosen = (int(best.get("executors", 1)), int(best.get("threads", cores)))
-                entry["profile"] = {"chosen": chosen, "raw_keys": sorted(pj.keys())}
+                entry["profile"] = {"chosen": chosen, "configs": pj.get("configs"),
+                                    "profiling_s": pj.get("profiling_s")}
             except Exception as e:  # noqa: BLE001 - reported, the run goes on with 1 x all cores
                 entry["profile"] = {"error": str(e)[-500:], "chosen": chosen}
             n, k = chosen

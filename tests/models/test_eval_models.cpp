@@ -1,11 +1,11 @@
 // Seed 002's evaluation models (models/eval_models.h) train like PyTorch: each model at size
 // small, built by build_eval_model() with its seeded weights and batch, trained 20 SGD steps
-// (lr 0.01, softmax cross-entropy) by a TrainingSession; the loss of every step must be within
+// (softmax cross-entropy) by a TrainingSession; the loss of every step must be within
 // 1e-3 relative of PyTorch's on the same weights and batch (fixture:
 // tests/data/training/eval_models/losses.json, written by make_eval_fixtures.py in that folder
 // with scripts/eval_models_torch.py, which reads the weights out of the generated .graphi file).
-// The batch is the model's (64; googlenet 32) except where the fixture says otherwise (see
-// its "batch" field and the reason given there).
+// The batch is reduced (fixture field "batch": 16, googlenet 2, instead of 64 / 32) to keep the
+// test short on the shared 2-core machine; the learning rate per model is the fixture's "lr".
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
@@ -56,7 +56,7 @@ void check_against_pytorch(const std::string& name) {
     CHECK(rel <= 1e-3);
   }
   // The model learns the batch: a test that the losses move, so matching them means something.
-  CHECK(want.back().get<double>() < 0.97 * want.front().get<double>());
+  CHECK(want.back().get<double>() < 0.98 * want.front().get<double>());
   WARN(name << ": worst relative loss difference to PyTorch over " << want.size()
             << " steps: " << worst);
 }
