@@ -82,6 +82,8 @@ def main():
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--workdir", default=os.path.join(ROOT, "build", "bench_train"))
     ap.add_argument("--json-out", default="")
+    ap.add_argument("--profile-timeout-s", type=float, default=1800.0,
+                    help="give graphi profile this long, then fall back to cores x 1 cpf")
     ap.add_argument("--step-budget-s", type=float, default=60.0,
                     help="skip a size whose first graphi step takes longer than this")
     args = ap.parse_args()
@@ -137,14 +139,18 @@ def main():
             chosen = (1, cores)
             try:
                 out, _ = run([args.graphi, "profile", step, "--json", "--quiet", "--no-cache",
-                              "--no-fuse", "--runs", "2", "--warmup", "1"], 3600)
+                              "--no-fuse", "--top-k", "2", "--runs", "2", "--warmup", "1"],
+                             args.profile_timeout_s)
                 pj = json.loads(out)
                 best = pj.get("chosen") or pj.get("best") or {}
                 chosen = (int(best.get("executors", 1)), int(best.get("threads", cores)))
                 entry["profile"] = {"chosen": chosen, "configs": pj.get("configs"),
                                     "profiling_s": pj.get("profiling_s")}
-            except Exception as e:  # noqa: BLE001 - reported, the run goes on with 1 x all cores
-                entry["profile"] = {"error": str(e)[-500:], "chosen": chosen}
+            except Exception as e:  # noqa: BLE001 - reported, the run goes on with cores x 1
+                chosen = (cores, 1)
+                entry["profile"] = {"error": str(e)[-300:], "chosen": chosen}
+                print(f"{name} {size}: graphi profile did not finish ({str(e)[:80]}); "
+                      f"using {cores}x1 cpf", flush=True)
             n, k = chosen
             sched = "cpf" if n > 1 else "sequential"
             peers = {
@@ -210,6 +216,9 @@ def main():
                 entry["peers"][key] = e
                 print(f"{name} {size} | {key} | {e['median_ms']:.1f} ms | loss "
                       f"{e['final_loss']:.6f}", flush=True)
+            if args.json_out:  # partial results survive an interrupted run
+                with open(args.json_out, "w") as f:
+                    json.dump(results, f, indent=1)
     results["load_end"] = os.getloadavg()
     print_tables(results)
     if args.json_out:
