@@ -15,6 +15,8 @@
 //   MaxPool, AveragePool (2-D, windows tiling the input): dy spread back over each window;
 //   MaxPool with other windows: the MaxPoolGrad op (first maximum, as PyTorch)
 //   Where: dy routed by the condition; Floor, Sign, comparisons: piecewise constant, no gradient
+//   LSTM, GRU, RNN (fused sequence ops): one LSTMGrad / GRUGrad / RNNGrad node
+//   (ops/rnn/rnn_train.h)
 #include "ops/gradients.h"
 
 #include <algorithm>
@@ -23,6 +25,7 @@
 
 #include "graph/passes/pass_util.h"
 #include "ops/registry.h"
+#include "ops/rnn/rnn_train.h"
 
 namespace graphi::ops {
 namespace {
@@ -532,6 +535,9 @@ class GradientTable final : public graph::passes::GradientRules {
         {"Conv", grad_conv},
         {"MaxPool", grad_pool<true>},
         {"AveragePool", grad_pool<false>},
+        {"LSTM", rnn_grad_rule},  // ops/rnn/rnn_grad_rule.cpp (BPTT, ops/rnn/rnn_train.h)
+        {"GRU", rnn_grad_rule},
+        {"RNN", rnn_grad_rule},
     };
   }
   // Zero gradient almost everywhere (PyTorch's backward of floor, sign and the comparisons is
@@ -546,6 +552,9 @@ class GradientTable final : public graph::passes::GradientRules {
   graph::passes::GradRule find(const std::string& op) const override {
     auto it = rules_.find(op);
     return it == rules_.end() ? nullptr : it->second;
+  }
+  std::optional<graph::passes::TrainingForm> training_form(const graph::Node& node) const override {
+    return rnn_training_form(node);
   }
   std::vector<std::string> ops() const {
     std::vector<std::string> out;
