@@ -1,5 +1,6 @@
 #include "graph/npz.h"
 
+#include <array>
 #include <fstream>
 #include <sstream>
 
@@ -68,6 +69,88 @@ Result<std::vector<std::pair<std::string, Tensor>>> read_npz(const std::string& 
     out.emplace_back(std::move(name), std::move(t));
   }
   return out;
+}
+
+namespace {
+
+uint32_t crc32(std::string_view bytes) {
+  static const auto table = [] {
+    std::array<uint32_t, 256> t{};
+    for (uint32_t n = 0; n < 256; ++n) {
+      uint32_t c = n;
+      for (int k = 0; k < 8; ++k) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+      t[n] = c;
+    }
+    return t;
+  }();
+  uint32_t c = 0xffffffffu;
+  for (unsigned char ch : bytes) c = table[(c ^ ch) & 0xff] ^ (c >> 8);
+  return c ^ 0xffffffffu;
+}
+
+void put16(std::string& out, uint32_t v) {
+  out.push_back(static_cast<char>(v & 0xff));
+  out.push_back(static_cast<char>((v >> 8) & 0xff));
+}
+void put32(std::string& out, uint32_t v) {
+  put16(out, v & 0xffff);
+  put16(out, v >> 16);
+}
+
+}  // namespace
+
+Status write_npz(const std::string& path,
+                 const std::vector<std::pair<std::string, Tensor>>& members) {
+  std::string zip, central;
+  for (const auto& [name, tensor] : members) {
+    const std::string file = name + ".npy", data = serialize_npy(tensor);
+    if (zip.size() + data.size() > 0xffffffffu)
+      return Status::invalid_argument(path + ": archive over 4 GiB (ZIP64 is not written)");
+    const uint32_t crc = crc32(data), size = static_cast<uint32_t>(data.size());
+    const uint32_t offset = static_cast<uint32_t>(zip.size());
+    // Local header: signature, version 2.0, flags 0, method 0 (stored), time/date 0.
+    put32(zip, 0x04034b50);
+    put16(zip, 20);
+    put16(zip, 0);
+    put16(zip, 0);
+    put32(zip, 0);
+    put32(zip, crc);
+    put32(zip, size);
+    put32(zip, size);
+    put16(zip, static_cast<uint32_t>(file.size()));
+    put16(zip, 0);
+    zip += file;
+    zip += data;
+    put32(central, 0x02014b50);
+    put16(central, 20);
+    put16(central, 20);
+    put16(central, 0);
+    put16(central, 0);
+    put32(central, 0);
+    put32(central, crc);
+    put32(central, size);
+    put32(central, size);
+    put16(central, static_cast<uint32_t>(file.size()));
+    put32(central, 0);  // extra length, comment length
+    put32(central, 0);  // disk number, internal attributes
+    put32(central, 0);  // external attributes
+    put32(central, offset);
+    central += file;
+  }
+  const uint32_t central_offset = static_cast<uint32_t>(zip.size());
+  zip += central;
+  put32(zip, 0x06054b50);
+  put32(zip, 0);
+  put16(zip, static_cast<uint32_t>(members.size()));
+  put16(zip, static_cast<uint32_t>(members.size()));
+  put32(zip, static_cast<uint32_t>(central.size()));
+  put32(zip, central_offset);
+  put16(zip, 0);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) return Status::io_error(path + ": cannot open for writing");
+  f.write(zip.data(), static_cast<std::streamsize>(zip.size()));
+  if (!f) return Status::io_error(path + ": write failed");
+  return Status::ok();
 }
 
 }  // namespace graphi::graph

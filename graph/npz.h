@@ -15,4 +15,9 @@ namespace graphi::graph {
 // Members in archive order, named without the ".npy" suffix. Errors name the path and member.
 Result<std::vector<std::pair<std::string, Tensor>>> read_npz(const std::string& path);
 
+// Writes `members` as np.savez does (a ZIP of NAME.npy members, stored, with CRC-32), so numpy's
+// np.load and read_npz() both read it. Errors name the path.
+Status write_npz(const std::string& path,
+                 const std::vector<std::pair<std::string, Tensor>>& members);
+
 }  // namespace graphi::graph

@@ -12,15 +12,19 @@
 //   Concat -> Split of dy; Split -> Concat of the dys (zeros for outputs without a gradient);
 //   Slice (step 1) -> Pad of dy with zeros; GatherElements -> ScatterElements(add) into zeros
 //   Conv (2-D)       dX = ConvTranspose(dy, W); dW = Conv(X^T, dy^T) (group 1); dB = sum(dy)
-//   MaxPool, AveragePool (2-D, windows tiling the input): dy spread back over each window
+//   MaxPool, AveragePool (2-D, windows tiling the input): dy spread back over each window;
+//   MaxPool with other windows: the MaxPoolGrad op (first maximum, as PyTorch)
+//   Where: dy routed by the condition; Floor, Sign, comparisons: piecewise constant, no gradient
 //   LSTM, GRU, RNN (fused sequence ops): one LSTMGrad / GRUGrad / RNNGrad node
 //   (ops/rnn/rnn_train.h)
 #include "ops/gradients.h"
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "graph/passes/pass_util.h"
+#include "ops/registry.h"
 #include "ops/rnn/rnn_train.h"
 
 namespace graphi::ops {
@@ -115,6 +119,18 @@ Status grad_tanh(GradContext& c, Dx& dx) {
 Status grad_relu(GradContext& c, Dx& dx) {
   // y >= 0, so sign(y) is the mask y > 0 (PyTorch's threshold_backward: zero gradient at 0).
   dx[0] = c.e.op("Mul", {c.dy[0], c.e.op("Sign", {c.out_name(0)})}, {}, "relu_grad");
+  return Status::ok();
+}
+
+// Where(cond, a, b): dy goes to a where cond holds, to b elsewhere (reduced back over
+// broadcasting). cond is boolean: autodiff never asks for its gradient.
+Status grad_where(GradContext& c, Dx& dx) {
+  const Shape& ys = c.out(0).desc.shape;
+  const std::string zero = c.e.scalar(0.0f);
+  if (c.need[1])
+    dx[1] = c.e.reduce_to(c.e.op("Where", {c.in_name(0), c.dy[0], zero}), ys, c.in(1).desc.shape);
+  if (c.need[2])
+    dx[2] = c.e.reduce_to(c.e.op("Where", {c.in_name(0), zero, c.dy[0]}), ys, c.in(2).desc.shape);
   return Status::ok();
 }
 
@@ -458,10 +474,20 @@ Status grad_pool(GradContext& c, Dx& dx) {
                g.dilations == std::vector<int64_t>{1, 1} &&
                g.pads == std::vector<int64_t>{0, 0, 0, 0} && xs[2] == ys[2] * g.kernel[0] &&
                xs[3] == ys[3] * g.kernel[1];
+  if (!tiles && kMax && ceil_mode == 0 && g.dilations == std::vector<int64_t>{1, 1}) {
+    // Overlapping or padded windows: the gradient-only MaxPoolGrad op (ops/max_pool_grad.cpp).
+    Attributes a;
+    a.set("kernel_shape", g.kernel);
+    a.set("strides", g.strides);
+    a.set("pads", g.pads);
+    dx[0] = c.e.op("MaxPoolGrad", {c.in_name(0), c.dy[0]}, std::move(a), "maxpool_grad");
+    return Status::ok();
+  }
   if (!tiles)
     return Status::unsupported(c.where +
                                ": the pooling gradient supports non-overlapping windows that tile "
-                               "the input (kernel = strides, no pads or dilation) only");
+                               "the input (kernel = strides, no pads or dilation), and MaxPool "
+                               "with any windows without dilation or ceil_mode, only");
   const Shape six = {xs[0], xs[1], ys[2], 1, ys[3], 1};
   const Shape wide = {xs[0], xs[1], ys[2], g.kernel[0], ys[3], g.kernel[1]};
   auto spread = [&](const std::string& v) {
@@ -489,6 +515,7 @@ class GradientTable final : public graph::passes::GradientRules {
         {"Tanh", grad_tanh},
         {"Relu", grad_relu},
         {"Exp", grad_exp},
+        {"Where", grad_where},
         {"Log", grad_log},
         {"Neg", grad_neg},
         {"Sqrt", grad_sqrt},
@@ -512,6 +539,15 @@ class GradientTable final : public graph::passes::GradientRules {
         {"GRU", rnn_grad_rule},
         {"RNN", rnn_grad_rule},
     };
+  }
+  // Zero gradient almost everywhere (PyTorch's backward of floor, sign and the comparisons is
+  // zero; the jumps are not differentiated): the PhasedLSTM phase u - floor(u) thus gets
+  // d/du = 1, as torch.remainder's backward gives, and Where's condition no gradient.
+  bool piecewise_constant(const std::string& op) const override {
+    static const std::set<std::string> kOps = {"Floor", "Ceil",    "Round",          "Sign",
+                                               "Less",  "Greater", "LessOrEqual",    "Equal",
+                                               "GreaterOrEqual"};
+    return kOps.count(op) != 0;
   }
   graph::passes::GradRule find(const std::string& op) const override {
     auto it = rules_.find(op);
@@ -539,5 +575,11 @@ const GradientTable& table() {
 
 const graph::passes::GradientRules& gradient_rules() { return table(); }
 std::vector<std::string> differentiable_ops() { return table().ops(); }
+std::vector<std::string> piecewise_constant_ops() {
+  std::vector<std::string> out;
+  for (const std::string& op : Registry::get().op_types())
+    if (table().piecewise_constant(op)) out.push_back(op);
+  return out;
+}
 
 }  // namespace graphi::ops

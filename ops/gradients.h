@@ -16,4 +16,7 @@ const graph::passes::GradientRules& gradient_rules();
 // Op types with a gradient rule, sorted (docs, `graphi train --help`, tests).
 std::vector<std::string> differentiable_ops();
 
+// Registered op types treated as piecewise constant (no gradient flows through them), sorted.
+std::vector<std::string> piecewise_constant_ops();
+
 }  // namespace graphi::ops

@@ -38,6 +38,7 @@ Registry& process_table() {
     register_scatter_gather_nd_ops(*r);
     register_lrn_op(*r);
     register_optimizer_ops(*r);
+    register_max_pool_grad_op(*r);
     return r;
   }();
   return *table;

@@ -215,8 +215,11 @@ Result<AutodiffResult> differentiate_as_is(const Graph& g, const std::string& lo
   for (NodeId n = 0; n < g.num_nodes(); ++n) {
     bool any = false;
     for (ValueId v : g.node(n).inputs) any = any || (v != kNoId && depends[v]);
-    if (any)
-      for (ValueId v : g.node(n).outputs) depends[v] = true;
+    // A piecewise-constant op's outputs (a comparison feeding Where's condition, Floor) carry
+    // no gradient: their derivative is zero wherever it exists, as PyTorch defines it.
+    if (any && !rules.piecewise_constant(g.node(n).op))
+      for (ValueId v : g.node(n).outputs)
+        if (v != kNoId) depends[v] = true;
   }
   const std::vector<bool> feeds = values_feeding(g, *loss_id);
 

@@ -82,6 +82,10 @@ class GradientRules {
  public:
   virtual ~GradientRules() = default;
   virtual GradRule find(const std::string& op) const = 0;  // nullptr: no rule
+  // Ops whose outputs are piecewise constant in their inputs (comparisons, Floor, Sign): their
+  // outputs never depend on a differentiated value for autodiff, so their consumers see no
+  // gradient through them (zero almost everywhere, PyTorch's convention) and they need no rule.
+  virtual bool piecewise_constant(const std::string& op) const { return false; }
   // The training form of a node between a differentiated value and the loss, or nullopt to
   // differentiate the node as it is (every op but those that save activations).
   virtual std::optional<TrainingForm> training_form(const Node& node) const {

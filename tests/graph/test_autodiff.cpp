@@ -366,7 +366,7 @@ TEST_CASE("autodiff: an op without a gradient rule is an error naming the op and
           "[autodiff]") {
   GraphBuilder b("norule");
   b.add_input("X", {DType::kF32, {3}});
-  b.add_node("Floor", "the_floor", {"X"}, {"f"});
+  b.add_node("Sin", "the_sin", {"X"}, {"f"});
   Attributes k0;
   k0.set("keepdims", int64_t{0});
   b.add_node("ReduceSum", "L", {"f"}, {"L"}, k0);
@@ -375,7 +375,7 @@ TEST_CASE("autodiff: an op without a gradient rule is an error naming the op and
   auto r = graph::passes::differentiate(g, "L", {"X"}, ops::gradient_rules(), ops::Registry::get());
   REQUIRE_FALSE(r.is_ok());
   CHECK(r.status().code() == StatusCode::kUnsupported);
-  CHECK_THAT(r.status().message(), Catch::Contains("the_floor") && Catch::Contains("Floor") &&
+  CHECK_THAT(r.status().message(), Catch::Contains("the_sin") && Catch::Contains("Sin") &&
                                        Catch::Contains("no gradient rule"));
   // A loss that is not a scalar, and an unknown trainable, are refused too.
   auto r2 =
@@ -386,7 +386,77 @@ TEST_CASE("autodiff: an op without a gradient rule is an error naming the op and
   CHECK_FALSE(r3.is_ok());
 }
 
+// Distinct values 0.05 apart in random order, so no max changes under the +-0.01 steps.
+Tensor distinct_values(const Shape& s, uint64_t seed) {
+  Tensor x(TensorDesc{DType::kF32, s});
+  const int64_t n = x.numel();
+  Tensor r = test::random_tensor(TensorDesc{DType::kF32, {n}}, seed, 0, 1);
+  std::vector<std::pair<float, int64_t>> order;
+  for (int64_t i = 0; i < n; ++i) order.emplace_back(r.data_as<float>()[i], i);
+  std::sort(order.begin(), order.end());
+  for (int64_t i = 0; i < n; ++i)
+    x.data_as<float>()[order[static_cast<size_t>(i)].second] =
+        -0.025f * static_cast<float>(n) + 0.05f * static_cast<float>(i);
+  return x;
+}
+
+TEST_CASE("autodiff: MaxPool with overlapping and padded windows (MaxPoolGrad)", "[autodiff]") {
+  struct P {
+    int64_t k, s, pad, size;
+  };
+  for (const P& p : {P{3, 1, 1, 5}, P{3, 2, 1, 6}, P{3, 2, 0, 7}, P{2, 1, 0, 4}}) {
+    INFO("kernel " << p.k << " stride " << p.s << " pad " << p.pad << " on " << p.size);
+    GraphBuilder b("pool");
+    b.add_input("X", {DType::kF32, {2, 2, p.size, p.size}});
+    Attributes a;
+    a.set("kernel_shape", std::vector<int64_t>{p.k, p.k});
+    a.set("strides", std::vector<int64_t>{p.s, p.s});
+    a.set("pads", std::vector<int64_t>{p.pad, p.pad, p.pad, p.pad});
+    b.add_node("MaxPool", "op", {"X"}, {"y"}, a);
+    b.add_output("y");
+    check_gradients(b, "y", named({{"X", distinct_values({2, 2, p.size, p.size}, 31)}}));
+  }
+}
+
+TEST_CASE("autodiff: Floor's zero subgradient and Where routed by a comparison", "[autodiff]") {
+  // phi = u - floor(u) (the PhasedLSTM phase): d phi / du = 1 away from the integers.
+  {
+    GraphBuilder b("frac");
+    b.add_input("U", {DType::kF32, {3, 4}});
+    b.add_node("Floor", "fl", {"U"}, {"f"});
+    b.add_node("Sub", "phi", {"U", "f"}, {"y"});
+    b.add_output("y");
+    Tensor u = test::random_tensor(TensorDesc{DType::kF32, {3, 4}}, 41, 0.2, 0.8);
+    Tensor whole = test::random_tensor(TensorDesc{DType::kF32, {3, 4}}, 42, -3, 3);
+    for (int64_t i = 0; i < 12; ++i)
+      u.data_as<float>()[i] += std::floor(whole.data_as<float>()[i]);
+    check_gradients(b, "y", named({{"U", u}}));
+  }
+  // y = where(A < B, A * A, 3 B) with a broadcast B: the comparison's boolean carries no
+  // gradient (autodiff never asks Less for one), A and B get theirs where they were chosen.
+  {
+    GraphBuilder b("where");
+    b.add_input("A", {DType::kF32, {3, 4}});
+    b.add_input("B", {DType::kF32, {4}});
+    b.add_constant("three", [] {
+      Tensor t(TensorDesc{DType::kF32, {}});
+      *t.data_as<float>() = 3.0f;
+      return t;
+    }());
+    b.add_node("Less", "lt", {"A", "B"}, {"c"});
+    b.add_node("Mul", "aa", {"A", "A"}, {"a2"});
+    b.add_node("Mul", "b3", {"B", "three"}, {"b3"});
+    b.add_node("Where", "w", {"c", "a2", "b3"}, {"y"});
+    b.add_output("y");
+    Tensor a = distinct_values({3, 4}, 43);  // in [-0.3, 0.3), 0.05 apart
+    Tensor bb(TensorDesc{DType::kF32, {4}});
+    for (int i = 0; i < 4; ++i) bb.data_as<float>()[i] = -0.1375f + 0.1f * static_cast<float>(i);
+    check_gradients(b, "y", named({{"A", a}, {"B", bb}}));
+  }
+}
+
 TEST_CASE("autodiff: every gradient rule is for a registered op", "[autodiff]") {
+  CHECK(ops::piecewise_constant_ops().size() == 9);  // every name of the set is a registered op
   for (const std::string& op : ops::differentiable_ops()) {
     INFO(op);
     CHECK(ops::Registry::get().find(op) != nullptr);

@@ -1,0 +1,114 @@
+// MaxPoolGrad(X, dY) -> dX: the gradient of a 2-D (NCHW) MaxPool with any kernel_shape, strides
+// and pads (dilations 1, ceil_mode 0), for windows that overlap or are padded (GoogleNet's 3x3
+// stride-1 and stride-2 pools), which the composed rule of ops/gradients.cpp cannot express.
+// A gradient-only op: the MaxPool rule emits it. Each output position's dy goes to the FIRST
+// maximum of its window in row-major order (padding never wins), as PyTorch's CPU max_pool2d
+// records its index; positions in several windows add up. Planes (n, c) are independent, so the
+// team splits them without atomics.
+#include <limits>
+
+#include "ops/registry.h"
+#include "ops/shape_rules.h"
+
+namespace graphi::ops {
+namespace {
+
+struct PoolGeom {
+  int64_t planes = 0, H = 0, W = 0, OH = 0, OW = 0;
+  std::vector<int64_t> kernel, strides, pads;
+};
+
+Result<PoolGeom> pool_geom(const NodeView& v) {
+  GRAPHI_RETURN_IF_ERROR(expect_inputs(v, 2, 2, 2));
+  GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 0, "X", {DType::kF32}));
+  GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 1, "dY", {DType::kF32}));
+  const TensorDesc &x = v.in(0), &dy = v.in(1);
+  if (x.rank() != 4 || dy.rank() != 4 || x.shape[0] != dy.shape[0] || x.shape[1] != dy.shape[1])
+    return Status::invalid_graph(v.where + ": X and dY must be NCHW with equal N and C, got " +
+                                 x.to_string() + " and " + dy.to_string());
+  PoolGeom g;
+  const auto& a = v.node.attrs;
+  GRAPHI_ASSIGN_OR_RETURN(g.kernel, graph::attr_ints(a, v.where, "kernel_shape"));
+  GRAPHI_ASSIGN_OR_RETURN(g.strides, graph::attr_ints(a, v.where, "strides", {1, 1}));
+  GRAPHI_ASSIGN_OR_RETURN(g.pads, graph::attr_ints(a, v.where, "pads", {0, 0, 0, 0}));
+  if (g.kernel.size() != 2 || g.strides.size() != 2 || g.pads.size() != 4 || g.kernel[0] < 1 ||
+      g.kernel[1] < 1 || g.strides[0] < 1 || g.strides[1] < 1)
+    return Status::invalid_graph(v.where +
+                                 ": kernel_shape and strides must be 2 ints >= 1, pads 4 ints");
+  g.planes = x.shape[0] * x.shape[1];
+  g.H = x.shape[2];
+  g.W = x.shape[3];
+  g.OH = dy.shape[2];
+  g.OW = dy.shape[3];
+  for (int d = 0; d < 2; ++d) {
+    const int64_t in = x.shape[2 + d], out = dy.shape[2 + d];
+    const int64_t want = (in + g.pads[d] + g.pads[2 + d] - g.kernel[d]) / g.strides[d] + 1;
+    if (out != want)
+      return Status::invalid_graph(v.where + ": dY's spatial size " + dy.to_string() +
+                                   " is not the MaxPool output of X " + x.to_string());
+  }
+  return g;
+}
+
+Result<std::vector<TensorDesc>> infer_max_pool_grad(const graph::InferContext& ctx) {
+  NodeView v = NodeView::of(ctx);
+  GRAPHI_RETURN_IF_ERROR(pool_geom(v).status());
+  return std::vector<TensorDesc>{v.in(0)};
+}
+
+CostHint cost_max_pool_grad(const graph::Node& node, std::span<const TensorDesc* const> in,
+                            std::span<const TensorDesc* const> out) {
+  (void)node;
+  return {static_cast<double>(in[1]->numel()) * 9,
+          static_cast<double>(in[0]->bytes() + in[1]->bytes() + out[0]->bytes())};
+}
+
+class MaxPoolGradKernel final : public Kernel {
+ public:
+  Status init(const KernelContext& ctx) override {
+    GRAPHI_ASSIGN_OR_RETURN(g_, pool_geom(NodeView::of_kernel(ctx)));
+    return Status::ok();
+  }
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    const auto* x = static_cast<const float*>(io.inputs[0]);
+    const auto* dy = static_cast<const float*>(io.inputs[1]);
+    auto* dx = static_cast<float*>(io.outputs[0]);
+    const int64_t kh = g_.kernel[0], kw = g_.kernel[1], sh = g_.strides[0], sw = g_.strides[1];
+    auto [begin, end] = team_range(g_.planes, team.ithr, team.nthr);
+    for (int64_t p = begin; p < end; ++p) {
+      const float* xp = x + p * g_.H * g_.W;
+      const float* dyp = dy + p * g_.OH * g_.OW;
+      float* dxp = dx + p * g_.H * g_.W;
+      for (int64_t i = 0; i < g_.H * g_.W; ++i) dxp[i] = 0.0f;
+      for (int64_t oh = 0; oh < g_.OH; ++oh)
+        for (int64_t ow = 0; ow < g_.OW; ++ow) {
+          const int64_t h0 = oh * sh - g_.pads[0], w0 = ow * sw - g_.pads[1];
+          int64_t best = -1;
+          float m = -std::numeric_limits<float>::infinity();
+          for (int64_t h = std::max<int64_t>(h0, 0); h < std::min(h0 + kh, g_.H); ++h)
+            for (int64_t w = std::max<int64_t>(w0, 0); w < std::min(w0 + kw, g_.W); ++w) {
+              const float val = xp[h * g_.W + w];
+              if (best < 0 || val > m) {
+                m = val;
+                best = h * g_.W + w;
+              }
+            }
+          if (best >= 0) dxp[best] += dyp[oh * g_.OW + ow];
+        }
+    }
+  }
+  const char* name() const override { return "max_pool_grad"; }
+
+ private:
+  PoolGeom g_;
+};
+
+std::unique_ptr<Kernel> make_max_pool_grad() { return std::make_unique<MaxPoolGradKernel>(); }
+
+}  // namespace
+
+void register_max_pool_grad_op(Registry& r) {
+  r.add({"MaxPoolGrad", infer_max_pool_grad, cost_max_pool_grad, false, {make_max_pool_grad}});
+}
+
+}  // namespace graphi::ops

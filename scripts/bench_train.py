@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""Driver of scripts/bench_train.sh (read that file's header for what is measured). Needs only
+the standard library; it runs graphi, the PyTorch peer (scripts/eval_models_torch.py in the
+bench venv) and the TensorFlow peer (scripts/eval_models_tf.py in the TF venv) as processes."""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODELS = ["lstm", "phased-lstm", "pathnet", "googlenet"]
+SIZES = ["small", "medium", "large"]
+
+
+def run(cmd, timeout):
+    t0 = time.time()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stderr[-2000:]}")
+    return p.stdout, time.time() - t0
+
+
+def machine():
+    cpu = "unknown CPU"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "load": os.getloadavg(),
+            "kernel": platform.release()}
+
+
+def mem_available_bytes():
+    for line in open("/proc/meminfo"):
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def training_bytes(name, size, batch=None):
+    """A generous estimate of one training step's memory (activations kept for the backward
+    pass, their gradients, weights, gradients), to skip sizes that cannot fit."""
+    i = SIZES.index(size)
+    if name in ("lstm", "phased-lstm"):
+        T, H, B = (20, 30, 40)[i], (128, 512, 1024)[i], batch or 64
+        per_step = (16 if name == "lstm" else 30) * B * H * 4
+        acts = 4 * T * per_step
+        params = 4 * 8 * H * H * 4
+    elif name == "pathnet":
+        S, F, B = (32, 48, 64)[i], (16, 32, 48)[i], batch or 64
+        acts = sum(6 * 4 * B * F * (S >> l) ** 2 * 4 for l in range(3))
+        params = 18 * F * F * 9 * 4
+    else:
+        S, W, B = (128, 192, 256)[i], (1, 2, 4)[i], batch or 32
+        # ~30 MB of activations per image per width at 224 (Inception v1, fp32), scaled by area.
+        acts = int(30e6 * W * B * (S / 224.0) ** 2)
+        params = int(7e6 * 4 * W * W)
+    return 4 * acts + 4 * params  # forward values + gradients + planner slack
+
+
+def median_ms(steps, warmup):
+    return statistics.median(s["ms"] for s in steps[warmup:])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--graphi", required=True)
+    ap.add_argument("--torch-python", default="")
+    ap.add_argument("--tf-python", default="")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--sizes", default="")
+    ap.add_argument("--rounds", type=int, default=0)
+    ap.add_argument("--steps", type=int, default=0)
+    ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--workdir", default=os.path.join(ROOT, "build", "bench_train"))
+    ap.add_argument("--json-out", default="")
+    ap.add_argument("--profile-timeout-s", type=float, default=1800.0,
+                    help="give graphi profile this long, then fall back to cores x 1 cpf")
+    ap.add_argument("--step-budget-s", type=float, default=60.0,
+                    help="skip a size whose first graphi step takes longer than this")
+    args = ap.parse_args()
+    quick = args.quick
+    sizes = args.sizes.split(",") if args.sizes else (["small"] if quick else ["small", "medium"])
+    rounds = args.rounds or (1 if quick else 3)
+    steps = args.steps or (2 if quick else 5)
+    warmup = 1
+    cores = os.cpu_count()
+    os.makedirs(args.workdir, exist_ok=True)
+    info = machine()
+    print(f"# machine: {info['cpu']}, {info['cores']} cores, load average "
+          f"{info['load'][0]:.1f} at start (shared machine: other engineers' builds run)", flush=True)
+    results = {"machine": info, "quick": quick, "rounds": rounds, "steps": steps,
+               "warmup": warmup, "lr": args.lr, "runs": []}
+
+    tf_ok = bool(args.tf_python) and os.path.exists(args.tf_python)
+    torch_ok = bool(args.torch_python) and os.path.exists(args.torch_python)
+    if torch_ok:
+        torch_ok = subprocess.run([args.torch_python, "-c", "import torch"],
+                                  capture_output=True).returncode == 0
+    if tf_ok:
+        tf_ok = subprocess.run([args.tf_python, "-c", "import tensorflow"],
+                               capture_output=True).returncode == 0
+    results["peers"] = {"pytorch": torch_ok, "tensorflow": tf_ok}
+
+    for name in args.models.split(","):
+        for size in sizes:
+            entry = {"model": name, "size": size, "peers": {}, "skipped": None}
+            results["runs"].append(entry)
+            need = training_bytes(name, size)
+            if need > 0.8 * mem_available_bytes():
+                entry["skipped"] = (f"needs ~{need / 2**30:.1f} GiB, "
+                                    f"{mem_available_bytes() / 2**30:.1f} GiB available")
+                print(f"{name} {size}: skipped ({entry['skipped']})", flush=True)
+                continue
+            base = os.path.join(args.workdir, f"{name}-{size}")
+            model, batch, step = base + ".graphi", base + ".npz", base + ".step.graphi"
+            run([args.graphi, "model", name, "--size", size, "--batch-npz", batch, "-o", model], 600)
+            run([args.graphi, "model", name, "--size", size, "--train", "--lr", str(args.lr),
+                 "-o", step], 600)
+            # First graphi step as a probe of feasibility in the time we have.
+            probe, _ = run([args.graphi, "train", model, "--batch-from", batch, "--lr",
+                            str(args.lr), "--steps", "1", "--json", "--executors", str(cores),
+                            "--scheduler", "cpf"], 3600)
+            first_ms = json.loads(probe)["steps"][0]["ms"]
+            if first_ms > args.step_budget_s * 1e3:
+                entry["skipped"] = (f"one graphi step takes {first_ms / 1e3:.0f} s here, over the "
+                                    f"{args.step_budget_s:.0f} s budget of this run")
+                print(f"{name} {size}: skipped ({entry['skipped']})", flush=True)
+                continue
+            # The profiler's choice for the training step graph (weights are its inputs).
+            chosen = (1, cores)
+            try:
+                out, _ = run([args.graphi, "profile", step, "--json", "--quiet", "--no-cache",
+                              "--no-fuse", "--top-k", "2", "--runs", "2", "--warmup", "1"],
+                             args.profile_timeout_s)
+                pj = json.loads(out)
+                best = pj.get("chosen") or pj.get("best") or {}
+                chosen = (int(best.get("executors", 1)), int(best.get("threads", cores)))
+                entry["profile"] = {"chosen": chosen, "configs": pj.get("configs"),
+                                    "profiling_s": pj.get("profiling_s")}
+            except Exception as e:  # noqa: BLE001 - reported, the run goes on with cores x 1
+                chosen = (cores, 1)
+                entry["profile"] = {"error": str(e)[-300:], "chosen": chosen}
+                print(f"{name} {size}: graphi profile did not finish ({str(e)[:80]}); "
+                      f"using {cores}x1 cpf", flush=True)
+            n, k = chosen
+            sched = "cpf" if n > 1 else "sequential"
+            peers = {
+                f"graphi {n}x{k} {sched} (profiler)": [args.graphi, "train", model, "--batch-from",
+                                                       batch, "--executors", str(n), "--threads",
+                                                       str(k), "--scheduler", sched],
+                f"graphi 1x{cores} sequential": [args.graphi, "train", model, "--batch-from", batch,
+                                                 "--executors", "1", "--threads", str(cores),
+                                                 "--scheduler", "sequential"],
+            }
+            if n > 1:
+                peers[f"graphi {n}x{k} shared-queue"] = [
+                    args.graphi, "train", model, "--batch-from", batch, "--executors", str(n),
+                    "--threads", str(k), "--scheduler", "shared-queue"]
+            for key in list(peers):
+                peers[key] = peers[key] + ["--lr", str(args.lr), "--json", "--steps",
+                                           str(warmup + steps)]
+            script_t = os.path.join(ROOT, "scripts", "eval_models_torch.py")
+            script_tf = os.path.join(ROOT, "scripts", "eval_models_tf.py")
+            if torch_ok:
+                variants = ["cells", "fused"] if name == "lstm" else ["cells"]
+                for v in variants:
+                    peers[f"pytorch {v} {cores} threads"] = [
+                        args.torch_python, script_t, "train", model, batch, "--variant", v,
+                        "--threads", str(cores), "--lr", str(args.lr), "--steps", str(steps),
+                        "--warmup", str(warmup)]
+            else:
+                entry["peers"]["pytorch"] = {"missing": "not installed (scripts/bench_venv.sh)"}
+            if tf_ok:
+                tf_settings = [(cores, 1)] if quick else [(cores, 1), (cores, 2), (1, cores)]
+                for jit in (False, True):
+                    for intra, inter in tf_settings:
+                        peers[f"tensorflow{' jit' if jit else ''} intra {intra} inter {inter}"] = (
+                            [args.tf_python, script_tf, model, batch, "--intra", str(intra),
+                             "--inter", str(inter), "--lr", str(args.lr), "--steps", str(steps),
+                             "--warmup", str(warmup)] + (["--jit"] if jit else []))
+            else:
+                entry["peers"]["tensorflow"] = {
+                    "missing": "not installed (scripts/tf_venv.sh: tensorflow-cpu==2.21.0)"}
+            samples = {k: [] for k in peers}
+            losses = {}
+            for r in range(rounds):
+                order = list(peers)
+                order = order[r % len(order):] + order[:r % len(order)]  # interleaved, rotated
+                for key in order:
+                    try:
+                        out, _ = run(peers[key], 7200)
+                        js = json.loads(out)
+                        samples[key] += [s["ms"] for s in js["steps"][warmup:]]
+                        losses[key] = js["steps"][-1]["loss"]
+                    except Exception as e:  # noqa: BLE001 - a failing peer is reported, not dropped
+                        entry["peers"][key] = {"error": str(e)[-800:]}
+                        print(f"  {key}: failed: {str(e)[-300:]}", flush=True)
+            ref = next((losses[k] for k in losses if k.startswith("pytorch cells")), None)
+            for key in peers:
+                if not samples[key]:
+                    entry["peers"].setdefault(key, {"error": "no samples"})
+                    continue
+                e = {"median_ms": statistics.median(samples[key]), "samples": len(samples[key]),
+                     "final_loss": losses.get(key)}
+                if ref is not None and key in losses:
+                    e["loss_rel_diff_vs_pytorch"] = abs(losses[key] - ref) / abs(ref)
+                entry["peers"][key] = e
+                print(f"{name} {size} | {key} | {e['median_ms']:.1f} ms | loss "
+                      f"{e['final_loss']:.6f}", flush=True)
+            if args.json_out:  # partial results survive an interrupted run
+                with open(args.json_out, "w") as f:
+                    json.dump(results, f, indent=1)
+    results["load_end"] = os.getloadavg()
+    print_tables(results)
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+def print_tables(results):
+    print()
+    m = results["machine"]
+    print(f"Machine: {m['cpu']}, {m['cores']} cores; load average {m['load'][0]:.1f} at start, "
+          f"{results['load_end'][0]:.1f} at the end (shared with other engineers' builds: "
+          f"timings are noisy). {results['rounds']} interleaved rounds x {results['steps']} timed "
+          f"steps (after {results['warmup']} warm-up step) per peer; median step time; "
+          f"final loss after {results['warmup'] + results['steps']} SGD steps (lr {results['lr']}) "
+          f"from the same weights and batch.")
+    print()
+    print("| model | size | peer | median step ms | graphi best speedup | final loss | "
+          "rel. diff vs PyTorch |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: |")
+    for e in results["runs"]:
+        if e["skipped"]:
+            print(f"| {e['model']} | {e['size']} | (not run) | {e['skipped']} | | | |")
+            continue
+        timed = {k: v for k, v in e["peers"].items() if "median_ms" in v}
+        g = [v["median_ms"] for k, v in timed.items() if k.startswith("graphi")]
+        best_g = min(g) if g else None
+        for k, v in e["peers"].items():
+            if "median_ms" not in v:
+                why = v.get("missing") or ("failed: " + v.get("error", "")[:80].replace("\n", " "))
+                print(f"| {e['model']} | {e['size']} | {k} | {why} | | | |")
+                continue
+            sp = f"{v['median_ms'] / best_g:.2f}x" if best_g and not k.startswith("graphi") else ""
+            rd = v.get("loss_rel_diff_vs_pytorch")
+            print(f"| {e['model']} | {e['size']} | {k} | {v['median_ms']:.1f} | {sp} | "
+                  f"{v['final_loss']:.6f} | {'' if rd is None else f'{rd:.1e}'} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Training step time of seed 002's evaluation models (docs/EVALUATION.md): graphi against
+# PyTorch 2 and TensorFlow 2 on identical initial weights and data, in one run.
+#   scripts/bench_train.sh [--boost] [--quick] [--no-tf-install] [-- DRIVER_ARGS...]
+# For each model (lstm, phased-lstm, pathnet, googlenet) and size (small, medium; --quick: small
+# only; --sizes small,medium,large after `--` for more) that fits in memory:
+#   1. `graphi model NAME --size S --batch-npz` writes the model (seeded weights) and one batch;
+#      every peer reads both (scripts/eval_graphi_file.py reads the .graphi weights);
+#   2. `graphi profile` on the training step graph picks the executors x threads split;
+#   3. interleaved rounds (the order rotates each round) of: graphi at the profiler's split
+#      (critical-path-first), graphi sequential 1 x all cores (seed Fig. 6), graphi shared-queue
+#      at the profiler's split (seed Table 2), PyTorch eager (unrolled cells as graphi; plus
+#      torch.nn.LSTM for lstm), TensorFlow tf.function without and with jit_compile (XLA) at
+#      intra/inter-op thread settings (--quick: one setting);
+#   4. per peer the median step time over all timed steps of all rounds, the loss after the
+#      same number of SGD steps, its relative difference to PyTorch's, and graphi's speedup.
+# A peer that is not installed is named in the table ("not installed"), never dropped. TF comes
+# from scripts/tf_venv.sh (tensorflow-cpu==2.21.0 into .venv-tf, never a system interpreter);
+# --no-tf-install skips installing it. PyTorch from .venv (scripts/bench_venv.sh).
+# The machine may be shared: use --boost (root: own scheduler autogroup at nice -20) and read
+# the load average printed with the table.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${GRAPHI_BUILD_DIR:-build}
+BOOST=0
+QUICK=()
+TF_INSTALL=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --boost) BOOST=1 ;;
+    --quick) QUICK=(--quick) ;;
+    --no-tf-install) TF_INSTALL=0 ;;
+    --) shift; break ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) echo "bench_train: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+. scripts/bench_common.sh
+bench_build graphi
+VENV=${GRAPHI_VENV:-.venv}
+TF_VENV=${GRAPHI_TF_VENV:-.venv-tf}
+if [ ! -x "$VENV/bin/python" ]; then ./scripts/bench_venv.sh >&2 || true; fi
+if [ "$TF_INSTALL" = 1 ]; then
+  ./scripts/tf_venv.sh || echo "bench_train: TensorFlow venv setup failed; its rows say so" >&2
+fi
+mkdir -p "$BUILD_DIR/bench_train"
+bench_run /usr/bin/python3 scripts/bench_train.py --graphi "$BUILD_DIR/graphi" \
+  --torch-python "$VENV/bin/python" --tf-python "$TF_VENV/bin/python" \
+  --json-out "$BUILD_DIR/bench_train/results.json" "${QUICK[@]}" "$@"
