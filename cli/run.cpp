@@ -18,6 +18,7 @@
 #include "cli/cli_util.h"
 #include "cli/load_progress.h"
 #include "engine/session.h"
+#include "graph/memory_budget.h"
 #include "graph/npy.h"
 #include "models/weights.h"
 #include "profiler/chrome_trace.h"
@@ -142,6 +143,9 @@ int run_command(int argc, char** argv) {
             "run the graph as stored (no graph passes: no RNN cell fusion, MM fusion or hoisting)");
   args.option("--dim", "NAME=VALUE", "value of a symbolic dim of an .onnx model's inputs", true);
   args.flag("--no-pin", "do not pin threads to cores (allows oversubscribing the machine)");
+  args.option("--max-memory", "SIZE",
+              "refuse a model whose file, weights or planned memory exceed SIZE (512M, 2G;\n"
+              "                           default: the memory available; docs/FUZZING.md)");
   args.option("--seed", "S", "seed of generated inputs (default 0)");
   args.flag("--json", "print one JSON object on stdout instead of text");
   args.option("--json-indent", "N", "indent --json output by N spaces (default: one line)");
@@ -185,6 +189,11 @@ int run_command(int argc, char** argv) {
 
   auto dims = parse_dim_flags(args.get_all("--dim"));
   if (!dims.is_ok()) return args.usage_error(dims.status().message());
+  if (args.has("--max-memory")) {
+    auto limit = graph::parse_memory_size(args.get("--max-memory"), "--max-memory");
+    if (!limit.is_ok()) return args.usage_error(limit.status().message());
+    dims->max_memory = *limit;
+  }
   LoadProgressPrinter load_progress(model_path, args.has("--progress"));
   dims->progress = load_progress.callback();
   auto loaded = load_model(model_path, *dims);
@@ -254,6 +263,7 @@ int run_command(int argc, char** argv) {
     return args.usage_error(
         "the sequential scheduler runs one executor; use --scheduler cpf|fifo|shared-queue");
   engine::SessionOptions opts = chosen->options;
+  opts.max_memory = dims->max_memory;
   load_progress.stage("compile");
   auto session = engine::Session::create(g, opts);
   if (!session.is_ok()) return runtime_error(session.status());

@@ -41,6 +41,10 @@ struct SessionOptions {
   // Optional, one per Plan node (microseconds, e.g. measured by the profiler): the levels the
   // cpf scheduler orders ready ops by come from these instead of the ops' cost hints.
   std::vector<double> node_costs;
+  // Memory budget in bytes (graph/memory_budget.h): a plan whose weights + arena + kernel
+  // scratch exceed it is refused before the arena is allocated, naming the model and the
+  // amounts. 0: the arena and scratch must fit in the memory the machine has available.
+  uint64_t max_memory = 0;
 };
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;

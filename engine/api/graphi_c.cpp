@@ -121,6 +121,7 @@ graphi_status session_options(const graphi_options* options, const std::string& 
     so.pin = options->pin != 0;
     if (options->cpuset != nullptr) so.cpuset = options->cpuset;
     so.optimize = options->optimize != 0;
+    so.max_memory = options->max_memory;
     if (options->num_dims > 0 && (options->dim_names == nullptr || options->dim_values == nullptr))
       return invalid(fn + ": options->num_dims > 0 but dim_names or dim_values is NULL");
     for (size_t i = 0; i < options->num_dims; ++i) {
@@ -155,6 +156,7 @@ void graphi_options_init(graphi_options* o) {
   o->pin = 1;
   o->cpuset = nullptr;
   o->optimize = 1;
+  o->max_memory = 0;  // the available memory
 }
 
 graphi_status graphi_session_open(const char* path, const graphi_options* options,

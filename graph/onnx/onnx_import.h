@@ -36,6 +36,10 @@ struct ImportOptions {
   std::map<std::string, Tensor> constant_inputs;
   // Called as the load advances (may be empty); .graphi loads report "parse" and "validate".
   LoadProgressFn progress;
+  // Memory budget of the load in bytes (graph/memory_budget.h): the model file, external data
+  // and a .graphi file's weights above it are refused before they are read. 0: what the machine
+  // has available.
+  uint64_t max_memory = 0;
 };
 
 // Reads and imports an .onnx file, validating the result with `shapes` (usually

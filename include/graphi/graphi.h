@@ -80,6 +80,10 @@ typedef struct graphi_options {
   const char* const* dim_names;
   const int64_t* dim_values;
   size_t num_dims;
+  /* Memory budget in bytes: a model whose file, weights or planned memory exceed it is refused
+   * with GRAPHI_OUT_OF_MEMORY (a message naming the file and the amounts) before allocating.
+   * 0 (default): the memory the machine has available at load time. */
+  uint64_t max_memory;
 } graphi_options;
 
 /* A tensor: name, dtype, shape (rank entries), dense row-major data of `bytes` bytes. */

@@ -174,6 +174,11 @@ struct SessionOptions {
   //   a path  a plan file written by `graphi profile --plan-out` (an error if it was made for
   //           another graph, machine or graphi version).
   std::string plan = "auto";
+  // Memory budget in bytes (docs/FUZZING.md, "Bounded memory"): a model whose file, weights or
+  // planned memory (weights + arena + kernel scratch) exceed it is refused before the
+  // allocation with kOutOfMemory naming the file and the amounts. 0 (default): what the machine
+  // has available at load time.
+  uint64_t max_memory = 0;
 };
 
 class GRAPHI_API Session {
