@@ -567,6 +567,10 @@ Status Importer::add_inputs() {
       } else if (!dim.param.empty()) {
         all_params.insert(dim.param);
         auto o = opts_.dims.find(dim.param);
+        if (o == opts_.dims.end() && opts_.default_dim > 0) {
+          shape.push_back(opts_.default_dim);
+          continue;
+        }
         if (o == opts_.dims.end())
           return Status::invalid_argument(
               what + ": dim " + std::to_string(d) + " is symbolic ('" + dim.param +

@@ -30,6 +30,9 @@ struct ImportOptions {
   // Values of symbolic dims (dim_param, e.g. "batch" from torch.onnx.export's dynamic_axes);
   // the CLI fills it from --dim NAME=VALUE. A symbolic dim without an entry is an error.
   std::map<std::string, int64_t> dims;
+  // The value of a symbolic dim that `dims` does not name (0: such a dim is an error). For tools
+  // that load arbitrary models without knowing their dims (the fuzz targets, seed making).
+  int64_t default_dim = 0;
   // Graph inputs bound to fixed values: they become constants, so shape computations that
   // depend on them fold away (e.g. a Reshape whose shape is a graph input). The tensor's dtype
   // must match the input's element type; its shape replaces the declared one.

@@ -106,7 +106,10 @@ TEST_CASE("memory budget: planned memory beyond the machine's available memory i
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
   const uint64_t phys = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
   const uint64_t want = avail + avail / 8;
-  if (want >= phys - phys / 64) SKIP("available memory too close to physical memory");
+  if (want >= phys - phys / 64) {
+    WARN("skipped: the available memory is too close to the physical memory");
+    return;
+  }
   const auto n = static_cast<int64_t>(want / 4);
   graph::GraphBuilder b("huge_expand.graphi");
   b.add_input("x", TensorDesc{DType::kF32, {1}});

@@ -51,7 +51,7 @@ inline void optimize_compile_run(const std::shared_ptr<const graph::Graph>& g,
   const graph::Graph& og = *opt->graph;
   size_t bytes = plan->memory().peak_bytes + plan->scratch_bytes();
   int64_t work = 0;
-  for (ValueId v : og.inputs()) bytes += og.value(v).desc.bytes();
+  for (graph::ValueId v : og.inputs()) bytes += og.value(v).desc.bytes();
   for (const graph::Value& v : og.values()) work += v.desc.numel();
   if (bytes > kMaxRunBytes || plan->num_nodes() > kMaxRunNodes || work > kMaxRunWork) return;
   engine::SessionOptions so;
@@ -63,7 +63,7 @@ inline void optimize_compile_run(const std::shared_ptr<const graph::Graph>& g,
   if (!s.is_ok()) return;
   engine::NamedTensors inputs;
   uint32_t seed = 1;
-  for (ValueId v : og.inputs()) {
+  for (graph::ValueId v : og.inputs()) {
     Tensor t(og.value(v).desc);
     fill_pattern(t, seed++);
     inputs.emplace_back(og.value(v).name, std::move(t));

@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   size_t max_bytes = 64 << 10;
   int written = 0;
   graphi::graph::ImportOptions options;
-  options.dims = {{"batch", 2}, {"seq", 3}, {"sequence", 3}, {"N", 2}, {"T", 3}};
+  options.default_dim = 2;  // every symbolic dim (batch, seq, ...)
   for (int i = 3; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--max-bytes" && i + 1 < argc) {
@@ -32,9 +32,15 @@ int main(int argc, char** argv) {
       continue;
     }
     auto g = graphi::graph::read_graph_file(a, graphi::ops::Registry::get(), options);
-    if (!g.is_ok()) continue;  // models the tests expect to be refused
+    if (!g.is_ok()) {  // models the tests expect to be refused
+      std::fprintf(stderr, "skipped: %s\n", g.status().message().c_str());
+      continue;
+    }
     auto bytes = graphi::graph::write_graphi_bytes(*g);
-    if (!bytes.is_ok() || bytes->size() > max_bytes) continue;
+    if (!bytes.is_ok() || bytes->size() > max_bytes) {
+      std::fprintf(stderr, "skipped: %s (%s)\n", a.c_str(), bytes.is_ok() ? "too large" : bytes.status().message().c_str());
+      continue;
+    }
     uint64_t h = 0;
     for (int k = 0; k < 8; ++k) h |= static_cast<uint64_t>((*bytes)[16 + k]) << (8 * k);
     // A name from the model's path, so two models with the same file name stay apart.
