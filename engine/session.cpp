@@ -225,12 +225,12 @@ Status check_planned_memory(const Plan& plan, const SessionOptions& o) {
   const uint64_t arena = plan.memory().peak_bytes;
   const uint64_t scratch =
       plan.scratch_bytes() * static_cast<uint64_t>(std::max(o.executors, 1) + 1);
-  const std::string parts = "arena " + graph::human_bytes(arena) + " + kernel scratch " +
-                            graph::human_bytes(scratch);
+  const std::string parts =
+      "arena " + graph::human_bytes(arena) + " + kernel scratch " + graph::human_bytes(scratch);
   if (o.max_memory)
-    return graph::check_memory(weights + arena + scratch, o.max_memory,
-                               g.source() + ": the model (weights " + graph::human_bytes(weights) +
-                                   " + " + parts + ")");
+    return graph::check_memory(
+        weights + arena + scratch, o.max_memory,
+        g.source() + ": the model (weights " + graph::human_bytes(weights) + " + " + parts + ")");
   return graph::check_memory(arena + scratch, 0,
                              g.source() + ": the planned memory (" + parts + ")");
 }

@@ -17,7 +17,8 @@ namespace {
 std::optional<uint64_t> read_number(const char* path) {
   std::ifstream f(path);
   std::string s;
-  if (!(f >> s) || s.empty() || !std::isdigit(static_cast<unsigned char>(s[0]))) return std::nullopt;
+  if (!(f >> s) || s.empty() || !std::isdigit(static_cast<unsigned char>(s[0])))
+    return std::nullopt;
   return std::strtoull(s.c_str(), nullptr, 10);
 }
 
@@ -68,7 +69,8 @@ Result<uint64_t> parse_memory_size(const std::string& text, const std::string& w
   const double v = std::strtod(num.c_str(), &end);
   if (end != num.c_str() + num.size() || !std::isfinite(v) || v < 0) return bad();
   std::string unit;
-  for (char c : text.substr(k)) unit += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (char c : text.substr(k))
+    unit += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   double scale = 0;
   if (unit.empty() || unit == "B")
     scale = 1;
@@ -84,7 +86,8 @@ Result<uint64_t> parse_memory_size(const std::string& text, const std::string& w
     return bad();
   const double bytes = std::floor(v * scale);
   if (bytes < 1 || bytes >= 1.8e19)
-    return Status::invalid_argument(what + ": '" + text + "' must be at least 1 byte and below 16 EiB");
+    return Status::invalid_argument(what + ": '" + text +
+                                    "' must be at least 1 byte and below 16 EiB");
   return static_cast<uint64_t>(bytes);
 }
 

@@ -27,7 +27,7 @@ make_seeds() {
   rm -rf "$out/graphi" "$out/compile" "$out/onnx" "$out/npy"
   mkdir -p "$out/onnx" "$out/npy" "$out/graphi" "$out/compile"
   find tests/data -name '*.onnx' -size -64k -exec cp {} "$out/onnx/" \;
-  find tests/data -name '*.npy' -size -4k | head -200 | xargs -I{} cp {} "$out/npy/"
+  find tests/data -name '*.npy' -size -4k | sort | awk 'NR <= 200' | xargs -I{} cp {} "$out/npy/"
   find tests/data -name '*.onnx' -size -256k -print0 | xargs -0 "$maker" "$out/graphi" "$out/compile"
   local g=${GRAPHI_BUILD_DIR:-build}/graphi tmp
   tmp=$(mktemp -d)

@@ -53,8 +53,9 @@ Result<std::filesystem::path> ExternalDataReader::resolve(const ExternalDataRef&
                                                           const std::string& what) const {
   const std::string loc = "external_data field 'location' ('" + ref.location + "')";
   if (ref.location.empty())
-    return Status::invalid_graph(what + ": the tensor's data is external (data_location = "
-                                        "EXTERNAL) but external_data has no 'location'");
+    return Status::invalid_graph(what +
+                                 ": the tensor's data is external (data_location = "
+                                 "EXTERNAL) but external_data has no 'location'");
   if (ref.location.find('\0') != std::string::npos)
     return Status::invalid_graph(what + ": " + loc + " contains a NUL byte");
   const std::filesystem::path rel(ref.location);
@@ -105,32 +106,31 @@ Result<std::vector<std::byte>> ExternalDataReader::read(const ExternalDataRef& r
     return Status::io_error(what + ": " + file + " is not a readable regular file");
   const auto size = static_cast<uint64_t>(st.st_size);
   if (offset > size)
-    return Status::invalid_graph(what + ": external_data field 'offset' (" + std::to_string(offset) +
-                                 ") is past the end of " + file + " (" + std::to_string(size) +
-                                 " bytes)");
+    return Status::invalid_graph(what + ": external_data field 'offset' (" +
+                                 std::to_string(offset) + ") is past the end of " + file + " (" +
+                                 std::to_string(size) + " bytes)");
   uint64_t length = size - offset;
   if (ref.has_length) {
     GRAPHI_ASSIGN_OR_RETURN(length, parse_decimal(ref.length, what, "length"));
     if (length > size - offset)
       return Status::invalid_graph(what + ": external_data field 'length' (" +
                                    std::to_string(length) + ") at offset " +
-                                   std::to_string(offset) + " runs past the end of " + file +
-                                   " (" + std::to_string(size) + " bytes)");
+                                   std::to_string(offset) + " runs past the end of " + file + " (" +
+                                   std::to_string(size) + " bytes)");
   }
   if (length != expected)
-    return Status::invalid_graph(what + ": external_data field '" +
-                                 std::string(ref.has_length ? "length" : "location") + "' gives " +
-                                 std::to_string(length) + " bytes" +
-                                 (ref.has_length ? "" : " (the rest of " + file + ")") +
-                                 ", but the tensor's dims and data_type need " +
-                                 std::to_string(expected));
+    return Status::invalid_graph(
+        what + ": external_data field '" + std::string(ref.has_length ? "length" : "location") +
+        "' gives " + std::to_string(length) + " bytes" +
+        (ref.has_length ? "" : " (the rest of " + file + ")") +
+        ", but the tensor's dims and data_type need " + std::to_string(expected));
   GRAPHI_RETURN_IF_ERROR(check_memory(max_memory_ ? total_ + length : length, max_memory_,
                                       what + ": external data from " + file));
   std::vector<std::byte> bytes(static_cast<size_t>(length));
   size_t done = 0;
   while (done < bytes.size()) {
-    const ssize_t n = ::pread(fd.fd, bytes.data() + done, bytes.size() - done,
-                              static_cast<off_t>(offset + done));
+    const ssize_t n =
+        ::pread(fd.fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0)
       return Status::io_error(what + ": read error in " + file + " at byte " +

@@ -12,9 +12,9 @@
 
 #include "graph/format.h"
 #include "graph/memory_budget.h"
-#include "graph/onnx/onnx_external_data.h"
 #include "graph/onnx/import_internal.h"
 #include "graph/onnx/onnx_attr_names.h"
+#include "graph/onnx/onnx_external_data.h"
 #include "graph/onnx/onnx_fold.h"
 
 namespace graphi::graph {

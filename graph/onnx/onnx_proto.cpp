@@ -374,7 +374,8 @@ Result<Attr> read_attr(ProtoReader r, const DecodeOptions& opt) {
       }
       case 5: {
         GRAPHI_RETURN_IF_ERROR(expect_wire(r, *f, WireType::kLen, "t"));
-        GRAPHI_ASSIGN_OR_RETURN(HostTensor t, read_tensor(r.sub(*f, r.path() + ".t"), nullptr, opt));
+        GRAPHI_ASSIGN_OR_RETURN(HostTensor t,
+                                read_tensor(r.sub(*f, r.path() + ".t"), nullptr, opt));
         a.t = std::make_shared<HostTensor>(std::move(t));
         break;
       }
@@ -485,7 +486,8 @@ Result<Node> read_node(ProtoReader r, size_t index, const DecodeOptions& opt) {
       }
       case 5: {
         GRAPHI_RETURN_IF_ERROR(expect_wire(r, *f, WireType::kLen, "attribute"));
-        GRAPHI_ASSIGN_OR_RETURN(Attr a, read_attr(r.sub(*f, idx(r.path(), "attribute", n_attr++)), opt));
+        GRAPHI_ASSIGN_OR_RETURN(Attr a,
+                                read_attr(r.sub(*f, idx(r.path(), "attribute", n_attr++)), opt));
         n.attrs.push_back(std::move(a));
         break;
       }
@@ -571,9 +573,8 @@ Result<GraphProto> read_graph(ProtoReader r, const DecodeOptions& opt) {
     switch (f->number) {
       case 1: {
         GRAPHI_RETURN_IF_ERROR(expect_wire(r, *f, WireType::kLen, "node"));
-        GRAPHI_ASSIGN_OR_RETURN(
-            Node n,
-            read_node(r.sub(*f, idx(r.path(), "node", g.nodes.size())), g.nodes.size(), opt));
+        GRAPHI_ASSIGN_OR_RETURN(Node n, read_node(r.sub(*f, idx(r.path(), "node", g.nodes.size())),
+                                                  g.nodes.size(), opt));
         g.nodes.push_back(std::move(n));
         break;
       }

@@ -41,8 +41,7 @@ fs::path lstm_file(const std::string& test, uint64_t* weights) {
 
 }  // namespace
 
-TEST_CASE("memory budget: sizes parse with binary units and errors say the amounts",
-          "[memory]") {
+TEST_CASE("memory budget: sizes parse with binary units and errors say the amounts", "[memory]") {
   CHECK(value_or_throw(graph::parse_memory_size("4096", "--max-memory")) == 4096);
   CHECK(value_or_throw(graph::parse_memory_size("512M", "--max-memory")) == (512ull << 20));
   CHECK(value_or_throw(graph::parse_memory_size("2g", "--max-memory")) == (2ull << 30));
@@ -81,8 +80,7 @@ TEST_CASE("memory budget: .graphi weights over the limit are refused before they
   CHECK(graph::read_graphi(p.string(), ops::Registry::get(), weights).is_ok());
 }
 
-TEST_CASE("memory budget: a Session over its max_memory is refused before the arena",
-          "[memory]") {
+TEST_CASE("memory budget: a Session over its max_memory is refused before the arena", "[memory]") {
   uint64_t weights = 0;
   const fs::path p = lstm_file("memory_session", &weights);
   auto g = std::make_shared<const graph::Graph>(
@@ -152,16 +150,16 @@ TEST_CASE("memory budget: the C++ and C APIs and the CLI take a limit", "[memory
   CHECK(std::string(graphi_last_error()).find("memory limit of 1.0 KiB") != std::string::npos);
 
   const fs::path dir = p.parent_path();
-  auto r = test::run_graphi(dir, {"run", p.string(), "--no-plan", "--iterations", "1",
-                                  "--max-memory", "100K"});
+  auto r = test::run_graphi(
+      dir, {"run", p.string(), "--no-plan", "--iterations", "1", "--max-memory", "100K"});
   CHECK(r.rc == 1);
   CHECK(r.err.find(p.string()) != std::string::npos);
   CHECK(r.err.find("memory limit of 100.0 KiB") != std::string::npos);
   r = test::run_graphi(dir, {"run", p.string(), "--max-memory", "lots"});
   CHECK(r.rc == 2);
   CHECK(r.err.find("'lots' is not a memory size") != std::string::npos);
-  r = test::run_graphi(dir, {"run", p.string(), "--no-plan", "--iterations", "1",
-                             "--max-memory", "64M"});
+  r = test::run_graphi(
+      dir, {"run", p.string(), "--no-plan", "--iterations", "1", "--max-memory", "64M"});
   INFO(r.err);
   CHECK(r.rc == 0);
 }

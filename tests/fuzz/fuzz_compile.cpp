@@ -6,11 +6,10 @@
 // and a weight section as long as the constants' largest offset + byte_length (at most 1 MiB),
 // filled with deterministic small values. Seeds: the headers of the fuzz_graphi seeds; the
 // dictionary tests/fuzz/compile.dict holds op names and schema keys.
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <vector>
 

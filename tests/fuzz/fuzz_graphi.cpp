@@ -14,7 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string source = "fuzz.graphi";
     const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);
     const auto& shapes = graphi::ops::Registry::get();
-    graphi::Result<graphi::graph::Graph> g = graphi::graph::read_graphi_bytes(bytes, source, shapes);
+    graphi::Result<graphi::graph::Graph> g =
+        graphi::graph::read_graphi_bytes(bytes, source, shapes);
     graphi::fuzz::check_error(g.status(), source, "read_graphi_bytes");
     if (!g.is_ok()) return;
     auto written = graphi::graph::write_graphi_bytes(*g);

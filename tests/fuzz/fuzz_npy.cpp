@@ -16,7 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!t.is_ok()) return;
     const std::string again = graphi::graph::serialize_npy(*t);
     graphi::Result<graphi::Tensor> u = graphi::graph::parse_npy(again, "roundtrip.npy");
-    if (!u.is_ok()) graphi::fuzz::finding("re-reading serialize_npy's output: " + u.status().message());
+    if (!u.is_ok())
+      graphi::fuzz::finding("re-reading serialize_npy's output: " + u.status().message());
     if (u->desc() != t->desc() ||
         (t->bytes() > 0 && std::memcmp(u->data(), t->data(), t->bytes()) != 0))
       graphi::fuzz::finding("npy round trip changed the tensor");

@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         graphi::graph::import_onnx_bytes(bytes, source, graphi::ops::Registry::get(), options);
     graphi::fuzz::check_error(g.status(), source, "import_onnx_bytes");
     if (!g.is_ok()) return;
-    graphi::fuzz::optimize_compile_run(
-        std::make_shared<const graphi::graph::Graph>(std::move(*g)), source, /*run=*/false);
+    graphi::fuzz::optimize_compile_run(std::make_shared<const graphi::graph::Graph>(std::move(*g)),
+                                       source, /*run=*/false);
   });
 }

@@ -38,7 +38,8 @@ int main(int argc, char** argv) {
     }
     auto bytes = graphi::graph::write_graphi_bytes(*g);
     if (!bytes.is_ok() || bytes->size() > max_bytes) {
-      std::fprintf(stderr, "skipped: %s (%s)\n", a.c_str(), bytes.is_ok() ? "too large" : bytes.status().message().c_str());
+      std::fprintf(stderr, "skipped: %s (%s)\n", a.c_str(),
+                   bytes.is_ok() ? "too large" : bytes.status().message().c_str());
       continue;
     }
     uint64_t h = 0;
@@ -47,7 +48,8 @@ int main(int argc, char** argv) {
     std::string stem = std::filesystem::path(a).parent_path().filename().string() + "_" +
                        std::filesystem::path(a).stem().string();
     std::ofstream(graphi_dir / (stem + ".graphi"), std::ios::binary)
-        .write(reinterpret_cast<const char*>(bytes->data()), static_cast<std::streamsize>(bytes->size()));
+        .write(reinterpret_cast<const char*>(bytes->data()),
+               static_cast<std::streamsize>(bytes->size()));
     std::ofstream(compile_dir / (stem + ".json"), std::ios::binary)
         .write(reinterpret_cast<const char*>(bytes->data()) + graphi::graph::kGraphiPreambleBytes,
                static_cast<std::streamsize>(h));

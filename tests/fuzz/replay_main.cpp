@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
     }
   }
   if (files.empty()) {
-    std::fprintf(stderr, "usage: %s [--max-alloc-mb N] FILE_OR_DIR...\n(no input files)\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--max-alloc-mb N] FILE_OR_DIR...\n(no input files)\n",
+                 argv[0]);
     return 2;
   }
   // Threads (OpenMP, oneDNN) map their stacks lazily: leave them room beyond the allocation cap.
@@ -69,7 +70,8 @@ int main(int argc, char** argv) {
   }
   for (const auto& p : files) {
     std::ifstream f(p, std::ios::binary);
-    const std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const std::vector<char> bytes((std::istreambuf_iterator<char>(f)),
+                                  std::istreambuf_iterator<char>());
     std::fprintf(stderr, "replay %s (%zu bytes)\n", p.c_str(), bytes.size());
     LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   }

@@ -26,7 +26,8 @@ namespace {
 const std::string kFixture = std::string(GRAPHI_SOURCE_DIR) + "/tests/data/onnx_external/";
 
 void write_file(const fs::path& p, const std::string& bytes) {
-  std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(p, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 // TensorProto of FLOAT `dims` whose data is external: data_location = EXTERNAL (field 14) and
@@ -206,9 +207,9 @@ TEST_CASE("external data: offsets and lengths are checked against the side file"
                   {"'offset'", "'-8'", "non-negative decimal"});
     check_refused(setup("external_hex", {{"location", "w.bin"}, {"length", "0x10"}}),
                   {"'length'", "'0x10'"});
-    check_refused(setup("external_huge",
-                        {{"location", "w.bin"}, {"length", "99999999999999999999999"}}),
-                  {"'length'"});
+    check_refused(
+        setup("external_huge", {{"location", "w.bin"}, {"length", "99999999999999999999999"}}),
+        {"'length'"});
   }
 }
 
