@@ -99,7 +99,9 @@ while [ $# -gt 0 ]; do
     *) die "unknown option '$1'" ;;
   esac
 done
-configure_build "$TARGET"
+# GRAPHI_FUZZ_NO_BUILD=1: the target is already built (several targets fuzzed at once must not
+# run make in one build directory concurrently).
+[ "${GRAPHI_FUZZ_NO_BUILD:-0}" = 1 ] || configure_build "$TARGET"
 BIN=$BUILD/tests/fuzz/graphi_fuzz_$TARGET
 WORK=$BUILD/corpus/$TARGET FIND=$BUILD/findings/$TARGET
 COMMITTED=tests/fuzz/corpus/$TARGET
