@@ -13,12 +13,15 @@
 //   Slice (step 1) -> Pad of dy with zeros; GatherElements -> ScatterElements(add) into zeros
 //   Conv (2-D)       dX = ConvTranspose(dy, W); dW = Conv(X^T, dy^T) (group 1); dB = sum(dy)
 //   MaxPool, AveragePool (2-D, windows tiling the input): dy spread back over each window
+//   LSTM, GRU, RNN (fused sequence ops): one LSTMGrad / GRUGrad / RNNGrad node
+//   (ops/rnn/rnn_train.h)
 #include "ops/gradients.h"
 
 #include <algorithm>
 #include <map>
 
 #include "graph/passes/pass_util.h"
+#include "ops/rnn/rnn_train.h"
 
 namespace graphi::ops {
 namespace {
@@ -505,11 +508,17 @@ class GradientTable final : public graph::passes::GradientRules {
         {"Conv", grad_conv},
         {"MaxPool", grad_pool<true>},
         {"AveragePool", grad_pool<false>},
+        {"LSTM", rnn_grad_rule},  // ops/rnn/rnn_grad_rule.cpp (BPTT, ops/rnn/rnn_train.h)
+        {"GRU", rnn_grad_rule},
+        {"RNN", rnn_grad_rule},
     };
   }
   graph::passes::GradRule find(const std::string& op) const override {
     auto it = rules_.find(op);
     return it == rules_.end() ? nullptr : it->second;
+  }
+  std::optional<graph::passes::TrainingForm> training_form(const graph::Node& node) const override {
+    return rnn_training_form(node);
   }
   std::vector<std::string> ops() const {
     std::vector<std::string> out;
