@@ -18,6 +18,7 @@
 #include "cli/cli_util.h"
 #include "cli/load_progress.h"
 #include "engine/session.h"
+#include "graph/memory_budget.h"
 #include "graph/npy.h"
 #include "models/weights.h"
 #include "ops/rnn/rnn_sequence.h"
@@ -146,6 +147,9 @@ int run_command(int argc, char** argv) {
   args.option("--rnn-weights", "fp32|bf16",
               "storage precision of the fused LSTM/GRU/RNN weights (default fp32; bf16: bf16\n"
               "                           weights, fp32 accumulation, docs/RNN_KERNELS.md)");
+  args.option("--max-memory", "SIZE",
+              "refuse a model whose file, weights or planned memory exceed SIZE (512M, 2G;\n"
+              "                           default: the memory available; docs/FUZZING.md)");
   args.option("--seed", "S", "seed of generated inputs (default 0)");
   args.flag("--json", "print one JSON object on stdout instead of text");
   args.option("--json-indent", "N", "indent --json output by N spaces (default: one line)");
@@ -189,6 +193,11 @@ int run_command(int argc, char** argv) {
 
   auto dims = parse_dim_flags(args.get_all("--dim"));
   if (!dims.is_ok()) return args.usage_error(dims.status().message());
+  if (args.has("--max-memory")) {
+    auto limit = graph::parse_memory_size(args.get("--max-memory"), "--max-memory");
+    if (!limit.is_ok()) return args.usage_error(limit.status().message());
+    dims->max_memory = *limit;
+  }
   LoadProgressPrinter load_progress(model_path, args.has("--progress"));
   dims->progress = load_progress.callback();
   auto loaded = load_model(model_path, *dims);
@@ -263,6 +272,7 @@ int run_command(int argc, char** argv) {
                                       "--rnn-weights");
       !w.is_ok())
     return args.usage_error(w.status().message());
+  opts.max_memory = dims->max_memory;
   load_progress.stage("compile");
   auto session = engine::Session::create(g, opts);
   if (!session.is_ok()) return runtime_error(session.status());

@@ -33,6 +33,7 @@
 #include "engine/run_width.h"
 #include "engine/team_leader.h"
 #include "engine/topology.h"
+#include "graph/memory_budget.h"
 
 namespace graphi::engine {
 
@@ -222,6 +223,31 @@ static Status check_options(const SessionOptions& o) {
   return Status::ok();
 }
 
+namespace {
+
+// The budget (SessionOptions::max_memory): an explicit limit bounds the whole model (weights
+// already loaded + what the Session allocates now); without one, what is allocated now must fit
+// in the memory the machine has available.
+Status check_planned_memory(const Plan& plan, const SessionOptions& o) {
+  const graph::Graph& g = plan.graph();
+  uint64_t weights = 0;
+  for (const graph::Value& v : g.values())
+    if (v.kind == graph::ValueKind::kConstant) weights += v.desc.bytes();
+  const uint64_t arena = plan.memory().peak_bytes;
+  const uint64_t scratch =
+      plan.scratch_bytes() * static_cast<uint64_t>(std::max(o.executors, 1) + 1);
+  const std::string parts =
+      "arena " + graph::human_bytes(arena) + " + kernel scratch " + graph::human_bytes(scratch);
+  if (o.max_memory)
+    return graph::check_memory(
+        weights + arena + scratch, o.max_memory,
+        g.source() + ": the model (weights " + graph::human_bytes(weights) + " + " + parts + ")");
+  return graph::check_memory(arena + scratch, 0,
+                             g.source() + ": the planned memory (" + parts + ")");
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const graph::Graph> graph,
                                                  const SessionOptions& options) {
   if (!graph) return Status::invalid_argument("Session::create: no graph");
@@ -255,6 +281,7 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Plan> pla
   const Plan& plan = im.plan();
   const graph::Graph& g = plan.graph();
 
+  GRAPHI_RETURN_IF_ERROR(check_planned_memory(plan, options));
   GRAPHI_ASSIGN_OR_RETURN(im.arena,
                           alloc_aligned(plan.memory().peak_bytes, "arena of " + g.source()));
   GRAPHI_ASSIGN_OR_RETURN(im.scratch,

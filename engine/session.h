@@ -45,6 +45,10 @@ struct SessionOptions {
   // (opt-in; engine/rnn_weights_option.h, docs/RNN_KERNELS.md). Applied when a Session is
   // created from a graph (a Plan is already compiled).
   std::string rnn_weights;
+  // Memory budget in bytes (graph/memory_budget.h): a plan whose weights + arena + kernel
+  // scratch exceed it is refused before the arena is allocated, naming the model and the
+  // amounts. 0: the arena and scratch must fit in the memory the machine has available.
+  uint64_t max_memory = 0;
 };
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;

@@ -18,6 +18,7 @@
 #include <unordered_set>
 
 #include "graph/graph_builder.h"
+#include "graph/memory_budget.h"
 
 namespace graphi::graph {
 
@@ -403,7 +404,7 @@ struct ConstantEntry {
 };
 
 Result<Graph> read_graphi_impl(const ByteSource& in, const std::string& src,
-                               const ShapeInferencer& shapes) {
+                               const ShapeInferencer& shapes, uint64_t max_memory) {
   HeaderReader r(src);
   const uint64_t file_size = in.size();
 
@@ -608,7 +609,11 @@ Result<Graph> read_graphi_impl(const ByteSource& in, const std::string& src,
     }
   }
 
-  // 3. Weights: all ranges were validated against the real file size above.
+  // 3. Weights: all ranges were validated against the real file size above; their memory is
+  // checked against the budget before any of it is allocated.
+  uint64_t weight_memory = 0;
+  for (const ConstantEntry& c : consts) weight_memory += c.length;
+  GRAPHI_RETURN_IF_ERROR(check_memory(weight_memory, max_memory, src + ": the weights"));
   for (ConstantEntry& c : consts) {
     Tensor t(c.desc);
     GRAPHI_RETURN_IF_ERROR(
@@ -620,9 +625,9 @@ Result<Graph> read_graphi_impl(const ByteSource& in, const std::string& src,
 
 // The boundary: nothing thrown inside (bad_alloc, a library exception) escapes as an exception.
 Result<Graph> read_guarded(const ByteSource& in, const std::string& src,
-                           const ShapeInferencer& shapes) {
+                           const ShapeInferencer& shapes, uint64_t max_memory) {
   try {
-    return read_graphi_impl(in, src, shapes);
+    return read_graphi_impl(in, src, shapes, max_memory);
   } catch (const std::bad_alloc&) {
     return Status(StatusCode::kOutOfMemory, src + ": out of memory while loading the graph");
   } catch (const std::exception& e) {
@@ -799,14 +804,15 @@ bool has_graphi_magic(std::span<const std::byte> bytes) {
 Result<Graph> read_graphi_bytes(std::span<const std::byte> bytes, const std::string& source,
                                 const ShapeInferencer& shapes) {
   SpanSource in(bytes);
-  return read_guarded(in, source, shapes);
+  return read_guarded(in, source, shapes, 0);
 }
 
-Result<Graph> read_graphi(const std::string& path, const ShapeInferencer& shapes) {
+Result<Graph> read_graphi(const std::string& path, const ShapeInferencer& shapes,
+                          uint64_t max_memory) {
   try {
     FileSource in;
     GRAPHI_RETURN_IF_ERROR(in.open(path));
-    return read_guarded(in, path, shapes);
+    return read_guarded(in, path, shapes, max_memory);
   } catch (const std::exception& e) {
     return Status::internal(path + ": unexpected error while loading the graph: " + e.what());
   }

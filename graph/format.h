@@ -31,7 +31,10 @@ inline constexpr unsigned char kGraphiMagic[8] = {0x89, 'G', 'R', 'A', 'P', 'H',
 // errors (cycles, unknown ops, shapes) also name the file.
 // Errors: kIoError (cannot open/read), kInvalidGraph (malformed file or graph), kUnsupported
 // (unsupported format version, unknown op). Never throws, never aborts on bad input.
-Result<Graph> read_graphi(const std::string& path, const ShapeInferencer& shapes);
+// `max_memory` bounds the weights' memory (graph/memory_budget.h; 0: the available memory): a
+// file whose constants need more is refused before they are read.
+Result<Graph> read_graphi(const std::string& path, const ShapeInferencer& shapes,
+                          uint64_t max_memory = 0);
 
 // The same from bytes in memory; `source` names them in errors. `bytes` is not kept.
 Result<Graph> read_graphi_bytes(std::span<const std::byte> bytes, const std::string& source,

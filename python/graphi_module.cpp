@@ -126,10 +126,12 @@ class PySession {
  public:
   PySession(const std::string& path, int executors, int threads, const std::string& scheduler,
             bool pin, bool optimize, const std::map<std::string, int64_t>& dims, int ring_capacity,
-            const std::string& cpuset, const std::string& plan, const std::string& rnn_weights) {
+            const std::string& cpuset, const std::string& plan, const std::string& rnn_weights,
+            uint64_t max_memory) {
     graphi::SessionOptions o;
     o.rnn_weights = rnn_weights;
     o.plan = plan;
+    o.max_memory = max_memory;
     o.executors = executors;
     o.threads = threads;
     o.scheduler = scheduler;
@@ -255,10 +257,10 @@ PYBIND11_MODULE(_graphi, m) {
   py::class_<PySession>(m, "Session")
       .def(py::init<const std::string&, int, int, const std::string&, bool, bool,
                     const std::map<std::string, int64_t>&, int, const std::string&,
-                    const std::string&, const std::string&>(),
+                    const std::string&, const std::string&, uint64_t>(),
            py::arg("path"), py::arg("executors"), py::arg("threads"), py::arg("scheduler"),
            py::arg("pin"), py::arg("optimize"), py::arg("dims"), py::arg("ring_capacity"),
-           py::arg("cpuset"), py::arg("plan"), py::arg("rnn_weights") = "")
+           py::arg("cpuset"), py::arg("plan"), py::arg("rnn_weights") = "", py::arg("max_memory") = 0)
       .def("run", &PySession::run, py::arg("inputs"))
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)

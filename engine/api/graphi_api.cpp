@@ -84,6 +84,7 @@ Result<Tensor> to_tensor(const Array& a) {
 Result<std::shared_ptr<const graph::Graph>> load(const std::string& path,
                                                  const SessionOptions& options) {
   graph::ImportOptions onnx;
+  onnx.max_memory = options.max_memory;
   for (const auto& [name, value] : options.dims) {
     if (value < 1)
       return Status::invalid_argument("dims: '" + name + "' must be a positive integer, got " +
@@ -190,6 +191,7 @@ Expected<Session> Session::open(const std::string& path, const SessionOptions& o
     engine::SessionOptions eo = chosen->options;
     eo.ring_capacity = options.ring_capacity;
     eo.rnn_weights = options.rnn_weights;
+    eo.max_memory = options.max_memory;
     Result<std::unique_ptr<engine::Session>> s = engine::Session::create(g, eo);
     if (!s) return to_error(s.status().with_context(path));
     impl->session = std::move(s).value();

@@ -122,6 +122,7 @@ graphi_status session_options(const graphi_options* options, const std::string& 
     if (options->cpuset != nullptr) so.cpuset = options->cpuset;
     so.optimize = options->optimize != 0;
     if (options->rnn_weights != nullptr) so.rnn_weights = options->rnn_weights;
+    so.max_memory = options->max_memory;
     if (options->num_dims > 0 && (options->dim_names == nullptr || options->dim_values == nullptr))
       return invalid(fn + ": options->num_dims > 0 but dim_names or dim_values is NULL");
     for (size_t i = 0; i < options->num_dims; ++i) {
@@ -157,6 +158,7 @@ void graphi_options_init(graphi_options* o) {
   o->cpuset = nullptr;
   o->optimize = 1;
   o->rnn_weights = nullptr;
+  o->max_memory = 0;  // the available memory
 }
 
 graphi_status graphi_session_open(const char* path, const graphi_options* options,

@@ -1,6 +1,7 @@
 #include "graph/onnx/onnx_import.h"
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -10,8 +11,10 @@
 #include <unordered_map>
 
 #include "graph/format.h"
+#include "graph/memory_budget.h"
 #include "graph/onnx/import_internal.h"
 #include "graph/onnx/onnx_attr_names.h"
+#include "graph/onnx/onnx_external_data.h"
 #include "graph/onnx/onnx_fold.h"
 
 namespace graphi::graph {
@@ -564,6 +567,10 @@ Status Importer::add_inputs() {
       } else if (!dim.param.empty()) {
         all_params.insert(dim.param);
         auto o = opts_.dims.find(dim.param);
+        if (o == opts_.dims.end() && opts_.default_dim > 0) {
+          shape.push_back(opts_.default_dim);
+          continue;
+        }
         if (o == opts_.dims.end())
           return Status::invalid_argument(
               what + ": dim " + std::to_string(d) + " is symbolic ('" + dim.param +
@@ -823,11 +830,14 @@ std::optional<std::string> not_a_model(std::span<const std::byte> b, bool strict
   return strict ? std::optional(found) : std::nullopt;
 }
 
-Result<std::vector<std::byte>> read_file(const std::string& path) {
+// `max_memory` (0: the available memory) bounds the file's size: it is read whole.
+Result<std::vector<std::byte>> read_file(const std::string& path, uint64_t max_memory) {
   std::ifstream f(path, std::ios::binary | std::ios::ate);
   if (!f) return Status::io_error(path + ": cannot open file");
   const std::streamoff size = f.tellg();
   if (size < 0) return Status::io_error(path + ": cannot read file");
+  GRAPHI_RETURN_IF_ERROR(
+      check_memory(static_cast<uint64_t>(size), max_memory, path + ": reading the file"));
   std::vector<std::byte> bytes(static_cast<size_t>(size));
   f.seekg(0);
   if (size > 0 && !f.read(reinterpret_cast<char*>(bytes.data()), size))
@@ -843,7 +853,7 @@ namespace {
 // exist as file bytes or as decoded tensors, not both) and imports the model.
 Result<Graph> import_bytes(std::span<const std::byte> bytes, std::vector<std::byte>* owned,
                            const std::string& source, const ShapeInferencer& shapes,
-                           const ImportOptions& options) {
+                           const ImportOptions& options, const onnx::DecodeOptions& decode = {}) {
   // A file that is clearly something else says so first; the decoder's reason follows.
   auto not_model = [&](const std::string& what, const Result<onnx::Model>* m) {
     return Status::invalid_graph(source + ": not an ONNX model (" + what + ")" +
@@ -852,7 +862,7 @@ Result<Graph> import_bytes(std::span<const std::byte> bytes, std::vector<std::by
   if (bytes.empty()) return not_model("empty file", nullptr);
   const std::optional<std::string> other = not_a_model(bytes, false);
   if (options.progress) options.progress(LoadProgress{"parse", 0, bytes.size()});
-  Result<onnx::Model> m = onnx::decode_model(bytes);
+  Result<onnx::Model> m = onnx::decode_model(bytes, decode);
   if (other) return not_model(*other, &m);
   if (!m.is_ok()) {
     if (std::optional<std::string> odd = not_a_model(bytes, true)) return not_model(*odd, &m);
@@ -875,12 +885,21 @@ Result<Graph> import_onnx_bytes(std::span<const std::byte> bytes, const std::str
 
 Result<Graph> import_onnx_file(const std::string& path, const ShapeInferencer& shapes,
                                const ImportOptions& options) {
-  GRAPHI_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, read_file(path));
-  return import_bytes(std::span<const std::byte>(bytes), &bytes, path, shapes, options);
+  GRAPHI_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, read_file(path, options.max_memory));
+  // External data is looked up next to the model, and nowhere else (onnx_external_data.h).
+  std::string dir;
+  try {
+    dir = std::filesystem::path(path).parent_path().string();
+  } catch (const std::exception&) {
+  }
+  onnx::ExternalDataReader external(dir, options.max_memory);
+  onnx::DecodeOptions decode;
+  decode.external = &external;
+  return import_bytes(std::span<const std::byte>(bytes), &bytes, path, shapes, options, decode);
 }
 
 Result<Tensor> read_onnx_tensor_file(const std::string& path, std::string* name) {
-  GRAPHI_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, read_file(path));
+  GRAPHI_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, read_file(path, 0));
   Result<HostTensor> h = onnx::decode_tensor(bytes, name);
   if (!h.is_ok()) return h.status().with_context(path);
   std::optional<DType> dt = graphi_dtype(h->type);

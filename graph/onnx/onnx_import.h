@@ -30,12 +30,19 @@ struct ImportOptions {
   // Values of symbolic dims (dim_param, e.g. "batch" from torch.onnx.export's dynamic_axes);
   // the CLI fills it from --dim NAME=VALUE. A symbolic dim without an entry is an error.
   std::map<std::string, int64_t> dims;
+  // The value of a symbolic dim that `dims` does not name (0: such a dim is an error). For tools
+  // that load arbitrary models without knowing their dims (the fuzz targets, seed making).
+  int64_t default_dim = 0;
   // Graph inputs bound to fixed values: they become constants, so shape computations that
   // depend on them fold away (e.g. a Reshape whose shape is a graph input). The tensor's dtype
   // must match the input's element type; its shape replaces the declared one.
   std::map<std::string, Tensor> constant_inputs;
   // Called as the load advances (may be empty); .graphi loads report "parse" and "validate".
   LoadProgressFn progress;
+  // Memory budget of the load in bytes (graph/memory_budget.h): the model file, external data
+  // and a .graphi file's weights above it are refused before they are read. 0: what the machine
+  // has available.
+  uint64_t max_memory = 0;
 };
 
 // Reads and imports an .onnx file, validating the result with `shapes` (usually

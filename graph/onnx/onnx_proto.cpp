@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "graph/onnx/onnx_external_data.h"
 #include "graph/onnx/protobuf_reader.h"
 
 namespace graphi::graph::onnx {
@@ -154,7 +155,7 @@ std::string idx(const std::string& base, const char* field, size_t i) {
   return base + "." + field + "[" + std::to_string(i) + "]";
 }
 
-Result<HostTensor> read_tensor(ProtoReader r, std::string* name_out) {
+Result<HostTensor> read_tensor(ProtoReader r, std::string* name_out, const DecodeOptions& opt) {
   HostTensor t;
   t.type = kUndefined;
   std::vector<int64_t> dims, int_data, int64_data, uint64_data;
@@ -162,7 +163,9 @@ Result<HostTensor> read_tensor(ProtoReader r, std::string* name_out) {
   std::vector<uint64_t> double_data;
   std::span<const std::byte> raw;
   bool has_raw = false, external = false, has_type = false;
-  std::string name, location;
+  std::string name;
+  ExternalDataRef ext;
+  std::vector<std::byte> external_bytes;  // owns `raw` for external data
   for (;;) {
     GRAPHI_ASSIGN_OR_RETURN(std::optional<ProtoField> f, r.next());
     if (!f) break;
@@ -217,7 +220,15 @@ Result<HostTensor> read_tensor(ProtoReader r, std::string* name_out) {
             GRAPHI_ASSIGN_OR_RETURN(value, proto_string(e, *g, "value"));
           }
         }
-        if (key == "location") location = value;
+        if (key == "location") {
+          ext.location = value;
+        } else if (key == "offset") {
+          ext.offset = value;
+          ext.has_offset = true;
+        } else if (key == "length") {
+          ext.length = value;
+          ext.has_length = true;
+        }  // "checksum" (SHA-1, optional) and unknown keys: not needed to read the data
         external = true;
         break;
       }
@@ -232,12 +243,14 @@ Result<HostTensor> read_tensor(ProtoReader r, std::string* name_out) {
   }
   if (name_out) *name_out = name;
   const std::string what = r.path() + (name.empty() ? "" : " '" + name + "'");
-  if (external)
+  if (external && !opt.external)
     return Status::unsupported(
         what + ": the tensor's data is stored in an external file" +
-        (location.empty() ? "" : " ('" + location + "')") +
-        "; graphi reads self-contained .onnx files only (re-save the model with "
-        "onnx.save_model(model, path, save_as_external_data=False))");
+        (ext.location.empty() ? "" : " ('" + ext.location + "')") +
+        "; external data is read only when the model is loaded from a file (import_onnx_file), "
+        "whose directory holds the side files");
+  if (external && has_raw)
+    return Status::invalid_graph(what + ": the tensor has both raw_data and external_data");
   if (!has_type) return Status::invalid_graph(what + ": missing data_type");
   const size_t esize = raw_size(t.type);
   if (esize == 0)
@@ -262,6 +275,12 @@ Result<HostTensor> read_tensor(ProtoReader r, std::string* name_out) {
       t.i.resize(count);
   };
   const std::string shape_s = data_type_name(t.type) + shape_to_string(dims);
+  if (external) {
+    // Sizes are checked against the side file before anything is read (onnx_external_data.h).
+    GRAPHI_ASSIGN_OR_RETURN(external_bytes, opt.external->read(ext, what, count * esize));
+    raw = std::span<const std::byte>(external_bytes);
+    has_raw = true;
+  }
   if (has_raw) {
     if (raw.size() != count * esize)
       return Status::invalid_graph(what + ": raw_data has " + std::to_string(raw.size()) +
@@ -327,7 +346,7 @@ Result<HostTensor> read_tensor(ProtoReader r, std::string* name_out) {
   return t;
 }
 
-Result<Attr> read_attr(ProtoReader r) {
+Result<Attr> read_attr(ProtoReader r, const DecodeOptions& opt) {
   Attr a;
   bool has_f = false, has_i = false, has_s = false;
   for (;;) {
@@ -355,7 +374,8 @@ Result<Attr> read_attr(ProtoReader r) {
       }
       case 5: {
         GRAPHI_RETURN_IF_ERROR(expect_wire(r, *f, WireType::kLen, "t"));
-        GRAPHI_ASSIGN_OR_RETURN(HostTensor t, read_tensor(r.sub(*f, r.path() + ".t"), nullptr));
+        GRAPHI_ASSIGN_OR_RETURN(HostTensor t,
+                                read_tensor(r.sub(*f, r.path() + ".t"), nullptr, opt));
         a.t = std::make_shared<HostTensor>(std::move(t));
         break;
       }
@@ -438,7 +458,7 @@ Result<Attr> read_attr(ProtoReader r) {
   return a;
 }
 
-Result<Node> read_node(ProtoReader r, size_t index) {
+Result<Node> read_node(ProtoReader r, size_t index, const DecodeOptions& opt) {
   Node n;
   n.index = index;
   size_t n_attr = 0;
@@ -466,7 +486,8 @@ Result<Node> read_node(ProtoReader r, size_t index) {
       }
       case 5: {
         GRAPHI_RETURN_IF_ERROR(expect_wire(r, *f, WireType::kLen, "attribute"));
-        GRAPHI_ASSIGN_OR_RETURN(Attr a, read_attr(r.sub(*f, idx(r.path(), "attribute", n_attr++))));
+        GRAPHI_ASSIGN_OR_RETURN(Attr a,
+                                read_attr(r.sub(*f, idx(r.path(), "attribute", n_attr++)), opt));
         n.attrs.push_back(std::move(a));
         break;
       }
@@ -544,7 +565,7 @@ Result<ValueInfo> read_value_info(ProtoReader r) {
   return v;
 }
 
-Result<GraphProto> read_graph(ProtoReader r) {
+Result<GraphProto> read_graph(ProtoReader r, const DecodeOptions& opt) {
   GraphProto g;
   for (;;) {
     GRAPHI_ASSIGN_OR_RETURN(std::optional<ProtoField> f, r.next());
@@ -552,8 +573,8 @@ Result<GraphProto> read_graph(ProtoReader r) {
     switch (f->number) {
       case 1: {
         GRAPHI_RETURN_IF_ERROR(expect_wire(r, *f, WireType::kLen, "node"));
-        GRAPHI_ASSIGN_OR_RETURN(
-            Node n, read_node(r.sub(*f, idx(r.path(), "node", g.nodes.size())), g.nodes.size()));
+        GRAPHI_ASSIGN_OR_RETURN(Node n, read_node(r.sub(*f, idx(r.path(), "node", g.nodes.size())),
+                                                  g.nodes.size(), opt));
         g.nodes.push_back(std::move(n));
         break;
       }
@@ -566,7 +587,8 @@ Result<GraphProto> read_graph(ProtoReader r) {
         std::string name;
         GRAPHI_ASSIGN_OR_RETURN(
             HostTensor t,
-            read_tensor(r.sub(*f, idx(r.path(), "initializer", g.initializers.size())), &name));
+            read_tensor(r.sub(*f, idx(r.path(), "initializer", g.initializers.size())), &name,
+                        opt));
         if (name.empty())
           return Status::invalid_graph(idx(r.path(), "initializer", g.initializers.size()) +
                                        ": initializer without a name");
@@ -595,7 +617,7 @@ Result<GraphProto> read_graph(ProtoReader r) {
 
 }  // namespace
 
-Result<Model> decode_model(std::span<const std::byte> bytes) {
+Result<Model> decode_model(std::span<const std::byte> bytes, const DecodeOptions& options) {
   Model m;
   ProtoReader r(bytes, "model");
   for (;;) {
@@ -628,7 +650,7 @@ Result<Model> decode_model(std::span<const std::byte> bytes) {
       }
       case 7: {
         GRAPHI_RETURN_IF_ERROR(expect_wire(r, *f, WireType::kLen, "graph"));
-        GRAPHI_ASSIGN_OR_RETURN(m.graph, read_graph(r.sub(*f, "graph")));
+        GRAPHI_ASSIGN_OR_RETURN(m.graph, read_graph(r.sub(*f, "graph"), options));
         m.has_graph = true;
         break;
       }
@@ -680,7 +702,7 @@ Result<Model> decode_model(std::span<const std::byte> bytes) {
 }
 
 Result<HostTensor> decode_tensor(std::span<const std::byte> bytes, std::string* name) {
-  return read_tensor(ProtoReader(bytes, "tensor"), name);
+  return read_tensor(ProtoReader(bytes, "tensor"), name, DecodeOptions{});
 }
 
 }  // namespace graphi::graph::onnx

@@ -126,9 +126,17 @@ struct Model {
   GraphProto graph;
 };
 
+class ExternalDataReader;  // graph/onnx/onnx_external_data.h
+
+struct DecodeOptions {
+  // Reads tensors stored in side files (data_location = EXTERNAL). nullptr: such tensors are an
+  // error (bytes without a directory to look in).
+  ExternalDataReader* external = nullptr;
+};
+
 // Decodes a ModelProto. Errors name the field path ("graph.node[12].attribute[0]: ...") and
 // are not prefixed with a file name (the caller adds it).
-Result<Model> decode_model(std::span<const std::byte> bytes);
+Result<Model> decode_model(std::span<const std::byte> bytes, const DecodeOptions& options = {});
 
 // Decodes a TensorProto on its own (the input_*.pb / output_*.pb files of ONNX test cases).
 // `name` receives the tensor's name.

@@ -83,6 +83,10 @@ typedef struct graphi_options {
   /* Storage precision of the fused LSTM/GRU/RNN weights: NULL or "fp32" (default), "bf16" (bf16
    * weights, fp32 accumulation; docs/RNN_KERNELS.md). Set to NULL by graphi_options_init. */
   const char* rnn_weights;
+  /* Memory budget in bytes: a model whose file, weights or planned memory exceed it is refused
+   * with GRAPHI_OUT_OF_MEMORY (a message naming the file and the amounts) before allocating.
+   * 0 (default): the memory the machine has available at load time. */
+  uint64_t max_memory;
 } graphi_options;
 
 /* A tensor: name, dtype, shape (rank entries), dense row-major data of `bytes` bytes. */

@@ -177,6 +177,11 @@ struct SessionOptions {
   // Storage precision of the fused LSTM/GRU/RNN weights: "" or "fp32" (default), "bf16"
   // (bf16 weights, fp32 accumulation; docs/RNN_KERNELS.md). Other values: kInvalidArgument.
   std::string rnn_weights;
+  // Memory budget in bytes (docs/FUZZING.md, "Bounded memory"): a model whose file, weights or
+  // planned memory (weights + arena + kernel scratch) exceed it is refused before the
+  // allocation with kOutOfMemory naming the file and the amounts. 0 (default): what the machine
+  // has available at load time.
+  uint64_t max_memory = 0;
 };
 
 class GRAPHI_API Session {

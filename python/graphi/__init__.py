@@ -73,12 +73,38 @@ def _prepare(path, name, value, info):
     return a
 
 
+def _memory_size(v, path):
+    """max_memory as bytes (0 = no explicit limit): an int, or "512M" / "2G" / "1.5GiB"."""
+    if v is None:
+        return 0
+    units = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20,
+             "MB": 1 << 20, "MIB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30,
+             "T": 1 << 40, "TB": 1 << 40, "TIB": 1 << 40}
+    try:
+        if isinstance(v, str):
+            s = v.strip()
+            k = len(s)
+            while k > 0 and not (s[k - 1].isdigit() or s[k - 1] == "."):
+                k -= 1
+            n = int(float(s[:k]) * units[s[k:].strip().upper()])
+        else:
+            n = int(v)
+        if n < 1:
+            raise ValueError
+    except (ValueError, KeyError, TypeError):
+        err = Error("%s: session options: max_memory must be a positive number of bytes or a "
+                    "size such as '512M' or '2G', got %r" % (path, v))
+        err.code = "invalid_argument"
+        raise err
+    return n
+
+
 class Session:
     """A loaded, compiled model.
 
     Session(path, executors=None, threads=None, scheduler=None, pin=True, optimize=True,
             dims=None, ring_capacity=1, cpuset="", plan="auto", tracing=False,
-            rnn_weights=None)
+            rnn_weights=None, max_memory=None)
 
     path: a .onnx or .graphi file. executors x threads: the engine's executor teams; None
     (default) takes the plan's split, giving one of them sets the other to 1.
@@ -93,13 +119,18 @@ class Session:
     tracing: record every run op by op (see trace(); also a settable property).
     rnn_weights: "fp32" (None, default) or "bf16": store the fused LSTM/GRU/RNN weights in
     bf16 (fp32 accumulation; docs/RNN_KERNELS.md gives the accuracy).
+    max_memory: memory budget, bytes (int) or a size string ("512M", "2G", "1.5GiB"; powers of
+    1024). A model whose file, weights or planned memory exceed it is refused before the
+    allocation (graphi.Error, code "out_of_memory", naming the file and the amounts). None: the
+    memory the machine has available.
     Raises graphi.Error naming the file when it cannot be loaded.
     """
 
     def __init__(self, path, executors=None, threads=None, scheduler=None, pin=True,
                  optimize=True, dims=None, ring_capacity=1, cpuset="", plan="auto", tracing=False,
-                 rnn_weights=None):
+                 rnn_weights=None, max_memory=None):
         path = _os.fspath(path)
+        limit = _memory_size(max_memory, path)
         for name, v in (("executors", executors), ("threads", threads)):
             if v is not None and int(v) < 1:  # 0 means "the plan's" only below this API
                 err = Error("%s: session options: %s must be at least 1, got %d (None: the "
@@ -112,7 +143,7 @@ class Session:
                                   bool(pin), bool(optimize),
                                   {str(k): int(v) for k, v in (dims or {}).items()},
                                   int(ring_capacity), str(cpuset), _os.fspath(plan),
-                                  "" if rnn_weights is None else str(rnn_weights))
+                                  "" if rnn_weights is None else str(rnn_weights), limit)
         self.path = path
         self.inputs = [TensorInfo(n, d, s) for n, d, s in self._s.inputs()]
         self.outputs = [TensorInfo(n, d, s) for n, d, s in self._s.outputs()]

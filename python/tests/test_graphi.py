@@ -225,6 +225,20 @@ class ErrorTest(unittest.TestCase):
         self.assert_error(lambda: graphi.Session(self.path, scheduler="nope"), "nope")
         self.assert_error(lambda: graphi.Session(self.path, executors=0), "executors")
 
+    def test_max_memory(self):
+        # mlp.onnx is a few KiB: a 1 KiB budget refuses it before anything large is allocated,
+        # naming the file and the limit; a generous one (int or size string) loads it.
+        msg = self.assert_error(lambda: graphi.Session(self.path, max_memory=1024), "mlp.onnx",
+                                "memory limit of 1.0 KiB", code="out_of_memory")
+        self.assertIn("bytes", msg)
+        self.assert_error(lambda: graphi.Session(self.path, max_memory="lots"), "max_memory",
+                          code="invalid_argument")
+        _, _, outs = fixture("mlp")
+        for limit in (64 << 20, "64M", "0.5GiB"):
+            s = graphi.Session(self.path, max_memory=limit)
+            got = s.run({"x": self.ins[0]})
+            self.assertLess(max_rel_error(got["probs"], outs[0]), 1e-4)
+
     def test_wrong_input_name(self):
         self.assert_error(lambda: self.s.run({"y": self.ins[0]}), "'y'",
                           code="invalid_argument")
