@@ -38,6 +38,8 @@ Registry& process_table() {
     register_scatter_gather_nd_ops(*r);
     register_lrn_op(*r);
     register_optimizer_ops(*r);
+    register_batch_norm_ops(*r);
+    register_dropout_ops(*r);
     return r;
   }();
   return *table;
