@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <thread>
 
 #include "engine/plan.h"
 
@@ -77,75 +78,128 @@ Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g,
     r.model_rank = static_cast<int>(i);
     cal.results.push_back(r);
   }
+  const int runs = std::max(1, opt.runs);
+  const int rounds = std::clamp(opt.rounds, 1, runs);
+  const int runs_per_round = (runs + rounds - 1) / rounds;
+  const int max_runs = std::max(runs, opt.max_runs);
+  // A run over kHopeless x the best median ends the config at once (1x2 on tiny ops can be
+  // 1000x slower on a loaded machine: waiting for 3 such runs would cost seconds).
+  constexpr double kHopeless = 10.0;
   double best_ms = 0;
-  for (size_t i = 0; i < count; ++i) {
-    ConfigResult& r = cal.results[i];
-    const auto t0 = Clock::now();
-    if (!opt.quiet) {
-      std::string line = "graphi profile: config " + std::to_string(i + 1) + " of " +
-                         std::to_string(count) + ": " + r.config.name();
-      if (cal.best >= 0) {
-        char b[96];
-        std::snprintf(
-            b, sizeof b, ", best so far %s %.3f ms, about %.0f s left",
-            cal.results[static_cast<size_t>(cal.best)].config.name().c_str(), best_ms,
-            seconds_since(t_start) / static_cast<double>(i) * static_cast<double>(count - i));
-        line += b;
-      }
-      std::fprintf(opt.progress, "%s\n", line.c_str());
-      std::fflush(opt.progress);
-    }
-    Result<std::shared_ptr<const engine::Plan>> plan = plans.get(r.config.threads);
-    if (!plan.is_ok()) return plan.status();
-    Result<std::unique_ptr<engine::Session>> s =
-        engine::Session::create(*plan, session_options(r.config, opt));
-    if (!s.is_ok()) {
-      r.error = s.status().message();
-      r.seconds = seconds_since(t0);
-      continue;
-    }
-    Status failed;
-    // A run over kHopeless x the best median ends the config at once (1x2 on tiny ops can be
-    // 1000x slower on a loaded machine: waiting for 3 such runs would cost seconds).
-    constexpr double kHopeless = 10.0;
-    for (int w = 0; w < opt.warmup && failed.is_ok(); ++w) {
-      Result<double> ms = timed_run(**s, inputs);
-      failed = ms.status();
-      if (ms.is_ok() && cal.best >= 0 && *ms > kHopeless * best_ms) {
-        r.run_ms.push_back(*ms);
-        r.stopped_early = true;
-        break;
+  auto update_best = [&] {
+    cal.best = -1;
+    for (size_t i = 0; i < count; ++i) {
+      ConfigResult& r = cal.results[i];
+      if (r.run_ms.empty() || r.stopped_early || !r.error.empty()) continue;
+      r.median_ms = median_of(r.run_ms);
+      if (cal.best < 0 || r.median_ms < best_ms) {
+        cal.best = static_cast<int>(i);
+        best_ms = r.median_ms;
       }
     }
-    for (int k = 0; k < opt.runs && failed.is_ok() && !r.stopped_early; ++k) {
-      Result<double> ms = timed_run(**s, inputs);
-      if (!ms.is_ok()) {
-        failed = ms.status();
-        break;
-      }
-      r.run_ms.push_back(*ms);
-      if (cal.best >= 0 && opt.early_runs < opt.runs &&
-          ((static_cast<int>(r.run_ms.size()) == opt.early_runs &&
-            median_of(r.run_ms) > opt.early_ratio * best_ms) ||
-           *ms > kHopeless * best_ms)) {
-        r.stopped_early = true;
-        break;
-      }
+  };
+  auto progress = [&](const std::string& what, size_t blocks_done, size_t blocks_total) {
+    if (opt.quiet) return;
+    std::string line = "graphi profile: " + what;
+    if (cal.best >= 0 && blocks_done > 0) {
+      char b[128];
+      std::snprintf(b, sizeof b, ", best so far %s %.3f ms, about %.0f s left",
+                    cal.results[static_cast<size_t>(cal.best)].config.name().c_str(), best_ms,
+                    seconds_since(t_start) / static_cast<double>(blocks_done) *
+                        static_cast<double>(blocks_total - blocks_done));
+      line += b;
     }
-    if (!failed.is_ok()) return failed;  // the graph itself fails: no config will do better
-    r.calibrated = true;
-    r.median_ms = median_of(r.run_ms);
-    r.seconds = seconds_since(t0);
-    if (!r.stopped_early && (cal.best < 0 || r.median_ms < best_ms)) {
-      cal.best = static_cast<int>(i);
-      best_ms = r.median_ms;
+    std::fprintf(opt.progress, "%s\n", line.c_str());
+    std::fflush(opt.progress);
+  };
+
+  Status failed;  // the graph itself fails: no config will do better
+  size_t blocks_done = 0;
+  for (int round = 0; round < rounds && failed.is_ok(); ++round) {
+    std::vector<size_t> order;
+    for (size_t i = 0; i < count; ++i)
+      if (!cal.results[i].stopped_early && cal.results[i].error.empty()) order.push_back(i);
+    if (round % 2) std::reverse(order.begin(), order.end());
+    const size_t blocks_total = blocks_done + order.size() * static_cast<size_t>(rounds - round);
+    if (round > 0 && !order.empty())
+      progress("round " + std::to_string(round + 1) + " of " + std::to_string(rounds) + ": " +
+                   std::to_string(order.size()) + (order.size() == 1 ? " config" : " configs"),
+               blocks_done, blocks_total);
+    for (size_t n = 0; n < order.size() && failed.is_ok(); ++n) {
+      ConfigResult& r = cal.results[order[n]];
+      if (round == 0)
+        progress("config " + std::to_string(order[n] + 1) + " of " + std::to_string(count) + ": " +
+                     r.config.name(),
+                 blocks_done, blocks_total);
+      const auto t0 = Clock::now();
+      Result<std::shared_ptr<const engine::Plan>> plan = plans.get(r.config.threads);
+      if (!plan.is_ok()) return plan.status();
+      // Early stops compare with the best other config, in the first round only: later rounds
+      // measure the configs that survived it, and one preempted run must not end a config.
+      const bool have_best = round == 0 && cal.best >= 0 && cal.best != static_cast<int>(order[n]);
+      const double best_before = best_ms;
+      // The block runs on a fresh client thread: a sequential config leads its OpenMP team from
+      // the thread that calls run(), and libgomp keeps that team (pinned) after the Session ends.
+      std::thread block([&] {
+        Result<std::unique_ptr<engine::Session>> s =
+            engine::Session::create(*plan, session_options(r.config, opt));
+        if (!s.is_ok()) {
+          r.error = s.status().message();
+          return;
+        }
+        for (int w = 0; w < (round == 0 ? opt.warmup : 1) && failed.is_ok(); ++w) {
+          Result<double> ms = timed_run(**s, inputs);
+          failed = ms.status();
+          if (ms.is_ok() && have_best && *ms > kHopeless * best_before) {
+            r.run_ms.push_back(*ms);
+            r.stopped_early = true;
+            return;
+          }
+        }
+        const auto b0 = Clock::now();
+        for (int k = 0; failed.is_ok(); ++k) {
+          if (k >= runs_per_round && (seconds_since(b0) * 1e3 >= opt.min_block_ms ||
+                                      static_cast<int>(r.run_ms.size()) >= max_runs))
+            break;
+          Result<double> ms = timed_run(**s, inputs);
+          if (!ms.is_ok()) {
+            failed = ms.status();
+            return;
+          }
+          r.run_ms.push_back(*ms);
+          if (!have_best) continue;
+          if (*ms > kHopeless * best_before ||
+              (opt.early_runs < runs && static_cast<int>(r.run_ms.size()) == opt.early_runs &&
+               median_of(r.run_ms) > opt.early_ratio * best_before)) {
+            r.stopped_early = true;
+            return;
+          }
+        }
+      });
+      block.join();
+      r.seconds += seconds_since(t0);
+      r.calibrated = r.error.empty() && !r.run_ms.empty();
+      ++blocks_done;
+      update_best();
     }
+    // After the first round every config has a median: the clearly worse ones stop here.
+    if (round == 0 && opt.early_runs < runs && cal.best >= 0)
+      for (size_t i = 0; i < count; ++i) {
+        ConfigResult& r = cal.results[i];
+        if (r.calibrated && !r.stopped_early && median_of(r.run_ms) > opt.early_ratio * best_ms)
+          r.stopped_early = true;
+      }
   }
+  if (!failed.is_ok()) return failed;
+  for (size_t i = 0; i < count; ++i)
+    if (cal.results[i].calibrated) cal.results[i].median_ms = median_of(cal.results[i].run_ms);
+  update_best();
   cal.seconds = seconds_since(t_start);
   if (!opt.quiet && cal.best >= 0)
     std::fprintf(opt.progress,
-                 "graphi profile: calibrated %zu of %zu configs in %.1f s: best %s %.3f ms\n",
-                 count, ranked.size(), cal.seconds,
+                 "graphi profile: calibrated %zu of %zu configs in %.1f s (%d rounds): best %s "
+                 "%.3f ms\n",
+                 count, ranked.size(), cal.seconds, rounds,
                  cal.results[static_cast<size_t>(cal.best)].config.name().c_str(), best_ms);
   return cal;
 }
@@ -158,15 +212,24 @@ Result<OpCosts> record_op_costs(std::shared_ptr<const graph::Graph> g,
   auto plan_ptr = std::make_shared<const engine::Plan>(std::move(plan));
   engine::SessionOptions so = session_options(config, opt);
   so.trace = true;
-  GRAPHI_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> s,
-                          engine::Session::create(plan_ptr, so));
   OpCosts out;
-  GRAPHI_RETURN_IF_ERROR(s->run(inputs).status());  // warm-up
-  for (int i = 0; i < std::max(1, runs); ++i) {
-    GRAPHI_ASSIGN_OR_RETURN(double ms, timed_run(*s, inputs));
-    out.run_ms.push_back(ms);
-    out.traces.push_back(s->last_trace());
-  }
+  Status status;
+  std::thread client([&] {  // a fresh client thread, as in calibrate()
+    auto run_all = [&]() -> Status {
+      GRAPHI_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> s,
+                              engine::Session::create(plan_ptr, so));
+      GRAPHI_RETURN_IF_ERROR(s->run(inputs).status());  // warm-up
+      for (int i = 0; i < std::max(1, runs); ++i) {
+        GRAPHI_ASSIGN_OR_RETURN(double ms, timed_run(*s, inputs));
+        out.run_ms.push_back(ms);
+        out.traces.push_back(s->last_trace());
+      }
+      return Status();
+    };
+    status = run_all();
+  });
+  client.join();
+  GRAPHI_RETURN_IF_ERROR(status);
   for (const engine::RunTrace& t : out.traces) out.recorded = out.recorded || !t.ops.empty();
   // Average over the faster half of the runs: on a shared machine one run preempted by another
   // process would dominate a mean over all of them.
@@ -179,6 +242,7 @@ Result<OpCosts> record_op_costs(std::shared_ptr<const graph::Graph> g,
     faster.push_back(out.traces[by_makespan[i]]);
   out.median_run = by_makespan[by_makespan.size() / 2];
   out.table = cost_table_from_traces(*plan_ptr, faster);
+  pool_identical_ops(*plan_ptr, out.table);
   if (out.table.node_us.size() != plan_ptr->num_nodes())
     out.table.node_us.assign(plan_ptr->num_nodes(), 0.0);
   if (!out.recorded && fallback_us.size() == plan_ptr->num_nodes())

@@ -1,8 +1,12 @@
 // Calibration: runs the graph under candidate configurations and measures (seed 002 sections
-// 4.2 and 5.2). Per config: a Session, warm-up runs, then R timed runs and their median
-// makespan (wall clock around Session::run); a config whose first runs are already clearly
-// worse than the best so far is stopped early. Then the chosen config's per-op costs: traced
-// runs averaged into a cost table (profiler::cost_table_from_traces) and levels computed from it.
+// 4.2 and 5.2). Per config: a Session, warm-up runs, then timed runs and their median makespan
+// (wall clock around Session::run); a config whose first runs are already clearly worse than the
+// best so far is stopped early. The runs are spread over interleaved rounds (config A, B, C, then
+// C, B, A, ...), each block on a fresh client thread, so that a transient (another process, a
+// clock change) or what one config leaves behind (libgomp keeps a calling thread's team alive
+// after its Session ends) does not land on one config only. Then the chosen config's per-op costs:
+// traced runs averaged into a cost table (profiler::cost_table_from_traces) and levels computed
+// from it.
 #pragma once
 
 #include <cstdio>
@@ -19,8 +23,13 @@
 namespace graphi::profiler {
 
 struct CalibrationOptions {
-  int runs = 10;   // timed runs per config
+  int runs = 10;   // timed runs per config, at least (more when blocks are short: min_block_ms)
   int warmup = 2;  // untimed runs first (threads awake, caches warm, RNN schedules chosen)
+  int rounds = 3;  // the runs are split over this many interleaved rounds (at most `runs`)
+  // A config's block in a round lasts at least this long: a 20 us graph gets hundreds of runs,
+  // not 3, so one slow wake-up cannot decide its median. Capped at max_runs runs per config.
+  double min_block_ms = 5.0;
+  int max_runs = 5000;
   // Early stop: after `early_runs` runs, a config whose median exceeds early_ratio x the best
   // median so far is abandoned.
   int early_runs = 3;
@@ -56,9 +65,10 @@ Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g,
                               std::span<const RankedConfig> ranked, size_t calibrate_count,
                               const CalibrationOptions& options);
 
-// Per-op durations of `config` averaged over the faster half of `runs` traced runs (one run
-// preempted by another process would dominate a mean on a shared machine), the levels they
-// give, and the traces themselves (for the report and the Chrome trace).
+// Per-op durations of `config` averaged over the faster half of `runs` traced runs and over the
+// identical ops of the plan (profiler::pool_identical_ops), the levels they give, and the traces
+// themselves (for the report and the Chrome trace). The faster half: one run preempted by
+// another process would dominate a mean on a shared machine.
 struct OpCosts {
   CostTable table;
   std::vector<double> levels;

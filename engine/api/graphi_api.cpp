@@ -9,6 +9,8 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <set>
+#include <string>
 
 #include "engine/model_loader.h"
 #include "engine/session.h"
@@ -20,6 +22,16 @@ namespace graphi {
 namespace {
 
 ApiError to_error(const Status& s) { return ApiError{s.code(), s.message()}; }
+
+// The plan line ("graphi: plan auto: 2x1 cpf (...)") goes to stderr once per distinct line and
+// process: a user sees what was chosen for each model, a server that opens the same model for
+// every replica does not repeat it. Session::plan() returns it every time.
+void say_plan_once(const std::string& line) {
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (said.insert(line).second) std::fprintf(stderr, "%s\n", line.c_str());
+}
 
 // Runs `f` (returning Expected<T>) and turns an escaping exception into an ApiError.
 template <typename F>
@@ -174,7 +186,7 @@ Expected<Session> Session::open(const std::string& path, const SessionOptions& o
     Result<profiler::PlanChoice> chosen = profiler::choose_plan(*g, req);
     if (!chosen) return to_error(chosen.status().with_context(path));
     impl->plan = chosen->message;
-    if (!impl->plan.empty()) std::fprintf(stderr, "%s\n", impl->plan.c_str());
+    if (!impl->plan.empty()) say_plan_once(impl->plan);
     engine::SessionOptions eo = chosen->options;
     eo.ring_capacity = options.ring_capacity;
     Result<std::unique_ptr<engine::Session>> s = engine::Session::create(g, eo);

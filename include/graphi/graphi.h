@@ -120,8 +120,8 @@ GRAPHI_C_API graphi_status graphi_session_open(const char* path, const graphi_op
  *   "none"          1 x 1 sequential (the default before plans existed);
  *   a file path     a plan written by `graphi profile --plan-out` (GRAPHI_INVALID_ARGUMENT naming
  *                   the file and field if it was made for another graph, machine or version).
- * The choice is printed on stderr and returned by graphi_session_plan_summary. (Added in 0.1.0
- * with plans; graphi_options is unchanged.) */
+ * The choice is printed on stderr (once per distinct line and process) and returned by
+ * graphi_session_plan_summary. (Added in 0.1.0 with plans; graphi_options is unchanged.) */
 GRAPHI_C_API graphi_status graphi_session_open_with_plan(const char* path,
                                                          const graphi_options* options,
                                                          const char* plan, graphi_session** out);

@@ -202,7 +202,7 @@ class GRAPHI_API Session {
   const std::string& passes_summary() const;
   // How the split was chosen, one line: "graphi: plan from cache FILE: 2x1 cpf", "graphi: plan
   // auto: 1x2 sequential (...)"; "" when executors/threads were given or plan was "none".
-  // Also printed on stderr at open.
+  // Also printed on stderr at open, once per distinct line and process.
   const std::string& plan_summary() const;
   const SessionOptions& options() const;
 

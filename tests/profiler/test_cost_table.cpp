@@ -62,3 +62,44 @@ TEST_CASE("cost table: from real traced runs, every node gets a positive mean",
   CHECK(sum > 0);
   CHECK(sum <= makespan * 1.0001);
 }
+
+TEST_CASE("cost table: identical ops share the mean of their group", "[profiler][cost]") {
+  test::RandomDagSpec spec;
+  spec.nodes = 30;
+  spec.seed = 11;
+  auto g = test::random_dag(spec);
+  Plan plan = value_or_throw(compile(g, 1));
+  const size_t n = plan.num_nodes();
+  profiler::CostTable t;
+  t.node_us.resize(n);
+  for (size_t i = 0; i < n; ++i) t.node_us[i] = i == 3 ? 0.0 : static_cast<double>(i + 1);
+  profiler::CostTable pooled = t;
+  profiler::pool_identical_ops(plan, pooled);
+  // The reference groups by op type and the shapes of inputs and outputs, read from the graph.
+  auto key = [&](size_t i) {
+    std::string k = g->node(static_cast<graph::NodeId>(i)).op;
+    for (graph::ValueId v : plan.inputs(static_cast<NodeId>(i)))
+      k += "/" + shape_to_string(g->value(v).desc.shape);
+    for (graph::ValueId v : plan.outputs(static_cast<NodeId>(i)))
+      k += ">" + shape_to_string(g->value(v).desc.shape);
+    return k;
+  };
+  size_t groups_with_several = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (i == 3) {
+      CHECK(pooled.node_us[i] == 0.0);  // untraced stays untraced
+      continue;
+    }
+    double sum = 0;
+    int count = 0;
+    for (size_t j = 0; j < n; ++j)
+      if (j != 3 && key(j) == key(i)) {
+        sum += t.node_us[j];
+        ++count;
+      }
+    if (count > 1) ++groups_with_several;
+    CHECK(pooled.node_us[i] == Approx(sum / count));
+  }
+  CHECK(groups_with_several > 0);  // the DAG repeats ops, so the pooling was exercised
+  CHECK(profiler::op_signature(plan, 0) != "");
+}
