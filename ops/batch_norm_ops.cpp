@@ -52,8 +52,7 @@ Result<BnGeometry> bn_geometry(const NodeView& v, size_t per_channel_inputs) {
                                    v.in(i).to_string());
   }
   GRAPHI_ASSIGN_OR_RETURN(g.eps, graph::attr_float(v.node.attrs, v.where, "epsilon", 1e-5));
-  if (!(g.eps >= 0))
-    return Status::invalid_graph(v.where + ": attribute 'epsilon' must be >= 0");
+  if (!(g.eps >= 0)) return Status::invalid_graph(v.where + ": attribute 'epsilon' must be >= 0");
   return g;
 }
 
@@ -72,8 +71,7 @@ Result<std::vector<TensorDesc>> infer_bn_training(const graph::InferContext& ctx
   GRAPHI_ASSIGN_OR_RETURN(BnGeometry g, bn_geometry(v, 2));
   if (ctx.num_outputs < 1 || ctx.num_outputs > 4)
     return Status::invalid_graph(v.where + ": expects 1 to 4 outputs (Y, Mean, InvStdDev, Var)");
-  if (g.n * g.inner < 1)
-    return Status::invalid_graph(v.where + ": no elements per channel");
+  if (g.n * g.inner < 1) return Status::invalid_graph(v.where + ": no elements per channel");
   std::vector<TensorDesc> out{v.in(0)};
   for (size_t k = 1; k < ctx.num_outputs; ++k) out.push_back(TensorDesc{DType::kF32, {g.c}});
   return out;
@@ -229,8 +227,8 @@ std::unique_ptr<Kernel> make_stats_update() { return std::make_unique<StatsUpdat
 void register_batch_norm_ops(Registry& r) {
   r.add({"BatchNormalization", infer_bn, cost_bn, false, {make_bn}});
   r.add({"BatchNormalizationTraining", infer_bn_training, cost_bn, false, {make_bn_training}});
-  r.add({"BatchNormStatsUpdate", infer_stats_update, cost_stats_update, false,
-         {make_stats_update}});
+  r.add(
+      {"BatchNormStatsUpdate", infer_stats_update, cost_stats_update, false, {make_stats_update}});
 }
 
 }  // namespace graphi::ops

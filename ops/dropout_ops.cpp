@@ -35,7 +35,8 @@ Result<std::vector<TensorDesc>> infer_dropout(const graph::InferContext& ctx) {
   GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 0, "X", {DType::kF32}));
   GRAPHI_RETURN_IF_ERROR(dropout_ratio(v).status());
   if (ctx.num_outputs != 1)
-    return Status::unsupported(v.where + ": expects 1 output (Y); the mask output is not supported");
+    return Status::unsupported(v.where +
+                               ": expects 1 output (Y); the mask output is not supported");
   return std::vector<TensorDesc>{v.in(0)};
 }
 

@@ -236,7 +236,8 @@ Status grad_pad(GradContext& c, Dx& dx) {
   if (c.node.inputs.size() > 3 && c.node.inputs[3] != graph::kNoId)
     return Status::unsupported(c.where + ": the Pad gradient does not support the 'axes' input");
   if (c.need.size() > 2 && c.need[2])
-    return Status::unsupported(c.where + ": the Pad gradient does not differentiate the fill value");
+    return Status::unsupported(c.where +
+                               ": the Pad gradient does not differentiate the fill value");
   std::vector<int64_t> pads;
   if (c.node.inputs.size() > 1 && c.node.inputs[1] != graph::kNoId) {
     GRAPHI_ASSIGN_OR_RETURN(pads, const_ints(c, 1, "pads"));
@@ -515,18 +516,22 @@ Status grad_pool(GradContext& c, Dx& dx) {
 // ---- training-mode normalization and dropout ----
 
 // BatchNormalizationTraining (X, scale, B) -> Y, Mean, InvStdDev, Var over the channel dim 1, with
-// M = N * spatial elements per channel, xhat = (X - Mean) * InvStdDev (torch's batch_norm_backward):
+// M = N * spatial elements per channel, xhat = (X - Mean) * InvStdDev (torch's
+// batch_norm_backward):
 //   dB = sum(dY), dscale = sum(dY * xhat)   (sums over every dim but 1)
 //   dX = scale * InvStdDev * (dY - dB / M - xhat * dscale / M)
 // The statistics are read from the forward node's outputs, not recomputed.
 Status grad_batch_norm_training(GradContext& c, Dx& dx) {
   for (size_t k = 1; k < c.dy.size(); ++k)
     if (!c.dy[k].empty())
-      return Status::unsupported(c.where + ": the BatchNormalization gradient flows through Y "
-                                 "only; output " + std::to_string(k) + " ('" + c.out_name(k) +
+      return Status::unsupported(c.where +
+                                 ": the BatchNormalization gradient flows through Y "
+                                 "only; output " +
+                                 std::to_string(k) + " ('" + c.out_name(k) +
                                  "') is used on the way to the loss");
   if (c.node.outputs.size() < 3)
-    return Status::unsupported(c.where + ": the gradient rule needs the Mean and InvStdDev outputs");
+    return Status::unsupported(c.where +
+                               ": the gradient rule needs the Mean and InvStdDev outputs");
   const Shape& xs = c.in(0).desc.shape;
   const int64_t ch = xs[1];
   Shape cs(xs.size(), 1);
@@ -543,8 +548,8 @@ Status grad_batch_norm_training(GradContext& c, Dx& dx) {
   const std::string mean = c.e.reshape(c.out_name(1), cs), inv = c.e.reshape(c.out_name(2), cs);
   const std::string xhat = c.e.op("Mul", {c.e.op("Sub", {c.in_name(0), mean}), inv}, {}, "bn_xhat");
   const std::string db = c.e.op("ReduceSum", {dy, ax}, attrs_int("keepdims", 0), "bn_dB");
-  const std::string dscale = c.e.op("ReduceSum", {c.e.op("Mul", {dy, xhat}), ax},
-                                    attrs_int("keepdims", 0), "bn_dscale");
+  const std::string dscale =
+      c.e.op("ReduceSum", {c.e.op("Mul", {dy, xhat}), ax}, attrs_int("keepdims", 0), "bn_dscale");
   if (c.need[1]) dx[1] = dscale;
   if (c.need[2]) dx[2] = db;
   if (c.need[0]) {
@@ -562,7 +567,8 @@ Status grad_batch_norm_training(GradContext& c, Dx& dx) {
 // DropoutTraining (X, step) -> Y = X * Mask, Mask: dX = dY * Mask (the forward's own mask).
 Status grad_dropout_training(GradContext& c, Dx& dx) {
   if (c.dy.size() > 1 && !c.dy[1].empty())
-    return Status::unsupported(c.where + ": the Dropout mask output is used on the way to the loss");
+    return Status::unsupported(c.where +
+                               ": the Dropout mask output is used on the way to the loss");
   if (c.node.outputs.size() < 2)
     return Status::unsupported(c.where + ": the gradient rule needs the Mask output");
   if (c.need[0]) dx[0] = c.e.op("Mul", {c.dy[0], c.out_name(1)}, {}, "dropout_grad");

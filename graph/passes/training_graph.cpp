@@ -132,8 +132,7 @@ Result<TrainingGraph> build_training_graph(const Graph& g, const TrainingSpec& s
 
   GRAPHI_ASSIGN_OR_RETURN(tg.buffers, batch_norm_buffers(g));
   const std::set<std::string> buffers(tg.buffers.begin(), tg.buffers.end());
-  tg.weights =
-      spec.trainable.empty() ? default_trainable(g, *pred_id, buffers) : spec.trainable;
+  tg.weights = spec.trainable.empty() ? default_trainable(g, *pred_id, buffers) : spec.trainable;
   if (tg.weights.empty())
     return Status::invalid_argument(src + "no trainable weights: '" + pred +
                                     "' depends on no float32 constant of rank >= 1");
@@ -197,9 +196,8 @@ Result<TrainingGraph> build_training_graph(const Graph& g, const TrainingSpec& s
       int64_t count = 1;
       for (size_t d = 0; d < xs.size(); ++d)
         if (d != 1) count *= xs[d];
-      stats_updates.push_back(
-          {n.name + "/running_stats", ins[3], ins[4], stats + "mean", stats + "var", momentum,
-           count});
+      stats_updates.push_back({n.name + "/running_stats", ins[3], ins[4], stats + "mean",
+                               stats + "var", momentum, count});
     } else if (n.op == "Dropout") {
       GRAPHI_ASSIGN_OR_RETURN(double ratio, attr_float(n.attrs, where, "ratio", 0.5));
       GRAPHI_ASSIGN_OR_RETURN(int64_t seed, attr_int(n.attrs, where, "seed", seed_of_name(n.name)));

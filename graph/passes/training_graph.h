@@ -51,8 +51,8 @@ struct TrainingSpec {
 
 struct TrainingGraph {
   Graph graph;
-  std::string loss = "loss";                 // the scalar loss: the graph's first output
-  std::vector<std::string> weights;          // trainable values, now graph inputs
+  std::string loss = "loss";         // the scalar loss: the graph's first output
+  std::vector<std::string> weights;  // trainable values, now graph inputs
   // Constants of the model that the step updates in place but does not train: the running mean
   // and variance of every BatchNormalization (inputs, named as the constants; their initial
   // values are the model's). They go back into the model with the weights.
@@ -62,7 +62,7 @@ struct TrainingGraph {
     std::string name;
     TensorDesc desc;
   };
-  std::vector<StateInput> state;         // optimizer state inputs (start at zero)
+  std::vector<StateInput> state;  // optimizer state inputs (start at zero)
   // The int64 [] step count input (1, 2, ...: Adam's bias correction, Dropout's masks), else "".
   std::string step_input;
   std::vector<std::string> data_inputs;  // the model's inputs plus the label input

@@ -389,8 +389,7 @@ void check_running_stats(const TrainingSession& ts, const std::string& prefix, d
   }
 }
 
-TEST_CASE("training: batch norm running statistics follow torch's momentum update",
-          "[training]") {
+TEST_CASE("training: batch norm running statistics follow torch's momentum update", "[training]") {
   Model m = cnn_bn_model();
   TrainingOptions o;
   o.spec = spec_of(m);
@@ -704,7 +703,7 @@ TEST_CASE(
       scale = std::max(scale, std::abs(want[i]));
     }
     INFO("reloaded inference against the naive reference: max error " << err << ", scale "
-                                                                        << scale);
+                                                                      << scale);
     CHECK(err <= 1e-5 * std::max(1.0, scale));
     // And torch's trained module in eval mode (the same 100 steps in torch) agrees closely.
     const double e = tensor_rel_error(logits, fixture("cnn_bn", std::string(opt) + "_eval_logits"));
@@ -734,7 +733,10 @@ TEST_CASE(
   CHECK(e <= 1e-5);
   // Training: batch statistics and graphi's step-1 dropout mask, against torch float64 autograd
   // with that mask (make_fixtures.py recomputes it).
-  Model m{g, graph::passes::LossKind::kSoftmaxCrossEntropy, "logits", "labels",
+  Model m{g,
+          graph::passes::LossKind::kSoftmaxCrossEntropy,
+          "logits",
+          "labels",
           {{"x", x}, {"labels", fixture("cnn_bn", "labels")}}};
   check_gradients_against_torch(m, "onnx");
   // A few SGD steps run, the running statistics move and the loss falls.

@@ -406,9 +406,9 @@ TEST_CASE("autodiff: random shapes for unary, softmax, reduction and layout rule
     std::uniform_int_distribution<int64_t> axis_of(-rank, rank - 1);
     const int64_t axis = axis_of(rng);
     INFO("shape " << shape_to_string(s) << " axis " << axis);
-    for (const char* op : {"Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Neg", "Softmax", "LogSoftmax",
-                           "ReduceSum", "ReduceMean", "Transpose", "Slice", "Split", "Concat",
-                           "Pad"}) {
+    for (const char* op :
+         {"Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Neg", "Softmax", "LogSoftmax", "ReduceSum",
+          "ReduceMean", "Transpose", "Slice", "Split", "Concat", "Pad"}) {
       INFO(op);
       GraphBuilder b("random");
       b.add_input("X", {DType::kF32, s});
@@ -514,7 +514,8 @@ TEST_CASE("autodiff: BatchNormalizationTraining gradients against float64 finite
     for (int64_t k = 0; k < c; ++k) {
       double mean = 0, var = 0;
       for (int64_t i = 0; i < n; ++i)
-        for (int64_t e = 0; e < inner; ++e) mean += xv[static_cast<size_t>((i * c + k) * inner + e)];
+        for (int64_t e = 0; e < inner; ++e)
+          mean += xv[static_cast<size_t>((i * c + k) * inner + e)];
       mean /= static_cast<double>(n * inner);
       for (int64_t i = 0; i < n; ++i)
         for (int64_t e = 0; e < inner; ++e) {
@@ -546,8 +547,8 @@ TEST_CASE("autodiff: BatchNormalizationTraining gradients against float64 finite
   graph::Graph g = value_or_throw(b.finish(reg));
   graph::passes::AutodiffOptions opt;
   opt.grads_as_outputs = true;
-  auto ad = value_or_throw(graph::passes::differentiate(g, "L", {"X", "scale", "B"},
-                                                        ops::gradient_rules(), reg, opt));
+  auto ad = value_or_throw(
+      graph::passes::differentiate(g, "L", {"X", "scale", "B"}, ops::gradient_rules(), reg, opt));
   NamedTensors out = run(ad.graph, named({{"X", x}, {"scale", scale}, {"B", bias}}));
   std::vector<std::vector<double>> at = {to_d(x), to_d(scale), to_d(bias)};
   const char* names[] = {"X", "scale", "B"};
