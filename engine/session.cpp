@@ -1,8 +1,8 @@
 // Sequential reference executor and Session (see session.h). Nodes run one at a time in the
-// Plan's topological order on the calling thread's OpenMP team (with GRAPHI_SHARED_TEAMS=1 and
-// teams of k > 1: on the process-wide leader thread for k, engine/team_leader.h, so that N such
-// Sessions hold one OpenMP pool, not N); this is the correctness oracle for every parallel
-// executor.
+// Plan's topological order on the calling thread's OpenMP team; a run that starts while other
+// sequential runs of the process hold the CPUs gets a team of 1 (engine/run_width.h, the
+// default), and with GRAPHI_SHARED_TEAMS=1 teams of k > 1 run on the process-wide leader thread
+// for k (engine/team_leader.h). This is the correctness oracle for every parallel executor.
 //
 // Concurrency: one Session owns one set of per-run buffers (arena, scratch, pointer tables), so
 // run() holds a mutex for the whole run; concurrent callers wait their turn. For parallel
@@ -29,6 +29,7 @@
 #include "engine/omp_oversubscription.h"
 #include "engine/parallel_runtime.h"
 #include "engine/plan.h"
+#include "engine/run_width.h"
 #include "engine/team_leader.h"
 #include "engine/topology.h"
 
@@ -68,6 +69,10 @@ struct Session::Impl {
   // Sequential with threads > 1: the process-wide leader that runs this Session's runs on its
   // team (engine/team_leader.h), shared with every other such Session of the same team size.
   std::shared_ptr<TeamLeader> leader;
+  // Sequential without the leader: narrow runs that start while others are in flight
+  // (engine/run_width.h; GRAPHI_SHARED_TEAMS unset = auto), up to `cpus` threads in flight.
+  bool narrow = false;
+  int cpus = 1;
   Status start_runtime();
   std::atomic<bool> closing{false};  // the destructor has begun: cancel the sequential run
   ops::KernelFailure failure;        // run-time op failures of the sequential executor
@@ -347,10 +352,14 @@ Status Session::Impl::execute(int threads) {
 Status Session::Impl::start_runtime() {
   policy = *parse_policy(options.scheduler);
   if (policy == Policy::kSequential) {
-    if (options.threads > 1 && TeamLeader::enabled())
+    const TeamSharing sharing = team_sharing_from_env();
+    if (options.threads > 1 && sharing == TeamSharing::kLeader) {
       leader = TeamLeader::acquire(options.threads);  // holds the OpenMP claim for all of them
-    else
+    } else {
       omp_claim.emplace(1, options.threads, false);
+      narrow = sharing == TeamSharing::kAuto;
+      cpus = allowed_cpu_count();
+    }
     trace.executors = 1;
     trace.threads = options.threads;
     trace.scheduler = policy_name(policy);
@@ -428,10 +437,12 @@ Result<NamedTensors> Session::run(const NamedTensors& inputs) {
     }
   } else {
     Status st;
-    if (im.leader)
+    if (im.leader) {
       im.leader->run([&] { st = im.execute(im.options.threads); });
-    else
-      st = im.execute(im.options.threads);
+    } else {
+      const RunWidth width(im.options.threads, im.cpus, im.narrow);
+      st = im.execute(width.threads());
+    }
     if (!st.is_ok()) {
       for (const Impl::InputSlot& s : im.input_slots) im.in_ptrs[s.slot] = nullptr;
       return st;

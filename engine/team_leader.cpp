@@ -1,8 +1,8 @@
 #include "engine/team_leader.h"
 
-#include <cstdlib>
-#include <cstring>
 #include <map>
+
+#include "engine/run_width.h"
 
 namespace graphi::engine {
 
@@ -23,10 +23,7 @@ std::shared_ptr<TeamLeader> TeamLeader::acquire(int threads) {
   return l;
 }
 
-bool TeamLeader::enabled() {
-  const char* v = std::getenv("GRAPHI_SHARED_TEAMS");
-  return v && std::strcmp(v, "1") == 0;
-}
+bool TeamLeader::enabled() { return team_sharing_from_env() == TeamSharing::kLeader; }
 
 int TeamLeader::live_leaders() {
   std::lock_guard<std::mutex> lock(g_leaders_mutex);
@@ -48,6 +45,21 @@ TeamLeader::~TeamLeader() {
 }
 
 void TeamLeader::run(const std::function<void()>& job) {
+  {
+    std::unique_lock<std::mutex> turn(turn_mutex_);
+    const uint64_t mine = next_ticket_++;
+    turn_cv_.wait(turn, [&] { return serving_ == mine; });
+  }
+  struct NextTurn {
+    TeamLeader& l;
+    ~NextTurn() {
+      {
+        std::lock_guard<std::mutex> turn(l.turn_mutex_);
+        ++l.serving_;
+      }
+      l.turn_cv_.notify_all();
+    }
+  } next_turn{*this};
   std::lock_guard<std::mutex> lock(submit_);
   if (sched_getaffinity(0, sizeof job_mask_, &job_mask_) != 0) CPU_ZERO(&job_mask_);
   done_.store(false, std::memory_order_relaxed);

@@ -20,6 +20,8 @@
 #include <sched.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -45,7 +47,8 @@ class TeamLeader {
   static bool enabled();
 
   // Runs `job` on the leader thread with the caller's CPU mask and returns when it is done.
-  // Callers from several threads take turns. Must not be called from the leader thread.
+  // Callers from several threads take turns in arrival order (a ticket queue: std::mutex alone
+  // let one caller starve the others for seconds). Must not be called from the leader thread.
   void run(const std::function<void()>& job);
 
   int threads() const { return threads_; }
@@ -59,7 +62,10 @@ class TeamLeader {
 
   const int threads_;
   OmpThreadClaim claim_;
-  std::mutex submit_;  // one job at a time
+  std::mutex submit_;      // one job at a time
+  std::mutex turn_mutex_;  // the ticket queue in front of submit_
+  std::condition_variable turn_cv_;
+  uint64_t next_ticket_ = 0, serving_ = 0;
   std::atomic<const std::function<void()>*> job_{nullptr};
   std::atomic<bool> done_{false};
   std::atomic<bool> stop_{false};

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${GRAPHI_VENV:-.venv}
-REQ=scripts/requirements-bench.txt
+REQ=${GRAPHI_VENV_REQUIREMENTS:-scripts/requirements-bench.txt}
 if [ ! -x "$VENV/bin/python" ]; then
   echo "bench_venv: creating $VENV (python3 -m venv --system-site-packages over /usr/bin/python3)"
   /usr/bin/python3 -m venv --system-site-packages "$VENV" || {

@@ -11,6 +11,8 @@
 #                            CPU) over /usr/bin/python3, for the torch.compile backend's tests
 #                            (ctest python/venv; about 2.5 min the first time, then free)
 #   scripts/setup.sh bench   + the benchmarks' peers (the same packages and venv)
+#   scripts/setup.sh serve   + Ray Serve in its own venv .venv-serve (scripts/serve_venv.sh, from
+#                            scripts/requirements-serve.txt) for scripts/bench_serve.sh, serve_demo.sh
 #   scripts/setup.sh lint    clang-format and clang-tidy (Debian's 14) for scripts/lint.sh
 # The packages and why each is needed: docs/DEPENDENCIES.md.
 set -euo pipefail
@@ -44,9 +46,9 @@ LINT_PACKAGES=(
 case "$LEVEL" in
   run) PACKAGES=("${RUN_PACKAGES[@]}") ;;
   python) PACKAGES=("${RUN_PACKAGES[@]}" "${PYTHON_PACKAGES[@]}") ;;
-  test|bench) PACKAGES=("${RUN_PACKAGES[@]}" "${PYTHON_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
+  test|bench|serve) PACKAGES=("${RUN_PACKAGES[@]}" "${PYTHON_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
   lint) PACKAGES=("${LINT_PACKAGES[@]}") ;;
-  *) echo "usage: scripts/setup.sh [run|python|test|bench|lint]" >&2; exit 2 ;;
+  *) echo "usage: scripts/setup.sh [run|python|test|bench|serve|lint]" >&2; exit 2 ;;
 esac
 
 missing=()
@@ -66,4 +68,7 @@ fi
 
 if [ "$LEVEL" = test ] || [ "$LEVEL" = bench ]; then
   ./scripts/bench_venv.sh >&2
+fi
+if [ "$LEVEL" = serve ]; then
+  ./scripts/serve_venv.sh >&2
 fi

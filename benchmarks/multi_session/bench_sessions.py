@@ -3,20 +3,26 @@
 same cores (issue 14, "Several models in one process").
 
     PYTHONPATH=build/python /usr/bin/python3 benchmarks/multi_session/bench_sessions.py \
-        --graphi build/graphi [--sessions 2,4] [--threads 2] [--seconds 4] [--rounds 2]
+        --graphi build/graphi [--models lstm,gru,tests/data/onnx_zoo/mobilenetish_op13.onnx] \
+        [--sessions 2,4,8] [--threads 2] [--seconds 3] [--rounds 3]
 
-Model: the makespan LSTM (`graphi model lstm`, E = H = 256, 4 layers, batch 1, 50 unrolled
-steps; the fusion pass turns it into fused LSTM sequence ops). N Sessions of 1 executor x
-`threads` (sequential scheduler, pinned: every team on the same cores 0..threads-1), each driven
-by its own caller in a closed loop for `seconds`:
-  one process   N Python threads in this process, one Session each (run() releases the GIL);
-                the Sessions share one team leader (GRAPHI_SHARED_TEAMS=1, engine/team_leader.h)
-  1 proc, own   the same with GRAPHI_SHARED_TEAMS=0 (the default): every caller thread opens
-                its own team
-  N processes   N copies of this script (--worker), one Session each, started together
-Reported per mode: total runs per second and the median and p90 latency of one run. Modes
-alternate over `rounds` (order rotated); medians over rounds. Outputs are checked against a
-1x1 Session's.
+Models: `lstm` / `gru` are the makespan RNNs (`graphi model`, E = H = 256, 4 layers, batch 1,
+50 steps; fused into sequence ops), anything else an ONNX file; Session i runs model i mod the
+count. N Sessions of 1 executor x `threads` (sequential scheduler), each driven by its own caller
+in a closed loop for `seconds`. Modes, each sample set in a fresh process:
+  1 proc, default  N Python threads in one process, one Session each (run() releases the GIL),
+                   GRAPHI_SHARED_TEAMS unset: a run that starts while others hold the CPUs gets
+                   a team of 1 (engine/run_width.h)
+  1 proc, own      the same with GRAPHI_SHARED_TEAMS=0: every run opens its full team on its
+                   caller (libgomp: a worker pool per caller thread)
+  1 proc, leader   GRAPHI_SHARED_TEAMS=1: the runs take turns on one process-wide team
+                   (engine/team_leader.h)
+  N processes      N copies of this script (--worker), one Session each, started together
+Reported per mode: total runs/s, work (sum over Sessions of runs/s x that model's run time
+alone: how many Sessions' worth of busy time the mode delivers, comparable across mixes of
+short and long models), median and p90 latency, and each Session's runs/s against the same
+Session in its own process (geometric mean and minimum). Modes alternate over `rounds` (order
+rotated); medians over rounds. Outputs are checked against a 1x1 Session's.
 """
 import argparse
 import os
@@ -58,19 +64,25 @@ def worker(args):
     sys.stdout.write(" ".join("%.4f" % v for v in lat) + "\n")
 
 
+def model_list(arg):
+    return arg.split(",")
+
+
 def inproc_worker(args):
     """--inproc N: N Sessions and N caller threads in this (fresh) process; one line of
     latencies per caller. A fresh process per sample set, because libgomp keeps the worker pool
     of every thread that opened a team until that thread exits: a warm-up on the main thread
     in one mode would leave a pool behind that throttles the next mode."""
-    sessions = [graphi.Session(args.model, threads=args.threads) for _ in range(args.inproc)]
-    feed = inputs_for(sessions[0])
+    models = model_list(args.model)
+    sessions = [graphi.Session(models[i % len(models)], threads=args.threads)
+                for i in range(args.inproc)]
+    feeds = [inputs_for(s) for s in sessions]
     results = [None] * args.inproc
     start_at = time.time() + 0.5
 
     def go(i):
-        sessions[i].run(feed)  # warm-up on the caller thread itself
-        results[i] = drive(sessions[i], feed, args.seconds, start_at)
+        sessions[i].run(feeds[i])  # warm-up on the caller thread itself
+        results[i] = drive(sessions[i], feeds[i], args.seconds, start_at)
     ts = [threading.Thread(target=go, args=(i,)) for i in range(args.inproc)]
     for t in ts:
         t.start()
@@ -80,9 +92,20 @@ def inproc_worker(args):
         sys.stdout.write(" ".join("%.4f" % v for v in lat) + "\n")
 
 
-def one_process(model, n, threads, seconds, shared=True):
-    env = dict(os.environ, GRAPHI_SHARED_TEAMS="1" if shared else "0")
-    r = subprocess.run([sys.executable, __file__, "--inproc", str(n), "--model", model,
+SHARING = {"1 proc, default": None, "1 proc, own": "0", "1 proc, leader": "1"}
+
+
+def env_for(sharing):
+    env = dict(os.environ)
+    env.pop("GRAPHI_SHARED_TEAMS", None)
+    if sharing is not None:
+        env["GRAPHI_SHARED_TEAMS"] = sharing
+    return env
+
+
+def one_process(models, n, threads, seconds, sharing=None):
+    env = env_for(sharing)
+    r = subprocess.run([sys.executable, __file__, "--inproc", str(n), "--model", ",".join(models),
                         "--threads", str(threads), "--seconds", str(seconds)],
                        stdout=subprocess.PIPE, text=True, env=env)
     if r.returncode != 0:
@@ -90,13 +113,15 @@ def one_process(model, n, threads, seconds, shared=True):
     return [[float(v) for v in line.split()] for line in r.stdout.splitlines()]
 
 
-def separate_processes(model, n, threads, seconds):
-    start_at = time.time() + 3.0  # time for the interpreters to start and load the model
-    procs = [subprocess.Popen([sys.executable, __file__, "--worker", "--model", model,
+def separate_processes(models, n, threads, seconds):
+    start_at = time.time() + 3.0 + 0.3 * n  # time for the interpreters to start and load
+    env = env_for(None)  # one Session per process: its runs never meet another's
+    procs = [subprocess.Popen([sys.executable, __file__, "--worker", "--model",
+                               models[i % len(models)],
                                "--threads", str(threads), "--seconds", str(seconds),
                                "--start-at", repr(start_at)],
-                              stdout=subprocess.PIPE, text=True, env=dict(os.environ))
-             for _ in range(n)]
+                              stdout=subprocess.PIPE, text=True, env=env)
+             for i in range(n)]
     out = []
     for p in procs:
         stdout, _ = p.communicate()
@@ -122,6 +147,9 @@ def main():
     ap.add_argument("--worker", action="store_true")
     ap.add_argument("--inproc", type=int)
     ap.add_argument("--model")
+    ap.add_argument("--models", default="lstm",
+                    help="comma-separated: lstm, gru (graphi model, 4x256, T50) or .onnx files; "
+                         "session i runs model i mod the count")
     ap.add_argument("--start-at", type=float)
     args = ap.parse_args()
     if args.worker:
@@ -129,42 +157,72 @@ def main():
     if args.inproc:
         return inproc_worker(args)
     tmp = tempfile.mkdtemp(prefix="graphi_sessions_")
-    model = os.path.join(tmp, "lstm.graphi")
-    subprocess.run([args.graphi, "model", "lstm", "--input", "256", "--hidden", "256",
-                    "--layers", "4", "--batch", "1", "--seq", "50", "-o", model], check=True,
-                   stdout=subprocess.DEVNULL)
-    ref = graphi.Session(model)
-    feed = inputs_for(ref)
-    want = ref.run(feed)
-    got = graphi.Session(model, threads=args.threads).run(feed)
-    err = max(float(np.max(np.abs(got[k] - want[k]))) for k in want)
-    del ref
+    models, names = [], []
+    for kind in args.models.split(","):
+        if kind in ("lstm", "gru"):  # the makespan RNN: E = H = 256, 4 layers, batch 1, 50 steps
+            path = os.path.join(tmp, kind + ".graphi")
+            subprocess.run([args.graphi, "model", kind, "--input", "256", "--hidden", "256",
+                            "--layers", "4", "--batch", "1", "--seq", "50", "-o", path],
+                           check=True, stdout=subprocess.DEVNULL)
+            names.append("%s 4x256 T50" % kind.upper())
+        else:  # an ONNX file, e.g. the zoo's CNN
+            path = kind
+            names.append(os.path.basename(kind))
+        models.append(path)
+    errs = []
+    for path in models:
+        ref = graphi.Session(path, threads=1)
+        feed = inputs_for(ref)
+        want = ref.run(feed)
+        got = graphi.Session(path, threads=args.threads).run(feed)
+        errs.append(max(float(np.max(np.abs(got[k] - want[k]))) for k in want))
+        del ref
+    # Each model alone (its own process, one caller): the cost of one run, so that modes can be
+    # compared by the work they get done (sum over Sessions of runs/s x alone time) whatever
+    # the mix of run lengths.
+    alone = [statistics.median(one_process([m], 1, args.threads, min(args.seconds, 2.0))[0])
+             for m in models]
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
-    print("LSTM E=H=256, 4 layers, batch 1, 50 steps; Sessions 1x%d sequential, pinned; %.0f s "
-          "per mode, %d rounds; max |diff| to 1x1 %.1e; OMP_WAIT_POLICY=%s; load average %s" % (
-              args.threads, args.seconds, args.rounds, err,
+    print("alone, one Session 1x%d: %s" % (args.threads, ", ".join(
+        "%s %.3f ms" % (nm, t) for nm, t in zip(names, alone))))
+    print("models (session i runs model i mod %d): %s; Sessions 1x%d sequential; %.0f s per "
+          "mode, %d rounds; max |diff| to 1x1 %.1e; OMP_WAIT_POLICY=%s; load average %s" % (
+              len(models), ", ".join(names), args.threads, args.seconds, args.rounds, max(errs),
               os.environ.get("OMP_WAIT_POLICY", "(unset)"), load), flush=True)
-    print("%-9s %-14s %10s %10s %10s" % ("sessions", "mode", "runs/s", "p50 ms", "p90 ms"))
+    print("work = sum over Sessions of runs/s x the model's alone time (1.0 = one Session busy "
+          "all the time); ratios: each Session's runs/s against the same Session in its own "
+          "process (geometric mean, minimum)")
+    print("%-9s %-16s %10s %8s %10s %10s %10s %10s" % ("sessions", "mode", "runs/s", "work",
+                                                        "p50 ms", "p90 ms", "geo ratio",
+                                                        "min ratio"))
     for n in [int(v) for v in args.sessions.split(",")]:
-        modes = ["one process", "own teams", "processes"]
+        modes = list(SHARING) + ["processes"]
         res = {m: [] for m in modes}
+        per = {m: [] for m in modes}  # per round: runs/s of each Session
         for r in range(args.rounds):
-            for mode in modes[r % 3:] + modes[:r % 3]:
+            for mode in modes[r % len(modes):] + modes[:r % len(modes)]:
                 if mode == "processes":
-                    lat = separate_processes(model, n, args.threads, args.seconds)
+                    lat = separate_processes(models, n, args.threads, args.seconds)
                 else:
-                    lat = one_process(model, n, args.threads, args.seconds, mode == "one process")
+                    lat = one_process(models, n, args.threads, args.seconds, SHARING[mode])
                 res[mode].append(summary(lat, args.seconds))
-        label = {"one process": "one process", "own teams": "1 proc, own",
-                 "processes": "%d processes" % n}
+                per[mode].append([len(v) / args.seconds for v in lat])
+        # Each Session's median runs/s over rounds, against the same Session in its own process.
+        med_per = {m: [statistics.median(rd[i] for rd in per[m]) for i in range(n)] for m in modes}
+        ratios = {m: [a / b if b else float("nan") for a, b in zip(med_per[m], med_per["processes"])]
+                  for m in modes}
+        work = {m: sum(r * alone[i % len(models)] / 1e3 for i, r in enumerate(med_per[m]))
+                for m in modes}
         for mode, rs in res.items():
             med = {k: statistics.median(x[k] for x in rs) for k in ("rps", "p50", "p90")}
-            print("%-9d %-14s %10.1f %10.2f %10.2f" % (n, label[mode], med["rps"], med["p50"],
-                                                       med["p90"]), flush=True)
-        rps = {m: statistics.median(x["rps"] for x in res[m]) for m in modes}
-        print("%-9d one process / processes throughput = %.2f (own teams: %.2f)" % (
-            n, rps["one process"] / rps["processes"], rps["own teams"] / rps["processes"]),
+            geo = float(np.exp(np.mean(np.log(np.maximum(ratios[mode], 1e-9)))))
+            label = "%d processes" % n if mode == "processes" else mode
+            print("%-9d %-16s %10.1f %8.2f %10.2f %10.2f %10.2f %10.2f" % (
+                n, label, med["rps"], work[mode], med["p50"], med["p90"], geo,
+                min(ratios[mode])), flush=True)
+        print("%-9d one process / processes, work: %s" % (n, ", ".join(
+            "%s %.2f" % (m.split(", ")[1], work[m] / work["processes"]) for m in SHARING)),
             flush=True)
     return 0
 

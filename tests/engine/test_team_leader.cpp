@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/omp_oversubscription.h"
+#include "engine/run_width.h"
 #include "engine/session.h"
 #include "engine/team_leader.h"
 #include "graph/graph_builder.h"
@@ -136,4 +137,69 @@ TEST_CASE("team leader: without GRAPHI_SHARED_TEAMS=1 the team stays on the call
   Tensor b = test::random_tensor(TensorDesc{DType::kF32, {32, 16}}, 4);
   auto out = value_or_throw(s->run({{"a", a}, {"b", b}}));
   CHECK(test::max_rel_error(out[0].second, naive_y(a, b)) < 1e-5);
+}
+
+// engine/run_width.h: the default (GRAPHI_SHARED_TEAMS unset) narrows a run to a team of 1 when
+// other sequential runs hold threads and its team would take them above the CPUs.
+TEST_CASE("run width: a run alone keeps its team, a run beside others above the CPUs gets 1",
+          "[team_leader][run_width]") {
+  const int base = RunWidth::in_flight();
+  REQUIRE(base == 0);  // no Session runs in this test binary's other threads now
+  {
+    RunWidth first(2, 2, true);
+    CHECK(first.threads() == 2);  // alone: the full team
+    {
+      RunWidth second(2, 2, true);
+      CHECK(second.threads() == 1);  // 2 + 2 > 2 CPUs
+      CHECK(RunWidth::in_flight() == 3);
+      RunWidth third(2, 8, true);
+      CHECK(third.threads() == 2);  // 3 + 2 <= 8 CPUs: no need to narrow
+      RunWidth own(2, 2, false);
+      CHECK(own.threads() == 2);  // GRAPHI_SHARED_TEAMS=0: never narrowed
+    }
+    CHECK(RunWidth::in_flight() == 2);
+  }
+  CHECK(RunWidth::in_flight() == 0);
+  RunWidth single(1, 1, true);
+  CHECK(single.threads() == 1);
+}
+
+TEST_CASE("run width: GRAPHI_SHARED_TEAMS selects auto (unset), own (0) and leader (1)",
+          "[team_leader][run_width]") {
+  unsetenv("GRAPHI_SHARED_TEAMS");
+  CHECK(team_sharing_from_env() == TeamSharing::kAuto);
+  setenv("GRAPHI_SHARED_TEAMS", "0", 1);
+  CHECK(team_sharing_from_env() == TeamSharing::kOwn);
+  setenv("GRAPHI_SHARED_TEAMS", "1", 1);
+  CHECK(team_sharing_from_env() == TeamSharing::kLeader);
+  CHECK(TeamLeader::enabled());
+  unsetenv("GRAPHI_SHARED_TEAMS");
+  CHECK_FALSE(TeamLeader::enabled());
+}
+
+TEST_CASE("run width: default Sessions called from three threads at once stay correct",
+          "[team_leader][run_width]") {
+  auto s1 = sequential(2, false);
+  auto s2 = sequential(2, false);
+  std::atomic<int> wrong{0}, failed{0};
+  auto drive = [&](Session& s, uint64_t seed) {
+    for (int i = 0; i < 40; ++i) {
+      Tensor a = test::random_tensor(TensorDesc{DType::kF32, {8, 32}}, seed + i);
+      Tensor b = test::random_tensor(TensorDesc{DType::kF32, {32, 16}}, seed + 1000 + i);
+      auto out = s.run({{"a", a}, {"b", b}});
+      if (!out.is_ok()) {
+        ++failed;
+        continue;
+      }
+      if (test::max_rel_error((*out)[0].second, naive_y(a, b)) > 1e-5) ++wrong;
+    }
+  };
+  std::thread t1([&] { drive(*s1, 11); });
+  std::thread t2([&] { drive(*s2, 5011); });
+  drive(*s2, 9011);
+  t1.join();
+  t2.join();
+  CHECK(failed == 0);
+  CHECK(wrong == 0);
+  CHECK(RunWidth::in_flight() == 0);
 }
