@@ -23,7 +23,8 @@ Result<graph::passes::PipelineOptions> pipeline_options_from_env() {
   graph::passes::PipelineOptions options;
   const char* env = std::getenv("GRAPHI_PASSES");
   if (!env || !*env) return options;
-  options.rnn_fusion = options.mm_fusion = options.phase_hoisting = options.reshape_cleanup = false;
+  options.rnn_fusion = options.mm_fusion = options.phase_hoisting = options.reshape_cleanup =
+      options.conv_fusion = options.blocked_layout = false;
   const std::string list = env;
   for (size_t pos = 0; pos <= list.size();) {
     size_t end = list.find(',', pos);
@@ -37,10 +38,14 @@ Result<graph::passes::PipelineOptions> pipeline_options_from_env() {
       options.phase_hoisting = true;
     else if (name == "reshape_cleanup")
       options.reshape_cleanup = true;
+    else if (name == "conv_fusion")
+      options.conv_fusion = true;
+    else if (name == "blocked_layout")
+      options.blocked_layout = true;
     else if (!name.empty())
       return Status::invalid_argument(
           "GRAPHI_PASSES: unknown pass '" + name +
-          "' (known: rnn_fusion, mm_fusion, phase_hoisting, reshape_cleanup)");
+          "' (known: rnn_fusion, mm_fusion, phase_hoisting, reshape_cleanup, conv_fusion, blocked_layout)");
     pos = end + 1;
   }
   return options;

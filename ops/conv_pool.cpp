@@ -1,4 +1,6 @@
-// Conv (2-D, NCHW: strides, pads, dilations, groups, optional bias), MaxPool and AveragePool
+// Conv (2-D, NCHW: strides, pads, dilations, groups, optional bias), FusedConv (a Conv with
+// attribute activation = "Relu" applied to its output: made by graph/passes/conv_fusion.h,
+// ONNX Runtime's contrib op name), MaxPool and AveragePool
 // (kernel_shape, strides, pads, count_include_pad). ONNX semantics; pads are
 // [top, left, bottom, right]; auto_pad other than NOTSET, ceil_mode and pooling dilations are
 // rejected as unsupported.
@@ -23,10 +25,44 @@ struct Geometry {
   int64_t sh = 1, sw = 1, dh = 1, dw = 1;
   int64_t pt = 0, pl = 0, pb = 0, pr = 0;
   bool has_bias = false;
+  bool relu = false;               // FusedConv with activation = "Relu"
   bool count_include_pad = false;  // AveragePool only
 };
 
 std::string ints_to_string(const std::vector<int64_t>& v) { return shape_to_string(v); }
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Blocked* ops (graph/passes/blocked_layout.h) hold activations as oneDNN's nChw{B}c:
+// [N, C/B, H, W, B]. Their geometry is that of the plain op on the logical NCHW desc.
+bool is_blocked(const graph::Node& node) { return node.op.rfind("Blocked", 0) == 0; }
+
+Result<int64_t> block_of(const graph::Node& node, const std::string& where) {
+  GRAPHI_ASSIGN_OR_RETURN(int64_t b, graph::attr_int(node.attrs, where, "block", 0));
+  if (b != 8 && b != 16)
+    return Status::invalid_graph(where + ": attribute 'block' must be 8 or 16, got " +
+                                 std::to_string(b));
+  return b;
+}
+
+// The logical NCHW desc of X (a 5-D blocked X folded back; a 4-D X as is), in `storage`.
+Result<std::vector<const TensorDesc*>> logical_inputs(const graph::Node& node,
+                                                      const std::vector<const TensorDesc*>& in,
+                                                      const std::string& where,
+                                                      TensorDesc& storage) {
+  std::vector<const TensorDesc*> out = in;
+  if (!is_blocked(node) || in.empty() || !in[0] || in[0]->rank() != 5) return out;
+  GRAPHI_ASSIGN_OR_RETURN(int64_t b, block_of(node, where));
+  const Shape& x = in[0]->shape;
+  if (x[4] != b)
+    return Status::invalid_graph(where + ": blocked input X " + in[0]->to_string() +
+                                 " does not end in the block " + std::to_string(b));
+  storage = TensorDesc{in[0]->dtype, {x[0], x[1] * b, x[2], x[3]}};
+  out[0] = &storage;
+  return out;
+}
 
 Status check_input_x(const std::string& where, const TensorDesc* x) {
   if (!x) return Status::invalid_graph(where + ": missing input X");
@@ -152,9 +188,24 @@ Result<Geometry> conv_geometry(const graph::Node& node, const std::vector<const 
                                    "] (one bias per output channel), got " + b.to_string());
     g.has_bias = true;
   }
+  if (node.op != "Conv") {
+    GRAPHI_ASSIGN_OR_RETURN(std::string act,
+                            graph::attr_string(node.attrs, where, "activation", ""));
+    if (act != "Relu" && !(act.empty() && node.op == "BlockedConv"))
+      return Status::unsupported(where + ": attribute 'activation' = '" + act +
+                                 "' is not supported (only Relu)");
+    g.relu = act == "Relu";
+  }
+  if (node.op == "BlockedConv" && g.group != 1)
+    return Status::unsupported(where + ": BlockedConv takes group = 1 only, got " +
+                               std::to_string(g.group));
   GRAPHI_RETURN_IF_ERROR(read_window_attrs(node, where, g, true));
   GRAPHI_RETURN_IF_ERROR(output_size(where, g));
   return g;
+}
+
+bool is_conv(const graph::Node& node) {
+  return node.op == "Conv" || node.op == "FusedConv" || node.op == "BlockedConv";
 }
 
 // `num_outputs`: outputs the node declares (only Y is supported, not Indices).
@@ -191,7 +242,7 @@ Result<Geometry> pool_geometry(const graph::Node& node, const std::vector<const 
                                  ints_to_string(ks));
   g.kh = ks[0];
   g.kw = ks[1];
-  if (node.op == "AveragePool") {
+  if (ends_with(node.op, "AveragePool")) {
     GRAPHI_ASSIGN_OR_RETURN(int64_t cip,
                             graph::attr_int(node.attrs, where, "count_include_pad", 0));
     if (cip != 0 && cip != 1)
@@ -210,13 +261,22 @@ Result<Geometry> pool_geometry(const graph::Node& node, const std::vector<const 
 }
 
 Result<std::vector<TensorDesc>> infer_conv_pool(const graph::InferContext& ctx) {
-  if (ctx.node.op == "Conv" && ctx.num_outputs != 1)
-    return Status::invalid_graph(ctx.where + ": Conv has exactly 1 output, got " +
+  if (is_conv(ctx.node) && ctx.num_outputs != 1)
+    return Status::invalid_graph(ctx.where + ": " + ctx.node.op + " has exactly 1 output, got " +
                                  std::to_string(ctx.num_outputs));
-  GRAPHI_ASSIGN_OR_RETURN(Geometry g,
-                          ctx.node.op == "Conv"
-                              ? conv_geometry(ctx.node, ctx.inputs, ctx.where)
-                              : pool_geometry(ctx.node, ctx.inputs, ctx.num_outputs, ctx.where));
+  TensorDesc logical;
+  GRAPHI_ASSIGN_OR_RETURN(auto in, logical_inputs(ctx.node, ctx.inputs, ctx.where, logical));
+  GRAPHI_ASSIGN_OR_RETURN(Geometry g, is_conv(ctx.node)
+                                          ? conv_geometry(ctx.node, in, ctx.where)
+                                          : pool_geometry(ctx.node, in, ctx.num_outputs, ctx.where));
+  if (is_blocked(ctx.node)) {
+    GRAPHI_ASSIGN_OR_RETURN(int64_t b, block_of(ctx.node, ctx.where));
+    if (g.oc % b != 0)
+      return Status::invalid_graph(ctx.where + ": " + std::to_string(g.oc) +
+                                   " output channels are not a multiple of the block " +
+                                   std::to_string(b));
+    return std::vector<TensorDesc>{TensorDesc{DType::kF32, {g.n, g.oc / b, g.oh, g.ow, b}}};
+  }
   return std::vector<TensorDesc>{TensorDesc{DType::kF32, {g.n, g.oc, g.oh, g.ow}}};
 }
 
@@ -225,7 +285,7 @@ CostHint cost_conv_pool(const graph::Node& node, std::span<const TensorDesc* con
   CostHint c;
   const TensorDesc& y = *outputs[0];
   const double out = static_cast<double>(y.numel());
-  if (node.op == "Conv") {
+  if (is_conv(node)) {
     const TensorDesc& w = *inputs[1];
     // Each output element: C/group * kH * kW multiply-adds (W is [M, C/group, kH, kW]).
     c.flops = 2.0 * out * static_cast<double>(w.shape[1] * w.shape[2] * w.shape[3]);
@@ -259,8 +319,15 @@ class OnednnConvKernel final : public Kernel {
   size_t scratch_bytes() const override { return prim_ ? prim_->scratch_bytes() : 0; }
 
   Status init(const KernelContext& ctx) override {
-    GRAPHI_ASSIGN_OR_RETURN(g_, conv_geometry(ctx.node, ctx.inputs, ctx.where));
+    TensorDesc logical;
+    GRAPHI_ASSIGN_OR_RETURN(auto in, logical_inputs(ctx.node, ctx.inputs, ctx.where, logical));
+    GRAPHI_ASSIGN_OR_RETURN(g_, conv_geometry(ctx.node, in, ctx.where));
     onednn::ConvSpec s;
+    const bool blocked = is_blocked(ctx.node);
+    if (blocked) {
+      GRAPHI_ASSIGN_OR_RETURN(s.dst_block, block_of(ctx.node, ctx.where));
+      s.src_block = ctx.inputs[0]->rank() == 5 ? s.dst_block : 0;
+    }
     s.n = g_.n;
     s.c = g_.c;
     s.h = g_.h;
@@ -280,9 +347,11 @@ class OnednnConvKernel final : public Kernel {
     s.pad_bottom = g_.pb;
     s.pad_right = g_.pr;
     s.has_bias = g_.has_bias;
+    s.relu = g_.relu;
     if (ctx.const_inputs.size() > 1 && ctx.const_inputs[1])
       s.const_weights = ctx.const_inputs[1]->data_as<float>();
-    GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_conv(s, ctx.team_size));
+    // A blocked op has no other kernel: oneDNN's reference implementation is still correct.
+    GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_conv(s, ctx.team_size, blocked));
     return Status::ok();
   }
 
@@ -336,7 +405,7 @@ class RefConvKernel final : public Kernel {
               }
             }
           }
-          yp[oy * g.ow + ox] = acc;
+          yp[oy * g.ow + ox] = g.relu ? std::max(acc, 0.0f) : acc;
         }
       }
     }
@@ -355,9 +424,15 @@ class OnednnPoolKernel final : public Kernel {
   size_t scratch_bytes() const override { return prim_ ? prim_->scratch_bytes() : 0; }
 
   Status init(const KernelContext& ctx) override {
-    GRAPHI_ASSIGN_OR_RETURN(g_, pool_geometry(ctx.node, ctx.inputs, ctx.outputs.size(), ctx.where));
+    TensorDesc logical;
+    GRAPHI_ASSIGN_OR_RETURN(auto in, logical_inputs(ctx.node, ctx.inputs, ctx.where, logical));
+    GRAPHI_ASSIGN_OR_RETURN(g_, pool_geometry(ctx.node, in, ctx.outputs.size(), ctx.where));
     onednn::PoolSpec s;
-    s.kind = ctx.node.op == "MaxPool" ? onednn::PoolKind::kMax
+    const bool blocked = is_blocked(ctx.node);
+    if (blocked) {
+      GRAPHI_ASSIGN_OR_RETURN(s.block, block_of(ctx.node, ctx.where));
+    }
+    s.kind = ends_with(ctx.node.op, "MaxPool") ? onednn::PoolKind::kMax
              : g_.count_include_pad   ? onednn::PoolKind::kAvgIncludePad
                                       : onednn::PoolKind::kAvgExcludePad;
     s.n = g_.n;
@@ -374,7 +449,7 @@ class OnednnPoolKernel final : public Kernel {
     s.pad_left = g_.pl;
     s.pad_bottom = g_.pb;
     s.pad_right = g_.pr;
-    GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_pool(s, ctx.team_size));
+    GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_pool(s, ctx.team_size, blocked));
     return Status::ok();
   }
 
@@ -438,13 +513,16 @@ class RefPoolKernel final : public Kernel {
 
 }  // namespace
 
+void register_layout_reorder_ops(Registry& r);  // ops/layout_reorder.cpp
+
 void register_conv_pool_ops(Registry& r) {
-  r.add(OpDef{"Conv",
-              infer_conv_pool,
-              cost_conv_pool,
-              false,
-              {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConvKernel>(); },
-               []() -> std::unique_ptr<Kernel> { return std::make_unique<RefConvKernel>(); }}});
+  for (const char* op : {"Conv", "FusedConv"})
+    r.add(OpDef{op,
+                infer_conv_pool,
+                cost_conv_pool,
+                false,
+                {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConvKernel>(); },
+                 []() -> std::unique_ptr<Kernel> { return std::make_unique<RefConvKernel>(); }}});
   r.add(OpDef{"MaxPool",
               infer_conv_pool,
               cost_conv_pool,
@@ -465,6 +543,27 @@ void register_conv_pool_ops(Registry& r) {
                []() -> std::unique_ptr<Kernel> {
                  return std::make_unique<RefPoolKernel>("avgpool_ref", false);
                }}});
+  // The nChw{B}c variants of graph/passes/blocked_layout.h: oneDNN only.
+  r.add(OpDef{"BlockedConv",
+              infer_conv_pool,
+              cost_conv_pool,
+              false,
+              {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConvKernel>(); }}});
+  r.add(OpDef{"BlockedMaxPool",
+              infer_conv_pool,
+              cost_conv_pool,
+              false,
+              {[]() -> std::unique_ptr<Kernel> {
+                 return std::make_unique<OnednnPoolKernel>("maxpool_onednn_blocked");
+               }}});
+  r.add(OpDef{"BlockedAveragePool",
+              infer_conv_pool,
+              cost_conv_pool,
+              false,
+              {[]() -> std::unique_ptr<Kernel> {
+                 return std::make_unique<OnednnPoolKernel>("avgpool_onednn_blocked");
+               }}});
+  register_layout_reorder_ops(r);
 }
 
 }  // namespace graphi::ops

@@ -16,12 +16,15 @@
 //   MaxPool, AveragePool (2-D, windows tiling the input): dy spread back over each window
 //   BatchNormalizationTraining: dX, dscale, dB from the saved batch statistics
 //   DropoutTraining: dy * Mask
+//   LSTM, GRU, RNN (fused sequence ops): one LSTMGrad / GRUGrad / RNNGrad node
+//   (ops/rnn/rnn_train.h)
 #include "ops/gradients.h"
 
 #include <algorithm>
 #include <map>
 
 #include "graph/passes/pass_util.h"
+#include "ops/rnn/rnn_train.h"
 
 namespace graphi::ops {
 namespace {
@@ -609,11 +612,17 @@ class GradientTable final : public graph::passes::GradientRules {
         {"AveragePool", grad_pool<false>},
         {"BatchNormalizationTraining", grad_batch_norm_training},
         {"DropoutTraining", grad_dropout_training},
+        {"LSTM", rnn_grad_rule},  // ops/rnn/rnn_grad_rule.cpp (BPTT, ops/rnn/rnn_train.h)
+        {"GRU", rnn_grad_rule},
+        {"RNN", rnn_grad_rule},
     };
   }
   graph::passes::GradRule find(const std::string& op) const override {
     auto it = rules_.find(op);
     return it == rules_.end() ? nullptr : it->second;
+  }
+  std::optional<graph::passes::TrainingForm> training_form(const graph::Node& node) const override {
+    return rnn_training_form(node);
   }
   std::vector<std::string> ops() const {
     std::vector<std::string> out;

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -72,6 +73,24 @@ Status from_dnnl(const dnnl::error& e, const std::string& what) {
 
 }  // namespace
 
+// The argument memory objects of one execution. Made once (finish()), reused by every run: a
+// dnnl::memory is a heap object, and re-pointing one at a new buffer goes through oneDNN's
+// argument map (heap again), so a slot re-points a handle only when the buffer moved (a
+// caller's input or output; buffers of the memory plan stay put from run to run).
+struct ArgSlot {
+  std::atomic<bool> busy{false};
+  memory src, wei, bias, dst, scratch;
+  const void* src_p = nullptr;
+  const void* wei_p = nullptr;
+  const void* bias_p = nullptr;
+  const void* dst_p = nullptr;
+  const void* scratch_p = nullptr;
+};
+
+// Slots per primitive: one per concurrent execution of the same node (two Sessions sharing one
+// Plan run it at once); a third concurrent caller builds temporary handles (allocating).
+constexpr int kArgSlots = 2;
+
 struct Primitive::Impl {
   dnnl::primitive prim;
   memory::desc src_md, wei_md, bias_md, dst_md, scratch_md;
@@ -81,6 +100,7 @@ struct Primitive::Impl {
   int team_size = 1;
   size_t scratch_bytes = 0;
   std::string impl;
+  mutable ArgSlot slots[kArgSlots];
 };
 
 Primitive::Primitive(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -89,27 +109,74 @@ size_t Primitive::scratch_bytes() const { return impl_->scratch_bytes; }
 const std::string& Primitive::impl_name() const { return impl_->impl; }
 bool Primitive::weights_packed() const { return impl_->packed_weights; }
 
+namespace {
+
+// Points `m` at `p` unless it already is (oneDNN's set_data_handle allocates).
+void point(memory& m, const void*& cur, const void* p) {
+  if (cur == p) return;
+  m.set_data_handle(const_cast<void*>(p));
+  cur = p;
+}
+
+// A slot's memory objects for the primitive's descs (buffers bound on first use).
+void make_slot(const Primitive::Impl& p, ArgSlot& s) {
+  const dnnl::engine& eng = cpu_engine();
+  s.src = memory(p.src_md, eng, DNNL_MEMORY_NONE);
+  s.dst = memory(p.dst_md, eng, DNNL_MEMORY_NONE);
+  if (p.has_weights) s.wei = memory(p.wei_md, eng, DNNL_MEMORY_NONE);
+  if (p.has_bias) s.bias = memory(p.bias_md, eng, DNNL_MEMORY_NONE);
+  if (p.scratch_bytes > 0) s.scratch = memory(p.scratch_md, eng, DNNL_MEMORY_NONE);
+  s.src_p = s.wei_p = s.bias_p = s.dst_p = s.scratch_p = nullptr;
+}
+
+}  // namespace
+
 bool Primitive::execute(const float* src, const float* weights, const float* bias, float* dst,
                         void* scratch) const noexcept {
   const Impl& p = *impl_;
   try {
-    const dnnl::engine& eng = cpu_engine();
-    std::unordered_map<int, memory> args;
-    args.emplace(DNNL_ARG_SRC, memory(p.src_md, eng, const_cast<float*>(src)));
-    args.emplace(DNNL_ARG_DST, memory(p.dst_md, eng, dst));
-    if (p.has_weights) {
-      void* w = p.packed_weights ? const_cast<void*>(p.packed.data()) : const_cast<float*>(weights);
-      args.emplace(DNNL_ARG_WEIGHTS, memory(p.wei_md, eng, w));
+    ArgSlot* slot = nullptr;
+    for (ArgSlot& s : p.slots) {
+      bool idle = false;
+      if (s.busy.compare_exchange_strong(idle, true, std::memory_order_acquire)) {
+        slot = &s;
+        break;
+      }
     }
-    if (p.has_bias) args.emplace(DNNL_ARG_BIAS, memory(p.bias_md, eng, const_cast<float*>(bias)));
-    if (p.scratch_bytes > 0) args.emplace(DNNL_ARG_SCRATCHPAD, memory(p.scratch_md, eng, scratch));
+    ArgSlot spare;  // all slots busy: handles for this call only
+    ArgSlot& s = slot ? *slot : spare;
+    if (!slot) make_slot(p, s);
+    struct Release {
+      ArgSlot* s;
+      ~Release() {
+        if (s) s->busy.store(false, std::memory_order_release);
+      }
+    } release{slot};
+    dnnl_exec_arg_t args[5];
+    int n = 0;
+    point(s.src, s.src_p, src);
+    args[n++] = {DNNL_ARG_SRC, s.src.get()};
+    point(s.dst, s.dst_p, dst);
+    args[n++] = {DNNL_ARG_DST, s.dst.get()};
+    if (p.has_weights) {
+      point(s.wei, s.wei_p, p.packed_weights ? p.packed.data() : weights);
+      args[n++] = {DNNL_ARG_WEIGHTS, s.wei.get()};
+    }
+    if (p.has_bias) {
+      point(s.bias, s.bias_p, bias);
+      args[n++] = {DNNL_ARG_BIAS, s.bias.get()};
+    }
+    if (p.scratch_bytes > 0) {
+      point(s.scratch, s.scratch_p, scratch);
+      args[n++] = {DNNL_ARG_SCRATCHPAD, s.scratch.get()};
+    }
     // oneDNN opens its region with this thread's OpenMP thread count; make it the team size the
     // primitive was created for (the executor thread of one team always runs the same size).
     if (omp_get_max_threads() != p.team_size) omp_set_num_threads(p.team_size);
-    dnnl::stream& s = thread_stream();
-    p.prim.execute(s, args);
-    s.wait();
-    return true;
+    dnnl::stream& st = thread_stream();
+    // The C entry point takes a plain array (the C++ execute() copies its map into a vector).
+    if (dnnl_primitive_execute(p.prim.get(), st.get(), n, args) != dnnl_success) return false;
+    return dnnl_stream_wait(st.get()) == dnnl_success;
   } catch (...) {
     return false;
   }
@@ -148,11 +215,19 @@ Result<std::unique_ptr<Primitive>> finish(const PD& pd, std::unique_ptr<Primitiv
     }
   }
   impl->prim = Prim(pd);
+  for (ArgSlot& slot : impl->slots) make_slot(*impl, slot);
   if (verbose_dispatch())
     std::fprintf(stderr, "graphi: oneDNN %s: %s, %d threads, scratchpad %zu bytes%s\n",
                  what.c_str(), impl->impl.c_str(), impl->team_size, impl->scratch_bytes,
                  impl->packed_weights ? ", constant weights packed" : "");
   return std::make_unique<Primitive>(std::move(impl));
+}
+
+// 4-D activations: plain NCHW, or oneDNN's channel-blocked nChw8c / nChw16c.
+memory::format_tag activation_tag(int block) {
+  return block == 16  ? memory::format_tag::nChw16c
+         : block == 8 ? memory::format_tag::nChw8c
+                      : memory::format_tag::nchw;
 }
 
 dnnl::primitive_attr user_scratchpad_attr() {
@@ -203,8 +278,8 @@ Result<std::unique_ptr<Primitive>> make_conv(const ConvSpec& s, int team_size, b
                                   : Dims{s.oc, s.c, s.kh, s.kw};
     const memory::desc user_wei = f32_desc(wei_dims, grouped ? tag::goihw : tag::oihw);
     const memory::desc wei = s.const_weights ? f32_desc(wei_dims, tag::any) : user_wei;
-    const memory::desc src = f32_desc({s.n, s.c, s.h, s.w}, tag::nchw);
-    const memory::desc dst = f32_desc({s.n, s.oc, s.oh, s.ow}, tag::nchw);
+    const memory::desc src = f32_desc({s.n, s.c, s.h, s.w}, activation_tag(s.src_block));
+    const memory::desc dst = f32_desc({s.n, s.oc, s.oh, s.ow}, activation_tag(s.dst_block));
     const memory::desc bias = s.has_bias ? f32_desc({s.oc}, tag::a) : memory::desc();
     impl->bias_md = bias;
     // oneDNN's dilation counts the holes: ONNX dilation d is oneDNN d - 1.
@@ -212,7 +287,13 @@ Result<std::unique_ptr<Primitive>> make_conv(const ConvSpec& s, int team_size, b
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, wei, bias,
         dst, {s.stride_h, s.stride_w}, {s.dilation_h - 1, s.dilation_w - 1},
         {s.pad_top, s.pad_left}, {s.pad_bottom, s.pad_right});
-    dnnl::convolution_forward::primitive_desc pd(d, user_scratchpad_attr(), cpu_engine());
+    dnnl::primitive_attr attr = user_scratchpad_attr();
+    if (s.relu) {
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      attr.set_post_ops(ops);
+    }
+    dnnl::convolution_forward::primitive_desc pd(d, attr, cpu_engine());
     return finish<dnnl::convolution_forward::primitive_desc, dnnl::convolution_forward>(
         pd, std::move(impl), user_wei, s.const_weights, allow_ref, "convolution");
   } catch (const dnnl::error& e) {
@@ -226,8 +307,8 @@ Result<std::unique_ptr<Primitive>> make_pool(const PoolSpec& s, int team_size, b
     auto impl = std::make_unique<Primitive::Impl>();
     impl->team_size = team_size;
     using tag = memory::format_tag;
-    const memory::desc src = f32_desc({s.n, s.c, s.h, s.w}, tag::nchw);
-    const memory::desc dst = f32_desc({s.n, s.c, s.oh, s.ow}, tag::nchw);
+    const memory::desc src = f32_desc({s.n, s.c, s.h, s.w}, activation_tag(s.block));
+    const memory::desc dst = f32_desc({s.n, s.c, s.oh, s.ow}, activation_tag(s.block));
     const dnnl::algorithm alg = s.kind == PoolKind::kMax ? dnnl::algorithm::pooling_max
                                 : s.kind == PoolKind::kAvgIncludePad
                                     ? dnnl::algorithm::pooling_avg_include_padding

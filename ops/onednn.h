@@ -10,8 +10,10 @@
 //   threads at once (each with its own scratch and outputs);
 // - execute() opens oneDNN's own OpenMP region with team_size threads; called inside an active
 //   region it would run single-threaded, so kernels using it set opens_own_region() = true;
-// - execute() never throws. It builds dnnl::memory handles and an argument map per call (a few
-//   small heap allocations per run; acceptable for now, a per-thread cache can remove them).
+// - execute() never throws and allocates nothing in graphi: the dnnl::memory handles of the
+//   arguments are made at creation (two slots, for two concurrent callers) and re-pointed only
+//   when a buffer moved; the arguments go to oneDNN's C entry point as a stack array. What
+//   libdnnl allocates inside its own execute call is measured by tests/alloc (docs/CNN.md).
 #pragma once
 
 #include <cstdint>
@@ -53,6 +55,8 @@ struct ConvSpec {
   int64_t dilation_h = 1, dilation_w = 1;  // ONNX convention: 1 = dense kernel
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   bool has_bias = false;
+  bool relu = false;                     // ReLU on the output, as a oneDNN eltwise post-op
+  int src_block = 0, dst_block = 0;      // 8 or 16: nChw{B}c instead of nchw
   const float* const_weights = nullptr;  // as in MatMulSpec: packed once when given
 };
 
@@ -66,6 +70,7 @@ struct PoolSpec {
   int64_t kh = 0, kw = 0;
   int64_t stride_h = 1, stride_w = 1;
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int block = 0;  // 8 or 16: src and dst in nChw{B}c instead of nchw
 };
 
 class Primitive {

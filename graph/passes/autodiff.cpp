@@ -97,10 +97,89 @@ std::vector<bool> values_feeding(const Graph& g, ValueId target) {
   return feeds;
 }
 
+namespace {
+
+// g with every node between a differentiated value and the loss that has a training form
+// rewritten into it, or nullopt when there is none (or names do not resolve: the caller reports).
+Result<std::optional<Graph>> with_training_forms(const Graph& g, const std::string& loss,
+                                                 const std::vector<std::string>& wrt,
+                                                 const GradientRules& rules,
+                                                 const ShapeInferencer& shapes) {
+  auto loss_id = g.find_value(loss);
+  if (!loss_id) return std::optional<Graph>();
+  std::vector<bool> depends(g.num_values(), false);
+  for (const std::string& w : wrt)
+    if (auto id = g.find_value(w)) depends[*id] = true;
+  for (NodeId n = 0; n < g.num_nodes(); ++n) {
+    bool any = false;
+    for (ValueId v : g.node(n).inputs) any = any || (v != kNoId && depends[v]);
+    if (any)
+      for (ValueId v : g.node(n).outputs) depends[v] = true;
+  }
+  const std::vector<bool> feeds = values_feeding(g, *loss_id);
+  std::vector<std::optional<TrainingForm>> forms(g.num_nodes());
+  bool any_form = false;
+  for (NodeId n = 0; n < g.num_nodes(); ++n) {
+    const Node& node = g.node(n);
+    bool on_path = false;
+    for (ValueId v : node.outputs) on_path = on_path || (depends[v] && feeds[v]);
+    if (!on_path) continue;
+    forms[n] = rules.training_form(node);
+    if (forms[n] && forms[n]->num_outputs <= node.outputs.size()) forms[n].reset();  // already
+    any_form = any_form || forms[n].has_value();
+  }
+  if (!any_form) return std::optional<Graph>();
+  GraphBuilder b(g.source());
+  for (const Value& v : g.values()) {
+    if (v.kind == ValueKind::kInput) b.add_input(v.name, v.desc);
+    if (v.kind == ValueKind::kConstant) b.add_constant(v.name, v.data);
+  }
+  for (NodeId n = 0; n < g.num_nodes(); ++n) {
+    const Node& node = g.node(n);
+    std::vector<std::string> ins, outs;
+    for (ValueId v : node.inputs) ins.push_back(v == kNoId ? std::string() : g.value(v).name);
+    for (ValueId v : node.outputs) outs.push_back(g.value(v).name);
+    if (!forms[n]) {
+      b.add_node(node.op, node.name, ins, outs, node.attrs);
+      continue;
+    }
+    for (size_t k = outs.size(); k < forms[n]->num_outputs; ++k) {
+      std::string name = "grad/saved_" + node.name + "_" + std::to_string(k);
+      while (g.find_value(name)) name += "_";
+      outs.push_back(name);
+    }
+    b.add_node(node.op, node.name, ins, outs, forms[n]->attrs);
+  }
+  for (ValueId v : g.outputs()) b.add_output(g.value(v).name);
+  for (const auto& [k, v] : g.metadata()) b.set_metadata(k, v);
+  GRAPHI_ASSIGN_OR_RETURN(Graph out, b.finish(shapes));
+  return std::optional<Graph>(std::move(out));
+}
+
+Result<AutodiffResult> differentiate_as_is(const Graph& g, const std::string& loss,
+                                           const std::vector<std::string>& wrt,
+                                           const GradientRules& rules,
+                                           const ShapeInferencer& shapes,
+                                           const AutodiffOptions& options);
+
+}  // namespace
+
 Result<AutodiffResult> differentiate(const Graph& g, const std::string& loss,
                                      const std::vector<std::string>& wrt,
                                      const GradientRules& rules, const ShapeInferencer& shapes,
                                      const AutodiffOptions& options) {
+  GRAPHI_ASSIGN_OR_RETURN(std::optional<Graph> trained,
+                          with_training_forms(g, loss, wrt, rules, shapes));
+  return differentiate_as_is(trained ? *trained : g, loss, wrt, rules, shapes, options);
+}
+
+namespace {
+
+Result<AutodiffResult> differentiate_as_is(const Graph& g, const std::string& loss,
+                                           const std::vector<std::string>& wrt,
+                                           const GradientRules& rules,
+                                           const ShapeInferencer& shapes,
+                                           const AutodiffOptions& options) {
   const std::string src = g.source() + ": ";
   auto loss_id = g.find_value(loss);
   if (!loss_id)
@@ -207,5 +286,7 @@ Result<AutodiffResult> differentiate(const Graph& g, const std::string& loss,
   result.gradient_nodes = static_cast<int>(result.graph.num_nodes()) - result.forward_nodes;
   return result;
 }
+
+}  // namespace
 
 }  // namespace graphi::graph::passes

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,11 +69,25 @@ struct GradContext {
 
 using GradRule = Status (*)(GradContext& ctx, std::vector<std::string>& dx);
 
+// The form a forward node takes in a training graph when its gradient rule reads what the
+// forward pass computed but does not output (a fused RNN's gate activations): its attributes and
+// its number of outputs (the existing outputs first; the pass names the new ones).
+struct TrainingForm {
+  Attributes attrs;
+  size_t num_outputs = 0;
+};
+
 // The table of rules by op type.
 class GradientRules {
  public:
   virtual ~GradientRules() = default;
   virtual GradRule find(const std::string& op) const = 0;  // nullptr: no rule
+  // The training form of a node between a differentiated value and the loss, or nullopt to
+  // differentiate the node as it is (every op but those that save activations).
+  virtual std::optional<TrainingForm> training_form(const Node& node) const {
+    (void)node;
+    return std::nullopt;
+  }
 };
 
 // Values `target` depends on (itself included): the backward reach over g's nodes, by ValueId.
@@ -90,6 +105,9 @@ struct AutodiffResult {
   int forward_nodes = 0, gradient_nodes = 0;
 };
 
+// Nodes with a training form (GradientRules::training_form) are first rewritten into it, so the
+// returned graph's forward part may differ from `g` in those nodes (same op type, attributes of
+// the training form, extra outputs named "grad/saved_<node>_<k>").
 // Errors: the loss is not a float32 value with one element, a `wrt` name is unknown or not
 // float32, a node between them has no rule (op type and node named), or a rule's error.
 Result<AutodiffResult> differentiate(const Graph& g, const std::string& loss,

@@ -5,6 +5,8 @@
 #include "graph/passes/mm_fusion.h"
 #include "graph/passes/phase_hoisting.h"
 #include "graph/passes/reshape_cleanup.h"
+#include "graph/passes/blocked_layout.h"
+#include "graph/passes/conv_fusion.h"
 #include "graph/passes/rnn_fusion.h"
 
 namespace graphi::graph::passes {
@@ -78,6 +80,23 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
     out.reports.push_back(
         {"reshape_cleanup", "collapsed " + plural(r.collapsed, "Reshape chain"), r.collapsed});
     if (r.collapsed > 0) out.graph = std::move(r.graph);
+  }
+  if (options.conv_fusion) {
+    GRAPHI_ASSIGN_OR_RETURN(ConvFusionResult r, fuse_conv_activations(out.graph, shapes));
+    out.convs_fused = r.fused;
+    out.reports.push_back(
+        {"conv_fusion", "fused " + plural(r.fused, "Conv + Relu pair") + " into FusedConv", r.fused});
+    if (r.fused > 0) out.graph = std::move(r.graph);
+  }
+  if (options.blocked_layout) {
+    GRAPHI_ASSIGN_OR_RETURN(BlockedLayoutResult r, to_blocked_layout(out.graph, shapes));
+    out.blocked_ops = r.blocked_ops;
+    out.layout_reorders = r.reorders;
+    out.reports.push_back({"blocked_layout",
+                           "ran " + plural(r.blocked_ops, "op") + " in nChw16c/nChw8c with " +
+                               plural(r.reorders, "reorder"),
+                           r.blocked_ops});
+    if (r.blocked_ops > 0) out.graph = std::move(r.graph);
   }
   return out;
 }

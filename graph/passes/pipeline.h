@@ -4,7 +4,9 @@
 //   2. mm_fusion (graph/passes/mm_fusion.h): GEMMs sharing an activation -> one GEMM + Split;
 //   3. phase_hoisting (graph/passes/phase_hoisting.h): per-step input projections of what is
 //      left of a recurrence -> one GEMM ahead of it;
-//   4. reshape_cleanup (graph/passes/reshape_cleanup.h): Reshape chains -> one Reshape.
+//   4. reshape_cleanup (graph/passes/reshape_cleanup.h): Reshape chains -> one Reshape;
+//   5. conv_fusion (graph/passes/conv_fusion.h): Conv + Relu -> FusedConv (a oneDNN post-op);
+//   6. blocked_layout (graph/passes/blocked_layout.h): conv chains in nChw16c / nChw8c.
 // Passes 2 and 3 only see what pass 1 did not fuse (a cell the recognizer rejects, any other
 // graph). Every pass keeps the graph's inputs, outputs and their names.
 #pragma once
@@ -21,10 +23,13 @@ struct PipelineOptions {
   bool mm_fusion = true;
   bool phase_hoisting = true;
   bool reshape_cleanup = true;
+  bool conv_fusion = true;
+  bool blocked_layout = true;
 };
 
 struct PassReport {
-  std::string pass;  // "rnn_fusion", "mm_fusion", "phase_hoisting", "reshape_cleanup"
+  std::string pass;  // "rnn_fusion", "mm_fusion", "phase_hoisting", "reshape_cleanup", "conv_fusion",
+                     // "blocked_layout"
   std::string did;   // e.g. "fused 6 LSTM cells into 2 LSTM sequence ops, ..."
   int changes = 0;   // rewrites made (0: the pass changed nothing)
 };
@@ -36,6 +41,8 @@ struct PipelineResult {
   int rnn_cells = 0, rnn_sequences = 0;
   int mm_groups = 0, mm_members = 0, hoisted_groups = 0, hoisted_members = 0;
   int reshapes_collapsed = 0;
+  int convs_fused = 0;
+  int blocked_ops = 0, layout_reorders = 0;
   bool changed() const;
   // One line: what the passes that changed the graph did, "; "-separated ("" if none did).
   std::string summary() const;

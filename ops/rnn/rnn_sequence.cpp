@@ -23,6 +23,7 @@
 
 #include "ops/registry.h"
 #include "ops/rnn/rnn_sequence_kernel.h"
+#include "ops/rnn/rnn_train.h"
 
 namespace graphi::ops::rnn_wcs {
 
@@ -435,10 +436,30 @@ std::string rnn_kernel_description(const Kernel& k) {
   return std::string(rnn->name()) + " " + rnn->schedule().to_string();
 }
 
+template <RnnCellKind K>
+std::unique_ptr<Kernel> make_train_kernel() {
+  return make_rnn_train_forward_kernel(K);
+}
+
 void register_rnn_ops(Registry& r) {
-  r.add({"LSTM", infer_rnn, cost_rnn, false, {make_rnn_kernel<RnnCellKind::kLstm>}});
-  r.add({"GRU", infer_rnn, cost_rnn, false, {make_rnn_kernel<RnnCellKind::kGru>}});
-  r.add({"RNN", infer_rnn, cost_rnn, false, {make_rnn_kernel<RnnCellKind::kRnn>}});
+  // The training form (ops/rnn/rnn_train.h) has a kernel of its own, tried first; it declines
+  // every inference node.
+  r.add({"LSTM",
+         infer_rnn,
+         cost_rnn,
+         false,
+         {make_train_kernel<RnnCellKind::kLstm>, make_rnn_kernel<RnnCellKind::kLstm>}});
+  r.add({"GRU",
+         infer_rnn,
+         cost_rnn,
+         false,
+         {make_train_kernel<RnnCellKind::kGru>, make_rnn_kernel<RnnCellKind::kGru>}});
+  r.add({"RNN",
+         infer_rnn,
+         cost_rnn,
+         false,
+         {make_train_kernel<RnnCellKind::kRnn>, make_rnn_kernel<RnnCellKind::kRnn>}});
+  register_rnn_grad_ops(r);
 }
 
 }  // namespace graphi::ops

@@ -22,6 +22,7 @@
 // "Sigmoid,Tanh" for GRU — only these defaults are supported — and one of Tanh | Relu | Sigmoid
 // per direction for RNN; a single direction's list is reused for both directions).
 // activation_alpha / activation_beta are rejected (no supported activation takes them).
+// graphi_training (0 | 1): the training form of ops/rnn/rnn_train.h (one more output).
 // Internal benchmark knob: graphi_wcs_shuffle (int, default 0). 1 rotates the thread-to-block
 // mapping every step (thread t computes the block of thread (t + step) mod nthr), which defeats
 // weight-centric streamlining; same results, used to measure what WCS buys.
@@ -89,6 +90,9 @@ struct RnnSpec {
   bool wcs_shuffle = false;
   std::string forced_schedule;  // graphi_schedule, "" = none
   int schedule_search = -1;     // graphi_schedule_search: -1 = the environment decides
+  // graphi_training = 1: the training form (ops/rnn/rnn_train.h), every output plus the saved
+  // activations S; num_outputs then counts S too.
+  bool training = false;
 
   // Is direction d (0 or 1) processed back to front?
   bool is_reverse(int d) const { return reverse_only || d == 1; }

@@ -67,6 +67,8 @@ class RnnSequenceKernel final : public Kernel {
 
   Status init(const KernelContext& ctx) override {
     GRAPHI_ASSIGN_OR_RETURN(s_, rnn_spec(ctx.node, ctx.inputs, ctx.outputs.size(), ctx.where));
+    if (s_.training)
+      return Status::unsupported("the training form runs on the training kernel (rnn_train.h)");
     GRAPHI_RETURN_IF_ERROR(prepare(std::max(1, ctx.team_size)));
     auto is_const = [&](int i) {
       return static_cast<size_t>(i) < ctx.const_inputs.size() && ctx.const_inputs[i] != nullptr;

@@ -7,6 +7,7 @@
 
 #include "ops/rnn/rnn_sequence.h"
 #include "ops/rnn/rnn_sequence_kernel.h"
+#include "ops/rnn/rnn_train.h"
 #include "ops/shape_rules.h"
 
 namespace graphi::ops {
@@ -56,7 +57,18 @@ Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* co
   const char* op = rnn_cell_name(s.kind);
   NodeView v{node, inputs, {}, where};
   GRAPHI_RETURN_IF_ERROR(expect_inputs(v, 3, max_inputs, 3));
-  if (num_outputs < 1 || num_outputs > max_outputs)
+  GRAPHI_ASSIGN_OR_RETURN(int64_t training,
+                          graph::attr_int(node.attrs, where, kRnnTrainingAttr, 0));
+  if (training != 0 && training != 1)
+    return Status::invalid_graph(where + ": attribute '" + std::string(kRnnTrainingAttr) +
+                                 "' must be 0 or 1, got " + std::to_string(training));
+  s.training = training == 1;
+  if (s.training && num_outputs != max_outputs + 1)
+    return Status::invalid_graph(where + ": " + op + " in training form (" + kRnnTrainingAttr +
+                                 " = 1) has " + std::to_string(max_outputs + 1) +
+                                 " outputs (Y, Y_h" + (lstm ? ", Y_c" : "") +
+                                 ", saved activations), got " + std::to_string(num_outputs));
+  if (!s.training && (num_outputs < 1 || num_outputs > max_outputs))
     return Status::invalid_graph(where + ": " + op + " has 1 to " + std::to_string(max_outputs) +
                                  " outputs (Y, Y_h" + (lstm ? ", Y_c" : "") + "), got " +
                                  std::to_string(num_outputs));
@@ -66,6 +78,7 @@ Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* co
   std::vector<std::string> known = {
       "hidden_size",      "direction",       "layout",        "clip",        "activations",
       "activation_alpha", "activation_beta", kWcsShuffleAttr, kScheduleAttr, kScheduleSearchAttr};
+  known.push_back(kRnnTrainingAttr);
   if (lstm) known.push_back("input_forget");
   if (gru) known.push_back("linear_before_reset");
   for (const auto& [name, value] : node.attrs.all()) {
@@ -288,7 +301,9 @@ std::vector<TensorDesc> rnn_output_descs(const RnnSpec& s) {
   std::vector<TensorDesc> out;
   out.push_back({DType::kF32, s.layout == 0 ? Shape{T, D, B, H} : Shape{B, T, D, H}});
   const Shape state = s.layout == 0 ? Shape{D, B, H} : Shape{B, D, H};
-  for (int i = 1; i < s.num_outputs; ++i) out.push_back({DType::kF32, state});
+  const int states = s.training ? s.num_outputs - 1 : s.num_outputs;
+  for (int i = 1; i < states; ++i) out.push_back({DType::kF32, state});
+  if (s.training) out.push_back({DType::kF32, {D, T * B, rnn_saved_blocks(s.kind) * H}});  // S
   return out;
 }
 

@@ -138,6 +138,41 @@ TEST_CASE("Conv: a larger layer, depthwise, and kernel selection", "[ops][conv]"
                      tolerance(9));
 }
 
+// FusedConv (graph/passes/conv_fusion.h): every kernel against the naive Conv with the ReLU
+// applied afterwards (oneDNN's eltwise post-op vs the ref kernel's max).
+TEST_CASE("FusedConv with activation Relu matches Conv then Relu", "[ops][conv]") {
+  std::mt19937 rng(99);
+  for (int c = 0; c < 12; ++c) {
+    const int64_t group = c % 3 == 1 ? 2 : 1;
+    const int64_t ch = group * (1 + rng() % 4), m = group * (1 + rng() % 4);
+    const int64_t k = 1 + 2 * (rng() % 2);
+    Window2d win;
+    win.pads = {k / 2, k / 2, k / 2, k / 2};
+    win.strides = {static_cast<int64_t>(1 + c % 2), static_cast<int64_t>(1 + c % 2)};
+    Tensor x = rnd({1 + c % 2 * 7, ch, 9, 7}, 40 + c), w = rnd({m, ch / group, k, k}, 50 + c),
+           b = rnd({m}, 60 + c);
+    Tensor ref = test::conv2d_ref(x, w, &b, win, group);
+    float* r = ref.data_as<float>();
+    int negatives = 0;
+    for (int64_t i = 0; i < ref.numel(); ++i) {
+      negatives += r[i] < 0;
+      r[i] = std::max(r[i], 0.0f);
+    }
+    CHECK(negatives > 0);  // the ReLU has something to do
+    graph::Attributes attrs = window_attrs(win, false);
+    attrs.set("group", group);
+    attrs.set("activation", std::string("Relu"));
+    INFO("X " << x.desc().to_string() << " W " << w.desc().to_string());
+    auto names = check_every_kernel("FusedConv", attrs, {x, w, b}, {false, true, true}, ref,
+                                    tolerance(ch / group * k * k));
+    CHECK(names == std::vector<std::string>{"conv_onednn", "conv_ref"});
+  }
+  graph::Attributes bad;
+  bad.set("activation", std::string("Tanh"));
+  CHECK_THAT(error_of("FusedConv", bad, {rnd({1, 2, 4, 4}, 1), rnd({2, 2, 3, 3}, 2)}),
+             Catch::Matchers::Contains("attribute 'activation' = 'Tanh' is not supported"));
+}
+
 TEST_CASE("MaxPool and AveragePool match the ONNX definition on random shapes", "[ops][pool]") {
   std::mt19937 rng(777);
   std::set<std::string> used;

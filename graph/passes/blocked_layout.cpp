@@ -1,0 +1,138 @@
+#include "graph/passes/blocked_layout.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "graph/passes/pass_util.h"
+
+namespace graphi::graph::passes {
+namespace {
+
+bool f32_4d(const Value& v) { return v.desc.dtype == DType::kF32 && v.desc.rank() == 4; }
+
+int64_t block_for(int64_t channels) {
+  return channels % 16 == 0 ? 16 : channels % 8 == 0 ? 8 : 0;
+}
+
+std::string tag(int64_t b) { return "/nChw" + std::to_string(b) + "c"; }
+
+}  // namespace
+
+Result<BlockedLayoutResult> to_blocked_layout(const Graph& g, const ShapeInferencer& shapes) {
+  BlockedLayoutResult result;
+  Rewrite rw(g);
+  std::unordered_map<ValueId, int64_t> block;             // blocked values -> B
+  std::unordered_map<ValueId, std::string> bname;         // ... -> the blocked tensor's name
+  std::unordered_map<std::string, std::string> to_blocked;  // "plain/nChwBc" -> ToBlocked output
+  std::unordered_set<ValueId> needs_plain;  // blocked values an added node reads in NCHW
+  auto is_blocked = [&](ValueId v, int64_t b) {
+    auto it = block.find(v);
+    return it != block.end() && (b == 0 || it->second == b);
+  };
+  auto plain_name = [&](ValueId v) {
+    if (block.count(v)) needs_plain.insert(v);
+    return g.value(v).name;
+  };
+  // The blocked version of v with block b: v itself, or one ToBlocked per value and B.
+  auto blocked_input = [&](ValueId v, int64_t b) -> std::string {
+    if (is_blocked(v, b)) return bname.at(v);
+    const std::string key = g.value(v).name + tag(b);
+    auto it = to_blocked.find(key);
+    if (it != to_blocked.end()) return it->second;
+    const std::string out = rw.fresh(g.value(v).name + "/to" + tag(b).substr(1));
+    Attributes a;
+    a.set("block", b);
+    rw.add_node("ToBlocked", rw.fresh(out + "/reorder"), {plain_name(v)}, {out}, a);
+    ++result.reorders;
+    to_blocked[key] = out;
+    return out;
+  };
+  auto make_blocked = [&](NodeId id, const std::string& op, std::vector<std::string> inputs,
+                          int64_t b, Attributes attrs) {
+    const Node& n = g.node(id);
+    const ValueId y = n.outputs[0];
+    block[y] = b;
+    bname[y] = rw.fresh(g.value(y).name + tag(b));
+    rw.remove(id);
+    rw.add_node(op, n.name, inputs, {bname[y]}, std::move(attrs));
+    ++result.blocked_ops;
+  };
+
+  for (NodeId id = 0; id < g.num_nodes(); ++id) {
+    const Node& n = g.node(id);
+    if (n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0] == kNoId) continue;
+    const ValueId x = n.inputs[0];
+    const Value& xv = g.value(x);
+    const Value& yv = g.value(n.outputs[0]);
+    if (!f32_4d(yv)) continue;
+    if ((n.op == "Conv" || n.op == "FusedConv") && f32_4d(xv)) {
+      auto group = attr_int(n.attrs, n.name, "group", 1);
+      if (!group.is_ok() || *group != 1) continue;
+      const int64_t c = xv.desc.shape[1], m = yv.desc.shape[1];
+      // A blocked X fixes B (oneDNN's fast convolutions keep the block); else M chooses it.
+      const int64_t b = is_blocked(x, 0) ? block.at(x) : block_for(m);
+      if (b == 0 || m % b != 0) continue;
+      std::vector<std::string> in;
+      if (is_blocked(x, 0) || c % b == 0)
+        in.push_back(blocked_input(x, b));
+      else if (c < 8)
+        in.push_back(plain_name(x));  // the first layer: oneDNN reads NCHW, writes blocked
+      else
+        continue;
+      for (size_t i = 1; i < n.inputs.size(); ++i)
+        in.push_back(n.inputs[i] == kNoId ? "" : g.value(n.inputs[i]).name);
+      Attributes a = n.attrs;
+      a.set("block", b);
+      make_blocked(id, "BlockedConv", in, b, a);
+    } else if ((n.op == "MaxPool" || n.op == "AveragePool") && n.inputs.size() == 1 &&
+               is_blocked(x, 0)) {
+      const int64_t b = block.at(x);
+      Attributes a = n.attrs;
+      a.set("block", b);
+      make_blocked(id, "Blocked" + n.op, {bname.at(x)}, b, a);
+    } else if (n.op == "Relu" && n.inputs.size() == 1 && is_blocked(x, 0)) {
+      make_blocked(id, "Relu", {bname.at(x)}, block.at(x), {});
+    } else if (n.op == "Add" && n.inputs.size() == 2 && n.inputs[1] != kNoId &&
+               g.value(n.inputs[0]).desc.shape == yv.desc.shape &&
+               g.value(n.inputs[1]).desc.shape == yv.desc.shape &&
+               g.value(n.inputs[1]).desc.dtype == DType::kF32 &&
+               (is_blocked(n.inputs[0], 0) || is_blocked(n.inputs[1], 0))) {
+      const int64_t b = block.at(is_blocked(n.inputs[0], 0) ? n.inputs[0] : n.inputs[1]);
+      if (yv.desc.shape[1] % b != 0) continue;
+      make_blocked(id, "Add", {blocked_input(n.inputs[0], b), blocked_input(n.inputs[1], b)}, b,
+                   {});
+    } else if (n.op == "Concat" && is_blocked(x, 0)) {
+      auto axis = attr_int(n.attrs, n.name, "axis", 0);
+      if (!axis.is_ok() || (*axis != 1 && *axis != -3)) continue;
+      const int64_t b = block.at(x);
+      bool all = true;
+      for (ValueId v : n.inputs) all = all && v != kNoId && is_blocked(v, b);
+      if (!all) continue;
+      std::vector<std::string> in;
+      for (ValueId v : n.inputs) in.push_back(bname.at(v));
+      Attributes a;
+      a.set("axis", int64_t{1});
+      make_blocked(id, "Concat", in, b, a);
+    }
+  }
+  if (result.blocked_ops == 0) {
+    result.graph = g;
+    return result;
+  }
+  // Back to NCHW, under the original name, where a plain node, an added node or the graph
+  // reads a blocked value.
+  for (const auto& [v, b] : block) {
+    bool plain_reader = g.value(v).is_output || needs_plain.count(v) > 0;
+    for (NodeId c : g.consumers(v)) plain_reader = plain_reader || !rw.removed(c);
+    if (!plain_reader) continue;
+    Attributes a;
+    a.set("block", b);
+    rw.add_node("FromBlocked", rw.fresh(g.value(v).name + "/to_nchw"), {bname.at(v)},
+                {g.value(v).name}, a);
+    ++result.reorders;
+  }
+  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish(shapes));
+  return result;
+}
+
+}  // namespace graphi::graph::passes

@@ -1,0 +1,94 @@
+// ToBlocked / FromBlocked: the layout boundaries of graph/passes/blocked_layout.h. ToBlocked
+// (attribute block = B, 8 or 16) turns NCHW [N, C, H, W] (C a multiple of B) into oneDNN's
+// nChw{B}c held as [N, C/B, H, W, B]; FromBlocked does the reverse. Plain loops, the team
+// splitting the N * C/B channel blocks; nothing allocated at run time.
+#include "ops/registry.h"
+
+namespace graphi::ops {
+namespace {
+
+Result<int64_t> block_attr(const graph::Node& node, const std::string& where) {
+  GRAPHI_ASSIGN_OR_RETURN(int64_t b, graph::attr_int(node.attrs, where, "block", 0));
+  if (b != 8 && b != 16)
+    return Status::invalid_graph(where + ": attribute 'block' must be 8 or 16, got " +
+                                 std::to_string(b));
+  return b;
+}
+
+Result<std::vector<TensorDesc>> infer_reorder(const graph::InferContext& ctx) {
+  if (ctx.inputs.size() != 1 || !ctx.inputs[0] || ctx.num_outputs != 1)
+    return Status::invalid_graph(ctx.where + ": " + ctx.node.op + " takes 1 input and 1 output");
+  const TensorDesc& x = *ctx.inputs[0];
+  GRAPHI_ASSIGN_OR_RETURN(int64_t b, block_attr(ctx.node, ctx.where));
+  if (x.dtype != DType::kF32)
+    return Status::invalid_graph(ctx.where + ": input must be float32, got " + x.to_string());
+  if (ctx.node.op == "ToBlocked") {
+    if (x.rank() != 4 || x.shape[1] % b != 0)
+      return Status::invalid_graph(ctx.where + ": input must be NCHW with C a multiple of " +
+                                   std::to_string(b) + ", got " + x.to_string());
+    return std::vector<TensorDesc>{
+        TensorDesc{DType::kF32, {x.shape[0], x.shape[1] / b, x.shape[2], x.shape[3], b}}};
+  }
+  if (x.rank() != 5 || x.shape[4] != b)
+    return Status::invalid_graph(ctx.where + ": input must be [N, C/" + std::to_string(b) +
+                                 ", H, W, " + std::to_string(b) + "], got " + x.to_string());
+  return std::vector<TensorDesc>{
+      TensorDesc{DType::kF32, {x.shape[0], x.shape[1] * b, x.shape[2], x.shape[3]}}};
+}
+
+CostHint cost_reorder(const graph::Node&, std::span<const TensorDesc* const> inputs,
+                      std::span<const TensorDesc* const> outputs) {
+  CostHint c;
+  c.bytes = static_cast<double>(inputs[0]->bytes() + outputs[0]->bytes());
+  return c;
+}
+
+class ReorderKernel final : public Kernel {
+ public:
+  const char* name() const override { return to_blocked_ ? "to_blocked" : "from_blocked"; }
+
+  Status init(const KernelContext& ctx) override {
+    to_blocked_ = ctx.node.op == "ToBlocked";
+    const Shape& x = ctx.inputs[0]->shape;
+    GRAPHI_ASSIGN_OR_RETURN(b_, block_attr(ctx.node, ctx.where));
+    n_ = x[0];
+    cb_ = to_blocked_ ? x[1] / b_ : x[1];
+    hw_ = x[2] * x[3];
+    return Status::ok();
+  }
+
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    const float* x = static_cast<const float*>(io.inputs[0]);
+    float* y = static_cast<float*>(io.outputs[0]);
+    auto [p0, p1] = team_range(n_ * cb_, team.ithr, team.nthr);
+    const int64_t block = hw_ * b_;  // one channel block: B planes = HW vectors of B
+    for (int64_t p = p0; p < p1; ++p) {
+      const float* src = x + p * block;
+      float* dst = y + p * block;
+      if (to_blocked_) {
+        for (int64_t c = 0; c < b_; ++c)
+          for (int64_t i = 0; i < hw_; ++i) dst[i * b_ + c] = src[c * hw_ + i];
+      } else {
+        for (int64_t i = 0; i < hw_; ++i)
+          for (int64_t c = 0; c < b_; ++c) dst[c * hw_ + i] = src[i * b_ + c];
+      }
+    }
+  }
+
+ private:
+  bool to_blocked_ = true;
+  int64_t b_ = 16, n_ = 0, cb_ = 0, hw_ = 0;
+};
+
+}  // namespace
+
+void register_layout_reorder_ops(Registry& r) {
+  for (const char* op : {"ToBlocked", "FromBlocked"})
+    r.add(OpDef{op,
+                infer_reorder,
+                cost_reorder,
+                false,
+                {[]() -> std::unique_ptr<Kernel> { return std::make_unique<ReorderKernel>(); }}});
+}
+
+}  // namespace graphi::ops

@@ -1,0 +1,271 @@
+// The training form of the LSTM / GRU sequence ops (ops/rnn/rnn_train.h): the forward pass that
+// also writes S, the activations the backward reads. Per direction: one GEMM X W^T over all
+// steps straight into S's gate columns, then per step one GEMM h_prev R^T (two for the canonical
+// GRU) and one element-wise pass that turns S's pre-activations into activations in place and
+// writes c, h and Y. oneDNN runs the GEMMs on the team; the element-wise passes split the batch
+// rows over the team. The inference path (the WCS kernel) is untouched.
+#include <cstring>
+
+#include "ops/activations.h"
+#include "ops/rnn/rnn_train.h"
+#include "ops/rnn/rnn_train_util.h"
+
+namespace graphi::ops {
+namespace {
+
+using rnn_train::aligned_floats;
+using rnn_train::Matmul;
+
+class RnnTrainForwardKernel final : public Kernel {
+ public:
+  explicit RnnTrainForwardKernel(RnnCellKind kind) : kind_(kind) {}
+  const char* name() const override {
+    return kind_ == RnnCellKind::kLstm  ? "lstm_train_forward"
+           : kind_ == RnnCellKind::kGru ? "gru_train_forward"
+                                        : "rnn_train_forward";
+  }
+  bool opens_own_region() const override { return true; }
+  size_t scratch_bytes() const override { return scratch_floats_ * sizeof(float); }
+
+  Status init(const KernelContext& ctx) override {
+    GRAPHI_ASSIGN_OR_RETURN(s_, rnn_spec(ctx.node, ctx.inputs, ctx.outputs.size(), ctx.where));
+    if (!s_.training) return Status::unsupported("not the training form (graphi_training = 1)");
+    if (std::string why = rnn_grad_unsupported(s_); !why.empty())
+      return Status::unsupported(ctx.where + ": " + why);
+    team_ = std::max(1, ctx.team_size);
+    const int64_t B = s_.batch, H = s_.hidden, I = s_.input_size, G = s_.gates;
+    const int64_t rows = s_.seq_len * B, KH = rnn_saved_blocks(kind_) * H;
+    lbr0_ = kind_ == RnnCellKind::kGru && !s_.linear_before_reset;
+    // X W_d^T into S_d's first G*H columns.
+    GRAPHI_ASSIGN_OR_RETURN(
+        hoist_, Matmul::create(rnn_train::dense(rows, I), rnn_train::transposed(I, G * H, I),
+                               rnn_train::strided(rows, G * H, KH), false, team_));
+    // h_prev R^T (canonical GRU: the z and r gates only, then (r * h_prev) Rh^T).
+    rec_cols_ = lbr0_ ? 2 * H : G * H;
+    GRAPHI_ASSIGN_OR_RETURN(
+        rec_, Matmul::create(rnn_train::dense(B, H), rnn_train::transposed(H, rec_cols_, H),
+                             rnn_train::dense(B, rec_cols_), false, team_));
+    if (lbr0_) {
+      GRAPHI_ASSIGN_OR_RETURN(rec_h_,
+                              Matmul::create(rnn_train::dense(B, H), rnn_train::transposed(H, H, H),
+                                             rnn_train::dense(B, H), false, team_));
+    }
+    size_t off = aligned_floats(static_cast<int64_t>(
+        (std::max({hoist_.scratch_bytes(), rec_.scratch_bytes(), rec_h_.scratch_bytes()}) + 3) /
+        4));
+    auto take = [&](int64_t floats) {
+      const size_t at = off;
+      off += aligned_floats(floats);
+      return at;
+    };
+    h_off_ = take(B * H);
+    c_off_ = take(B * H);
+    gh_off_ = take(B * rec_cols_);
+    ghh_off_ = take(B * H);
+    rh_off_ = take(B * H);
+    tmp_off_ = take(static_cast<int64_t>(team_) * aligned_floats(3 * H));
+    scratch_floats_ = off;
+    return Status::ok();
+  }
+
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    float* scratch = static_cast<float*>(team.scratch);
+    for (int d = 0; d < s_.num_directions; ++d)
+      if (!direction(team, io, d, scratch)) {
+        team.fail(std::string(name()) + ": oneDNN execution failed");
+        return;
+      }
+  }
+
+ private:
+  bool direction(const TeamContext& team, const Buffers& io, int d, float* scratch) const noexcept {
+    const int64_t B = s_.batch, H = s_.hidden, I = s_.input_size, G = s_.gates, T = s_.seq_len;
+    const int64_t rows = T * B, KH = rnn_saved_blocks(kind_) * H;
+    auto in = [&](int i) { return static_cast<const float*>(io.inputs[i]); };
+    const float* x = in(kRnnX);
+    const float* w = in(kRnnW) + d * G * H * I;
+    const float* r = in(kRnnR) + d * G * H * H;
+    const float* wb = s_.has_bias ? in(kRnnB) + d * 2 * G * H : nullptr;
+    const float* rb = wb ? wb + G * H : nullptr;
+    const float* h0 = s_.has_initial_h ? in(kRnnInitialH) : nullptr;
+    const float* c0 = s_.has_initial_c ? in(kRnnInitialC) : nullptr;
+    const float* peep = s_.has_peephole ? in(kRnnP) + d * 3 * H : nullptr;
+    const bool lstm = kind_ == RnnCellKind::kLstm;
+    float* y = static_cast<float*>(io.outputs[0]);
+    float* yh = static_cast<float*>(io.outputs[1]);
+    float* yc = lstm ? static_cast<float*>(io.outputs[2]) : nullptr;
+    float* S = static_cast<float*>(io.outputs[lstm ? 3 : 2]) + d * rows * KH;
+    float* h = scratch + h_off_;
+    float* c = scratch + c_off_;
+    float* gh = scratch + gh_off_;
+    float* ghh = scratch + ghh_off_;
+    float* rh = scratch + rh_off_;
+    const int nthr = team.nthr;
+
+    if (!hoist_.run(x, w, S, scratch)) return false;
+    for (int64_t b = 0; b < B; ++b) {
+      if (h0)
+        std::memcpy(h + b * H, h0 + s_.state_row(d, b), H * sizeof(float));
+      else
+        std::fill(h + b * H, h + (b + 1) * H, 0.0f);
+      if (!lstm) continue;
+      if (c0)
+        std::memcpy(c + b * H, c0 + s_.state_row(d, b), H * sizeof(float));
+      else
+        std::fill(c + b * H, c + (b + 1) * H, 0.0f);
+    }
+    for (int64_t k = 0; k < T; ++k) {
+      const int64_t t = s_.is_reverse(d) ? T - 1 - k : k;
+      if (!rec_.run(h, r, gh, scratch)) return false;
+      if (kind_ == RnnCellKind::kRnn) {
+        rnn_train::for_rows(B, 10 * H, nthr, [&](int64_t b0, int64_t b1, int) {
+          for (int64_t b = b0; b < b1; ++b)
+            vanilla_row(S + rnn_row(s_, t, b) * KH, gh + b * H, wb, rb, s_.activation[d], h + b * H,
+                        y + s_.y_row(t, d, b));
+        });
+        continue;
+      }
+      if (lstm) {
+        rnn_train::for_rows(B, 20 * H, nthr, [&](int64_t b0, int64_t b1, int m) {
+          float* tc = scratch + tmp_off_ + m * aligned_floats(3 * H);
+          for (int64_t b = b0; b < b1; ++b)
+            lstm_row(S + rnn_row(s_, t, b) * KH, gh + b * 4 * H, wb, rb, peep, c + b * H, h + b * H,
+                     y + s_.y_row(t, d, b), tc);
+        });
+        continue;
+      }
+      // GRU.
+      const float* wbh = wb ? wb + 2 * H : nullptr;
+      const float* rbh = rb ? rb + 2 * H : nullptr;
+      if (!lbr0_) {
+        rnn_train::for_rows(B, 20 * H, nthr, [&](int64_t b0, int64_t b1, int) {
+          for (int64_t b = b0; b < b1; ++b) {
+            float* row = S + rnn_row(s_, t, b) * KH;
+            const float* g = gh + b * 3 * H;
+            gates_zr(row, g, wb, rb);
+            float* q = row + 3 * H;  // h_prev Rh^T + Rbh
+            for (int64_t j = 0; j < H; ++j) q[j] = g[2 * H + j] + (rbh ? rbh[j] : 0.0f);
+            float* n = row + 2 * H;
+            for (int64_t j = 0; j < H; ++j) n[j] += (wbh ? wbh[j] : 0.0f) + row[H + j] * q[j];
+            tanh_f32_inplace(n, H);
+            gru_output(row, h + b * H, y + s_.y_row(t, d, b));
+          }
+        });
+        continue;
+      }
+      // Canonical GRU: z, r first; then (r * h_prev) Rh^T for the candidate.
+      rnn_train::for_rows(B, 10 * H, nthr, [&](int64_t b0, int64_t b1, int) {
+        for (int64_t b = b0; b < b1; ++b) {
+          float* row = S + rnn_row(s_, t, b) * KH;
+          gates_zr(row, gh + b * 2 * H, wb, rb);
+          float* q = row + 3 * H;  // r * h_prev
+          for (int64_t j = 0; j < H; ++j) q[j] = row[H + j] * h[b * H + j];
+          std::memcpy(rh + b * H, q, H * sizeof(float));
+        }
+      });
+      if (!rec_h_.run(rh, r + 2 * H * H, ghh, scratch)) return false;
+      rnn_train::for_rows(B, 20 * H, nthr, [&](int64_t b0, int64_t b1, int) {
+        for (int64_t b = b0; b < b1; ++b) {
+          float* row = S + rnn_row(s_, t, b) * KH;
+          float* n = row + 2 * H;
+          for (int64_t j = 0; j < H; ++j)
+            n[j] += ghh[b * H + j] + (rbh ? rbh[j] : 0.0f) + (wbh ? wbh[j] : 0.0f);
+          tanh_f32_inplace(n, H);
+          gru_output(row, h + b * H, y + s_.y_row(t, d, b));
+        }
+      });
+    }
+    for (int64_t b = 0; b < B; ++b) {
+      std::memcpy(yh + s_.state_row(d, b), h + b * H, H * sizeof(float));
+      if (yc) std::memcpy(yc + s_.state_row(d, b), c + b * H, H * sizeof(float));
+    }
+    return true;
+  }
+
+  // One LSTM row: row = [i o f c~ | c] holding x W^T in its gate columns on entry, the
+  // activations and c_t on exit; c and h (the state, [H]) updated, y = h.
+  void lstm_row(float* row, const float* gh, const float* wb, const float* rb, const float* peep,
+                float* c, float* h, float* y, float* tc) const noexcept {
+    const int64_t H = s_.hidden;
+    for (int64_t j = 0; j < 4 * H; ++j) row[j] += gh[j] + (wb ? wb[j] + rb[j] : 0.0f);
+    float* i = row;
+    float* o = row + H;
+    float* f = row + 2 * H;
+    float* g = row + 3 * H;
+    float* cn = row + 4 * H;
+    if (peep) {
+      for (int64_t j = 0; j < H; ++j) {
+        i[j] += peep[j] * c[j];
+        f[j] += peep[2 * H + j] * c[j];
+      }
+      sigmoid_f32_inplace(i, H);
+      sigmoid_f32_inplace(f, H);
+    } else {
+      sigmoid_f32_inplace(i, 3 * H);  // i, o, f are adjacent
+    }
+    tanh_f32_inplace(g, H);
+    for (int64_t j = 0; j < H; ++j) cn[j] = f[j] * c[j] + i[j] * g[j];
+    if (peep) {
+      for (int64_t j = 0; j < H; ++j) o[j] += peep[H + j] * cn[j];
+      sigmoid_f32_inplace(o, H);
+    }
+    tanh_f32(cn, tc, H);
+    for (int64_t j = 0; j < H; ++j) {
+      c[j] = cn[j];
+      h[j] = o[j] * tc[j];
+      y[j] = h[j];
+    }
+  }
+
+  // One RNN row: row = x W^T on entry, h = act(row + h_prev R^T + Wb + Rb) on exit; the state
+  // h and y = h.
+  void vanilla_row(float* row, const float* gh, const float* wb, const float* rb, RnnActivation act,
+                   float* h, float* y) const noexcept {
+    const int64_t H = s_.hidden;
+    for (int64_t j = 0; j < H; ++j) row[j] += gh[j] + (wb ? wb[j] + rb[j] : 0.0f);
+    if (act == RnnActivation::kTanh) {
+      tanh_f32_inplace(row, H);
+    } else if (act == RnnActivation::kSigmoid) {
+      sigmoid_f32_inplace(row, H);
+    } else {
+      for (int64_t j = 0; j < H; ++j) row[j] = row[j] > 0.0f ? row[j] : 0.0f;
+    }
+    std::memcpy(h, row, H * sizeof(float));
+    std::memcpy(y, row, H * sizeof(float));
+  }
+
+  // z, r = sigmoid(x W^T (in row) + h_prev R^T (g) + Wb + Rb) into row[0, 2H).
+  void gates_zr(float* row, const float* g, const float* wb, const float* rb) const noexcept {
+    const int64_t H2 = 2 * s_.hidden;
+    for (int64_t j = 0; j < H2; ++j) row[j] += g[j] + (wb ? wb[j] + rb[j] : 0.0f);
+    sigmoid_f32_inplace(row, H2);
+  }
+
+  // h = (1 - z) * h~ + z * h_prev, in place in the state h; y = h.
+  void gru_output(const float* row, float* h, float* y) const noexcept {
+    const int64_t H = s_.hidden;
+    const float* z = row;
+    const float* n = row + 2 * H;
+    for (int64_t j = 0; j < H; ++j) {
+      h[j] = (1.0f - z[j]) * n[j] + z[j] * h[j];
+      y[j] = h[j];
+    }
+  }
+
+  RnnCellKind kind_;
+  RnnSpec s_;
+  int team_ = 1;
+  bool lbr0_ = false;
+  int64_t rec_cols_ = 0;
+  Matmul hoist_, rec_, rec_h_;
+  size_t scratch_floats_ = 0, h_off_ = 0, c_off_ = 0, gh_off_ = 0, ghh_off_ = 0, rh_off_ = 0,
+         tmp_off_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_rnn_train_forward_kernel(RnnCellKind kind) {
+  return std::make_unique<RnnTrainForwardKernel>(kind);
+}
+
+}  // namespace graphi::ops

@@ -1,0 +1,157 @@
+// blocked_layout: conv chains in nChw16c / nChw8c give the same outputs as the plain NCHW path
+// (within 1e-5) on every CNN of the ONNX zoo and on an inception block and a PathNet stack,
+// teams of 1 and 2; the reorders sit at the layout boundaries only.
+#include <catch2/catch.hpp>
+
+#include "engine/model_loader.h"
+#include "graph/passes/blocked_layout.h"
+#include "graph/passes/pipeline.h"
+#include "tests/graph/pass_test_util.h"
+
+using namespace graphi;
+
+namespace {
+
+const std::string kZoo = std::string(GRAPHI_SOURCE_DIR) + "/tests/data/onnx_zoo/";
+
+// The default pipeline with and without the blocked layout.
+std::pair<graph::Graph, graph::passes::PipelineResult> plain_and_blocked(const graph::Graph& g) {
+  graph::passes::PipelineOptions off;
+  off.blocked_layout = false;
+  auto plain = value_or_throw(graph::passes::run_passes(g, ops::Registry::get(), off));
+  auto blocked = value_or_throw(graph::passes::run_passes(g, ops::Registry::get()));
+  graph::Graph p = plain.changed() ? std::move(plain.graph) : g;
+  if (!blocked.changed()) blocked.graph = g;
+  return {std::move(p), std::move(blocked)};
+}
+
+graph::Attributes window(int64_t k, int64_t stride, int64_t pad) {
+  graph::Attributes a;
+  a.set("kernel_shape", std::vector<int64_t>{k, k});
+  a.set("strides", std::vector<int64_t>{stride, stride});
+  a.set("pads", std::vector<int64_t>{pad, pad, pad, pad});
+  return a;
+}
+
+struct CnnBuilder {
+  graph::GraphBuilder b{"<blocked layout test>"};
+  uint64_t seed = 100;
+  void conv(const std::string& name, const std::string& in, int64_t cin, int64_t cout, int64_t k) {
+    b.add_constant(name + ".w", test::random_tensor(TensorDesc{DType::kF32, {cout, cin, k, k}},
+                                                    seed++, -0.3, 0.3));
+    b.add_constant(name + ".b", test::random_tensor(TensorDesc{DType::kF32, {cout}}, seed++));
+    graph::Attributes a = window(k, 1, k / 2);
+    a.set("kernel_shape", std::vector<int64_t>{k, k});
+    b.add_node("Conv", name + ".conv", {in, name + ".w", name + ".b"}, {name + ".c"}, a);
+    b.add_node("Relu", name, {name + ".c"}, {name});
+  }
+  graph::Graph finish() { return value_or_throw(b.finish(ops::Registry::get())); }
+};
+
+// GoogleNet's inception: 1x1 | 1x1 -> 3x3 | 1x1 -> 5x5 | 3x3 max-pool -> 1x1, concatenated,
+// twice in a row (the second reads the first's blocked output).
+graph::Graph inception_graph(int64_t batch) {
+  CnnBuilder c;
+  c.b.add_input("x", TensorDesc{DType::kF32, {batch, 32, 12, 12}});
+  std::string in = "x";
+  int64_t cin = 32;
+  for (int blk = 0; blk < 2; ++blk) {
+    const std::string p = "i" + std::to_string(blk);
+    c.conv(p + "b1", in, cin, 16, 1);
+    c.conv(p + "b2a", in, cin, 16, 1);
+    c.conv(p + "b2", p + "b2a", 16, 32, 3);
+    c.conv(p + "b3a", in, cin, 16, 1);
+    c.conv(p + "b3", p + "b3a", 16, 16, 5);
+    c.b.add_node("MaxPool", p + "pool", {in}, {p + "pool"}, window(3, 1, 1));
+    c.conv(p + "b4", p + "pool", cin, 16, 1);
+    graph::Attributes cat;
+    cat.set("axis", int64_t{1});
+    c.b.add_node("Concat", p + "cat", {p + "b1", p + "b2", p + "b3", p + "b4"}, {p + "cat"}, cat);
+    in = p + "cat";
+    cin = 80;
+  }
+  c.b.add_output(in);
+  return c.finish();
+}
+
+// Seed 002's PathNet: 3 layers of 4 modules (3x3 conv + ReLU + 2x2 max-pool), summed; a
+// Reshape + Gemm read-out.
+graph::Graph pathnet_graph(int64_t batch) {
+  CnnBuilder c;
+  c.b.add_input("x", TensorDesc{DType::kF32, {batch, 3, 16, 16}});
+  std::string in = "x";
+  int64_t cin = 3;
+  for (int l = 0; l < 3; ++l) {
+    std::vector<std::string> mods;
+    for (int m = 0; m < 4; ++m) {
+      const std::string p = "l" + std::to_string(l) + "m" + std::to_string(m);
+      c.conv(p, in, cin, 16, 3);
+      c.b.add_node("MaxPool", p + ".pool", {p}, {p + ".pool"}, window(2, 2, 0));
+      mods.push_back(p + ".pool");
+    }
+    std::string acc = mods[0];
+    for (int m = 1; m < 4; ++m) {
+      const std::string s = "l" + std::to_string(l) + "sum" + std::to_string(m);
+      c.b.add_node("Add", s, {acc, mods[m]}, {s});
+      acc = s;
+    }
+    in = acc;
+    cin = 16;
+  }
+  Tensor shape(TensorDesc{DType::kI64, {2}});
+  shape.data_as<int64_t>()[0] = batch;
+  shape.data_as<int64_t>()[1] = 16 * 2 * 2;
+  c.b.add_constant("flat.shape", shape);
+  c.b.add_node("Reshape", "flat", {in, "flat.shape"}, {"flat"});
+  c.b.add_constant("fc.w", test::random_tensor(TensorDesc{DType::kF32, {10, 16 * 2 * 2}}, 7));
+  graph::Attributes gemm;
+  gemm.set("transB", int64_t{1});
+  c.b.add_node("Gemm", "fc", {"flat", "fc.w"}, {"y"}, gemm);
+  c.b.add_output("y");
+  return c.finish();
+}
+
+}  // namespace
+
+TEST_CASE("blocked_layout: inception blocks and a PathNet stack equal the NCHW path",
+          "[passes][conv][layout]") {
+  for (int64_t batch : {1, 3}) {
+    for (const auto& [name, g] : {std::pair{"inception", inception_graph(batch)},
+                                  std::pair{"pathnet", pathnet_graph(batch)}}) {
+      INFO(name << " batch " << batch);
+      auto [plain, blocked] = plain_and_blocked(g);
+      CHECK(test::count_op(blocked.graph, "BlockedConv") ==
+            test::count_op(plain, "FusedConv") + test::count_op(plain, "Conv"));
+      CHECK(test::count_op(blocked.graph, "Conv") == 0);
+      // Reorders at the boundaries only: inception converts x and its max-pool's output once
+      // each and its output back once; PathNet reads the 3-channel image directly and converts
+      // the last sum back once, for the read-out.
+      const size_t to = test::count_op(blocked.graph, "ToBlocked");
+      const size_t from = test::count_op(blocked.graph, "FromBlocked");
+      CHECK(to == (std::string(name) == "inception" ? 2 : 0));
+      CHECK(from == 1);
+      for (int threads : {1, 2}) test::check_same_outputs(plain, blocked.graph, threads, 1e-5);
+    }
+  }
+}
+
+TEST_CASE("blocked_layout: every CNN of the ONNX zoo equals the NCHW path within 1e-5",
+          "[passes][conv][layout]") {
+  int models = 0, blocked_models = 0;
+  for (const test::ManifestEntry& m : test::read_manifest(kZoo + "MANIFEST")) {
+    graph::ImportOptions opts;
+    opts.dims = m.dims;
+    auto g = engine::load_model(kZoo + m.name + ".onnx", opts);
+    REQUIRE(g.is_ok());
+    bool cnn = false;
+    for (const graph::Node& n : (*g)->nodes()) cnn = cnn || n.op == "Conv";
+    if (!cnn) continue;
+    ++models;
+    INFO(m.name);
+    auto [plain, blocked] = plain_and_blocked(**g);
+    blocked_models += blocked.blocked_ops > 0;
+    for (int threads : {1, 2}) test::check_same_outputs(plain, blocked.graph, threads, 1e-5);
+  }
+  CHECK(models >= 10);  // mobilenetish, super_resolution, autoencoder2d, text_cnn, ...
+  CHECK(blocked_models >= 3);
+}
