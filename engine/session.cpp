@@ -84,7 +84,7 @@ struct Session::Impl {
   std::mutex run_mutex;  // serializes run(): the buffers below belong to the run in progress
   // run() calls inside this Session, running or waiting for run_mutex: the destructor waits
   // for them to leave, so a caller queued behind a cancelled run gets an error, not freed memory.
-  std::mutex callers_mutex;
+  mutable std::mutex callers_mutex;
   std::condition_variable callers_left;
   int callers = 0;
   AlignedBytes arena;
@@ -134,6 +134,11 @@ Session::~Session() {
     impl_->callers_left.wait(lock, [&] { return impl_->callers == 0; });
   }
   std::lock_guard<std::mutex> lock(impl_->run_mutex);
+}
+
+int Session::run_calls() const {
+  std::lock_guard<std::mutex> lock(impl_->callers_mutex);
+  return impl_->callers;
 }
 
 const graph::Graph& Session::graph() const { return impl_->plan().graph(); }

@@ -75,6 +75,10 @@ class Session {
   // An op that fails at run time (a custom op whose code throws, ops/custom_op.h) makes run()
   // return an error naming the node; the Session stays usable.
   Result<NamedTensors> run(const NamedTensors& inputs);
+  // How many run() calls are inside this Session now: the one running plus those waiting for
+  // their turn (a queue depth for serving; owners that destroy a Session under load use it to
+  // know their callers have entered run(), tests/stress).
+  int run_calls() const;
 
   const graph::Graph& graph() const;
   const Plan& plan() const;

@@ -14,6 +14,8 @@
 #   scripts/setup.sh serve   + Ray Serve in its own venv .venv-serve (scripts/serve_venv.sh, from
 #                            scripts/requirements-serve.txt) for scripts/bench_serve.sh, serve_demo.sh
 #   scripts/setup.sh lint    clang-format and clang-tidy (Debian's 14) for scripts/lint.sh
+#   scripts/setup.sh sanitize + clang 14, its sanitizer runtimes and libomp (with the Archer TSan
+#                            tool) for scripts/test_sanitizers.sh (docs/RELIABILITY.md)
 # The packages and why each is needed: docs/DEPENDENCIES.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +40,10 @@ TEST_PACKAGES=(
   libopenblas0-pthread            # the BLAS PyTorch should use (Debian's reference BLAS is ~10x slower)
   python3-matplotlib              # scripts/plot_timeline.py (its test draws a trace)
 )
+SANITIZE_PACKAGES=(
+  clang-14 libclang-rt-14-dev     # the TSan lane's compiler and runtimes (ASan/UBSan use GCC's)
+  libomp-dev                      # LLVM's OpenMP + libarcher.so: OpenMP synchronisation TSan sees
+)
 LINT_PACKAGES=(
   clang-format clang-tidy         # scripts/lint.sh (.clang-format, .clang-tidy)
   libomp-dev                      # clang's omp.h, so clang-tidy parses the OpenMP sources
@@ -47,8 +53,9 @@ case "$LEVEL" in
   run) PACKAGES=("${RUN_PACKAGES[@]}") ;;
   python) PACKAGES=("${RUN_PACKAGES[@]}" "${PYTHON_PACKAGES[@]}") ;;
   test|bench|serve) PACKAGES=("${RUN_PACKAGES[@]}" "${PYTHON_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
+  sanitize) PACKAGES=("${RUN_PACKAGES[@]}" "${PYTHON_PACKAGES[@]}" "${TEST_PACKAGES[@]}" "${SANITIZE_PACKAGES[@]}") ;;
   lint) PACKAGES=("${LINT_PACKAGES[@]}") ;;
-  *) echo "usage: scripts/setup.sh [run|python|test|bench|serve|lint]" >&2; exit 2 ;;
+  *) echo "usage: scripts/setup.sh [run|python|test|bench|serve|sanitize|lint]" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -139,7 +139,7 @@ struct Session::Impl {
   // its inputs has not reached engine::Session::run (which counts its own callers) yet, so the
   // destructor cancels the engine's runs, then waits here for every caller to leave before the
   // engine Session goes.
-  std::mutex callers_mutex;
+  mutable std::mutex callers_mutex;
   std::condition_variable callers_left;
   int callers = 0;
 
@@ -234,6 +234,12 @@ Expected<std::vector<Array>> Session::run(const std::vector<Array>& inputs) {
     }
     return result;
   });
+}
+
+int Session::run_calls() const {
+  if (!impl_) return 0;
+  std::lock_guard<std::mutex> lock(impl_->callers_mutex);
+  return impl_->callers;
 }
 
 // Accessors of a moved-from Session see empty lists (never a null dereference).

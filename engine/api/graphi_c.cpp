@@ -210,6 +210,9 @@ graphi_status graphi_session_output(const graphi_session* s, size_t index, graph
   return GRAPHI_OK;
 }
 
+int32_t graphi_session_run_calls(const graphi_session* s) {
+  return s ? static_cast<int32_t>(s->session.run_calls()) : 0;
+}
 const char* graphi_session_config_summary(const graphi_session* s) {
   return s ? s->config.c_str() : "";
 }

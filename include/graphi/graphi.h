@@ -135,6 +135,10 @@ GRAPHI_C_API graphi_status graphi_session_input(const graphi_session* session, s
                                                 graphi_tensor* info);
 GRAPHI_C_API graphi_status graphi_session_output(const graphi_session* session, size_t index,
                                                  graphi_tensor* info);
+/* How many graphi_session_run / _run_into calls are inside the session now: the one running plus
+ * those waiting for their turn (a queue depth; an owner that frees the session under load can wait
+ * until its callers are inside). 0 for NULL. */
+GRAPHI_C_API int32_t graphi_session_run_calls(const graphi_session* session);
 /* The executor configuration, e.g. "2x1 cpf on cores {0} {1}; ..." ("" for NULL). */
 GRAPHI_C_API const char* graphi_session_config_summary(const graphi_session* session);
 /* What the graph passes did at open ("" with optimize = 0, or for NULL). */

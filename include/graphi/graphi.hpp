@@ -193,6 +193,10 @@ class GRAPHI_API Session {
   // Inputs are only read. Returns the graph outputs in output order (owning Arrays, named).
   // Serialized when called from several threads (see the top of this file).
   Expected<std::vector<Array>> run(const std::vector<Array>& inputs);
+  // How many run() calls are inside this Session now: the one running plus those waiting for
+  // their turn, counted from run()'s first statement (a queue depth; an owner that destroys the
+  // Session under load can wait until its callers are inside). 0 for a moved-from Session.
+  int run_calls() const;
 
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<TensorInfo>& outputs() const;
