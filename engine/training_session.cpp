@@ -25,6 +25,11 @@ Result<std::unique_ptr<TrainingSession>> TrainingSession::create(
     s->feed_.emplace_back(w, *v.data);  // the one copy: the session's own weights
   }
   s->num_weights_ = s->feed_.size();
+  for (const std::string& name : tg.buffers) {
+    const graph::Value& v = model->value(*model->find_value(name));
+    s->feed_.emplace_back(name, *v.data);  // running statistics start at the model's values
+  }
+  s->num_buffers_ = tg.buffers.size();
   for (const auto& st : tg.state) s->feed_.emplace_back(st.name, Tensor(st.desc));
   if (!tg.step_input.empty()) {
     s->step_index_ = static_cast<int>(s->feed_.size());
@@ -79,6 +84,13 @@ std::vector<std::pair<std::string, const Tensor*>> TrainingSession::weights() co
   return out;
 }
 
+std::vector<std::pair<std::string, const Tensor*>> TrainingSession::buffers() const {
+  std::vector<std::pair<std::string, const Tensor*>> out;
+  for (size_t i = num_weights_; i < num_weights_ + num_buffers_; ++i)
+    out.emplace_back(feed_[i].first, &feed_[i].second);
+  return out;
+}
+
 const Tensor* TrainingSession::weight(const std::string& name) const {
   for (size_t i = 0; i < num_weights_; ++i)
     if (feed_[i].first == name) return &feed_[i].second;
@@ -88,6 +100,7 @@ const Tensor* TrainingSession::weight(const std::string& name) const {
 Result<graph::Graph> TrainingSession::trained_model() const {
   std::map<std::string, const Tensor*> data;
   for (const auto& [name, t] : weights()) data[name] = t;
+  for (const auto& [name, t] : buffers()) data[name] = t;
   return graph::passes::replace_constants(*model_, data, ops::Registry::get());
 }
 

@@ -35,9 +35,13 @@ class TrainingSession {
   // The live weights, in TrainingGraph::weights order (they change after every step).
   std::vector<std::pair<std::string, const Tensor*>> weights() const;
   const Tensor* weight(const std::string& name) const;  // nullptr if not trainable
+  // The live running statistics of the BatchNormalization nodes (TrainingGraph::buffers order),
+  // updated every step from the batch like torch.nn.BatchNorm2d's running_mean / running_var.
+  std::vector<std::pair<std::string, const Tensor*>> buffers() const;
   int64_t steps() const { return steps_; }
 
-  // The model (forward graph only) with the current weights as its constants.
+  // The model (forward graph only, inference mode) with the current weights and running
+  // statistics as its constants.
   Result<graph::Graph> trained_model() const;
   Status save(const std::string& graphi_path) const;  // trained_model() as .graphi
   // One .npy per weight into `dir` (created if missing): "<name>.npy" with '/' -> '_'.
@@ -52,8 +56,8 @@ class TrainingSession {
   std::shared_ptr<const graph::Graph> model_;
   graph::passes::TrainingGraph tg_;
   std::unique_ptr<Session> session_;
-  NamedTensors feed_;  // weights, optimizer state, step, then the data inputs
-  size_t num_weights_ = 0, first_data_ = 0;
+  NamedTensors feed_;  // weights, buffers, optimizer state, step, then the data inputs
+  size_t num_weights_ = 0, num_buffers_ = 0, first_data_ = 0;
   int step_index_ = -1;
   int64_t steps_ = 0;
 };

@@ -11,10 +11,13 @@
 //   Reshape: dy reshaped back; Identity: dy; Transpose: inverse perm
 //   Concat -> Split of dy; Split -> Concat of the dys (zeros for outputs without a gradient);
 //   Slice (step 1) -> Pad of dy with zeros; GatherElements -> ScatterElements(add) into zeros
+//   Pad (constant, pads >= 0) -> Slice of dy
 //   Conv (2-D)       dX = ConvTranspose(dy, W); dW = Conv(X^T, dy^T) (group 1); dB = sum(dy)
 //   MaxPool, AveragePool (2-D, windows tiling the input): dy spread back over each window;
 //   MaxPool with other windows: the MaxPoolGrad op (first maximum, as PyTorch)
 //   Where: dy routed by the condition; Floor, Sign, comparisons: piecewise constant, no gradient
+//   BatchNormalizationTraining: dX, dscale, dB from the saved batch statistics
+//   DropoutTraining: dy * Mask
 //   LSTM, GRU, RNN (fused sequence ops): one LSTMGrad / GRUGrad / RNNGrad node
 //   (ops/rnn/rnn_train.h)
 #include "ops/gradients.h"
@@ -238,6 +241,42 @@ Status grad_slice(GradContext& c, Dx& dx) {
     pads[rank + ax] = d - b - c.out(0).desc.shape[ax];
   }
   dx[0] = c.e.op("Pad", {c.dy[0], c.e.ints(pads)}, {}, "slice_grad");
+  return Status::ok();
+}
+
+// Pad (constant mode, pads >= 0, no axes input): the gradient is the slice of dy at X's place;
+// the fill value gets no gradient (refused if it is trainable).
+Status grad_pad(GradContext& c, Dx& dx) {
+  GRAPHI_ASSIGN_OR_RETURN(std::string mode,
+                          graph::attr_string(c.node.attrs, c.where, "mode", "constant"));
+  if (mode != "constant")
+    return Status::unsupported(c.where + ": the Pad gradient supports mode 'constant' only, got '" +
+                               mode + "'");
+  if (c.node.inputs.size() > 3 && c.node.inputs[3] != graph::kNoId)
+    return Status::unsupported(c.where + ": the Pad gradient does not support the 'axes' input");
+  if (c.need.size() > 2 && c.need[2])
+    return Status::unsupported(c.where +
+                               ": the Pad gradient does not differentiate the fill value");
+  std::vector<int64_t> pads;
+  if (c.node.inputs.size() > 1 && c.node.inputs[1] != graph::kNoId) {
+    GRAPHI_ASSIGN_OR_RETURN(pads, const_ints(c, 1, "pads"));
+  } else {
+    GRAPHI_ASSIGN_OR_RETURN(pads, graph::attr_ints(c.node.attrs, c.where, "pads"));
+  }
+  const Shape& xs = c.in(0).desc.shape;
+  const size_t rank = xs.size();
+  if (pads.size() != 2 * rank)
+    return Status::invalid_graph(c.where + ": 'pads' has " + std::to_string(pads.size()) +
+                                 " values for rank " + std::to_string(rank));
+  std::vector<int64_t> starts, ends;
+  for (size_t d = 0; d < rank; ++d) {
+    if (pads[d] < 0 || pads[rank + d] < 0)
+      return Status::unsupported(c.where + ": the Pad gradient does not support negative pads");
+    starts.push_back(pads[d]);
+    ends.push_back(pads[d] + xs[d]);
+  }
+  if (c.need[0])
+    dx[0] = c.e.op("Slice", {c.dy[0], c.e.ints(starts), c.e.ints(ends)}, {}, "pad_grad");
   return Status::ok();
 }
 
@@ -503,6 +542,68 @@ Status grad_pool(GradContext& c, Dx& dx) {
   return Status::ok();
 }
 
+// ---- training-mode normalization and dropout ----
+
+// BatchNormalizationTraining (X, scale, B) -> Y, Mean, InvStdDev, Var over the channel dim 1, with
+// M = N * spatial elements per channel, xhat = (X - Mean) * InvStdDev (torch's
+// batch_norm_backward):
+//   dB = sum(dY), dscale = sum(dY * xhat)   (sums over every dim but 1)
+//   dX = scale * InvStdDev * (dY - dB / M - xhat * dscale / M)
+// The statistics are read from the forward node's outputs, not recomputed.
+Status grad_batch_norm_training(GradContext& c, Dx& dx) {
+  for (size_t k = 1; k < c.dy.size(); ++k)
+    if (!c.dy[k].empty())
+      return Status::unsupported(c.where +
+                                 ": the BatchNormalization gradient flows through Y "
+                                 "only; output " +
+                                 std::to_string(k) + " ('" + c.out_name(k) +
+                                 "') is used on the way to the loss");
+  if (c.node.outputs.size() < 3)
+    return Status::unsupported(c.where +
+                               ": the gradient rule needs the Mean and InvStdDev outputs");
+  const Shape& xs = c.in(0).desc.shape;
+  const int64_t ch = xs[1];
+  Shape cs(xs.size(), 1);
+  cs[1] = ch;
+  std::vector<int64_t> axes;
+  int64_t count = 1;
+  for (size_t d = 0; d < xs.size(); ++d)
+    if (d != 1) {
+      axes.push_back(static_cast<int64_t>(d));
+      count *= xs[d];
+    }
+  const std::string& dy = c.dy[0];
+  const std::string ax = c.e.ints(axes);
+  const std::string mean = c.e.reshape(c.out_name(1), cs), inv = c.e.reshape(c.out_name(2), cs);
+  const std::string xhat = c.e.op("Mul", {c.e.op("Sub", {c.in_name(0), mean}), inv}, {}, "bn_xhat");
+  const std::string db = c.e.op("ReduceSum", {dy, ax}, attrs_int("keepdims", 0), "bn_dB");
+  const std::string dscale =
+      c.e.op("ReduceSum", {c.e.op("Mul", {dy, xhat}), ax}, attrs_int("keepdims", 0), "bn_dscale");
+  if (c.need[1]) dx[1] = dscale;
+  if (c.need[2]) dx[2] = db;
+  if (c.need[0]) {
+    const std::string inv_m = c.e.scalar(1.0f / static_cast<float>(count));
+    const std::string mean_db = c.e.op("Mul", {c.e.reshape(db, cs), inv_m});
+    const std::string mean_ds = c.e.op("Mul", {c.e.reshape(dscale, cs), inv_m});
+    const std::string centred =
+        c.e.op("Sub", {c.e.op("Sub", {dy, mean_db}), c.e.op("Mul", {xhat, mean_ds})});
+    const std::string k = c.e.op("Mul", {c.e.reshape(c.in_name(1), cs), inv});
+    dx[0] = c.e.op("Mul", {centred, k}, {}, "bn_dX");
+  }
+  return Status::ok();
+}
+
+// DropoutTraining (X, step) -> Y = X * Mask, Mask: dX = dY * Mask (the forward's own mask).
+Status grad_dropout_training(GradContext& c, Dx& dx) {
+  if (c.dy.size() > 1 && !c.dy[1].empty())
+    return Status::unsupported(c.where +
+                               ": the Dropout mask output is used on the way to the loss");
+  if (c.node.outputs.size() < 2)
+    return Status::unsupported(c.where + ": the gradient rule needs the Mask output");
+  if (c.need[0]) dx[0] = c.e.op("Mul", {c.dy[0], c.out_name(1)}, {}, "dropout_grad");
+  return Status::ok();
+}
+
 class GradientTable final : public graph::passes::GradientRules {
  public:
   GradientTable() {
@@ -526,6 +627,7 @@ class GradientTable final : public graph::passes::GradientRules {
         {"Split", grad_split},
         {"Slice", grad_slice},
         {"GatherElements", grad_gather_elements},
+        {"Pad", grad_pad},
         {"MatMul", grad_matmul},
         {"Gemm", grad_gemm},
         {"Softmax", grad_softmax},
@@ -535,6 +637,8 @@ class GradientTable final : public graph::passes::GradientRules {
         {"Conv", grad_conv},
         {"MaxPool", grad_pool<true>},
         {"AveragePool", grad_pool<false>},
+        {"BatchNormalizationTraining", grad_batch_norm_training},
+        {"DropoutTraining", grad_dropout_training},
         {"LSTM", rnn_grad_rule},  // ops/rnn/rnn_grad_rule.cpp (BPTT, ops/rnn/rnn_train.h)
         {"GRU", rnn_grad_rule},
         {"RNN", rnn_grad_rule},

@@ -95,5 +95,8 @@ void register_scatter_gather_nd_ops(
 void register_lrn_op(Registry& r);  // ops/lrn.cpp: LRN
 void register_optimizer_ops(
     Registry& r);  // ops/optimizer_ops.cpp: SGDUpdate, AdamUpdate (in place)
+void register_batch_norm_ops(Registry& r);  // ops/batch_norm_ops.cpp: BatchNormalization,
+                                            // BatchNormalizationTraining, BatchNormStatsUpdate
+void register_dropout_ops(Registry& r);     // ops/dropout_ops.cpp: Dropout, DropoutTraining
 
 }  // namespace graphi::ops

@@ -89,10 +89,10 @@ std::optional<Status> Importer::translate_conv_pool(NodeIn& io) {
     for (size_t k = 0; k < 5; ++k) GRAPHI_RETURN_IF_ERROR(need(k));
     const onnx::Attr* tm = n.attr("training_mode");
     const onnx::Attr* spatial = n.attr("spatial");
-    if (outs.size() > 1 || (tm && tm->i != 0))
-      return Status::unsupported(where +
-                                 ": BatchNormalization in training mode (or with its "
-                                 "running-statistics outputs) is not supported");
+    for (size_t k = 1; k < outs.size(); ++k)
+      if (is_read(outs[k]))
+        return Status::unsupported(where + ": BatchNormalization's output " + std::to_string(k) +
+                                   " (running or saved statistics) is read; not supported");
     if (spatial && spatial->i == 0)
       return Status::unsupported(where + ": BatchNormalization with spatial = 0 is not supported");
     const HostTensor *scale = host(ins[1]), *bias = host(ins[2]), *mean = host(ins[3]),
@@ -102,6 +102,19 @@ std::optional<Status> Importer::translate_conv_pool(NodeIn& io) {
     GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
     if (d.rank() < 2)
       return Status::invalid_graph(where + ": input " + d.to_string() + " has no channel dim");
+    // Training mode (training_mode = 1, or the running-statistics outputs of opset < 14, as
+    // torch.onnx.export(..., training=TrainingMode.TRAINING) writes): graphi's BatchNormalization
+    // node, which a training graph runs with batch statistics (docs/TRAINING.md); inference uses
+    // the running statistics.
+    if (outs.size() > 1 || (tm && tm->i != 0)) {
+      Attributes a;
+      const onnx::Attr* eps = n.attr("epsilon");
+      const onnx::Attr* mom = n.attr("momentum");
+      a.set("epsilon", eps ? static_cast<double>(eps->f) : 1e-5);
+      a.set("momentum", mom ? static_cast<double>(mom->f) : 0.9);
+      return emit("BatchNormalization", name, {ins[0], ins[1], ins[2], ins[3], ins[4]}, {outs[0]},
+                  std::move(a), where, &n);
+    }
     const int64_t c = d.shape[1];
     for (const HostTensor* t : {scale, bias, mean, var})
       if (!t->is_float() || static_cast<int64_t>(t->numel()) != c)

@@ -85,6 +85,9 @@ class Importer {
   Status translate_rnn_unrolled(const onnx::Node& n, const std::string& name,
                                 const std::vector<std::string>& ins, const std::string& where);
   Status add_outputs();
+  // Whether value `v` is read by a node or is a graph output (the training-mode outputs of
+  // Dropout and BatchNormalization are accepted when nothing reads them).
+  bool is_read(const std::string& v) const;
   void report(const char* stage, size_t done, size_t total) const {
     if (opts_.progress) opts_.progress(LoadProgress{stage, done, total});
   }

@@ -20,14 +20,30 @@ std::optional<Status> Importer::translate_shape(NodeIn& io) {
   [[maybe_unused]] auto need = [&](size_t k) { return io.need(k); };
   if (op == "Identity" || op == "Dropout") {
     GRAPHI_RETURN_IF_ERROR(need(0));
-    if (outs.size() > 1)
-      return Status::unsupported(where + ": Dropout's mask output is not supported");
+    for (size_t k = 1; k < outs.size(); ++k)
+      if (is_read(outs[k]))
+        return Status::unsupported(where + ": Dropout's mask output is not supported");
+    bool training = false;
     if (op == "Dropout" && ins.size() > 2 && !ins[2].empty()) {
       const HostTensor* t = host(ins[2]);
-      if (!t || t->numel() != 1 || t->get_i(0) != 0)
-        return Status::unsupported(where + ": Dropout in training mode is not supported");
+      if (!t || t->numel() != 1)
+        return Status::unsupported(where + ": Dropout's training_mode must be a constant");
+      training = t->get_i(0) != 0;
     }
-    return emit("Identity", name, {ins[0]}, outs, {}, where, &n);
+    if (!training) return emit("Identity", name, {ins[0]}, {outs[0]}, {}, where, &n);
+    // Training mode (torch.onnx.export(..., training=TrainingMode.TRAINING)): graphi's Dropout,
+    // the identity for inference, a seeded mask in a training graph (docs/TRAINING.md).
+    double ratio = 0.5;
+    if (ins.size() > 1 && !ins[1].empty()) {
+      const HostTensor* r = host(ins[1]);
+      if (!r || r->numel() != 1 || !r->is_float())
+        return Status::unsupported(where + ": Dropout's ratio must be a float constant");
+      ratio = r->f[0];
+    }
+    Attributes a;
+    a.set("ratio", ratio);
+    if (const onnx::Attr* seed = n.attr("seed")) a.set("seed", seed->i);
+    return emit("Dropout", name, {ins[0]}, {outs[0]}, std::move(a), where, &n);
   }
   if (op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") {
     GRAPHI_RETURN_IF_ERROR(need(0));

@@ -206,6 +206,15 @@ std::string Importer::node_name(const onnx::Node& n) {
   return name;
 }
 
+bool Importer::is_read(const std::string& v) const {
+  for (const onnx::Node& n : m_.graph.nodes)
+    for (const std::string& in : n.inputs)
+      if (in == v) return true;
+  for (const onnx::ValueInfo& o : m_.graph.outputs)
+    if (o.name == v) return true;
+  return false;
+}
+
 std::vector<std::string> Importer::outputs_of(const onnx::Node& n, const std::string& name) {
   std::vector<std::string> outs = n.outputs;
   while (!outs.empty() && outs.back().empty()) outs.pop_back();

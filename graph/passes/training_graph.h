@@ -7,6 +7,10 @@
 // no kernel can pre-pack them at compile time, so no packed copy can ever be stale. The
 // optimizer ops (SGDUpdate / AdamUpdate, ops/optimizer_ops.cpp) write the weights and their
 // state in place; each update has an ordering input from every other node that reads its weight.
+// The forward pass runs in training mode: every BatchNormalization becomes a
+// BatchNormalizationTraining (batch statistics) plus a BatchNormStatsUpdate of its running
+// statistics in place (ops/batch_norm_ops.cpp), every Dropout a DropoutTraining drawing a mask
+// from (seed, step) (ops/dropout_ops.cpp).
 #pragma once
 
 #include <map>
@@ -47,15 +51,20 @@ struct TrainingSpec {
 
 struct TrainingGraph {
   Graph graph;
-  std::string loss = "loss";                 // the scalar loss: the graph's first output
-  std::vector<std::string> weights;          // trainable values, now graph inputs
+  std::string loss = "loss";         // the scalar loss: the graph's first output
+  std::vector<std::string> weights;  // trainable values, now graph inputs
+  // Constants of the model that the step updates in place but does not train: the running mean
+  // and variance of every BatchNormalization (inputs, named as the constants; their initial
+  // values are the model's). They go back into the model with the weights.
+  std::vector<std::string> buffers;
   std::map<std::string, std::string> grads;  // weight -> gradient value
   struct StateInput {
     std::string name;
     TensorDesc desc;
   };
-  std::vector<StateInput> state;         // optimizer state inputs (start at zero)
-  std::string step_input;                // Adam's int64 [] step count input, else ""
+  std::vector<StateInput> state;  // optimizer state inputs (start at zero)
+  // The int64 [] step count input (1, 2, ...: Adam's bias correction, Dropout's masks), else "".
+  std::string step_input;
   std::vector<std::string> data_inputs;  // the model's inputs plus the label input
 };
 

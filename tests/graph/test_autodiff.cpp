@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
+#include <random>
 
 #include "engine/session.h"
 #include "graph/graph_builder.h"
@@ -359,6 +360,232 @@ TEST_CASE("autodiff: fan-out sums gradients and a 2-layer MLP end to end", "[aut
                            {"b1", away_from_zero({5}, 19, -1, 1, false)},
                            {"W2", away_from_zero({2, 5}, 20, -1, 1, false)},
                            {"b2", away_from_zero({2}, 21, -1, 1, false)}}));
+  }
+}
+
+// ---- random shapes (seeded): every elementwise, softmax, reduction and layout rule ----
+
+// A shape of rank 1..4 with dims 1..4.
+Shape random_shape(std::mt19937_64& rng, int min_rank = 1) {
+  std::uniform_int_distribution<int> rank(min_rank, 4), dim(1, 4);
+  Shape s(static_cast<size_t>(rank(rng)));
+  for (int64_t& d : s) d = dim(rng);
+  return s;
+}
+
+// `s` with some dims set to 1 and some leading dims dropped: a numpy-broadcastable partner.
+Shape broadcast_partner(std::mt19937_64& rng, const Shape& s) {
+  std::uniform_int_distribution<int> coin(0, 2);
+  Shape t;
+  const size_t drop = std::uniform_int_distribution<size_t>(0, s.size() - 1)(rng);
+  for (size_t i = drop; i < s.size(); ++i) t.push_back(coin(rng) == 0 ? 1 : s[i]);
+  return t;
+}
+
+TEST_CASE("autodiff: random shapes with broadcasting for the binary ops (seeded)", "[autodiff]") {
+  std::mt19937_64 rng(2026);
+  for (int trial = 0; trial < 6; ++trial)
+    for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
+      Shape a = random_shape(rng), b = broadcast_partner(rng, a);
+      if (trial % 2) std::swap(a, b);  // the broadcast operand on either side
+      INFO(op << " " << shape_to_string(a) << " x " << shape_to_string(b));
+      const bool div = std::string(op) == "Div";
+      check_gradients(binary(op, a, b), "y",
+                      named({{"A", away_from_zero(a, 100 + trial, -1, 1, false)},
+                             {"B", div ? away_from_zero(b, 200 + trial, 0.5, 1.5, true)
+                                       : away_from_zero(b, 200 + trial, -1, 1, false)}}));
+    }
+}
+
+TEST_CASE("autodiff: random shapes for unary, softmax, reduction and layout rules (seeded)",
+          "[autodiff]") {
+  std::mt19937_64 rng(77);
+  for (int trial = 0; trial < 4; ++trial) {
+    const Shape s = random_shape(rng, 2);
+    const auto rank = static_cast<int64_t>(s.size());
+    std::uniform_int_distribution<int64_t> axis_of(-rank, rank - 1);
+    const int64_t axis = axis_of(rng);
+    INFO("shape " << shape_to_string(s) << " axis " << axis);
+    for (const char* op :
+         {"Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Neg", "Softmax", "LogSoftmax", "ReduceSum",
+          "ReduceMean", "Transpose", "Slice", "Split", "Concat", "Pad"}) {
+      INFO(op);
+      GraphBuilder b("random");
+      b.add_input("X", {DType::kF32, s});
+      Attributes a;
+      const std::string o(op);
+      if (o == "Softmax" || o == "LogSoftmax") {
+        a.set("axis", axis);
+        b.add_node(op, "op", {"X"}, {"y"}, a);
+      } else if (o == "ReduceSum" || o == "ReduceMean") {
+        a.set("keepdims", int64_t{trial % 2});
+        b.add_constant("axes", graph::passes::i64_tensor({axis, (axis + rank + 1) % rank}));
+        if ((axis + rank) % rank == (axis + rank + 1) % rank)
+          b.add_constant("axes", graph::passes::i64_tensor({axis}));
+        b.add_node(op, "op", {"X", "axes"}, {"y"}, a);
+      } else if (o == "Transpose") {
+        std::vector<int64_t> perm(s.size());
+        for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(i);
+        std::shuffle(perm.begin(), perm.end(), rng);
+        a.set("perm", perm);
+        b.add_node(op, "op", {"X"}, {"y"}, a);
+      } else if (o == "Slice") {
+        // The last element(s) along `axis`, with a negative start.
+        const int64_t d = s[static_cast<size_t>((axis + rank) % rank)];
+        b.add_constant("starts", graph::passes::i64_tensor({-std::max<int64_t>(1, d / 2)}));
+        b.add_constant("ends", graph::passes::i64_tensor({d + 5}));  // clamped
+        b.add_constant("axes", graph::passes::i64_tensor({axis}));
+        b.add_node(op, "op", {"X", "starts", "ends", "axes"}, {"y"});
+      } else if (o == "Pad") {
+        // Random begin/end pads 0..2 per dim, fill value 0.5.
+        std::vector<int64_t> pads(2 * s.size());
+        for (int64_t& p : pads) p = std::uniform_int_distribution<int64_t>(0, 2)(rng);
+        b.add_constant("pads", graph::passes::i64_tensor(pads));
+        Tensor fill(TensorDesc{DType::kF32, {}});
+        *fill.data_as<float>() = 0.5f;
+        b.add_constant("fill", std::move(fill));
+        b.add_node(op, "op", {"X", "pads", "fill"}, {"y"});
+      } else if (o == "Split" || o == "Concat") {
+        // Split into [1, rest] along `axis` (when it has 2+ elements), or concat X with itself.
+        a.set("axis", axis);
+        const int64_t d = s[static_cast<size_t>((axis + rank) % rank)];
+        if (o == "Split" && d >= 2) {
+          b.add_constant("sizes", graph::passes::i64_tensor({1, d - 1}));
+          b.add_node(op, "op", {"X", "sizes"}, {"y0", "y1"}, a);
+          b.add_node("Mul", "y", {"y1", "y1"}, {"y"});
+        } else {
+          b.add_node("Concat", "op", {"X", "X"}, {"y"}, a);
+        }
+      } else {
+        b.add_node(op, "op", {"X"}, {"y"});
+      }
+      b.add_output("y");
+      const bool positive = o == "Log" || o == "Sqrt";
+      check_gradients(b, "y",
+                      named({{"X", away_from_zero(s, 300 + trial, positive ? 0.5 : -1.5,
+                                                  positive ? 2.0 : 1.5, false)}}));
+    }
+  }
+}
+
+// ---- training-mode batch norm and dropout ----
+
+GraphBuilder batch_norm_training(const Shape& xs) {
+  GraphBuilder b("bn");
+  b.add_input("X", {DType::kF32, xs});
+  b.add_input("scale", {DType::kF32, {xs[1]}});
+  b.add_input("B", {DType::kF32, {xs[1]}});
+  Attributes a;
+  a.set("epsilon", 1e-5);
+  b.add_node("BatchNormalizationTraining", "op", {"X", "scale", "B"},
+             {"y", "mean", "invstd", "var"}, a);
+  b.add_output("y");
+  return b;
+}
+
+TEST_CASE("autodiff: BatchNormalizationTraining against finite differences, random shapes",
+          "[autodiff]") {
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 4; ++trial) {
+    Shape xs = random_shape(rng, 2);
+    xs[0] = std::max<int64_t>(xs[0], 2);  // at least 2 elements per channel
+    INFO("X " << shape_to_string(xs));
+    check_gradients(batch_norm_training(xs), "y",
+                    named({{"X", away_from_zero(xs, 400 + trial, -1.5, 1.5, false)},
+                           {"scale", away_from_zero({xs[1]}, 500 + trial, 0.5, 1.5, true)},
+                           {"B", away_from_zero({xs[1]}, 600 + trial, -1, 1, false)}}));
+  }
+}
+
+// Float64 reference: L = sum(BN(X) * R) in double from the definition (batch mean, biased
+// variance per channel), differenced in double with h = 1e-6; graphi's gradient graph (float32)
+// must match it to float32 accuracy.
+TEST_CASE("autodiff: BatchNormalizationTraining gradients against float64 finite differences",
+          "[autodiff]") {
+  const Shape xs = {3, 2, 2, 3};
+  const int64_t n = xs[0], c = xs[1], inner = xs[2] * xs[3], total = n * c * inner;
+  const Tensor x = away_from_zero(xs, 41, -1.5, 1.5, false);
+  const Tensor scale = away_from_zero({c}, 42, 0.5, 1.5, true);
+  const Tensor bias = away_from_zero({c}, 43, -1, 1, false);
+  const Tensor r = test::random_tensor(TensorDesc{DType::kF32, xs}, 44, -1.0, 1.0);
+  auto loss = [&](const std::vector<double>& xv, const std::vector<double>& sv,
+                  const std::vector<double>& bv) {
+    double l = 0;
+    for (int64_t k = 0; k < c; ++k) {
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t e = 0; e < inner; ++e)
+          mean += xv[static_cast<size_t>((i * c + k) * inner + e)];
+      mean /= static_cast<double>(n * inner);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t e = 0; e < inner; ++e) {
+          const double d = xv[static_cast<size_t>((i * c + k) * inner + e)] - mean;
+          var += d * d;
+        }
+      var /= static_cast<double>(n * inner);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t e = 0; e < inner; ++e) {
+          const size_t at = static_cast<size_t>((i * c + k) * inner + e);
+          const double y = (xv[at] - mean) / std::sqrt(var + 1e-5) * sv[static_cast<size_t>(k)] +
+                           bv[static_cast<size_t>(k)];
+          l += y * r.data_as<float>()[at];
+        }
+    }
+    return l;
+  };
+  auto to_d = [](const Tensor& t) {
+    return std::vector<double>(t.data_as<float>(), t.data_as<float>() + t.numel());
+  };
+  const auto& reg = ops::Registry::get();
+  GraphBuilder b = batch_norm_training(xs);
+  b.add_constant("R", r);
+  b.add_node("Mul", "yR", {"y", "R"}, {"yR"});
+  Attributes k0;
+  k0.set("keepdims", int64_t{0});
+  b.add_node("ReduceSum", "L", {"yR"}, {"L"}, k0);
+  b.add_output("L");
+  graph::Graph g = value_or_throw(b.finish(reg));
+  graph::passes::AutodiffOptions opt;
+  opt.grads_as_outputs = true;
+  auto ad = value_or_throw(
+      graph::passes::differentiate(g, "L", {"X", "scale", "B"}, ops::gradient_rules(), reg, opt));
+  NamedTensors out = run(ad.graph, named({{"X", x}, {"scale", scale}, {"B", bias}}));
+  std::vector<std::vector<double>> at = {to_d(x), to_d(scale), to_d(bias)};
+  const char* names[] = {"X", "scale", "B"};
+  const double h = 1e-6;
+  for (size_t w = 0; w < 3; ++w) {
+    const Tensor& grad = output(out, std::string("grad/") + names[w]);
+    for (int64_t i = 0; i < grad.numel(); ++i) {
+      auto up = at, down = at;
+      up[w][static_cast<size_t>(i)] += h;
+      down[w][static_cast<size_t>(i)] -= h;
+      const double fd = (loss(up[0], up[1], up[2]) - loss(down[0], down[1], down[2])) / (2 * h);
+      INFO("d L / d " << names[w] << "[" << i << "]: autodiff " << grad.data_as<float>()[i]
+                      << ", float64 finite differences " << fd);
+      CHECK(std::abs(grad.data_as<float>()[i] - fd) <= 2e-5 * std::max(1.0, std::abs(fd)));
+    }
+  }
+  (void)total;
+}
+
+TEST_CASE("autodiff: DropoutTraining against finite differences (a fixed step's mask)",
+          "[autodiff]") {
+  std::mt19937_64 rng(9);
+  for (int trial = 0; trial < 3; ++trial) {
+    const Shape s = random_shape(rng, 2);
+    INFO("X " << shape_to_string(s));
+    GraphBuilder b("dropout");
+    b.add_input("X", {DType::kF32, s});
+    Tensor step(TensorDesc{DType::kI64, {}});
+    *step.data_as<int64_t>() = trial + 1;
+    b.add_constant("step", std::move(step));
+    Attributes a;
+    a.set("ratio", 0.4);
+    a.set("seed", int64_t{11});
+    b.add_node("DropoutTraining", "op", {"X", "step"}, {"d", "mask"}, a);
+    b.add_node("Tanh", "y", {"d"}, {"y"});  // a non-linear use, so the mask matters twice
+    b.add_output("y");
+    check_gradients(b, "y", named({{"X", away_from_zero(s, 700 + trial, -1, 1, false)}}));
   }
 }
 
