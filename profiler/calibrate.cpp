@@ -82,8 +82,11 @@ Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g,
   const int rounds = std::clamp(opt.rounds, 1, runs);
   const int runs_per_round = (runs + rounds - 1) / rounds;
   const int max_runs = std::max(runs, opt.max_runs);
-  // A run over kHopeless x the best median ends the config at once (1x2 on tiny ops can be
-  // 1000x slower on a loaded machine: waiting for 3 such runs would cost seconds).
+  // Two runs whose faster one is over kHopeless x the best median end the config at once (1x2
+  // on tiny ops can be 1000x slower on a loaded machine: waiting for more would cost seconds).
+  // Every early stop also needs the config's fastest run to be slower than the best median: a
+  // config that a transient (another process starting) hit in its first block keeps its fast
+  // runs and is measured again in the next rounds instead of being dropped.
   constexpr double kHopeless = 10.0;
   double best_ms = 0;
   auto update_best = [&] {
@@ -150,11 +153,6 @@ Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g,
         for (int w = 0; w < (round == 0 ? opt.warmup : 1) && failed.is_ok(); ++w) {
           Result<double> ms = timed_run(**s, inputs);
           failed = ms.status();
-          if (ms.is_ok() && have_best && *ms > kHopeless * best_before) {
-            r.run_ms.push_back(*ms);
-            r.stopped_early = true;
-            return;
-          }
         }
         const auto b0 = Clock::now();
         for (int k = 0; failed.is_ok(); ++k) {
@@ -168,9 +166,10 @@ Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g,
           }
           r.run_ms.push_back(*ms);
           if (!have_best) continue;
-          if (*ms > kHopeless * best_before ||
+          const double fastest = *std::min_element(r.run_ms.begin(), r.run_ms.end());
+          if ((r.run_ms.size() >= 2 && fastest > kHopeless * best_before) ||
               (opt.early_runs < runs && static_cast<int>(r.run_ms.size()) == opt.early_runs &&
-               median_of(r.run_ms) > opt.early_ratio * best_before)) {
+               median_of(r.run_ms) > opt.early_ratio * best_before && fastest > best_before)) {
             r.stopped_early = true;
             return;
           }
@@ -186,7 +185,8 @@ Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g,
     if (round == 0 && opt.early_runs < runs && cal.best >= 0)
       for (size_t i = 0; i < count; ++i) {
         ConfigResult& r = cal.results[i];
-        if (r.calibrated && !r.stopped_early && median_of(r.run_ms) > opt.early_ratio * best_ms)
+        if (r.calibrated && !r.stopped_early && median_of(r.run_ms) > opt.early_ratio * best_ms &&
+            *std::min_element(r.run_ms.begin(), r.run_ms.end()) > best_ms)
           r.stopped_early = true;
       }
   }
