@@ -81,13 +81,16 @@ void check_walk(const ops::BroadcastPlan& p, const Shape& out, const std::vector
   int64_t c1 = n ? static_cast<int64_t>(rng() % static_cast<uint64_t>(n + 1)) : 0;
   int64_t c2 = n ? static_cast<int64_t>(rng() % static_cast<uint64_t>(n + 1)) : 0;
   if (c1 > c2) std::swap(c1, c2);
-  for (auto [lo, hi] : {std::pair{int64_t{0}, c1}, std::pair{c1, c2}, std::pair{c2, n}})
+  // Plain locals, not a structured binding: clang 14 (the TSan lane) cannot capture those.
+  for (const auto& range : {std::pair{int64_t{0}, c1}, std::pair{c1, c2}, std::pair{c2, n}}) {
+    const int64_t lo = range.first, hi = range.second;
     ops::for_each_broadcast_element<N>(p, lo, hi, [&](int64_t i, const int64_t* off) {
       REQUIRE(i >= lo);
       REQUIRE(i < hi);
       ++seen[static_cast<size_t>(i)];
       for (int k = 0; k < N; ++k) offs[static_cast<size_t>(i * N + k)] = off[k];
     });
+  }
   for (int64_t i = 0; i < n; ++i) {
     REQUIRE(seen[static_cast<size_t>(i)] == 1);
     for (int k = 0; k < N; ++k)
