@@ -111,7 +111,7 @@ def main():
                     help="skip a size whose graphi step (the profiler's measure) takes longer")
     ap.add_argument("--time-limit-s", type=float, default=-1,
                     help="start no model/size after this many seconds (default none; --quick "
-                         "200); those are listed as not run")
+                         "150); those are listed as not run")
     ap.add_argument("--no-simulate", action="store_true",
                     help="skip the graphi simulate --machine knl7250 predictions")
     args = ap.parse_args()
@@ -120,7 +120,7 @@ def main():
     rounds = args.rounds or (1 if quick else 3)
     steps = args.steps or (2 if quick else 5)
     profile_budget = args.profile_budget_s or (10.0 if quick else 120.0)
-    time_limit = args.time_limit_s if args.time_limit_s >= 0 else (200.0 if quick else 0)
+    time_limit = args.time_limit_s if args.time_limit_s >= 0 else (150.0 if quick else 0)
     t_start = time.time()
     warmup = 1
     cores = os.cpu_count()

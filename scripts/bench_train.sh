@@ -19,7 +19,7 @@
 #      same number of SGD steps, its relative difference to PyTorch's; then a summary: Fig. 6
 #      (sequential / profiler's), Table 2 (shared-queue / cpf), best peer / graphi against the
 #      issue's goal (2x LSTM/PhasedLSTM, 1.3x PathNet/GoogleNet), the simulator's predictions.
-# --quick: 1 round of 1 warm-up + 2 timed steps, and no model/size is started after 200 s
+# --quick: 1 round of 1 warm-up + 2 timed steps, and no model/size is started after 150 s
 # (--time-limit-s after `--`); those not started are rows saying so.
 # A peer that is not installed is named in the table ("not installed"), never dropped. TF comes
 # from scripts/tf_venv.sh (tensorflow-cpu==2.21.0 into .venv-tf, never a system interpreter);
