@@ -313,10 +313,11 @@ def print_summary(results):
     print("Summary (ms are median step times of the table above; sim = graphi simulate "
           "--machine knl7250, a prediction for the Xeon Phi, nothing of it measured):")
     print()
-    print("| model | size | graphi (profiler's split) ms | Fig. 6: 1xN sequential / profiler's | "
-          "Table 2: shared-queue / cpf (split) | best PyTorch ms | best TF ms | best peer / graphi "
-          "(goal) | worst loss rel. diff | sim best split | sim Fig. 6 | sim Table 2 (split) |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
+    print("| model | size | graphi, profiler's split ms | graphi, fastest ms | Fig. 6: 1xN "
+          "sequential / profiler's | Table 2: shared-queue / cpf (split) | best PyTorch ms | best "
+          "TF ms | best peer / graphi fastest (goal) | worst loss rel. diff | sim best split | sim "
+          "Fig. 6 | sim Table 2 (split) |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
     for e in results["runs"]:
         sim = e.get("simulated") or {}
         if sim.get("best_ms"):
@@ -326,7 +327,7 @@ def print_summary(results):
         else:
             simcols = f"{sim.get('error', 'not run')[:60]} | | "
         if e["skipped"]:
-            print(f"| {e['model']} | {e['size']} | not run: {e['skipped']} | | | | | | | {simcols} |")
+            print(f"| {e['model']} | {e['size']} | not run: {e['skipped']} | | | | | | | | {simcols} |")
             continue
         t = {k: v["median_ms"] for k, v in e["peers"].items() if "median_ms" in v}
         prof = next((k for k in t if k.endswith("(profiler)")), None)
@@ -334,11 +335,13 @@ def print_summary(results):
         sq = next((k for k in t if k.endswith("shared-queue")), None)
         split = sq.split()[1] if sq else ""
         cpf = next((k for k in t if k.startswith(f"graphi {split} cpf")), None) if sq else None
-        g = t.get(prof)
-        prof0 = prof if g else None
-        fused = next((k for k in t if k.endswith("fused-rnn")), None)
-        if fused and g and t[fused] < g:  # the fastest graphi step at the profiler's split
-            prof, g = fused, t[fused]
+        g_prof = t.get(prof)
+        prof0 = prof if g_prof else None
+        # The goal compares graphi's fastest measured configuration (the profiler's choice, made
+        # from few runs within its budget, can miss it on a loaded machine; both are shown).
+        gk = [k for k in t if k.startswith("graphi")]
+        best_g = min(gk, key=lambda k: t[k]) if gk else None
+        g = t[best_g] if best_g else None
         fig6 = (f"{t[seq] / t[prof0]:.2f}x" if seq and prof0 else
                 ("(chose 1xN)" if prof and "sequential" in prof else "-"))
         tab2 = f"{t[sq] / t[cpf]:.2f} ({split})" if sq and cpf else "-"
@@ -351,9 +354,9 @@ def print_summary(results):
         diffs = [v.get("loss_rel_diff_vs_pytorch") for v in e["peers"].values()
                  if v.get("loss_rel_diff_vs_pytorch") is not None]
         fmt = lambda v: f"{v:.1f}" if v else "n/a"  # noqa: E731
-        gcol = (f"{g:.1f} ({prof.split()[1]}{' fused-rnn' if prof.endswith('fused-rnn') else ''})"
-                if g else "failed")
-        print(f"| {e['model']} | {e['size']} | {gcol} | {fig6} | {tab2} | "
+        pcol = f"{g_prof:.1f} ({prof.split()[1]})" if g_prof else "failed"
+        gcol = f"{g:.1f} ({' '.join(best_g.split()[1:3])}{' fused-rnn' if best_g.endswith('fused-rnn') else ''})" if g else "failed"
+        print(f"| {e['model']} | {e['size']} | {pcol} | {gcol} | {fig6} | {tab2} | "
               f"{fmt(min(pt) if pt else None)} | {fmt(min(tf) if tf else None)} | {ratio} | "
               f"{f'{max(diffs):.1e}' if diffs else '-'} | {simcols} |")
 
