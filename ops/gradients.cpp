@@ -12,7 +12,7 @@
 //   Concat -> Split of dy; Split -> Concat of the dys (zeros for outputs without a gradient);
 //   Slice (step 1) -> Pad of dy with zeros; GatherElements -> ScatterElements(add) into zeros
 //   Pad (constant, pads >= 0) -> Slice of dy
-//   Conv (2-D)       dX = ConvTranspose(dy, W); dW = Conv(X^T, dy^T) (group 1); dB = sum(dy)
+//   Conv (2-D)       dX = ConvTranspose(dy, W); dW = ConvGradWeight(X, dy) (group 1); dB = sum(dy)
 //   MaxPool, AveragePool (2-D, windows tiling the input): dy spread back over each window;
 //   MaxPool with other windows: the MaxPoolGrad op (first maximum, as PyTorch)
 //   Where: dy routed by the condition; Floor, Sign, comparisons: piecewise constant, no gradient
@@ -459,8 +459,9 @@ Result<Conv2d> conv_attrs(const GradContext& c, const Shape& kernel) {
 }
 
 // Conv: dX = ConvTranspose(dy, W) with the same strides/pads/dilations/group (and the
-// output_padding that restores X's size); dW = a Conv of X^T (channels as batch) with dy^T as
-// the kernel, strides and dilations swapped, cut to the kernel size; dB = sum of dy over N, H, W.
+// output_padding that restores X's size); dW = ConvGradWeight(X, dy) (ops/conv_grad_weight.cpp,
+// oneDNN's backward-weights primitive; was a Conv over channels-as-batch); dB = sum of dy over
+// N, H, W.
 Status grad_conv(GradContext& c, Dx& dx) {
   const Shape &xs = c.in(0).desc.shape, &ws = c.in(1).desc.shape, &ys = c.out(0).desc.shape;
   if (xs.size() != 4)
@@ -484,25 +485,12 @@ Status grad_conv(GradContext& c, Dx& dx) {
       return Status::unsupported(c.where +
                                  ": the Conv weight gradient supports group 1 only, got " +
                                  std::to_string(g.group));
-    Attributes t;
-    t.set("perm", std::vector<int64_t>{1, 0, 2, 3});
-    std::string xt = c.e.op("Transpose", {c.in_name(0)}, t);
-    std::string yt = c.e.op("Transpose", {c.dy[0]}, t);
     Attributes a;
-    a.set("strides", g.dilations);
-    a.set("dilations", g.strides);
+    a.set("strides", g.strides);
     a.set("pads", g.pads);
-    a.set("kernel_shape", std::vector<int64_t>{ys[2], ys[3]});
-    std::string corr = c.e.op("Conv", {xt, yt}, std::move(a), "conv_dW");  // [Ci, Co, >= kH, >= kW]
-    // Output size per dim: (in + pads - ((out - 1) * stride + 1)) / dilation + 1 >= kernel.
-    std::vector<int64_t> full(2);
-    for (size_t d = 0; d < 2; ++d)
-      full[d] = (xs[2 + d] + g.pads[d] + g.pads[2 + d] - ((ys[2 + d] - 1) * g.strides[d] + 1)) /
-                    g.dilations[d] +
-                1;
-    if (full[0] != ws[2] || full[1] != ws[3])
-      corr = c.e.op("Slice", {corr, c.e.ints({0, 0}), c.e.ints({ws[2], ws[3]}), c.e.ints({2, 3})});
-    dx[1] = c.e.op("Transpose", {corr}, std::move(t), "conv_dW");
+    a.set("dilations", g.dilations);
+    a.set("kernel_shape", std::vector<int64_t>{ws[2], ws[3]});
+    dx[1] = c.e.op("ConvGradWeight", {c.in_name(0), c.dy[0]}, std::move(a), "conv_dW");
   }
   if (c.node.inputs.size() > 2 && c.need[2])
     dx[2] =

@@ -95,6 +95,9 @@ struct Primitive::Impl {
   dnnl::primitive prim;
   memory::desc src_md, wei_md, bias_md, dst_md, scratch_md;
   bool has_weights = false, has_bias = false;
+  // The oneDNN argument each role binds (convolution backward-weights binds weights = diff_dst,
+  // dst = diff_weights).
+  int wei_arg = DNNL_ARG_WEIGHTS, dst_arg = DNNL_ARG_DST;
   Tensor packed;  // weights in the primitive's preferred layout, when packed_weights
   bool packed_weights = false;
   int team_size = 1;
@@ -157,10 +160,10 @@ bool Primitive::execute(const float* src, const float* weights, const float* bia
     point(s.src, s.src_p, src);
     args[n++] = {DNNL_ARG_SRC, s.src.get()};
     point(s.dst, s.dst_p, dst);
-    args[n++] = {DNNL_ARG_DST, s.dst.get()};
+    args[n++] = {p.dst_arg, s.dst.get()};
     if (p.has_weights) {
       point(s.wei, s.wei_p, p.packed_weights ? p.packed.data() : weights);
-      args[n++] = {DNNL_ARG_WEIGHTS, s.wei.get()};
+      args[n++] = {p.wei_arg, s.wei.get()};
     }
     if (p.has_bias) {
       point(s.bias, s.bias_p, bias);
@@ -328,6 +331,56 @@ Result<std::unique_ptr<Primitive>> make_deconv(const ConvSpec& s, int team_size,
         pd, std::move(impl), user_wei, nullptr, allow_ref, "deconvolution");
   } catch (const dnnl::error& e) {
     return from_dnnl(e, "deconvolution");
+  }
+}
+
+Result<std::unique_ptr<Primitive>> make_conv_bwd_weights(const ConvSpec& s, int team_size,
+                                                         bool allow_ref) {
+  if (s.group != 1 || s.src_block || s.dst_block || s.relu || s.has_bias)
+    return Status::unsupported(
+        "oneDNN convolution backward-weights: only group 1, plain NCHW, no bias or ReLU");
+  try {
+    ScopedOmpThreads threads(team_size);
+    auto impl = std::make_unique<Primitive::Impl>();
+    impl->team_size = team_size;
+    impl->has_weights = true;
+    impl->wei_arg = DNNL_ARG_DIFF_DST;
+    impl->dst_arg = DNNL_ARG_DIFF_WEIGHTS;
+    using tag = memory::format_tag;
+    const memory::desc src = f32_desc({s.n, s.c, s.h, s.w}, tag::nchw);
+    const memory::desc wei = f32_desc({s.oc, s.c, s.kh, s.kw}, tag::oihw);
+    const memory::desc dst = f32_desc({s.n, s.oc, s.oh, s.ow}, tag::nchw);
+    const Dims strides{s.stride_h, s.stride_w}, dil{s.dilation_h - 1, s.dilation_w - 1},
+        pl{s.pad_top, s.pad_left}, pr{s.pad_bottom, s.pad_right};
+    // The forward primitive descriptor is only oneDNN's hint for the backward one.
+    dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training,
+                                       dnnl::algorithm::convolution_direct, src, wei, dst, strides,
+                                       dil, pl, pr);
+    dnnl::convolution_forward::primitive_desc fpd(fd, cpu_engine());
+    dnnl::convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, src, wei, dst,
+                                               strides, dil, pl, pr);
+    dnnl::convolution_backward_weights::primitive_desc pd(d, user_scratchpad_attr(), cpu_engine(),
+                                                          fpd);
+    impl->impl = pd.impl_info_str();
+    if (!allow_ref && impl->impl.rfind("ref", 0) == 0)
+      return Status::unsupported("oneDNN offers only its reference implementation (" +
+                                 impl->impl + ") for this convolution backward-weights");
+    impl->src_md = pd.src_desc();
+    impl->wei_md = pd.diff_dst_desc();
+    impl->dst_md = pd.diff_weights_desc();
+    if (impl->src_md != src || impl->wei_md != dst || impl->dst_md != wei)
+      return Status::internal("oneDNN chose a layout other than the plain one requested");
+    impl->scratch_md = pd.scratchpad_desc();
+    impl->scratch_bytes = impl->scratch_md.get_size();
+    impl->prim = dnnl::convolution_backward_weights(pd);
+    for (ArgSlot& slot : impl->slots) make_slot(*impl, slot);
+    if (verbose_dispatch())
+      std::fprintf(stderr, "graphi: oneDNN convolution backward-weights: %s, %d threads, "
+                   "scratchpad %zu bytes\n", impl->impl.c_str(), impl->team_size,
+                   impl->scratch_bytes);
+    return std::make_unique<Primitive>(std::move(impl));
+  } catch (const dnnl::error& e) {
+    return from_dnnl(e, "convolution backward-weights");
   }
 }
 

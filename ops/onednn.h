@@ -113,6 +113,12 @@ Result<std::unique_ptr<Primitive>> make_pool(const PoolSpec& spec, int team_size
 Result<std::unique_ptr<Primitive>> make_deconv(const ConvSpec& conv, int team_size,
                                                bool allow_ref = false);
 
+// The Conv weight gradient (group 1, plain NCHW, no bias) as oneDNN's convolution
+// backward-weights, described by the forward convolution: execute(src = X [n, c, h, w],
+// weights = dY [n, oc, oh, ow], bias nullptr, dst = dW [oc, c, kh, kw]).
+Result<std::unique_ptr<Primitive>> make_conv_bwd_weights(const ConvSpec& conv, int team_size,
+                                                         bool allow_ref = false);
+
 // "oneDNN 2.6.3 (cpu runtime OMP)": for `graphi info` and logs.
 std::string version_string();
 
