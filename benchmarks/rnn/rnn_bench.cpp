@@ -433,7 +433,10 @@ struct DnnlRunner {
     dnnl::memory::desc wl_md, wi_md;
     // int8: per (gate, unit) weight scales, 127 / max |w| over the input dim of both W and R
     // (oneDNN takes one scale per output channel for both).
-    dnnl::primitive_attr attr, wattr;
+    // The weights reorders take the primitive's attributes: oneDNN's RNN weights reorder
+    // quantizes with rnn_weights_qparams and folds the data shift's compensation into the packed
+    // weights from rnn_data_qparams.
+    dnnl::primitive_attr attr;
     if (int8) {
       std::vector<float> scales(size_t(G * H), 0.0f);
       for (int64_t i = 0; i < I; ++i)
@@ -446,7 +449,6 @@ struct DnnlRunner {
       const int mask = (1 << 3) | (1 << 4);
       attr.set_rnn_data_qparams(kDataScale, kDataShift);
       attr.set_rnn_weights_qparams(mask, scales);
-      wattr.set_output_scales(mask, scales);
     }
     if (c.lstm) {
       dnnl::lstm_forward::primitive_desc pd(
@@ -469,8 +471,8 @@ struct DnnlRunner {
     dnnl::memory wl_u(wl_user, eng, wl.data()), wi_u(wi_user, eng, wi.data());
     w_layer = dnnl::memory(wl_md, eng);
     w_iter = dnnl::memory(wi_md, eng);
-    dnnl::reorder(dnnl::reorder::primitive_desc(wl_u, w_layer, wattr)).execute(strm, wl_u, w_layer);
-    dnnl::reorder(dnnl::reorder::primitive_desc(wi_u, w_iter, wattr)).execute(strm, wi_u, w_iter);
+    dnnl::reorder(dnnl::reorder::primitive_desc(wl_u, w_layer, attr)).execute(strm, wl_u, w_layer);
+    dnnl::reorder(dnnl::reorder::primitive_desc(wi_u, w_iter, attr)).execute(strm, wi_u, w_iter);
     bias = dnnl::memory(bias_md, eng);
     std::memcpy(bias.get_data_handle(), bl.data(), bl.size() * sizeof(float));
     src = dnnl::memory(src_md, eng);

@@ -5,11 +5,12 @@ scripts/bench_rnn_bf16.sh (one round per call), on the weights and input graphi_
     <venv>/bin/python ort_lowp_lstm_time.py --dump DIR/lstm_h1024_b1_s100 --threads 2 \
         --budget-ms 2000
 
-Builds a one-node ONNX LSTM from W.npy, R.npy, B.npy (X.npy is the input), and its int8 copy with
+Builds a one-node ONNX LSTM from W.npy, R.npy, B.npy (X.npy is the input), and its int8 copy: a
+com.microsoft DynamicQuantizeLSTM node with s8 W and R (transposed to [D, in, 4H]), one
+symmetric scale per output row (gate x unit, max |w| / 127, zero point 0), as
 onnxruntime.quantization.quantize_dynamic(op_types_to_quantize=["LSTM"], per_channel=True,
-weight_type=QInt8): a com.microsoft DynamicQuantizeLSTM node with s8 W and R, one scale per
-output row (gate x unit; the script checks that the node is there), and x / h quantized to u8
-per step by the kernel. Both run with the CPUExecutionProvider (sequential, intra-op threads =
+weight_type=QInt8) writes it (built here with numpy: quantize_dynamic needs ml_dtypes, which the
+bench venv lacks); the kernel quantizes x and h to u8 per step. Both run with the CPUExecutionProvider (sequential, intra-op threads =
 T, all graph optimizations), taking turns sample by sample after one warm-up each, for the
 budget. Prints one JSON line: medians, samples, and the max / mean |Y - graphi fp32 Y| of ORT
 fp32, ORT DynamicQuantizeLSTM and graphi int8 (Y_graphi_fp32.npy, Y_graphi_int8.npy).
@@ -18,14 +19,12 @@ import argparse
 import json
 import os
 import statistics
-import tempfile
 import time
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
-from onnxruntime.quantization import QuantType, quantize_dynamic
 
 
 def session(model_bytes, threads):
@@ -40,6 +39,35 @@ def session(model_bytes, threads):
 def errors(y, ref):
     d = np.abs(np.asarray(y, np.float64).reshape(ref.shape) - ref)
     return {"max": float(d.max()), "mean": float(d.mean())}
+
+
+def quantize_rows(M):
+    """[D, 4H, K] fp32 -> ([D, K, 4H] s8, [D, 4H] scales): symmetric per row, zero point 0."""
+    scale = np.abs(M).max(axis=2) / 127.0
+    scale[scale == 0] = 1.0
+    q = np.clip(np.round(M / scale[:, :, None]), -127, 127).astype(np.int8)
+    return np.ascontiguousarray(q.transpose(0, 2, 1)), scale.astype(np.float32)
+
+
+def dynamic_quantize_lstm_model(W, R, Bv, T, B, I, H):
+    Wq, Ws = quantize_rows(W)
+    Rq, Rs = quantize_rows(R)
+    zp = np.zeros(Ws.shape, np.int8)
+    node = helper.make_node(
+        "DynamicQuantizeLSTM",
+        ["X", "Wq", "Rq", "B", "", "", "", "", "W_scale", "W_zp", "R_scale", "R_zp"], ["Y"],
+        domain="com.microsoft", hidden_size=H)
+    graph = helper.make_graph(
+        [node], "lstm_dq", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [T, B, I])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(Wq, "Wq"), numpy_helper.from_array(Rq, "Rq"),
+         numpy_helper.from_array(Bv, "B"), numpy_helper.from_array(Ws, "W_scale"),
+         numpy_helper.from_array(zp, "W_zp"), numpy_helper.from_array(Rs, "R_scale"),
+         numpy_helper.from_array(zp.copy(), "R_zp")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8
+    return model
 
 
 def main():
@@ -62,12 +90,7 @@ def main():
          numpy_helper.from_array(Bv, "B")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
     model.ir_version = 8
-    with tempfile.TemporaryDirectory() as tmp:
-        f32_path, q_path = os.path.join(tmp, "lstm.onnx"), os.path.join(tmp, "lstm_dq.onnx")
-        onnx.save(model, f32_path)
-        quantize_dynamic(f32_path, q_path, op_types_to_quantize=["LSTM"], per_channel=True,
-                         weight_type=QuantType.QInt8)
-        qmodel = onnx.load(q_path)
+    qmodel = dynamic_quantize_lstm_model(W, R, Bv, T, B, I, H)
     ops = [(n.domain, n.op_type) for n in qmodel.graph.node]
     if ("com.microsoft", "DynamicQuantizeLSTM") not in ops:
         raise SystemExit("quantize_dynamic made no DynamicQuantizeLSTM node: %s" % ops)
