@@ -111,6 +111,8 @@ void RnnSequenceKernel::to_mirror(float* row, int64_t j0, int64_t j1) const noex
     float sc;
     int32_t zp;
     int8_quantize_row(row, j0, j1, reinterpret_cast<uint8_t*>(m) + j0, &sc, &zp);
+    // The row's last quad past H: defined bytes (R is 0 there, so any value gives 0).
+    for (int64_t j = j1; j % 4 != 0; ++j) reinterpret_cast<uint8_t*>(m)[j] = 0;
     std::memcpy(m + int8_param_word(j0), &sc, 4);
     m[int8_param_word(j0) + 1] = static_cast<uint32_t>(zp);
     return;
