@@ -866,9 +866,15 @@ Status ParallelRuntime::run(SlotTables slots) {
   im.idle_word = 0;
   im.idle_hint.store(0, std::memory_order_relaxed);
   std::fill(im.inflight.begin(), im.inflight.end(), 0u);
-  im.sq.clear();
-  im.sq_head = 0;
-  im.sq_size.store(0, std::memory_order_relaxed);
+  {
+    // Under sq_mu: an executor of the previous run may still be polling the queue (it pops
+    // whenever its heap is empty, also after the run is done). Unlocked, it could read the old
+    // sq_head against the cleared size and take a stale op (found by the TSan lane).
+    std::lock_guard<std::mutex> lock(im.sq_mu);
+    im.sq.clear();
+    im.sq_head = 0;
+    im.sq_size.store(0, std::memory_order_relaxed);
+  }
   im.client_failure.clear();
   if (im.tracing) {  // capacities stay (set_tracing reserved them)
     for (auto& e : im.ex) e->spans.clear();
