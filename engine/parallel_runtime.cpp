@@ -726,10 +726,10 @@ Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& pla
   // nothing to hand out, so even with a spare core the client thread plays the executor instead
   // of sleeping on it until the run ends. The sleeping client cost a futex wake-up (30-80 us) per
   // run: LSTM-shaped DAG, 1 us ops, cpf 1x1 1152 ns/op against 1021 for the sequential executor.
-  const bool solo = o.executors == 1 && o.threads == 1 && o.local_continuation && !im.shared;
-  im.dedicated = o.dedicated_scheduler.has_value()
-                     ? *o.dedicated_scheduler
-                     : (o.placement != nullptr && o.placement->scheduler.has_value() && !solo);
+  const ClientRole role =
+      client_role(o.executors, o.threads, o.policy,
+                  o.placement != nullptr && o.placement->scheduler.has_value(), o.local_continuation);
+  im.dedicated = o.dedicated_scheduler.has_value() ? *o.dedicated_scheduler : role.dedicated;
   im.client_drives = !im.dedicated && !im.shared && o.threads == 1 && o.local_continuation;
   im.client_sleeps = !im.dedicated && !im.client_drives;
   const size_t n = plan.num_nodes();
