@@ -18,7 +18,8 @@
 //   threads exceed the CPUs (libgomp's throttled spin) each op paid a futex wake-up of its
 //   sleeping worker. If the twin cannot be made (or needs more scratch than the caller has),
 //   the team primitive runs as before;
-// - execute() never throws and allocates nothing in graphi: the dnnl::memory handles of the
+// - execute() never throws and allocates nothing in graphi (except once, making the 1-thread
+//   twin on the first narrowed call; above): the dnnl::memory handles of the
 //   arguments are made at creation (two slots, for two concurrent callers) and re-pointed only
 //   when a buffer moved; the arguments go to oneDNN's C entry point as a stack array. What
 //   libdnnl allocates inside its own execute call is measured by tests/alloc (docs/CNN.md).
