@@ -218,6 +218,28 @@ int process_threads() {
   return n;
 }
 
+// y = a @ b, a [64, 128], b [128, 96]: above LIBXSMM's 64^3 limit, so oneDNN's matmul runs it.
+std::shared_ptr<const graph::Graph> big_mm_graph() {
+  graph::GraphBuilder b("<run width matmul test>");
+  b.add_input("a", TensorDesc{DType::kF32, {64, 128}});
+  b.add_input("b", TensorDesc{DType::kF32, {128, 96}});
+  b.add_node("MatMul", "mm", {"a", "b"}, {"y"});
+  b.add_output("y");
+  return std::make_shared<const graph::Graph>(value_or_throw(b.finish(ops::Registry::get())));
+}
+
+Tensor naive_mm(const Tensor& a, const Tensor& b) {
+  Tensor y(TensorDesc{DType::kF32, {64, 96}});
+  for (int i = 0; i < 64; ++i)
+    for (int j = 0; j < 96; ++j) {
+      double acc = 0;
+      for (int k = 0; k < 128; ++k)
+        acc += double(a.data_as<float>()[i * 128 + k]) * b.data_as<float>()[k * 96 + j];
+      y.data_as<float>()[i * 96 + j] = static_cast<float>(acc);
+    }
+  return y;
+}
+
 // y = relu(conv3x3(x, W) + bias), x [1, 4, 9, 9], W [8, 4, 3, 3] constant, pads 1.
 std::shared_ptr<const graph::Graph> conv_graph(const Tensor& w, const Tensor& bias) {
   graph::GraphBuilder b("<run width conv test>");
@@ -284,7 +306,17 @@ TEST_CASE("run width: a narrowed run of oneDNN ops opens no OpenMP team (1-threa
           "[team_leader][run_width]") {
   REQUIRE(RunWidth::in_flight() == 0);
   unsetenv("GRAPHI_SHARED_TEAMS");
-  SECTION("MatMul") {
+  SECTION("MatMul on oneDNN") {
+    SessionOptions o;
+    o.threads = 2;
+    auto s = value_or_throw(Session::create(big_mm_graph(), o));
+    Tensor a = test::random_tensor(TensorDesc{DType::kF32, {64, 128}}, 61);
+    Tensor b = test::random_tensor(TensorDesc{DType::kF32, {128, 96}}, 62);
+    auto [started, y] = run_beside_another(*s, {{"a", a}, {"b", b}});
+    CHECK(started == 0);
+    CHECK(test::max_rel_error(y, naive_mm(a, b)) < 1e-4);
+  }
+  SECTION("small MatMul (LIBXSMM), and the same run never narrowed") {
     auto s = sequential(2, false);
     Tensor a = test::random_tensor(TensorDesc{DType::kF32, {8, 32}}, 71);
     Tensor b = test::random_tensor(TensorDesc{DType::kF32, {32, 16}}, 72);
