@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -207,15 +209,13 @@ TEST_CASE("run width: default Sessions called from three threads at once stay co
 
 namespace {
 
-// OS threads of this process (/proc/self/task): libgomp starts a worker thread the first time a
+// Thread ids of this process (/proc/self/task): libgomp starts a worker thread the first time a
 // thread opens a team of 2, and keeps it until that thread exits.
-int process_threads() {
-  int n = 0;
-  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
-    (void)e;
-    ++n;
-  }
-  return n;
+std::set<std::string> process_threads() {
+  std::set<std::string> tids;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
+    tids.insert(e.path().filename().string());
+  return tids;
 }
 
 // y = a @ b, a [64, 128], b [128, 96]: above LIBXSMM's 64^3 limit, so oneDNN's matmul runs it.
@@ -277,16 +277,18 @@ Tensor naive_conv_relu(const Tensor& x, const Tensor& w, const Tensor& bias) {
 
 // Runs `session` once on a fresh thread while another run of the process holds 2 threads (a
 // RunWidth claim on this thread, as a second Session's run in flight would): the OS threads the
-// run started (libgomp workers of the fresh thread's pool) and its output.
+// run started (libgomp workers of the fresh thread's pool; threads that appeared, so a worker of
+// an earlier test's thread exiting meanwhile does not count) and its output.
 std::pair<int, Tensor> run_beside_another(Session& session, const NamedTensors& feed) {
   RunWidth other(2, 2, true);
   REQUIRE(other.threads() == 2);
   int started = -1;
   Tensor y;
   std::thread t([&] {
-    const int before = process_threads();
+    const std::set<std::string> before = process_threads();
     auto out = session.run(feed);
-    started = process_threads() - before;
+    started = 0;
+    for (const std::string& tid : process_threads()) started += before.count(tid) == 0;
     if (out.is_ok()) y = (*out)[0].second;
   });
   t.join();
