@@ -76,8 +76,9 @@ stats() {
   local f=$BUILD/fuzz_stats.tsv
   [ -f "$f" ] || die "no runs recorded yet ($f)"
   # date target wall_s cpu_s execs cov ft corpus findings
+  # findings: the findings directory's size after the run (cumulative), so the maximum.
   awk -F'\t' 'NR > 1 { cpu[$2] += $4; ex[$2] += $5; runs[$2]++; if ($6 > cov[$2]) cov[$2] = $6;
-                        if ($7 > ft[$2]) ft[$2] = $7; fnd[$2] += $9 }
+                        if ($7 > ft[$2]) ft[$2] = $7; if ($9 > fnd[$2]) fnd[$2] = $9 }
               END { printf "%-8s %5s %9s %12s %6s %6s %8s\n", "target", "runs", "cpu_min", "execs", "cov", "ft", "findings";
                     for (t in cpu) printf "%-8s %5d %9.1f %12d %6d %6d %8d\n", t, runs[t], cpu[t] / 60, ex[t], cov[t], ft[t], fnd[t] }' "$f"
 }
@@ -115,6 +116,9 @@ LIMITS=(-rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=10)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export OMP_NUM_THREADS=1
+# The fuzzer's own priority: 0 by default (one libFuzzer process at a time, builds run under
+# nice -n 10); GRAPHI_FUZZ_NICE=19 when it must yield to everything else.
+NICE=${GRAPHI_FUZZ_NICE:-0}
 
 if [ $MERGE = 1 ]; then
   # Minimize: the smallest set of inputs (from the committed corpus, the working corpus and the
@@ -140,13 +144,16 @@ set +e
 # -fork=J with J>1 runs J child processes; findings do not stop the run (-ignore_crashes=1).
 FORK=()
 [ "$JOBS" -gt 1 ] && FORK=(-fork="$JOBS" -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1)
-/usr/bin/time -f '%U %S' -o "$LOG.time" nice -n 19 "$BIN" "$WORK" "${SEEDS[@]}" "${DICT[@]}" "${LIMITS[@]}" \
+/usr/bin/time -f '%U %S' -o "$LOG.time" nice -n "$NICE" "$BIN" "$WORK" "${SEEDS[@]}" "${DICT[@]}" "${LIMITS[@]}" \
   "${FORK[@]}" -max_total_time="$SECONDS_TO_RUN" -print_final_stats=1 -artifact_prefix="$FIND/" \
   "${EXTRA[@]}" > "$LOG" 2>&1
 RC=$?
 set -e
 WALL=$(( $(date +%s) - START ))
-CPU=$(awk '{ printf "%.0f", $1 + $2 }' "$LOG.time" 2>/dev/null || echo 0)
+# CPU = user + sys from the rusage /usr/bin/time reports on its last line (a non-zero exit adds a
+# "Command exited with non-zero status N" line before it, which must not be summed).
+CPU=$(tail -n 1 "$LOG.time" 2>/dev/null | awk '{ printf "%.0f", $1 + $2 }')
+CPU=${CPU:-0}
 EXECS=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$LOG" | awk '{ s += $2 } END { print s + 0 }')
 LAST=$(grep -E '^#[0-9]+' "$LOG" | tail -1 || true)
 COV=$(echo "$LAST" | grep -o 'cov: [0-9]*' | awk '{ print $2 + 0 }')
