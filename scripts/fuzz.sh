@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Builds and runs one libFuzzer target of tests/fuzz (docs/FUZZING.md).
 #   scripts/fuzz.sh TARGET [--seconds N] [--jobs J] [-- LIBFUZZER_ARGS...]
-#   scripts/fuzz.sh TARGET --merge      minimize the working corpus into tests/fuzz/corpus/TARGET
+#   scripts/fuzz.sh TARGET --merge [--max-kb K]   minimize the working corpus into
+#                                       tests/fuzz/corpus/TARGET (at most K KiB, default 300)
 #   scripts/fuzz.sh --seeds             (re)make the .graphi/.json seeds from tests/data models
 #   scripts/fuzz.sh --stats             CPU time, executions and coverage summed per target
 # TARGET: onnx, graphi, npy or compile. The fuzz build lives in ./build-fuzz (or
-# $GRAPHI_FUZZ_BUILD_DIR): clang-14, -fsanitize=fuzzer-no-link,address,undefined, ccache. Runs
-# under `nice -n 19` (the machine is shared). The working corpus (build-fuzz/corpus/TARGET) grows
-# across runs; findings land in build-fuzz/findings/TARGET/ (crash-*, leak-*, oom-*, timeout-*):
-# fix them and copy each into tests/fuzz/regressions/TARGET/, which the ctest fuzz/replay_TARGET
-# replays in the normal build. Each run appends one line to build-fuzz/fuzz_stats.tsv.
+# $GRAPHI_FUZZ_BUILD_DIR): clang-14, -fsanitize=fuzzer-no-link,address,undefined, ccache, built
+# under `nice -n 19`; the fuzzer runs at normal priority (GRAPHI_FUZZ_NICE=19: lowest). The
+# working corpus (build-fuzz/corpus/TARGET) grows across runs; findings land in
+# build-fuzz/findings/TARGET/ (crash-*, leak-*, oom-*, timeout-*): fix them and copy each into
+# tests/fuzz/regressions/TARGET/, which the ctest fuzz/replay_TARGET replays in the normal build.
+# Each run appends one line to build-fuzz/fuzz_stats.tsv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -90,12 +92,13 @@ case "${1:-}" in
 esac
 TARGET=$1; shift
 case " $TARGETS " in *" $TARGET "*) ;; *) die "unknown target '$TARGET' (known: $TARGETS)" ;; esac
-SECONDS_TO_RUN=60 JOBS=1 MERGE=0 EXTRA=()
+SECONDS_TO_RUN=60 JOBS=1 MERGE=0 MAX_KB=300 EXTRA=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) SECONDS_TO_RUN=$2; shift 2 ;;
     --jobs) JOBS=$2; shift 2 ;;
     --merge) MERGE=1; shift ;;
+    --max-kb) MAX_KB=$2; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
     *) die "unknown option '$1'" ;;
   esac
@@ -126,12 +129,20 @@ if [ $MERGE = 1 ]; then
   NEW=$(mktemp -d)
   SEEDS=()
   [ -d "$BUILD/seeds/$TARGET" ] && SEEDS=("$BUILD/seeds/$TARGET")
+  # libFuzzer's merge tries the smallest inputs first, so most of what it keeps is small; then
+  # the kept files are taken smallest first up to MAX_KB (the repository must stay small; the
+  # working corpus keeps everything for fuzzing).
   nice -n 19 "$BIN" -merge=1 "${LIMITS[@]}" "$NEW" "$COMMITTED" "$WORK" "${SEEDS[@]}" \
-    2>&1 | tail -3
+    2>&1 | grep -E '^MERGE-OUTER: [0-9]+ new files' || true
   rm -rf "$COMMITTED"; mkdir -p "$COMMITTED"
-  cp "$NEW"/* "$COMMITTED/" 2>/dev/null || true
+  find "$NEW" -type f -printf '%s %p\n' | sort -n | awk -v max=$((MAX_KB * 1024)) \
+    '{ if (sum + $1 > max) { dropped++; next } sum += $1; print $2 }
+     END { if (dropped) printf "dropped %d inputs over the %d KiB budget\n", dropped, max / 1024 > "/dev/stderr" }' \
+    | xargs -r cp -t "$COMMITTED/"
   rm -rf "$NEW"
-  echo "$COMMITTED: $(ls "$COMMITTED" | wc -l) files, $(du -sh "$COMMITTED" | cut -f1)"
+  echo "$COMMITTED: $(ls "$COMMITTED" | wc -l) files, $(cat "$COMMITTED"/* | wc -c) bytes"
+  # Coverage of what is committed (what the replay ctest runs).
+  nice -n 19 "$BIN" -runs=0 "${LIMITS[@]}" "$COMMITTED" 2>&1 | grep -m1 -E 'INITED' || true
   exit 0
 fi
 
