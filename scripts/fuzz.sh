@@ -5,6 +5,10 @@
 #                                       tests/fuzz/corpus/TARGET (at most K KiB, default 300)
 #   scripts/fuzz.sh --seeds             (re)make the .graphi/.json seeds from tests/data models
 #   scripts/fuzz.sh --stats             CPU time, executions and coverage summed per target
+#   scripts/fuzz.sh --rotate SECONDS [--goal CPU_S]   one target at a time for SECONDS in all, in
+#                                       runs of <= 600 s, each run the target with the least CPU
+#                                       time so far (skipping targets with open findings or at
+#                                       the goal, default 1800 CPU-s = the issue's 30 CPU-minutes)
 # TARGET: onnx, graphi, npy or compile. The fuzz build lives in ./build-fuzz (or
 # $GRAPHI_FUZZ_BUILD_DIR): clang-14, -fsanitize=fuzzer-no-link,address,undefined, ccache, built
 # under `nice -n 19`; the fuzzer runs at normal priority (GRAPHI_FUZZ_NICE=19: lowest). The
@@ -85,10 +89,39 @@ stats() {
                     for (t in cpu) printf "%-8s %5d %9.1f %12d %6d %6d %8d\n", t, runs[t], cpu[t] / 60, ex[t], cov[t], ft[t], fnd[t] }' "$f"
 }
 
+# --rotate: the target with the least CPU time in the stats file, among those without open
+# findings and under the goal; empty when none is left.
+next_target() {
+  local goal=$1 best="" bestc="" t c
+  for t in $TARGETS; do
+    [ -n "$(ls "$BUILD/findings/$t" 2>/dev/null)" ] && continue
+    c=$(awk -F'\t' -v t="$t" 'NR > 1 && $2 == t { s += $4 } END { print s + 0 }' \
+        "$BUILD/fuzz_stats.tsv" 2>/dev/null || echo 0)
+    [ "$c" -ge "$goal" ] && continue
+    if [ -z "$best" ] || [ "$c" -lt "$bestc" ]; then best=$t bestc=$c; fi
+  done
+  echo "$best"
+}
+
+rotate() {
+  local total=$1 goal=1800 end t left
+  [ "${2:-}" = --goal ] && goal=$3
+  end=$(( $(date +%s) + total ))
+  [ "${GRAPHI_FUZZ_NO_BUILD:-0}" = 1 ] || for t in $TARGETS; do configure_build "$t"; done
+  while left=$(( end - $(date +%s) )); [ "$left" -ge 30 ]; do
+    t=$(next_target "$goal")
+    [ -n "$t" ] || { echo "fuzz.sh: every target has $goal CPU-s or an open finding"; break; }
+    GRAPHI_FUZZ_NO_BUILD=1 "$0" "$t" --seconds $(( left < 600 ? left : 600 )) \
+      || echo "fuzz.sh: $t stopped with a finding (build-fuzz/findings/$t): fix it, then go on"
+  done
+  stats
+}
+
 case "${1:-}" in
-  ""|-h|--help) sed -n 2,14p "$0"; exit 0 ;;
+  ""|-h|--help) sed -n 2,18p "$0"; exit 0 ;;
   --seeds) make_seeds; exit 0 ;;
   --stats) stats; exit 0 ;;
+  --rotate) shift; [ $# -ge 1 ] || die "--rotate needs SECONDS"; rotate "$@"; exit 0 ;;
 esac
 TARGET=$1; shift
 case " $TARGETS " in *" $TARGET "*) ;; *) die "unknown target '$TARGET' (known: $TARGETS)" ;; esac
