@@ -75,6 +75,9 @@ int profile_command(int argc, char** argv) {
               "calibrate only the K splits the cost model ranks best (default: all)");
   args.option("--runs", "R", "timed runs per split, 1..100000 (default 10)");
   args.option("--warmup", "N", "untimed runs per split first, 0..1000 (default 2)");
+  args.option("--budget-s", "S",
+              "time budget of all runs in seconds; fewer runs on long graphs (default 120, 0: "
+              "none)");
   args.option("--trace", "FILE",
               "write the chosen split's Chrome trace (Perfetto, chrome://tracing)");
   args.option("--plan-out", "FILE", "also write the plan to FILE (graphi run --plan FILE)");
@@ -95,7 +98,8 @@ int profile_command(int argc, char** argv) {
   auto warmup = args.get_int("--warmup", 2, 0, 1000);
   auto seed = args.get_int("--seed", 0, 0, 0x7fffffffffffffffL);
   auto json_indent = args.get_int("--json-indent", 0, 0, 16);
-  if (!top_k || !runs || !warmup || !seed || !json_indent) return kExitUsage;
+  auto budget = args.get_int("--budget-s", 120, 0, 1000000);
+  if (!top_k || !runs || !warmup || !seed || !json_indent || !budget) return kExitUsage;
   const bool json = args.has("--json");
 
   auto dims = parse_dim_flags(args.get_all("--dim"));
@@ -123,6 +127,7 @@ int profile_command(int argc, char** argv) {
   opt.model = model_path;
   opt.calibration.runs = static_cast<int>(*runs);
   opt.calibration.warmup = static_cast<int>(*warmup);
+  opt.budget_s = static_cast<double>(*budget);
   opt.calibration.quiet = args.has("--quiet");
   opt.calibration.cpuset = args.get("--cpuset");
   auto profiled = profiler::profile_graph(g, inputs, opt);
@@ -236,6 +241,8 @@ int profile_command(int argc, char** argv) {
     j["plan_cache"] = cache_file;
     j["fit_s"] = res.fit_seconds;
     j["profiling_s"] = res.seconds;
+    j["session_runs"] = res.session_runs;
+    j["budget_lowered"] = res.budget_lowered;
     print_json(j, *json_indent);
     return kExitOk;
   }
@@ -301,8 +308,9 @@ int profile_command(int argc, char** argv) {
         c.true_best.c_str(), c.true_best_ms, c.true_best_model_rank, c.top_k,
         c.top_k_choice.c_str(), c.top_k_ms, c.lost_pct, c.top_k_s, c.exhaustive_s);
   }
-  std::printf("\nprofiling took %.1f s (model fit %.1f s, calibration %.1f s)\n", res.seconds,
-              res.fit_seconds, res.calibration.seconds);
+  std::printf("\nprofiling took %.1f s (model fit %.1f s, calibration %.1f s), %d runs%s\n",
+              res.seconds, res.fit_seconds, res.calibration.seconds, res.session_runs,
+              res.budget_lowered ? " (run counts lowered to fit --budget-s)" : "");
   if (!cache_file.empty()) std::printf("plan cached in %s\n", cache_file.c_str());
   if (args.has("--plan-out")) std::printf("plan written to %s\n", args.get("--plan-out").c_str());
   if (args.has("--trace")) std::printf("trace written to %s\n", args.get("--trace").c_str());

@@ -14,6 +14,8 @@
 #include "engine/graph_stats.h"
 #include "engine/training_session.h"
 #include "graph/npz.h"
+#include "graph/passes/rnn_fusion.h"
+#include "ops/registry.h"
 #include "ops/gradients.h"
 
 namespace graphi::cli {
@@ -61,6 +63,9 @@ int train_command(int argc, char** argv) {
   args.option(
       "--scheduler", "NAME",
       "sequential (default with 1 executor), cpf (default with more), fifo or shared-queue");
+  args.flag("--fuse-rnn",
+            "fuse unrolled LSTM/GRU/RNN cells into sequence ops first (their BPTT gradient "
+            "kernels); a fused cell's bias becomes Wb + a zero Rb, both trained (as torch.nn.LSTM)");
   args.flag("--no-pin", "do not pin threads to cores");
   args.flag("--json", "print one JSON object on stdout instead of text");
   if (auto code = args.parse(argc, argv)) return *code;
@@ -117,6 +122,28 @@ int train_command(int argc, char** argv) {
 
   auto g = load_model(model_path);
   if (!g.is_ok()) return runtime_error(g.status());
+  if (args.has("--fuse-rnn")) {
+    auto fused = graph::passes::fuse_rnn_cells(**g, ops::Registry::get());
+    if (!fused.is_ok()) return runtime_error(fused.status().with_context(model_path));
+    // A cell the pass could not chain with its neighbours (PhasedLSTM's time gate sits between
+    // the steps) becomes a one-step sequence op with its own copy of the layer's weights: trained
+    // apart, the copies would no longer be one shared weight. Refuse rather than train that.
+    for (const graph::Node& n : fused->graph.nodes()) {
+      if ((n.op != "LSTM" && n.op != "GRU" && n.op != "RNN") || n.inputs.empty()) continue;
+      const Shape& xs = fused->graph.value(n.inputs[0]).desc.shape;
+      if (!xs.empty() && xs[0] == 1)
+        return runtime_error(Status::unsupported(
+            model_path + ": --fuse-rnn: node '" + n.name +
+            "' is a one-step sequence: the pass could not chain this layer's cells (something "
+            "between the steps, e.g. a PhasedLSTM time gate), and one-step copies of shared "
+            "weights would train apart; train without --fuse-rnn"));
+    }
+    if (!json)
+      std::printf("fused %d unrolled cells into %d sequence ops\n", fused->cells,
+                  fused->sequences);
+    g = std::shared_ptr<const graph::Graph>(
+        std::make_shared<const graph::Graph>(std::move(fused->graph)));
+  }
   auto batch = graph::read_npz(args.get("--batch-from"));
   if (!batch.is_ok()) return runtime_error(batch.status());
   auto ts = engine::TrainingSession::create(*g, o);

@@ -6,8 +6,13 @@
 //
 // The kernel scatters each input element through the kernel window into its output plane:
 // a thread owns whole (n, m) output planes, so the scatter needs no synchronization.
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <limits>
+#include <memory>
 
+#include "ops/onednn.h"
 #include "ops/registry.h"
 #include "ops/shape_rules.h"
 
@@ -154,12 +159,72 @@ class ConvTransposeKernel final : public Kernel {
   TGeometry g_;
 };
 
+// oneDNN's deconvolution (created once at init; the weights are read in place every run): the
+// Conv gradient's dX. Declines groups, output_padding beyond the bottom/right pads (oneDNN has
+// no negative padding here) and shapes oneDNN serves only with its reference code; the scatter
+// kernel below takes those.
+class OnednnConvTransposeKernel final : public Kernel {
+ public:
+  const char* name() const override { return "conv_transpose_onednn"; }
+  bool opens_own_region() const override { return true; }
+  size_t scratch_bytes() const override { return prim_ ? prim_->scratch_bytes() : 0; }
+
+  Status init(const KernelContext& ctx) override {
+    GRAPHI_ASSIGN_OR_RETURN(g_, tgeometry(NodeView::of_kernel(ctx)));
+    if (g_.group != 1) return Status::unsupported("group " + std::to_string(g_.group));
+    if (g_.oph > g_.pb || g_.opw > g_.pr)
+      return Status::unsupported("output_padding beyond the bottom/right pads");
+    onednn::ConvSpec s;  // the convolution from Y [n, m, oh, ow] to X [n, c, h, w]
+    s.n = g_.n;
+    s.c = g_.m;
+    s.h = g_.oh;
+    s.w = g_.ow;
+    s.oc = g_.c;
+    s.oh = g_.h;
+    s.ow = g_.w;
+    s.kh = g_.kh;
+    s.kw = g_.kw;
+    s.stride_h = g_.sh;
+    s.stride_w = g_.sw;
+    s.dilation_h = g_.dh;
+    s.dilation_w = g_.dw;
+    s.pad_top = g_.pt;
+    s.pad_left = g_.pl;
+    s.pad_bottom = g_.pb - g_.oph;  // output_padding extends the output at the bottom/right
+    s.pad_right = g_.pr - g_.opw;
+    s.has_bias = g_.has_bias;
+    GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_deconv(s, ctx.team_size));
+    return Status::ok();
+  }
+
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    float* y = static_cast<float*>(io.outputs[0]);
+    const float* bias = g_.has_bias ? static_cast<const float*>(io.inputs[2]) : nullptr;
+    if (!prim_->execute(static_cast<const float*>(io.inputs[0]),
+                        static_cast<const float*>(io.inputs[1]), bias, y, team.scratch)) {
+      std::fprintf(stderr, "graphi: %s: oneDNN execution failed; output set to NaN\n", name());
+      std::fill(y, y + g_.n * g_.m * g_.oh * g_.ow, std::numeric_limits<float>::quiet_NaN());
+    }
+  }
+
+ private:
+  TGeometry g_;
+  std::unique_ptr<onednn::Primitive> prim_;
+};
+
 std::unique_ptr<Kernel> make_conv_transpose() { return std::make_unique<ConvTransposeKernel>(); }
+std::unique_ptr<Kernel> make_onednn_conv_transpose() {
+  return std::make_unique<OnednnConvTransposeKernel>();
+}
 
 }  // namespace
 
 void register_conv_transpose_op(Registry& r) {
-  r.add({"ConvTranspose", infer_conv_transpose, cost_conv_transpose, false, {make_conv_transpose}});
+  r.add({"ConvTranspose",
+         infer_conv_transpose,
+         cost_conv_transpose,
+         false,
+         {make_onednn_conv_transpose, make_conv_transpose}});
 }
 
 }  // namespace graphi::ops

@@ -307,7 +307,18 @@ Status grad_matmul(GradContext& c, Dx& dx) {
     return Status::unsupported(c.where + ": the MatMul gradient needs operands of rank >= 2, got " +
                                shape_to_string(as) + " and " + shape_to_string(bs));
   Shape batch(ys.begin(), ys.end() - 2);
-  if (c.need[0]) {
+  if (c.need[0] && bs.size() == 2) {
+    // B shared by every batch (so A is not broadcast): dA = dy' B^T over the flattened rows, one
+    // Gemm with transB, no Transpose of B (in the unrolled RNN training steps the Transposes of
+    // the recurrent weights took a fifth of the step).
+    const int64_t n = ys.back();
+    const bool flat = as.size() == 2;
+    std::string y2 = flat ? c.dy[0] : c.e.op("Reshape", {c.dy[0], c.e.ints({-1, n})});
+    Attributes a;
+    a.set("transB", int64_t{1});
+    std::string g = c.e.op("Gemm", {y2, c.in_name(1)}, std::move(a), "matmul_dA");
+    dx[0] = flat ? g : c.e.op("Reshape", {g, c.e.ints(as)});
+  } else if (c.need[0]) {
     // dA = dy B^T, of shape batch + [M, K], summed over the batch dims A broadcast along.
     std::string g =
         c.e.op("MatMul", {c.dy[0], swap_last2(c.e, c.in_name(1), bs.size())}, {}, "matmul_dA");
@@ -319,11 +330,13 @@ Status grad_matmul(GradContext& c, Dx& dx) {
   if (c.need[1]) {
     std::string g;
     Shape s;
-    if (bs.size() == 2 && as.size() > 2) {
-      // B shared by every batch: one GEMM over the flattened rows, dB = A'^T dy'.
+    if (bs.size() == 2) {
+      // B shared by every batch: one GEMM over the flattened rows, dB = A'^T dy' (transA: no
+      // Transpose node).
       const int64_t k = as.back(), n = ys.back();
-      std::string a2 = c.e.op("Reshape", {c.in_name(0), c.e.ints({-1, k})});
-      std::string y2 = c.e.op("Reshape", {c.dy[0], c.e.ints({-1, n})});
+      const bool flat = as.size() == 2;
+      std::string a2 = flat ? c.in_name(0) : c.e.op("Reshape", {c.in_name(0), c.e.ints({-1, k})});
+      std::string y2 = flat ? c.dy[0] : c.e.op("Reshape", {c.dy[0], c.e.ints({-1, n})});
       Attributes a;
       a.set("transA", int64_t{1});
       dx[1] = c.e.op("Gemm", {a2, y2}, std::move(a), "matmul_dB");
@@ -513,8 +526,11 @@ Status grad_pool(GradContext& c, Dx& dx) {
                g.dilations == std::vector<int64_t>{1, 1} &&
                g.pads == std::vector<int64_t>{0, 0, 0, 0} && xs[2] == ys[2] * g.kernel[0] &&
                xs[3] == ys[3] * g.kernel[1];
-  if (!tiles && kMax && ceil_mode == 0 && g.dilations == std::vector<int64_t>{1, 1}) {
-    // Overlapping or padded windows: the gradient-only MaxPoolGrad op (ops/max_pool_grad.cpp).
+  if (kMax && ceil_mode == 0 && g.dilations == std::vector<int64_t>{1, 1}) {
+    // The gradient-only MaxPoolGrad op (ops/max_pool_grad.cpp), for tiling windows too: one op
+    // instead of the seven of the composed form below (Expand/Equal/Mul took a fifth of the
+    // PathNet step), and dy goes to the first maximum of a window as in PyTorch, where the
+    // composed form gave it to every tied maximum.
     Attributes a;
     a.set("kernel_shape", g.kernel);
     a.set("strides", g.strides);

@@ -301,6 +301,36 @@ Result<std::unique_ptr<Primitive>> make_conv(const ConvSpec& s, int team_size, b
   }
 }
 
+Result<std::unique_ptr<Primitive>> make_deconv(const ConvSpec& s, int team_size,
+                                               bool allow_ref) {
+  if (s.group != 1 || s.src_block || s.dst_block || s.relu)
+    return Status::unsupported("oneDNN deconvolution: only group 1, plain NCHW, no ReLU");
+  try {
+    ScopedOmpThreads threads(team_size);
+    auto impl = std::make_unique<Primitive::Impl>();
+    impl->team_size = team_size;
+    impl->has_weights = true;
+    impl->has_bias = s.has_bias;
+    using tag = memory::format_tag;
+    // oneDNN's deconvolution weights are {OC = s.c, IC = s.oc, KH, KW}; the bytes [s.oc][s.c]
+    // [KH][KW] are that with tag iohw (no copy, no reorder: the weights change every step).
+    const memory::desc user_wei = f32_desc({s.c, s.oc, s.kh, s.kw}, tag::iohw);
+    const memory::desc src = f32_desc({s.n, s.oc, s.oh, s.ow}, tag::nchw);
+    const memory::desc dst = f32_desc({s.n, s.c, s.h, s.w}, tag::nchw);
+    const memory::desc bias = s.has_bias ? f32_desc({s.c}, tag::a) : memory::desc();
+    impl->bias_md = bias;
+    dnnl::deconvolution_forward::desc d(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, src, user_wei,
+        bias, dst, {s.stride_h, s.stride_w}, {s.dilation_h - 1, s.dilation_w - 1},
+        {s.pad_top, s.pad_left}, {s.pad_bottom, s.pad_right});
+    dnnl::deconvolution_forward::primitive_desc pd(d, user_scratchpad_attr(), cpu_engine());
+    return finish<dnnl::deconvolution_forward::primitive_desc, dnnl::deconvolution_forward>(
+        pd, std::move(impl), user_wei, nullptr, allow_ref, "deconvolution");
+  } catch (const dnnl::error& e) {
+    return from_dnnl(e, "deconvolution");
+  }
+}
+
 Result<std::unique_ptr<Primitive>> make_pool(const PoolSpec& s, int team_size, bool allow_ref) {
   try {
     ScopedOmpThreads threads(team_size);

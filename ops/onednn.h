@@ -106,6 +106,12 @@ Result<std::unique_ptr<Primitive>> make_conv(const ConvSpec& spec, int team_size
                                              bool allow_ref = false);
 Result<std::unique_ptr<Primitive>> make_pool(const PoolSpec& spec, int team_size,
                                              bool allow_ref = false);
+// ONNX ConvTranspose (group 1, plain NCHW) as oneDNN's deconvolution, described by the
+// convolution it reverses (how the Conv gradient uses it for dX): execute(src = dY [n, oc, oh,
+// ow], weights = W [oc, c, kh, kw] (the Conv's weights, ConvTranspose's [C, M, kH, kW]), bias [c]
+// or nullptr, dst = dX [n, c, h, w]). No bias-free ReLU, blocking or groups.
+Result<std::unique_ptr<Primitive>> make_deconv(const ConvSpec& conv, int team_size,
+                                               bool allow_ref = false);
 
 // "oneDNN 2.6.3 (cpu runtime OMP)": for `graphi info` and logs.
 std::string version_string();

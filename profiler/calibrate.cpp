@@ -2,6 +2,7 @@
 #include "profiler/calibrate.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <thread>
@@ -118,6 +119,7 @@ Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g,
 
   Status failed;  // the graph itself fails: no config will do better
   size_t blocks_done = 0;
+  std::atomic<int> session_runs{0};
   for (int round = 0; round < rounds && failed.is_ok(); ++round) {
     std::vector<size_t> order;
     for (size_t i = 0; i < count; ++i)
@@ -150,8 +152,12 @@ Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g,
           r.error = s.status().message();
           return;
         }
-        for (int w = 0; w < (round == 0 ? opt.warmup : 1) && failed.is_ok(); ++w) {
+        const auto w0 = Clock::now();
+        for (int w = 0; w < (round == 0 ? opt.warmup : std::min(opt.warmup, 1)) && failed.is_ok();
+             ++w) {
+          if (w > 0 && opt.block_cap_s > 0 && seconds_since(w0) >= opt.block_cap_s) break;
           Result<double> ms = timed_run(**s, inputs);
+          ++session_runs;
           failed = ms.status();
         }
         const auto b0 = Clock::now();
@@ -159,7 +165,10 @@ Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g,
           if (k >= runs_per_round && (seconds_since(b0) * 1e3 >= opt.min_block_ms ||
                                       static_cast<int>(r.run_ms.size()) >= max_runs))
             break;
+          // Over the block's share of the budget: the runs so far must do (at least one).
+          if (k > 0 && opt.block_cap_s > 0 && seconds_since(w0) >= opt.block_cap_s) break;
           Result<double> ms = timed_run(**s, inputs);
+          ++session_runs;
           if (!ms.is_ok()) {
             failed = ms.status();
             return;
@@ -190,6 +199,7 @@ Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g,
           r.stopped_early = true;
       }
   }
+  cal.session_runs = session_runs.load();
   if (!failed.is_ok()) return failed;
   for (size_t i = 0; i < count; ++i)
     if (cal.results[i].calibrated) cal.results[i].median_ms = median_of(cal.results[i].run_ms);
@@ -207,7 +217,7 @@ Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g,
 Result<OpCosts> record_op_costs(std::shared_ptr<const graph::Graph> g,
                                 const engine::NamedTensors& inputs, const Config& config, int runs,
                                 const CalibrationOptions& opt,
-                                std::span<const double> fallback_us) {
+                                std::span<const double> fallback_us, double max_seconds) {
   GRAPHI_ASSIGN_OR_RETURN(engine::Plan plan, engine::compile(g, config.threads));
   auto plan_ptr = std::make_shared<const engine::Plan>(std::move(plan));
   engine::SessionOptions so = session_options(config, opt);
@@ -218,8 +228,12 @@ Result<OpCosts> record_op_costs(std::shared_ptr<const graph::Graph> g,
     auto run_all = [&]() -> Status {
       GRAPHI_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> s,
                               engine::Session::create(plan_ptr, so));
+      const auto t0 = Clock::now();
+      ++out.session_runs;
       GRAPHI_RETURN_IF_ERROR(s->run(inputs).status());  // warm-up
       for (int i = 0; i < std::max(1, runs); ++i) {
+        if (i > 0 && max_seconds > 0 && seconds_since(t0) >= max_seconds) break;
+        ++out.session_runs;
         GRAPHI_ASSIGN_OR_RETURN(double ms, timed_run(*s, inputs));
         out.run_ms.push_back(ms);
         out.traces.push_back(s->last_trace());

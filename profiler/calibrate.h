@@ -34,6 +34,10 @@ struct CalibrationOptions {
   // median so far is abandoned.
   int early_runs = 3;
   double early_ratio = 1.5;
+  // Wall-time cap of each config's block in a round, after its first timed run (0: none). Set
+  // by profile_graph from its budget (ProfileOptions::budget_s) so that a split far slower
+  // than the others (1x2 on a loaded machine: 40x) cannot take all of it.
+  double block_cap_s = 0;
   std::string cpuset;
   bool pin = true;
   bool quiet = false;  // no progress on stderr
@@ -56,6 +60,7 @@ struct Calibration {
   std::vector<ConfigResult> results;  // in the model's ranking order
   int best = -1;                      // index of the fastest calibrated config
   double seconds = 0;
+  int session_runs = 0;  // every Session::run, warm-ups included
 };
 
 // Compiles (one Plan per team size, shared between configs) and calibrates results[i] for every
@@ -76,13 +81,16 @@ struct OpCosts {
   std::vector<double> run_ms;  // wall time of the traced runs
   size_t median_run = 0;       // index of the run with the median wall time
   bool recorded = false;       // false: the engine recorded no spans (tracing unavailable)
+  int session_runs = 0;        // every Session::run, the warm-up included
 };
 // When the engine recorded no spans and `fallback_us` (one per node) is given, the table holds
 // it instead (e.g. the cost model's prediction for this config) and `recorded` stays false.
+// `max_seconds` > 0: no further traced run once the warm-up and the runs so far took that long
+// (at least one traced run always).
 Result<OpCosts> record_op_costs(std::shared_ptr<const graph::Graph> g,
                                 const engine::NamedTensors& inputs, const Config& config, int runs,
                                 const CalibrationOptions& options,
-                                std::span<const double> fallback_us = {});
+                                std::span<const double> fallback_us = {}, double max_seconds = 0);
 
 double median_of(std::vector<double> v);
 

@@ -24,6 +24,10 @@ struct ProfileOptions {
   bool compare_exhaustive = false;  // calibrate every config, then evaluate top_k (default 2)
   int fit_runs = 3;                 // traced runs at 1x1 and 1xK for the model's fit
   int cost_runs = 5;                // traced runs under the chosen config for the cost table
+  // Budget of all the runs in seconds (0: none). From the fit's measured run time the counts
+  // above are lowered (budget_counts) so that the estimated total fits it; each phase also
+  // stops at its share of it. Wall time from the start, compiling the plans included.
+  double budget_s = 120;
   CalibrationOptions calibration;
   std::string model;  // the file, for the plan's record
 };
@@ -37,6 +41,19 @@ struct ExhaustiveComparison {
   double exhaustive_s = 0, top_k_s = 0;  // calibration time of all configs / of the top K only
 };
 
+// The run counts of a profile whose runs take about `run_s` seconds each, with `budget_s` left
+// for calibrating `configs` splits and recording the chosen one's costs. When the defaults
+// (`base`) fit, they are kept; otherwise one warm-up per split, one round when fewer than 4
+// runs per round fit, R lowered to what fits (at least 1), one cost run, no minimum block time.
+struct BudgetCounts {
+  CalibrationOptions calibration;
+  int cost_runs = 0;
+  bool lowered = false;  // the defaults did not fit
+  double estimated_s = 0;  // runs x run_s with the counts returned
+};
+BudgetCounts budget_counts(double run_s, size_t configs, double budget_s,
+                           const ProfileOptions& base);
+
 struct ProfileResult {
   ConfigSpace space;
   CostModel model;
@@ -49,6 +66,8 @@ struct ProfileResult {
   SavedPlan plan;
   std::optional<ExhaustiveComparison> comparison;
   double seconds = 0;  // all of profiling
+  int session_runs = 0;  // every Session::run of the fit, the calibration and the cost recording
+  bool budget_lowered = false;  // the run counts were lowered to fit budget_s
 };
 
 Result<ProfileResult> profile_graph(std::shared_ptr<const graph::Graph> g,
