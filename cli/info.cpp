@@ -35,7 +35,7 @@ int info_command(int argc, char** argv) {
             "show the progress of a load longer than 1 s on stderr even when it is not a "
             "terminal (on a terminal it is shown anyway), with a time per stage");
   args.option("--threads", "K", "team size the kernels are selected for, 1..1024 (default 1)");
-  args.option("--rnn-weights", "fp32|bf16",
+  args.option("--rnn-weights", "fp32|bf16|int8",
               "storage precision of the fused LSTM/GRU/RNN weights (as graphi run)");
   if (auto code = args.parse(argc, argv)) return *code;
   auto threads = args.get_int("--threads", 1, 1, 1024);

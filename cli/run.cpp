@@ -144,9 +144,10 @@ int run_command(int argc, char** argv) {
             "run the graph as stored (no graph passes: no RNN cell fusion, MM fusion or hoisting)");
   args.option("--dim", "NAME=VALUE", "value of a symbolic dim of an .onnx model's inputs", true);
   args.flag("--no-pin", "do not pin threads to cores (allows oversubscribing the machine)");
-  args.option("--rnn-weights", "fp32|bf16",
+  args.option("--rnn-weights", "fp32|bf16|int8",
               "storage precision of the fused LSTM/GRU/RNN weights (default fp32; bf16: bf16\n"
-              "                           weights, fp32 accumulation, docs/RNN_KERNELS.md)");
+              "                           weights, fp32 accumulation; int8: s8 weights, u8\n"
+              "                           activations, int32 accumulation; docs/RNN_KERNELS.md)");
   args.option("--max-memory", "SIZE",
               "refuse a model whose file, weights or planned memory exceed SIZE (512M, 2G;\n"
               "                           default: the memory available; docs/FUZZING.md)");

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -51,16 +52,19 @@ bool is_chrome_trace(const std::string& path) {
 }
 
 // Per-node durations (us) from Chrome traces of real runs (profiler/chrome_trace.h: "op" events
-// with args.node_id and args.team): the median over the files, which shrugs off the runs another
-// process disturbed; and the team size the non-small ops ran with.
-Result<std::pair<std::vector<double>, int>> median_costs_from_traces(
+// with args.node_id and args.team), per team size the runs' non-small ops ran with (a file's
+// team: the largest args.team in it): the median over the files of that team size, which shrugs
+// off the runs another process disturbed.
+Result<std::map<int, std::vector<double>>> median_costs_from_traces(
     const std::vector<std::string>& files, size_t nodes) {
-  std::vector<std::vector<double>> per(nodes);
-  int team = 1;
+  std::map<int, std::vector<std::vector<double>>> per;  // team -> node -> samples
+  std::map<int, std::string> first_file;
   for (const std::string& file : files) {
     std::ifstream f(file);
     if (!f) return Status(StatusCode::kIoError, file + ": cannot read");
     nlohmann::json j;
+    std::vector<std::pair<size_t, double>> events;
+    int team = 1;
     try {
       j = nlohmann::json::parse(f);
       for (const auto& ev : j.at("traceEvents")) {
@@ -70,23 +74,31 @@ Result<std::pair<std::vector<double>, int>> median_costs_from_traces(
           return Status::invalid_argument(file + ": node_id " + std::to_string(id) +
                                           " beyond the model's " + std::to_string(nodes) +
                                           " nodes (a trace of another model?)");
-        per[id].push_back(ev.at("dur").get<double>());
+        events.emplace_back(id, ev.at("dur").get<double>());
         team = std::max(team, ev.at("args").value("team", 1));
       }
     } catch (const nlohmann::json::exception& x) {
       return Status::invalid_argument(file +
                                       ": not a Chrome trace of graphi run --trace: " + x.what());
     }
+    auto& samples = per[team];
+    samples.resize(nodes);
+    first_file.emplace(team, file);
+    for (const auto& [id, us] : events) samples[id].push_back(us);
   }
-  std::vector<double> us(nodes, 0.0);
-  for (size_t i = 0; i < nodes; ++i) {
-    if (per[i].empty())
-      return Status::invalid_argument(files.front() + ": no op event for node " +
-                                      std::to_string(i));
-    std::sort(per[i].begin(), per[i].end());
-    us[i] = per[i][per[i].size() / 2];
+  std::map<int, std::vector<double>> out;
+  for (auto& [team, samples] : per) {
+    std::vector<double>& us = out[team];
+    us.assign(nodes, 0.0);
+    for (size_t i = 0; i < nodes; ++i) {
+      if (samples[i].empty())
+        return Status::invalid_argument(first_file[team] + ": no op event for node " +
+                                        std::to_string(i));
+      std::sort(samples[i].begin(), samples[i].end());
+      us[i] = samples[i][samples[i].size() / 2];
+    }
   }
-  return std::make_pair(std::move(us), team);
+  return out;
 }
 
 }  // namespace
@@ -110,12 +122,17 @@ int simulate_command(int argc, char** argv) {
       "Measured (on this machine): per-op times, from a plan's cost table (--costs, written by\n"
       "`graphi profile --plan-out`) or the median over Chrome traces of `graphi run --trace` "
       "(repeat\n"
-      "--costs), at the team size they ran with; without --costs estimated from the ops' cost "
-      "hints;\n"
+      "--costs; traces of runs with different team sizes give a table per team size, used as "
+      "measured\n"
+      "for that k), at the team size they ran with; without --costs estimated from the ops' "
+      "cost hints;\n"
       "dispatch overheads (sequential and local per-op cost, hand-off, scheduler step, "
       "shared-queue\n"
       "pop) from scripts/bench_engine.sh on the 2-core VM (benchmarks/README.md; --dispatch "
-      "overrides).\n"
+      "overrides);\n"
+      "the client's hand-over per run (6 us) when it sleeps through the run (no spare core and "
+      "teams of\n"
+      "k > 1 or shared-queue), from 1xk cpf against 1xk sequential on this VM.\n"
       "Extrapolated: op time on a team of k, t(k) = t1 (s + (1-s)/min(k, k_sat)) + sync log2(k),\n"
       "with s = 0.02, k_sat = 8 for compute-bound ops and s = 0.05, k_sat = 16 for memory-bound "
       "ones\n"
@@ -146,7 +163,7 @@ int simulate_command(int argc, char** argv) {
               "l2=GB/s per tile, l3=, dram= for the machine; l2_mb=, l3_mb= sizes");
   args.option(
       "--dispatch", "SPEC",
-      "overheads in us: seq, local, handoff, step, sq, sq_lock, start, sync, cross_package");
+      "overheads in us: seq, local, handoff, step, sq, sq_lock, start, sync, client, cross_package");
   args.option("--core-speed", "X",
               "per-core speed relative to this machine (default: the preset's, else 1)");
   args.option("--trace", "FILE",
@@ -263,9 +280,12 @@ int simulate_command(int argc, char** argv) {
   if (from_traces) {
     auto measured = median_costs_from_traces(cost_files, mg.num_nodes());
     if (!measured.is_ok()) return runtime_error(measured.status());
-    curves =
-        profiler::OpCostCurves::from_measured(mg, measured->first, measured->second, spec, here);
-    levels = engine::compute_levels(*plan, measured->first);
+    // The smallest team's times give t1 (and cpf's levels); other teams' are used as measured.
+    const auto& [k0, us0] = *measured->begin();
+    curves = profiler::OpCostCurves::from_measured(mg, us0, k0, spec, here);
+    for (const auto& [k, us] : *measured)
+      if (k != k0) curves.add_measured(k, us);
+    levels = engine::compute_levels(*plan, us0);
   } else if (!cost_files.empty()) {
     if (cost_files.size() > 1)
       return args.usage_error(
@@ -325,7 +345,8 @@ int simulate_command(int argc, char** argv) {
     j["dispatch_us"] = {
         {"seq", d.seq_op_us},      {"local", d.local_op_us}, {"handoff", d.handoff_us},
         {"step", d.step_us},       {"sq", d.sq_op_us},       {"sq_lock", d.sq_lock_us},
-        {"start", d.run_start_us}, {"sync", d.team_sync_us}, {"cross_package", d.cross_package}};
+        {"start", d.run_start_us}, {"sync", d.team_sync_us}, {"client", d.client_wake_us},
+        {"cross_package", d.cross_package}};
     j["graph_width"] = shape.max_width;
     nlohmann::ordered_json arr = nlohmann::ordered_json::array();
     for (const auto& p : preds) {

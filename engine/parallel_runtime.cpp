@@ -38,8 +38,8 @@ size_t pow2_at_least(size_t n) {
 }
 
 // Moves the calling (client) thread to a core of the placement for its lifetime (the scheduler's
-// reserved core, or executor 0's when the client plays executor 0) and puts its affinity back
-// afterwards. No-op without pinning or without such a core.
+// reserved core, or executor 0's when the client plays executor 0 or sleeps through the run
+// there) and puts its affinity back afterwards. No-op without pinning or without such a core.
 class ClientPin {
  public:
   ClientPin(const RuntimeOptions& o, bool executor0) {
@@ -52,6 +52,9 @@ class ClientPin {
     // 0.7-3.3 us + 0.75 us of syscalls per run, 1.7% of a 220 us run (LSTM-shaped DAG at 1 us ops,
     // 2x1: 558 -> 549 ns/op; empty ops 30.7 -> 23.7). The kernel has no reason to move it
     // during the run: executor 1 is pinned to the other core and executor 0's own thread sleeps.
+    // A client sleeping through the run wakes where it slept (its previous CPU, also the
+    // waker's), so it stays there too (measured, 1x2 cpf, 10-op CNN: pinning and restoring
+    // every run 0.053 ms against 0.046 for this rule; never pinned, 3 of 5 rounds 8 ms).
     if (executor0 && sched_getcpu() == pu) return;
     CPU_ZERO(&saved_);
     if (pthread_getaffinity_np(pthread_self(), sizeof saved_, &saved_) != 0) return;
@@ -110,6 +113,14 @@ struct ParallelRuntime::Impl {
   // 315 us run of the LSTM-shaped DAG). oneTBB's calling thread joins its arena the same way.
   // With threads > 1 executor 0's thread leads an OpenMP team, so the client cannot stand in.
   bool client_drives = false;
+  // The client thread neither schedules nor plays an executor: it sleeps until the run is done
+  // (no core of its own; teams of k > 1 or shared-queue). It then sleeps on executor 0's leader
+  // core, and executor 0, once the run is done, sleeps at once instead of spinning its budget
+  // there: the woken client needs that core to return to the caller. Spinning cost every run a
+  // ~50 us wait (the spin budget, then the yield) and, when the client woke on a team member's
+  // core instead, a scheduler tick (4 ms) behind libgomp's spin-wait.
+  bool client_sleeps = false;
+  std::atomic<uint64_t> hand_backs{0};  // runs whose end executor 0 met by sleeping at once
   size_t inbox_capacity = 1;
   std::vector<std::unique_ptr<Executor>> ex;
   std::vector<double> keys;  // heap key per op: level (cpf) or -position (fifo)
@@ -610,17 +621,22 @@ void ParallelRuntime::Impl::executor_loop(Executor& e, bool client) {
   // Embedded role: an idle executor also watches `posted` (another executor published surplus
   // ops) and then takes the role to claim them.
   const bool watch_posts = !dedicated && !shared && opt.local_continuation;
+  // Executor 0 shares its core with the sleeping client (client_sleeps): at the run's end it
+  // stops spinning and sleeps at once (after the Parker's yields, which hand the core over).
+  const bool hands_back = client_sleeps && !client && e.id == 0;
   while (true) {
     if (e.heap.empty()) {
+      const bool run_over = hands_back && done.load(std::memory_order_acquire);
+      if (run_over) hand_backs.fetch_add(1, std::memory_order_relaxed);
       e.parker.wait(
           [&] {
             return !e.inbox.empty_approx() ||
                    (shared && sq_size.load(std::memory_order_acquire) != 0) ||
                    (watch_posts && posted.load(std::memory_order_seq_cst) != e.seen_posted) ||
                    stopping.load(std::memory_order_acquire) ||
-                   (client && done.load(std::memory_order_acquire));
+                   ((client || (hands_back && !run_over)) && done.load(std::memory_order_acquire));
           },
-          opt.spin_budget);
+          run_over ? std::chrono::microseconds(0) : opt.spin_budget);
       uint32_t item;
       while (e.inbox.try_pop(item)) {
         if (item == kStop) return;
@@ -710,11 +726,12 @@ Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& pla
   // nothing to hand out, so even with a spare core the client thread plays the executor instead
   // of sleeping on it until the run ends. The sleeping client cost a futex wake-up (30-80 us) per
   // run: LSTM-shaped DAG, 1 us ops, cpf 1x1 1152 ns/op against 1021 for the sequential executor.
-  const bool solo = o.executors == 1 && o.threads == 1 && o.local_continuation && !im.shared;
-  im.dedicated = o.dedicated_scheduler.has_value()
-                     ? *o.dedicated_scheduler
-                     : (o.placement != nullptr && o.placement->scheduler.has_value() && !solo);
+  const ClientRole role =
+      client_role(o.executors, o.threads, o.policy,
+                  o.placement != nullptr && o.placement->scheduler.has_value(), o.local_continuation);
+  im.dedicated = o.dedicated_scheduler.has_value() ? *o.dedicated_scheduler : role.dedicated;
   im.client_drives = !im.dedicated && !im.shared && o.threads == 1 && o.local_continuation;
+  im.client_sleeps = !im.dedicated && !im.client_drives;
   const size_t n = plan.num_nodes();
 
   if (!o.levels.empty() && o.levels.size() != n)
@@ -866,9 +883,15 @@ Status ParallelRuntime::run(SlotTables slots) {
   im.idle_word = 0;
   im.idle_hint.store(0, std::memory_order_relaxed);
   std::fill(im.inflight.begin(), im.inflight.end(), 0u);
-  im.sq.clear();
-  im.sq_head = 0;
-  im.sq_size.store(0, std::memory_order_relaxed);
+  {
+    // Under sq_mu: an executor of the previous run may still be polling the queue (it pops
+    // whenever its heap is empty, also after the run is done). Unlocked, it could read the old
+    // sq_head against the cleared size and take a stale op (found by the TSan lane).
+    std::lock_guard<std::mutex> lock(im.sq_mu);
+    im.sq.clear();
+    im.sq_head = 0;
+    im.sq_size.store(0, std::memory_order_relaxed);
+  }
   im.client_failure.clear();
   if (im.tracing) {  // capacities stay (set_tracing reserved them)
     for (auto& e : im.ex) e->spans.clear();
@@ -879,11 +902,14 @@ Status ParallelRuntime::run(SlotTables slots) {
   std::atomic_thread_fence(std::memory_order_release);  // the ring pushes below publish all this
 
   // With a core of its own the client thread moves there for the whole run: it runs the
-  // bootstrap ops there, then plays the scheduler.
+  // bootstrap ops there, then plays the scheduler. Else it plays executor 0 or sleeps through
+  // the run on executor 0's core (client_sleeps): unpinned, its wake-up at the run's end could
+  // land on a team member's core and wait there behind libgomp's spin-wait until a scheduler
+  // tick (medians of 4 and 8 ms for runs of 0.02-0.3 ms, 1x2 cpf and 2x1 shared-queue).
   std::optional<ClientPin> pin;
   if (im.dedicated && !im.shared)
     pin.emplace(im.opt, false);
-  else if (im.client_drives)
+  else if (im.client_drives || im.client_sleeps)
     pin.emplace(im.opt, true);
 
   // Bootstrap: small ops ready at the start (constants, shape bookkeeping) and the small ops
@@ -1017,6 +1043,12 @@ std::vector<uint32_t> ParallelRuntime::execution_counts() const {
   if (!impl_->counts) return out;
   for (size_t i = 0; i < impl_->plan->num_nodes(); ++i) out.push_back(impl_->counts[i].load());
   return out;
+}
+
+bool ParallelRuntime::client_sleeps() const { return impl_->client_sleeps; }
+
+uint64_t ParallelRuntime::hand_backs() const {
+  return impl_->hand_backs.load(std::memory_order_relaxed);
 }
 
 std::vector<std::vector<pid_t>> ParallelRuntime::team_thread_ids() const {

@@ -28,6 +28,9 @@
 //   costs a ~30-80 us wake-up per run (oneTBB's calling thread joins its arena the same way).
 //   A single executor with a team of 1 (cpf, fifo) has nothing to schedule: the client thread
 //   plays it even when a spare core is reserved ("solo"), so no thread waits to be woken.
+//   Otherwise (teams of k > 1, shared-queue) the client sleeps through the run on executor 0's
+//   leader core, and executor 0 sleeps at once when the run is done instead of spinning its
+//   budget: the woken client needs that core (a spinning executor 0 cost ~50 us per run).
 // - Small ops run inline in the executor that made them ready. Small ops ready at the start
 //   (bootstrap ops: constants, shape bookkeeping) run on the bootstrap executor: a thread of its
 //   own pinned to the placement's reserved bootstrap core when the machine has one to spare
@@ -121,6 +124,12 @@ class ParallelRuntime {
   // that thread's OS id (0 without one).
   bool bootstrap_thread() const;
   pid_t bootstrap_thread_id() const;
+  // Whether the client thread sleeps through each run on executor 0's core (no core of its own
+  // and not playing executor 0: teams of k > 1, or shared-queue), and how many times executor 0
+  // met a finished run by sleeping at once instead of spinning its budget there (at least once
+  // per run then; 0 otherwise): the woken client gets the core back without waiting.
+  bool client_sleeps() const;
+  uint64_t hand_backs() const;
   // After a run with count_executions: how many times each op ran in that run.
   std::vector<uint32_t> execution_counts() const;
   // OS thread ids of each executor's team members (member i at [e][i]), and the CPU each member

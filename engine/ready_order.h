@@ -68,4 +68,24 @@ inline size_t central_share(size_t heap_size, size_t idle_count) {
   return std::max<size_t>(1, heap_size / std::max<size_t>(1, idle_count));
 }
 
+// Who the client thread is during a run (ParallelRuntime::create; the simulator charges its
+// costs from the same rule). `spare_core`: the placement reserves a core for the scheduler.
+struct ClientRole {
+  bool dedicated = false;  // it plays the scheduler on the spare core
+  bool drives = false;     // it plays executor 0 (teams of 1, cpf/fifo, no dedicated core)
+  bool sleeps = false;     // neither: it sleeps through the run on executor 0's core
+};
+inline ClientRole client_role(int executors, int threads, Policy policy, bool spare_core,
+                              bool local_continuation = true) {
+  // One executor with a team of 1 (cpf, fifo) has nothing to schedule: the client plays it
+  // even when a core is reserved ("solo").
+  const bool shared = policy == Policy::kSharedQueue;
+  const bool solo = executors == 1 && threads == 1 && local_continuation && !shared;
+  ClientRole r;
+  r.dedicated = spare_core && !solo;
+  r.drives = !r.dedicated && !shared && threads == 1 && local_continuation;
+  r.sleeps = !r.dedicated && !r.drives;
+  return r;
+}
+
 }  // namespace graphi::engine

@@ -1,5 +1,5 @@
 // SessionOptions::rnn_weights: the storage precision of the fused LSTM/GRU/RNN kernels' weights
-// for a whole graph ("fp32" | "bf16"; ops/rnn/rnn_sequence.h, docs/RNN_KERNELS.md). The option
+// for a whole graph ("fp32" | "bf16" | "int8"; ops/rnn/rnn_sequence.h, docs/RNN_KERNELS.md). The option
 // becomes the node attribute graphi_rnn_weights on every LSTM, GRU and RNN node that does not
 // set it itself (a node's own attribute wins).
 #pragma once
@@ -12,8 +12,8 @@
 namespace graphi::engine {
 
 // `g` itself when `precision` is "" or fp32 or the graph has no recurrent node; else a copy with
-// the attribute set. An unknown precision is kInvalidArgument, int8 kUnsupported (both name
-// the option and the accepted values).
+// the attribute set. An unknown precision is kInvalidArgument (naming the option and the
+// accepted values).
 Result<std::shared_ptr<const graph::Graph>> apply_rnn_weights(std::shared_ptr<const graph::Graph> g,
                                                               const std::string& precision);
 

@@ -41,8 +41,8 @@ struct SessionOptions {
   // Optional, one per Plan node (microseconds, e.g. measured by the profiler): the levels the
   // cpf scheduler orders ready ops by come from these instead of the ops' cost hints.
   std::vector<double> node_costs;
-  // Storage precision of the fused LSTM/GRU/RNN weights: "" or "fp32" (default), "bf16"
-  // (opt-in; engine/rnn_weights_option.h, docs/RNN_KERNELS.md). Applied when a Session is
+  // Storage precision of the fused LSTM/GRU/RNN weights: "" or "fp32" (default), "bf16",
+  // "int8" (opt-in; engine/rnn_weights_option.h, docs/RNN_KERNELS.md). Applied when a Session is
   // created from a graph (a Plan is already compiled).
   std::string rnn_weights;
   // Memory budget in bytes (graph/memory_budget.h): a plan whose weights + arena + kernel

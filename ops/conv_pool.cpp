@@ -359,7 +359,8 @@ class OnednnConvKernel final : public Kernel {
     float* y = static_cast<float*>(io.outputs[0]);
     const float* bias = g_.has_bias ? static_cast<const float*>(io.inputs[2]) : nullptr;
     if (!prim_->execute(static_cast<const float*>(io.inputs[0]),
-                        static_cast<const float*>(io.inputs[1]), bias, y, team.scratch))
+                        static_cast<const float*>(io.inputs[1]), bias, y, team.scratch, team.nthr,
+                        team.scratch_bytes))
       report_failure(name(), y, g_.n * g_.oc * g_.oh * g_.ow);
   }
 
@@ -455,7 +456,8 @@ class OnednnPoolKernel final : public Kernel {
 
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
     float* y = static_cast<float*>(io.outputs[0]);
-    if (!prim_->execute(static_cast<const float*>(io.inputs[0]), nullptr, nullptr, y, team.scratch))
+    if (!prim_->execute(static_cast<const float*>(io.inputs[0]), nullptr, nullptr, y, team.scratch,
+                        team.nthr, team.scratch_bytes))
       report_failure(name_, y, g_.n * g_.c * g_.oh * g_.ow);
   }
 

@@ -201,7 +201,8 @@ class OnednnConvTransposeKernel final : public Kernel {
     float* y = static_cast<float*>(io.outputs[0]);
     const float* bias = g_.has_bias ? static_cast<const float*>(io.inputs[2]) : nullptr;
     if (!prim_->execute(static_cast<const float*>(io.inputs[0]),
-                        static_cast<const float*>(io.inputs[1]), bias, y, team.scratch)) {
+                        static_cast<const float*>(io.inputs[1]), bias, y, team.scratch, team.nthr,
+                        team.scratch_bytes)) {
       std::fprintf(stderr, "graphi: %s: oneDNN execution failed; output set to NaN\n", name());
       std::fill(y, y + g_.n * g_.m * g_.oh * g_.ow, std::numeric_limits<float>::quiet_NaN());
     }

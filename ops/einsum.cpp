@@ -430,7 +430,8 @@ class EinsumGemmKernel final : public Kernel {
     if (ops_[1].packed) b = pack(1, b, scratch);
     float* dst = ops_[2].packed ? reinterpret_cast<float*>(scratch + ops_[2].scratch_offset) : y;
     if (swap_) std::swap(a, b);
-    if (!prim_->execute(a, b, nullptr, dst, team.scratch)) {
+    // The packed operands follow the primitive's scratchpad: a 1-thread twin may use as much.
+    if (!prim_->execute(a, b, nullptr, dst, team.scratch, team.nthr, prim_->scratch_bytes())) {
       static std::atomic<bool> warned{false};
       if (!warned.exchange(true))
         std::fprintf(stderr, "graphi: einsum_onednn: oneDNN execution failed; output set to NaN\n");

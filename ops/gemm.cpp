@@ -375,7 +375,8 @@ class OnednnGemmKernel final : public Kernel {
           scaled_c_.data() ? scaled_c_.data_as<float>() : static_cast<const float*>(io.inputs[2]);
     float* y = static_cast<float*>(io.outputs[0]);
     if (!prim_->execute(static_cast<const float*>(io.inputs[0]),
-                        static_cast<const float*>(io.inputs[1]), bias, y, team.scratch)) {
+                        static_cast<const float*>(io.inputs[1]), bias, y, team.scratch, team.nthr,
+                        team.scratch_bytes)) {
       // Cannot happen after a successful creation; make it visible rather than silent.
       static std::atomic<bool> warned{false};
       if (!warned.exchange(true))

@@ -134,8 +134,40 @@ void make_slot(const Primitive::Impl& p, ArgSlot& s) {
 
 }  // namespace
 
+int Primitive::team_size() const { return impl_->team_size; }
+
+const Primitive* Primitive::single_thread_twin() const noexcept {
+  if (impl_->team_size <= 1 || !make_twin) return nullptr;
+  try {
+    std::call_once(twin_once_, [this] {
+      Result<std::unique_ptr<Primitive>> r = make_twin();
+      // The twin must read and write the buffers the plan laid out for this primitive.
+      if (r.is_ok() && (*r)->impl_->src_md == impl_->src_md &&
+          (*r)->impl_->dst_md == impl_->dst_md)
+        twin_ = std::move(*r);
+      else if (verbose_dispatch())
+        std::fprintf(stderr, "graphi: oneDNN: no 1-thread twin of %s (%s)\n",
+                     impl_->impl.c_str(),
+                     r.is_ok() ? "other activation layout" : r.status().message().c_str());
+    });
+  } catch (...) {
+    return nullptr;  // bad_alloc or a system error of call_once: the team primitive runs
+  }
+  return twin_.get();
+}
+
 bool Primitive::execute(const float* src, const float* weights, const float* bias, float* dst,
-                        void* scratch) const noexcept {
+                        void* scratch, int nthr, size_t scratch_capacity) const noexcept {
+  if (nthr == 1 && impl_->team_size > 1) {
+    const Primitive* twin = single_thread_twin();
+    if (twin && twin->scratch_bytes() <= scratch_capacity)
+      return twin->run(src, weights, bias, dst, scratch);
+  }
+  return run(src, weights, bias, dst, scratch);
+}
+
+bool Primitive::run(const float* src, const float* weights, const float* bias, float* dst,
+                    void* scratch) const noexcept {
   const Impl& p = *impl_;
   try {
     ArgSlot* slot = nullptr;
@@ -239,10 +271,9 @@ dnnl::primitive_attr user_scratchpad_attr() {
   return attr;
 }
 
-}  // namespace
-
-Result<std::unique_ptr<Primitive>> make_matmul(const MatMulSpec& spec, int team_size,
-                                               bool allow_ref) {
+// The primitives for a given team size; make_* below add the recipe of the 1-thread twin.
+Result<std::unique_ptr<Primitive>> make_matmul_for(const MatMulSpec& spec, int team_size,
+                                                   bool allow_ref) {
   try {
     ScopedOmpThreads threads(team_size);
     auto impl = std::make_unique<Primitive::Impl>();
@@ -267,7 +298,8 @@ Result<std::unique_ptr<Primitive>> make_matmul(const MatMulSpec& spec, int team_
   }
 }
 
-Result<std::unique_ptr<Primitive>> make_conv(const ConvSpec& s, int team_size, bool allow_ref) {
+Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_size,
+                                                 bool allow_ref) {
   try {
     ScopedOmpThreads threads(team_size);
     auto impl = std::make_unique<Primitive::Impl>();
@@ -304,8 +336,8 @@ Result<std::unique_ptr<Primitive>> make_conv(const ConvSpec& s, int team_size, b
   }
 }
 
-Result<std::unique_ptr<Primitive>> make_deconv(const ConvSpec& s, int team_size,
-                                               bool allow_ref) {
+Result<std::unique_ptr<Primitive>> make_deconv_for(const ConvSpec& s, int team_size,
+                                                   bool allow_ref) {
   if (s.group != 1 || s.src_block || s.dst_block || s.relu)
     return Status::unsupported("oneDNN deconvolution: only group 1, plain NCHW, no ReLU");
   try {
@@ -384,7 +416,8 @@ Result<std::unique_ptr<Primitive>> make_conv_bwd_weights(const ConvSpec& s, int 
   }
 }
 
-Result<std::unique_ptr<Primitive>> make_pool(const PoolSpec& s, int team_size, bool allow_ref) {
+Result<std::unique_ptr<Primitive>> make_pool_for(const PoolSpec& s, int team_size,
+                                                 bool allow_ref) {
   try {
     ScopedOmpThreads threads(team_size);
     auto impl = std::make_unique<Primitive::Impl>();
@@ -405,6 +438,36 @@ Result<std::unique_ptr<Primitive>> make_pool(const PoolSpec& s, int team_size, b
   } catch (const dnnl::error& e) {
     return from_dnnl(e, "pooling");
   }
+}
+
+// The primitive for `team_size`, with the recipe of its 1-thread twin (Primitive::execute).
+template <typename Spec, typename Make>
+Result<std::unique_ptr<Primitive>> with_twin(const Spec& spec, int team_size, bool allow_ref,
+                                             Make make) {
+  Result<std::unique_ptr<Primitive>> r = make(spec, team_size, allow_ref);
+  if (r.is_ok() && team_size > 1)
+    (*r)->make_twin = [spec, allow_ref, make] { return make(spec, 1, allow_ref); };
+  return r;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Primitive>> make_matmul(const MatMulSpec& spec, int team_size,
+                                               bool allow_ref) {
+  return with_twin(spec, team_size, allow_ref, make_matmul_for);
+}
+
+Result<std::unique_ptr<Primitive>> make_conv(const ConvSpec& spec, int team_size, bool allow_ref) {
+  return with_twin(spec, team_size, allow_ref, make_conv_for);
+}
+
+Result<std::unique_ptr<Primitive>> make_pool(const PoolSpec& spec, int team_size, bool allow_ref) {
+  return with_twin(spec, team_size, allow_ref, make_pool_for);
+}
+
+Result<std::unique_ptr<Primitive>> make_deconv(const ConvSpec& spec, int team_size,
+                                               bool allow_ref) {
+  return with_twin(spec, team_size, allow_ref, make_deconv_for);
 }
 
 std::string version_string() {

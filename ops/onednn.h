@@ -10,14 +10,25 @@
 //   threads at once (each with its own scratch and outputs);
 // - execute() opens oneDNN's own OpenMP region with team_size threads; called inside an active
 //   region it would run single-threaded, so kernels using it set opens_own_region() = true;
-// - execute() never throws and allocates nothing in graphi: the dnnl::memory handles of the
+// - execute() with nthr = 1 on a primitive made for a team (a sequential run narrowed to one
+//   thread because other Sessions' runs hold the CPUs, engine/run_width.h) runs the primitive's
+//   1-thread twin instead, made on the first such call (same spec, team size 1; its own packed
+//   weights) and kept: without it every oneDNN op of a narrowed run opened a team of team_size
+//   anyway, i.e. more threads in flight than the run claimed, and in a process whose OpenMP
+//   threads exceed the CPUs (libgomp's throttled spin) each op paid a futex wake-up of its
+//   sleeping worker. If the twin cannot be made (or needs more scratch than the caller has),
+//   the team primitive runs as before;
+// - execute() never throws and allocates nothing in graphi (except once, making the 1-thread
+//   twin on the first narrowed call; above): the dnnl::memory handles of the
 //   arguments are made at creation (two slots, for two concurrent callers) and re-pointed only
 //   when a buffer moved; the arguments go to oneDNN's C entry point as a stack array. What
 //   libdnnl allocates inside its own execute call is measured by tests/alloc (docs/CNN.md).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -86,15 +97,28 @@ class Primitive {
   const std::string& impl_name() const;
   bool weights_packed() const;  // constant weights were reordered into a blocked layout
 
-  // Runs the primitive on the calling thread's stream with the creation team size. Pointers by
+  int team_size() const;
+  // Runs the primitive on the calling thread's stream with the creation team size, or, when
+  // nthr is 1 and the team is larger, on its 1-thread twin (see the contract above). Pointers by
   // role (weights/bias may be nullptr when unused or packed). `scratch` must hold
-  // scratch_bytes(). Returns false if oneDNN reported an error (not expected after a
+  // scratch_bytes(); `scratch_capacity` is what it really holds (the twin runs only if its
+  // scratchpad fits). Returns false if oneDNN reported an error (not expected after a
   // successful creation); never throws.
   bool execute(const float* src, const float* weights, const float* bias, float* dst,
-               void* scratch) const noexcept;
+               void* scratch, int nthr = 0, size_t scratch_capacity = 0) const noexcept;
+  // The 1-thread twin execute(nthr = 1) runs, made now if not yet tried; nullptr when the
+  // primitive is already single-threaded or the twin could not be made (tests, verbose).
+  const Primitive* single_thread_twin() const noexcept;
+
+  // Set by make_*: how to make the same primitive for one thread.
+  std::function<Result<std::unique_ptr<Primitive>>()> make_twin;
 
  private:
+  bool run(const float* src, const float* weights, const float* bias, float* dst,
+           void* scratch) const noexcept;
   std::unique_ptr<Impl> impl_;
+  mutable std::once_flag twin_once_;
+  mutable std::unique_ptr<Primitive> twin_;
 };
 
 // Create a primitive for `team_size` threads. Any oneDNN error, and oneDNN offering only its

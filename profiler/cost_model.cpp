@@ -221,8 +221,9 @@ Config analytical_choice(const CostModel& model, std::span<const Config> configs
     return single->config;
   }
   const RankedConfig& best = ranked.front();
-  if (best.config.executors > 1 &&
-      best.predicted.makespan_us <= (1.0 - margin) * single->predicted.makespan_us) {
+  // The margin guards sequential 1x1, the one prediction without a parallel speed-up in it.
+  const double need = single->config.threads > 1 ? 1.0 : 1.0 - margin;
+  if (best.config.executors > 1 && best.predicted.makespan_us <= need * single->predicted.makespan_us) {
     if (why)
       *why = "graph width " + std::to_string(shape.max_width) + ": predicted " +
              ms(best.predicted.makespan_us) + " against " + ms(single->predicted.makespan_us) +
@@ -233,8 +234,9 @@ Config analytical_choice(const CostModel& model, std::span<const Config> configs
     *why = "graph width " + std::to_string(shape.max_width) + ", but ";
     *why += best.config.executors > 1
                 ? best.config.name() + " is predicted only " + ms(best.predicted.makespan_us) +
-                      " against " + ms(single->predicted.makespan_us) + " (less than " +
-                      std::to_string(static_cast<int>(margin * 100)) + "% gain)"
+                      " against " + ms(single->predicted.makespan_us) + " for " +
+                      single->config.name() + " (less than " +
+                      std::to_string(static_cast<int>(margin * 100)) + "% gain over 1x1)"
                 : "one executor is predicted fastest (" + ms(single->predicted.makespan_us) + ")";
   }
   return single->config;

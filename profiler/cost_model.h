@@ -63,7 +63,12 @@ struct MachineConstants {
   double bandwidth_gbs = 100;    // per core from cache, likewise
   double op_overhead_us = 0.3;   // per non-small op at k = 1 (kernel entry, small-size losses)
   double small_op_us = 0.05;     // per small op
-  double default_serial = 0.05;  // serial fraction of an op on a team (analytical model)
+  // Serial fraction of an op on a team (analytical model), fitted to the quiet-machine
+  // validation of session 6 (benchmarks/README.md, sim-validation): 1x2 sequential against 1x1
+  // on the fused LSTM (4 ops of ~116 us: s = 0.28) and GRU (~86 us: s = 0.30), with the 2 us
+  // fork/join below. The earlier 0.05 predicted a team of 2 at 1.9x where it measured 1.5x,
+  // so the quick choice preferred one team over executors that measured faster.
+  double default_serial = 0.3;
   double team_sync_us = 2.0;     // fork/join of a team of k > 1 per op (analytical model)
   // Engine overheads, from benchmarks/README.md's dispatch rows on this class of machine
   // (cpf 2x1 on the LSTM-shaped DAG: ~0.55 us/op against ~1.0 us/op 1x1, 140-160 ns one-way
@@ -124,9 +129,11 @@ struct RankedConfig {
 std::vector<RankedConfig> rank_configs(const CostModel& model, std::span<const Config> configs);
 
 // `--plan auto` without measurements: the best ranked config, but a split with n > 1 only when
-// the graph has inter-op parallelism (max width > 1) and the model predicts it at least
-// `margin` faster than the best single executor (a misprediction must not make the default
-// slower than sequential). A chain (width 1) gets one executor, the team size the model
+// the graph has inter-op parallelism (max width > 1) and the model predicts it faster than the
+// best single executor, and at least `margin` faster when that executor is 1x1 (a misprediction
+// must not make the default slower than sequential; against a team of k > 1 both predictions
+// rest on the same model of parallel speed-up, so the better one is taken, and the team's is
+// the less accurate one: sim-validation in benchmarks/README.md). A chain (width 1) gets one executor, the team size the model
 // predicts fastest (all cores unless its ops are too small to gain from a team: a 2-thread
 // team costs more than it saves on ops of a few microseconds). `why` gets one sentence.
 Config analytical_choice(const CostModel& model, std::span<const Config> configs, std::string* why,

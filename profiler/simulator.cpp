@@ -134,6 +134,8 @@ Status parse_dispatch_costs(std::string_view spec, DispatchCosts& d) {
       d.run_start_us = v;
     else if (k == "sync")
       d.team_sync_us = v;
+    else if (k == "client")
+      d.client_wake_us = v;
     else if (k == "cross_package")
       d.cross_package = v;
     else
@@ -153,6 +155,7 @@ DispatchCosts DispatchCosts::scaled(double speed) const {
   d.sq_lock_us *= f;
   d.run_start_us *= f;
   d.team_sync_us *= f;
+  d.client_wake_us *= f;
   return d;
 }
 
@@ -227,8 +230,17 @@ double OpCostCurves::bandwidth_floor_us(size_t i, int k, int executors) const {
   return std::isfinite(bw) && bw > 0 ? bytes / (bw * 1e3) : 0.0;
 }
 
+void OpCostCurves::add_measured(int k, std::span<const double> node_us) {
+  std::vector<double>& v = measured_[k];
+  v.assign(node_us.begin(), node_us.end());
+  v.resize(g_ ? g_->num_nodes() : v.size(), 0.0);
+  for (double& t : v) t /= m_.core_speed;
+  source_ += " and " + std::to_string(k);
+}
+
 double OpCostCurves::node_us(size_t i, int k, int executors) const {
   if (g_->small[i]) return t1_[i];
+  if (auto m = measured_.find(k); m != measured_.end()) return m->second[i];
   double t = t1_[i];
   if (k > 1) t = t * amdahl(op_class(i), k) + sync_us_ / m_.core_speed * std::log2(k);
   return std::max(t, bandwidth_floor_us(i, k, executors));
@@ -305,6 +317,8 @@ class Simulation {
       shared_queue();
     else
       local_continuation();
+    // The sleeping client's hand-over: waking executor 0 and being woken by it at the end.
+    if (c_.client_sleeps && c_.policy != Policy::kSequential) r_.makespan_us += d_.client_wake_us;
     r_.trace.run_start_ns = 0;
     r_.trace.run_end_ns = ns(r_.makespan_us);
     return std::move(r_);
@@ -597,6 +611,8 @@ Result<std::vector<SimPrediction>> simulate_configs(const ModelGraph& g, const O
     for (Policy p : policies) {
       if (p == Policy::kSequential && cfg.executors != 1) continue;
       sc.policy = p;
+      sc.client_sleeps =
+          engine::client_role(cfg.executors, cfg.threads, p, sc.scheduler_core).sleeps;
       SimPrediction pr;
       pr.config = cfg;
       pr.config.scheduler = engine::policy_name(p);

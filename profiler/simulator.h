@@ -11,6 +11,7 @@
 // lock). docs/SIMULATOR.md lists the assumptions and how far each was checked.
 #pragma once
 
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -58,6 +59,11 @@ struct DispatchCosts {
   double sq_lock_us = 0.03;    // of which the lock is held (serialized between executors)
   double run_start_us = 1.0;   // bootstrap + waking the executors per run
   double team_sync_us = 0.5;   // fork/join of a team per doubling of k (k=2: 0.5, k=64: 3)
+  double client_wake_us = 6.0;  // per run when the client sleeps through it (no core of its own,
+                                // not playing executor 0: teams of k > 1, shared-queue): it wakes
+                                // executor 0 and sleeps, executor 0 wakes it at the end and yields
+                                // (1x2 cpf minus 1x2 sequential, 10-op CNN: 7.8 us - start 1 -
+                                // step 0.1 - local ops)
   double cross_package = 2.5;  // hand-off factor between packages
   // Scaled copy for a machine with this per-core speed.
   DispatchCosts scaled(double core_speed) const;
@@ -90,6 +96,11 @@ class OpCostCurves {
                                     int k_measured, const MachineSpec& m,
                                     const DispatchCosts& here);
 
+  // Node times measured here with teams of k (a trace of a 1xk run): used as they are for
+  // teams of k instead of the curve (on this machine: --this-machine).
+  void add_measured(int k, std::span<const double> node_us);
+  bool measured_at(int k) const { return measured_.count(k) != 0; }
+
   double t1(size_t node) const { return t1_[node]; }
   const OpClassParams& op_class(size_t node) const;
   // Time of `node` on a team of k while `executors` executors share the machine's L3/DRAM.
@@ -104,6 +115,7 @@ class OpCostCurves {
   MachineSpec m_;
   double sync_us_ = 0.5;
   std::vector<double> t1_;
+  std::map<int, std::vector<double>> measured_;  // team size -> node times (add_measured)
   std::string source_;
 };
 
@@ -111,6 +123,8 @@ struct SimConfig {
   int executors = 1, threads = 1;
   engine::Policy policy = engine::Policy::kCriticalPath;
   bool scheduler_core = false;        // the scheduler role has a core of its own
+  bool client_sleeps = false;         // the client sleeps through the run (client_wake_us; see
+                                      // engine::ParallelRuntime::client_sleeps)
   std::vector<int> executor_package;  // per executor, for cross-package hand-offs (empty: one)
   size_t report_capacity = 4096;      // the executors' report rings (publication cap)
 };

@@ -9,7 +9,9 @@
 # Table to stdout and $BUILD_DIR/bench/cnn.txt, CSV to $BUILD_DIR/bench/cnn.csv.
 #
 #   scripts/bench_cnn.sh                         # everything (~15-25 minutes on 2 loaded cores)
-#   scripts/bench_cnn.sh --quick                 # inception + pathnet, 3 rounds
+#   scripts/bench_cnn.sh --quick                 # the quiet-machine run (<= 4 min quiet): inception,
+#                                                #   PathNet, GoogleNet, zoo mobilenetish; batch 1 and
+#                                                #   8; 2 threads; 5 rounds of 0.1 s blocks
 #   scripts/bench_cnn.sh --models pathnet,inception --rounds 7 --threads 2
 #   scripts/bench_cnn.sh --boost                 # top priority (root; see bench_common.sh)
 #
@@ -25,12 +27,17 @@ ARGS=()
 for a in "$@"; do
   case "$a" in
     --boost) BOOST=1 ;;
-    --quick) ARGS+=(--models inception,pathnet --rounds 3) ;;
+    --quick) ARGS+=(--models inception,pathnet,googlenet,zoo_mobilenetish --threads 2 --rounds 5 --block 0.1) ;;
     *) ARGS+=("$a") ;;
   esac
 done
 
 source scripts/bench_common.sh
+
+# graphi's "auto" must be the choice it makes by itself on a graph it has not profiled: a plan
+# cached by an earlier `graphi profile` of the same model would be used instead.
+export GRAPHI_CACHE_DIR=$(mktemp -d /tmp/bench_cnn_cache.XXXXXX)
+trap 'rm -rf "$GRAPHI_CACHE_DIR"' EXIT
 
 bench_build _graphi
 VENV=${GRAPHI_VENV:-.venv}

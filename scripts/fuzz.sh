@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # Builds and runs one libFuzzer target of tests/fuzz (docs/FUZZING.md).
 #   scripts/fuzz.sh TARGET [--seconds N] [--jobs J] [-- LIBFUZZER_ARGS...]
-#   scripts/fuzz.sh TARGET --merge      minimize the working corpus into tests/fuzz/corpus/TARGET
+#   scripts/fuzz.sh TARGET --merge [--max-kb K]   minimize the working corpus into
+#                                       tests/fuzz/corpus/TARGET (at most K KiB, default 300)
 #   scripts/fuzz.sh --seeds             (re)make the .graphi/.json seeds from tests/data models
 #   scripts/fuzz.sh --stats             CPU time, executions and coverage summed per target
+#   scripts/fuzz.sh --rotate SECONDS [--goal CPU_S]   one target at a time for SECONDS in all, in
+#                                       runs of <= 600 s, each run the target with the least CPU
+#                                       time so far (skipping targets with open findings or at
+#                                       the goal, default 1800 CPU-s = the issue's 30 CPU-minutes)
 # TARGET: onnx, graphi, npy or compile. The fuzz build lives in ./build-fuzz (or
-# $GRAPHI_FUZZ_BUILD_DIR): clang-14, -fsanitize=fuzzer-no-link,address,undefined, ccache. Runs
-# under `nice -n 19` (the machine is shared). The working corpus (build-fuzz/corpus/TARGET) grows
-# across runs; findings land in build-fuzz/findings/TARGET/ (crash-*, leak-*, oom-*, timeout-*):
-# fix them and copy each into tests/fuzz/regressions/TARGET/, which the ctest fuzz/replay_TARGET
-# replays in the normal build. Each run appends one line to build-fuzz/fuzz_stats.tsv.
+# $GRAPHI_FUZZ_BUILD_DIR): clang-14, -fsanitize=fuzzer-no-link,address,undefined, ccache, built
+# under `nice -n 19`; the fuzzer runs at normal priority (GRAPHI_FUZZ_NICE=19: lowest). The
+# working corpus (build-fuzz/corpus/TARGET) grows across runs; findings land in
+# build-fuzz/findings/TARGET/ (crash-*, leak-*, oom-*, timeout-*): fix them and copy each into
+# tests/fuzz/regressions/TARGET/, which the ctest fuzz/replay_TARGET replays in the normal build.
+# Each run appends one line to build-fuzz/fuzz_stats.tsv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -76,25 +82,56 @@ stats() {
   local f=$BUILD/fuzz_stats.tsv
   [ -f "$f" ] || die "no runs recorded yet ($f)"
   # date target wall_s cpu_s execs cov ft corpus findings
+  # findings: the findings directory's size after the run (cumulative), so the maximum.
   awk -F'\t' 'NR > 1 { cpu[$2] += $4; ex[$2] += $5; runs[$2]++; if ($6 > cov[$2]) cov[$2] = $6;
-                        if ($7 > ft[$2]) ft[$2] = $7; fnd[$2] += $9 }
+                        if ($7 > ft[$2]) ft[$2] = $7; if ($9 > fnd[$2]) fnd[$2] = $9 }
               END { printf "%-8s %5s %9s %12s %6s %6s %8s\n", "target", "runs", "cpu_min", "execs", "cov", "ft", "findings";
                     for (t in cpu) printf "%-8s %5d %9.1f %12d %6d %6d %8d\n", t, runs[t], cpu[t] / 60, ex[t], cov[t], ft[t], fnd[t] }' "$f"
 }
 
+# --rotate: the target with the least CPU time in the stats file, among those without open
+# findings and under the goal; empty when none is left.
+next_target() {
+  local goal=$1 best="" bestc="" t c
+  for t in $TARGETS; do
+    [ -n "$(ls "$BUILD/findings/$t" 2>/dev/null)" ] && continue
+    c=$(awk -F'\t' -v t="$t" 'NR > 1 && $2 == t { s += $4 } END { print s + 0 }' \
+        "$BUILD/fuzz_stats.tsv" 2>/dev/null || echo 0)
+    [ "$c" -ge "$goal" ] && continue
+    if [ -z "$best" ] || [ "$c" -lt "$bestc" ]; then best=$t bestc=$c; fi
+  done
+  echo "$best"
+}
+
+rotate() {
+  local total=$1 goal=1800 end t left
+  [ "${2:-}" = --goal ] && goal=$3
+  end=$(( $(date +%s) + total ))
+  [ "${GRAPHI_FUZZ_NO_BUILD:-0}" = 1 ] || for t in $TARGETS; do configure_build "$t"; done
+  while left=$(( end - $(date +%s) )); [ "$left" -ge 30 ]; do
+    t=$(next_target "$goal")
+    [ -n "$t" ] || { echo "fuzz.sh: every target has $goal CPU-s or an open finding"; break; }
+    GRAPHI_FUZZ_NO_BUILD=1 "$0" "$t" --seconds $(( left < 600 ? left : 600 )) \
+      || echo "fuzz.sh: $t stopped with a finding (build-fuzz/findings/$t): fix it, then go on"
+  done
+  stats
+}
+
 case "${1:-}" in
-  ""|-h|--help) sed -n 2,14p "$0"; exit 0 ;;
+  ""|-h|--help) sed -n 2,18p "$0"; exit 0 ;;
   --seeds) make_seeds; exit 0 ;;
   --stats) stats; exit 0 ;;
+  --rotate) shift; [ $# -ge 1 ] || die "--rotate needs SECONDS"; rotate "$@"; exit 0 ;;
 esac
 TARGET=$1; shift
 case " $TARGETS " in *" $TARGET "*) ;; *) die "unknown target '$TARGET' (known: $TARGETS)" ;; esac
-SECONDS_TO_RUN=60 JOBS=1 MERGE=0 EXTRA=()
+SECONDS_TO_RUN=60 JOBS=1 MERGE=0 MAX_KB=300 EXTRA=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) SECONDS_TO_RUN=$2; shift 2 ;;
     --jobs) JOBS=$2; shift 2 ;;
     --merge) MERGE=1; shift ;;
+    --max-kb) MAX_KB=$2; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
     *) die "unknown option '$1'" ;;
   esac
@@ -115,6 +152,9 @@ LIMITS=(-rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=10)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export OMP_NUM_THREADS=1
+# The fuzzer's own priority: 0 by default (one libFuzzer process at a time, builds run under
+# nice -n 10); GRAPHI_FUZZ_NICE=19 when it must yield to everything else.
+NICE=${GRAPHI_FUZZ_NICE:-0}
 
 if [ $MERGE = 1 ]; then
   # Minimize: the smallest set of inputs (from the committed corpus, the working corpus and the
@@ -122,12 +162,20 @@ if [ $MERGE = 1 ]; then
   NEW=$(mktemp -d)
   SEEDS=()
   [ -d "$BUILD/seeds/$TARGET" ] && SEEDS=("$BUILD/seeds/$TARGET")
+  # libFuzzer's merge tries the smallest inputs first, so most of what it keeps is small; then
+  # the kept files are taken smallest first up to MAX_KB (the repository must stay small; the
+  # working corpus keeps everything for fuzzing).
   nice -n 19 "$BIN" -merge=1 "${LIMITS[@]}" "$NEW" "$COMMITTED" "$WORK" "${SEEDS[@]}" \
-    2>&1 | tail -3
+    2>&1 | grep -E '^MERGE-OUTER: [0-9]+ new files' || true
   rm -rf "$COMMITTED"; mkdir -p "$COMMITTED"
-  cp "$NEW"/* "$COMMITTED/" 2>/dev/null || true
+  find "$NEW" -type f -printf '%s %p\n' | sort -n | awk -v max=$((MAX_KB * 1024)) \
+    '{ if (sum + $1 > max) { dropped++; next } sum += $1; print $2 }
+     END { if (dropped) printf "dropped %d inputs over the %d KiB budget\n", dropped, max / 1024 > "/dev/stderr" }' \
+    | xargs -r cp -t "$COMMITTED/"
   rm -rf "$NEW"
-  echo "$COMMITTED: $(ls "$COMMITTED" | wc -l) files, $(du -sh "$COMMITTED" | cut -f1)"
+  echo "$COMMITTED: $(ls "$COMMITTED" | wc -l) files, $(cat "$COMMITTED"/* | wc -c) bytes"
+  # Coverage of what is committed (what the replay ctest runs).
+  nice -n 19 "$BIN" -runs=0 "${LIMITS[@]}" "$COMMITTED" 2>&1 | grep -m1 -E 'INITED' || true
   exit 0
 fi
 
@@ -140,13 +188,16 @@ set +e
 # -fork=J with J>1 runs J child processes; findings do not stop the run (-ignore_crashes=1).
 FORK=()
 [ "$JOBS" -gt 1 ] && FORK=(-fork="$JOBS" -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1)
-/usr/bin/time -f '%U %S' -o "$LOG.time" nice -n 19 "$BIN" "$WORK" "${SEEDS[@]}" "${DICT[@]}" "${LIMITS[@]}" \
+/usr/bin/time -f '%U %S' -o "$LOG.time" nice -n "$NICE" "$BIN" "$WORK" "${SEEDS[@]}" "${DICT[@]}" "${LIMITS[@]}" \
   "${FORK[@]}" -max_total_time="$SECONDS_TO_RUN" -print_final_stats=1 -artifact_prefix="$FIND/" \
   "${EXTRA[@]}" > "$LOG" 2>&1
 RC=$?
 set -e
 WALL=$(( $(date +%s) - START ))
-CPU=$(awk '{ printf "%.0f", $1 + $2 }' "$LOG.time" 2>/dev/null || echo 0)
+# CPU = user + sys from the rusage /usr/bin/time reports on its last line (a non-zero exit adds a
+# "Command exited with non-zero status N" line before it, which must not be summed).
+CPU=$(tail -n 1 "$LOG.time" 2>/dev/null | awk '{ printf "%.0f", $1 + $2 }')
+CPU=${CPU:-0}
 EXECS=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$LOG" | awk '{ s += $2 } END { print s + 0 }')
 LAST=$(grep -E '^#[0-9]+' "$LOG" | tail -1 || true)
 COV=$(echo "$LAST" | grep -o 'cov: [0-9]*' | awk '{ print $2 + 0 }')

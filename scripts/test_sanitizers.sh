@@ -26,6 +26,10 @@ SUPP=$ROOT/scripts/sanitizers
 LAUNCHER=()
 if command -v ccache > /dev/null; then
   export CCACHE_BASEDIR=$ROOT
+  # The lanes compile with -g, for which ccache hashes the build directory by default: a fresh
+  # clone elsewhere (CI) would miss every entry. Paths in the debug info are then those of the
+  # tree that filled the cache (same sources).
+  export CCACHE_NOHASHDIR=1
   LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Validates `graphi simulate` on this machine (issue 11): for each model, per-op costs are the
-# median over 5 traced sequential 1x1 runs (`graphi run --trace`), `graphi simulate
+# median over 5 traced sequential 1x1 runs and 5 traced 1x2 runs (`graphi run --trace`; the
+# simulator uses each team size's times as measured for that k), `graphi simulate
 # --this-machine --costs TRACE...` predicts every split x policy, and `graphi run` measures each
 # one (median and minimum of ITER timed runs). Before each model the script waits (up to
 # WAIT_MAX seconds, default 240) for the 1-minute load average to drop below LOAD_MAX (default 3).
@@ -45,12 +46,13 @@ for name, path, extra in models:
     loads.append(load())
     tag = os.path.basename(path) + ("-nofuse" if extra else "")
     traces = []
-    for i in range(5):
-        tr = f"{OUT}/{tag}.seq{i}.trace.json"
-        subprocess.run([G, "run", path, "--executors", "1", "--threads", "1", "--scheduler", "sequential",
-                        "--iterations", "3", "--warmup", "2", "--trace", tr] + extra,
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        traces += ["--costs", tr]
+    for k in range(1, min(2, os.cpu_count()) + 1):  # teams of every size the configs use here
+        for i in range(5):
+            tr = f"{OUT}/{tag}.seq{i}.k{k}.trace.json"
+            subprocess.run([G, "run", path, "--executors", "1", "--threads", str(k), "--scheduler", "sequential",
+                            "--iterations", "3", "--warmup", "2", "--trace", tr] + extra,
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            traces += ["--costs", tr]
     sim = json.loads(subprocess.run([G, "simulate", path, "--this-machine", "--json"] + traces + extra,
                                     check=True, capture_output=True, text=True).stdout)
     for p in sim["predictions"]:
@@ -71,7 +73,7 @@ within_min = [r for r in rows if r[4] and abs(r[3] / r[5] - 1) <= 0.25]
 lines = [f"Machine: {cpu()}, {os.cpu_count()} CPUs (KVM guest); {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC; "
          f"load average {load_before} before, {', '.join(loads)} at each model's start, {load_after} after "
          f"(the machine is shared with other engineers' builds). {ITER} timed runs per point; per-op costs: "
-         f"median over 5 traced sequential 1x1 runs.",
+         f"median over 5 traced sequential 1x1 runs (and 5 1x2 runs for teams of 2).",
          "", f"**{len(within)} of {len(measured)} points within 25% of the measured median, "
          f"{len(within_min)} within 25% of the measured minimum.**", "",
          "| model | config | policy | predicted ms | measured median ms | error | measured min ms | error vs min |",

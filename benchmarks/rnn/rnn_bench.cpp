@@ -6,8 +6,9 @@
 //   graphi_bench_rnn [--full] [--threads 1,2] [--cells lstm,gru] [--hidden 64,256]
 //                    [--batch 1,10] [--seq 100] [--budget-ms 250] [--csv FILE]
 //   graphi_bench_rnn --serve --threads T     (line protocol on stdin/stdout, see serve())
-//   graphi_bench_rnn --bf16 [--rounds N] ... graphi fp32 / bf16 weights against oneDNN fp32 /
-//                    bf16 (run_bf16(); scripts/bench_rnn_bf16.sh adds ONNX Runtime fp32)
+//   graphi_bench_rnn --bf16 [--rounds N] [--dump DIR] ... graphi fp32 / bf16 / int8 weights
+//                    against oneDNN fp32 / bf16 / int8 (run_bf16(); scripts/bench_rnn_bf16.sh
+//                    adds ONNX Runtime fp32 and DynamicQuantizeLSTM)
 //
 // Configurations: DeepCPU Table 1 (input = hidden in {64, 256, 1024}, batch in {1, 10, 20},
 // sequence 100) plus hidden 256 batch 1 at sequence 1 and 10. Hidden 1024 at batch 10 and 20
@@ -70,7 +71,7 @@ namespace {
   std::fprintf(stderr,
                "graphi_bench_rnn: %s\nusage: graphi_bench_rnn [--full] [--threads 1,2] "
                "[--cells lstm,gru] [--hidden LIST] [--batch LIST] [--seq LIST] [--budget-ms MS] "
-               "[--csv FILE] [--bf16 [--rounds N]]\n       graphi_bench_rnn --serve --threads T\n",
+               "[--csv FILE] [--bf16 [--rounds N] [--dump DIR]]\n       graphi_bench_rnn --serve --threads T\n",
                msg.c_str());
   std::exit(2);
 }
@@ -321,7 +322,7 @@ struct GraphiRunner {
   std::unique_ptr<engine::Session> session;
   engine::NamedTensors inputs;
 
-  void init(const Config& c, const Weights& wt, bool wcs_shuffle, bool bf16 = false) {
+  void init(const Config& c, const Weights& wt, bool wcs_shuffle, const char* weights = nullptr) {
     const int64_t G = c.gates(), H = c.hidden, I = c.hidden;
     auto constant = [](const Shape& shape, const std::vector<float>& v) {
       Tensor t(TensorDesc{DType::kF32, shape});
@@ -343,7 +344,7 @@ struct GraphiRunner {
     if (!g.is_ok()) fail(g.status().message());
     engine::SessionOptions o;
     o.threads = c.threads;
-    if (bf16) o.rnn_weights = "bf16";
+    if (weights) o.rnn_weights = weights;
     auto s = engine::Session::create(std::make_shared<const graph::Graph>(std::move(g).value()), o);
     if (!s.is_ok()) fail(s.status().message());
     session = std::move(s).value();
@@ -373,13 +374,21 @@ struct DnnlRunner {
   int threads = 1;
 
   bool bf16 = false;     // bf16 src, weights and dst (bias f32): oneDNN's bf16 RNN configuration
+  // int8 (LSTM only, as oneDNN 2.6 has it): u8 src quantized statically (x * kDataScale +
+  // kDataShift, x and h in [-1, 1]), s8 weights with one scale per gate and output unit, f32
+  // bias and dst.
+  bool int8 = false;
+  static constexpr float kDataScale = 127.0f, kDataShift = 128.0f;
   dnnl::memory dst_f32;  // dst converted back, for the accuracy column
 
-  void init(const Config& c, const Weights& wt, const std::vector<float>& x,
-            bool use_bf16 = false) {
+  // precision: 0 fp32, 1 bf16, 2 int8.
+  void init(const Config& c, const Weights& wt, const std::vector<float>& x, int precision = 0) {
     threads = c.threads;
-    bf16 = use_bf16;
-    const dt wdt = bf16 ? dt::bf16 : dt::f32;
+    bf16 = precision == 1;
+    int8 = precision == 2;
+    if (int8 && !c.lstm) fail("oneDNN int8: LSTM only");
+    const dt wdt = bf16 ? dt::bf16 : int8 ? dt::s8 : dt::f32;
+    const dt ddt = bf16 ? dt::bf16 : int8 ? dt::u8 : dt::f32;
     omp_set_num_threads(threads);
     const int64_t G = c.gates(), H = c.hidden, I = c.hidden, T = c.seq, N = c.batch;
     // oneDNN gate g takes ONNX gate onnx_gate[g]. LSTM: oneDNN (i, f, c~, o), ONNX (i, o, f, c~).
@@ -411,8 +420,8 @@ struct DnnlRunner {
     if (!c.lstm)
       for (int64_t h = 0; h < H; ++h) bl[size_t(3 * H + h)] = rb[2 * H + h];
 
-    const dnnl::memory::desc src_md({T, N, I}, wdt, tag::tnc);
-    const dnnl::memory::desc dst_md({T, N, H}, wdt, tag::tnc);
+    const dnnl::memory::desc src_md({T, N, I}, ddt, tag::tnc);
+    const dnnl::memory::desc dst_md({T, N, H}, int8 ? dt::f32 : wdt, tag::tnc);
     const dnnl::memory::desc wl_any({1, 1, I, G, H}, wdt, tag::any);
     const dnnl::memory::desc wi_any({1, 1, H, G, H}, wdt, tag::any);
     const dnnl::memory::desc wl_user({1, 1, I, G, H}, dt::f32, tag::ldigo);
@@ -422,11 +431,30 @@ struct DnnlRunner {
     const auto dir = dnnl::rnn_direction::unidirectional_left2right;
     const auto prop = dnnl::prop_kind::forward_inference;
     dnnl::memory::desc wl_md, wi_md;
+    // int8: per (gate, unit) weight scales, 127 / max |w| over the input dim of both W and R
+    // (oneDNN takes one scale per output channel for both).
+    // The weights reorders take the primitive's attributes: oneDNN's RNN weights reorder
+    // quantizes with rnn_weights_qparams and folds the data shift's compensation into the packed
+    // weights from rnn_data_qparams.
+    dnnl::primitive_attr attr;
+    if (int8) {
+      std::vector<float> scales(size_t(G * H), 0.0f);
+      for (int64_t i = 0; i < I; ++i)
+        for (int64_t gh = 0; gh < G * H; ++gh)
+          scales[size_t(gh)] = std::max(scales[size_t(gh)], std::abs(wl[size_t(i * G * H + gh)]));
+      for (int64_t i = 0; i < H; ++i)
+        for (int64_t gh = 0; gh < G * H; ++gh)
+          scales[size_t(gh)] = std::max(scales[size_t(gh)], std::abs(wi[size_t(i * G * H + gh)]));
+      for (float& s : scales) s = s > 0 ? 127.0f / s : 1.0f;
+      const int mask = (1 << 3) | (1 << 4);
+      attr.set_rnn_data_qparams(kDataScale, kDataShift);
+      attr.set_rnn_weights_qparams(mask, scales);
+    }
     if (c.lstm) {
       dnnl::lstm_forward::primitive_desc pd(
           dnnl::lstm_forward::desc(prop, dir, src_md, none, none, wl_any, wi_any, bias_md, dst_md,
                                    none, none),
-          eng);
+          attr, eng);
       wl_md = pd.weights_layer_desc();
       wi_md = pd.weights_iter_desc();
       prim = dnnl::lstm_forward(pd);
@@ -443,14 +471,21 @@ struct DnnlRunner {
     dnnl::memory wl_u(wl_user, eng, wl.data()), wi_u(wi_user, eng, wi.data());
     w_layer = dnnl::memory(wl_md, eng);
     w_iter = dnnl::memory(wi_md, eng);
-    dnnl::reorder(wl_u, w_layer).execute(strm, wl_u, w_layer);
-    dnnl::reorder(wi_u, w_iter).execute(strm, wi_u, w_iter);
+    dnnl::reorder(dnnl::reorder::primitive_desc(wl_u, w_layer, attr)).execute(strm, wl_u, w_layer);
+    dnnl::reorder(dnnl::reorder::primitive_desc(wi_u, w_iter, attr)).execute(strm, wi_u, w_iter);
     bias = dnnl::memory(bias_md, eng);
     std::memcpy(bias.get_data_handle(), bl.data(), bl.size() * sizeof(float));
     src = dnnl::memory(src_md, eng);
     const dnnl::memory::desc src_user({T, N, I}, dt::f32, tag::tnc);
     dnnl::memory x_u(src_user, eng, const_cast<float*>(x.data()));
-    dnnl::reorder(x_u, src).execute(strm, x_u, src);
+    if (int8) {  // u8 = round(x * scale + shift), as the primitive's data qparams say
+      dnnl::primitive_attr xattr;
+      xattr.set_output_scales(0, {kDataScale});
+      xattr.set_zero_points(DNNL_ARG_DST, 0, {int(kDataShift)});
+      dnnl::reorder(dnnl::reorder::primitive_desc(x_u, src, xattr)).execute(strm, x_u, src);
+    } else {
+      dnnl::reorder(x_u, src).execute(strm, x_u, src);
+    }
     dst = dnnl::memory(dst_md, eng);
     dst_f32 = dnnl::memory(dnnl::memory::desc({T, N, H}, dt::f32, tag::tnc), eng);
     strm.wait();
@@ -526,57 +561,77 @@ struct Row {
   }
 };
 
-// --bf16: graphi with fp32 and with bf16 weights (SessionOptions::rnn_weights) against oneDNN's
-// fp32 and bf16 (bf16 src/weights/dst, f32 bias) primitives, interleaved like Row; the accuracy
-// columns compare each bf16 Y with graphi's fp32 Y (max and mean |difference|).
-struct Bf16Row {
+// --bf16: graphi with fp32, bf16 and int8 weights (SessionOptions::rnn_weights) against oneDNN's
+// fp32, bf16 (bf16 src/weights/dst, f32 bias) and int8 (LSTM: u8 src, s8 weights, f32 bias and
+// dst) primitives, interleaved like Row; the accuracy columns compare each reduced-precision Y
+// with graphi's fp32 Y (max and mean |difference|). --dump DIR writes each row's W, R, B, X and
+// graphi's fp32 and int8 Y as .npy (DIR/<cell>_h<H>_b<B>_s<T>/) for the ONNX Runtime
+// DynamicQuantizeLSTM peer (benchmarks/rnn/peers/ort_lowp_lstm_time.py), so its error is
+// measured on the same weights and inputs.
+struct LowpRow {
+  static constexpr int kN = 6;
+  enum : int { kG32 = 0, kG16, kG8, kD32, kD16, kD8 };
+  static constexpr const char* kNames[kN] = {"graphi fp32", "graphi bf16", "graphi int8",
+                                             "oneDNN fp32", "oneDNN bf16", "oneDNN int8"};
   Config c;
-  GraphiRunner g32, g16;
-  DnnlRunner d32, d16;
-  double max_err[2] = {0, 0}, mean_err[2] = {0, 0};  // graphi bf16, oneDNN bf16 vs graphi fp32
-  double diff_dnnl32 = 0;
-  std::vector<double> ms[4];  // graphi fp32, graphi bf16, oneDNN fp32, oneDNN bf16
-  static constexpr const char* kNames[4] = {"graphi fp32", "graphi bf16", "oneDNN fp32",
-                                            "oneDNN bf16"};
+  GraphiRunner g[3];
+  DnnlRunner d[3];
+  bool has[kN] = {true, true, true, true, true, true};
+  double max_err[kN] = {}, mean_err[kN] = {};  // vs graphi fp32
+  std::vector<double> ms[kN];
 
-  void init(const Config& cfg, const Weights& wt) {
+  void init(const Config& cfg, const Weights& wt, const std::string& dump_dir) {
     c = cfg;
-    g32.init(c, wt, false);
-    g16.init(c, wt, false, true);
-    d32.init(c, wt, wt.x);
-    d16.init(c, wt, wt.x, true);
-    std::vector<float> y[4];
-    g32.run(&y[0]);
-    g16.run(&y[1]);
-    d32.run(&y[2]);
-    d16.run(&y[3]);
-    for (int k = 1; k < 4; ++k)
+    g[0].init(c, wt, false);
+    g[1].init(c, wt, false, "bf16");
+    g[2].init(c, wt, false, "int8");
+    d[0].init(c, wt, wt.x, 0);
+    d[1].init(c, wt, wt.x, 1);
+    has[kD8] = c.lstm;  // oneDNN 2.6 has no int8 lbr GRU
+    if (has[kD8]) d[2].init(c, wt, wt.x, 2);
+    std::vector<float> y[kN];
+    for (int k = 0; k < kN; ++k)
+      if (has[k]) run(k, &y[k]);
+    for (int k = 1; k < kN; ++k) {
+      if (!has[k]) continue;
       if (y[k].size() != y[0].size()) fail(c.name() + ": output sizes differ");
-    for (size_t i = 0; i < y[0].size(); ++i) {
-      const double e1 = std::abs(double(y[1][i]) - y[0][i]),
-                   e3 = std::abs(double(y[3][i]) - y[0][i]);
-      max_err[0] = std::max(max_err[0], e1);
-      max_err[1] = std::max(max_err[1], e3);
-      mean_err[0] += e1;
-      mean_err[1] += e3;
-      diff_dnnl32 = std::max(diff_dnnl32, double(std::abs(y[2][i] - y[0][i])));
+      for (size_t i = 0; i < y[0].size(); ++i) {
+        const double e = std::abs(double(y[k][i]) - y[0][i]);
+        max_err[k] = std::max(max_err[k], e);
+        mean_err[k] += e;
+      }
+      mean_err[k] /= double(y[0].size());
     }
-    mean_err[0] /= double(y[0].size());
-    mean_err[1] /= double(y[0].size());
+    if (!dump_dir.empty()) {
+      const int64_t G = c.gates(), H = c.hidden;
+      const std::filesystem::path dir =
+          std::filesystem::path(dump_dir) / ((c.lstm ? std::string("lstm") : std::string("gru")) +
+                                             "_h" + std::to_string(H) + "_b" +
+                                             std::to_string(c.batch) + "_s" + std::to_string(c.seq));
+      std::filesystem::create_directories(dir);
+      write_npy(dir / "W.npy", {1, G * H, H}, wt.w.data(), wt.w.size());
+      write_npy(dir / "R.npy", {1, G * H, H}, wt.r.data(), wt.r.size());
+      write_npy(dir / "B.npy", {1, 2 * G * H}, wt.b.data(), wt.b.size());
+      write_npy(dir / "X.npy", {c.seq, c.batch, H}, wt.x.data(), wt.x.size());
+      write_npy(dir / "Y_graphi_fp32.npy", {c.seq, 1, c.batch, H}, y[0].data(), y[0].size());
+      write_npy(dir / "Y_graphi_int8.npy", {c.seq, 1, c.batch, H}, y[kG8].data(), y[kG8].size());
+    }
   }
-  void run(int k) {
-    if (k == 0) g32.run();
-    if (k == 1) g16.run();
-    if (k == 2) d32.run();
-    if (k == 3) d16.run();
+  void run(int k, std::vector<float>* y = nullptr) {
+    if (k < 3)
+      g[k].run(y);
+    else
+      d[k - 3].run(y);
   }
   void sample(double budget_ms, int min_samples) {
-    for (int k = 0; k < 4; ++k) run(k);
+    for (int k = 0; k < kN; ++k)
+      if (has[k]) run(k);
     const double start = now_ns();
     for (int i = 0; i < 2000; ++i) {
       if (i >= min_samples && (now_ns() - start) * 1e-6 >= budget_ms) break;
-      for (int j = 0; j < 4; ++j) {
-        const int k = (i + j) % 4;
+      for (int j = 0; j < kN; ++j) {
+        const int k = (i + j) % kN;
+        if (!has[k]) continue;
         const double t0 = now_ns();
         run(k);
         ms[k].push_back((now_ns() - t0) * 1e-6);
@@ -586,56 +641,66 @@ struct Bf16Row {
 };
 
 int run_bf16(const std::vector<Config>& configs, double budget_ms, int rounds,
-             const std::string& csv_path) {
+             const std::string& csv_path, const std::string& dump_dir) {
   std::printf("graphi_bench_rnn --bf16: %zu rows, oneDNN %d.%d.%d, load average %s\n",
               configs.size(), dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch,
               load_average().c_str());
   std::fflush(stdout);
-  std::vector<std::unique_ptr<Bf16Row>> rows;
+  std::vector<std::unique_ptr<LowpRow>> rows;
   for (const Config& c : configs) {
-    rows.push_back(std::make_unique<Bf16Row>());
-    rows.back()->init(c, make_weights(c));
+    rows.push_back(std::make_unique<LowpRow>());
+    rows.back()->init(c, make_weights(c), dump_dir);
   }
   for (int round = 0; round < rounds; ++round)
     for (auto& r : rows) r->sample(budget_ms, 5);
   if (std::filesystem::path(csv_path).has_parent_path())
     std::filesystem::create_directories(std::filesystem::path(csv_path).parent_path());
   Csv csv;
-  if (!csv.open(csv_path, {"cell", "hidden", "batch", "seq", "threads", "samples", "graphi_fp32_ms",
-                           "graphi_bf16_ms", "onednn_fp32_ms", "onednn_bf16_ms",
-                           "onednn_bf16_over_graphi_bf16", "onednn_fp32_over_graphi_bf16",
-                           "graphi_bf16_max_abs_err", "graphi_bf16_mean_abs_err",
-                           "onednn_bf16_max_abs_err", "onednn_bf16_mean_abs_err"}))
+  if (!csv.open(csv_path,
+                {"cell", "hidden", "batch", "seq", "threads", "samples", "graphi_fp32_ms",
+                 "graphi_bf16_ms", "onednn_fp32_ms", "onednn_bf16_ms",
+                 "onednn_bf16_over_graphi_bf16", "onednn_fp32_over_graphi_bf16",
+                 "graphi_bf16_max_abs_err", "graphi_bf16_mean_abs_err", "onednn_bf16_max_abs_err",
+                 "onednn_bf16_mean_abs_err", "graphi_int8_ms", "onednn_int8_ms",
+                 "graphi_int8_max_abs_err", "graphi_int8_mean_abs_err", "onednn_int8_max_abs_err",
+                 "onednn_int8_mean_abs_err"}))
     fail("cannot write " + csv_path);
-  Table t({"config", "graphi fp32 ms", "graphi bf16 ms", "oneDNN fp32 ms", "oneDNN bf16 ms",
-           "oneDNN bf16/graphi bf16", "oneDNN fp32/graphi bf16", "graphi bf16 |err| max/mean",
-           "oneDNN bf16 |err| max/mean"});
+  Table t({"config", "graphi fp32", "graphi bf16", "graphi int8", "oneDNN fp32", "oneDNN bf16",
+           "oneDNN int8", "oneDNN bf16/graphi bf16", "oneDNN int8/graphi int8",
+           "|err| max/mean: graphi bf16", "oneDNN bf16", "graphi int8", "oneDNN int8"});
+  auto e = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3g", v);
+    return std::string(b);
+  };
   for (auto& rp : rows) {
-    Bf16Row& r = *rp;
-    double m[4];
-    for (int k = 0; k < 4; ++k) m[k] = median(r.ms[k]);
-    char e0[48], e1[48];
-    std::snprintf(e0, sizeof e0, "%.1e / %.1e", r.max_err[0], r.mean_err[0]);
-    std::snprintf(e1, sizeof e1, "%.1e / %.1e", r.max_err[1], r.mean_err[1]);
-    t.add({r.c.name(), fmt(m[0], 3), fmt(m[1], 3), fmt(m[2], 3), fmt(m[3], 3),
-           fmt(m[3] / m[1], 2) + "x", fmt(m[2] / m[1], 2) + "x", e0, e1});
-    char a[4][32];
-    std::snprintf(a[0], 32, "%.3g", r.max_err[0]);
-    std::snprintf(a[1], 32, "%.3g", r.mean_err[0]);
-    std::snprintf(a[2], 32, "%.3g", r.max_err[1]);
-    std::snprintf(a[3], 32, "%.3g", r.mean_err[1]);
+    LowpRow& r = *rp;
+    double m[LowpRow::kN];
+    for (int k = 0; k < LowpRow::kN; ++k) m[k] = r.has[k] ? median(r.ms[k]) : NAN;
+    auto err = [&](int k) {
+      if (!r.has[k]) return std::string("-");
+      char b[48];
+      std::snprintf(b, sizeof b, "%.1e / %.1e", r.max_err[k], r.mean_err[k]);
+      return std::string(b);
+    };
+    auto ms_or_dash = [&](int k) { return r.has[k] ? fmt(m[k], 3) : std::string("-"); };
+    t.add({r.c.name(), fmt(m[0], 3), fmt(m[1], 3), fmt(m[2], 3), fmt(m[3], 3), fmt(m[4], 3),
+           ms_or_dash(LowpRow::kD8), fmt(m[4] / m[1], 2) + "x",
+           r.has[LowpRow::kD8] ? fmt(m[5] / m[2], 2) + "x" : std::string("-"), err(1), err(4),
+           err(2), err(5)});
     csv.row({r.c.cell(), std::to_string(r.c.hidden), std::to_string(r.c.batch),
              std::to_string(r.c.seq), std::to_string(r.c.threads), std::to_string(r.ms[0].size()),
-             fmt(m[0], 4), fmt(m[1], 4), fmt(m[2], 4), fmt(m[3], 4), fmt(m[3] / m[1], 3),
-             fmt(m[2] / m[1], 3), a[0], a[1], a[2], a[3]});
+             fmt(m[0], 4), fmt(m[1], 4), fmt(m[3], 4), fmt(m[4], 4), fmt(m[4] / m[1], 3),
+             fmt(m[3] / m[1], 3), e(r.max_err[1]), e(r.mean_err[1]), e(r.max_err[4]),
+             e(r.mean_err[4]), fmt(m[2], 4), r.has[5] ? fmt(m[5], 4) : "nan", e(r.max_err[2]),
+             e(r.mean_err[2]), r.has[5] ? e(r.max_err[5]) : "nan",
+             r.has[5] ? e(r.mean_err[5]) : "nan"});
   }
   t.print();
   std::printf(
-      "\nmedians over %d interleaved rounds (implementations take turns sample by sample);"
-      " |err| = |Y - graphi fp32 Y|; oneDNN fp32 vs graphi fp32 max |diff|:",
-      rounds);
-  for (auto& r : rows) std::printf(" %.1e", r->diff_dnnl32);
-  std::printf("\nload average at the end: %s\nCSV: %s\n", load_average().c_str(), csv_path.c_str());
+      "\nmedians (ms) over %d interleaved rounds (implementations take turns sample by sample);"
+      " |err| = |Y - graphi fp32 Y|\nload average at the end: %s\nCSV: %s\n",
+      rounds, load_average().c_str(), csv_path.c_str());
   return 0;
 }
 
@@ -762,7 +827,7 @@ int main(int argc, char** argv) {
   int rounds = 2;
   std::vector<int64_t> threads{1, 2}, only_hidden, only_batch, only_seq;
   double budget_ms = 250;
-  std::string csv_path = "build/bench/rnn.csv";
+  std::string csv_path = "build/bench/rnn.csv", dump_dir;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -789,6 +854,8 @@ int main(int argc, char** argv) {
       budget_ms = double(parse_list(a, value())[0]);
     else if (a == "--csv")
       csv_path = value();
+    else if (a == "--dump")
+      dump_dir = value();
     else if (a == "--cells") {
       const std::string v = value();
       do_lstm = v.find("lstm") != std::string::npos;
@@ -819,7 +886,7 @@ int main(int argc, char** argv) {
     add(lstm, 256, 1, 10);
   }
   if (configs.empty()) usage_error("no configuration left after --hidden/--batch/--seq");
-  if (bf16) return run_bf16(configs, budget_ms, rounds, csv_path);
+  if (bf16) return run_bf16(configs, budget_ms, rounds, csv_path, dump_dir);
 
   std::printf("graphi_bench_rnn: %zu rows, oneDNN %d.%d.%d, load average %s\n", configs.size(),
               dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch,

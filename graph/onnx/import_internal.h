@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "graph/graph_builder.h"
+#include "graph/onnx/onnx_fold.h"
 #include "graph/onnx/onnx_import.h"
 #include "graph/onnx/onnx_proto.h"
 
@@ -135,6 +136,10 @@ class Importer {
   std::unordered_set<std::string> names_;  // every ONNX value name and every name we made
   std::unordered_set<std::string> node_names_;
   std::unordered_set<std::string> graph_outputs_;
+  // Folding's budget: elements all folds of this model may produce (onnx::fold_node, "Limits"
+  // of graph/onnx/ONNX.md), and what they produced so far.
+  int64_t fold_budget_ = onnx::kMinFoldBudget;
+  int64_t folded_ = 0;
 };
 
 }  // namespace graphi::graph::onnx_import

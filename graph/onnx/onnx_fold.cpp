@@ -64,18 +64,26 @@ void copy_elem(HostTensor& dst, size_t dk, const HostTensor& src, size_t sk) {
     dst.i[dk] = src.get_i(sk);
 }
 
-// Folded tensors live in memory as doubles / int64s during import: bound their size so a
-// hostile shape (ConstantOfShape of [2^40]) is an error, not an allocation failure.
-constexpr int64_t kMaxFoldElements = int64_t{1} << 26;
+namespace {
+// The element limit of the fold running on this thread (fold_node's `max_elements`): kept here
+// rather than passed to every shape and math helper that sizes a result.
+thread_local int64_t t_max_elements = kMaxFoldElements;
+}  // namespace
+
+int64_t max_fold_elements() { return t_max_elements; }
 
 Status check_size(const Shape& s, const std::string& where) {
+  const int64_t limit = t_max_elements;
   int64_t n = 1;
   for (int64_t d : s) {
     if (d < 0) return Status::invalid_graph(where + ": negative dim in " + shape_to_string(s));
-    if (d > 0 && n > kMaxFoldElements / d)
-      return Status::unsupported(where + ": the result " + shape_to_string(s) + " has more than " +
-                                 std::to_string(kMaxFoldElements) +
-                                 " elements, too many to evaluate at import time");
+    if (d > 0 && n > limit / d)
+      return Status::unsupported(
+          where + ": the result " + shape_to_string(s) + " has more than " + std::to_string(limit) +
+          " elements, too many to evaluate at import time (folding produces at most " +
+          std::to_string(kMaxFoldElements) +
+          " elements per tensor and, per model, 4 times the elements of its constants or " +
+          std::to_string(kMinFoldBudget) + ", whichever is larger; graph/onnx/ONNX.md, Limits)");
     n *= d;
   }
   return Status::ok();
@@ -153,6 +161,47 @@ std::vector<size_t> broadcast_index(const Shape& out, const Shape& in) {
   }
   return idx;
 }
+
+namespace {
+
+// dst (of shape `out`) = src (of shape `in`) broadcast to `out`, copied in whole runs: the
+// innermost dims where `in` already has `out`'s extent form one contiguous block per outer
+// position. No per-element index map (broadcast_index): a 1 KiB model may Expand a tiny tensor
+// to tens of millions of elements, and an index per element doubled the memory and, in the
+// instrumented fuzzing build, took over 10 s (tests/fuzz/regressions/onnx/expand-*).
+template <class T>
+void expand_into(std::vector<T>& dst, const std::vector<T>& src, const Shape& out,
+                 const Shape& in) {
+  if (dst.empty()) return;
+  const size_t r = out.size();
+  Shape a(r, 1);  // `in` aligned to the output's rank
+  for (size_t d = 0; d < in.size(); ++d) a[r - in.size() + d] = in[d];
+  size_t split = r;
+  size_t block = 1;
+  while (split > 0 && a[split - 1] == out[split - 1]) {
+    --split;
+    block *= static_cast<size_t>(out[split]);
+  }
+  std::vector<int64_t> st(split, 0);  // source strides of the outer dims (0: broadcast)
+  int64_t s = static_cast<int64_t>(block);
+  for (size_t d = split; d-- > 0;) {
+    st[d] = a[d] == 1 ? 0 : s;
+    s *= a[d];
+  }
+  std::vector<int64_t> c(split, 0);
+  int64_t off = 0;
+  for (size_t k = 0; k < dst.size(); k += block) {
+    std::copy_n(src.begin() + off, block, dst.begin() + static_cast<std::ptrdiff_t>(k));
+    for (size_t d = split; d-- > 0;) {
+      off += st[d];
+      if (++c[d] < out[d]) break;
+      off -= st[d] * out[d];
+      c[d] = 0;
+    }
+  }
+}
+
+}  // namespace
 
 // Gathers src elements by a strided walk: out[k] = src[base + sum idx_d * strides[d]].
 HostTensor strided(const HostTensor& src, const Shape& out_shape,
@@ -581,8 +630,10 @@ bool is_foldable_op(const std::string& op) {
   return std::binary_search(v.begin(), v.end(), op);
 }
 
-Result<std::vector<HostTensor>> fold_node(const Node& n, int64_t opset, const Ins& in,
-                                          const std::string& where) {
+namespace {
+
+Result<std::vector<HostTensor>> fold_node_unlimited(const Node& n, int64_t opset, const Ins& in,
+                                                    const std::string& where) {
   const std::string& op = n.op;
   if (op == "Constant") return fold_constant(n, where);
   if (op != "ConstantOfShape" && op != "Concat" && op != "Sum" && op != "Min" && op != "Max" &&
@@ -702,9 +753,11 @@ Result<std::vector<HostTensor>> fold_node(const Node& n, int64_t opset, const In
     GRAPHI_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ints_of(in[1], "shape", where));
     GRAPHI_ASSIGN_OR_RETURN(Shape out, broadcast_shapes(in[0]->shape, shape, where));
     GRAPHI_RETURN_IF_ERROR(check_size(out, where));
-    const std::vector<size_t> map = broadcast_index(out, in[0]->shape);
     HostTensor o = HostTensor::make(in[0]->type, out);
-    for (size_t k = 0; k < o.numel(); ++k) copy_elem(o, k, *in[0], map[k]);
+    if (o.is_float())
+      expand_into(o.f, in[0]->f, out, in[0]->shape);
+    else
+      expand_into(o.i, in[0]->i, out, in[0]->shape);
     return Outs{std::move(o)};
   }
   if (op == "Tile") {
@@ -716,7 +769,8 @@ Result<std::vector<HostTensor>> fold_node(const Node& n, int64_t opset, const In
     Shape out(s.size());
     for (size_t d = 0; d < s.size(); ++d) {
       if (reps[d] < 0) return Status::invalid_graph(where + ": negative repeat");
-      if (reps[d] > kMaxFoldElements) return Status::unsupported(where + ": repeats too large");
+      if (reps[d] > max_fold_elements())
+        return Status::unsupported(where + ": repeats too large");
       out[d] = s[d] * reps[d];
     }
     GRAPHI_RETURN_IF_ERROR(check_size(out, where));
@@ -765,7 +819,7 @@ Result<std::vector<HostTensor>> fold_node(const Node& n, int64_t opset, const In
     const double start = in[0]->get_f(0), limit = in[1]->get_f(0), delta = in[2]->get_f(0);
     if (delta == 0) return Status::invalid_graph(where + ": delta is 0");
     const double c = std::max(0.0, std::ceil((limit - start) / delta));
-    if (!(c <= static_cast<double>(kMaxFoldElements)))
+    if (!(c <= static_cast<double>(max_fold_elements())))
       return Status::unsupported(where + ": range too long to evaluate at import time");
     const auto count = static_cast<int64_t>(c);
     HostTensor o = HostTensor::make(in[0]->type, {count});
@@ -799,6 +853,19 @@ Result<std::vector<HostTensor>> fold_node(const Node& n, int64_t opset, const In
   if (op.rfind("Reduce", 0) == 0) return fold_reduce(op, n, opset, in, where);
   if (is_foldable_op(op)) return fold_unary(op, in, where);
   return Status::unsupported(where + ": op " + op + " cannot be evaluated at import time");
+}
+
+}  // namespace
+
+Result<std::vector<HostTensor>> fold_node(const Node& n, int64_t opset, const Ins& in,
+                                          const std::string& where, int64_t max_elements) {
+  // The limit for this fold's helpers, restored on return (folds do not nest, but stay exact).
+  struct LimitScope {
+    int64_t saved = fold_detail::t_max_elements;
+    explicit LimitScope(int64_t m) { fold_detail::t_max_elements = std::min(m, kMaxFoldElements); }
+    ~LimitScope() { fold_detail::t_max_elements = saved; }
+  } limit_scope(max_elements);
+  return fold_node_unlimited(n, opset, in, where);
 }
 
 }  // namespace graphi::graph::onnx

@@ -21,8 +21,12 @@ using Outs = std::vector<HostTensor>;
 void fit_to_type(HostTensor& t);
 // Element k of t set to v, in t's storage (f or i).
 void set_value(HostTensor& t, size_t k, double v);
-// An error when a folded result of shape s would be too large to hold.
+// An error when a folded result of shape s has more elements than the running fold may
+// produce (max_fold_elements()).
 Status check_size(const Shape& s, const std::string& where);
+// The element limit of the fold running on this thread: fold_node's `max_elements`, at most
+// kMaxFoldElements.
+int64_t max_fold_elements();
 // INT attribute `name` of n, or dflt.
 Result<int64_t> a_int(const Node& n, const char* name, int64_t dflt, const std::string& where);
 // An error unless the first `required` inputs are present.

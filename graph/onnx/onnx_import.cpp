@@ -462,7 +462,24 @@ Status Importer::import_node(const onnx::Node& node_in) {
         ins.push_back(&fakes.back());
       }
     }
-    GRAPHI_ASSIGN_OR_RETURN(std::vector<HostTensor> outs, onnx::fold_node(n, opset_, ins, where));
+    // A Constant's value is in the file; every other fold makes new elements, from the budget.
+    const bool counted = n.op != "Constant";
+    const int64_t left = counted ? std::max<int64_t>(fold_budget_ - folded_, 0)
+                                 : onnx::kMaxFoldElements;
+    GRAPHI_ASSIGN_OR_RETURN(std::vector<HostTensor> outs,
+                            onnx::fold_node(n, opset_, ins, where, left));
+    if (counted) {
+      int64_t made = 0;
+      for (const HostTensor& o : outs) made += static_cast<int64_t>(o.numel());
+      if (made > left)  // several outputs (Split) each under the limit, together over it
+        return Status::unsupported(
+            where + ": its results have " + std::to_string(made) + " elements, more than the " +
+            std::to_string(left) + " left of this model's import-time folding budget of " +
+            std::to_string(fold_budget_) +
+            " elements (4 times the elements of its constants, at least " +
+            std::to_string(onnx::kMinFoldBudget) + "; graph/onnx/ONNX.md, Limits)");
+      folded_ += made;
+    }
     if (outs.size() < n.outputs.size())
       return Status::internal(where + ": folding produced " + std::to_string(outs.size()) +
                               " outputs");
@@ -745,6 +762,15 @@ Result<Graph> Importer::run() {
     for (const auto* list : {&n.inputs, &n.outputs})
       for (const std::string& v : *list) names_.insert(v);
   GRAPHI_RETURN_IF_ERROR(add_inputs());
+  // Folding may produce 4 times the elements of the model's own constants (a chain of weight
+  // transforms: DequantizeLinear, Transpose, Reshape), at least kMinFoldBudget.
+  int64_t held = 0;
+  for (const auto& [name, t] : m_.graph.initializers) held += static_cast<int64_t>(t->numel());
+  for (const onnx::Node& n : m_.graph.nodes)
+    if (n.op == "Constant")
+      for (const onnx::Attr& a : n.attrs)
+        held += static_cast<int64_t>(a.t ? a.t->numel() : a.floats.size() + a.ints.size());
+  fold_budget_ = std::max(onnx::kMinFoldBudget, 4 * held);
   GRAPHI_ASSIGN_OR_RETURN(std::vector<size_t> order, topo_order());
   const size_t total = order.size();
   for (size_t done = 0; done < total; ++done) {

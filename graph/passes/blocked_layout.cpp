@@ -16,9 +16,12 @@ int64_t block_for(int64_t channels) {
 
 std::string tag(int64_t b) { return "/nChw" + std::to_string(b) + "c"; }
 
-}  // namespace
-
-Result<BlockedLayoutResult> to_blocked_layout(const Graph& g, const ShapeInferencer& shapes) {
+// One rewrite. `reordered`: the "value/nChwBc" keys of plain values some node reads blocked
+// (from a first rewrite), so that a pool of such a value can read the reordered copy whatever
+// the node order; `keys` gets this rewrite's.
+Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shapes,
+                                    const std::unordered_set<std::string>& reordered,
+                                    std::unordered_set<std::string>* keys) {
   BlockedLayoutResult result;
   Rewrite rw(g);
   std::unordered_map<ValueId, int64_t> block;             // blocked values -> B
@@ -85,11 +88,17 @@ Result<BlockedLayoutResult> to_blocked_layout(const Graph& g, const ShapeInferen
       a.set("block", b);
       make_blocked(id, "BlockedConv", in, b, a);
     } else if ((n.op == "MaxPool" || n.op == "AveragePool") && n.inputs.size() == 1 &&
-               is_blocked(x, 0)) {
-      const int64_t b = block.at(x);
+               (is_blocked(x, 0) || reordered.count(xv.name + tag(16)) ||
+                reordered.count(xv.name + tag(8)))) {
+      // A plain input that is reordered for another reader anyway (inception's pool branch
+      // beside the convs reading the block input): pool the reordered copy, so the pool's
+      // output needs no reorder of its own before the conv after it.
+      const int64_t b = is_blocked(x, 0)                        ? block.at(x)
+                        : reordered.count(xv.name + tag(16)) ? 16
+                                                               : 8;
       Attributes a = n.attrs;
       a.set("block", b);
-      make_blocked(id, "Blocked" + n.op, {bname.at(x)}, b, a);
+      make_blocked(id, "Blocked" + n.op, {blocked_input(x, b)}, b, a);
     } else if (n.op == "Relu" && n.inputs.size() == 1 && is_blocked(x, 0)) {
       make_blocked(id, "Relu", {bname.at(x)}, block.at(x), {});
     } else if (n.op == "Add" && n.inputs.size() == 2 && n.inputs[1] != kNoId &&
@@ -115,6 +124,8 @@ Result<BlockedLayoutResult> to_blocked_layout(const Graph& g, const ShapeInferen
       make_blocked(id, "Concat", in, b, a);
     }
   }
+  if (keys)
+    for (const auto& kv : to_blocked) keys->insert(kv.first);
   if (result.blocked_ops == 0) {
     result.graph = g;
     return result;
@@ -133,6 +144,15 @@ Result<BlockedLayoutResult> to_blocked_layout(const Graph& g, const ShapeInferen
   }
   GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish(shapes));
   return result;
+}
+
+}  // namespace
+
+Result<BlockedLayoutResult> to_blocked_layout(const Graph& g, const ShapeInferencer& shapes) {
+  std::unordered_set<std::string> reordered;
+  GRAPHI_ASSIGN_OR_RETURN(BlockedLayoutResult first, rewrite(g, shapes, {}, &reordered));
+  if (first.blocked_ops == 0 || reordered.empty()) return first;
+  return rewrite(g, shapes, reordered, nullptr);
 }
 
 }  // namespace graphi::graph::passes

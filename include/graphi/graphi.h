@@ -81,7 +81,8 @@ typedef struct graphi_options {
   const int64_t* dim_values;
   size_t num_dims;
   /* Storage precision of the fused LSTM/GRU/RNN weights: NULL or "fp32" (default), "bf16" (bf16
-   * weights, fp32 accumulation; docs/RNN_KERNELS.md). Set to NULL by graphi_options_init. */
+   * weights, fp32 accumulation), "int8" (s8 weights, u8 activations, int32 accumulation; see
+   * docs/RNN_KERNELS.md). Set to NULL by graphi_options_init. */
   const char* rnn_weights;
   /* Memory budget in bytes: a model whose file, weights or planned memory exceed it is refused
    * with GRAPHI_OUT_OF_MEMORY (a message naming the file and the amounts) before allocating.

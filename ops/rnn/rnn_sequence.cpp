@@ -24,6 +24,7 @@
 
 #include "ops/registry.h"
 #include "ops/rnn/gemm_bf16.h"
+#include "ops/rnn/gemm_int8.h"
 #include "ops/rnn/rnn_sequence_kernel.h"
 #include "ops/rnn/rnn_train.h"
 
@@ -33,11 +34,40 @@ namespace graphi::ops::rnn_wcs {
 // xw holds time t, batch b, so each direction's window of times fills the same rows.
 void RnnSequenceKernel::hoist_rows(const Segment& seg, const float* packed, const float* x,
                                    float* out, int64_t n, uint32_t* x16) const noexcept {
-  if (!bf16_) {
+  if (!lowp_) {
     seg.hoist.run(packed + seg.wp_off, x, out, n);
     return;
   }
   const int64_t I = s_.input_size;
+  if (int8_) {
+    // Each x row quantized on its own (DynamicQuantizeLinear), scale and zero point after it.
+    const int64_t kq = int8_quads(I);
+    for (int64_t r = 0; r < n; ++r) {
+      uint32_t* row = x16 + r * ldx16_;
+      row[kq - 1] = 0;  // the bytes past I (A is 0 there)
+      float sc;
+      int32_t zp;
+      int8_quantize_row(x + r * I, 0, I, reinterpret_cast<uint8_t*>(row), &sc, &zp);
+      std::memcpy(row + kq, &sc, 4);
+      row[kq + 1] = static_cast<uint32_t>(zp);
+    }
+    const Int8Aux aux = int8_aux(seg);
+    Int8GemmArgs g;
+    g.a = reinterpret_cast<const uint32_t*>(packed + seg.wp_off);
+    g.m = s_.gates * (seg.j1 - seg.j0);
+    g.k = I;
+    g.panel = seg.pw_w;
+    g.a_scale = packed + aux.w_scale;
+    g.colsum = reinterpret_cast<const int32_t*>(packed + aux.w_colsum);
+    g.b = x16;
+    g.ldb = ldx16_;
+    g.bp = x16 + kq;
+    g.c = out;
+    g.ldc = hoist_ldc_;
+    g.rows = n;
+    gemm_int8(g);
+    return;
+  }
   for (int64_t r = 0; r < n; ++r) bf16_pack_row(x + r * I, 0, I, x16 + r * ldx16_);
   Bf16GemmArgs g;
   g.a = reinterpret_cast<const uint32_t*>(packed + seg.wp_off);
@@ -57,7 +87,7 @@ void RnnSequenceKernel::hoist(const ThreadPlan& p, const float* x, const float* 
   const int64_t B = s_.batch, G = s_.gates;
   const int64_t len = s1 - s0;
   uint32_t* x16 =
-      bf16_ ? reinterpret_cast<uint32_t*>(scratch + x16_off_ + ithr * x16_per_thread_) : nullptr;
+      lowp_ ? reinterpret_cast<uint32_t*>(scratch + x16_off_ + ithr * x16_per_thread_) : nullptr;
   for (const Segment& seg : p.segs) {
     const int64_t t0 = s_.window_begin(seg.d, s0, s1);
     float* out = xw + seg.d * dir_x_ + G * seg.j0;
@@ -75,6 +105,18 @@ void RnnSequenceKernel::hoist(const ThreadPlan& p, const float* x, const float* 
 }
 
 void RnnSequenceKernel::to_mirror(float* row, int64_t j0, int64_t j1) const noexcept {
+  if (int8_) {
+    // Units [j0, j1) are one k block (j0 on a 16-unit line): quantized with their own scale.
+    uint32_t* m = reinterpret_cast<uint32_t*>(row + mirror_delta_);
+    float sc;
+    int32_t zp;
+    int8_quantize_row(row, j0, j1, reinterpret_cast<uint8_t*>(m) + j0, &sc, &zp);
+    // The row's last quad past H: defined bytes (R is 0 there, so any value gives 0).
+    for (int64_t j = j1; j % 4 != 0; ++j) reinterpret_cast<uint8_t*>(m)[j] = 0;
+    std::memcpy(m + int8_param_word(j0), &sc, 4);
+    m[int8_param_word(j0) + 1] = static_cast<uint32_t>(zp);
+    return;
+  }
   bf16_pack_row(row, j0, j1, reinterpret_cast<uint32_t*>(row + mirror_delta_) + j0 / 2);
 }
 
@@ -99,13 +141,18 @@ void RnnSequenceKernel::init_state(const ThreadPlan& p, const Buffers& io, float
         else
           std::fill(c + seg.j0, c + seg.j1, 0.0f);
       }
-      if (bf16_) to_mirror(h, seg.j0, seg.j1);
+      if (lowp_) to_mirror(h, seg.j0, seg.j1);
     }
 }
 
 void RnnSequenceKernel::recurrent_gemm(const Segment& seg, int group, const float* packed,
                                        const float* h, float* out, int64_t rows,
                                        bool reverse) const noexcept {
+  if (int8_) {
+    for (int64_t kb = 0; kb + 1 < static_cast<int64_t>(kbounds_[seg.d].size()); ++kb)
+      recurrent_gemm_int8(seg, group, packed, h, out, rows, kb, kb == 0, reverse);
+    return;
+  }
   if (bf16_) {
     Bf16GemmArgs g;
     g.a = reinterpret_cast<const uint32_t*>(packed + (group == 0 ? seg.rp0_off : seg.rp1_off));
@@ -130,6 +177,16 @@ void RnnSequenceKernel::recurrent_gemm(const Segment& seg, int group, const floa
 void RnnSequenceKernel::recurrent_gemm_part(const Segment& seg, int part, const float* packed,
                                             const float* h, float* out,
                                             bool reverse) const noexcept {
+  if (int8_) {
+    // k blocks: part 0 = the segment's own (its units of h), part 1 = every other, accumulated.
+    if (part == 0) {
+      recurrent_gemm_int8(seg, 0, packed, h, out, 1, seg.kb, true, reverse);
+    } else {
+      for (int64_t kb = 0; kb + 1 < static_cast<int64_t>(kbounds_[seg.d].size()); ++kb)
+        if (kb != seg.kb) recurrent_gemm_int8(seg, 0, packed, h, out, 1, kb, false, reverse);
+    }
+    return;
+  }
   if (bf16_) {
     // Pair rows of k: the own units [j0, j1) start on an even k (whole cache lines).
     Bf16GemmArgs g;
@@ -169,6 +226,33 @@ void RnnSequenceKernel::recurrent_gemm_part(const Segment& seg, int part, const 
     seg.rec0.run_row_k_range(r, h, out, 0, seg.j0, true, reverse);
     seg.rec0.run_row_k_range(r, h, out, seg.j1, s_.hidden, true, reverse);
   }
+}
+
+void RnnSequenceKernel::recurrent_gemm_int8(const Segment& seg, int group, const float* packed,
+                                            const float* h, float* out, int64_t rows, int64_t kb,
+                                            bool first, bool reverse) const noexcept {
+  const std::vector<int64_t>& bounds = kbounds_[seg.d];
+  const Int8Aux aux = int8_aux(seg);
+  const int64_t m = (group == 0 ? g0_ : 1) * (seg.j1 - seg.j0);
+  const uint32_t* mirror = reinterpret_cast<const uint32_t*>(h + mirror_delta_);
+  Int8GemmArgs g;
+  g.a = reinterpret_cast<const uint32_t*>(packed + (group == 0 ? seg.rp0_off : seg.rp1_off));
+  g.m = m;
+  g.k = s_.hidden;
+  g.panel = group == 0 ? seg.pw_r0 : seg.pw_r1;
+  g.a_scale = packed + aux.r_scale[group];
+  g.colsum = reinterpret_cast<const int32_t*>(packed + aux.r_colsum[group]) + kb * m;
+  g.b = mirror;
+  g.ldb = ldh_;
+  g.bp = mirror + int8_param_word(bounds[kb]);
+  g.c = out;
+  g.ldc = group == 0 ? ld_gh0_ : ld_gh1_;
+  g.rows = rows;
+  g.q0 = bounds[kb] / 4;
+  g.q1 = int8_quads(bounds[kb + 1]);
+  g.accumulate = !first;
+  g.reverse = reverse;
+  gemm_int8(g);
 }
 
 void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t s1,
@@ -216,7 +300,7 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
         std::memcpy(hn, hprev + b * ldh_ + seg.j0, w * sizeof(float));
         std::fill(yr, yr + w, 0.0f);
       }
-      if (bf16_) to_mirror(hnext + b * ldh_, seg.j0, seg.j1);
+      if (lowp_) to_mirror(hnext + b * ldh_, seg.j0, seg.j1);
     }
   };
   auto time_of = [&](int d) { return s_.is_reverse(d) ? T - 1 - s : s; };
@@ -330,7 +414,7 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
         a.rh = scratch + rhb_off_ + d * B * ldh_ + seg.j0;
         a.ld_rh = ldh_;
         gru_gates_reset(a, GateTile{p.r0, p.r1, 0, w});
-        if (bf16_)
+        if (lowp_)
           for (int64_t b = p.r0; b < p.r1; ++b)
             to_mirror(scratch + rhb_off_ + (d * B + b) * ldh_, seg.j0, seg.j1);
       }
@@ -530,8 +614,9 @@ std::string rnn_kernel_description(const Kernel& k) {
   const auto* rnn = dynamic_cast<const RnnSequenceKernel*>(&k);
   if (!rnn) return "";
   return std::string(rnn->name()) + " " + rnn->schedule().to_string() +
-         (rnn->bf16() ? std::string(" bf16 weights (") + bf16_path_name(active_bf16_path()) + ")"
-                      : std::string());
+         (rnn->bf16()   ? std::string(" bf16 weights (") + bf16_path_name(active_bf16_path()) + ")"
+          : rnn->int8() ? std::string(" int8 weights (") + int8_path_name(active_int8_path()) + ")"
+                        : std::string());
 }
 
 template <RnnCellKind K>

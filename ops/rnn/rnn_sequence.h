@@ -34,8 +34,11 @@
 // rnn_weights sets it on every LSTM/GRU/RNN node). bf16 stores the input and recurrent weights
 // as bf16 pairs (ops/rnn/gemm_bf16.h), converts x and h to bf16 for the GEMMs and accumulates in
 // fp32; gates, c and h stay fp32. vdpbf16ps where the CPU has AVX512-BF16, else a converted path
-// (same rounding, fp32 FMAs). Accuracy against fp32: docs/RNN_KERNELS.md. "int8" is refused
-// (not implemented).
+// (same rounding, fp32 FMAs). int8 stores them as s8 with one scale per output column, quantizes
+// x and h dynamically to u8 with a scale and zero point (h per row and per thread's block of
+// units, each step) and accumulates in int32 (ops/rnn/gemm_int8.h: vpdpbusd where the CPU has
+// AVX512-VNNI, else a reference path with the same integers). Accuracy against fp32:
+// docs/RNN_KERNELS.md.
 //
 // The kernel (weight-centric streamlining, DeepCPU 5.2.4): weights packed once at init (when W,
 // R, B, P are constants; else per run into scratch), one parallel region for the sequence (the
@@ -67,11 +70,11 @@ inline constexpr const char* kScheduleSearchAttr = "graphi_schedule_search";
 inline constexpr const char* kRnnWeightsAttr = "graphi_rnn_weights";
 
 // Storage precision of the fused kernels' weights (graphi_rnn_weights).
-enum class RnnWeights { kF32, kBf16 };
-// "fp32" / "bf16".
+enum class RnnWeights { kF32, kBf16, kInt8 };
+// "fp32" / "bf16" / "int8".
 const char* rnn_weights_name(RnnWeights w);
-// Parses "fp32" | "bf16" (also "f32", "float32", "bfloat16"); an error names the accepted values
-// and says that int8 is not implemented. `what` prefixes the message.
+// Parses "fp32" | "bf16" | "int8" (also "f32", "float32", "bfloat16", "s8"); an error names the
+// accepted values. `what` prefixes the message.
 Result<RnnWeights> parse_rnn_weights(const std::string& v, const std::string& what);
 
 // Input slots, ONNX order.

@@ -37,6 +37,10 @@ struct Segment {
   // order (TiledGemm; a thread streams dense blocks: a strided slice of a shared [K][cols]
   // matrix was ~13% slower) with panels of pw_* columns.
   int64_t wp_off = 0, pw_w = 16, rp0_off = 0, pw_r0 = 16, rp1_off = 0, pw_r1 = 16;
+  // int8 weights: per-column scales and column sums (ops/rnn/gemm_int8.h) at aux_off, laid out
+  // by RnnSequenceKernel::int8_aux; kb: this block's index among its direction's unit blocks
+  // (the blocks h is quantized in).
+  int64_t aux_off = 0, kb = 0;
   TiledGemm hoist;  // X rows * Wp[:, block columns]
   TiledGemm rec0;   // h_prev rows * Rp0[:, block columns]
   TiledGemm rec1;   // canonical GRU: (r * h_prev) rows * Rp1[:, block columns]
@@ -91,6 +95,7 @@ class RnnSequenceKernel final : public Kernel {
 
   const RnnSchedule& schedule() const { return schedule_; }
   bool bf16() const { return bf16_; }
+  bool int8() const { return int8_; }
 
   void run(const TeamContext& team, const Buffers& io) const noexcept override;
 
@@ -116,7 +121,21 @@ class RnnSequenceKernel final : public Kernel {
   void plan_partition();
   void make_gemms(ThreadPlan& p) const;
   void pack_segment(const WeightSources& src, const Segment& seg, float* packed) const;
-  // `scratch` and `ithr`: the thread's bf16 copy of x (bf16 weights only).
+  // int8 weights: where a segment's scales and column sums sit in the packed buffer (floats from
+  // the packed base; the column sums are int32). Group 0/1 of R: one column sum per k block.
+  struct Int8Aux {
+    int64_t w_scale, w_colsum, r_scale[2], r_colsum[2];
+  };
+  Int8Aux int8_aux(const Segment& seg) const;
+  int64_t int8_aux_floats(const Segment& seg) const;
+  // One int8 GEMM of a state row block: h rows (their u8 mirrors) over k block kb of direction
+  // d times R group `group`; accumulates unless `first`.
+  void recurrent_gemm_int8(const Segment& seg, int group, const float* packed, const float* h,
+                           float* out, int64_t rows, int64_t kb, bool first,
+                           bool reverse) const noexcept;
+  // Word of a state row's u8 mirror holding the scale, zero point of the block starting at j0.
+  int64_t int8_param_word(int64_t j0) const { return ldh_ / 2 + 2 * (j0 / kLine); }
+  // `scratch` and `ithr`: the thread's bf16 / u8 copy of x (reduced-precision weights only).
   void hoist(const ThreadPlan& p, const float* x, const float* packed, float* xw, int64_t s0,
              int64_t s1, float* scratch, int ithr) const noexcept;
   // One hoisted GEMM call: n rows of x (stride I) times the segment's W columns into out.
@@ -157,6 +176,11 @@ class RnnSequenceKernel final : public Kernel {
   RnnCellKind kind_;
   RnnSpec s_;
   bool bf16_ = false;  // s_.weights == kBf16: packed slabs hold bf16 pairs (ops/rnn/gemm_bf16.h)
+  bool int8_ = false;  // s_.weights == kInt8: packed slabs hold s8 quads (ops/rnn/gemm_int8.h)
+  bool lowp_ = false;  // bf16_ || int8_: x and h are converted copies ("mirrors")
+  // int8: per direction, the unit blocks' bounds j0 of each block, then H (h is quantized per
+  // row and block).
+  std::vector<std::vector<int64_t>> kbounds_;
   RnnSchedule schedule_;
   RnnLayerShape shape_;
   bool canonical_gru_ = false;

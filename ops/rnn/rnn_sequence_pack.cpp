@@ -14,6 +14,7 @@
 #include <set>
 
 #include "ops/rnn/gemm_bf16.h"
+#include "ops/rnn/gemm_int8.h"
 #include "ops/rnn/rnn_sequence_kernel.h"
 
 namespace graphi::ops::rnn_wcs {
@@ -40,6 +41,8 @@ Status RnnSequenceKernel::prepare(int team) {
   g0_ = canonical_gru_ ? 2 : G;
   team_ = team;
   bf16_ = s_.weights == RnnWeights::kBf16;
+  int8_ = s_.weights == RnnWeights::kInt8;
+  lowp_ = bf16_ || int8_;
 
   // Strides (floats), each row padded to whole cache lines.
   // Row strides are an odd number of cache lines: with a multiple of 4 KiB (H = 256: 4H floats)
@@ -62,7 +65,8 @@ Status RnnSequenceKernel::prepare(int team) {
                 (kind_ == RnnCellKind::kGru && s_.linear_before_reset ? "-lbr" : "");
   if (s_.layout == 1) shape_.cell += " layout1";
   if (bf16_) shape_.cell += " bf16";
-  shape_.weight_bytes = bf16_ ? 2 : 4;
+  if (int8_) shape_.cell += " int8";
+  shape_.weight_bytes = bf16_ ? 2 : int8_ ? 1 : 4;
   shape_.seq_len = T;
   shape_.batch = B;
   shape_.input_size = I;
@@ -82,8 +86,33 @@ void RnnSequenceKernel::configure() {
   for (ThreadPlan& p : plans_) make_gemms(p);
   make_gemms(solo_);
 
-  // Packed weights: the blocks' slabs (offsets set by plan_partition), then biases, peepholes.
+  // Packed weights: the blocks' slabs (offsets set by plan_partition), [int8: their scales and
+  // column sums], then biases, peepholes.
   int64_t off = slabs_floats_;
+  kbounds_.assign(D, {});
+  for (const Segment& seg : solo_.segs) kbounds_[seg.d].push_back(seg.j0);
+  for (auto& b : kbounds_) {
+    std::sort(b.begin(), b.end());
+    b.push_back(s_.hidden);
+  }
+  if (int8_) {
+    auto kb_of = [&](const Segment& seg) {
+      const auto& b = kbounds_[seg.d];
+      return static_cast<int64_t>(std::lower_bound(b.begin(), b.end(), seg.j0) - b.begin());
+    };
+    for (Segment& seg : solo_.segs) {
+      seg.kb = kb_of(seg);
+      seg.aux_off = off;
+      off += round_up(int8_aux_floats(seg), kLine);
+    }
+    for (ThreadPlan& p : plans_)
+      for (Segment& seg : p.segs)
+        for (const Segment& b : solo_.segs)
+          if (b.d == seg.d && b.j0 == seg.j0) {
+            seg.kb = b.kb;
+            seg.aux_off = b.aux_off;
+          }
+  }
   bias_off_ = off;  // LSTM/RNN: Wb + Rb; GRU: Wb
   off += s_.has_bias ? D * dir_x_ : 0;
   bias_h_off_ = off;  // GRU: Rb
@@ -109,12 +138,16 @@ void RnnSequenceKernel::configure() {
   cb_off_ = take(kind_ == RnnCellKind::kLstm ? D * B * ldh_ : 0);
   zb_off_ = take(canonical_gru_ ? D * B * ldh_ : 0);
   rhb_off_ = take(canonical_gru_ ? D * B * ldh_ : 0);
-  // bf16: a pair copy of every state buffer from hb to rhb at one fixed distance (so a state
-  // row's mirror is row + mirror_delta_), and one bf16 copy of x rows per thread.
+  // bf16 / int8: a pair (u8 quad) copy of every state buffer from hb to rhb at one fixed
+  // distance (so a state row's mirror is row + mirror_delta_; int8: the blocks' scales and zero
+  // points at int8_param_word), and one bf16 (u8) copy of x rows per thread (int8: each row's
+  // scale and zero point in the two words after its data).
   const int64_t states = scratch_floats_ - hb_off_;
-  mirror_delta_ = bf16_ ? take(states) - hb_off_ : 0;
-  ldx16_ = bf16_ ? round_up(bf16_pairs(s_.input_size), kLine) : 0;
-  x16_per_thread_ = bf16_ ? chunk_ * B * ldx16_ : 0;
+  mirror_delta_ = lowp_ ? take(states) - hb_off_ : 0;
+  ldx16_ = bf16_   ? round_up(bf16_pairs(s_.input_size), kLine)
+           : int8_ ? round_up(int8_quads(s_.input_size) + 2, kLine)
+                   : 0;
+  x16_per_thread_ = lowp_ ? chunk_ * B * ldx16_ : 0;
   x16_off_ = take(team_ * x16_per_thread_);
   hoist_ldc_ = s_.layout == 1 ? B * ldx_ : ldx_;
   scratch_packed_off_ = take(const_weights_ ? 0 : packed_floats_);
@@ -135,7 +168,7 @@ void RnnSequenceKernel::make_gemms(ThreadPlan& p) const {
       hoist_ns.insert(full_rows ? len * B : rows);
   }
   const int64_t hoist_ldc = s_.layout == 1 ? B * ldx_ : ldx_;
-  if (bf16_) return;  // ops/rnn/gemm_bf16.h needs no per-shape set-up
+  if (lowp_) return;  // ops/rnn/gemm_bf16.h and gemm_int8.h need no per-shape set-up
   for (Segment& seg : p.segs) {
     const int64_t w = seg.j1 - seg.j0;
     seg.hoist = TiledGemm::create_panels(s_.gates * w, I, seg.pw_w, I, hoist_ldc, hoist_ns);
@@ -170,21 +203,56 @@ void RnnSequenceKernel::pack_segment(const WeightSources& src, const Segment& se
       pack(words(seg.rp1_off), w, seg.pw_r1, H,
            [&](int64_t col) { return R + (2 * H + j0 + col) * H; });
   }
+  if (int8_) {
+    // Same columns in s8 quads of k (ops/rnn/gemm_int8.h), one symmetric scale per column;
+    // padding stays 0. Column sums: W over all of I, R over each k block of the direction.
+    const Int8Aux aux = int8_aux(seg);
+    float* aux_f = packed;
+    auto* aux_i = reinterpret_cast<int32_t*>(packed);
+    const std::vector<int64_t>& kb = kbounds_[d];
+    auto pack = [&](int64_t off, int64_t cols, int64_t panel, int64_t k, int64_t scale_off,
+                    int64_t colsum_off, int64_t nblocks, auto&& src_row) {
+      uint32_t* dst = reinterpret_cast<uint32_t*>(packed + off);
+      std::fill_n(dst, int8_packed_words(cols, k, panel), 0u);
+      for (int64_t col = 0; col < cols; ++col) {
+        const float* row = src_row(col);
+        const float sc = int8_weight_scale(row, k, 1);
+        aux_f[scale_off + col] = sc;
+        for (int64_t b = 0; b < nblocks; ++b) aux_i[colsum_off + b * cols + col] = 0;
+        int64_t b = 0;
+        for (int64_t kk = 0; kk < k; ++kk) {
+          const int8_t q = int8_quantize_weight(row[kk], sc);
+          reinterpret_cast<int8_t*>(dst + int8_word_offset(col, kk / 4, k, panel))[kk & 3] = q;
+          if (nblocks > 1)
+            while (kk >= kb[b + 1]) ++b;
+          aux_i[colsum_off + b * cols + col] += q;
+        }
+      }
+    };
+    const int64_t nb = static_cast<int64_t>(kb.size()) - 1;
+    pack(seg.wp_off, G * w, seg.pw_w, I, aux.w_scale, aux.w_colsum, 1,
+         [&](int64_t col) { return W + ((col / w) * H + j0 + col % w) * I; });
+    pack(seg.rp0_off, g0_ * w, seg.pw_r0, H, aux.r_scale[0], aux.r_colsum[0], nb,
+         [&](int64_t col) { return R + ((col / w) * H + j0 + col % w) * H; });
+    if (canonical_gru_)
+      pack(seg.rp1_off, w, seg.pw_r1, H, aux.r_scale[1], aux.r_colsum[1], nb,
+           [&](int64_t col) { return R + (2 * H + j0 + col) * H; });
+  }
   float* wp = packed + seg.wp_off;
-  for (int64_t g = 0; g < G && !bf16_; ++g)
+  for (int64_t g = 0; g < G && !lowp_; ++g)
     for (int64_t u = 0; u < w; ++u) {
       const float* row = W + (g * H + j0 + u) * I;
       const int64_t col = g * w + u;
       for (int64_t k = 0; k < I; ++k) wp[TiledGemm::panel_offset(col, k, I, seg.pw_w)] = row[k];
     }
   float* rp0 = packed + seg.rp0_off;
-  for (int64_t g = 0; g < g0_ && !bf16_; ++g)
+  for (int64_t g = 0; g < g0_ && !lowp_; ++g)
     for (int64_t u = 0; u < w; ++u) {
       const float* row = R + (g * H + j0 + u) * H;
       const int64_t col = g * w + u;
       for (int64_t k = 0; k < H; ++k) rp0[TiledGemm::panel_offset(col, k, H, seg.pw_r0)] = row[k];
     }
-  if (canonical_gru_ && !bf16_) {
+  if (canonical_gru_ && !lowp_) {
     float* rp1 = packed + seg.rp1_off;
     for (int64_t u = 0; u < w; ++u) {
       const float* row = R + (2 * H + j0 + u) * H;
@@ -214,4 +282,24 @@ void RnnSequenceKernel::pack_segment(const WeightSources& src, const Segment& se
       for (int64_t u = 0; u < w; ++u) pp[3 * j0 + g * w + u] = pv[g * H + j0 + u];
   }
 }
+
+RnnSequenceKernel::Int8Aux RnnSequenceKernel::int8_aux(const Segment& seg) const {
+  const int64_t w = seg.j1 - seg.j0, mw = s_.gates * w, m0 = g0_ * w, m1 = canonical_gru_ ? w : 0;
+  const int64_t nb = static_cast<int64_t>(kbounds_[seg.d].size()) - 1;
+  Int8Aux a;
+  a.w_scale = seg.aux_off;
+  a.w_colsum = a.w_scale + mw;
+  a.r_scale[0] = a.w_colsum + mw;
+  a.r_colsum[0] = a.r_scale[0] + m0;
+  a.r_scale[1] = a.r_colsum[0] + nb * m0;
+  a.r_colsum[1] = a.r_scale[1] + m1;
+  return a;
+}
+
+int64_t RnnSequenceKernel::int8_aux_floats(const Segment& seg) const {
+  const int64_t w = seg.j1 - seg.j0, m1 = canonical_gru_ ? w : 0;
+  const int64_t nb = static_cast<int64_t>(kbounds_[seg.d].size()) - 1;
+  return 2 * s_.gates * w + (1 + nb) * (g0_ * w + m1);
+}
+
 }  // namespace graphi::ops::rnn_wcs

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "ops/rnn/gemm_bf16.h"
+#include "ops/rnn/gemm_int8.h"
 #include "ops/rnn/pcp_partition.h"
 #include "ops/rnn/rnn_sequence_kernel.h"
 
@@ -301,12 +302,13 @@ void RnnSequenceKernel::plan_partition() {
     };
     // bf16 (ops/rnn/gemm_bf16.h): 64-column W panels for multi-row hoists (its 6 x 4-vector
     // register block), sizes in 32-bit words (pairs of k); each slab starts on a cache line.
-    seg.pw_w = panel(G * w, hoist_rows <= 2 ? 256 : bf16_ ? 64 : 32);
+    seg.pw_w = panel(G * w, hoist_rows <= 2 ? 256 : lowp_ ? 64 : 32);
     seg.pw_r0 = panel(g0_ * w, schedule_.rec_tile);
     seg.pw_r1 = panel(w, schedule_.rec_tile);
     auto slab = [&](int64_t m, int64_t k, int64_t pw) {
-      return bf16_ ? round_up(bf16_packed_words(m, k, pw), kLine)
-                   : TiledGemm::packed_floats(m, k, pw);
+      return bf16_   ? round_up(bf16_packed_words(m, k, pw), kLine)
+             : int8_ ? round_up(int8_packed_words(m, k, pw), kLine)
+                     : TiledGemm::packed_floats(m, k, pw);
     };
     seg.wp_off = slabs_floats_;
     slabs_floats_ += slab(G * w, s_.input_size, seg.pw_w);

@@ -24,18 +24,17 @@ const char* rnn_cell_name(RnnCellKind kind) {
   return "?";
 }
 
-const char* rnn_weights_name(RnnWeights w) { return w == RnnWeights::kBf16 ? "bf16" : "fp32"; }
+const char* rnn_weights_name(RnnWeights w) {
+  return w == RnnWeights::kBf16 ? "bf16" : w == RnnWeights::kInt8 ? "int8" : "fp32";
+}
 
 Result<RnnWeights> parse_rnn_weights(const std::string& v, const std::string& what) {
   std::string l;
   for (char ch : v) l += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   if (l == "fp32" || l == "f32" || l == "float32" || l == "float") return RnnWeights::kF32;
   if (l == "bf16" || l == "bfloat16") return RnnWeights::kBf16;
-  if (l == "int8")
-    return Status::unsupported(what +
-                               " = 'int8': int8 RNN weights are not implemented yet "
-                               "(accepted: fp32, bf16)");
-  return Status::invalid_argument(what + " = '" + v + "': expected fp32 or bf16");
+  if (l == "int8" || l == "s8") return RnnWeights::kInt8;
+  return Status::invalid_argument(what + " = '" + v + "': expected fp32, bf16 or int8");
 }
 
 namespace {

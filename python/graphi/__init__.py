@@ -117,8 +117,9 @@ class Session:
     optimize: apply the default graph passes (RNN cell fusion, GEMM fusion, ...).
     dims: values of symbolic ONNX dims, e.g. {"batch": 8}. cpuset: restrict pinning ("0-3").
     tracing: record every run op by op (see trace(); also a settable property).
-    rnn_weights: "fp32" (None, default) or "bf16": store the fused LSTM/GRU/RNN weights in
-    bf16 (fp32 accumulation; docs/RNN_KERNELS.md gives the accuracy).
+    rnn_weights: "fp32" (None, default), "bf16" or "int8": store the fused LSTM/GRU/RNN weights
+    in bf16 (fp32 accumulation) or int8 (per-column scales, u8 activations quantized per step,
+    int32 accumulation); docs/RNN_KERNELS.md gives the accuracy.
     max_memory: memory budget, bytes (int) or a size string ("512M", "2G", "1.5GiB"; powers of
     1024). A model whose file, weights or planned memory exceed it is refused before the
     allocation (graphi.Error, code "out_of_memory", naming the file and the amounts). None: the

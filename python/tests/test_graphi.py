@@ -96,6 +96,17 @@ class FixtureTest(unittest.TestCase):
             graphi.Session(path, rnn_weights="fp16")
         self.assertIn("rnn_weights", str(cm.exception))
 
+    def test_lstm_int8_weights(self):
+        # int8 weights (docs/RNN_KERNELS.md): within the documented 5e-2 of the fp32 fixture
+        # (ONNX Runtime's outputs), and not identical to it.
+        path, ins, want = fixture("lstm_2layer_bidir")
+        s = graphi.Session(path, rnn_weights="int8")
+        out = s.run({t.name: a for t, a in zip(s.inputs, ins)})
+        errs = [float(np.max(np.abs(np.asarray(g, np.float64) - w)))
+                for g, w in zip(out.values(), want)]
+        self.assertLess(max(errs), 5e-2)
+        self.assertGreater(max(errs), 1e-6)
+
     def test_int64_input(self):
         s = self.check("embed_lstm")  # token ids: int64 input, read in place
         self.assertEqual(s.inputs[0].dtype, "int64")

@@ -31,10 +31,15 @@ TEST_CASE("cli: --rnn-weights bf16 for run and info, bad values", "[cli]") {
   auto bad = test::run_graphi(dir, {"run", model, "--no-plan", "--rnn-weights", "fp16"});
   CHECK(bad.rc == 2);
   CHECK(bad.err.find("--rnn-weights") != std::string::npos);
-  CHECK(bad.err.find("expected fp32 or bf16") != std::string::npos);
-  auto i8 = test::run_graphi(dir, {"run", model, "--no-plan", "--rnn-weights", "int8"});
-  CHECK(i8.rc == 2);
-  CHECK(i8.err.find("not implemented") != std::string::npos);
+  CHECK(bad.err.find("expected fp32, bf16 or int8") != std::string::npos);
+  auto i8 = test::run_graphi(
+      dir, {"run", model, "--no-plan", "--iterations", "1", "--json", "--rnn-weights", "int8"});
+  INFO(i8.out << i8.err);
+  CHECK(i8.rc == 0);
+  CHECK(i8.out.find("\"rnn_weights\":\"int8\"") != std::string::npos);
+  auto info8 = test::run_graphi(dir, {"info", model, "--threads", "2", "--rnn-weights", "int8"});
+  CHECK(info8.rc == 0);
+  CHECK(info8.out.find("int8 weights (") != std::string::npos);
   auto bad_info = test::run_graphi(dir, {"info", model, "--rnn-weights", "fp16"});
   CHECK(bad_info.rc == 2);
 }

@@ -23,7 +23,9 @@ namespace {
 
 constexpr int64_t kRows = 128, kCols = 512;
 
-std::string slow_model() {
+// `tag` names the scratch directory: ctest runs the test cases of this file in parallel, and
+// scratch_dir() empties its directory (a shared one failed the other case's open under load).
+std::string slow_model(const std::string& tag) {
   using namespace graphi;
   graph::GraphBuilder b("slow_chain");
   b.add_input("x", TensorDesc{DType::kF32, {kRows, kCols}});
@@ -37,7 +39,7 @@ std::string slow_model() {
   }
   b.add_output(prev);
   graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
-  const std::string path = (test::scratch_dir("api_lifetime") / "slow.graphi").string();
+  const std::string path = (test::scratch_dir("api_lifetime_" + tag) / "slow.graphi").string();
   REQUIRE(graph::write_graphi(g, path).is_ok());
   return path;
 }
@@ -62,7 +64,7 @@ int wait_until_inside(RunCalls run_calls, const std::atomic<int>& returned, int 
 }  // namespace
 
 TEST_CASE("c api: graphi_session_free while runs are in flight or queued cancels them", "[api]") {
-  const std::string path = slow_model();
+  const std::string path = slow_model("c_api");
   for (const char* scheduler : {"sequential", "cpf"}) {
     INFO(scheduler);
     graphi_options o;
@@ -118,7 +120,7 @@ TEST_CASE("c api: graphi_session_free while runs are in flight or queued cancels
 
 TEST_CASE("public api: destroying a Session while runs are in flight or queued cancels them",
           "[api]") {
-  const std::string path = slow_model();
+  const std::string path = slow_model("cpp_api");
   graphi::SessionOptions o;
   o.executors = 2;
   o.scheduler = "cpf";

@@ -18,6 +18,7 @@
 #include "graph/graph_builder.h"
 #include "ops/custom_op.h"
 #include "ops/registry.h"
+#include "tests/support/plan_buffers.h"
 #include "tests/support/random_dag.h"
 #include "tests/support/test_util.h"
 
@@ -68,33 +69,6 @@ std::shared_ptr<const graph::Graph> boot_graph() {
   return std::make_shared<const graph::Graph>(value_or_throw(b.finish(ops::Registry::get())));
 }
 
-// Slot tables over one buffer per value (what a Session builds from its memory plan).
-struct Buffers {
-  std::vector<Tensor> values;
-  std::vector<const void*> in;
-  std::vector<void*> out;
-  Buffers(const Plan& plan, const Tensor& x) {
-    const graph::Graph& g = plan.graph();
-    for (graph::ValueId v = 0; v < g.num_values(); ++v) values.emplace_back(g.value(v).desc);
-    auto ptr = [&](graph::ValueId v) -> void* {
-      const graph::Value& val = g.value(v);
-      if (val.kind == graph::ValueKind::kInput) return const_cast<void*>(x.data());
-      if (val.kind == graph::ValueKind::kConstant) return const_cast<void*>(val.data->data());
-      return values[v].data();
-    };
-    in.assign(plan.in_offsets().back(), nullptr);
-    out.assign(plan.out_offsets().back(), nullptr);
-    for (NodeId n = 0; n < plan.num_nodes(); ++n) {
-      for (size_t k = 0; k < plan.inputs(n).size(); ++k)
-        in[plan.in_offsets()[n] + k] = ptr(plan.inputs(n)[k]);
-      for (size_t k = 0; k < plan.outputs(n).size(); ++k)
-        out[plan.out_offsets()[n] + k] = ptr(plan.outputs(n)[k]);
-    }
-  }
-  const Tensor& value(const graph::Graph& g, const std::string& name) {
-    return values[*g.find_value(name)];
-  }
-};
 
 }  // namespace
 
@@ -140,7 +114,7 @@ TEST_CASE(
     CHECK(boot_binds == 1);
     rt->set_tracing(true);
     for (int rep = 0; rep < 20; ++rep) {
-      Buffers buf(plan, x);
+      test::PlanBuffers buf(plan, x);
       g_boot_tid.store(0);
       REQUIRE(rt->run(SlotTables{buf.in.data(), buf.out.data()}).is_ok());
       CHECK(g_boot_tid.load() == boot);  // the bootstrap op ran on the bootstrap thread
@@ -176,7 +150,7 @@ TEST_CASE("bootstrap executor: without a spare core the client thread runs the b
   auto rt = value_or_throw(ParallelRuntime::create(plan, ro));
   CHECK(!rt->bootstrap_thread());
   CHECK(rt->bootstrap_thread_id() == 0);
-  Buffers buf(plan, x);
+  test::PlanBuffers buf(plan, x);
   REQUIRE(rt->run(SlotTables{buf.in.data(), buf.out.data()}).is_ok());
   CHECK(g_boot_tid.load() == static_cast<pid_t>(::syscall(SYS_gettid)));  // the client ran it
 
@@ -187,7 +161,7 @@ TEST_CASE("bootstrap executor: without a spare core the client thread runs the b
   ro.bootstrap_executor = true;
   auto forced = value_or_throw(ParallelRuntime::create(plan, ro));
   CHECK(forced->bootstrap_thread());
-  Buffers fb(plan, x);
+  test::PlanBuffers fb(plan, x);
   REQUIRE(forced->run(SlotTables{fb.in.data(), fb.out.data()}).is_ok());
   CHECK(g_boot_tid.load() == forced->bootstrap_thread_id());
   for (const char* name : {"y", "z"})

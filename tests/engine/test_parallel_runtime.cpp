@@ -192,6 +192,31 @@ TEST_CASE("parallel: 10,000 runs of random DAGs finish (no deadlock)", "[paralle
   CHECK(runs == 10000);
 }
 
+// Regression (TSan lane): run() reset the shared queue without its lock while an executor of the
+// previous run still polled it (executors pop whenever their heap is empty, also after the run
+// is done). The poll could read the old head against the cleared size and run a stale op in the
+// next run. Back-to-back short runs keep the executors polling across every run boundary; TSan
+// reports the unlocked reset on the first boundary, a Release build may see an op run twice.
+TEST_CASE("parallel: shared-queue back-to-back runs take no op of another run", "[parallel]") {
+  Watchdog dog(std::chrono::seconds(240), "shared-queue back-to-back runs");
+  test::RandomDagSpec spec;
+  spec.nodes = 16;
+  spec.rows = 2;
+  spec.cols = 4;
+  spec.seed = 77;
+  auto g = test::random_dag(spec);
+  NamedTensors in = test::random_inputs(*g, 78);
+  NamedTensors want = reference_outputs(g, 1, in);
+  for (bool dedicated : {false, true}) {
+    const std::string what = std::string("shared-queue 2x1") + (dedicated ? " dedicated" : "");
+    auto s = value_or_throw(Session::create(g, options_for({2, 1}, "shared-queue", dedicated)));
+    for (int rep = 0; rep < 300; ++rep) {
+      check_same(value_or_throw(s->run(in)), want, what + " run " + std::to_string(rep));
+      check_exactly_once(*s, what + " run " + std::to_string(rep));
+    }
+  }
+}
+
 TEST_CASE("parallel: ring capacity and local continuation do not change results", "[parallel]") {
   test::RandomDagSpec spec;
   spec.nodes = 80;

@@ -70,16 +70,19 @@ Errors errors(const Tensor& a, const Tensor& b) {
   return e;
 }
 
-// Runs `g` with fp32 and bf16 weights (2 threads) and checks/prints every output's errors.
-void check_accuracy(const std::string& name, std::shared_ptr<const graph::Graph> g) {
+// Runs `g` with fp32 and `precision` weights (2 threads) and checks/prints every output's
+// errors against the documented bounds (max and mean |error|).
+void check_accuracy(const std::string& name, std::shared_ptr<const graph::Graph> g,
+                    const std::string& precision = "bf16", double max_bound = 1e-2,
+                    double mean_bound = 1e-2) {
   engine::SessionOptions o;
   o.threads = 2;
   auto f32 = engine::Session::create(g, o);
   REQUIRE(f32.is_ok());
-  o.rnn_weights = "bf16";
+  o.rnn_weights = precision;
   auto b16 = engine::Session::create(g, o);
   REQUIRE(b16.is_ok());
-  CHECK(count_rnn_nodes((*b16)->graph(), "bf16") >= 1);
+  CHECK(count_rnn_nodes((*b16)->graph(), precision) >= 1);
   CHECK(count_rnn_nodes((*b16)->graph(), "fp32") == 0);
   const engine::NamedTensors in = model_inputs(*g, 7);
   auto want = (*f32)->run(in);
@@ -89,11 +92,13 @@ void check_accuracy(const std::string& name, std::shared_ptr<const graph::Graph>
   REQUIRE(want->size() == got->size());
   for (size_t i = 0; i < want->size(); ++i) {
     const Errors e = errors((*got)[i].second, (*want)[i].second);
-    std::printf("bf16 weights vs fp32, %s, output %s: max |error| %.3g, mean |error| %.3g\n",
-                name.c_str(), (*want)[i].first.c_str(), e.max_abs, e.mean_abs);
-    INFO(name << " output " << (*want)[i].first);
-    CHECK(e.max_abs > 0);      // the option took effect
-    CHECK(e.max_abs <= 1e-2);  // the documented bound (y, h_n; c_n too on these models)
+    std::printf("%s weights vs fp32, %s, output %s: max |error| %.3g, mean |error| %.3g\n",
+                precision.c_str(), name.c_str(), (*want)[i].first.c_str(), e.max_abs,
+                e.mean_abs);
+    INFO(precision << " " << name << " output " << (*want)[i].first);
+    CHECK(e.max_abs > 0);               // the option took effect
+    CHECK(e.max_abs <= max_bound);      // the documented bound (y, h_n; c_n too on these models)
+    CHECK(e.mean_abs <= mean_bound);
   }
 }
 
@@ -121,6 +126,36 @@ TEST_CASE("rnn weights option: bf16 accuracy on the repository's recurrent model
   check_accuracy("lstm E128 H128 L1 B10 T100", fused(models::build_lstm(s, ops::Registry::get())));
 }
 
+// int8 (docs/RNN_KERNELS.md): max |error| <= 2e-2 and mean |error| <= 2e-3 for y and h_n
+// (in [-1, 1]); c_n is unbounded in principle, held to the same bound on these models.
+TEST_CASE("rnn weights option: int8 accuracy on the repository's recurrent models, 100 steps",
+          "[rnn_weights]") {
+  models::RnnSpec s;
+  s.input = 256;
+  s.hidden = 256;
+  s.layers = 2;
+  s.batch = 1;
+  s.seq = 100;
+  s.seed = 3;
+  const double mx = 2e-2, mean = 2e-3;
+  check_accuracy("lstm E256 H256 L2 B1 T100", fused(models::build_lstm(s, ops::Registry::get())),
+                 "int8", mx, mean);
+  check_accuracy("gru E256 H256 L2 B1 T100", fused(models::build_gru(s, ops::Registry::get())),
+                 "int8", mx, mean);
+  s.linear_before_reset = true;
+  check_accuracy("gru-lbr E256 H256 L2 B1 T100", fused(models::build_gru(s, ops::Registry::get())),
+                 "int8", mx, mean);
+  s.linear_before_reset = false;
+  s.layers = 1;
+  s.input = s.hidden = 1024;
+  check_accuracy("lstm E1024 H1024 L1 B1 T100", fused(models::build_lstm(s, ops::Registry::get())),
+                 "int8", mx, mean);
+  s.input = s.hidden = 128;
+  s.batch = 10;
+  check_accuracy("lstm E128 H128 L1 B10 T100", fused(models::build_lstm(s, ops::Registry::get())),
+                 "int8", mx, mean);
+}
+
 TEST_CASE("rnn weights option: values, explicit node attributes win, graphs without RNNs",
           "[rnn_weights]") {
   models::RnnSpec s;
@@ -140,14 +175,14 @@ TEST_CASE("rnn weights option: values, explicit node attributes win, graphs with
   REQUIRE(b.is_ok());
   CHECK(count_rnn_nodes(**b, "bf16") == 2);
   CHECK((*b)->num_nodes() == g->num_nodes());
-  // Unknown and int8: errors naming the option.
+  auto i8 = engine::apply_rnn_weights(g, "int8");
+  REQUIRE(i8.is_ok());
+  CHECK(count_rnn_nodes(**i8, "int8") == 2);
+  // Unknown: an error naming the option.
   auto bad = engine::apply_rnn_weights(g, "fp16");
   REQUIRE(!bad.is_ok());
   CHECK(bad.status().code() == StatusCode::kInvalidArgument);
   CHECK_THAT(bad.status().message(), Catch::Contains("rnn_weights") && Catch::Contains("fp16"));
-  auto i8 = engine::apply_rnn_weights(g, "int8");
-  REQUIRE(!i8.is_ok());
-  CHECK(i8.status().code() == StatusCode::kUnsupported);
   engine::SessionOptions o;
   o.rnn_weights = "fp16";
   auto sess = engine::Session::create(g, o);

@@ -17,6 +17,7 @@
 #include "graph/format.h"
 #include "graph/graph_file.h"
 #include "graph/npy.h"
+#include "graph/onnx/onnx_fold.h"
 #include "graph/onnx/onnx_import.h"
 #include "graph/onnx/onnx_proto.h"
 #include "graph/onnx/protobuf_reader.h"
@@ -413,6 +414,100 @@ TEST_CASE("onnx: malformed and unsupported files give clear errors") {
   r = import_str("");
   REQUIRE_FALSE(r.is_ok());
   CHECK_THAT(r.status().message(), Catch::Contains("t.onnx: not an ONNX model (empty file)"));
+}
+
+TEST_CASE("onnx: import-time folding is bounded per model, not only per tensor") {
+  // A model with 2 constant elements may fold at most kMinFoldBudget (2^24) elements in all.
+  auto fill_model = [](const std::vector<std::pair<int64_t, int64_t>>& shapes, bool neg) {
+    Pw g;
+    std::string last;
+    for (size_t k = 0; k < shapes.size(); ++k) {
+      const std::string s = "s" + std::to_string(k), y = "y" + std::to_string(k);
+      Pw shape_attr;
+      shape_attr.s(1, "value_ints").i(20, 7).i(8, shapes[k].first).i(8, shapes[k].second);
+      g.m(1, node("Constant", {}, {s}, "shape" + std::to_string(k), {shape_attr}))
+          .m(1, node("ConstantOfShape", {s}, {y}, "fill" + std::to_string(k)));
+      last = y;
+    }
+    if (neg) {
+      g.m(1, node("Neg", {last}, {"z"}, "negate"));
+      last = "z";
+    }
+    g.m(1, node("Relu", {"x"}, {"out"}, "act"))
+        .m(11, value_info("x", 1, {"2"}))
+        .m(12, value_info("out", 1, {}));
+    return model(g);
+  };
+  // One fold over the budget: refused before it is computed.
+  Result<Graph> r = import_str(fill_model({{4096, 4097}}, false));
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().code() == StatusCode::kUnsupported);
+  CHECK_THAT(r.status().message(),
+             Catch::Contains("t.onnx: node[1] 'fill0' (ConstantOfShape): the result [4096, "
+                             "4097] has more than 16777216 elements, too many to evaluate at "
+                             "import time"));
+  // Two folds, each under the budget, together over it: the second is refused with what is left.
+  r = import_str(fill_model({{4096, 2049}, {4096, 2049}}, false));
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(),
+             Catch::Contains("node[3] 'fill1' (ConstantOfShape): the result [4096, 2049] has "
+                             "more than 8384512 elements"));
+  // A fold whose size is its input's (Neg) is counted after it ran.
+  r = import_str(fill_model({{4096, 3000}}, true));
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(),
+             Catch::Contains("'negate' (Neg): its results have 12288000 elements, more than "
+                             "the 4489216 left of this model's import-time folding budget of "
+                             "16777216 elements"));
+  // Under the budget: imports (the folded constants are unused and dropped).
+  r = import_str(fill_model({{1024, 1024}, {1024, 1024}}, true));
+  CHECK(r.is_ok());
+}
+
+TEST_CASE("onnx: folded Expand matches numpy broadcasting") {
+  // Naive reference: out[i] = in[index of i's coordinates with broadcast dims set to 0].
+  auto reference = [](const onnx::HostTensor& x, const Shape& out) {
+    std::vector<double> r(static_cast<size_t>(shape_numel(out)));
+    const size_t rank = out.size(), off = rank - x.shape.size();
+    for (size_t k = 0; k < r.size(); ++k) {
+      size_t rest = k, src = 0, stride = 1;
+      for (size_t d = rank; d-- > 0;) {
+        const auto c = static_cast<int64_t>(rest % static_cast<size_t>(out[d]));
+        rest /= static_cast<size_t>(out[d]);
+        if (d >= off) {
+          const int64_t n = x.shape[d - off];
+          src += static_cast<size_t>(n == 1 ? 0 : c) * stride;
+          stride *= static_cast<size_t>(n);
+        }
+      }
+      r[k] = x.get_f(src);
+    }
+    return r;
+  };
+  const std::vector<std::pair<Shape, std::vector<int64_t>>> cases = {
+      {{3, 1}, {2, 3, 4}}, {{1, 3, 5}, {4, 3, 5}}, {{}, {2, 2}},     {{2, 1, 3}, {2, 4, 3}},
+      {{4}, {3, 1, 4}},    {{1}, {7}},             {{2, 3}, {2, 3}}, {{3, 1, 1}, {1, 3, 2, 2}}};
+  for (const auto& [in_shape, target] : cases)
+    for (const int32_t type : {int32_t{onnx::kFloat}, int32_t{onnx::kInt64}}) {
+      onnx::HostTensor x = onnx::HostTensor::make(type, in_shape);
+      for (size_t k = 0; k < x.numel(); ++k)
+        if (x.is_float())
+          x.f[k] = 0.5 + static_cast<double>(k);
+        else
+          x.i[k] = 10 + static_cast<int64_t>(k);
+      onnx::HostTensor shape = onnx::HostTensor::make(onnx::kInt64, {int64_t(target.size())});
+      shape.i = target;
+      onnx::Node n;
+      n.op = "Expand";
+      Result<std::vector<onnx::HostTensor>> r = onnx::fold_node(n, 14, {&x, &shape}, "e");
+      REQUIRE(r.is_ok());
+      const onnx::HostTensor& o = r->at(0);
+      INFO("input " << x.desc() << " to " << o.desc());
+      const Shape out_shape = o.shape;
+      const std::vector<double> want = reference(x, out_shape);
+      REQUIRE(o.numel() == want.size());
+      for (size_t k = 0; k < want.size(); ++k) CHECK(o.get_f(k) == want[k]);
+    }
 }
 
 TEST_CASE("onnx: cycles, undefined inputs and duplicate producers are named") {

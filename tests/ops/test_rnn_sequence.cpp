@@ -120,6 +120,7 @@ struct Case {
   bool constant_weights = true;
   int outputs = 2;
   bool bf16 = false;  // graphi_rnn_weights = bf16, against the reference's bf16 operands
+  bool int8 = false;  // graphi_rnn_weights = int8, against the fp32 reference (kTolInt8)
 
   std::string describe() const {
     char buf[400];
@@ -127,10 +128,10 @@ struct Case {
         buf, sizeof buf,
         "%s T=%lld B=%lld I=%lld H=%lld %s layout=%d bias=%d init_h=%d init_c=%d "
         "seq_lens=%d%s peephole=%d lbr=%d input_forget=%d clip=%g act=%s const=%d outputs=%d "
-        "bf16=%d",
+        "bf16=%d int8=%d",
         op.c_str(), (long long)T, (long long)B, (long long)I, (long long)H, direction.c_str(),
         layout, bias, init_h, init_c, seq_lens, seq_lens_i64 ? "(i64)" : "", peephole, lbr,
-        input_forget, clip, activation.c_str(), constant_weights, outputs, bf16);
+        input_forget, clip, activation.c_str(), constant_weights, outputs, bf16, int8);
     return buf;
   }
 };
@@ -197,6 +198,7 @@ Built build(const Case& c, uint64_t seed) {
   if (c.op == "LSTM" && c.input_forget) b.attrs.set("input_forget", int64_t{1});
   if (!c.activation.empty()) b.attrs.set("activations", c.activation);
   if (c.bf16) b.attrs.set(ops::kRnnWeightsAttr, std::string("bf16"));
+  if (c.int8) b.attrs.set(ops::kRnnWeightsAttr, std::string("int8"));
 
   b.ref.op = c.op;
   b.ref.hidden = c.H;
@@ -228,6 +230,10 @@ std::vector<bool> constant_flags(const Case& c) {
 // reference rounds a double h, so an element on a rounding boundary can land one bf16 step
 // (2^-8 relative) apart, and that difference propagates through the following steps.
 constexpr double kTolBf16 = 2e-3;
+// int8 weights against the plain fp32 reference: the quantization error itself (s8 weights per
+// column, u8 x and h per row and block), bounded here by 3% of the output's scale; a wrong
+// scale, zero point, column sum or k block gives errors of the output's own size.
+constexpr double kTolInt8 = 3e-2;
 
 // max_rel_error within `tol`, with a readable failure.
 bool max_rel_error_ok(const Tensor& a, const Tensor& b, double tol = kTol) {
@@ -251,7 +257,8 @@ void check_case(const Case& c, uint64_t seed, int threads, int team_size = 0,
   REQUIRE(got->outputs.size() == static_cast<size_t>(c.outputs));
   for (int i = 0; i < c.outputs; ++i) {
     INFO("output " << i << " " << got->outputs[i].desc().to_string());
-    CHECK(max_rel_error_ok(got->outputs[i], want[i], c.bf16 ? kTolBf16 : kTol));
+    CHECK(max_rel_error_ok(got->outputs[i], want[i],
+                           c.bf16 ? kTolBf16 : c.int8 ? kTolInt8 : kTol));
   }
 }
 
@@ -934,6 +941,76 @@ TEST_CASE("rnn sequence: bf16 weights under every forced schedule knob", "[rnn_s
     }
 }
 
+// ---- int8 weights (graphi_rnn_weights = int8) ----
+
+TEST_CASE("rnn sequence: int8 weights vs the fp32 reference, random cases", "[rnn_sequence]") {
+  std::mt19937_64 rng(808);
+  for (const char* op : {"LSTM", "GRU", "RNN"})
+    for (int i = 0; i < 15; ++i) {
+      Case c = random_case(op, rng);
+      c.int8 = true;
+      for (int threads : {1, 2}) check_case(c, 8000 + i, threads);
+    }
+}
+
+TEST_CASE("rnn sequence: int8 weights, every feature, odd sizes, batch 1 split, 1-3 threads",
+          "[rnn_sequence]") {
+  for (const char* op : {"LSTM", "GRU", "RNN"})
+    for (bool lbr : {false, true}) {
+      if (lbr && std::string(op) != "GRU") continue;
+      Case c;
+      c.op = op;
+      c.T = 6;
+      c.B = 3;
+      c.I = 33;  // not a multiple of 4: the last quad of k is partly padding
+      c.H = 71;  // odd and not a multiple of 16
+      c.direction = "bidirectional";
+      c.bias = c.init_h = c.seq_lens = true;
+      c.init_c = c.peephole = std::string(op) == "LSTM";
+      c.lbr = lbr;
+      c.int8 = true;
+      c.outputs = std::string(op) == "LSTM" ? 3 : 2;
+      for (int threads : {1, 2, 3}) check_case(c, 81, threads);
+      check_case(c, 81, 2, /*team_size=*/3);  // planned for 3, run alone (the solo plan)
+      c.layout = 1;
+      c.constant_weights = false;  // packed per run
+      check_case(c, 82, 2);
+      // Batch 1 on 2 threads: the own-block-first split of each step's k blocks.
+      c.layout = 0;
+      c.constant_weights = true;
+      c.B = 1;
+      c.H = 96;
+      c.direction = "forward";
+      c.T = 20;
+      for (int threads : {1, 2, 3}) check_case(c, 83, threads);
+      check_case(c, 84, 2, 0, /*shuffle=*/true);
+    }
+}
+
+TEST_CASE("rnn sequence: int8 weights under every forced schedule knob", "[rnn_sequence]") {
+  Case c;
+  c.T = 9;
+  c.B = 4;
+  c.I = 40;
+  c.H = 80;
+  c.bias = c.init_h = true;
+  c.int8 = true;
+  for (const char* op : {"LSTM", "GRU"})
+    for (const char* sched :
+         {"2,1,2,1,16,0", "2,1,2,4,4096,0", "2,2,1,9,64,1", "1,1,1,3,32,1", "2,1,2,9,128,1"}) {
+      c.op = op;
+      c.outputs = std::string(op) == "LSTM" ? 3 : 2;
+      Built b = build(c, 85);
+      b.attrs.set(ops::kScheduleAttr, std::string(sched));
+      const std::vector<Tensor> want = reference(b);
+      auto got = run_op(c.op, b.attrs, b.inputs, c.outputs, 2, constant_flags(c));
+      INFO(c.describe() << " schedule " << sched);
+      REQUIRE(got.is_ok());
+      for (int i = 0; i < c.outputs; ++i)
+        CHECK(max_rel_error_ok(got->outputs[i], want[i], kTolInt8));
+    }
+}
+
 TEST_CASE("rnn sequence: graphi_rnn_weights values", "[rnn_sequence]") {
   Case c;
   c.H = 16;
@@ -944,11 +1021,9 @@ TEST_CASE("rnn sequence: graphi_rnn_weights values", "[rnn_sequence]") {
   REQUIRE(!bad.is_ok());
   CHECK_THAT(bad.status().message(), Catch::Contains("graphi_rnn_weights") &&
                                          Catch::Contains("fp16") &&
-                                         Catch::Contains("expected fp32 or bf16"));
-  b.attrs.set(ops::kRnnWeightsAttr, std::string("int8"));
-  auto i8 = run_op("LSTM", b.attrs, b.inputs, 2, 1, constant_flags(c));
-  REQUIRE(!i8.is_ok());
-  CHECK_THAT(i8.status().message(), Catch::Contains("not implemented"));
+                                         Catch::Contains("expected fp32, bf16 or int8"));
+  b.attrs.set(ops::kRnnWeightsAttr, std::string("INT8"));
+  CHECK(run_op("LSTM", b.attrs, b.inputs, 2, 1, constant_flags(c)).is_ok());
   b.attrs.set(ops::kRnnWeightsAttr, std::string("FP32"));
   CHECK(run_op("LSTM", b.attrs, b.inputs, 2, 1, constant_flags(c)).is_ok());
 }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "engine/plan.h"
+#include "engine/ready_order.h"
 #include "engine/session.h"
 #include "models/lstm.h"
 #include "ops/registry.h"
@@ -140,6 +141,53 @@ TEST_CASE("simulator: op cost curves saturate and respect the bandwidth floor",
   m.dram_gbs = 1;
   const auto mem = profiler::OpCostCurves::from_measured(g, measured, 1, m, here);
   CHECK(mem.node_us(0, 4, 2) == Approx(8000));
+}
+
+TEST_CASE("simulator: times measured with a team of k are used as they are for that k",
+          "[profiler][simulator]") {
+  auto g = dag({{}});
+  g.flops[0] = 1e6;  // compute class
+  g.bytes[0] = 1e3;
+  profiler::MachineSpec m;
+  m.core_speed = 1;
+  profiler::DispatchCosts here;
+  here.team_sync_us = 0;
+  const std::vector<double> at1 = {100}, at2 = {80};  // a team of 2 gains less than the curve
+  auto c = profiler::OpCostCurves::from_measured(g, at1, 1, m, here);
+  CHECK(c.node_us(0, 2, 1) == Approx(100 * (0.02 + 0.98 / 2)));
+  c.add_measured(2, at2);
+  CHECK(c.measured_at(2));
+  CHECK(c.node_us(0, 2, 1) == Approx(80));
+  CHECK(c.node_us(0, 1, 1) == Approx(100));
+  CHECK(c.node_us(0, 4, 1) == Approx(100 * (0.02 + 0.98 / 4)));  // still extrapolated from t1
+}
+
+TEST_CASE("simulator: a sleeping client's hand-over is charged once per run, by the runtime's rule",
+          "[profiler][simulator]") {
+  // The rule is the runtime's (engine::client_role, used by ParallelRuntime::create).
+  CHECK(engine::client_role(1, 2, Policy::kCriticalPath, false).sleeps);
+  CHECK(engine::client_role(2, 1, Policy::kSharedQueue, false).sleeps);
+  CHECK(!engine::client_role(2, 1, Policy::kCriticalPath, false).sleeps);  // plays executor 0
+  CHECK(!engine::client_role(1, 2, Policy::kCriticalPath, true).sleeps);   // a core of its own
+  CHECK(!engine::client_role(1, 1, Policy::kFifo, true).sleeps);          // solo: plays it
+  const auto g = dag({{1}, {2}, {}});
+  const std::vector<double> t = {10, 20, 30};
+  profiler::SimConfig c;
+  c.executors = 1;
+  c.threads = 2;
+  profiler::DispatchCosts d = costs();
+  d.client_wake_us = 7;
+  for (Policy p : {Policy::kCriticalPath, Policy::kSharedQueue, Policy::kSequential}) {
+    c.policy = p;
+    c.client_sleeps = false;
+    const double awake = profiler::simulate_schedule(g, t, profiler::levels_from_costs(g, t), c, d)
+                             .makespan_us;
+    c.client_sleeps = true;
+    const double asleep = profiler::simulate_schedule(g, t, profiler::levels_from_costs(g, t), c, d)
+                              .makespan_us;
+    // The sequential executor runs on the caller: no hand-over.
+    CHECK(asleep - awake == Approx(p == Policy::kSequential ? 0.0 : 7.0));
+  }
 }
 
 TEST_CASE("simulator: the runtime and the simulator take the same decisions for a fixed cost table",
