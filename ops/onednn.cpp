@@ -366,8 +366,8 @@ Result<std::unique_ptr<Primitive>> make_deconv_for(const ConvSpec& s, int team_s
   }
 }
 
-Result<std::unique_ptr<Primitive>> make_conv_bwd_weights(const ConvSpec& s, int team_size,
-                                                         bool allow_ref) {
+Result<std::unique_ptr<Primitive>> make_conv_bwd_weights_for(const ConvSpec& s, int team_size,
+                                                             bool allow_ref) {
   if (s.group != 1 || s.src_block || s.dst_block || s.relu || s.has_bias)
     return Status::unsupported(
         "oneDNN convolution backward-weights: only group 1, plain NCHW, no bias or ReLU");
@@ -468,6 +468,11 @@ Result<std::unique_ptr<Primitive>> make_pool(const PoolSpec& spec, int team_size
 Result<std::unique_ptr<Primitive>> make_deconv(const ConvSpec& spec, int team_size,
                                                bool allow_ref) {
   return with_twin(spec, team_size, allow_ref, make_deconv_for);
+}
+
+Result<std::unique_ptr<Primitive>> make_conv_bwd_weights(const ConvSpec& spec, int team_size,
+                                                         bool allow_ref) {
+  return with_twin(spec, team_size, allow_ref, make_conv_bwd_weights_for);
 }
 
 std::string version_string() {
