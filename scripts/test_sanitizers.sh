@@ -74,9 +74,11 @@ lane_tsan() {
   local bindings
   bindings=$(LD_BIND_NOW=1 LD_DEBUG=bindings "$dir/tests/graphi_tests_engine" --list-test-names-only 2>&1 >/dev/null |
     grep "binding file [^ ]*libdnnl" || true)
-  if echo "$bindings" | grep -q " to [^ ]*libgomp" || ! echo "$bindings" | grep -q " to [^ ]*libomp"; then
+  # Here-strings, not `echo | grep -q`: under pipefail grep -q's early exit can SIGPIPE the echo
+  # and turn a match into a failure (seen once in CI with 472 binding lines).
+  if grep -q " to [^ ]*libgomp" <<< "$bindings" || ! grep -q " to [^ ]*libomp" <<< "$bindings"; then
     echo "tsan: oneDNN's OpenMP calls do not bind to libomp (docs/RELIABILITY.md):" >&2
-    echo "$bindings" | grep -m5 "omp" >&2
+    grep -m5 "omp" <<< "$bindings" >&2 || true
     exit 1
   fi
   (cd "$dir" && "$CTEST" --output-on-failure -j "$JOBS" --timeout 900 \

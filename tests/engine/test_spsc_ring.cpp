@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "engine/spsc_ring.h"
+#include "tests/support/sanitizer_scale.h"
 
 using graphi::engine::SpscRing;
 
@@ -140,10 +141,10 @@ void stress(size_t capacity, uint64_t n) {
 
 TEST_CASE("SpscRing two-thread stress: 10^7 items through a small ring, no loss or duplication",
           "[spsc_ring][stress]") {
-  stress(64, 10'000'000);
+  stress(64, graphi::test::stress_count(10'000'000, 50));  // 200k under TSan
 }
 
 TEST_CASE("SpscRing two-thread stress with capacity 1 (the paper's default)",
           "[spsc_ring][stress]") {
-  stress(1, 300'000);
+  stress(1, graphi::test::stress_count(300'000, 30));  // 10k under TSan
 }
