@@ -27,6 +27,8 @@ RUN_PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev  # oneDNN 2.6 (its CMake config needs the OpenCL dev files)
   libxsmm-dev                     # LIBXSMM 1.17 small-GEMM microkernels
   nlohmann-json3-dev              # the .graphi file's JSON header
+  ccache                          # build.sh and the sanitizer lanes compile through it: a
+                                  # second clone (CI) recompiles only what changed
 )
 PYTHON_PACKAGES=(
   pybind11-dev python3-dev python3-numpy  # the Python package (python/: pybind11 over libgraphi)
