@@ -102,6 +102,40 @@ class AncestorSets {
   std::vector<std::vector<uint64_t>> sets_;
 };
 
+// Ops whose output is a byte-for-byte copy of input 0 (ops/shape_ops.cpp's CopyKernel, which
+// skips the copy when the two pointers are equal).
+bool copies_input(const std::string& op) { return op == "Reshape" || op == "Identity"; }
+
+// Ops that write an input in place (ops/optimizer_ops.cpp, ops/batch_norm_ops.cpp): a group they
+// read must keep separate bytes per member, or a write through one name would change the other.
+bool writes_input_in_place(const std::string& op) {
+  return op == "SGDUpdate" || op == "AdamUpdate" || op == "BatchNormStatsUpdate";
+}
+
+// alias_of for plan_memory (see the header): node order is a topological order, so a value's
+// root is known when its consumer is reached.
+std::vector<ValueId> find_aliases(const graph::Graph& g, const std::vector<Storage>& storage) {
+  const size_t nv = g.num_values();
+  std::vector<ValueId> root(nv, kNoId);
+  auto root_of = [&](ValueId v) { return root[v] == kNoId ? v : root[v]; };
+  for (NodeId n = 0; n < g.num_nodes(); ++n) {
+    const graph::Node& node = g.node(n);
+    if (!copies_input(node.op) || node.inputs.empty() || node.outputs.size() != 1) continue;
+    const ValueId u = node.inputs[0], w = node.outputs[0];
+    if (u == kNoId || storage[u] != Storage::kArena || storage[w] != Storage::kArena) continue;
+    if (g.value(u).desc.bytes() != g.value(w).desc.bytes()) continue;
+    root[w] = root_of(u);
+  }
+  std::vector<uint8_t> in_place(nv, 0);  // roots of groups an in-place op reads
+  for (NodeId n = 0; n < g.num_nodes(); ++n)
+    if (writes_input_in_place(g.node(n).op))
+      for (ValueId v : g.node(n).inputs)
+        if (v != kNoId) in_place[root_of(v)] = 1;
+  for (ValueId v = 0; v < nv; ++v)
+    if (root[v] != kNoId && in_place[root[v]]) root[v] = kNoId;
+  return root;
+}
+
 struct Segment {
   size_t begin, end;
   ValueId occupant;  // the value that last had these bytes
@@ -122,14 +156,32 @@ MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode, size_t reachabilit
     if (val.kind == graph::ValueKind::kConstant) plan.storage[v] = Storage::kConstant;
   }
 
+  plan.alias_of = mode == ReuseMode::kNone ? std::vector<ValueId>(nv, kNoId)
+                                            : find_aliases(g, plan.storage);
+
   // Uses of a value: the nodes that read it, or its producer alone when nobody reads it (the
-  // producer's write is then its whole lifetime). last_use is the largest of them.
-  auto uses = [&](ValueId u) -> std::span<const NodeId> {
+  // producer's write is then its whole lifetime). last_use is the largest of them. A group of
+  // aliases is planned as its root: the uses of all its members.
+  auto own_uses = [&](ValueId u) -> std::span<const NodeId> {
     std::span<const NodeId> c = g.consumers(u);
     return c.empty() ? std::span<const NodeId>(&g.value(u).producer, 1) : c;
   };
+  std::vector<std::vector<NodeId>> group_uses(nv);  // roots with aliases only
+  for (ValueId v = 0; v < nv; ++v)
+    if (ValueId r = plan.alias_of[v]; r != kNoId) {
+      if (group_uses[r].empty()) {
+        std::span<const NodeId> ru = own_uses(r);
+        group_uses[r].assign(ru.begin(), ru.end());
+      }
+      std::span<const NodeId> wu = own_uses(v);
+      group_uses[r].insert(group_uses[r].end(), wu.begin(), wu.end());
+    }
+  auto uses = [&](ValueId u) -> std::span<const NodeId> {
+    return group_uses[u].empty() ? own_uses(u) : std::span<const NodeId>(group_uses[u]);
+  };
   std::vector<uint8_t> is_output(nv, 0);  // compact copies: compatible() runs per segment
-  for (ValueId v : g.outputs()) is_output[v] = 1;
+  for (ValueId v : g.outputs())
+    is_output[plan.alias_of[v] == kNoId ? v : plan.alias_of[v]] = 1;
   std::vector<NodeId> last_use(nv, 0);
   for (ValueId v = 0; v < nv; ++v)
     if (plan.storage[v] == Storage::kArena) {
@@ -167,6 +219,11 @@ MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode, size_t reachabilit
   for (NodeId p = 0; p < g.num_nodes(); ++p) {
     if (reach) reach->enter(p);
     for (ValueId w : g.node(p).outputs) {
+      if (ValueId r = plan.alias_of[w]; r != kNoId) {  // the root's bytes, placed earlier
+        plan.offset[w] = plan.offset[r];
+        plan.size[w] = plan.size[r];
+        continue;
+      }
       const size_t size = std::max(align_up(g.value(w).desc.bytes()), kArenaAlignment);
       plan.size[w] = size;
       plan.total_bytes += size;

@@ -51,6 +51,11 @@ struct MemoryPlan {
   // "reuse only by a node that directly reads an output of every consumer of the old value"
   // (safe, but reuses less).
   bool exact_reachability = true;
+  // Values that share the bytes of another arena value instead of bytes of their own: the output
+  // of a Reshape or Identity (a byte-for-byte copy) of an arena value. alias_of[w] is the value
+  // whose bytes w takes (offset[w] == offset[alias_of[w]]; not counted in total_bytes); kNoId for
+  // every other value. Not in ReuseMode::kNone (every value then has bytes of its own).
+  std::vector<graph::ValueId> alias_of;
 };
 
 // Memory allowed for the ancestor bitsets of the dependency-safe mode. Sets are built in node
@@ -58,6 +63,12 @@ struct MemoryPlan {
 // a chain-like graph (an unrolled RNN) of 100k nodes needs a few MiB.
 inline constexpr size_t kDefaultReachabilityBudgetBytes = size_t{64} << 20;
 
+// Aliases: the output w of a Reshape or Identity whose input u is an arena value of the same
+// size shares u's bytes (the copy kernel then has nothing to do), unless an op that writes its
+// input in place (the optimizers, the batch-norm statistics update) reads a value of that group.
+// The group (u and every value that aliases it, transitively) is planned as one value: its uses
+// are the uses of all members and it is a graph output when any member is.
+//
 // Plans the arena for `g` in node order. Graph outputs stay live until the run ends, so they
 // are intact when the run returns; an intermediate nobody consumes still gets bytes (its
 // producer writes it) and is free right after its producer. Best fit over the free ranges.

@@ -21,7 +21,11 @@ namespace {
 class BlobShapes : public graph::ShapeInferencer {
  public:
   Result<std::vector<TensorDesc>> infer(const graph::InferContext& ctx) const override {
-    if (ctx.node.op != "Blob") return Status::unsupported(ctx.where + ": unknown op");
+    // Reshape: the memory plan's alias op (its output takes its input's bytes); SGDUpdate: an
+    // op that writes its input in place, which forbids aliasing for the values it reads.
+    if (ctx.node.op == "Reshape") return std::vector<TensorDesc>{*ctx.inputs[0]};
+    if (ctx.node.op != "Blob" && ctx.node.op != "SGDUpdate")
+      return Status::unsupported(ctx.where + ": unknown op");
     GRAPHI_ASSIGN_OR_RETURN(auto sizes, graph::attr_ints(ctx.node.attrs, ctx.where, "sizes"));
     std::vector<TensorDesc> out;
     for (int64_t s : sizes) out.push_back(TensorDesc{DType::kF32, {s}});
@@ -35,7 +39,9 @@ graph::Attributes sizes_attr(std::vector<int64_t> sizes) {
   return a;
 }
 
-graph::Graph random_dag(uint64_t seed, int max_nodes) {
+// With reshapes: some nodes are Reshapes of a recent value (an input, or an intermediate, the
+// memory plan's alias case), sometimes of a Reshape (a chain), and some Blobs are SGDUpdates.
+graph::Graph random_dag(uint64_t seed, int max_nodes, bool reshapes = false) {
   std::mt19937_64 rng(seed);
   auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   graph::GraphBuilder b("<random dag " + std::to_string(seed) + ">");
@@ -59,11 +65,18 @@ graph::Graph random_dag(uint64_t seed, int max_nodes) {
     }
     std::vector<std::string> outs;
     std::vector<int64_t> sizes;
+    if (reshapes && uni(0, 2) == 0) {
+      outs.push_back("r" + std::to_string(k));
+      b.add_node("Reshape", "n" + std::to_string(k), {ins[0]}, outs);
+      for (auto& o : outs) values.push_back(o), intermediates.push_back(o);
+      continue;
+    }
     for (int i = 0, n = uni(1, 4) == 1 ? 2 : 1; i < n; ++i) {
       outs.push_back("v" + std::to_string(k) + "_" + std::to_string(i));
       sizes.push_back(uni(1, 400));
     }
-    b.add_node("Blob", "n" + std::to_string(k), ins, outs, sizes_attr(sizes));
+    const char* op = reshapes && uni(0, 9) == 0 ? "SGDUpdate" : "Blob";
+    b.add_node(op, "n" + std::to_string(k), ins, outs, sizes_attr(sizes));
     for (auto& o : outs) values.push_back(o), intermediates.push_back(o);
   }
   std::set<std::string> outs{intermediates.back()};
@@ -99,11 +112,46 @@ std::vector<NodeId> uses_of(const graph::Graph& g, ValueId v) {
   return {c.begin(), c.end()};
 }
 
-// Layout checks plus the pairwise overlap rule of `mode`, from the definition.
+// The value whose bytes v has: alias_of[v], or v itself.
+ValueId root_of(const MemoryPlan& m, ValueId v) {
+  return m.alias_of.empty() || m.alias_of[v] == kNoId ? v : m.alias_of[v];
+}
+
+// Layout checks plus the pairwise overlap rule of `mode`, from the definition. An alias group
+// (a value and those that alias it) counts as one value: the uses of all its members, a graph
+// output when any member is.
 void check_plan(const graph::Graph& g, const MemoryPlan& m, ReuseMode mode) {
   auto reach = reachability(g);
   size_t total = 0;
   std::vector<ValueId> arena;
+  REQUIRE(m.alias_of.size() == g.num_values());
+  std::vector<std::vector<NodeId>> group_uses(g.num_values());
+  std::vector<bool> group_output(g.num_values(), false);
+  for (ValueId v = 0; v < g.num_values(); ++v) {
+    ValueId r = root_of(m, v);
+    for (NodeId c : uses_of(g, v)) group_uses[r].push_back(c);
+    if (g.value(v).is_output) group_output[r] = true;
+    if (r == v) continue;
+    // An alias: a Reshape's output over its arena input's group, of the same size, with no
+    // in-place writer reading any member, and never in the no-reuse mode.
+    INFO("alias '" << g.value(v).name << "' of '" << g.value(r).name << "'");
+    REQUIRE(mode != ReuseMode::kNone);
+    const graph::Node& p = g.node(g.value(v).producer);
+    REQUIRE(p.op == "Reshape");
+    REQUIRE(root_of(m, p.inputs[0]) == r);
+    REQUIRE(m.alias_of[r] == kNoId);
+    REQUIRE(m.storage[r] == Storage::kArena);
+    REQUIRE(m.offset[v] == m.offset[r]);
+    REQUIRE(g.value(v).desc.bytes() == g.value(r).desc.bytes());
+  }
+  // No member of a group (its root and its aliases; every alias's input is a member, checked
+  // above) is read by an op that writes in place.
+  std::vector<bool> written_in_place(g.num_values(), false);
+  for (NodeId n = 0; n < g.num_nodes(); ++n)
+    if (g.node(n).op == "SGDUpdate")
+      for (ValueId v : g.node(n).inputs) written_in_place[v] = true;
+  for (ValueId v = 0; v < g.num_values(); ++v)
+    if (root_of(m, v) != v) REQUIRE((!written_in_place[v] && !written_in_place[root_of(m, v)]));
   for (ValueId v = 0; v < g.num_values(); ++v) {
     const graph::Value& val = g.value(v);
     if (val.kind == graph::ValueKind::kInput) {
@@ -115,6 +163,7 @@ void check_plan(const graph::Graph& g, const MemoryPlan& m, ReuseMode mode) {
       continue;
     }
     REQUIRE(m.storage[v] == Storage::kArena);
+    if (root_of(m, v) != v) continue;  // checked above
     REQUIRE(m.offset[v] % 64 == 0);
     REQUIRE(m.size[v] >= val.desc.bytes());
     REQUIRE(m.offset[v] + m.size[v] <= m.peak_bytes);
@@ -133,10 +182,10 @@ void check_plan(const graph::Graph& g, const MemoryPlan& m, ReuseMode mode) {
       if (!overlap) continue;
       INFO("values '" << g.value(u).name << "' and '" << g.value(w).name << "' overlap");
       REQUIRE(mode != ReuseMode::kNone);
-      REQUIRE_FALSE(g.value(u).is_output);
+      REQUIRE_FALSE(group_output[u]);
       NodeId p = g.value(w).producer;
       REQUIRE(g.value(u).producer < p);
-      for (NodeId c : uses_of(g, u)) {
+      for (NodeId c : group_uses[u]) {
         if (mode == ReuseMode::kSequential)
           REQUIRE(c < p);
         else
@@ -148,18 +197,22 @@ void check_plan(const graph::Graph& g, const MemoryPlan& m, ReuseMode mode) {
 
 // Runs the graph in `order` over a byte arena: each node checks that its arena inputs still
 // hold their producers' tags, then writes its own tags. Returns false on the first clobber.
+// A Reshape copies its input's tags (its root's, when the plan aliased it: then the bytes are
+// the same and the copy changes nothing, as the copy kernel skips it).
 bool simulate(const graph::Graph& g, const MemoryPlan& m, const std::vector<NodeId>& order) {
   std::vector<uint32_t> arena(m.peak_bytes / 4, 0xffffffffu);
+  // The tag a value's bytes hold when intact: its group root's id (the root wrote them).
+  auto tag = [&](ValueId v) { return static_cast<uint32_t>(root_of(m, v)); };
   auto intact = [&](ValueId v) {
     for (size_t i = 0; i < g.value(v).desc.bytes() / 4; ++i)
-      if (arena[m.offset[v] / 4 + i] != v) return false;
+      if (arena[m.offset[v] / 4 + i] != tag(v)) return false;
     return true;
   };
   for (NodeId n : order) {
     for (ValueId v : g.node(n).inputs)
       if (v != kNoId && m.storage[v] == Storage::kArena && !intact(v)) return false;
     for (ValueId v : g.node(n).outputs)
-      for (size_t i = 0; i < g.value(v).desc.bytes() / 4; ++i) arena[m.offset[v] / 4 + i] = v;
+      for (size_t i = 0; i < g.value(v).desc.bytes() / 4; ++i) arena[m.offset[v] / 4 + i] = tag(v);
   }
   for (ValueId v : g.outputs())
     if (m.storage[v] == Storage::kArena && !intact(v)) return false;
@@ -231,6 +284,73 @@ TEST_CASE("memory plan: dependency-safe plans survive every random execution ord
       INFO("seed " << seed << " trial " << trial);
       REQUIRE(simulate(g, m, random_topological_order(g, rng)));
     }
+  }
+}
+
+TEST_CASE("memory plan: Reshapes share their input's bytes on random DAGs, in every order",
+          "[memory_plan]") {
+  std::mt19937_64 rng(11);
+  size_t aliases = 0, refused_in_place = 0;
+  for (uint64_t seed = 1; seed <= 120; ++seed) {
+    graph::Graph g = random_dag(seed, 50, /*reshapes=*/true);
+    INFO("seed " << seed << ", " << g.num_nodes() << " nodes");
+    for (ReuseMode mode : {ReuseMode::kNone, ReuseMode::kSequential, ReuseMode::kDependencySafe}) {
+      INFO("mode " << reuse_mode_name(mode));
+      MemoryPlan m = plan_memory(g, mode);
+      check_plan(g, m, mode);
+      REQUIRE(simulate(g, m, node_order(g)));
+      if (mode == ReuseMode::kNone) {
+        for (ValueId v = 0; v < g.num_values(); ++v) REQUIRE(m.alias_of[v] == kNoId);
+        continue;
+      }
+      if (mode == ReuseMode::kDependencySafe)
+        for (int trial = 0; trial < 10; ++trial) {
+          INFO("trial " << trial);
+          REQUIRE(simulate(g, m, random_topological_order(g, rng)));
+        }
+      // Every Reshape of an arena value is an alias unless an in-place op reads its group.
+      for (NodeId n = 0; n < g.num_nodes(); ++n) {
+        const graph::Node& node = g.node(n);
+        if (node.op != "Reshape" || m.storage[node.inputs[0]] != Storage::kArena) continue;
+        if (m.alias_of[node.outputs[0]] != kNoId)
+          ++aliases;
+        else
+          ++refused_in_place;
+      }
+    }
+  }
+  INFO(aliases << " aliases, " << refused_in_place << " refused for an in-place reader");
+  CHECK(aliases > 100);
+  CHECK(refused_in_place > 0);
+}
+
+TEST_CASE("memory plan: a Reshape chain to a graph output is one buffer, never reused",
+          "[memory_plan]") {
+  // a: x -> u;  r1: u -> v (Reshape);  r2: v -> y (Reshape, output);  b: u -> z;  c: z -> out.
+  graph::GraphBuilder b("<reshape chain>");
+  b.add_input("x", TensorDesc{DType::kF32, {64}});
+  b.add_node("Blob", "a", {"x"}, {"u"}, sizes_attr({64}));
+  b.add_node("Reshape", "r1", {"u"}, {"v"});
+  b.add_node("Reshape", "r2", {"v"}, {"y"});
+  b.add_node("Blob", "b", {"u"}, {"z"}, sizes_attr({64}));
+  b.add_node("Blob", "c", {"z"}, {"out"}, sizes_attr({64}));
+  b.add_node("Reshape", "rx", {"x"}, {"xr"});  // of a caller input: a copy of its own
+  b.add_node("Blob", "d", {"xr"}, {"out2"}, sizes_attr({64}));
+  b.add_output("y");
+  b.add_output("out");
+  b.add_output("out2");
+  graph::Graph g = value_or_throw(b.finish(BlobShapes()));
+  for (ReuseMode mode : {ReuseMode::kSequential, ReuseMode::kDependencySafe}) {
+    MemoryPlan m = plan_memory(g, mode);
+    check_plan(g, m, mode);
+    ValueId u = *g.find_value("u"), v = *g.find_value("v"), y = *g.find_value("y");
+    CHECK(m.alias_of[v] == u);
+    CHECK(m.alias_of[y] == u);
+    CHECK(m.alias_of[*g.find_value("xr")] == kNoId);
+    // u is (through y) a graph output: z, out, xr and out2 never take its bytes.
+    for (const char* name : {"z", "out", "xr", "out2"})
+      CHECK(m.offset[*g.find_value(name)] != m.offset[u]);
+    CHECK(m.total_bytes == 5 * 256);  // u, z, out, xr, out2: the aliases take no bytes
   }
 }
 

@@ -249,6 +249,56 @@ TEST_CASE("plan: successors, pending counts, levels and memory of a diamond", "[
   CHECK(m.peak_bytes < m.total_bytes);
 }
 
+TEST_CASE("session: Reshapes of intermediates share their bytes and give the right values",
+          "[session]") {
+  // ab = a @ b [2, 4]; flat = Reshape(ab) [8] (an output); s = Sigmoid(flat);
+  // y = Reshape(s) [2, 4] + ab: the aliases must hold ab until Add has read it.
+  graph::GraphBuilder b("<reshape alias>");
+  b.add_input("a", TensorDesc{DType::kF32, {2, 3}});
+  b.add_input("b", TensorDesc{DType::kF32, {3, 4}});
+  Tensor flat_shape(TensorDesc{DType::kI64, {1}}), back_shape(TensorDesc{DType::kI64, {2}});
+  flat_shape.data_as<int64_t>()[0] = 8;
+  back_shape.data_as<int64_t>()[0] = 2, back_shape.data_as<int64_t>()[1] = 4;
+  b.add_constant("flat_shape", std::move(flat_shape));
+  b.add_constant("back_shape", std::move(back_shape));
+  b.add_node("MatMul", "mm", {"a", "b"}, {"ab"});
+  b.add_node("Reshape", "flatten", {"ab", "flat_shape"}, {"flat"});
+  b.add_node("Sigmoid", "sig", {"flat"}, {"s"});
+  b.add_node("Reshape", "unflatten", {"s", "back_shape"}, {"s2"});
+  b.add_node("Add", "add", {"s2", "ab"}, {"y"});
+  b.add_output("y");
+  b.add_output("flat");
+  auto g = std::make_shared<const graph::Graph>(value_or_throw(b.finish(ops::Registry::get())));
+  Tensor a = test::random_tensor(TensorDesc{DType::kF32, {2, 3}}, 1);
+  Tensor bt = test::random_tensor(TensorDesc{DType::kF32, {3, 4}}, 2);
+  Tensor want = naive_y(a, bt);
+  for (const char* sched : {"sequential", "cpf", "shared-queue"}) {
+    INFO(sched);
+    SessionOptions o;
+    o.scheduler = sched;
+    o.executors = std::string(sched) == "sequential" ? 1 : 2;
+    auto s = value_or_throw(Session::create(g, o));
+    const MemoryPlan& m = s->plan().memory();
+    CHECK(m.alias_of[*g->find_value("flat")] == *g->find_value("ab"));
+    CHECK(m.alias_of[*g->find_value("s2")] == *g->find_value("s"));
+    CHECK(m.offset[*g->find_value("s")] != m.offset[*g->find_value("ab")]);
+    for (int rep = 0; rep < 3; ++rep) {
+      NamedTensors out = value_or_throw(s->run({{"a", a}, {"b", bt}}));
+      REQUIRE(out.size() == 2);
+      const Tensor& y = out[0].second;
+      const Tensor& flat = out[1].second;
+      CHECK(flat.desc() == TensorDesc{DType::kF32, {8}});
+      for (int i = 0; i < 8; ++i) {
+        double acc = 0;
+        for (int k = 0; k < 3; ++k)
+          acc += double(a.data_as<float>()[(i / 4) * 3 + k]) * bt.data_as<float>()[k * 4 + i % 4];
+        CHECK(flat.data_as<float>()[i] == Approx(acc).margin(1e-5));
+        CHECK(y.data_as<float>()[i] == Approx(want.data_as<float>()[i]).margin(1e-5));
+      }
+    }
+  }
+}
+
 TEST_CASE("session: a graph without nodes returns a copy of its input", "[session]") {
   graph::GraphBuilder e("<empty>");
   e.add_input("x", TensorDesc{DType::kF32, {4}});
