@@ -79,14 +79,16 @@ Result<GraphStats> compute_graph_stats(const graph::Graph& g, const Plan* plan) 
   if (plan) {
     for (NodeId n = 0; n < plan->num_nodes(); ++n) ++s.kernel_counts[plan->kernel_name(n)];
   }
-  if (plan && plan->memory().mode == ReuseMode::kDependencySafe) {
-    s.peak_bytes = plan->memory().peak_bytes;
-    s.total_bytes = plan->memory().total_bytes;
-  } else {
-    MemoryPlan m = plan_memory(g, ReuseMode::kDependencySafe);
+  auto take = [&](const MemoryPlan& m) {
     s.peak_bytes = m.peak_bytes;
     s.total_bytes = m.total_bytes;
-  }
+    s.aliased_values = static_cast<size_t>(
+        std::count_if(m.alias_of.begin(), m.alias_of.end(), [](ValueId r) { return r != kNoId; }));
+  };
+  if (plan && plan->memory().mode == ReuseMode::kDependencySafe)
+    take(plan->memory());
+  else
+    take(plan_memory(g, ReuseMode::kDependencySafe));
   s.peak_bytes_sequential = plan_memory(g, ReuseMode::kSequential).peak_bytes;
   return s;
 }
@@ -118,7 +120,8 @@ nlohmann::json to_json(const GraphStats& s) {
   j["average_parallelism"] = s.average_parallelism;
   j["memory"] = {{"peak_bytes", s.peak_bytes},
                  {"peak_bytes_sequential", s.peak_bytes_sequential},
-                 {"total_bytes", s.total_bytes}};
+                 {"total_bytes", s.total_bytes},
+                 {"aliased_values", s.aliased_values}};
   return j;
 }
 
@@ -189,7 +192,11 @@ std::string to_text(const GraphStats& s) {
                             human_count(s.critical_path_flops) + " FLOPs");
   line("memory (reuse)", human_bytes(double(s.peak_bytes)) + " peak, dependency-safe (" +
                              human_bytes(double(s.peak_bytes_sequential)) +
-                             " for the sequential order only)");
+                             " for the sequential order only)" +
+                             (s.aliased_values ? "; " + std::to_string(s.aliased_values) +
+                                                     " Reshape/Identity outputs share their "
+                                                     "input's bytes"
+                                               : std::string()));
   line("memory (no reuse)", human_bytes(double(s.total_bytes)));
   line("inputs / outputs bytes",
        human_bytes(double(s.input_bytes)) + " / " + human_bytes(double(s.output_bytes)));

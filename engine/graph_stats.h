@@ -48,6 +48,8 @@ struct GraphStats {
   size_t peak_bytes = 0;             // with dependency-safe reuse (what the engine allocates)
   size_t peak_bytes_sequential = 0;  // with reuse valid for the sequential order only
   size_t total_bytes = 0;            // without reuse
+  // Reshape/Identity outputs that share their input's bytes (no copy at run time; memory_plan.h).
+  size_t aliased_values = 0;
 };
 
 // Errors (kUnsupported) only if the graph has an op type the registry does not know, naming

@@ -151,6 +151,22 @@ TEST_CASE("graph stats: integer constants are not parameters, a graph without no
   CHECK(s.parameter_bytes == 0);
   CHECK(s.constant_bytes == 8);
   CHECK(s.num_constants == 1);
+  CHECK(s.aliased_values == 0);  // a Reshape of a graph input is a copy (the caller's bytes)
+
+  // A Reshape of an intermediate shares its bytes: counted, and one buffer less.
+  graph::GraphBuilder c("<reshape of an intermediate>");
+  c.add_input("x", TensorDesc{DType::kF32, {2, 3}});
+  Tensor shape2(TensorDesc{DType::kI64, {1}});
+  shape2.data_as<int64_t>()[0] = 6;
+  c.add_constant("shape", std::move(shape2));
+  c.add_node("Relu", "relu", {"x"}, {"r"});
+  c.add_node("Reshape", "flat", {"r", "shape"}, {"y"});
+  c.add_output("y");
+  GraphStats a = value_or_throw(compute_graph_stats(value_or_throw(c.finish(ops::Registry::get()))));
+  CHECK(a.aliased_values == 1);
+  CHECK(a.total_bytes == 64);  // r's 24 bytes, rounded to 64; y takes r's bytes
+  CHECK_THAT(to_text(a), Contains("1 Reshape/Identity outputs share their input's bytes"));
+  CHECK(to_json(a)["memory"]["aliased_values"] == 1);
 
   // An output that is the input itself: no ops, no arena.
   graph::GraphBuilder e("<empty>");
