@@ -12,6 +12,7 @@
 #include "cli/cli_util.h"
 #include "graph/format.h"
 #include "graph/npz.h"
+#include "graph/passes/rnn_fusion.h"
 #include "graph/passes/training_graph.h"
 #include "models/eval_models.h"
 #include "models/gru.h"
@@ -58,17 +59,26 @@ int eval_model_command(const Args& args, const std::string& kind, const std::str
     ts.optimizer.lr = std::strtod(lr.c_str(), &end);
     if (end == lr.c_str() || *end != '\0' || !(ts.optimizer.lr > 0))
       return args.usage_error("--lr expects a number > 0, got '" + lr + "'");
+    if (args.has("--fuse-rnn")) {  // as `graphi train --fuse-rnn` trains it
+      auto fused = graph::passes::fuse_rnn_cells_for_training(*g, ops::Registry::get(), out);
+      if (!fused.is_ok()) return runtime_error(fused.status());
+      *g = std::move(fused->graph);
+    }
     auto built =
         graph::passes::build_training_graph(*g, ts, ops::gradient_rules(), ops::Registry::get());
     if (!built.is_ok()) return runtime_error(built.status());
     tg = std::move(*built);
     written = &tg->graph;
-  } else if (args.has("--lr")) {
-    return args.usage_error("--lr applies with --train only");
+  } else if (args.has("--lr") || args.has("--fuse-rnn")) {
+    return args.usage_error(std::string(args.has("--lr") ? "--lr" : "--fuse-rnn") +
+                            " applies with --train only");
   }
   if (Status s = graph::write_graphi(*written, out); !s.is_ok()) return runtime_error(s);
   std::printf("wrote %s: %s %s%s, %zu nodes, %lld parameters (%s)\n", out.c_str(), kind.c_str(),
-              models::eval_size_name(*size), tg ? " training step (SGD, cross-entropy)" : "",
+              models::eval_size_name(*size),
+              tg ? (args.has("--fuse-rnn") ? " training step (SGD, cross-entropy, fused RNN cells)"
+                                           : " training step (SGD, cross-entropy)")
+                 : "",
               written->num_nodes(), static_cast<long long>(params),
               human_bytes(static_cast<double>(params) * 4).c_str());
   if (args.has("--batch-npz")) {
@@ -112,6 +122,9 @@ int model_command(int argc, char** argv) {
   args.option("--size", "S", "small, medium or large: an evaluation model (see above)");
   args.flag("--train", "with --size: write the training step graph (SGD, cross-entropy)");
   args.option("--lr", "LR", "with --train: SGD learning rate (default 0.01)");
+  args.flag("--fuse-rnn",
+            "with --train: fuse the RNN cells into sequence ops first, as graphi train --fuse-rnn "
+            "does (their BPTT kernels; each fused bias is trained as Wb + Rb)");
   args.option("--batch-npz", "DATA.npz",
               "with --size: also write a seeded batch (inputs + labels) for graphi train");
   args.option(
@@ -142,7 +155,7 @@ int model_command(int argc, char** argv) {
                               "' with --size (expected lstm, phased-lstm, pathnet or googlenet)");
     return eval_model_command(args, kind, args.has("-o") ? args.get("-o") : args.get("--output"));
   }
-  for (const char* eval_only : {"--train", "--lr", "--batch-npz"})
+  for (const char* eval_only : {"--train", "--lr", "--fuse-rnn", "--batch-npz"})
     if (args.has(eval_only))
       return args.usage_error(std::string(eval_only) + " applies with --size only");
   if (kind != "lstm" && kind != "gru" && kind != "phased-lstm")

@@ -35,8 +35,7 @@ int train_command(int argc, char** argv) {
       "float32\n"
       "constant of rank >= 1 the prediction (the model's first output, or --prediction) depends on "
       "is\n"
-      "trained. The graph passes (RNN fusion) are not applied: fused sequence ops have no gradient "
-      "yet.\n"
+      "trained. The graph passes are not applied, except the RNN cell fusion with --fuse-rnn.\n"
       "Prints the loss and the time of every step. Exit codes: 0 ok, 1 runtime error, 2 usage "
       "error.\n"
       "Example:\n"
@@ -123,21 +122,9 @@ int train_command(int argc, char** argv) {
   auto g = load_model(model_path);
   if (!g.is_ok()) return runtime_error(g.status());
   if (args.has("--fuse-rnn")) {
-    auto fused = graph::passes::fuse_rnn_cells(**g, ops::Registry::get());
-    if (!fused.is_ok()) return runtime_error(fused.status().with_context(model_path));
-    // A cell the pass could not chain with its neighbours (PhasedLSTM's time gate sits between
-    // the steps) becomes a one-step sequence op with its own copy of the layer's weights: trained
-    // apart, the copies would no longer be one shared weight. Refuse rather than train that.
-    for (const graph::Node& n : fused->graph.nodes()) {
-      if ((n.op != "LSTM" && n.op != "GRU" && n.op != "RNN") || n.inputs.empty()) continue;
-      const Shape& xs = fused->graph.value(n.inputs[0]).desc.shape;
-      if (!xs.empty() && xs[0] == 1)
-        return runtime_error(Status::unsupported(
-            model_path + ": --fuse-rnn: node '" + n.name +
-            "' is a one-step sequence: the pass could not chain this layer's cells (something "
-            "between the steps, e.g. a PhasedLSTM time gate), and one-step copies of shared "
-            "weights would train apart; train without --fuse-rnn"));
-    }
+    auto fused =
+        graph::passes::fuse_rnn_cells_for_training(**g, ops::Registry::get(), model_path);
+    if (!fused.is_ok()) return runtime_error(fused.status());
     if (!json)
       std::printf("fused %d unrolled cells into %d sequence ops\n", fused->cells,
                   fused->sequences);

@@ -1246,4 +1246,20 @@ Result<RnnFusionResult> fuse_rnn_cells(const Graph& g, const ShapeInferencer& sh
   return result;
 }
 
+Result<RnnFusionResult> fuse_rnn_cells_for_training(const Graph& g, const ShapeInferencer& shapes,
+                                                    const std::string& source) {
+  GRAPHI_ASSIGN_OR_RETURN(RnnFusionResult fused, fuse_rnn_cells(g, shapes));
+  for (const Node& n : fused.graph.nodes()) {
+    if ((n.op != "LSTM" && n.op != "GRU" && n.op != "RNN") || n.inputs.empty()) continue;
+    const Shape& xs = fused.graph.value(n.inputs[0]).desc.shape;
+    if (!xs.empty() && xs[0] == 1)
+      return Status::unsupported(
+          source + ": fusing RNN cells for training: node '" + n.name +
+          "' is a one-step sequence: the pass could not chain this layer's cells (something "
+          "between the steps, e.g. a PhasedLSTM time gate), and one-step copies of shared "
+          "weights would train apart; train the unfused graph");
+  }
+  return fused;
+}
+
 }  // namespace graphi::graph::passes

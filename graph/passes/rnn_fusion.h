@@ -59,4 +59,11 @@ struct RnnFusionResult {
 // first.
 Result<RnnFusionResult> fuse_rnn_cells(const Graph& g, const ShapeInferencer& shapes);
 
+// fuse_rnn_cells for a graph that will be trained. A cell the pass could not chain with its
+// neighbours (PhasedLSTM's time gate sits between the steps) becomes a one-step sequence op with
+// its own copy of the layer's weights: trained apart, the copies would no longer be one shared
+// weight, so such a result is refused (kUnsupported, naming `source` and the node).
+Result<RnnFusionResult> fuse_rnn_cells_for_training(const Graph& g, const ShapeInferencer& shapes,
+                                                    const std::string& source);
+
 }  // namespace graphi::graph::passes

@@ -18,14 +18,19 @@
 //                dh_prev = dh z + [dz dr dn r] R
 //         lbr 0: da = dn Rh (a = r h_prev); dr = da h_prev r(1-r);
 //                dh_prev = dh z + da r + [dz dr] R_zr;  dRh = dn^T (r h_prev)
+#include <omp.h>
+
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "ops/activations.h"
 #include "ops/registry.h"
+#include "ops/rnn/rnn_gates.h"
 #include "ops/rnn/rnn_sequence_kernel.h"
 #include "ops/rnn/rnn_train.h"
 #include "ops/rnn/rnn_train_util.h"
+#include "ops/rnn/tiled_gemm.h"
 #include "ops/shape_rules.h"
 
 namespace graphi::ops {
@@ -152,6 +157,13 @@ class RnnBackwardKernel final : public Kernel {
                               Matmul::create(strided(B, GH, step_ld), dense(GH, H), dense(B, H),
                                              kind_ == RnnCellKind::kGru, team_));
     }
+    if (kind_ == RnnCellKind::kLstm) {
+      // The batch-row walk (walk_rows): dh_rows = dgates_rows R with R as stored ([4H, H]).
+      std::set<int64_t> ns;
+      for (int n = 1; n <= team_; ++n) ns.insert({B / n, (B + n - 1) / n});
+      ns.erase(0);
+      rows_gemm_ = TiledGemm::create_row_major(H, GH, H, step_ld, H, ns);
+    }
     if (want(kRnnX)) {
       GRAPHI_ASSIGN_OR_RETURN(
           dx_, Matmul::create(dense(rows, D * GH), dense(D * GH, I), dense(rows, I), false, team_));
@@ -188,7 +200,6 @@ class RnnBackwardKernel final : public Kernel {
     dc_off_ = take(B * H);
     carry_off_ = take(B * H);
     da_off_ = take(B * H);
-    tmp_off_ = take(static_cast<int64_t>(team_) * aligned_floats(H));
     scratch_floats_ = off;
     return Status::ok();
   }
@@ -276,7 +287,21 @@ class RnnBackwardKernel final : public Kernel {
         std::fill(dc + b * H, dc + (b + 1) * H, 0.0f);
     }
 
-    for (int64_t k = T - 1; k >= 0; --k) {
+    if (lstm && walk_rows(nthr)) {
+      // One parallel region: each thread walks every step over its own batch rows (rows are
+      // independent, so no barrier): its rows' gate gradients, then dh_rows = dgates_rows R.
+#pragma omp parallel num_threads(std::max(1, std::min(nthr, team_)))
+      {
+        const int m = omp_get_thread_num(), n = omp_get_num_threads();
+        const auto [b0, b1] = team_range(B, m, n);
+        for (int64_t k = T - 1; k >= 0 && b1 > b0; --k) {
+          const int64_t t = rev ? T - 1 - k : k;
+          lstm_rows(t, b0, b1, d, c_prev, dy, peep, S, dh, dc, dg);
+          rows_gemm_.run(r, dg + rnn_row(s, t, b0) * ldg_, dh + b0 * H, b1 - b0);
+        }
+      }
+    }
+    for (int64_t k = T - 1; k >= 0 && !(lstm && walk_rows(nthr)); --k) {
       const int64_t t = rev ? T - 1 - k : k;
       const int64_t row0 = rnn_row(s, t, 0);
       if (kind_ == RnnCellKind::kRnn) {
@@ -300,13 +325,8 @@ class RnnBackwardKernel final : public Kernel {
         continue;
       }
       if (lstm) {
-        rnn_train::for_rows(B, 30 * H, nthr, [&](int64_t b0, int64_t b1, int m) {
-          float* tc = scratch + tmp_off_ + m * aligned_floats(H);
-          for (int64_t b = b0; b < b1; ++b) {
-            const int64_t row = rnn_row(s, t, b);
-            lstm_row(S + row * KH, c_prev(t, b), dy ? dy + s.y_row(t, d, b) : nullptr, peep,
-                     dh + b * H, dc + b * H, dg + row * ldg_, tc);
-          }
+        rnn_train::for_rows(B, 30 * H, nthr, [&](int64_t b0, int64_t b1, int) {
+          lstm_rows(t, b0, b1, d, c_prev, dy, peep, S, dh, dc, dg);
         });
         if (!step_.run(dg + row0 * ldg_, r, dh, scratch)) return false;
         continue;
@@ -395,28 +415,38 @@ class RnnBackwardKernel final : public Kernel {
     return true;
   }
 
-  // One LSTM row at step t: dh (in: dL/dh_t from step t+1; the GEMM overwrites it after), dc
-  // (in: dL/dc_t from step t+1, out: dL/dc_{t-1}), dgates out.
-  void lstm_row(const float* sv, const float* cp, const float* dy, const float* peep,
-                const float* dh, float* dc, float* dgates, float* tc) const noexcept {
-    const int64_t H = g_.fwd.hidden;
-    const float *i = sv, *o = sv + H, *f = sv + 2 * H, *g = sv + 3 * H, *c = sv + 4 * H;
-    float *di = dgates, *dout = dgates + H, *df = dgates + 2 * H, *dgg = dgates + 3 * H;
-    tanh_f32(c, tc, H);
-    for (int64_t j = 0; j < H; ++j) {
-      const float dhj = dh[j] + (dy ? dy[j] : 0.0f);
-      const float doj = dhj * tc[j] * o[j] * (1.0f - o[j]);
-      float dcj = dc[j] + dhj * o[j] * (1.0f - tc[j] * tc[j]);
-      if (peep) dcj += doj * peep[H + j];
-      const float cpj = cp ? cp[j] : 0.0f;
-      const float dij = dcj * g[j] * i[j] * (1.0f - i[j]);
-      const float dfj = dcj * cpj * f[j] * (1.0f - f[j]);
-      dgg[j] = dcj * i[j] * (1.0f - g[j] * g[j]);
-      di[j] = dij;
-      df[j] = dfj;
-      dout[j] = doj;
-      dc[j] = dcj * f[j] + (peep ? dij * peep[j] + dfj * peep[2 * H + j] : 0.0f);
+  // Whether the LSTM walks its steps by batch rows (as its forward does): a few rows per thread.
+  bool walk_rows(int nthr) const noexcept { return nthr <= 1 || g_.fwd.batch >= 4 * nthr; }
+
+  // Rows [b0, b1) of step t (direction d): the gate gradients into dg, dc updated
+  // (lstm_gates_backward, vectorized). Every matrix's rows are affine in b, so each is a base
+  // pointer at b = 0 and a row stride.
+  template <class CPrev>
+  void lstm_rows(int64_t t, int64_t b0, int64_t b1, int d, const CPrev& c_prev, const float* dy,
+                 const float* peep, const float* S, const float* dh, float* dc,
+                 float* dg) const noexcept {
+    const RnnSpec& s = g_.fwd;
+    const int64_t H = s.hidden, KH = rnn_saved_blocks(kind_) * H;
+    const int64_t rs = s.layout == 0 ? 1 : s.seq_len;  // X rows between batch rows of a step
+    LstmBackwardArgs a;
+    a.hidden = H;
+    a.saved = S + rnn_row(s, t, 0) * KH;
+    a.ld_saved = rs * KH;
+    const float* cp0 = c_prev(t, 0);
+    a.c_prev = cp0;
+    if (cp0) a.ld_c_prev = s.batch > 1 ? c_prev(t, 1) - cp0 : 0;
+    if (dy) {
+      a.dy = dy + s.y_row(t, d, 0);
+      a.ld_dy = s.y_row(t, d, 1) - s.y_row(t, d, 0);
     }
+    a.peephole = peep;
+    a.dh = dh;
+    a.ld_dh = H;
+    a.dc = dc;
+    a.ld_dc = H;
+    a.dgates = dg + rnn_row(s, t, 0) * ldg_;
+    a.ld_dgates = rs * ldg_;
+    lstm_gates_backward(a, GateTile{b0, b1, 0, H});
   }
 
   // One GRU row: dgates (x side, and for lbr 0 the R side too; lbr 0 fills dr later), dgh (lbr
@@ -448,8 +478,9 @@ class RnnBackwardKernel final : public Kernel {
   bool lbr0_ = false, lbr1_ = false;
   int64_t ldg_ = 0;
   Matmul step_, step_a_, dx_, dw_, dr_, dr_h_;
+  TiledGemm rows_gemm_;
   size_t scratch_floats_ = 0, dg_off_ = 0, dh_side_off_ = 0, hp_off_ = 0, dh_off_ = 0, dc_off_ = 0,
-         carry_off_ = 0, da_off_ = 0, tmp_off_ = 0;
+         carry_off_ = 0, da_off_ = 0;
 };
 
 Result<std::vector<TensorDesc>> infer_rnn_grad(const graph::InferContext& ctx) {

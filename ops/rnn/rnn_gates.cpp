@@ -24,7 +24,8 @@ const RnnGateKernels kRnnGateKernelsScalar{SimdIsa::kScalar,
                                            gru_gates_lbr_t<VecScalar>,
                                            gru_gates_reset_t<VecScalar>,
                                            gru_gates_output_t<VecScalar>,
-                                           rnn_gates_t<VecScalar>};
+                                           rnn_gates_t<VecScalar>,
+                                           lstm_backward_t<VecScalar>};
 
 const RnnGateKernels& active() {
   static const RnnGateKernels* k = rnn_gate_kernels(active_simd_isa());
@@ -58,6 +59,9 @@ void gru_gates_output(const GruGateArgs& args, const GateTile& tile) noexcept {
   active().gru_output(args, tile);
 }
 void rnn_gates(const RnnGateArgs& args, const GateTile& tile) noexcept { active().rnn(args, tile); }
+void lstm_gates_backward(const LstmBackwardArgs& args, const GateTile& tile) noexcept {
+  active().lstm_backward(args, tile);
+}
 
 GateTile gate_tile_for_thread(int64_t rows, int64_t hidden, int ithr, int nthr) {
   constexpr int64_t kLine = 16;  // floats per 64-byte cache line

@@ -122,6 +122,30 @@ struct RnnGateArgs {
   RnnActivation activation = RnnActivation::kTanh;
 };
 
+// One step of the LSTM's backpropagation through time (the fused sequence op's training kernel,
+// ops/rnn/rnn_backward.cpp), per element with dh = dL/dh_t (+ dY_t), tc = tanh(c_t):
+//   do = dh tc o (1 - o);  dc = dc_in + dh o (1 - tc^2) + do P_o
+//   di = dc c~ i (1 - i);  df = dc c_prev f (1 - f);  dc~ = dc i (1 - c~^2)
+//   dc_out = dL/dc_{t-1} = dc f + di P_i + df P_f
+// The hidden units of a row are contiguous in every matrix (no gate_stride); tile columns are
+// hidden units.
+struct LstmBackwardArgs {
+  int64_t hidden = 0;
+  const float* saved = nullptr;  // required: rows [i o f c~ c_t], the forward's activations
+  int64_t ld_saved = 0;
+  const float* c_prev = nullptr;  // optional, nullptr = zeros
+  int64_t ld_c_prev = 0;
+  const float* dy = nullptr;  // optional dL/dY_t, added to dh
+  int64_t ld_dy = 0;
+  const float* peephole = nullptr;  // optional, 3 blocks (i, o, f)
+  const float* dh = nullptr;        // required: dL/dh_t from step t + 1
+  int64_t ld_dh = 0;
+  float* dc = nullptr;  // required: in dL/dc_t from step t + 1, out dL/dc_{t-1}
+  int64_t ld_dc = 0;
+  float* dgates = nullptr;  // required: out [di do df dc~]
+  int64_t ld_dgates = 0;
+};
+
 // The entry points below use active_simd_isa(). Preconditions (checked by check_*_args, not
 // here): pointers valid for every row and unit of the tile, tile inside [rows, hidden].
 void lstm_gates(const LstmGateArgs& args, const GateTile& tile) noexcept;
@@ -129,6 +153,7 @@ void gru_gates_lbr(const GruGateArgs& args, const GateTile& tile) noexcept;
 void gru_gates_reset(const GruGateArgs& args, const GateTile& tile) noexcept;
 void gru_gates_output(const GruGateArgs& args, const GateTile& tile) noexcept;
 void rnn_gates(const RnnGateArgs& args, const GateTile& tile) noexcept;
+void lstm_gates_backward(const LstmBackwardArgs& args, const GateTile& tile) noexcept;
 
 // One ISA path's kernels, for tests and benchmarks.
 struct RnnGateKernels {
@@ -138,6 +163,7 @@ struct RnnGateKernels {
   void (*gru_reset)(const GruGateArgs&, const GateTile&) noexcept;
   void (*gru_output)(const GruGateArgs&, const GateTile&) noexcept;
   void (*rnn)(const RnnGateArgs&, const GateTile&) noexcept;
+  void (*lstm_backward)(const LstmBackwardArgs&, const GateTile&) noexcept;
 };
 // nullptr when this CPU cannot run `isa`.
 const RnnGateKernels* rnn_gate_kernels(SimdIsa isa);

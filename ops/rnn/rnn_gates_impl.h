@@ -11,6 +11,7 @@ namespace {
 
 using graphi::ops::GateTile;
 using graphi::ops::GruGateArgs;
+using graphi::ops::LstmBackwardArgs;
 using graphi::ops::LstmGateArgs;
 using graphi::ops::RnnActivation;
 using graphi::ops::RnnGateArgs;
@@ -231,4 +232,46 @@ void rnn_gates_t(const RnnGateArgs& a, const GateTile& tile) noexcept {
   }
 }
 
+// One BPTT step of the LSTM (ops/rnn/rnn_gates.h, LstmBackwardArgs): the gate gradients and
+// dL/dc_{t-1} from the saved activations, in registers.
+template <class T>
+void lstm_backward_t(const LstmBackwardArgs& a, const GateTile& tile) noexcept {
+  using V = typename T::V;
+  const int64_t H = a.hidden;
+  const V one = T::set1(1.0f);
+  const float* pp = a.peephole;
+  for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
+    const float* sv = a.saved + r * a.ld_saved;
+    const float* cp = a.c_prev ? a.c_prev + r * a.ld_c_prev : nullptr;
+    const float* dy = a.dy ? a.dy + r * a.ld_dy : nullptr;
+    const float* dh = a.dh + r * a.ld_dh;
+    float* dc = a.dc + r * a.ld_dc;
+    float* dg = a.dgates + r * a.ld_dgates;
+    for (int64_t j = tile.col_begin; j < tile.col_end; j += T::kWidth) {
+      const int n = lanes_left(j, tile.col_end, T::kWidth);
+      const V i = ld_n<T>(sv + j, n), o = ld_n<T>(sv + H + j, n), f = ld_n<T>(sv + 2 * H + j, n);
+      const V g = ld_n<T>(sv + 3 * H + j, n), c = ld_n<T>(sv + 4 * H + j, n);
+      const V tc = gate_tanh<T>(c);
+      V dhv = ld_n<T>(dh + j, n);
+      if (dy) dhv = T::add(dhv, ld_n<T>(dy + j, n));
+      const V d_o = T::mul(T::mul(dhv, tc), T::mul(o, T::sub(one, o)));
+      V dcv = T::fmadd(T::mul(dhv, o), T::sub(one, T::mul(tc, tc)), ld_n<T>(dc + j, n));
+      if (pp) dcv = T::fmadd(d_o, ld_n<T>(pp + H + j, n), dcv);
+      const V cpv = cp ? ld_n<T>(cp + j, n) : T::zero();
+      const V d_i = T::mul(T::mul(dcv, g), T::mul(i, T::sub(one, i)));
+      const V d_f = T::mul(T::mul(dcv, cpv), T::mul(f, T::sub(one, f)));
+      const V d_g = T::mul(T::mul(dcv, i), T::sub(one, T::mul(g, g)));
+      st_n<T>(dg + j, d_i, n);
+      st_n<T>(dg + H + j, d_o, n);
+      st_n<T>(dg + 2 * H + j, d_f, n);
+      st_n<T>(dg + 3 * H + j, d_g, n);
+      V dcn = T::mul(dcv, f);
+      if (pp)
+        dcn = T::fmadd(d_i, ld_n<T>(pp + j, n), T::fmadd(d_f, ld_n<T>(pp + 2 * H + j, n), dcn));
+      st_n<T>(dc + j, dcn, n);
+    }
+  }
+}
+
 }  // namespace
+

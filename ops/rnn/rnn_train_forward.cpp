@@ -2,13 +2,20 @@
 // also writes S, the activations the backward reads. Per direction: one GEMM X W^T over all
 // steps straight into S's gate columns, then per step one GEMM h_prev R^T (two for the canonical
 // GRU) and one element-wise pass that turns S's pre-activations into activations in place and
-// writes c, h and Y. oneDNN runs the GEMMs on the team; the element-wise passes split the batch
-// rows over the team. The inference path (the WCS kernel) is untouched.
+// writes c, h and Y. oneDNN runs the hoisted GEMM on the team. The LSTM's steps run in ONE
+// parallel region where each thread walks all steps over its own batch rows (rows of a batch are
+// independent, so the walk needs no barrier): a LIBXSMM GEMM h_rows R^T on a packed R^T, then the
+// rows' gates. The other cells run each step as a oneDNN GEMM on the team plus an element-wise
+// pass that splits the rows. The inference path (the WCS kernel) is untouched.
+#include <omp.h>
+
 #include <cstring>
+#include <set>
 
 #include "ops/activations.h"
 #include "ops/rnn/rnn_train.h"
 #include "ops/rnn/rnn_train_util.h"
+#include "ops/rnn/tiled_gemm.h"
 
 namespace graphi::ops {
 namespace {
@@ -45,6 +52,14 @@ class RnnTrainForwardKernel final : public Kernel {
     GRAPHI_ASSIGN_OR_RETURN(
         rec_, Matmul::create(rnn_train::dense(B, H), rnn_train::transposed(H, rec_cols_, H),
                              rnn_train::dense(B, rec_cols_), false, team_));
+    if (kind_ == RnnCellKind::kLstm) {
+      // The batch-row walk: R^T packed in panels of kPanel columns, one GEMM per step and thread
+      // on the thread's rows (every row count a split of B over 1..team_ threads can give).
+      std::set<int64_t> ns;
+      for (int n = 1; n <= team_; ++n) ns.insert({B / n, (B + n - 1) / n});
+      ns.erase(0);
+      rows_gemm_ = TiledGemm::create_panels(G * H, H, kPanel, H, G * H, ns);
+    }
     if (lbr0_) {
       GRAPHI_ASSIGN_OR_RETURN(rec_h_,
                               Matmul::create(rnn_train::dense(B, H), rnn_train::transposed(H, H, H),
@@ -64,6 +79,7 @@ class RnnTrainForwardKernel final : public Kernel {
     ghh_off_ = take(B * H);
     rh_off_ = take(B * H);
     tmp_off_ = take(static_cast<int64_t>(team_) * aligned_floats(3 * H));
+    if (kind_ == RnnCellKind::kLstm) rt_off_ = take(TiledGemm::packed_floats(G * H, H, kPanel));
     scratch_floats_ = off;
     return Status::ok();
   }
@@ -114,71 +130,120 @@ class RnnTrainForwardKernel final : public Kernel {
       else
         std::fill(c + b * H, c + (b + 1) * H, 0.0f);
     }
-    for (int64_t k = 0; k < T; ++k) {
-      const int64_t t = s_.is_reverse(d) ? T - 1 - k : k;
-      if (!rec_.run(h, r, gh, scratch)) return false;
-      if (kind_ == RnnCellKind::kRnn) {
-        rnn_train::for_rows(B, 10 * H, nthr, [&](int64_t b0, int64_t b1, int) {
-          for (int64_t b = b0; b < b1; ++b)
-            vanilla_row(S + rnn_row(s_, t, b) * KH, gh + b * H, wb, rb, s_.activation[d], h + b * H,
-                        y + s_.y_row(t, d, b));
-        });
-        continue;
-      }
-      if (lstm) {
-        rnn_train::for_rows(B, 20 * H, nthr, [&](int64_t b0, int64_t b1, int m) {
-          float* tc = scratch + tmp_off_ + m * aligned_floats(3 * H);
-          for (int64_t b = b0; b < b1; ++b)
-            lstm_row(S + rnn_row(s_, t, b) * KH, gh + b * 4 * H, wb, rb, peep, c + b * H, h + b * H,
-                     y + s_.y_row(t, d, b), tc);
-        });
-        continue;
-      }
-      // GRU.
-      const float* wbh = wb ? wb + 2 * H : nullptr;
-      const float* rbh = rb ? rb + 2 * H : nullptr;
-      if (!lbr0_) {
-        rnn_train::for_rows(B, 20 * H, nthr, [&](int64_t b0, int64_t b1, int) {
-          for (int64_t b = b0; b < b1; ++b) {
-            float* row = S + rnn_row(s_, t, b) * KH;
-            const float* g = gh + b * 3 * H;
-            gates_zr(row, g, wb, rb);
-            float* q = row + 3 * H;  // h_prev Rh^T + Rbh
-            for (int64_t j = 0; j < H; ++j) q[j] = g[2 * H + j] + (rbh ? rbh[j] : 0.0f);
-            float* n = row + 2 * H;
-            for (int64_t j = 0; j < H; ++j) n[j] += (wbh ? wbh[j] : 0.0f) + row[H + j] * q[j];
-            tanh_f32_inplace(n, H);
-            gru_output(row, h + b * H, y + s_.y_row(t, d, b));
-          }
-        });
-        continue;
-      }
-      // Canonical GRU: z, r first; then (r * h_prev) Rh^T for the candidate.
-      rnn_train::for_rows(B, 10 * H, nthr, [&](int64_t b0, int64_t b1, int) {
-        for (int64_t b = b0; b < b1; ++b) {
-          float* row = S + rnn_row(s_, t, b) * KH;
-          gates_zr(row, gh + b * 2 * H, wb, rb);
-          float* q = row + 3 * H;  // r * h_prev
-          for (int64_t j = 0; j < H; ++j) q[j] = row[H + j] * h[b * H + j];
-          std::memcpy(rh + b * H, q, H * sizeof(float));
-        }
-      });
-      if (!rec_h_.run(rh, r + 2 * H * H, ghh, scratch)) return false;
-      rnn_train::for_rows(B, 20 * H, nthr, [&](int64_t b0, int64_t b1, int) {
-        for (int64_t b = b0; b < b1; ++b) {
-          float* row = S + rnn_row(s_, t, b) * KH;
-          float* n = row + 2 * H;
-          for (int64_t j = 0; j < H; ++j)
-            n[j] += ghh[b * H + j] + (rbh ? rbh[j] : 0.0f) + (wbh ? wbh[j] : 0.0f);
-          tanh_f32_inplace(n, H);
-          gru_output(row, h + b * H, y + s_.y_row(t, d, b));
-        }
-      });
+    if (lstm && walk_rows(nthr)) {
+      lstm_walk(r, wb, peep, S, h, c, gh, y, scratch, d, nthr);
+    } else {
+      for (int64_t k = 0; k < T; ++k)
+        if (!step(k, d, r, wb, rb, peep, S, h, c, gh, ghh, rh, y, scratch, nthr)) return false;
     }
     for (int64_t b = 0; b < B; ++b) {
       std::memcpy(yh + s_.state_row(d, b), h + b * H, H * sizeof(float));
       if (yc) std::memcpy(yc + s_.state_row(d, b), c + b * H, H * sizeof(float));
     }
+    return true;
+  }
+
+  // Whether the LSTM walks its steps by batch rows: with a few rows per thread (a training
+  // batch), and not with one or two (batch 1 on two threads would leave a thread idle: there the
+  // team splits each step's GEMM by columns instead).
+  bool walk_rows(int nthr) const noexcept { return nthr <= 1 || s_.batch >= 4 * nthr; }
+
+  // The LSTM's steps: one parallel region; thread m packs its share of R^T, then (after one
+  // barrier) walks every step over its batch rows: gh_rows = h_rows R^T, then each row's gates.
+  // A row's result does not depend on the split (the same GEMM code per row; LIBXSMM's k order is
+  // per element).
+  void lstm_walk(const float* r, const float* wb, const float* peep, float* S, float* h, float* c,
+                 float* gh, float* y, float* scratch, int d, int nthr) const noexcept {
+    const int64_t B = s_.batch, H = s_.hidden, T = s_.seq_len, GH = 4 * H;
+    const int64_t KH = rnn_saved_blocks(kind_) * H;
+    const float* rb = wb ? wb + GH : nullptr;
+    float* rt = scratch + rt_off_;
+#pragma omp parallel num_threads(std::max(1, std::min(nthr, team_)))
+    {
+      const int m = omp_get_thread_num(), n = omp_get_num_threads();
+      const auto [c0, c1] = team_range(GH, m, n);
+      for (int64_t col = c0; col < c1; ++col)
+        for (int64_t q = 0; q < H; ++q)
+          rt[TiledGemm::panel_offset(col, q, H, kPanel)] = r[col * H + q];
+#pragma omp barrier
+      const auto [b0, b1] = team_range(B, m, n);
+      float* tc = scratch + tmp_off_ + m * aligned_floats(3 * H);
+      for (int64_t k = 0; k < T && b1 > b0; ++k) {
+        const int64_t t = s_.is_reverse(d) ? T - 1 - k : k;
+        rows_gemm_.run(rt, h + b0 * H, gh + b0 * GH, b1 - b0);
+        for (int64_t b = b0; b < b1; ++b)
+          lstm_row(S + rnn_row(s_, t, b) * KH, gh + b * GH, wb, rb, peep, c + b * H, h + b * H,
+                   y + s_.y_row(t, d, b), tc);
+      }
+    }
+  }
+
+  // One step k: h_prev R^T on the team (oneDNN), then the rows' gates split over the team.
+  bool step(int64_t k, int d, const float* r, const float* wb, const float* rb, const float* peep,
+            float* S,
+            float* h, float* c, float* gh, float* ghh, float* rh, float* y, float* scratch,
+            int nthr) const noexcept {
+    const int64_t B = s_.batch, H = s_.hidden, T = s_.seq_len;
+    const int64_t KH = rnn_saved_blocks(kind_) * H;
+    const int64_t t = s_.is_reverse(d) ? T - 1 - k : k;
+    if (!rec_.run(h, r, gh, scratch)) return false;
+    if (kind_ == RnnCellKind::kRnn) {
+      rnn_train::for_rows(B, 10 * H, nthr, [&](int64_t b0, int64_t b1, int) {
+        for (int64_t b = b0; b < b1; ++b)
+          vanilla_row(S + rnn_row(s_, t, b) * KH, gh + b * H, wb, rb, s_.activation[d], h + b * H,
+                      y + s_.y_row(t, d, b));
+      });
+      return true;
+    }
+    if (kind_ == RnnCellKind::kLstm) {
+      rnn_train::for_rows(B, 20 * H, nthr, [&](int64_t b0, int64_t b1, int m) {
+        float* tc = scratch + tmp_off_ + m * aligned_floats(3 * H);
+        for (int64_t b = b0; b < b1; ++b)
+          lstm_row(S + rnn_row(s_, t, b) * KH, gh + b * 4 * H, wb, rb, peep, c + b * H, h + b * H,
+                   y + s_.y_row(t, d, b), tc);
+      });
+      return true;
+    }
+    // GRU.
+    const float* wbh = wb ? wb + 2 * H : nullptr;
+    const float* rbh = rb ? rb + 2 * H : nullptr;
+    if (!lbr0_) {
+      rnn_train::for_rows(B, 20 * H, nthr, [&](int64_t b0, int64_t b1, int) {
+        for (int64_t b = b0; b < b1; ++b) {
+          float* row = S + rnn_row(s_, t, b) * KH;
+          const float* g = gh + b * 3 * H;
+          gates_zr(row, g, wb, rb);
+          float* q = row + 3 * H;  // h_prev Rh^T + Rbh
+          for (int64_t j = 0; j < H; ++j) q[j] = g[2 * H + j] + (rbh ? rbh[j] : 0.0f);
+          float* n = row + 2 * H;
+          for (int64_t j = 0; j < H; ++j) n[j] += (wbh ? wbh[j] : 0.0f) + row[H + j] * q[j];
+          tanh_f32_inplace(n, H);
+          gru_output(row, h + b * H, y + s_.y_row(t, d, b));
+        }
+      });
+      return true;
+    }
+    // Canonical GRU: z, r first; then (r * h_prev) Rh^T for the candidate.
+    rnn_train::for_rows(B, 10 * H, nthr, [&](int64_t b0, int64_t b1, int) {
+      for (int64_t b = b0; b < b1; ++b) {
+        float* row = S + rnn_row(s_, t, b) * KH;
+        gates_zr(row, gh + b * 2 * H, wb, rb);
+        float* q = row + 3 * H;  // r * h_prev
+        for (int64_t j = 0; j < H; ++j) q[j] = row[H + j] * h[b * H + j];
+        std::memcpy(rh + b * H, q, H * sizeof(float));
+      }
+    });
+    if (!rec_h_.run(rh, r + 2 * H * H, ghh, scratch)) return false;
+    rnn_train::for_rows(B, 20 * H, nthr, [&](int64_t b0, int64_t b1, int) {
+      for (int64_t b = b0; b < b1; ++b) {
+        float* row = S + rnn_row(s_, t, b) * KH;
+        float* n = row + 2 * H;
+        for (int64_t j = 0; j < H; ++j)
+          n[j] += ghh[b * H + j] + (rbh ? rbh[j] : 0.0f) + (wbh ? wbh[j] : 0.0f);
+        tanh_f32_inplace(n, H);
+        gru_output(row, h + b * H, y + s_.y_row(t, d, b));
+      }
+    });
     return true;
   }
 
@@ -257,9 +322,11 @@ class RnnTrainForwardKernel final : public Kernel {
   int team_ = 1;
   bool lbr0_ = false;
   int64_t rec_cols_ = 0;
+  static constexpr int64_t kPanel = 32;  // R^T panel width of the LSTM walk
   Matmul hoist_, rec_, rec_h_;
+  TiledGemm rows_gemm_;
   size_t scratch_floats_ = 0, h_off_ = 0, c_off_ = 0, gh_off_ = 0, ghh_off_ = 0, rh_off_ = 0,
-         tmp_off_ = 0;
+         tmp_off_ = 0, rt_off_ = 0;
 };
 
 }  // namespace

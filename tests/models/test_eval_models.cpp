@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/training_session.h"
+#include "graph/passes/rnn_fusion.h"
 #include "graph/passes/training_graph.h"
 #include "models/eval_models.h"
 #include "ops/registry.h"
@@ -29,21 +30,37 @@ nlohmann::json fixture() {
   return nlohmann::json::parse(in);
 }
 
-void check_against_pytorch(const std::string& name) {
+// `name` is the fixture's entry; "lstm-fused" is the lstm model with its cells fused into
+// sequence ops for training (graphi train --fuse-rnn; PyTorch's nn.LSTM in the fixture), run on
+// one executor of `threads` threads (the LSTM kernels' batch-row walk splits the batch).
+void check_against_pytorch(const std::string& name, int threads = 1) {
   const nlohmann::json f = fixture().at(name);
+  const bool fused = name == "lstm-fused";
   models::EvalModelSpec spec;
-  spec.name = name;
+  spec.name = fused ? "lstm" : name;
   spec.size = models::EvalSize::kSmall;
   spec.batch = f.at("batch").get<int64_t>();
   spec.seed = f.at("seed").get<uint64_t>();
-  auto g = std::make_shared<const graph::Graph>(
-      value_or_throw(models::build_eval_model(spec, ops::Registry::get())));
+  graph::Graph built = value_or_throw(models::build_eval_model(spec, ops::Registry::get()));
+  if (fused) {
+    auto r = value_or_throw(
+        graph::passes::fuse_rnn_cells_for_training(built, ops::Registry::get(), "lstm-fused"));
+    REQUIRE(r.lstm_sequences == 4);
+    built = std::move(r.graph);
+  }
+  auto g = std::make_shared<const graph::Graph>(std::move(built));
   auto batch = value_or_throw(models::eval_model_batch(spec));
   engine::TrainingOptions o;
   o.spec.optimizer.lr = f.at("lr").get<double>();
-  o.session.executors = 2;  // the parallel scheduler, as the benchmark runs it
-  o.session.threads = 1;
-  o.session.scheduler = "cpf";
+  if (fused) {
+    o.session.executors = 1;
+    o.session.threads = threads;
+    o.session.scheduler = "sequential";
+  } else {
+    o.session.executors = 2;  // the parallel scheduler, as the benchmark runs it
+    o.session.threads = 1;
+    o.session.scheduler = "cpf";
+  }
   auto ts = value_or_throw(engine::TrainingSession::create(g, o));
   const auto& want = f.at("losses");
   double worst = 0;
@@ -52,7 +69,8 @@ void check_against_pytorch(const std::string& name) {
     const double ref = want[i].get<double>();
     const double rel = std::abs(got - ref) / std::abs(ref);
     worst = std::max(worst, rel);
-    INFO(name << " step " << i + 1 << ": graphi " << got << ", PyTorch " << ref);
+    INFO(name << " (" << threads << " thread(s)) step " << i + 1 << ": graphi " << got
+              << ", PyTorch " << ref);
     CHECK(rel <= 1e-3);
   }
   // The model learns the batch: a test that the losses move, so matching them means something.
@@ -63,6 +81,10 @@ void check_against_pytorch(const std::string& name) {
 
 TEST_CASE("eval models: lstm small trains like PyTorch for 20 steps", "[eval][training]") {
   check_against_pytorch("lstm");
+}
+TEST_CASE("eval models: lstm small with fused cells trains like nn.LSTM on 1 and 2 threads",
+          "[eval][training]") {
+  for (int threads : {1, 2}) check_against_pytorch("lstm-fused", threads);
 }
 TEST_CASE("eval models: phased-lstm small trains like PyTorch for 20 steps", "[eval][training]") {
   check_against_pytorch("phased-lstm");

@@ -388,6 +388,77 @@ TEST_CASE("rnn gates: vanilla RNN with tanh, relu and sigmoid") {
   }
 }
 
+TEST_CASE("rnn gates: LSTM backward step matches the BPTT equations on every path") {
+  // Saved activations in (0, 1) / (-1, 1) as a forward pass leaves them, strided rows with
+  // padding that must not be read or written, partial vectors (H = 21), peepholes on and off,
+  // c_prev and dY present and absent.
+  std::mt19937 gen(7);
+  const int64_t B = 3, H = 21, lds = 5 * H + 3, ldg = 4 * H + 5, ldy = H + 2;
+  for (bool peep : {false, true})
+    for (bool with_cp : {false, true})
+      for (bool with_dy : {false, true}) {
+        std::vector<float> saved(B * lds, 555.0f);
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t j = 0; j < 5 * H; ++j) {
+            const int64_t blk = j / H;
+            saved[b * lds + j] = blk < 3 ? rnd(1, gen, 0.02f, 0.98f)[0]
+                                         : rnd(1, gen, blk == 4 ? -2.0f : -0.98f,
+                                               blk == 4 ? 2.0f : 0.98f)[0];
+          }
+        const std::vector<float> cp = rnd(B * H, gen, -2.0f, 2.0f);
+        const std::vector<float> dy = rnd(B * ldy, gen);
+        const std::vector<float> dh = rnd(B * H, gen);
+        const std::vector<float> dc_in = rnd(B * H, gen);
+        const std::vector<float> p = rnd(3 * H, gen);
+        for (const RnnGateKernels* k : paths()) {
+          std::vector<float> dc = dc_in, dg(B * ldg, 999.0f);
+          LstmBackwardArgs a;
+          a.hidden = H;
+          a.saved = saved.data();
+          a.ld_saved = lds;
+          if (with_cp) {
+            a.c_prev = cp.data();
+            a.ld_c_prev = H;
+          }
+          if (with_dy) {
+            a.dy = dy.data();
+            a.ld_dy = ldy;
+          }
+          if (peep) a.peephole = p.data();
+          a.dh = dh.data();
+          a.ld_dh = H;
+          a.dc = dc.data();
+          a.ld_dc = H;
+          a.dgates = dg.data();
+          a.ld_dgates = ldg;
+          k->lstm_backward(a, GateTile{0, B, 0, H});
+          for (int64_t b = 0; b < B; ++b) {
+            for (int64_t j = 4 * H; j < ldg; ++j) REQUIRE(dg[b * ldg + j] == 999.0f);
+            for (int64_t j = 0; j < H; ++j) {
+              const float* sv = &saved[b * lds];
+              const double i = sv[j], o = sv[H + j], f = sv[2 * H + j], g = sv[3 * H + j];
+              const double tc = std::tanh(static_cast<double>(sv[4 * H + j]));
+              const double dhj = dh[b * H + j] + (with_dy ? dy[b * ldy + j] : 0.0);
+              const double d_o = dhj * tc * o * (1 - o);
+              double dcj = dc_in[b * H + j] + dhj * o * (1 - tc * tc);
+              if (peep) dcj += d_o * p[H + j];
+              const double c_prev = with_cp ? cp[b * H + j] : 0.0;
+              const double d_i = dcj * g * i * (1 - i), d_f = dcj * c_prev * f * (1 - f);
+              const double d_g = dcj * i * (1 - g * g);
+              const double dc_out = dcj * f + (peep ? d_i * p[j] + d_f * p[2 * H + j] : 0.0);
+              INFO("isa " << static_cast<int>(k->isa) << " peep " << peep << " c_prev " << with_cp
+                          << " dy " << with_dy << " row " << b << " unit " << j);
+              CHECK(dg[b * ldg + j] == Approx(d_i).margin(1e-6));
+              CHECK(dg[b * ldg + H + j] == Approx(d_o).margin(1e-6));
+              CHECK(dg[b * ldg + 2 * H + j] == Approx(d_f).margin(1e-6));
+              CHECK(dg[b * ldg + 3 * H + j] == Approx(d_g).margin(1e-6));
+              CHECK(dc[b * H + j] == Approx(dc_out).margin(1e-6));
+            }
+          }
+        }
+      }
+}
+
 TEST_CASE("rnn gates: the dispatching entry points use the active path") {
   std::mt19937 gen(9);
   const int64_t B = 2, H = 33;
