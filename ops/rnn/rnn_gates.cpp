@@ -133,6 +133,8 @@ Status check_lstm_gate_args(const LstmGateArgs& a, int64_t rows, std::string_vie
   GRAPHI_RETURN_IF_ERROR(check_matrix(where, k, "c_prev", a.c_prev, false, a.ld_c_prev, a.hidden));
   GRAPHI_RETURN_IF_ERROR(check_matrix(where, k, "c", a.c, true, a.ld_c, a.hidden));
   GRAPHI_RETURN_IF_ERROR(check_matrix(where, k, "h", a.h, true, a.ld_h, a.hidden));
+  GRAPHI_RETURN_IF_ERROR(
+      check_matrix(where, k, "saved", a.saved, false, a.ld_saved, 4 * gs + a.hidden));
   return Status::ok();
 }
 

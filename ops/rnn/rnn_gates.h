@@ -69,6 +69,11 @@ struct LstmGateArgs {
   int64_t ld_h = 0;
   float clip = 0.0f;  // <= 0: no clipping
   bool input_forget = false;
+  // Optional: the activations a backward pass reads, per row [i o f c~ c] (5 blocks of
+  // gate_stride); may alias gates_x with the same ld (the training forward overwrites x W^T in
+  // place).
+  float* saved = nullptr;
+  int64_t ld_saved = 0;
 };
 
 // GRU (ONNX GRU, default activations f = sigmoid, g = tanh). Gate blocks in order (z, r, h).

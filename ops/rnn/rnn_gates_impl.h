@@ -70,6 +70,7 @@ void lstm_gates_t(const LstmGateArgs& a, const GateTile& tile) noexcept {
     const float* cp = a.c_prev ? a.c_prev + r * a.ld_c_prev : nullptr;
     float* c = a.c + r * a.ld_c;
     float* h = a.h + r * a.ld_h;
+    float* sv = a.saved ? a.saved + r * a.ld_saved : nullptr;
     for (int64_t j = tile.col_begin; j < tile.col_end; j += T::kWidth) {
       const int n = lanes_left(j, tile.col_end, T::kWidth);
       V gi = ld_n<T>(gx + j, n);
@@ -99,6 +100,13 @@ void lstm_gates_t(const LstmGateArgs& a, const GateTile& tile) noexcept {
       const V c_new = T::fmadd(f, c_prev, T::mul(i, g));
       if (pp) go = T::fmadd(ld_n<T>(pp + gs + j, n), c_new, go);
       const V o = gate_sigmoid<T>(clip_v<T>(go, a.clip));
+      if (sv) {
+        st_n<T>(sv + j, i, n);
+        st_n<T>(sv + gs + j, o, n);
+        st_n<T>(sv + 2 * gs + j, f, n);
+        st_n<T>(sv + 3 * gs + j, g, n);
+        st_n<T>(sv + 4 * gs + j, c_new, n);
+      }
       st_n<T>(c + j, c_new, n);
       st_n<T>(h + j, T::mul(o, gate_tanh<T>(c_new)), n);
     }

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "ops/activations.h"
+#include "ops/rnn/rnn_gates.h"
 #include "ops/rnn/rnn_train.h"
 #include "ops/rnn/rnn_train_util.h"
 #include "ops/rnn/tiled_gemm.h"
@@ -79,7 +80,10 @@ class RnnTrainForwardKernel final : public Kernel {
     ghh_off_ = take(B * H);
     rh_off_ = take(B * H);
     tmp_off_ = take(static_cast<int64_t>(team_) * aligned_floats(3 * H));
-    if (kind_ == RnnCellKind::kLstm) rt_off_ = take(TiledGemm::packed_floats(G * H, H, kPanel));
+    if (kind_ == RnnCellKind::kLstm) {
+      rt_off_ = take(TiledGemm::packed_floats(G * H, H, kPanel));
+      bias_off_ = take(G * H);
+    }
     scratch_floats_ = off;
     return Status::ok();
   }
@@ -149,15 +153,20 @@ class RnnTrainForwardKernel final : public Kernel {
   bool walk_rows(int nthr) const noexcept { return nthr <= 1 || s_.batch >= 4 * nthr; }
 
   // The LSTM's steps: one parallel region; thread m packs its share of R^T, then (after one
-  // barrier) walks every step over its batch rows: gh_rows = h_rows R^T, then each row's gates.
-  // A row's result does not depend on the split (the same GEMM code per row; LIBXSMM's k order is
-  // per element).
+  // barrier) walks every step over its batch rows: gh_rows = h_rows R^T, then the rows' gates
+  // (lstm_gates, vectorized, writing the activations into S in place of x W^T). A row's result
+  // does not depend on the split (the same GEMM code per row; LIBXSMM's k order is per element).
   void lstm_walk(const float* r, const float* wb, const float* peep, float* S, float* h, float* c,
                  float* gh, float* y, float* scratch, int d, int nthr) const noexcept {
     const int64_t B = s_.batch, H = s_.hidden, T = s_.seq_len, GH = 4 * H;
     const int64_t KH = rnn_saved_blocks(kind_) * H;
-    const float* rb = wb ? wb + GH : nullptr;
+    const int64_t rs = s_.layout == 0 ? 1 : T;  // X rows between batch rows of a step
     float* rt = scratch + rt_off_;
+    float* bias = nullptr;
+    if (wb) {
+      bias = scratch + bias_off_;
+      for (int64_t j = 0; j < GH; ++j) bias[j] = wb[j] + wb[GH + j];  // Wb + Rb
+    }
 #pragma omp parallel num_threads(std::max(1, std::min(nthr, team_)))
     {
       const int m = omp_get_thread_num(), n = omp_get_num_threads();
@@ -167,13 +176,25 @@ class RnnTrainForwardKernel final : public Kernel {
           rt[TiledGemm::panel_offset(col, q, H, kPanel)] = r[col * H + q];
 #pragma omp barrier
       const auto [b0, b1] = team_range(B, m, n);
-      float* tc = scratch + tmp_off_ + m * aligned_floats(3 * H);
+      LstmGateArgs a;
+      a.hidden = H;
+      a.ld_gates_x = a.ld_saved = rs * KH;
+      a.gates_h = gh;
+      a.ld_gates_h = GH;
+      a.bias = bias;
+      a.peephole = peep;
+      a.c_prev = a.c = c;
+      a.ld_c_prev = a.ld_c = H;
+      a.h = h;
+      a.ld_h = H;
+      const int64_t ld_y = s_.y_row(0, d, 1) - s_.y_row(0, d, 0);
       for (int64_t k = 0; k < T && b1 > b0; ++k) {
         const int64_t t = s_.is_reverse(d) ? T - 1 - k : k;
         rows_gemm_.run(rt, h + b0 * H, gh + b0 * GH, b1 - b0);
-        for (int64_t b = b0; b < b1; ++b)
-          lstm_row(S + rnn_row(s_, t, b) * KH, gh + b * GH, wb, rb, peep, c + b * H, h + b * H,
-                   y + s_.y_row(t, d, b), tc);
+        a.gates_x = a.saved = S + rnn_row(s_, t, 0) * KH;
+        lstm_gates(a, GateTile{b0, b1, 0, H});
+        float* yt = y + s_.y_row(t, d, 0);
+        for (int64_t b = b0; b < b1; ++b) std::memcpy(yt + b * ld_y, h + b * H, H * sizeof(float));
       }
     }
   }
@@ -326,7 +347,7 @@ class RnnTrainForwardKernel final : public Kernel {
   Matmul hoist_, rec_, rec_h_;
   TiledGemm rows_gemm_;
   size_t scratch_floats_ = 0, h_off_ = 0, c_off_ = 0, gh_off_ = 0, ghh_off_ = 0, rh_off_ = 0,
-         tmp_off_ = 0, rt_off_ = 0;
+         tmp_off_ = 0, rt_off_ = 0, bias_off_ = 0;
 };
 
 }  // namespace

@@ -101,7 +101,7 @@ TEST_CASE("rnn gates: LSTM matches the ONNX equations on every path") {
     auto W = rnd(4 * H * I, gen, -1.2f, 1.2f), R = rnd(4 * H * H, gen, -0.8f, 0.8f);
     auto Bias = rnd(8 * H, gen), P = rnd(3 * H, gen);
     // Naive reference in double.
-    std::vector<double> ref_c(B * H), ref_h(B * H);
+    std::vector<double> ref_c(B * H), ref_h(B * H), ref_saved(B * 5 * H);
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t j = 0; j < H; ++j) {
         double g[4];
@@ -123,6 +123,8 @@ TEST_CASE("rnn gates: LSTM matches the ONNX equations on every path") {
         const double o = sig(clipd(g[1] + po * c, cs.clip));
         ref_c[b * H + j] = c;
         ref_h[b * H + j] = o * std::tanh(c);
+        const double act[5] = {i, o, f, std::tanh(clipd(g[3], cs.clip)), c};
+        for (int q = 0; q < 5; ++q) ref_saved[b * 5 * H + q * H + j] = act[q];
       }
     }
     // Kernel inputs: x W^T and h R^T as separate addends (ld padded), bias = Wb + Rb.
@@ -152,9 +154,26 @@ TEST_CASE("rnn gates: LSTM matches the ONNX equations on every path") {
         a.ld_h = ldc;
         a.clip = cs.clip;
         a.input_forget = cs.input_forget;
+        // The training forward's activations: a separate matrix (nthr 1, 3), or written over
+        // gates_x in place (nthr 2: gates_x copied into rows of 5H + 2 floats).
+        const int64_t lds = 5 * H + 2;
+        std::vector<float> saved(B * lds, -7.0f);
+        if (nthr == 2) {
+          for (int64_t b = 0; b < B; ++b)
+            std::copy(gx.begin() + b * ld, gx.begin() + b * ld + 4 * H, saved.begin() + b * lds);
+          a.gates_x = saved.data();
+          a.ld_gates_x = lds;
+        }
+        a.saved = saved.data();
+        a.ld_saved = lds;
         REQUIRE(check_lstm_gate_args(a, B, "test").is_ok());
         for (const GateTile& t : team_tiles(B, H, nthr)) k->lstm(a, t);
         double err = 0;
+        for (int64_t b = 0; b < B; ++b) {
+          for (int64_t j = 0; j < 5 * H; ++j)
+            err = std::max(err, std::fabs(saved[b * lds + j] - ref_saved[b * 5 * H + j]));
+          for (int64_t j = 5 * H; j < lds; ++j) CHECK(saved[b * lds + j] == -7.0f);
+        }
         for (int64_t b = 0; b < B; ++b) {
           for (int64_t j = 0; j < H; ++j) {
             err = std::max(err, std::fabs(c[b * ldc + j] - ref_c[b * H + j]));
