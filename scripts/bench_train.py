@@ -166,19 +166,8 @@ def main():
         # The profiler's choice for the training step graph (weights are its inputs), within
         # its time budget; its measure of the chosen split also decides whether the size is
         # feasible in this run.
-        chosen = (1, cores)
         try:
-            out, _ = run([args.graphi, "profile", step, "--json", "--quiet", "--no-cache",
-                          "--no-fuse", "--runs", "3", "--warmup", "1",
-                          "--budget-s", str(int(profile_budget))],
-                         args.profile_timeout_s)
-            pj = json.loads(out)
-            best = pj.get("chosen") or pj.get("best") or {}
-            chosen = (int(best.get("executors", 1)), int(best.get("threads", cores)))
-            entry["profile"] = {"chosen": chosen, "configs": pj.get("configs"),
-                                "profiling_s": pj.get("profiling_s"),
-                                "session_runs": pj.get("session_runs")}
-            step_ms = float(best.get("makespan_ms", 0))
+            chosen, entry["profile"], step_ms = profile_choice(args, step, profile_budget)
             if step_ms > args.step_budget_s * 1e3:
                 entry["skipped"] = (f"one graphi step takes {step_ms / 1e3:.0f} s here, over "
                                     f"the {args.step_budget_s:.0f} s budget of this run")
@@ -189,6 +178,19 @@ def main():
             entry["profile"] = {"error": str(e)[-300:], "chosen": chosen}
             print(f"{name} {size}: graphi profile did not finish ({str(e)[:80]}); "
                   f"using {cores}x1 cpf", flush=True)
+        # The LSTM also as `graphi train --fuse-rnn` trains it (sequence ops and their BPTT
+        # kernels): a different graph, so the profiler chooses its split separately.
+        fused_choice = None
+        if name == "lstm":
+            fused_step = base + ".fused-step.graphi"
+            run([args.graphi, "model", name, "--size", size, "--train", "--fuse-rnn", "--lr",
+                 str(args.lr), "-o", fused_step], 600)
+            try:
+                fused_choice, entry["profile_fused"], _ = profile_choice(args, fused_step,
+                                                                         profile_budget)
+            except Exception as e:  # noqa: BLE001 - reported, the fused run uses 1 x cores
+                fused_choice = (1, cores)
+                entry["profile_fused"] = {"error": str(e)[-300:], "chosen": fused_choice}
         n, k = chosen
         sched = "cpf" if n > 1 else "sequential"
 
@@ -205,8 +207,10 @@ def main():
             peers[f"graphi {tn}x{tk} cpf"] = graphi_cmd(tn, tk, "cpf")
         if cores > 1:
             peers[f"graphi {tn}x{tk} shared-queue"] = graphi_cmd(tn, tk, "shared-queue")
-        if name == "lstm":  # the fused LSTM sequence op and its BPTT kernel (--fuse-rnn)
-            peers[f"graphi {n}x{k} {sched} fused-rnn"] = graphi_cmd(n, k, sched) + ["--fuse-rnn"]
+        if fused_choice:  # the fused LSTM sequence op and its BPTT kernel, the profiler's split
+            fn, fk = fused_choice
+            fs = "cpf" if fn > 1 else "sequential"
+            peers[f"graphi {fn}x{fk} {fs} fused-rnn"] = graphi_cmd(fn, fk, fs) + ["--fuse-rnn"]
         for key in list(peers):
             peers[key] = peers[key] + ["--lr", str(args.lr), "--json", "--steps",
                                        str(warmup + steps)]
@@ -271,6 +275,19 @@ def main():
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(results, f, indent=1)
+
+
+def profile_choice(args, step, budget_s):
+    """`graphi profile` on a training step graph: ((executors, threads), report, step ms)."""
+    out, _ = run([args.graphi, "profile", step, "--json", "--quiet", "--no-cache", "--no-fuse",
+                  "--runs", "3", "--warmup", "1", "--budget-s", str(int(budget_s))],
+                 args.profile_timeout_s)
+    pj = json.loads(out)
+    best = pj.get("chosen") or pj.get("best") or {}
+    chosen = (int(best.get("executors", 1)), int(best.get("threads", os.cpu_count() or 1)))
+    report = {"chosen": chosen, "configs": pj.get("configs"),
+              "profiling_s": pj.get("profiling_s"), "session_runs": pj.get("session_runs")}
+    return chosen, report, float(best.get("makespan_ms", 0))
 
 
 def print_tables(results):

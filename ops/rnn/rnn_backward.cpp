@@ -382,15 +382,11 @@ class RnnBackwardKernel final : public Kernel {
         if (db) {
           float* dwb = db + d * 2 * GH;
           float* drb = dwb + GH;
-          for (int64_t j = j0; j < j1; ++j) dwb[j] = drb[j] = 0.0f;
-          for (int64_t row = 0; row < rows; ++row) {
-            const float* gx = dg + row * ldg_;
-            const float* gr = dgh + row * ldg_;
-            for (int64_t j = j0; j < j1; ++j) {
-              dwb[j] += gx[j];
-              drb[j] += gr[j];
-            }
-          }
+          column_sums(dg, rows, j0, j1, dwb);
+          if (dgh == dg)  // the R-side gate gradients are the x side's (all but GRU lbr 1)
+            std::copy(dwb + j0, dwb + j1, drb + j0);
+          else
+            column_sums(dgh, rows, j0, j1, drb);
         }
         if (dp) {
           // Gate columns [0, H) i, [H, 2H) o, [2H, 3H) f map to P's blocks i, o, f.
@@ -413,6 +409,16 @@ class RnnBackwardKernel final : public Kernel {
       });
     }
     return true;
+  }
+
+  // sum[j] = sum over rows of m[row * ldg_ + j] for j in [j0, j1), rows in order.
+  void column_sums(const float* m, int64_t rows, int64_t j0, int64_t j1,
+                   float* __restrict sum) const noexcept {
+    std::fill(sum + j0, sum + j1, 0.0f);
+    for (int64_t row = 0; row < rows; ++row) {
+      const float* __restrict r = m + row * ldg_;
+      for (int64_t j = j0; j < j1; ++j) sum[j] += r[j];
+    }
   }
 
   // Whether the LSTM walks its steps by batch rows (as its forward does): a few rows per thread.
