@@ -350,6 +350,9 @@ class OnednnConvKernel final : public Kernel {
     s.relu = g_.relu;
     if (ctx.const_inputs.size() > 1 && ctx.const_inputs[1])
       s.const_weights = ctx.const_inputs[1]->data_as<float>();
+    // Weights that change every run (training) cannot be packed once: oneDNN's own layouts are
+    // reached through scratch instead (no graph pass blocks a training graph's activations).
+    s.staged = !blocked && !s.const_weights;
     // A blocked op has no other kernel: oneDNN's reference implementation is still correct.
     GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_conv(s, ctx.team_size, blocked));
     return Status::ok();

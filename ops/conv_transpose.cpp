@@ -193,6 +193,7 @@ class OnednnConvTransposeKernel final : public Kernel {
     s.pad_bottom = g_.pb - g_.oph;  // output_padding extends the output at the bottom/right
     s.pad_right = g_.pr - g_.opw;
     s.has_bias = g_.has_bias;
+    s.staged = true;  // oneDNN's blocked layouts through scratch (nchw im2col + GEMM is slower)
     GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_deconv(s, ctx.team_size));
     return Status::ok();
   }

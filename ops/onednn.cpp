@@ -85,6 +85,11 @@ struct ArgSlot {
   const void* bias_p = nullptr;
   const void* dst_p = nullptr;
   const void* scratch_p = nullptr;
+  // The caller's buffers of staged arguments (Impl::Stage), in their plain layouts.
+  memory user_src, user_wei, user_dst;
+  const void* user_src_p = nullptr;
+  const void* user_wei_p = nullptr;
+  const void* user_dst_p = nullptr;
 };
 
 // Slots per primitive: one per concurrent execution of the same node (two Sessions sharing one
@@ -101,9 +106,23 @@ struct Primitive::Impl {
   Tensor packed;  // weights in the primitive's preferred layout, when packed_weights
   bool packed_weights = false;
   int team_size = 1;
-  size_t scratch_bytes = 0;
+  size_t scratch_bytes = 0;         // all of the caller's scratch: oneDNN's scratchpad + stages
+  size_t onednn_scratch_bytes = 0;  // oneDNN's scratchpad, at the start of the scratch buffer
   std::string impl;
+  // ConvSpec::staged: an argument oneDNN computes in a layout other than the caller's is copied
+  // by a reorder between the caller's buffer (user_md) and a copy at `offset` in the scratch
+  // buffer: before the primitive for inputs, after it for the output.
+  struct Stage {
+    bool on = false;
+    memory::desc user_md;
+    size_t offset = 0;
+    dnnl::primitive reorder;
+  };
+  Stage stage_src, stage_wei, stage_dst;
   mutable ArgSlot slots[kArgSlots];
+  // The layouts the caller's buffers have (what a twin must share).
+  const memory::desc& user_src_md() const { return stage_src.on ? stage_src.user_md : src_md; }
+  const memory::desc& user_dst_md() const { return stage_dst.on ? stage_dst.user_md : dst_md; }
 };
 
 Primitive::Primitive(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -128,8 +147,32 @@ void make_slot(const Primitive::Impl& p, ArgSlot& s) {
   s.dst = memory(p.dst_md, eng, DNNL_MEMORY_NONE);
   if (p.has_weights) s.wei = memory(p.wei_md, eng, DNNL_MEMORY_NONE);
   if (p.has_bias) s.bias = memory(p.bias_md, eng, DNNL_MEMORY_NONE);
-  if (p.scratch_bytes > 0) s.scratch = memory(p.scratch_md, eng, DNNL_MEMORY_NONE);
+  if (p.onednn_scratch_bytes > 0) s.scratch = memory(p.scratch_md, eng, DNNL_MEMORY_NONE);
+  if (p.stage_src.on) s.user_src = memory(p.stage_src.user_md, eng, DNNL_MEMORY_NONE);
+  if (p.stage_wei.on) s.user_wei = memory(p.stage_wei.user_md, eng, DNNL_MEMORY_NONE);
+  if (p.stage_dst.on) s.user_dst = memory(p.stage_dst.user_md, eng, DNNL_MEMORY_NONE);
   s.src_p = s.wei_p = s.bias_p = s.dst_p = s.scratch_p = nullptr;
+  s.user_src_p = s.user_wei_p = s.user_dst_p = nullptr;
+}
+
+// Stages one argument when oneDNN chose `prim_md` over the caller's `user_md` (ConvSpec::staged):
+// its copy goes after everything already in the scratch buffer.
+void add_stage(Primitive::Impl& impl, Primitive::Impl::Stage& g, const memory::desc& user_md,
+               const memory::desc& prim_md, bool input) {
+  if (prim_md == user_md) return;
+  g.on = true;
+  g.user_md = user_md;
+  g.offset = (impl.scratch_bytes + 63) / 64 * 64;
+  impl.scratch_bytes = g.offset + prim_md.get_size();
+  const dnnl::engine& eng = cpu_engine();
+  g.reorder = input ? dnnl::reorder(dnnl::reorder::primitive_desc(eng, user_md, eng, prim_md))
+                    : dnnl::reorder(dnnl::reorder::primitive_desc(eng, prim_md, eng, user_md));
+}
+
+// Runs a staging reorder from `from` to `to` on stream `st`.
+bool run_reorder(const dnnl::primitive& r, dnnl::stream& st, const memory& from, const memory& to) {
+  dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from.get()}, {DNNL_ARG_TO, to.get()}};
+  return dnnl_primitive_execute(r.get(), st.get(), 2, args) == dnnl_success;
 }
 
 }  // namespace
@@ -142,8 +185,8 @@ const Primitive* Primitive::single_thread_twin() const noexcept {
     std::call_once(twin_once_, [this] {
       Result<std::unique_ptr<Primitive>> r = make_twin();
       // The twin must read and write the buffers the plan laid out for this primitive.
-      if (r.is_ok() && (*r)->impl_->src_md == impl_->src_md &&
-          (*r)->impl_->dst_md == impl_->dst_md)
+      if (r.is_ok() && (*r)->impl_->user_src_md() == impl_->user_src_md() &&
+          (*r)->impl_->user_dst_md() == impl_->user_dst_md())
         twin_ = std::move(*r);
       else if (verbose_dispatch())
         std::fprintf(stderr, "graphi: oneDNN: no 1-thread twin of %s (%s)\n",
@@ -189,19 +232,32 @@ bool Primitive::run(const float* src, const float* weights, const float* bias, f
     } release{slot};
     dnnl_exec_arg_t args[5];
     int n = 0;
-    point(s.src, s.src_p, src);
+    char* const staged = static_cast<char*>(scratch);
+    // A staged argument: the primitive's memory points at its copy in scratch, the user memory
+    // at the caller's buffer.
+    auto bind = [&](const Primitive::Impl::Stage& g, memory& m, const void*& cur, memory& user,
+                    const void*& user_cur, const void* ptr) {
+      if (g.on) {
+        point(user, user_cur, ptr);
+        point(m, cur, staged + g.offset);
+      } else {
+        point(m, cur, ptr);
+      }
+    };
+    bind(p.stage_src, s.src, s.src_p, s.user_src, s.user_src_p, src);
     args[n++] = {DNNL_ARG_SRC, s.src.get()};
-    point(s.dst, s.dst_p, dst);
+    bind(p.stage_dst, s.dst, s.dst_p, s.user_dst, s.user_dst_p, dst);
     args[n++] = {p.dst_arg, s.dst.get()};
     if (p.has_weights) {
-      point(s.wei, s.wei_p, p.packed_weights ? p.packed.data() : weights);
+      bind(p.stage_wei, s.wei, s.wei_p, s.user_wei, s.user_wei_p,
+           p.packed_weights ? p.packed.data() : weights);
       args[n++] = {p.wei_arg, s.wei.get()};
     }
     if (p.has_bias) {
       point(s.bias, s.bias_p, bias);
       args[n++] = {DNNL_ARG_BIAS, s.bias.get()};
     }
-    if (p.scratch_bytes > 0) {
+    if (p.onednn_scratch_bytes > 0) {
       point(s.scratch, s.scratch_p, scratch);
       args[n++] = {DNNL_ARG_SCRATCHPAD, s.scratch.get()};
     }
@@ -209,8 +265,11 @@ bool Primitive::run(const float* src, const float* weights, const float* bias, f
     // primitive was created for (the executor thread of one team always runs the same size).
     if (omp_get_max_threads() != p.team_size) omp_set_num_threads(p.team_size);
     dnnl::stream& st = thread_stream();
+    if (p.stage_src.on && !run_reorder(p.stage_src.reorder, st, s.user_src, s.src)) return false;
+    if (p.stage_wei.on && !run_reorder(p.stage_wei.reorder, st, s.user_wei, s.wei)) return false;
     // The C entry point takes a plain array (the C++ execute() copies its map into a vector).
     if (dnnl_primitive_execute(p.prim.get(), st.get(), n, args) != dnnl_success) return false;
+    if (p.stage_dst.on && !run_reorder(p.stage_dst.reorder, st, s.dst, s.user_dst)) return false;
     return dnnl_stream_wait(st.get()) == dnnl_success;
   } catch (...) {
     return false;
@@ -219,12 +278,19 @@ bool Primitive::run(const float* src, const float* weights, const float* bias, f
 
 namespace {
 
-// Shared tail of every make_*: check the implementation, pack constant weights, size scratch.
+// The caller's plain layouts of a staged primitive's src and dst (ConvSpec::staged).
+struct UserLayouts {
+  memory::desc src, dst;
+};
+
+// Shared tail of every make_*: check the implementation, pack constant weights, stage what
+// `staged` asks for, size scratch.
 template <typename PD, typename Prim>
 Result<std::unique_ptr<Primitive>> finish(const PD& pd, std::unique_ptr<Primitive::Impl> impl,
                                           const memory::desc& user_wei_md,
                                           const float* const_weights, bool allow_ref,
-                                          const std::string& what) {
+                                          const std::string& what,
+                                          const UserLayouts* staged = nullptr) {
   impl->impl = pd.impl_info_str();
   if (!allow_ref && impl->impl.rfind("ref", 0) == 0)
     return Status::unsupported("oneDNN offers only its reference implementation (" + impl->impl +
@@ -232,7 +298,11 @@ Result<std::unique_ptr<Primitive>> finish(const PD& pd, std::unique_ptr<Primitiv
   impl->src_md = pd.src_desc();
   impl->dst_md = pd.dst_desc();
   impl->scratch_md = pd.scratchpad_desc();
-  impl->scratch_bytes = impl->scratch_md.get_size();
+  impl->scratch_bytes = impl->onednn_scratch_bytes = impl->scratch_md.get_size();
+  if (staged) {
+    add_stage(*impl, impl->stage_src, staged->src, impl->src_md, true);
+    add_stage(*impl, impl->stage_dst, staged->dst, impl->dst_md, false);
+  }
   if (impl->has_weights) {
     impl->wei_md = pd.weights_desc();
     if (const_weights != nullptr && impl->wei_md != user_wei_md) {
@@ -246,15 +316,20 @@ Result<std::unique_ptr<Primitive>> finish(const PD& pd, std::unique_ptr<Primitiv
       s.wait();
       impl->packed_weights = true;
     } else if (impl->wei_md != user_wei_md) {
-      return Status::internal("oneDNN chose a weights layout other than the plain one requested");
+      if (!staged)
+        return Status::internal("oneDNN chose a weights layout other than the plain one requested");
+      add_stage(*impl, impl->stage_wei, user_wei_md, impl->wei_md, true);
     }
   }
   impl->prim = Prim(pd);
   for (ArgSlot& slot : impl->slots) make_slot(*impl, slot);
   if (verbose_dispatch())
-    std::fprintf(stderr, "graphi: oneDNN %s: %s, %d threads, scratchpad %zu bytes%s\n",
+    std::fprintf(stderr, "graphi: oneDNN %s: %s, %d threads, scratchpad %zu bytes%s%s\n",
                  what.c_str(), impl->impl.c_str(), impl->team_size, impl->scratch_bytes,
-                 impl->packed_weights ? ", constant weights packed" : "");
+                 impl->packed_weights ? ", constant weights packed" : "",
+                 impl->stage_src.on || impl->stage_wei.on || impl->stage_dst.on
+                     ? ", staged through scratch in oneDNN's layouts"
+                     : "");
   return std::make_unique<Primitive>(std::move(impl));
 }
 
@@ -312,9 +387,13 @@ Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_siz
     const Dims wei_dims = grouped ? Dims{s.group, s.oc / s.group, s.c / s.group, s.kh, s.kw}
                                   : Dims{s.oc, s.c, s.kh, s.kw};
     const memory::desc user_wei = f32_desc(wei_dims, grouped ? tag::goihw : tag::oihw);
-    const memory::desc wei = s.const_weights ? f32_desc(wei_dims, tag::any) : user_wei;
-    const memory::desc src = f32_desc({s.n, s.c, s.h, s.w}, activation_tag(s.src_block));
-    const memory::desc dst = f32_desc({s.n, s.oc, s.oh, s.ow}, activation_tag(s.dst_block));
+    const bool staged = s.staged && !s.src_block && !s.dst_block;
+    const memory::desc wei =
+        s.const_weights || staged ? f32_desc(wei_dims, tag::any) : user_wei;
+    const UserLayouts user{f32_desc({s.n, s.c, s.h, s.w}, activation_tag(s.src_block)),
+                           f32_desc({s.n, s.oc, s.oh, s.ow}, activation_tag(s.dst_block))};
+    const memory::desc src = staged ? f32_desc({s.n, s.c, s.h, s.w}, tag::any) : user.src;
+    const memory::desc dst = staged ? f32_desc({s.n, s.oc, s.oh, s.ow}, tag::any) : user.dst;
     const memory::desc bias = s.has_bias ? f32_desc({s.oc}, tag::a) : memory::desc();
     impl->bias_md = bias;
     // oneDNN's dilation counts the holes: ONNX dilation d is oneDNN d - 1.
@@ -330,7 +409,8 @@ Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_siz
     }
     dnnl::convolution_forward::primitive_desc pd(d, attr, cpu_engine());
     return finish<dnnl::convolution_forward::primitive_desc, dnnl::convolution_forward>(
-        pd, std::move(impl), user_wei, s.const_weights, allow_ref, "convolution");
+        pd, std::move(impl), user_wei, s.const_weights, allow_ref, "convolution",
+        staged ? &user : nullptr);
   } catch (const dnnl::error& e) {
     return from_dnnl(e, "convolution");
   }
@@ -350,17 +430,22 @@ Result<std::unique_ptr<Primitive>> make_deconv_for(const ConvSpec& s, int team_s
     // oneDNN's deconvolution weights are {OC = s.c, IC = s.oc, KH, KW}; the bytes [s.oc][s.c]
     // [KH][KW] are that with tag iohw (no copy, no reorder: the weights change every step).
     const memory::desc user_wei = f32_desc({s.c, s.oc, s.kh, s.kw}, tag::iohw);
-    const memory::desc src = f32_desc({s.n, s.oc, s.oh, s.ow}, tag::nchw);
-    const memory::desc dst = f32_desc({s.n, s.c, s.h, s.w}, tag::nchw);
+    const UserLayouts user{f32_desc({s.n, s.oc, s.oh, s.ow}, tag::nchw),
+                           f32_desc({s.n, s.c, s.h, s.w}, tag::nchw)};
+    const tag act = s.staged ? tag::any : tag::nchw;
+    const memory::desc src = f32_desc({s.n, s.oc, s.oh, s.ow}, act);
+    const memory::desc dst = f32_desc({s.n, s.c, s.h, s.w}, act);
+    const memory::desc wei = s.staged ? f32_desc({s.c, s.oc, s.kh, s.kw}, tag::any) : user_wei;
     const memory::desc bias = s.has_bias ? f32_desc({s.c}, tag::a) : memory::desc();
     impl->bias_md = bias;
     dnnl::deconvolution_forward::desc d(
-        dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, src, user_wei,
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, src, wei,
         bias, dst, {s.stride_h, s.stride_w}, {s.dilation_h - 1, s.dilation_w - 1},
         {s.pad_top, s.pad_left}, {s.pad_bottom, s.pad_right});
     dnnl::deconvolution_forward::primitive_desc pd(d, user_scratchpad_attr(), cpu_engine());
     return finish<dnnl::deconvolution_forward::primitive_desc, dnnl::deconvolution_forward>(
-        pd, std::move(impl), user_wei, nullptr, allow_ref, "deconvolution");
+        pd, std::move(impl), user_wei, nullptr, allow_ref, "deconvolution",
+        s.staged ? &user : nullptr);
   } catch (const dnnl::error& e) {
     return from_dnnl(e, "deconvolution");
   }
@@ -379,9 +464,15 @@ Result<std::unique_ptr<Primitive>> make_conv_bwd_weights_for(const ConvSpec& s, 
     impl->wei_arg = DNNL_ARG_DIFF_DST;
     impl->dst_arg = DNNL_ARG_DIFF_WEIGHTS;
     using tag = memory::format_tag;
-    const memory::desc src = f32_desc({s.n, s.c, s.h, s.w}, tag::nchw);
-    const memory::desc wei = f32_desc({s.oc, s.c, s.kh, s.kw}, tag::oihw);
-    const memory::desc dst = f32_desc({s.n, s.oc, s.oh, s.ow}, tag::nchw);
+    const memory::desc user_src = f32_desc({s.n, s.c, s.h, s.w}, tag::nchw);
+    const memory::desc user_wei = f32_desc({s.oc, s.c, s.kh, s.kw}, tag::oihw);
+    const memory::desc user_dst = f32_desc({s.n, s.oc, s.oh, s.ow}, tag::nchw);
+    auto pick = [&](const memory::desc& user, const Dims& dims) {
+      return s.staged ? f32_desc(dims, tag::any) : user;
+    };
+    const memory::desc src = pick(user_src, {s.n, s.c, s.h, s.w});
+    const memory::desc wei = pick(user_wei, {s.oc, s.c, s.kh, s.kw});
+    const memory::desc dst = pick(user_dst, {s.n, s.oc, s.oh, s.ow});
     const Dims strides{s.stride_h, s.stride_w}, dil{s.dilation_h - 1, s.dilation_w - 1},
         pl{s.pad_top, s.pad_left}, pr{s.pad_bottom, s.pad_right};
     // The forward primitive descriptor is only oneDNN's hint for the backward one.
@@ -397,13 +488,19 @@ Result<std::unique_ptr<Primitive>> make_conv_bwd_weights_for(const ConvSpec& s, 
     if (!allow_ref && impl->impl.rfind("ref", 0) == 0)
       return Status::unsupported("oneDNN offers only its reference implementation (" +
                                  impl->impl + ") for this convolution backward-weights");
+    // Roles: src = X, "weights" = diff_dst (an input), dst = diff_weights (the output).
     impl->src_md = pd.src_desc();
     impl->wei_md = pd.diff_dst_desc();
     impl->dst_md = pd.diff_weights_desc();
-    if (impl->src_md != src || impl->wei_md != dst || impl->dst_md != wei)
-      return Status::internal("oneDNN chose a layout other than the plain one requested");
     impl->scratch_md = pd.scratchpad_desc();
-    impl->scratch_bytes = impl->scratch_md.get_size();
+    impl->scratch_bytes = impl->onednn_scratch_bytes = impl->scratch_md.get_size();
+    if (s.staged) {
+      add_stage(*impl, impl->stage_src, user_src, impl->src_md, true);
+      add_stage(*impl, impl->stage_wei, user_dst, impl->wei_md, true);
+      add_stage(*impl, impl->stage_dst, user_wei, impl->dst_md, false);
+    } else if (impl->src_md != user_src || impl->wei_md != user_dst || impl->dst_md != user_wei) {
+      return Status::internal("oneDNN chose a layout other than the plain one requested");
+    }
     impl->prim = dnnl::convolution_backward_weights(pd);
     for (ArgSlot& slot : impl->slots) make_slot(*impl, slot);
     if (verbose_dispatch())

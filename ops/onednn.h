@@ -69,6 +69,12 @@ struct ConvSpec {
   bool relu = false;                     // ReLU on the output, as a oneDNN eltwise post-op
   int src_block = 0, dst_block = 0;      // 8 or 16: nChw{B}c instead of nchw
   const float* const_weights = nullptr;  // as in MatMulSpec: packed once when given
+  // Plain NCHW (and oihw) buffers for the caller, but oneDNN picks the layouts it computes in
+  // (format_tag::any: nChw16c and blocked weights for its direct AVX-512 kernels instead of
+  // im2col + GEMM); each argument it wants in another layout is reordered through the scratch
+  // buffer at run time (inputs before, the output after). For weights that change every run
+  // (training) and the gradient primitives, where no graph pass lays the tensors out blocked.
+  bool staged = false;
 };
 
 enum class PoolKind { kMax, kAvgIncludePad, kAvgExcludePad };
