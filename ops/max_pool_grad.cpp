@@ -67,6 +67,8 @@ class MaxPoolGradKernel final : public Kernel {
  public:
   Status init(const KernelContext& ctx) override {
     GRAPHI_ASSIGN_OR_RETURN(g_, pool_geom(NodeView::of_kernel(ctx)));
+    tiling_ = g_.kernel == g_.strides && g_.pads == std::vector<int64_t>{0, 0, 0, 0} &&
+              g_.H == g_.OH * g_.kernel[0] && g_.W == g_.OW * g_.kernel[1];
     return Status::ok();
   }
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
@@ -75,6 +77,11 @@ class MaxPoolGradKernel final : public Kernel {
     auto* dx = static_cast<float*>(io.outputs[0]);
     const int64_t kh = g_.kernel[0], kw = g_.kernel[1], sh = g_.strides[0], sw = g_.strides[1];
     auto [begin, end] = team_range(g_.planes, team.ithr, team.nthr);
+    if (tiling_) {
+      for (int64_t p = begin; p < end; ++p)
+        tiling_plane(x + p * g_.H * g_.W, dy + p * g_.OH * g_.OW, dx + p * g_.H * g_.W);
+      return;
+    }
     for (int64_t p = begin; p < end; ++p) {
       const float* xp = x + p * g_.H * g_.W;
       const float* dyp = dy + p * g_.OH * g_.OW;
@@ -100,7 +107,41 @@ class MaxPoolGradKernel final : public Kernel {
   const char* name() const override { return "max_pool_grad"; }
 
  private:
+  // Windows that tile the plane (kernel = strides, no pads, the plane a whole number of
+  // windows; PathNet's 2x2 pools): every input position is in exactly one window, so each
+  // window writes dy at its first maximum and 0 elsewhere, with no zero fill and no bounds.
+  void tiling_plane(const float* xp, const float* dyp, float* dxp) const noexcept {
+    const int64_t kh = g_.kernel[0], kw = g_.kernel[1], W = g_.W;
+    for (int64_t oh = 0; oh < g_.OH; ++oh) {
+      const float* xr = xp + oh * kh * W;
+      float* dr = dxp + oh * kh * W;
+      for (int64_t ow = 0; ow < g_.OW; ++ow) {
+        const int64_t w0 = ow * kw;
+        if (kh == 2 && kw == 2) {
+          const float v[4] = {xr[w0], xr[w0 + 1], xr[W + w0], xr[W + w0 + 1]};
+          int best = 0;
+          for (int q = 1; q < 4; ++q)
+            if (v[q] > v[best]) best = q;
+          const float g = dyp[oh * g_.OW + ow];
+          dr[w0] = best == 0 ? g : 0.0f;
+          dr[w0 + 1] = best == 1 ? g : 0.0f;
+          dr[W + w0] = best == 2 ? g : 0.0f;
+          dr[W + w0 + 1] = best == 3 ? g : 0.0f;
+          continue;
+        }
+        int64_t best = w0;
+        for (int64_t h = 0; h < kh; ++h)
+          for (int64_t w = w0; w < w0 + kw; ++w) {
+            if (xr[h * W + w] > xr[best]) best = h * W + w;
+            dr[h * W + w] = 0.0f;
+          }
+        dr[best] = dyp[oh * g_.OW + ow];
+      }
+    }
+  }
+
   PoolGeom g_;
+  bool tiling_ = false;
 };
 
 std::unique_ptr<Kernel> make_max_pool_grad() { return std::make_unique<MaxPoolGradKernel>(); }

@@ -627,11 +627,14 @@ Tensor distinct_values(const Shape& s, uint64_t seed) {
   return x;
 }
 
-TEST_CASE("autodiff: MaxPool with overlapping and padded windows (MaxPoolGrad)", "[autodiff]") {
+TEST_CASE("autodiff: MaxPool with overlapping, padded and tiling windows (MaxPoolGrad)",
+          "[autodiff]") {
   struct P {
     int64_t k, s, pad, size;
   };
-  for (const P& p : {P{3, 1, 1, 5}, P{3, 2, 1, 6}, P{3, 2, 0, 7}, P{2, 1, 0, 4}}) {
+  // The last two tile the plane (MaxPoolGrad's tiling path: 2x2 and general).
+  for (const P& p : {P{3, 1, 1, 5}, P{3, 2, 1, 6}, P{3, 2, 0, 7}, P{2, 1, 0, 4}, P{2, 2, 0, 4},
+                     P{3, 3, 0, 6}}) {
     INFO("kernel " << p.k << " stride " << p.s << " pad " << p.pad << " on " << p.size);
     GraphBuilder b("pool");
     b.add_input("X", {DType::kF32, {2, 2, p.size, p.size}});
