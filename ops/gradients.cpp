@@ -1,8 +1,8 @@
 // Gradient rules, one per op type. Each rule gets the forward node and dL/d(output) and emits
 // dL/d(input) as ordinary ops (so the scheduler sees the backward pass as more of the same DAG):
 //   Add/Sub/Mul/Div  elementwise products, reduced back over broadcast axes
-//   (GradEmitter::reduce_to) Sigmoid          dy * y * (1 - y)         Tanh  dy * (1 - y^2) Relu dy
-//   * sign(y) Exp              dy * y                   Log   dy / x               Neg   -dy Sqrt
+//   (GradEmitter::reduce_to) Sigmoid          dy * y * (1 - y)         Tanh  dy * (1 - y^2) Relu
+//   ReluGrad(dy, y) = dy where y > 0 Exp  dy * y      Log   dy / x               Neg   -dy Sqrt
 //   dy * 0.5 / y MatMul           dA = dy B^T, dB = A^T dy (batch dims reduced back)  Gemm  the
 //   same via Gemm's
 //                    trans flags and alpha; dC = beta * dy reduced to C's shape
@@ -120,8 +120,9 @@ Status grad_tanh(GradContext& c, Dx& dx) {
 }
 
 Status grad_relu(GradContext& c, Dx& dx) {
-  // y >= 0, so sign(y) is the mask y > 0 (PyTorch's threshold_backward: zero gradient at 0).
-  dx[0] = c.e.op("Mul", {c.dy[0], c.e.op("Sign", {c.out_name(0)})}, {}, "relu_grad");
+  // dy where y > 0 (PyTorch's threshold_backward: zero gradient at 0), one pass
+  // (ops/relu_grad.cpp).
+  dx[0] = c.e.op("ReluGrad", {c.dy[0], c.out_name(0)}, {}, "relu_grad");
   return Status::ok();
 }
 

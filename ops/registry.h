@@ -77,6 +77,7 @@ void register_reduce_ops(
     Registry& r);  // ops/reduce_ops.cpp: Pow, ReduceMean, ReduceSum, ... (10 Reduce ops)
 void register_pad_op(Registry& r);  // ops/pad.cpp: Pad
 void register_max_pool_grad_op(Registry& r);  // ops/max_pool_grad.cpp: MaxPoolGrad
+void register_relu_grad_op(Registry& r);      // ops/relu_grad.cpp: ReluGrad
 void register_conv_grad_weight_op(Registry& r);  // ops/conv_grad_weight.cpp: ConvGradWeight
 void register_logic_ops(
     Registry& r);  // ops/logic_ops.cpp: Equal, Less, ..., And, Or, Not, Where, Max, Min
