@@ -90,6 +90,20 @@ class MaxPoolGradKernel final : public Kernel {
       for (int64_t oh = 0; oh < g_.OH; ++oh)
         for (int64_t ow = 0; ow < g_.OW; ++ow) {
           const int64_t h0 = oh * sh - g_.pads[0], w0 = ow * sw - g_.pads[1];
+          if (kh == 3 && kw == 3 && h0 >= 0 && w0 >= 0 && h0 + 3 <= g_.H && w0 + 3 <= g_.W) {
+            // An interior 3x3 window (GoogleNet's pools): no bounds, unrolled.
+            const float* r = xp + h0 * g_.W + w0;
+            int64_t best = 0;
+            float m = r[0];
+            for (int64_t dh = 0; dh < 3; ++dh)
+              for (int64_t dw = 0; dw < 3; ++dw)
+                if (r[dh * g_.W + dw] > m) {
+                  m = r[dh * g_.W + dw];
+                  best = dh * g_.W + dw;
+                }
+            dxp[h0 * g_.W + w0 + best] += dyp[oh * g_.OW + ow];
+            continue;
+          }
           int64_t best = -1;
           float m = -std::numeric_limits<float>::infinity();
           for (int64_t h = std::max<int64_t>(h0, 0); h < std::min(h0 + kh, g_.H); ++h)
