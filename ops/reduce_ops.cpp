@@ -194,6 +194,10 @@ class ReduceKernel final : public Kernel {
     const auto* x = static_cast<const float*>(io.inputs[0]);
     auto* y = static_cast<float*>(io.outputs[0]);
     const int rank = static_cast<int>(dims_.size());
+    if ((kind_ == Reduce::kSum || kind_ == Reduce::kMean) && rank >= 2 && !red_.back()) {
+      sum_kept_inner(x, y, begin, end);  // a bias gradient's [rows, units] -> [units]
+      return;
+    }
     for (int64_t o = begin; o < end; ++o) {
       // The input offset of output o's first element: decompose o over the kept dims.
       int64_t base = 0, rem = o;
@@ -268,6 +272,42 @@ class ReduceKernel final : public Kernel {
       }
     }
     return sum;
+  }
+
+  // Sum / Mean when the innermost dim is kept: outputs [begin, end) in blocks of consecutive
+  // inner positions (contiguous in x and y); each reduced position adds a block-long row of x
+  // into double accumulators (rows in order, so the result does not depend on the split).
+  void sum_kept_inner(const float* x, float* y, int64_t begin, int64_t end) const noexcept {
+    constexpr int64_t kBlockLen = 256;
+    const int rank = static_cast<int>(dims_.size());
+    const int64_t inner = dims_.back();
+    double acc[kBlockLen];
+    for (int64_t o = begin; o < end;) {
+      const int64_t len = std::min({kBlockLen, end - o, inner - o % inner});
+      int64_t base = 0, rem = o;  // as run(): the input offset of output o's first element
+      for (int d = rank - 1; d >= 0; --d) {
+        if (red_[static_cast<size_t>(d)]) continue;
+        base += (rem % dims_[static_cast<size_t>(d)]) * strides_[static_cast<size_t>(d)];
+        rem /= dims_[static_cast<size_t>(d)];
+      }
+      std::fill(acc, acc + len, 0.0);
+      int64_t ridx[BroadcastPlan::kMaxRank] = {};
+      int64_t off = base;
+      for (int64_t k = 0; k < count_; ++k) {
+        const float* row = x + off;
+        for (int64_t j = 0; j < len; ++j) acc[j] += row[j];
+        for (int d = rank - 1; d >= 0; --d) {
+          if (!red_[static_cast<size_t>(d)]) continue;
+          off += strides_[static_cast<size_t>(d)];
+          if (++ridx[d] < dims_[static_cast<size_t>(d)]) break;
+          off -= ridx[d] * strides_[static_cast<size_t>(d)];
+          ridx[d] = 0;
+        }
+      }
+      const double scale = kind_ == Reduce::kMean ? 1.0 / static_cast<double>(count_) : 1.0;
+      for (int64_t j = 0; j < len; ++j) y[o + j] = static_cast<float>(acc[j] * scale);
+      o += len;
+    }
   }
 
   float reduce_one(const float* x, int64_t base) const {
