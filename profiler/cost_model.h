@@ -10,8 +10,8 @@
 //     (OpDef::small) always run alone: t_i(k) = t_i(1).
 //     Analytical (no measurement): t_i(1) = max(flops / peak, bytes / bandwidth) + op_overhead
 //     from the ops' cost hints (a roofline with cache-resident operands: the weights of a
-//     served model stay in cache between runs), s_c = default_serial, plus a fork/join cost
-//     per team op.
+//     served model stay in cache between runs), s_c = sequence_serial for the RNN sequence
+//     ops, default_serial for the others, plus a fork/join cost per team op.
 //     Fitted: t_i(1) measured under 1x1, s_c fitted per class from the class's total time at
 //     k = 1 and at k = K (1xK, the largest team), team sync folded into s_c.
 //  2. The graph: the makespan simulator's run of the critical-path-first scheduler on n
@@ -63,12 +63,17 @@ struct MachineConstants {
   double bandwidth_gbs = 100;    // per core from cache, likewise
   double op_overhead_us = 0.3;   // per non-small op at k = 1 (kernel entry, small-size losses)
   double small_op_us = 0.05;     // per small op
-  // Serial fraction of an op on a team (analytical model), fitted to the quiet-machine
-  // validation of session 6 (benchmarks/README.md, sim-validation): 1x2 sequential against 1x1
-  // on the fused LSTM (4 ops of ~116 us: s = 0.28) and GRU (~86 us: s = 0.30), with the 2 us
-  // fork/join below. The earlier 0.05 predicted a team of 2 at 1.9x where it measured 1.5x,
-  // so the quick choice preferred one team over executors that measured faster.
-  double default_serial = 0.3;
+  // Serial fraction of an op on a team (analytical model). Sequence ops (LSTM, GRU, RNN,
+  // PhasedLSTM and their gradients: a team barrier every time step) were fitted to the
+  // quiet-machine validation of session 6 (benchmarks/README.md, sim-validation): 1x2
+  // sequential against 1x1 on the fused LSTM (4 ops of ~116 us: s = 0.28) and GRU (~86 us:
+  // s = 0.30), with the 2 us fork/join below (0.05 there predicted a team of 2 at 1.9x where
+  // it measured 1.5x). Other ops have no barrier inside: whole CNNs at batch 8 measured
+  // 1.99x (inception block), 1.81x (GoogleNet) and 1.68x (PathNet, small ops) on 1x2 against
+  // 1x1 (session 9, AMD EPYC), s = 0.0-0.19, so 0.1 (0.3 there predicted 2x1 faster on
+  // PathNet at batch 8, where 1x2 measured faster).
+  double sequence_serial = 0.3;
+  double default_serial = 0.1;
   double team_sync_us = 2.0;     // fork/join of a team of k > 1 per op (analytical model)
   // Engine overheads, from benchmarks/README.md's dispatch rows on this class of machine
   // (cpf 2x1 on the LSTM-shaped DAG: ~0.55 us/op against ~1.0 us/op 1x1, 140-160 ns one-way
@@ -77,6 +82,10 @@ struct MachineConstants {
   double handoff_us = 0.5;          // an op run by another executor than the one that readied it
   double handoff_no_core_us = 1.0;  // likewise when the scheduler role has no core of its own
 };
+
+// The analytical serial fraction of an op class: sequence_serial for the RNN sequence ops (and
+// their gradients), default_serial for every other op.
+double analytical_serial(const MachineConstants& m, const std::string& op);
 
 class CostModel {
  public:
@@ -93,7 +102,8 @@ class CostModel {
 
   // t_i(k), microseconds.
   double node_us(size_t node, int k) const;
-  // Serial fraction of an op class ("MatMul"); default_serial for an unknown class.
+  // Serial fraction of an op class ("MatMul"); the analytical one (sequence_serial or
+  // default_serial) for a class without a fit.
   double serial_fraction(const std::string& op) const;
   const std::vector<std::pair<std::string, double>>& serial_fractions() const { return serial_; }
   const std::string& source() const { return source_; }  // "cost hints" / "measured ..."
@@ -129,11 +139,10 @@ struct RankedConfig {
 std::vector<RankedConfig> rank_configs(const CostModel& model, std::span<const Config> configs);
 
 // `--plan auto` without measurements: the best ranked config, but a split with n > 1 only when
-// the graph has inter-op parallelism (max width > 1) and the model predicts it faster than the
-// best single executor, and at least `margin` faster when that executor is 1x1 (a misprediction
-// must not make the default slower than sequential; against a team of k > 1 both predictions
-// rest on the same model of parallel speed-up, so the better one is taken, and the team's is
-// the less accurate one: sim-validation in benchmarks/README.md). A chain (width 1) gets one executor, the team size the model
+// the graph has inter-op parallelism (max width > 1) and the model predicts it at least `margin`
+// faster than the best single executor (a misprediction must not make the default slower than
+// one executor, and the prediction for several executors is the one that misses the cost of
+// concurrent ops sharing caches and memory). A chain (width 1) gets one executor, the team size the model
 // predicts fastest (all cores unless its ops are too small to gain from a team: a 2-thread
 // team costs more than it saves on ops of a few microseconds). `why` gets one sentence.
 Config analytical_choice(const CostModel& model, std::span<const Config> configs, std::string* why,

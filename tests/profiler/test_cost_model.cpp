@@ -123,12 +123,18 @@ TEST_CASE("cost model ranks a wide graph's parallel split first and a chain's se
     const auto scaling =
         profiler::CostModel::fitted(*mg, t, std::vector<double>(t.size(), 250.0), 2);
     CHECK(profiler::analytical_choice(scaling, kTwoCores, &why).executors == 1);
-    // Against a team of 2 the better prediction wins, however small the gain: ops that gain
-    // 1.92x on a team (500 -> 260 us) put 1x2 at 32 x 260 = 8320 us, 2x1 at 16 x 500.1 = 8002 us
-    // (4% faster; the 10% margin applies only against 1x1).
+    // Against a team of 2 the 10% margin holds too (the executors' prediction misses what
+    // concurrent ops cost each other): ops that gain 1.92x on a team (500 -> 260 us) put 1x2
+    // at 32 x 260 = 8320 us, 2x1 at 16 x 500.1 = 8002 us (4% faster): 1x2 is kept; ops that gain
+    // 1.6x (500 -> 312 us: 1x2 at 9984 us) leave 2x1 20% faster: 2x1.
     const auto almost =
         profiler::CostModel::fitted(*mg, t, std::vector<double>(t.size(), 260.0), 2);
-    const Config c = profiler::analytical_choice(almost, kTwoCores, &why);
+    Config c = profiler::analytical_choice(almost, kTwoCores, &why);
+    CHECK(c.executors == 1);
+    CHECK(c.threads == 2);
+    CHECK(why.find("less than 10% gain over 1x2") != std::string::npos);
+    const auto weak = profiler::CostModel::fitted(*mg, t, std::vector<double>(t.size(), 312.0), 2);
+    c = profiler::analytical_choice(weak, kTwoCores, &why);
     CHECK(c.executors == 2);
     CHECK(c.threads == 1);
   }
@@ -148,12 +154,16 @@ TEST_CASE("cost model ranks a wide graph's parallel split first and a chain's se
     CHECK(c.threads == 1);
     CHECK(why.find("less than 10% gain over 1x1") != std::string::npos);
   }
-  SECTION("analytical team speed-up: s = 0.3 plus the fork/join (quiet validation fit)") {
+  SECTION("analytical team speed-up: s = 0.1 (0.3 for RNN sequence ops) plus the fork/join") {
     auto mg = profiler::model_graph(chains(1, 1, 256));
     REQUIRE(mg.is_ok());
     const auto m = profiler::CostModel::analytical(*mg);
     const profiler::MachineConstants mc;
-    CHECK(m.node_us(0, 2) == Approx(m.node_us(0, 1) * 0.65 + mc.team_sync_us));
+    CHECK(m.node_us(0, 2) == Approx(m.node_us(0, 1) * 0.55 + mc.team_sync_us));
+    CHECK(m.serial_fraction("MatMul") == Approx(0.1));
+    CHECK(m.serial_fraction("Conv") == Approx(0.1));
+    for (const char* op : {"LSTM", "GRU", "RNN", "PhasedLSTM", "LSTMGrad", "GRUGrad", "RNNGrad"})
+      CHECK(m.serial_fraction(op) == Approx(0.3));
   }
   SECTION("chain: one MatMul after another") {
     auto mg = profiler::model_graph(chains(1, 12, 256));
