@@ -60,7 +60,9 @@ int eval_model_command(const Args& args, const std::string& kind, const std::str
     if (end == lr.c_str() || *end != '\0' || !(ts.optimizer.lr > 0))
       return args.usage_error("--lr expects a number > 0, got '" + lr + "'");
     if (args.has("--fuse-rnn")) {  // as `graphi train --fuse-rnn` trains it
-      auto fused = graph::passes::fuse_rnn_cells_for_training(*g, ops::Registry::get(), out);
+      auto fused = graph::passes::fuse_rnn_cells_for_training(
+          *g, ops::Registry::get(),
+          "graphi model " + kind + " --size " + models::eval_size_name(*size) + " --fuse-rnn");
       if (!fused.is_ok()) return runtime_error(fused.status());
       *g = std::move(fused->graph);
     }
