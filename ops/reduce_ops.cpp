@@ -199,14 +199,7 @@ class ReduceKernel final : public Kernel {
       return;
     }
     for (int64_t o = begin; o < end; ++o) {
-      // The input offset of output o's first element: decompose o over the kept dims.
-      int64_t base = 0, rem = o;
-      for (int d = rank - 1; d >= 0; --d) {
-        if (red_[static_cast<size_t>(d)]) continue;
-        base += (rem % dims_[static_cast<size_t>(d)]) * strides_[static_cast<size_t>(d)];
-        rem /= dims_[static_cast<size_t>(d)];
-      }
-      y[o] = reduce_one(x, base);
+      y[o] = reduce_one(x, base_of(o));
     }
   }
   const char* name() const override {
@@ -218,6 +211,29 @@ class ReduceKernel final : public Kernel {
   }
 
  private:
+  // The input offset of output o's first element: o decomposed over the kept dims.
+  int64_t base_of(int64_t o) const noexcept {
+    int64_t base = 0, rem = o;
+    for (int d = static_cast<int>(dims_.size()) - 1; d >= 0; --d) {
+      if (red_[static_cast<size_t>(d)]) continue;
+      base += (rem % dims_[static_cast<size_t>(d)]) * strides_[static_cast<size_t>(d)];
+      rem /= dims_[static_cast<size_t>(d)];
+    }
+    return base;
+  }
+
+  // One odometer step over the reduced dims [0, top]: off moves to the next reduced position
+  // (ridx holds the digits; it wraps to all zeros after the last).
+  void next_reduced(int64_t& off, int64_t* ridx, int top) const noexcept {
+    for (int d = top; d >= 0; --d) {
+      if (!red_[static_cast<size_t>(d)]) continue;
+      off += strides_[static_cast<size_t>(d)];
+      if (++ridx[d] < dims_[static_cast<size_t>(d)]) break;
+      off -= ridx[d] * strides_[static_cast<size_t>(d)];
+      ridx[d] = 0;
+    }
+  }
+
   // Calls f(x[off]) for every reduced position of the output element at input offset base.
   template <typename F>
   void for_each_reduced(const float* x, int64_t base, F&& f) const {
@@ -226,13 +242,7 @@ class ReduceKernel final : public Kernel {
     int64_t off = base;
     for (int64_t k = 0; k < count_; ++k) {
       f(x[off]);
-      for (int d = rank - 1; d >= 0; --d) {
-        if (!red_[static_cast<size_t>(d)]) continue;
-        off += strides_[static_cast<size_t>(d)];
-        if (++ridx[d] < dims_[static_cast<size_t>(d)]) break;
-        off -= ridx[d] * strides_[static_cast<size_t>(d)];
-        ridx[d] = 0;
-      }
+      next_reduced(off, ridx, rank - 1);
     }
   }
 
@@ -263,13 +273,7 @@ class ReduceKernel final : public Kernel {
     double sum = 0;
     for (int64_t k = 0; k < runs; ++k) {
       sum += sum_run(x + off, run);
-      for (int d = rank - 2; d >= 0; --d) {
-        if (!red_[static_cast<size_t>(d)]) continue;
-        off += strides_[static_cast<size_t>(d)];
-        if (++ridx[d] < dims_[static_cast<size_t>(d)]) break;
-        off -= ridx[d] * strides_[static_cast<size_t>(d)];
-        ridx[d] = 0;
-      }
+      next_reduced(off, ridx, rank - 2);
     }
     return sum;
   }
@@ -284,25 +288,14 @@ class ReduceKernel final : public Kernel {
     double acc[kBlockLen];
     for (int64_t o = begin; o < end;) {
       const int64_t len = std::min({kBlockLen, end - o, inner - o % inner});
-      int64_t base = 0, rem = o;  // as run(): the input offset of output o's first element
-      for (int d = rank - 1; d >= 0; --d) {
-        if (red_[static_cast<size_t>(d)]) continue;
-        base += (rem % dims_[static_cast<size_t>(d)]) * strides_[static_cast<size_t>(d)];
-        rem /= dims_[static_cast<size_t>(d)];
-      }
+      const int64_t base = base_of(o);
       std::fill(acc, acc + len, 0.0);
       int64_t ridx[BroadcastPlan::kMaxRank] = {};
       int64_t off = base;
       for (int64_t k = 0; k < count_; ++k) {
         const float* row = x + off;
         for (int64_t j = 0; j < len; ++j) acc[j] += row[j];
-        for (int d = rank - 1; d >= 0; --d) {
-          if (!red_[static_cast<size_t>(d)]) continue;
-          off += strides_[static_cast<size_t>(d)];
-          if (++ridx[d] < dims_[static_cast<size_t>(d)]) break;
-          off -= ridx[d] * strides_[static_cast<size_t>(d)];
-          ridx[d] = 0;
-        }
+        next_reduced(off, ridx, rank - 1);
       }
       const double scale = kind_ == Reduce::kMean ? 1.0 / static_cast<double>(count_) : 1.0;
       for (int64_t j = 0; j < len; ++j) y[o + j] = static_cast<float>(acc[j] * scale);
