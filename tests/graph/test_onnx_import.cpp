@@ -129,16 +129,24 @@ struct Fixture {
   ImportOptions options;
 };
 
+// ImportOptions with only the symbolic dims set (an aggregate initializer would leave the other
+// members to -Wmissing-field-initializers).
+ImportOptions with_dims(std::map<std::string, int64_t> dims) {
+  ImportOptions o;
+  o.dims = std::move(dims);
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("onnx: PyTorch exports run and match PyTorch's outputs") {
   std::vector<Fixture> fixtures = {{"lstm_2layer_bidir", 3, {}},
-                                   {"gru_dynamic_batch", 2, {{{"batch", 4}}, {}}},
+                                   {"gru_dynamic_batch", 2, with_dims({{"batch", 4}})},
                                    {"lstm_cell_unrolled", 2, {}},
                                    {"lstm_cell_unrolled_opset11", 2, {}},
                                    {"mlp", 1, {}},
                                    {"cnn", 1, {}},
-                                   {"cnn_dynamic_batch", 1, {{{"n", 3}}, {}}},
+                                   {"cnn_dynamic_batch", 1, with_dims({{"n", 3}})},
                                    {"cnn_bn_gap", 1, {}},
                                    {"embed_lstm", 1, {}},
                                    {"rnn_batch_first", 2, {}},
@@ -282,11 +290,11 @@ TEST_CASE("onnx: symbolic dims need --dim, unused --dim names are errors") {
   CHECK_THAT(r.status().message(),
              Catch::Contains(path + ": graph input 0 'x': dim 1 is symbolic ('batch')") &&
                  Catch::Contains("--dim batch=N"));
-  r = read_graph_file(path, ops::Registry::get(), ImportOptions{{{"batch", 2}, {"seq", 3}}, {}});
+  r = read_graph_file(path, ops::Registry::get(), with_dims({{"batch", 2}, {"seq", 3}}));
   REQUIRE_FALSE(r.is_ok());
   CHECK_THAT(r.status().message(), Catch::Contains("--dim seq names no symbolic dim") &&
                                        Catch::Contains("it has: batch"));
-  r = read_graph_file(path, ops::Registry::get(), ImportOptions{{{"batch", 7}}, {}});
+  r = read_graph_file(path, ops::Registry::get(), with_dims({{"batch", 7}}));
   REQUIRE(r.is_ok());
   CHECK(r->value(r->inputs()[0]).desc.shape == Shape{5, 7, 8});
   // Hand-built: symbolic dim in a model without any folding.
@@ -298,7 +306,7 @@ TEST_CASE("onnx: symbolic dims need --dim, unused --dim names are errors") {
   REQUIRE_FALSE(r.is_ok());
   CHECK_THAT(r.status().message(),
              Catch::Contains("t.onnx: graph input 0 'x': dim 0 is symbolic ('n')"));
-  r = import_str(model(g), ImportOptions{{{"n", 5}}, {}});
+  r = import_str(model(g), with_dims({{"n", 5}}));
   REQUIRE(r.is_ok());
   CHECK(r->value(r->outputs()[0]).desc.shape == Shape{5, 3});
 }
