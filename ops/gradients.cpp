@@ -119,7 +119,31 @@ Status grad_tanh(GradContext& c, Dx& dx) {
   return Status::ok();
 }
 
+// Whether a MaxPool node's gradient is the MaxPoolGrad op (2-D, no dilation, ceil_mode 0).
+bool pool_grad_is_op(const GradContext& c, const graph::Node& n) {
+  auto ceil = graph::attr_int(n.attrs, c.where, "ceil_mode", 0);
+  auto dil = graph::attr_ints(n.attrs, c.where, "dilations", {1, 1});
+  return n.op == "MaxPool" && n.outputs.size() == 1 && ceil.is_ok() && *ceil == 0 &&
+         dil.is_ok() && *dil == std::vector<int64_t>{1, 1} &&
+         c.g.value(n.inputs[0]).desc.rank() == 4;
+}
+
+// Relu -> MaxPool where the Relu's output feeds only that pool (PathNet's and most CNNs'
+// conv, relu, pool): the pool's MaxPoolGrad then also applies the Relu's mask (relu_input = 1:
+// a window whose maximum is not > 0 passes nothing, exactly what ReluGrad would zero), and the
+// Relu's own gradient is the identity. One pass over the activation instead of two.
+bool relu_masked_by_pool(const GradContext& c, graph::ValueId relu_out) {
+  const graph::Value& v = c.g.value(relu_out);
+  if (v.is_output || v.producer == graph::kNoId || c.g.node(v.producer).op != "Relu") return false;
+  const auto users = c.g.consumers(relu_out);
+  return users.size() == 1 && pool_grad_is_op(c, c.g.node(users[0]));
+}
+
 Status grad_relu(GradContext& c, Dx& dx) {
+  if (relu_masked_by_pool(c, c.node.outputs[0])) {
+    dx[0] = c.dy[0];  // the MaxPoolGrad below already zeroed where y <= 0
+    return Status::ok();
+  }
   // dy where y > 0 (PyTorch's threshold_backward: zero gradient at 0), one pass
   // (ops/relu_grad.cpp).
   dx[0] = c.e.op("ReluGrad", {c.dy[0], c.out_name(0)}, {}, "relu_grad");
@@ -524,6 +548,7 @@ Status grad_pool(GradContext& c, Dx& dx) {
     a.set("kernel_shape", g.kernel);
     a.set("strides", g.strides);
     a.set("pads", g.pads);
+    if (relu_masked_by_pool(c, c.node.inputs[0])) a.set("relu_input", int64_t{1});
     dx[0] = c.e.op("MaxPoolGrad", {c.in_name(0), c.dy[0]}, std::move(a), "maxpool_grad");
     return Status::ok();
   }

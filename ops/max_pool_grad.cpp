@@ -4,7 +4,10 @@
 // A gradient-only op: the MaxPool rule emits it. Each output position's dy goes to the FIRST
 // maximum of its window in row-major order (padding never wins), as PyTorch's CPU max_pool2d
 // records its index; positions in several windows add up. Planes (n, c) are independent, so the
-// team splits them without atomics.
+// team splits them without atomics. Attribute relu_input (default 0): X is a Relu's output that
+// feeds only this pool, and dX is the gradient at the Relu's INPUT: a window whose maximum is not
+// > 0 passes nothing (ReluGrad's zero at y <= 0, and for NaN), so the Relu needs no pass of its own
+// (the Relu rule of ops/gradients.cpp then passes dX through).
 #include <limits>
 
 #include "ops/registry.h"
@@ -15,6 +18,7 @@ namespace {
 
 struct PoolGeom {
   int64_t planes = 0, H = 0, W = 0, OH = 0, OW = 0;
+  bool relu_input = false;
   std::vector<int64_t> kernel, strides, pads;
 };
 
@@ -40,6 +44,11 @@ Result<PoolGeom> pool_geom(const NodeView& v) {
   g.W = x.shape[3];
   g.OH = dy.shape[2];
   g.OW = dy.shape[3];
+  GRAPHI_ASSIGN_OR_RETURN(int64_t relu, graph::attr_int(a, v.where, "relu_input", 0));
+  if (relu != 0 && relu != 1)
+    return Status::invalid_graph(v.where + ": attribute 'relu_input' must be 0 or 1, got " +
+                                 std::to_string(relu));
+  g.relu_input = relu == 1;
   for (int d = 0; d < 2; ++d) {
     const int64_t in = x.shape[2 + d], out = dy.shape[2 + d];
     const int64_t want = (in + g.pads[d] + g.pads[2 + d] - g.kernel[d]) / g.strides[d] + 1;
@@ -101,7 +110,7 @@ class MaxPoolGradKernel final : public Kernel {
                   m = r[dh * g_.W + dw];
                   best = dh * g_.W + dw;
                 }
-            dxp[h0 * g_.W + w0 + best] += dyp[oh * g_.OW + ow];
+            if (!g_.relu_input || m > 0.0f) dxp[h0 * g_.W + w0 + best] += dyp[oh * g_.OW + ow];
             continue;
           }
           int64_t best = -1;
@@ -114,7 +123,7 @@ class MaxPoolGradKernel final : public Kernel {
                 best = h * g_.W + w;
               }
             }
-          if (best >= 0) dxp[best] += dyp[oh * g_.OW + ow];
+          if (best >= 0 && (!g_.relu_input || m > 0.0f)) dxp[best] += dyp[oh * g_.OW + ow];
         }
     }
   }
@@ -136,7 +145,7 @@ class MaxPoolGradKernel final : public Kernel {
           int best = 0;
           for (int q = 1; q < 4; ++q)
             if (v[q] > v[best]) best = q;
-          const float g = dyp[oh * g_.OW + ow];
+          const float g = !g_.relu_input || v[best] > 0.0f ? dyp[oh * g_.OW + ow] : 0.0f;
           dr[w0] = best == 0 ? g : 0.0f;
           dr[w0 + 1] = best == 1 ? g : 0.0f;
           dr[W + w0] = best == 2 ? g : 0.0f;
@@ -149,7 +158,7 @@ class MaxPoolGradKernel final : public Kernel {
             if (xr[h * W + w] > xr[best]) best = h * W + w;
             dr[h * W + w] = 0.0f;
           }
-        dr[best] = dyp[oh * g_.OW + ow];
+        dr[best] = !g_.relu_input || xr[best] > 0.0f ? dyp[oh * g_.OW + ow] : 0.0f;
       }
     }
   }

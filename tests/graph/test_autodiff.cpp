@@ -648,6 +648,62 @@ TEST_CASE("autodiff: MaxPool with overlapping, padded and tiling windows (MaxPoo
   }
 }
 
+TEST_CASE("autodiff: Relu feeding only a MaxPool: the pool's gradient applies the Relu's mask",
+          "[autodiff]") {
+  struct P {
+    int64_t k, s, pad, size;
+  };
+  const auto& reg = ops::Registry::get();
+  for (const P& p : {P{2, 2, 0, 4}, P{3, 1, 1, 5}, P{3, 2, 0, 7}}) {
+    INFO("kernel " << p.k << " stride " << p.s << " pad " << p.pad << " on " << p.size);
+    auto build = [&](bool extra_use) {
+      GraphBuilder b("relu_pool");
+      b.add_input("X", {DType::kF32, {2, 2, p.size, p.size}});
+      b.add_node("Relu", "relu", {"X"}, {"r"});
+      Attributes a;
+      a.set("kernel_shape", std::vector<int64_t>{p.k, p.k});
+      a.set("strides", std::vector<int64_t>{p.s, p.s});
+      a.set("pads", std::vector<int64_t>{p.pad, p.pad, p.pad, p.pad});
+      b.add_node("MaxPool", "pool", {"r"}, {"pooled"}, a);
+      if (extra_use) {  // the Relu's output read elsewhere too: ReluGrad stays
+        b.add_node("Add", "twice", {"pooled", "pooled"}, {"p2"});
+        b.add_node("ReduceMean", "rm", {"r"}, {"m"});
+        b.add_node("Add", "y", {"p2", "m"}, {"y"});
+      } else {
+        b.add_node("Identity", "y", {"pooled"}, {"y"});
+      }
+      b.add_output("y");
+      return b;
+    };
+    // Distinct values 0.05 apart, none within 0.025 of the Relu's kink (the finite differences'
+    // step is 0.01), and one window of plane 0 wholly negative (its maximum after the Relu is 0:
+    // the mask must pass nothing there).
+    Tensor x = distinct_values({2, 2, p.size, p.size}, 53);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data_as<float>()[i] += 0.025f;
+    for (int64_t i = 0; i < p.k; ++i)
+      for (int64_t j = 0; j < p.k; ++j)
+        x.data_as<float>()[i * p.size + j] = -10.0f - 0.05f * static_cast<float>(i * p.k + j);
+    for (bool extra : {false, true}) {
+      INFO("the Relu's output also read elsewhere: " << extra);
+      check_gradients(build(extra), "y", named({{"X", x}}));
+      GraphBuilder b = build(extra);
+      b.add_node("ReduceSum", "L", {"y"}, {"L"});
+      b.add_output("L");
+      graph::Graph g = value_or_throw(b.finish(reg));
+      auto ad = value_or_throw(
+          graph::passes::differentiate(g, "L", {"X"}, ops::gradient_rules(), reg, {}));
+      int relu_grads = 0, masked_pools = 0;
+      for (const graph::Node& n : ad.graph.nodes()) {
+        relu_grads += n.op == "ReluGrad";
+        if (n.op == "MaxPoolGrad")
+          masked_pools += value_or_throw(graph::attr_int(n.attrs, "", "relu_input", 0)) == 1;
+      }
+      CHECK(relu_grads == (extra ? 1 : 0));
+      CHECK(masked_pools == (extra ? 0 : 1));
+    }
+  }
+}
+
 TEST_CASE("autodiff: Floor's zero subgradient and Where routed by a comparison", "[autodiff]") {
   // phi = u - floor(u) (the PhasedLSTM phase): d phi / du = 1 away from the integers.
   {
