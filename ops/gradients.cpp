@@ -539,7 +539,7 @@ Status grad_pool(GradContext& c, Dx& dx) {
                g.dilations == std::vector<int64_t>{1, 1} &&
                g.pads == std::vector<int64_t>{0, 0, 0, 0} && xs[2] == ys[2] * g.kernel[0] &&
                xs[3] == ys[3] * g.kernel[1];
-  if (kMax && ceil_mode == 0 && g.dilations == std::vector<int64_t>{1, 1}) {
+  if (kMax && pool_grad_is_op(c, c.node)) {
     // The gradient-only MaxPoolGrad op (ops/max_pool_grad.cpp), for tiling windows too: one op
     // instead of the seven of the composed form below (Expand/Equal/Mul took a fifth of the
     // PathNet step), and dy goes to the first maximum of a window as in PyTorch, where the

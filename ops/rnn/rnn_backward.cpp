@@ -22,9 +22,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <set>
 
-#include "ops/activations.h"
 #include "ops/registry.h"
 #include "ops/rnn/rnn_gates.h"
 #include "ops/rnn/rnn_sequence_kernel.h"
@@ -158,11 +156,9 @@ class RnnBackwardKernel final : public Kernel {
                                              kind_ == RnnCellKind::kGru, team_));
     }
     if (kind_ == RnnCellKind::kLstm) {
-      // The batch-row walk (walk_rows): dh_rows = dgates_rows R with R as stored ([4H, H]).
-      std::set<int64_t> ns;
-      for (int n = 1; n <= team_; ++n) ns.insert({B / n, (B + n - 1) / n});
-      ns.erase(0);
-      rows_gemm_ = TiledGemm::create_row_major(H, GH, H, step_ld, H, ns);
+      // The batch-row walk (rnn_train::walk_batch_rows): dh_rows = dgates_rows R with R as stored ([4H, H]).
+      rows_gemm_ = TiledGemm::create_row_major(H, GH, H, step_ld, H,
+                                               rnn_train::team_row_counts(B, team_));
     }
     if (want(kRnnX)) {
       GRAPHI_ASSIGN_OR_RETURN(
@@ -287,7 +283,8 @@ class RnnBackwardKernel final : public Kernel {
         std::fill(dc + b * H, dc + (b + 1) * H, 0.0f);
     }
 
-    if (lstm && walk_rows(nthr)) {
+    const bool walk = lstm && rnn_train::walk_batch_rows(B, nthr);
+    if (walk) {
       // One parallel region: each thread walks every step over its own batch rows (rows are
       // independent, so no barrier): its rows' gate gradients, then dh_rows = dgates_rows R.
 #pragma omp parallel num_threads(std::max(1, std::min(nthr, team_)))
@@ -301,7 +298,7 @@ class RnnBackwardKernel final : public Kernel {
         }
       }
     }
-    for (int64_t k = T - 1; k >= 0 && !(lstm && walk_rows(nthr)); --k) {
+    for (int64_t k = walk ? -1 : T - 1; k >= 0; --k) {  // the team-wide steps
       const int64_t t = rev ? T - 1 - k : k;
       const int64_t row0 = rnn_row(s, t, 0);
       if (kind_ == RnnCellKind::kRnn) {
@@ -420,9 +417,6 @@ class RnnBackwardKernel final : public Kernel {
       for (int64_t j = j0; j < j1; ++j) sum[j] += r[j];
     }
   }
-
-  // Whether the LSTM walks its steps by batch rows (as its forward does): a few rows per thread.
-  bool walk_rows(int nthr) const noexcept { return nthr <= 1 || g_.fwd.batch >= 4 * nthr; }
 
   // Rows [b0, b1) of step t (direction d): the gate gradients into dg, dc updated
   // (lstm_gates_backward, vectorized). Every matrix's rows are affine in b, so each is a base

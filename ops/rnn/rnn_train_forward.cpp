@@ -10,7 +10,6 @@
 #include <omp.h>
 
 #include <cstring>
-#include <set>
 
 #include "ops/activations.h"
 #include "ops/rnn/rnn_gates.h"
@@ -56,10 +55,8 @@ class RnnTrainForwardKernel final : public Kernel {
     if (kind_ == RnnCellKind::kLstm) {
       // The batch-row walk: R^T packed in panels of kPanel columns, one GEMM per step and thread
       // on the thread's rows (every row count a split of B over 1..team_ threads can give).
-      std::set<int64_t> ns;
-      for (int n = 1; n <= team_; ++n) ns.insert({B / n, (B + n - 1) / n});
-      ns.erase(0);
-      rows_gemm_ = TiledGemm::create_panels(G * H, H, kPanel, H, G * H, ns);
+      rows_gemm_ = TiledGemm::create_panels(G * H, H, kPanel, H, G * H,
+                                            rnn_train::team_row_counts(B, team_));
     }
     if (lbr0_) {
       GRAPHI_ASSIGN_OR_RETURN(rec_h_,
@@ -79,7 +76,6 @@ class RnnTrainForwardKernel final : public Kernel {
     gh_off_ = take(B * rec_cols_);
     ghh_off_ = take(B * H);
     rh_off_ = take(B * H);
-    tmp_off_ = take(static_cast<int64_t>(team_) * aligned_floats(3 * H));
     if (kind_ == RnnCellKind::kLstm) {
       rt_off_ = take(TiledGemm::packed_floats(G * H, H, kPanel));
       bias_off_ = take(G * H);
@@ -134,11 +130,15 @@ class RnnTrainForwardKernel final : public Kernel {
       else
         std::fill(c + b * H, c + (b + 1) * H, 0.0f);
     }
-    if (lstm && walk_rows(nthr)) {
-      lstm_walk(r, wb, peep, S, h, c, gh, y, scratch, d, nthr);
+    // The LSTM's gates read one bias vector, Wb + Rb.
+    float* bias = lstm && wb ? scratch + bias_off_ : nullptr;
+    for (int64_t j = 0; bias && j < G * H; ++j) bias[j] = wb[j] + rb[j];
+    if (lstm && rnn_train::walk_batch_rows(B, nthr)) {
+      lstm_walk(r, bias, peep, S, h, c, gh, y, scratch, d, nthr);
     } else {
       for (int64_t k = 0; k < T; ++k)
-        if (!step(k, d, r, wb, rb, peep, S, h, c, gh, ghh, rh, y, scratch, nthr)) return false;
+        if (!step(k, d, r, wb, rb, bias, peep, S, h, c, gh, ghh, rh, y, scratch, nthr))
+          return false;
     }
     for (int64_t b = 0; b < B; ++b) {
       std::memcpy(yh + s_.state_row(d, b), h + b * H, H * sizeof(float));
@@ -147,26 +147,14 @@ class RnnTrainForwardKernel final : public Kernel {
     return true;
   }
 
-  // Whether the LSTM walks its steps by batch rows: with a few rows per thread (a training
-  // batch), and not with one or two (batch 1 on two threads would leave a thread idle: there the
-  // team splits each step's GEMM by columns instead).
-  bool walk_rows(int nthr) const noexcept { return nthr <= 1 || s_.batch >= 4 * nthr; }
-
   // The LSTM's steps: one parallel region; thread m packs its share of R^T, then (after one
   // barrier) walks every step over its batch rows: gh_rows = h_rows R^T, then the rows' gates
-  // (lstm_gates, vectorized, writing the activations into S in place of x W^T). A row's result
-  // does not depend on the split (the same GEMM code per row; LIBXSMM's k order is per element).
-  void lstm_walk(const float* r, const float* wb, const float* peep, float* S, float* h, float* c,
-                 float* gh, float* y, float* scratch, int d, int nthr) const noexcept {
+  // (lstm_rows). A row's result does not depend on the split (the same GEMM code per row;
+  // LIBXSMM's k order is per element).
+  void lstm_walk(const float* r, const float* bias, const float* peep, float* S, float* h,
+                 float* c, float* gh, float* y, float* scratch, int d, int nthr) const noexcept {
     const int64_t B = s_.batch, H = s_.hidden, T = s_.seq_len, GH = 4 * H;
-    const int64_t KH = rnn_saved_blocks(kind_) * H;
-    const int64_t rs = s_.layout == 0 ? 1 : T;  // X rows between batch rows of a step
     float* rt = scratch + rt_off_;
-    float* bias = nullptr;
-    if (wb) {
-      bias = scratch + bias_off_;
-      for (int64_t j = 0; j < GH; ++j) bias[j] = wb[j] + wb[GH + j];  // Wb + Rb
-    }
 #pragma omp parallel num_threads(std::max(1, std::min(nthr, team_)))
     {
       const int m = omp_get_thread_num(), n = omp_get_num_threads();
@@ -176,32 +164,41 @@ class RnnTrainForwardKernel final : public Kernel {
           rt[TiledGemm::panel_offset(col, q, H, kPanel)] = r[col * H + q];
 #pragma omp barrier
       const auto [b0, b1] = team_range(B, m, n);
-      LstmGateArgs a;
-      a.hidden = H;
-      a.ld_gates_x = a.ld_saved = rs * KH;
-      a.gates_h = gh;
-      a.ld_gates_h = GH;
-      a.bias = bias;
-      a.peephole = peep;
-      a.c_prev = a.c = c;
-      a.ld_c_prev = a.ld_c = H;
-      a.h = h;
-      a.ld_h = H;
-      const int64_t ld_y = s_.y_row(0, d, 1) - s_.y_row(0, d, 0);
       for (int64_t k = 0; k < T && b1 > b0; ++k) {
         const int64_t t = s_.is_reverse(d) ? T - 1 - k : k;
         rows_gemm_.run(rt, h + b0 * H, gh + b0 * GH, b1 - b0);
-        a.gates_x = a.saved = S + rnn_row(s_, t, 0) * KH;
-        lstm_gates(a, GateTile{b0, b1, 0, H});
-        float* yt = y + s_.y_row(t, d, 0);
-        for (int64_t b = b0; b < b1; ++b) std::memcpy(yt + b * ld_y, h + b * H, H * sizeof(float));
+        lstm_rows(t, d, b0, b1, bias, peep, S, gh, h, c, y);
       }
     }
   }
 
+  // Rows [b0, b1) of LSTM step t (direction d): S's rows hold x W^T on entry, the activations
+  // the backward reads on exit (lstm_gates, vectorized, in place), with gh = h_prev R^T; the
+  // state c, h and Y's rows updated.
+  void lstm_rows(int64_t t, int d, int64_t b0, int64_t b1, const float* bias, const float* peep,
+                 float* S, const float* gh, float* h, float* c, float* y) const noexcept {
+    const int64_t H = s_.hidden, KH = rnn_saved_blocks(kind_) * H;
+    LstmGateArgs a;
+    a.hidden = H;
+    a.gates_x = a.saved = S + rnn_row(s_, t, 0) * KH;
+    a.ld_gates_x = a.ld_saved = (s_.layout == 0 ? 1 : s_.seq_len) * KH;
+    a.gates_h = gh;
+    a.ld_gates_h = 4 * H;
+    a.bias = bias;
+    a.peephole = peep;
+    a.c_prev = a.c = c;
+    a.ld_c_prev = a.ld_c = H;
+    a.h = h;
+    a.ld_h = H;
+    lstm_gates(a, GateTile{b0, b1, 0, H});
+    float* yt = y + s_.y_row(t, d, 0);
+    const int64_t ld_y = s_.y_row(0, d, 1) - s_.y_row(0, d, 0);
+    for (int64_t b = b0; b < b1; ++b) std::memcpy(yt + b * ld_y, h + b * H, H * sizeof(float));
+  }
+
   // One step k: h_prev R^T on the team (oneDNN), then the rows' gates split over the team.
-  bool step(int64_t k, int d, const float* r, const float* wb, const float* rb, const float* peep,
-            float* S,
+  bool step(int64_t k, int d, const float* r, const float* wb, const float* rb,
+            const float* lstm_bias, const float* peep, float* S,
             float* h, float* c, float* gh, float* ghh, float* rh, float* y, float* scratch,
             int nthr) const noexcept {
     const int64_t B = s_.batch, H = s_.hidden, T = s_.seq_len;
@@ -217,11 +214,8 @@ class RnnTrainForwardKernel final : public Kernel {
       return true;
     }
     if (kind_ == RnnCellKind::kLstm) {
-      rnn_train::for_rows(B, 20 * H, nthr, [&](int64_t b0, int64_t b1, int m) {
-        float* tc = scratch + tmp_off_ + m * aligned_floats(3 * H);
-        for (int64_t b = b0; b < b1; ++b)
-          lstm_row(S + rnn_row(s_, t, b) * KH, gh + b * 4 * H, wb, rb, peep, c + b * H, h + b * H,
-                   y + s_.y_row(t, d, b), tc);
+      rnn_train::for_rows(B, 20 * H, nthr, [&](int64_t b0, int64_t b1, int) {
+        lstm_rows(t, d, b0, b1, lstm_bias, peep, S, gh, h, c, y);
       });
       return true;
     }
@@ -268,41 +262,6 @@ class RnnTrainForwardKernel final : public Kernel {
     return true;
   }
 
-  // One LSTM row: row = [i o f c~ | c] holding x W^T in its gate columns on entry, the
-  // activations and c_t on exit; c and h (the state, [H]) updated, y = h.
-  void lstm_row(float* row, const float* gh, const float* wb, const float* rb, const float* peep,
-                float* c, float* h, float* y, float* tc) const noexcept {
-    const int64_t H = s_.hidden;
-    for (int64_t j = 0; j < 4 * H; ++j) row[j] += gh[j] + (wb ? wb[j] + rb[j] : 0.0f);
-    float* i = row;
-    float* o = row + H;
-    float* f = row + 2 * H;
-    float* g = row + 3 * H;
-    float* cn = row + 4 * H;
-    if (peep) {
-      for (int64_t j = 0; j < H; ++j) {
-        i[j] += peep[j] * c[j];
-        f[j] += peep[2 * H + j] * c[j];
-      }
-      sigmoid_f32_inplace(i, H);
-      sigmoid_f32_inplace(f, H);
-    } else {
-      sigmoid_f32_inplace(i, 3 * H);  // i, o, f are adjacent
-    }
-    tanh_f32_inplace(g, H);
-    for (int64_t j = 0; j < H; ++j) cn[j] = f[j] * c[j] + i[j] * g[j];
-    if (peep) {
-      for (int64_t j = 0; j < H; ++j) o[j] += peep[H + j] * cn[j];
-      sigmoid_f32_inplace(o, H);
-    }
-    tanh_f32(cn, tc, H);
-    for (int64_t j = 0; j < H; ++j) {
-      c[j] = cn[j];
-      h[j] = o[j] * tc[j];
-      y[j] = h[j];
-    }
-  }
-
   // One RNN row: row = x W^T on entry, h = act(row + h_prev R^T + Wb + Rb) on exit; the state
   // h and y = h.
   void vanilla_row(float* row, const float* gh, const float* wb, const float* rb, RnnActivation act,
@@ -347,7 +306,7 @@ class RnnTrainForwardKernel final : public Kernel {
   Matmul hoist_, rec_, rec_h_;
   TiledGemm rows_gemm_;
   size_t scratch_floats_ = 0, h_off_ = 0, c_off_ = 0, gh_off_ = 0, ghh_off_ = 0, rh_off_ = 0,
-         tmp_off_ = 0, rt_off_ = 0, bias_off_ = 0;
+         rt_off_ = 0, bias_off_ = 0;
 };
 
 }  // namespace

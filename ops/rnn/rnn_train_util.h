@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "ops/kernel.h"
@@ -70,6 +71,21 @@ void for_rows(int64_t rows, int64_t work_per_row, int nthr, F&& f) {
     auto [b0, b1] = team_range(rows, t, n);
     f(b0, b1, t);
   }
+}
+
+// Whether an LSTM training kernel walks its steps by batch rows (each thread carries its own rows
+// through every step, no barrier): with a few rows per thread (a training batch), not with one or
+// two (batch 1 on two threads would leave a thread idle: there the team splits each step's GEMM
+// by columns instead).
+inline bool walk_batch_rows(int64_t batch, int nthr) { return nthr <= 1 || batch >= 4 * nthr; }
+
+// Every row count a thread gets when `batch` rows split over 1..team threads (team_range): the
+// shapes the walk's per-thread GEMM is dispatched for.
+inline std::set<int64_t> team_row_counts(int64_t batch, int team) {
+  std::set<int64_t> ns;
+  for (int n = 1; n <= team; ++n) ns.insert({batch / n, (batch + n - 1) / n});
+  ns.erase(0);
+  return ns;
 }
 
 // Bytes rounded up to whole 64-byte lines, so scratch regions stay aligned.
