@@ -13,6 +13,7 @@
 #include "cli/args.h"
 #include "cli/cli_util.h"
 #include "engine/plan.h"
+#include "engine/policy.h"
 #include "models/weights.h"
 #include "profiler/chrome_trace.h"
 
@@ -59,10 +60,11 @@ int profile_command(int argc, char** argv) {
       "graphi profile MODEL [--top-k K] [--runs R] [--trace FILE] [--plan-out FILE] [--json] "
       "[--quiet]\n"
       "                      [--compare-exhaustive] [--no-fuse] [--dim NAME=VALUE]... [--cpuset "
-      "LIST]",
+      "LIST]\n"
+      "                      [--schedulers LIST]",
       "Finds the fastest executors x threads split of MODEL on this machine: enumerates the "
       "splits\n"
-      "the allowed cores admit, ranks them with a cost model fitted from per-op times under 1x1 "
+      "the allowed cores admit (several executors once per scheduler of --schedulers), ranks them with a cost model fitted from per-op times under 1x1 "
       "and\n"
       "1xK, calibrates the best ranked (warm-up, then R runs each, median makespan; a split "
       "clearly\n"
@@ -90,6 +92,9 @@ int profile_command(int argc, char** argv) {
   args.flag("--no-fuse", "profile the graph as stored (no graph passes)");
   args.option("--dim", "NAME=VALUE", "value of a symbolic dim of an .onnx model's inputs", true);
   args.option("--cpuset", "LIST", "profile on these cores only (\"0-3,8\")");
+  args.option("--schedulers", "LIST",
+              "schedulers tried on every split of several executors, comma-separated (default "
+              "cpf,shared-queue; one executor always runs sequential)");
   args.option("--seed", "S", "seed of the generated inputs (default 0)");
   if (auto code = args.parse(argc, argv)) return *code;
   const std::string model_path = args.positionals()[0];
@@ -130,6 +135,22 @@ int profile_command(int argc, char** argv) {
   opt.budget_s = static_cast<double>(*budget);
   opt.calibration.quiet = args.has("--quiet");
   opt.calibration.cpuset = args.get("--cpuset");
+  if (args.has("--schedulers")) {
+    opt.policies.clear();
+    std::string list = args.get("--schedulers");
+    for (size_t at = 0; at <= list.size();) {
+      const size_t comma = std::min(list.find(',', at), list.size());
+      const std::string name = list.substr(at, comma - at);
+      const auto p = engine::parse_policy(name);
+      if (!p || *p == engine::Policy::kSequential)
+        return args.usage_error("--schedulers: '" + name +
+                                "' is not a scheduler of several executors (use cpf, fifo, "
+                                "shared-queue)");
+      if (std::find(opt.policies.begin(), opt.policies.end(), name) == opt.policies.end())
+        opt.policies.push_back(name);
+      at = comma + 1;
+    }
+  }
   auto profiled = profiler::profile_graph(g, inputs, opt);
   if (!profiled.is_ok()) return runtime_error(profiled.status().with_context(model_path));
   const profiler::ProfileResult& res = *profiled;
@@ -257,8 +278,7 @@ int profile_command(int argc, char** argv) {
                            ? "not calibrated (model rank " + std::to_string(r.model_rank + 1) + ")"
                        : r.stopped_early ? "stopped early"
                                          : "";
-    if (r.calibrated && r.config.executors == res.chosen.executors &&
-        r.config.threads == res.chosen.threads)
+    if (r.calibrated && r.config.name() == res.chosen.name())
       note = "chosen";
     std::printf("%-18s %9.3fms %10s %8s %8s %6s  %s\n", r.config.name().c_str(),
                 r.predicted.makespan_us / 1e3,

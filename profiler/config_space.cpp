@@ -65,4 +65,21 @@ ConfigSpace enumerate_configs(const engine::Topology& topo) {
   return space;
 }
 
+std::vector<Config> with_policies(std::span<const Config> configs,
+                                  std::span<const std::string> policies) {
+  std::vector<Config> out;
+  for (const Config& c : configs) {
+    if (c.executors <= 1 || policies.empty()) {
+      out.push_back(c);
+      continue;
+    }
+    for (const std::string& p : policies) {
+      Config v = c;
+      v.scheduler = p;
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
 }  // namespace graphi::profiler

@@ -5,6 +5,7 @@
 // engine::place_executors, which also decides which of them get a scheduler / bootstrap core.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,5 +45,11 @@ struct ConfigSpace {
 // placed with engine::place_executors; one that does not place, or that would make two
 // executors share a tile, is left out. On a 2-core machine without shared L2s: 1x1, 1x2, 2x1.
 ConfigSpace enumerate_configs(const engine::Topology& topology);
+
+// The profiler's candidates when it also chooses the scheduling policy: every multi-executor
+// config once per scheduler in `policies` (in that order, right after each other), a single
+// executor once (sequential: nothing to schedule). Empty `policies`: the configs as given.
+std::vector<Config> with_policies(std::span<const Config> configs,
+                                  std::span<const std::string> policies);
 
 }  // namespace graphi::profiler

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "engine/policy.h"
 #include "ops/registry.h"
 #include "profiler/simulator.h"
 
@@ -178,8 +179,11 @@ CostModel::Prediction CostModel::predict(const Config& c) const {
   SimConfig sc;
   sc.executors = c.executors;
   sc.threads = c.threads;
-  sc.policy =
-      c.scheduler == "sequential" ? engine::Policy::kSequential : engine::Policy::kCriticalPath;
+  // Any engine policy the config names (cpf, shared-queue, ...); an unknown name is ranked as
+  // cpf, the default of several executors.
+  sc.policy = engine::parse_policy(c.scheduler)
+                  .value_or(c.executors > 1 ? engine::Policy::kCriticalPath
+                                            : engine::Policy::kSequential);
   sc.scheduler_core = c.scheduler_core;
   DispatchCosts d;
   d.seq_op_us = 0;

@@ -104,13 +104,15 @@ Result<ProfileResult> profile_graph(std::shared_ptr<const graph::Graph> g,
                                       median_of(at1.run_ms) * 1e3, median_of(atk.run_ms) * 1e3)
                   : CostModel::analytical(mg);
   res.fit_seconds = std::chrono::duration<double>(Clock::now() - t_fit).count();
+  res.candidates = with_policies(res.space.configs, opt.policies);
   if (!opt.calibration.quiet)
     std::fprintf(opt.calibration.progress,
-                 "graphi profile: %zu configs on %s; cost model from %s (%.1f s)\n",
-                 res.space.configs.size(), res.space.topology.c_str(), res.model.source().c_str(),
-                 res.fit_seconds);
+                 "graphi profile: %zu splits (%zu configs with their schedulers) on %s; cost "
+                 "model from %s (%.1f s)\n",
+                 res.space.configs.size(), res.candidates.size(), res.space.topology.c_str(),
+                 res.model.source().c_str(), res.fit_seconds);
 
-  const std::vector<RankedConfig> ranked = rank_configs(res.model, res.space.configs);
+  const std::vector<RankedConfig> ranked = rank_configs(res.model, res.candidates);
   const size_t n = ranked.size();
   size_t count = opt.top_k > 0 ? std::min<size_t>(static_cast<size_t>(opt.top_k), n) : n;
   if (opt.compare_exhaustive) count = n;

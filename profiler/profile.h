@@ -1,5 +1,6 @@
 // profile_graph: the whole `graphi profile` pipeline on one graph, as a library call.
-//  1. enumerate the splits of this machine (config_space.h);
+//  1. enumerate the splits of this machine (config_space.h), each multi-executor split once per
+//     scheduler in ProfileOptions::policies;
 //  2. fit the cost model: per-op times traced under 1x1 and 1xK (K the largest single team),
 //     serial fraction per op class (cost_model.h); without recorded traces, the analytical model;
 //  3. rank the splits with the model, calibrate the top K (all without --top-k) (calibrate.h);
@@ -10,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/session.h"
 #include "profiler/calibrate.h"
@@ -28,6 +30,11 @@ struct ProfileOptions {
   // above are lowered (budget_counts) so that the estimated total fits it; each phase also
   // stops at its share of it. Wall time from the start, compiling the plans included.
   double budget_s = 120;
+  // Schedulers tried on every multi-executor split (with_policies). Both by default: the seed
+  // reports cpf 8-19% ahead of a shared queue on a 64-core Phi, but here a shared queue won on
+  // PathNet's 6-wide fan-out at 2x1 in every run (0.82-0.93 of cpf), so the profiler measures
+  // rather than assumes. Empty: cpf only.
+  std::vector<std::string> policies = {"cpf", "shared-queue"};
   CalibrationOptions calibration;
   std::string model;  // the file, for the plan's record
 };
@@ -55,7 +62,8 @@ BudgetCounts budget_counts(double run_s, size_t configs, double budget_s,
                            const ProfileOptions& base);
 
 struct ProfileResult {
-  ConfigSpace space;
+  ConfigSpace space;               // the splits
+  std::vector<Config> candidates;  // the splits with their schedulers: what was ranked
   CostModel model;
   double fit_seconds = 0;  // measuring 1x1 and 1xK for the model
   Calibration calibration;

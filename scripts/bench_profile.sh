@@ -61,8 +61,8 @@ for label, path, flags in models:
     top = json.loads(sh(["profile", path, "--top-k", "2", "--json", "--quiet", "--runs", str(runs)] + flags, cache).stdout)
     plan_caches[label] = cache
     ch = top["chosen"]
-    ex_ms = {(x["executors"], x["threads"]): x.get("makespan_ms") for x in ex["configs"]}
-    chosen_ex = ex_ms.get((ch["executors"], ch["threads"]))
+    ex_ms = {(x["executors"], x["threads"], x["scheduler"]): x.get("makespan_ms") for x in ex["configs"]}
+    chosen_ex = ex_ms.get((ch["executors"], ch["threads"], ch["scheduler"]))
     vs = "%+.1f%%" % ((chosen_ex / c["true_best_ms"] - 1) * 100) if chosen_ex else "n/a"
     print("| %s | %d | %s %.3f ms | %d | %s %.3f ms | %+.1f%% | %.1f s / %.1f s | %s | %s | %.1f s |" % (
         label, len(ex["configs"]), c["true_best"], c["true_best_ms"], c["true_best_model_rank"],

@@ -174,7 +174,7 @@ def main():
                 print(f"{name} {size}: skipped ({entry['skipped']})", flush=True)
                 continue
         except Exception as e:  # noqa: BLE001 - reported, the run goes on with cores x 1
-            chosen = (cores, 1)
+            chosen = (cores, 1, "cpf")
             entry["profile"] = {"error": str(e)[-300:], "chosen": chosen}
             print(f"{name} {size}: graphi profile did not finish ({str(e)[:80]}); "
                   f"using {cores}x1 cpf", flush=True)
@@ -189,10 +189,9 @@ def main():
                 fused_choice, entry["profile_fused"], _ = profile_choice(args, fused_step,
                                                                          profile_budget)
             except Exception as e:  # noqa: BLE001 - reported, the fused run uses 1 x cores
-                fused_choice = (1, cores)
+                fused_choice = (1, cores, "sequential")
                 entry["profile_fused"] = {"error": str(e)[-300:], "chosen": fused_choice}
-        n, k = chosen
-        sched = "cpf" if n > 1 else "sequential"
+        n, k, sched = chosen
 
         def graphi_cmd(e, t, sc):
             return [args.graphi, "train", model, "--batch-from", batch, "--executors", str(e),
@@ -200,16 +199,16 @@ def main():
         peers = {f"graphi {n}x{k} {sched} (profiler)": graphi_cmd(n, k, sched)}
         if (n, k) != (1, cores):  # Fig. 6: sequential 1 x all cores
             peers[f"graphi 1x{cores} sequential"] = graphi_cmd(1, cores, "sequential")
-        # Table 2: shared-queue at the profiler's split; when it chose one executor, cpf and
-        # shared-queue at cores x 1 (the seed compares the two schedulers at one split).
+        # Table 2: cpf and shared-queue at the profiler's split (the one it did not choose:
+        # the profiler tries both); when it chose one executor, both at cores x 1 (the seed
+        # compares the two schedulers at one split).
         tn, tk = (n, k) if n > 1 else (cores, 1)
-        if n == 1 and cores > 1:
-            peers[f"graphi {tn}x{tk} cpf"] = graphi_cmd(tn, tk, "cpf")
         if cores > 1:
-            peers[f"graphi {tn}x{tk} shared-queue"] = graphi_cmd(tn, tk, "shared-queue")
+            for other in ("cpf", "shared-queue"):
+                if (tn, tk, other) != (n, k, sched):
+                    peers[f"graphi {tn}x{tk} {other}"] = graphi_cmd(tn, tk, other)
         if fused_choice:  # the fused LSTM sequence op and its BPTT kernel, the profiler's split
-            fn, fk = fused_choice
-            fs = "cpf" if fn > 1 else "sequential"
+            fn, fk, fs = fused_choice
             peers[f"graphi {fn}x{fk} {fs} fused-rnn"] = graphi_cmd(fn, fk, fs) + ["--fuse-rnn"]
         for key in list(peers):
             peers[key] = peers[key] + ["--lr", str(args.lr), "--json", "--steps",
@@ -284,7 +283,9 @@ def profile_choice(args, step, budget_s):
                  args.profile_timeout_s)
     pj = json.loads(out)
     best = pj.get("chosen") or pj.get("best") or {}
-    chosen = (int(best.get("executors", 1)), int(best.get("threads", os.cpu_count() or 1)))
+    chosen = (int(best.get("executors", 1)), int(best.get("threads", os.cpu_count() or 1)),
+              best.get("scheduler") or ("cpf" if int(best.get("executors", 1)) > 1
+                                        else "sequential"))
     report = {"chosen": chosen, "configs": pj.get("configs"),
               "profiling_s": pj.get("profiling_s"), "session_runs": pj.get("session_runs")}
     return chosen, report, float(best.get("makespan_ms", 0))
@@ -349,9 +350,15 @@ def print_summary(results):
         t = {k: v["median_ms"] for k, v in e["peers"].items() if "median_ms" in v}
         prof = next((k for k in t if k.endswith("(profiler)")), None)
         seq = next((k for k in t if "sequential" in k and not k.endswith("(profiler)")), None)
-        sq = next((k for k in t if k.endswith("shared-queue")), None)
+        # Table 2's pair: "graphi NxK shared-queue" and "graphi NxK cpf", either of them possibly
+        # the profiler's choice (it tries both schedulers); never the fused-rnn entry.
+        def sched_key(name, split=None):
+            return next((k for k in t if k.startswith("graphi") and "fused-rnn" not in k
+                         and k.split()[2] == name and (split is None or k.split()[1] == split)),
+                        None)
+        sq = sched_key("shared-queue")
         split = sq.split()[1] if sq else ""
-        cpf = next((k for k in t if k.startswith(f"graphi {split} cpf")), None) if sq else None
+        cpf = sched_key("cpf", split) if sq else None
         g_prof = t.get(prof)
         prof0 = prof if g_prof else None
         # The goal compares graphi's fastest measured configuration (the profiler's choice, made

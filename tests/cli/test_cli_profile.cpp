@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "graph/format.h"
@@ -79,9 +81,21 @@ TEST_CASE("graphi profile --json has the configs and the choice and the time it 
     REQUIRE(c["calibrated"].get<bool>());  // no --top-k: every config
     CHECK(c["makespan_ms"].get<double>() > 0);
     chosen_listed = chosen_listed || (c["executors"] == j["chosen"]["executors"] &&
-                                      c["threads"] == j["chosen"]["threads"]);
+                                      c["threads"] == j["chosen"]["threads"] &&
+                                      c["scheduler"] == j["chosen"]["scheduler"]);
   }
   CHECK(chosen_listed);
+  // Every split of several executors is tried with both schedulers (the default
+  // --schedulers), a single executor once.
+  std::map<std::pair<int, int>, std::set<std::string>> schedulers;
+  for (const auto& c : j["configs"])
+    schedulers[{c["executors"].get<int>(), c["threads"].get<int>()}].insert(
+        c["scheduler"].get<std::string>());
+  for (const auto& [split, names] : schedulers) {
+    INFO(split.first << "x" << split.second);
+    CHECK(names == (split.first > 1 ? std::set<std::string>{"cpf", "shared-queue"}
+                                    : std::set<std::string>{"sequential"}));
+  }
   // The chosen config is the fastest calibrated one (that did not stop early).
   for (const auto& c : j["configs"])
     if (!c["stopped_early"].get<bool>())
@@ -100,6 +114,16 @@ TEST_CASE("graphi profile --json has the configs and the choice and the time it 
   const nlohmann::json qj = nlohmann::json::parse(quiet.out);
   for (const auto& c : qj["configs"]) calibrated += c["calibrated"].get<bool>() ? 1 : 0;
   CHECK(calibrated == 1);  // --top-k 1
+
+  auto cpf_only = graphi_cli(dir, {"profile", model.string(), "--json", "--runs", "1", "--warmup",
+                                   "0", "--quiet", "--no-cache", "--schedulers", "cpf"});
+  INFO(cpf_only.err);
+  REQUIRE(cpf_only.rc == 0);
+  for (const auto& c : nlohmann::json::parse(cpf_only.out)["configs"])
+    CHECK(c["scheduler"] == (c["executors"].get<int>() > 1 ? "cpf" : "sequential"));
+  auto bad = graphi_cli(dir, {"profile", model.string(), "--schedulers", "cpf,sequential"});
+  CHECK(bad.rc == 2);
+  CHECK(contains(bad.err, "--schedulers: 'sequential' is not a scheduler of several executors"));
 }
 
 TEST_CASE(

@@ -7,6 +7,7 @@
 #include "ops/registry.h"
 #include "profiler/config_space.h"
 #include "profiler/cost_model.h"
+#include "profiler/simulator.h"
 
 using namespace graphi;
 using profiler::Config;
@@ -96,6 +97,32 @@ TEST_CASE("cost model: predicted makespans equal hand-computed list schedules", 
   const auto mchain = profiler::CostModel::fitted(*chain, std::vector<double>{5, 5, 5}, {}, 1, mc);
   CHECK(mchain.predict(config(2, 1)).makespan_us == Approx(3 * (mc.dispatch_us + 5)));
   CHECK(mchain.predict(config(2, 1)).handoffs == 0);
+}
+
+TEST_CASE("cost model: a config naming shared-queue is predicted with the shared queue",
+          "[profiler]") {
+  auto mg = profiler::model_graph(chains(8, 1));
+  REQUIRE(mg.is_ok());
+  profiler::MachineConstants mc;
+  const auto m = profiler::CostModel::fitted(*mg, std::vector<double>(8, 10.0), {}, 1, mc);
+  Config sq = config(2, 1);
+  sq.scheduler = "shared-queue";
+  // Every pop takes the lock (held sq_lock_us) and costs sq_op_us: executor 0 pops at 0 and
+  // starts at 0.07, executor 1 waits for the lock (0.03) and starts at 0.10; each then pops its
+  // next op when its previous ends, the lock free by then: 4 rounds of (0.07 + 10) per
+  // executor, executor 1 finishing 0.03 after executor 0.
+  const profiler::DispatchCosts d;
+  CHECK(m.predict(sq).makespan_us == Approx(4 * (d.sq_op_us + 10) + d.sq_lock_us));
+  CHECK(m.predict(config(2, 1)).makespan_us == Approx(4 * (mc.dispatch_us + 10)));
+  // The profiler's candidates: each multi-executor split once per scheduler.
+  const std::vector<std::string> policies = {"cpf", "shared-queue"};
+  const auto cands = profiler::with_policies(kTwoCores, policies);
+  REQUIRE(cands.size() == 4);
+  CHECK(cands[0].name() == "1x1 sequential");
+  CHECK(cands[1].name() == "1x2 sequential");
+  CHECK(cands[2].name() == "2x1 cpf");
+  CHECK(cands[3].name() == "2x1 shared-queue");
+  CHECK(profiler::with_policies(kTwoCores, {}).size() == 3);
 }
 
 TEST_CASE("cost model ranks a wide graph's parallel split first and a chain's sequential first",
