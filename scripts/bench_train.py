@@ -112,6 +112,9 @@ def main():
     ap.add_argument("--time-limit-s", type=float, default=-1,
                     help="start no model/size after this many seconds (default none; --quick "
                          "150); those are listed as not run")
+    ap.add_argument("--all-tf-settings", action="store_true",
+                    help="every TensorFlow setting at every size (default: at a model's larger "
+                         "sizes only its two fastest at the first size measured)")
     ap.add_argument("--no-simulate", action="store_true",
                     help="skip the graphi simulate --machine knl7250 predictions")
     args = ap.parse_args()
@@ -141,6 +144,7 @@ def main():
                                capture_output=True).returncode == 0
     results["peers"] = {"pytorch": torch_ok, "tensorflow": tf_ok}
 
+    tf_ranked, tf_ranked_size = {}, {}  # model -> TF (jit, intra, inter) fastest first
     # Small sizes of every model first, then the medium ones: a time limit cuts the large work.
     order = [(n, s) for s in sizes for n in args.models.split(",")]
     for name, size in order:
@@ -226,12 +230,20 @@ def main():
             entry["peers"]["pytorch"] = {"missing": "not installed (scripts/bench_venv.sh)"}
         if tf_ok:
             tf_settings = [(cores, 1)] if quick else [(cores, 1), (cores, 2), (1, cores)]
-            for jit in (False, True):
-                for intra, inter in tf_settings:
-                    peers[f"tensorflow{' jit' if jit else ''} intra {intra} inter {inter}"] = (
-                        [args.tf_python, script_tf, model, batch, "--intra", str(intra),
-                         "--inter", str(inter), "--lr", str(args.lr), "--steps", str(steps),
-                         "--warmup", str(warmup)] + (["--jit"] if jit else []))
+            settings = [(jit, intra, inter) for jit in (False, True) for intra, inter in tf_settings]
+            # A larger size of a model already measured here: TensorFlow's two fastest settings
+            # at the smaller size only (one XLA process of phased-lstm medium took 85 s; all six
+            # settings x rounds made the medium sizes most of an hour). --all-tf-settings: all.
+            if tf_ranked.get(name) and not args.all_tf_settings:
+                settings = tf_ranked[name][:2]
+                entry["tf_settings"] = (f"the 2 fastest at {tf_ranked_size[name]} in this run "
+                                        "(--all-tf-settings for all)")
+                print(f"{name} {size}: TensorFlow at {entry['tf_settings']}", flush=True)
+            for jit, intra, inter in settings:
+                peers[f"tensorflow{' jit' if jit else ''} intra {intra} inter {inter}"] = (
+                    [args.tf_python, script_tf, model, batch, "--intra", str(intra),
+                     "--inter", str(inter), "--lr", str(args.lr), "--steps", str(steps),
+                     "--warmup", str(warmup)] + (["--jit"] if jit else []))
         else:
             entry["peers"]["tensorflow"] = {
                 "missing": "not installed (scripts/tf_venv.sh: tensorflow-cpu==2.21.0)"}
@@ -265,6 +277,12 @@ def main():
             entry["peers"][key] = e
             print(f"{name} {size} | {key} | {e['median_ms']:.1f} ms | loss "
                   f"{e['final_loss']:.6f}", flush=True)
+        tf_timed = sorted((v["median_ms"], k) for k, v in entry["peers"].items()
+                          if k.startswith("tensorflow") and "median_ms" in v)
+        if tf_timed and name not in tf_ranked:
+            tf_ranked[name] = [(" jit " in f" {k} ", int(k.split()[-3]), int(k.split()[-1]))
+                               for _, k in tf_timed]
+            tf_ranked_size[name] = size
         if args.json_out:  # partial results survive an interrupted run
             with open(args.json_out, "w") as f:
                 json.dump(results, f, indent=1)

@@ -8,13 +8,14 @@
 #      every peer reads both (scripts/eval_graphi_file.py reads the .graphi weights);
 #   2. `graphi simulate --machine knl7250` predicts the step graph on the Xeon Phi (Fig. 6 and
 #      Table 2 there); `graphi profile --budget-s` (120 s; --quick 10 s) picks the split;
-#   3. interleaved rounds (the order rotates each round) of: graphi at the profiler's split
-#      (critical-path-first), graphi sequential 1 x all cores (seed Fig. 6), graphi shared-queue
-#      at the profiler's split, or cpf and shared-queue at cores x 1 when it chose one executor
-#      (seed Table 2), for lstm graphi --fuse-rnn (the fused LSTM op and its BPTT kernel),
+#   3. interleaved rounds (the order rotates each round) of: graphi at the profiler's split and
+#      scheduler (it tries cpf and shared-queue), graphi sequential 1 x all cores (seed Fig. 6),
+#      the other scheduler at the profiler's split, or cpf and shared-queue at cores x 1 when
+#      it chose one executor (seed Table 2), for lstm graphi --fuse-rnn (the fused LSTM op and its BPTT kernel),
 #      PyTorch eager (unrolled cells as graphi; plus torch.nn.LSTM for lstm), TensorFlow
 #      tf.function without and with jit_compile (XLA) at intra/inter-op thread settings
-#      (--quick: intra = cores, inter 1);
+#      (--quick: intra = cores, inter 1; at a model's later sizes only its two fastest settings
+#      of the first size, unless --all-tf-settings after `--`);
 #   4. per peer the median step time over all timed steps of all rounds, the loss after the
 #      same number of SGD steps, its relative difference to PyTorch's; then a summary: Fig. 6
 #      (sequential / profiler's), Table 2 (shared-queue / cpf), best peer / graphi against the

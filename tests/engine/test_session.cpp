@@ -282,6 +282,17 @@ TEST_CASE("session: Reshapes of intermediates share their bytes and give the rig
     CHECK(m.alias_of[*g->find_value("flat")] == *g->find_value("ab"));
     CHECK(m.alias_of[*g->find_value("s2")] == *g->find_value("s"));
     CHECK(m.offset[*g->find_value("s")] != m.offset[*g->find_value("ab")]);
+    // The aliased Reshapes copy nothing: no cost hint for the levels and the cost model; the
+    // Sigmoid and the Add keep theirs (8 floats read and written: 64 bytes, the Add 96).
+    const Plan& plan = s->plan();
+    auto producer = [&](const char* value) { return g->value(*g->find_value(value)).producer; };
+    for (const char* value : {"flat", "s2"}) {
+      const ops::CostHint c = plan.cost(producer(value));
+      CHECK(c.bytes == 0);
+      CHECK(c.flops == 0);
+    }
+    CHECK(plan.cost(producer("s")).bytes == 64);
+    CHECK(plan.cost(producer("y")).bytes == 96);
     for (int rep = 0; rep < 3; ++rep) {
       NamedTensors out = value_or_throw(s->run({{"a", a}, {"b", bt}}));
       REQUIRE(out.size() == 2);
