@@ -196,9 +196,10 @@ Result<Geometry> conv_geometry(const graph::Node& node, const std::vector<const 
                                  "' is not supported (only Relu)");
     g.relu = act == "Relu";
   }
-  if (node.op == "BlockedConv" && g.group != 1)
-    return Status::unsupported(where + ": BlockedConv takes group = 1 only, got " +
-                               std::to_string(g.group));
+  if (node.op == "BlockedConv" && g.group != 1 && !(g.group == g.c && g.group == g.oc))
+    return Status::unsupported(where + ": BlockedConv takes group = 1 or depthwise (group = C = M), "
+                               "got group " + std::to_string(g.group) + " with C = " +
+                               std::to_string(g.c) + ", M = " + std::to_string(g.oc));
   GRAPHI_RETURN_IF_ERROR(read_window_attrs(node, where, g, true));
   GRAPHI_RETURN_IF_ERROR(output_size(where, g));
   return g;

@@ -3,13 +3,16 @@
 // reorders only at the boundaries. oneDNN's direct/brgemm convolutions and pools want nChw16c
 // (their "any" format on AVX-512); fed NCHW they fall back to slower kernels or reorder on every
 // call. Rewrites, in topological order:
-// - Conv / FusedConv with group 1 -> BlockedConv (activation kept): a blocked X keeps its B
-//   (M must be a multiple of it); a plain X gets B from M and is read through a ToBlocked when
-//   C is a multiple of B, directly when C < 8 (the first layer: oneDNN reads NCHW and writes
-//   blocked); anything else stays a plain Conv;
+// - Conv / FusedConv with group 1 or depthwise (group = C = M: oneDNN's jit depthwise kernels
+//   are blocked-only) -> BlockedConv (activation kept): a blocked X keeps its B (M must be a
+//   multiple of it); a plain X gets B from M and is read through a ToBlocked when C is a
+//   multiple of B, directly when C < 8 and group 1 (the first layer: oneDNN reads NCHW and
+//   writes blocked); anything else stays a plain Conv;
 // - MaxPool / AveragePool of a blocked X -> BlockedMaxPool / BlockedAveragePool;
-// - Relu of a blocked X, Add of two same-shape blocked inputs (or one blocked, one plain with
-//   C a multiple of B, which gets a ToBlocked), Concat on axis 1 of blocked inputs of the same
+// - an element-wise unary op of a blocked X (Relu, Sigmoid, Tanh, HardSigmoid, Clip with
+//   scalar bounds, ...), Add / Sub / Mul / Div of two same-shape inputs, one blocked (the other
+//   blocked, or plain with C a multiple of B, which gets a ToBlocked), Concat on axis 1 of blocked
+//   inputs of the same
 //   B -> the same op on the 5-D tensors (elementwise ops and a Concat on the channel-block axis
 //   are layout-agnostic there);
 // - a FromBlocked back to NCHW, under the original name, for every blocked value a plain node

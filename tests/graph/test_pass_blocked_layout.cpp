@@ -111,7 +111,80 @@ graph::Graph pathnet_graph(int64_t batch) {
   return c.finish();
 }
 
+// A MobileNet-style stack: a stride-2 stem conv on the image, hard-swish (HardSigmoid, Mul), a
+// dilated 3x3 depthwise conv + Relu, Clip(0, 6), a 1x1 conv, then Sigmoid, Sub, Div and Tanh
+// of same-shape values; and beside it a grouped (not depthwise) conv and a depthwise conv on 12
+// channels, which oneDNN has no blocked kernel for here and stay plain Convs.
+graph::Graph mobilenet_graph(int64_t batch) {
+  graph::GraphBuilder b("<mobilenet block>");
+  uint64_t seed = 300;
+  auto weight = [&](const std::string& name, Shape shape) {
+    b.add_constant(name, test::random_tensor(TensorDesc{DType::kF32, std::move(shape)}, seed++,
+                                             -0.4, 0.4));
+  };
+  auto conv = [&](const std::string& name, const std::string& in, int64_t cin, int64_t cout,
+                  int64_t k, int64_t group, int64_t stride, int64_t dilation) {
+    weight(name + ".w", {cout, cin / group, k, k});
+    weight(name + ".b", {cout});
+    const int64_t pad = dilation * (k / 2);
+    graph::Attributes a = window(k, stride, pad);
+    a.set("group", group);
+    a.set("dilations", std::vector<int64_t>{dilation, dilation});
+    b.add_node("Conv", name, {in, name + ".w", name + ".b"}, {name}, a);
+  };
+  b.add_input("x", TensorDesc{DType::kF32, {batch, 3, 16, 16}});
+  conv("stem", "x", 3, 16, 3, 1, 2, 1);
+  graph::Attributes hs;
+  hs.set("alpha", 1.0f / 6.0f);
+  b.add_node("HardSigmoid", "hsig", {"stem"}, {"hsig"}, hs);
+  b.add_node("Mul", "hswish", {"stem", "hsig"}, {"hswish"});
+  conv("dw", "hswish", 16, 16, 3, 16, 1, 2);
+  b.add_node("Relu", "dw.relu", {"dw"}, {"dw.relu"});
+  Tensor lo(TensorDesc{DType::kF32, {}}), hi(TensorDesc{DType::kF32, {}});
+  *lo.data_as<float>() = 0.0f;
+  *hi.data_as<float>() = 6.0f;
+  b.add_constant("lo", std::move(lo));
+  b.add_constant("hi", std::move(hi));
+  b.add_node("Clip", "relu6", {"dw.relu", "lo", "hi"}, {"relu6"});
+  conv("pw", "relu6", 16, 32, 1, 1, 1, 1);
+  b.add_node("Sigmoid", "gate", {"pw"}, {"gate"});
+  b.add_node("Sub", "centered", {"pw", "gate"}, {"centered"});
+  b.add_node("Div", "ratio", {"centered", "gate"}, {"ratio"});
+  b.add_node("Tanh", "y", {"ratio"}, {"y"});
+  b.add_output("y");
+  // Stays plain: groups of 2 channels, and a depthwise conv on 12 channels (no block of 8 or 16).
+  conv("grouped", "hswish", 16, 16, 3, 8, 1, 1);
+  b.add_input("x12", TensorDesc{DType::kF32, {batch, 12, 8, 8}});
+  conv("dw12", "x12", 12, 12, 3, 12, 1, 1);
+  b.add_output("grouped");
+  b.add_output("dw12");
+  return value_or_throw(b.finish(ops::Registry::get()));
+}
+
 }  // namespace
+
+TEST_CASE("blocked_layout: depthwise convs and element-wise chains stay blocked and equal NCHW",
+          "[passes][conv][layout]") {
+  for (int64_t batch : {1, 3}) {
+    INFO("batch " << batch);
+    const graph::Graph g = mobilenet_graph(batch);
+    auto [plain, blocked] = plain_and_blocked(g);
+    // stem, the dilated depthwise conv and the 1x1 run blocked; grouped and dw12 do not.
+    CHECK(test::count_op(blocked.graph, "BlockedConv") == 3);
+    CHECK(test::count_op(blocked.graph, "Conv") + test::count_op(blocked.graph, "FusedConv") == 2);
+    // Every element-wise op between them reads and writes blocked tensors: the image is read
+    // directly, y goes back once; hswish is also read plain by the grouped conv (one more).
+    CHECK(test::count_op(blocked.graph, "ToBlocked") == 0);
+    CHECK(test::count_op(blocked.graph, "FromBlocked") == 2);
+    for (const graph::Node& n : blocked.graph.nodes())
+      if (n.op == "HardSigmoid" || n.op == "Mul" || n.op == "Clip" || n.op == "Sigmoid" ||
+          n.op == "Sub" || n.op == "Div" || n.op == "Tanh") {
+        INFO(n.name);
+        CHECK(blocked.graph.value(n.outputs[0]).desc.rank() == 5);
+      }
+    for (int threads : {1, 2}) test::check_same_outputs(plain, blocked.graph, threads, 1e-5);
+  }
+}
 
 TEST_CASE("blocked_layout: inception blocks and a PathNet stack equal the NCHW path",
           "[passes][conv][layout]") {
