@@ -75,9 +75,14 @@ TEST_CASE("cost table: identical ops share the mean of their group", "[profiler]
   for (size_t i = 0; i < n; ++i) t.node_us[i] = i == 3 ? 0.0 : static_cast<double>(i + 1);
   profiler::CostTable pooled = t;
   profiler::pool_identical_ops(plan, pooled);
-  // The reference groups by op type and the shapes of inputs and outputs, read from the graph.
+  // The reference groups by op type and the shapes of inputs and outputs, read from the graph,
+  // and by whether the outputs are memory-plan aliases (such a Reshape copies nothing, one of
+  // the same shapes whose input is a graph input copies).
+  const std::vector<graph::ValueId>& alias_of = plan.memory().alias_of;
   auto key = [&](size_t i) {
     std::string k = g->node(static_cast<graph::NodeId>(i)).op;
+    for (graph::ValueId v : plan.outputs(static_cast<NodeId>(i)))
+      k += alias_of.empty() || alias_of[v] == graph::kNoId ? "" : "(alias)";
     for (graph::ValueId v : plan.inputs(static_cast<NodeId>(i)))
       k += "/" + shape_to_string(g->value(v).desc.shape);
     for (graph::ValueId v : plan.outputs(static_cast<NodeId>(i)))
