@@ -119,7 +119,8 @@ TEST_CASE("graphi profile --json has the configs and the choice and the time it 
                                    "0", "--quiet", "--no-cache", "--schedulers", "cpf"});
   INFO(cpf_only.err);
   REQUIRE(cpf_only.rc == 0);
-  for (const auto& c : nlohmann::json::parse(cpf_only.out)["configs"])
+  const nlohmann::json cj = nlohmann::json::parse(cpf_only.out);
+  for (const auto& c : cj["configs"])
     CHECK(c["scheduler"] == (c["executors"].get<int>() > 1 ? "cpf" : "sequential"));
   auto bad = graphi_cli(dir, {"profile", model.string(), "--schedulers", "cpf,sequential"});
   CHECK(bad.rc == 2);
