@@ -37,6 +37,10 @@ int eval_model_command(const Args& args, const std::string& kind, const std::str
   auto seed = args.get_int("--seed", 1, 0, 0x7fffffffffffffffL);
   if (!batch || !seed) return kExitUsage;
   models::EvalModelSpec spec{kind, *size, *batch, static_cast<uint64_t>(*seed)};
+  // phased-lstm's cells cannot be chained by the fusion pass (the time gate sits between the
+  // steps): --fuse-rnn builds it with PhasedLSTM sequence ops directly.
+  const bool phased_sequence = kind == "phased-lstm" && args.has("--fuse-rnn");
+  spec.sequence_ops = phased_sequence;
   auto g = models::build_eval_model(spec, ops::Registry::get());
   if (!g.is_ok()) {
     std::fprintf(stderr, "error: building the %s graph failed: %s\n", kind.c_str(),
@@ -59,7 +63,7 @@ int eval_model_command(const Args& args, const std::string& kind, const std::str
     ts.optimizer.lr = std::strtod(lr.c_str(), &end);
     if (end == lr.c_str() || *end != '\0' || !(ts.optimizer.lr > 0))
       return args.usage_error("--lr expects a number > 0, got '" + lr + "'");
-    if (args.has("--fuse-rnn")) {  // as `graphi train --fuse-rnn` trains it
+    if (args.has("--fuse-rnn") && !phased_sequence) {  // as `graphi train --fuse-rnn` trains it
       auto fused = graph::passes::fuse_rnn_cells_for_training(
           *g, ops::Registry::get(),
           "graphi model " + kind + " --size " + models::eval_size_name(*size) + " --fuse-rnn");
@@ -71,16 +75,22 @@ int eval_model_command(const Args& args, const std::string& kind, const std::str
     if (!built.is_ok()) return runtime_error(built.status());
     tg = std::move(*built);
     written = &tg->graph;
-  } else if (args.has("--lr") || args.has("--fuse-rnn")) {
-    return args.usage_error(std::string(args.has("--lr") ? "--lr" : "--fuse-rnn") +
-                            " applies with --train only");
+  } else if (args.has("--lr")) {
+    return args.usage_error("--lr applies with --train only");
+  } else if (args.has("--fuse-rnn") && !phased_sequence) {
+    auto fused = graph::passes::fuse_rnn_cells_for_training(
+        *g, ops::Registry::get(),
+        "graphi model " + kind + " --size " + models::eval_size_name(*size) + " --fuse-rnn");
+    if (!fused.is_ok()) return runtime_error(fused.status());
+    *g = std::move(fused->graph);
   }
   if (Status s = graph::write_graphi(*written, out); !s.is_ok()) return runtime_error(s);
   std::printf("wrote %s: %s %s%s, %zu nodes, %lld parameters (%s)\n", out.c_str(), kind.c_str(),
               models::eval_size_name(*size),
               tg ? (args.has("--fuse-rnn") ? " training step (SGD, cross-entropy, fused RNN cells)"
                                            : " training step (SGD, cross-entropy)")
-                 : "",
+              : args.has("--fuse-rnn") ? " (fused RNN cells)"
+                                       : "",
               written->num_nodes(), static_cast<long long>(params),
               human_bytes(static_cast<double>(params) * 4).c_str());
   if (args.has("--batch-npz")) {
@@ -125,8 +135,9 @@ int model_command(int argc, char** argv) {
   args.flag("--train", "with --size: write the training step graph (SGD, cross-entropy)");
   args.option("--lr", "LR", "with --train: SGD learning rate (default 0.01)");
   args.flag("--fuse-rnn",
-            "with --train: fuse the RNN cells into sequence ops first, as graphi train --fuse-rnn "
-            "does (their BPTT kernels; each fused bias is trained as Wb + Rb)");
+            "with --size: the RNN cells as sequence ops, as graphi train --fuse-rnn fuses them "
+            "(their BPTT kernels; each fused LSTM bias is trained as Wb + Rb); phased-lstm: one "
+            "PhasedLSTM op per layer, trained as the unrolled cells");
   args.option("--batch-npz", "DATA.npz",
               "with --size: also write a seeded batch (inputs + labels) for graphi train");
   args.option(

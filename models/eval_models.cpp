@@ -62,7 +62,9 @@ Result<graph::Graph> build_eval_model(const EvalModelSpec& spec,
                                       const graph::ShapeInferencer& shapes) {
   GRAPHI_ASSIGN_OR_RETURN(EvalDims d, eval_dims(spec));
   if (spec.name == "lstm") return build_rnn_classifier(d, false, spec.seed, shapes);
-  if (spec.name == "phased-lstm") return build_rnn_classifier(d, true, spec.seed, shapes);
+  if (spec.name == "phased-lstm")
+    return spec.sequence_ops ? build_phased_lstm_sequence_classifier(d, spec.seed, shapes)
+                             : build_rnn_classifier(d, true, spec.seed, shapes);
   if (spec.name == "pathnet") return build_pathnet(d, spec.seed, shapes);
   return build_googlenet(d, spec.seed, shapes);
 }

@@ -42,6 +42,9 @@ struct EvalModelSpec {
   EvalSize size = EvalSize::kSmall;
   int64_t batch = 0;  // 0: the model's batch (64; googlenet 32)
   uint64_t seed = 1;
+  // phased-lstm: one PhasedLSTM sequence op per layer (build_phased_lstm_sequence_classifier)
+  // instead of unrolled cells; the same weights and function.
+  bool sequence_ops = false;
 };
 
 // The sizes of one model at one size, resolved from the tables above.
@@ -70,6 +73,13 @@ Result<std::vector<std::pair<std::string, Tensor>>> eval_model_batch(const EvalM
 // Builders behind build_eval_model (models/eval_rnn.cpp, models/pathnet.cpp, models/googlenet.cpp).
 Result<graph::Graph> build_rnn_classifier(const EvalDims& d, bool phased, uint64_t seed,
                                           const graph::ShapeInferencer& shapes);
+// The PhasedLSTM classifier with one PhasedLSTM sequence op per layer (ops/rnn/phased_lstm.h)
+// instead of unrolled cells: the same function and weights as build_rnn_classifier(d, true,
+// seed) (W and R transposed into ONNX's [1, 4H, H]; the gate bias b as B = [b, 0 b], so that
+// training moves it as the cells' single bias; tau, shift, r_on reshaped to [1, H]), for the
+// fused training kernels (`graphi model phased-lstm --size S --fuse-rnn`).
+Result<graph::Graph> build_phased_lstm_sequence_classifier(const EvalDims& d, uint64_t seed,
+                                                           const graph::ShapeInferencer& shapes);
 Result<graph::Graph> build_pathnet(const EvalDims& d, uint64_t seed,
                                    const graph::ShapeInferencer& shapes);
 Result<graph::Graph> build_googlenet(const EvalDims& d, uint64_t seed,

@@ -154,4 +154,76 @@ Result<graph::Graph> build_rnn_classifier(const EvalDims& d, bool phased, uint64
   return b.finish(shapes);
 }
 
+Result<graph::Graph> build_phased_lstm_sequence_classifier(const EvalDims& d, uint64_t seed,
+                                                           const graph::ShapeInferencer& shapes) {
+  const int64_t H = d.hidden, T = d.seq, B = d.batch, L = d.layers;
+  graph::GraphBuilder b("phased-lstm(T=" + std::to_string(T) + " H=" + std::to_string(H) +
+                        " L=" + std::to_string(L) + " B=" + std::to_string(B) + ", sequence ops)");
+  b.set_metadata("producer", "graphi model");
+  b.set_metadata("model", "phased-lstm");
+  WeightRng rng(seed);  // drawn in build_rnn_classifier's order, so the weights are the same
+  b.add_input("x", TensorDesc{DType::kF32, {T, B, H}});
+  b.add_input("times", TensorDesc{DType::kF32, {T, B}});
+  b.add_constant("shape/unit", i64_vector({1, H}));
+  b.add_constant("shape/bias", i64_vector({1, 8 * H}));
+  b.add_constant("shape/seq", i64_vector({T, B, H}));
+  b.add_constant("shape/row", i64_vector({B, H}));
+  b.add_constant("k/zero", f32_scalar(0.0f));
+  const float bound = 1.0f / std::sqrt(static_cast<float>(H));
+  // [H, 4H] (x W, gate columns i | o | f | c) -> ONNX's [1, 4H, H] (rows i, o, f, c).
+  auto onnx_weights = [&](const Tensor& m) {
+    Tensor t(TensorDesc{DType::kF32, {1, 4 * H, H}});
+    for (int64_t i = 0; i < H; ++i)
+      for (int64_t col = 0; col < 4 * H; ++col)
+        t.data_as<float>()[col * H + i] = m.data_as<float>()[i * 4 * H + col];
+    return t;
+  };
+  std::string x = "x", h_last;
+  for (int64_t l = 0; l < L; ++l) {
+    const std::string p = "l" + std::to_string(l) + "/";
+    b.add_constant(p + "W", onnx_weights(uniform_tensor({H, 4 * H}, bound, rng)));
+    b.add_constant(p + "R", onnx_weights(uniform_tensor({H, 4 * H}, bound, rng)));
+    b.add_constant(p + "b", uniform_tensor({4 * H}, bound, rng));
+    const TensorDesc unit{DType::kF32, {H}};
+    Tensor tau(unit), shift(unit), r_on(unit);
+    for (int64_t j = 0; j < H; ++j) tau.data_as<float>()[j] = std::exp(rng.uniform(0.0f, 3.0f));
+    for (int64_t j = 0; j < H; ++j)
+      shift.data_as<float>()[j] = rng.uniform(0.0f, 1.0f) * tau.data_as<float>()[j];
+    for (int64_t j = 0; j < H; ++j) r_on.data_as<float>()[j] = 0.05f;
+    b.add_constant(p + "tau", std::move(tau));
+    b.add_constant(p + "shift", std::move(shift));
+    b.add_constant(p + "r_on", std::move(r_on));
+    // B = [Wb, Rb] = [b, 0 * b]: Rb stays zero and its gradient reaches b through the product's
+    // factor 0, so b trains as the unrolled cells' one bias does.
+    b.add_node("Mul", p + "b_zero", {p + "b", "k/zero"}, {p + "b_zero"});
+    graph::Attributes cat;
+    cat.set("axis", int64_t{0});
+    b.add_node("Concat", p + "b_cat", {p + "b", p + "b_zero"}, {p + "b_cat"}, std::move(cat));
+    b.add_node("Reshape", p + "B", {p + "b_cat", "shape/bias"}, {p + "B"});
+    for (const char* name : {"tau", "shift", "r_on"})
+      b.add_node("Reshape", p + name + "/1h", {p + name, "shape/unit"}, {p + name + "/1h"});
+    graph::Attributes a;
+    a.set("hidden_size", H);
+    const bool last = l + 1 == L;  // Y feeds the next layer; the last layer's Y_h the classifier
+    std::vector<std::string> outs = {p + "Y"};
+    if (last) outs.push_back(p + "Y_h");
+    b.add_node("PhasedLSTM", p + "phased_lstm",
+               {x, p + "W", p + "R", p + "B", "", "", "", "", "times", p + "tau/1h",
+                p + "shift/1h", p + "r_on/1h"},
+               outs, std::move(a));
+    if (!last) {
+      b.add_node("Reshape", p + "y", {p + "Y", "shape/seq"}, {p + "y"});
+      x = p + "y";
+    } else {
+      h_last = p + "h_last";
+      b.add_node("Reshape", h_last, {p + "Y_h", "shape/row"}, {h_last});
+    }
+  }
+  b.add_constant("fc/W", uniform_tensor({H, d.classes}, bound, rng));
+  b.add_constant("fc/b", uniform_tensor({d.classes}, bound, rng));
+  b.add_node("Gemm", "logits", {h_last, "fc/W", "fc/b"}, {"logits"});
+  b.add_output("logits");
+  return b.finish(shapes);
+}
+
 }  // namespace graphi::models

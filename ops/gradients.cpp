@@ -672,6 +672,7 @@ class GradientTable final : public graph::passes::GradientRules {
         {"LSTM", rnn_grad_rule},  // ops/rnn/rnn_grad_rule.cpp (BPTT, ops/rnn/rnn_train.h)
         {"GRU", rnn_grad_rule},
         {"RNN", rnn_grad_rule},
+        {"PhasedLSTM", rnn_grad_rule},
     };
   }
   // Zero gradient almost everywhere (PyTorch's backward of floor, sign and the comparisons is

@@ -18,6 +18,7 @@
 
 #include "ops/rnn/rnn_gates.h"
 #include "ops/rnn/rnn_sequence.h"
+#include "ops/rnn/rnn_train.h"
 #include "ops/rnn/spin_barrier.h"
 #include "ops/rnn/tiled_gemm.h"
 #include "ops/shape_rules.h"
@@ -38,10 +39,7 @@ const char* phased_input_name(int i) {
   return names[i - kPhasedTimes];
 }
 
-struct PhasedSpec {
-  RnnSpec lstm;
-  double alpha = kPhasedLstmDefaultAlpha;
-};
+}  // namespace
 
 // Validates the node: the LSTM part through rnn_spec() (on a copy of the node that looks like an
 // ONNX LSTM: op "LSTM", without alpha, the first eight inputs), then alpha and inputs 8..11.
@@ -60,6 +58,7 @@ Result<PhasedSpec> phased_spec(const graph::Node& node, std::span<const TensorDe
   for (const auto& [name, value] : node.attrs.all())
     if (name != "alpha") lstm.attrs.set(name, value);
   GRAPHI_ASSIGN_OR_RETURN(s.lstm, rnn_spec(lstm, inputs.first(kLstmInputs), num_outputs, where));
+  s.lstm.phased = true;
   GRAPHI_ASSIGN_OR_RETURN(s.alpha,
                           graph::attr_float(node.attrs, where, "alpha", kPhasedLstmDefaultAlpha));
   if (!(s.alpha >= 0.0) || !std::isfinite(s.alpha))
@@ -83,6 +82,8 @@ Result<PhasedSpec> phased_spec(const graph::Node& node, std::span<const TensorDe
   return s;
 }
 
+namespace {
+
 // One block of hidden units [j0, j1) of direction d.
 struct Block {
   int d = 0;
@@ -101,6 +102,8 @@ class PhasedLstmKernel final : public Kernel {
     GRAPHI_ASSIGN_OR_RETURN(PhasedSpec ps,
                             phased_spec(ctx.node, ctx.inputs, ctx.outputs.size(), ctx.where));
     s_ = ps.lstm;
+    if (s_.training)  // the training form runs on the BPTT forward (rnn_train_forward.cpp)
+      return Status::unsupported(ctx.where + ": the training form of PhasedLSTM");
     alpha_ = ps.alpha;
     const int64_t D = s_.num_directions, H = s_.hidden, B = s_.batch, T = s_.seq_len,
                   I = s_.input_size;
@@ -340,24 +343,8 @@ void PhasedLstmKernel::step(const std::vector<Block>& plan, int64_t s, int64_t s
       const float* ctr = ct + r * ldh_ + j0;
       const float* htr = ht + r * ldh_ + j0;
       for (int64_t u = 0; u < w; ++u) {
-        // phi = ((ts - shift) mod tau) / tau = frac((ts - shift) / tau), in double so that
-        // the phase boundaries match the definition closely (float would put phi off by
-        // ~1e-5 at q ~ 100). A truncating conversion is much cheaper than std::floor without
-        // SSE4.1; |q| beyond 2^52 has no fraction left to lose.
-        const double q = (ts - shift[u]) * inv_tau[u];
-        double fl;
-        if (std::fabs(q) < 4503599627370496.0) {
-          fl = static_cast<double>(static_cast<int64_t>(q));
-          if (fl > q) fl -= 1.0;
-        } else {
-          fl = std::floor(q);
-        }
-        const double phi = q - fl;
-        const double on = ron[u];
-        const double k = phi < 0.5 * on ? 2.0 * phi / on
-                         : phi < on     ? 2.0 - 2.0 * phi / on
-                                        : alpha * phi;
-        const float kf = static_cast<float>(k);
+        const float kf =
+            static_cast<float>(phased_time_gate(ts, shift[u], inv_tau[u], ron[u], alpha).k);
         cr[u] = kf * ctr[u] + (1.0f - kf) * cr[u];
         hn[u] = kf * htr[u] + (1.0f - kf) * hp[u];
       }
@@ -475,7 +462,10 @@ std::unique_ptr<Kernel> make_phased_lstm_kernel() { return std::make_unique<Phas
 }  // namespace
 
 void register_phased_lstm_op(Registry& r) {
-  r.add({kPhasedLstmOp, infer_phased, cost_phased, false, {make_phased_lstm_kernel}});
+  // The training form's kernel first (it declines the inference form, the WCS kernel the other).
+  r.add({kPhasedLstmOp, infer_phased, cost_phased, false,
+         {make_phased_lstm_train_forward_kernel, make_phased_lstm_kernel}});
+  register_phased_lstm_grad_op(r);
 }
 
 }  // namespace graphi::ops

@@ -24,6 +24,7 @@
 #include <cstring>
 
 #include "ops/registry.h"
+#include "ops/rnn/phased_lstm.h"
 #include "ops/rnn/rnn_gates.h"
 #include "ops/rnn/rnn_sequence_kernel.h"
 #include "ops/rnn/rnn_train.h"
@@ -35,12 +36,13 @@ namespace graphi::ops {
 
 namespace {
 
-const char* kSlotNames[] = {"X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"};
+const char* kSlotNames[] = {"X", "W",         "R",         "B",     "sequence_lens", "initial_h",
+                            "initial_c", "P", "times", "tau", "shift", "r_on"};
 
 RnnCellKind grad_kind(const std::string& op) {
-  return op == "LSTMGrad"  ? RnnCellKind::kLstm
-         : op == "GRUGrad" ? RnnCellKind::kGru
-                           : RnnCellKind::kRnn;
+  return op == "LSTMGrad" || op == "PhasedLSTMGrad" ? RnnCellKind::kLstm
+         : op == "GRUGrad"                          ? RnnCellKind::kGru
+                                                    : RnnCellKind::kRnn;
 }
 
 }  // namespace
@@ -50,28 +52,40 @@ Result<RnnGradSpec> rnn_grad_spec(const graph::Node& node,
                                   const std::string& where) {
   const RnnCellKind kind = grad_kind(node.op);
   const bool lstm = kind == RnnCellKind::kLstm;
-  if (inputs.size() != kGradInputs)
-    return Status::invalid_graph(where + ": " + node.op + " has " + std::to_string(kGradInputs) +
+  const bool phased = node.op == "PhasedLSTMGrad";
+  const size_t n_inputs = phased ? kPhasedGradInputs : kGradInputs;
+  if (inputs.size() != n_inputs)
+    return Status::invalid_graph(where + ": " + node.op + " has " + std::to_string(n_inputs) +
                                  " inputs (X, W, R, B, sequence_lens, initial_h, initial_c, P, "
-                                 "Y, S, dY, dY_h, dY_c; absent ones empty), got " +
-                                 std::to_string(inputs.size()));
+                                 "Y, S, dY, dY_h, dY_c" +
+                                 (phased ? ", times, tau, shift, r_on" : "") +
+                                 "; absent ones empty), got " + std::to_string(inputs.size()));
   graph::Node fwd;
-  fwd.op = rnn_cell_name(kind);
+  fwd.op = phased ? kPhasedLstmOp : rnn_cell_name(kind);
   fwd.name = node.name;
   for (const auto& [k, v] : node.attrs.all())
     if (k != kRnnGradsAttr) fwd.attrs.set(k, v);
-  const size_t n_fwd = lstm ? 8 : 6;
+  const size_t n_fwd = phased ? kPhasedLstmInputs : lstm ? 8 : 6;
   if (!lstm)
     for (int i : {int{kRnnInitialC}, int{kRnnP}, int{kGradDYc}})
       if (inputs[i])
         return Status::invalid_graph(where + ": " + node.op + " input " + std::to_string(i) +
                                      " must be absent");
   RnnGradSpec g;
-  GRAPHI_ASSIGN_OR_RETURN(g.fwd, rnn_spec(fwd, inputs.first(n_fwd), lstm ? 3 : 2, where));
+  if (phased) {
+    // The forward's twelve inputs: the first eight, then times, tau, shift, r_on.
+    std::vector<const TensorDesc*> fwd_in(inputs.begin(), inputs.begin() + 8);
+    for (int i = kGradTimes; i <= kGradROn; ++i) fwd_in.push_back(inputs[i]);
+    GRAPHI_ASSIGN_OR_RETURN(PhasedSpec ps, phased_spec(fwd, fwd_in, 3, where));
+    g.fwd = ps.lstm;
+    g.alpha = ps.alpha;
+  } else {
+    GRAPHI_ASSIGN_OR_RETURN(g.fwd, rnn_spec(fwd, inputs.first(n_fwd), lstm ? 3 : 2, where));
+  }
   if (std::string why = rnn_grad_unsupported(g.fwd); !why.empty())
     return Status::unsupported(where + ": " + why);
   const std::vector<TensorDesc> outs = rnn_output_descs(g.fwd);
-  const int64_t KH = rnn_saved_blocks(kind) * g.fwd.hidden;
+  const int64_t KH = rnn_saved_blocks(g.fwd) * g.fwd.hidden;
   const TensorDesc saved{DType::kF32, {g.fwd.num_directions, g.fwd.seq_len * g.fwd.batch, KH}};
   auto expect = [&](int slot, const TensorDesc& want, const char* what, bool required) -> Status {
     if (!inputs[slot]) {
@@ -93,11 +107,12 @@ Result<RnnGradSpec> rnn_grad_spec(const graph::Node& node,
   for (const std::string& n : rnn_wcs::split_names(names)) {
     int slot = -1;
     for (int i = 0; i < static_cast<int>(n_fwd); ++i)
-      if (n == kSlotNames[i] && i != kRnnSeqLens) slot = i;
-    if (slot < 0 || !inputs[slot])
+      if (n == kSlotNames[i] && i != kRnnSeqLens && i != kPhasedTimes) slot = i;
+    if (slot < 0 || !inputs[grad_input_slot(slot)])
       return Status::invalid_graph(
           where + ": attribute '" + kRnnGradsAttr + "' names '" + n + "', not a present input of " +
-          fwd.op + " (X, W, R, B, initial_h" + (lstm ? ", initial_c, P" : "") + ")");
+          fwd.op + " (X, W, R, B, initial_h" + (lstm ? ", initial_c, P" : "") +
+          (phased ? ", tau, shift, r_on" : "") + ")");
     if (std::find(g.grads.begin(), g.grads.end(), slot) != g.grads.end())
       return Status::invalid_graph(where + ": attribute '" + kRnnGradsAttr + "' names '" + n +
                                    "' twice");
@@ -114,14 +129,16 @@ namespace {
 
 using rnn_train::aligned_floats;
 using rnn_train::Matmul;
+using rnn_train::PhasedInputs;
 
 class RnnBackwardKernel final : public Kernel {
  public:
-  explicit RnnBackwardKernel(RnnCellKind kind) : kind_(kind) {}
+  RnnBackwardKernel(RnnCellKind kind, bool phased) : kind_(kind), phased_(phased) {}
   const char* name() const override {
-    return kind_ == RnnCellKind::kLstm  ? "lstm_bptt"
-           : kind_ == RnnCellKind::kGru ? "gru_bptt"
-                                        : "rnn_bptt";
+    return phased_                       ? "phased_lstm_bptt"
+           : kind_ == RnnCellKind::kLstm ? "lstm_bptt"
+           : kind_ == RnnCellKind::kGru  ? "gru_bptt"
+                                         : "rnn_bptt";
   }
   bool opens_own_region() const override { return true; }
   size_t scratch_bytes() const override { return scratch_floats_ * sizeof(float); }
@@ -132,7 +149,7 @@ class RnnBackwardKernel final : public Kernel {
     team_ = std::max(1, ctx.team_size);
     const int64_t B = s.batch, H = s.hidden, I = s.input_size, G = s.gates, T = s.seq_len;
     const int64_t D = s.num_directions, rows = T * B, GH = G * H;
-    const int64_t KH = rnn_saved_blocks(kind_) * H;
+    const int64_t KH = rnn_saved_blocks(s) * H;
     ldg_ = D * GH;
     lbr0_ = kind_ == RnnCellKind::kGru && !s.linear_before_reset;
     lbr1_ = kind_ == RnnCellKind::kGru && s.linear_before_reset;
@@ -151,9 +168,10 @@ class RnnBackwardKernel final : public Kernel {
       GRAPHI_ASSIGN_OR_RETURN(step_, Matmul::create(strided(B, 2 * H, step_ld), dense(2 * H, H),
                                                     dense(B, H), true, team_));
     } else {
+      // The GRU and the PhasedLSTM add a carry (the part of dh_prev that skips R).
       GRAPHI_ASSIGN_OR_RETURN(step_,
                               Matmul::create(strided(B, GH, step_ld), dense(GH, H), dense(B, H),
-                                             kind_ == RnnCellKind::kGru, team_));
+                                             kind_ == RnnCellKind::kGru || phased_, team_));
     }
     if (kind_ == RnnCellKind::kLstm) {
       // The batch-row walk (rnn_train::walk_batch_rows): dh_rows = dgates_rows R with R as stored ([4H, H]).
@@ -196,6 +214,12 @@ class RnnBackwardKernel final : public Kernel {
     dc_off_ = take(B * H);
     carry_off_ = take(B * H);
     da_off_ = take(B * H);
+    if (phased_) {
+      dk_off_ = take(rows * H);    // dL/dk per row and unit, for the time-gate parameters
+      dh_k_off_ = take(B * H);     // k dL/dh_t: what reaches the candidate h~
+      keep_c_off_ = take(B * H);   // (1 - k) dL/dc_t: what skips the cell
+      inv_tau_off_ = take(2 * H);  // H doubles
+    }
     scratch_floats_ = off;
     return Status::ok();
   }
@@ -214,7 +238,7 @@ class RnnBackwardKernel final : public Kernel {
   void fail(const TeamContext& team) const noexcept {
     team.fail(std::string(name()) + ": oneDNN execution failed");
   }
-  float* out(const Buffers& io, int slot) const noexcept {
+  float* out(const Buffers& io, int slot) const noexcept {  // slot: the forward's input slot
     for (size_t k = 0; k < g_.grads.size(); ++k)
       if (g_.grads[k] == slot) return static_cast<float*>(io.outputs[k]);
     return nullptr;
@@ -223,7 +247,7 @@ class RnnBackwardKernel final : public Kernel {
   bool direction(const TeamContext& team, const Buffers& io, int d, float* scratch) const noexcept {
     const RnnSpec& s = g_.fwd;
     const int64_t B = s.batch, H = s.hidden, I = s.input_size, G = s.gates, T = s.seq_len;
-    const int64_t rows = T * B, GH = G * H, KH = rnn_saved_blocks(kind_) * H;
+    const int64_t rows = T * B, GH = G * H, KH = rnn_saved_blocks(s) * H;
     const bool lstm = kind_ == RnnCellKind::kLstm;
     auto in = [&](int i) { return static_cast<const float*>(io.inputs[i]); };
     const float* x = in(kRnnX);
@@ -250,12 +274,27 @@ class RnnBackwardKernel final : public Kernel {
       const int64_t p = rev ? t + 1 : t - 1;
       return p < 0 || p >= T ? -1 : p;
     };
-    // c_prev of row (t, b): S's c of the previous step, initial_c or nullptr (zeros).
+    // c_prev of row (t, b): S's c of the previous step (a PhasedLSTM's: c_t after the time
+    // gate), initial_c or nullptr (zeros).
+    const int64_t c_block = phased_ ? 5 : 4;
     auto c_prev = [&](int64_t t, int64_t b) -> const float* {
       const int64_t p = prev_of(t);
-      if (p >= 0) return S + rnn_row(s, p, b) * KH + 4 * H;
+      if (p >= 0) return S + rnn_row(s, p, b) * KH + c_block * H;
       return c0 ? c0 + s.state_row(d, b) : nullptr;
     };
+    PhasedInputs ph;
+    if (phased_) {
+      ph.times = in(kGradTimes);
+      ph.shift = in(kGradShift) + d * H;
+      ph.r_on = in(kGradROn) + d * H;
+      ph.tau = in(kGradTau) + d * H;
+      double* inv_tau = reinterpret_cast<double*>(scratch + inv_tau_off_);
+      for (int64_t j = 0; j < H; ++j) inv_tau[j] = 1.0 / static_cast<double>(ph.tau[j]);
+      ph.inv_tau = inv_tau;
+    }
+    float* dk = phased_ ? scratch + dk_off_ : nullptr;
+    float* dh_k = phased_ ? scratch + dh_k_off_ : nullptr;
+    float* keep_c = phased_ ? scratch + keep_c_off_ : nullptr;
 
     // H_prev in X's row order (the dR GEMM's operand and the GRU's h_prev).
     rnn_train::for_rows(T, B * H, nthr, [&](int64_t t0, int64_t t1, int) {
@@ -293,8 +332,15 @@ class RnnBackwardKernel final : public Kernel {
         const auto [b0, b1] = team_range(B, m, n);
         for (int64_t k = T - 1; k >= 0 && b1 > b0; --k) {
           const int64_t t = rev ? T - 1 - k : k;
-          lstm_rows(t, b0, b1, d, c_prev, dy, peep, S, dh, dc, dg);
-          rows_gemm_.run(r, dg + rnn_row(s, t, b0) * ldg_, dh + b0 * H, b1 - b0);
+          if (phased_) {
+            phased_rows(t, b0, b1, d, ph, c_prev, hp, dy, peep, S, dh, dc, dg, dk, dh_k, keep_c,
+                        carry);
+            rows_gemm_.run(r, dg + rnn_row(s, t, b0) * ldg_, dh + b0 * H, b1 - b0);
+            for (int64_t e = b0 * H; e < b1 * H; ++e) dh[e] += carry[e];
+          } else {
+            lstm_rows(t, b0, b1, d, c_prev, dy, peep, S, dh, dc, dg);
+            rows_gemm_.run(r, dg + rnn_row(s, t, b0) * ldg_, dh + b0 * H, b1 - b0);
+          }
         }
       }
     }
@@ -319,6 +365,14 @@ class RnnBackwardKernel final : public Kernel {
           }
         });
         if (!step_.run(dg + row0 * ldg_, r, dh, scratch)) return false;
+        continue;
+      }
+      if (phased_) {
+        rnn_train::for_rows(B, 40 * H, nthr, [&](int64_t b0, int64_t b1, int) {
+          phased_rows(t, b0, b1, d, ph, c_prev, hp, dy, peep, S, dh, dc, dg, dk, dh_k, keep_c,
+                      carry);
+        });
+        if (!step_.run(dg + row0 * ldg_, r, dh, scratch, carry)) return false;
         continue;
       }
       if (lstm) {
@@ -371,6 +425,15 @@ class RnnBackwardKernel final : public Kernel {
       if (lbr0_ && !dr_h_.run(dg + 2 * H, S + 3 * H, dr + d * GH * H + 2 * H * H, scratch))
         return false;
     }
+    // The time gate's parameters: sums over the rows in a fixed order, units split.
+    float* dtau = out(io, kPhasedTau);
+    float* dshift = out(io, kPhasedShift);
+    float* dron = out(io, kPhasedROn);
+    if (dtau || dshift || dron)
+      rnn_train::for_rows(H, 4 * rows, nthr, [&](int64_t j0, int64_t j1, int) {
+        time_gate_grads(ph, dk, j0, j1, dtau ? dtau + d * H : nullptr,
+                        dshift ? dshift + d * H : nullptr, dron ? dron + d * H : nullptr);
+      });
     // Bias and peephole gradients: column sums over the rows in a fixed order, columns split.
     float* db = out(io, kRnnB);
     float* dp = out(io, kRnnP);
@@ -395,7 +458,7 @@ class RnnBackwardKernel final : public Kernel {
               const int64_t row = rnn_row(s, t, b);
               const float* gx = dg + row * ldg_;
               const float* cp = c_prev(t, b);
-              const float* cn = S + row * KH + 4 * H;
+              const float* cn = S + row * KH + 4 * H;  // c (PhasedLSTM: the candidate c~)
               for (int64_t j = e0; j < e1; ++j) {
                 const int64_t u = j % H;
                 const float cv = j / H == 1 ? cn[u] : (cp ? cp[u] : 0.0f);
@@ -426,7 +489,7 @@ class RnnBackwardKernel final : public Kernel {
                  const float* peep, const float* S, const float* dh, float* dc,
                  float* dg) const noexcept {
     const RnnSpec& s = g_.fwd;
-    const int64_t H = s.hidden, KH = rnn_saved_blocks(kind_) * H;
+    const int64_t H = s.hidden, KH = rnn_saved_blocks(s) * H;
     const int64_t rs = s.layout == 0 ? 1 : s.seq_len;  // X rows between batch rows of a step
     LstmBackwardArgs a;
     a.hidden = H;
@@ -447,6 +510,69 @@ class RnnBackwardKernel final : public Kernel {
     a.dgates = dg + rnn_row(s, t, 0) * ldg_;
     a.ld_dgates = rs * ldg_;
     lstm_gates_backward(a, GateTile{b0, b1, 0, H});
+  }
+
+  // Rows [b0, b1) of a PhasedLSTM step t: the time gate's part around the LSTM's. With
+  // dh = dL/dh_t (+ dY_t), dc = dL/dc_t and k the gate:
+  //   dk = dc (c~ - c_prev) + dh (h~ - h_prev)        (kept per row and unit in dk)
+  //   the LSTM cell's backward (lstm_rows) on dh~ = k dh, dc~ = k dc, with S's c~ as its c;
+  //   dc_prev = its dc_out + (1 - k) dc;  dh_prev = dgates R + carry, carry = (1 - k) dh.
+  template <class CPrev>
+  void phased_rows(int64_t t, int64_t b0, int64_t b1, int d, const PhasedInputs& p,
+                   const CPrev& c_prev, const float* hp, const float* dy, const float* peep,
+                   const float* S, const float* dh, float* dc, float* dg, float* dk, float* dh_k,
+                   float* keep_c, float* carry) const noexcept {
+    const RnnSpec& s = g_.fwd;
+    const int64_t H = s.hidden, KH = rnn_saved_blocks(s) * H;
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t row = rnn_row(s, t, b);
+      const double ts = p.times[row];
+      const float* sv = S + row * KH;
+      const float* cand_c = sv + 4 * H;
+      const float* cand_h = sv + 6 * H;
+      const float* cp = c_prev(t, b);
+      const float* h_prev = hp + row * H;
+      const float* dyr = dy ? dy + s.y_row(t, d, b) : nullptr;
+      float* dkr = dk + row * H;
+      for (int64_t j = 0; j < H; ++j) {
+        const float k = static_cast<float>(
+            phased_time_gate(ts, p.shift[j], p.inv_tau[j], p.r_on[j], g_.alpha).k);
+        const float dhj = dh[b * H + j] + (dyr ? dyr[j] : 0.0f);
+        const float dcj = dc[b * H + j];
+        dkr[j] = dcj * (cand_c[j] - (cp ? cp[j] : 0.0f)) + dhj * (cand_h[j] - h_prev[j]);
+        dh_k[b * H + j] = k * dhj;
+        dc[b * H + j] = k * dcj;
+        keep_c[b * H + j] = (1.0f - k) * dcj;
+        carry[b * H + j] = (1.0f - k) * dhj;
+      }
+    }
+    lstm_rows(t, b0, b1, d, c_prev, nullptr, peep, S, dh_k, dc, dg);
+    for (int64_t e = b0 * H; e < b1 * H; ++e) dc[e] += keep_c[e];
+  }
+
+  // d tau, d shift, d r_on of units [j0, j1) from dk: phi = u - floor(u), u = (ts - shift) / tau
+  // (dphi/dshift = -1/tau, dphi/dtau = -u/tau); rising k = 2 phi / r_on, falling 2 - 2 phi / r_on,
+  // closed alpha phi. Rows in order, accumulated in double.
+  void time_gate_grads(const PhasedInputs& p, const float* dk, int64_t j0, int64_t j1, float* dtau,
+                       float* dshift, float* dron) const noexcept {
+    const RnnSpec& s = g_.fwd;
+    const int64_t H = s.hidden, rows = s.seq_len * s.batch;
+    for (int64_t j = j0; j < j1; ++j) {
+      double st = 0, ss = 0, sr = 0;
+      const double r_on = p.r_on[j];
+      for (int64_t row = 0; row < rows; ++row) {
+        const PhasedGate g = phased_time_gate(p.times[row], p.shift[j], p.inv_tau[j], r_on, g_.alpha);
+        const double dkv = dk[row * H + j];
+        const double dphi = dkv * (g.piece == 0 ? 2.0 / r_on : g.piece == 1 ? -2.0 / r_on : g_.alpha);
+        if (g.piece == 0) sr -= dkv * 2.0 * g.phi / (r_on * r_on);
+        if (g.piece == 1) sr += dkv * 2.0 * g.phi / (r_on * r_on);
+        ss -= dphi * p.inv_tau[j];
+        st -= dphi * g.u * p.inv_tau[j];
+      }
+      if (dtau) dtau[j] = static_cast<float>(st);
+      if (dshift) dshift[j] = static_cast<float>(ss);
+      if (dron) dron[j] = static_cast<float>(sr);
+    }
   }
 
   // One GRU row: dgates (x side, and for lbr 0 the R side too; lbr 0 fills dr later), dgh (lbr
@@ -473,6 +599,7 @@ class RnnBackwardKernel final : public Kernel {
   }
 
   RnnCellKind kind_;
+  bool phased_ = false;
   RnnGradSpec g_;
   int team_ = 1;
   bool lbr0_ = false, lbr1_ = false;
@@ -480,14 +607,15 @@ class RnnBackwardKernel final : public Kernel {
   Matmul step_, step_a_, dx_, dw_, dr_, dr_h_;
   TiledGemm rows_gemm_;
   size_t scratch_floats_ = 0, dg_off_ = 0, dh_side_off_ = 0, hp_off_ = 0, dh_off_ = 0, dc_off_ = 0,
-         carry_off_ = 0, da_off_ = 0;
+         carry_off_ = 0, da_off_ = 0, dk_off_ = 0, dh_k_off_ = 0, keep_c_off_ = 0,
+         inv_tau_off_ = 0;
 };
 
 Result<std::vector<TensorDesc>> infer_rnn_grad(const graph::InferContext& ctx) {
   GRAPHI_ASSIGN_OR_RETURN(RnnGradSpec g,
                           rnn_grad_spec(ctx.node, ctx.inputs, ctx.num_outputs, ctx.where));
   std::vector<TensorDesc> out;
-  for (int slot : g.grads) out.push_back(*ctx.inputs[slot]);
+  for (int slot : g.grads) out.push_back(*ctx.inputs[grad_input_slot(slot)]);
   return out;
 }
 
@@ -510,13 +638,16 @@ CostHint cost_rnn_grad(const graph::Node& node, std::span<const TensorDesc* cons
 }
 
 std::unique_ptr<Kernel> make_lstm_bptt() {
-  return std::make_unique<RnnBackwardKernel>(RnnCellKind::kLstm);
+  return std::make_unique<RnnBackwardKernel>(RnnCellKind::kLstm, false);
 }
 std::unique_ptr<Kernel> make_gru_bptt() {
-  return std::make_unique<RnnBackwardKernel>(RnnCellKind::kGru);
+  return std::make_unique<RnnBackwardKernel>(RnnCellKind::kGru, false);
 }
 std::unique_ptr<Kernel> make_rnn_bptt() {
-  return std::make_unique<RnnBackwardKernel>(RnnCellKind::kRnn);
+  return std::make_unique<RnnBackwardKernel>(RnnCellKind::kRnn, false);
+}
+std::unique_ptr<Kernel> make_phased_lstm_bptt() {
+  return std::make_unique<RnnBackwardKernel>(RnnCellKind::kLstm, true);
 }
 
 }  // namespace
@@ -525,6 +656,10 @@ void register_rnn_grad_ops(Registry& r) {
   r.add({"LSTMGrad", infer_rnn_grad, cost_rnn_grad, false, {make_lstm_bptt}});
   r.add({"GRUGrad", infer_rnn_grad, cost_rnn_grad, false, {make_gru_bptt}});
   r.add({"RNNGrad", infer_rnn_grad, cost_rnn_grad, false, {make_rnn_bptt}});
+}
+
+void register_phased_lstm_grad_op(Registry& r) {
+  r.add({"PhasedLSTMGrad", infer_rnn_grad, cost_rnn_grad, false, {make_phased_lstm_bptt}});
 }
 
 }  // namespace graphi::ops

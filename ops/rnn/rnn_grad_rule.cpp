@@ -3,19 +3,25 @@
 // emits one LSTMGrad / GRUGrad node reading them.
 #include <algorithm>
 
+#include "ops/rnn/phased_lstm.h"
 #include "ops/rnn/rnn_train.h"
 
 namespace graphi::ops {
 
 namespace {
 
-const char* kGradNames[] = {"X", "W", "R", "B", "", "initial_h", "initial_c", "P"};
+const char* kGradNames[] = {"X", "W", "R", "B", "", "initial_h", "initial_c", "P",
+                            "", "tau", "shift", "r_on"};
 
 // The spec of a forward node from its graph (descs of its inputs); errors name the node.
 Result<RnnSpec> spec_of(const graph::Graph& g, const graph::Node& node, const std::string& where) {
   std::vector<const TensorDesc*> ins;
   for (graph::ValueId v : node.inputs)
     ins.push_back(v == graph::kNoId ? nullptr : &g.value(v).desc);
+  if (node.op == kPhasedLstmOp) {
+    GRAPHI_ASSIGN_OR_RETURN(PhasedSpec ps, phased_spec(node, ins, node.outputs.size(), where));
+    return ps.lstm;
+  }
   return rnn_spec(node, ins, node.outputs.size(), where);
 }
 
@@ -31,7 +37,8 @@ std::string rnn_grad_unsupported(const RnnSpec& s) {
 }
 
 std::optional<graph::passes::TrainingForm> rnn_training_form(const graph::Node& node) {
-  if (node.op != "LSTM" && node.op != "GRU" && node.op != "RNN") return std::nullopt;
+  if (node.op != "LSTM" && node.op != "GRU" && node.op != "RNN" && node.op != kPhasedLstmOp)
+    return std::nullopt;
   // Unsupported features keep the node as it is; the rule then names them.
   const bool seq_lens =
       node.inputs.size() > kRnnSeqLens && node.inputs[kRnnSeqLens] != graph::kNoId;
@@ -43,7 +50,7 @@ std::optional<graph::passes::TrainingForm> rnn_training_form(const graph::Node& 
   graph::passes::TrainingForm form;
   form.attrs = node.attrs;
   form.attrs.set(kRnnTrainingAttr, int64_t{1});
-  form.num_outputs = node.op == "LSTM" ? 4 : 3;  // all of Y, Y_h[, Y_c], then S
+  form.num_outputs = node.op == "GRU" || node.op == "RNN" ? 3 : 4;  // Y, Y_h[, Y_c], then S
   return form;
 }
 
@@ -57,9 +64,11 @@ Status rnn_grad_rule(graph::passes::GradContext& c, std::vector<std::string>& dx
   const bool lstm = s.kind == RnnCellKind::kLstm;
   if (c.need.size() > kRnnSeqLens && c.need[kRnnSeqLens])
     return Status::unsupported(c.where + ": sequence_lens cannot be differentiated");
-  std::vector<std::string> ins(kGradInputs);
+  if (s.phased && c.need.size() > kPhasedTimes && c.need[kPhasedTimes])
+    return Status::unsupported(c.where + ": PhasedLSTM's times cannot be differentiated");
+  std::vector<std::string> ins(s.phased ? kPhasedGradInputs : kGradInputs);
   for (size_t i = 0; i < c.node.inputs.size(); ++i)
-    if (c.node.inputs[i] != graph::kNoId) ins[i] = c.in_name(i);
+    if (c.node.inputs[i] != graph::kNoId) ins[grad_input_slot(static_cast<int>(i))] = c.in_name(i);
   const size_t n_out = c.node.outputs.size();  // Y, Y_h[, Y_c], S
   ins[kGradY] = c.out_name(0);
   ins[kGradSaved] = c.out_name(n_out - 1);
@@ -80,7 +89,7 @@ Status rnn_grad_rule(graph::passes::GradContext& c, std::vector<std::string>& dx
   for (const auto& [k, v] : c.node.attrs.all())
     if (k != kRnnTrainingAttr) a.set(k, v);
   a.set(kRnnGradsAttr, names);
-  const std::string op = std::string(rnn_cell_name(s.kind)) + "Grad";
+  const std::string op = (s.phased ? std::string(kPhasedLstmOp) : rnn_cell_name(s.kind)) + "Grad";
   std::vector<std::string> outs = c.e.op_n(op, ins, slots.size(), std::move(a), op);
   for (size_t k = 0; k < slots.size(); ++k) dx[slots[k]] = outs[k];
   return Status::ok();

@@ -112,6 +112,7 @@ struct RnnSpec {
   // graphi_training = 1: the training form (ops/rnn/rnn_train.h), every output plus the saved
   // activations S; num_outputs then counts S too.
   bool training = false;
+  bool phased = false;  // a PhasedLSTM's LSTM part (ops/rnn/phased_lstm.h): S has 7 blocks
 
   // Is direction d (0 or 1) processed back to front?
   bool is_reverse(int d) const { return reverse_only || d == 1; }

@@ -327,7 +327,7 @@ std::vector<TensorDesc> rnn_output_descs(const RnnSpec& s) {
   const Shape state = s.layout == 0 ? Shape{D, B, H} : Shape{B, D, H};
   const int states = s.training ? s.num_outputs - 1 : s.num_outputs;
   for (int i = 1; i < states; ++i) out.push_back({DType::kF32, state});
-  if (s.training) out.push_back({DType::kF32, {D, T * B, rnn_saved_blocks(s.kind) * H}});  // S
+  if (s.training) out.push_back({DType::kF32, {D, T * B, rnn_saved_blocks(s) * H}});  // S
   return out;
 }
 

@@ -45,13 +45,24 @@ inline constexpr const char* kRnnGradsAttr = "graphi_grads";
 
 // Input slots of LSTMGrad / GRUGrad after the forward's eight (kRnnX .. kRnnP).
 enum RnnGradInput : int { kGradY = 8, kGradSaved, kGradDY, kGradDYh, kGradDYc, kGradInputs };
+// PhasedLSTMGrad: LSTMGrad's inputs, then the forward's times, tau, shift, r_on.
+enum PhasedGradInput : int { kGradTimes = kGradInputs, kGradTau, kGradShift, kGradROn,
+                             kPhasedGradInputs };
+// The grad node's input slot of forward input `slot` (PhasedLSTM's 8..11 come after dY_c).
+inline int grad_input_slot(int slot) { return slot < kGradY ? slot : slot + kGradTimes - 8; }
 
 // K of S's rows (K * hidden floats per row).
 inline int64_t rnn_saved_blocks(RnnCellKind kind) {
   return kind == RnnCellKind::kLstm ? 5 : kind == RnnCellKind::kGru ? 4 : 1;
 }
 
-// Rows of X (and of S, and of the backward's gate gradients) in X's order.
+// K of a node's S: PhasedLSTM adds c_t and h~ after the LSTM's five blocks (phased_lstm.h).
+inline int64_t rnn_saved_blocks(const RnnSpec& s) {
+  return s.phased ? 7 : rnn_saved_blocks(s.kind);
+}
+
+// Rows of X (and of S, and of the backward's gate gradients) in X's order; also the index of
+// (t, b) in a PhasedLSTM's times.
 inline int64_t rnn_row(const RnnSpec& s, int64_t t, int64_t b) {
   return s.layout == 0 ? t * s.batch + b : b * s.seq_len + t;
 }
@@ -74,13 +85,18 @@ void register_rnn_grad_ops(Registry& r);
 // nodes without graphi_training = 1).
 class Kernel;
 std::unique_ptr<Kernel> make_rnn_train_forward_kernel(RnnCellKind kind);
+// The PhasedLSTM's (ops/rnn/phased_lstm.h), registered first for that op.
+std::unique_ptr<Kernel> make_phased_lstm_train_forward_kernel();
+// Registers PhasedLSTMGrad (called by register_phased_lstm_op).
+void register_phased_lstm_grad_op(Registry& r);
 
 // For LSTMGrad/GRUGrad's shape rule and kernel: the forward spec of a backward node (its
 // attributes minus graphi_grads, the forward's eight inputs) and the names in graphi_grads as
 // forward input slots.
 struct RnnGradSpec {
-  RnnSpec fwd;
-  std::vector<int> grads;  // kRnnX, kRnnW, ... one per output
+  RnnSpec fwd;             // fwd.phased for PhasedLSTMGrad
+  double alpha = 0;        // PhasedLSTM's leak
+  std::vector<int> grads;  // forward input slots kRnnX, kRnnW, ... (kPhasedTau ...) per output
 };
 Result<RnnGradSpec> rnn_grad_spec(const graph::Node& node,
                                   std::span<const TensorDesc* const> inputs, size_t num_outputs,

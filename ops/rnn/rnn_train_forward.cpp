@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "ops/activations.h"
+#include "ops/rnn/phased_lstm.h"
 #include "ops/rnn/rnn_gates.h"
 #include "ops/rnn/rnn_train.h"
 #include "ops/rnn/rnn_train_util.h"
@@ -22,26 +23,35 @@ namespace {
 
 using rnn_train::aligned_floats;
 using rnn_train::Matmul;
+using rnn_train::PhasedInputs;
 
 class RnnTrainForwardKernel final : public Kernel {
  public:
-  explicit RnnTrainForwardKernel(RnnCellKind kind) : kind_(kind) {}
+  RnnTrainForwardKernel(RnnCellKind kind, bool phased) : kind_(kind), phased_(phased) {}
   const char* name() const override {
-    return kind_ == RnnCellKind::kLstm  ? "lstm_train_forward"
-           : kind_ == RnnCellKind::kGru ? "gru_train_forward"
-                                        : "rnn_train_forward";
+    return phased_                      ? "phased_lstm_train_forward"
+           : kind_ == RnnCellKind::kLstm ? "lstm_train_forward"
+           : kind_ == RnnCellKind::kGru  ? "gru_train_forward"
+                                         : "rnn_train_forward";
   }
   bool opens_own_region() const override { return true; }
   size_t scratch_bytes() const override { return scratch_floats_ * sizeof(float); }
 
   Status init(const KernelContext& ctx) override {
-    GRAPHI_ASSIGN_OR_RETURN(s_, rnn_spec(ctx.node, ctx.inputs, ctx.outputs.size(), ctx.where));
+    if (phased_) {
+      GRAPHI_ASSIGN_OR_RETURN(PhasedSpec ps,
+                              phased_spec(ctx.node, ctx.inputs, ctx.outputs.size(), ctx.where));
+      s_ = ps.lstm;
+      alpha_ = ps.alpha;
+    } else {
+      GRAPHI_ASSIGN_OR_RETURN(s_, rnn_spec(ctx.node, ctx.inputs, ctx.outputs.size(), ctx.where));
+    }
     if (!s_.training) return Status::unsupported("not the training form (graphi_training = 1)");
     if (std::string why = rnn_grad_unsupported(s_); !why.empty())
       return Status::unsupported(ctx.where + ": " + why);
     team_ = std::max(1, ctx.team_size);
     const int64_t B = s_.batch, H = s_.hidden, I = s_.input_size, G = s_.gates;
-    const int64_t rows = s_.seq_len * B, KH = rnn_saved_blocks(kind_) * H;
+    const int64_t rows = s_.seq_len * B, KH = rnn_saved_blocks(s_) * H;
     lbr0_ = kind_ == RnnCellKind::kGru && !s_.linear_before_reset;
     // X W_d^T into S_d's first G*H columns.
     GRAPHI_ASSIGN_OR_RETURN(
@@ -80,6 +90,11 @@ class RnnTrainForwardKernel final : public Kernel {
       rt_off_ = take(TiledGemm::packed_floats(G * H, H, kPanel));
       bias_off_ = take(G * H);
     }
+    if (phased_) {
+      cand_c_off_ = take(B * H);  // the candidate state c~ and h~ of a step, before the blend
+      cand_h_off_ = take(B * H);
+      inv_tau_off_ = take(2 * H);  // H doubles
+    }
     scratch_floats_ = off;
     return Status::ok();
   }
@@ -96,8 +111,20 @@ class RnnTrainForwardKernel final : public Kernel {
  private:
   bool direction(const TeamContext& team, const Buffers& io, int d, float* scratch) const noexcept {
     const int64_t B = s_.batch, H = s_.hidden, I = s_.input_size, G = s_.gates, T = s_.seq_len;
-    const int64_t rows = T * B, KH = rnn_saved_blocks(kind_) * H;
+    const int64_t rows = T * B, KH = rnn_saved_blocks(s_) * H;
     auto in = [&](int i) { return static_cast<const float*>(io.inputs[i]); };
+    PhasedInputs ph;
+    if (phased_) {
+      ph.times = in(kPhasedTimes);
+      ph.shift = in(kPhasedShift) + d * H;
+      ph.r_on = in(kPhasedROn) + d * H;
+      const float* tau = in(kPhasedTau) + d * H;
+      double* inv_tau = reinterpret_cast<double*>(scratch + inv_tau_off_);
+      for (int64_t j = 0; j < H; ++j) inv_tau[j] = 1.0 / static_cast<double>(tau[j]);
+      ph.inv_tau = inv_tau;
+      ph.alpha = alpha_;
+    }
+    const PhasedInputs* phased = phased_ ? &ph : nullptr;
     const float* x = in(kRnnX);
     const float* w = in(kRnnW) + d * G * H * I;
     const float* r = in(kRnnR) + d * G * H * H;
@@ -134,10 +161,10 @@ class RnnTrainForwardKernel final : public Kernel {
     float* bias = lstm && wb ? scratch + bias_off_ : nullptr;
     for (int64_t j = 0; bias && j < G * H; ++j) bias[j] = wb[j] + rb[j];
     if (lstm && rnn_train::walk_batch_rows(B, nthr)) {
-      lstm_walk(r, bias, peep, S, h, c, gh, y, scratch, d, nthr);
+      lstm_walk(r, bias, peep, phased, S, h, c, gh, y, scratch, d, nthr);
     } else {
       for (int64_t k = 0; k < T; ++k)
-        if (!step(k, d, r, wb, rb, bias, peep, S, h, c, gh, ghh, rh, y, scratch, nthr))
+        if (!step(k, d, r, wb, rb, bias, peep, phased, S, h, c, gh, ghh, rh, y, scratch, nthr))
           return false;
     }
     for (int64_t b = 0; b < B; ++b) {
@@ -151,8 +178,9 @@ class RnnTrainForwardKernel final : public Kernel {
   // barrier) walks every step over its batch rows: gh_rows = h_rows R^T, then the rows' gates
   // (lstm_rows). A row's result does not depend on the split (the same GEMM code per row;
   // LIBXSMM's k order is per element).
-  void lstm_walk(const float* r, const float* bias, const float* peep, float* S, float* h,
-                 float* c, float* gh, float* y, float* scratch, int d, int nthr) const noexcept {
+  void lstm_walk(const float* r, const float* bias, const float* peep, const PhasedInputs* phased,
+                 float* S, float* h, float* c, float* gh, float* y, float* scratch, int d,
+                 int nthr) const noexcept {
     const int64_t B = s_.batch, H = s_.hidden, T = s_.seq_len, GH = 4 * H;
     float* rt = scratch + rt_off_;
 #pragma omp parallel num_threads(std::max(1, std::min(nthr, team_)))
@@ -167,17 +195,19 @@ class RnnTrainForwardKernel final : public Kernel {
       for (int64_t k = 0; k < T && b1 > b0; ++k) {
         const int64_t t = s_.is_reverse(d) ? T - 1 - k : k;
         rows_gemm_.run(rt, h + b0 * H, gh + b0 * GH, b1 - b0);
-        lstm_rows(t, d, b0, b1, bias, peep, S, gh, h, c, y);
+        lstm_rows(t, d, b0, b1, bias, peep, phased, S, gh, h, c, y, scratch);
       }
     }
   }
 
   // Rows [b0, b1) of LSTM step t (direction d): S's rows hold x W^T on entry, the activations
   // the backward reads on exit (lstm_gates, vectorized, in place), with gh = h_prev R^T; the
-  // state c, h and Y's rows updated.
+  // state c, h and Y's rows updated. A PhasedLSTM's gates write the candidate state (c~, h~)
+  // to scratch, then the time gate blends it with (c_prev, h_prev) into c, h, S's c_t and h~.
   void lstm_rows(int64_t t, int d, int64_t b0, int64_t b1, const float* bias, const float* peep,
-                 float* S, const float* gh, float* h, float* c, float* y) const noexcept {
-    const int64_t H = s_.hidden, KH = rnn_saved_blocks(kind_) * H;
+                 const PhasedInputs* phased, float* S, const float* gh, float* h, float* c,
+                 float* y, float* scratch) const noexcept {
+    const int64_t H = s_.hidden, KH = rnn_saved_blocks(s_) * H;
     LstmGateArgs a;
     a.hidden = H;
     a.gates_x = a.saved = S + rnn_row(s_, t, 0) * KH;
@@ -190,19 +220,47 @@ class RnnTrainForwardKernel final : public Kernel {
     a.ld_c_prev = a.ld_c = H;
     a.h = h;
     a.ld_h = H;
+    if (phased) {
+      a.c = scratch + cand_c_off_;
+      a.h = scratch + cand_h_off_;
+    }
     lstm_gates(a, GateTile{b0, b1, 0, H});
+    if (phased) blend(t, b0, b1, *phased, a.c, a.h, S, h, c);
     float* yt = y + s_.y_row(t, d, 0);
     const int64_t ld_y = s_.y_row(0, d, 1) - s_.y_row(0, d, 0);
     for (int64_t b = b0; b < b1; ++b) std::memcpy(yt + b * ld_y, h + b * H, H * sizeof(float));
   }
 
+  // The PhasedLSTM's time gate on rows [b0, b1) of step t: c = k c~ + (1 - k) c,
+  // h = k h~ + (1 - k) h (the state in place), S's c_t and h~ blocks written.
+  void blend(int64_t t, int64_t b0, int64_t b1, const PhasedInputs& p, const float* cand_c,
+             const float* cand_h, float* S, float* h, float* c) const noexcept {
+    const int64_t H = s_.hidden, KH = rnn_saved_blocks(s_) * H;
+    for (int64_t b = b0; b < b1; ++b) {
+      const double ts = p.times[rnn_row(s_, t, b)];
+      float* row = S + rnn_row(s_, t, b) * KH;
+      float* cb = c + b * H;
+      float* hb = h + b * H;
+      const float* cc = cand_c + b * H;
+      const float* hc = cand_h + b * H;
+      for (int64_t j = 0; j < H; ++j) {
+        const float k =
+            static_cast<float>(phased_time_gate(ts, p.shift[j], p.inv_tau[j], p.r_on[j], p.alpha).k);
+        cb[j] = k * cc[j] + (1.0f - k) * cb[j];
+        hb[j] = k * hc[j] + (1.0f - k) * hb[j];
+        row[5 * H + j] = cb[j];
+        row[6 * H + j] = hc[j];
+      }
+    }
+  }
+
   // One step k: h_prev R^T on the team (oneDNN), then the rows' gates split over the team.
   bool step(int64_t k, int d, const float* r, const float* wb, const float* rb,
-            const float* lstm_bias, const float* peep, float* S,
+            const float* lstm_bias, const float* peep, const PhasedInputs* phased, float* S,
             float* h, float* c, float* gh, float* ghh, float* rh, float* y, float* scratch,
             int nthr) const noexcept {
     const int64_t B = s_.batch, H = s_.hidden, T = s_.seq_len;
-    const int64_t KH = rnn_saved_blocks(kind_) * H;
+    const int64_t KH = rnn_saved_blocks(s_) * H;
     const int64_t t = s_.is_reverse(d) ? T - 1 - k : k;
     if (!rec_.run(h, r, gh, scratch)) return false;
     if (kind_ == RnnCellKind::kRnn) {
@@ -215,7 +273,7 @@ class RnnTrainForwardKernel final : public Kernel {
     }
     if (kind_ == RnnCellKind::kLstm) {
       rnn_train::for_rows(B, 20 * H, nthr, [&](int64_t b0, int64_t b1, int) {
-        lstm_rows(t, d, b0, b1, lstm_bias, peep, S, gh, h, c, y);
+        lstm_rows(t, d, b0, b1, lstm_bias, peep, phased, S, gh, h, c, y, scratch);
       });
       return true;
     }
@@ -298,6 +356,8 @@ class RnnTrainForwardKernel final : public Kernel {
   }
 
   RnnCellKind kind_;
+  bool phased_ = false;
+  double alpha_ = 0;
   RnnSpec s_;
   int team_ = 1;
   bool lbr0_ = false;
@@ -306,13 +366,16 @@ class RnnTrainForwardKernel final : public Kernel {
   Matmul hoist_, rec_, rec_h_;
   TiledGemm rows_gemm_;
   size_t scratch_floats_ = 0, h_off_ = 0, c_off_ = 0, gh_off_ = 0, ghh_off_ = 0, rh_off_ = 0,
-         rt_off_ = 0, bias_off_ = 0;
+         rt_off_ = 0, bias_off_ = 0, cand_c_off_ = 0, cand_h_off_ = 0, inv_tau_off_ = 0;
 };
 
 }  // namespace
 
 std::unique_ptr<Kernel> make_rnn_train_forward_kernel(RnnCellKind kind) {
-  return std::make_unique<RnnTrainForwardKernel>(kind);
+  return std::make_unique<RnnTrainForwardKernel>(kind, false);
+}
+std::unique_ptr<Kernel> make_phased_lstm_train_forward_kernel() {
+  return std::make_unique<RnnTrainForwardKernel>(RnnCellKind::kLstm, true);
 }
 
 }  // namespace graphi::ops

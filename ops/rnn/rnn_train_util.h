@@ -16,6 +16,17 @@
 
 namespace graphi::ops::rnn_train {
 
+// A PhasedLSTM's time-gate inputs for one direction (ops/rnn/phased_lstm.h); the kernels pass
+// nullptr for the other cells.
+struct PhasedInputs {
+  const float* times = nullptr;  // [T, B] (layout 0) or [B, T]: index rnn_row(s, t, b)
+  const float* tau = nullptr;    // the direction's [H]
+  const float* shift = nullptr;
+  const float* r_on = nullptr;
+  const double* inv_tau = nullptr;  // 1 / tau, [H]
+  double alpha = 0;
+};
+
 // A 2-D view: dims [rows, cols] with a row stride and a column stride (in floats), so a
 // transposed operand (W^T of a row-major W) is a view, not a copy.
 struct View {
