@@ -184,11 +184,18 @@ def main():
                   f"using {cores}x1 cpf", flush=True)
         # The LSTM also as `graphi train --fuse-rnn` trains it (sequence ops and their BPTT
         # kernels): a different graph, so the profiler chooses its split separately.
+        # PhasedLSTM likewise, as one PhasedLSTM sequence op per layer (its cells cannot be
+        # chained by the fusion pass: `graphi model phased-lstm --fuse-rnn` builds it so).
         fused_choice = None
-        if name == "lstm":
+        fused_model = None
+        if name in ("lstm", "phased-lstm"):
             fused_step = base + ".fused-step.graphi"
             run([args.graphi, "model", name, "--size", size, "--train", "--fuse-rnn", "--lr",
                  str(args.lr), "-o", fused_step], 600)
+            if name == "phased-lstm":
+                fused_model = base + ".sequence-ops.graphi"
+                run([args.graphi, "model", name, "--size", size, "--fuse-rnn", "-o",
+                     fused_model], 600)
             try:
                 fused_choice, entry["profile_fused"], _ = profile_choice(args, fused_step,
                                                                          profile_budget)
@@ -197,8 +204,8 @@ def main():
                 entry["profile_fused"] = {"error": str(e)[-300:], "chosen": fused_choice}
         n, k, sched = chosen
 
-        def graphi_cmd(e, t, sc):
-            return [args.graphi, "train", model, "--batch-from", batch, "--executors", str(e),
+        def graphi_cmd(e, t, sc, m=model):
+            return [args.graphi, "train", m, "--batch-from", batch, "--executors", str(e),
                     "--threads", str(t), "--scheduler", sc]
         peers = {f"graphi {n}x{k} {sched} (profiler)": graphi_cmd(n, k, sched)}
         if (n, k) != (1, cores):  # Fig. 6: sequential 1 x all cores
@@ -211,9 +218,11 @@ def main():
             for other in ("cpf", "shared-queue"):
                 if (tn, tk, other) != (n, k, sched):
                     peers[f"graphi {tn}x{tk} {other}"] = graphi_cmd(tn, tk, other)
-        if fused_choice:  # the fused LSTM sequence op and its BPTT kernel, the profiler's split
+        if fused_choice:  # the fused sequence ops and their BPTT kernels, the profiler's split
             fn, fk, fs = fused_choice
-            peers[f"graphi {fn}x{fk} {fs} fused-rnn"] = graphi_cmd(fn, fk, fs) + ["--fuse-rnn"]
+            peers[f"graphi {fn}x{fk} {fs} fused-rnn"] = (
+                graphi_cmd(fn, fk, fs, fused_model) if fused_model
+                else graphi_cmd(fn, fk, fs) + ["--fuse-rnn"])
         for key in list(peers):
             peers[key] = peers[key] + ["--lr", str(args.lr), "--json", "--steps",
                                        str(warmup + steps)]

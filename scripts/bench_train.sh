@@ -11,7 +11,9 @@
 #   3. interleaved rounds (the order rotates each round) of: graphi at the profiler's split and
 #      scheduler (it tries cpf and shared-queue), graphi sequential 1 x all cores (seed Fig. 6),
 #      the other scheduler at the profiler's split, or cpf and shared-queue at cores x 1 when
-#      it chose one executor (seed Table 2), for lstm graphi --fuse-rnn (the fused LSTM op and its BPTT kernel),
+#      it chose one executor (seed Table 2), for lstm graphi --fuse-rnn (the fused LSTM op and
+#      its BPTT kernel) and for phased-lstm its PhasedLSTM sequence-op model (`graphi model
+#      phased-lstm --fuse-rnn`),
 #      PyTorch eager (unrolled cells as graphi; plus torch.nn.LSTM for lstm), TensorFlow
 #      tf.function without and with jit_compile (XLA) at intra/inter-op thread settings
 #      (--quick: intra = cores, inter 1; at a model's later sizes only its two fastest settings
