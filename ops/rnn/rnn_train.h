@@ -23,6 +23,9 @@
 //
 // 3. The gradient rule (ops/rnn/rnn_grad_rule.cpp) that emits (2) for a node in form (1).
 //
+// The PhasedLSTM (ops/rnn/phased_lstm.h) is an LSTM here with its time gate around the cell:
+// S gains c_t and h~ (7 blocks), PhasedLSTMGrad also differentiates tau, shift and r_on.
+//
 // Supported: every gate, weight, bias, initial state and peephole input, directions forward,
 // reverse and bidirectional, layout 0 and 1, RNN activations Tanh, Relu, Sigmoid. Refused by
 // name: sequence_lens, clip, input_forget.
