@@ -215,7 +215,7 @@ class RnnBackwardKernel final : public Kernel {
     carry_off_ = take(B * H);
     da_off_ = take(B * H);
     if (phased_) {
-      dk_off_ = take(rows * H);    // dL/dk per row and unit, for the time-gate parameters
+      dk_off_ = take(3 * rows * H);  // per row and unit: the time-gate parameters' terms
       dh_k_off_ = take(B * H);     // k dL/dh_t: what reaches the candidate h~
       keep_c_off_ = take(B * H);   // (1 - k) dL/dc_t: what skips the cell
       inv_tau_off_ = take(2 * H);  // H doubles
@@ -292,7 +292,7 @@ class RnnBackwardKernel final : public Kernel {
       for (int64_t j = 0; j < H; ++j) inv_tau[j] = 1.0 / static_cast<double>(ph.tau[j]);
       ph.inv_tau = inv_tau;
     }
-    float* dk = phased_ ? scratch + dk_off_ : nullptr;
+    float* dk = phased_ ? scratch + dk_off_ : nullptr;  // [3][rows][H], see phased_rows
     float* dh_k = phased_ ? scratch + dh_k_off_ : nullptr;
     float* keep_c = phased_ ? scratch + keep_c_off_ : nullptr;
 
@@ -430,7 +430,7 @@ class RnnBackwardKernel final : public Kernel {
     float* dshift = out(io, kPhasedShift);
     float* dron = out(io, kPhasedROn);
     if (dtau || dshift || dron)
-      rnn_train::for_rows(H, 4 * rows, nthr, [&](int64_t j0, int64_t j1, int) {
+      rnn_train::for_rows(H, 3 * rows, nthr, [&](int64_t j0, int64_t j1, int) {
         time_gate_grads(ph, dk, j0, j1, dtau ? dtau + d * H : nullptr,
                         dshift ? dshift + d * H : nullptr, dron ? dron + d * H : nullptr);
       });
@@ -514,9 +514,11 @@ class RnnBackwardKernel final : public Kernel {
 
   // Rows [b0, b1) of a PhasedLSTM step t: the time gate's part around the LSTM's. With
   // dh = dL/dh_t (+ dY_t), dc = dL/dc_t and k the gate:
-  //   dk = dc (c~ - c_prev) + dh (h~ - h_prev)        (kept per row and unit in dk)
+  //   dk = dc (c~ - c_prev) + dh (h~ - h_prev)
   //   the LSTM cell's backward (lstm_rows) on dh~ = k dh, dc~ = k dc, with S's c~ as its c;
   //   dc_prev = its dc_out + (1 - k) dc;  dh_prev = dgates R + carry, carry = (1 - k) dh.
+  // The gate is evaluated once per element: its parameters' terms go to dk's three planes
+  // (time_gate_grads sums them): dphi = dk dk/dphi, dphi u (u = (ts - shift) / tau), dk dk/dr_on.
   template <class CPrev>
   void phased_rows(int64_t t, int64_t b0, int64_t b1, int d, const PhasedInputs& p,
                    const CPrev& c_prev, const float* hp, const float* dy, const float* peep,
@@ -533,13 +535,24 @@ class RnnBackwardKernel final : public Kernel {
       const float* cp = c_prev(t, b);
       const float* h_prev = hp + row * H;
       const float* dyr = dy ? dy + s.y_row(t, d, b) : nullptr;
-      float* dkr = dk + row * H;
+      const int64_t plane = s.seq_len * s.batch * H;
+      float* g_shift = dk + row * H;
+      float* g_tau = g_shift + plane;
+      float* g_r = g_tau + plane;
       for (int64_t j = 0; j < H; ++j) {
-        const float k = static_cast<float>(
-            phased_time_gate(ts, p.shift[j], p.inv_tau[j], p.r_on[j], g_.alpha).k);
+        const double r_on = p.r_on[j];
+        const PhasedGate g = phased_time_gate(ts, p.shift[j], p.inv_tau[j], r_on, g_.alpha);
+        const float k = static_cast<float>(g.k);
         const float dhj = dh[b * H + j] + (dyr ? dyr[j] : 0.0f);
         const float dcj = dc[b * H + j];
-        dkr[j] = dcj * (cand_c[j] - (cp ? cp[j] : 0.0f)) + dhj * (cand_h[j] - h_prev[j]);
+        const double dkv =
+            dcj * (cand_c[j] - (cp ? cp[j] : 0.0f)) + dhj * (cand_h[j] - h_prev[j]);
+        const double dphi =
+            dkv * (g.piece == 0 ? 2.0 / r_on : g.piece == 1 ? -2.0 / r_on : g_.alpha);
+        const double slope_r = g.piece == 2 ? 0.0 : 2.0 * g.phi / (r_on * r_on);
+        g_shift[j] = static_cast<float>(dphi);
+        g_tau[j] = static_cast<float>(dphi * g.u);
+        g_r[j] = static_cast<float>(g.piece == 0 ? -dkv * slope_r : dkv * slope_r);
         dh_k[b * H + j] = k * dhj;
         dc[b * H + j] = k * dcj;
         keep_c[b * H + j] = (1.0f - k) * dcj;
@@ -550,28 +563,28 @@ class RnnBackwardKernel final : public Kernel {
     for (int64_t e = b0 * H; e < b1 * H; ++e) dc[e] += keep_c[e];
   }
 
-  // d tau, d shift, d r_on of units [j0, j1) from dk: phi = u - floor(u), u = (ts - shift) / tau
-  // (dphi/dshift = -1/tau, dphi/dtau = -u/tau); rising k = 2 phi / r_on, falling 2 - 2 phi / r_on,
-  // closed alpha phi. Rows in order, accumulated in double.
+  // d tau, d shift, d r_on of units [j0, j1) from phased_rows' planes: phi = u - floor(u),
+  // u = (ts - shift) / tau, so dphi/dshift = -1/tau and dphi/dtau = -u/tau. Rows in order,
+  // accumulated in double.
   void time_gate_grads(const PhasedInputs& p, const float* dk, int64_t j0, int64_t j1, float* dtau,
                        float* dshift, float* dron) const noexcept {
     const RnnSpec& s = g_.fwd;
-    const int64_t H = s.hidden, rows = s.seq_len * s.batch;
-    for (int64_t j = j0; j < j1; ++j) {
-      double st = 0, ss = 0, sr = 0;
-      const double r_on = p.r_on[j];
-      for (int64_t row = 0; row < rows; ++row) {
-        const PhasedGate g = phased_time_gate(p.times[row], p.shift[j], p.inv_tau[j], r_on, g_.alpha);
-        const double dkv = dk[row * H + j];
-        const double dphi = dkv * (g.piece == 0 ? 2.0 / r_on : g.piece == 1 ? -2.0 / r_on : g_.alpha);
-        if (g.piece == 0) sr -= dkv * 2.0 * g.phi / (r_on * r_on);
-        if (g.piece == 1) sr += dkv * 2.0 * g.phi / (r_on * r_on);
-        ss -= dphi * p.inv_tau[j];
-        st -= dphi * g.u * p.inv_tau[j];
+    const int64_t H = s.hidden, rows = s.seq_len * s.batch, plane = rows * H;
+    constexpr int64_t kCols = 16;  // units per pass: the rows are read 16 floats at a time
+    for (int64_t c0 = j0; c0 < j1; c0 += kCols) {
+      const int64_t c1 = std::min(j1, c0 + kCols);
+      double ss[kCols] = {}, st[kCols] = {}, sr[kCols] = {};
+      for (int64_t row = 0; row < rows; ++row)
+        for (int64_t j = c0; j < c1; ++j) {
+          ss[j - c0] += dk[row * H + j];
+          st[j - c0] += dk[plane + row * H + j];
+          sr[j - c0] += dk[2 * plane + row * H + j];
+        }
+      for (int64_t j = c0; j < c1; ++j) {
+        if (dshift) dshift[j] = static_cast<float>(-ss[j - c0] * p.inv_tau[j]);
+        if (dtau) dtau[j] = static_cast<float>(-st[j - c0] * p.inv_tau[j]);
+        if (dron) dron[j] = static_cast<float>(sr[j - c0]);
       }
-      if (dtau) dtau[j] = static_cast<float>(st);
-      if (dshift) dshift[j] = static_cast<float>(ss);
-      if (dron) dron[j] = static_cast<float>(sr);
     }
   }
 

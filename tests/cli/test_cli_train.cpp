@@ -124,7 +124,8 @@ TEST_CASE("graphi train: missing arrays and bad options are errors", "[cli][trai
   CHECK(r4.rc == 2);
 }
 
-TEST_CASE("graphi train --fuse-rnn: the evaluation LSTM trains fused, PhasedLSTM is refused",
+TEST_CASE("graphi train --fuse-rnn: the evaluation LSTM trains fused, unrolled PhasedLSTM cells are "
+          "refused, PhasedLSTM sequence ops train like them",
           "[cli][training]") {
   const fs::path dir = test::scratch_dir("cli_train_fuse_rnn");
   const std::string m = (dir / "lstm.graphi").string(), b = (dir / "lstm.npz").string();
@@ -160,4 +161,26 @@ TEST_CASE("graphi train --fuse-rnn: the evaluation LSTM trains fused, PhasedLSTM
   Run refused = train_cli(dir, "train '" + pm + "' --batch-from '" + pb + "' --steps 1 --fuse-rnn");
   CHECK(refused.rc == 1);
   CHECK(refused.err.find("one-step sequence") != std::string::npos);
+  // `graphi model phased-lstm --fuse-rnn` builds it with PhasedLSTM sequence ops instead: the
+  // same weights, trained on the fused PhasedLSTM kernels, follow the unrolled cells' losses.
+  const std::string ps = (dir / "plstm_seq.graphi").string();
+  Run seq_made =
+      train_cli(dir, "model phased-lstm --size small --batch 2 --fuse-rnn -o '" + ps + "'");
+  INFO(seq_made.err);
+  REQUIRE(seq_made.rc == 0);
+  CHECK(seq_made.out.find("fused RNN cells") != std::string::npos);
+  auto phased_losses = [&](const std::string& model) {
+    Run r = train_cli(dir, "train '" + model + "' --batch-from '" + pb +
+                               "' --lr 0.5 --steps 3 --json --threads 2");
+    INFO(r.err);
+    REQUIRE(r.rc == 0);
+    std::vector<double> l;
+    for (const auto& st : nlohmann::json::parse(r.out)["steps"]) l.push_back(st["loss"]);
+    return l;
+  };
+  const std::vector<double> unrolled = phased_losses(pm), sequence = phased_losses(ps);
+  REQUIRE(unrolled.size() == 3);
+  REQUIRE(sequence.size() == 3);
+  for (size_t i = 0; i < 3; ++i) CHECK(sequence[i] == Approx(unrolled[i]).epsilon(1e-4));
+  CHECK(unrolled[2] < unrolled[0]);
 }
