@@ -276,7 +276,7 @@ class RnnBackwardKernel final : public Kernel {
     };
     // c_prev of row (t, b): S's c of the previous step (a PhasedLSTM's: c_t after the time
     // gate), initial_c or nullptr (zeros).
-    const int64_t c_block = phased_ ? 5 : 4;
+    const int64_t c_block = phased_ ? kPhasedSavedCt : 4;
     auto c_prev = [&](int64_t t, int64_t b) -> const float* {
       const int64_t p = prev_of(t);
       if (p >= 0) return S + rnn_row(s, p, b) * KH + c_block * H;
@@ -517,46 +517,52 @@ class RnnBackwardKernel final : public Kernel {
   //   dk = dc (c~ - c_prev) + dh (h~ - h_prev)
   //   the LSTM cell's backward (lstm_rows) on dh~ = k dh, dc~ = k dc, with S's c~ as its c;
   //   dc_prev = its dc_out + (1 - k) dc;  dh_prev = dgates R + carry, carry = (1 - k) dh.
-  // The gate is evaluated once per element: its parameters' terms go to dk's three planes
-  // (time_gate_grads sums them): dphi = dk dk/dphi, dphi u (u = (ts - shift) / tau), dk dk/dr_on.
+  // The gate comes from S (the forward evaluated it): its parameters' terms go to dk's three
+  // planes (time_gate_grads sums them): dphi = dk dk/dphi, dphi u (u = (ts - shift) / tau),
+  // dk dk/dr_on.
   template <class CPrev>
   void phased_rows(int64_t t, int64_t b0, int64_t b1, int d, const PhasedInputs& p,
                    const CPrev& c_prev, const float* hp, const float* dy, const float* peep,
                    const float* S, const float* dh, float* dc, float* dg, float* dk, float* dh_k,
                    float* keep_c, float* carry) const noexcept {
+    (void)p;
     const RnnSpec& s = g_.fwd;
     const int64_t H = s.hidden, KH = rnn_saved_blocks(s) * H;
+    const int64_t plane = s.seq_len * s.batch * H;
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t row = rnn_row(s, t, b);
-      const double ts = p.times[row];
       const float* sv = S + row * KH;
-      const float* cand_c = sv + 4 * H;
-      const float* cand_h = sv + 6 * H;
+      const float* __restrict cand_c = sv + 4 * H;
+      const float* __restrict cand_h = sv + kPhasedSavedHt * H;
+      const float* __restrict kk = sv + kPhasedSavedK * H;
+      const float* __restrict dk_dphi = sv + kPhasedSavedDkDphi * H;
+      const float* __restrict u = sv + kPhasedSavedU * H;
+      const float* __restrict dk_dr = sv + kPhasedSavedDkDron * H;
       const float* cp = c_prev(t, b);
-      const float* h_prev = hp + row * H;
+      const float* __restrict h_prev = hp + row * H;
       const float* dyr = dy ? dy + s.y_row(t, d, b) : nullptr;
-      const int64_t plane = s.seq_len * s.batch * H;
-      float* g_shift = dk + row * H;
-      float* g_tau = g_shift + plane;
-      float* g_r = g_tau + plane;
+      float* __restrict g_shift = dk + row * H;
+      float* __restrict g_tau = g_shift + plane;
+      float* __restrict g_r = g_tau + plane;
+      float* __restrict dhk = dh_k + b * H;
+      float* __restrict dcb = dc + b * H;
+      float* __restrict kc = keep_c + b * H;
+      float* __restrict cr = carry + b * H;
+      const float* __restrict dhb = dh + b * H;
+      // Vectorizable: no branch inside (absent c_prev / dY read as zeros).
       for (int64_t j = 0; j < H; ++j) {
-        const double r_on = p.r_on[j];
-        const PhasedGate g = phased_time_gate(ts, p.shift[j], p.inv_tau[j], r_on, g_.alpha);
-        const float k = static_cast<float>(g.k);
-        const float dhj = dh[b * H + j] + (dyr ? dyr[j] : 0.0f);
-        const float dcj = dc[b * H + j];
-        const double dkv =
-            dcj * (cand_c[j] - (cp ? cp[j] : 0.0f)) + dhj * (cand_h[j] - h_prev[j]);
-        const double dphi =
-            dkv * (g.piece == 0 ? 2.0 / r_on : g.piece == 1 ? -2.0 / r_on : g_.alpha);
-        const double slope_r = g.piece == 2 ? 0.0 : 2.0 * g.phi / (r_on * r_on);
-        g_shift[j] = static_cast<float>(dphi);
-        g_tau[j] = static_cast<float>(dphi * g.u);
-        g_r[j] = static_cast<float>(g.piece == 0 ? -dkv * slope_r : dkv * slope_r);
-        dh_k[b * H + j] = k * dhj;
-        dc[b * H + j] = k * dcj;
-        keep_c[b * H + j] = (1.0f - k) * dcj;
-        carry[b * H + j] = (1.0f - k) * dhj;
+        const float k = kk[j];
+        const float dhj = dhb[j] + (dyr ? dyr[j] : 0.0f);
+        const float dcj = dcb[j];
+        const float dkv = dcj * (cand_c[j] - (cp ? cp[j] : 0.0f)) + dhj * (cand_h[j] - h_prev[j]);
+        const float dphi = dkv * dk_dphi[j];
+        g_shift[j] = dphi;
+        g_tau[j] = dphi * u[j];
+        g_r[j] = dkv * dk_dr[j];
+        dhk[j] = k * dhj;
+        dcb[j] = k * dcj;
+        kc[j] = (1.0f - k) * dcj;
+        cr[j] = (1.0f - k) * dhj;
       }
     }
     lstm_rows(t, b0, b1, d, c_prev, nullptr, peep, S, dh_k, dc, dg);

@@ -24,7 +24,8 @@
 // 3. The gradient rule (ops/rnn/rnn_grad_rule.cpp) that emits (2) for a node in form (1).
 //
 // The PhasedLSTM (ops/rnn/phased_lstm.h) is an LSTM here with its time gate around the cell:
-// S gains c_t and h~ (7 blocks), PhasedLSTMGrad also differentiates tau, shift and r_on.
+// S gains c_t, h~ and the time gate's k, dk/dphi, u and dk/dr_on (11 blocks; the backward reads
+// the gate instead of evaluating it again), PhasedLSTMGrad also differentiates tau, shift, r_on.
 //
 // Supported: every gate, weight, bias, initial state and peephole input, directions forward,
 // reverse and bidirectional, layout 0 and 1, RNN activations Tanh, Relu, Sigmoid. Refused by
@@ -59,9 +60,12 @@ inline int64_t rnn_saved_blocks(RnnCellKind kind) {
   return kind == RnnCellKind::kLstm ? 5 : kind == RnnCellKind::kGru ? 4 : 1;
 }
 
-// K of a node's S: PhasedLSTM adds c_t and h~ after the LSTM's five blocks (phased_lstm.h).
+// K of a node's S: PhasedLSTM adds c_t, h~ and its time gate after the LSTM's five blocks
+// (kPhasedSaved*, phased_lstm.h).
+inline constexpr int64_t kPhasedSavedCt = 5, kPhasedSavedHt = 6, kPhasedSavedK = 7,
+                         kPhasedSavedDkDphi = 8, kPhasedSavedU = 9, kPhasedSavedDkDron = 10;
 inline int64_t rnn_saved_blocks(const RnnSpec& s) {
-  return s.phased ? 7 : rnn_saved_blocks(s.kind);
+  return s.phased ? 11 : rnn_saved_blocks(s.kind);
 }
 
 // Rows of X (and of S, and of the backward's gate gradients) in X's order; also the index of

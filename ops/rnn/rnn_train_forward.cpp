@@ -232,7 +232,8 @@ class RnnTrainForwardKernel final : public Kernel {
   }
 
   // The PhasedLSTM's time gate on rows [b0, b1) of step t: c = k c~ + (1 - k) c,
-  // h = k h~ + (1 - k) h (the state in place), S's c_t and h~ blocks written.
+  // h = k h~ + (1 - k) h (the state in place); S's c_t, h~ and gate blocks written (the
+  // backward reads the gate's k, dk/dphi, u and dk/dr_on from there).
   void blend(int64_t t, int64_t b0, int64_t b1, const PhasedInputs& p, const float* cand_c,
              const float* cand_h, float* S, float* h, float* c) const noexcept {
     const int64_t H = s_.hidden, KH = rnn_saved_blocks(s_) * H;
@@ -244,12 +245,20 @@ class RnnTrainForwardKernel final : public Kernel {
       const float* cc = cand_c + b * H;
       const float* hc = cand_h + b * H;
       for (int64_t j = 0; j < H; ++j) {
-        const float k =
-            static_cast<float>(phased_time_gate(ts, p.shift[j], p.inv_tau[j], p.r_on[j], p.alpha).k);
+        const double r_on = p.r_on[j];
+        const PhasedGate g = phased_time_gate(ts, p.shift[j], p.inv_tau[j], r_on, p.alpha);
+        const float k = static_cast<float>(g.k);
         cb[j] = k * cc[j] + (1.0f - k) * cb[j];
         hb[j] = k * hc[j] + (1.0f - k) * hb[j];
-        row[5 * H + j] = cb[j];
-        row[6 * H + j] = hc[j];
+        row[kPhasedSavedCt * H + j] = cb[j];
+        row[kPhasedSavedHt * H + j] = hc[j];
+        row[kPhasedSavedK * H + j] = k;
+        row[kPhasedSavedDkDphi * H + j] = static_cast<float>(
+            g.piece == 0 ? 2.0 / r_on : g.piece == 1 ? -2.0 / r_on : p.alpha);
+        row[kPhasedSavedU * H + j] = static_cast<float>(g.u);
+        const double slope_r = 2.0 * g.phi / (r_on * r_on);
+        row[kPhasedSavedDkDron * H + j] =
+            static_cast<float>(g.piece == 0 ? -slope_r : g.piece == 1 ? slope_r : 0.0);
       }
     }
   }
