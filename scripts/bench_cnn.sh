@@ -6,7 +6,10 @@
 # and a GoogleNet (Table 1c smallest: image 128, width 1), batch 1 and 8, 1 and 2 threads, all
 # peers in one run, interleaved rounds, medians. At 2 threads graphi's number is the split it
 # chooses itself (plan auto); 1x2 and 2x1 are shown beside it.
-# Table to stdout and $BUILD_DIR/bench/cnn.txt, CSV to $BUILD_DIR/bench/cnn.csv.
+# Beside each row, the bound: the model's FLOPs at this machine's FMA peak (the roofline probe of
+# benchmarks/rnn, run before and after), and best peer / bound, the largest speed-up any
+# implementation could show here. Table to stdout and $BUILD_DIR/bench/cnn.txt, CSV to
+# $BUILD_DIR/bench/cnn.csv.
 #
 #   scripts/bench_cnn.sh                         # everything (~15-25 minutes on 2 loaded cores)
 #   scripts/bench_cnn.sh --quick                 # the quiet-machine run (<= 4 min quiet): inception,
@@ -39,7 +42,7 @@ source scripts/bench_common.sh
 export GRAPHI_CACHE_DIR=$(mktemp -d /tmp/bench_cnn_cache.XXXXXX)
 trap 'rm -rf "$GRAPHI_CACHE_DIR"' EXIT
 
-bench_build _graphi
+bench_build _graphi graphi graphi_bench_rnn
 VENV=${GRAPHI_VENV:-.venv}
 GRAPHI_VENV=$VENV ./scripts/bench_venv.sh > /dev/null \
   || { echo "bench_cnn: scripts/bench_venv.sh failed (the venv holds ONNX Runtime and PyTorch 2)" >&2; exit 1; }

@@ -24,10 +24,12 @@ Every peer's output is compared with PyTorch eager's (max abs difference in the 
 """
 import argparse
 import csv
+import json
 import multiprocessing as mp
 import os
 import random
 import statistics
+import subprocess
 import sys
 import time
 
@@ -207,6 +209,33 @@ class Worker:
 
 # ---------------------------------------------------------------------------------------------
 
+def fma_peak_gflops(build_dir, threads):
+    """This machine's FMA rate on `threads` cores, measured now by the roofline probe of
+    benchmarks/rnn (graphi_bench_rnn --serve, command "roofline"); None when not built."""
+    exe = os.path.join(build_dir, "benchmarks", "graphi_bench_rnn")
+    if not os.path.exists(exe):
+        return None
+    try:
+        out = subprocess.run([exe, "--serve", "--threads", str(threads)], input="roofline\n",
+                             capture_output=True, text=True, timeout=120).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for line in out.splitlines():
+        if '"roofline"' in line:
+            return json.loads(line)["fma_gflops"]
+    return None
+
+
+def model_gflop(build_dir, path):
+    """The model's floating point work per run (graphi info: the ops' cost hints), GFLOP."""
+    try:
+        out = subprocess.run([os.path.join(build_dir, "graphi"), "info", path, "--json"],
+                             capture_output=True, text=True, timeout=120).stdout
+        return json.loads(out)["flops"] / 1e9
+    except (OSError, subprocess.SubprocessError, ValueError, KeyError):
+        return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -246,6 +275,9 @@ def main():
                 cases += [(n, b, t, "ort", s) for s in o]
                 cases += [(n, b, t, "torch", s) for s in p]
 
+    # The FMA peak per thread count, probed before and after the timed cases (the best of the
+    # two): with a model's FLOPs it bounds any implementation's time on this machine.
+    peak = {t: fma_peak_gflops(args.build_dir, t) for t in threads}
     info, errors, ref, diff = {}, {}, {}, {}
     times = {c: [] for c in cases}
     rng = random.Random(args.seed)
@@ -285,6 +317,12 @@ def main():
             else float("nan")
     for w in workers.values():
         w.close()
+    for t in threads:
+        again = fma_peak_gflops(args.build_dir, t)
+        if again and (not peak[t] or again > peak[t]):
+            peak[t] = again
+    gflop = {(n, b): model_gflop(args.build_dir, os.path.join(args.models_dir, f"{n}_b{b}.onnx"))
+             for n in names for b in batches}
 
     med = {c: statistics.median(v) for c, v in times.items() if v}
     rows = []
@@ -318,21 +356,35 @@ def main():
                           if row[f"graphi_{s}_ms"] == row[f"graphi_{s}_ms"]]
                 row["auto_vs_best_split"] = (min(splits) / row["graphi_auto_ms"]
                                              if t > 1 and splits else float("nan"))
+                # The bound: all FLOPs at the probed FMA peak; best peer / bound is the largest
+                # speed-up over the best peer that any implementation could show here.
+                gf, pk = gflop.get((n, b)), peak.get(t)
+                row["gflop"] = gf if gf else float("nan")
+                row["fma_peak_gflops"] = pk if pk else float("nan")
+                row["bound_ms"] = gf / pk * 1e3 if gf and pk else float("nan")
+                best_peer_ms = med[bp] * 1e3 if bp else float("nan")
+                row["best_peer_vs_bound"] = best_peer_ms / row["bound_ms"]
                 rows.append(row)
 
     hdr = (f"{'model':22} {'b':>2} {'t':>2} {'graphi':>9} {'1x2':>8} {'2x1':>8} {'ORT':>9} "
-           f"{'torch':>9} {'x best':>7} {'auto/split':>10} {'maxdiff':>8}  "
-           f"graphi config / best settings")
+           f"{'torch':>9} {'x best':>7} {'auto/split':>10} {'bound':>8} {'max x':>6} "
+           f"{'maxdiff':>8}  graphi config / best settings")
     print(hdr)
     for r in rows:
         print(f"{r['model']:22} {r['batch']:>2} {r['threads']:>2} {r['graphi_auto_ms']:9.3f} "
               f"{r['graphi_1x2_ms']:8.3f} {r['graphi_2x1_ms']:8.3f} {r['ort_ms']:9.3f} "
               f"{r['torch_ms']:9.3f} {r['speedup_vs_best_peer']:7.2f} "
-              f"{r['auto_vs_best_split']:10.2f} "
+              f"{r['auto_vs_best_split']:10.2f} {r['bound_ms']:8.3f} "
+              f"{r['best_peer_vs_bound']:6.2f} "
               f"{r['graphi_maxdiff']:8.1e}  {r['graphi_config']} / ort {r['ort_setting']}, "
               f"torch {r['torch_setting']}")
     print("x best: best peer's time / graphi's own choice (goal >= 1.30); auto/split: the "
           "faster of graphi 1x2 and 2x1 / graphi's own choice (goal >= 1.00, noise ~5%)")
+    print("bound: the model's FLOPs (graphi info) at this machine's FMA peak, probed before and "
+          "after the run (" + ", ".join(f"{t} thread(s) {peak[t]:.0f} GFLOP/s" if peak[t] else
+                                        f"{t} thread(s) not probed" for t in threads) +
+          "); max x = best peer / bound: the largest speed-up over the best peer that any "
+          "implementation could show here (below 1.30: the goal needs more than the FMA peak)")
     for c, e in errors.items():
         print(f"error: {c}: {e}")
     if args.csv:
