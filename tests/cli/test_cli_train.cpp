@@ -175,7 +175,8 @@ TEST_CASE("graphi train --fuse-rnn: the evaluation LSTM trains fused, unrolled P
     INFO(r.err);
     REQUIRE(r.rc == 0);
     std::vector<double> l;
-    for (const auto& st : nlohmann::json::parse(r.out)["steps"]) l.push_back(st["loss"]);
+    const nlohmann::json js = nlohmann::json::parse(r.out);
+    for (const auto& st : js["steps"]) l.push_back(st["loss"]);
     return l;
   };
   const std::vector<double> unrolled = phased_losses(pm), sequence = phased_losses(ps);
