@@ -304,6 +304,9 @@ def main():
         for _ in range(args.rounds):
             rng.shuffle(live)
             for c in live:
+                # Let the previous peer's thread pool stop spinning (ONNX Runtime's and
+                # libgomp's spin after a run), so it does not steal a core from this block.
+                time.sleep(0.02)
                 st, v = workers[c[3]].ask("time", c, args.block)
                 if st == "ok":
                     times[c].append(v)
