@@ -282,11 +282,8 @@ class RnnBackwardKernel final : public Kernel {
       if (p >= 0) return S + rnn_row(s, p, b) * KH + c_block * H;
       return c0 ? c0 + s.state_row(d, b) : nullptr;
     };
-    PhasedInputs ph;
+    PhasedInputs ph;  // the gate itself comes from S; its parameters' sums need 1 / tau
     if (phased_) {
-      ph.times = in(kGradTimes);
-      ph.shift = in(kGradShift) + d * H;
-      ph.r_on = in(kGradROn) + d * H;
       ph.tau = in(kGradTau) + d * H;
       double* inv_tau = reinterpret_cast<double*>(scratch + inv_tau_off_);
       for (int64_t j = 0; j < H; ++j) inv_tau[j] = 1.0 / static_cast<double>(ph.tau[j]);
@@ -333,7 +330,7 @@ class RnnBackwardKernel final : public Kernel {
         for (int64_t k = T - 1; k >= 0 && b1 > b0; --k) {
           const int64_t t = rev ? T - 1 - k : k;
           if (phased_) {
-            phased_rows(t, b0, b1, d, ph, c_prev, hp, dy, peep, S, dh, dc, dg, dk, dh_k, keep_c,
+            phased_rows(t, b0, b1, d, c_prev, hp, dy, peep, S, dh, dc, dg, dk, dh_k, keep_c,
                         carry);
             rows_gemm_.run(r, dg + rnn_row(s, t, b0) * ldg_, dh + b0 * H, b1 - b0);
             for (int64_t e = b0 * H; e < b1 * H; ++e) dh[e] += carry[e];
@@ -369,7 +366,7 @@ class RnnBackwardKernel final : public Kernel {
       }
       if (phased_) {
         rnn_train::for_rows(B, 40 * H, nthr, [&](int64_t b0, int64_t b1, int) {
-          phased_rows(t, b0, b1, d, ph, c_prev, hp, dy, peep, S, dh, dc, dg, dk, dh_k, keep_c,
+          phased_rows(t, b0, b1, d, c_prev, hp, dy, peep, S, dh, dc, dg, dk, dh_k, keep_c,
                       carry);
         });
         if (!step_.run(dg + row0 * ldg_, r, dh, scratch, carry)) return false;
@@ -521,11 +518,10 @@ class RnnBackwardKernel final : public Kernel {
   // planes (time_gate_grads sums them): dphi = dk dk/dphi, dphi u (u = (ts - shift) / tau),
   // dk dk/dr_on.
   template <class CPrev>
-  void phased_rows(int64_t t, int64_t b0, int64_t b1, int d, const PhasedInputs& p,
-                   const CPrev& c_prev, const float* hp, const float* dy, const float* peep,
-                   const float* S, const float* dh, float* dc, float* dg, float* dk, float* dh_k,
-                   float* keep_c, float* carry) const noexcept {
-    (void)p;
+  void phased_rows(int64_t t, int64_t b0, int64_t b1, int d, const CPrev& c_prev,
+                   const float* hp, const float* dy, const float* peep, const float* S,
+                   const float* dh, float* dc, float* dg, float* dk, float* dh_k, float* keep_c,
+                   float* carry) const noexcept {
     const RnnSpec& s = g_.fwd;
     const int64_t H = s.hidden, KH = rnn_saved_blocks(s) * H;
     const int64_t plane = s.seq_len * s.batch * H;
