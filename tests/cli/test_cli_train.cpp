@@ -132,17 +132,20 @@ TEST_CASE("graphi train --fuse-rnn: the evaluation LSTM trains fused, unrolled P
   Run made = train_cli(dir, "model lstm --size small --batch 4 --batch-npz '" + b + "' -o '" + m +
                                 "'");
   REQUIRE(made.rc == 0);
-  auto losses = [&](const std::string& extra) {
-    Run r = train_cli(dir, "train '" + m + "' --batch-from '" + b +
-                               "' --lr 0.5 --steps 3 --json --executors 2" + extra);
+  // The losses of 3 SGD steps at lr 0.5 of `model` on `batch`.
+  auto train_losses = [&](const std::string& model, const std::string& batch,
+                          const std::string& extra) {
+    Run r = train_cli(dir, "train '" + model + "' --batch-from '" + batch +
+                               "' --lr 0.5 --steps 3 --json" + extra);
     INFO(r.err);
     REQUIRE(r.rc == 0);
     std::vector<double> l;
     const nlohmann::json js = nlohmann::json::parse(r.out);
-    for (const auto& s : js["steps"]) l.push_back(s["loss"]);
+    for (const auto& st : js["steps"]) l.push_back(st["loss"]);
     return l;
   };
-  const std::vector<double> cells = losses(""), fused = losses(" --fuse-rnn");
+  const std::vector<double> cells = train_losses(m, b, " --executors 2"),
+                            fused = train_losses(m, b, " --executors 2 --fuse-rnn");
   REQUIRE(cells.size() == 3);
   REQUIRE(fused.size() == 3);
   // Step 1 is the forward before any update: the fused training kernel (one sequence op per
@@ -169,17 +172,8 @@ TEST_CASE("graphi train --fuse-rnn: the evaluation LSTM trains fused, unrolled P
   INFO(seq_made.err);
   REQUIRE(seq_made.rc == 0);
   CHECK(seq_made.out.find("fused RNN cells") != std::string::npos);
-  auto phased_losses = [&](const std::string& model) {
-    Run r = train_cli(dir, "train '" + model + "' --batch-from '" + pb +
-                               "' --lr 0.5 --steps 3 --json --threads 2");
-    INFO(r.err);
-    REQUIRE(r.rc == 0);
-    std::vector<double> l;
-    const nlohmann::json js = nlohmann::json::parse(r.out);
-    for (const auto& st : js["steps"]) l.push_back(st["loss"]);
-    return l;
-  };
-  const std::vector<double> unrolled = phased_losses(pm), sequence = phased_losses(ps);
+  const std::vector<double> unrolled = train_losses(pm, pb, " --threads 2"),
+                            sequence = train_losses(ps, pb, " --threads 2");
   REQUIRE(unrolled.size() == 3);
   REQUIRE(sequence.size() == 3);
   for (size_t i = 0; i < 3; ++i) CHECK(sequence[i] == Approx(unrolled[i]).epsilon(1e-4));
