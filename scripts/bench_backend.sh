@@ -26,14 +26,14 @@ while [ $# -gt 0 ]; do
   shift
 done
 source scripts/bench_common.sh
-bench_build _graphi graphi
+bench_build _graphi graphi graphi_bench_rnn
 GRAPHI_VENV=$VENV ./scripts/bench_venv.sh >&2
 CACHE=$(mktemp -d /tmp/graphi_bench_backend.XXXXXX)
 trap 'rm -rf "$CACHE"' EXIT
 export GRAPHI_CACHE_DIR=$CACHE
 echo "== (1) torch.compile backend: overhead against graphi.Session, LSTM h256 b1 T100 against eager"
 PYTHONPATH="$BUILD_DIR/python" bench_run "$VENV/bin/python" benchmarks/torch/bench_torch_backend.py \
-  --rounds "$ROUNDS" --budget-ms 300
+  --rounds "$ROUNDS" --budget-ms 300 --build-dir "$BUILD_DIR"
 echo
 echo "== (2) several Sessions in one process against the same Sessions in separate processes"
 PYTHONPATH="$BUILD_DIR/python" bench_run /usr/bin/python3 benchmarks/multi_session/bench_sessions.py \
