@@ -53,7 +53,7 @@ Result<RnnGradSpec> rnn_grad_spec(const graph::Node& node,
   const RnnCellKind kind = grad_kind(node.op);
   const bool lstm = kind == RnnCellKind::kLstm;
   const bool phased = node.op == "PhasedLSTMGrad";
-  const size_t n_inputs = phased ? kPhasedGradInputs : kGradInputs;
+  const size_t n_inputs = static_cast<size_t>(phased ? int{kPhasedGradInputs} : int{kGradInputs});
   if (inputs.size() != n_inputs)
     return Status::invalid_graph(where + ": " + node.op + " has " + std::to_string(n_inputs) +
                                  " inputs (X, W, R, B, sequence_lens, initial_h, initial_c, P, "

@@ -66,7 +66,8 @@ Status rnn_grad_rule(graph::passes::GradContext& c, std::vector<std::string>& dx
     return Status::unsupported(c.where + ": sequence_lens cannot be differentiated");
   if (s.phased && c.need.size() > kPhasedTimes && c.need[kPhasedTimes])
     return Status::unsupported(c.where + ": PhasedLSTM's times cannot be differentiated");
-  std::vector<std::string> ins(s.phased ? kPhasedGradInputs : kGradInputs);
+  std::vector<std::string> ins(static_cast<size_t>(s.phased ? int{kPhasedGradInputs}
+                                                             : int{kGradInputs}));
   for (size_t i = 0; i < c.node.inputs.size(); ++i)
     if (c.node.inputs[i] != graph::kNoId) ins[grad_input_slot(static_cast<int>(i))] = c.in_name(i);
   const size_t n_out = c.node.outputs.size();  // Y, Y_h[, Y_c], S
