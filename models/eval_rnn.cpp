@@ -14,6 +14,7 @@
 
 #include "graph/graph_builder.h"
 #include "models/eval_models.h"
+#include "models/phased_lstm.h"
 #include "models/weights.h"
 
 namespace graphi::models {
@@ -30,21 +31,6 @@ Tensor f32_scalar(float x) {
   Tensor t(TensorDesc{DType::kF32, {}});
   *t.data_as<float>() = x;
   return t;
-}
-
-// Layer `p`'s time-gate parameters [H]: tau = exp(U[0, 3)), shift = U[0, 1) tau, r_on = 0.05
-// (Neil et al.'s initialization), drawn in this order from `rng`.
-void add_time_gate_params(graph::GraphBuilder& b, const std::string& p, int64_t H,
-                          WeightRng& rng) {
-  const TensorDesc unit{DType::kF32, {H}};
-  Tensor tau(unit), shift(unit), r_on(unit);
-  for (int64_t j = 0; j < H; ++j) tau.data_as<float>()[j] = std::exp(rng.uniform(0.0f, 3.0f));
-  for (int64_t j = 0; j < H; ++j)
-    shift.data_as<float>()[j] = rng.uniform(0.0f, 1.0f) * tau.data_as<float>()[j];
-  for (int64_t j = 0; j < H; ++j) r_on.data_as<float>()[j] = 0.05f;
-  b.add_constant(p + "tau", std::move(tau));
-  b.add_constant(p + "shift", std::move(shift));
-  b.add_constant(p + "r_on", std::move(r_on));
 }
 
 }  // namespace
@@ -102,7 +88,7 @@ Result<graph::Graph> build_rnn_classifier(const EvalDims& d, bool phased, uint64
     b.add_constant(p + "R", uniform_tensor({H, 4 * H}, bound, rng));
     b.add_constant(p + "b", uniform_tensor({4 * H}, bound, rng));
     if (phased) {
-      add_time_gate_params(b, p, H, rng);
+      add_phased_time_gate_params(b, p, Shape{H}, rng);
       op("Mul", p + "r_half", {p + "r_on", "k/half"});
     }
     std::string h, c;  // empty: zero state
@@ -191,7 +177,7 @@ Result<graph::Graph> build_phased_lstm_sequence_classifier(const EvalDims& d, ui
     b.add_constant(p + "W", onnx_weights(uniform_tensor({H, 4 * H}, bound, rng)));
     b.add_constant(p + "R", onnx_weights(uniform_tensor({H, 4 * H}, bound, rng)));
     b.add_constant(p + "b", uniform_tensor({4 * H}, bound, rng));
-    add_time_gate_params(b, p, H, rng);
+    add_phased_time_gate_params(b, p, Shape{H}, rng);
     // B = [Wb, Rb] = [b, 0 * b]: Rb stays zero and its gradient reaches b through the product's
     // factor 0, so b trains as the unrolled cells' one bias does.
     b.add_node("Mul", p + "b_zero", {p + "b", "k/zero"}, {p + "b_zero"});

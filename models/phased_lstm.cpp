@@ -60,15 +60,7 @@ Result<graph::Graph> build_phased_lstm(const RnnSpec& spec, const graph::ShapeIn
     b.add_constant(p + "/W", uniform_tensor({1, 4 * H, in}, bound, rng));
     b.add_constant(p + "/R", uniform_tensor({1, 4 * H, H}, bound, rng));
     b.add_constant(p + "/B", uniform_tensor({1, 8 * H}, bound, rng));
-    const TensorDesc per_unit{DType::kF32, {1, H}};
-    Tensor tau(per_unit), shift(per_unit), r_on(per_unit);
-    for (int64_t j = 0; j < H; ++j) tau.data_as<float>()[j] = std::exp(rng.uniform(0.0f, 3.0f));
-    for (int64_t j = 0; j < H; ++j)
-      shift.data_as<float>()[j] = rng.uniform(0.0f, 1.0f) * tau.data_as<float>()[j];
-    for (int64_t j = 0; j < H; ++j) r_on.data_as<float>()[j] = 0.05f;
-    b.add_constant(p + "/tau", std::move(tau));
-    b.add_constant(p + "/shift", std::move(shift));
-    b.add_constant(p + "/r_on", std::move(r_on));
+    add_phased_time_gate_params(b, p + "/", Shape{1, H}, rng);
     graph::Attributes a;
     a.set("hidden_size", H);
     b.add_node("PhasedLSTM", p,
@@ -94,6 +86,20 @@ Result<graph::Graph> build_phased_lstm(const RnnSpec& spec, const graph::ShapeIn
   b.add_output("h_n");
   b.add_output("c_n");
   return b.finish(shapes);
+}
+
+void add_phased_time_gate_params(graph::GraphBuilder& b, const std::string& prefix,
+                                 const Shape& shape, WeightRng& rng) {
+  const TensorDesc unit{DType::kF32, shape};
+  const int64_t H = unit.numel();
+  Tensor tau(unit), shift(unit), r_on(unit);
+  for (int64_t j = 0; j < H; ++j) tau.data_as<float>()[j] = std::exp(rng.uniform(0.0f, 3.0f));
+  for (int64_t j = 0; j < H; ++j)
+    shift.data_as<float>()[j] = rng.uniform(0.0f, 1.0f) * tau.data_as<float>()[j];
+  for (int64_t j = 0; j < H; ++j) r_on.data_as<float>()[j] = 0.05f;
+  b.add_constant(prefix + "tau", std::move(tau));
+  b.add_constant(prefix + "shift", std::move(shift));
+  b.add_constant(prefix + "r_on", std::move(r_on));
 }
 
 }  // namespace graphi::models

@@ -15,8 +15,12 @@
 // "l{l}/r_on" [1, H] = 0.05 (the paper's open ratio).
 #pragma once
 
+#include <string>
+
 #include "graph/graph.h"
+#include "graph/graph_builder.h"
 #include "models/rnn_spec.h"
+#include "models/weights.h"
 
 namespace graphi::models {
 
@@ -26,5 +30,11 @@ Result<graph::Graph> build_phased_lstm(const RnnSpec& spec, const graph::ShapeIn
 
 // Weights, biases (Wb and Rb) and the three time-gate parameters of every layer.
 int64_t phased_lstm_parameter_count(const RnnSpec& spec);
+
+// Adds the time-gate constants PREFIX + "tau", "shift", "r_on" of `shape` (H = its element
+// count: [H] or [1, H]): tau = exp(uniform[0, 3)), shift = uniform[0, 1) * tau, r_on = 0.05,
+// drawn from `rng` in that order (every PhasedLSTM builder's initialization).
+void add_phased_time_gate_params(graph::GraphBuilder& b, const std::string& prefix,
+                                 const Shape& shape, WeightRng& rng);
 
 }  // namespace graphi::models

@@ -36,6 +36,8 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import roofline_probe  # noqa: E402 (benchmarks/roofline_probe.py)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,20 +212,10 @@ class Worker:
 # ---------------------------------------------------------------------------------------------
 
 def fma_peak_gflops(build_dir, threads):
-    """This machine's FMA rate on `threads` cores, measured now by the roofline probe of
-    benchmarks/rnn (graphi_bench_rnn --serve, command "roofline"); None when not built."""
-    exe = os.path.join(build_dir, "benchmarks", "graphi_bench_rnn")
-    if not os.path.exists(exe):
-        return None
-    try:
-        out = subprocess.run([exe, "--serve", "--threads", str(threads)], input="roofline\n",
-                             capture_output=True, text=True, timeout=120).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    for line in out.splitlines():
-        if '"roofline"' in line:
-            return json.loads(line)["fma_gflops"]
-    return None
+    """This machine's FMA rate on `threads` cores, measured now (benchmarks/roofline_probe.py);
+    None when not probed."""
+    r = roofline_probe.probe(build_dir, threads)
+    return r["fma_gflops"] if r else None
 
 
 def model_gflop(build_dir, path):

@@ -18,10 +18,8 @@ per variant (order rotated per round), after a warm-up.
 """
 import argparse
 import gc
-import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -30,6 +28,9 @@ import torch
 
 import graphi
 import graphi.torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import roofline_probe  # noqa: E402 (benchmarks/roofline_probe.py)
 
 
 def timed(fn, budget_ms, min_samples=20):
@@ -146,23 +147,6 @@ def lstm(args):
     return med, med_session, configs
 
 
-def roofline(build_dir, threads):
-    """This machine's FMA rate and L2 read bandwidth on `threads` cores, measured now by the
-    RNN benchmark's roofline probe; None when graphi_bench_rnn is not built."""
-    exe = os.path.join(build_dir, "benchmarks", "graphi_bench_rnn")
-    if not os.path.exists(exe):
-        return None
-    try:
-        out = subprocess.run([exe, "--serve", "--threads", str(threads)], input="roofline\n",
-                             capture_output=True, text=True, timeout=120).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    for line in out.splitlines():
-        if '"roofline"' in line:
-            return json.loads(line)
-    return None
-
-
 def lstm_bounds(probe, T=100, B=1, I=256, H=256):
     """Bounds (ms) of any LSTM kernel for nn.LSTM(I, H) on this machine: the hoisted input GEMM
     (2 T B I 4H flops) at the FMA peak, plus R (4H x H floats, L2-resident on 2 cores of 1 MiB
@@ -210,7 +194,7 @@ def main():
     best_g_name = min((k for k in med if k.startswith("graphi")), key=med.get)
     print("best eager (%s) / best compiled (%s) = %.2fx   [issue 14: >= 2.00x]" % (
         best_e_name, best_g_name, med[best_e_name] / med[best_g_name]))
-    probe = roofline(args.build_dir, 2)
+    probe = roofline_probe.probe(args.build_dir, 2)
     if probe:
         serial, overlap = lstm_bounds(probe)
         eager = med[best_e_name] / 1e3

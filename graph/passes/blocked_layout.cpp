@@ -22,8 +22,8 @@ std::string tag(int64_t b) { return "/nChw" + std::to_string(b) + "c"; }
 // have C a multiple of B (no padding lanes), so even ops with f(0) != 0 are safe.
 bool layout_agnostic_unary(const std::string& op) {
   static const std::unordered_set<std::string> kOps = {
-      "Relu",  "Sigmoid", "Tanh",     "LeakyRelu", "Elu", "Selu", "HardSigmoid", "HardSwish",
-      "Clip",  "Softplus", "Softsign", "Exp",      "Neg", "Abs",  "Sqrt",        "Erf"};
+      "Relu", "Sigmoid",  "Tanh", "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Clip",
+      "Softplus", "Softsign", "Exp", "Neg",       "Abs", "Sqrt", "Erf"};
   return kOps.count(op) > 0;
 }
 bool layout_agnostic_binary(const std::string& op) {
