@@ -28,7 +28,7 @@ Result<RnnSpec> spec_of(const graph::Graph& g, const graph::Node& node, const st
 }  // namespace
 
 std::string rnn_grad_unsupported(const RnnSpec& s) {
-  const std::string op = rnn_cell_name(s.kind);
+  const std::string op = s.phased ? kPhasedLstmOp : rnn_cell_name(s.kind);
   if (s.has_seq_lens)
     return "the " + op + " gradient does not support input 4 (sequence_lens); pad the batch";
   if (s.clip > 0.0f) return "the " + op + " gradient does not support attribute 'clip'";
