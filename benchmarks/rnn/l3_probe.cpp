@@ -170,7 +170,7 @@ std::vector<Variant> variants() {
     id.resident = res, id.ideal = true;
     v.push_back(id);
   }
-  for (int d : {4096, 16384}) {
+  for (int d : {4096, 16384, 32768, 65536}) {
     Variant t0{"zigzag+t0_" + std::to_string(d), true};
     t0.hint = kT0, t0.dist = d;
     v.push_back(t0);
@@ -301,10 +301,16 @@ int main(int argc, char** argv) {
   }
   std::vector<Flag> flags(nthr);
 
-  for (const Variant& v : variants()) {
-    if (!only.empty() && v.name.find(only) == std::string::npos) continue;
-    std::vector<double> times;
-    for (int rep = 0; rep <= reps; ++rep) {
+  // Rounds interleave the variants (rep r of every variant, then rep r + 1): the host's speed
+  // drifts within seconds here, so back-to-back reps of one variant would compare drifts.
+  std::vector<Variant> chosen;
+  for (const Variant& v : variants())
+    if (only.empty() || v.name.find(only) != std::string::npos) chosen.push_back(v);
+  std::vector<std::vector<double>> all_times(chosen.size());
+  for (int rep = 0; rep <= reps; ++rep) {
+    for (size_t vi = 0; vi < chosen.size(); ++vi) {
+      const Variant& v = chosen[vi];
+      std::vector<double>& times = all_times[vi];
       for (auto& f : flags) f.v.store(0);
       std::atomic<int> ready{0};
       double ms = 0;
@@ -359,6 +365,10 @@ int main(int argc, char** argv) {
       for (auto& x : th) x.join();
       if (rep > 0) times.push_back(ms);
     }
+  }
+  for (size_t vi = 0; vi < chosen.size(); ++vi) {
+    const Variant& v = chosen[vi];
+    std::vector<double>& times = all_times[vi];
     std::sort(times.begin(), times.end());
     const double med = times[times.size() / 2];
     const double bytes = slab * 4.0 * nthr * (v.b24 ? 0.75 : 1.0);
