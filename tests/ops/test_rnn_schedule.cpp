@@ -557,3 +557,106 @@ TEST_CASE("rnn schedule: a budget already spent stops the probe run at its first
   else
     setenv("GRAPHI_RNN_SEARCH_BUDGET_MS", old_budget.c_str(), 1);
 }
+
+// The fused hoist (ops/rnn/gemv_hoist.h): batch-1 layers forced onto it equal the naive
+// reference in every direction and layout, with I below, equal to and above H (the GEMV's k
+// rows pace the hoist's, so the hoist finishes early, on time or late), T a multiple of the
+// 8-step chunk or not (the short last chunk is hoisted apart), initial states and a sequence
+// length, on 1 and 2 threads (the own-units split and the whole-k GEMV), both panel widths.
+// Wherever AVX-512 is not active the same schedule runs the two apart (same results).
+TEST_CASE("rnn schedule: the fused-hoist schedule matches the reference", "[rnn_schedule]") {
+  struct L {
+    const char* op;
+    int64_t T, I, H;
+    bool lbr;
+    const char* direction;
+    int layout;
+    bool states;
+  };
+  const L layers[] = {{"LSTM", 19, 20, 40, false, "forward", 0, false},
+                      {"LSTM", 16, 72, 32, false, "reverse", 0, true},
+                      {"LSTM", 24, 64, 64, false, "bidirectional", 1, true},
+                      {"GRU", 21, 18, 48, true, "forward", 0, true},
+                      {"GRU", 17, 50, 16, true, "bidirectional", 0, false},
+                      {"RNN", 18, 9, 32, false, "forward", 1, false}};
+  uint64_t seed = 900;
+  for (const L& spec : layers) {
+    const int64_t G = std::string(spec.op) == "LSTM" ? 4 : std::string(spec.op) == "GRU" ? 3 : 1;
+    const int64_t D = std::string(spec.direction) == "bidirectional" ? 2 : 1;
+    const int64_t T = spec.T, I = spec.I, H = spec.H;
+    const double ws = 1.0 / std::sqrt(double(I + H));
+    std::vector<Tensor> in;
+    in.push_back(test::random_tensor({DType::kF32, spec.layout == 1 ? Shape{1, T, I} : Shape{T, 1, I}},
+                                     seed += 10));
+    in.push_back(test::random_tensor({DType::kF32, {D, G * H, I}}, seed + 1, -ws, ws));
+    in.push_back(test::random_tensor({DType::kF32, {D, G * H, H}}, seed + 2, -ws, ws));
+    in.push_back(test::random_tensor({DType::kF32, {D, 2 * G * H}}, seed + 3, -0.5, 0.5));
+    Tensor lens, h0, c0;
+    if (spec.states) {
+      lens = Tensor(TensorDesc{DType::kI32, {1}});
+      lens.data_as<int32_t>()[0] = static_cast<int32_t>(T - 3);
+      const Shape st = spec.layout == 1 ? Shape{1, D, H} : Shape{D, 1, H};
+      h0 = test::random_tensor({DType::kF32, st}, seed + 4);
+      c0 = test::random_tensor({DType::kF32, st}, seed + 5);
+      in.push_back(lens);
+      in.push_back(h0);
+      if (G == 4) in.push_back(c0);
+    }
+    test::RnnRefSpec ref;
+    ref.op = spec.op;
+    ref.hidden = H;
+    ref.direction = spec.direction;
+    ref.layout = spec.layout;
+    ref.linear_before_reset = spec.lbr;
+    test::RnnRefInputs ri;
+    ri.x = &in[0];
+    ri.w = &in[1];
+    ri.r = &in[2];
+    ri.b = &in[3];
+    if (spec.states) {
+      ri.seq_lens = &lens;
+      ri.initial_h = &h0;
+      if (G == 4) ri.initial_c = &c0;
+    }
+    const std::vector<Tensor> expected = test::reference_rnn(ref, ri);
+    for (int team : {1, 2})
+      for (int tile : {4096, 32}) {
+        const std::string sched = std::to_string(team) + ",1," + std::to_string(team) + ",8," +
+                                  std::to_string(tile) + ",0,1";
+        graph::Attributes a;
+        a.set("hidden_size", H);
+        a.set("direction", std::string(spec.direction));
+        if (spec.layout == 1) a.set("layout", int64_t{1});
+        if (std::string(spec.op) == "GRU") a.set("linear_before_reset", int64_t{1});
+        a.set(ops::kScheduleAttr, sched);
+        std::vector<bool> constant(in.size(), false);
+        for (int i = 1; i <= 3; ++i) constant[i] = true;
+        auto r = test::run_single_op(spec.op, a, in, 2, team, constant);
+        INFO(spec.op << " T" << T << " I" << I << " H" << H << " " << spec.direction << " layout "
+                     << spec.layout << " schedule " << sched);
+        REQUIRE(r.is_ok());
+        REQUIRE(r->outputs.size() == 2);
+        for (int o = 0; o < 2; ++o) CHECK(test::max_rel_error(r->outputs[o], expected[o]) < 1e-5);
+      }
+  }
+}
+
+TEST_CASE("rnn schedule: the fused hoist is refused where it cannot run", "[rnn_schedule]") {
+  // Batch 2; chunk 16; zigzag; 8 steps (no second chunk); gates x hidden not in 16s (RNN H=20).
+  struct Bad {
+    const char* op;
+    int64_t T, B, H;
+    const char* sched;
+  };
+  for (const Bad& b : {Bad{"LSTM", 20, 2, 32, "1,1,1,8,32,0,1"}, Bad{"LSTM", 20, 1, 32, "1,1,1,16,32,0,1"},
+                       Bad{"LSTM", 20, 1, 32, "1,1,1,8,32,1,1"}, Bad{"LSTM", 8, 1, 32, "1,1,1,8,32,0,1"},
+                       Bad{"RNN", 20, 1, 20, "1,1,1,8,32,0,1"}, Bad{"LSTM", 20, 1, 32, "1,1,1,8,32,0,2"}}) {
+    Layer l = make_layer(b.op, b.T, b.B, 8, b.H, false, 11);
+    graph::Attributes a = attrs_of(l);
+    a.set(ops::kScheduleAttr, std::string(b.sched));
+    auto r = test::run_single_op(b.op, a, l.inputs, 2, 1, {false, true, true, true});
+    INFO(b.op << " B" << b.B << " " << b.sched);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK_THAT(r.status().message(), Catch::Contains("fuse 1 only at batch 1"));
+  }
+}
