@@ -17,7 +17,6 @@
 #include <sstream>
 #include <thread>
 
-#include "ops/rnn/gemv_hoist.h"
 #include "ops/rnn/pcp_partition.h"
 #include "ops/xsmm.h"
 
@@ -142,9 +141,7 @@ std::vector<PhasedSchedule> enumerate_phased_schedules(const std::vector<RnnMm>&
 std::string RnnSchedule::to_string() const {
   std::string s =
       "p" + std::to_string(threads) + " " + std::to_string(xi) + "x" + std::to_string(xj) +
-      (fuse_hoist  ? " fused hoist chunk " + std::to_string(chunk)
-       : chunk > 1 ? " hoisted chunk " + std::to_string(chunk)
-                   : std::string(" per-step")) +
+      (chunk > 1 ? " hoisted chunk " + std::to_string(chunk) : std::string(" per-step")) +
       " tile " + std::to_string(rec_tile);
   if (zigzag) s += " zigzag";
   s += searched ? " (calibrated)" : " (default)";
@@ -280,20 +277,6 @@ std::vector<RnnSchedule> rnn_schedule_candidates(const RnnLayerShape& s) {
             add(c);
           }
       }
-      // Batch 1 with L2-resident weights: the next chunk's projection inside each step's GEMV
-      // (chunks of kHoistRows). Its W tiles are read once per chunk, so it does not need W to
-      // share the L2. The panel widths: the whole slab and the default.
-      if (s.fused_hoist_ok && rows == 1 && !big && s.seq_len >= 2 * kHoistRows)
-        for (int tile : {kSlabTile, default_tile(rows)}) {
-          RnnSchedule c;
-          c.threads = p;
-          c.xi = xi;
-          c.xj = xj;
-          c.chunk = kHoistRows;
-          c.rec_tile = tile;
-          c.fuse_hoist = true;
-          add(c);
-        }
     }
   }
   return out;
@@ -313,21 +296,9 @@ double rnn_schedule_model_us(const RnnLayerShape& s, const RnnSchedule& c) {
   if (c.chunk <= 1) bytes_us += double(input_bytes_per_thread(s, c.xj)) / kL3;
   const double cols = double(s.directions * (s.gates + (s.canonical_gru ? 1 : 0)) * s.hidden) /
                       double(std::max(1, c.xj));
-  const double rec_flops_us = 2.0 * double(rows) * cols * double(s.hidden) / kFlops;
-  const double in_flops_us = 2.0 * double(rows) * cols * double(s.input_size) / kFlops;
-  double base;
-  if (c.fuse_hoist) {
-    // The GEMM rides in the GEMV's idle FMA slots; its W tiles (1/chunk of W per step) add to
-    // the stream.
-    base = std::max(bytes_us + double(input_bytes_per_thread(s, c.xj)) / double(c.chunk) / kL2,
-                    rec_flops_us + in_flops_us);
-  } else if (rows <= 2 && c.chunk > 1) {
-    // A GEMV-like step and the hoisted GEMM run one after the other.
-    base = std::max(bytes_us, rec_flops_us) + in_flops_us;
-  } else {
-    base = std::max(bytes_us, rec_flops_us + in_flops_us);
-  }
-  return base + (c.xj > 1 ? 1.0 : 0.0) + 2.0 * c.threads / double(s.seq_len);
+  const double flops_us = 2.0 * double(rows) * cols * double(s.hidden + s.input_size) / kFlops;
+  return std::max(bytes_us, flops_us) + (c.xj > 1 ? 1.0 : 0.0) +
+         2.0 * c.threads / double(s.seq_len);
 }
 
 std::vector<RnnSchedule> rank_rnn_candidates(const RnnLayerShape& s,
@@ -475,11 +446,10 @@ std::optional<RnnSchedule> load_cached_schedule(const std::string& path, const s
     *out = v;
     return true;
   };
-  int64_t threads, xi, xj, chunk, tile, zigzag, fuse = 0;
+  int64_t threads, xi, xj, chunk, tile, zigzag;
   if (!int_field("threads", 1, 4096, &threads) || !int_field("xi", 1, 4096, &xi) ||
       !int_field("xj", 1, 4096, &xj) || !int_field("chunk", 1, int64_t{1} << 40, &chunk) ||
       !int_field("rec_tile", 16, 4096, &tile) || !int_field("zigzag", 0, 1, &zigzag) ||
-      (e.contains("fuse_hoist") && !int_field("fuse_hoist", 0, 1, &fuse)) ||
       xi * xj != threads || tile % 16 != 0) {
     warn_once(path, "entry '" + full + "' is malformed");
     return std::nullopt;
@@ -491,7 +461,6 @@ std::optional<RnnSchedule> load_cached_schedule(const std::string& path, const s
   s.chunk = chunk;
   s.rec_tile = static_cast<int>(tile);
   s.zigzag = zigzag == 1;
-  s.fuse_hoist = fuse == 1;
   s.searched = true;
   if (e.contains("ms") && e["ms"].is_number()) s.measured_ms = e["ms"].get<double>();
   return s;
@@ -513,7 +482,6 @@ Status store_cached_schedule(const std::string& path, const std::string& key,
                                          {"chunk", s.chunk},
                                          {"rec_tile", s.rec_tile},
                                          {"zigzag", s.zigzag ? 1 : 0},
-                                         {"fuse_hoist", s.fuse_hoist ? 1 : 0},
                                          {"ms", s.measured_ms}};
   std::error_code ec;
   const fs::path p(path);

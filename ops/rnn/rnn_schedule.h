@@ -69,19 +69,15 @@ struct RnnSchedule {
   int64_t chunk = 1;            // steps per hoisted input-projection chunk (1 = per-step schedule)
   int rec_tile = 32;            // columns per packed weight panel / microkernel, recurrent GEMM
   bool zigzag = false;          // alternate the panel order every step (L2 keeps the last panels)
-  // Batch 1: the next chunk's input projection computed inside each step's recurrent GEMV
-  // (ops/rnn/gemv_hoist.h), chunk = kHoistRows; offered where RnnLayerShape::fused_hoist_ok.
-  bool fuse_hoist = false;
   bool searched = false;        // chosen by calibration (else the analytical default)
   double measured_ms = 0;       // its calibration time (one shortened run), 0 = not measured
   int candidates_measured = 0;  // by the calibration that chose it (0: not calibrated here)
 
   bool operator==(const RnnSchedule& o) const {
     return threads == o.threads && xi == o.xi && xj == o.xj && chunk == o.chunk &&
-           rec_tile == o.rec_tile && zigzag == o.zigzag && fuse_hoist == o.fuse_hoist;
+           rec_tile == o.rec_tile && zigzag == o.zigzag;
   }
-  // "p2 1x2 hoisted chunk 100 tile 256 zigzag (calibrated)", "p2 1x2 fused hoist chunk 8 tile
-  // 4096 (calibrated)": for `graphi info` and logs.
+  // "p2 1x2 hoisted chunk 100 tile 256 zigzag (calibrated)": for `graphi info` and logs.
   std::string to_string() const;
 };
 
@@ -96,9 +92,6 @@ struct RnnLayerShape {
   int64_t l2_bytes = 1 << 20;                     // one core's private L2
   int64_t hoist_budget_bytes = int64_t{4} << 20;  // gate pre-activations per hoisted chunk
   int weight_bytes = 4;                           // per stored weight (bf16: 2)
-  // The fused-hoist schedule can run: batch 1, fp32 weights, not the canonical GRU, every
-  // thread's gate columns whole 16-column tiles, and a core where it interleaves (AVX-512).
-  bool fused_hoist_ok = false;
   std::string key() const;                        // cache key (without the CPU signature)
 };
 
@@ -161,9 +154,8 @@ CalibrationOutcome run_calibration(
 // (ops/rnn/gemv_rows.h) and the own-units-first exchange at batch 1. 3: no short hoist chunks when
 // the input weights do not share the L2 with the recurrent ones. 4: a whole-slab panel width
 // among the candidates of GEMV-like steps whose weights stay in L2. 5: short hoist chunks for
-// GEMV-like steps only while the thread's W and R fill at most 3/4 of its L2. 6: the fused-hoist
-// schedule at batch 1 (ops/rnn/gemv_hoist.h).
-inline constexpr int kRnnKernelVersion = 6;
+// GEMV-like steps only while the thread's W and R fill at most 3/4 of its L2.
+inline constexpr int kRnnKernelVersion = 5;
 
 // "Intel(R) Xeon(R) Processor|fam 6 model 167|2 cpus|L2 2097152|libxsmm 1.17 (target cpx)|
 // kernel 3" (the last field: kRnnKernelVersion).

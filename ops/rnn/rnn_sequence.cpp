@@ -255,47 +255,6 @@ void RnnSequenceKernel::recurrent_gemm_int8(const Segment& seg, int group, const
   gemm_int8(g);
 }
 
-bool RnnSequenceKernel::hoist_cursor(const Segment& seg, int64_t s, int64_t s0, int64_t s1,
-                                     const float* x, const float* packed, float* scratch,
-                                     HoistCursor& hc) const noexcept {
-  if (!fused_ || s1 + chunk_ > s_.seq_len) return false;  // the next chunk is the short last one
-  // Step i of the chunk takes tiles [t0, t1) of the segment's gate columns.
-  const int64_t tiles = s_.gates * (seg.j1 - seg.j0) / kHoistTileCols, i = s - s0;
-  const int64_t t0 = tiles * i / chunk_, t1 = tiles * (i + 1) / chunk_;
-  if (t1 <= t0) return false;
-  hc.w = packed + seg.wp_off;
-  hc.panel = seg.pw_w;
-  hc.k = s_.input_size;
-  // Batch 1: consecutive times of x are input_size apart in either layout; the projection of
-  // the next window's time t0n + r goes to row r of the other buffer (as hoist() lays it out).
-  const int64_t t0n = s_.window_begin(seg.d, s1, s1 + chunk_);
-  hc.x = x + s_.x_row(t0n, 0);
-  hc.ldx = s_.input_size;
-  hc.out = scratch + xw_of(s1) + seg.d * dir_x_ + s_.gates * seg.j0;
-  hc.ldo = hoist_ldc_;
-  hc.col = t0 * kHoistTileCols;
-  hc.col_end = t1 * kHoistTileCols;
-  hc.q = 0;
-  return true;
-}
-
-void RnnSequenceKernel::recurrent_gemm_hoist(const Segment& seg, int part, const float* packed,
-                                             const float* h, float* out, HoistCursor& hc,
-                                             int64_t share) const noexcept {
-  const float* r = packed + seg.rp0_off;
-  const int64_t H = s_.hidden;
-  if (part == 0) {
-    seg.rec0.run_row_k_range_hoist(r, h, out, seg.j0, seg.j1, false, false, hc, share);
-  } else if (part == 1) {
-    const int64_t before = seg.j0, after = H - seg.j1;
-    const int64_t first = share * before / std::max<int64_t>(1, before + after);
-    const int64_t done = seg.rec0.run_row_k_range_hoist(r, h, out, 0, seg.j0, true, false, hc, first);
-    seg.rec0.run_row_k_range_hoist(r, h, out, seg.j1, H, true, false, hc, share - done);
-  } else {
-    seg.rec0.run_row_k_range_hoist(r, h, out, 0, H, false, false, hc, share);
-  }
-}
-
 void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t s1,
                              const Buffers& io, const float* packed, float* scratch,
                              SpinBarrier* barrier, PeerWait wait_peers) const noexcept {
@@ -303,7 +262,7 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
   const int64_t DBH = s_.num_directions * B * ldh_;
   const float* hprev_all = scratch + hb_off_ + (s & 1) * DBH;
   float* hnext_all = scratch + hb_off_ + ((s + 1) & 1) * DBH;
-  const float* xw = scratch + xw_of(s0);
+  const float* xw = scratch + xw_off_;
   float* gh0 = scratch + gh0_off_;
   float* y = static_cast<float*>(io.outputs[0]);
   const void* lens = s_.has_seq_lens ? io.inputs[kRnnSeqLens] : nullptr;
@@ -355,59 +314,16 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
   if (!split) wait_peers();
   auto gh_of = [&](const Segment& seg) { return gh0 + seg.d * dir_gh0_ + g0_ * seg.j0; };
   auto hrow_of = [&](const Segment& seg) { return hprev_all + seg.d * B * ldh_ + p.r0 * ldh_; };
-  // Fused hoist: this step's share of the next chunk's projections rides in the GEMMs of up to
-  // kCursors segments (a team member's plan has one per direction); any further segment's
-  // share is computed here, apart.
-  constexpr size_t kCursors = 2;
-  HoistCursor hcs[kCursors];
-  bool hc_on[kCursors] = {false, false};
-  if (fused_ && active_p) {
-    const float* x = static_cast<const float*>(io.inputs[kRnnX]);
-    for (size_t i = 0; i < p.segs.size(); ++i) {
-      if (i < kCursors) {
-        hc_on[i] = hoist_cursor(p.segs[i], s, s0, s1, x, packed, scratch, hcs[i]);
-      } else if (hoist_cursor(p.segs[i], s, s0, s1, x, packed, scratch, hcs[0])) {
-        hoist_finish(hcs[0]);
-      }
-    }
-  }
-  auto cursor_of = [&](const Segment& seg) -> HoistCursor* {
-    const size_t i = static_cast<size_t>(&seg - p.segs.data());
-    return i < kCursors && hc_on[i] ? &hcs[i] : nullptr;
-  };
   if (split) {
     const bool skip = zero_h && kind_ != RnnCellKind::kGru;  // no GEMM at all
     if (active_p && !skip)
-      for (const Segment& seg : p.segs) {
-        float* out = gh_of(seg) + p.r0 * ld_gh0_;
-        if (HoistCursor* hc = cursor_of(seg))  // part 0's share: its part of the k rows
-          recurrent_gemm_hoist(seg, 0, packed, hrow_of(seg), out, *hc,
-                               hc->rows_left() * (seg.j1 - seg.j0) / s_.hidden);
-        else
-          recurrent_gemm_part(seg, 0, packed, hrow_of(seg), out, false);
-      }
+      for (const Segment& seg : p.segs)
+        recurrent_gemm_part(seg, 0, packed, hrow_of(seg), gh_of(seg) + p.r0 * ld_gh0_, false);
     wait_peers();
     if (active_p && !skip)
-      for (const Segment& seg : p.segs) {
-        float* out = gh_of(seg) + p.r0 * ld_gh0_;
-        if (HoistCursor* hc = cursor_of(seg))
-          recurrent_gemm_hoist(seg, 1, packed, hrow_of(seg), out, *hc, hc->rows_left());
-        else
-          recurrent_gemm_part(seg, 1, packed, hrow_of(seg), out, false);
-      }
-    for (size_t i = 0; i < kCursors; ++i)
-      if (hc_on[i]) hoist_finish(hcs[i]);
+      for (const Segment& seg : p.segs)
+        recurrent_gemm_part(seg, 1, packed, hrow_of(seg), gh_of(seg) + p.r0 * ld_gh0_, false);
   }
-  // The recurrent GEMM of a step without the split (fp32 one-row plans take the fused hoist).
-  auto full_gemm = [&](const Segment& seg, const float* h, float* out) {
-    HoistCursor* hc = cursor_of(seg);
-    if (!hc) {
-      recurrent_gemm(seg, 0, packed, h, out, p.r1 - p.r0, zig);
-      return;
-    }
-    recurrent_gemm_hoist(seg, -1, packed, h, out, *hc, hc->rows_left());
-    hoist_finish(*hc);
-  };
 
   if (kind_ == RnnCellKind::kLstm || kind_ == RnnCellKind::kRnn) {
     if (!active_p) return;
@@ -416,9 +332,8 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
       const int64_t w = seg.j1 - seg.j0, tt = time_of(d);
       const float* hprev = hprev_all + d * B * ldh_;
       float* gh = gh0 + d * dir_gh0_ + G * seg.j0;
-      if (!zero_h && !split) full_gemm(seg, hprev + p.r0 * ldh_, gh + p.r0 * ld_gh0_);
-      if (zero_h && !split)
-        if (HoistCursor* hc = cursor_of(seg)) hoist_finish(*hc);
+      if (!zero_h && !split)
+        recurrent_gemm(seg, 0, packed, hprev + p.r0 * ldh_, gh + p.r0 * ld_gh0_, p.r1 - p.r0, zig);
       const float* xg = xg_of(seg, tt);
       float* hnext = hnext_all + d * B * ldh_ + seg.j0;
       if (kind_ == RnnCellKind::kLstm) {
@@ -486,7 +401,8 @@ void RnnSequenceKernel::step(const ThreadPlan& p, int64_t s, int64_t s0, int64_t
       const float* hprev = hprev_all + d * B * ldh_;
       GruGateArgs a = gru_args(seg, tt);
       if (!split)
-        full_gemm(seg, hprev + p.r0 * ldh_, gh0 + d * dir_gh0_ + g0_ * seg.j0 + p.r0 * ld_gh0_);
+        recurrent_gemm(seg, 0, packed, hprev + p.r0 * ldh_,
+                       gh0 + d * dir_gh0_ + g0_ * seg.j0 + p.r0 * ld_gh0_, p.r1 - p.r0, zig);
       if (!canonical_gru_) {
         for_active_runs(tt, [&](int64_t ra, int64_t rb) {
           gru_gates_lbr(a, GateTile{ra, rb, 0, w});
@@ -623,8 +539,7 @@ void RnnSequenceKernel::run(const TeamContext& team, const Buffers& io) const no
     const int64_t s1 = std::min(T, s0 + chunk_);
     // Hoisted input projections of this chunk, for the thread's own block: no barrier needed
     // unless another thread will read them (shuffle).
-    // (Fused hoist: the previous chunk's steps computed this one.)
-    if (!chunk_prefetched(s0)) hoist(own, x, packed, scratch + xw_of(s0), s0, s1, scratch, ithr);
+    hoist(own, x, packed, scratch + xw_off_, s0, s1, scratch, ithr);
     if (shuffle) barrier->wait();
     for (int64_t s = s0; s < s1; ++s) {
       if (abortable) {

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "ops/kernel.h"
-#include "ops/rnn/gemv_hoist.h"
 #include "ops/rnn/rnn_schedule.h"
 #include "ops/rnn/rnn_sequence.h"
 #include "ops/rnn/spin_barrier.h"
@@ -171,10 +170,6 @@ class RnnSequenceKernel final : public Kernel {
   // units this thread computed itself), part 1 = the other k, accumulated.
   void recurrent_gemm_part(const Segment& seg, int part, const float* packed, const float* h,
                            float* out, bool reverse) const noexcept;
-  // The fp32 one-row recurrent GEMM of part (0, 1; -1: all of k) with `share` of hc's rows
-  // interleaved (ops/rnn/gemv_hoist.h).
-  void recurrent_gemm_hoist(const Segment& seg, int part, const float* packed, const float* h,
-                            float* out, HoistCursor& hc, int64_t share) const noexcept;
   void write_final(const ThreadPlan& p, const Buffers& io, const float* hb,
                    const float* cb) const noexcept;
 
@@ -195,25 +190,6 @@ class RnnSequenceKernel final : public Kernel {
           dir_p_ = 0;
   int64_t slabs_floats_ = 0;  // packed W and R slabs of every block
   int64_t chunk_ = 1;
-  // The fused-hoist schedule is on (chunk_ = kHoistRows): during chunk c each step computes a
-  // share of chunk c + 1's projections into the other of two xw buffers (xw_buf_ floats each).
-  bool fused_ = false;
-  int64_t xw_buf_ = 0;
-  // The layer's shape allows the fused hoist (batch 1, fp32, not the canonical GRU, whole
-  // 16-column tiles in every block of gate columns).
-  bool fused_hoist_shape() const {
-    return s_.batch == 1 && !lowp_ && !canonical_gru_ && (s_.gates * s_.hidden) % 16 == 0;
-  }
-  // Chunk [s0, s0 + chunk_) was computed by the previous chunk's steps.
-  bool chunk_prefetched(int64_t s0) const {
-    return fused_ && s0 > 0 && s0 + chunk_ <= s_.seq_len;
-  }
-  // The xw buffer of the chunk starting at s0.
-  int64_t xw_of(int64_t s0) const { return xw_off_ + (fused_ ? (s0 / chunk_) % 2 : 0) * xw_buf_; }
-  // Sets up hc for step s (of chunk [s0, s1)) of segment seg: its share of the next chunk's
-  // tiles; false when the step has none.
-  bool hoist_cursor(const Segment& seg, int64_t s, int64_t s0, int64_t s1, const float* x,
-                    const float* packed, float* scratch, HoistCursor& hc) const noexcept;
   std::vector<ThreadPlan> plans_;  // one per team member (some may be idle)
   ThreadPlan solo_;                // everything, for a run on a team of another size
   bool const_weights_ = false;

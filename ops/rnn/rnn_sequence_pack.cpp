@@ -76,17 +76,12 @@ Status RnnSequenceKernel::prepare(int team) {
   shape_.canonical_gru = canonical_gru_;
   shape_.team = team_;
   shape_.l2_bytes = l2_bytes();
-  shape_.fused_hoist_ok = fused_hoist_shape() && gemv_hoist_interleaved();
   return Status::ok();
 }
 
 void RnnSequenceKernel::configure() {
   const int64_t D = s_.num_directions, B = s_.batch, T = s_.seq_len;
   chunk_ = std::clamp<int64_t>(schedule_.chunk, 1, T);
-  // The fused hoist (ops/rnn/gemv_hoist.h) runs on chunks of exactly kHoistRows steps; the
-  // shuffle knob moves plans between threads, which the per-thread chunk hand-over cannot.
-  fused_ = schedule_.fuse_hoist && fused_hoist_shape() && chunk_ == kHoistRows &&
-           T >= 2 * kHoistRows && !s_.wcs_shuffle && !schedule_.zigzag;
   plan_partition();
   for (ThreadPlan& p : plans_) make_gemms(p);
   make_gemms(solo_);
@@ -136,9 +131,7 @@ void RnnSequenceKernel::configure() {
   scratch_floats_ = 0;
   take(sizeof(SpinBarrier) / sizeof(float) + 1);
   flags_off_ = take(team_ * kFlagFloats);
-  // Fused hoist: two chunks' projections (the current one, and the next one being computed).
-  xw_buf_ = chunk_ * B * ldx_;
-  xw_off_ = take((fused_ ? 2 : 1) * xw_buf_);
+  xw_off_ = take(chunk_ * B * ldx_);
   gh0_off_ = take(B * ld_gh0_);
   gh1_off_ = take(B * ld_gh1_);
   hb_off_ = take(2 * D * B * ldh_);

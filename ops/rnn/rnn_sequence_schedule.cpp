@@ -43,7 +43,7 @@ double now_ms() {
 Result<RnnSchedule> RnnSequenceKernel::choose_schedule(const std::string& where) {
   const int64_t B = s_.batch, lines = (s_.hidden + kLine - 1) / kLine;
   if (!s_.forced_schedule.empty()) {
-    // "threads,xi,xj,chunk,tile,zigzag[,fuse_hoist]" (tests and experiments).
+    // "threads,xi,xj,chunk,tile,zigzag" (tests and experiments).
     std::vector<int64_t> v;
     for (const std::string& part : split_names(s_.forced_schedule)) {
       char* end = nullptr;
@@ -55,34 +55,24 @@ Result<RnnSchedule> RnnSequenceKernel::choose_schedule(const std::string& where)
       v.push_back(x);
     }
     RnnSchedule r;
-    const bool sized = v.size() == 6 || v.size() == 7;
-    if (sized) {
+    if (v.size() == 6) {
       r.threads = static_cast<int>(v[0]);
       r.xi = static_cast<int>(v[1]);
       r.xj = static_cast<int>(v[2]);
       r.chunk = v[3];
       r.rec_tile = static_cast<int>(v[4]);
       r.zigzag = v[5] == 1;
-      r.fuse_hoist = v.size() == 7 && v[6] == 1;
     }
-    // The fused hoist: chunks of kHoistRows, batch 1, fp32, no zigzag, gate columns in 16s.
-    const bool fuse_bad = sized && v.size() == 7 &&
-                          ((v[6] != 0 && v[6] != 1) ||
-                           (v[6] == 1 && (!fused_hoist_shape() || r.chunk != kHoistRows ||
-                                          r.zigzag || s_.seq_len < 2 * kHoistRows)));
-    if (!sized || fuse_bad || r.threads < 1 || r.threads > team_ || r.xi < 1 || r.xj < 1 ||
+    if (v.size() != 6 || r.threads < 1 || r.threads > team_ || r.xi < 1 || r.xj < 1 ||
         int64_t{r.xi} * r.xj != r.threads || r.xi > B || r.xj > s_.num_directions * lines ||
         r.chunk < 1 || r.rec_tile < 16 || r.rec_tile > 4096 || r.rec_tile % 16 != 0 ||
         (v[5] != 0 && v[5] != 1))
       return Status::invalid_graph(
           where + ": attribute '" + std::string(kScheduleAttr) + "' = '" + s_.forced_schedule +
-          "' is not a valid schedule for this layer (threads,xi,xj,chunk,tile,zigzag[,fuse] with " +
+          "' is not a valid schedule for this layer (threads,xi,xj,chunk,tile,zigzag with " +
           "1 <= threads = xi*xj <= team " + std::to_string(team_) + ", xi <= batch " +
           std::to_string(B) + ", xj <= " + std::to_string(s_.num_directions * lines) +
-          " unit lines, chunk >= 1, tile a multiple of 16 in [16, 4096], zigzag 0|1; fuse 1 " +
-          "only at batch 1, fp32 weights, chunk " + std::to_string(kHoistRows) +
-          ", no zigzag, 16 or more steps, gates x hidden a multiple of 16, not the " +
-          "canonical GRU)");
+          " unit lines, chunk >= 1, tile a multiple of 16 in [16, 4096], zigzag 0|1)");
     return r;
   }
   const RnnSchedule fallback = default_rnn_schedule(shape_);

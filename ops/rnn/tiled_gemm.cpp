@@ -100,27 +100,6 @@ void TiledGemm::run_row_k_range(const float* a, const float* b, float* c, int64_
   }
 }
 
-int64_t TiledGemm::run_row_k_range_hoist(const float* a, const float* b, float* c, int64_t k0,
-                                         int64_t k1, bool accumulate, bool reverse,
-                                         HoistCursor& hc, int64_t hoist_rows) const noexcept {
-  if (k1 <= k0) {
-    if (!accumulate) std::fill(c, c + m_, 0.0f);
-    return 0;
-  }
-  const int64_t np = (m_ + mt_ - 1) / mt_;
-  int64_t left = std::min(hoist_rows, hc.rows_left()), cols_left = m_;
-  const int64_t want = left;
-  for (int64_t pi = 0; pi < np; ++pi) {
-    const int64_t m0 = (reverse ? np - 1 - pi : pi) * mt_;
-    const int64_t mm = std::min(mt_, m_ - m0);
-    const int64_t share = (left * mm + cols_left - 1) / cols_left;
-    left -= gemv_row_hoist(a + m0 * col_step_ + k0 * lda_, lda_, b + k0, c + m0, k1 - k0, mm,
-                           accumulate, hc, share);
-    cols_left -= mm;
-  }
-  return want - left;
-}
-
 void TiledGemm::add(int64_t mm, int64_t nn, int64_t kk, bool acc) {
   if (find(mm, nn, kk, acc)) return;
   xsmm::SmmShape s;

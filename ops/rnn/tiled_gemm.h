@@ -14,7 +14,6 @@
 #include <set>
 #include <vector>
 
-#include "ops/rnn/gemv_hoist.h"
 #include "ops/xsmm.h"
 
 namespace graphi::ops {
@@ -49,11 +48,6 @@ class TiledGemm {
   // has (the RNN kernel's own slice of h) before the rest arrives.
   void run_row_k_range(const float* a, const float* b, float* c, int64_t k0, int64_t k1,
                        bool accumulate, bool reverse = false) const noexcept;
-  // The same with up to `hoist_rows` k rows of the next chunk's input projection interleaved
-  // (ops/rnn/gemv_hoist.h), spread over the panels by their widths; returns the rows done.
-  int64_t run_row_k_range_hoist(const float* a, const float* b, float* c, int64_t k0, int64_t k1,
-                                bool accumulate, bool reverse, HoistCursor& hc,
-                                int64_t hoist_rows) const noexcept;
 
  private:
   struct Entry {
