@@ -80,6 +80,33 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
 
   for (NodeId id = 0; id < g.num_nodes(); ++id) {
     const Node& n = g.node(id);
+    if (n.op == "Split" && n.inputs.size() == 1 && n.inputs[0] != kNoId &&
+        is_blocked(n.inputs[0], 0)) {
+      // A channel Split of a blocked value into whole blocks (conv_merge's Split after a wide
+      // convolution) is a Split on axis 1 of the 5-D tensor, in blocks.
+      const int64_t b = block.at(n.inputs[0]);
+      auto axis = attr_int(n.attrs, n.name, "axis", 0);
+      auto sizes = attr_ints(n.attrs, n.name, "split");
+      if (!axis.is_ok() || (*axis != 1 && *axis != -3) || !sizes.is_ok() ||
+          sizes->size() != n.outputs.size() ||
+          std::any_of(sizes->begin(), sizes->end(), [&](int64_t v) { return v % b != 0; }))
+        continue;
+      std::vector<int64_t> blocks;
+      for (int64_t v : *sizes) blocks.push_back(v / b);
+      std::vector<std::string> outs;
+      for (ValueId y : n.outputs) {
+        block[y] = b;
+        bname[y] = rw.fresh(g.value(y).name + tag(b));
+        outs.push_back(bname[y]);
+      }
+      Attributes a;
+      a.set("axis", int64_t{1});
+      a.set("split", blocks);
+      rw.remove(id);
+      rw.add_node("Split", n.name, {bname.at(n.inputs[0])}, outs, a);
+      ++result.blocked_ops;
+      continue;
+    }
     if (n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0] == kNoId) continue;
     const ValueId x = n.inputs[0];
     const Value& xv = g.value(x);

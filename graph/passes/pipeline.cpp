@@ -7,6 +7,7 @@
 #include "graph/passes/reshape_cleanup.h"
 #include "graph/passes/blocked_layout.h"
 #include "graph/passes/conv_fusion.h"
+#include "graph/passes/conv_merge.h"
 #include "graph/passes/rnn_fusion.h"
 
 namespace graphi::graph::passes {
@@ -87,6 +88,16 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
     out.reports.push_back(
         {"conv_fusion", "fused " + plural(r.fused, "Conv + Relu pair") + " into FusedConv", r.fused});
     if (r.fused > 0) out.graph = std::move(r.graph);
+  }
+  if (options.conv_merge) {
+    GRAPHI_ASSIGN_OR_RETURN(ConvMergeResult r, merge_sibling_convs(out.graph, shapes));
+    out.conv_groups = r.groups;
+    out.conv_members = r.members;
+    std::string did = "merged " + plural(r.members, "convolution") + " sharing an input into " +
+                      std::to_string(r.groups);
+    if (r.sunk > 0) did += " (and " + plural(r.sunk, "per-branch op kind") + " after them)";
+    out.reports.push_back({"conv_merge", did, r.groups});
+    if (r.groups > 0) out.graph = std::move(r.graph);
   }
   if (options.blocked_layout) {
     GRAPHI_ASSIGN_OR_RETURN(BlockedLayoutResult r, to_blocked_layout(out.graph, shapes));

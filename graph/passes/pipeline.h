@@ -6,7 +6,9 @@
 //      left of a recurrence -> one GEMM ahead of it;
 //   4. reshape_cleanup (graph/passes/reshape_cleanup.h): Reshape chains -> one Reshape;
 //   5. conv_fusion (graph/passes/conv_fusion.h): Conv + Relu -> FusedConv (a oneDNN post-op);
-//   6. blocked_layout (graph/passes/blocked_layout.h): conv chains in nChw16c / nChw8c.
+//   6. conv_merge (graph/passes/conv_merge.h): convolutions sharing an input -> one wide
+//      convolution (+ the identical channel-wise ops after them) + a channel Split;
+//   7. blocked_layout (graph/passes/blocked_layout.h): conv chains in nChw16c / nChw8c.
 // Passes 2 and 3 only see what pass 1 did not fuse (a cell the recognizer rejects, any other
 // graph). Every pass keeps the graph's inputs, outputs and their names.
 #pragma once
@@ -24,12 +26,13 @@ struct PipelineOptions {
   bool phase_hoisting = true;
   bool reshape_cleanup = true;
   bool conv_fusion = true;
+  bool conv_merge = true;
   bool blocked_layout = true;
 };
 
 struct PassReport {
   std::string pass;  // "rnn_fusion", "mm_fusion", "phase_hoisting", "reshape_cleanup", "conv_fusion",
-                     // "blocked_layout"
+                     // "conv_merge", "blocked_layout"
   std::string did;   // e.g. "fused 6 LSTM cells into 2 LSTM sequence ops, ..."
   int changes = 0;   // rewrites made (0: the pass changed nothing)
 };
@@ -42,6 +45,7 @@ struct PipelineResult {
   int mm_groups = 0, mm_members = 0, hoisted_groups = 0, hoisted_members = 0;
   int reshapes_collapsed = 0;
   int convs_fused = 0;
+  int conv_groups = 0, conv_members = 0;
   int blocked_ops = 0, layout_reorders = 0;
   bool changed() const;
   // One line: what the passes that changed the graph did, "; "-separated ("" if none did).

@@ -1,0 +1,121 @@
+// conv_merge: convolutions sharing an input (same attributes and kernel, group 1, constant
+// weights, at most 32 output channels) become one wide convolution + a channel Split, with the
+// identical channel-wise ops after them merged too; the outputs equal the original graph's
+// (within 1e-5) on its own and in the default pipeline (FusedConv, blocked layout: the Split
+// then runs on whole channel blocks), batch 1 and 3, teams of 1 and 2.
+#include <catch2/catch.hpp>
+
+#include "graph/passes/conv_merge.h"
+#include "graph/passes/pipeline.h"
+#include "tests/graph/pass_test_util.h"
+
+using namespace graphi;
+
+namespace {
+
+graph::Attributes window(int64_t k, int64_t stride, int64_t pad) {
+  graph::Attributes a;
+  a.set("kernel_shape", std::vector<int64_t>{k, k});
+  a.set("strides", std::vector<int64_t>{stride, stride});
+  a.set("pads", std::vector<int64_t>{pad, pad, pad, pad});
+  return a;
+}
+
+// Group A: four 3x3 16-filter convs of x, each + Relu + 2x2 max-pool, summed (PathNet's layer):
+// merged with the Relu and the pool. Group B: two 1x1 16-filter convs of x (one without a bias)
+// followed by different ops (Sigmoid, Tanh): merged, nothing after them. Not merged: a stride-2
+// 3x3 conv of x, a 48-filter 3x3 conv of x, a 3x3 conv of another input.
+graph::Graph siblings_graph(int64_t batch) {
+  graph::GraphBuilder b("<conv merge test>");
+  uint64_t seed = 500;
+  auto conv = [&](const std::string& name, const std::string& in, int64_t cin, int64_t cout,
+                  int64_t k, int64_t stride, bool bias) {
+    b.add_constant(name + ".w", test::random_tensor(TensorDesc{DType::kF32, {cout, cin, k, k}},
+                                                    seed++, -0.3, 0.3));
+    std::vector<std::string> ins = {in, name + ".w"};
+    if (bias) {
+      b.add_constant(name + ".b", test::random_tensor(TensorDesc{DType::kF32, {cout}}, seed++));
+      ins.push_back(name + ".b");
+    }
+    b.add_node("Conv", name, ins, {name}, window(k, stride, k / 2));
+  };
+  b.add_input("x", TensorDesc{DType::kF32, {batch, 16, 12, 12}});
+  b.add_input("x2", TensorDesc{DType::kF32, {batch, 16, 12, 12}});
+  std::string acc;
+  for (int m = 0; m < 4; ++m) {
+    const std::string p = "a" + std::to_string(m);
+    conv(p, "x", 16, 16, 3, 1, true);
+    b.add_node("Relu", p + ".relu", {p}, {p + ".relu"});
+    b.add_node("MaxPool", p + ".pool", {p + ".relu"}, {p + ".pool"}, window(2, 2, 0));
+    if (m == 0) {
+      acc = p + ".pool";
+    } else {
+      b.add_node("Add", p + ".sum", {acc, p + ".pool"}, {p + ".sum"});
+      acc = p + ".sum";
+    }
+  }
+  b.add_output(acc);
+  conv("b0", "x", 16, 16, 1, 1, true);
+  conv("b1", "x", 16, 16, 1, 1, false);
+  b.add_node("Sigmoid", "b0.sig", {"b0"}, {"b0.sig"});
+  b.add_node("Tanh", "b1.tanh", {"b1"}, {"b1.tanh"});
+  b.add_output("b0.sig");
+  b.add_output("b1.tanh");
+  conv("c0", "x", 16, 16, 3, 2, true);
+  conv("c1", "x", 16, 48, 3, 1, true);
+  conv("c2", "x2", 16, 16, 3, 1, true);
+  for (const char* o : {"c0", "c1", "c2"}) b.add_output(o);
+  return value_or_throw(b.finish(ops::Registry::get()));
+}
+
+}  // namespace
+
+TEST_CASE("conv_merge: sibling convolutions merge, the per-branch chain follows, outputs equal",
+          "[passes][conv]") {
+  for (int64_t batch : {1, 3}) {
+    INFO("batch " << batch);
+    const graph::Graph g = siblings_graph(batch);
+    auto r = value_or_throw(graph::passes::merge_sibling_convs(g, ops::Registry::get()));
+    CHECK(r.groups == 2);
+    CHECK(r.members == 6);
+    CHECK(r.sunk == 2);  // group A's Relu and MaxPool
+    // Two merged convs plus the three that stay; one Relu, one MaxPool; a Split per group.
+    CHECK(test::count_op(r.graph, "Conv") == 5);
+    CHECK(test::count_op(r.graph, "Relu") == 1);
+    CHECK(test::count_op(r.graph, "MaxPool") == 1);
+    CHECK(test::count_op(r.graph, "Split") == 2);
+    CHECK(test::count_op(r.graph, "Add") == 3);
+    bool wide = false;
+    for (const graph::Node& n : r.graph.nodes())
+      if (n.op == "Conv") wide = wide || r.graph.value(n.outputs[0]).desc.shape[1] == 64;
+    CHECK(wide);  // group A: 4 x 16 output channels
+    for (int threads : {1, 2}) test::check_same_outputs(g, r.graph, threads, 1e-5);
+
+    // The default pipeline: Conv + Relu fused first (group A's members are FusedConvs, group B's
+    // plain Convs), then merged, then blocked: the Splits cut whole 16-channel blocks.
+    auto p = value_or_throw(graph::passes::run_passes(g, ops::Registry::get()));
+    CHECK(p.conv_groups == 2);
+    CHECK(test::count_op(p.graph, "BlockedMaxPool") == 1);
+    for (const graph::Node& n : p.graph.nodes())
+      if (n.op == "Split") {
+        INFO(n.name);
+        CHECK(p.graph.value(n.inputs[0]).desc.rank() == 5);
+      }
+    for (int threads : {1, 2}) test::check_same_outputs(g, p.graph, threads, 1e-5);
+  }
+}
+
+TEST_CASE("conv_merge: nothing to merge leaves the graph as it is", "[passes][conv]") {
+  graph::GraphBuilder b("<single conv>");
+  b.add_input("x", TensorDesc{DType::kF32, {1, 4, 6, 6}});
+  b.add_constant("w", test::random_tensor(TensorDesc{DType::kF32, {8, 4, 3, 3}}, 3));
+  b.add_constant("w2", test::random_tensor(TensorDesc{DType::kF32, {8, 4, 1, 1}}, 4));
+  b.add_node("Conv", "c", {"x", "w"}, {"y"}, window(3, 1, 1));
+  b.add_node("Conv", "c2", {"x", "w2"}, {"y2"}, window(1, 1, 0));  // another kernel shape
+  b.add_output("y");
+  b.add_output("y2");
+  const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
+  auto r = value_or_throw(graph::passes::merge_sibling_convs(g, ops::Registry::get()));
+  CHECK(r.groups == 0);
+  CHECK(r.graph.num_nodes() == g.num_nodes());
+}
