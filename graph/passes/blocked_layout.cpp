@@ -107,6 +107,22 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
       ++result.blocked_ops;
       continue;
     }
+    if (n.op == "SplitSum" && n.inputs.size() == 1 && n.inputs[0] != kNoId &&
+        is_blocked(n.inputs[0], 0) && n.outputs.size() == 1) {
+      // Parts of whole blocks: the same sum over axis 1 of the 5-D tensor.
+      const int64_t b = block.at(n.inputs[0]);
+      auto axis = attr_int(n.attrs, n.name, "axis", 0);
+      auto parts = attr_int(n.attrs, n.name, "parts", 1);
+      const int64_t c = g.value(n.inputs[0]).desc.shape[1];
+      if (!axis.is_ok() || (*axis != 1 && *axis != -3) || !parts.is_ok() || *parts < 1 ||
+          c % *parts != 0 || (c / *parts) % b != 0)
+        continue;
+      Attributes a;
+      a.set("axis", int64_t{1});
+      a.set("parts", *parts);
+      make_blocked(id, "SplitSum", {bname.at(n.inputs[0])}, b, a);
+      continue;
+    }
     if (n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0] == kNoId) continue;
     const ValueId x = n.inputs[0];
     const Value& xv = g.value(x);

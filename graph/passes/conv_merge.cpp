@@ -63,6 +63,45 @@ bool channelwise(const std::string& op) {
   return kOps.count(op) > 0;
 }
 
+// The Add nodes that sum the values `parts` (each exactly once, nothing else, no broadcast) in
+// any association, and the value that holds the sum; nullopt when the parts are not summed so.
+struct SumTree {
+  std::vector<NodeId> adds;
+  ValueId root = kNoId;
+};
+std::optional<SumTree> sum_tree(const Graph& g, const std::vector<ValueId>& parts) {
+  std::vector<ValueId> open = parts;  // summed values nothing of the tree has read yet
+  SumTree t;
+  for (bool progress = true; progress && open.size() > 1;) {
+    progress = false;
+    for (size_t i = 0; i < open.size() && !progress; ++i) {
+      const ValueId v = open[i];
+      if (g.value(v).is_output || g.consumers(v).size() != 1) continue;
+      const Node& a = g.node(g.consumers(v)[0]);
+      if (a.op != "Add" || a.inputs.size() != 2 || a.outputs.size() != 1 ||
+          a.inputs[0] == a.inputs[1])
+        continue;
+      auto at = [&](ValueId x) { return std::find(open.begin(), open.end(), x); };
+      if (at(a.inputs[0]) == open.end() || at(a.inputs[1]) == open.end()) continue;
+      // Both operands read by this Add only (the other may be a graph output too).
+      const bool only_here = std::all_of(a.inputs.begin(), a.inputs.end(), [&](ValueId x) {
+        return !g.value(x).is_output && g.consumers(x).size() == 1;
+      });
+      if (!only_here) continue;
+      const Shape& s = g.value(a.outputs[0]).desc.shape;
+      if (g.value(a.inputs[0]).desc.shape != s || g.value(a.inputs[1]).desc.shape != s) continue;
+      open.erase(at(a.inputs[0]));
+      open.erase(at(a.inputs[1]));
+      open.push_back(a.outputs[0]);
+      t.adds.push_back(g.consumers(v)[0]);
+      progress = true;
+    }
+  }
+  if (open.size() != 1 || t.adds.size() + 1 != parts.size()) return std::nullopt;
+  t.root = open[0];
+  return t;
+}
+
 }  // namespace
 
 Result<ConvMergeResult> merge_sibling_convs(const Graph& g, const ShapeInferencer& shapes) {
@@ -151,6 +190,21 @@ Result<ConvMergeResult> merge_sibling_convs(const Graph& g, const ShapeInference
       y = out;
       for (size_t i = 0; i < cur.size(); ++i) cur[i] = g.node(next[i]).outputs[0];
       ++result.sunk;
+    }
+    // Parts of one size summed by Adds (PathNet: its modules' outputs): one SplitSum instead
+    // of the Split's copies and the Adds' passes.
+    const bool equal = std::all_of(sizes.begin(), sizes.end(),
+                                   [&](int64_t s) { return s == sizes[0]; });
+    if (auto tree = equal ? sum_tree(g, cur) : std::nullopt) {
+      Attributes ss;
+      ss.set("axis", int64_t{1});
+      ss.set("parts", static_cast<int64_t>(sizes.size()));
+      rw.add_node("SplitSum", rw.fresh(base + "/sum"), {y}, {g.value(tree->root).name}, ss);
+      for (NodeId a : tree->adds) rw.remove(a);
+      ++result.summed;
+      ++result.groups;
+      result.members += static_cast<int>(ms.size());
+      continue;
     }
     std::vector<std::string> outs;
     for (ValueId v : cur) outs.push_back(g.value(v).name);

@@ -12,6 +12,8 @@
 // of the same channel-wise op with the same attributes (element-wise unary ops, MaxPool,
 // AveragePool, global pools; not graph outputs): PathNet's per-module ReLU (already a FusedConv
 // post-op) and 2x2 max-pool then run once on the wide tensor, and the Split moves after them.
+// When the parts (members of one width) are then summed by Adds, each once and nothing else
+// reading them (PathNet sums its modules), Split + Adds become one SplitSum (ops/split_sum.cpp).
 // Merging cannot make a cycle: every member reads only the shared input and constants.
 #pragma once
 
@@ -24,6 +26,7 @@ struct ConvMergeResult {
   int groups = 0;   // merged convolutions created
   int members = 0;  // Conv / FusedConv nodes they replaced
   int sunk = 0;     // per-member channel-wise ops merged after them (per group, per op kind)
+  int summed = 0;   // groups whose parts Adds summed: one SplitSum instead of Split + Adds
 };
 
 // `shapes` validates the rewritten graph (pass ops::Registry::get()).

@@ -96,6 +96,7 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
     std::string did = "merged " + plural(r.members, "convolution") + " sharing an input into " +
                       std::to_string(r.groups);
     if (r.sunk > 0) did += " (and " + plural(r.sunk, "per-branch op kind") + " after them)";
+    if (r.summed > 0) did += ", " + plural(r.summed, "summed group") + " as SplitSum";
     out.reports.push_back({"conv_merge", did, r.groups});
     if (r.groups > 0) out.graph = std::move(r.graph);
   }

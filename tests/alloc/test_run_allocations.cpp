@@ -172,14 +172,15 @@ std::shared_ptr<const graph::Graph> optimized(std::shared_ptr<const graph::Graph
 TEST_CASE("alloc: a compiled CNN allocates nothing per run beyond the output tensors",
           "[alloc][cnn]") {
   auto blocked = optimized(cnn_graph(1));
-  int blocked_convs = 0, plain_convs = 0, splits = 0;
+  int blocked_convs = 0, plain_convs = 0, split_sums = 0;
   for (const graph::Node& n : blocked->nodes()) {
     blocked_convs += n.op == "BlockedConv";
-    splits += n.op == "Split";
+    split_sums += n.op == "SplitSum";
     plain_convs += n.op == "Conv" || n.op == "FusedConv";
   }
-  CHECK(blocked_convs == 4);  // the two modules m1, m2 merged into one (conv_merge)
-  CHECK(splits == 1);
+  // The two modules m1, m2 merged into one (conv_merge), their sum one SplitSum.
+  CHECK(blocked_convs == 4);
+  CHECK(split_sums == 1);
   CHECK(plain_convs == 0);
   struct Split {
     int executors, threads;

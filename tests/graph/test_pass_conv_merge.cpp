@@ -22,10 +22,12 @@ graph::Attributes window(int64_t k, int64_t stride, int64_t pad) {
 }
 
 // Group A: four 3x3 16-filter convs of x, each + Relu + 2x2 max-pool, summed (PathNet's layer):
-// merged with the Relu and the pool. Group B: two 1x1 16-filter convs of x (one without a bias)
-// followed by different ops (Sigmoid, Tanh): merged, nothing after them. Not merged: a stride-2
-// 3x3 conv of x, a 48-filter 3x3 conv of x, a 3x3 conv of another input.
-graph::Graph siblings_graph(int64_t batch) {
+// merged with the Relu and the pool, the Split + Adds one SplitSum. With `tree`, the sum is
+// (a0 + a1) + (a2 + a3) and a1's pool is also a graph output (so the parts stay a Split + Adds).
+// Group B: two 1x1 16-filter convs of x (one without a bias) followed by different ops
+// (Sigmoid, Tanh): merged, nothing after them. Not merged: a stride-2 3x3 conv of x, a
+// 48-filter 3x3 conv of x, a 3x3 conv of another input.
+graph::Graph siblings_graph(int64_t batch, bool tree = false, bool part_out = false) {
   graph::GraphBuilder b("<conv merge test>");
   uint64_t seed = 500;
   auto conv = [&](const std::string& name, const std::string& in, int64_t cin, int64_t cout,
@@ -41,20 +43,28 @@ graph::Graph siblings_graph(int64_t batch) {
   };
   b.add_input("x", TensorDesc{DType::kF32, {batch, 16, 12, 12}});
   b.add_input("x2", TensorDesc{DType::kF32, {batch, 16, 12, 12}});
-  std::string acc;
+  std::vector<std::string> pools;
   for (int m = 0; m < 4; ++m) {
     const std::string p = "a" + std::to_string(m);
     conv(p, "x", 16, 16, 3, 1, true);
     b.add_node("Relu", p + ".relu", {p}, {p + ".relu"});
     b.add_node("MaxPool", p + ".pool", {p + ".relu"}, {p + ".pool"}, window(2, 2, 0));
-    if (m == 0) {
-      acc = p + ".pool";
-    } else {
-      b.add_node("Add", p + ".sum", {acc, p + ".pool"}, {p + ".sum"});
-      acc = p + ".sum";
+    pools.push_back(p + ".pool");
+  }
+  if (tree) {
+    b.add_node("Add", "s01", {pools[0], pools[1]}, {"s01"});
+    b.add_node("Add", "s23", {pools[3], pools[2]}, {"s23"});
+    b.add_node("Add", "sum", {"s01", "s23"}, {"sum"});
+  } else {
+    std::string acc = pools[0];
+    for (int m = 1; m < 4; ++m) {
+      const std::string s = m == 3 ? "sum" : "s" + std::to_string(m);
+      b.add_node("Add", s, {acc, pools[m]}, {s});
+      acc = s;
     }
   }
-  b.add_output(acc);
+  b.add_output("sum");
+  if (part_out) b.add_output(pools[1]);
   conv("b0", "x", 16, 16, 1, 1, true);
   conv("b1", "x", 16, 16, 1, 1, false);
   b.add_node("Sigmoid", "b0.sig", {"b0"}, {"b0.sig"});
@@ -83,8 +93,10 @@ TEST_CASE("conv_merge: sibling convolutions merge, the per-branch chain follows,
     CHECK(test::count_op(r.graph, "Conv") == 5);
     CHECK(test::count_op(r.graph, "Relu") == 1);
     CHECK(test::count_op(r.graph, "MaxPool") == 1);
-    CHECK(test::count_op(r.graph, "Split") == 2);
-    CHECK(test::count_op(r.graph, "Add") == 3);
+    CHECK(r.summed == 1);  // group A's parts: one SplitSum, no Adds left
+    CHECK(test::count_op(r.graph, "SplitSum") == 1);
+    CHECK(test::count_op(r.graph, "Split") == 1);
+    CHECK(test::count_op(r.graph, "Add") == 0);
     bool wide = false;
     for (const graph::Node& n : r.graph.nodes())
       if (n.op == "Conv") wide = wide || r.graph.value(n.outputs[0]).desc.shape[1] == 64;
@@ -96,12 +108,35 @@ TEST_CASE("conv_merge: sibling convolutions merge, the per-branch chain follows,
     auto p = value_or_throw(graph::passes::run_passes(g, ops::Registry::get()));
     CHECK(p.conv_groups == 2);
     CHECK(test::count_op(p.graph, "BlockedMaxPool") == 1);
+    CHECK(test::count_op(p.graph, "SplitSum") == 1);
     for (const graph::Node& n : p.graph.nodes())
-      if (n.op == "Split") {
+      if (n.op == "Split" || n.op == "SplitSum") {
         INFO(n.name);
         CHECK(p.graph.value(n.inputs[0]).desc.rank() == 5);
       }
     for (int threads : {1, 2}) test::check_same_outputs(g, p.graph, threads, 1e-5);
+  }
+}
+
+TEST_CASE("conv_merge: a sum in another association is a SplitSum, a part read elsewhere is not",
+          "[passes][conv]") {
+  for (int64_t batch : {1, 3}) {
+    INFO("batch " << batch);
+    const graph::Graph tree = siblings_graph(batch, true, false);
+    auto r = value_or_throw(graph::passes::merge_sibling_convs(tree, ops::Registry::get()));
+    CHECK(r.summed == 1);
+    CHECK(test::count_op(r.graph, "Add") == 0);
+    for (int threads : {1, 2}) test::check_same_outputs(tree, r.graph, threads, 1e-5);
+    auto p = value_or_throw(graph::passes::run_passes(tree, ops::Registry::get()));
+    for (int threads : {1, 2}) test::check_same_outputs(tree, p.graph, threads, 1e-5);
+
+    const graph::Graph shared = siblings_graph(batch, false, true);
+    auto q = value_or_throw(graph::passes::merge_sibling_convs(shared, ops::Registry::get()));
+    CHECK(q.groups == 2);
+    CHECK(q.summed == 0);
+    CHECK(test::count_op(q.graph, "Split") == 2);
+    CHECK(test::count_op(q.graph, "Add") == 3);
+    for (int threads : {1, 2}) test::check_same_outputs(shared, q.graph, threads, 1e-5);
   }
 }
 
