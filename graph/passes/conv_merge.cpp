@@ -208,10 +208,7 @@ Result<ConvMergeResult> merge_sibling_convs(const Graph& g, const ShapeInference
     }
     std::vector<std::string> outs;
     for (ValueId v : cur) outs.push_back(g.value(v).name);
-    Attributes sa;
-    sa.set("axis", int64_t{1});
-    sa.set("split", sizes);
-    rw.add_node("Split", rw.fresh(base + "/split"), {y}, outs, std::move(sa));
+    rw.add_split(base, y, outs, 1, sizes);
     ++result.groups;
     result.members += static_cast<int>(ms.size());
   }

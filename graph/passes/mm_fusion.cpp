@@ -75,10 +75,7 @@ Result<MmFusionResult> fuse_shared_matmuls(const Graph& g, const ShapeInferencer
       outs.push_back(g.value(g.node(m.node).outputs[0]).name);
       sizes.push_back(m.n);
     }
-    Attributes sa;
-    sa.set("axis", int64_t{-1});
-    sa.set("split", sizes);
-    rw.add_node("Split", rw.fresh(base + "/split"), {y}, outs, std::move(sa));
+    rw.add_split(base, y, outs, -1, sizes);
     ++result.groups;
     result.members += static_cast<int>(ms.size());
   }

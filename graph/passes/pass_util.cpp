@@ -235,6 +235,15 @@ void Rewrite::add_constant(const std::string& name, Tensor t) {
   add_constant(name, std::make_shared<const Tensor>(std::move(t)));
 }
 
+void Rewrite::add_split(const std::string& base, const std::string& input,
+                        const std::vector<std::string>& outputs, int64_t axis,
+                        const std::vector<int64_t>& sizes) {
+  Attributes a;
+  a.set("axis", axis);
+  a.set("split", sizes);
+  add_node("Split", fresh(base + "/split"), {input}, outputs, std::move(a));
+}
+
 void Rewrite::add_node(const std::string& op, const std::string& name,
                        const std::vector<std::string>& inputs,
                        const std::vector<std::string>& outputs, Attributes attrs) {

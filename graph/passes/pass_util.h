@@ -69,6 +69,11 @@ class Rewrite {
   void add_node(const std::string& op, const std::string& name,
                 const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
                 Attributes attrs = {});
+  // A Split of `input` along `axis` into `outputs` of `sizes`, named `base` + "/split" (the
+  // tail of the passes that merge nodes into one wide op).
+  void add_split(const std::string& base, const std::string& input,
+                 const std::vector<std::string>& outputs, int64_t axis,
+                 const std::vector<int64_t>& sizes);
   // Every node (kept or added) that reads `v` reads the value named `by` instead (`v` must not
   // be a graph output).
   void replace_uses(ValueId v, const std::string& by) { subst_[g_.value(v).name] = by; }

@@ -97,10 +97,7 @@ Result<HoistResult> hoist_input_projections(const Graph& g, const ShapeInference
       outs.push_back(g.value(g.node(m.m.node).outputs[0]).name);
       sizes.push_back(m.rows.rows);
     }
-    Attributes sp;
-    sp.set("axis", int64_t{0});
-    sp.set("split", sizes);
-    rw.add_node("Split", rw.fresh(base + "/split"), {y}, outs, std::move(sp));
+    rw.add_split(base, y, outs, 0, sizes);
     ++result.groups;
     result.members += static_cast<int>(ms.size());
   }

@@ -15,6 +15,15 @@
 
 namespace graphi::test {
 
+// kernel_shape, strides and pads of a square Conv / pool window.
+inline graph::Attributes conv_window(int64_t k, int64_t stride, int64_t pad) {
+  graph::Attributes a;
+  a.set("kernel_shape", std::vector<int64_t>{k, k});
+  a.set("strides", std::vector<int64_t>{stride, stride});
+  a.set("pads", std::vector<int64_t>{pad, pad, pad, pad});
+  return a;
+}
+
 inline size_t count_op(const graph::Graph& g, const std::string& op) {
   size_t n = 0;
   for (const graph::Node& node : g.nodes()) n += node.op == op;

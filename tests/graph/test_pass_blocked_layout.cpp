@@ -25,14 +25,6 @@ std::pair<graph::Graph, graph::passes::PipelineResult> plain_and_blocked(const g
   return {std::move(p), std::move(blocked)};
 }
 
-graph::Attributes window(int64_t k, int64_t stride, int64_t pad) {
-  graph::Attributes a;
-  a.set("kernel_shape", std::vector<int64_t>{k, k});
-  a.set("strides", std::vector<int64_t>{stride, stride});
-  a.set("pads", std::vector<int64_t>{pad, pad, pad, pad});
-  return a;
-}
-
 struct CnnBuilder {
   graph::GraphBuilder b{"<blocked layout test>"};
   uint64_t seed = 100;
@@ -40,7 +32,7 @@ struct CnnBuilder {
     b.add_constant(name + ".w", test::random_tensor(TensorDesc{DType::kF32, {cout, cin, k, k}},
                                                     seed++, -0.3, 0.3));
     b.add_constant(name + ".b", test::random_tensor(TensorDesc{DType::kF32, {cout}}, seed++));
-    graph::Attributes a = window(k, 1, k / 2);
+    graph::Attributes a = test::conv_window(k, 1, k / 2);
     a.set("kernel_shape", std::vector<int64_t>{k, k});
     b.add_node("Conv", name + ".conv", {in, name + ".w", name + ".b"}, {name + ".c"}, a);
     b.add_node("Relu", name, {name + ".c"}, {name});
@@ -62,7 +54,7 @@ graph::Graph inception_graph(int64_t batch) {
     c.conv(p + "b2", p + "b2a", 16, 32, 3);
     c.conv(p + "b3a", in, cin, 16, 1);
     c.conv(p + "b3", p + "b3a", 16, 16, 5);
-    c.b.add_node("MaxPool", p + "pool", {in}, {p + "pool"}, window(3, 1, 1));
+    c.b.add_node("MaxPool", p + "pool", {in}, {p + "pool"}, test::conv_window(3, 1, 1));
     c.conv(p + "b4", p + "pool", cin, 16, 1);
     graph::Attributes cat;
     cat.set("axis", int64_t{1});
@@ -86,7 +78,7 @@ graph::Graph pathnet_graph(int64_t batch) {
     for (int m = 0; m < 4; ++m) {
       const std::string p = "l" + std::to_string(l) + "m" + std::to_string(m);
       c.conv(p, in, cin, 16, 3);
-      c.b.add_node("MaxPool", p + ".pool", {p}, {p + ".pool"}, window(2, 2, 0));
+      c.b.add_node("MaxPool", p + ".pool", {p}, {p + ".pool"}, test::conv_window(2, 2, 0));
       mods.push_back(p + ".pool");
     }
     std::string acc = mods[0];
@@ -127,7 +119,7 @@ graph::Graph mobilenet_graph(int64_t batch) {
     weight(name + ".w", {cout, cin / group, k, k});
     weight(name + ".b", {cout});
     const int64_t pad = dilation * (k / 2);
-    graph::Attributes a = window(k, stride, pad);
+    graph::Attributes a = test::conv_window(k, stride, pad);
     a.set("group", group);
     a.set("dilations", std::vector<int64_t>{dilation, dilation});
     b.add_node("Conv", name, {in, name + ".w", name + ".b"}, {name}, a);

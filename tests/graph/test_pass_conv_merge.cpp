@@ -13,14 +13,6 @@ using namespace graphi;
 
 namespace {
 
-graph::Attributes window(int64_t k, int64_t stride, int64_t pad) {
-  graph::Attributes a;
-  a.set("kernel_shape", std::vector<int64_t>{k, k});
-  a.set("strides", std::vector<int64_t>{stride, stride});
-  a.set("pads", std::vector<int64_t>{pad, pad, pad, pad});
-  return a;
-}
-
 // Group A: four 3x3 16-filter convs of x, each + Relu + 2x2 max-pool, summed (PathNet's layer):
 // merged with the Relu and the pool, the Split + Adds one SplitSum. With `tree`, the sum is
 // (a0 + a1) + (a2 + a3) and a1's pool is also a graph output (so the parts stay a Split + Adds).
@@ -39,7 +31,7 @@ graph::Graph siblings_graph(int64_t batch, bool tree = false, bool part_out = fa
       b.add_constant(name + ".b", test::random_tensor(TensorDesc{DType::kF32, {cout}}, seed++));
       ins.push_back(name + ".b");
     }
-    b.add_node("Conv", name, ins, {name}, window(k, stride, k / 2));
+    b.add_node("Conv", name, ins, {name}, test::conv_window(k, stride, k / 2));
   };
   b.add_input("x", TensorDesc{DType::kF32, {batch, 16, 12, 12}});
   b.add_input("x2", TensorDesc{DType::kF32, {batch, 16, 12, 12}});
@@ -48,7 +40,7 @@ graph::Graph siblings_graph(int64_t batch, bool tree = false, bool part_out = fa
     const std::string p = "a" + std::to_string(m);
     conv(p, "x", 16, 16, 3, 1, true);
     b.add_node("Relu", p + ".relu", {p}, {p + ".relu"});
-    b.add_node("MaxPool", p + ".pool", {p + ".relu"}, {p + ".pool"}, window(2, 2, 0));
+    b.add_node("MaxPool", p + ".pool", {p + ".relu"}, {p + ".pool"}, test::conv_window(2, 2, 0));
     pools.push_back(p + ".pool");
   }
   if (tree) {
@@ -145,8 +137,8 @@ TEST_CASE("conv_merge: nothing to merge leaves the graph as it is", "[passes][co
   b.add_input("x", TensorDesc{DType::kF32, {1, 4, 6, 6}});
   b.add_constant("w", test::random_tensor(TensorDesc{DType::kF32, {8, 4, 3, 3}}, 3));
   b.add_constant("w2", test::random_tensor(TensorDesc{DType::kF32, {8, 4, 1, 1}}, 4));
-  b.add_node("Conv", "c", {"x", "w"}, {"y"}, window(3, 1, 1));
-  b.add_node("Conv", "c2", {"x", "w2"}, {"y2"}, window(1, 1, 0));  // another kernel shape
+  b.add_node("Conv", "c", {"x", "w"}, {"y"}, test::conv_window(3, 1, 1));
+  b.add_node("Conv", "c2", {"x", "w2"}, {"y2"}, test::conv_window(1, 1, 0));  // another kernel shape
   b.add_output("y");
   b.add_output("y2");
   const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
