@@ -16,8 +16,8 @@ struct Geometry {
   int64_t outer = 1, parts = 1, inner = 1;  // X = [outer, parts, inner], Y = [outer, inner]
 };
 
-Result<Geometry> geometry(const graph::Node& node, const std::string& where,
-                          const TensorDesc& in, Shape* out_shape) {
+Result<Geometry> geometry(const graph::Node& node, const std::string& where, const TensorDesc& in,
+                          Shape* out_shape) {
   if (in.dtype != DType::kF32)
     return Status::invalid_graph(where + ": input X must be float32, got " + in.to_string());
   if (in.rank() == 0)

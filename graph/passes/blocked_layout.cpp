@@ -11,9 +11,7 @@ namespace {
 
 bool f32_4d(const Value& v) { return v.desc.dtype == DType::kF32 && v.desc.rank() == 4; }
 
-int64_t block_for(int64_t channels) {
-  return channels % 16 == 0 ? 16 : channels % 8 == 0 ? 8 : 0;
-}
+int64_t block_for(int64_t channels) { return channels % 16 == 0 ? 16 : channels % 8 == 0 ? 8 : 0; }
 
 std::string tag(int64_t b) { return "/nChw" + std::to_string(b) + "c"; }
 
@@ -22,8 +20,8 @@ std::string tag(int64_t b) { return "/nChw" + std::to_string(b) + "c"; }
 // have C a multiple of B (no padding lanes), so even ops with f(0) != 0 are safe.
 bool layout_agnostic_unary(const std::string& op) {
   static const std::unordered_set<std::string> kOps = {
-      "Relu", "Sigmoid",  "Tanh", "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Clip",
-      "Softplus", "Softsign", "Exp", "Neg",       "Abs", "Sqrt", "Erf"};
+      "Relu",     "Sigmoid",  "Tanh", "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Clip",
+      "Softplus", "Softsign", "Exp",  "Neg",       "Abs", "Sqrt", "Erf"};
   return kOps.count(op) > 0;
 }
 bool layout_agnostic_binary(const std::string& op) {
@@ -41,8 +39,8 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
                                     std::unordered_set<std::string>* keys) {
   BlockedLayoutResult result;
   Rewrite rw(g);
-  std::unordered_map<ValueId, int64_t> block;             // blocked values -> B
-  std::unordered_map<ValueId, std::string> bname;         // ... -> the blocked tensor's name
+  std::unordered_map<ValueId, int64_t> block;               // blocked values -> B
+  std::unordered_map<ValueId, std::string> bname;           // ... -> the blocked tensor's name
   std::unordered_map<std::string, std::string> to_blocked;  // "plain/nChwBc" -> ToBlocked output
   std::unordered_set<ValueId> needs_plain;  // blocked values an added node reads in NCHW
   auto is_blocked = [&](ValueId v, int64_t b) {
@@ -158,9 +156,9 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
       // A plain input that is reordered for another reader anyway (inception's pool branch
       // beside the convs reading the block input): pool the reordered copy, so the pool's
       // output needs no reorder of its own before the conv after it.
-      const int64_t b = is_blocked(x, 0)                        ? block.at(x)
+      const int64_t b = is_blocked(x, 0)                     ? block.at(x)
                         : reordered.count(xv.name + tag(16)) ? 16
-                                                               : 8;
+                                                             : 8;
       Attributes a = n.attrs;
       a.set("block", b);
       make_blocked(id, "Blocked" + n.op, {blocked_input(x, b)}, b, a);
@@ -178,8 +176,7 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
                (is_blocked(n.inputs[0], 0) || is_blocked(n.inputs[1], 0))) {
       const int64_t b = block.at(is_blocked(n.inputs[0], 0) ? n.inputs[0] : n.inputs[1]);
       if (yv.desc.shape[1] % b != 0) continue;
-      make_blocked(id, n.op, {blocked_input(n.inputs[0], b), blocked_input(n.inputs[1], b)}, b,
-                   {});
+      make_blocked(id, n.op, {blocked_input(n.inputs[0], b), blocked_input(n.inputs[1], b)}, b, {});
     } else if (n.op == "Concat" && is_blocked(x, 0)) {
       auto axis = attr_int(n.attrs, n.name, "axis", 0);
       if (!axis.is_ok() || (*axis != 1 && *axis != -3)) continue;

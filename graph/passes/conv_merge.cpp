@@ -56,10 +56,24 @@ std::optional<Member> member_of(const Graph& g, NodeId id) {
 // Ops that compute each output channel from the same input channel alone, with one input and
 // one output: they commute with a channel Split.
 bool channelwise(const std::string& op) {
-  static const std::unordered_set<std::string> kOps = {
-      "Relu",     "Sigmoid",  "Tanh",    "LeakyRelu",   "Elu",     "Selu",
-      "HardSigmoid", "Softplus", "Softsign", "Exp",      "Neg",     "Abs",
-      "Sqrt",     "Erf",      "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"};
+  static const std::unordered_set<std::string> kOps = {"Relu",
+                                                       "Sigmoid",
+                                                       "Tanh",
+                                                       "LeakyRelu",
+                                                       "Elu",
+                                                       "Selu",
+                                                       "HardSigmoid",
+                                                       "Softplus",
+                                                       "Softsign",
+                                                       "Exp",
+                                                       "Neg",
+                                                       "Abs",
+                                                       "Sqrt",
+                                                       "Erf",
+                                                       "MaxPool",
+                                                       "AveragePool",
+                                                       "GlobalAveragePool",
+                                                       "GlobalMaxPool"};
   return kOps.count(op) > 0;
 }
 
@@ -193,8 +207,8 @@ Result<ConvMergeResult> merge_sibling_convs(const Graph& g, const ShapeInference
     }
     // Parts of one size summed by Adds (PathNet: its modules' outputs): one SplitSum instead
     // of the Split's copies and the Adds' passes.
-    const bool equal = std::all_of(sizes.begin(), sizes.end(),
-                                   [&](int64_t s) { return s == sizes[0]; });
+    const bool equal =
+        std::all_of(sizes.begin(), sizes.end(), [&](int64_t s) { return s == sizes[0]; });
     if (auto tree = equal ? sum_tree(g, cur) : std::nullopt) {
       Attributes ss;
       ss.set("axis", int64_t{1});

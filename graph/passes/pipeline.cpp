@@ -2,12 +2,12 @@
 
 #include <tuple>
 
-#include "graph/passes/mm_fusion.h"
-#include "graph/passes/phase_hoisting.h"
-#include "graph/passes/reshape_cleanup.h"
 #include "graph/passes/blocked_layout.h"
 #include "graph/passes/conv_fusion.h"
 #include "graph/passes/conv_merge.h"
+#include "graph/passes/mm_fusion.h"
+#include "graph/passes/phase_hoisting.h"
+#include "graph/passes/reshape_cleanup.h"
 #include "graph/passes/rnn_fusion.h"
 
 namespace graphi::graph::passes {
@@ -85,8 +85,9 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
   if (options.conv_fusion) {
     GRAPHI_ASSIGN_OR_RETURN(ConvFusionResult r, fuse_conv_activations(out.graph, shapes));
     out.convs_fused = r.fused;
-    out.reports.push_back(
-        {"conv_fusion", "fused " + plural(r.fused, "Conv + Relu pair") + " into FusedConv", r.fused});
+    out.reports.push_back({"conv_fusion",
+                           "fused " + plural(r.fused, "Conv + Relu pair") + " into FusedConv",
+                           r.fused});
     if (r.fused > 0) out.graph = std::move(r.graph);
   }
   if (options.conv_merge) {

@@ -26,8 +26,8 @@
 #include "tests/support/test_util.h"
 
 namespace {
-std::atomic<long> g_allocations{0};  // all operator new calls
-std::atomic<long> g_onednn{0};       // ... made from code in libdnnl.so
+std::atomic<long> g_allocations{0};   // all operator new calls
+std::atomic<long> g_onednn{0};        // ... made from code in libdnnl.so
 std::atomic<size_t> g_onednn_max{0};  // the largest of those (bytes), reset per measured run
 
 __attribute__((noinline)) void count(void* caller, std::size_t n) {
@@ -197,8 +197,7 @@ TEST_CASE("alloc: a compiled CNN allocates nothing per run beyond the output ten
         auto g = passes ? optimized(cnn_graph(batch)) : cnn_graph(batch);
         auto cnn = value_or_throw(Session::create(g, o));
         auto base = value_or_throw(Session::create(baseline_graph(batch), o));
-        NamedTensors in{
-            {"x", test::random_tensor(TensorDesc{DType::kF32, {batch, 3, 16, 16}}, 5)}};
+        NamedTensors in{{"x", test::random_tensor(TensorDesc{DType::kF32, {batch, 3, 16, 16}}, 5)}};
         const RunAllocations c = allocations_per_run(*cnn, in);
         const RunAllocations bl = allocations_per_run(*base, in);
         INFO(sp.executors << "x" << sp.threads << " " << sp.scheduler << ", batch " << batch

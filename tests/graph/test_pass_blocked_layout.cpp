@@ -111,8 +111,8 @@ graph::Graph mobilenet_graph(int64_t batch) {
   graph::GraphBuilder b("<mobilenet block>");
   uint64_t seed = 300;
   auto weight = [&](const std::string& name, Shape shape) {
-    b.add_constant(name, test::random_tensor(TensorDesc{DType::kF32, std::move(shape)}, seed++,
-                                             -0.4, 0.4));
+    b.add_constant(
+        name, test::random_tensor(TensorDesc{DType::kF32, std::move(shape)}, seed++, -0.4, 0.4));
   };
   auto conv = [&](const std::string& name, const std::string& in, int64_t cin, int64_t cout,
                   int64_t k, int64_t group, int64_t stride, int64_t dilation) {

@@ -138,7 +138,8 @@ TEST_CASE("conv_merge: nothing to merge leaves the graph as it is", "[passes][co
   b.add_constant("w", test::random_tensor(TensorDesc{DType::kF32, {8, 4, 3, 3}}, 3));
   b.add_constant("w2", test::random_tensor(TensorDesc{DType::kF32, {8, 4, 1, 1}}, 4));
   b.add_node("Conv", "c", {"x", "w"}, {"y"}, test::conv_window(3, 1, 1));
-  b.add_node("Conv", "c2", {"x", "w2"}, {"y2"}, test::conv_window(1, 1, 0));  // another kernel shape
+  b.add_node("Conv", "c2", {"x", "w2"}, {"y2"},
+             test::conv_window(1, 1, 0));  // another kernel shape
   b.add_output("y");
   b.add_output("y2");
   const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));

@@ -57,9 +57,9 @@ TEST_CASE("SplitSum equals the naive sum of its parts on every axis", "[ops][spl
 TEST_CASE("SplitSum refuses parts that do not divide the axis, and a bad axis",
           "[ops][split_sum]") {
   const Tensor x = test::random_tensor(TensorDesc{DType::kF32, {2, 6, 3}}, 3);
-  for (auto [axis, parts, what] : {std::tuple{1, int64_t{4}, "'parts' = 4"},
-                                   std::tuple{3, int64_t{2}, "'axis' = 3"},
-                                   std::tuple{1, int64_t{0}, "'parts' = 0"}}) {
+  for (auto [axis, parts, what] :
+       {std::tuple{1, int64_t{4}, "'parts' = 4"}, std::tuple{3, int64_t{2}, "'axis' = 3"},
+        std::tuple{1, int64_t{0}, "'parts' = 0"}}) {
     graph::Attributes a;
     a.set("axis", int64_t{axis});
     a.set("parts", parts);
