@@ -56,6 +56,17 @@ if [ ${#files[@]} -eq 0 ]; then
   for f in "${candidates[@]}"; do
     is_source "$f" && [ -f "$f" ] && files+=("$f")
   done
+else
+  # Files named explicitly: C/C++ only (clang-format would format a .py or .sh as C++).
+  named=("${files[@]}")
+  files=()
+  for f in "${named[@]}"; do
+    if is_source "$f"; then
+      files+=("$f")
+    else
+      echo "lint: skipping $f (not a C/C++ file)" >&2
+    fi
+  done
 fi
 if [ ${#files[@]} -eq 0 ]; then
   echo "lint: no C/C++ files to check"
