@@ -239,6 +239,8 @@ def main():
     ap.add_argument("--batches", default="1,8")
     ap.add_argument("--models", default="", help="comma-separated names (default: all)")
     ap.add_argument("--csv", default="")
+    ap.add_argument("--raw-json", default="",
+                    help="also write every timed block (seconds per run, round by round) here")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--all-torch", action="store_true",
                     help="also TorchScript + channels_last (slow to set up; rarely the best)")
@@ -393,6 +395,11 @@ def main():
           "implementation could show here (below 1.30: the goal needs more than the FMA peak)")
     for c, e in errors.items():
         print(f"error: {c}: {e}")
+    if args.raw_json:
+        with open(args.raw_json, "w") as f:
+            json.dump([{"model": c[0], "batch": c[1], "threads": c[2], "peer": c[3],
+                        "setting": c[4], "seconds_per_run": v} for c, v in times.items()], f,
+                      indent=1)
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
