@@ -15,15 +15,9 @@ int64_t block_for(int64_t channels) { return channels % 16 == 0 ? 16 : channels 
 
 std::string tag(int64_t b) { return "/nChw" + std::to_string(b) + "c"; }
 
-// Element-wise ops whose value at each element depends only on that element (and on scalar
-// operands): layout-agnostic, so they run on the 5-D blocked tensor as they are. Blocked values
-// have C a multiple of B (no padding lanes), so even ops with f(0) != 0 are safe.
-bool layout_agnostic_unary(const std::string& op) {
-  static const std::unordered_set<std::string> kOps = {
-      "Relu",     "Sigmoid",  "Tanh", "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Clip",
-      "Softplus", "Softsign", "Exp",  "Neg",       "Abs", "Sqrt", "Erf"};
-  return kOps.count(op) > 0;
-}
+// Element-wise unary ops (elementwise_unary_op) are layout-agnostic: they run on the 5-D blocked
+// tensor as they are. Blocked values have C a multiple of B (no padding lanes), so even ops with
+// f(0) != 0 are safe.
 bool layout_agnostic_binary(const std::string& op) {
   return op == "Add" || op == "Sub" || op == "Mul" || op == "Div";
 }
@@ -162,7 +156,7 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
       Attributes a = n.attrs;
       a.set("block", b);
       make_blocked(id, "Blocked" + n.op, {blocked_input(x, b)}, b, a);
-    } else if (layout_agnostic_unary(n.op) && is_blocked(x, 0) &&
+    } else if (elementwise_unary_op(n.op) && is_blocked(x, 0) &&
                std::all_of(n.inputs.begin() + 1, n.inputs.end(),
                            [&](ValueId v) { return v == kNoId || scalar(g.value(v)); })) {
       std::vector<std::string> in = {bname.at(x)};

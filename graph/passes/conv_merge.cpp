@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <unordered_set>
 
 #include "graph/passes/pass_util.h"
 
@@ -53,28 +52,11 @@ std::optional<Member> member_of(const Graph& g, NodeId id) {
   return mb;
 }
 
-// Ops that compute each output channel from the same input channel alone, with one input and
-// one output: they commute with a channel Split.
+// Ops that compute each output channel from the same input channel alone (element-wise ops and
+// pools): with one input and one output they commute with a channel Split.
 bool channelwise(const std::string& op) {
-  static const std::unordered_set<std::string> kOps = {"Relu",
-                                                       "Sigmoid",
-                                                       "Tanh",
-                                                       "LeakyRelu",
-                                                       "Elu",
-                                                       "Selu",
-                                                       "HardSigmoid",
-                                                       "Softplus",
-                                                       "Softsign",
-                                                       "Exp",
-                                                       "Neg",
-                                                       "Abs",
-                                                       "Sqrt",
-                                                       "Erf",
-                                                       "MaxPool",
-                                                       "AveragePool",
-                                                       "GlobalAveragePool",
-                                                       "GlobalMaxPool"};
-  return kOps.count(op) > 0;
+  return elementwise_unary_op(op) || op == "MaxPool" || op == "AveragePool" ||
+         op == "GlobalAveragePool" || op == "GlobalMaxPool";
 }
 
 // The Add nodes that sum the values `parts` (each exactly once, nothing else, no broadcast) in
@@ -193,10 +175,8 @@ Result<ConvMergeResult> merge_sibling_convs(const Graph& g, const ShapeInference
         return channelwise(cn.op) && cn.op == c0.op && cn.attrs == c0.attrs &&
                cn.inputs.size() == 1 && cn.outputs.size() == 1;
       });
-      // Distinct nodes (a single-input consumer of two members cannot exist, but be sure).
-      std::vector<NodeId> sorted = next;
-      std::sort(sorted.begin(), sorted.end());
-      if (!same || std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) break;
+      // (The consumers are distinct nodes: each has one input, and the members' values differ.)
+      if (!same) break;
       const std::string name = rw.fresh(c0.name + "/merged");
       const std::string out = rw.fresh(name + "/Y");
       rw.add_node(c0.op, name, {y}, {out}, c0.attrs);
@@ -205,6 +185,8 @@ Result<ConvMergeResult> merge_sibling_convs(const Graph& g, const ShapeInference
       for (size_t i = 0; i < cur.size(); ++i) cur[i] = g.node(next[i]).outputs[0];
       ++result.sunk;
     }
+    ++result.groups;
+    result.members += static_cast<int>(ms.size());
     // Parts of one size summed by Adds (PathNet: its modules' outputs): one SplitSum instead
     // of the Split's copies and the Adds' passes.
     const bool equal =
@@ -216,15 +198,11 @@ Result<ConvMergeResult> merge_sibling_convs(const Graph& g, const ShapeInference
       rw.add_node("SplitSum", rw.fresh(base + "/sum"), {y}, {g.value(tree->root).name}, ss);
       for (NodeId a : tree->adds) rw.remove(a);
       ++result.summed;
-      ++result.groups;
-      result.members += static_cast<int>(ms.size());
       continue;
     }
     std::vector<std::string> outs;
     for (ValueId v : cur) outs.push_back(g.value(v).name);
     rw.add_split(base, y, outs, 1, sizes);
-    ++result.groups;
-    result.members += static_cast<int>(ms.size());
   }
   if (result.groups == 0) {
     result.graph = g;

@@ -193,6 +193,13 @@ std::optional<RowBlock> row_block(const Graph& g, ValueId a) {
   return axis0_piece(g, p.inputs[0]);
 }
 
+bool elementwise_unary_op(const std::string& op) {
+  static const std::unordered_set<std::string> kOps = {
+      "Relu",     "Sigmoid",  "Tanh", "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Clip",
+      "Softplus", "Softsign", "Exp",  "Neg",       "Abs", "Sqrt", "Erf"};
+  return kOps.count(op) > 0;
+}
+
 Tensor i64_tensor(const std::vector<int64_t>& v) {
   Tensor t(TensorDesc{DType::kI64, {static_cast<int64_t>(v.size())}});
   std::copy(v.begin(), v.end(), t.data_as<int64_t>());

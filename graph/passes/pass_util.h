@@ -45,6 +45,10 @@ struct RowBlock {
 };
 std::optional<RowBlock> row_block(const Graph& g, ValueId v);
 
+// Element-wise ops whose value at each element depends only on that element (and on scalar
+// operands, Clip's bounds): they commute with any layout change and any split of their input.
+bool elementwise_unary_op(const std::string& op);
+
 // An i64 vector constant.
 Tensor i64_tensor(const std::vector<int64_t>& v);
 
