@@ -519,7 +519,6 @@ Result<std::unique_ptr<Primitive>> make_pool_for(const PoolSpec& s, int team_siz
     ScopedOmpThreads threads(team_size);
     auto impl = std::make_unique<Primitive::Impl>();
     impl->team_size = team_size;
-    using tag = memory::format_tag;
     const memory::desc src = f32_desc({s.n, s.c, s.h, s.w}, activation_tag(s.block));
     const memory::desc dst = f32_desc({s.n, s.c, s.oh, s.ow}, activation_tag(s.block));
     const dnnl::algorithm alg = s.kind == PoolKind::kMax ? dnnl::algorithm::pooling_max

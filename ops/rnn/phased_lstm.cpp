@@ -338,16 +338,19 @@ void PhasedLstmKernel::step(const std::vector<Block>& plan, int64_t s, int64_t s
         std::fill(yr, yr + w, 0.0f);
         continue;
       }
-      const double ts = times[time_index(tt, r)];
-      float* cr = c + r * ldh_ + j0;
-      const float* ctr = ct + r * ldh_ + j0;
-      const float* htr = ht + r * ldh_ + j0;
-      for (int64_t u = 0; u < w; ++u) {
-        const float kf =
-            static_cast<float>(phased_time_gate(ts, shift[u], inv_tau[u], ron[u], alpha).k);
-        cr[u] = kf * ctr[u] + (1.0f - kf) * cr[u];
-        hn[u] = kf * htr[u] + (1.0f - kf) * hp[u];
-      }
+      PhasedBlendArgs g;
+      g.n = w;
+      g.ts = times[time_index(tt, r)];
+      g.alpha = alpha;
+      g.shift = shift;
+      g.inv_tau = inv_tau;
+      g.r_on = ron;
+      g.cand_c = ct + r * ldh_ + j0;
+      g.cand_h = ht + r * ldh_ + j0;
+      g.c = c + r * ldh_ + j0;
+      g.h_prev = hp;
+      g.h = hn;
+      phased_blend(g);
       std::memcpy(yr, hn, w * sizeof(float));
     }
   }
@@ -463,7 +466,10 @@ std::unique_ptr<Kernel> make_phased_lstm_kernel() { return std::make_unique<Phas
 
 void register_phased_lstm_op(Registry& r) {
   // The training form's kernel first (it declines the inference form, the WCS kernel the other).
-  r.add({kPhasedLstmOp, infer_phased, cost_phased, false,
+  r.add({kPhasedLstmOp,
+         infer_phased,
+         cost_phased,
+         false,
          {make_phased_lstm_train_forward_kernel, make_phased_lstm_kernel}});
   register_phased_lstm_grad_op(r);
 }

@@ -37,9 +37,9 @@
 //
 // Training (ops/rnn/rnn_train.h): graphi_training = 1 gives the training form (all three outputs
 // plus S with 11 blocks per row: the LSTM's [i o f c~ c_cand] of the candidate state, then c_t,
-// h~ = o tanh(c_cand), and the gate's k, dk/dphi, u, dk/dr_on); PhasedLSTMGrad differentiates X, W, R, B, initial_h, initial_c, P, tau,
-// shift and r_on (phi's floor has no gradient, the phase boundaries are not differentiated, as
-// autodiff of the unrolled ops and torch.remainder give).
+// h~ = o tanh(c_cand), and the gate's k, dk/dphi, u, dk/dr_on); PhasedLSTMGrad differentiates X, W,
+// R, B, initial_h, initial_c, P, tau, shift and r_on (phi's floor has no gradient, the phase
+// boundaries are not differentiated, as autodiff of the unrolled ops and torch.remainder give).
 #pragma once
 
 #include <cmath>
@@ -67,32 +67,6 @@ struct PhasedSpec {
 // Validates a PhasedLSTM node (12 inputs, the op's attributes; errors name `where`).
 Result<PhasedSpec> phased_spec(const graph::Node& node, std::span<const TensorDesc* const> inputs,
                                size_t num_outputs, const std::string& where);
-
-// The time gate of one unit at time stamp ts: k, the phase phi in [0, 1), u = (ts - shift) / tau
-// and which piece of k applies (0 rising: 2 phi / r_on, 1 falling: 2 - 2 phi / r_on, 2 closed:
-// alpha phi). In double, so that the phase boundaries match the definition closely (float would
-// put phi off by ~1e-5 at u ~ 100); a truncating conversion is much cheaper than std::floor
-// without SSE4.1, and |u| beyond 2^52 has no fraction left to lose.
-struct PhasedGate {
-  double k = 0, phi = 0, u = 0;
-  int piece = 0;
-};
-inline PhasedGate phased_time_gate(double ts, double shift, double inv_tau, double r_on,
-                                   double alpha) {
-  PhasedGate g;
-  g.u = (ts - shift) * inv_tau;
-  double fl;
-  if (std::fabs(g.u) < 4503599627370496.0) {
-    fl = static_cast<double>(static_cast<int64_t>(g.u));
-    if (fl > g.u) fl -= 1.0;
-  } else {
-    fl = std::floor(g.u);
-  }
-  g.phi = g.u - fl;
-  g.piece = g.phi < 0.5 * r_on ? 0 : g.phi < r_on ? 1 : 2;
-  g.k = g.piece == 0 ? 2.0 * g.phi / r_on : g.piece == 1 ? 2.0 - 2.0 * g.phi / r_on : alpha * g.phi;
-  return g;
-}
 
 // Registered by register_phased_lstm_op() (ops/registry.h).
 

@@ -151,6 +151,34 @@ struct LstmBackwardArgs {
   int64_t ld_dgates = 0;
 };
 
+// The PhasedLSTM's time gate and blend on units [0, n) of one batch row at time stamp ts
+// (Neil et al. 2016; ops/rnn/phased_lstm.h has the op): per unit j, in double,
+//   u = (ts - shift) / tau,  phi = u - floor(u),
+//   k = 2 phi / r_on (phi < r_on / 2),  2 - 2 phi / r_on (phi < r_on),  alpha phi (closed),
+//   c = k c~ + (1 - k) c_prev,  h = k h~ + (1 - k) h_prev   (rounded to float).
+// Branch-free over j, so the compiler vectorizes it per ISA (the floor by the 2^52 rounding
+// trick: the int64 conversion it replaces does not vectorize before AVX-512DQ). The saved_*
+// planes, when given, receive what the backward reads: c_t, h~, k, dk/dphi, u, dk/dr_on.
+struct PhasedBlendArgs {
+  int64_t n = 0;
+  double ts = 0;
+  double alpha = 0;
+  const float* shift = nullptr;     // [n]
+  const double* inv_tau = nullptr;  // [n], 1 / tau
+  const float* r_on = nullptr;      // [n]
+  const float* cand_c = nullptr;    // c~
+  const float* cand_h = nullptr;    // h~
+  float* c = nullptr;               // in c_{t-1}, out c_t (in place)
+  const float* h_prev = nullptr;    // may alias h
+  float* h = nullptr;
+  float* saved_c = nullptr;  // optional (training): all six or none
+  float* saved_ht = nullptr;
+  float* saved_k = nullptr;
+  float* saved_dk_dphi = nullptr;
+  float* saved_u = nullptr;
+  float* saved_dk_dron = nullptr;
+};
+
 // The entry points below use active_simd_isa(). Preconditions (checked by check_*_args, not
 // here): pointers valid for every row and unit of the tile, tile inside [rows, hidden].
 void lstm_gates(const LstmGateArgs& args, const GateTile& tile) noexcept;
@@ -159,6 +187,7 @@ void gru_gates_reset(const GruGateArgs& args, const GateTile& tile) noexcept;
 void gru_gates_output(const GruGateArgs& args, const GateTile& tile) noexcept;
 void rnn_gates(const RnnGateArgs& args, const GateTile& tile) noexcept;
 void lstm_gates_backward(const LstmBackwardArgs& args, const GateTile& tile) noexcept;
+void phased_blend(const PhasedBlendArgs& args) noexcept;
 
 // One ISA path's kernels, for tests and benchmarks.
 struct RnnGateKernels {
@@ -169,6 +198,7 @@ struct RnnGateKernels {
   void (*gru_output)(const GruGateArgs&, const GateTile&) noexcept;
   void (*rnn)(const RnnGateArgs&, const GateTile&) noexcept;
   void (*lstm_backward)(const LstmBackwardArgs&, const GateTile&) noexcept;
+  void (*phased_blend)(const PhasedBlendArgs&) noexcept;
 };
 // nullptr when this CPU cannot run `isa`.
 const RnnGateKernels* rnn_gate_kernels(SimdIsa isa);

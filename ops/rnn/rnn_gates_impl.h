@@ -13,6 +13,7 @@ using graphi::ops::GateTile;
 using graphi::ops::GruGateArgs;
 using graphi::ops::LstmBackwardArgs;
 using graphi::ops::LstmGateArgs;
+using graphi::ops::PhasedBlendArgs;
 using graphi::ops::RnnActivation;
 using graphi::ops::RnnGateArgs;
 
@@ -281,5 +282,83 @@ void lstm_backward_t(const LstmBackwardArgs& a, const GateTile& tile) noexcept {
   }
 }
 
-}  // namespace
+// The time gate k of one unit (ops/rnn/rnn_gates.h, PhasedBlendArgs) and its parts u, phi and
+// 1 / r_on for the backward's planes. floor(u) by the 2^52 rounding trick, which vectorizes
+// where the int64 conversion does not (before AVX-512DQ); |u| >= 2^52 is an integer already.
+template <class T>
+inline double phased_gate_t(double ts, double shift, double inv_tau, double r_on, double alpha,
+                            double& u, double& phi, double& inv_r) {
+  constexpr double kTwo52 = 4503599627370496.0;
+  u = (ts - shift) * inv_tau;
+  const double big = u < 0 ? -kTwo52 : kTwo52;
+  double rn = (u + big) - big;  // u rounded to the nearest integer
+  rn = __builtin_fabs(u) < kTwo52 ? rn : u;
+  phi = u - (rn > u ? rn - 1.0 : rn);
+  inv_r = 1.0 / r_on;
+  const double up = 2.0 * phi * inv_r;
+  const double open = phi < 0.5 * r_on ? up : 2.0 - up;  // rising, falling
+  return phi < r_on ? open : alpha * phi;
+}
 
+// The blend of phased_blend_t, inference: c and h only.
+template <class T>
+void phased_blend_rows_t(int64_t n, double ts, double alpha, const float* __restrict shift,
+                         const double* __restrict inv_tau, const float* __restrict r_on,
+                         const float* __restrict cand_c, const float* __restrict cand_h,
+                         float* __restrict c, const float* h_prev, float* h) noexcept {
+  for (int64_t j = 0; j < n; ++j) {
+    double u, phi, inv_r;
+    const float k = static_cast<float>(
+        phased_gate_t<T>(ts, shift[j], inv_tau[j], r_on[j], alpha, u, phi, inv_r));
+    c[j] = k * cand_c[j] + (1.0f - k) * c[j];
+    h[j] = k * cand_h[j] + (1.0f - k) * h_prev[j];
+  }
+}
+
+// The blend of phased_blend_t, training: also the planes the backward reads (sv: c_t, h~, k,
+// dk/dphi, u, dk/dr_on).
+template <class T>
+void phased_blend_saved_t(int64_t n, double ts, double alpha, const float* __restrict shift,
+                          const double* __restrict inv_tau, const float* __restrict r_on,
+                          const float* __restrict cand_c, const float* __restrict cand_h,
+                          float* __restrict c, const float* h_prev, float* h, float* __restrict sc,
+                          float* __restrict sh, float* __restrict sk, float* __restrict sdphi,
+                          float* __restrict su, float* __restrict sdr) noexcept {
+  for (int64_t j = 0; j < n; ++j) {
+    double u, phi, inv_r;
+    const double r = r_on[j];
+    const float k =
+        static_cast<float>(phased_gate_t<T>(ts, shift[j], inv_tau[j], r, alpha, u, phi, inv_r));
+    const float cj = k * cand_c[j] + (1.0f - k) * c[j];
+    c[j] = cj;
+    h[j] = k * cand_h[j] + (1.0f - k) * h_prev[j];
+    sc[j] = cj;
+    sh[j] = cand_h[j];
+    sk[j] = k;
+    const bool rising = phi < 0.5 * r, open = phi < r;
+    const double dphi_open = rising ? 2.0 * inv_r : -2.0 * inv_r;
+    sdphi[j] = static_cast<float>(open ? dphi_open : alpha);
+    su[j] = static_cast<float>(u);
+    const double slope_r = 2.0 * phi * inv_r * inv_r;
+    const double dr_open = rising ? -slope_r : slope_r;
+    sdr[j] = static_cast<float>(open ? dr_open : 0.0);
+  }
+}
+
+// The PhasedLSTM's time gate and blend (ops/rnn/rnn_gates.h, PhasedBlendArgs). Plain loops
+// without branches that the compiler vectorizes for this TU's ISA (doubles, 8 per AVX-512
+// register; T only names the TU's copy). The pointers go in as __restrict parameters: read
+// from the argument struct inside the loop's function, GCC 12 gives up on the float loads.
+template <class T>
+void phased_blend_t(const PhasedBlendArgs& a) noexcept {
+  if (!a.saved_k) {
+    phased_blend_rows_t<T>(a.n, a.ts, a.alpha, a.shift, a.inv_tau, a.r_on, a.cand_c, a.cand_h, a.c,
+                           a.h_prev, a.h);
+  } else {
+    phased_blend_saved_t<T>(a.n, a.ts, a.alpha, a.shift, a.inv_tau, a.r_on, a.cand_c, a.cand_h, a.c,
+                            a.h_prev, a.h, a.saved_c, a.saved_ht, a.saved_k, a.saved_dk_dphi,
+                            a.saved_u, a.saved_dk_dron);
+  }
+}
+
+}  // namespace

@@ -29,7 +29,7 @@ class RnnTrainForwardKernel final : public Kernel {
  public:
   RnnTrainForwardKernel(RnnCellKind kind, bool phased) : kind_(kind), phased_(phased) {}
   const char* name() const override {
-    return phased_                      ? "phased_lstm_train_forward"
+    return phased_                       ? "phased_lstm_train_forward"
            : kind_ == RnnCellKind::kLstm ? "lstm_train_forward"
            : kind_ == RnnCellKind::kGru  ? "gru_train_forward"
                                          : "rnn_train_forward";
@@ -244,22 +244,25 @@ class RnnTrainForwardKernel final : public Kernel {
       float* hb = h + b * H;
       const float* cc = cand_c + b * H;
       const float* hc = cand_h + b * H;
-      for (int64_t j = 0; j < H; ++j) {
-        const double r_on = p.r_on[j];
-        const PhasedGate g = phased_time_gate(ts, p.shift[j], p.inv_tau[j], r_on, p.alpha);
-        const float k = static_cast<float>(g.k);
-        cb[j] = k * cc[j] + (1.0f - k) * cb[j];
-        hb[j] = k * hc[j] + (1.0f - k) * hb[j];
-        row[kPhasedSavedCt * H + j] = cb[j];
-        row[kPhasedSavedHt * H + j] = hc[j];
-        row[kPhasedSavedK * H + j] = k;
-        row[kPhasedSavedDkDphi * H + j] = static_cast<float>(
-            g.piece == 0 ? 2.0 / r_on : g.piece == 1 ? -2.0 / r_on : p.alpha);
-        row[kPhasedSavedU * H + j] = static_cast<float>(g.u);
-        const double slope_r = 2.0 * g.phi / (r_on * r_on);
-        row[kPhasedSavedDkDron * H + j] =
-            static_cast<float>(g.piece == 0 ? -slope_r : g.piece == 1 ? slope_r : 0.0);
-      }
+      PhasedBlendArgs g;
+      g.n = H;
+      g.ts = ts;
+      g.alpha = p.alpha;
+      g.shift = p.shift;
+      g.inv_tau = p.inv_tau;
+      g.r_on = p.r_on;
+      g.cand_c = cc;
+      g.cand_h = hc;
+      g.c = cb;
+      g.h_prev = hb;
+      g.h = hb;
+      g.saved_c = row + kPhasedSavedCt * H;
+      g.saved_ht = row + kPhasedSavedHt * H;
+      g.saved_k = row + kPhasedSavedK * H;
+      g.saved_dk_dphi = row + kPhasedSavedDkDphi * H;
+      g.saved_u = row + kPhasedSavedU * H;
+      g.saved_dk_dron = row + kPhasedSavedDkDron * H;
+      phased_blend(g);
     }
   }
 

@@ -420,9 +420,9 @@ TEST_CASE("rnn gates: LSTM backward step matches the BPTT equations on every pat
         for (int64_t b = 0; b < B; ++b)
           for (int64_t j = 0; j < 5 * H; ++j) {
             const int64_t blk = j / H;
-            saved[b * lds + j] = blk < 3 ? rnd(1, gen, 0.02f, 0.98f)[0]
-                                         : rnd(1, gen, blk == 4 ? -2.0f : -0.98f,
-                                               blk == 4 ? 2.0f : 0.98f)[0];
+            saved[b * lds + j] =
+                blk < 3 ? rnd(1, gen, 0.02f, 0.98f)[0]
+                        : rnd(1, gen, blk == 4 ? -2.0f : -0.98f, blk == 4 ? 2.0f : 0.98f)[0];
           }
         const std::vector<float> cp = rnd(B * H, gen, -2.0f, 2.0f);
         const std::vector<float> dy = rnd(B * ldy, gen);
@@ -476,6 +476,88 @@ TEST_CASE("rnn gates: LSTM backward step matches the BPTT equations on every pat
           }
         }
       }
+}
+
+TEST_CASE("rnn gates: PhasedLSTM time gate and blend match the paper's equations on every path") {
+  // Reference: phi = ((ts - shift) mod tau) / tau with a non-negative fmod, in double, and the
+  // gate's pieces written out. Time stamps before the shift (u < 0), far from it (u ~ 1e6, where
+  // float would lose the phase), exactly on a period (phi = 0) and on a piece boundary; 37 units
+  // so every path has a partial vector; h in place (training) and into another buffer.
+  std::mt19937 gen(11);
+  const int64_t n = 37;
+  const double alpha = 1e-3;
+  std::vector<float> tau = rnd(n, gen, 0.5f, 20.0f), shift = rnd(n, gen, 0.0f, 10.0f);
+  std::vector<float> r_on = rnd(n, gen, 0.02f, 0.3f);
+  tau[0] = 4.0f;  // with shift 1 and ts 9: u = 2 exactly, phi = 0
+  shift[0] = 1.0f;
+  tau[1] = 8.0f;  // with shift 0 and ts 9: phi = 0.125 = r_on / 2 (the falling piece starts)
+  shift[1] = 0.0f;
+  r_on[1] = 0.25f;
+  std::vector<double> inv_tau(n);
+  for (int64_t j = 0; j < n; ++j) inv_tau[j] = 1.0 / static_cast<double>(tau[j]);
+  const std::vector<float> cand_c = rnd(n, gen, -2, 2), cand_h = rnd(n, gen),
+                           c0 = rnd(n, gen, -2, 2);
+  const std::vector<float> h0 = rnd(n, gen);
+  for (double ts : {9.0, -3.25, 0.0, 123.456, 1.0e6 + 0.37}) {
+    for (const RnnGateKernels* k : paths())
+      for (bool train : {false, true}) {
+        std::vector<float> c = c0, h(n, 0.0f), h_prev = h0;
+        std::vector<float> sv(6 * n, 555.0f);
+        PhasedBlendArgs a;
+        a.n = n;
+        a.ts = ts;
+        a.alpha = alpha;
+        a.shift = shift.data();
+        a.inv_tau = inv_tau.data();
+        a.r_on = r_on.data();
+        a.cand_c = cand_c.data();
+        a.cand_h = cand_h.data();
+        a.c = c.data();
+        if (train) {  // in place, as the training forward runs it
+          h = h0;
+          a.h_prev = h.data();
+          a.saved_c = sv.data();
+          a.saved_ht = sv.data() + n;
+          a.saved_k = sv.data() + 2 * n;
+          a.saved_dk_dphi = sv.data() + 3 * n;
+          a.saved_u = sv.data() + 4 * n;
+          a.saved_dk_dron = sv.data() + 5 * n;
+        } else {
+          a.h_prev = h_prev.data();
+        }
+        a.h = h.data();
+        k->phased_blend(a);
+        for (int64_t j = 0; j < n; ++j) {
+          double m = std::fmod(ts - shift[j], static_cast<double>(tau[j]));
+          if (m < 0) m += tau[j];
+          const double phi = m / tau[j], r = r_on[j];
+          const int piece = phi < 0.5 * r ? 0 : phi < r ? 1 : 2;
+          const double kk = piece == 0 ? 2 * phi / r : piece == 1 ? 2 - 2 * phi / r : alpha * phi;
+          INFO("isa " << static_cast<int>(k->isa) << " ts " << ts << " unit " << j << " train "
+                      << train << " phi " << phi);
+          CHECK(c[j] == Approx(kk * cand_c[j] + (1 - kk) * c0[j]).margin(1e-5));
+          CHECK(h[j] == Approx(kk * cand_h[j] + (1 - kk) * h0[j]).margin(1e-5));
+          if (!train) {
+            CHECK(h_prev[j] == h0[j]);
+            continue;
+          }
+          CHECK(sv[j] == c[j]);
+          CHECK(sv[n + j] == cand_h[j]);
+          CHECK(sv[2 * n + j] == Approx(kk).margin(1e-6));
+          CHECK(sv[3 * n + j] == Approx(piece == 0 ? 2 / r : piece == 1 ? -2 / r : alpha));
+          CHECK(sv[4 * n + j] == Approx((ts - shift[j]) / tau[j]).epsilon(1e-6));
+          const double slope = 2 * phi / (r * r);
+          CHECK(sv[5 * n + j] == Approx(piece == 0   ? -slope
+                                        : piece == 1 ? slope
+                                                     : 0.0)
+                                     .margin(1e-4));
+        }
+        if (ts == 9.0) {  // the two boundary units took the expected pieces
+          CHECK(c[0] == Approx(c0[0]).margin(1e-7));      // phi = 0: k = 0, c kept
+          CHECK(c[1] == Approx(cand_c[1]).margin(1e-6));  // phi = r_on / 2: k = 1
+        }
+      }
+  }
 }
 
 TEST_CASE("rnn gates: the dispatching entry points use the active path") {
