@@ -36,8 +36,8 @@ namespace graphi::ops {
 
 namespace {
 
-const char* kSlotNames[] = {"X", "W",         "R",         "B",     "sequence_lens", "initial_h",
-                            "initial_c", "P", "times", "tau", "shift", "r_on"};
+const char* kSlotNames[] = {"X",         "W", "R",     "B",   "sequence_lens", "initial_h",
+                            "initial_c", "P", "times", "tau", "shift",         "r_on"};
 
 RnnCellKind grad_kind(const std::string& op) {
   return op == "LSTMGrad" || op == "PhasedLSTMGrad" ? RnnCellKind::kLstm
@@ -109,10 +109,10 @@ Result<RnnGradSpec> rnn_grad_spec(const graph::Node& node,
     for (int i = 0; i < static_cast<int>(n_fwd); ++i)
       if (n == kSlotNames[i] && i != kRnnSeqLens && i != kPhasedTimes) slot = i;
     if (slot < 0 || !inputs[grad_input_slot(slot)])
-      return Status::invalid_graph(
-          where + ": attribute '" + kRnnGradsAttr + "' names '" + n + "', not a present input of " +
-          fwd.op + " (X, W, R, B, initial_h" + (lstm ? ", initial_c, P" : "") +
-          (phased ? ", tau, shift, r_on" : "") + ")");
+      return Status::invalid_graph(where + ": attribute '" + kRnnGradsAttr + "' names '" + n +
+                                   "', not a present input of " + fwd.op +
+                                   " (X, W, R, B, initial_h" + (lstm ? ", initial_c, P" : "") +
+                                   (phased ? ", tau, shift, r_on" : "") + ")");
     if (std::find(g.grads.begin(), g.grads.end(), slot) != g.grads.end())
       return Status::invalid_graph(where + ": attribute '" + kRnnGradsAttr + "' names '" + n +
                                    "' twice");
@@ -174,9 +174,10 @@ class RnnBackwardKernel final : public Kernel {
                                              kind_ == RnnCellKind::kGru || phased_, team_));
     }
     if (kind_ == RnnCellKind::kLstm) {
-      // The batch-row walk (rnn_train::walk_batch_rows): dh_rows = dgates_rows R with R as stored ([4H, H]).
-      rows_gemm_ = TiledGemm::create_row_major(H, GH, H, step_ld, H,
-                                               rnn_train::team_row_counts(B, team_));
+      // The batch-row walk (rnn_train::walk_batch_rows): dh_rows = dgates_rows R with R as stored
+      // ([4H, H]).
+      rows_gemm_ =
+          TiledGemm::create_row_major(H, GH, H, step_ld, H, rnn_train::team_row_counts(B, team_));
     }
     if (want(kRnnX)) {
       GRAPHI_ASSIGN_OR_RETURN(
@@ -216,9 +217,9 @@ class RnnBackwardKernel final : public Kernel {
     da_off_ = take(B * H);
     if (phased_) {
       dk_off_ = take(3 * rows * H);  // per row and unit: the time-gate parameters' terms
-      dh_k_off_ = take(B * H);     // k dL/dh_t: what reaches the candidate h~
-      keep_c_off_ = take(B * H);   // (1 - k) dL/dc_t: what skips the cell
-      inv_tau_off_ = take(2 * H);  // H doubles
+      dh_k_off_ = take(B * H);       // k dL/dh_t: what reaches the candidate h~
+      keep_c_off_ = take(B * H);     // (1 - k) dL/dc_t: what skips the cell
+      inv_tau_off_ = take(2 * H);    // H doubles
     }
     scratch_floats_ = off;
     return Status::ok();
@@ -330,8 +331,7 @@ class RnnBackwardKernel final : public Kernel {
         for (int64_t k = T - 1; k >= 0 && b1 > b0; --k) {
           const int64_t t = rev ? T - 1 - k : k;
           if (phased_) {
-            phased_rows(t, b0, b1, d, c_prev, hp, dy, peep, S, dh, dc, dg, dk, dh_k, keep_c,
-                        carry);
+            phased_rows(t, b0, b1, d, c_prev, hp, dy, peep, S, dh, dc, dg, dk, dh_k, keep_c, carry);
             rows_gemm_.run(r, dg + rnn_row(s, t, b0) * ldg_, dh + b0 * H, b1 - b0);
             for (int64_t e = b0 * H; e < b1 * H; ++e) dh[e] += carry[e];
           } else {
@@ -366,8 +366,7 @@ class RnnBackwardKernel final : public Kernel {
       }
       if (phased_) {
         rnn_train::for_rows(B, 40 * H, nthr, [&](int64_t b0, int64_t b1, int) {
-          phased_rows(t, b0, b1, d, c_prev, hp, dy, peep, S, dh, dc, dg, dk, dh_k, keep_c,
-                      carry);
+          phased_rows(t, b0, b1, d, c_prev, hp, dy, peep, S, dh, dc, dg, dk, dh_k, keep_c, carry);
         });
         if (!step_.run(dg + row0 * ldg_, r, dh, scratch, carry)) return false;
         continue;
@@ -518,48 +517,36 @@ class RnnBackwardKernel final : public Kernel {
   // planes (time_gate_grads sums them): dphi = dk dk/dphi, dphi u (u = (ts - shift) / tau),
   // dk dk/dr_on.
   template <class CPrev>
-  void phased_rows(int64_t t, int64_t b0, int64_t b1, int d, const CPrev& c_prev,
-                   const float* hp, const float* dy, const float* peep, const float* S,
-                   const float* dh, float* dc, float* dg, float* dk, float* dh_k, float* keep_c,
-                   float* carry) const noexcept {
+  void phased_rows(int64_t t, int64_t b0, int64_t b1, int d, const CPrev& c_prev, const float* hp,
+                   const float* dy, const float* peep, const float* S, const float* dh, float* dc,
+                   float* dg, float* dk, float* dh_k, float* keep_c, float* carry) const noexcept {
     const RnnSpec& s = g_.fwd;
     const int64_t H = s.hidden, KH = rnn_saved_blocks(s) * H;
     const int64_t plane = s.seq_len * s.batch * H;
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t row = rnn_row(s, t, b);
       const float* sv = S + row * KH;
-      const float* __restrict cand_c = sv + 4 * H;
-      const float* __restrict cand_h = sv + kPhasedSavedHt * H;
-      const float* __restrict kk = sv + kPhasedSavedK * H;
-      const float* __restrict dk_dphi = sv + kPhasedSavedDkDphi * H;
-      const float* __restrict u = sv + kPhasedSavedU * H;
-      const float* __restrict dk_dr = sv + kPhasedSavedDkDron * H;
-      const float* cp = c_prev(t, b);
-      const float* __restrict h_prev = hp + row * H;
       const float* dyr = dy ? dy + s.y_row(t, d, b) : nullptr;
-      float* __restrict g_shift = dk + row * H;
-      float* __restrict g_tau = g_shift + plane;
-      float* __restrict g_r = g_tau + plane;
-      float* __restrict dhk = dh_k + b * H;
-      float* __restrict dcb = dc + b * H;
-      float* __restrict kc = keep_c + b * H;
-      float* __restrict cr = carry + b * H;
-      const float* __restrict dhb = dh + b * H;
-      // Vectorizable: no branch inside (absent c_prev / dY read as zeros).
-      for (int64_t j = 0; j < H; ++j) {
-        const float k = kk[j];
-        const float dhj = dhb[j] + (dyr ? dyr[j] : 0.0f);
-        const float dcj = dcb[j];
-        const float dkv = dcj * (cand_c[j] - (cp ? cp[j] : 0.0f)) + dhj * (cand_h[j] - h_prev[j]);
-        const float dphi = dkv * dk_dphi[j];
-        g_shift[j] = dphi;
-        g_tau[j] = dphi * u[j];
-        g_r[j] = dkv * dk_dr[j];
-        dhk[j] = k * dhj;
-        dcb[j] = k * dcj;
-        kc[j] = (1.0f - k) * dcj;
-        cr[j] = (1.0f - k) * dhj;
-      }
+      PhasedBackwardArgs a;
+      a.n = H;
+      a.cand_c = sv + 4 * H;
+      a.cand_h = sv + kPhasedSavedHt * H;
+      a.k = sv + kPhasedSavedK * H;
+      a.dk_dphi = sv + kPhasedSavedDkDphi * H;
+      a.u = sv + kPhasedSavedU * H;
+      a.dk_dron = sv + kPhasedSavedDkDron * H;
+      a.c_prev = c_prev(t, b);
+      a.h_prev = hp + row * H;
+      a.dy = dyr;
+      a.dh = dh + b * H;
+      a.dc = dc + b * H;
+      a.g_shift = dk + row * H;
+      a.g_tau = a.g_shift + plane;
+      a.g_ron = a.g_tau + plane;
+      a.dh_k = dh_k + b * H;
+      a.keep_c = keep_c + b * H;
+      a.carry = carry + b * H;
+      phased_backward(a);
     }
     lstm_rows(t, b0, b1, d, c_prev, nullptr, peep, S, dh_k, dc, dg);
     for (int64_t e = b0 * H; e < b1 * H; ++e) dc[e] += keep_c[e];
@@ -622,8 +609,7 @@ class RnnBackwardKernel final : public Kernel {
   Matmul step_, step_a_, dx_, dw_, dr_, dr_h_;
   TiledGemm rows_gemm_;
   size_t scratch_floats_ = 0, dg_off_ = 0, dh_side_off_ = 0, hp_off_ = 0, dh_off_ = 0, dc_off_ = 0,
-         carry_off_ = 0, da_off_ = 0, dk_off_ = 0, dh_k_off_ = 0, keep_c_off_ = 0,
-         inv_tau_off_ = 0;
+         carry_off_ = 0, da_off_ = 0, dk_off_ = 0, dh_k_off_ = 0, keep_c_off_ = 0, inv_tau_off_ = 0;
 };
 
 Result<std::vector<TensorDesc>> infer_rnn_grad(const graph::InferContext& ctx) {

@@ -179,6 +179,34 @@ struct PhasedBlendArgs {
   float* saved_dk_dron = nullptr;
 };
 
+// The PhasedLSTM's backward around its time gate, units [0, n) of one batch row (the op's
+// BPTT, ops/rnn/rnn_backward.cpp), per unit with dh = dL/dh_t (+ dY_t), dc = dL/dc_t and the
+// forward's saved planes:
+//   dk = dc (c~ - c_prev) + dh (h~ - h_prev);  dk/dshift plane: dk dk/dphi,
+//   dk/dtau plane: dk dk/dphi u,  dk/dr_on plane: dk dk/dr_on;
+//   dh_k = k dh, dc <- k dc (the LSTM cell's inputs), keep_c = (1 - k) dc, carry = (1 - k) dh.
+// c_prev and dy are optional (zeros); the other pointers are required and do not alias.
+struct PhasedBackwardArgs {
+  int64_t n = 0;
+  const float* cand_c = nullptr;  // saved c~
+  const float* cand_h = nullptr;  // saved h~
+  const float* k = nullptr;
+  const float* dk_dphi = nullptr;
+  const float* u = nullptr;
+  const float* dk_dron = nullptr;
+  const float* c_prev = nullptr;  // optional
+  const float* h_prev = nullptr;
+  const float* dy = nullptr;  // optional
+  const float* dh = nullptr;
+  float* dc = nullptr;  // in dL/dc_t, out k dL/dc_t
+  float* g_shift = nullptr;
+  float* g_tau = nullptr;
+  float* g_ron = nullptr;
+  float* dh_k = nullptr;
+  float* keep_c = nullptr;
+  float* carry = nullptr;
+};
+
 // The entry points below use active_simd_isa(). Preconditions (checked by check_*_args, not
 // here): pointers valid for every row and unit of the tile, tile inside [rows, hidden].
 void lstm_gates(const LstmGateArgs& args, const GateTile& tile) noexcept;
@@ -188,6 +216,7 @@ void gru_gates_output(const GruGateArgs& args, const GateTile& tile) noexcept;
 void rnn_gates(const RnnGateArgs& args, const GateTile& tile) noexcept;
 void lstm_gates_backward(const LstmBackwardArgs& args, const GateTile& tile) noexcept;
 void phased_blend(const PhasedBlendArgs& args) noexcept;
+void phased_backward(const PhasedBackwardArgs& args) noexcept;
 
 // One ISA path's kernels, for tests and benchmarks.
 struct RnnGateKernels {
@@ -199,6 +228,7 @@ struct RnnGateKernels {
   void (*rnn)(const RnnGateArgs&, const GateTile&) noexcept;
   void (*lstm_backward)(const LstmBackwardArgs&, const GateTile&) noexcept;
   void (*phased_blend)(const PhasedBlendArgs&) noexcept;
+  void (*phased_backward)(const PhasedBackwardArgs&) noexcept;
 };
 // nullptr when this CPU cannot run `isa`.
 const RnnGateKernels* rnn_gate_kernels(SimdIsa isa);

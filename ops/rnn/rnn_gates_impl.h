@@ -13,6 +13,7 @@ using graphi::ops::GateTile;
 using graphi::ops::GruGateArgs;
 using graphi::ops::LstmBackwardArgs;
 using graphi::ops::LstmGateArgs;
+using graphi::ops::PhasedBackwardArgs;
 using graphi::ops::PhasedBlendArgs;
 using graphi::ops::RnnActivation;
 using graphi::ops::RnnGateArgs;
@@ -358,6 +359,53 @@ void phased_blend_t(const PhasedBlendArgs& a) noexcept {
     phased_blend_saved_t<T>(a.n, a.ts, a.alpha, a.shift, a.inv_tau, a.r_on, a.cand_c, a.cand_h, a.c,
                             a.h_prev, a.h, a.saved_c, a.saved_ht, a.saved_k, a.saved_dk_dphi,
                             a.saved_u, a.saved_dk_dron);
+  }
+}
+
+// The PhasedLSTM's backward around the time gate (ops/rnn/rnn_gates.h, PhasedBackwardArgs),
+// one loop per presence of c_prev and dY so that no load is conditional (the vectorizer gives
+// up on those); __restrict parameters as in phased_blend_t.
+template <class T, bool kCPrev, bool kDy>
+void phased_backward_rows_t(int64_t n, const float* __restrict cand_c,
+                            const float* __restrict cand_h, const float* __restrict kk,
+                            const float* __restrict dk_dphi, const float* __restrict u,
+                            const float* __restrict dk_dron, const float* __restrict cp,
+                            const float* __restrict h_prev, const float* __restrict dy,
+                            const float* __restrict dh, float* __restrict dc,
+                            float* __restrict g_shift, float* __restrict g_tau,
+                            float* __restrict g_ron, float* __restrict dh_k,
+                            float* __restrict keep_c, float* __restrict carry) noexcept {
+  for (int64_t j = 0; j < n; ++j) {
+    const float k = kk[j];
+    const float dhj = kDy ? dh[j] + dy[j] : dh[j];
+    const float dcj = dc[j];
+    const float dkv =
+        dcj * (kCPrev ? cand_c[j] - cp[j] : cand_c[j]) + dhj * (cand_h[j] - h_prev[j]);
+    const float dphi = dkv * dk_dphi[j];
+    g_shift[j] = dphi;
+    g_tau[j] = dphi * u[j];
+    g_ron[j] = dkv * dk_dron[j];
+    dh_k[j] = k * dhj;
+    dc[j] = k * dcj;
+    keep_c[j] = (1.0f - k) * dcj;
+    carry[j] = (1.0f - k) * dhj;
+  }
+}
+
+template <class T>
+void phased_backward_t(const PhasedBackwardArgs& a) noexcept {
+  auto run = [&](auto rows) {
+    rows(a.n, a.cand_c, a.cand_h, a.k, a.dk_dphi, a.u, a.dk_dron, a.c_prev, a.h_prev, a.dy, a.dh,
+         a.dc, a.g_shift, a.g_tau, a.g_ron, a.dh_k, a.keep_c, a.carry);
+  };
+  if (a.c_prev && a.dy) {
+    run(phased_backward_rows_t<T, true, true>);
+  } else if (a.c_prev) {
+    run(phased_backward_rows_t<T, true, false>);
+  } else if (a.dy) {
+    run(phased_backward_rows_t<T, false, true>);
+  } else {
+    run(phased_backward_rows_t<T, false, false>);
   }
 }
 

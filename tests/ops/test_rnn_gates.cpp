@@ -560,6 +560,55 @@ TEST_CASE("rnn gates: PhasedLSTM time gate and blend match the paper's equations
   }
 }
 
+TEST_CASE("rnn gates: PhasedLSTM backward around the time gate on every path") {
+  // The gate's part of the BPTT step written out in double, with c_prev and dY present and
+  // absent; 37 units (partial vectors).
+  std::mt19937 gen(12);
+  const int64_t n = 37;
+  const auto cc = rnd(n, gen, -2, 2), ch = rnd(n, gen), kk = rnd(n, gen, 0, 1);
+  const auto dphi = rnd(n, gen, -40, 40), u = rnd(n, gen, -5, 50), dron = rnd(n, gen, -30, 30);
+  const auto cp = rnd(n, gen, -2, 2), hp = rnd(n, gen), dy = rnd(n, gen), dh = rnd(n, gen);
+  const auto dc0 = rnd(n, gen);
+  for (bool with_cp : {false, true})
+    for (bool with_dy : {false, true})
+      for (const RnnGateKernels* k : paths()) {
+        std::vector<float> dc = dc0, gs(n), gt(n), gr(n), dhk(n), keep(n), carry(n);
+        PhasedBackwardArgs a;
+        a.n = n;
+        a.cand_c = cc.data();
+        a.cand_h = ch.data();
+        a.k = kk.data();
+        a.dk_dphi = dphi.data();
+        a.u = u.data();
+        a.dk_dron = dron.data();
+        a.c_prev = with_cp ? cp.data() : nullptr;
+        a.h_prev = hp.data();
+        a.dy = with_dy ? dy.data() : nullptr;
+        a.dh = dh.data();
+        a.dc = dc.data();
+        a.g_shift = gs.data();
+        a.g_tau = gt.data();
+        a.g_ron = gr.data();
+        a.dh_k = dhk.data();
+        a.keep_c = keep.data();
+        a.carry = carry.data();
+        k->phased_backward(a);
+        for (int64_t j = 0; j < n; ++j) {
+          const double dhj = double(dh[j]) + (with_dy ? dy[j] : 0.0), dcj = dc0[j];
+          const double dk = dcj * (cc[j] - (with_cp ? cp[j] : 0.0)) + dhj * (ch[j] - hp[j]);
+          INFO("isa " << static_cast<int>(k->isa) << " c_prev " << with_cp << " dy " << with_dy
+                      << " unit " << j);
+          CHECK(gs[j] == Approx(dk * dphi[j]).margin(1e-4));
+          CHECK(gt[j] == Approx(dk * dphi[j] * u[j]).margin(1e-3));
+          CHECK(gr[j] == Approx(dk * dron[j]).margin(1e-4));
+          CHECK(dhk[j] == Approx(kk[j] * dhj).margin(1e-6));
+          CHECK(dc[j] == Approx(kk[j] * dcj).margin(1e-6));
+          CHECK(keep[j] == Approx((1 - kk[j]) * dcj).margin(1e-6));
+          CHECK(carry[j] == Approx((1 - kk[j]) * dhj).margin(1e-6));
+        }
+      }
+}
+
 TEST_CASE("rnn gates: the dispatching entry points use the active path") {
   std::mt19937 gen(9);
   const int64_t B = 2, H = 33;
