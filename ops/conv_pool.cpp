@@ -32,7 +32,8 @@ struct Geometry {
 std::string ints_to_string(const std::vector<int64_t>& v) { return shape_to_string(v); }
 
 bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // Blocked* ops (graph/passes/blocked_layout.h) hold activations as oneDNN's nChw{B}c:
@@ -197,9 +198,11 @@ Result<Geometry> conv_geometry(const graph::Node& node, const std::vector<const 
     g.relu = act == "Relu";
   }
   if (node.op == "BlockedConv" && g.group != 1 && !(g.group == g.c && g.group == g.oc))
-    return Status::unsupported(where + ": BlockedConv takes group = 1 or depthwise (group = C = M), "
-                               "got group " + std::to_string(g.group) + " with C = " +
-                               std::to_string(g.c) + ", M = " + std::to_string(g.oc));
+    return Status::unsupported(where +
+                               ": BlockedConv takes group = 1 or depthwise (group = C = M), "
+                               "got group " +
+                               std::to_string(g.group) + " with C = " + std::to_string(g.c) +
+                               ", M = " + std::to_string(g.oc));
   GRAPHI_RETURN_IF_ERROR(read_window_attrs(node, where, g, true));
   GRAPHI_RETURN_IF_ERROR(output_size(where, g));
   return g;
@@ -267,9 +270,9 @@ Result<std::vector<TensorDesc>> infer_conv_pool(const graph::InferContext& ctx) 
                                  std::to_string(ctx.num_outputs));
   TensorDesc logical;
   GRAPHI_ASSIGN_OR_RETURN(auto in, logical_inputs(ctx.node, ctx.inputs, ctx.where, logical));
-  GRAPHI_ASSIGN_OR_RETURN(Geometry g, is_conv(ctx.node)
-                                          ? conv_geometry(ctx.node, in, ctx.where)
-                                          : pool_geometry(ctx.node, in, ctx.num_outputs, ctx.where));
+  GRAPHI_ASSIGN_OR_RETURN(
+      Geometry g, is_conv(ctx.node) ? conv_geometry(ctx.node, in, ctx.where)
+                                    : pool_geometry(ctx.node, in, ctx.num_outputs, ctx.where));
   if (is_blocked(ctx.node)) {
     GRAPHI_ASSIGN_OR_RETURN(int64_t b, block_of(ctx.node, ctx.where));
     if (g.oc % b != 0)
@@ -352,8 +355,8 @@ class OnednnConvKernel final : public Kernel {
     if (ctx.const_inputs.size() > 1 && ctx.const_inputs[1])
       s.const_weights = ctx.const_inputs[1]->data_as<float>();
     // Weights that change every run (training) cannot be packed once: oneDNN's own layouts are
-    // reached through scratch instead (no graph pass blocks a training graph's activations).
-    s.staged = !blocked && !s.const_weights;
+    // reached through scratch instead (the weights every run; plain activations too).
+    s.staged = !s.const_weights;
     // A blocked op has no other kernel: oneDNN's reference implementation is still correct.
     GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_conv(s, ctx.team_size, blocked));
     return Status::ok();
@@ -438,8 +441,8 @@ class OnednnPoolKernel final : public Kernel {
       GRAPHI_ASSIGN_OR_RETURN(s.block, block_of(ctx.node, ctx.where));
     }
     s.kind = ends_with(ctx.node.op, "MaxPool") ? onednn::PoolKind::kMax
-             : g_.count_include_pad   ? onednn::PoolKind::kAvgIncludePad
-                                      : onednn::PoolKind::kAvgExcludePad;
+             : g_.count_include_pad            ? onednn::PoolKind::kAvgIncludePad
+                                               : onednn::PoolKind::kAvgExcludePad;
     s.n = g_.n;
     s.c = g_.c;
     s.h = g_.h;
@@ -550,25 +553,21 @@ void register_conv_pool_ops(Registry& r) {
                  return std::make_unique<RefPoolKernel>("avgpool_ref", false);
                }}});
   // The nChw{B}c variants of graph/passes/blocked_layout.h: oneDNN only.
-  r.add(OpDef{"BlockedConv",
-              infer_conv_pool,
-              cost_conv_pool,
-              false,
-              {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConvKernel>(); }}});
-  r.add(OpDef{"BlockedMaxPool",
-              infer_conv_pool,
-              cost_conv_pool,
-              false,
-              {[]() -> std::unique_ptr<Kernel> {
-                 return std::make_unique<OnednnPoolKernel>("maxpool_onednn_blocked");
-               }}});
+  r.add(OpDef{
+      "BlockedConv", infer_conv_pool, cost_conv_pool, false, {[]() -> std::unique_ptr<Kernel> {
+        return std::make_unique<OnednnConvKernel>();
+      }}});
+  r.add(OpDef{
+      "BlockedMaxPool", infer_conv_pool, cost_conv_pool, false, {[]() -> std::unique_ptr<Kernel> {
+        return std::make_unique<OnednnPoolKernel>("maxpool_onednn_blocked");
+      }}});
   r.add(OpDef{"BlockedAveragePool",
               infer_conv_pool,
               cost_conv_pool,
               false,
               {[]() -> std::unique_ptr<Kernel> {
-                 return std::make_unique<OnednnPoolKernel>("avgpool_onednn_blocked");
-               }}});
+                return std::make_unique<OnednnPoolKernel>("avgpool_onednn_blocked");
+              }}});
   register_layout_reorder_ops(r);
 }
 

@@ -189,8 +189,7 @@ const Primitive* Primitive::single_thread_twin() const noexcept {
           (*r)->impl_->user_dst_md() == impl_->user_dst_md())
         twin_ = std::move(*r);
       else if (verbose_dispatch())
-        std::fprintf(stderr, "graphi: oneDNN: no 1-thread twin of %s (%s)\n",
-                     impl_->impl.c_str(),
+        std::fprintf(stderr, "graphi: oneDNN: no 1-thread twin of %s (%s)\n", impl_->impl.c_str(),
                      r.is_ok() ? "other activation layout" : r.status().message().c_str());
     });
   } catch (...) {
@@ -373,8 +372,7 @@ Result<std::unique_ptr<Primitive>> make_matmul_for(const MatMulSpec& spec, int t
   }
 }
 
-Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_size,
-                                                 bool allow_ref) {
+Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_size, bool allow_ref) {
   try {
     ScopedOmpThreads threads(team_size);
     auto impl = std::make_unique<Primitive::Impl>();
@@ -387,13 +385,16 @@ Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_siz
     const Dims wei_dims = grouped ? Dims{s.group, s.oc / s.group, s.c / s.group, s.kh, s.kw}
                                   : Dims{s.oc, s.c, s.kh, s.kw};
     const memory::desc user_wei = f32_desc(wei_dims, grouped ? tag::goihw : tag::oihw);
-    const bool staged = s.staged && !s.src_block && !s.dst_block;
-    const memory::desc wei =
-        s.const_weights || staged ? f32_desc(wei_dims, tag::any) : user_wei;
+    // Staged: the weights always; src and dst only when the caller's are plain (a blocked
+    // activation is already what oneDNN's fast kernels read: with plain weights beside it,
+    // oneDNN 2.6 has only its reference kernel, ~100x slower).
+    const bool staged = s.staged;
+    const bool staged_act = staged && !s.src_block && !s.dst_block;
+    const memory::desc wei = s.const_weights || staged ? f32_desc(wei_dims, tag::any) : user_wei;
     const UserLayouts user{f32_desc({s.n, s.c, s.h, s.w}, activation_tag(s.src_block)),
                            f32_desc({s.n, s.oc, s.oh, s.ow}, activation_tag(s.dst_block))};
-    const memory::desc src = staged ? f32_desc({s.n, s.c, s.h, s.w}, tag::any) : user.src;
-    const memory::desc dst = staged ? f32_desc({s.n, s.oc, s.oh, s.ow}, tag::any) : user.dst;
+    const memory::desc src = staged_act ? f32_desc({s.n, s.c, s.h, s.w}, tag::any) : user.src;
+    const memory::desc dst = staged_act ? f32_desc({s.n, s.oc, s.oh, s.ow}, tag::any) : user.dst;
     const memory::desc bias = s.has_bias ? f32_desc({s.oc}, tag::a) : memory::desc();
     impl->bias_md = bias;
     // oneDNN's dilation counts the holes: ONNX dilation d is oneDNN d - 1.
@@ -439,8 +440,8 @@ Result<std::unique_ptr<Primitive>> make_deconv_for(const ConvSpec& s, int team_s
     const memory::desc bias = s.has_bias ? f32_desc({s.c}, tag::a) : memory::desc();
     impl->bias_md = bias;
     dnnl::deconvolution_forward::desc d(
-        dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, src, wei,
-        bias, dst, {s.stride_h, s.stride_w}, {s.dilation_h - 1, s.dilation_w - 1},
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, src, wei, bias,
+        dst, {s.stride_h, s.stride_w}, {s.dilation_h - 1, s.dilation_w - 1},
         {s.pad_top, s.pad_left}, {s.pad_bottom, s.pad_right});
     dnnl::deconvolution_forward::primitive_desc pd(d, user_scratchpad_attr(), cpu_engine());
     return finish<dnnl::deconvolution_forward::primitive_desc, dnnl::deconvolution_forward>(
@@ -486,8 +487,8 @@ Result<std::unique_ptr<Primitive>> make_conv_bwd_weights_for(const ConvSpec& s, 
                                                           fpd);
     impl->impl = pd.impl_info_str();
     if (!allow_ref && impl->impl.rfind("ref", 0) == 0)
-      return Status::unsupported("oneDNN offers only its reference implementation (" +
-                                 impl->impl + ") for this convolution backward-weights");
+      return Status::unsupported("oneDNN offers only its reference implementation (" + impl->impl +
+                                 ") for this convolution backward-weights");
     // Roles: src = X, "weights" = diff_dst (an input), dst = diff_weights (the output).
     impl->src_md = pd.src_desc();
     impl->wei_md = pd.diff_dst_desc();
@@ -504,17 +505,17 @@ Result<std::unique_ptr<Primitive>> make_conv_bwd_weights_for(const ConvSpec& s, 
     impl->prim = dnnl::convolution_backward_weights(pd);
     for (ArgSlot& slot : impl->slots) make_slot(*impl, slot);
     if (verbose_dispatch())
-      std::fprintf(stderr, "graphi: oneDNN convolution backward-weights: %s, %d threads, "
-                   "scratchpad %zu bytes\n", impl->impl.c_str(), impl->team_size,
-                   impl->scratch_bytes);
+      std::fprintf(stderr,
+                   "graphi: oneDNN convolution backward-weights: %s, %d threads, "
+                   "scratchpad %zu bytes\n",
+                   impl->impl.c_str(), impl->team_size, impl->scratch_bytes);
     return std::make_unique<Primitive>(std::move(impl));
   } catch (const dnnl::error& e) {
     return from_dnnl(e, "convolution backward-weights");
   }
 }
 
-Result<std::unique_ptr<Primitive>> make_pool_for(const PoolSpec& s, int team_size,
-                                                 bool allow_ref) {
+Result<std::unique_ptr<Primitive>> make_pool_for(const PoolSpec& s, int team_size, bool allow_ref) {
   try {
     ScopedOmpThreads threads(team_size);
     auto impl = std::make_unique<Primitive::Impl>();

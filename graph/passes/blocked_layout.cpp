@@ -127,6 +127,11 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
       // kernels run in nChw{B}c only; in NCHW a depthwise conv falls to im2col + a GEMM per
       // group (the zoo MobileNet's dilated one: 33 us of a 56 us run at batch 8).
       if (!group.is_ok()) continue;
+      // Weights that change every run (a training step's) stay plain: the gradient ops read
+      // NCHW, so a blocked forward only moves its reorders to their inputs, and measured slower
+      // (PathNet small step 46-51 vs 33 ms, GoogleNet small 661-705 vs 590-632 ms, 2 threads).
+      if (n.inputs.size() < 2 || n.inputs[1] == kNoId || g.value(n.inputs[1]).data == nullptr)
+        continue;
       const bool depthwise = *group > 1 && *group == c && *group == m;
       if (*group != 1 && !depthwise) continue;
       // A blocked X fixes B (oneDNN's fast convolutions keep the block); else M chooses it.

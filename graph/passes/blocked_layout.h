@@ -7,7 +7,8 @@
 //   are blocked-only) -> BlockedConv (activation kept): a blocked X keeps its B (M must be a
 //   multiple of it); a plain X gets B from M and is read through a ToBlocked when C is a
 //   multiple of B, directly when C < 8 and group 1 (the first layer: oneDNN reads NCHW and
-//   writes blocked); anything else stays a plain Conv;
+//   writes blocked); anything else, and a conv whose weights are not constant (a training
+//   step's: its gradient ops read NCHW), stays a plain Conv;
 // - MaxPool / AveragePool of a blocked X -> BlockedMaxPool / BlockedAveragePool;
 // - an element-wise unary op of a blocked X (Relu, Sigmoid, Tanh, HardSigmoid, Clip with
 //   scalar bounds, ...), Add / Sub / Mul / Div of two same-shape inputs, one blocked (the other

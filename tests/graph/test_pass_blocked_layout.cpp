@@ -222,3 +222,26 @@ TEST_CASE("blocked_layout: every CNN of the ONNX zoo equals the NCHW path within
   CHECK(models >= 10);  // mobilenetish, super_resolution, autoencoder2d, text_cnn, ...
   CHECK(blocked_models >= 3);
 }
+
+TEST_CASE("blocked_layout: a conv whose weights change every run (training) stays plain",
+          "[passes][conv][layout]") {
+  // Weights as a graph input: a training step's forward conv. Its gradient ops read NCHW, so
+  // blocking it only moves the reorders (measured slower); the pass leaves it and the pool
+  // after it alone.
+  graph::GraphBuilder b{"<training conv>"};
+  b.add_input("x", TensorDesc{DType::kF32, {2, 16, 8, 8}});
+  b.add_input("w", TensorDesc{DType::kF32, {32, 16, 3, 3}});
+  graph::Attributes a = test::conv_window(3, 1, 1);
+  a.set("kernel_shape", std::vector<int64_t>{3, 3});
+  b.add_node("Conv", "conv", {"x", "w"}, {"c"}, a);
+  b.add_node("Relu", "relu", {"c"}, {"r"});
+  b.add_node("MaxPool", "pool", {"r"}, {"y"}, test::conv_window(2, 2, 0));
+  b.add_output("y");
+  const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
+  auto [plain, blocked] = plain_and_blocked(g);
+  CHECK(test::count_op(blocked.graph, "BlockedConv") == 0);
+  CHECK(test::count_op(blocked.graph, "ToBlocked") == 0);
+  CHECK(test::count_op(blocked.graph, "FromBlocked") == 0);
+  CHECK(test::count_op(blocked.graph, "FusedConv") + test::count_op(blocked.graph, "Conv") == 1);
+  for (int threads : {1, 2}) test::check_same_outputs(plain, blocked.graph, threads, 1e-5);
+}

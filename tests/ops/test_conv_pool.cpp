@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "ops/onednn.h"
 #include "ops/registry.h"
 #include "tests/support/op_runner.h"
 #include "tests/support/reference_gemm_conv.h"
@@ -402,4 +403,55 @@ TEST_CASE("Conv and pools match ONNX's own backend node tests, unsupported varia
     CHECK(r.status().code() == StatusCode::kUnsupported);
     CHECK_THAT(r.status().message(), Catch::Contains("not supported"));
   }
+}
+
+TEST_CASE(
+    "A blocked convolution with weights given every run uses a jit kernel and matches the "
+    "definition",
+    "[ops][conv][layout]") {
+  // A training step's forward conv: nChw16c activations, plain oihw weights that change every
+  // run. oneDNN 2.6 has only its reference kernel (~100x slower) for blocked activations beside
+  // plain weights, so the weights must be staged (reordered into oneDNN's layout per run):
+  // make_conv without allow_ref refuses a reference kernel.
+  const int64_t n = 2, c = 16, h = 9, w = 7, oc = 32, k = 3;
+  ops::onednn::ConvSpec s;
+  s.n = n;
+  s.c = c;
+  s.h = h;
+  s.w = w;
+  s.oc = oc;
+  s.oh = h;
+  s.ow = w;
+  s.kh = s.kw = k;
+  s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = 1;
+  s.has_bias = true;
+  s.src_block = s.dst_block = 16;
+  s.staged = true;
+  auto prim = ops::onednn::make_conv(s, 1, /*allow_ref=*/false);
+  REQUIRE(prim.is_ok());
+  CHECK((*prim)->impl_name().rfind("ref", 0) != 0);
+  const Tensor x = rnd({n, c, h, w}, 301), wt = rnd({oc, c, k, k}, 302), b = rnd({oc}, 303);
+  // nChw16c of X by hand: [n][c/16][h][w][16].
+  auto block = [](const float* p, int64_t nn, int64_t cc, int64_t hw, float* q) {
+    for (int64_t i = 0; i < nn; ++i)
+      for (int64_t ch = 0; ch < cc; ++ch)
+        for (int64_t e = 0; e < hw; ++e)
+          q[((i * (cc / 16) + ch / 16) * hw + e) * 16 + ch % 16] = p[(i * cc + ch) * hw + e];
+  };
+  std::vector<float> xb(x.numel()), yb(n * oc * h * w, -7.0f);
+  block(x.data_as<float>(), n, c, h * w, xb.data());
+  std::vector<char> scratch((*prim)->scratch_bytes() + 1);
+  for (int rep = 0; rep < 2; ++rep) {  // the second run re-stages the same weights
+    REQUIRE((*prim)->execute(xb.data(), wt.data_as<float>(), b.data_as<float>(), yb.data(),
+                             scratch.data(), 1, scratch.size()));
+  }
+  Window2d win;
+  win.pads = {1, 1, 1, 1};
+  const Tensor want = test::conv2d_ref(x, wt, &b, win, 1);
+  Tensor want_b(TensorDesc{DType::kF32, {static_cast<int64_t>(yb.size())}});
+  block(want.data_as<float>(), n, oc, h * w, want_b.data_as<float>());
+  double worst = 0;
+  for (size_t i = 0; i < yb.size(); ++i)
+    worst = std::max(worst, std::fabs(double(yb[i]) - want_b.data_as<float>()[i]));
+  CHECK(worst <= 1e-4);
 }
