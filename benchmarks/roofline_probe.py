@@ -1,6 +1,7 @@
 """This machine's roofline, measured now: the RNN benchmark's probe (graphi_bench_rnn --serve,
 command "roofline": FMA GFLOP/s, L2 and L3 GB/s on `threads` cores). Shared by the Python
-benchmarks that print a bound beside their ratios (benchmarks/cnn, benchmarks/torch)."""
+benchmarks that print a bound beside their ratios (benchmarks/cnn, benchmarks/torch,
+scripts/bench_train.py), with the model's work from `graphi info`."""
 import json
 import os
 import subprocess
@@ -21,3 +22,20 @@ def probe(build_dir, threads):
         if '"roofline"' in line:
             return json.loads(line)
     return None
+
+
+def fma_peak_gflops(build_dir, threads):
+    """This machine's FMA rate on `threads` cores, measured now; None when not probed."""
+    r = probe(build_dir, threads)
+    return r["fma_gflops"] if r else None
+
+
+def model_gflop(graphi, path):
+    """The model's floating point work per run (graphi info: the ops' cost hints), GFLOP; None
+    when graphi cannot tell."""
+    try:
+        out = subprocess.run([graphi, "info", path, "--json"], capture_output=True, text=True,
+                             timeout=120).stdout
+        return json.loads(out)["flops"] / 1e9
+    except (OSError, subprocess.SubprocessError, ValueError, KeyError):
+        return None

@@ -12,6 +12,8 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+import roofline_probe  # noqa: E402 (benchmarks/roofline_probe.py)
 MODELS = ["lstm", "phased-lstm", "pathnet", "googlenet"]
 SIZES = ["small", "medium", "large"]
 
@@ -143,6 +145,12 @@ def main():
         tf_ok = subprocess.run([args.tf_python, "-c", "import tensorflow"],
                                capture_output=True).returncode == 0
     results["peers"] = {"pytorch": torch_ok, "tensorflow": tf_ok}
+    # This machine's FMA rate now and after the run (the faster counts): each row's bound is
+    # its step's GFLOP at that rate, the fastest any implementation could train it here.
+    build_dir = os.path.dirname(os.path.abspath(args.graphi))
+    results["fma_gflops"] = [roofline_probe.fma_peak_gflops(build_dir, cores)]
+    print(f"# FMA probe: {results['fma_gflops'][0] or 'not available'} GFLOP/s on {cores} cores",
+          flush=True)
 
     tf_ranked, tf_ranked_size = {}, {}  # model -> TF (jit, intra, inter) fastest first
     # Small sizes of every model first, then the medium ones: a time limit cuts the large work.
@@ -165,6 +173,7 @@ def main():
         run([args.graphi, "model", name, "--size", size, "--batch-npz", batch, "-o", model], 600)
         run([args.graphi, "model", name, "--size", size, "--train", "--lr", str(args.lr),
              "-o", step], 600)
+        entry["gflop"] = roofline_probe.model_gflop(args.graphi, step)
         if not args.no_simulate:
             entry["simulated"] = simulate(args.graphi, step)
         # The profiler's choice for the training step graph (weights are its inputs), within
@@ -296,6 +305,7 @@ def main():
             with open(args.json_out, "w") as f:
                 json.dump(results, f, indent=1)
     results["load_end"] = os.getloadavg()
+    results["fma_gflops"].append(roofline_probe.fma_peak_gflops(build_dir, cores))
     print_tables(results)
     print_summary(results)
     if args.json_out:
@@ -355,14 +365,20 @@ GOALS = {"lstm": 2.0, "phased-lstm": 2.0, "pathnet": 1.3, "googlenet": 1.3}
 def print_summary(results):
     """Fig. 6, Table 2 and the issue's speed goals, one row per model and size."""
     print()
-    print("Summary (ms are median step times of the table above; sim = graphi simulate "
-          "--machine knl7250, a prediction for the Xeon Phi, nothing of it measured):")
+    probes = [f"{p:.0f}" if p else "n/a" for p in results.get("fma_gflops", [])]
+    print("Summary (ms are median step times of the table above; bound = the step's GFLOP "
+          "(graphi info) at the FMA probe's rate, " + " / ".join(probes) + " GFLOP/s before / "
+          "after the run, the faster used; sim = graphi simulate --machine knl7250, a prediction "
+          "for the Xeon Phi, nothing of it measured):")
     print()
     print("| model | size | graphi, profiler's split ms | graphi, fastest ms | Fig. 6: 1xN "
           "sequential / profiler's | Table 2: shared-queue / cpf (split) | best PyTorch ms | best "
-          "TF ms | best peer / graphi fastest (goal) | worst loss rel. diff | sim best split | sim "
-          "Fig. 6 | sim Table 2 (split) |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
+          "TF ms | best peer / graphi fastest (goal) | bound ms | best peer / bound | worst loss "
+          "rel. diff | sim best split | sim Fig. 6 | sim Table 2 (split) |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- "
+          "| ---: | ---: |")
+    probes = [p for p in results.get("fma_gflops", []) if p]
+    peak = max(probes) if probes else None
     for e in results["runs"]:
         sim = e.get("simulated") or {}
         if sim.get("best_ms"):
@@ -372,7 +388,8 @@ def print_summary(results):
         else:
             simcols = f"{sim.get('error', 'not run')[:60]} | | "
         if e["skipped"]:
-            print(f"| {e['model']} | {e['size']} | not run: {e['skipped']} | | | | | | | | {simcols} |")
+            print(f"| {e['model']} | {e['size']} | not run: {e['skipped']} | | | | | | | | | | "
+                  f"{simcols} |")
             continue
         t = {k: v["median_ms"] for k, v in e["peers"].items() if "median_ms" in v}
         prof = next((k for k in t if k.endswith("(profiler)")), None)
@@ -407,9 +424,13 @@ def print_summary(results):
         fmt = lambda v: f"{v:.1f}" if v else "n/a"  # noqa: E731
         pcol = f"{g_prof:.1f} ({prof.split()[1]})" if g_prof else "failed"
         gcol = f"{g:.1f} ({' '.join(best_g.split()[1:3])}{' fused-rnn' if best_g.endswith('fused-rnn') else ''})" if g else "failed"
+        # The bound: the step's floating point work at the probe's FMA rate. best peer / bound
+        # is the largest speed-up over the best peer any implementation could show here.
+        bound = e["gflop"] / peak * 1e3 if e.get("gflop") and peak else None
+        bcols = (f"{bound:.1f} | {peer / bound:.2f}x" if bound and peer else "- | -")
         print(f"| {e['model']} | {e['size']} | {pcol} | {gcol} | {fig6} | {tab2} | "
               f"{fmt(min(pt) if pt else None)} | {fmt(min(tf) if tf else None)} | {ratio} | "
-              f"{f'{max(diffs):.1e}' if diffs else '-'} | {simcols} |")
+              f"{bcols} | {f'{max(diffs):.1e}' if diffs else '-'} | {simcols} |")
 
 
 if __name__ == "__main__":

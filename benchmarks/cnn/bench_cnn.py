@@ -211,21 +211,6 @@ class Worker:
 
 # ---------------------------------------------------------------------------------------------
 
-def fma_peak_gflops(build_dir, threads):
-    """This machine's FMA rate on `threads` cores, measured now (benchmarks/roofline_probe.py);
-    None when not probed."""
-    r = roofline_probe.probe(build_dir, threads)
-    return r["fma_gflops"] if r else None
-
-
-def model_gflop(build_dir, path):
-    """The model's floating point work per run (graphi info: the ops' cost hints), GFLOP."""
-    try:
-        out = subprocess.run([os.path.join(build_dir, "graphi"), "info", path, "--json"],
-                             capture_output=True, text=True, timeout=120).stdout
-        return json.loads(out)["flops"] / 1e9
-    except (OSError, subprocess.SubprocessError, ValueError, KeyError):
-        return None
 
 
 def main():
@@ -271,7 +256,7 @@ def main():
 
     # The FMA peak per thread count, probed before and after the timed cases (the best of the
     # two): with a model's FLOPs it bounds any implementation's time on this machine.
-    peak = {t: fma_peak_gflops(args.build_dir, t) for t in threads}
+    peak = {t: roofline_probe.fma_peak_gflops(args.build_dir, t) for t in threads}
     info, errors, ref, diff = {}, {}, {}, {}
     times = {c: [] for c in cases}
     rng = random.Random(args.seed)
@@ -315,10 +300,12 @@ def main():
     for w in workers.values():
         w.close()
     for t in threads:
-        again = fma_peak_gflops(args.build_dir, t)
+        again = roofline_probe.fma_peak_gflops(args.build_dir, t)
         if again and (not peak[t] or again > peak[t]):
             peak[t] = again
-    gflop = {(n, b): model_gflop(args.build_dir, os.path.join(args.models_dir, f"{n}_b{b}.onnx"))
+    graphi = os.path.join(args.build_dir, "graphi")
+    gflop = {(n, b): roofline_probe.model_gflop(graphi,
+                                                os.path.join(args.models_dir, f"{n}_b{b}.onnx"))
              for n in names for b in batches}
 
     med = {c: statistics.median(v) for c, v in times.items() if v}
