@@ -217,8 +217,6 @@ class RnnBackwardKernel final : public Kernel {
     da_off_ = take(B * H);
     if (phased_) {
       dk_off_ = take(3 * rows * H);  // per row and unit: the time-gate parameters' terms
-      dh_k_off_ = take(B * H);       // k dL/dh_t: what reaches the candidate h~
-      keep_c_off_ = take(B * H);     // (1 - k) dL/dc_t: what skips the cell
       inv_tau_off_ = take(2 * H);    // H doubles
     }
     scratch_floats_ = off;
@@ -290,9 +288,7 @@ class RnnBackwardKernel final : public Kernel {
       for (int64_t j = 0; j < H; ++j) inv_tau[j] = 1.0 / static_cast<double>(ph.tau[j]);
       ph.inv_tau = inv_tau;
     }
-    float* dk = phased_ ? scratch + dk_off_ : nullptr;  // [3][rows][H], see phased_rows
-    float* dh_k = phased_ ? scratch + dh_k_off_ : nullptr;
-    float* keep_c = phased_ ? scratch + keep_c_off_ : nullptr;
+    float* dk = phased_ ? scratch + dk_off_ : nullptr;  // [3][rows][H], see lstm_rows
 
     // H_prev in X's row order (the dR GEMM's operand and the GRU's h_prev).
     rnn_train::for_rows(T, B * H, nthr, [&](int64_t t0, int64_t t1, int) {
@@ -331,7 +327,7 @@ class RnnBackwardKernel final : public Kernel {
         for (int64_t k = T - 1; k >= 0 && b1 > b0; --k) {
           const int64_t t = rev ? T - 1 - k : k;
           if (phased_) {
-            phased_rows(t, b0, b1, d, c_prev, hp, dy, peep, S, dh, dc, dg, dk, dh_k, keep_c, carry);
+            lstm_rows(t, b0, b1, d, c_prev, dy, peep, S, dh, dc, dg, hp, dk, carry);
             rows_gemm_.run(r, dg + rnn_row(s, t, b0) * ldg_, dh + b0 * H, b1 - b0);
             for (int64_t e = b0 * H; e < b1 * H; ++e) dh[e] += carry[e];
           } else {
@@ -366,7 +362,7 @@ class RnnBackwardKernel final : public Kernel {
       }
       if (phased_) {
         rnn_train::for_rows(B, 40 * H, nthr, [&](int64_t b0, int64_t b1, int) {
-          phased_rows(t, b0, b1, d, c_prev, hp, dy, peep, S, dh, dc, dg, dk, dh_k, keep_c, carry);
+          lstm_rows(t, b0, b1, d, c_prev, dy, peep, S, dh, dc, dg, hp, dk, carry);
         });
         if (!step_.run(dg + row0 * ldg_, r, dh, scratch, carry)) return false;
         continue;
@@ -479,15 +475,27 @@ class RnnBackwardKernel final : public Kernel {
 
   // Rows [b0, b1) of step t (direction d): the gate gradients into dg, dc updated
   // (lstm_gates_backward, vectorized). Every matrix's rows are affine in b, so each is a base
-  // pointer at b = 0 and a row stride.
+  // pointer at b = 0 and a row stride. A PhasedLSTM (phased_: hp, dk and carry given) takes its
+  // time gate in the same pass (LstmBackwardArgs): dk's planes [3][rows][H] for the gate
+  // parameters' sums (time_gate_grads) and the carry (1 - k) dL/dh_t, which skips R.
   template <class CPrev>
   void lstm_rows(int64_t t, int64_t b0, int64_t b1, int d, const CPrev& c_prev, const float* dy,
-                 const float* peep, const float* S, const float* dh, float* dc,
-                 float* dg) const noexcept {
+                 const float* peep, const float* S, const float* dh, float* dc, float* dg,
+                 const float* hp = nullptr, float* dk = nullptr,
+                 float* carry = nullptr) const noexcept {
     const RnnSpec& s = g_.fwd;
     const int64_t H = s.hidden, KH = rnn_saved_blocks(s) * H;
     const int64_t rs = s.layout == 0 ? 1 : s.seq_len;  // X rows between batch rows of a step
     LstmBackwardArgs a;
+    if (carry) {
+      a.phased_carry = carry;
+      a.ld_phased_carry = H;
+      a.h_prev = hp + rnn_row(s, t, 0) * H;
+      a.ld_h_prev = rs * H;
+      a.dk_planes = dk + rnn_row(s, t, 0) * H;
+      a.ld_dk = rs * H;
+      a.dk_plane = s.seq_len * s.batch * H;
+    }
     a.hidden = H;
     a.saved = S + rnn_row(s, t, 0) * KH;
     a.ld_saved = rs * KH;
@@ -508,51 +516,7 @@ class RnnBackwardKernel final : public Kernel {
     lstm_gates_backward(a, GateTile{b0, b1, 0, H});
   }
 
-  // Rows [b0, b1) of a PhasedLSTM step t: the time gate's part around the LSTM's. With
-  // dh = dL/dh_t (+ dY_t), dc = dL/dc_t and k the gate:
-  //   dk = dc (c~ - c_prev) + dh (h~ - h_prev)
-  //   the LSTM cell's backward (lstm_rows) on dh~ = k dh, dc~ = k dc, with S's c~ as its c;
-  //   dc_prev = its dc_out + (1 - k) dc;  dh_prev = dgates R + carry, carry = (1 - k) dh.
-  // The gate comes from S (the forward evaluated it): its parameters' terms go to dk's three
-  // planes (time_gate_grads sums them): dphi = dk dk/dphi, dphi u (u = (ts - shift) / tau),
-  // dk dk/dr_on.
-  template <class CPrev>
-  void phased_rows(int64_t t, int64_t b0, int64_t b1, int d, const CPrev& c_prev, const float* hp,
-                   const float* dy, const float* peep, const float* S, const float* dh, float* dc,
-                   float* dg, float* dk, float* dh_k, float* keep_c, float* carry) const noexcept {
-    const RnnSpec& s = g_.fwd;
-    const int64_t H = s.hidden, KH = rnn_saved_blocks(s) * H;
-    const int64_t plane = s.seq_len * s.batch * H;
-    for (int64_t b = b0; b < b1; ++b) {
-      const int64_t row = rnn_row(s, t, b);
-      const float* sv = S + row * KH;
-      const float* dyr = dy ? dy + s.y_row(t, d, b) : nullptr;
-      PhasedBackwardArgs a;
-      a.n = H;
-      a.cand_c = sv + 4 * H;
-      a.cand_h = sv + kPhasedSavedHt * H;
-      a.k = sv + kPhasedSavedK * H;
-      a.dk_dphi = sv + kPhasedSavedDkDphi * H;
-      a.u = sv + kPhasedSavedU * H;
-      a.dk_dron = sv + kPhasedSavedDkDron * H;
-      a.c_prev = c_prev(t, b);
-      a.h_prev = hp + row * H;
-      a.dy = dyr;
-      a.dh = dh + b * H;
-      a.dc = dc + b * H;
-      a.g_shift = dk + row * H;
-      a.g_tau = a.g_shift + plane;
-      a.g_ron = a.g_tau + plane;
-      a.dh_k = dh_k + b * H;
-      a.keep_c = keep_c + b * H;
-      a.carry = carry + b * H;
-      phased_backward(a);
-    }
-    lstm_rows(t, b0, b1, d, c_prev, nullptr, peep, S, dh_k, dc, dg);
-    for (int64_t e = b0 * H; e < b1 * H; ++e) dc[e] += keep_c[e];
-  }
-
-  // d tau, d shift, d r_on of units [j0, j1) from phased_rows' planes: phi = u - floor(u),
+  // d tau, d shift, d r_on of units [j0, j1) from lstm_rows' dk planes: phi = u - floor(u),
   // u = (ts - shift) / tau, so dphi/dshift = -1/tau and dphi/dtau = -u/tau. Rows in order,
   // accumulated in double.
   void time_gate_grads(const PhasedInputs& p, const float* dk, int64_t j0, int64_t j1, float* dtau,
@@ -609,7 +573,7 @@ class RnnBackwardKernel final : public Kernel {
   Matmul step_, step_a_, dx_, dw_, dr_, dr_h_;
   TiledGemm rows_gemm_;
   size_t scratch_floats_ = 0, dg_off_ = 0, dh_side_off_ = 0, hp_off_ = 0, dh_off_ = 0, dc_off_ = 0,
-         carry_off_ = 0, da_off_ = 0, dk_off_ = 0, dh_k_off_ = 0, keep_c_off_ = 0, inv_tau_off_ = 0;
+         carry_off_ = 0, da_off_ = 0, dk_off_ = 0, inv_tau_off_ = 0;
 };
 
 Result<std::vector<TensorDesc>> infer_rnn_grad(const graph::InferContext& ctx) {

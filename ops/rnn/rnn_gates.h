@@ -149,6 +149,20 @@ struct LstmBackwardArgs {
   int64_t ld_dc = 0;
   float* dgates = nullptr;  // required: out [di do df dc~]
   int64_t ld_dgates = 0;
+  // A PhasedLSTM's time gate around the cell (optional: phased_carry set). saved rows then hold
+  // the 11 blocks of ops/rnn/rnn_train.h (block 4 is the candidate c~, which the cell's part
+  // above reads as its c; then c_t, h~, k, dk/dphi, u, dk/dr_on), and dh, dc are taken at the
+  // gate's output. With dh = dL/dh_t (+ dY_t) and dc_in = dL/dc_t:
+  //   the cell's part on k dh and k dc_in;  dc_out += (1 - k) dc_in;  carry = (1 - k) dh;
+  //   dk = dc_in (c~ - c_prev) + dh (h~ - h_prev), and dk's planes for tau's, shift's and
+  //   r_on's gradients: g[0] = dk dk/dphi, g[plane] = dk dk/dphi u, g[2 plane] = dk dk/dr_on.
+  float* phased_carry = nullptr;  // out (1 - k) dh, the part of dh_{t-1} that skips R
+  int64_t ld_phased_carry = 0;
+  const float* h_prev = nullptr;  // required with the gate
+  int64_t ld_h_prev = 0;
+  float* dk_planes = nullptr;  // required with the gate: three planes, plane floats apart
+  int64_t ld_dk = 0;
+  int64_t dk_plane = 0;
 };
 
 // The PhasedLSTM's time gate and blend on units [0, n) of one batch row at time stamp ts
@@ -179,34 +193,6 @@ struct PhasedBlendArgs {
   float* saved_dk_dron = nullptr;
 };
 
-// The PhasedLSTM's backward around its time gate, units [0, n) of one batch row (the op's
-// BPTT, ops/rnn/rnn_backward.cpp), per unit with dh = dL/dh_t (+ dY_t), dc = dL/dc_t and the
-// forward's saved planes:
-//   dk = dc (c~ - c_prev) + dh (h~ - h_prev);  dk/dshift plane: dk dk/dphi,
-//   dk/dtau plane: dk dk/dphi u,  dk/dr_on plane: dk dk/dr_on;
-//   dh_k = k dh, dc <- k dc (the LSTM cell's inputs), keep_c = (1 - k) dc, carry = (1 - k) dh.
-// c_prev and dy are optional (zeros); the other pointers are required and do not alias.
-struct PhasedBackwardArgs {
-  int64_t n = 0;
-  const float* cand_c = nullptr;  // saved c~
-  const float* cand_h = nullptr;  // saved h~
-  const float* k = nullptr;
-  const float* dk_dphi = nullptr;
-  const float* u = nullptr;
-  const float* dk_dron = nullptr;
-  const float* c_prev = nullptr;  // optional
-  const float* h_prev = nullptr;
-  const float* dy = nullptr;  // optional
-  const float* dh = nullptr;
-  float* dc = nullptr;  // in dL/dc_t, out k dL/dc_t
-  float* g_shift = nullptr;
-  float* g_tau = nullptr;
-  float* g_ron = nullptr;
-  float* dh_k = nullptr;
-  float* keep_c = nullptr;
-  float* carry = nullptr;
-};
-
 // The entry points below use active_simd_isa(). Preconditions (checked by check_*_args, not
 // here): pointers valid for every row and unit of the tile, tile inside [rows, hidden].
 void lstm_gates(const LstmGateArgs& args, const GateTile& tile) noexcept;
@@ -216,7 +202,6 @@ void gru_gates_output(const GruGateArgs& args, const GateTile& tile) noexcept;
 void rnn_gates(const RnnGateArgs& args, const GateTile& tile) noexcept;
 void lstm_gates_backward(const LstmBackwardArgs& args, const GateTile& tile) noexcept;
 void phased_blend(const PhasedBlendArgs& args) noexcept;
-void phased_backward(const PhasedBackwardArgs& args) noexcept;
 
 // One ISA path's kernels, for tests and benchmarks.
 struct RnnGateKernels {
@@ -228,7 +213,6 @@ struct RnnGateKernels {
   void (*rnn)(const RnnGateArgs&, const GateTile&) noexcept;
   void (*lstm_backward)(const LstmBackwardArgs&, const GateTile&) noexcept;
   void (*phased_blend)(const PhasedBlendArgs&) noexcept;
-  void (*phased_backward)(const PhasedBackwardArgs&) noexcept;
 };
 // nullptr when this CPU cannot run `isa`.
 const RnnGateKernels* rnn_gate_kernels(SimdIsa isa);

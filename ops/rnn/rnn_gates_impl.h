@@ -13,7 +13,6 @@ using graphi::ops::GateTile;
 using graphi::ops::GruGateArgs;
 using graphi::ops::LstmBackwardArgs;
 using graphi::ops::LstmGateArgs;
-using graphi::ops::PhasedBackwardArgs;
 using graphi::ops::PhasedBlendArgs;
 using graphi::ops::RnnActivation;
 using graphi::ops::RnnGateArgs;
@@ -250,6 +249,7 @@ void lstm_backward_t(const LstmBackwardArgs& a, const GateTile& tile) noexcept {
   const int64_t H = a.hidden;
   const V one = T::set1(1.0f);
   const float* pp = a.peephole;
+  const bool phased = a.phased_carry != nullptr;
   for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
     const float* sv = a.saved + r * a.ld_saved;
     const float* cp = a.c_prev ? a.c_prev + r * a.ld_c_prev : nullptr;
@@ -257,6 +257,9 @@ void lstm_backward_t(const LstmBackwardArgs& a, const GateTile& tile) noexcept {
     const float* dh = a.dh + r * a.ld_dh;
     float* dc = a.dc + r * a.ld_dc;
     float* dg = a.dgates + r * a.ld_dgates;
+    float* carry = phased ? a.phased_carry + r * a.ld_phased_carry : nullptr;
+    const float* hp = phased ? a.h_prev + r * a.ld_h_prev : nullptr;
+    float* gk = phased ? a.dk_planes + r * a.ld_dk : nullptr;
     for (int64_t j = tile.col_begin; j < tile.col_end; j += T::kWidth) {
       const int n = lanes_left(j, tile.col_end, T::kWidth);
       const V i = ld_n<T>(sv + j, n), o = ld_n<T>(sv + H + j, n), f = ld_n<T>(sv + 2 * H + j, n);
@@ -264,8 +267,24 @@ void lstm_backward_t(const LstmBackwardArgs& a, const GateTile& tile) noexcept {
       const V tc = gate_tanh<T>(c);
       V dhv = ld_n<T>(dh + j, n);
       if (dy) dhv = T::add(dhv, ld_n<T>(dy + j, n));
+      V dc_in = ld_n<T>(dc + j, n);
+      V keep = T::zero();  // (1 - k) dc_in: what skips the cell
+      if (phased) {
+        const V k = ld_n<T>(sv + 7 * H + j, n), skip = T::sub(one, k);
+        const V cpv = cp ? ld_n<T>(cp + j, n) : T::zero();
+        const V dk = T::fmadd(dc_in, T::sub(c, cpv),
+                              T::mul(dhv, T::sub(ld_n<T>(sv + 6 * H + j, n), ld_n<T>(hp + j, n))));
+        const V dphi = T::mul(dk, ld_n<T>(sv + 8 * H + j, n));
+        st_n<T>(gk + j, dphi, n);
+        st_n<T>(gk + a.dk_plane + j, T::mul(dphi, ld_n<T>(sv + 9 * H + j, n)), n);
+        st_n<T>(gk + 2 * a.dk_plane + j, T::mul(dk, ld_n<T>(sv + 10 * H + j, n)), n);
+        st_n<T>(carry + j, T::mul(skip, dhv), n);
+        keep = T::mul(skip, dc_in);
+        dhv = T::mul(k, dhv);
+        dc_in = T::mul(k, dc_in);
+      }
       const V d_o = T::mul(T::mul(dhv, tc), T::mul(o, T::sub(one, o)));
-      V dcv = T::fmadd(T::mul(dhv, o), T::sub(one, T::mul(tc, tc)), ld_n<T>(dc + j, n));
+      V dcv = T::fmadd(T::mul(dhv, o), T::sub(one, T::mul(tc, tc)), dc_in);
       if (pp) dcv = T::fmadd(d_o, ld_n<T>(pp + H + j, n), dcv);
       const V cpv = cp ? ld_n<T>(cp + j, n) : T::zero();
       const V d_i = T::mul(T::mul(dcv, g), T::mul(i, T::sub(one, i)));
@@ -275,7 +294,7 @@ void lstm_backward_t(const LstmBackwardArgs& a, const GateTile& tile) noexcept {
       st_n<T>(dg + H + j, d_o, n);
       st_n<T>(dg + 2 * H + j, d_f, n);
       st_n<T>(dg + 3 * H + j, d_g, n);
-      V dcn = T::mul(dcv, f);
+      V dcn = T::fmadd(dcv, f, keep);
       if (pp)
         dcn = T::fmadd(d_i, ld_n<T>(pp + j, n), T::fmadd(d_f, ld_n<T>(pp + 2 * H + j, n), dcn));
       st_n<T>(dc + j, dcn, n);
@@ -359,53 +378,6 @@ void phased_blend_t(const PhasedBlendArgs& a) noexcept {
     phased_blend_saved_t<T>(a.n, a.ts, a.alpha, a.shift, a.inv_tau, a.r_on, a.cand_c, a.cand_h, a.c,
                             a.h_prev, a.h, a.saved_c, a.saved_ht, a.saved_k, a.saved_dk_dphi,
                             a.saved_u, a.saved_dk_dron);
-  }
-}
-
-// The PhasedLSTM's backward around the time gate (ops/rnn/rnn_gates.h, PhasedBackwardArgs),
-// one loop per presence of c_prev and dY so that no load is conditional (the vectorizer gives
-// up on those); __restrict parameters as in phased_blend_t.
-template <class T, bool kCPrev, bool kDy>
-void phased_backward_rows_t(int64_t n, const float* __restrict cand_c,
-                            const float* __restrict cand_h, const float* __restrict kk,
-                            const float* __restrict dk_dphi, const float* __restrict u,
-                            const float* __restrict dk_dron, const float* __restrict cp,
-                            const float* __restrict h_prev, const float* __restrict dy,
-                            const float* __restrict dh, float* __restrict dc,
-                            float* __restrict g_shift, float* __restrict g_tau,
-                            float* __restrict g_ron, float* __restrict dh_k,
-                            float* __restrict keep_c, float* __restrict carry) noexcept {
-  for (int64_t j = 0; j < n; ++j) {
-    const float k = kk[j];
-    const float dhj = kDy ? dh[j] + dy[j] : dh[j];
-    const float dcj = dc[j];
-    const float dkv =
-        dcj * (kCPrev ? cand_c[j] - cp[j] : cand_c[j]) + dhj * (cand_h[j] - h_prev[j]);
-    const float dphi = dkv * dk_dphi[j];
-    g_shift[j] = dphi;
-    g_tau[j] = dphi * u[j];
-    g_ron[j] = dkv * dk_dron[j];
-    dh_k[j] = k * dhj;
-    dc[j] = k * dcj;
-    keep_c[j] = (1.0f - k) * dcj;
-    carry[j] = (1.0f - k) * dhj;
-  }
-}
-
-template <class T>
-void phased_backward_t(const PhasedBackwardArgs& a) noexcept {
-  auto run = [&](auto rows) {
-    rows(a.n, a.cand_c, a.cand_h, a.k, a.dk_dphi, a.u, a.dk_dron, a.c_prev, a.h_prev, a.dy, a.dh,
-         a.dc, a.g_shift, a.g_tau, a.g_ron, a.dh_k, a.keep_c, a.carry);
-  };
-  if (a.c_prev && a.dy) {
-    run(phased_backward_rows_t<T, true, true>);
-  } else if (a.c_prev) {
-    run(phased_backward_rows_t<T, true, false>);
-  } else if (a.dy) {
-    run(phased_backward_rows_t<T, false, true>);
-  } else {
-    run(phased_backward_rows_t<T, false, false>);
   }
 }
 

@@ -560,53 +560,92 @@ TEST_CASE("rnn gates: PhasedLSTM time gate and blend match the paper's equations
   }
 }
 
-TEST_CASE("rnn gates: PhasedLSTM backward around the time gate on every path") {
-  // The gate's part of the BPTT step written out in double, with c_prev and dY present and
-  // absent; 37 units (partial vectors).
+TEST_CASE("rnn gates: LSTM backward with a PhasedLSTM time gate on every path") {
+  // The saved rows of a PhasedLSTM (11 blocks: i o f g c~ c_t h~ k dk/dphi u dk/dr_on), strided
+  // rows, 3 batch rows of 37 units (partial vectors), peepholes, c_prev and dY on and off; the
+  // gate's part and the cell's written out in double.
   std::mt19937 gen(12);
-  const int64_t n = 37;
-  const auto cc = rnd(n, gen, -2, 2), ch = rnd(n, gen), kk = rnd(n, gen, 0, 1);
-  const auto dphi = rnd(n, gen, -40, 40), u = rnd(n, gen, -5, 50), dron = rnd(n, gen, -30, 30);
-  const auto cp = rnd(n, gen, -2, 2), hp = rnd(n, gen), dy = rnd(n, gen), dh = rnd(n, gen);
-  const auto dc0 = rnd(n, gen);
-  for (bool with_cp : {false, true})
-    for (bool with_dy : {false, true})
-      for (const RnnGateKernels* k : paths()) {
-        std::vector<float> dc = dc0, gs(n), gt(n), gr(n), dhk(n), keep(n), carry(n);
-        PhasedBackwardArgs a;
-        a.n = n;
-        a.cand_c = cc.data();
-        a.cand_h = ch.data();
-        a.k = kk.data();
-        a.dk_dphi = dphi.data();
-        a.u = u.data();
-        a.dk_dron = dron.data();
-        a.c_prev = with_cp ? cp.data() : nullptr;
-        a.h_prev = hp.data();
-        a.dy = with_dy ? dy.data() : nullptr;
-        a.dh = dh.data();
-        a.dc = dc.data();
-        a.g_shift = gs.data();
-        a.g_tau = gt.data();
-        a.g_ron = gr.data();
-        a.dh_k = dhk.data();
-        a.keep_c = keep.data();
-        a.carry = carry.data();
-        k->phased_backward(a);
-        for (int64_t j = 0; j < n; ++j) {
-          const double dhj = double(dh[j]) + (with_dy ? dy[j] : 0.0), dcj = dc0[j];
-          const double dk = dcj * (cc[j] - (with_cp ? cp[j] : 0.0)) + dhj * (ch[j] - hp[j]);
-          INFO("isa " << static_cast<int>(k->isa) << " c_prev " << with_cp << " dy " << with_dy
-                      << " unit " << j);
-          CHECK(gs[j] == Approx(dk * dphi[j]).margin(1e-4));
-          CHECK(gt[j] == Approx(dk * dphi[j] * u[j]).margin(1e-3));
-          CHECK(gr[j] == Approx(dk * dron[j]).margin(1e-4));
-          CHECK(dhk[j] == Approx(kk[j] * dhj).margin(1e-6));
-          CHECK(dc[j] == Approx(kk[j] * dcj).margin(1e-6));
-          CHECK(keep[j] == Approx((1 - kk[j]) * dcj).margin(1e-6));
-          CHECK(carry[j] == Approx((1 - kk[j]) * dhj).margin(1e-6));
+  const int64_t B = 3, H = 37, lds = 11 * H + 5, ldg = 4 * H + 3, ldk = H + 1;
+  const int64_t plane = B * ldk;
+  std::vector<float> saved(B * lds, 555.0f);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j < 11 * H; ++j) {
+      const int64_t blk = j / H;
+      float v = rnd(1, gen, -1.0f, 1.0f)[0];
+      if (blk < 3 || blk == 7) v = rnd(1, gen, 0.02f, 0.98f)[0];  // sigmoids and k
+      if (blk == 4 || blk == 5) v = rnd(1, gen, -2.0f, 2.0f)[0];  // c~, c_t
+      if (blk == 8 || blk == 10) v = rnd(1, gen, -40.0f, 40.0f)[0];
+      if (blk == 9) v = rnd(1, gen, -5.0f, 50.0f)[0];  // u
+      saved[b * lds + j] = v;
+    }
+  const auto cp = rnd(B * H, gen, -2, 2), hp = rnd(B * H, gen), dy = rnd(B * H, gen);
+  const auto dh = rnd(B * H, gen), dc0 = rnd(B * H, gen), p = rnd(3 * H, gen);
+  for (bool peep : {false, true})
+    for (bool with_cp : {false, true})
+      for (bool with_dy : {false, true})
+        for (const RnnGateKernels* k : paths()) {
+          std::vector<float> dc = dc0, dg(B * ldg, 999.0f), carry(B * H), dk(3 * plane, 888.0f);
+          LstmBackwardArgs a;
+          a.hidden = H;
+          a.saved = saved.data();
+          a.ld_saved = lds;
+          if (with_cp) {
+            a.c_prev = cp.data();
+            a.ld_c_prev = H;
+          }
+          if (with_dy) {
+            a.dy = dy.data();
+            a.ld_dy = H;
+          }
+          if (peep) a.peephole = p.data();
+          a.dh = dh.data();
+          a.ld_dh = H;
+          a.dc = dc.data();
+          a.ld_dc = H;
+          a.dgates = dg.data();
+          a.ld_dgates = ldg;
+          a.phased_carry = carry.data();
+          a.ld_phased_carry = H;
+          a.h_prev = hp.data();
+          a.ld_h_prev = H;
+          a.dk_planes = dk.data();
+          a.ld_dk = ldk;
+          a.dk_plane = plane;
+          k->lstm_backward(a, GateTile{0, B, 0, H});
+          for (int64_t b = 0; b < B; ++b) {
+            CHECK(dk[b * ldk + H] == 888.0f);  // the planes' row padding is not written
+            for (int64_t j = 0; j < H; ++j) {
+              const float* sv = &saved[b * lds];
+              const double i = sv[j], o = sv[H + j], f = sv[2 * H + j], g = sv[3 * H + j];
+              const double cc = sv[4 * H + j], hh = sv[6 * H + j], kk = sv[7 * H + j];
+              const double c_prev = with_cp ? cp[b * H + j] : 0.0;
+              const double dhv = dh[b * H + j] + (with_dy ? dy[b * H + j] : 0.0);
+              const double dc_in = dc0[b * H + j];
+              const double dkv = dc_in * (cc - c_prev) + dhv * (hh - hp[b * H + j]);
+              // The cell on k dh and k dc_in, with c~ as its c.
+              const double dhc = kk * dhv, tc = std::tanh(cc);
+              const double d_o = dhc * tc * o * (1 - o);
+              double dcj = kk * dc_in + dhc * o * (1 - tc * tc);
+              if (peep) dcj += d_o * p[H + j];
+              const double d_i = dcj * g * i * (1 - i), d_f = dcj * c_prev * f * (1 - f);
+              const double d_g = dcj * i * (1 - g * g);
+              const double dc_out =
+                  dcj * f + (peep ? d_i * p[j] + d_f * p[2 * H + j] : 0.0) + (1 - kk) * dc_in;
+              INFO("isa " << static_cast<int>(k->isa) << " peep " << peep << " c_prev " << with_cp
+                          << " dy " << with_dy << " row " << b << " unit " << j);
+              CHECK(dg[b * ldg + j] == Approx(d_i).margin(1e-5));
+              CHECK(dg[b * ldg + H + j] == Approx(d_o).margin(1e-5));
+              CHECK(dg[b * ldg + 2 * H + j] == Approx(d_f).margin(1e-5));
+              CHECK(dg[b * ldg + 3 * H + j] == Approx(d_g).margin(1e-5));
+              CHECK(dc[b * H + j] == Approx(dc_out).margin(1e-5));
+              CHECK(carry[b * H + j] == Approx((1 - kk) * dhv).margin(1e-6));
+              CHECK(dk[b * ldk + j] == Approx(dkv * sv[8 * H + j]).margin(1e-3));
+              CHECK(dk[plane + b * ldk + j] ==
+                    Approx(dkv * sv[8 * H + j] * sv[9 * H + j]).margin(1e-2));
+              CHECK(dk[2 * plane + b * ldk + j] == Approx(dkv * sv[10 * H + j]).margin(1e-3));
+            }
+          }
         }
-      }
 }
 
 TEST_CASE("rnn gates: the dispatching entry points use the active path") {
