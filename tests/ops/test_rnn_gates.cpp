@@ -57,6 +57,35 @@ struct LstmCase {
   float clip;
 };
 
+// The arguments of one LSTM backward step over rows of H units (optional c_prev, dY, peephole:
+// nullptr); dh, c_prev and dc rows H floats apart.
+LstmBackwardArgs backward_args(int64_t H, const std::vector<float>& saved, int64_t lds,
+                               const std::vector<float>* cp, const std::vector<float>* dy,
+                               int64_t ldy, const std::vector<float>* peep,
+                               const std::vector<float>& dh, std::vector<float>& dc,
+                               std::vector<float>& dg, int64_t ldg) {
+  LstmBackwardArgs a;
+  a.hidden = H;
+  a.saved = saved.data();
+  a.ld_saved = lds;
+  if (cp) {
+    a.c_prev = cp->data();
+    a.ld_c_prev = H;
+  }
+  if (dy) {
+    a.dy = dy->data();
+    a.ld_dy = ldy;
+  }
+  if (peep) a.peephole = peep->data();
+  a.dh = dh.data();
+  a.ld_dh = H;
+  a.dc = dc.data();
+  a.ld_dc = H;
+  a.dgates = dg.data();
+  a.ld_dgates = ldg;
+  return a;
+}
+
 }  // namespace
 
 TEST_CASE("rnn gates: gate_tile_for_thread covers the state with disjoint tiles") {
@@ -431,25 +460,9 @@ TEST_CASE("rnn gates: LSTM backward step matches the BPTT equations on every pat
         const std::vector<float> p = rnd(3 * H, gen);
         for (const RnnGateKernels* k : paths()) {
           std::vector<float> dc = dc_in, dg(B * ldg, 999.0f);
-          LstmBackwardArgs a;
-          a.hidden = H;
-          a.saved = saved.data();
-          a.ld_saved = lds;
-          if (with_cp) {
-            a.c_prev = cp.data();
-            a.ld_c_prev = H;
-          }
-          if (with_dy) {
-            a.dy = dy.data();
-            a.ld_dy = ldy;
-          }
-          if (peep) a.peephole = p.data();
-          a.dh = dh.data();
-          a.ld_dh = H;
-          a.dc = dc.data();
-          a.ld_dc = H;
-          a.dgates = dg.data();
-          a.ld_dgates = ldg;
+          LstmBackwardArgs a =
+              backward_args(H, saved, lds, with_cp ? &cp : nullptr, with_dy ? &dy : nullptr, ldy,
+                            peep ? &p : nullptr, dh, dc, dg, ldg);
           k->lstm_backward(a, GateTile{0, B, 0, H});
           for (int64_t b = 0; b < B; ++b) {
             for (int64_t j = 4 * H; j < ldg; ++j) REQUIRE(dg[b * ldg + j] == 999.0f);
@@ -585,25 +598,9 @@ TEST_CASE("rnn gates: LSTM backward with a PhasedLSTM time gate on every path") 
       for (bool with_dy : {false, true})
         for (const RnnGateKernels* k : paths()) {
           std::vector<float> dc = dc0, dg(B * ldg, 999.0f), carry(B * H), dk(3 * plane, 888.0f);
-          LstmBackwardArgs a;
-          a.hidden = H;
-          a.saved = saved.data();
-          a.ld_saved = lds;
-          if (with_cp) {
-            a.c_prev = cp.data();
-            a.ld_c_prev = H;
-          }
-          if (with_dy) {
-            a.dy = dy.data();
-            a.ld_dy = H;
-          }
-          if (peep) a.peephole = p.data();
-          a.dh = dh.data();
-          a.ld_dh = H;
-          a.dc = dc.data();
-          a.ld_dc = H;
-          a.dgates = dg.data();
-          a.ld_dgates = ldg;
+          LstmBackwardArgs a =
+              backward_args(H, saved, lds, with_cp ? &cp : nullptr, with_dy ? &dy : nullptr, H,
+                            peep ? &p : nullptr, dh, dc, dg, ldg);
           a.phased_carry = carry.data();
           a.ld_phased_carry = H;
           a.h_prev = hp.data();
