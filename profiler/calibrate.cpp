@@ -216,8 +216,8 @@ Result<Calibration> calibrate(std::shared_ptr<const graph::Graph> g,
 
 Result<OpCosts> record_op_costs(std::shared_ptr<const graph::Graph> g,
                                 const engine::NamedTensors& inputs, const Config& config, int runs,
-                                const CalibrationOptions& opt,
-                                std::span<const double> fallback_us, double max_seconds) {
+                                const CalibrationOptions& opt, std::span<const double> fallback_us,
+                                double max_seconds) {
   GRAPHI_ASSIGN_OR_RETURN(engine::Plan plan, engine::compile(g, config.threads));
   auto plan_ptr = std::make_shared<const engine::Plan>(std::move(plan));
   engine::SessionOptions so = session_options(config, opt);
@@ -229,14 +229,26 @@ Result<OpCosts> record_op_costs(std::shared_ptr<const graph::Graph> g,
       GRAPHI_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> s,
                               engine::Session::create(plan_ptr, so));
       const auto t0 = Clock::now();
+      // Runs of a second or more say so (a large training step can take minutes per run).
+      auto progress = [&](const char* what, double ms) {
+        if (opt.quiet || ms < 1000.0) return;
+        std::fprintf(opt.progress, "graphi profile:   %s under %dx%d: %.1f s (%.0f s elapsed)\n",
+                     what, config.executors, config.threads, ms * 1e-3, seconds_since(t0));
+        std::fflush(opt.progress);
+      };
       ++out.session_runs;
+      const auto tw = Clock::now();
       GRAPHI_RETURN_IF_ERROR(s->run(inputs).status());  // warm-up
-      for (int i = 0; i < std::max(1, runs); ++i) {
+      progress("warm-up run", seconds_since(tw) * 1e3);
+      const int n = std::max(1, runs);
+      for (int i = 0; i < n; ++i) {
         if (i > 0 && max_seconds > 0 && seconds_since(t0) >= max_seconds) break;
         ++out.session_runs;
         GRAPHI_ASSIGN_OR_RETURN(double ms, timed_run(*s, inputs));
         out.run_ms.push_back(ms);
         out.traces.push_back(s->last_trace());
+        const std::string what = "traced run " + std::to_string(i + 1) + "/" + std::to_string(n);
+        progress(what.c_str(), ms);
       }
       return Status();
     };
