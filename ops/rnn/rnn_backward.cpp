@@ -486,6 +486,9 @@ class RnnBackwardKernel final : public Kernel {
     const RnnSpec& s = g_.fwd;
     const int64_t H = s.hidden, KH = rnn_saved_blocks(s) * H;
     const int64_t rs = s.layout == 0 ? 1 : s.seq_len;  // X rows between batch rows of a step
+    // The gate kernel reads the PhasedLSTM's saved blocks by these numbers (rnn_gates.h).
+    static_assert(kPhasedSavedHt == 6 && kPhasedSavedK == 7 && kPhasedSavedDkDphi == 8 &&
+                  kPhasedSavedU == 9 && kPhasedSavedDkDron == 10);
     LstmBackwardArgs a;
     if (carry) {
       a.phased_carry = carry;
