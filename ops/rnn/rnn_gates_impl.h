@@ -268,10 +268,10 @@ void lstm_backward_t(const LstmBackwardArgs& a, const GateTile& tile) noexcept {
       V dhv = ld_n<T>(dh + j, n);
       if (dy) dhv = T::add(dhv, ld_n<T>(dy + j, n));
       V dc_in = ld_n<T>(dc + j, n);
+      const V cpv = cp ? ld_n<T>(cp + j, n) : T::zero();
       V keep = T::zero();  // (1 - k) dc_in: what skips the cell
       if (phased) {
         const V k = ld_n<T>(sv + 7 * H + j, n), skip = T::sub(one, k);
-        const V cpv = cp ? ld_n<T>(cp + j, n) : T::zero();
         const V dk = T::fmadd(dc_in, T::sub(c, cpv),
                               T::mul(dhv, T::sub(ld_n<T>(sv + 6 * H + j, n), ld_n<T>(hp + j, n))));
         const V dphi = T::mul(dk, ld_n<T>(sv + 8 * H + j, n));
@@ -286,7 +286,6 @@ void lstm_backward_t(const LstmBackwardArgs& a, const GateTile& tile) noexcept {
       const V d_o = T::mul(T::mul(dhv, tc), T::mul(o, T::sub(one, o)));
       V dcv = T::fmadd(T::mul(dhv, o), T::sub(one, T::mul(tc, tc)), dc_in);
       if (pp) dcv = T::fmadd(d_o, ld_n<T>(pp + H + j, n), dcv);
-      const V cpv = cp ? ld_n<T>(cp + j, n) : T::zero();
       const V d_i = T::mul(T::mul(dcv, g), T::mul(i, T::sub(one, i)));
       const V d_f = T::mul(T::mul(dcv, cpv), T::mul(f, T::sub(one, f)));
       const V d_g = T::mul(T::mul(dcv, i), T::sub(one, T::mul(g, g)));

@@ -57,6 +57,26 @@ struct LstmCase {
   float clip;
 };
 
+// The LSTM cell's BPTT step for unit j, in double, from a saved row [i o f g c ...] (blocks of
+// H), dh (dY included), dc_in = dL/dc_t, c_prev and the peephole [P_i P_o P_f] (or none).
+struct CellGrad {
+  double d_i, d_o, d_f, d_g, dc_out;
+};
+CellGrad cell_backward_ref(const float* sv, int64_t H, int64_t j, double dh, double dc_in,
+                           double c_prev, const std::vector<float>* peep) {
+  const double i = sv[j], o = sv[H + j], f = sv[2 * H + j], g = sv[3 * H + j];
+  const double tc = std::tanh(static_cast<double>(sv[4 * H + j]));
+  CellGrad r;
+  r.d_o = dh * tc * o * (1 - o);
+  double dc = dc_in + dh * o * (1 - tc * tc);
+  if (peep) dc += r.d_o * (*peep)[H + j];
+  r.d_i = dc * g * i * (1 - i);
+  r.d_f = dc * c_prev * f * (1 - f);
+  r.d_g = dc * i * (1 - g * g);
+  r.dc_out = dc * f + (peep ? r.d_i * (*peep)[j] + r.d_f * (*peep)[2 * H + j] : 0.0);
+  return r;
+}
+
 // The arguments of one LSTM backward step over rows of H units (optional c_prev, dY, peephole:
 // nullptr); dh, c_prev and dc rows H floats apart.
 LstmBackwardArgs backward_args(int64_t H, const std::vector<float>& saved, int64_t lds,
@@ -467,24 +487,17 @@ TEST_CASE("rnn gates: LSTM backward step matches the BPTT equations on every pat
           for (int64_t b = 0; b < B; ++b) {
             for (int64_t j = 4 * H; j < ldg; ++j) REQUIRE(dg[b * ldg + j] == 999.0f);
             for (int64_t j = 0; j < H; ++j) {
-              const float* sv = &saved[b * lds];
-              const double i = sv[j], o = sv[H + j], f = sv[2 * H + j], g = sv[3 * H + j];
-              const double tc = std::tanh(static_cast<double>(sv[4 * H + j]));
               const double dhj = dh[b * H + j] + (with_dy ? dy[b * ldy + j] : 0.0);
-              const double d_o = dhj * tc * o * (1 - o);
-              double dcj = dc_in[b * H + j] + dhj * o * (1 - tc * tc);
-              if (peep) dcj += d_o * p[H + j];
-              const double c_prev = with_cp ? cp[b * H + j] : 0.0;
-              const double d_i = dcj * g * i * (1 - i), d_f = dcj * c_prev * f * (1 - f);
-              const double d_g = dcj * i * (1 - g * g);
-              const double dc_out = dcj * f + (peep ? d_i * p[j] + d_f * p[2 * H + j] : 0.0);
+              const CellGrad r =
+                  cell_backward_ref(&saved[b * lds], H, j, dhj, dc_in[b * H + j],
+                                    with_cp ? cp[b * H + j] : 0.0, peep ? &p : nullptr);
               INFO("isa " << static_cast<int>(k->isa) << " peep " << peep << " c_prev " << with_cp
                           << " dy " << with_dy << " row " << b << " unit " << j);
-              CHECK(dg[b * ldg + j] == Approx(d_i).margin(1e-6));
-              CHECK(dg[b * ldg + H + j] == Approx(d_o).margin(1e-6));
-              CHECK(dg[b * ldg + 2 * H + j] == Approx(d_f).margin(1e-6));
-              CHECK(dg[b * ldg + 3 * H + j] == Approx(d_g).margin(1e-6));
-              CHECK(dc[b * H + j] == Approx(dc_out).margin(1e-6));
+              CHECK(dg[b * ldg + j] == Approx(r.d_i).margin(1e-6));
+              CHECK(dg[b * ldg + H + j] == Approx(r.d_o).margin(1e-6));
+              CHECK(dg[b * ldg + 2 * H + j] == Approx(r.d_f).margin(1e-6));
+              CHECK(dg[b * ldg + 3 * H + j] == Approx(r.d_g).margin(1e-6));
+              CHECK(dc[b * H + j] == Approx(r.dc_out).margin(1e-6));
             }
           }
         }
@@ -613,27 +626,21 @@ TEST_CASE("rnn gates: LSTM backward with a PhasedLSTM time gate on every path") 
             CHECK(dk[b * ldk + H] == 888.0f);  // the planes' row padding is not written
             for (int64_t j = 0; j < H; ++j) {
               const float* sv = &saved[b * lds];
-              const double i = sv[j], o = sv[H + j], f = sv[2 * H + j], g = sv[3 * H + j];
               const double cc = sv[4 * H + j], hh = sv[6 * H + j], kk = sv[7 * H + j];
               const double c_prev = with_cp ? cp[b * H + j] : 0.0;
               const double dhv = dh[b * H + j] + (with_dy ? dy[b * H + j] : 0.0);
               const double dc_in = dc0[b * H + j];
               const double dkv = dc_in * (cc - c_prev) + dhv * (hh - hp[b * H + j]);
-              // The cell on k dh and k dc_in, with c~ as its c.
-              const double dhc = kk * dhv, tc = std::tanh(cc);
-              const double d_o = dhc * tc * o * (1 - o);
-              double dcj = kk * dc_in + dhc * o * (1 - tc * tc);
-              if (peep) dcj += d_o * p[H + j];
-              const double d_i = dcj * g * i * (1 - i), d_f = dcj * c_prev * f * (1 - f);
-              const double d_g = dcj * i * (1 - g * g);
-              const double dc_out =
-                  dcj * f + (peep ? d_i * p[j] + d_f * p[2 * H + j] : 0.0) + (1 - kk) * dc_in;
+              // The cell on k dh and k dc_in (its c is block 4, c~); (1 - k) dc_in skips it.
+              const CellGrad r =
+                  cell_backward_ref(sv, H, j, kk * dhv, kk * dc_in, c_prev, peep ? &p : nullptr);
+              const double dc_out = r.dc_out + (1 - kk) * dc_in;
               INFO("isa " << static_cast<int>(k->isa) << " peep " << peep << " c_prev " << with_cp
                           << " dy " << with_dy << " row " << b << " unit " << j);
-              CHECK(dg[b * ldg + j] == Approx(d_i).margin(1e-5));
-              CHECK(dg[b * ldg + H + j] == Approx(d_o).margin(1e-5));
-              CHECK(dg[b * ldg + 2 * H + j] == Approx(d_f).margin(1e-5));
-              CHECK(dg[b * ldg + 3 * H + j] == Approx(d_g).margin(1e-5));
+              CHECK(dg[b * ldg + j] == Approx(r.d_i).margin(1e-5));
+              CHECK(dg[b * ldg + H + j] == Approx(r.d_o).margin(1e-5));
+              CHECK(dg[b * ldg + 2 * H + j] == Approx(r.d_f).margin(1e-5));
+              CHECK(dg[b * ldg + 3 * H + j] == Approx(r.d_g).margin(1e-5));
               CHECK(dc[b * H + j] == Approx(dc_out).margin(1e-5));
               CHECK(carry[b * H + j] == Approx((1 - kk) * dhv).margin(1e-6));
               CHECK(dk[b * ldk + j] == Approx(dkv * sv[8 * H + j]).margin(1e-3));
