@@ -43,9 +43,10 @@ Result<GradGeom> grad_geom(const NodeView& v) {
   if (!ok)
     return Status::invalid_graph(v.where +
                                  ": kernel_shape, strides, dilations need 2 ints >= 1 and pads "
-                                 "4 ints >= 0, got kernel_shape " + ints_to_string(k) +
-                                 ", strides " + ints_to_string(st) + ", dilations " +
-                                 ints_to_string(dl) + ", pads " + ints_to_string(pd));
+                                 "4 ints >= 0, got kernel_shape " +
+                                 ints_to_string(k) + ", strides " + ints_to_string(st) +
+                                 ", dilations " + ints_to_string(dl) + ", pads " +
+                                 ints_to_string(pd));
   GradGeom g;
   onednn::ConvSpec& s = g.s;
   s.n = x.shape[0], s.c = x.shape[1], s.h = x.shape[2], s.w = x.shape[3];
@@ -56,10 +57,9 @@ Result<GradGeom> grad_geom(const NodeView& v) {
   const int64_t oh = (s.h + pd[0] + pd[2] - (k[0] - 1) * dl[0] - 1) / st[0] + 1;
   const int64_t ow = (s.w + pd[1] + pd[3] - (k[1] - 1) * dl[1] - 1) / st[1] + 1;
   if (oh != s.oh || ow != s.ow)
-    return Status::invalid_graph(v.where + ": dY " + dy.to_string() +
-                                 " is not the Conv output of X " + x.to_string() +
-                                 " with these attributes (spatial " + std::to_string(oh) + " x " +
-                                 std::to_string(ow) + ")");
+    return Status::invalid_graph(
+        v.where + ": dY " + dy.to_string() + " is not the Conv output of X " + x.to_string() +
+        " with these attributes (spatial " + std::to_string(oh) + " x " + std::to_string(ow) + ")");
   return g;
 }
 
@@ -144,9 +144,7 @@ class OnednnConvGradWeightKernel final : public Kernel {
   std::unique_ptr<onednn::Primitive> prim_;
 };
 
-std::unique_ptr<Kernel> make_conv_grad_weight() {
-  return std::make_unique<ConvGradWeightKernel>();
-}
+std::unique_ptr<Kernel> make_conv_grad_weight() { return std::make_unique<ConvGradWeightKernel>(); }
 std::unique_ptr<Kernel> make_onednn_conv_grad_weight() {
   return std::make_unique<OnednnConvGradWeightKernel>();
 }

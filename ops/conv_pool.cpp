@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "ops/conv_algorithm.h"
 #include "ops/onednn.h"
 #include "ops/registry.h"
 
@@ -358,7 +359,8 @@ class OnednnConvKernel final : public Kernel {
     // reached through scratch instead (the weights every run; plain activations too).
     s.staged = !s.const_weights;
     // A blocked op has no other kernel: oneDNN's reference implementation is still correct.
-    GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_conv(s, ctx.team_size, blocked));
+    GRAPHI_ASSIGN_OR_RETURN(
+        prim_, make_fastest_conv(s, ctx.team_size, blocked, onednn::make_conv, "conv"));
     return Status::ok();
   }
 

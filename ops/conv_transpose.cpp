@@ -12,6 +12,7 @@
 #include <limits>
 #include <memory>
 
+#include "ops/conv_algorithm.h"
 #include "ops/onednn.h"
 #include "ops/registry.h"
 #include "ops/shape_rules.h"
@@ -194,7 +195,8 @@ class OnednnConvTransposeKernel final : public Kernel {
     s.pad_right = g_.pr - g_.opw;
     s.has_bias = g_.has_bias;
     s.staged = true;  // oneDNN's blocked layouts through scratch (nchw im2col + GEMM is slower)
-    GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_deconv(s, ctx.team_size));
+    GRAPHI_ASSIGN_OR_RETURN(
+        prim_, make_fastest_conv(s, ctx.team_size, false, onednn::make_deconv, "deconv"));
     return Status::ok();
   }
 

@@ -2,11 +2,14 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dnnl.hpp>
+#include <limits>
 #include <unordered_map>
 
 #include "graph/tensor.h"
@@ -339,6 +342,11 @@ memory::format_tag activation_tag(int block) {
                       : memory::format_tag::nchw;
 }
 
+dnnl::algorithm conv_algorithm(const ConvSpec& s) {
+  return s.algorithm == ConvAlgorithm::kWinograd ? dnnl::algorithm::convolution_winograd
+                                                 : dnnl::algorithm::convolution_direct;
+}
+
 dnnl::primitive_attr user_scratchpad_attr() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -398,10 +406,10 @@ Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_siz
     const memory::desc bias = s.has_bias ? f32_desc({s.oc}, tag::a) : memory::desc();
     impl->bias_md = bias;
     // oneDNN's dilation counts the holes: ONNX dilation d is oneDNN d - 1.
-    dnnl::convolution_forward::desc d(
-        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, wei, bias,
-        dst, {s.stride_h, s.stride_w}, {s.dilation_h - 1, s.dilation_w - 1},
-        {s.pad_top, s.pad_left}, {s.pad_bottom, s.pad_right});
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, conv_algorithm(s), src,
+                                      wei, bias, dst, {s.stride_h, s.stride_w},
+                                      {s.dilation_h - 1, s.dilation_w - 1}, {s.pad_top, s.pad_left},
+                                      {s.pad_bottom, s.pad_right});
     dnnl::primitive_attr attr = user_scratchpad_attr();
     if (s.relu) {
       dnnl::post_ops ops;
@@ -440,8 +448,10 @@ Result<std::unique_ptr<Primitive>> make_deconv_for(const ConvSpec& s, int team_s
     const memory::desc bias = s.has_bias ? f32_desc({s.c}, tag::a) : memory::desc();
     impl->bias_md = bias;
     dnnl::deconvolution_forward::desc d(
-        dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, src, wei, bias,
-        dst, {s.stride_h, s.stride_w}, {s.dilation_h - 1, s.dilation_w - 1},
+        dnnl::prop_kind::forward_inference,
+        s.algorithm == ConvAlgorithm::kWinograd ? dnnl::algorithm::deconvolution_winograd
+                                                : dnnl::algorithm::deconvolution_direct,
+        src, wei, bias, dst, {s.stride_h, s.stride_w}, {s.dilation_h - 1, s.dilation_w - 1},
         {s.pad_top, s.pad_left}, {s.pad_bottom, s.pad_right});
     dnnl::deconvolution_forward::primitive_desc pd(d, user_scratchpad_attr(), cpu_engine());
     return finish<dnnl::deconvolution_forward::primitive_desc, dnnl::deconvolution_forward>(
@@ -477,6 +487,10 @@ Result<std::unique_ptr<Primitive>> make_conv_bwd_weights_for(const ConvSpec& s, 
     const Dims strides{s.stride_h, s.stride_w}, dil{s.dilation_h - 1, s.dilation_w - 1},
         pl{s.pad_top, s.pad_left}, pr{s.pad_bottom, s.pad_right};
     // The forward primitive descriptor is only oneDNN's hint for the backward one.
+    // Direct only: oneDNN 2.6.3's Winograd backward-weights (jit_wino_4x3) crashes in its jit
+    // code on this path (no bias; seen on an AVX-512 Zen 4, 1 and 2 threads).
+    if (s.algorithm != ConvAlgorithm::kDirect)
+      return Status::unsupported("oneDNN convolution backward-weights: direct algorithm only");
     dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training,
                                        dnnl::algorithm::convolution_direct, src, wei, dst, strides,
                                        dil, pl, pr);
@@ -570,6 +584,44 @@ Result<std::unique_ptr<Primitive>> make_deconv(const ConvSpec& spec, int team_si
 Result<std::unique_ptr<Primitive>> make_conv_bwd_weights(const ConvSpec& spec, int team_size,
                                                          bool allow_ref) {
   return with_twin(spec, team_size, allow_ref, make_conv_bwd_weights_for);
+}
+
+std::vector<double> best_run_ms(const std::vector<const Primitive*>& prims, int rounds) {
+  if (prims.empty() || omp_in_parallel()) return {};
+  // One buffer per role, as large as the largest primitive's user-side argument.
+  size_t src = 0, wei = 0, bias = 0, dst = 0, scratch = 0;
+  for (const Primitive* p : prims) {
+    const Primitive::Impl& i = *p->impl_;
+    if (i.team_size > omp_get_num_procs()) return {};
+    src = std::max(src, i.user_src_md().get_size());
+    dst = std::max(dst, i.user_dst_md().get_size());
+    if (i.has_weights)
+      wei = std::max(wei, (i.stage_wei.on ? i.stage_wei.user_md : i.wei_md).get_size());
+    if (i.has_bias) bias = std::max(bias, i.bias_md.get_size());
+    scratch = std::max(scratch, i.scratch_bytes);
+  }
+  try {
+    auto zeros = [](size_t bytes) {  // 64-byte aligned, as the engine's buffers are
+      return Tensor(TensorDesc{DType::kF32, {static_cast<int64_t>((bytes + 3) / 4 + 1)}});
+    };
+    Tensor s = zeros(src), w = zeros(wei), b = zeros(bias), d = zeros(dst), sc = zeros(scratch);
+    std::vector<double> best(prims.size(), std::numeric_limits<double>::infinity());
+    for (int round = 0; round <= rounds; ++round) {
+      for (size_t k = 0; k < prims.size(); ++k) {
+        const auto t0 = std::chrono::steady_clock::now();
+        if (!prims[k]->run(s.data_as<float>(), w.data_as<float>(), b.data_as<float>(),
+                           d.data_as<float>(), sc.data()))
+          return {};
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
+        if (round > 0) best[k] = std::min(best[k], ms);  // round 0 warms up
+      }
+    }
+    return best;
+  } catch (const std::bad_alloc&) {
+    return {};
+  }
 }
 
 std::string version_string() {

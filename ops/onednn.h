@@ -57,6 +57,13 @@ struct MatMulSpec {
   const float* const_weights = nullptr;
 };
 
+// The algorithm a convolution primitive (and its deconvolution / backward-weights twins) asks
+// oneDNN for. Winograd (oneDNN 2.6 on AVX-512: 3x3, stride 1, channels in multiples of 16;
+// F(4x4, 3x3) or F(2x2, 3x3) tiles) does 2.25-4x fewer multiplications than direct at ~1e-6
+// relative error; which one is faster depends on the shape and the machine, so
+// ops/conv_algorithm.h measures them.
+enum class ConvAlgorithm { kDirect, kWinograd };
+
 // 2-D convolution, NCHW src/dst, ONNX weights [OC, C/group, KH, KW], optional bias [OC].
 struct ConvSpec {
   int64_t n = 0, c = 0, h = 0, w = 0;  // src
@@ -75,6 +82,7 @@ struct ConvSpec {
   // buffer at run time (inputs before, the output after). For weights that change every run
   // (training) and the gradient primitives, where no graph pass lays the tensors out blocked.
   bool staged = false;
+  ConvAlgorithm algorithm = ConvAlgorithm::kDirect;
 };
 
 enum class PoolKind { kMax, kAvgIncludePad, kAvgExcludePad };
@@ -110,8 +118,8 @@ class Primitive {
   // scratch_bytes(); `scratch_capacity` is what it really holds (the twin runs only if its
   // scratchpad fits). Returns false if oneDNN reported an error (not expected after a
   // successful creation); never throws.
-  bool execute(const float* src, const float* weights, const float* bias, float* dst,
-               void* scratch, int nthr = 0, size_t scratch_capacity = 0) const noexcept;
+  bool execute(const float* src, const float* weights, const float* bias, float* dst, void* scratch,
+               int nthr = 0, size_t scratch_capacity = 0) const noexcept;
   // The 1-thread twin execute(nthr = 1) runs, made now if not yet tried; nullptr when the
   // primitive is already single-threaded or the twin could not be made (tests, verbose).
   const Primitive* single_thread_twin() const noexcept;
@@ -122,6 +130,7 @@ class Primitive {
  private:
   bool run(const float* src, const float* weights, const float* bias, float* dst,
            void* scratch) const noexcept;
+  friend std::vector<double> best_run_ms(const std::vector<const Primitive*>&, int);
   std::unique_ptr<Impl> impl_;
   mutable std::once_flag twin_once_;
   mutable std::unique_ptr<Primitive> twin_;
@@ -148,6 +157,13 @@ Result<std::unique_ptr<Primitive>> make_deconv(const ConvSpec& conv, int team_si
 // weights = dY [n, oc, oh, ow], bias nullptr, dst = dW [oc, c, kh, kw]).
 Result<std::unique_ptr<Primitive>> make_conv_bwd_weights(const ConvSpec& conv, int team_size,
                                                          bool allow_ref = false);
+
+// The best wall time (ms) of each primitive over `rounds` interleaved executions after one
+// warm-up each, on zero-filled buffers sized for all of them, each with its creation team.
+// Empty when it cannot be measured here: inside an OpenMP parallel region (the primitive would
+// run on one thread), a team larger than the CPUs, or a failed execution. Allocates the
+// buffers: for choices made at init.
+std::vector<double> best_run_ms(const std::vector<const Primitive*>& prims, int rounds);
 
 // "oneDNN 2.6.3 (cpu runtime OMP)": for `graphi info` and logs.
 std::string version_string();

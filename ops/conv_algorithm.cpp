@@ -1,0 +1,130 @@
+#include "ops/conv_algorithm.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+namespace graphi::ops {
+
+namespace {
+
+using onednn::ConvAlgorithm;
+using onednn::ConvSpec;
+
+// Verdicts of this process, by shape key.
+std::mutex& memo_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<std::string, ConvAlgorithm>& memo() {
+  static std::map<std::string, ConvAlgorithm> m;
+  return m;
+}
+
+std::string shape_key(const ConvSpec& s, int team_size, const char* what) {
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "%s n%lld c%lld %lldx%lld oc%lld %lldx%lld k%lldx%lld s%lldx%lld d%lldx%lld "
+                "p%lld,%lld,%lld,%lld g%lld b%d r%d blk%d,%d cw%d st%d t%d",
+                what, (long long)s.n, (long long)s.c, (long long)s.h, (long long)s.w,
+                (long long)s.oc, (long long)s.oh, (long long)s.ow, (long long)s.kh, (long long)s.kw,
+                (long long)s.stride_h, (long long)s.stride_w, (long long)s.dilation_h,
+                (long long)s.dilation_w, (long long)s.pad_top, (long long)s.pad_left,
+                (long long)s.pad_bottom, (long long)s.pad_right, (long long)s.group,
+                int(s.has_bias), int(s.relu), s.src_block, s.dst_block,
+                int(s.const_weights != nullptr), int(s.staged), team_size);
+  return buf;
+}
+
+// The shapes oneDNN 2.6 has Winograd kernels for (it may still decline, e.g. for the channel
+// counts or the ISA: then its descriptor creation fails and direct stays).
+bool winograd_shape(const ConvSpec& s) {
+  return s.kh == 3 && s.kw == 3 && s.stride_h == 1 && s.stride_w == 1 && s.dilation_h == 1 &&
+         s.dilation_w == 1 && s.group == 1;
+}
+
+bool verbose() {
+  static const bool v = [] {
+    const char* e = std::getenv("GRAPHI_VERBOSE");
+    return e && std::strstr(e, "dispatch") != nullptr;
+  }();
+  return v;
+}
+
+}  // namespace
+
+ConvAlgorithmPolicy conv_algorithm_policy() {
+  static const ConvAlgorithmPolicy p = [] {
+    const char* e = std::getenv("GRAPHI_CONV_ALGORITHM");
+    const std::string v = e ? e : "";
+    if (v.empty() || v == "auto") return ConvAlgorithmPolicy::kAuto;
+    if (v == "direct") return ConvAlgorithmPolicy::kDirect;
+    if (v == "winograd") return ConvAlgorithmPolicy::kWinograd;
+    std::fprintf(stderr,
+                 "graphi: warning: GRAPHI_CONV_ALGORITHM='%s' is not auto, direct or winograd; "
+                 "using auto\n",
+                 v.c_str());
+    return ConvAlgorithmPolicy::kAuto;
+  }();
+  return p;
+}
+
+Result<std::unique_ptr<onednn::Primitive>> make_fastest_conv(ConvSpec spec, int team_size,
+                                                             bool allow_ref,
+                                                             ConvPrimitiveMaker make,
+                                                             const char* what) {
+  spec.algorithm = ConvAlgorithm::kDirect;
+  const ConvAlgorithmPolicy policy = conv_algorithm_policy();
+  if (policy == ConvAlgorithmPolicy::kDirect || !winograd_shape(spec))
+    return make(spec, team_size, allow_ref);
+  const std::string key = shape_key(spec, team_size, what);
+  {
+    std::lock_guard<std::mutex> lock(memo_mutex());
+    auto it = memo().find(key);
+    if (it != memo().end()) {
+      ConvSpec chosen = spec;
+      chosen.algorithm = it->second;
+      return make(chosen, team_size, allow_ref);
+    }
+  }
+  ConvSpec wspec = spec;
+  wspec.algorithm = ConvAlgorithm::kWinograd;
+  // Never oneDNN's reference Winograd: only a jit kernel can win.
+  Result<std::unique_ptr<onednn::Primitive>> wino = make(wspec, team_size, false);
+  auto remember = [&](ConvAlgorithm a) {
+    std::lock_guard<std::mutex> lock(memo_mutex());
+    memo()[key] = a;
+  };
+  if (!wino.is_ok()) {
+    remember(ConvAlgorithm::kDirect);
+    return make(spec, team_size, allow_ref);
+  }
+  if (policy == ConvAlgorithmPolicy::kWinograd) {
+    remember(ConvAlgorithm::kWinograd);
+    return wino;
+  }
+  Result<std::unique_ptr<onednn::Primitive>> direct = make(spec, team_size, allow_ref);
+  if (!direct.is_ok()) return wino;
+  // Best of 3 interleaved runs; of more for short ones (up to ~20 ms of runs): timer and
+  // wake-up noise decide the microsecond-scale cases otherwise.
+  std::vector<double> ms = onednn::best_run_ms({direct->get(), wino->get()}, 3);
+  if (ms.size() == 2 && ms[0] + ms[1] < 2.0) {
+    const int more = static_cast<int>(std::min(20.0, 20.0 / std::max(ms[0] + ms[1], 0.01)));
+    const std::vector<double> again = onednn::best_run_ms({direct->get(), wino->get()}, more);
+    if (again.size() == 2) ms = {std::min(ms[0], again[0]), std::min(ms[1], again[1])};
+  }
+  // Not measurable here (inside a parallel region, an oversized team): direct, not remembered.
+  if (ms.size() != 2) return direct;
+  const bool use_wino = ms[1] < 0.95 * ms[0];
+  remember(use_wino ? ConvAlgorithm::kWinograd : ConvAlgorithm::kDirect);
+  if (verbose())
+    std::fprintf(stderr, "graphi: %s: direct %.3f ms (%s), winograd %.3f ms (%s): %s\n",
+                 key.c_str(), ms[0], (*direct)->impl_name().c_str(), ms[1],
+                 (*wino)->impl_name().c_str(), use_wino ? "winograd" : "direct");
+  return use_wino ? std::move(wino) : std::move(direct);
+}
+
+}  // namespace graphi::ops

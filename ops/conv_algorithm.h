@@ -1,0 +1,39 @@
+// Direct or Winograd, per convolution, by measurement. oneDNN's Winograd kernels (3x3, stride 1,
+// group 1, channels in multiples of 16 on AVX-512) do 2.25-4x fewer multiplications than its
+// direct ones, but pay for the tile transforms: measured on a Zen 4 core, a 96->128 channel
+// 3x3 conv at 28x28 ran 2.8x faster, a 128->256 one at 14x14 batch 8 2.4x slower. So the first
+// primitive of each shape (and team size) times both on zero-filled buffers and keeps the faster
+// (Winograd only when >= 5% faster: direct is the more accurate), and later ones of the same
+// shape in the process reuse the verdict.
+//
+// Used for the forward convolution and the deconvolution of the Conv gradient's dX; oneDNN
+// 2.6.3's Winograd backward-weights crashes, so dW stays direct.
+//
+// GRAPHI_CONV_ALGORITHM selects the policy: "auto" (default: as above), "direct" (never
+// Winograd), "winograd" (wherever oneDNN has it). GRAPHI_VERBOSE=dispatch prints every verdict.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "graph/base.h"
+#include "ops/onednn.h"
+
+namespace graphi::ops {
+
+enum class ConvAlgorithmPolicy { kAuto, kDirect, kWinograd };
+
+// GRAPHI_CONV_ALGORITHM, read once; an unknown value warns once and means kAuto.
+ConvAlgorithmPolicy conv_algorithm_policy();
+
+// A oneDNN convolution primitive (make_conv, make_deconv or make_conv_bwd_weights as `make`)
+// with the algorithm the policy picks for `spec`; spec.algorithm is ignored. `what` names the
+// primitive kind in the memo key and logs.
+using ConvPrimitiveMaker = Result<std::unique_ptr<onednn::Primitive>> (*)(const onednn::ConvSpec&,
+                                                                          int, bool);
+Result<std::unique_ptr<onednn::Primitive>> make_fastest_conv(onednn::ConvSpec spec, int team_size,
+                                                             bool allow_ref,
+                                                             ConvPrimitiveMaker make,
+                                                             const char* what);
+
+}  // namespace graphi::ops
