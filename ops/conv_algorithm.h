@@ -6,8 +6,8 @@
 // (Winograd only when >= 5% faster: direct is the more accurate), and later ones of the same
 // shape in the process reuse the verdict.
 //
-// Used for the forward convolution and the deconvolution of the Conv gradient's dX; oneDNN
-// 2.6.3's Winograd backward-weights crashes, so dW stays direct.
+// Used for the forward convolution and for the Conv gradient's dX (deconvolution) and dW
+// (backward-weights).
 //
 // GRAPHI_CONV_ALGORITHM selects the policy: "auto" (default: as above), "direct" (never
 // Winograd), "winograd" (wherever oneDNN has it). GRAPHI_VERBOSE=dispatch prints every verdict.

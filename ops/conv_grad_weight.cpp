@@ -9,6 +9,7 @@
 #include <limits>
 #include <memory>
 
+#include "ops/conv_algorithm.h"
 #include "ops/onednn.h"
 #include "ops/registry.h"
 #include "ops/shape_rules.h"
@@ -126,7 +127,9 @@ class OnednnConvGradWeightKernel final : public Kernel {
     GRAPHI_ASSIGN_OR_RETURN(g_, grad_geom(NodeView::of_kernel(ctx)));
     onednn::ConvSpec s = g_.s;
     s.staged = true;  // oneDNN's blocked layouts through scratch (nchw im2col + GEMM is slower)
-    GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_conv_bwd_weights(s, ctx.team_size));
+    GRAPHI_ASSIGN_OR_RETURN(
+        prim_, make_fastest_conv(s, ctx.team_size, false, onednn::make_conv_bwd_weights,
+                                 "conv_bwd_weights"));
     return Status::ok();
   }
   void run(const TeamContext& team, const Buffers& io) const noexcept override {

@@ -487,16 +487,11 @@ Result<std::unique_ptr<Primitive>> make_conv_bwd_weights_for(const ConvSpec& s, 
     const Dims strides{s.stride_h, s.stride_w}, dil{s.dilation_h - 1, s.dilation_w - 1},
         pl{s.pad_top, s.pad_left}, pr{s.pad_bottom, s.pad_right};
     // The forward primitive descriptor is only oneDNN's hint for the backward one.
-    // Direct only: oneDNN 2.6.3's Winograd backward-weights (jit_wino_4x3) crashes in its jit
-    // code on this path (no bias; seen on an AVX-512 Zen 4, 1 and 2 threads).
-    if (s.algorithm != ConvAlgorithm::kDirect)
-      return Status::unsupported("oneDNN convolution backward-weights: direct algorithm only");
-    dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training,
-                                       dnnl::algorithm::convolution_direct, src, wei, dst, strides,
-                                       dil, pl, pr);
+    dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, conv_algorithm(s), src,
+                                       wei, dst, strides, dil, pl, pr);
     dnnl::convolution_forward::primitive_desc fpd(fd, cpu_engine());
-    dnnl::convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, src, wei, dst,
-                                               strides, dil, pl, pr);
+    dnnl::convolution_backward_weights::desc d(conv_algorithm(s), src, wei, dst, strides, dil, pl,
+                                               pr);
     dnnl::convolution_backward_weights::primitive_desc pd(d, user_scratchpad_attr(), cpu_engine(),
                                                           fpd);
     impl->impl = pd.impl_info_str();

@@ -115,7 +115,8 @@ class Primitive {
   // Runs the primitive on the calling thread's stream with the creation team size, or, when
   // nthr is 1 and the team is larger, on its 1-thread twin (see the contract above). Pointers by
   // role (weights/bias may be nullptr when unused or packed). `scratch` must hold
-  // scratch_bytes(); `scratch_capacity` is what it really holds (the twin runs only if its
+  // scratch_bytes() and be 64-byte aligned (oneDNN's Winograd kernels use aligned vector moves
+  // on it); `scratch_capacity` is what it really holds (the twin runs only if its
   // scratchpad fits). Returns false if oneDNN reported an error (not expected after a
   // successful creation); never throws.
   bool execute(const float* src, const float* weights, const float* bias, float* dst, void* scratch,
