@@ -1,7 +1,12 @@
 // ToBlocked / FromBlocked: the layout boundaries of graph/passes/blocked_layout.h. ToBlocked
 // (attribute block = B, 8 or 16) turns NCHW [N, C, H, W] (C a multiple of B) into oneDNN's
-// nChw{B}c held as [N, C/B, H, W, B]; FromBlocked does the reverse. Plain loops, the team
-// splitting the N * C/B channel blocks; nothing allocated at run time.
+// nChw{B}c held as [N, C/B, H, W, B]; FromBlocked does the reverse. oneDNN's jit reorder, then
+// plain loops (the team splitting the N * C/B channel blocks); nothing allocated at run time.
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+#include "ops/onednn.h"
 #include "ops/registry.h"
 
 namespace graphi::ops {
@@ -80,15 +85,54 @@ class ReorderKernel final : public Kernel {
   int64_t b_ = 16, n_ = 0, cb_ = 0, hw_ = 0;
 };
 
+// oneDNN's jit reorder (Primitive::execute opens its own region): measured ~5x the loops'
+// bandwidth (8x192x28x28 to nChw16c, 2 threads: 0.09 ms against 0.45-0.74 ms).
+class OnednnReorderKernel final : public Kernel {
+ public:
+  const char* name() const override {
+    return to_blocked_ ? "to_blocked_onednn" : "from_blocked_onednn";
+  }
+  bool opens_own_region() const override { return true; }
+  size_t scratch_bytes() const override { return prim_ ? prim_->scratch_bytes() : 0; }
+
+  Status init(const KernelContext& ctx) override {
+    to_blocked_ = ctx.node.op == "ToBlocked";
+    const Shape& x = ctx.inputs[0]->shape;
+    GRAPHI_ASSIGN_OR_RETURN(const int64_t b, block_attr(ctx.node, ctx.where));
+    const int64_t c = to_blocked_ ? x[1] : x[1] * b;
+    count_ = x[0] * c * x[2] * x[3];
+    GRAPHI_ASSIGN_OR_RETURN(
+        prim_, onednn::make_layout_reorder(x[0], c, x[2], x[3], static_cast<int>(b), to_blocked_,
+                                           ctx.team_size));
+    return Status::ok();
+  }
+
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    float* y = static_cast<float*>(io.outputs[0]);
+    if (!prim_->execute(static_cast<const float*>(io.inputs[0]), nullptr, nullptr, y, team.scratch,
+                        team.nthr, team.scratch_bytes)) {
+      std::fprintf(stderr, "graphi: %s: oneDNN execution failed; output set to NaN\n", name());
+      std::fill(y, y + count_, std::numeric_limits<float>::quiet_NaN());
+    }
+  }
+
+ private:
+  bool to_blocked_ = true;
+  int64_t count_ = 0;
+  std::unique_ptr<onednn::Primitive> prim_;
+};
+
 }  // namespace
 
 void register_layout_reorder_ops(Registry& r) {
   for (const char* op : {"ToBlocked", "FromBlocked"})
-    r.add(OpDef{op,
-                infer_reorder,
-                cost_reorder,
-                false,
-                {[]() -> std::unique_ptr<Kernel> { return std::make_unique<ReorderKernel>(); }}});
+    r.add(
+        OpDef{op,
+              infer_reorder,
+              cost_reorder,
+              false,
+              {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnReorderKernel>(); },
+               []() -> std::unique_ptr<Kernel> { return std::make_unique<ReorderKernel>(); }}});
 }
 
 }  // namespace graphi::ops

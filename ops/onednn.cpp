@@ -546,6 +546,30 @@ Result<std::unique_ptr<Primitive>> make_pool_for(const PoolSpec& s, int team_siz
   }
 }
 
+struct ReorderSpec {
+  int64_t n, c, h, w;
+  int block;
+  bool to_blocked;
+};
+
+Result<std::unique_ptr<Primitive>> make_reorder_for(const ReorderSpec& s, int team_size,
+                                                    bool allow_ref) {
+  try {
+    ScopedOmpThreads threads(team_size);
+    auto impl = std::make_unique<Primitive::Impl>();
+    impl->team_size = team_size;
+    const memory::desc plain = f32_desc({s.n, s.c, s.h, s.w}, memory::format_tag::nchw);
+    const memory::desc blocked = f32_desc({s.n, s.c, s.h, s.w}, activation_tag(s.block));
+    const memory::desc& from = s.to_blocked ? plain : blocked;
+    const memory::desc& to = s.to_blocked ? blocked : plain;
+    dnnl::reorder::primitive_desc pd(cpu_engine(), from, cpu_engine(), to, user_scratchpad_attr());
+    return finish<dnnl::reorder::primitive_desc, dnnl::reorder>(pd, std::move(impl), memory::desc(),
+                                                                nullptr, allow_ref, "reorder");
+  } catch (const dnnl::error& e) {
+    return from_dnnl(e, "reorder");
+  }
+}
+
 // The primitive for `team_size`, with the recipe of its 1-thread twin (Primitive::execute).
 template <typename Spec, typename Make>
 Result<std::unique_ptr<Primitive>> with_twin(const Spec& spec, int team_size, bool allow_ref,
@@ -569,6 +593,12 @@ Result<std::unique_ptr<Primitive>> make_conv(const ConvSpec& spec, int team_size
 
 Result<std::unique_ptr<Primitive>> make_pool(const PoolSpec& spec, int team_size, bool allow_ref) {
   return with_twin(spec, team_size, allow_ref, make_pool_for);
+}
+
+Result<std::unique_ptr<Primitive>> make_layout_reorder(int64_t n, int64_t c, int64_t h, int64_t w,
+                                                       int block, bool to_blocked, int team_size) {
+  if (block != 8 && block != 16) return Status::unsupported("reorder: block must be 8 or 16");
+  return with_twin(ReorderSpec{n, c, h, w, block, to_blocked}, team_size, false, make_reorder_for);
 }
 
 Result<std::unique_ptr<Primitive>> make_deconv(const ConvSpec& spec, int team_size,

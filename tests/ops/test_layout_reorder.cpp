@@ -1,0 +1,51 @@
+// ToBlocked / FromBlocked on every kernel of their lists (oneDNN's reorder, the plain loops)
+// against the index map of nChw{B}c written out, blocks 8 and 16, pixel counts that are and are
+// not multiples of the block, teams of 1 and 2; and the round trip.
+#include <catch2/catch.hpp>
+
+#include "graph/attributes.h"
+#include "tests/support/reference_gemm_conv.h"
+#include "tests/support/test_util.h"
+
+using namespace graphi;
+
+TEST_CASE("ToBlocked and FromBlocked match the nChwBc index map on every kernel", "[ops][layout]") {
+  for (int64_t b : {8, 16}) {
+    for (const Shape& shape : {Shape{2, 32, 5, 7}, Shape{1, 16, 4, 4}, Shape{3, 48, 1, 1}}) {
+      if (shape[1] % b != 0) continue;
+      const int64_t n = shape[0], c = shape[1], hw = shape[2] * shape[3];
+      const Tensor x = test::random_tensor(TensorDesc{DType::kF32, shape}, 7);
+      // y[i][ch / b][p][ch % b] = x[i][ch][p]
+      Tensor want(TensorDesc{DType::kF32, {n, c / b, shape[2], shape[3], b}});
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t ch = 0; ch < c; ++ch)
+          for (int64_t p = 0; p < hw; ++p)
+            want.data_as<float>()[((i * (c / b) + ch / b) * hw + p) * b + ch % b] =
+                x.data_as<float>()[(i * c + ch) * hw + p];
+      graph::Attributes attrs;
+      attrs.set("block", b);
+      for (int threads : {1, 2}) {
+        INFO("block " << b << " shape " << x.desc().to_string() << " threads " << threads);
+        auto to = test::run_every_kernel("ToBlocked", attrs, {x}, threads, {false});
+        REQUIRE(to.is_ok());
+        int accepted = 0;
+        for (const test::KernelRun& r : *to) {
+          if (!r.accepted) continue;
+          ++accepted;
+          INFO(r.kernel);
+          REQUIRE(r.outputs[0].desc() == want.desc());
+          CHECK(test::max_rel_error(r.outputs[0], want) == 0.0);
+        }
+        CHECK(accepted == static_cast<int>(to->size()));  // both kernels take every case
+        auto from = test::run_every_kernel("FromBlocked", attrs, {want}, threads, {false});
+        REQUIRE(from.is_ok());
+        for (const test::KernelRun& r : *from) {
+          REQUIRE(r.accepted);
+          INFO(r.kernel);
+          REQUIRE(r.outputs[0].desc() == x.desc());
+          CHECK(test::max_rel_error(r.outputs[0], x) == 0.0);
+        }
+      }
+    }
+  }
+}
