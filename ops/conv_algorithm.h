@@ -2,7 +2,8 @@
 // group 1, channels in multiples of 16 on AVX-512) do 2.25-4x fewer multiplications than its
 // direct ones, but pay for the tile transforms: measured on a Zen 4 core, a 96->128 channel
 // 3x3 conv at 28x28 ran 2.8x faster, a 128->256 one at 14x14 batch 8 2.4x slower. So the first
-// primitive of each shape (and team size) times both on zero-filled buffers and keeps the faster
+// primitive of each shape (and team size) times both on zero-filled buffers (the best of >= 3
+// interleaved rounds over >= 40 ms) and keeps the faster
 // (Winograd only when >= 5% faster: direct is the more accurate), and later ones of the same
 // shape in the process reuse the verdict.
 //

@@ -611,7 +611,8 @@ Result<std::unique_ptr<Primitive>> make_conv_bwd_weights(const ConvSpec& spec, i
   return with_twin(spec, team_size, allow_ref, make_conv_bwd_weights_for);
 }
 
-std::vector<double> best_run_ms(const std::vector<const Primitive*>& prims, int rounds) {
+std::vector<double> best_run_ms(const std::vector<const Primitive*>& prims, int min_rounds,
+                                double min_ms, int max_rounds) {
   if (prims.empty() || omp_in_parallel()) return {};
   // One buffer per role, as large as the largest primitive's user-side argument.
   size_t src = 0, wei = 0, bias = 0, dst = 0, scratch = 0;
@@ -631,7 +632,13 @@ std::vector<double> best_run_ms(const std::vector<const Primitive*>& prims, int 
     };
     Tensor s = zeros(src), w = zeros(wei), b = zeros(bias), d = zeros(dst), sc = zeros(scratch);
     std::vector<double> best(prims.size(), std::numeric_limits<double>::infinity());
-    for (int round = 0; round <= rounds; ++round) {
+    const auto start = std::chrono::steady_clock::now();
+    auto elapsed_ms = [&] {
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+          .count();
+    };
+    for (int round = 0; round <= min_rounds || (round <= max_rounds && elapsed_ms() < min_ms);
+         ++round) {
       for (size_t k = 0; k < prims.size(); ++k) {
         const auto t0 = std::chrono::steady_clock::now();
         if (!prims[k]->run(s.data_as<float>(), w.data_as<float>(), b.data_as<float>(),

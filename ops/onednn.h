@@ -131,7 +131,7 @@ class Primitive {
  private:
   bool run(const float* src, const float* weights, const float* bias, float* dst,
            void* scratch) const noexcept;
-  friend std::vector<double> best_run_ms(const std::vector<const Primitive*>&, int);
+  friend std::vector<double> best_run_ms(const std::vector<const Primitive*>&, int, double, int);
   std::unique_ptr<Impl> impl_;
   mutable std::once_flag twin_once_;
   mutable std::unique_ptr<Primitive> twin_;
@@ -164,12 +164,15 @@ Result<std::unique_ptr<Primitive>> make_deconv(const ConvSpec& conv, int team_si
 Result<std::unique_ptr<Primitive>> make_conv_bwd_weights(const ConvSpec& conv, int team_size,
                                                          bool allow_ref = false);
 
-// The best wall time (ms) of each primitive over `rounds` interleaved executions after one
-// warm-up each, on zero-filled buffers sized for all of them, each with its creation team.
-// Empty when it cannot be measured here: inside an OpenMP parallel region (the primitive would
-// run on one thread), a team larger than the CPUs, or a failed execution. Allocates the
-// buffers: for choices made at init.
-std::vector<double> best_run_ms(const std::vector<const Primitive*>& prims, int rounds);
+// The best wall time (ms) of each primitive over rounds of interleaved executions after one
+// warm-up round, on zero-filled buffers sized for all of them, each with its creation team: at
+// least `min_rounds`, and more while the rounds took less than `min_ms` in all (up to
+// `max_rounds`), so a burst of other load (another process's spinning thread pool) does not
+// hit every round. Empty when it cannot be measured here: inside an OpenMP parallel region (the
+// primitive would run on one thread), a team larger than the CPUs, or a failed execution. Allocates
+// the buffers: for choices made at init.
+std::vector<double> best_run_ms(const std::vector<const Primitive*>& prims, int min_rounds,
+                                double min_ms, int max_rounds);
 
 // "oneDNN 2.6.3 (cpu runtime OMP)": for `graphi info` and logs.
 std::string version_string();
