@@ -8,8 +8,11 @@
 // feeds only this pool, and dX is the gradient at the Relu's INPUT: a window whose maximum is not
 // > 0 passes nothing (ReluGrad's zero at y <= 0, and for NaN), so the Relu needs no pass of its own
 // (the Relu rule of ops/gradients.cpp then passes dX through).
+#include <immintrin.h>
+
 #include <limits>
 
+#include "ops/activations.h"  // active_simd_isa
 #include "ops/registry.h"
 #include "ops/shape_rules.h"
 
@@ -72,12 +75,56 @@ CostHint cost_max_pool_grad(const graph::Node& node, std::span<const TensorDesc*
           static_cast<double>(in[0]->bytes() + in[1]->bytes() + out[0]->bytes())};
 }
 
+// One row of 2x2 windows (PathNet's pools), the scalar rule of tiling_plane below on 16
+// windows per step: rows a and b hold 2 * n inputs, dy n gradients; da and db get dy at each
+// window's first maximum (the running-max chain v0 < v1 < v2 < v3 with strict compares, so
+// ties and NaNs resolve exactly as the scalar loop does) and 0 elsewhere. Returns the windows
+// done (a multiple of 16); the caller finishes the row.
+__attribute__((target("avx512f"))) int64_t pool2x2_grad_row_avx512(const float* a, const float* b,
+                                                                   const float* dy, float* da,
+                                                                   float* db, int64_t n,
+                                                                   bool relu_input) noexcept {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i hi =
+      _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  const __m512 zero = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 a0 = _mm512_loadu_ps(a + 2 * i), a1 = _mm512_loadu_ps(a + 2 * i + 16);
+    const __m512 b0 = _mm512_loadu_ps(b + 2 * i), b1 = _mm512_loadu_ps(b + 2 * i + 16);
+    const __m512 v0 = _mm512_permutex2var_ps(a0, even, a1),
+                 v1 = _mm512_permutex2var_ps(a0, odd, a1);
+    const __m512 v2 = _mm512_permutex2var_ps(b0, even, b1),
+                 v3 = _mm512_permutex2var_ps(b0, odd, b1);
+    const __mmask16 c1 = _mm512_cmp_ps_mask(v1, v0, _CMP_GT_OQ);
+    const __m512 m1 = _mm512_mask_blend_ps(c1, v0, v1);
+    const __mmask16 c2 = _mm512_cmp_ps_mask(v2, m1, _CMP_GT_OQ);
+    const __m512 m2 = _mm512_mask_blend_ps(c2, m1, v2);
+    const __mmask16 c3 = _mm512_cmp_ps_mask(v3, m2, _CMP_GT_OQ);
+    const __m512 m3 = _mm512_mask_blend_ps(c3, m2, v3);
+    const __mmask16 pass =
+        relu_input ? _mm512_cmp_ps_mask(m3, zero, _CMP_GT_OQ) : __mmask16(0xFFFF);
+    const __m512 g = _mm512_maskz_loadu_ps(pass, dy + i);
+    const __mmask16 k3 = c3, k2 = c2 & ~c3, k1 = c1 & ~(c2 | c3), k0 = ~(c1 | c2 | c3);
+    const __m512 g0 = _mm512_maskz_mov_ps(k0, g), g1 = _mm512_maskz_mov_ps(k1, g);
+    const __m512 g2 = _mm512_maskz_mov_ps(k2, g), g3 = _mm512_maskz_mov_ps(k3, g);
+    _mm512_storeu_ps(da + 2 * i, _mm512_permutex2var_ps(g0, lo, g1));
+    _mm512_storeu_ps(da + 2 * i + 16, _mm512_permutex2var_ps(g0, hi, g1));
+    _mm512_storeu_ps(db + 2 * i, _mm512_permutex2var_ps(g2, lo, g3));
+    _mm512_storeu_ps(db + 2 * i + 16, _mm512_permutex2var_ps(g2, hi, g3));
+  }
+  return i;
+}
+
 class MaxPoolGradKernel final : public Kernel {
  public:
   Status init(const KernelContext& ctx) override {
     GRAPHI_ASSIGN_OR_RETURN(g_, pool_geom(NodeView::of_kernel(ctx)));
     tiling_ = g_.kernel == g_.strides && g_.pads == std::vector<int64_t>{0, 0, 0, 0} &&
               g_.H == g_.OH * g_.kernel[0] && g_.W == g_.OW * g_.kernel[1];
+    avx512_ = active_simd_isa() == SimdIsa::kAvx512;
     return Status::ok();
   }
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
@@ -135,10 +182,14 @@ class MaxPoolGradKernel final : public Kernel {
   // window writes dy at its first maximum and 0 elsewhere, with no zero fill and no bounds.
   void tiling_plane(const float* xp, const float* dyp, float* dxp) const noexcept {
     const int64_t kh = g_.kernel[0], kw = g_.kernel[1], W = g_.W;
+    const bool vec2x2 = avx512_ && kh == 2 && kw == 2;
     for (int64_t oh = 0; oh < g_.OH; ++oh) {
       const float* xr = xp + oh * kh * W;
       float* dr = dxp + oh * kh * W;
-      for (int64_t ow = 0; ow < g_.OW; ++ow) {
+      const int64_t done = vec2x2 ? pool2x2_grad_row_avx512(xr, xr + W, dyp + oh * g_.OW, dr,
+                                                            dr + W, g_.OW, g_.relu_input)
+                                  : 0;
+      for (int64_t ow = done; ow < g_.OW; ++ow) {
         const int64_t w0 = ow * kw;
         if (kh == 2 && kw == 2) {
           const float v[4] = {xr[w0], xr[w0 + 1], xr[W + w0], xr[W + w0 + 1]};
@@ -165,6 +216,7 @@ class MaxPoolGradKernel final : public Kernel {
 
   PoolGeom g_;
   bool tiling_ = false;
+  bool avx512_ = false;  // the 2x2 tiling rows on pool2x2_grad_row_avx512 (GRAPHI_SIMD honoured)
 };
 
 std::unique_ptr<Kernel> make_max_pool_grad() { return std::make_unique<MaxPoolGradKernel>(); }
