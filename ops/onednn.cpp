@@ -405,11 +405,14 @@ Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_siz
     const memory::desc dst = staged_act ? f32_desc({s.n, s.oc, s.oh, s.ow}, tag::any) : user.dst;
     const memory::desc bias = s.has_bias ? f32_desc({s.oc}, tag::a) : memory::desc();
     impl->bias_md = bias;
-    // oneDNN's dilation counts the holes: ONNX dilation d is oneDNN d - 1.
-    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, conv_algorithm(s), src,
-                                      wei, bias, dst, {s.stride_h, s.stride_w},
-                                      {s.dilation_h - 1, s.dilation_w - 1}, {s.pad_top, s.pad_left},
-                                      {s.pad_bottom, s.pad_right});
+    // Weights given every run (training): forward_training, whose Winograd kernel takes plain
+    // blocked weights and transforms them inside (forward_inference's wants them pre-transformed,
+    // a separate reorder per run). oneDNN's dilation counts the holes: ONNX d is oneDNN d - 1.
+    const auto prop =
+        s.const_weights ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training;
+    dnnl::convolution_forward::desc d(
+        prop, conv_algorithm(s), src, wei, bias, dst, {s.stride_h, s.stride_w},
+        {s.dilation_h - 1, s.dilation_w - 1}, {s.pad_top, s.pad_left}, {s.pad_bottom, s.pad_right});
     dnnl::primitive_attr attr = user_scratchpad_attr();
     if (s.relu) {
       dnnl::post_ops ops;
