@@ -89,6 +89,8 @@ class ReorderKernel final : public Kernel {
 // bandwidth (8x192x28x28 to nChw16c, 2 threads: 0.09 ms against 0.45-0.74 ms).
 class OnednnReorderKernel final : public Kernel {
  public:
+  static constexpr int64_t kMinElements = 4096;
+
   const char* name() const override {
     return to_blocked_ ? "to_blocked_onednn" : "from_blocked_onednn";
   }
@@ -101,6 +103,11 @@ class OnednnReorderKernel final : public Kernel {
     GRAPHI_ASSIGN_OR_RETURN(const int64_t b, block_attr(ctx.node, ctx.where));
     const int64_t c = to_blocked_ ? x[1] : x[1] * b;
     count_ = x[0] * c * x[2] * x[3];
+    // A small tensor costs the loops less than a oneDNN call (its argument map and OpenMP
+    // region: microseconds).
+    if (count_ < kMinElements)
+      return Status::unsupported("tensor of " + std::to_string(count_) + " elements, below " +
+                                 std::to_string(kMinElements) + ": the loops are cheaper");
     GRAPHI_ASSIGN_OR_RETURN(
         prim_, onednn::make_layout_reorder(x[0], c, x[2], x[3], static_cast<int>(b), to_blocked_,
                                            ctx.team_size));

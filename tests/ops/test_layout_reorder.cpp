@@ -11,7 +11,9 @@ using namespace graphi;
 
 TEST_CASE("ToBlocked and FromBlocked match the nChwBc index map on every kernel", "[ops][layout]") {
   for (int64_t b : {8, 16}) {
-    for (const Shape& shape : {Shape{2, 32, 5, 7}, Shape{1, 16, 4, 4}, Shape{3, 48, 1, 1}}) {
+    // oneDNN's reorder takes tensors of >= 4096 elements (the loops are cheaper below).
+    for (const Shape& shape : {Shape{2, 32, 9, 13}, Shape{1, 64, 8, 8}, Shape{2, 32, 5, 7},
+                               Shape{1, 16, 4, 4}, Shape{3, 48, 1, 1}}) {
       if (shape[1] % b != 0) continue;
       const int64_t n = shape[0], c = shape[1], hw = shape[2] * shape[3];
       const Tensor x = test::random_tensor(TensorDesc{DType::kF32, shape}, 7);
@@ -28,20 +30,23 @@ TEST_CASE("ToBlocked and FromBlocked match the nChwBc index map on every kernel"
         INFO("block " << b << " shape " << x.desc().to_string() << " threads " << threads);
         auto to = test::run_every_kernel("ToBlocked", attrs, {x}, threads, {false});
         REQUIRE(to.is_ok());
-        int accepted = 0;
+        auto expect_accepted = [&](const test::KernelRun& r) {
+          const bool onednn = r.kernel.find("onednn") != std::string::npos;
+          CHECK(r.accepted == (!onednn || x.numel() >= 4096));
+        };
         for (const test::KernelRun& r : *to) {
-          if (!r.accepted) continue;
-          ++accepted;
           INFO(r.kernel);
+          expect_accepted(r);
+          if (!r.accepted) continue;
           REQUIRE(r.outputs[0].desc() == want.desc());
           CHECK(test::max_rel_error(r.outputs[0], want) == 0.0);
         }
-        CHECK(accepted == static_cast<int>(to->size()));  // both kernels take every case
         auto from = test::run_every_kernel("FromBlocked", attrs, {want}, threads, {false});
         REQUIRE(from.is_ok());
         for (const test::KernelRun& r : *from) {
-          REQUIRE(r.accepted);
           INFO(r.kernel);
+          expect_accepted(r);
+          if (!r.accepted) continue;
           REQUIRE(r.outputs[0].desc() == x.desc());
           CHECK(test::max_rel_error(r.outputs[0], x) == 0.0);
         }
