@@ -1,6 +1,8 @@
 #include "ops/conv_algorithm.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -47,6 +49,31 @@ bool winograd_shape(const ConvSpec& s) {
 }
 
 constexpr double kMinMeasureMs = 40.0;
+
+// Time spent measuring in this process (ms), against the budget below.
+std::atomic<double>& measured_ms() {
+  static std::atomic<double> ms{0.0};
+  return ms;
+}
+
+// GRAPHI_CONV_MEASURE_BUDGET_S (default 10 s): once the measurements of a process have taken
+// that long, the remaining shapes use direct (a model of ~30-200 distinct 3x3 shapes fits).
+double measure_budget_ms() {
+  static const double ms = [] {
+    const char* e = std::getenv("GRAPHI_CONV_MEASURE_BUDGET_S");
+    char* end = nullptr;
+    const double v = e && *e ? std::strtod(e, &end) : 10.0;
+    if (e && *e && (!end || *end || !(v >= 0))) {
+      std::fprintf(stderr,
+                   "graphi: warning: GRAPHI_CONV_MEASURE_BUDGET_S='%s' is not a number of "
+                   "seconds >= 0; using 10\n",
+                   e);
+      return 10e3;
+    }
+    return v * 1e3;
+  }();
+  return ms;
+}
 
 bool verbose() {
   static const bool v = [] {
@@ -110,11 +137,34 @@ Result<std::unique_ptr<onednn::Primitive>> make_fastest_conv(ConvSpec spec, int 
   }
   Result<std::unique_ptr<onednn::Primitive>> direct = make(spec, team_size, allow_ref);
   if (!direct.is_ok()) return wino;
+  const double spent = measured_ms().load();
+  if (spent >= measure_budget_ms()) {
+    static std::atomic<bool> told{false};
+    if (!told.exchange(true))
+      std::fprintf(stderr,
+                   "graphi: the convolution algorithm measurements took %.1f s "
+                   "(GRAPHI_CONV_MEASURE_BUDGET_S=%g): the remaining 3x3 shapes run direct\n",
+                   spent / 1e3, measure_budget_ms() / 1e3);
+    return direct;  // not remembered: a later process with budget left measures it
+  }
+  // Long measurements are announced (a large training step has dozens of shapes).
+  if (spent >= 1000.0) {
+    static std::atomic<bool> announced{false};
+    if (!announced.exchange(true))
+      std::fprintf(stderr,
+                   "graphi: measuring direct against Winograd per convolution shape "
+                   "(GRAPHI_CONV_ALGORITHM=direct skips it)...\n");
+  }
+  const auto t0 = std::chrono::steady_clock::now();
   // Best of at least 3 interleaved rounds spread over >= 40 ms: a short burst of other load
   // (measured: another process's spinning pool made both 3x3 convs of inception b1 take ~8 ms
   // instead of 0.8 / 0.3 for three rounds) does not decide the verdict.
   const std::vector<double> ms =
       onednn::best_run_ms({direct->get(), wino->get()}, 3, kMinMeasureMs, 400);
+  const double add =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  for (double cur = measured_ms().load(); !measured_ms().compare_exchange_weak(cur, cur + add);) {
+  }
   // Not measurable here (inside a parallel region, an oversized team): direct, not remembered.
   if (ms.size() != 2) return direct;
   const bool use_wino = ms[1] < 0.95 * ms[0];

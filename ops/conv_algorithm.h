@@ -11,7 +11,9 @@
 // (backward-weights).
 //
 // GRAPHI_CONV_ALGORITHM selects the policy: "auto" (default: as above), "direct" (never
-// Winograd), "winograd" (wherever oneDNN has it). GRAPHI_VERBOSE=dispatch prints every verdict.
+// Winograd), "winograd" (wherever oneDNN has it). The measurements of a process stop after
+// GRAPHI_CONV_MEASURE_BUDGET_S (default 10 s; the rest run direct, with a note on stderr); past
+// 1 s they are announced. GRAPHI_VERBOSE=dispatch prints every verdict.
 #pragma once
 
 #include <memory>
