@@ -5,9 +5,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <mutex>
+
+#include "ops/registry.h"  // verbose_dispatch
 
 namespace graphi::ops {
 
@@ -75,14 +76,6 @@ double measure_budget_ms() {
   return ms;
 }
 
-bool verbose() {
-  static const bool v = [] {
-    const char* e = std::getenv("GRAPHI_VERBOSE");
-    return e && std::strstr(e, "dispatch") != nullptr;
-  }();
-  return v;
-}
-
 }  // namespace
 
 ConvAlgorithmPolicy conv_algorithm_policy() {
@@ -119,6 +112,17 @@ Result<std::unique_ptr<onednn::Primitive>> make_fastest_conv(ConvSpec spec, int 
       return make(chosen, team_size, allow_ref);
     }
   }
+  // Out of measuring budget: direct, without making the Winograd primitive.
+  const double spent = measured_ms().load();
+  if (policy == ConvAlgorithmPolicy::kAuto && spent >= measure_budget_ms()) {
+    static std::atomic<bool> told{false};
+    if (!told.exchange(true))
+      std::fprintf(stderr,
+                   "graphi: the convolution algorithm measurements took %.1f s "
+                   "(GRAPHI_CONV_MEASURE_BUDGET_S=%g): the remaining 3x3 shapes run direct\n",
+                   spent / 1e3, measure_budget_ms() / 1e3);
+    return make(spec, team_size, allow_ref);  // not remembered: a later process measures it
+  }
   ConvSpec wspec = spec;
   wspec.algorithm = ConvAlgorithm::kWinograd;
   // Never oneDNN's reference Winograd: only a jit kernel can win.
@@ -137,16 +141,6 @@ Result<std::unique_ptr<onednn::Primitive>> make_fastest_conv(ConvSpec spec, int 
   }
   Result<std::unique_ptr<onednn::Primitive>> direct = make(spec, team_size, allow_ref);
   if (!direct.is_ok()) return wino;
-  const double spent = measured_ms().load();
-  if (spent >= measure_budget_ms()) {
-    static std::atomic<bool> told{false};
-    if (!told.exchange(true))
-      std::fprintf(stderr,
-                   "graphi: the convolution algorithm measurements took %.1f s "
-                   "(GRAPHI_CONV_MEASURE_BUDGET_S=%g): the remaining 3x3 shapes run direct\n",
-                   spent / 1e3, measure_budget_ms() / 1e3);
-    return direct;  // not remembered: a later process with budget left measures it
-  }
   // Long measurements are announced (a large training step has dozens of shapes).
   if (spent >= 1000.0) {
     static std::atomic<bool> announced{false};
@@ -169,7 +163,7 @@ Result<std::unique_ptr<onednn::Primitive>> make_fastest_conv(ConvSpec spec, int 
   if (ms.size() != 2) return direct;
   const bool use_wino = ms[1] < 0.95 * ms[0];
   remember(use_wino ? ConvAlgorithm::kWinograd : ConvAlgorithm::kDirect);
-  if (verbose())
+  if (verbose_dispatch())
     std::fprintf(stderr, "graphi: %s: direct %.3f ms (%s), winograd %.3f ms (%s): %s\n",
                  key.c_str(), ms[0], (*direct)->impl_name().c_str(), ms[1],
                  (*wino)->impl_name().c_str(), use_wino ? "winograd" : "direct");

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "graph/tensor.h"
+#include "ops/registry.h"  // verbose_dispatch
 
 namespace graphi::ops::onednn {
 
@@ -61,12 +62,6 @@ memory::desc f32_desc(const Layout& l) {
 
 memory::desc f32_desc(const Dims& dims, memory::format_tag tag) {
   return memory::desc(dims, memory::data_type::f32, tag);
-}
-
-// GRAPHI_VERBOSE=dispatch (the registry's switch) also names oneDNN's implementation.
-bool verbose_dispatch() {
-  const char* v = std::getenv("GRAPHI_VERBOSE");
-  return v && std::strstr(v, "dispatch") != nullptr;
 }
 
 Status from_dnnl(const dnnl::error& e, const std::string& what) {

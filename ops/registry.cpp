@@ -99,7 +99,7 @@ CostHint Registry::cost(const graph::Node& node, std::span<const TensorDesc* con
   return def->cost(node, inputs, outputs);
 }
 
-static bool verbose_dispatch() {
+bool verbose_dispatch() {
   const char* v = std::getenv("GRAPHI_VERBOSE");
   return v && std::strstr(v, "dispatch") != nullptr;
 }

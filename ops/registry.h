@@ -75,10 +75,10 @@ void register_unary_ops(Registry& r);  // ops/unary_ops.cpp: Exp, Log, Erf, Leak
                                        // Round, trig, IsNaN, IsInf
 void register_reduce_ops(
     Registry& r);  // ops/reduce_ops.cpp: Pow, ReduceMean, ReduceSum, ... (10 Reduce ops)
-void register_pad_op(Registry& r);  // ops/pad.cpp: Pad
-void register_max_pool_grad_op(Registry& r);  // ops/max_pool_grad.cpp: MaxPoolGrad
-void register_relu_grad_op(Registry& r);      // ops/relu_grad.cpp: ReluGrad
-void register_split_sum_op(Registry& r);      // ops/split_sum.cpp: SplitSum
+void register_pad_op(Registry& r);               // ops/pad.cpp: Pad
+void register_max_pool_grad_op(Registry& r);     // ops/max_pool_grad.cpp: MaxPoolGrad
+void register_relu_grad_op(Registry& r);         // ops/relu_grad.cpp: ReluGrad
+void register_split_sum_op(Registry& r);         // ops/split_sum.cpp: SplitSum
 void register_conv_grad_weight_op(Registry& r);  // ops/conv_grad_weight.cpp: ConvGradWeight
 void register_logic_ops(
     Registry& r);  // ops/logic_ops.cpp: Equal, Less, ..., And, Or, Not, Where, Max, Min
@@ -101,5 +101,9 @@ void register_optimizer_ops(
 void register_batch_norm_ops(Registry& r);  // ops/batch_norm_ops.cpp: BatchNormalization,
                                             // BatchNormalizationTraining, BatchNormStatsUpdate
 void register_dropout_ops(Registry& r);     // ops/dropout_ops.cpp: Dropout, DropoutTraining
+
+// GRAPHI_VERBOSE contains "dispatch": kernel selection, oneDNN implementations and the
+// convolution algorithm verdicts are printed on stderr.
+bool verbose_dispatch();
 
 }  // namespace graphi::ops
