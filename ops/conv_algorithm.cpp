@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
 
+#include "ops/choice_cache.h"
 #include "ops/registry.h"  // verbose_dispatch
 
 namespace graphi::ops {
@@ -51,6 +53,30 @@ bool winograd_shape(const ConvSpec& s) {
 
 constexpr double kMinMeasureMs = 40.0;
 
+// The verdicts on disk (ops/choice_cache.h), valid for this machine and oneDNN build; bump the
+// version when the measurement changes in a way that could flip them.
+constexpr int kCacheVersion = 1;
+constexpr const char* kCacheWhat = "convolution algorithm";
+
+std::string cache_signature() {
+  static const std::string sig = machine_signature() + "|" + onednn::version_string() + "|conv " +
+                                 std::to_string(kCacheVersion);
+  return sig;
+}
+
+// The verdict stored for `key`, if any (a malformed entry warns and is ignored).
+std::optional<ConvAlgorithm> cached_verdict(const std::string& path, const std::string& key) {
+  const std::optional<nlohmann::json> e = load_choice(path, key, kCacheWhat);
+  if (!e) return std::nullopt;
+  if (e->is_object() && e->contains("algorithm") && (*e)["algorithm"].is_string()) {
+    const std::string a = (*e)["algorithm"].get<std::string>();
+    if (a == "direct") return ConvAlgorithm::kDirect;
+    if (a == "winograd") return ConvAlgorithm::kWinograd;
+  }
+  warn_choice_cache(path, kCacheWhat, "entry '" + key + "' is malformed");
+  return std::nullopt;
+}
+
 // Time spent measuring in this process (ms), against the budget below.
 std::atomic<double>& measured_ms() {
   static std::atomic<double> ms{0.0};
@@ -77,6 +103,11 @@ double measure_budget_ms() {
 }
 
 }  // namespace
+
+void forget_conv_algorithm_verdicts() {
+  std::lock_guard<std::mutex> lock(memo_mutex());
+  memo().clear();
+}
 
 ConvAlgorithmPolicy conv_algorithm_policy() {
   static const ConvAlgorithmPolicy p = [] {
@@ -110,6 +141,26 @@ Result<std::unique_ptr<onednn::Primitive>> make_fastest_conv(ConvSpec spec, int 
       ConvSpec chosen = spec;
       chosen.algorithm = it->second;
       return make(chosen, team_size, allow_ref);
+    }
+  }
+  // Measured by an earlier process on this machine.
+  const std::string path = choice_cache_path("conv_algorithms.json");
+  const std::string disk_key = key + "|" + cache_signature();
+  if (policy == ConvAlgorithmPolicy::kAuto) {
+    if (std::optional<ConvAlgorithm> a = cached_verdict(path, disk_key)) {
+      ConvSpec chosen = spec;
+      chosen.algorithm = *a;
+      Result<std::unique_ptr<onednn::Primitive>> p = make(chosen, team_size, allow_ref);
+      if (p.is_ok()) {
+        std::lock_guard<std::mutex> lock(memo_mutex());
+        memo()[key] = *a;
+      }
+      if (verbose_dispatch())
+        std::fprintf(stderr, "graphi: %s: %s (cached in %s)\n", key.c_str(),
+                     *a == ConvAlgorithm::kWinograd ? "winograd" : "direct", path.c_str());
+      if (p.is_ok() || *a == ConvAlgorithm::kDirect) return p;
+      // The cached Winograd primitive cannot be made here (e.g. GRAPHI_SIMD caps the ISA).
+      return make(spec, team_size, allow_ref);
     }
   }
   // Out of measuring budget: direct, without making the Winograd primitive.
@@ -163,6 +214,16 @@ Result<std::unique_ptr<onednn::Primitive>> make_fastest_conv(ConvSpec spec, int 
   if (ms.size() != 2) return direct;
   const bool use_wino = ms[1] < 0.95 * ms[0];
   remember(use_wino ? ConvAlgorithm::kWinograd : ConvAlgorithm::kDirect);
+  if (!path.empty()) {
+    const Status st = store_choice(path, disk_key,
+                                   {{"algorithm", use_wino ? "winograd" : "direct"},
+                                    {"direct_ms", ms[0]},
+                                    {"winograd_ms", ms[1]}});
+    static std::atomic<bool> warned{false};
+    if (!st.is_ok() && !warned.exchange(true))
+      std::fprintf(stderr, "graphi: warning: convolution algorithm cache not written: %s\n",
+                   st.to_string().c_str());
+  }
   if (verbose_dispatch())
     std::fprintf(stderr, "graphi: %s: direct %.3f ms (%s), winograd %.3f ms (%s): %s\n",
                  key.c_str(), ms[0], (*direct)->impl_name().c_str(), ms[1],

@@ -5,7 +5,11 @@
 // primitive of each shape (and team size) times both on zero-filled buffers (the best of >= 3
 // interleaved rounds over >= 40 ms) and keeps the faster
 // (Winograd only when >= 5% faster: direct is the more accurate), and later ones of the same
-// shape in the process reuse the verdict.
+// shape in the process reuse the verdict. Verdicts are also kept on disk, in
+// conv_algorithms.json of the cache directory (ops/choice_cache.h: $GRAPHI_CACHE_DIR, else
+// $XDG_CACHE_HOME/graphi, else ~/.cache/graphi), keyed by shape, team size, CPU and oneDNN
+// version, so a later process on the same machine starts without measuring (delete the file to
+// measure again).
 //
 // Used for the forward convolution and for the Conv gradient's dX (deconvolution) and dW
 // (backward-weights).
@@ -38,5 +42,8 @@ Result<std::unique_ptr<onednn::Primitive>> make_fastest_conv(onednn::ConvSpec sp
                                                              bool allow_ref,
                                                              ConvPrimitiveMaker make,
                                                              const char* what);
+
+// Forgets the verdicts of this process (not the ones on disk): for tests of the disk cache.
+void forget_conv_algorithm_verdicts();
 
 }  // namespace graphi::ops

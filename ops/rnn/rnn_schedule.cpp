@@ -2,21 +2,15 @@
 // ops/rnn/rnn_schedule.h).
 #include "ops/rnn/rnn_schedule.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <limits>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
-#include <thread>
 
+#include "ops/choice_cache.h"
 #include "ops/rnn/pcp_partition.h"
 #include "ops/xsmm.h"
 
@@ -357,88 +351,19 @@ CalibrationOutcome run_calibration(
 // ---- cache --------------------------------------------------------------------------------------
 
 std::string cpu_signature() {
-  static const std::string sig = [] {
-    std::string model = "unknown cpu", family, modelno;
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-      auto value = [&] {
-        const size_t c = line.find(':');
-        std::string v = c == std::string::npos ? "" : line.substr(c + 1);
-        const size_t b = v.find_first_not_of(" \t");
-        return b == std::string::npos ? std::string() : v.substr(b);
-      };
-      if (line.rfind("model name", 0) == 0 && model == "unknown cpu") model = value();
-      if (line.rfind("cpu family", 0) == 0 && family.empty()) family = value();
-      if (line.rfind("model\t", 0) == 0 && modelno.empty()) modelno = value();
-    }
-    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return model + "|fam " + family + " model " + modelno + "|" +
-           std::to_string(std::thread::hardware_concurrency()) + " cpus|L2 " + std::to_string(l2) +
-           "|" + xsmm::version_string() + "|kernel " + std::to_string(kRnnKernelVersion);
-  }();
+  static const std::string sig = machine_signature() + "|" + xsmm::version_string() + "|kernel " +
+                                 std::to_string(kRnnKernelVersion);
   return sig;
 }
 
-std::string rnn_schedule_cache_path() {
-  namespace fs = std::filesystem;
-  if (const char* d = std::getenv("GRAPHI_CACHE_DIR"); d && *d)
-    return (fs::path(d) / "rnn_schedules.json").string();
-  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d)
-    return (fs::path(d) / "graphi" / "rnn_schedules.json").string();
-  if (const char* d = std::getenv("HOME"); d && *d)
-    return (fs::path(d) / ".cache" / "graphi" / "rnn_schedules.json").string();
-  return "";
-}
-
-namespace {
-
-std::mutex& cache_mutex() {
-  static std::mutex m;
-  return m;
-}
-
-void warn_once(const std::string& path, const std::string& msg) {
-  static std::set<std::string> warned;
-  if (!warned.insert(path).second) return;
-  std::fprintf(stderr, "graphi: warning: RNN schedule cache %s: %s (ignored; recomputing)\n",
-               path.c_str(), msg.c_str());
-}
-
-// The file's JSON, or nullopt if missing; a corrupt file sets *corrupt.
-std::optional<nlohmann::json> read_cache(const std::string& path, std::string* corrupt) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return std::nullopt;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *corrupt = "cannot open";
-    return std::nullopt;
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("entries") || !j["entries"].is_object()) {
-    *corrupt = "not a schedule cache (bad JSON or no \"entries\" object)";
-    return std::nullopt;
-  }
-  return j;
-}
-
-}  // namespace
+std::string rnn_schedule_cache_path() { return choice_cache_path("rnn_schedules.json"); }
 
 std::optional<RnnSchedule> load_cached_schedule(const std::string& path, const std::string& key,
                                                 const std::string& signature) {
-  if (path.empty()) return std::nullopt;
-  std::lock_guard<std::mutex> lock(cache_mutex());
-  std::string corrupt;
-  auto j = read_cache(path, &corrupt);
-  if (!corrupt.empty()) warn_once(path, corrupt);
-  if (!j) return std::nullopt;
   const std::string full = key + "|" + signature;
-  const auto& entries = (*j)["entries"];
-  auto it = entries.find(full);
-  if (it == entries.end()) return std::nullopt;
-  const nlohmann::json& e = *it;
+  const std::optional<nlohmann::json> entry = load_choice(path, full, "RNN schedule");
+  if (!entry) return std::nullopt;
+  const nlohmann::json& e = *entry;
   auto int_field = [&](const char* name, int64_t lo, int64_t hi, int64_t* out) {
     if (!e.is_object() || !e.contains(name) || !e[name].is_number_integer()) return false;
     const int64_t v = e[name].get<int64_t>();
@@ -451,7 +376,7 @@ std::optional<RnnSchedule> load_cached_schedule(const std::string& path, const s
       !int_field("xj", 1, 4096, &xj) || !int_field("chunk", 1, int64_t{1} << 40, &chunk) ||
       !int_field("rec_tile", 16, 4096, &tile) || !int_field("zigzag", 0, 1, &zigzag) ||
       xi * xj != threads || tile % 16 != 0) {
-    warn_once(path, "entry '" + full + "' is malformed");
+    warn_choice_cache(path, "RNN schedule", "entry '" + full + "' is malformed");
     return std::nullopt;
   }
   RnnSchedule s;
@@ -468,43 +393,14 @@ std::optional<RnnSchedule> load_cached_schedule(const std::string& path, const s
 
 Status store_cached_schedule(const std::string& path, const std::string& key,
                              const std::string& signature, const RnnSchedule& s) {
-  namespace fs = std::filesystem;
-  if (path.empty()) return Status::invalid_argument("no cache path");
-  std::lock_guard<std::mutex> lock(cache_mutex());
-  std::string corrupt;
-  nlohmann::json j = read_cache(path, &corrupt).value_or(nlohmann::json());
-  if (!j.is_object()) j = nlohmann::json::object();
-  j["version"] = 1;
-  if (!j.contains("entries") || !j["entries"].is_object()) j["entries"] = nlohmann::json::object();
-  j["entries"][key + "|" + signature] = {{"threads", s.threads},
-                                         {"xi", s.xi},
-                                         {"xj", s.xj},
-                                         {"chunk", s.chunk},
-                                         {"rec_tile", s.rec_tile},
-                                         {"zigzag", s.zigzag ? 1 : 0},
-                                         {"ms", s.measured_ms}};
-  std::error_code ec;
-  const fs::path p(path);
-  if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
-  if (ec)
-    return Status::io_error("cannot create " + p.parent_path().string() + ": " + ec.message());
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return Status::io_error("cannot write " + tmp);
-    out << j.dump(2) << "\n";
-    if (!out.good()) {
-      out.close();
-      fs::remove(tmp, ec);
-      return Status::io_error("write failed: " + tmp);
-    }
-  }
-  fs::rename(tmp, p, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return Status::io_error("cannot rename " + tmp + " to " + path);
-  }
-  return Status::ok();
+  return store_choice(path, key + "|" + signature,
+                      {{"threads", s.threads},
+                       {"xi", s.xi},
+                       {"xj", s.xj},
+                       {"chunk", s.chunk},
+                       {"rec_tile", s.rec_tile},
+                       {"zigzag", s.zigzag ? 1 : 0},
+                       {"ms", s.measured_ms}});
 }
 
 bool rnn_schedule_search_enabled_by_env() {

@@ -6,6 +6,10 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "ops/conv_algorithm.h"
@@ -242,4 +246,80 @@ TEST_CASE("The measured convolution algorithm is correct and remembered per shap
   auto direct = ops::make_fastest_conv(strided, 2, false, ops::onednn::make_conv, "test conv");
   REQUIRE(direct.is_ok());
   CHECK_FALSE(is_winograd(**direct));
+}
+
+TEST_CASE("Convolution algorithm verdicts are kept on disk and reused by a later process",
+          "[ops][conv][winograd]") {
+  const auto dir = test::scratch_dir("conv_algorithm_cache");
+  const std::string old_dir =
+      std::getenv("GRAPHI_CACHE_DIR") ? std::getenv("GRAPHI_CACHE_DIR") : "";
+  setenv("GRAPHI_CACHE_DIR", dir.string().c_str(), 1);
+  const std::string path = (dir / "conv_algorithms.json").string();
+  std::filesystem::remove(path);
+
+  ConvSpec s = spec3x3(1, 16, 12, 16);
+  s.staged = true;
+  const std::vector<float> x = random_values(s.n * s.c * s.h * s.w, 43),
+                           w = random_values(s.oc * s.c * 9, 44);
+  auto measured = ops::make_fastest_conv(s, 1, false, ops::onednn::make_conv, "disk test conv");
+  REQUIRE(measured.is_ok());
+  const bool winograd_here = ops::onednn::make_conv(
+                                 [&] {
+                                   ConvSpec t = s;
+                                   t.algorithm = ConvAlgorithm::kWinograd;
+                                   return t;
+                                 }(),
+                                 1, false)
+                                 .is_ok();
+  if (!winograd_here) {
+    WARN("no Winograd kernel on this CPU: nothing measured, nothing cached");
+  } else {
+    // The verdict is in the file, under the shape, the team size and this machine.
+    REQUIRE(std::filesystem::exists(path));
+    nlohmann::json j;
+    {
+      std::ifstream in(path);
+      in >> j;
+    }
+    REQUIRE(j["entries"].size() == 1);
+    const std::string key = j["entries"].begin().key();
+    CHECK_THAT(key, Catch::StartsWith("disk test conv n1 c16 12x12 oc16 12x12 k3x3") &&
+                        Catch::Contains(" t1|"));
+    const std::string verdict = j["entries"].begin().value()["algorithm"];
+    CHECK((verdict == "winograd") == is_winograd(**measured));
+
+    // A later process (here: this one with its memory of verdicts dropped) takes the file's
+    // verdict without measuring: the opposite one, written by hand, is what it gets.
+    const std::string flipped = verdict == "winograd" ? "direct" : "winograd";
+    j["entries"][key]["algorithm"] = flipped;
+    {
+      std::ofstream out(path, std::ios::trunc);
+      out << j.dump();
+    }
+    ops::forget_conv_algorithm_verdicts();
+    auto cached = ops::make_fastest_conv(s, 1, false, ops::onednn::make_conv, "disk test conv");
+    REQUIRE(cached.is_ok());
+    CHECK(is_winograd(**cached) == (flipped == "winograd"));
+    const std::vector<float> y = run(**cached, x, w, {}, s.n * s.oc * s.oh * s.ow);
+    CHECK(scaled_error(y, forward_ref(s, x, w, {})) <= 1e-5);
+
+    // A malformed entry or a corrupt file: ignored (a warning), measured again, file rewritten.
+    {
+      std::ofstream out(path, std::ios::trunc);
+      out << "{ not json";
+    }
+    ops::forget_conv_algorithm_verdicts();
+    auto again = ops::make_fastest_conv(s, 1, false, ops::onednn::make_conv, "disk test conv");
+    REQUIRE(again.is_ok());
+    {
+      std::ifstream in(path);
+      nlohmann::json k;
+      in >> k;
+      CHECK(k["entries"].contains(key));
+    }
+  }
+  if (old_dir.empty())
+    unsetenv("GRAPHI_CACHE_DIR");
+  else
+    setenv("GRAPHI_CACHE_DIR", old_dir.c_str(), 1);
 }
