@@ -12,11 +12,12 @@
 #include "cli/args.h"
 #include "cli/cli_util.h"
 #include "engine/graph_stats.h"
+#include "engine/omp_oversubscription.h"  // allowed_cpu_count
 #include "engine/training_session.h"
 #include "graph/npz.h"
 #include "graph/passes/rnn_fusion.h"
-#include "ops/registry.h"
 #include "ops/gradients.h"
+#include "ops/registry.h"
 
 namespace graphi::cli {
 
@@ -57,20 +58,27 @@ int train_command(int argc, char** argv) {
   args.option("--steps", "N", "training steps, 1..10000000 (default 10)");
   args.option("--save", "OUT.graphi", "write the trained model (forward graph, updated weights)");
   args.option("--save-npy", "DIR", "write every trained weight as DIR/NAME.npy ('/' -> '_')");
-  args.option("--threads", "K", "threads of each executor's team, 1..1024 (default 1)");
+  args.option("--threads", "K",
+              "threads of each executor's team, 1..1024 (default: the allowed cores with one "
+              "executor; 1 with --executors)");
   args.option("--executors", "N", "executors (thread teams), 1..1024 (default 1)");
   args.option(
       "--scheduler", "NAME",
       "sequential (default with 1 executor), cpf (default with more), fifo or shared-queue");
-  args.flag("--fuse-rnn",
-            "fuse unrolled LSTM/GRU/RNN cells into sequence ops first (their BPTT gradient "
-            "kernels); a fused cell's bias becomes Wb + a zero Rb, both trained (as torch.nn.LSTM)");
+  args.flag(
+      "--fuse-rnn",
+      "fuse unrolled LSTM/GRU/RNN cells into sequence ops first (their BPTT gradient "
+      "kernels); a fused cell's bias becomes Wb + a zero Rb, both trained (as torch.nn.LSTM)");
   args.flag("--no-pin", "do not pin threads to cores");
   args.flag("--json", "print one JSON object on stdout instead of text");
   if (auto code = args.parse(argc, argv)) return *code;
   const std::string model_path = args.positionals()[0];
   auto steps = args.get_int("--steps", 10, 1, 10000000);
-  auto threads = args.get_int("--threads", 1, 1, 1024);
+  // One team over every core this process may use, as `graphi run` does without a plan; with
+  // --executors the teams are 1 thread unless --threads says otherwise.
+  const int64_t default_threads =
+      args.has("--executors") ? 1 : std::clamp<int64_t>(engine::allowed_cpu_count(), 1, 1024);
+  auto threads = args.get_int("--threads", default_threads, 1, 1024);
   auto executors = args.get_int("--executors", 1, 1, 1024);
   if (!steps || !threads || !executors) return kExitUsage;
   if (!args.has("--batch-from")) return args.usage_error("--batch-from DATA.npz is required");
@@ -122,12 +130,10 @@ int train_command(int argc, char** argv) {
   auto g = load_model(model_path);
   if (!g.is_ok()) return runtime_error(g.status());
   if (args.has("--fuse-rnn")) {
-    auto fused =
-        graph::passes::fuse_rnn_cells_for_training(**g, ops::Registry::get(), model_path);
+    auto fused = graph::passes::fuse_rnn_cells_for_training(**g, ops::Registry::get(), model_path);
     if (!fused.is_ok()) return runtime_error(fused.status());
     if (!json)
-      std::printf("fused %d unrolled cells into %d sequence ops\n", fused->cells,
-                  fused->sequences);
+      std::printf("fused %d unrolled cells into %d sequence ops\n", fused->cells, fused->sequences);
     g = std::shared_ptr<const graph::Graph>(
         std::make_shared<const graph::Graph>(std::move(fused->graph)));
   }
