@@ -98,7 +98,6 @@ std::optional<nlohmann::json> load_choice(const std::string& path, const std::st
 }
 
 Status store_choice(const std::string& path, const std::string& key, nlohmann::json entry) {
-  namespace fs = std::filesystem;
   if (path.empty()) return Status::invalid_argument("no cache path");
   std::lock_guard<std::mutex> lock(cache_mutex());
   std::string corrupt;
@@ -107,6 +106,11 @@ Status store_choice(const std::string& path, const std::string& key, nlohmann::j
   j["version"] = 1;
   if (!j.contains("entries") || !j["entries"].is_object()) j["entries"] = nlohmann::json::object();
   j["entries"][key] = std::move(entry);
+  return write_json_file(path, j, 2);
+}
+
+Status write_json_file(const std::string& path, const nlohmann::json& j, int indent) {
+  namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path p(path);
   if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
@@ -116,7 +120,7 @@ Status store_choice(const std::string& path, const std::string& key, nlohmann::j
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return Status::io_error("cannot write " + tmp);
-    out << j.dump(2) << "\n";
+    out << j.dump(indent) << "\n";
     if (!out.good()) {
       out.close();
       fs::remove(tmp, ec);

@@ -31,6 +31,10 @@ std::optional<nlohmann::json> load_choice(const std::string& path, const std::st
 // replaced). Errors (an unwritable directory) come back as Status; callers warn and go on.
 Status store_choice(const std::string& path, const std::string& key, nlohmann::json entry);
 
+// Writes `j` (dump(indent)) to a temporary file beside `path` and renames it over `path`, so
+// readers never see a half-written file; creates the directory. Errors come back as Status.
+Status write_json_file(const std::string& path, const nlohmann::json& j, int indent);
+
 // Prints "graphi: warning: <what> cache PATH: MSG (ignored; recomputing)" once per path.
 void warn_choice_cache(const std::string& path, const char* what, const std::string& msg);
 

@@ -1,14 +1,13 @@
 // Plan cache files (see plan_cache.h).
 #include "profiler/plan_cache.h"
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "ops/choice_cache.h"  // write_json_file
 #include "ops/rnn/rnn_schedule.h"
 
 #ifndef GRAPHI_VERSION
@@ -198,28 +197,7 @@ Result<SavedPlan> read_plan_file(const std::string& path) {
 }
 
 Status write_plan_file(const std::string& path, const SavedPlan& p) {
-  std::error_code ec;
-  const fs::path target(path);
-  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-  if (ec)
-    return Status::io_error("cannot create " + target.parent_path().string() + ": " + ec.message());
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return Status::io_error("cannot write " + tmp);
-    out << plan_to_json(p).dump(1) << "\n";
-    if (!out.good()) {
-      out.close();
-      fs::remove(tmp, ec);
-      return Status::io_error("write failed: " + tmp);
-    }
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return Status::io_error("cannot rename " + tmp + " to " + path);
-  }
-  return Status::ok();
+  return ops::write_json_file(path, plan_to_json(p), 1);
 }
 
 std::string plan_cache_dir() {
