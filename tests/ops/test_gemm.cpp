@@ -146,11 +146,14 @@ TEST_CASE("MatMul LSTM shapes on every kernel, teams of 1 and 2", "[ops][gemm]")
         INFO("[" << m << "," << k << "]x[" << k << "," << n << "] const B " << b_const);
         auto names = check_every_kernel("MatMul", {}, {a, b}, {false, b_const}, ref, tolerance(k));
         // All three kernels take a plain small product, except that LIBXSMM leaves products
-        // above 64^3 and a constant B that fills the L2 (1 MiB) to oneDNN.
-        if (m * n * k > 64 * 64 * 64 || (b_const && k * n * 4 > 512 * 1024))
-          CHECK(names == std::vector<std::string>{"matmul_onednn", "matmul_ref"});
-        else
-          CHECK(names == std::vector<std::string>{"matmul_xsmm", "matmul_onednn", "matmul_ref"});
+        // above 64^3 and a constant B that fills the L2 (1 MiB) to oneDNN; a constant B of
+        // >= 256 KiB with <= 4 rows goes to the packed GEMV first.
+        std::vector<std::string> expect =
+            m * n * k > 64 * 64 * 64 || (b_const && k * n * 4 > 512 * 1024)
+                ? std::vector<std::string>{"matmul_onednn", "matmul_ref"}
+                : std::vector<std::string>{"matmul_xsmm", "matmul_onednn", "matmul_ref"};
+        if (b_const && k * n * 4 >= 256 * 1024) expect.insert(expect.begin(), "matmul_gemv");
+        CHECK(names == expect);
       }
     }
   }
@@ -164,8 +167,11 @@ TEST_CASE("MatMul kernel selection follows the measured xsmm/oneDNN boundary", "
         "matmul_xsmm");
   CHECK(selected("MatMul", {}, {rnd({1, 64}, 1), rnd({64, 256}, 2)}, {false, true}, 2) ==
         "matmul_xsmm");
-  // [1,256]x[256,1024]: a constant B of 1 MiB is faster pre-packed in oneDNN; a changing B is not.
+  // [1,256]x[256,1024]: a constant B of 1 MiB streams fastest through the packed GEMV (oneDNN
+  // with packed B next); a changing B is LIBXSMM's.
   CHECK(selected("MatMul", {}, {rnd({1, 256}, 1), rnd({256, 1024}, 2)}, {false, true}) ==
+        "matmul_gemv");
+  CHECK(selected("MatMul", {}, {rnd({5, 256}, 1), rnd({256, 1024}, 2)}, {false, true}) ==
         "matmul_onednn");
   CHECK(selected("MatMul", {}, {rnd({1, 256}, 1), rnd({256, 1024}, 2)}, {false, false}) ==
         "matmul_xsmm");
@@ -209,6 +215,49 @@ TEST_CASE("Gemm matches the ONNX definition: alpha, beta, transposes, C broadcas
       used.insert(name);
   }
   CHECK(used == std::set<std::string>{"gemm_xsmm", "gemm_onednn", "gemm_ref"});
+}
+
+TEST_CASE("Few rows times a large constant B: the packed GEMV kernel against the definition",
+          "[ops][gemm]") {
+  // M = 1..4 rows, B of >= 256 KiB; N not a multiple of the 64-column panels, odd K; Gemm's
+  // alpha (folded into the packed B), beta with every C broadcast, transB, transA at M = 1.
+  std::mt19937 rng(7);
+  const double alphas[] = {1.0, 0.5, -2.0};
+  const double betas[] = {1.0, 0.0, 0.25};
+  int seed = 0;
+  for (int64_t m : {1, 2, 3, 4}) {
+    for (auto [k, n] : {std::pair<int64_t, int64_t>{257, 300}, {1024, 1000}, {128, 577}}) {
+      // MatMul.
+      Tensor a = rnd({m, k}, 900 + seed), b = rnd({k, n}, 950 + seed);
+      ++seed;
+      auto names = check_every_kernel("MatMul", {}, {a, b}, {false, true}, test::matmul_ref(a, b),
+                                      tolerance(k));
+      CHECK(names.front() == "matmul_gemv");
+      // Gemm.
+      const bool ta = m == 1 && rng() % 2, tb = rng() % 2;
+      const double alpha = alphas[rng() % 3], beta = betas[rng() % 3];
+      const int c_kind = static_cast<int>(rng() % 6);
+      const Shape c_shapes[] = {{}, {n}, {1, n}, {m, 1}, {1, 1}, {m, n}};
+      Tensor ga = rnd(ta ? Shape{k, m} : Shape{m, k}, 1000 + seed);
+      Tensor gb = rnd(tb ? Shape{n, k} : Shape{k, n}, 1100 + seed);
+      Tensor gc = rnd(c_shapes[c_kind], 1200 + seed);
+      std::vector<Tensor> inputs = {ga, gb};
+      if (c_kind != 0) inputs.push_back(gc);
+      INFO("M " << m << " N " << n << " K " << k << " transA " << ta << " transB " << tb
+                << " alpha " << alpha << " beta " << beta << " C "
+                << (c_kind ? gc.desc().to_string() : "none"));
+      auto gnames = check_every_kernel(
+          "Gemm", gemm_attrs(alpha, beta, ta, tb), inputs, {false, true, rng() % 2 == 0},
+          test::gemm_ref(ga, gb, c_kind ? &gc : nullptr, alpha, beta, ta, tb), tolerance(k));
+      CHECK(gnames.front() == "gemm_gemv");
+    }
+  }
+  // Declined: a B that changes every run, more than 4 rows, transA with 2 rows.
+  Tensor a = rnd({1, 512}, 1), b = rnd({512, 512}, 2);
+  CHECK(selected("MatMul", {}, {a, b}, {false, false}) != "matmul_gemv");
+  CHECK(selected("MatMul", {}, {rnd({5, 512}, 3), b}, {false, true}) != "matmul_gemv");
+  CHECK(selected("Gemm", gemm_attrs(1, 1, 1, 0), {rnd({512, 2}, 4), b}, {false, true}) !=
+        "gemm_gemv");
 }
 
 TEST_CASE("Gemm edge shapes and defaults", "[ops][gemm]") {
@@ -260,16 +309,18 @@ TEST_CASE("One MatMul/Gemm kernel runs on two threads at once", "[ops][gemm]") {
          a2 = rnd({3, 256}, 4);
   Tensor ab = rnd({2, 8, 32}, 5), bb = rnd({32, 48}, 6);
   const Case cases[] = {
-      {"MatMul", {}, {a, b}, {false, true}},       // xsmm
-      {"MatMul", {}, {a2, big_b}, {false, true}},  // oneDNN, packed B
-      {"MatMul", {}, {ab, bb}, {false, false}},    // oneDNN, batched
+      {"MatMul", {}, {a, b}, {false, true}},                     // xsmm
+      {"MatMul", {}, {a2, big_b}, {false, true}},                // packed GEMV (3 rows)
+      {"MatMul", {}, {rnd({8, 256}, 9), big_b}, {false, true}},  // oneDNN, packed B
+      {"MatMul", {}, {ab, bb}, {false, false}},                  // oneDNN, batched
       {"Gemm",
        gemm_attrs(0.5, 0.5, 0, 0),
        {big_b, rnd({1024, 8}, 7), rnd({256, 1}, 8)},
        {false, false, false}},  // ref
   };
-  const std::string expect_kernel[] = {"matmul_xsmm", "matmul_onednn", "matmul_onednn", "gemm_ref"};
-  for (int i = 0; i < 4; ++i) {
+  const std::string expect_kernel[] = {"matmul_xsmm", "matmul_gemv", "matmul_onednn",
+                                       "matmul_onednn", "gemm_ref"};
+  for (int i = 0; i < 5; ++i) {
     const Case& c = cases[i];
     const Tensor ref = c.op == "MatMul"
                            ? test::matmul_ref(c.in[0], c.in[1])
