@@ -353,8 +353,7 @@ class OnednnConvKernel final : public Kernel {
     s.pad_right = g_.pr;
     s.has_bias = g_.has_bias;
     s.relu = g_.relu;
-    if (ctx.const_inputs.size() > 1 && ctx.const_inputs[1])
-      s.const_weights = ctx.const_inputs[1]->data_as<float>();
+    if (const Tensor* w = ctx.constant(1)) s.const_weights = w->data_as<float>();
     // Weights that change every run (training) cannot be packed once: oneDNN's own layouts are
     // reached through scratch instead (the weights every run; plain activations too).
     s.staged = !s.const_weights;

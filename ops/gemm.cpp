@@ -225,6 +225,14 @@ void fill_nan(float* y, int64_t count) {
   std::fill(y, y + count, std::numeric_limits<float>::quiet_NaN());
 }
 
+// The node's product when it is a single one (the kernels below take no batches).
+Result<GemmProblem> single_product(const KernelContext& ctx) {
+  GRAPHI_ASSIGN_OR_RETURN(GemmProblem p, problem_for(ctx.node, ctx.inputs, ctx.where));
+  if (p.batch_count() != 1)
+    return Status::unsupported("batched product (" + std::to_string(p.batch_count()) + " batches)");
+  return p;
+}
+
 // ---------------------------------------------------------------------------------------------
 // A few rows (M <= kGemvMaxRows: batch-1 classifiers and MLP layers) times a constant B: the
 // weight stream is the whole cost. B is packed once (times alpha) into panels of 64 columns,
@@ -239,22 +247,19 @@ class GemvGemmKernel final : public Kernel {
   const char* name() const override { return name_; }
 
   Status init(const KernelContext& ctx) override {
-    GRAPHI_ASSIGN_OR_RETURN(p_, problem_for(ctx.node, ctx.inputs, ctx.where));
-    if (p_.batch_count() != 1)
-      return Status::unsupported("batched product (" + std::to_string(p_.batch_count()) +
-                                 " batches)");
+    GRAPHI_ASSIGN_OR_RETURN(p_, single_product(ctx));
     if (p_.m > kGemvMaxRows)
       return Status::unsupported("M = " + std::to_string(p_.m) + " rows (more than " +
                                  std::to_string(kGemvMaxRows) + ")");
     if (p_.trans_a && p_.m != 1)
       return Status::unsupported("transA with M > 1 (rows of A not contiguous)");
-    const bool b_const = ctx.const_inputs.size() > 1 && ctx.const_inputs[1] != nullptr;
+    const Tensor* b_const = ctx.constant(1);
     if (!b_const) return Status::unsupported("B changes every run (packed once only)");
     if (p_.k * p_.n * 4 < kMinWeightBytes)
       return Status::unsupported(std::to_string(p_.k * p_.n * 4) +
                                  " bytes of B: LIBXSMM's call is as fast below " +
                                  std::to_string(kMinWeightBytes));
-    const float* b = ctx.const_inputs[1]->data_as<float>();
+    const float* b = b_const->data_as<float>();
     panels_ = (p_.n + kPanel - 1) / kPanel;
     packed_ = Tensor(TensorDesc{DType::kF32, {panels_ * p_.k * kPanel}});
     float* out = packed_.data_as<float>();
@@ -298,16 +303,13 @@ class XsmmGemmKernel final : public Kernel {
   const char* name() const override { return name_; }
 
   Status init(const KernelContext& ctx) override {
-    GRAPHI_ASSIGN_OR_RETURN(p_, problem_for(ctx.node, ctx.inputs, ctx.where));
-    if (p_.batch_count() != 1)
-      return Status::unsupported("batched product (" + std::to_string(p_.batch_count()) +
-                                 " batches)");
+    GRAPHI_ASSIGN_OR_RETURN(p_, single_product(ctx));
     if (p_.alpha != 1.0f) return Status::unsupported("alpha != 1 (LIBXSMM JITs only alpha = 1)");
     constexpr int64_t kMaxWork = 64 * 64 * 64;
     if (p_.m * p_.n * p_.k > kMaxWork)
       return Status::unsupported("M*N*K = " + std::to_string(p_.m * p_.n * p_.k) +
                                  " above 64^3; oneDNN is faster there");
-    const bool b_const = ctx.const_inputs.size() > 1 && ctx.const_inputs[1] != nullptr;
+    const bool b_const = ctx.constant(1) != nullptr;
     constexpr int64_t kPackedBWins = 512 * 1024;  // bytes: oneDNN's packed B wins past L2/2
     if (b_const && p_.k * p_.n * 4 > kPackedBWins)
       return Status::unsupported("constant B of " + std::to_string(p_.k * p_.n * 4) +
@@ -318,7 +320,7 @@ class XsmmGemmKernel final : public Kernel {
       if (!b_const)
         return Status::unsupported(
             "transB with a non-constant B (LIBXSMM 1.17 has no transposed-A JIT)");
-      const float* b = ctx.const_inputs[1]->data_as<float>();
+      const float* b = ctx.constant(1)->data_as<float>();
       b_t_ = Tensor(TensorDesc{DType::kF32, {p_.k, p_.n}});
       float* bt = b_t_.data_as<float>();
       for (int64_t j = 0; j < p_.n; ++j)
@@ -411,8 +413,8 @@ class OnednnGemmKernel final : public Kernel {
     spec.dst.dims.insert(spec.dst.dims.end(), {m, n});
     if (p_.trans_a) spec.src.strides = {1, m};  // Gemm only: 2-D
     if (p_.trans_b) spec.weights.strides = {1, k};
-    const bool b_const = ctx.const_inputs.size() > 1 && ctx.const_inputs[1] != nullptr;
-    if (b_const) spec.const_weights = ctx.const_inputs[1]->data_as<float>();
+    const bool b_const = ctx.constant(1) != nullptr;
+    if (b_const) spec.const_weights = ctx.constant(1)->data_as<float>();
     // oneDNN computes alpha * (A B + bias), so the bias is (beta / alpha) * C.
     spec.output_scale = p_.alpha;
     if (p_.has_c && p_.beta != 0.0f) {
@@ -420,11 +422,11 @@ class OnednnGemmKernel final : public Kernel {
       const float factor = p_.beta / p_.alpha;
       spec.bias = onednn::Layout{{p_.c_rows, p_.c_cols}, {}};
       if (factor != 1.0f) {
-        const bool c_const = ctx.const_inputs.size() > 2 && ctx.const_inputs[2] != nullptr;
+        const bool c_const = ctx.constant(2) != nullptr;
         if (!c_const)
           return Status::unsupported("beta/alpha = " + std::to_string(factor) +
                                      " needs a scaled copy of C, and C is not constant");
-        const Tensor& c = *ctx.const_inputs[2];
+        const Tensor& c = *ctx.constant(2);
         scaled_c_ = Tensor(TensorDesc{DType::kF32, {p_.c_rows, p_.c_cols}});
         for (int64_t i = 0; i < c.numel(); ++i)
           scaled_c_.data_as<float>()[i] = factor * c.data_as<float>()[i];

@@ -22,6 +22,10 @@ struct KernelContext {
   std::vector<const TensorDesc*> outputs;
   int team_size = 1;  // threads of the team that will run this kernel
   std::string where;  // "<source>: node 'x' (Op)" for errors
+  // The data of input i when it is a constant (weights), else nullptr.
+  const Tensor* constant(size_t i) const {
+    return i < const_inputs.size() ? const_inputs[i] : nullptr;
+  }
 };
 
 // Where a kernel that can fail at run time (a custom op wrapping user code that may throw, see
