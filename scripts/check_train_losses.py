@@ -21,6 +21,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -34,9 +35,21 @@ TOLERANCE = 1e-3
 
 
 def losses_of(cmd, timeout):
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=timeout).stdout
+    """The losses and step times of one training process, and its peak resident memory (GiB)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    timer = threading.Timer(timeout, p.kill)
+    timer.start()
+    out = p.stdout.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if not timer.is_alive():
+        raise subprocess.TimeoutExpired(cmd, timeout, out)
+    timer.cancel()
+    if p.returncode != 0:
+        raise subprocess.CalledProcessError(p.returncode, cmd, out)
     js = json.loads(out)
-    return [s["loss"] for s in js["steps"]], [s["ms"] for s in js["steps"]]
+    return ([s["loss"] for s in js["steps"]], [s["ms"] for s in js["steps"]],
+            usage.ru_maxrss / 2**20)
 
 
 def main():
@@ -78,7 +91,7 @@ def main():
                       str(cores), "--lr", str(lr), "--json"]
             # One step first: the budget check (a large size may take minutes per step here).
             t0 = time.time()
-            _, first_ms = losses_of(graphi + ["--steps", "1"], 3600)
+            _, first_ms, _ = losses_of(graphi + ["--steps", "1"], 3600)
             if first_ms[0] > args.step_budget_s * 1e3:
                 row["skipped"] = (f"one graphi step takes {first_ms[0] / 1e3:.0f} s here, over "
                                   f"the --step-budget-s {args.step_budget_s:.0f}")
@@ -87,8 +100,8 @@ def main():
             print(f"{name} {size}: {args.steps} steps at lr {lr} (first graphi step "
                   f"{first_ms[0] / 1e3:.1f} s)...", flush=True)
             timeout = max(600.0, 20 * args.steps * first_ms[0] / 1e3)
-            g, g_ms = losses_of(graphi + ["--steps", str(args.steps)], timeout)
-            t, t_ms = losses_of([args.torch_python, os.path.join(HERE, "eval_models_torch.py"),
+            g, g_ms, g_gib = losses_of(graphi + ["--steps", str(args.steps)], timeout)
+            t, t_ms, t_gib = losses_of([args.torch_python, os.path.join(HERE, "eval_models_torch.py"),
                                  "train", model, batch, "--steps", str(args.steps), "--lr",
                                  str(lr), "--threads", str(cores)], timeout)
             rel = [abs(a - b) / max(abs(b), 1e-12) for a, b in zip(g, t)]
@@ -96,6 +109,8 @@ def main():
                         "max_rel_diff": max(rel), "worst_step": rel.index(max(rel)) + 1,
                         "graphi_step_ms": sorted(g_ms)[len(g_ms) // 2],
                         "pytorch_step_ms": sorted(t_ms)[len(t_ms) // 2],
+                        "graphi_peak_gib": g_gib, "pytorch_peak_gib": t_gib,
+                        "estimate_gib": need / 2**30,
                         "wall_s": time.time() - t0})
             print(f"{name} {size}: loss {t[0]:.6f} -> {t[-1]:.6f} (PyTorch), graphi "
                   f"{g[-1]:.6f}; max relative difference {max(rel):.1e} at step "
@@ -103,17 +118,19 @@ def main():
     print()
     print(f"| model | size | lr | PyTorch loss, step 1 -> {args.steps} | graphi loss, step "
           f"{args.steps} | max rel. diff (step) | within {TOLERANCE:g} | graphi / PyTorch "
-          "median step ms |")
-    print("| --- | --- | ---: | --- | ---: | --- | --- | --- |")
+          "median step ms | peak memory GiB (graphi / PyTorch) |")
+    print("| --- | --- | ---: | --- | ---: | --- | --- | --- | --- |")
     for r in rows:
         if "skipped" in r:
-            print(f"| {r['model']} | {r['size']} | {r['lr']:g} | not run: {r['skipped']} | | | | |")
+            print(f"| {r['model']} | {r['size']} | {r['lr']:g} | not run: {r['skipped']} | | | | "
+                  "| |")
             continue
         ok = "yes" if r["max_rel_diff"] <= TOLERANCE else "**no**"
         print(f"| {r['model']} | {r['size']} | {r['lr']:g} | {r['pytorch'][0]:.6f} -> "
               f"{r['pytorch'][-1]:.6f} | {r['graphi'][-1]:.6f} | {r['max_rel_diff']:.1e} "
               f"({r['worst_step']}) | {ok} | {r['graphi_step_ms']:.0f} / "
-              f"{r['pytorch_step_ms']:.0f} |")
+              f"{r['pytorch_step_ms']:.0f} | {r['graphi_peak_gib']:.1f} / "
+              f"{r['pytorch_peak_gib']:.1f} |")
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(rows, f, indent=1)
