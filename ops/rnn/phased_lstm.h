@@ -36,8 +36,8 @@
 // fused LSTM gate kernel (ops/rnn/rnn_gates.h) and the time-gate blend, one team barrier per step.
 //
 // Training (ops/rnn/rnn_train.h): graphi_training = 1 gives the training form (all three outputs
-// plus S with 11 blocks per row: the LSTM's [i o f c~ c_cand] of the candidate state, then c_t,
-// h~ = o tanh(c_cand), and the gate's k, dk/dphi, u, dk/dr_on); PhasedLSTMGrad differentiates X, W,
+// plus S with 6 blocks per row: the LSTM's [i o f c~ c_cand] of the candidate state, then c_t;
+// the backward evaluates the gate again); PhasedLSTMGrad differentiates X, W,
 // R, B, initial_h, initial_c, P, tau, shift and r_on (phi's floor has no gradient, the phase
 // boundaries are not differentiated, as autodiff of the unrolled ops and torch.remainder give).
 #pragma once

@@ -218,6 +218,9 @@ class RnnBackwardKernel final : public Kernel {
     if (phased_) {
       dk_off_ = take(3 * rows * H);  // per row and unit: the time-gate parameters' terms
       inv_tau_off_ = take(2 * H);    // H doubles
+      gate_off_ = off;               // per thread: one row's time gate planes (phased_gate)
+      gate_floats_ = aligned_floats(4 * H);
+      off += static_cast<size_t>(team_) * gate_floats_;
     }
     scratch_floats_ = off;
     return Status::ok();
@@ -281,8 +284,12 @@ class RnnBackwardKernel final : public Kernel {
       if (p >= 0) return S + rnn_row(s, p, b) * KH + c_block * H;
       return c0 ? c0 + s.state_row(d, b) : nullptr;
     };
-    PhasedInputs ph;  // the gate itself comes from S; its parameters' sums need 1 / tau
+    PhasedInputs ph;  // the time gate, evaluated again per row (lstm_rows)
     if (phased_) {
+      ph.times = in(kGradTimes);
+      ph.shift = in(kGradShift) + d * H;
+      ph.r_on = in(kGradROn) + d * H;
+      ph.alpha = g_.alpha;
       ph.tau = in(kGradTau) + d * H;
       double* inv_tau = reinterpret_cast<double*>(scratch + inv_tau_off_);
       for (int64_t j = 0; j < H; ++j) inv_tau[j] = 1.0 / static_cast<double>(ph.tau[j]);
@@ -327,7 +334,8 @@ class RnnBackwardKernel final : public Kernel {
         for (int64_t k = T - 1; k >= 0 && b1 > b0; --k) {
           const int64_t t = rev ? T - 1 - k : k;
           if (phased_) {
-            lstm_rows(t, b0, b1, d, c_prev, dy, peep, S, dh, dc, dg, hp, dk, carry);
+            lstm_rows(t, b0, b1, d, c_prev, dy, peep, S, dh, dc, dg, hp, dk, carry, &ph,
+                      scratch + gate_off_ + m * gate_floats_);
             rows_gemm_.run(r, dg + rnn_row(s, t, b0) * ldg_, dh + b0 * H, b1 - b0);
             for (int64_t e = b0 * H; e < b1 * H; ++e) dh[e] += carry[e];
           } else {
@@ -361,8 +369,10 @@ class RnnBackwardKernel final : public Kernel {
         continue;
       }
       if (phased_) {
-        rnn_train::for_rows(B, 40 * H, nthr, [&](int64_t b0, int64_t b1, int) {
-          lstm_rows(t, b0, b1, d, c_prev, dy, peep, S, dh, dc, dg, hp, dk, carry);
+        // At most team_ threads: one gate buffer each.
+        rnn_train::for_rows(B, 40 * H, std::min(nthr, team_), [&](int64_t b0, int64_t b1, int m) {
+          lstm_rows(t, b0, b1, d, c_prev, dy, peep, S, dh, dc, dg, hp, dk, carry, &ph,
+                    scratch + gate_off_ + m * gate_floats_);
         });
         if (!step_.run(dg + row0 * ldg_, r, dh, scratch, carry)) return false;
         continue;
@@ -475,20 +485,20 @@ class RnnBackwardKernel final : public Kernel {
 
   // Rows [b0, b1) of step t (direction d): the gate gradients into dg, dc updated
   // (lstm_gates_backward, vectorized). Every matrix's rows are affine in b, so each is a base
-  // pointer at b = 0 and a row stride. A PhasedLSTM (phased_: hp, dk and carry given) takes its
-  // time gate in the same pass (LstmBackwardArgs): dk's planes [3][rows][H] for the gate
+  // pointer at b = 0 and a row stride. A PhasedLSTM (phased_: hp, dk, carry, ph and gate_buf
+  // given) takes its time gate in the same pass (LstmBackwardArgs), row by row: the row's gate
+  // planes into gate_buf (4 H floats, phased_gate), then dk's planes [3][rows][H] for the gate
   // parameters' sums (time_gate_grads) and the carry (1 - k) dL/dh_t, which skips R.
   template <class CPrev>
   void lstm_rows(int64_t t, int64_t b0, int64_t b1, int d, const CPrev& c_prev, const float* dy,
                  const float* peep, const float* S, const float* dh, float* dc, float* dg,
-                 const float* hp = nullptr, float* dk = nullptr,
-                 float* carry = nullptr) const noexcept {
+                 const float* hp = nullptr, float* dk = nullptr, float* carry = nullptr,
+                 const PhasedInputs* ph = nullptr, float* gate_buf = nullptr) const noexcept {
     const RnnSpec& s = g_.fwd;
     const int64_t H = s.hidden, KH = rnn_saved_blocks(s) * H;
     const int64_t rs = s.layout == 0 ? 1 : s.seq_len;  // X rows between batch rows of a step
     // The gate kernel reads the PhasedLSTM's saved blocks by these numbers (rnn_gates.h).
-    static_assert(kPhasedSavedHt == 6 && kPhasedSavedK == 7 && kPhasedSavedDkDphi == 8 &&
-                  kPhasedSavedU == 9 && kPhasedSavedDkDron == 10);
+    static_assert(kPhasedSavedCt == 5);
     LstmBackwardArgs a;
     if (carry) {
       a.phased_carry = carry;
@@ -516,7 +526,24 @@ class RnnBackwardKernel final : public Kernel {
     a.ld_dc = H;
     a.dgates = dg + rnn_row(s, t, 0) * ldg_;
     a.ld_dgates = rs * ldg_;
-    lstm_gates_backward(a, GateTile{b0, b1, 0, H});
+    if (!carry) {
+      lstm_gates_backward(a, GateTile{b0, b1, 0, H});
+      return;
+    }
+    PhasedGateArgs pg;
+    pg.n = H;
+    pg.alpha = ph->alpha;
+    pg.shift = ph->shift;
+    pg.inv_tau = ph->inv_tau;
+    pg.r_on = ph->r_on;
+    pg.out = gate_buf;
+    a.gate = gate_buf;
+    a.ld_gate = 0;  // one row per call: the buffer serves every row
+    for (int64_t b = b0; b < b1; ++b) {
+      pg.ts = ph->times[rnn_row(s, t, b)];
+      phased_gate(pg);
+      lstm_gates_backward(a, GateTile{b, b + 1, 0, H});
+    }
   }
 
   // d tau, d shift, d r_on of units [j0, j1) from lstm_rows' dk planes: phi = u - floor(u),
@@ -576,7 +603,8 @@ class RnnBackwardKernel final : public Kernel {
   Matmul step_, step_a_, dx_, dw_, dr_, dr_h_;
   TiledGemm rows_gemm_;
   size_t scratch_floats_ = 0, dg_off_ = 0, dh_side_off_ = 0, hp_off_ = 0, dh_off_ = 0, dc_off_ = 0,
-         carry_off_ = 0, da_off_ = 0, dk_off_ = 0, inv_tau_off_ = 0;
+         carry_off_ = 0, da_off_ = 0, dk_off_ = 0, inv_tau_off_ = 0, gate_off_ = 0,
+         gate_floats_ = 0;
 };
 
 Result<std::vector<TensorDesc>> infer_rnn_grad(const graph::InferContext& ctx) {

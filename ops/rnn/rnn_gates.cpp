@@ -26,7 +26,8 @@ const RnnGateKernels kRnnGateKernelsScalar{SimdIsa::kScalar,
                                            gru_gates_output_t<VecScalar>,
                                            rnn_gates_t<VecScalar>,
                                            lstm_backward_t<VecScalar>,
-                                           phased_blend_t<VecScalar>};
+                                           phased_blend_t<VecScalar>,
+                                           phased_gate_row_t<VecScalar>};
 
 const RnnGateKernels& active() {
   static const RnnGateKernels* k = rnn_gate_kernels(active_simd_isa());
@@ -64,6 +65,7 @@ void lstm_gates_backward(const LstmBackwardArgs& args, const GateTile& tile) noe
   active().lstm_backward(args, tile);
 }
 void phased_blend(const PhasedBlendArgs& args) noexcept { active().phased_blend(args); }
+void phased_gate(const PhasedGateArgs& args) noexcept { active().phased_gate(args); }
 
 GateTile gate_tile_for_thread(int64_t rows, int64_t hidden, int ithr, int nthr) {
   constexpr int64_t kLine = 16;  // floats per 64-byte cache line

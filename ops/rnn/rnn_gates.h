@@ -150,9 +150,10 @@ struct LstmBackwardArgs {
   float* dgates = nullptr;  // required: out [di do df dc~]
   int64_t ld_dgates = 0;
   // A PhasedLSTM's time gate around the cell (optional: phased_carry set). saved rows then hold
-  // the 11 blocks of ops/rnn/rnn_train.h (block 4 is the candidate c~, which the cell's part
-  // above reads as its c; then c_t, h~, k, dk/dphi, u, dk/dr_on), and dh, dc are taken at the
-  // gate's output. With dh = dL/dh_t (+ dY_t) and dc_in = dL/dc_t:
+  // the 6 blocks of ops/rnn/rnn_train.h (block 4 is the candidate c~, which the cell's part
+  // above reads as its c; then c_t), `gate` rows the time gate's planes k, dk/dphi, u, dk/dr_on
+  // (phased_gate), and dh, dc are taken at the gate's output. With dh = dL/dh_t (+ dY_t),
+  // dc_in = dL/dc_t and h~ = o tanh(c~) (as the forward's gate kernel computed it):
   //   the cell's part on k dh and k dc_in;  dc_out += (1 - k) dc_in;  carry = (1 - k) dh;
   //   dk = dc_in (c~ - c_prev) + dh (h~ - h_prev), and dk's planes for tau's, shift's and
   //   r_on's gradients: g[0] = dk dk/dphi, g[plane] = dk dk/dphi u, g[2 plane] = dk dk/dr_on.
@@ -160,6 +161,8 @@ struct LstmBackwardArgs {
   int64_t ld_phased_carry = 0;
   const float* h_prev = nullptr;  // required with the gate
   int64_t ld_h_prev = 0;
+  const float* gate = nullptr;  // required with the gate: per row 4 planes of `hidden` floats
+  int64_t ld_gate = 0;
   float* dk_planes = nullptr;  // required with the gate: three planes, plane floats apart
   int64_t ld_dk = 0;
   int64_t dk_plane = 0;
@@ -171,8 +174,9 @@ struct LstmBackwardArgs {
 //   k = 2 phi / r_on (phi < r_on / 2),  2 - 2 phi / r_on (phi < r_on),  alpha phi (closed),
 //   c = k c~ + (1 - k) c_prev,  h = k h~ + (1 - k) h_prev   (rounded to float).
 // Branch-free over j, so the compiler vectorizes it per ISA (the floor by the 2^52 rounding
-// trick: the int64 conversion it replaces does not vectorize before AVX-512DQ). The saved_*
-// planes, when given, receive what the backward reads: c_t, h~, k, dk/dphi, u, dk/dr_on.
+// trick: the int64 conversion it replaces does not vectorize before AVX-512DQ). saved_c, when
+// given, receives c_t for the backward (which evaluates the gate again and has h~ = o tanh(c~)
+// from the LSTM's blocks).
 struct PhasedBlendArgs {
   int64_t n = 0;
   double ts = 0;
@@ -185,12 +189,22 @@ struct PhasedBlendArgs {
   float* c = nullptr;               // in c_{t-1}, out c_t (in place)
   const float* h_prev = nullptr;    // may alias h
   float* h = nullptr;
-  float* saved_c = nullptr;  // optional (training): all six or none
-  float* saved_ht = nullptr;
-  float* saved_k = nullptr;
-  float* saved_dk_dphi = nullptr;
-  float* saved_u = nullptr;
-  float* saved_dk_dron = nullptr;
+  float* saved_c = nullptr;  // optional (training)
+};
+
+// The time gate of PhasedBlendArgs alone, for the backward: the four planes of n floats at
+// `out` that LstmBackwardArgs::gate reads, k, dk/dphi, u, dk/dr_on, as the blend computed k
+// (the same function). Recomputing them per row is cheaper than storing them in the forward's
+// S and reading them back: they depend on the time stamp and the unit only, and S of a small
+// PhasedLSTM step (4 layers, 64 x 20 rows) does not stay in cache between the two passes.
+struct PhasedGateArgs {
+  int64_t n = 0;
+  double ts = 0;
+  double alpha = 0;
+  const float* shift = nullptr;     // [n]
+  const double* inv_tau = nullptr;  // [n], 1 / tau
+  const float* r_on = nullptr;      // [n]
+  float* out = nullptr;             // [4][n]: k, dk/dphi, u, dk/dr_on
 };
 
 // The entry points below use active_simd_isa(). Preconditions (checked by check_*_args, not
@@ -202,6 +216,7 @@ void gru_gates_output(const GruGateArgs& args, const GateTile& tile) noexcept;
 void rnn_gates(const RnnGateArgs& args, const GateTile& tile) noexcept;
 void lstm_gates_backward(const LstmBackwardArgs& args, const GateTile& tile) noexcept;
 void phased_blend(const PhasedBlendArgs& args) noexcept;
+void phased_gate(const PhasedGateArgs& args) noexcept;
 
 // One ISA path's kernels, for tests and benchmarks.
 struct RnnGateKernels {
@@ -213,6 +228,7 @@ struct RnnGateKernels {
   void (*rnn)(const RnnGateArgs&, const GateTile&) noexcept;
   void (*lstm_backward)(const LstmBackwardArgs&, const GateTile&) noexcept;
   void (*phased_blend)(const PhasedBlendArgs&) noexcept;
+  void (*phased_gate)(const PhasedGateArgs&) noexcept;
 };
 // nullptr when this CPU cannot run `isa`.
 const RnnGateKernels* rnn_gate_kernels(SimdIsa isa);

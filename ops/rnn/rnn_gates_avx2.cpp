@@ -14,7 +14,8 @@ const RnnGateKernels kRnnGateKernelsAvx2{SimdIsa::kAvx2,
                                          gru_gates_output_t<VecAvx2>,
                                          rnn_gates_t<VecAvx2>,
                                          lstm_backward_t<VecAvx2>,
-                                         phased_blend_t<VecAvx2>};
+                                         phased_blend_t<VecAvx2>,
+                                         phased_gate_row_t<VecAvx2>};
 }  // namespace graphi::ops::detail
 
 GRAPHI_VEC_TARGET_END

@@ -14,7 +14,8 @@ const RnnGateKernels kRnnGateKernelsAvx512{SimdIsa::kAvx512,
                                            gru_gates_output_t<VecAvx512>,
                                            rnn_gates_t<VecAvx512>,
                                            lstm_backward_t<VecAvx512>,
-                                           phased_blend_t<VecAvx512>};
+                                           phased_blend_t<VecAvx512>,
+                                           phased_gate_row_t<VecAvx512>};
 }  // namespace graphi::ops::detail
 
 GRAPHI_VEC_TARGET_END

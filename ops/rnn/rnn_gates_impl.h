@@ -14,6 +14,7 @@ using graphi::ops::GruGateArgs;
 using graphi::ops::LstmBackwardArgs;
 using graphi::ops::LstmGateArgs;
 using graphi::ops::PhasedBlendArgs;
+using graphi::ops::PhasedGateArgs;
 using graphi::ops::RnnActivation;
 using graphi::ops::RnnGateArgs;
 
@@ -260,6 +261,7 @@ void lstm_backward_t(const LstmBackwardArgs& a, const GateTile& tile) noexcept {
     float* carry = phased ? a.phased_carry + r * a.ld_phased_carry : nullptr;
     const float* hp = phased ? a.h_prev + r * a.ld_h_prev : nullptr;
     float* gk = phased ? a.dk_planes + r * a.ld_dk : nullptr;
+    const float* gv = phased ? a.gate + r * a.ld_gate : nullptr;  // k, dk/dphi, u, dk/dr_on
     for (int64_t j = tile.col_begin; j < tile.col_end; j += T::kWidth) {
       const int n = lanes_left(j, tile.col_end, T::kWidth);
       const V i = ld_n<T>(sv + j, n), o = ld_n<T>(sv + H + j, n), f = ld_n<T>(sv + 2 * H + j, n);
@@ -271,13 +273,13 @@ void lstm_backward_t(const LstmBackwardArgs& a, const GateTile& tile) noexcept {
       const V cpv = cp ? ld_n<T>(cp + j, n) : T::zero();
       V keep = T::zero();  // (1 - k) dc_in: what skips the cell
       if (phased) {
-        const V k = ld_n<T>(sv + 7 * H + j, n), skip = T::sub(one, k);
-        const V dk = T::fmadd(dc_in, T::sub(c, cpv),
-                              T::mul(dhv, T::sub(ld_n<T>(sv + 6 * H + j, n), ld_n<T>(hp + j, n))));
-        const V dphi = T::mul(dk, ld_n<T>(sv + 8 * H + j, n));
+        const V k = ld_n<T>(gv + j, n), skip = T::sub(one, k);
+        const V dk =
+            T::fmadd(dc_in, T::sub(c, cpv), T::mul(dhv, T::sub(T::mul(o, tc), ld_n<T>(hp + j, n))));
+        const V dphi = T::mul(dk, ld_n<T>(gv + H + j, n));
         st_n<T>(gk + j, dphi, n);
-        st_n<T>(gk + a.dk_plane + j, T::mul(dphi, ld_n<T>(sv + 9 * H + j, n)), n);
-        st_n<T>(gk + 2 * a.dk_plane + j, T::mul(dk, ld_n<T>(sv + 10 * H + j, n)), n);
+        st_n<T>(gk + a.dk_plane + j, T::mul(dphi, ld_n<T>(gv + 2 * H + j, n)), n);
+        st_n<T>(gk + 2 * a.dk_plane + j, T::mul(dk, ld_n<T>(gv + 3 * H + j, n)), n);
         st_n<T>(carry + j, T::mul(skip, dhv), n);
         keep = T::mul(skip, dc_in);
         dhv = T::mul(k, dhv);
@@ -334,26 +336,35 @@ void phased_blend_rows_t(int64_t n, double ts, double alpha, const float* __rest
   }
 }
 
-// The blend of phased_blend_t, training: also the planes the backward reads (sv: c_t, h~, k,
-// dk/dphi, u, dk/dr_on).
+// The blend of phased_blend_t, training: also c_t for the backward.
 template <class T>
 void phased_blend_saved_t(int64_t n, double ts, double alpha, const float* __restrict shift,
                           const double* __restrict inv_tau, const float* __restrict r_on,
                           const float* __restrict cand_c, const float* __restrict cand_h,
-                          float* __restrict c, const float* h_prev, float* h, float* __restrict sc,
-                          float* __restrict sh, float* __restrict sk, float* __restrict sdphi,
-                          float* __restrict su, float* __restrict sdr) noexcept {
+                          float* __restrict c, const float* h_prev, float* h,
+                          float* __restrict sc) noexcept {
   for (int64_t j = 0; j < n; ++j) {
     double u, phi, inv_r;
-    const double r = r_on[j];
-    const float k =
-        static_cast<float>(phased_gate_t<T>(ts, shift[j], inv_tau[j], r, alpha, u, phi, inv_r));
+    const float k = static_cast<float>(
+        phased_gate_t<T>(ts, shift[j], inv_tau[j], r_on[j], alpha, u, phi, inv_r));
     const float cj = k * cand_c[j] + (1.0f - k) * c[j];
     c[j] = cj;
     h[j] = k * cand_h[j] + (1.0f - k) * h_prev[j];
     sc[j] = cj;
-    sh[j] = cand_h[j];
-    sk[j] = k;
+  }
+}
+
+// The time gate's planes (ops/rnn/rnn_gates.h, PhasedGateArgs): k as the blend rounds it, and
+// its derivatives dk/dphi and dk/dr_on, and u.
+template <class T>
+void phased_gate_planes_t(int64_t n, double ts, double alpha, const float* __restrict shift,
+                          const double* __restrict inv_tau, const float* __restrict r_on,
+                          float* __restrict sk, float* __restrict sdphi, float* __restrict su,
+                          float* __restrict sdr) noexcept {
+  for (int64_t j = 0; j < n; ++j) {
+    double u, phi, inv_r;
+    const double r = r_on[j];
+    sk[j] = static_cast<float>(phased_gate_t<T>(ts, shift[j], inv_tau[j], r, alpha, u, phi, inv_r));
     const bool rising = phi < 0.5 * r, open = phi < r;
     const double dphi_open = rising ? 2.0 * inv_r : -2.0 * inv_r;
     sdphi[j] = static_cast<float>(open ? dphi_open : alpha);
@@ -364,19 +375,24 @@ void phased_blend_saved_t(int64_t n, double ts, double alpha, const float* __res
   }
 }
 
+template <class T>
+void phased_gate_row_t(const PhasedGateArgs& a) noexcept {
+  phased_gate_planes_t<T>(a.n, a.ts, a.alpha, a.shift, a.inv_tau, a.r_on, a.out, a.out + a.n,
+                          a.out + 2 * a.n, a.out + 3 * a.n);
+}
+
 // The PhasedLSTM's time gate and blend (ops/rnn/rnn_gates.h, PhasedBlendArgs). Plain loops
 // without branches that the compiler vectorizes for this TU's ISA (doubles, 8 per AVX-512
 // register; T only names the TU's copy). The pointers go in as __restrict parameters: read
 // from the argument struct inside the loop's function, GCC 12 gives up on the float loads.
 template <class T>
 void phased_blend_t(const PhasedBlendArgs& a) noexcept {
-  if (!a.saved_k) {
+  if (!a.saved_c) {
     phased_blend_rows_t<T>(a.n, a.ts, a.alpha, a.shift, a.inv_tau, a.r_on, a.cand_c, a.cand_h, a.c,
                            a.h_prev, a.h);
   } else {
     phased_blend_saved_t<T>(a.n, a.ts, a.alpha, a.shift, a.inv_tau, a.r_on, a.cand_c, a.cand_h, a.c,
-                            a.h_prev, a.h, a.saved_c, a.saved_ht, a.saved_k, a.saved_dk_dphi,
-                            a.saved_u, a.saved_dk_dron);
+                            a.h_prev, a.h, a.saved_c);
   }
 }
 

@@ -24,8 +24,10 @@
 // 3. The gradient rule (ops/rnn/rnn_grad_rule.cpp) that emits (2) for a node in form (1).
 //
 // The PhasedLSTM (ops/rnn/phased_lstm.h) is an LSTM here with its time gate around the cell:
-// S gains c_t, h~ and the time gate's k, dk/dphi, u and dk/dr_on (11 blocks; the backward reads
-// the gate instead of evaluating it again), PhasedLSTMGrad also differentiates tau, shift, r_on.
+// S gains c_t (6 blocks); the backward evaluates the time gate again per row
+// (phased_gate, rnn_gates.h: it depends on the time stamp and the unit only, and recomputing
+// it is cheaper than four more planes of S through memory), PhasedLSTMGrad also differentiates
+// tau, shift, r_on.
 //
 // Supported: every gate, weight, bias, initial state and peephole input, directions forward,
 // reverse and bidirectional, layout 0 and 1, RNN activations Tanh, Relu, Sigmoid. Refused by
@@ -50,8 +52,13 @@ inline constexpr const char* kRnnGradsAttr = "graphi_grads";
 // Input slots of LSTMGrad / GRUGrad after the forward's eight (kRnnX .. kRnnP).
 enum RnnGradInput : int { kGradY = 8, kGradSaved, kGradDY, kGradDYh, kGradDYc, kGradInputs };
 // PhasedLSTMGrad: LSTMGrad's inputs, then the forward's times, tau, shift, r_on.
-enum PhasedGradInput : int { kGradTimes = kGradInputs, kGradTau, kGradShift, kGradROn,
-                             kPhasedGradInputs };
+enum PhasedGradInput : int {
+  kGradTimes = kGradInputs,
+  kGradTau,
+  kGradShift,
+  kGradROn,
+  kPhasedGradInputs
+};
 // The grad node's input slot of forward input `slot` (PhasedLSTM's 8..11 come after dY_c).
 inline int grad_input_slot(int slot) { return slot < kGradY ? slot : slot + kGradTimes - 8; }
 
@@ -60,12 +67,11 @@ inline int64_t rnn_saved_blocks(RnnCellKind kind) {
   return kind == RnnCellKind::kLstm ? 5 : kind == RnnCellKind::kGru ? 4 : 1;
 }
 
-// K of a node's S: PhasedLSTM adds c_t, h~ and its time gate after the LSTM's five blocks
-// (kPhasedSaved*, phased_lstm.h).
-inline constexpr int64_t kPhasedSavedCt = 5, kPhasedSavedHt = 6, kPhasedSavedK = 7,
-                         kPhasedSavedDkDphi = 8, kPhasedSavedU = 9, kPhasedSavedDkDron = 10;
+// K of a node's S: PhasedLSTM adds c_t after the LSTM's five blocks (whose c is the candidate
+// c~; h~ = o tanh(c~) follows from them).
+inline constexpr int64_t kPhasedSavedCt = 5;
 inline int64_t rnn_saved_blocks(const RnnSpec& s) {
-  return s.phased ? 11 : rnn_saved_blocks(s.kind);
+  return s.phased ? 6 : rnn_saved_blocks(s.kind);
 }
 
 // Rows of X (and of S, and of the backward's gate gradients) in X's order; also the index of

@@ -232,8 +232,8 @@ class RnnTrainForwardKernel final : public Kernel {
   }
 
   // The PhasedLSTM's time gate on rows [b0, b1) of step t: c = k c~ + (1 - k) c,
-  // h = k h~ + (1 - k) h (the state in place); S's c_t, h~ and gate blocks written (the
-  // backward reads the gate's k, dk/dphi, u and dk/dr_on from there).
+  // h = k h~ + (1 - k) h (the state in place); S's c_t written (the backward evaluates the
+  // gate again, phased_gate, and takes h~ = o tanh(c~) from the LSTM's blocks).
   void blend(int64_t t, int64_t b0, int64_t b1, const PhasedInputs& p, const float* cand_c,
              const float* cand_h, float* S, float* h, float* c) const noexcept {
     const int64_t H = s_.hidden, KH = rnn_saved_blocks(s_) * H;
@@ -257,11 +257,6 @@ class RnnTrainForwardKernel final : public Kernel {
       g.h_prev = hb;
       g.h = hb;
       g.saved_c = row + kPhasedSavedCt * H;
-      g.saved_ht = row + kPhasedSavedHt * H;
-      g.saved_k = row + kPhasedSavedK * H;
-      g.saved_dk_dphi = row + kPhasedSavedDkDphi * H;
-      g.saved_u = row + kPhasedSavedU * H;
-      g.saved_dk_dron = row + kPhasedSavedDkDron * H;
       phased_blend(g);
     }
   }

@@ -23,7 +23,7 @@ struct PhasedInputs {
   const float* tau = nullptr;    // the direction's [H]
   const float* shift = nullptr;
   const float* r_on = nullptr;
-  const double* inv_tau = nullptr;  // 1 / tau, [H] (the backward sets only tau and this)
+  const double* inv_tau = nullptr;  // 1 / tau, [H]
   double alpha = 0;
 };
 

@@ -528,7 +528,7 @@ TEST_CASE("rnn gates: PhasedLSTM time gate and blend match the paper's equations
     for (const RnnGateKernels* k : paths())
       for (bool train : {false, true}) {
         std::vector<float> c = c0, h(n, 0.0f), h_prev = h0;
-        std::vector<float> sv(6 * n, 555.0f);
+        std::vector<float> sv(n, 555.0f), gate(4 * n, 555.0f);
         PhasedBlendArgs a;
         a.n = n;
         a.ts = ts;
@@ -543,11 +543,15 @@ TEST_CASE("rnn gates: PhasedLSTM time gate and blend match the paper's equations
           h = h0;
           a.h_prev = h.data();
           a.saved_c = sv.data();
-          a.saved_ht = sv.data() + n;
-          a.saved_k = sv.data() + 2 * n;
-          a.saved_dk_dphi = sv.data() + 3 * n;
-          a.saved_u = sv.data() + 4 * n;
-          a.saved_dk_dron = sv.data() + 5 * n;
+          PhasedGateArgs g;  // the backward's planes of the same gate
+          g.n = n;
+          g.ts = ts;
+          g.alpha = alpha;
+          g.shift = shift.data();
+          g.inv_tau = inv_tau.data();
+          g.r_on = r_on.data();
+          g.out = gate.data();
+          k->phased_gate(g);
         } else {
           a.h_prev = h_prev.data();
         }
@@ -568,15 +572,14 @@ TEST_CASE("rnn gates: PhasedLSTM time gate and blend match the paper's equations
             continue;
           }
           CHECK(sv[j] == c[j]);
-          CHECK(sv[n + j] == cand_h[j]);
-          CHECK(sv[2 * n + j] == Approx(kk).margin(1e-6));
-          CHECK(sv[3 * n + j] == Approx(piece == 0 ? 2 / r : piece == 1 ? -2 / r : alpha));
-          CHECK(sv[4 * n + j] == Approx((ts - shift[j]) / tau[j]).epsilon(1e-6));
+          CHECK(gate[j] == Approx(kk).margin(1e-6));
+          CHECK(gate[n + j] == Approx(piece == 0 ? 2 / r : piece == 1 ? -2 / r : alpha));
+          CHECK(gate[2 * n + j] == Approx((ts - shift[j]) / tau[j]).epsilon(1e-6));
           const double slope = 2 * phi / (r * r);
-          CHECK(sv[5 * n + j] == Approx(piece == 0   ? -slope
-                                        : piece == 1 ? slope
-                                                     : 0.0)
-                                     .margin(1e-4));
+          CHECK(gate[3 * n + j] == Approx(piece == 0   ? -slope
+                                          : piece == 1 ? slope
+                                                       : 0.0)
+                                       .margin(1e-4));
         }
         if (ts == 9.0) {  // the two boundary units took the expected pieces
           CHECK(c[0] == Approx(c0[0]).margin(1e-7));      // phi = 0: k = 0, c kept
@@ -587,21 +590,22 @@ TEST_CASE("rnn gates: PhasedLSTM time gate and blend match the paper's equations
 }
 
 TEST_CASE("rnn gates: LSTM backward with a PhasedLSTM time gate on every path") {
-  // The saved rows of a PhasedLSTM (11 blocks: i o f g c~ c_t h~ k dk/dphi u dk/dr_on), strided
-  // rows, 3 batch rows of 37 units (partial vectors), peepholes, c_prev and dY on and off; the
-  // gate's part and the cell's written out in double.
+  // The saved rows of a PhasedLSTM (6 blocks: i o f g c~ c_t) followed here by the gate's
+  // planes (k dk/dphi u dk/dr_on, which LstmBackwardArgs::gate reads with the same stride),
+  // strided rows, 3 batch rows of 37 units (partial vectors), peepholes, c_prev and dY on and
+  // off; the gate's part and the cell's written out in double (h~ = o tanh(c~)).
   std::mt19937 gen(12);
-  const int64_t B = 3, H = 37, lds = 11 * H + 5, ldg = 4 * H + 3, ldk = H + 1;
+  const int64_t B = 3, H = 37, lds = 10 * H + 5, ldg = 4 * H + 3, ldk = H + 1;
   const int64_t plane = B * ldk;
   std::vector<float> saved(B * lds, 555.0f);
   for (int64_t b = 0; b < B; ++b)
-    for (int64_t j = 0; j < 11 * H; ++j) {
+    for (int64_t j = 0; j < 10 * H; ++j) {
       const int64_t blk = j / H;
       float v = rnd(1, gen, -1.0f, 1.0f)[0];
-      if (blk < 3 || blk == 7) v = rnd(1, gen, 0.02f, 0.98f)[0];  // sigmoids and k
+      if (blk < 3 || blk == 6) v = rnd(1, gen, 0.02f, 0.98f)[0];  // sigmoids and k
       if (blk == 4 || blk == 5) v = rnd(1, gen, -2.0f, 2.0f)[0];  // c~, c_t
-      if (blk == 8 || blk == 10) v = rnd(1, gen, -40.0f, 40.0f)[0];
-      if (blk == 9) v = rnd(1, gen, -5.0f, 50.0f)[0];  // u
+      if (blk == 7 || blk == 9) v = rnd(1, gen, -40.0f, 40.0f)[0];
+      if (blk == 8) v = rnd(1, gen, -5.0f, 50.0f)[0];  // u
       saved[b * lds + j] = v;
     }
   const auto cp = rnd(B * H, gen, -2, 2), hp = rnd(B * H, gen), dy = rnd(B * H, gen);
@@ -618,6 +622,8 @@ TEST_CASE("rnn gates: LSTM backward with a PhasedLSTM time gate on every path") 
           a.ld_phased_carry = H;
           a.h_prev = hp.data();
           a.ld_h_prev = H;
+          a.gate = saved.data() + 6 * H;
+          a.ld_gate = lds;
           a.dk_planes = dk.data();
           a.ld_dk = ldk;
           a.dk_plane = plane;
@@ -626,7 +632,8 @@ TEST_CASE("rnn gates: LSTM backward with a PhasedLSTM time gate on every path") 
             CHECK(dk[b * ldk + H] == 888.0f);  // the planes' row padding is not written
             for (int64_t j = 0; j < H; ++j) {
               const float* sv = &saved[b * lds];
-              const double cc = sv[4 * H + j], hh = sv[6 * H + j], kk = sv[7 * H + j];
+              const double cc = sv[4 * H + j], kk = sv[6 * H + j];
+              const double hh = static_cast<double>(sv[H + j]) * std::tanh(cc);  // h~ = o tanh(c~)
               const double c_prev = with_cp ? cp[b * H + j] : 0.0;
               const double dhv = dh[b * H + j] + (with_dy ? dy[b * H + j] : 0.0);
               const double dc_in = dc0[b * H + j];
@@ -643,10 +650,10 @@ TEST_CASE("rnn gates: LSTM backward with a PhasedLSTM time gate on every path") 
               CHECK(dg[b * ldg + 3 * H + j] == Approx(r.d_g).margin(1e-5));
               CHECK(dc[b * H + j] == Approx(dc_out).margin(1e-5));
               CHECK(carry[b * H + j] == Approx((1 - kk) * dhv).margin(1e-6));
-              CHECK(dk[b * ldk + j] == Approx(dkv * sv[8 * H + j]).margin(1e-3));
+              CHECK(dk[b * ldk + j] == Approx(dkv * sv[7 * H + j]).margin(1e-3));
               CHECK(dk[plane + b * ldk + j] ==
-                    Approx(dkv * sv[8 * H + j] * sv[9 * H + j]).margin(1e-2));
-              CHECK(dk[2 * plane + b * ldk + j] == Approx(dkv * sv[10 * H + j]).margin(1e-3));
+                    Approx(dkv * sv[7 * H + j] * sv[8 * H + j]).margin(1e-2));
+              CHECK(dk[2 * plane + b * ldk + j] == Approx(dkv * sv[9 * H + j]).margin(1e-3));
             }
           }
         }
