@@ -192,7 +192,7 @@ std::string to_text(const GraphStats& s) {
                             human_count(s.critical_path_flops) + " FLOPs");
   line("memory (reuse)", human_bytes(double(s.peak_bytes)) + " peak, dependency-safe (" +
                              human_bytes(double(s.peak_bytes_sequential)) +
-                             " for the sequential order only)" +
+                             " on the sequential scheduler, which runs the nodes in order)" +
                              (s.aliased_values ? "; " + std::to_string(s.aliased_values) +
                                                      " Reshape/Identity outputs share their "
                                                      "input's bytes"

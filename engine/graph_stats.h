@@ -45,9 +45,10 @@ struct GraphStats {
   double average_parallelism = 0;  // num_nodes / critical_path_ops
 
   // Arena of intermediates (graph outputs included; graph inputs and constants excluded).
-  size_t peak_bytes = 0;             // with dependency-safe reuse (what the engine allocates)
-  size_t peak_bytes_sequential = 0;  // with reuse valid for the sequential order only
-  size_t total_bytes = 0;            // without reuse
+  size_t peak_bytes = 0;  // with dependency-safe reuse (what the engine allocates)
+  // With reuse valid for the node order only: the arena of a Session on the sequential scheduler.
+  size_t peak_bytes_sequential = 0;
+  size_t total_bytes = 0;  // without reuse
   // Reshape/Identity outputs that share their input's bytes (no copy at run time; memory_plan.h).
   size_t aliased_values = 0;
 };

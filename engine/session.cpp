@@ -82,6 +82,12 @@ struct Session::Impl {
 
   std::shared_ptr<const Plan> plan_ptr;  // read-only; may be shared with other Sessions
   const Plan& plan() const { return *plan_ptr; }
+  // Where the values live: the sequential scheduler runs the nodes one at a time in order(),
+  // so its arena reuses bytes by last use in that order (smaller); the others need the
+  // dependency-safe plan.
+  const MemoryPlan& memory() const {
+    return policy == Policy::kSequential ? plan().sequential_memory() : plan().memory();
+  }
 
   std::mutex run_mutex;  // serializes run(): the buffers below belong to the run in progress
   // run() calls inside this Session, running or waiting for run_mutex: the destructor waits
@@ -103,7 +109,7 @@ struct Session::Impl {
   std::unordered_map<std::string, uint32_t> input_index;  // graph input name -> position
 
   const void* value_ptr(ValueId v) const {
-    const MemoryPlan& m = plan().memory();
+    const MemoryPlan& m = memory();
     switch (m.storage[v]) {
       case Storage::kArena:
         return static_cast<const char*>(arena.get()) + m.offset[v];
@@ -147,6 +153,7 @@ const graph::Graph& Session::graph() const { return impl_->plan().graph(); }
 const Plan& Session::plan() const { return impl_->plan(); }
 std::shared_ptr<const Plan> Session::shared_plan() const { return impl_->plan_ptr; }
 const SessionOptions& Session::options() const { return impl_->options; }
+const MemoryPlan& Session::memory() const { return impl_->memory(); }
 const Placement* Session::placement() const {
   return impl_->placement ? &*impl_->placement : nullptr;
 }
@@ -228,12 +235,12 @@ namespace {
 // The budget (SessionOptions::max_memory): an explicit limit bounds the whole model (weights
 // already loaded + what the Session allocates now); without one, what is allocated now must fit
 // in the memory the machine has available.
-Status check_planned_memory(const Plan& plan, const SessionOptions& o) {
+Status check_planned_memory(const Plan& plan, const MemoryPlan& memory, const SessionOptions& o) {
   const graph::Graph& g = plan.graph();
   uint64_t weights = 0;
   for (const graph::Value& v : g.values())
     if (v.kind == graph::ValueKind::kConstant) weights += v.desc.bytes();
-  const uint64_t arena = plan.memory().peak_bytes;
+  const uint64_t arena = memory.peak_bytes;
   const uint64_t scratch =
       plan.scratch_bytes() * static_cast<uint64_t>(std::max(o.executors, 1) + 1);
   const std::string parts =
@@ -281,9 +288,10 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Plan> pla
   const Plan& plan = im.plan();
   const graph::Graph& g = plan.graph();
 
-  GRAPHI_RETURN_IF_ERROR(check_planned_memory(plan, options));
+  im.policy = *parse_policy(options.scheduler);  // checked by check_options
+  GRAPHI_RETURN_IF_ERROR(check_planned_memory(plan, im.memory(), options));
   GRAPHI_ASSIGN_OR_RETURN(im.arena,
-                          alloc_aligned(plan.memory().peak_bytes, "arena of " + g.source()));
+                          alloc_aligned(im.memory().peak_bytes, "arena of " + g.source()));
   GRAPHI_ASSIGN_OR_RETURN(im.scratch,
                           alloc_aligned(plan.scratch_bytes(), "kernel scratch of " + g.source()));
 
@@ -299,7 +307,7 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Plan> pla
     for (size_t k = 0; k < ins.size(); ++k) {
       uint32_t slot = plan.in_offsets()[n] + static_cast<uint32_t>(k);
       if (ins[k] == kNoId) continue;
-      if (plan.memory().storage[ins[k]] == Storage::kCallerInput)
+      if (im.memory().storage[ins[k]] == Storage::kCallerInput)
         im.input_slots.push_back({slot, input_pos[ins[k]]});
       else
         im.in_ptrs[slot] = im.value_ptr(ins[k]);
@@ -488,7 +496,7 @@ Result<NamedTensors> Session::run(const NamedTensors& inputs) {
     out.reserve(g.outputs().size());
     for (ValueId v : g.outputs()) {
       const graph::Value& val = g.value(v);
-      const void* src = im.plan().memory().storage[v] == Storage::kCallerInput
+      const void* src = im.memory().storage[v] == Storage::kCallerInput
                             ? bound[im.input_index.at(val.name)]->data()
                             : im.value_ptr(v);
       Tensor t(val.desc);

@@ -15,6 +15,7 @@ namespace graphi::engine {
 
 class Plan;
 class ParallelRuntime;
+struct MemoryPlan;
 struct Placement;
 
 struct SessionOptions {
@@ -92,6 +93,9 @@ class Session {
   const Plan& plan() const;
   std::shared_ptr<const Plan> shared_plan() const;
   const SessionOptions& options() const;
+  // The memory plan of this Session's arena: plan().sequential_memory() on the sequential
+  // scheduler (nodes one at a time in order), plan().memory() on the parallel ones.
+  const MemoryPlan& memory() const;
 
   // The executors' placement (core sets), or nullptr for the sequential executor or pin = false.
   const Placement* placement() const;

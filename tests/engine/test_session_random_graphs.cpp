@@ -251,8 +251,7 @@ TEST_CASE("session: random graphs of real ops match a naive evaluation (teams of
       SessionOptions opt;
       opt.threads = threads;
       auto s = value_or_throw(Session::create(g, opt));
-      if (threads == 1)
-        peak += s->plan().memory().peak_bytes, total += s->plan().memory().total_bytes;
+      if (threads == 1) peak += s->memory().peak_bytes, total += s->memory().total_bytes;
       for (int rep = 0; rep < 2; ++rep) {  // the second run reuses the arena of the first
         NamedTensors out = value_or_throw(s->run(inputs));
         REQUIRE(out.size() == expected.size());
@@ -290,6 +289,47 @@ TEST_CASE("session: every reuse mode gives the same outputs", "[session][random]
         CHECK(test::max_rel_error(out[i].second, expected[i]) < 1e-5);
     }
   }
+}
+
+TEST_CASE(
+    "session: the sequential scheduler's arena is the node-order plan, parallel ones the "
+    "dependency-safe plan, both correct",
+    "[session][random]") {
+  size_t sequential = 0, safe = 0;
+  for (uint64_t seed = 200; seed < 215; ++seed) {
+    RandomGraph rg(seed, 30);
+    auto g = rg.finish();
+    NamedTensors inputs;
+    for (size_t i = 0; i < rg.inputs().size(); ++i)
+      inputs.emplace_back(rg.inputs()[i], test::random_tensor(rg.input_desc(), seed * 3 + i));
+    std::vector<Tensor> expected = naive_eval(*g, inputs);
+    auto plan = std::make_shared<const Plan>(value_or_throw(compile(g, 1)));
+    REQUIRE(plan->memory().mode == ReuseMode::kDependencySafe);
+    REQUIRE(plan->sequential_memory().mode == ReuseMode::kSequential);
+    CHECK(plan->sequential_memory().peak_bytes <= plan->memory().peak_bytes);
+    sequential += plan->sequential_memory().peak_bytes;
+    safe += plan->memory().peak_bytes;
+    SessionOptions seq;  // the default: sequential, 1 executor
+    SessionOptions par;
+    par.executors = 2;
+    par.scheduler = "cpf";
+    par.pin = false;
+    for (const SessionOptions& opt : {seq, par}) {
+      INFO("seed " << seed << ", scheduler " << opt.scheduler);
+      auto s = value_or_throw(Session::create(plan, opt));
+      const MemoryPlan& want =
+          opt.scheduler == "sequential" ? plan->sequential_memory() : plan->memory();
+      CHECK(&s->memory() == &want);
+      for (int rep = 0; rep < 3; ++rep) {
+        NamedTensors out = value_or_throw(s->run(inputs));
+        REQUIRE(out.size() == expected.size());
+        for (size_t i = 0; i < out.size(); ++i)
+          CHECK(test::max_rel_error(out[i].second, expected[i]) < 1e-5);
+      }
+    }
+  }
+  INFO("arena peaks over the graphs: sequential " << sequential << ", dependency-safe " << safe);
+  CHECK(sequential < safe);  // the node-order plan is smaller on these graphs in total
 }
 
 TEST_CASE("session: two Sessions share one Plan, a team size mismatch is refused", "[session]") {
