@@ -177,17 +177,19 @@ struct LstmBackwardArgs {
 // trick: the int64 conversion it replaces does not vectorize before AVX-512DQ). saved_c, when
 // given, receives c_t for the backward (which evaluates the gate again and has h~ = o tanh(c~)
 // from the LSTM's blocks).
-struct PhasedBlendArgs {
+struct PhasedTimeGate {  // the gate's inputs, shared by the blend and phased_gate
   int64_t n = 0;
   double ts = 0;
   double alpha = 0;
   const float* shift = nullptr;     // [n]
   const double* inv_tau = nullptr;  // [n], 1 / tau
   const float* r_on = nullptr;      // [n]
-  const float* cand_c = nullptr;    // c~
-  const float* cand_h = nullptr;    // h~
-  float* c = nullptr;               // in c_{t-1}, out c_t (in place)
-  const float* h_prev = nullptr;    // may alias h
+};
+struct PhasedBlendArgs : PhasedTimeGate {
+  const float* cand_c = nullptr;  // c~
+  const float* cand_h = nullptr;  // h~
+  float* c = nullptr;             // in c_{t-1}, out c_t (in place)
+  const float* h_prev = nullptr;  // may alias h
   float* h = nullptr;
   float* saved_c = nullptr;  // optional (training)
 };
@@ -197,14 +199,8 @@ struct PhasedBlendArgs {
 // (the same function). Recomputing them per row is cheaper than storing them in the forward's
 // S and reading them back: they depend on the time stamp and the unit only, and S of a small
 // PhasedLSTM step (4 layers, 64 x 20 rows) does not stay in cache between the two passes.
-struct PhasedGateArgs {
-  int64_t n = 0;
-  double ts = 0;
-  double alpha = 0;
-  const float* shift = nullptr;     // [n]
-  const double* inv_tau = nullptr;  // [n], 1 / tau
-  const float* r_on = nullptr;      // [n]
-  float* out = nullptr;             // [4][n]: k, dk/dphi, u, dk/dr_on
+struct PhasedGateArgs : PhasedTimeGate {
+  float* out = nullptr;  // [4][n]: k, dk/dphi, u, dk/dr_on
 };
 
 // The entry points below use active_simd_isa(). Preconditions (checked by check_*_args, not

@@ -544,12 +544,7 @@ TEST_CASE("rnn gates: PhasedLSTM time gate and blend match the paper's equations
           a.h_prev = h.data();
           a.saved_c = sv.data();
           PhasedGateArgs g;  // the backward's planes of the same gate
-          g.n = n;
-          g.ts = ts;
-          g.alpha = alpha;
-          g.shift = shift.data();
-          g.inv_tau = inv_tau.data();
-          g.r_on = r_on.data();
+          static_cast<PhasedTimeGate&>(g) = a;
           g.out = gate.data();
           k->phased_gate(g);
         } else {
