@@ -79,6 +79,16 @@ std::optional<Status> Importer::translate_conv_pool(NodeIn& io) {
     if (d.rank() < 3)
       return Status::invalid_graph(where + ": input " + d.to_string() + " has no spatial dims");
     Attributes a;
+    if (d.rank() != 4) {
+      // 1-D and 3-D global pools (Conv1d nets' AdaptiveAvgPool1d(1)): a reduction over every
+      // spatial axis, which needs no pooling kernel of that rank.
+      std::vector<int64_t> axes;
+      for (int64_t k = 2; k < d.rank(); ++k) axes.push_back(k);
+      a.set("axes", axes);
+      a.set("keepdims", int64_t{1});
+      return emit(op == "GlobalAveragePool" ? "ReduceMean" : "ReduceMax", name, {ins[0]}, outs, a,
+                  where, &n);
+    }
     a.set("kernel_shape", std::vector<int64_t>(d.shape.begin() + 2, d.shape.end()));
     return emit(op == "GlobalAveragePool" ? "AveragePool" : "MaxPool", name, {ins[0]}, outs, a,
                 where, &n);

@@ -168,6 +168,25 @@ class Conv1dSignal(nn.Module):
         return self.fc(torch.flatten(x, 1))
 
 
+class GlobalPools1d3d(nn.Module):
+    """Conv1d + BatchNorm1d + GELU + MaxPool1d, then AdaptiveAvgPool1d(1) and AdaptiveMaxPool1d(1)
+    (GlobalAveragePool / GlobalMaxPool on a 3-D input) and AdaptiveAvgPool3d(1) on the signal viewed
+    as 5-D (GlobalAveragePool on a 5-D input; PyTorch exports AdaptiveMaxPool3d as a 3-D MaxPool)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv1d(4, 6, 5, padding=2)
+        self.bn = nn.BatchNorm1d(6)
+        self.fc = nn.Linear(12, 3)
+
+    def forward(self, x):
+        y = F.max_pool1d(F.gelu(self.bn(self.c(x))), 2)
+        head = self.fc(torch.cat([F.adaptive_avg_pool1d(y, 1), F.adaptive_max_pool1d(y, 1)], 1)
+                       .flatten(1))
+        v = x.view(x.shape[0], 2, 2, 4, x.shape[2] // 4)
+        return head, F.adaptive_avg_pool3d(v, 1) - v.amax(dim=(2, 3, 4), keepdim=True)
+
+
 class MobileNetish(nn.Module):
     """Conv2d stride 2, depthwise (groups = channels) dilated conv, pointwise conv, BatchNorm,
     Hardswish/ReLU6, AdaptiveAvgPool2d(1), Flatten, Linear."""
@@ -468,6 +487,7 @@ add("encoder_stack_dyn", EncoderStack, lambda: [randn(3, 5, 16)], (13,), {0: 0})
 add("gpt_block", GptBlock, lambda: [ids(50, 2, 8)], (14, 17))  # triu: opset >= 14
 add("text_cnn", TextCnn, lambda: [ids(40, 3, 20)])
 add("conv1d_signal", Conv1dSignal, lambda: [randn(2, 2, 32)], (13,))
+add("global_pools_1d3d", GlobalPools1d3d, lambda: [randn(2, 4, 16)], (13, 17))
 add("mobilenetish", MobileNetish, lambda: [randn(2, 3, 16, 16)], (13,))
 add("mobilenetish_dyn", MobileNetish, lambda: [randn(3, 3, 16, 16)], (17,), {0: 0})
 add("gru_classifier", GruClassifier, lambda: [ids(30, 3, 7)])
