@@ -1,14 +1,19 @@
-// Resize (ONNX opsets 10-18) with mode 'nearest' or 'linear' ((multi)linear over every resized
-// dim), float32, any rank. The output size comes from constant 'scales' (floor(in * scale)) or
-// constant 'sizes' (opset 10: inputs X, scales; opset >= 11: X, roi, scales, sizes).
-// coordinate_transformation_mode: half_pixel (default), pytorch_half_pixel, align_corners,
-// asymmetric, tf_half_pixel_for_nn; nearest_mode: round_prefer_floor (default),
-// round_prefer_ceil, floor, ceil. Source coordinates are clamped to the input (edge values), as
-// ONNX's reference does. Not supported (refused with the attribute named): mode 'cubic',
-// 'tf_crop_and_resize', opset 18's 'axes' and keep_aspect_ratio_policy other than 'stretch'.
+// Resize (ONNX opsets 10-18) with mode 'nearest', 'linear' ((multi)linear over every resized
+// dim) or 'cubic' (bicubic and beyond: the 4-tap cubic convolution of every resized dim, with
+// cubic_coeff_a (default -0.75, PyTorch's bicubic) and exclude_outside), float32, any rank. The
+// output size comes from constant 'scales' (floor(in * scale)) or constant 'sizes' (opset 10:
+// inputs X, scales; opset >= 11: X, roi, scales, sizes). coordinate_transformation_mode: half_pixel
+// (default), pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn; nearest_mode:
+// round_prefer_floor (default), round_prefer_ceil, floor, ceil. Source coordinates are clamped to
+// the input (edge values), as ONNX's reference does (cubic: taps past an edge read the edge value,
+// or are dropped and the rest renormalized with exclude_outside = 1). Not supported (refused with
+// the attribute named): 'tf_crop_and_resize', opset 18's 'axes' and 'antialias',
+// keep_aspect_ratio_policy other than 'stretch'.
 //
-// Each output coordinate of each dim maps to two source indices and a weight, precomputed in
-// init(); run() walks output elements and sums the 2^k corners of the k resized dims.
+// Each output coordinate of each dim maps to 1 (nearest), 2 (linear) or 4 (cubic) source
+// indices with weights, precomputed in init(); run() walks output elements and sums the n^k
+// taps of the k resized dims.
+#include <array>
 #include <cmath>
 
 #include "ops/registry.h"
@@ -20,8 +25,12 @@ namespace {
 enum class Coord { kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfHalfPixelNn };
 enum class Nearest { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
 
+enum class Mode { kNearest, kLinear, kCubic };
+
 struct ResizeParams {
-  bool linear = false;
+  Mode mode = Mode::kNearest;
+  double cubic_a = -0.75;
+  bool exclude_outside = false;
   Coord coord = Coord::kHalfPixel;
   Nearest nearest = Nearest::kRoundPreferFloor;
   Shape out;
@@ -51,10 +60,11 @@ Result<ResizeParams> resize_params(const NodeView& v) {
   const std::string& w = v.where;
   ResizeParams p;
   GRAPHI_ASSIGN_OR_RETURN(std::string mode, graph::attr_string(a, w, "mode", "nearest"));
-  if (mode != "nearest" && mode != "linear")
-    return Status::unsupported(w + ": attribute 'mode' = '" + mode +
-                               "' is not supported (nearest or linear)");
-  p.linear = mode == "linear";
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    return Status::invalid_graph(w + ": attribute 'mode' = '" + mode +
+                                 "' is not an ONNX Resize mode (nearest, linear or cubic)");
+  p.mode = mode == "linear" ? Mode::kLinear : mode == "cubic" ? Mode::kCubic : Mode::kNearest;
+  GRAPHI_ASSIGN_OR_RETURN(p.cubic_a, graph::attr_float(a, w, "cubic_coeff_a", -0.75));
   GRAPHI_ASSIGN_OR_RETURN(std::string ctm,
                           graph::attr_string(a, w, "coordinate_transformation_mode", "half_pixel"));
   if (ctm == "half_pixel")
@@ -90,8 +100,14 @@ Result<ResizeParams> resize_params(const NodeView& v) {
     return Status::unsupported(w + ": attribute 'keep_aspect_ratio_policy' = '" + kar +
                                "' is not supported");
   GRAPHI_ASSIGN_OR_RETURN(int64_t excl, graph::attr_int(a, w, "exclude_outside", 0));
-  if (excl != 0)
-    return Status::unsupported(w + ": attribute 'exclude_outside' = 1 is not supported");
+  if (excl != 0 && excl != 1)
+    return Status::invalid_graph(w + ": attribute 'exclude_outside' must be 0 or 1, got " +
+                                 std::to_string(excl));
+  p.exclude_outside = excl == 1;
+  GRAPHI_ASSIGN_OR_RETURN(int64_t antialias, graph::attr_int(a, w, "antialias", 0));
+  if (antialias != 0)
+    return Status::unsupported(w + ": attribute 'antialias' = " + std::to_string(antialias) +
+                               " is not supported (only 0)");
   const Shape& in = v.in(0).shape;
   // Opset 10: (X, scales); opset >= 11: (X, roi, scales, sizes). Tell them apart by count.
   const bool v10 = v.inputs.size() == 2;
@@ -161,6 +177,14 @@ double source_coord(Coord c, int64_t x, double scale, int64_t len_in, double len
   return 0.0;
 }
 
+// The 4 weights of the cubic convolution kernel (Keys, coefficient a) for the taps at
+// floor(s) - 1 .. floor(s) + 2, r = s - floor(s) (ONNX's reference, PyTorch's bicubic).
+std::array<double, 4> cubic_weights(double r, double a) {
+  auto near = [a](double t) { return ((a + 2) * t - (a + 3)) * t * t + 1; };       // |t| <= 1
+  auto far = [a](double t) { return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a; };  // 1 < |t| < 2
+  return {far(r + 1), near(r), near(1 - r), far(2 - r)};
+}
+
 class ResizeKernel final : public Kernel {
  public:
   Status init(const KernelContext& ctx) override {
@@ -171,7 +195,7 @@ class ResizeKernel final : public Kernel {
     in_strides_.assign(r, 1);
     for (size_t d = r; d-- > 1;) in_strides_[d - 1] = in_strides_[d] * in_[d];
     numel_ = ctx.outputs[0]->numel();
-    // Per dim, per output coordinate: (i0, i1, w1) with value = (1 - w1) x[i0] + w1 x[i1].
+    // Per dim, per output coordinate: value = sum over j < n of w[j] x[idx[j]].
     maps_.resize(r);
     resized_.clear();
     for (size_t d = 0; d < r; ++d) {
@@ -181,12 +205,29 @@ class ResizeKernel final : public Kernel {
       for (int64_t x = 0; x < n_out; ++x) {
         double s = source_coord(p_.coord, x, p_.scales[d], n_in, p_.resized_len[d]);
         Tap t;
-        if (p_.linear) {
+        if (p_.mode == Mode::kLinear) {
           s = std::clamp(s, 0.0, static_cast<double>(n_in - 1));
           const auto i0 = static_cast<int64_t>(std::floor(s));
-          t.i0 = i0;
-          t.i1 = std::min(i0 + 1, n_in - 1);
-          t.w1 = static_cast<float>(s - static_cast<double>(i0));
+          t.n = 2;
+          t.idx[0] = i0;
+          t.idx[1] = std::min(i0 + 1, n_in - 1);
+          t.w[1] = s - static_cast<double>(i0);
+          t.w[0] = 1.0 - t.w[1];
+        } else if (p_.mode == Mode::kCubic) {
+          // Not clamped: taps past an edge read the edge value (or drop out).
+          const double fl = std::floor(s);
+          const std::array<double, 4> w = cubic_weights(s - fl, p_.cubic_a);
+          double sum = 0;
+          t.n = 4;
+          for (int j = 0; j < 4; ++j) {
+            const int64_t i = static_cast<int64_t>(fl) - 1 + j;
+            const bool outside = i < 0 || i >= n_in;
+            t.idx[j] = std::clamp<int64_t>(i, 0, n_in - 1);
+            t.w[j] = p_.exclude_outside && outside ? 0.0 : w[static_cast<size_t>(j)];
+            sum += t.w[j];
+          }
+          if (p_.exclude_outside && sum != 0)
+            for (double& v : t.w) v /= sum;
         } else {
           double i;
           switch (p_.nearest) {
@@ -202,14 +243,22 @@ class ResizeKernel final : public Kernel {
             default:
               i = std::ceil(s);
           }
-          t.i0 = t.i1 = std::clamp<int64_t>(static_cast<int64_t>(i), 0, n_in - 1);
+          t.idx[0] = std::clamp<int64_t>(static_cast<int64_t>(i), 0, n_in - 1);
         }
+        // Taps of weight 0 (an integral source coordinate) cost nothing: drop them.
+        int k = 0;
+        for (int j = 0; j < t.n; ++j)
+          if (t.w[j] != 0.0) {
+            t.idx[k] = t.idx[j];
+            t.w[k++] = t.w[j];
+          }
+        if (t.n > 1) t.n = std::max(k, 1);
         m[static_cast<size_t>(x)] = t;
       }
-      // Dims whose taps all have weight 0 on i1 need no corners (any mode, any length).
+      // Dims where every output coordinate reads one source element need no blending.
       bool blends = false;
-      for (const Tap& t : m) blends = blends || (t.w1 != 0.0f && t.i1 != t.i0);
-      if (p_.linear && blends) resized_.push_back(static_cast<int>(d));
+      for (const Tap& t : m) blends = blends || t.n > 1;
+      if (blends) resized_.push_back(static_cast<int>(d));
     }
     if (resized_.size() > 10) return Status::unsupported(ctx.where + ": too many resized dims");
     return Status::ok();
@@ -226,41 +275,45 @@ class ResizeKernel final : public Kernel {
         const int64_t c = rem % p_.out[d];
         rem /= p_.out[d];
         taps[d] = &maps_[d][static_cast<size_t>(c)];
-        base += taps[d]->i0 * in_strides_[d];
+        base += taps[d]->idx[0] * in_strides_[d];
       }
-      if (!p_.linear || resized_.empty()) {
+      if (resized_.empty()) {
         y[e] = x[base];
         continue;
       }
-      // Sum over the corners of the resized dims: bit j of `corner` picks i1 in resized_[j].
-      double acc = 0;
+      // Sum over the taps of the resized dims: pick[j] is the tap taken in dim resized_[j]
+      // (a mixed-radix counter over their tap counts).
       const size_t k = resized_.size();
-      for (uint32_t corner = 0; corner < (1u << k); ++corner) {
+      int pick[10] = {};
+      double acc = 0;
+      for (;;) {
         double w = 1;
         int64_t off = base;
         for (size_t j = 0; j < k; ++j) {
           const auto d = static_cast<size_t>(resized_[j]);
           const Tap& t = *taps[d];
-          if (corner & (1u << j)) {
-            w *= t.w1;
-            off += (t.i1 - t.i0) * in_strides_[d];
-          } else {
-            w *= 1.0 - t.w1;
-          }
+          w *= t.w[pick[j]];
+          off += (t.idx[pick[j]] - t.idx[0]) * in_strides_[d];
         }
-        if (w != 0) acc += w * x[off];
+        acc += w * x[off];
+        size_t j = 0;
+        while (j < k && ++pick[j] == taps[resized_[j]]->n) pick[j++] = 0;
+        if (j == k) break;
       }
       y[e] = static_cast<float>(acc);
     }
   }
   const char* name() const override {
-    return p_.linear ? "resize_linear_f32" : "resize_nearest_f32";
+    return p_.mode == Mode::kCubic    ? "resize_cubic_f32"
+           : p_.mode == Mode::kLinear ? "resize_linear_f32"
+                                      : "resize_nearest_f32";
   }
 
  private:
   struct Tap {
-    int64_t i0 = 0, i1 = 0;
-    float w1 = 0;
+    int n = 1;  // taps in use
+    int64_t idx[4] = {0, 0, 0, 0};
+    double w[4] = {1, 0, 0, 0};
   };
   ResizeParams p_;
   Shape in_;

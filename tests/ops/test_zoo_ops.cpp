@@ -428,7 +428,8 @@ namespace {
 
 // Resize reference: 1-D interpolation applied dim by dim (separable), from the ONNX formulas.
 Tensor resize_ref(const Tensor& x, const Shape& out, const std::vector<double>& scales,
-                  const std::string& mode, const std::string& ctm, const std::string& nm) {
+                  const std::string& mode, const std::string& ctm, const std::string& nm,
+                  double cubic_a = -0.75, bool exclude_outside = false) {
   Tensor cur = x;
   for (size_t d = 0; d < out.size(); ++d) {
     Shape s = cur.shape();
@@ -469,6 +470,25 @@ Tensor resize_ref(const Tensor& x, const Shape& out, const std::vector<double>& 
         else
           j = std::ceil(src - 0.5);  // round_prefer_floor
         v = value_at(static_cast<int64_t>(j));
+      } else if (mode == "cubic") {
+        // Keys' kernel by distance: 4 taps around src, the edge value past the ends (or the tap
+        // dropped and the rest renormalized with exclude_outside).
+        auto keys = [&](double t) {
+          t = std::abs(t);
+          const double a = cubic_a;
+          if (t <= 1) return (a + 2) * t * t * t - (a + 3) * t * t + 1;
+          if (t < 2) return a * t * t * t - 5 * a * t * t + 8 * a * t - 4 * a;
+          return 0.0;
+        };
+        double acc = 0, wsum = 0;
+        for (int64_t j = static_cast<int64_t>(std::floor(src)) - 1;
+             j <= static_cast<int64_t>(std::floor(src)) + 2; ++j) {
+          if (exclude_outside && (j < 0 || j >= n_in)) continue;
+          const double w = keys(src - static_cast<double>(j));
+          acc += w * value_at(j);
+          wsum += w;
+        }
+        v = exclude_outside ? acc / wsum : acc;
       } else {
         src = std::clamp(src, 0.0, static_cast<double>(n_in - 1));
         const double f = std::floor(src);
@@ -523,10 +543,54 @@ TEST_CASE("Resize nearest and linear, scales and sizes, coordinate modes", "[ops
     }
   }
   auto bad =
-      run_single_op("Resize", attrs({{"mode", std::string("cubic")}}),
+      run_single_op("Resize", attrs({{"mode", std::string("bicubic")}}),
                     {x, floats({1}, {0}), floats({4}, {1, 1, 2, 2})}, 1, 1, {false, true, true});
   REQUIRE_FALSE(bad.is_ok());
-  CHECK_THAT(bad.status().message(), Catch::Contains("'mode' = 'cubic'"));
+  CHECK_THAT(bad.status().message(), Catch::Contains("'mode' = 'bicubic'"));
+}
+
+TEST_CASE("Resize cubic: coefficient, exclude_outside, coordinate modes, up and down",
+          "[ops][resize]") {
+  Tensor x = random_tensor(TensorDesc{DType::kF32, {1, 2, 4, 5}}, 23);
+  struct Case {
+    std::string ctm;
+    double a;
+    int64_t exclude;
+    std::vector<float> scales;
+  };
+  const std::vector<Case> cases = {
+      {"half_pixel", -0.75, 0, {1, 1, 2, 2}},  // PyTorch's bicubic
+      {"pytorch_half_pixel", -0.75, 0, {1, 1, 1.5f, 0.6f}},
+      {"align_corners", -0.5, 0, {1, 1, 2, 1.8f}},  // ONNX's default a
+      {"half_pixel", -0.5, 1, {1, 1, 2.5f, 3}},     // TensorFlow's half_pixel_centers
+      {"asymmetric", -0.75, 1, {1, 1, 0.5f, 0.4f}},
+  };
+  for (const Case& c : cases) {
+    Shape out;
+    std::vector<double> scales;
+    for (size_t d = 0; d < 4; ++d) {
+      out.push_back(
+          static_cast<int64_t>(std::floor(static_cast<double>(x.shape()[d]) * c.scales[d])));
+      scales.push_back(c.scales[d]);
+    }
+    Tensor want = resize_ref(x, out, scales, "cubic", c.ctm, "", c.a, c.exclude != 0);
+    graph::Attributes a = attrs({{"mode", std::string("cubic")},
+                                 {"coordinate_transformation_mode", c.ctm},
+                                 {"cubic_coeff_a", c.a},
+                                 {"exclude_outside", c.exclude}});
+    INFO(c.ctm << " a " << c.a << " exclude_outside " << c.exclude);
+    for (int threads : {1, 2}) {
+      auto r = run_single_op("Resize", a, {x, floats({1}, {0}), floats({4}, c.scales)}, 1, threads,
+                             {false, true, true});
+      REQUIRE(r.is_ok());
+      require_close(r->outputs[0], want, 2e-6);
+    }
+  }
+  auto bad = run_single_op(
+      "Resize", attrs({{"mode", std::string("cubic")}, {"exclude_outside", int64_t{2}}}),
+      {x, floats({1}, {0}), floats({4}, {1, 1, 2, 2})}, 1, 1, {false, true, true});
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("'exclude_outside' must be 0 or 1"));
 }
 
 TEST_CASE("IntBinary and Mod: integer arithmetic with numpy semantics", "[ops][int]") {
@@ -671,8 +735,10 @@ TEST_CASE("ConvGradWeight: the Conv weight gradient against the definition, oneD
   for (const Case& c : cases) {
     Shape ys{c.x[0], c.oc, 0, 0};
     for (size_t d = 0; d < 2; ++d)
-      ys[2 + d] = (c.x[2 + d] + c.pads[d] + c.pads[d + 2] - (c.kernel[d] - 1) * c.dilations[d] -
-                   1) / c.strides[d] + 1;
+      ys[2 + d] =
+          (c.x[2 + d] + c.pads[d] + c.pads[d + 2] - (c.kernel[d] - 1) * c.dilations[d] - 1) /
+              c.strides[d] +
+          1;
     Tensor x = random_tensor(TensorDesc{DType::kF32, c.x}, seed++);
     Tensor dy = random_tensor(TensorDesc{DType::kF32, ys}, seed++);
     const Shape ws{c.oc, c.x[1], c.kernel[0], c.kernel[1]};
@@ -706,10 +772,9 @@ TEST_CASE("ConvGradWeight: the Conv weight gradient against the definition, oneD
       if (c.strides[0] == 1 && c.kernel[0] == 3) CHECK(r->kernel == "conv_grad_weight_onednn");
     }
   }
-  auto bad = run_single_op(
-      "ConvGradWeight", attrs({{"kernel_shape", std::vector<int64_t>{3, 3}}}),
-      {random_tensor(TensorDesc{DType::kF32, {1, 2, 5, 5}}, 1),
-       random_tensor(TensorDesc{DType::kF32, {1, 4, 5, 5}}, 2)});
+  auto bad = run_single_op("ConvGradWeight", attrs({{"kernel_shape", std::vector<int64_t>{3, 3}}}),
+                           {random_tensor(TensorDesc{DType::kF32, {1, 2, 5, 5}}, 1),
+                            random_tensor(TensorDesc{DType::kF32, {1, 4, 5, 5}}, 2)});
   REQUIRE_FALSE(bad.is_ok());
   CHECK_THAT(bad.status().message(), Catch::Contains("is not the Conv output"));
 }

@@ -187,6 +187,17 @@ class GlobalPools1d3d(nn.Module):
         return head, F.adaptive_avg_pool3d(v, 1) - v.amax(dim=(2, 3, 4), keepdim=True)
 
 
+class Bicubic(nn.Module):
+    """Bicubic interpolation (Resize mode 'cubic', cubic_coeff_a -0.75): x2 (pytorch_half_pixel),
+    to a fixed size with align_corners, and a downsampling; taps past the edges read the edge."""
+
+    def forward(self, x):
+        up = F.interpolate(x, scale_factor=2, mode="bicubic", align_corners=False)
+        sized = F.interpolate(x, size=(7, 9), mode="bicubic", align_corners=True)
+        down = F.interpolate(up, size=(3, 4), mode="bicubic", align_corners=False)
+        return up, sized, down
+
+
 class MobileNetish(nn.Module):
     """Conv2d stride 2, depthwise (groups = channels) dilated conv, pointwise conv, BatchNorm,
     Hardswish/ReLU6, AdaptiveAvgPool2d(1), Flatten, Linear."""
@@ -488,6 +499,7 @@ add("gpt_block", GptBlock, lambda: [ids(50, 2, 8)], (14, 17))  # triu: opset >= 
 add("text_cnn", TextCnn, lambda: [ids(40, 3, 20)])
 add("conv1d_signal", Conv1dSignal, lambda: [randn(2, 2, 32)], (13,))
 add("global_pools_1d3d", GlobalPools1d3d, lambda: [randn(2, 4, 16)], (13, 17))
+add("bicubic", Bicubic, lambda: [randn(2, 3, 5, 6)], (13, 17))
 add("mobilenetish", MobileNetish, lambda: [randn(2, 3, 16, 16)], (13,))
 add("mobilenetish_dyn", MobileNetish, lambda: [randn(3, 3, 16, 16)], (17,), {0: 0})
 add("gru_classifier", GruClassifier, lambda: [ids(30, 3, 7)])
@@ -546,9 +558,9 @@ class Conv3d(nn.Module):
         return self.conv(x)
 
 
-class Bicubic(nn.Module):
+class DilatedMaxPool(nn.Module):
     def forward(self, x):
-        return F.interpolate(x, scale_factor=2, mode="bicubic", align_corners=False)
+        return F.max_pool2d(x, 3, stride=2, padding=1, dilation=2)
 
 
 class GridSample(nn.Module):
@@ -571,7 +583,8 @@ GAPS = {
                         13, "has element type BOOL"),
     "nonzero": (NonZero, lambda: [randn(3, 4)], 13, "op type 'NonZero'"),
     "conv3d": (Conv3d, lambda: [randn(1, 2, 4, 4, 4)], 13, "only the 2-D operation"),
-    "resize_bicubic": (Bicubic, lambda: [randn(1, 1, 3, 3)], 13, "'mode' = 'cubic'"),
+    "maxpool_dilated": (DilatedMaxPool, lambda: [randn(1, 2, 11, 11)], 13,
+                        "'dilations' [2, 2] is not supported for pooling"),
     "grid_sample": (GridSample, lambda: [randn(1, 1, 4, 4), torch.rand(1, 3, 3, 2) * 2 - 1], 16,
                     "op type 'GridSample'"),
     "embedding_bag": (EmbeddingBagMean, lambda: [torch.randint(0, 10, (3, 4))], 13,
