@@ -79,4 +79,14 @@ Result<std::string> attr_string(const Attributes& a, const std::string& where,
   return wrong_type(where, name, "a string", *v);
 }
 
+Result<std::vector<double>> attr_floats(const Attributes& a, const std::string& where,
+                                        const std::string& name, std::vector<double> dflt) {
+  const Attribute* v = a.find(name);
+  if (!v) return dflt;
+  if (auto* l = std::get_if<std::vector<double>>(v)) return *l;
+  if (auto* l = std::get_if<std::vector<int64_t>>(v))
+    return std::vector<double>(l->begin(), l->end());
+  return wrong_type(where, name, "a list of floats", *v);
+}
+
 }  // namespace graphi::graph

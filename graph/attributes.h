@@ -42,5 +42,8 @@ Result<std::vector<int64_t>> attr_ints(const Attributes& a, const std::string& w
                                        const std::string& name, std::vector<int64_t> dflt);
 Result<std::string> attr_string(const Attributes& a, const std::string& where,
                                 const std::string& name, std::string dflt);
+// A list of floats (ints accepted too), or dflt when absent.
+Result<std::vector<double>> attr_floats(const Attributes& a, const std::string& where,
+                                        const std::string& name, std::vector<double> dflt);
 
 }  // namespace graphi::graph

@@ -1,6 +1,6 @@
 // Conv (2-D, NCHW: strides, pads, dilations, groups, optional bias), FusedConv (a Conv with
-// attribute activation = "Relu" applied to its output: made by graph/passes/conv_fusion.h,
-// ONNX Runtime's contrib op name), MaxPool and AveragePool
+// attribute activation (ops/conv_activation.h: Relu, Clip, Swish, ...) applied to its output:
+// made by graph/passes/conv_fusion.h, ONNX Runtime's contrib op name), MaxPool and AveragePool
 // (kernel_shape, strides, pads, count_include_pad). ONNX semantics; pads are
 // [top, left, bottom, right]; auto_pad other than NOTSET, ceil_mode and pooling dilations are
 // rejected as unsupported.
@@ -26,7 +26,7 @@ struct Geometry {
   int64_t sh = 1, sw = 1, dh = 1, dw = 1;
   int64_t pt = 0, pl = 0, pb = 0, pr = 0;
   bool has_bias = false;
-  bool relu = false;               // FusedConv with activation = "Relu"
+  ConvPostOp post;                 // FusedConv / BlockedConv: the activation after it
   bool count_include_pad = false;  // AveragePool only
 };
 
@@ -191,12 +191,9 @@ Result<Geometry> conv_geometry(const graph::Node& node, const std::vector<const 
     g.has_bias = true;
   }
   if (node.op != "Conv") {
-    GRAPHI_ASSIGN_OR_RETURN(std::string act,
-                            graph::attr_string(node.attrs, where, "activation", ""));
-    if (act != "Relu" && !(act.empty() && node.op == "BlockedConv"))
-      return Status::unsupported(where + ": attribute 'activation' = '" + act +
-                                 "' is not supported (only Relu)");
-    g.relu = act == "Relu";
+    GRAPHI_ASSIGN_OR_RETURN(g.post, conv_post_op(node, where));
+    if (g.post.kind == ConvActivation::kNone && node.op == "FusedConv")
+      return Status::invalid_graph(where + ": FusedConv needs attribute 'activation'");
   }
   if (node.op == "BlockedConv" && g.group != 1 && !(g.group == g.c && g.group == g.oc))
     return Status::unsupported(where +
@@ -352,7 +349,7 @@ class OnednnConvKernel final : public Kernel {
     s.pad_bottom = g_.pb;
     s.pad_right = g_.pr;
     s.has_bias = g_.has_bias;
-    s.relu = g_.relu;
+    s.post = g_.post;
     if (const Tensor* w = ctx.constant(1)) s.const_weights = w->data_as<float>();
     // Weights that change every run (training) cannot be packed once: oneDNN's own layouts are
     // reached through scratch instead (the weights every run; plain activations too).
@@ -414,7 +411,7 @@ class RefConvKernel final : public Kernel {
               }
             }
           }
-          yp[oy * g.ow + ox] = g.relu ? std::max(acc, 0.0f) : acc;
+          yp[oy * g.ow + ox] = g.post.apply(acc);
         }
       }
     }

@@ -337,6 +337,32 @@ memory::format_tag activation_tag(int block) {
                       : memory::format_tag::nchw;
 }
 
+// A FusedConv activation as oneDNN eltwise post-ops (HardSigmoid: linear, then clip to [0, 1]).
+void append_post_op(dnnl::post_ops& ops, const ConvPostOp& p) {
+  using A = dnnl::algorithm;
+  switch (p.kind) {
+    case ConvActivation::kNone:
+      return;
+    case ConvActivation::kRelu:
+      return ops.append_eltwise(1.0f, A::eltwise_relu, 0.0f, 0.0f);
+    case ConvActivation::kLeakyRelu:
+      return ops.append_eltwise(1.0f, A::eltwise_relu, p.alpha, 0.0f);
+    case ConvActivation::kClip:
+      return ops.append_eltwise(1.0f, A::eltwise_clip, p.alpha, p.beta);
+    case ConvActivation::kSigmoid:
+      return ops.append_eltwise(1.0f, A::eltwise_logistic, 0.0f, 0.0f);
+    case ConvActivation::kTanh:
+      return ops.append_eltwise(1.0f, A::eltwise_tanh, 0.0f, 0.0f);
+    case ConvActivation::kHardSigmoid:
+      ops.append_eltwise(1.0f, A::eltwise_linear, p.alpha, p.beta);
+      return ops.append_eltwise(1.0f, A::eltwise_clip, 0.0f, 1.0f);
+    case ConvActivation::kSwish:
+      return ops.append_eltwise(1.0f, A::eltwise_swish, 1.0f, 0.0f);
+    case ConvActivation::kHardSwish:
+      return ops.append_eltwise(1.0f, A::eltwise_hardswish, 0.0f, 0.0f);
+  }
+}
+
 dnnl::algorithm conv_algorithm(const ConvSpec& s) {
   return s.algorithm == ConvAlgorithm::kWinograd ? dnnl::algorithm::convolution_winograd
                                                  : dnnl::algorithm::convolution_direct;
@@ -409,9 +435,9 @@ Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_siz
         prop, conv_algorithm(s), src, wei, bias, dst, {s.stride_h, s.stride_w},
         {s.dilation_h - 1, s.dilation_w - 1}, {s.pad_top, s.pad_left}, {s.pad_bottom, s.pad_right});
     dnnl::primitive_attr attr = user_scratchpad_attr();
-    if (s.relu) {
+    if (s.post.kind != ConvActivation::kNone) {
       dnnl::post_ops ops;
-      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      append_post_op(ops, s.post);
       attr.set_post_ops(ops);
     }
     dnnl::convolution_forward::primitive_desc pd(d, attr, cpu_engine());
@@ -425,8 +451,8 @@ Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_siz
 
 Result<std::unique_ptr<Primitive>> make_deconv_for(const ConvSpec& s, int team_size,
                                                    bool allow_ref) {
-  if (s.group != 1 || s.src_block || s.dst_block || s.relu)
-    return Status::unsupported("oneDNN deconvolution: only group 1, plain NCHW, no ReLU");
+  if (s.group != 1 || s.src_block || s.dst_block || s.post.kind != ConvActivation::kNone)
+    return Status::unsupported("oneDNN deconvolution: only group 1, plain NCHW, no activation");
   try {
     ScopedOmpThreads threads(team_size);
     auto impl = std::make_unique<Primitive::Impl>();
@@ -462,7 +488,8 @@ Result<std::unique_ptr<Primitive>> make_deconv_for(const ConvSpec& s, int team_s
 
 Result<std::unique_ptr<Primitive>> make_conv_bwd_weights_for(const ConvSpec& s, int team_size,
                                                              bool allow_ref) {
-  if (s.group != 1 || s.src_block || s.dst_block || s.relu || s.has_bias)
+  if (s.group != 1 || s.src_block || s.dst_block || s.post.kind != ConvActivation::kNone ||
+      s.has_bias)
     return Status::unsupported(
         "oneDNN convolution backward-weights: only group 1, plain NCHW, no bias or ReLU");
   try {

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/conv_activation.h"
 #include "graph/base.h"
 
 namespace graphi::ops::onednn {
@@ -73,7 +74,7 @@ struct ConvSpec {
   int64_t dilation_h = 1, dilation_w = 1;  // ONNX convention: 1 = dense kernel
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   bool has_bias = false;
-  bool relu = false;                     // ReLU on the output, as a oneDNN eltwise post-op
+  ConvPostOp post;                       // activation on the output, a oneDNN eltwise post-op
   int src_block = 0, dst_block = 0;      // 8 or 16: nChw{B}c instead of nchw
   const float* const_weights = nullptr;  // as in MatMulSpec: packed once when given
   // Plain NCHW (and oihw) buffers for the caller, but oneDNN picks the layouts it computes in

@@ -1,8 +1,13 @@
-// fuse_conv_activations: Conv followed by Relu (the Conv's output read by that Relu only, not a
-// graph output) becomes one FusedConv node (ONNX Runtime's contrib op name) with attribute
-// activation = "Relu": oneDNN applies the ReLU as an eltwise post-op while the output block is
-// still in registers (conv + bias + ReLU in one pass over dst), and the plan loses an op and a
-// tensor. The fused node keeps the Relu's output name; graph inputs and outputs are unchanged.
+// fuse_conv_activations: a Conv followed by an activation (the Conv's output read by that
+// activation only, not a graph output) becomes one FusedConv node (ONNX Runtime's contrib op
+// name) with attributes activation / activation_params (ops/conv_activation.h): oneDNN applies
+// it as an eltwise post-op while the output block is still in registers (conv + bias +
+// activation in one pass over dst), and the plan loses an op and a tensor. Recognized:
+//   Relu, LeakyRelu, Clip with constant (or absent) bounds (ReLU6), Sigmoid, Tanh, HardSigmoid;
+//   Swish = Mul(y, Sigmoid(y)) (PyTorch's SiLU export) and HardSwish = Mul(y, HardSigmoid(y)
+//   with alpha 1/6, beta 1/2) (ONNX HardSwish as the importer writes it), where y is read by
+//   exactly those two nodes.
+// The fused node keeps the activation's output name; graph inputs and outputs are unchanged.
 #pragma once
 
 #include "graph/graph.h"
@@ -11,7 +16,7 @@ namespace graphi::graph::passes {
 
 struct ConvFusionResult {
   Graph graph;    // a copy of the input when nothing changed
-  int fused = 0;  // Conv + Relu pairs now one FusedConv
+  int fused = 0;  // Conv + activation pairs now one FusedConv
 };
 
 Result<ConvFusionResult> fuse_conv_activations(const Graph& g, const ShapeInferencer& shapes);

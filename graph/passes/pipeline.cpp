@@ -86,7 +86,7 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
     GRAPHI_ASSIGN_OR_RETURN(ConvFusionResult r, fuse_conv_activations(out.graph, shapes));
     out.convs_fused = r.fused;
     out.reports.push_back({"conv_fusion",
-                           "fused " + plural(r.fused, "Conv + Relu pair") + " into FusedConv",
+                           "fused " + plural(r.fused, "Conv + activation pair") + " into FusedConv",
                            r.fused});
     if (r.fused > 0) out.graph = std::move(r.graph);
   }

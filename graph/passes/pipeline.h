@@ -5,7 +5,8 @@
 //   3. phase_hoisting (graph/passes/phase_hoisting.h): per-step input projections of what is
 //      left of a recurrence -> one GEMM ahead of it;
 //   4. reshape_cleanup (graph/passes/reshape_cleanup.h): Reshape chains -> one Reshape;
-//   5. conv_fusion (graph/passes/conv_fusion.h): Conv + Relu -> FusedConv (a oneDNN post-op);
+//   5. conv_fusion (graph/passes/conv_fusion.h): Conv + activation (Relu, Clip, Swish, ...) ->
+//      FusedConv (a oneDNN post-op);
 //   6. conv_merge (graph/passes/conv_merge.h): convolutions sharing an input -> one wide
 //      convolution (+ the identical channel-wise ops after them) + a channel Split;
 //   7. blocked_layout (graph/passes/blocked_layout.h): conv chains in nChw16c / nChw8c.

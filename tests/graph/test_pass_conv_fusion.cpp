@@ -2,8 +2,11 @@
 // a graph output; everything else untouched. The fused graph's outputs equal the naive
 // reference (conv2d_ref then max(0, .)) and the unfused graph's.
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <tuple>
 
 #include "graph/passes/conv_fusion.h"
+#include "graph/passes/pipeline.h"
 #include "tests/graph/pass_test_util.h"
 #include "tests/support/reference_gemm_conv.h"
 
@@ -66,4 +69,149 @@ TEST_CASE("conv_fusion: Conv + Relu pairs become FusedConv, others stay", "[pass
   for (int64_t i = 0; i < ref.numel(); ++i)
     ref.data_as<float>()[i] = std::max(ref.data_as<float>()[i], 0.0f);
   CHECK(test::max_rel_error(out[0].second, ref) < 1e-5);
+}
+
+namespace {
+
+// The activation written out (not ops/conv_activation.h's): the reference the fused graph must
+// match.
+float activate(const std::string& act, float x) {
+  const double v = x;
+  if (act == "Relu") return static_cast<float>(v > 0 ? v : 0);
+  if (act == "Relu6") return static_cast<float>(std::min(std::max(v, 0.0), 6.0));
+  if (act == "ClipLow") return static_cast<float>(std::max(v, -0.25));
+  if (act == "LeakyRelu") return static_cast<float>(v >= 0 ? v : 0.1 * v);
+  if (act == "Sigmoid") return static_cast<float>(1 / (1 + std::exp(-v)));
+  if (act == "Tanh") return static_cast<float>(std::tanh(v));
+  if (act == "HardSigmoid") return static_cast<float>(std::min(1.0, std::max(0.0, 0.3 * v + 0.4)));
+  if (act == "Swish" || act == "SwishSwapped") return static_cast<float>(v / (1 + std::exp(-v)));
+  // HardSwish: Mul(y, HardSigmoid(y, 1/6, 1/2)), as the importer writes ONNX's HardSwish.
+  return static_cast<float>(v * std::min(1.0, std::max(0.0, v / 6 + 0.5)));
+}
+
+}  // namespace
+
+TEST_CASE("conv_fusion: every activation pattern becomes FusedConv and matches the reference",
+          "[passes][conv]") {
+  struct Case {
+    std::string name, fused_as;
+  };
+  const std::vector<Case> cases = {
+      {"Relu", "Relu"},
+      {"Relu6", "Clip"},
+      {"ClipLow", "Clip"},
+      {"LeakyRelu", "LeakyRelu"},
+      {"Sigmoid", "Sigmoid"},
+      {"Tanh", "Tanh"},
+      {"HardSigmoid", "HardSigmoid"},
+      {"Swish", "Swish"},
+      {"SwishSwapped", "Swish"},
+      {"HardSwishMul", "HardSwish"},
+  };
+  // 16 channels so the default pipeline also runs the fused conv blocked (nChw16c).
+  const Tensor w = test::random_tensor(TensorDesc{DType::kF32, {16, 16, 3, 3}}, 21, -0.4, 0.4);
+  const Tensor bias = test::random_tensor(TensorDesc{DType::kF32, {16}}, 22);
+  for (const Case& c : cases) {
+    INFO(c.name);
+    graph::GraphBuilder b("<conv activation " + c.name + ">");
+    b.add_input("x", TensorDesc{DType::kF32, {2, 16, 7, 7}});
+    b.add_constant("w", w);
+    b.add_constant("b", bias);
+    b.add_node("Conv", "conv", {"x", "w", "b"}, {"y"}, pads1());
+    graph::Attributes a;
+    if (c.name == "Relu6") {
+      Tensor lo(TensorDesc{DType::kF32, {}}), hi(TensorDesc{DType::kF32, {}});
+      lo.data_as<float>()[0] = 0.0f;
+      hi.data_as<float>()[0] = 6.0f;
+      b.add_constant("lo", lo);
+      b.add_constant("hi", hi);
+      b.add_node("Clip", "act", {"y", "lo", "hi"}, {"out"});
+    } else if (c.name == "ClipLow") {  // opset 6: attributes, no max
+      a.set("min", -0.25);
+      b.add_node("Clip", "act", {"y"}, {"out"}, a);
+    } else if (c.name == "LeakyRelu") {
+      a.set("alpha", 0.1);
+      b.add_node("LeakyRelu", "act", {"y"}, {"out"}, a);
+    } else if (c.name == "HardSigmoid") {
+      a.set("alpha", 0.3);
+      a.set("beta", 0.4);
+      b.add_node("HardSigmoid", "act", {"y"}, {"out"}, a);
+    } else if (c.name == "Swish" || c.name == "SwishSwapped") {
+      b.add_node("Sigmoid", "gate", {"y"}, {"s"});
+      if (c.name == "Swish")
+        b.add_node("Mul", "act", {"y", "s"}, {"out"});
+      else
+        b.add_node("Mul", "act", {"s", "y"}, {"out"});
+    } else if (c.name == "HardSwishMul") {
+      a.set("alpha", 1.0 / 6.0);
+      a.set("beta", 0.5);
+      b.add_node("HardSigmoid", "gate", {"y"}, {"s"}, a);
+      b.add_node("Mul", "act", {"y", "s"}, {"out"});
+    } else {
+      b.add_node(c.name, "act", {"y"}, {"out"});
+    }
+    b.add_output("out");
+    const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
+    auto r = value_or_throw(graph::passes::fuse_conv_activations(g, ops::Registry::get()));
+    REQUIRE(r.fused == 1);
+    REQUIRE(r.graph.num_nodes() == 1);
+    CHECK(std::get<std::string>(*r.graph.node(0).attrs.find("activation")) == c.fused_as);
+
+    const engine::NamedTensors in = test::random_inputs(g, 31);
+    test::Window2d win;
+    win.pads = {1, 1, 1, 1};
+    Tensor ref = test::conv2d_ref(in[0].second, w, &bias, win, 1);
+    for (int64_t i = 0; i < ref.numel(); ++i)
+      ref.data_as<float>()[i] = activate(c.name, ref.data_as<float>()[i]);
+    auto p = value_or_throw(graph::passes::run_passes(g, ops::Registry::get()));
+    CHECK(test::count_op(p.graph, "BlockedConv") == 1);
+    for (int threads : {1, 2}) {
+      CHECK(test::max_rel_error(test::run_graph(r.graph, in, threads)[0].second, ref) < 1e-5);
+      CHECK(test::max_rel_error(test::run_graph(p.graph, in, threads)[0].second, ref) < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("conv_fusion: a gate read elsewhere or a Clip bound computed at run time stays unfused",
+          "[passes][conv]") {
+  graph::GraphBuilder b("<conv activation negatives>");
+  b.add_input("x", TensorDesc{DType::kF32, {1, 4, 6, 6}});
+  b.add_input("hi", TensorDesc{DType::kF32, {}});
+  b.add_constant("w", test::random_tensor(TensorDesc{DType::kF32, {4, 4, 3, 3}}, 41));
+  b.add_node("Conv", "c1", {"x", "w"}, {"y1"}, pads1());
+  b.add_node("Sigmoid", "gate", {"y1"}, {"s"});
+  b.add_node("Mul", "swish", {"y1", "s"}, {"o1"});
+  b.add_output("s");  // the gate is also an output: Swish would lose it
+  b.add_output("o1");
+  b.add_node("Conv", "c2", {"x", "w"}, {"y2"}, pads1());
+  b.add_node("Clip", "clip", {"y2", "", "hi"}, {"o2"});  // max is a graph input
+  b.add_output("o2");
+  b.add_node("Conv", "c3", {"x", "w"}, {"y3"}, pads1());
+  b.add_node("Mul", "sq", {"y3", "y3"}, {"o3"});  // y * y: no activation
+  b.add_output("o3");
+  const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
+  auto r = value_or_throw(graph::passes::fuse_conv_activations(g, ops::Registry::get()));
+  CHECK(r.fused == 0);
+  CHECK(test::count_op(r.graph, "Conv") == 3);
+}
+
+TEST_CASE("FusedConv refuses an unknown activation or a wrong parameter count by name",
+          "[passes][conv]") {
+  for (const auto& [act, params, want] :
+       std::vector<std::tuple<std::string, std::vector<double>, std::string>>{
+           {"Gelu", {}, "'activation' = 'Gelu' is not supported"},
+           {"Clip", {0.0}, "activation Clip takes 2 'activation_params', got 1"},
+           {"Clip", {6.0, 0.0}, "min <= max"}}) {
+    graph::GraphBuilder b("<fused conv bad>");
+    b.add_input("x", TensorDesc{DType::kF32, {1, 4, 6, 6}});
+    b.add_constant("w", test::random_tensor(TensorDesc{DType::kF32, {4, 4, 3, 3}}, 43));
+    graph::Attributes a = pads1();
+    a.set("activation", act);
+    a.set("activation_params", params);
+    b.add_node("FusedConv", "fc", {"x", "w"}, {"y"}, a);
+    b.add_output("y");
+    auto g = b.finish(ops::Registry::get());
+    REQUIRE_FALSE(g.is_ok());
+    CHECK_THAT(g.status().message(), Catch::Contains("'fc'") && Catch::Contains(want));
+  }
 }

@@ -169,9 +169,46 @@ TEST_CASE("FusedConv with activation Relu matches Conv then Relu", "[ops][conv]"
     CHECK(names == std::vector<std::string>{"conv_onednn", "conv_ref"});
   }
   graph::Attributes bad;
-  bad.set("activation", std::string("Tanh"));
+  bad.set("activation", std::string("Gelu"));
   CHECK_THAT(error_of("FusedConv", bad, {rnd({1, 2, 4, 4}, 1), rnd({2, 2, 3, 3}, 2)}),
-             Catch::Matchers::Contains("attribute 'activation' = 'Tanh' is not supported"));
+             Catch::Matchers::Contains("attribute 'activation' = 'Gelu' is not supported"));
+}
+
+// The other activations (ops/conv_activation.h), on both kernels, against the formulas written
+// out here.
+TEST_CASE("FusedConv activations: Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, Swish, HardSwish",
+          "[ops][conv]") {
+  struct Act {
+    std::string name;
+    std::vector<double> params;
+    double (*f)(double);
+  };
+  const std::vector<Act> acts = {
+      {"Clip", {0.0, 0.5}, [](double v) { return std::min(std::max(v, 0.0), 0.5); }},
+      {"LeakyRelu", {0.2}, [](double v) { return v >= 0 ? v : 0.2 * v; }},
+      {"Sigmoid", {}, [](double v) { return 1 / (1 + std::exp(-v)); }},
+      {"Tanh", {}, [](double v) { return std::tanh(v); }},
+      {"HardSigmoid",
+       {0.3, 0.4},
+       [](double v) { return std::min(1.0, std::max(0.0, 0.3 * v + 0.4)); }},
+      {"Swish", {}, [](double v) { return v / (1 + std::exp(-v)); }},
+      {"HardSwish", {}, [](double v) { return v * std::min(1.0, std::max(0.0, v / 6 + 0.5)); }},
+  };
+  Window2d win;
+  win.pads = {1, 1, 1, 1};
+  Tensor x = rnd({2, 3, 8, 6}, 71), w = rnd({5, 3, 3, 3}, 72), b = rnd({5}, 73);
+  for (const Act& act : acts) {
+    INFO(act.name);
+    Tensor ref = test::conv2d_ref(x, w, &b, win, 1);
+    for (int64_t i = 0; i < ref.numel(); ++i)
+      ref.data_as<float>()[i] = static_cast<float>(act.f(ref.data_as<float>()[i]));
+    graph::Attributes attrs = window_attrs(win, false);
+    attrs.set("activation", act.name);
+    if (!act.params.empty()) attrs.set("activation_params", act.params);
+    auto names =
+        check_every_kernel("FusedConv", attrs, {x, w, b}, {false, true, true}, ref, tolerance(27));
+    CHECK(names == std::vector<std::string>{"conv_onednn", "conv_ref"});
+  }
 }
 
 TEST_CASE("MaxPool and AveragePool match the ONNX definition on random shapes", "[ops][pool]") {
