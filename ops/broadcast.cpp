@@ -75,4 +75,25 @@ Result<BroadcastPlan> make_broadcast_plan(const std::string& where, const Shape&
   return p;
 }
 
+bool merge_periodic_inner(BroadcastPlan& p) {
+  const int r = p.rank;
+  if (p.inputs != 2 || r < 2) return false;
+  const int64_t row = p.dims[r - 1];
+  if (row > 16 || 16 % row != 0 || p.dims[r - 2] < 2) return false;
+  for (int k = 0; k < 2; ++k) {
+    const int j = 1 - k;
+    if (p.strides[k][r - 1] == 1 && p.strides[k][r - 2] == 0 && p.strides[j][r - 1] == 1 &&
+        p.strides[j][r - 2] == row) {
+      p.dims[r - 2] *= row;
+      p.strides[j][r - 2] = 1;
+      p.strides[k][r - 2] = 0;
+      p.rank = r - 1;
+      p.periodic = k;
+      p.period = row;
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace graphi::ops

@@ -34,9 +34,22 @@ struct BroadcastPlan {
   // strides[k][d]: input k's step in elements along merged dim d; 0 where k is broadcast.
   int64_t strides[kMaxInputs][kMaxRank] = {};
 
+  // Set by merge_periodic_inner only (the two-input float loops read it): input `periodic`
+  // repeats a vector of `period` elements along the innermost merged dim, where its stride is 0
+  // (its offset points at the vector's start); -1: no such input.
+  int periodic = -1;
+  int64_t period = 0;
+
   // Input k's step along the innermost merged dim: 0 or 1.
   int64_t inner_stride(int k) const { return strides[k][rank - 1]; }
 };
+
+// A two-input plan whose innermost dim is a short vector (period 1..16 dividing 16) that one
+// input holds over the dim before it while the other walks both contiguously, e.g. a blocked
+// [N, C/16, H, W, 16] times a per-channel [N, C/16, 1, 1, 16] (runs of 16 otherwise): merges the
+// two dims into one long run and marks the vector input periodic. False (plan unchanged) when
+// the plan is not of that form.
+bool merge_periodic_inner(BroadcastPlan& p);
 
 // Plan for an output of shape `out` (already the broadcast of the input shapes) reading
 // `count` (1..kMaxInputs) inputs of shapes *inputs[k]. Fails only if the merged rank exceeds

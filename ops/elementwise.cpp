@@ -38,6 +38,7 @@ class BinaryKernel final : public Kernel {
         return Status::unsupported("float32 only, got " + d->to_string());
     GRAPHI_ASSIGN_OR_RETURN(plan_, make_broadcast_plan(ctx.where, ctx.outputs[0]->shape,
                                                        ctx.inputs[0]->shape, ctx.inputs[1]->shape));
+    merge_periodic_inner(plan_);  // blocked tensor x per-channel vector: long runs, not 16-long
     fn_ = active_eltwise_loops().binary[static_cast<int>(kind_)];
     return Status::ok();
   }

@@ -38,11 +38,38 @@ inline void binary_run(float* dst, const float* a, const float* b, int64_t n, in
   }
 }
 
+// A run against a periodic operand (BroadcastPlan::periodic): dst[i] = full[i] op v(i) (or
+// v(i) op full[i]), v(i) = vec[(phase + i) % period]; the period divides 16, so one 16-lane
+// register of the vector serves every 16 outputs.
+template <BinaryKind K, bool VecSecond>
+inline void periodic_run(float* dst, const float* full, const float* vec, int64_t n, int64_t period,
+                         int64_t phase) {
+  float pv[16];
+  for (int t = 0; t < 16; ++t) pv[t] = vec[(phase + t) % period];
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int t = 0; t < 16; ++t)
+      dst[i + t] =
+          VecSecond ? apply_binary<K>(full[i + t], pv[t]) : apply_binary<K>(pv[t], full[i + t]);
+  for (int t = 0; i < n; ++i, ++t)
+    dst[i] = VecSecond ? apply_binary<K>(full[i], pv[t]) : apply_binary<K>(pv[t], full[i]);
+}
+
 // Outputs [begin, end) of the plan, one binary_run per stretch of the innermost merged dim
 // (for_each_broadcast_run, ops/broadcast_walk.h).
 template <BinaryKind K>
 void binary_range(const BroadcastPlan& p, const float* a, const float* b, float* dst, int64_t begin,
                   int64_t end) {
+  if (p.periodic >= 0) {
+    // Runs lie along the merged inner dim, whose length is a multiple of the period.
+    for_each_broadcast_run(p, begin, end, [&](int64_t pos, const int64_t* off, int64_t n) {
+      if (p.periodic == 1)
+        periodic_run<K, true>(dst + pos, a + off[0], b + off[1], n, p.period, pos % p.period);
+      else
+        periodic_run<K, false>(dst + pos, b + off[1], a + off[0], n, p.period, pos % p.period);
+    });
+    return;
+  }
   const int64_t sa = p.inner_stride(0), sb = p.inner_stride(1);
   for_each_broadcast_run(p, begin, end, [&](int64_t pos, const int64_t* off, int64_t n) {
     binary_run<K>(dst + pos, a + off[0], b + off[1], n, sa, sb);

@@ -22,14 +22,25 @@ bool layout_agnostic_binary(const std::string& op) {
   return op == "Add" || op == "Sub" || op == "Mul" || op == "Div";
 }
 
+// An operand of a binary op whose output is y that the blocked layout can hold: y's shape, or one
+// value per channel ([N or 1, C, 1, 1]: squeeze-excitation's gate, a per-channel scale), which
+// broadcasts over the 5-D blocked tensor as [N, C/B, 1, 1, B].
+bool channel_operand(const Value& v, const Value& y) {
+  if (!f32_4d(v) || !f32_4d(y)) return false;
+  const Shape& s = v.desc.shape;
+  const Shape& t = y.desc.shape;
+  return s == t || (s[1] == t[1] && s[2] == 1 && s[3] == 1 && (s[0] == 1 || s[0] == t[0]));
+}
+
 // A scalar operand (Clip's min / max): rank 0 or one element.
 bool scalar(const Value& v) { return v.desc.numel() == 1; }
 
 // The block each convolution output should use: the convolutions, pools, element-wise ops and
 // concats that pass activations to each other form chains (connected components of values);
-// a chain whose channel counts are all multiples of 16 runs in nChw16c, else all multiples of 8
-// in nChw8c, so that one 24-channel layer (MobileNetV2's) does not leave its neighbours plain
-// or put 16 <-> 8 reorders between them. 0: no common block (each conv picks its own).
+// a chain whose channel counts are all multiples of 16 runs in nChw16c, else in nChw8c, so that
+// one 24-channel layer (MobileNetV2's) does not leave its neighbours plain or put 16 <-> 8
+// reorders between them. Counts that are no multiple of 8 (a squeeze-excitation's C/4 = 36)
+// stay plain either way and do not vote.
 std::unordered_map<ValueId, int64_t> chain_blocks(const Graph& g) {
   std::vector<ValueId> parent(g.num_values());
   for (ValueId v = 0; v < parent.size(); ++v) parent[v] = v;
@@ -52,7 +63,9 @@ std::unordered_map<ValueId, int64_t> chain_blocks(const Graph& g) {
     const bool pool = n.op == "MaxPool" || n.op == "AveragePool";
     const bool unary = elementwise_unary_op(n.op);
     const bool binary = layout_agnostic_binary(n.op) && n.inputs.size() == 2 &&
-                        n.inputs[1] != kNoId && g.value(n.inputs[1]).desc == g.value(x).desc;
+                        n.inputs[1] != kNoId &&
+                        channel_operand(g.value(x), g.value(n.outputs[0])) &&
+                        channel_operand(g.value(n.inputs[1]), g.value(n.outputs[0]));
     const bool concat = n.op == "Concat" || n.op == "Split" || n.op == "SplitSum";
     if (!conv && !pool && !unary && !binary && !concat) continue;
     if (conv) {
@@ -79,7 +92,9 @@ std::unordered_map<ValueId, int64_t> chain_blocks(const Graph& g) {
   for (ValueId v = 0; v < channels.size(); ++v) {
     if (channels[v] == 0) continue;
     int64_t& b = root_block.try_emplace(find(v), 16).first->second;
-    if (b != 0 && channels[v] % b != 0) b = channels[v] % 8 == 0 ? 8 : 0;
+    // Counts that are no multiple of 8 stay plain whatever the block (reorders at their edges):
+    // they do not vote.
+    if (channels[v] % 8 == 0 && channels[v] % b != 0) b = 8;
   }
   std::unordered_map<ValueId, int64_t> out;
   for (ValueId v = 0; v < channels.size(); ++v) {
@@ -237,9 +252,8 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
         in.push_back(n.inputs[i] == kNoId ? "" : g.value(n.inputs[i]).name);
       make_blocked(id, n.op, in, block.at(x), n.attrs);
     } else if (layout_agnostic_binary(n.op) && n.inputs.size() == 2 && n.inputs[1] != kNoId &&
-               g.value(n.inputs[0]).desc.shape == yv.desc.shape &&
-               g.value(n.inputs[1]).desc.shape == yv.desc.shape &&
-               g.value(n.inputs[1]).desc.dtype == DType::kF32 &&
+               channel_operand(g.value(n.inputs[0]), yv) &&
+               channel_operand(g.value(n.inputs[1]), yv) &&
                (is_blocked(n.inputs[0], 0) || is_blocked(n.inputs[1], 0))) {
       const int64_t b = block.at(is_blocked(n.inputs[0], 0) ? n.inputs[0] : n.inputs[1]);
       if (yv.desc.shape[1] % b != 0) continue;

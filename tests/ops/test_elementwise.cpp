@@ -141,6 +141,57 @@ TEST_CASE("every ISA path of the binary loops matches the reference on arbitrary
   }
 }
 
+TEST_CASE("a periodic operand (blocked tensor x per-channel vector) on every ISA path",
+          "[ops][elementwise]") {
+  // [N, C/B, H, W, B] with [N, C/B, 1, 1, B] (squeeze-excitation in nChw16c / nChw8c) and
+  // shorter periods, the vector on either side (Sub and Div are not commutative), cut at
+  // arbitrary points so runs start mid-vector; the kernel (merge_periodic_inner in init) on
+  // teams of 1-3 too.
+  const std::vector<std::pair<Shape, Shape>> cases = {{{2, 3, 5, 7, 8}, {2, 3, 1, 1, 8}},
+                                                      {{1, 3, 1, 1, 16}, {1, 3, 4, 4, 16}},
+                                                      {{3, 5, 4}, {3, 1, 4}},
+                                                      {{2, 9, 2}, {2, 1, 2}},
+                                                      {{4, 1}, {4, 33}},
+                                                      {{1, 2, 1, 1, 16}, {2, 2, 3, 3, 16}}};
+  std::mt19937 rng(7);
+  uint64_t seed = 3000;
+  for (const auto& [sa, sb] : cases) {
+    Tensor a = test::random_tensor({DType::kF32, sa}, seed++, -2, 2);
+    Tensor b = test::random_tensor({DType::kF32, sb}, seed++, 0.5, 2);
+    const char* names[] = {"Add", "Sub", "Mul", "Div"};
+    for (int k = 0; k < 4; ++k) {
+      Tensor want = test::binary_ref(names[k], a, b);
+      auto plan = ops::make_broadcast_plan("test", want.shape(), sa, sb);
+      REQUIRE(plan.is_ok());
+      const bool merged = ops::merge_periodic_inner(*plan);
+      INFO(names[k] << " " << shape_to_string(sa) << " with " << shape_to_string(sb));
+      // Every case but [4, 1] with [4, 33] (a vector of 33: no period dividing 16).
+      CHECK(merged == (sb != Shape{4, 33}));
+      for (ops::SimdIsa isa : {ops::SimdIsa::kScalar, ops::SimdIsa::kAvx2, ops::SimdIsa::kAvx512}) {
+        const ops::EltwiseLoops* loops = ops::eltwise_loops(isa);
+        if (!loops) continue;
+        for (int trial = 0; trial < 5; ++trial) {
+          Tensor got(want.desc());
+          const int64_t n = want.numel();
+          int64_t c1 = std::uniform_int_distribution<int64_t>(0, n)(rng);
+          int64_t c2 = std::uniform_int_distribution<int64_t>(0, n)(rng);
+          if (c1 > c2) std::swap(c1, c2);
+          for (auto [lo, hi] : {std::pair{int64_t{0}, c1}, std::pair{c1, c2}, std::pair{c2, n}})
+            loops->binary[k](*plan, a.data_as<float>(), b.data_as<float>(), got.data_as<float>(),
+                             lo, hi);
+          INFO(ops::simd_isa_name(isa) << ", cuts " << c1 << ", " << c2);
+          CHECK(test::max_rel_error(got, want) <= kTol);
+        }
+      }
+      for (int threads : {1, 2, 3}) {
+        auto r = run_single_op(names[k], {}, {a, b}, 1, threads);
+        REQUIRE(r.is_ok());
+        CHECK(test::max_rel_error(r->outputs[0], want) <= kTol);
+      }
+    }
+  }
+}
+
 TEST_CASE("binary ops follow IEEE semantics for special values", "[ops][elementwise]") {
   const float inf = std::numeric_limits<float>::infinity(),
               nan = std::numeric_limits<float>::quiet_NaN();
