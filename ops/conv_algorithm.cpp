@@ -231,4 +231,85 @@ Result<std::unique_ptr<onednn::Primitive>> make_fastest_conv(ConvSpec spec, int 
   return use_wino ? std::move(wino) : std::move(direct);
 }
 
+Result<std::unique_ptr<onednn::Primitive>> make_fastest_plain_conv(ConvSpec spec, int team_size,
+                                                                   bool allow_ref) {
+  spec.staged = false;
+  Result<std::unique_ptr<onednn::Primitive>> plain =
+      make_fastest_conv(spec, team_size, allow_ref, onednn::make_conv, "conv");
+  if (!plain.is_ok() || spec.src_block || spec.dst_block || !spec.const_weights) return plain;
+  static const bool skip = [] {
+    const char* e = std::getenv("GRAPHI_CONV_LAYOUT");
+    return e && std::string(e) == "plain";
+  }();
+  if (skip) return plain;
+  const std::string key = shape_key(spec, team_size, "conv layout");
+  static std::mutex mu;
+  static std::map<std::string, bool> staged_memo;
+  auto staged_spec = [&] {
+    ConvSpec s = spec;
+    s.staged = true;
+    s.algorithm = ConvAlgorithm::kDirect;
+    return s;
+  };
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = staged_memo.find(key);
+    if (it != staged_memo.end()) {
+      if (!it->second) return plain;
+      Result<std::unique_ptr<onednn::Primitive>> st =
+          onednn::make_conv(staged_spec(), team_size, false);
+      return st.is_ok() ? std::move(st) : std::move(plain);
+    }
+  }
+  auto remember = [&](bool staged) {
+    std::lock_guard<std::mutex> lock(mu);
+    staged_memo[key] = staged;
+  };
+  const std::string path = choice_cache_path("conv_algorithms.json");
+  const std::string disk_key = key + "|" + cache_signature();
+  if (const std::optional<nlohmann::json> e = load_choice(path, disk_key, kCacheWhat)) {
+    if (e->is_object() && e->contains("layout") && (*e)["layout"].is_string()) {
+      const bool staged = (*e)["layout"].get<std::string>() == "staged";
+      remember(staged);
+      if (!staged) return plain;
+      Result<std::unique_ptr<onednn::Primitive>> st =
+          onednn::make_conv(staged_spec(), team_size, false);
+      return st.is_ok() ? std::move(st) : std::move(plain);
+    }
+    warn_choice_cache(path, kCacheWhat, "entry '" + disk_key + "' is malformed");
+  }
+  if (measured_ms().load() >= measure_budget_ms()) return plain;  // not remembered
+  // Never oneDNN's reference kernel in its own layouts: only a jit kernel can win.
+  Result<std::unique_ptr<onednn::Primitive>> staged =
+      onednn::make_conv(staged_spec(), team_size, false);
+  if (!staged.is_ok()) {
+    remember(false);
+    return plain;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<double> ms =
+      onednn::best_run_ms({plain->get(), staged->get()}, 3, kMinMeasureMs, 400);
+  const double add =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  for (double cur = measured_ms().load(); !measured_ms().compare_exchange_weak(cur, cur + add);) {
+  }
+  if (ms.size() != 2) return plain;  // not measurable here (inside a parallel region)
+  const bool use_staged = ms[1] < 0.9 * ms[0];
+  remember(use_staged);
+  if (!path.empty()) {
+    const Status st = store_choice(
+        path, disk_key,
+        {{"layout", use_staged ? "staged" : "plain"}, {"plain_ms", ms[0]}, {"staged_ms", ms[1]}});
+    static std::atomic<bool> warned{false};
+    if (!st.is_ok() && !warned.exchange(true))
+      std::fprintf(stderr, "graphi: warning: convolution algorithm cache not written: %s\n",
+                   st.to_string().c_str());
+  }
+  if (verbose_dispatch())
+    std::fprintf(stderr, "graphi: %s: plain %.3f ms (%s), staged %.3f ms (%s): %s\n", key.c_str(),
+                 ms[0], (*plain)->impl_name().c_str(), ms[1], (*staged)->impl_name().c_str(),
+                 use_staged ? "staged" : "plain");
+  return use_staged ? std::move(staged) : std::move(plain);
+}
+
 }  // namespace graphi::ops

@@ -43,6 +43,18 @@ Result<std::unique_ptr<onednn::Primitive>> make_fastest_conv(onednn::ConvSpec sp
                                                              ConvPrimitiveMaker make,
                                                              const char* what);
 
+// A forward convolution on plain NCHW activations with constant weights: oneDNN's primitive on
+// NCHW (as make_fastest_conv picks it: im2col + GEMM for most shapes, since its direct kernels
+// write blocked layouts), or the same convolution in the layouts oneDNN picks (nChw16c, channels
+// padded to the block), the activations reordered in and out through scratch
+// (ConvSpec::staged), whichever measures faster (staged only when >= 10% faster). For the
+// convolutions the blocked_layout pass leaves plain: channel counts that are no multiple of 8
+// (ShuffleNet's 116: its 3 -> 116 stem conv ran 5.1 ms on NCHW, ~0.5 ms staged), lone convs
+// between plain ops. Verdicts are remembered like the algorithm's (memo and
+// conv_algorithms.json, same budget); GRAPHI_CONV_LAYOUT=plain skips the measurement.
+Result<std::unique_ptr<onednn::Primitive>> make_fastest_plain_conv(onednn::ConvSpec spec,
+                                                                   int team_size, bool allow_ref);
+
 // Forgets the verdicts of this process (not the ones on disk): for tests of the disk cache.
 void forget_conv_algorithm_verdicts();
 

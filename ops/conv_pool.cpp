@@ -355,8 +355,11 @@ class OnednnConvKernel final : public Kernel {
     // reached through scratch instead (the weights every run; plain activations too).
     s.staged = !s.const_weights;
     // A blocked op has no other kernel: oneDNN's reference implementation is still correct.
+    // Plain activations and constant weights: NCHW or oneDNN's own layouts, by measurement.
     GRAPHI_ASSIGN_OR_RETURN(
-        prim_, make_fastest_conv(s, ctx.team_size, blocked, onednn::make_conv, "conv"));
+        prim_, !blocked && s.const_weights
+                   ? make_fastest_plain_conv(s, ctx.team_size, blocked)
+                   : make_fastest_conv(s, ctx.team_size, blocked, onednn::make_conv, "conv"));
     return Status::ok();
   }
 

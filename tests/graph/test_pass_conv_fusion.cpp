@@ -48,7 +48,8 @@ TEST_CASE("conv_fusion: Conv + Relu pairs become FusedConv, others stay", "[pass
   CHECK(test::count_op(r.graph, "FusedConv") == 1);
   CHECK(test::count_op(r.graph, "Conv") == 2);
   CHECK(test::count_op(r.graph, "Relu") == 2);
-  for (int threads : {1, 2}) test::check_same_outputs(g, r.graph, threads, 1e-6);
+  // 1e-5: a plain conv may run staged (measured per shape and team size) on one side only.
+  for (int threads : {1, 2}) test::check_same_outputs(g, r.graph, threads, 1e-5);
 
   // r1 against the naive reference: a graph whose output is the fused value.
   graph::GraphBuilder b2("<conv fusion ref>");

@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "ops/conv_algorithm.h"
 #include "ops/onednn.h"
 #include "ops/registry.h"
 #include "tests/support/op_runner.h"
@@ -491,4 +492,60 @@ TEST_CASE(
   for (size_t i = 0; i < yb.size(); ++i)
     worst = std::max(worst, std::fabs(double(yb[i]) - want_b.data_as<float>()[i]));
   CHECK(worst <= 1e-4);
+}
+
+TEST_CASE(
+    "A plain-layout convolution with constant weights computed in oneDNN's layouts (staged) "
+    "matches the definition, and so does the measured choice",
+    "[ops][conv][layout]") {
+  // Shapes the blocked_layout pass leaves plain (channel counts that are no multiple of 8):
+  // ShuffleNet's 3 -> 116 stride-2 stem, a 58-channel depthwise conv and a 58 -> 58 1x1.
+  struct Shape2 {
+    int64_t c, h, oc, k, stride, group;
+  };
+  for (const Shape2 sh :
+       {Shape2{3, 20, 116, 3, 2, 1}, Shape2{58, 12, 58, 3, 1, 58}, Shape2{58, 12, 58, 1, 1, 1}}) {
+    INFO("c " << sh.c << " oc " << sh.oc << " k " << sh.k << " group " << sh.group);
+    ops::onednn::ConvSpec s;
+    s.n = 2;
+    s.c = sh.c;
+    s.h = s.w = sh.h;
+    s.oc = sh.oc;
+    s.kh = s.kw = sh.k;
+    s.stride_h = s.stride_w = sh.stride;
+    s.group = sh.group;
+    const int64_t pad = sh.k / 2;
+    s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = pad;
+    s.oh = s.ow = (sh.h + 2 * pad - sh.k) / sh.stride + 1;
+    s.has_bias = true;
+    s.post.kind = ops::ConvActivation::kClip;
+    s.post.alpha = 0.0f;
+    s.post.beta = 0.5f;
+    const Tensor x = rnd({s.n, s.c, s.h, s.w}, 401),
+                 wt = rnd({s.oc, s.c / s.group, s.kh, s.kw}, 402), b = rnd({s.oc}, 403);
+    s.const_weights = wt.data_as<float>();
+    Window2d win;
+    win.pads = {pad, pad, pad, pad};
+    win.strides = {sh.stride, sh.stride};
+    Tensor want = test::conv2d_ref(x, wt, &b, win, sh.group);
+    for (int64_t i = 0; i < want.numel(); ++i)
+      want.data_as<float>()[i] = std::min(std::max(want.data_as<float>()[i], 0.0f), 0.5f);
+    auto check = [&](const ops::onednn::Primitive& prim) {
+      Tensor y(want.desc());
+      std::vector<char> scratch(prim.scratch_bytes() + 1);
+      for (int rep = 0; rep < 2; ++rep)
+        REQUIRE(prim.execute(x.data_as<float>(), wt.data_as<float>(), b.data_as<float>(),
+                             y.data_as<float>(), scratch.data(), 1, scratch.size()));
+      CHECK(test::max_rel_error(y, want) <= 1e-5);
+    };
+    ops::onednn::ConvSpec staged = s;
+    staged.staged = true;
+    auto prim = ops::onednn::make_conv(staged, 1, /*allow_ref=*/false);
+    REQUIRE(prim.is_ok());
+    INFO((*prim)->impl_name());
+    check(**prim);
+    auto chosen = ops::make_fastest_plain_conv(s, 1, true);
+    REQUIRE(chosen.is_ok());
+    check(**chosen);
+  }
 }
