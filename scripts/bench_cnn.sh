@@ -17,6 +17,9 @@
 #                                                #   8; 2 threads; 5 rounds of 0.1 s blocks
 #   scripts/bench_cnn.sh --models pathnet,inception --rounds 7 --threads 2
 #   scripts/bench_cnn.sh --boost                 # top priority (root; see bench_common.sh)
+#   scripts/bench_cnn.sh --models common --threads 2 --batches 1   # ResNet-18, MobileNetV2, ...
+#                                                #   (benchmarks/cnn/common_cnns.py; not in the
+#                                                #   default run: 224x224 models are slow)
 #
 # Models are exported by benchmarks/cnn/cnn_models.py with /usr/bin/python3 (torch 1.13's
 # TorchScript exporter, opset 13) into $BUILD_DIR/bench/cnn (re-exported when the script is
@@ -49,7 +52,9 @@ GRAPHI_VENV=$VENV ./scripts/bench_venv.sh > /dev/null \
 
 MODELS=$BUILD_DIR/bench/cnn
 mkdir -p "$MODELS"
-if [ ! -f "$MODELS/googlenet_b8.onnx" ] || [ benchmarks/cnn/cnn_models.py -nt "$MODELS/googlenet_b8.onnx" ]; then
+if [ ! -f "$MODELS/googlenet_b8.onnx" ] || [ ! -f "$MODELS/unet_like_b8.onnx" ] \
+   || [ benchmarks/cnn/cnn_models.py -nt "$MODELS/googlenet_b8.onnx" ] \
+   || [ benchmarks/cnn/common_cnns.py -nt "$MODELS/unet_like_b8.onnx" ]; then
   /usr/bin/python3 benchmarks/cnn/cnn_models.py "$MODELS"
 fi
 

@@ -234,7 +234,13 @@ def main():
     sys.path.insert(0, HERE)
     import cnn_models
     specs = cnn_models.models()
-    names = [n for n in specs if not args.models or n in args.models.split(",")]
+    # Default: every model but the "common" group (224x224 architectures: slow; `--models
+    # common` or their names select them).
+    wanted = args.models.split(",") if args.models else []
+    if wanted:
+        names = [n for n in specs if n in wanted or specs[n][3] in wanted]
+    else:
+        names = [n for n in specs if specs[n][3] != "common"]
     threads = [int(t) for t in args.threads.split(",")]
     batches = [int(b) for b in args.batches.split(",")]
 

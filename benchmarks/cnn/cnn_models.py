@@ -10,7 +10,10 @@ Models (each at batch 1 and 8):
   3 layers of 6 modules, each module 3x3 conv + ReLU + 2x2 max-pool, the modules of a layer
   summed;
 - googlenet: GoogleNet (inception v1, no LRN, no auxiliary heads) at Table 1c's smallest size:
-  image 128, width 1 (the filter counts of the paper).
+  image 128, width 1 (the filter counts of the paper);
+- group "common" (benchmarks/cnn/common_cnns.py; only when named, `--models common` names them
+  all): ResNet-18, MobileNetV2, an EfficientNet-like MobileNetV2, a ShuffleNetV2-like stack, a
+  DenseNet-like and a U-Net-like model, the architectures a user brings, none tuned for.
 
 For each model M and batch B it writes OUT/M_bB.onnx, OUT/M_bB.in0.npy (the input) and
 OUT/M.pt (the state_dict, so the PyTorch peer in another interpreter uses the same weights).
@@ -27,6 +30,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common_cnns  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ZOO_DIR = os.path.join(HERE, "..", "..", "tests", "data", "onnx_zoo")
@@ -138,6 +144,8 @@ def models():
                       "float32", "seed"),
         "pathnet": (PathNet, (3, 32, 32), "float32", "seed"),
         "googlenet": (lambda: GoogleNet(1), (3, 128, 128), "float32", "seed"),
+        **{n: (make, shape, "float32", "common")
+           for n, (make, shape) in common_cnns.models().items()},
     }
 
 
