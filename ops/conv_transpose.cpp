@@ -4,8 +4,12 @@
 //   stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - pad_begin - pad_end.
 // Refused by name: auto_pad other than NOTSET and output_shape (PyTorch exports neither).
 //
-// The kernel scatters each input element through the kernel window into its output plane:
-// a thread owns whole (n, m) output planes, so the scatter needs no synchronization.
+// Kernels, in preference order: the patch up-sampler (kernel = stride, no pads: one GEMM and a
+// scatter, below), oneDNN's deconvolution, and a scatter of each input element through the
+// kernel window into its output plane (a thread owns whole (n, m) output planes, so it needs no
+// synchronization).
+#include <omp.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -216,7 +220,82 @@ class OnednnConvTransposeKernel final : public Kernel {
   std::unique_ptr<onednn::Primitive> prim_;
 };
 
+// The U-Net / FCN up-sampler: kernel = stride, no pads, no dilation, no output_padding, group
+// 1, constant weights. Every input pixel then writes its own kh x kw output patch, so the whole
+// op is one GEMM per image, P[n, (m, a, b), i*W + j] = sum_c W[c, (m, a, b)] X[n, c, i, j] (W
+// transposed once at init, X as it is), then a scatter of P into Y[n, m, i*sh + a, j*sw + b]
+// with the bias (each output row reads kw contiguous rows of P). oneDNN's deconvolution computes
+// the same as a strided backward-data convolution at a fraction of the FMA rate (a U-Net's 64 -> 32
+// 2x2 stride-2 up-sampler at 32x32: ~2.5 ms against ~0.2 ms here, 2 threads).
+class PatchConvTransposeKernel final : public Kernel {
+ public:
+  const char* name() const override { return "conv_transpose_patch_matmul"; }
+  bool opens_own_region() const override { return true; }
+  size_t scratch_bytes() const override {
+    return prim_ ? align64(prim_->scratch_bytes()) + patch_bytes_ : 0;
+  }
+
+  Status init(const KernelContext& ctx) override {
+    GRAPHI_ASSIGN_OR_RETURN(g_, tgeometry(NodeView::of_kernel(ctx)));
+    if (g_.group != 1 || g_.kh != g_.sh || g_.kw != g_.sw || g_.dh != 1 || g_.dw != 1 || g_.pt ||
+        g_.pl || g_.pb || g_.pr || g_.oph || g_.opw)
+      return Status::unsupported("not a patch up-sampler (kernel = stride, no pads)");
+    const Tensor* w = ctx.constant(1);
+    if (!w) return Status::unsupported("weights given at run time");
+    const int64_t hw = g_.h * g_.w, mk = g_.m * g_.kh * g_.kw;
+    wt_.resize(static_cast<size_t>(mk * g_.c));  // W^T: [M*kh*kw, C]
+    for (int64_t c = 0; c < g_.c; ++c)
+      for (int64_t r = 0; r < mk; ++r) wt_[r * g_.c + c] = w->data_as<float>()[c * mk + r];
+    onednn::MatMulSpec s;
+    s.src = {{1, mk, g_.c}, {}};
+    s.weights = {{g_.n, g_.c, hw}, {}};  // X, given every run
+    s.dst = {{g_.n, mk, hw}, {}};
+    GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_matmul(s, ctx.team_size));
+    patch_bytes_ = align64(static_cast<size_t>(g_.n * hw * mk) * sizeof(float));
+    return Status::ok();
+  }
+
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    float* y = static_cast<float*>(io.outputs[0]);
+    char* scratch = static_cast<char*>(team.scratch);
+    float* patches = reinterpret_cast<float*>(scratch + align64(prim_->scratch_bytes()));
+    if (!prim_->execute(wt_.data(), static_cast<const float*>(io.inputs[0]), nullptr, patches,
+                        scratch, team.nthr, align64(prim_->scratch_bytes()))) {
+      std::fprintf(stderr, "graphi: %s: oneDNN execution failed; output set to NaN\n", name());
+      std::fill(y, y + g_.n * g_.m * g_.oh * g_.ow, std::numeric_limits<float>::quiet_NaN());
+      return;
+    }
+    const float* b = g_.has_bias ? static_cast<const float*>(io.inputs[2]) : nullptr;
+    const int64_t hw = g_.h * g_.w, mk = g_.m * g_.kh * g_.kw;
+    // Output rows (n, m, oy) split over the team; each reads its patches' (a, b) entries.
+    const int64_t rows = g_.n * g_.m * g_.oh;
+#pragma omp parallel num_threads(team.nthr)
+    {
+      auto [r0, r1] = team_range(rows, omp_get_thread_num(), omp_get_num_threads());
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t oy = r % g_.oh, nm = r / g_.oh, m = nm % g_.m, n = nm / g_.m;
+        const int64_t i = oy / g_.sh, a = oy % g_.sh;
+        const float bias = b ? b[m] : 0.0f;
+        const float* src = patches + (n * mk + (m * g_.kh + a) * g_.kw) * hw + i * g_.w;
+        float* dst = y + r * g_.ow;
+        for (int64_t bb = 0; bb < g_.kw; ++bb)
+          for (int64_t j = 0; j < g_.w; ++j) dst[j * g_.kw + bb] = src[bb * hw + j] + bias;
+      }
+    }
+  }
+
+ private:
+  static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
+  TGeometry g_;
+  std::vector<float> wt_;  // W^T, the GEMM's constant left operand
+  std::unique_ptr<onednn::Primitive> prim_;
+  size_t patch_bytes_ = 0;
+};
+
 std::unique_ptr<Kernel> make_conv_transpose() { return std::make_unique<ConvTransposeKernel>(); }
+std::unique_ptr<Kernel> make_patch_conv_transpose() {
+  return std::make_unique<PatchConvTransposeKernel>();
+}
 std::unique_ptr<Kernel> make_onednn_conv_transpose() {
   return std::make_unique<OnednnConvTransposeKernel>();
 }
@@ -228,7 +307,7 @@ void register_conv_transpose_op(Registry& r) {
          infer_conv_transpose,
          cost_conv_transpose,
          false,
-         {make_onednn_conv_transpose, make_conv_transpose}});
+         {make_patch_conv_transpose, make_onednn_conv_transpose, make_conv_transpose}});
 }
 
 }  // namespace graphi::ops

@@ -662,6 +662,11 @@ TEST_CASE("ConvTranspose: strides, pads, dilations, groups, output_padding vs th
       // the output_padding that restores an even input size.
       {{2, 16, 8, 8}, {16, 8, 3, 3}, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, {0, 0}, false},
       {{2, 8, 4, 4}, {8, 4, 3, 3}, 1, {2, 2}, {1, 1, 1, 1}, {1, 1}, {1, 1}, false},
+      // Patch up-samplers (kernel = stride, no pads: one GEMM + a scatter): U-Net's 2x2
+      // stride 2, a 3x3 stride 3, a 1-D 1x4 stride (1, 4) without bias.
+      {{2, 16, 5, 7}, {16, 8, 2, 2}, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}, {0, 0}, true},
+      {{1, 6, 4, 3}, {6, 5, 3, 3}, 1, {3, 3}, {0, 0, 0, 0}, {1, 1}, {0, 0}, true},
+      {{3, 4, 1, 9}, {4, 2, 1, 4}, 1, {1, 4}, {0, 0, 0, 0}, {1, 1}, {0, 0}, false},
   };
   uint64_t seed = 40;
   for (const Case& c : cases) {
@@ -704,9 +709,16 @@ TEST_CASE("ConvTranspose: strides, pads, dilations, groups, output_padding vs th
       auto r = run_single_op("ConvTranspose", a, ins, 1, threads, {false, true, true});
       if (!r.is_ok()) FAIL(r.status().message());
       require_close(r->outputs[0], want, 1e-5);
-      // Group 1 with output_padding within the pads goes to oneDNN, the rest to the scatter.
+      // Group 1 with kernel = stride and no pads goes to the patch GEMM, other group-1 ones
+      // with output_padding within the pads to oneDNN, the rest to the scatter.
+      const bool patch = c.group == 1 && c.w[2] == c.strides[0] && c.w[3] == c.strides[1] &&
+                         c.pads == std::vector<int64_t>{0, 0, 0, 0} &&
+                         c.out_pad == std::vector<int64_t>{0, 0} &&
+                         c.dilations == std::vector<int64_t>{1, 1};
       const bool onednn = c.group == 1 && c.out_pad[0] <= c.pads[2] && c.out_pad[1] <= c.pads[3];
-      CHECK(r->kernel == (onednn ? "conv_transpose_onednn" : "conv_transpose_scatter"));
+      CHECK(r->kernel == (patch    ? "conv_transpose_patch_matmul"
+                          : onednn ? "conv_transpose_onednn"
+                                   : "conv_transpose_scatter"));
     }
   }
   auto bad = run_single_op("ConvTranspose", attrs({{"auto_pad", std::string("SAME_UPPER")}}),
