@@ -245,3 +245,61 @@ TEST_CASE("blocked_layout: a conv whose weights change every run (training) stay
   CHECK(test::count_op(blocked.graph, "FusedConv") + test::count_op(blocked.graph, "Conv") == 1);
   for (int threads : {1, 2}) test::check_same_outputs(plain, blocked.graph, threads, 1e-5);
 }
+
+TEST_CASE(
+    "blocked_layout: a chain with 24-channel layers runs in nChw8c throughout, and a squeeze-"
+    "excitation gate multiplies blocked",
+    "[passes][conv][layout]") {
+  // MobileNetV2's 32 -> 24 -> 144 (ReLU6) -> depthwise 144, then an EfficientNet-style
+  // squeeze-excitation (global pool, 144 -> 36 -> 144, sigmoid, channel-wise Mul) and 144 -> 24.
+  // 24 is no multiple of 16, so the whole chain takes block 8 (no 16 <-> 8 reorders, no plain
+  // 24-channel convs); 36 is no multiple of 8, so the squeeze convs stay plain.
+  for (int64_t batch : {1, 2}) {
+    INFO("batch " << batch);
+    graph::GraphBuilder b("<mbv2 chain>");
+    uint64_t seed = 700;
+    auto conv = [&](const std::string& name, const std::string& in, int64_t cin, int64_t cout,
+                    int64_t k, int64_t group) {
+      b.add_constant(name + ".w",
+                     test::random_tensor(TensorDesc{DType::kF32, {cout, cin / group, k, k}}, seed++,
+                                         -0.3, 0.3));
+      b.add_constant(name + ".b", test::random_tensor(TensorDesc{DType::kF32, {cout}}, seed++));
+      graph::Attributes a = test::conv_window(k, 1, k / 2);
+      a.set("group", group);
+      b.add_node("Conv", name, {in, name + ".w", name + ".b"}, {name}, a);
+    };
+    b.add_input("x", TensorDesc{DType::kF32, {batch, 32, 10, 10}});
+    conv("p1", "x", 32, 24, 1, 1);
+    conv("e", "p1", 24, 144, 1, 1);
+    Tensor lo(TensorDesc{DType::kF32, {}}), hi(TensorDesc{DType::kF32, {}});
+    *lo.data_as<float>() = 0.0f;
+    *hi.data_as<float>() = 6.0f;
+    b.add_constant("lo", std::move(lo));
+    b.add_constant("hi", std::move(hi));
+    b.add_node("Clip", "e6", {"e", "lo", "hi"}, {"e6"});
+    conv("dw", "e6", 144, 144, 3, 144);
+    graph::Attributes gap;
+    gap.set("kernel_shape", std::vector<int64_t>{10, 10});
+    b.add_node("AveragePool", "sq", {"dw"}, {"sq"}, gap);
+    conv("s1", "sq", 144, 36, 1, 1);
+    b.add_node("Relu", "s1r", {"s1"}, {"s1r"});
+    conv("s2", "s1r", 36, 144, 1, 1);
+    b.add_node("Sigmoid", "gate", {"s2"}, {"gate"});
+    b.add_node("Mul", "excited", {"dw", "gate"}, {"excited"});
+    conv("p2", "excited", 144, 24, 1, 1);
+    b.add_output("p2");
+    const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
+    auto [plain, blocked] = plain_and_blocked(g);
+    CHECK(test::count_op(blocked.graph, "BlockedConv") == 4);  // p1, e, dw, p2
+    for (const graph::Node& n : blocked.graph.nodes()) {
+      INFO(n.name << " (" << n.op << ")");
+      if (n.op == "BlockedConv" || n.op == "ToBlocked" || n.op == "FromBlocked")
+        CHECK(std::get<int64_t>(*n.attrs.find("block")) == 8);
+      if (n.op == "Mul") CHECK(blocked.graph.value(n.outputs[0]).desc.rank() == 5);
+    }
+    // x in; the pooled value out to the plain squeeze conv and the gate back in; p2 out.
+    CHECK(test::count_op(blocked.graph, "ToBlocked") == 2);
+    CHECK(test::count_op(blocked.graph, "FromBlocked") == 2);
+    for (int threads : {1, 2}) test::check_same_outputs(plain, blocked.graph, threads, 1e-5);
+  }
+}
