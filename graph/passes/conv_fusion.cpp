@@ -59,10 +59,93 @@ std::optional<Activation> activation_of(const Graph& g, const Node& n) {
   return std::nullopt;
 }
 
+// The per-output-channel values of constant c as read by a binary op with a conv output of `oc`
+// channels ([N, oc, H, W]): one value for all (a scalar), or oc values along dim 1 ([oc, 1, 1],
+// [1, oc, 1, 1]); empty when c is not such a constant.
+std::vector<float> channel_constant(const Value& c, int64_t oc) {
+  if (!c.data || c.data->dtype() != DType::kF32) return {};
+  const Shape& s = c.desc.shape;
+  const int64_t n = c.desc.numel();
+  const float* v = c.data->data_as<float>();
+  if (n == 1 && s.size() <= 4) return std::vector<float>(static_cast<size_t>(oc), v[0]);
+  if (n != oc || s.size() < 3 || s.size() > 4) return {};
+  for (size_t d = 0; d < s.size(); ++d)
+    if (d != s.size() - 3 && s[d] != 1) return {};
+  return std::vector<float>(v, v + n);
+}
+
+// Conv (constant weights and bias) followed by per-channel constant Mul / Add / Sub nodes (the
+// conv output read by that node only): folded into the conv's weights and bias, as an ONNX
+// importer's inference BatchNormalization (Mul + Add) after a conv that the exporter did not
+// fold, so the activation after it can then fuse too.
+Result<Graph> fold_conv_affine(const Graph& g, const ShapeInferencer& shapes, int* folded) {
+  Rewrite rw(g);
+  int count = 0;
+  for (NodeId id = 0; id < g.num_nodes(); ++id) {
+    const Node& conv = g.node(id);
+    if (conv.op != "Conv" || conv.outputs.size() != 1 || conv.inputs.size() < 2) continue;
+    const Value& wv = g.value(conv.inputs[1]);
+    const bool has_bias = conv.inputs.size() > 2 && conv.inputs[2] != kNoId;
+    if (!wv.data || wv.data->dtype() != DType::kF32 || wv.desc.rank() != 4) continue;
+    if (has_bias && !g.value(conv.inputs[2]).data) continue;
+    const int64_t oc = wv.desc.shape[0];
+    std::vector<double> scale(static_cast<size_t>(oc), 1.0), shift(static_cast<size_t>(oc), 0.0);
+    ValueId y = conv.outputs[0];
+    std::vector<NodeId> chain;
+    for (;;) {
+      if (g.value(y).is_output || g.consumers(y).size() != 1) break;
+      const NodeId rid = g.consumers(y)[0];
+      const Node& r = g.node(rid);
+      if ((r.op != "Mul" && r.op != "Add" && r.op != "Sub") || r.inputs.size() != 2 ||
+          r.outputs.size() != 1 || g.value(r.outputs[0]).desc != g.value(y).desc)
+        break;
+      const int k = r.inputs[0] == y ? 1 : 0;  // the other operand
+      if (r.inputs[1 - k] != y || r.inputs[k] == y) break;
+      const std::vector<float> c = channel_constant(g.value(r.inputs[k]), oc);
+      if (c.empty() || (r.op == "Sub" && k == 0)) break;  // c - y is not an affine of y here
+      for (int64_t o = 0; o < oc; ++o) {
+        const double v = c[static_cast<size_t>(o)];
+        if (r.op == "Mul") {
+          scale[o] *= v;
+          shift[o] *= v;
+        } else {
+          shift[o] += r.op == "Add" ? v : -v;
+        }
+      }
+      chain.push_back(rid);
+      y = r.outputs[0];
+    }
+    if (chain.empty()) continue;
+    Tensor w(wv.desc), b(TensorDesc{DType::kF32, {oc}});
+    const int64_t per = wv.desc.numel() / oc;
+    const float* w0 = wv.data->data_as<float>();
+    const float* b0 = has_bias ? g.value(conv.inputs[2]).data->data_as<float>() : nullptr;
+    for (int64_t o = 0; o < oc; ++o) {
+      for (int64_t i = 0; i < per; ++i)
+        w.data_as<float>()[o * per + i] = static_cast<float>(w0[o * per + i] * scale[o]);
+      b.data_as<float>()[o] = static_cast<float>((b0 ? b0[o] : 0.0) * scale[o] + shift[o]);
+    }
+    const std::string wn = rw.fresh(conv.name + "/w_folded"),
+                      bn = rw.fresh(conv.name + "/b_folded");
+    rw.add_constant(wn, std::move(w));
+    rw.add_constant(bn, std::move(b));
+    rw.remove(id);
+    for (NodeId r : chain) rw.remove(r);
+    rw.add_node("Conv", conv.name, {g.value(conv.inputs[0]).name, wn, bn}, {g.value(y).name},
+                conv.attrs);
+    ++count;
+  }
+  *folded = count;
+  if (count == 0) return g;
+  return rw.finish(shapes);
+}
+
 }  // namespace
 
-Result<ConvFusionResult> fuse_conv_activations(const Graph& g, const ShapeInferencer& shapes) {
+Result<ConvFusionResult> fuse_conv_activations(const Graph& g0, const ShapeInferencer& shapes) {
   ConvFusionResult result;
+  GRAPHI_ASSIGN_OR_RETURN(Graph folded, fold_conv_affine(g0, shapes, &result.affine_folded));
+  const Graph& g = result.affine_folded > 0 ? folded : g0;
   Rewrite rw(g);
   for (NodeId id = 0; id < g.num_nodes(); ++id) {
     const Node& conv = g.node(id);

@@ -7,6 +7,9 @@
 //   Swish = Mul(y, Sigmoid(y)) (PyTorch's SiLU export) and HardSwish = Mul(y, HardSigmoid(y)
 //   with alpha 1/6, beta 1/2) (ONNX HardSwish as the importer writes it), where y is read by
 //   exactly those two nodes.
+// First, per-channel constant Mul / Add / Sub nodes right after a conv with constant weights (an
+// inference BatchNormalization the exporter left unfolded, which the importer writes as Mul +
+// Add) are folded into the conv's weights and bias, so that its activation can fuse as well.
 // The fused node keeps the activation's output name; graph inputs and outputs are unchanged.
 #pragma once
 
@@ -15,8 +18,9 @@
 namespace graphi::graph::passes {
 
 struct ConvFusionResult {
-  Graph graph;    // a copy of the input when nothing changed
-  int fused = 0;  // Conv + activation pairs now one FusedConv
+  Graph graph;            // a copy of the input when nothing changed
+  int fused = 0;          // Conv + activation pairs now one FusedConv
+  int affine_folded = 0;  // convs that absorbed the per-channel Mul / Add / Sub after them
 };
 
 Result<ConvFusionResult> fuse_conv_activations(const Graph& g, const ShapeInferencer& shapes);

@@ -85,10 +85,12 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
   if (options.conv_fusion) {
     GRAPHI_ASSIGN_OR_RETURN(ConvFusionResult r, fuse_conv_activations(out.graph, shapes));
     out.convs_fused = r.fused;
-    out.reports.push_back({"conv_fusion",
-                           "fused " + plural(r.fused, "Conv + activation pair") + " into FusedConv",
-                           r.fused});
-    if (r.fused > 0) out.graph = std::move(r.graph);
+    std::string did = "fused " + plural(r.fused, "Conv + activation pair") + " into FusedConv";
+    if (r.affine_folded > 0)
+      did = "folded the per-channel scale/shift after " + plural(r.affine_folded, "Conv") +
+            " into their weights, " + did;
+    out.reports.push_back({"conv_fusion", did, r.fused + r.affine_folded});
+    if (r.fused + r.affine_folded > 0) out.graph = std::move(r.graph);
   }
   if (options.conv_merge) {
     GRAPHI_ASSIGN_OR_RETURN(ConvMergeResult r, merge_sibling_convs(out.graph, shapes));

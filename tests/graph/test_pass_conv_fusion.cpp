@@ -1,6 +1,7 @@
-// conv_fusion: Conv + Relu -> FusedConv where the Conv's output feeds only that Relu and is not
-// a graph output; everything else untouched. The fused graph's outputs equal the naive
-// reference (conv2d_ref then max(0, .)) and the unfused graph's.
+// conv_fusion: Conv + activation -> FusedConv where the Conv's output feeds only that activation
+// (or the y * gate(y) pair) and is not a graph output; per-channel constant Mul / Add / Sub after
+// a conv folded into its weights first; everything else untouched. The fused graphs' outputs
+// equal the naive reference (conv2d_ref, then the activation written out) and the unfused graph's.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <tuple>
@@ -215,4 +216,40 @@ TEST_CASE("FusedConv refuses an unknown activation or a wrong parameter count by
     REQUIRE_FALSE(g.is_ok());
     CHECK_THAT(g.status().message(), Catch::Contains("'fc'") && Catch::Contains(want));
   }
+}
+
+TEST_CASE("conv_fusion: per-channel constant Mul / Add / Sub after a conv fold into its weights",
+          "[passes][conv]") {
+  // An unfolded inference BatchNormalization (the importer's Mul + Add) between a conv and its
+  // Relu, on a conv with bias, a depthwise one without, and a scalar Sub; then a Mul by a
+  // graph input, which must stay.
+  graph::GraphBuilder b("<conv affine fold>");
+  b.add_input("x", TensorDesc{DType::kF32, {2, 8, 6, 6}});
+  b.add_input("s", TensorDesc{DType::kF32, {1, 8, 1, 1}});
+  b.add_constant("w1", test::random_tensor(TensorDesc{DType::kF32, {8, 8, 3, 3}}, 51, -0.4, 0.4));
+  b.add_constant("b1", test::random_tensor(TensorDesc{DType::kF32, {8}}, 52));
+  b.add_constant("scale", test::random_tensor(TensorDesc{DType::kF32, {8, 1, 1}}, 53, 0.5, 1.5));
+  b.add_constant("shift", test::random_tensor(TensorDesc{DType::kF32, {1, 8, 1, 1}}, 54));
+  b.add_node("Conv", "c1", {"x", "w1", "b1"}, {"y1"}, pads1());
+  b.add_node("Mul", "bn.mul", {"scale", "y1"}, {"y1s"});
+  b.add_node("Add", "bn.add", {"y1s", "shift"}, {"y1b"});
+  b.add_node("Relu", "r1", {"y1b"}, {"r1"});
+  graph::Attributes dw = pads1();
+  dw.set("group", int64_t{8});
+  b.add_constant("w2", test::random_tensor(TensorDesc{DType::kF32, {8, 1, 3, 3}}, 55, -0.4, 0.4));
+  b.add_node("Conv", "c2", {"r1", "w2"}, {"y2"}, dw);
+  Tensor half(TensorDesc{DType::kF32, {}});
+  half.data_as<float>()[0] = 0.5f;
+  b.add_constant("half", half);
+  b.add_node("Sub", "sub", {"y2", "half"}, {"y2s"});
+  b.add_node("Mul", "gate", {"y2s", "s"}, {"out"});  // s is a graph input: not folded
+  b.add_output("out");
+  const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
+  auto r = value_or_throw(graph::passes::fuse_conv_activations(g, ops::Registry::get()));
+  CHECK(r.affine_folded == 2);
+  CHECK(r.fused == 1);  // c1 with its Relu, once the Mul and Add are gone
+  CHECK(test::count_op(r.graph, "Add") == 0);
+  CHECK(test::count_op(r.graph, "Sub") == 0);
+  CHECK(test::count_op(r.graph, "Mul") == 1);
+  for (int threads : {1, 2}) test::check_same_outputs(g, r.graph, threads, 1e-5);
 }
