@@ -102,6 +102,31 @@ double measure_budget_ms() {
   return ms;
 }
 
+// Times primitives a and b (the best of at least 3 interleaved rounds spread over >= 40 ms: a
+// short burst of other load, e.g. another process's spinning pool that made both 3x3 convs of
+// inception b1 take ~8 ms instead of 0.8 / 0.3 for three rounds, does not decide) and charges
+// the time to this process's measuring budget. Fewer than 2 times: not measurable here (inside
+// a parallel region, an oversized team).
+std::vector<double> measure_pair(const onednn::Primitive* a, const onednn::Primitive* b) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<double> ms = onednn::best_run_ms({a, b}, 3, kMinMeasureMs, 400);
+  const double add =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  for (double cur = measured_ms().load(); !measured_ms().compare_exchange_weak(cur, cur + add);) {
+  }
+  return ms;
+}
+
+// Writes a verdict to the disk cache; a cache that cannot be written warns once per process.
+void store_verdict(const std::string& path, const std::string& key, nlohmann::json entry) {
+  if (path.empty()) return;
+  const Status st = store_choice(path, key, std::move(entry));
+  static std::atomic<bool> warned{false};
+  if (!st.is_ok() && !warned.exchange(true))
+    std::fprintf(stderr, "graphi: warning: convolution algorithm cache not written: %s\n",
+                 st.to_string().c_str());
+}
+
 }  // namespace
 
 void forget_conv_algorithm_verdicts() {
@@ -200,30 +225,14 @@ Result<std::unique_ptr<onednn::Primitive>> make_fastest_conv(ConvSpec spec, int 
                    "graphi: measuring direct against Winograd per convolution shape "
                    "(GRAPHI_CONV_ALGORITHM=direct skips it)...\n");
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  // Best of at least 3 interleaved rounds spread over >= 40 ms: a short burst of other load
-  // (measured: another process's spinning pool made both 3x3 convs of inception b1 take ~8 ms
-  // instead of 0.8 / 0.3 for three rounds) does not decide the verdict.
-  const std::vector<double> ms =
-      onednn::best_run_ms({direct->get(), wino->get()}, 3, kMinMeasureMs, 400);
-  const double add =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  for (double cur = measured_ms().load(); !measured_ms().compare_exchange_weak(cur, cur + add);) {
-  }
-  // Not measurable here (inside a parallel region, an oversized team): direct, not remembered.
-  if (ms.size() != 2) return direct;
+  const std::vector<double> ms = measure_pair(direct->get(), wino->get());
+  if (ms.size() != 2) return direct;  // not measurable here: direct, not remembered
   const bool use_wino = ms[1] < 0.95 * ms[0];
   remember(use_wino ? ConvAlgorithm::kWinograd : ConvAlgorithm::kDirect);
-  if (!path.empty()) {
-    const Status st = store_choice(path, disk_key,
-                                   {{"algorithm", use_wino ? "winograd" : "direct"},
-                                    {"direct_ms", ms[0]},
-                                    {"winograd_ms", ms[1]}});
-    static std::atomic<bool> warned{false};
-    if (!st.is_ok() && !warned.exchange(true))
-      std::fprintf(stderr, "graphi: warning: convolution algorithm cache not written: %s\n",
-                   st.to_string().c_str());
-  }
+  store_verdict(path, disk_key,
+                {{"algorithm", use_wino ? "winograd" : "direct"},
+                 {"direct_ms", ms[0]},
+                 {"winograd_ms", ms[1]}});
   if (verbose_dispatch())
     std::fprintf(stderr, "graphi: %s: direct %.3f ms (%s), winograd %.3f ms (%s): %s\n",
                  key.c_str(), ms[0], (*direct)->impl_name().c_str(), ms[1],
@@ -286,25 +295,13 @@ Result<std::unique_ptr<onednn::Primitive>> make_fastest_plain_conv(ConvSpec spec
     remember(false);
     return plain;
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<double> ms =
-      onednn::best_run_ms({plain->get(), staged->get()}, 3, kMinMeasureMs, 400);
-  const double add =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  for (double cur = measured_ms().load(); !measured_ms().compare_exchange_weak(cur, cur + add);) {
-  }
-  if (ms.size() != 2) return plain;  // not measurable here (inside a parallel region)
+  const std::vector<double> ms = measure_pair(plain->get(), staged->get());
+  if (ms.size() != 2) return plain;  // not measurable here: plain, not remembered
   const bool use_staged = ms[1] < 0.9 * ms[0];
   remember(use_staged);
-  if (!path.empty()) {
-    const Status st = store_choice(
-        path, disk_key,
-        {{"layout", use_staged ? "staged" : "plain"}, {"plain_ms", ms[0]}, {"staged_ms", ms[1]}});
-    static std::atomic<bool> warned{false};
-    if (!st.is_ok() && !warned.exchange(true))
-      std::fprintf(stderr, "graphi: warning: convolution algorithm cache not written: %s\n",
-                   st.to_string().c_str());
-  }
+  store_verdict(
+      path, disk_key,
+      {{"layout", use_staged ? "staged" : "plain"}, {"plain_ms", ms[0]}, {"staged_ms", ms[1]}});
   if (verbose_dispatch())
     std::fprintf(stderr, "graphi: %s: plain %.3f ms (%s), staged %.3f ms (%s): %s\n", key.c_str(),
                  ms[0], (*plain)->impl_name().c_str(), ms[1], (*staged)->impl_name().c_str(),

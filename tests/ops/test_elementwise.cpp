@@ -47,6 +47,21 @@ std::pair<Shape, Shape> random_broadcast_pair(std::mt19937& rng) {
 
 std::string where_of(const std::string& op) { return "node 'node' (" + op + ")"; }
 
+// loops->binary[k] over `plan` in three pieces cut at random points (runs then start and stop
+// mid-row, the odometer starts anywhere), compared with `want`.
+void check_cut_ranges(const ops::EltwiseLoops& loops, int k, const ops::BroadcastPlan& plan,
+                      const Tensor& a, const Tensor& b, const Tensor& want, std::mt19937& rng) {
+  Tensor got(want.desc());
+  const int64_t n = want.numel();
+  int64_t c1 = std::uniform_int_distribution<int64_t>(0, n)(rng);
+  int64_t c2 = std::uniform_int_distribution<int64_t>(0, n)(rng);
+  if (c1 > c2) std::swap(c1, c2);
+  for (auto [lo, hi] : {std::pair{int64_t{0}, c1}, std::pair{c1, c2}, std::pair{c2, n}})
+    loops.binary[k](plan, a.data_as<float>(), b.data_as<float>(), got.data_as<float>(), lo, hi);
+  INFO(ops::simd_isa_name(loops.isa) << ", cuts " << c1 << ", " << c2);
+  CHECK(test::max_rel_error(got, want) <= kTol);
+}
+
 }  // namespace
 
 TEST_CASE("Add, Sub, Mul and Div match the reference on random broadcast shapes",
@@ -121,17 +136,8 @@ TEST_CASE("every ISA path of the binary loops matches the reference on arbitrary
         Tensor want = test::binary_ref(names[k], a, b);
         auto plan = ops::make_broadcast_plan("test", want.shape(), sa, sb);
         REQUIRE(plan.is_ok());
-        Tensor got(want.desc());
-        const int64_t n = want.numel();
-        int64_t c1 = std::uniform_int_distribution<int64_t>(0, n)(rng);
-        int64_t c2 = std::uniform_int_distribution<int64_t>(0, n)(rng);
-        if (c1 > c2) std::swap(c1, c2);
-        for (auto [lo, hi] : {std::pair{int64_t{0}, c1}, std::pair{c1, c2}, std::pair{c2, n}})
-          loops->binary[k](*plan, a.data_as<float>(), b.data_as<float>(), got.data_as<float>(), lo,
-                           hi);
-        INFO(ops::simd_isa_name(isa) << " " << names[k] << " " << shape_to_string(sa) << " with "
-                                     << shape_to_string(sb) << ", cuts " << c1 << ", " << c2);
-        CHECK(test::max_rel_error(got, want) <= kTol);
+        INFO(names[k] << " " << shape_to_string(sa) << " with " << shape_to_string(sb));
+        check_cut_ranges(*loops, k, *plan, a, b, want, rng);
       }
     }
     Tensor x = test::random_tensor({DType::kF32, {1003}}, seed++, -5, 5);
@@ -170,18 +176,7 @@ TEST_CASE("a periodic operand (blocked tensor x per-channel vector) on every ISA
       for (ops::SimdIsa isa : {ops::SimdIsa::kScalar, ops::SimdIsa::kAvx2, ops::SimdIsa::kAvx512}) {
         const ops::EltwiseLoops* loops = ops::eltwise_loops(isa);
         if (!loops) continue;
-        for (int trial = 0; trial < 5; ++trial) {
-          Tensor got(want.desc());
-          const int64_t n = want.numel();
-          int64_t c1 = std::uniform_int_distribution<int64_t>(0, n)(rng);
-          int64_t c2 = std::uniform_int_distribution<int64_t>(0, n)(rng);
-          if (c1 > c2) std::swap(c1, c2);
-          for (auto [lo, hi] : {std::pair{int64_t{0}, c1}, std::pair{c1, c2}, std::pair{c2, n}})
-            loops->binary[k](*plan, a.data_as<float>(), b.data_as<float>(), got.data_as<float>(),
-                             lo, hi);
-          INFO(ops::simd_isa_name(isa) << ", cuts " << c1 << ", " << c2);
-          CHECK(test::max_rel_error(got, want) <= kTol);
-        }
+        for (int trial = 0; trial < 5; ++trial) check_cut_ranges(*loops, k, *plan, a, b, want, rng);
       }
       for (int threads : {1, 2, 3}) {
         auto r = run_single_op(names[k], {}, {a, b}, 1, threads);

@@ -504,6 +504,14 @@ Tensor resize_ref(const Tensor& x, const Shape& out, const std::vector<double>& 
 
 }  // namespace
 
+// ONNX's output shape for `scales`: floor(in * scale) per dim.
+Shape resized_shape(const Tensor& x, const std::vector<float>& scales) {
+  Shape out;
+  for (size_t d = 0; d < scales.size(); ++d)
+    out.push_back(static_cast<int64_t>(std::floor(static_cast<double>(x.shape()[d]) * scales[d])));
+  return out;
+}
+
 TEST_CASE("Resize nearest and linear, scales and sizes, coordinate modes", "[ops][resize]") {
   Tensor x = random_tensor(TensorDesc{DType::kF32, {1, 2, 3, 5}}, 17);
   // Scales only: run_single_op cannot leave input 2 out, which 'sizes' needs (the sizes path
@@ -524,13 +532,8 @@ TEST_CASE("Resize nearest and linear, scales and sizes, coordinate modes", "[ops
       {"linear", "asymmetric", "", {1, 2, 0.7f, 1.9f}},
   };
   for (const Case& c : cases) {
-    Shape out;
-    std::vector<double> scales;
-    for (size_t d = 0; d < 4; ++d) {
-      out.push_back(
-          static_cast<int64_t>(std::floor(static_cast<double>(x.shape()[d]) * c.scales[d])));
-      scales.push_back(c.scales[d]);
-    }
+    const Shape out = resized_shape(x, c.scales);
+    const std::vector<double> scales(c.scales.begin(), c.scales.end());
     Tensor want = resize_ref(x, out, scales, c.mode, c.ctm, c.nm);
     graph::Attributes a = attrs({{"mode", c.mode}, {"coordinate_transformation_mode", c.ctm}});
     if (!c.nm.empty()) a.set("nearest_mode", c.nm);
@@ -566,13 +569,8 @@ TEST_CASE("Resize cubic: coefficient, exclude_outside, coordinate modes, up and 
       {"asymmetric", -0.75, 1, {1, 1, 0.5f, 0.4f}},
   };
   for (const Case& c : cases) {
-    Shape out;
-    std::vector<double> scales;
-    for (size_t d = 0; d < 4; ++d) {
-      out.push_back(
-          static_cast<int64_t>(std::floor(static_cast<double>(x.shape()[d]) * c.scales[d])));
-      scales.push_back(c.scales[d]);
-    }
+    const Shape out = resized_shape(x, c.scales);
+    const std::vector<double> scales(c.scales.begin(), c.scales.end());
     Tensor want = resize_ref(x, out, scales, "cubic", c.ctm, "", c.a, c.exclude != 0);
     graph::Attributes a = attrs({{"mode", std::string("cubic")},
                                  {"coordinate_transformation_mode", c.ctm},
