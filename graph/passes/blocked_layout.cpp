@@ -35,75 +35,6 @@ bool channel_operand(const Value& v, const Value& y) {
 // A scalar operand (Clip's min / max): rank 0 or one element.
 bool scalar(const Value& v) { return v.desc.numel() == 1; }
 
-// The block each convolution output should use: the convolutions, pools, element-wise ops and
-// concats that pass activations to each other form chains (connected components of values);
-// a chain whose channel counts are all multiples of 16 runs in nChw16c, else in nChw8c, so that
-// one 24-channel layer (MobileNetV2's) does not leave its neighbours plain or put 16 <-> 8
-// reorders between them. Counts that are no multiple of 8 (a squeeze-excitation's C/4 = 36)
-// stay plain either way and do not vote.
-std::unordered_map<ValueId, int64_t> chain_blocks(const Graph& g) {
-  std::vector<ValueId> parent(g.num_values());
-  for (ValueId v = 0; v < parent.size(); ++v) parent[v] = v;
-  auto find = [&](ValueId v) {
-    while (parent[v] != v) v = parent[v] = parent[parent[v]];
-    return v;
-  };
-  auto unite = [&](ValueId a, ValueId b) { parent[find(a)] = find(b); };
-  std::vector<int64_t> channels;  // per value: its C when it constrains the chain's block, else 0
-  channels.assign(g.num_values(), 0);
-  auto constrain = [&](ValueId v) {
-    if (v != kNoId && f32_4d(g.value(v))) channels[v] = g.value(v).desc.shape[1];
-  };
-  for (NodeId id = 0; id < g.num_nodes(); ++id) {
-    const Node& n = g.node(id);
-    if (n.inputs.empty() || n.inputs[0] == kNoId || n.outputs.empty()) continue;
-    const ValueId x = n.inputs[0];
-    if (!f32_4d(g.value(x))) continue;
-    const bool conv = n.op == "Conv" || n.op == "FusedConv";
-    const bool pool = n.op == "MaxPool" || n.op == "AveragePool";
-    const bool unary = elementwise_unary_op(n.op);
-    const bool binary = layout_agnostic_binary(n.op) && n.inputs.size() == 2 &&
-                        n.inputs[1] != kNoId &&
-                        channel_operand(g.value(x), g.value(n.outputs[0])) &&
-                        channel_operand(g.value(n.inputs[1]), g.value(n.outputs[0]));
-    const bool concat = n.op == "Concat" || n.op == "Split" || n.op == "SplitSum";
-    if (!conv && !pool && !unary && !binary && !concat) continue;
-    if (conv) {
-      // The first layer (C < 8) reads NCHW whatever the block.
-      if (g.value(x).desc.shape[1] >= 8) {
-        constrain(x);
-        unite(x, n.outputs[0]);
-      }
-      constrain(n.outputs[0]);
-      continue;
-    }
-    for (ValueId v : n.inputs)
-      if (v != kNoId && f32_4d(g.value(v)) && (!unary || v == x)) {
-        if (binary || concat) constrain(v);
-        unite(v, x);
-      }
-    for (ValueId v : n.outputs)
-      if (f32_4d(g.value(v))) {
-        if (concat) constrain(v);
-        unite(v, x);
-      }
-  }
-  std::unordered_map<ValueId, int64_t> root_block;  // 16 until a count rules it out
-  for (ValueId v = 0; v < channels.size(); ++v) {
-    if (channels[v] == 0) continue;
-    int64_t& b = root_block.try_emplace(find(v), 16).first->second;
-    // Counts that are no multiple of 8 stay plain whatever the block (reorders at their edges):
-    // they do not vote.
-    if (channels[v] % 8 == 0 && channels[v] % b != 0) b = 8;
-  }
-  std::unordered_map<ValueId, int64_t> out;
-  for (ValueId v = 0; v < channels.size(); ++v) {
-    auto it = root_block.find(find(v));
-    if (channels[v] != 0 && it != root_block.end() && it->second != 0) out[v] = it->second;
-  }
-  return out;
-}
-
 // One rewrite. `reordered`: the "value/nChwBc" keys of plain values some node reads blocked
 // (from a first rewrite), so that a pool of such a value can read the reordered copy whatever
 // the node order; `keys` gets this rewrite's.
@@ -112,7 +43,6 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
                                     std::unordered_set<std::string>* keys) {
   BlockedLayoutResult result;
   Rewrite rw(g);
-  const std::unordered_map<ValueId, int64_t> chain = chain_blocks(g);
   std::unordered_map<ValueId, int64_t> block;               // blocked values -> B
   std::unordered_map<ValueId, std::string> bname;           // ... -> the blocked tensor's name
   std::unordered_map<std::string, std::string> to_blocked;  // "plain/nChwBc" -> ToBlocked output
@@ -215,10 +145,7 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
       const bool depthwise = *group > 1 && *group == c && *group == m;
       if (*group != 1 && !depthwise) continue;
       // A blocked X fixes B (oneDNN's fast convolutions keep the block); else M chooses it.
-      const auto in_chain = chain.find(n.outputs[0]);
-      const int64_t b = is_blocked(x, 0)          ? block.at(x)
-                        : in_chain != chain.end() ? in_chain->second
-                                                  : block_for(m);
+      const int64_t b = is_blocked(x, 0) ? block.at(x) : block_for(m);
       if (b == 0 || m % b != 0) continue;
       std::vector<std::string> in;
       if (is_blocked(x, 0) || c % b == 0)

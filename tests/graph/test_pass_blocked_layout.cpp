@@ -247,13 +247,14 @@ TEST_CASE("blocked_layout: a conv whose weights change every run (training) stay
 }
 
 TEST_CASE(
-    "blocked_layout: a chain with 24-channel layers runs in nChw8c throughout, and a squeeze-"
-    "excitation gate multiplies blocked",
+    "blocked_layout: a chain from a 24-channel layer on runs in nChw8c, and a squeeze-excitation "
+    "gate multiplies blocked",
     "[passes][conv][layout]") {
   // MobileNetV2's 32 -> 24 -> 144 (ReLU6) -> depthwise 144, then an EfficientNet-style
   // squeeze-excitation (global pool, 144 -> 36 -> 144, sigmoid, channel-wise Mul) and 144 -> 24.
-  // 24 is no multiple of 16, so the whole chain takes block 8 (no 16 <-> 8 reorders, no plain
-  // 24-channel convs); 36 is no multiple of 8, so the squeeze convs stay plain.
+  // The first conv's 24 outputs take block 8 and each blocked input keeps its block, so the
+  // chain runs in nChw8c (no 16 <-> 8 reorders); 36 is no multiple of 8, so the squeeze convs
+  // stay plain (ops/conv_algorithm.h then measures NCHW against oneDNN's own layouts).
   for (int64_t batch : {1, 2}) {
     INFO("batch " << batch);
     graph::GraphBuilder b("<mbv2 chain>");
