@@ -246,67 +246,26 @@ Result<std::unique_ptr<onednn::Primitive>> make_fastest_plain_conv(ConvSpec spec
   Result<std::unique_ptr<onednn::Primitive>> plain =
       make_fastest_conv(spec, team_size, allow_ref, onednn::make_conv, "conv");
   if (!plain.is_ok() || spec.src_block || spec.dst_block || !spec.const_weights) return plain;
-  static const bool skip = [] {
+  static const bool keep_plain = [] {
     const char* e = std::getenv("GRAPHI_CONV_LAYOUT");
     return e && std::string(e) == "plain";
   }();
-  if (skip) return plain;
-  const std::string key = shape_key(spec, team_size, "conv layout");
-  static std::mutex mu;
-  static std::map<std::string, bool> staged_memo;
-  auto staged_spec = [&] {
-    ConvSpec s = spec;
-    s.staged = true;
-    s.algorithm = ConvAlgorithm::kDirect;
-    return s;
-  };
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = staged_memo.find(key);
-    if (it != staged_memo.end()) {
-      if (!it->second) return plain;
-      Result<std::unique_ptr<onednn::Primitive>> st =
-          onednn::make_conv(staged_spec(), team_size, false);
-      return st.is_ok() ? std::move(st) : std::move(plain);
-    }
-  }
-  auto remember = [&](bool staged) {
-    std::lock_guard<std::mutex> lock(mu);
-    staged_memo[key] = staged;
-  };
-  const std::string path = choice_cache_path("conv_algorithms.json");
-  const std::string disk_key = key + "|" + cache_signature();
-  if (const std::optional<nlohmann::json> e = load_choice(path, disk_key, kCacheWhat)) {
-    if (e->is_object() && e->contains("layout") && (*e)["layout"].is_string()) {
-      const bool staged = (*e)["layout"].get<std::string>() == "staged";
-      remember(staged);
-      if (!staged) return plain;
-      Result<std::unique_ptr<onednn::Primitive>> st =
-          onednn::make_conv(staged_spec(), team_size, false);
-      return st.is_ok() ? std::move(st) : std::move(plain);
-    }
-    warn_choice_cache(path, kCacheWhat, "entry '" + disk_key + "' is malformed");
-  }
-  if (measured_ms().load() >= measure_budget_ms()) return plain;  // not remembered
-  // Never oneDNN's reference kernel in its own layouts: only a jit kernel can win.
-  Result<std::unique_ptr<onednn::Primitive>> staged =
-      onednn::make_conv(staged_spec(), team_size, false);
-  if (!staged.is_ok()) {
-    remember(false);
+  // oneDNN serves NCHW with a jit kernel for some shapes (then it stays); its fallbacks are
+  // im2col + GEMM and the reference code.
+  const std::string& impl = (*plain)->impl_name();
+  if (keep_plain || (impl.find("gemm") == std::string::npos && impl.rfind("ref", 0) != 0))
     return plain;
-  }
-  const std::vector<double> ms = measure_pair(plain->get(), staged->get());
-  if (ms.size() != 2) return plain;  // not measurable here: plain, not remembered
-  const bool use_staged = ms[1] < 0.9 * ms[0];
-  remember(use_staged);
-  store_verdict(
-      path, disk_key,
-      {{"layout", use_staged ? "staged" : "plain"}, {"plain_ms", ms[0]}, {"staged_ms", ms[1]}});
+  ConvSpec staged = spec;
+  staged.staged = true;
+  staged.algorithm = ConvAlgorithm::kDirect;
+  // Never oneDNN's reference kernel in its own layouts: only a jit kernel is worth the reorders.
+  Result<std::unique_ptr<onednn::Primitive>> st = onednn::make_conv(staged, team_size, false);
   if (verbose_dispatch())
-    std::fprintf(stderr, "graphi: %s: plain %.3f ms (%s), staged %.3f ms (%s): %s\n", key.c_str(),
-                 ms[0], (*plain)->impl_name().c_str(), ms[1], (*staged)->impl_name().c_str(),
-                 use_staged ? "staged" : "plain");
-  return use_staged ? std::move(staged) : std::move(plain);
+    std::fprintf(stderr, "graphi: %s: NCHW %s, staged %s: %s\n",
+                 shape_key(spec, team_size, "conv layout").c_str(), impl.c_str(),
+                 st.is_ok() ? (*st)->impl_name().c_str() : "not available",
+                 st.is_ok() ? "staged" : "NCHW");
+  return st.is_ok() ? std::move(st) : std::move(plain);
 }
 
 }  // namespace graphi::ops

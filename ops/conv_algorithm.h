@@ -43,15 +43,18 @@ Result<std::unique_ptr<onednn::Primitive>> make_fastest_conv(onednn::ConvSpec sp
                                                              ConvPrimitiveMaker make,
                                                              const char* what);
 
-// A forward convolution on plain NCHW activations with constant weights: oneDNN's primitive on
-// NCHW (as make_fastest_conv picks it: im2col + GEMM for most shapes, since its direct kernels
-// write blocked layouts), or the same convolution in the layouts oneDNN picks (nChw16c, channels
-// padded to the block), the activations reordered in and out through scratch
-// (ConvSpec::staged), whichever measures faster (staged only when >= 10% faster). For the
-// convolutions the blocked_layout pass leaves plain: channel counts that are no multiple of 8
-// (ShuffleNet's 116: its 3 -> 116 stem conv ran 5.1 ms on NCHW, ~0.5 ms staged), lone convs
-// between plain ops. Verdicts are remembered like the algorithm's (memo and
-// conv_algorithms.json, same budget); GRAPHI_CONV_LAYOUT=plain skips the measurement.
+// A forward convolution on plain NCHW activations with constant weights (the convolutions the
+// blocked_layout pass leaves plain: channel counts that are no multiple of 8, e.g.
+// ShuffleNet's 116 and 58; lone convs between plain ops): oneDNN's primitive on NCHW as
+// make_fastest_conv picks it when that is a jit kernel; when oneDNN falls back to im2col + GEMM
+// (or its reference code), the same convolution in the layouts oneDNN picks (nChw16c, channels
+// padded to the block) with the activations reordered in and out through scratch
+// (ConvSpec::staged), if oneDNN has a jit kernel for that. Not by measurement: the GEMM path
+// timed alone on scratch buffers (onednn::best_run_ms) reads 2.4-3.8x faster than it runs in
+// the graph (the 3 -> 116 stride-2 stem: 1.1-1.8 ms alone, 5.6-6.3 ms in `graphi run`; staged
+// 2.0-2.2 ms both ways; cause not found), so such a verdict would pick it wrongly. Measured in
+// `graphi run`, 2 threads: that stem 6.3 -> 2.2 ms, a 58-channel depthwise 3x3 at 56x56
+// ~0.5 -> ~0.16 ms. GRAPHI_CONV_LAYOUT=plain keeps NCHW.
 Result<std::unique_ptr<onednn::Primitive>> make_fastest_plain_conv(onednn::ConvSpec spec,
                                                                    int team_size, bool allow_ref);
 

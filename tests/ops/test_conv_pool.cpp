@@ -496,7 +496,7 @@ TEST_CASE(
 
 TEST_CASE(
     "A plain-layout convolution with constant weights computed in oneDNN's layouts (staged) "
-    "matches the definition, and so does the measured choice",
+    "matches the definition, and so does the primitive make_fastest_plain_conv chooses",
     "[ops][conv][layout]") {
   // Shapes the blocked_layout pass leaves plain (channel counts that are no multiple of 8):
   // ShuffleNet's 3 -> 116 stride-2 stem, a 58-channel depthwise conv and a 58 -> 58 1x1.
