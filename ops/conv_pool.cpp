@@ -2,8 +2,8 @@
 // attribute activation (ops/conv_activation.h: Relu, Clip, Swish, ...) applied to its output:
 // made by graph/passes/conv_fusion.h, ONNX Runtime's contrib op name), MaxPool and AveragePool
 // (kernel_shape, strides, pads, count_include_pad). ONNX semantics; pads are
-// [top, left, bottom, right]; auto_pad other than NOTSET, ceil_mode and pooling dilations are
-// rejected as unsupported.
+// [top, left, bottom, right]; MaxPool also takes dilations; auto_pad other than NOTSET, ceil_mode
+// and AveragePool dilations are rejected as unsupported.
 //
 // Kernels, in preference order: a oneDNN primitive (constant conv weights pre-packed) that
 // opens its own region, then a plain loop nest over output planes split across the team.
@@ -225,12 +225,14 @@ Result<Geometry> pool_geometry(const graph::Node& node, const std::vector<const 
   if (ceil_mode != 0)
     return Status::unsupported(where + ": attribute 'ceil_mode' = " + std::to_string(ceil_mode) +
                                " is not supported (only 0)");
-  if (node.attrs.has("dilations")) {
+  // Dilated windows: MaxPool only (ONNX's AveragePool has them from opset 19 on).
+  const bool is_max = ends_with(node.op, "MaxPool");
+  if (node.attrs.has("dilations") && !is_max) {
     GRAPHI_ASSIGN_OR_RETURN(auto dil, graph::attr_ints(node.attrs, where, "dilations"));
     for (int64_t d : dil)
       if (d != 1)
         return Status::unsupported(where + ": attribute 'dilations' " + ints_to_string(dil) +
-                                   " is not supported for pooling (only 1)");
+                                   " is not supported for AveragePool (only 1)");
   }
   const TensorDesc& x = *in[0];
   Geometry g;
@@ -252,7 +254,7 @@ Result<Geometry> pool_geometry(const graph::Node& node, const std::vector<const 
                                    std::to_string(cip));
     g.count_include_pad = cip == 1;
   }
-  GRAPHI_RETURN_IF_ERROR(read_window_attrs(node, where, g, false));
+  GRAPHI_RETURN_IF_ERROR(read_window_attrs(node, where, g, is_max));
   if (g.pt >= g.kh || g.pb >= g.kh || g.pl >= g.kw || g.pr >= g.kw)
     return Status::unsupported(where + ": pads " + ints_to_string({g.pt, g.pl, g.pb, g.pr}) +
                                " must each be smaller than the kernel " +
@@ -458,6 +460,8 @@ class OnednnPoolKernel final : public Kernel {
     s.pad_left = g_.pl;
     s.pad_bottom = g_.pb;
     s.pad_right = g_.pr;
+    s.dilation_h = g_.dh;
+    s.dilation_w = g_.dw;
     GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_pool(s, ctx.team_size, blocked));
     return Status::ok();
   }
@@ -497,17 +501,22 @@ class RefPoolKernel final : public Kernel {
       for (int64_t oy = 0; oy < g.oh; ++oy) {
         for (int64_t ox = 0; ox < g.ow; ++ox) {
           const int64_t y0 = oy * g.sh - g.pt, x0 = ox * g.sw - g.pl;
-          const int64_t ys = std::max<int64_t>(y0, 0), ye = std::min(y0 + g.kh, g.h);
-          const int64_t xs = std::max<int64_t>(x0, 0), xe = std::min(x0 + g.kw, g.w);
           float acc = is_max_ ? -std::numeric_limits<float>::infinity() : 0.0f;
-          for (int64_t iy = ys; iy < ye; ++iy)
-            for (int64_t ix = xs; ix < xe; ++ix)
+          int64_t count = 0;  // taps inside the input
+          for (int64_t ky = 0; ky < g.kh; ++ky) {
+            const int64_t iy = y0 + ky * g.dh;  // dilation: MaxPool only, else 1
+            if (iy < 0 || iy >= g.h) continue;
+            for (int64_t kx = 0; kx < g.kw; ++kx) {
+              const int64_t ix = x0 + kx * g.dw;
+              if (ix < 0 || ix >= g.w) continue;
               acc = is_max_ ? std::max(acc, xp[iy * g.w + ix]) : acc + xp[iy * g.w + ix];
+              ++count;
+            }
+          }
           if (!is_max_) {
             // Without ceil_mode a window never leaves the padded input, so include-pad
             // divides by the whole kernel; exclude-pad counts the real elements only.
-            const int64_t count = g.count_include_pad ? g.kh * g.kw : (ye - ys) * (xe - xs);
-            acc /= static_cast<float>(count);
+            acc /= static_cast<float>(g.count_include_pad ? g.kh * g.kw : count);
           }
           yp[oy * g.ow + ox] = acc;
         }

@@ -560,6 +560,16 @@ Result<std::unique_ptr<Primitive>> make_pool_for(const PoolSpec& s, int team_siz
                                 : s.kind == PoolKind::kAvgIncludePad
                                     ? dnnl::algorithm::pooling_avg_include_padding
                                     : dnnl::algorithm::pooling_avg_exclude_padding;
+    if (s.dilation_h != 1 || s.dilation_w != 1) {
+      // pooling_v2: oneDNN's pooling with dilation (which counts the holes: ONNX d - 1).
+      dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, src, dst,
+                                       {s.stride_h, s.stride_w}, {s.kh, s.kw},
+                                       {s.dilation_h - 1, s.dilation_w - 1},
+                                       {s.pad_top, s.pad_left}, {s.pad_bottom, s.pad_right});
+      dnnl::pooling_v2_forward::primitive_desc pd(d, user_scratchpad_attr(), cpu_engine());
+      return finish<dnnl::pooling_v2_forward::primitive_desc, dnnl::pooling_v2_forward>(
+          pd, std::move(impl), memory::desc(), nullptr, allow_ref, "pooling");
+    }
     dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, alg, src, dst,
                                   {s.stride_h, s.stride_w}, {s.kh, s.kw}, {s.pad_top, s.pad_left},
                                   {s.pad_bottom, s.pad_right});

@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
-#include "ops/conv_activation.h"
 #include "graph/base.h"
+#include "ops/conv_activation.h"
 
 namespace graphi::ops::onednn {
 
@@ -96,7 +96,8 @@ struct PoolSpec {
   int64_t kh = 0, kw = 0;
   int64_t stride_h = 1, stride_w = 1;
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
-  int block = 0;  // 8 or 16: src and dst in nChw{B}c instead of nchw
+  int64_t dilation_h = 1, dilation_w = 1;  // ONNX convention (1 = dense); max pooling only
+  int block = 0;                           // 8 or 16: src and dst in nChw{B}c instead of nchw
 };
 
 class Primitive {

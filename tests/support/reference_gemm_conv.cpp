@@ -147,7 +147,9 @@ Tensor pool_ref(const Tensor& x, const Window2d& win, bool is_max, bool count_in
   const auto [KH, KW] = win.kernel;
   const auto [sh, sw] = win.strides;
   const int64_t pt = win.pads[0], pl = win.pads[1], pb = win.pads[2], pr = win.pads[3];
-  const int64_t OH = (H + pt + pb - KH) / sh + 1, OW = (W + pl + pr - KW) / sw + 1;
+  const auto [dh, dw] = win.dilations;
+  const int64_t OH = (H + pt + pb - ((KH - 1) * dh + 1)) / sh + 1,
+                OW = (W + pl + pr - ((KW - 1) * dw + 1)) / sw + 1;
   Tensor y(TensorDesc{DType::kF32, {N, C, OH, OW}});
   for (int64_t p = 0; p < N * C; ++p)
     for (int64_t oy = 0; oy < OH; ++oy)
@@ -156,7 +158,7 @@ Tensor pool_ref(const Tensor& x, const Window2d& win, bool is_max, bool count_in
         int64_t real = 0;
         for (int64_t ky = 0; ky < KH; ++ky)
           for (int64_t kx = 0; kx < KW; ++kx) {
-            const int64_t iy = oy * sh + ky - pt, ix = ox * sw + kx - pl;
+            const int64_t iy = oy * sh + ky * dh - pt, ix = ox * sw + kx * dw - pl;
             if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;  // a pad element
             const double v = at(x, (p * H + iy) * W + ix);
             best = std::max(best, v);

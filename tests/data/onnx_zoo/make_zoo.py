@@ -187,6 +187,16 @@ class GlobalPools1d3d(nn.Module):
         return head, F.adaptive_avg_pool3d(v, 1) - v.amax(dim=(2, 3, 4), keepdim=True)
 
 
+class DilatedPools(nn.Module):
+    """MaxPool2d with dilation (and ceil_mode, stride, padding), MaxPool1d with dilation."""
+
+    def forward(self, x):
+        a = F.max_pool2d(x, 3, stride=2, padding=1, dilation=2)
+        b = F.max_pool2d(x, (2, 3), stride=1, dilation=(3, 2), ceil_mode=True)
+        c = F.max_pool1d(x.flatten(2), 3, stride=2, dilation=3)
+        return a, b, c
+
+
 class Bicubic(nn.Module):
     """Bicubic interpolation (Resize mode 'cubic', cubic_coeff_a -0.75): x2 (pytorch_half_pixel),
     to a fixed size with align_corners, and a downsampling; taps past the edges read the edge."""
@@ -500,6 +510,7 @@ add("text_cnn", TextCnn, lambda: [ids(40, 3, 20)])
 add("conv1d_signal", Conv1dSignal, lambda: [randn(2, 2, 32)], (13,))
 add("global_pools_1d3d", GlobalPools1d3d, lambda: [randn(2, 4, 16)], (13, 17))
 add("bicubic", Bicubic, lambda: [randn(2, 3, 5, 6)], (13, 17))
+add("dilated_pools", DilatedPools, lambda: [randn(2, 3, 11, 12)], (13, 17))
 add("mobilenetish", MobileNetish, lambda: [randn(2, 3, 16, 16)], (13,))
 add("mobilenetish_dyn", MobileNetish, lambda: [randn(3, 3, 16, 16)], (17,), {0: 0})
 add("gru_classifier", GruClassifier, lambda: [ids(30, 3, 7)])
@@ -558,9 +569,9 @@ class Conv3d(nn.Module):
         return self.conv(x)
 
 
-class DilatedMaxPool(nn.Module):
+class MaxPool3d(nn.Module):
     def forward(self, x):
-        return F.max_pool2d(x, 3, stride=2, padding=1, dilation=2)
+        return F.max_pool3d(x, 2)
 
 
 class GridSample(nn.Module):
@@ -583,8 +594,7 @@ GAPS = {
                         13, "has element type BOOL"),
     "nonzero": (NonZero, lambda: [randn(3, 4)], 13, "op type 'NonZero'"),
     "conv3d": (Conv3d, lambda: [randn(1, 2, 4, 4, 4)], 13, "only the 2-D operation"),
-    "maxpool_dilated": (DilatedMaxPool, lambda: [randn(1, 2, 11, 11)], 13,
-                        "'dilations' [2, 2] is not supported for pooling"),
+    "maxpool3d": (MaxPool3d, lambda: [randn(1, 2, 4, 4, 4)], 13, "only the 2-D operation"),
     "grid_sample": (GridSample, lambda: [randn(1, 1, 4, 4), torch.rand(1, 3, 3, 2) * 2 - 1], 16,
                     "op type 'GridSample'"),
     "embedding_bag": (EmbeddingBagMean, lambda: [torch.randint(0, 10, (3, 4))], 13,
