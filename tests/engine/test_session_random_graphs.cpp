@@ -50,6 +50,13 @@ class RandomGraph {
   }
   const std::vector<std::string>& inputs() const { return inputs_; }
   TensorDesc input_desc() const { return desc({B_, H_}); }
+  // One random value per graph input, from seeds first_seed, first_seed + 1, ...
+  NamedTensors random_inputs(uint64_t first_seed, double lo = -1.0, double hi = 1.0) const {
+    NamedTensors in;
+    for (size_t i = 0; i < inputs_.size(); ++i)
+      in.emplace_back(inputs_[i], test::random_tensor(input_desc(), first_seed + i, lo, hi));
+    return in;
+  }
 
  private:
   static TensorDesc desc(Shape s) { return TensorDesc{DType::kF32, std::move(s)}; }
@@ -238,10 +245,7 @@ TEST_CASE("session: random graphs of real ops match a naive evaluation (teams of
   for (uint64_t seed = 1; seed <= 30; ++seed) {
     RandomGraph rg(seed, 6 + static_cast<int>(seed % 25));
     auto g = rg.finish();
-    NamedTensors inputs;
-    for (size_t i = 0; i < rg.inputs().size(); ++i)
-      inputs.emplace_back(rg.inputs()[i],
-                          test::random_tensor(rg.input_desc(), 1000 * seed + i, -2, 2));
+    NamedTensors inputs = rg.random_inputs(1000 * seed, -2, 2);
     const NamedTensors originals = inputs;
     std::vector<Tensor> expected = naive_eval(*g, inputs);
     nodes += g->num_nodes();
@@ -273,9 +277,7 @@ TEST_CASE("session: every reuse mode gives the same outputs", "[session][random]
   for (uint64_t seed = 100; seed < 110; ++seed) {
     RandomGraph rg(seed, 25);
     auto g = rg.finish();
-    NamedTensors inputs;
-    for (size_t i = 0; i < rg.inputs().size(); ++i)
-      inputs.emplace_back(rg.inputs()[i], test::random_tensor(rg.input_desc(), seed * 7 + i));
+    const NamedTensors inputs = rg.random_inputs(seed * 7);
     std::vector<Tensor> expected = naive_eval(*g, inputs);
     for (ReuseMode mode : {ReuseMode::kNone, ReuseMode::kSequential, ReuseMode::kDependencySafe}) {
       INFO("seed " << seed << ", mode " << reuse_mode_name(mode));
@@ -299,9 +301,7 @@ TEST_CASE(
   for (uint64_t seed = 200; seed < 215; ++seed) {
     RandomGraph rg(seed, 30);
     auto g = rg.finish();
-    NamedTensors inputs;
-    for (size_t i = 0; i < rg.inputs().size(); ++i)
-      inputs.emplace_back(rg.inputs()[i], test::random_tensor(rg.input_desc(), seed * 3 + i));
+    const NamedTensors inputs = rg.random_inputs(seed * 3);
     std::vector<Tensor> expected = naive_eval(*g, inputs);
     auto plan = std::make_shared<const Plan>(value_or_throw(compile(g, 1)));
     REQUIRE(plan->memory().mode == ReuseMode::kDependencySafe);
@@ -338,9 +338,7 @@ TEST_CASE("session: two Sessions share one Plan, a team size mismatch is refused
   auto plan = std::make_shared<const Plan>(value_or_throw(compile(g, 1)));
   auto s1 = value_or_throw(Session::create(plan));
   auto s2 = value_or_throw(Session::create(plan));
-  NamedTensors inputs;
-  for (size_t i = 0; i < rg.inputs().size(); ++i)
-    inputs.emplace_back(rg.inputs()[i], test::random_tensor(rg.input_desc(), 40 + i));
+  const NamedTensors inputs = rg.random_inputs(40);
   NamedTensors o1 = value_or_throw(s1->run(inputs)), o2 = value_or_throw(s2->run(inputs));
   for (size_t i = 0; i < o1.size(); ++i) CHECK(same_bytes(o1[i].second, o2[i].second));
 

@@ -47,6 +47,23 @@ std::pair<Shape, Shape> random_broadcast_pair(std::mt19937& rng) {
 
 std::string where_of(const std::string& op) { return "node 'node' (" + op + ")"; }
 
+constexpr const char* kBinaryOps[] = {"Add", "Sub", "Mul", "Div"};  // BinaryKind order
+
+// Operands of a binary-op case: A in [-2, 2], B in [0.5, 2] (a well-conditioned divisor); the
+// seed advances by two.
+std::pair<Tensor, Tensor> binary_operands(const Shape& sa, const Shape& sb, uint64_t& seed) {
+  Tensor a = test::random_tensor({DType::kF32, sa}, seed++, -2, 2);
+  Tensor b = test::random_tensor({DType::kF32, sb}, seed++, 0.5, 2);
+  return {std::move(a), std::move(b)};
+}
+
+// The broadcast plan of an output of shape `out` from operand shapes sa and sb.
+ops::BroadcastPlan plan_of(const Shape& out, const Shape& sa, const Shape& sb) {
+  auto plan = ops::make_broadcast_plan("test", out, sa, sb);
+  REQUIRE(plan.is_ok());
+  return *plan;
+}
+
 // loops->binary[k] over `plan` in three pieces cut at random points (runs then start and stop
 // mid-row, the odometer starts anywhere), compared with `want`.
 void check_cut_ranges(const ops::EltwiseLoops& loops, int k, const ops::BroadcastPlan& plan,
@@ -129,15 +146,11 @@ TEST_CASE("every ISA path of the binary loops matches the reference on arbitrary
     for (int trial = 0; trial < 40; ++trial) {
       auto [sa, sb] = random_broadcast_pair(rng);
       if (trial == 0) sa = {9, 67}, sb = {67};
-      Tensor a = test::random_tensor({DType::kF32, sa}, seed++, -2, 2);
-      Tensor b = test::random_tensor({DType::kF32, sb}, seed++, 0.5, 2);
-      const char* names[] = {"Add", "Sub", "Mul", "Div"};
+      const auto [a, b] = binary_operands(sa, sb, seed);
       for (int k = 0; k < 4; ++k) {
-        Tensor want = test::binary_ref(names[k], a, b);
-        auto plan = ops::make_broadcast_plan("test", want.shape(), sa, sb);
-        REQUIRE(plan.is_ok());
-        INFO(names[k] << " " << shape_to_string(sa) << " with " << shape_to_string(sb));
-        check_cut_ranges(*loops, k, *plan, a, b, want, rng);
+        Tensor want = test::binary_ref(kBinaryOps[k], a, b);
+        INFO(kBinaryOps[k] << " " << shape_to_string(sa) << " with " << shape_to_string(sb));
+        check_cut_ranges(*loops, k, plan_of(want.shape(), sa, sb), a, b, want, rng);
       }
     }
     Tensor x = test::random_tensor({DType::kF32, {1003}}, seed++, -5, 5);
@@ -162,24 +175,21 @@ TEST_CASE("a periodic operand (blocked tensor x per-channel vector) on every ISA
   std::mt19937 rng(7);
   uint64_t seed = 3000;
   for (const auto& [sa, sb] : cases) {
-    Tensor a = test::random_tensor({DType::kF32, sa}, seed++, -2, 2);
-    Tensor b = test::random_tensor({DType::kF32, sb}, seed++, 0.5, 2);
-    const char* names[] = {"Add", "Sub", "Mul", "Div"};
+    const auto [a, b] = binary_operands(sa, sb, seed);
     for (int k = 0; k < 4; ++k) {
-      Tensor want = test::binary_ref(names[k], a, b);
-      auto plan = ops::make_broadcast_plan("test", want.shape(), sa, sb);
-      REQUIRE(plan.is_ok());
-      const bool merged = ops::merge_periodic_inner(*plan);
-      INFO(names[k] << " " << shape_to_string(sa) << " with " << shape_to_string(sb));
+      Tensor want = test::binary_ref(kBinaryOps[k], a, b);
+      ops::BroadcastPlan plan = plan_of(want.shape(), sa, sb);
+      const bool merged = ops::merge_periodic_inner(plan);
+      INFO(kBinaryOps[k] << " " << shape_to_string(sa) << " with " << shape_to_string(sb));
       // Every case but [4, 1] with [4, 33] (a vector of 33: no period dividing 16).
       CHECK(merged == (sb != Shape{4, 33}));
       for (ops::SimdIsa isa : {ops::SimdIsa::kScalar, ops::SimdIsa::kAvx2, ops::SimdIsa::kAvx512}) {
         const ops::EltwiseLoops* loops = ops::eltwise_loops(isa);
         if (!loops) continue;
-        for (int trial = 0; trial < 5; ++trial) check_cut_ranges(*loops, k, *plan, a, b, want, rng);
+        for (int trial = 0; trial < 5; ++trial) check_cut_ranges(*loops, k, plan, a, b, want, rng);
       }
       for (int threads : {1, 2, 3}) {
-        auto r = run_single_op(names[k], {}, {a, b}, 1, threads);
+        auto r = run_single_op(kBinaryOps[k], {}, {a, b}, 1, threads);
         REQUIRE(r.is_ok());
         CHECK(test::max_rel_error(r->outputs[0], want) <= kTol);
       }
