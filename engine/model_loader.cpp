@@ -24,7 +24,7 @@ Result<graph::passes::PipelineOptions> pipeline_options_from_env() {
   const char* env = std::getenv("GRAPHI_PASSES");
   if (!env || !*env) return options;
   options.rnn_fusion = options.mm_fusion = options.phase_hoisting = options.reshape_cleanup =
-      options.conv_fusion = options.conv_merge = options.blocked_layout = false;
+      options.conv_fusion = options.conv_merge = options.blocked_layout = options.conv_sum = false;
   const std::string list = env;
   for (size_t pos = 0; pos <= list.size();) {
     size_t end = list.find(',', pos);
@@ -44,11 +44,13 @@ Result<graph::passes::PipelineOptions> pipeline_options_from_env() {
       options.conv_merge = true;
     else if (name == "blocked_layout")
       options.blocked_layout = true;
+    else if (name == "conv_sum")
+      options.conv_sum = true;
     else if (!name.empty())
       return Status::invalid_argument(
           "GRAPHI_PASSES: unknown pass '" + name +
           "' (known: rnn_fusion, mm_fusion, phase_hoisting, reshape_cleanup, conv_fusion, "
-          "conv_merge, blocked_layout)");
+          "conv_merge, blocked_layout, conv_sum)");
     pos = end + 1;
   }
   return options;

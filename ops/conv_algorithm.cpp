@@ -33,13 +33,14 @@ std::string shape_key(const ConvSpec& s, int team_size, const char* what) {
   char buf[320];
   std::snprintf(buf, sizeof buf,
                 "%s n%lld c%lld %lldx%lld oc%lld %lldx%lld k%lldx%lld s%lldx%lld d%lldx%lld "
-                "p%lld,%lld,%lld,%lld g%lld b%d a%s blk%d,%d cw%d st%d t%d",
+                "p%lld,%lld,%lld,%lld g%lld b%d a%s z%d blk%d,%d cw%d st%d t%d",
                 what, (long long)s.n, (long long)s.c, (long long)s.h, (long long)s.w,
                 (long long)s.oc, (long long)s.oh, (long long)s.ow, (long long)s.kh, (long long)s.kw,
                 (long long)s.stride_h, (long long)s.stride_w, (long long)s.dilation_h,
                 (long long)s.dilation_w, (long long)s.pad_top, (long long)s.pad_left,
                 (long long)s.pad_bottom, (long long)s.pad_right, (long long)s.group,
-                int(s.has_bias), s.post.to_string().c_str(), s.src_block, s.dst_block,
+                int(s.has_bias), s.post.to_string().c_str(), int(s.sum_input), s.src_block,
+                s.dst_block,
                 int(s.const_weights != nullptr), int(s.staged), team_size);
   return buf;
 }

@@ -1,6 +1,8 @@
 // Conv (2-D, NCHW: strides, pads, dilations, groups, optional bias), FusedConv (a Conv with
 // attribute activation (ops/conv_activation.h: Relu, Clip, Swish, ...) applied to its output:
-// made by graph/passes/conv_fusion.h, ONNX Runtime's contrib op name), MaxPool and AveragePool
+// made by graph/passes/conv_fusion.h, ONNX Runtime's contrib op name; an optional 4th input Z of
+// the output's shape is added before the activation, as in ONNX Runtime's FusedConv: a residual
+// connection, graph/passes/conv_sum_fusion.h), MaxPool and AveragePool
 // (kernel_shape, strides, pads, count_include_pad). ONNX semantics; pads are
 // [top, left, bottom, right]; MaxPool also takes dilations; auto_pad other than NOTSET, ceil_mode
 // and AveragePool dilations are rejected as unsupported.
@@ -26,6 +28,7 @@ struct Geometry {
   int64_t sh = 1, sw = 1, dh = 1, dw = 1;
   int64_t pt = 0, pl = 0, pb = 0, pr = 0;
   bool has_bias = false;
+  bool has_sum = false;            // FusedConv / BlockedConv: input Z added before the activation
   ConvPostOp post;                 // FusedConv / BlockedConv: the activation after it
   bool count_include_pad = false;  // AveragePool only
 };
@@ -140,8 +143,10 @@ Status output_size(const std::string& where, Geometry& g) {
 
 Result<Geometry> conv_geometry(const graph::Node& node, const std::vector<const TensorDesc*>& in,
                                const std::string& where) {
-  if (in.size() < 2 || in.size() > 3 || !in[1])
-    return Status::invalid_graph(where + ": Conv takes inputs X, W and an optional B, got " +
+  const size_t max_inputs = node.op == "Conv" ? 3 : 4;
+  if (in.size() < 2 || in.size() > max_inputs || !in[1])
+    return Status::invalid_graph(where + ": " + node.op + " takes inputs X, W and an optional B" +
+                                 (max_inputs == 4 ? " and Z" : "") + ", got " +
                                  std::to_string(in.size()) + " inputs");
   GRAPHI_RETURN_IF_ERROR(check_input_x(where, in[0]));
   GRAPHI_RETURN_IF_ERROR(check_auto_pad(node, where));
@@ -183,7 +188,8 @@ Result<Geometry> conv_geometry(const graph::Node& node, const std::vector<const 
       return Status::invalid_graph(where + ": attribute 'kernel_shape' " + ints_to_string(ks) +
                                    " does not match W " + w.to_string());
   }
-  if (in.size() == 3 && in[2]) {
+  g.has_sum = in.size() == 4 && in[3];
+  if (in.size() >= 3 && in[2]) {
     const TensorDesc& b = *in[2];
     if (b.dtype != DType::kF32 || b.shape != Shape{g.oc})
       return Status::invalid_graph(where + ": input B must be float32[" + std::to_string(g.oc) +
@@ -192,8 +198,9 @@ Result<Geometry> conv_geometry(const graph::Node& node, const std::vector<const 
   }
   if (node.op != "Conv") {
     GRAPHI_ASSIGN_OR_RETURN(g.post, conv_post_op(node, where));
-    if (g.post.kind == ConvActivation::kNone && node.op == "FusedConv")
-      return Status::invalid_graph(where + ": FusedConv needs attribute 'activation'");
+    if (g.post.kind == ConvActivation::kNone && node.op == "FusedConv" && !g.has_sum)
+      return Status::invalid_graph(where +
+                                   ": FusedConv needs attribute 'activation' or an input Z");
   }
   if (node.op == "BlockedConv" && g.group != 1 && !(g.group == g.c && g.group == g.oc))
     return Status::unsupported(where +
@@ -264,6 +271,15 @@ Result<Geometry> pool_geometry(const graph::Node& node, const std::vector<const 
   return g;
 }
 
+// A conv's output desc y, after checking that its input Z (when it has one) is y's desc.
+Result<std::vector<TensorDesc>> with_sum_checked(const graph::InferContext& ctx,
+                                                 const Geometry& g, TensorDesc y) {
+  if (g.has_sum && *ctx.inputs[3] != y)
+    return Status::invalid_graph(ctx.where + ": input Z " + ctx.inputs[3]->to_string() +
+                                 " must have the output's shape and dtype " + y.to_string());
+  return std::vector<TensorDesc>{std::move(y)};
+}
+
 Result<std::vector<TensorDesc>> infer_conv_pool(const graph::InferContext& ctx) {
   if (is_conv(ctx.node) && ctx.num_outputs != 1)
     return Status::invalid_graph(ctx.where + ": " + ctx.node.op + " has exactly 1 output, got " +
@@ -279,9 +295,9 @@ Result<std::vector<TensorDesc>> infer_conv_pool(const graph::InferContext& ctx) 
       return Status::invalid_graph(ctx.where + ": " + std::to_string(g.oc) +
                                    " output channels are not a multiple of the block " +
                                    std::to_string(b));
-    return std::vector<TensorDesc>{TensorDesc{DType::kF32, {g.n, g.oc / b, g.oh, g.ow, b}}};
+    return with_sum_checked(ctx, g, TensorDesc{DType::kF32, {g.n, g.oc / b, g.oh, g.ow, b}});
   }
-  return std::vector<TensorDesc>{TensorDesc{DType::kF32, {g.n, g.oc, g.oh, g.ow}}};
+  return with_sum_checked(ctx, g, TensorDesc{DType::kF32, {g.n, g.oc, g.oh, g.ow}});
 }
 
 CostHint cost_conv_pool(const graph::Node& node, std::span<const TensorDesc* const> inputs,
@@ -293,7 +309,8 @@ CostHint cost_conv_pool(const graph::Node& node, std::span<const TensorDesc* con
     const TensorDesc& w = *inputs[1];
     // Each output element: C/group * kH * kW multiply-adds (W is [M, C/group, kH, kW]).
     c.flops = 2.0 * out * static_cast<double>(w.shape[1] * w.shape[2] * w.shape[3]);
-    if (inputs.size() == 3 && inputs[2]) c.flops += out;
+    if (inputs.size() >= 3 && inputs[2]) c.flops += out;  // bias
+    if (inputs.size() == 4 && inputs[3]) c.flops += out;  // Z
   } else {
     const graph::Attribute* ks = node.attrs.find("kernel_shape");
     const auto* k = ks ? std::get_if<std::vector<int64_t>>(ks) : nullptr;
@@ -351,6 +368,7 @@ class OnednnConvKernel final : public Kernel {
     s.pad_bottom = g_.pb;
     s.pad_right = g_.pr;
     s.has_bias = g_.has_bias;
+    s.sum_input = g_.has_sum;
     s.post = g_.post;
     if (const Tensor* w = ctx.constant(1)) s.const_weights = w->data_as<float>();
     // Weights that change every run (training) cannot be packed once: oneDNN's own layouts are
@@ -368,9 +386,10 @@ class OnednnConvKernel final : public Kernel {
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
     float* y = static_cast<float*>(io.outputs[0]);
     const float* bias = g_.has_bias ? static_cast<const float*>(io.inputs[2]) : nullptr;
+    const float* z = g_.has_sum ? static_cast<const float*>(io.inputs[3]) : nullptr;
     if (!prim_->execute(static_cast<const float*>(io.inputs[0]),
                         static_cast<const float*>(io.inputs[1]), bias, y, team.scratch, team.nthr,
-                        team.scratch_bytes))
+                        team.scratch_bytes, z))
       report_failure(name(), y, g_.n * g_.oc * g_.oh * g_.ow);
   }
 
@@ -394,6 +413,7 @@ class RefConvKernel final : public Kernel {
     const float* x = static_cast<const float*>(io.inputs[0]);
     const float* w = static_cast<const float*>(io.inputs[1]);
     const float* bias = g.has_bias ? static_cast<const float*>(io.inputs[2]) : nullptr;
+    const float* z = g.has_sum ? static_cast<const float*>(io.inputs[3]) : nullptr;
     float* y = static_cast<float*>(io.outputs[0]);
     const int64_t cpg = g.c / g.group, mpg = g.oc / g.group;
     auto [p0, p1] = team_range(g.n * g.oc, team.ithr, team.nthr);
@@ -416,6 +436,7 @@ class RefConvKernel final : public Kernel {
               }
             }
           }
+          if (z) acc += z[plane * g.oh * g.ow + oy * g.ow + ox];
           yp[oy * g.ow + ox] = g.post.apply(acc);
         }
       }

@@ -77,8 +77,9 @@ Status from_dnnl(const dnnl::error& e, const std::string& what) {
 // caller's input or output; buffers of the memory plan stay put from run to run).
 struct ArgSlot {
   std::atomic<bool> busy{false};
-  memory src, wei, bias, dst, scratch;
+  memory src, wei, bias, dst, scratch, sum;
   const void* src_p = nullptr;
+  const void* sum_p = nullptr;
   const void* wei_p = nullptr;
   const void* bias_p = nullptr;
   const void* dst_p = nullptr;
@@ -98,6 +99,7 @@ struct Primitive::Impl {
   dnnl::primitive prim;
   memory::desc src_md, wei_md, bias_md, dst_md, scratch_md;
   bool has_weights = false, has_bias = false;
+  bool has_sum = false;  // ConvSpec::sum_input: Z, in dst_md, is binary post-op 0's src1
   // The oneDNN argument each role binds (convolution backward-weights binds weights = diff_dst,
   // dst = diff_weights).
   int wei_arg = DNNL_ARG_WEIGHTS, dst_arg = DNNL_ARG_DST;
@@ -146,10 +148,11 @@ void make_slot(const Primitive::Impl& p, ArgSlot& s) {
   if (p.has_weights) s.wei = memory(p.wei_md, eng, DNNL_MEMORY_NONE);
   if (p.has_bias) s.bias = memory(p.bias_md, eng, DNNL_MEMORY_NONE);
   if (p.onednn_scratch_bytes > 0) s.scratch = memory(p.scratch_md, eng, DNNL_MEMORY_NONE);
+  if (p.has_sum) s.sum = memory(p.dst_md, eng, DNNL_MEMORY_NONE);
   if (p.stage_src.on) s.user_src = memory(p.stage_src.user_md, eng, DNNL_MEMORY_NONE);
   if (p.stage_wei.on) s.user_wei = memory(p.stage_wei.user_md, eng, DNNL_MEMORY_NONE);
   if (p.stage_dst.on) s.user_dst = memory(p.stage_dst.user_md, eng, DNNL_MEMORY_NONE);
-  s.src_p = s.wei_p = s.bias_p = s.dst_p = s.scratch_p = nullptr;
+  s.src_p = s.wei_p = s.bias_p = s.dst_p = s.scratch_p = s.sum_p = nullptr;
   s.user_src_p = s.user_wei_p = s.user_dst_p = nullptr;
 }
 
@@ -197,17 +200,18 @@ const Primitive* Primitive::single_thread_twin() const noexcept {
 }
 
 bool Primitive::execute(const float* src, const float* weights, const float* bias, float* dst,
-                        void* scratch, int nthr, size_t scratch_capacity) const noexcept {
+                        void* scratch, int nthr, size_t scratch_capacity,
+                        const float* sum) const noexcept {
   if (nthr == 1 && impl_->team_size > 1) {
     const Primitive* twin = single_thread_twin();
     if (twin && twin->scratch_bytes() <= scratch_capacity)
-      return twin->run(src, weights, bias, dst, scratch);
+      return twin->run(src, weights, bias, dst, scratch, sum);
   }
-  return run(src, weights, bias, dst, scratch);
+  return run(src, weights, bias, dst, scratch, sum);
 }
 
 bool Primitive::run(const float* src, const float* weights, const float* bias, float* dst,
-                    void* scratch) const noexcept {
+                    void* scratch, const float* sum) const noexcept {
   const Impl& p = *impl_;
   try {
     ArgSlot* slot = nullptr;
@@ -227,7 +231,7 @@ bool Primitive::run(const float* src, const float* weights, const float* bias, f
         if (s) s->busy.store(false, std::memory_order_release);
       }
     } release{slot};
-    dnnl_exec_arg_t args[5];
+    dnnl_exec_arg_t args[6];
     int n = 0;
     char* const staged = static_cast<char*>(scratch);
     // A staged argument: the primitive's memory points at its copy in scratch, the user memory
@@ -257,6 +261,11 @@ bool Primitive::run(const float* src, const float* weights, const float* bias, f
     if (p.onednn_scratch_bytes > 0) {
       point(s.scratch, s.scratch_p, scratch);
       args[n++] = {DNNL_ARG_SCRATCHPAD, s.scratch.get()};
+    }
+    if (p.has_sum) {
+      if (!sum) return false;
+      point(s.sum, s.sum_p, sum);
+      args[n++] = {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, s.sum.get()};
     }
     // oneDNN opens its region with this thread's OpenMP thread count; make it the team size the
     // primitive was created for (the executor thread of one team always runs the same size).
@@ -435,8 +444,12 @@ Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_siz
         prop, conv_algorithm(s), src, wei, bias, dst, {s.stride_h, s.stride_w},
         {s.dilation_h - 1, s.dilation_w - 1}, {s.pad_top, s.pad_left}, {s.pad_bottom, s.pad_right});
     dnnl::primitive_attr attr = user_scratchpad_attr();
-    if (s.post.kind != ConvActivation::kNone) {
+    if (s.sum_input && staged_act)
+      return Status::unsupported("oneDNN convolution: an added tensor Z needs the caller's dst layout");
+    impl->has_sum = s.sum_input;
+    if (s.post.kind != ConvActivation::kNone || s.sum_input) {
       dnnl::post_ops ops;
+      if (s.sum_input) ops.append_binary(dnnl::algorithm::binary_add, user.dst);  // post-op 0
       append_post_op(ops, s.post);
       attr.set_post_ops(ops);
     }
@@ -451,7 +464,8 @@ Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_siz
 
 Result<std::unique_ptr<Primitive>> make_deconv_for(const ConvSpec& s, int team_size,
                                                    bool allow_ref) {
-  if (s.group != 1 || s.src_block || s.dst_block || s.post.kind != ConvActivation::kNone)
+  if (s.group != 1 || s.src_block || s.dst_block || s.post.kind != ConvActivation::kNone ||
+      s.sum_input)
     return Status::unsupported("oneDNN deconvolution: only group 1, plain NCHW, no activation");
   try {
     ScopedOmpThreads threads(team_size);
@@ -489,7 +503,7 @@ Result<std::unique_ptr<Primitive>> make_deconv_for(const ConvSpec& s, int team_s
 Result<std::unique_ptr<Primitive>> make_conv_bwd_weights_for(const ConvSpec& s, int team_size,
                                                              bool allow_ref) {
   if (s.group != 1 || s.src_block || s.dst_block || s.post.kind != ConvActivation::kNone ||
-      s.has_bias)
+      s.has_bias || s.sum_input)
     return Status::unsupported(
         "oneDNN convolution backward-weights: only group 1, plain NCHW, no bias or ReLU");
   try {
@@ -665,7 +679,8 @@ std::vector<double> best_run_ms(const std::vector<const Primitive*>& prims, int 
     auto zeros = [](size_t bytes) {  // 64-byte aligned, as the engine's buffers are
       return Tensor(TensorDesc{DType::kF32, {static_cast<int64_t>((bytes + 3) / 4 + 1)}});
     };
-    Tensor s = zeros(src), w = zeros(wei), b = zeros(bias), d = zeros(dst), sc = zeros(scratch);
+    Tensor s = zeros(src), w = zeros(wei), b = zeros(bias), d = zeros(dst), sc = zeros(scratch),
+           z = zeros(dst);  // a ConvSpec::sum_input's Z has dst's layout
     std::vector<double> best(prims.size(), std::numeric_limits<double>::infinity());
     const auto start = std::chrono::steady_clock::now();
     auto elapsed_ms = [&] {
@@ -677,7 +692,7 @@ std::vector<double> best_run_ms(const std::vector<const Primitive*>& prims, int 
       for (size_t k = 0; k < prims.size(); ++k) {
         const auto t0 = std::chrono::steady_clock::now();
         if (!prims[k]->run(s.data_as<float>(), w.data_as<float>(), b.data_as<float>(),
-                           d.data_as<float>(), sc.data()))
+                           d.data_as<float>(), sc.data(), z.data_as<float>()))
           return {};
         const double ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)

@@ -75,6 +75,10 @@ struct ConvSpec {
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   bool has_bias = false;
   ConvPostOp post;                       // activation on the output, a oneDNN eltwise post-op
+  // dst = post(conv + bias + Z): a tensor Z in dst's layout added before the activation (a
+  // residual connection), as oneDNN's binary-add post-op while the output block is in registers.
+  // execute() takes Z as `sum`. Not with staged activations.
+  bool sum_input = false;
   int src_block = 0, dst_block = 0;      // 8 or 16: nChw{B}c instead of nchw
   const float* const_weights = nullptr;  // as in MatMulSpec: packed once when given
   // Plain NCHW (and oihw) buffers for the caller, but oneDNN picks the layouts it computes in
@@ -121,8 +125,10 @@ class Primitive {
   // on it); `scratch_capacity` is what it really holds (the twin runs only if its
   // scratchpad fits). Returns false if oneDNN reported an error (not expected after a
   // successful creation); never throws.
+  // `sum`: ConvSpec::sum_input's Z (nullptr otherwise).
   bool execute(const float* src, const float* weights, const float* bias, float* dst, void* scratch,
-               int nthr = 0, size_t scratch_capacity = 0) const noexcept;
+               int nthr = 0, size_t scratch_capacity = 0,
+               const float* sum = nullptr) const noexcept;
   // The 1-thread twin execute(nthr = 1) runs, made now if not yet tried; nullptr when the
   // primitive is already single-threaded or the twin could not be made (tests, verbose).
   const Primitive* single_thread_twin() const noexcept;
@@ -131,8 +137,8 @@ class Primitive {
   std::function<Result<std::unique_ptr<Primitive>>()> make_twin;
 
  private:
-  bool run(const float* src, const float* weights, const float* bias, float* dst,
-           void* scratch) const noexcept;
+  bool run(const float* src, const float* weights, const float* bias, float* dst, void* scratch,
+           const float* sum) const noexcept;
   friend std::vector<double> best_run_ms(const std::vector<const Primitive*>&, int, double, int);
   std::unique_ptr<Impl> impl_;
   mutable std::once_flag twin_once_;

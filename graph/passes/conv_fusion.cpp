@@ -210,4 +210,58 @@ Result<ConvFusionResult> fuse_conv_activations(const Graph& g0, const ShapeInfer
   return result;
 }
 
+Result<ConvSumFusionResult> fuse_conv_sums(const Graph& g, const ShapeInferencer& shapes) {
+  ConvSumFusionResult result;
+  Rewrite rw(g);
+  for (NodeId id = 0; id < g.num_nodes(); ++id) {
+    const Node& conv = g.node(id);
+    if (conv.op != "BlockedConv" || conv.outputs.size() != 1 || conv.inputs.size() > 3 ||
+        conv.attrs.has("activation"))
+      continue;
+    const ValueId y = conv.outputs[0];
+    // y's only reader is the Add, so Z cannot depend on y: no cycle.
+    if (g.value(y).is_output || g.consumers(y).size() != 1) continue;
+    const NodeId add_id = g.consumers(y)[0];
+    const Node& add = g.node(add_id);
+    // rw.removed: both operands are such convs (ResNet's down-sampling shortcut); one takes it.
+    if (rw.removed(add_id) || add.op != "Add" || add.inputs.size() != 2 || add.outputs.size() != 1) continue;
+    const ValueId z = add.inputs[0] == y ? add.inputs[1] : add.inputs[0];
+    if (z == y || z == kNoId || g.value(z).desc != g.value(y).desc ||
+        g.value(add.outputs[0]).desc != g.value(y).desc)
+      continue;
+    ValueId out = add.outputs[0];
+    std::vector<NodeId> removed = {id, add_id};
+    std::optional<Activation> act;
+    if (!g.value(out).is_output && g.consumers(out).size() == 1) {
+      const Node& a = g.node(g.consumers(out)[0]);
+      act = activation_of(g, a);
+      if (act && a.inputs[0] == out && g.value(a.outputs[0]).desc == g.value(y).desc) {
+        removed.push_back(g.consumers(out)[0]);
+        out = a.outputs[0];
+      } else {
+        act.reset();
+      }
+    }
+    for (NodeId r : removed) rw.remove(r);
+    Attributes attrs = conv.attrs;
+    if (act) {
+      attrs.set("activation", act->name);
+      if (!act->params.empty()) attrs.set("activation_params", act->params);
+    }
+    std::vector<std::string> inputs;
+    for (ValueId v : conv.inputs) inputs.push_back(v == kNoId ? "" : g.value(v).name);
+    inputs.resize(3);  // an absent bias is ""
+    inputs.push_back(g.value(z).name);
+    rw.add_node("BlockedConv", conv.name, inputs, {g.value(out).name}, attrs);
+    ++result.fused;
+    if (act) ++result.activations;
+  }
+  if (result.fused == 0) {
+    result.graph = g;
+    return result;
+  }
+  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish(shapes));
+  return result;
+}
+
 }  // namespace graphi::graph::passes

@@ -25,4 +25,19 @@ struct ConvFusionResult {
 
 Result<ConvFusionResult> fuse_conv_activations(const Graph& g, const ShapeInferencer& shapes);
 
+// fuse_conv_sums (after blocked_layout): a BlockedConv without activation whose output only an
+// Add of a same-shape tensor Z reads (a residual connection: ResNet's conv + x, MobileNetV2's
+// projection + x) takes Z as its 4th input, and the activation that alone reads the sum (ResNet's
+// ReLU after it) as its activation: Y = act(conv(X) + B + Z), one pass over the output
+// (oneDNN's binary-add post-op, then the eltwise one) instead of the conv's store, the Add's
+// two reads and store, and the activation's read and store. ONNX Runtime's FusedConv has the
+// same input Z. The fused node keeps the last fused node's output name.
+struct ConvSumFusionResult {
+  Graph graph;          // a copy of the input when nothing changed
+  int fused = 0;        // conv + Add pairs now one BlockedConv with input Z
+  int activations = 0;  // ... of which also took the activation after the Add
+};
+
+Result<ConvSumFusionResult> fuse_conv_sums(const Graph& g, const ShapeInferencer& shapes);
+
 }  // namespace graphi::graph::passes

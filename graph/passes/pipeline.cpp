@@ -113,6 +113,14 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
                            r.blocked_ops});
     if (r.blocked_ops > 0) out.graph = std::move(r.graph);
   }
+  if (options.conv_sum) {
+    GRAPHI_ASSIGN_OR_RETURN(ConvSumFusionResult r, fuse_conv_sums(out.graph, shapes));
+    out.conv_sums = r.fused;
+    std::string did = "fused " + plural(r.fused, "residual Add") + " into the conv before it";
+    if (r.activations > 0) did += " (" + std::to_string(r.activations) + " with the activation after)";
+    out.reports.push_back({"conv_sum", did, r.fused});
+    if (r.fused > 0) out.graph = std::move(r.graph);
+  }
   return out;
 }
 

@@ -9,7 +9,9 @@
 //      FusedConv (a oneDNN post-op);
 //   6. conv_merge (graph/passes/conv_merge.h): convolutions sharing an input -> one wide
 //      convolution (+ the identical channel-wise ops after them) + a channel Split;
-//   7. blocked_layout (graph/passes/blocked_layout.h): conv chains in nChw16c / nChw8c.
+//   7. blocked_layout (graph/passes/blocked_layout.h): conv chains in nChw16c / nChw8c;
+//   8. conv_sum (graph/passes/conv_fusion.h, fuse_conv_sums): a blocked conv + the residual Add
+//      (+ the activation) after it -> one BlockedConv with input Z (a oneDNN binary post-op).
 // Passes 2 and 3 only see what pass 1 did not fuse (a cell the recognizer rejects, any other
 // graph). Every pass keeps the graph's inputs, outputs and their names.
 #pragma once
@@ -29,11 +31,12 @@ struct PipelineOptions {
   bool conv_fusion = true;
   bool conv_merge = true;
   bool blocked_layout = true;
+  bool conv_sum = true;
 };
 
 struct PassReport {
   std::string pass;  // "rnn_fusion", "mm_fusion", "phase_hoisting", "reshape_cleanup", "conv_fusion",
-                     // "conv_merge", "blocked_layout"
+                     // "conv_merge", "blocked_layout", "conv_sum"
   std::string did;   // e.g. "fused 6 LSTM cells into 2 LSTM sequence ops, ..."
   int changes = 0;   // rewrites made (0: the pass changed nothing)
 };
@@ -48,6 +51,7 @@ struct PipelineResult {
   int convs_fused = 0;
   int conv_groups = 0, conv_members = 0;
   int blocked_ops = 0, layout_reorders = 0;
+  int conv_sums = 0;
   bool changed() const;
   // One line: what the passes that changed the graph did, "; "-separated ("" if none did).
   std::string summary() const;

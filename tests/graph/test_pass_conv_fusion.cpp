@@ -253,3 +253,75 @@ TEST_CASE("conv_fusion: per-channel constant Mul / Add / Sub after a conv fold i
   CHECK(test::count_op(r.graph, "Mul") == 1);
   for (int threads : {1, 2}) test::check_same_outputs(g, r.graph, threads, 1e-5);
 }
+
+namespace {
+
+// The BlockedConv nodes of g that take a 4th input Z.
+size_t convs_with_sum(const graph::Graph& g) {
+  size_t n = 0;
+  for (graph::NodeId id = 0; id < g.num_nodes(); ++id)
+    n += g.node(id).op == "BlockedConv" && g.node(id).inputs.size() == 4;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("conv_sum: residual Adds (and the Relu after them) fuse into the blocked conv before",
+          "[passes][conv]") {
+  // A ResNet basic block with identity shortcut, one with a 1x1 stride-2 shortcut conv (both
+  // operands of the Add are convs: one takes the other as Z), and three that must stay: a conv
+  // read twice, a per-channel (broadcast) operand, a conv that already has an activation.
+  graph::GraphBuilder b("<conv sum fusion>");
+  b.add_input("x", TensorDesc{DType::kF32, {2, 16, 8, 8}});
+  b.add_input("s", TensorDesc{DType::kF32, {1, 32, 1, 1}});
+  int seed = 60;
+  auto weights = [&](const std::string& name, Shape shape, bool bias) {
+    const int64_t m = shape[0];
+    b.add_constant(name, test::random_tensor(TensorDesc{DType::kF32, std::move(shape)}, ++seed,
+                                             -0.3, 0.3));
+    if (bias) b.add_constant(name + ".b", test::random_tensor(TensorDesc{DType::kF32, {m}}, ++seed));
+  };
+  weights("w1", {16, 16, 3, 3}, true);
+  weights("w2", {16, 16, 3, 3}, false);
+  weights("w3", {32, 16, 3, 3}, true);
+  weights("wd", {32, 16, 1, 1}, true);
+  weights("w4", {32, 32, 3, 3}, true);
+  weights("w5", {32, 32, 3, 3}, true);
+  b.add_node("Conv", "c1", {"x", "w1", "w1.b"}, {"y1"}, test::conv_window(3, 1, 1));
+  b.add_node("Relu", "r1", {"y1"}, {"r1"});
+  b.add_node("Conv", "c2", {"r1", "w2"}, {"y2"}, test::conv_window(3, 1, 1));  // no bias
+  b.add_node("Add", "add1", {"x", "y2"}, {"s1"});  // Z first
+  b.add_node("Relu", "r2", {"s1"}, {"r2"});
+  b.add_node("Conv", "c3", {"r2", "w3", "w3.b"}, {"y3"}, test::conv_window(3, 2, 1));
+  b.add_node("Conv", "down", {"r2", "wd", "wd.b"}, {"yd"}, test::conv_window(1, 2, 0));
+  b.add_node("Add", "add2", {"y3", "yd"}, {"s2"});  // a graph output, no activation after
+  b.add_node("Conv", "c4", {"s2", "w4", "w4.b"}, {"y4"}, test::conv_window(3, 1, 1));
+  b.add_node("Add", "add3", {"y4", "s2"}, {"s3"});
+  b.add_node("Mul", "twice", {"y4", "s3"}, {"s4"});  // y4 read twice: add3 stays
+  b.add_node("Add", "bcast", {"s4", "s"}, {"s5"});   // s4 is no conv; s broadcasts anyway
+  b.add_node("Conv", "c5", {"s5", "w5", "w5.b"}, {"y5"}, test::conv_window(3, 1, 1));
+  b.add_node("Relu", "r5", {"y5"}, {"r5"});  // c5 becomes FusedConv(Relu) first
+  b.add_node("Add", "add4", {"r5", "s2"}, {"out"});
+  b.add_output("s2");
+  b.add_output("out");
+  const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
+
+  graph::passes::PipelineOptions no_sum;
+  no_sum.conv_sum = false;
+  auto before = value_or_throw(graph::passes::run_passes(g, ops::Registry::get(), no_sum));
+  auto after = value_or_throw(graph::passes::run_passes(g, ops::Registry::get()));
+  CHECK(convs_with_sum(before.graph) == 0);
+  CHECK(after.conv_sums == 2);  // add1 (+ r2), add2
+  CHECK(convs_with_sum(after.graph) == 2);
+  CHECK(test::count_op(after.graph, "Add") == test::count_op(before.graph, "Add") - 2);
+  CHECK(test::count_op(after.graph, "Relu") == test::count_op(before.graph, "Relu") - 1);
+  CHECK(after.summary().find("fused 2 residual Adds into the conv before it (1 with the "
+                             "activation after)") != std::string::npos);
+  // Against the same pipeline without conv_sum, and against the graph without any pass (plain
+  // NCHW convs, separate Adds; 1e-4: a 3x3 conv there or here may run Winograd, measured per
+  // shape and team, and y4 * s3 squares its error).
+  for (int threads : {1, 2}) {
+    test::check_same_outputs(before.graph, after.graph, threads, 1e-5);
+    test::check_same_outputs(g, after.graph, threads, 1e-4);
+  }
+}

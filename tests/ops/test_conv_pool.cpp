@@ -212,6 +212,56 @@ TEST_CASE("FusedConv activations: Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, S
   }
 }
 
+// A 4th input Z (a residual connection, graph/passes/conv_fusion.h fuse_conv_sums) is added
+// before the activation: act(conv(X) + B + Z), against the reference with the sum written out.
+TEST_CASE("FusedConv with input Z adds it before the activation on every kernel", "[ops][conv]") {
+  struct Case {
+    int64_t group, c, m, k, stride;
+    std::string act;  // "" = no activation attribute
+  };
+  const std::vector<Case> cases = {{1, 5, 7, 3, 1, ""},     {1, 16, 16, 1, 1, "Relu"},
+                                   {1, 4, 6, 3, 2, "Clip"}, {8, 8, 8, 3, 1, "Relu"},
+                                   {1, 3, 32, 3, 1, ""}};
+  int n = 0;
+  for (const Case& c : cases) {
+    Window2d win;
+    win.pads = {c.k / 2, c.k / 2, c.k / 2, c.k / 2};
+    win.strides = {c.stride, c.stride};
+    Tensor x = rnd({2, c.c, 9, 8}, 80 + n), w = rnd({c.m, c.c / c.group, c.k, c.k}, 90 + n),
+           b = rnd({c.m}, 100 + n);
+    Tensor ref = test::conv2d_ref(x, w, &b, win, c.group);
+    Tensor z = rnd(ref.desc().shape, 110 + n);
+    ++n;
+    int clipped = 0;
+    for (int64_t i = 0; i < ref.numel(); ++i) {
+      float& r = ref.data_as<float>()[i];
+      r += z.data_as<float>()[i];
+      if (c.act == "Relu" || c.act == "Clip") {
+        const float lo = 0.0f, hi = c.act == "Clip" ? 0.5f : 1e30f;
+        clipped += r < lo || r > hi;
+        r = std::min(std::max(r, lo), hi);
+      }
+    }
+    CHECK((c.act.empty() || clipped > 0));
+    graph::Attributes attrs = window_attrs(win, false);
+    attrs.set("group", c.group);
+    if (!c.act.empty()) attrs.set("activation", c.act);
+    if (c.act == "Clip") attrs.set("activation_params", std::vector<double>{0.0, 0.5});
+    INFO("X " << x.desc().to_string() << " W " << w.desc().to_string() << " act " << c.act);
+    auto names = check_every_kernel("FusedConv", attrs, {x, w, b, z}, {false, true, true, false},
+                                    ref, tolerance(c.c / c.group * c.k * c.k));
+    CHECK(names == std::vector<std::string>{"conv_onednn", "conv_ref"});
+  }
+  graph::Attributes relu;
+  relu.set("activation", std::string("Relu"));
+  CHECK_THAT(error_of("FusedConv", relu,
+                      {rnd({1, 2, 4, 4}, 1), rnd({3, 2, 3, 3}, 2), rnd({3}, 3), rnd({1, 3, 4, 4}, 4)}),
+             Catch::Matchers::Contains("input Z float32[1, 3, 4, 4] must have the output's shape"));
+  CHECK_THAT(error_of("Conv", {},
+                      {rnd({1, 2, 4, 4}, 1), rnd({3, 2, 3, 3}, 2), rnd({3}, 3), rnd({1, 3, 2, 2}, 4)}),
+             Catch::Matchers::Contains("Conv takes inputs X, W and an optional B, got 4 inputs"));
+}
+
 TEST_CASE("MaxPool and AveragePool match the ONNX definition on random shapes", "[ops][pool]") {
   std::mt19937 rng(777);
   std::set<std::string> used;
