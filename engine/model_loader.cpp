@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "graph/graph_file.h"
+#include "ops/onednn.h"
 #include "ops/registry.h"
 
 namespace graphi::engine {
@@ -58,6 +59,7 @@ Result<graph::passes::PipelineOptions> pipeline_options_from_env() {
 
 Result<OptimizedGraph> optimize_graph(std::shared_ptr<const graph::Graph> g) {
   GRAPHI_ASSIGN_OR_RETURN(graph::passes::PipelineOptions options, pipeline_options_from_env());
+  options.conv_block = ops::onednn::preferred_activation_block();
   GRAPHI_ASSIGN_OR_RETURN(graph::passes::PipelineResult p,
                           graph::passes::run_passes(*g, ops::Registry::get(), options));
   OptimizedGraph out;

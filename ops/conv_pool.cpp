@@ -52,7 +52,10 @@ Result<int64_t> block_of(const graph::Node& node, const std::string& where) {
   return b;
 }
 
-// The logical NCHW desc of X (a 5-D blocked X folded back; a 4-D X as is), in `storage`.
+// The logical NCHW desc of X (a 5-D blocked X folded back; a 4-D X as is), in `storage`. A
+// blocked tensor's channels may be padded to a whole block (C = 24 held as two blocks of 16):
+// a conv's C is the one its weights give (W [M, C/group, kH, kW]) when it fits X's blocks;
+// a pool works on every lane, padding included (zero or finite, and dropped by FromBlocked).
 Result<std::vector<const TensorDesc*>> logical_inputs(const graph::Node& node,
                                                       const std::vector<const TensorDesc*>& in,
                                                       const std::string& where,
@@ -64,7 +67,13 @@ Result<std::vector<const TensorDesc*>> logical_inputs(const graph::Node& node,
   if (x[4] != b)
     return Status::invalid_graph(where + ": blocked input X " + in[0]->to_string() +
                                  " does not end in the block " + std::to_string(b));
-  storage = TensorDesc{in[0]->dtype, {x[0], x[1] * b, x[2], x[3]}};
+  int64_t c = x[1] * b;
+  if (node.op == "BlockedConv" && in.size() > 1 && in[1] && in[1]->rank() == 4) {
+    GRAPHI_ASSIGN_OR_RETURN(int64_t group, graph::attr_int(node.attrs, where, "group", 1));
+    const int64_t cw = in[1]->shape[1] * group;
+    if (cw > (x[1] - 1) * b && cw <= c) c = cw;
+  }
+  storage = TensorDesc{in[0]->dtype, {x[0], c, x[2], x[3]}};
   out[0] = &storage;
   return out;
 }
@@ -290,12 +299,11 @@ Result<std::vector<TensorDesc>> infer_conv_pool(const graph::InferContext& ctx) 
       Geometry g, is_conv(ctx.node) ? conv_geometry(ctx.node, in, ctx.where)
                                     : pool_geometry(ctx.node, in, ctx.num_outputs, ctx.where));
   if (is_blocked(ctx.node)) {
+    // Output channels that are no multiple of B are padded to a whole block (oneDNN writes
+    // the padding lanes as zeros).
     GRAPHI_ASSIGN_OR_RETURN(int64_t b, block_of(ctx.node, ctx.where));
-    if (g.oc % b != 0)
-      return Status::invalid_graph(ctx.where + ": " + std::to_string(g.oc) +
-                                   " output channels are not a multiple of the block " +
-                                   std::to_string(b));
-    return with_sum_checked(ctx, g, TensorDesc{DType::kF32, {g.n, g.oc / b, g.oh, g.ow, b}});
+    return with_sum_checked(ctx, g,
+                            TensorDesc{DType::kF32, {g.n, (g.oc + b - 1) / b, g.oh, g.ow, b}});
   }
   return with_sum_checked(ctx, g, TensorDesc{DType::kF32, {g.n, g.oc, g.oh, g.ow}});
 }

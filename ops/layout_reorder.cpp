@@ -1,7 +1,10 @@
 // ToBlocked / FromBlocked: the layout boundaries of graph/passes/blocked_layout.h. ToBlocked
-// (attribute block = B, 8 or 16) turns NCHW [N, C, H, W] (C a multiple of B) into oneDNN's
-// nChw{B}c held as [N, C/B, H, W, B]; FromBlocked does the reverse. oneDNN's jit reorder, then
-// plain loops (the team splitting the N * C/B channel blocks); nothing allocated at run time.
+// (attribute block = B, 8 or 16) turns NCHW [N, C, H, W] into oneDNN's nChw{B}c held as
+// [N, ceil(C/B), H, W, B], the lanes past C of the last block zero (channel padding, as oneDNN
+// pads a blocked memory whose C is no multiple of B); FromBlocked does the reverse, keeping the
+// first `channels` (attribute; default: all, C/B * B) and dropping the padding lanes, whatever
+// they hold. oneDNN's jit reorder, then plain loops (the team splitting the N * ceil(C/B)
+// channel blocks); nothing allocated at run time.
 #include <algorithm>
 #include <cstdio>
 #include <limits>
@@ -20,6 +23,19 @@ Result<int64_t> block_attr(const graph::Node& node, const std::string& where) {
   return b;
 }
 
+// FromBlocked's `channels` for an input of `blocks` blocks of b: within the last block.
+Result<int64_t> logical_channels(const graph::Node& node, const std::string& where, int64_t blocks,
+                                 int64_t b) {
+  GRAPHI_ASSIGN_OR_RETURN(int64_t c, graph::attr_int(node.attrs, where, "channels", blocks * b));
+  if (c <= (blocks - 1) * b || c > blocks * b)
+    return Status::invalid_graph(where + ": attribute 'channels' = " + std::to_string(c) +
+                                 " does not fit " + std::to_string(blocks) + " blocks of " +
+                                 std::to_string(b) + " (it must be in (" +
+                                 std::to_string((blocks - 1) * b) + ", " +
+                                 std::to_string(blocks * b) + "])");
+  return c;
+}
+
 Result<std::vector<TensorDesc>> infer_reorder(const graph::InferContext& ctx) {
   if (ctx.inputs.size() != 1 || !ctx.inputs[0] || ctx.num_outputs != 1)
     return Status::invalid_graph(ctx.where + ": " + ctx.node.op + " takes 1 input and 1 output");
@@ -28,17 +44,16 @@ Result<std::vector<TensorDesc>> infer_reorder(const graph::InferContext& ctx) {
   if (x.dtype != DType::kF32)
     return Status::invalid_graph(ctx.where + ": input must be float32, got " + x.to_string());
   if (ctx.node.op == "ToBlocked") {
-    if (x.rank() != 4 || x.shape[1] % b != 0)
-      return Status::invalid_graph(ctx.where + ": input must be NCHW with C a multiple of " +
-                                   std::to_string(b) + ", got " + x.to_string());
-    return std::vector<TensorDesc>{
-        TensorDesc{DType::kF32, {x.shape[0], x.shape[1] / b, x.shape[2], x.shape[3], b}}};
+    if (x.rank() != 4)
+      return Status::invalid_graph(ctx.where + ": input must be NCHW, got " + x.to_string());
+    return std::vector<TensorDesc>{TensorDesc{
+        DType::kF32, {x.shape[0], (x.shape[1] + b - 1) / b, x.shape[2], x.shape[3], b}}};
   }
   if (x.rank() != 5 || x.shape[4] != b)
     return Status::invalid_graph(ctx.where + ": input must be [N, C/" + std::to_string(b) +
                                  ", H, W, " + std::to_string(b) + "], got " + x.to_string());
-  return std::vector<TensorDesc>{
-      TensorDesc{DType::kF32, {x.shape[0], x.shape[1] * b, x.shape[2], x.shape[3]}}};
+  GRAPHI_ASSIGN_OR_RETURN(int64_t c, logical_channels(ctx.node, ctx.where, x.shape[1], b));
+  return std::vector<TensorDesc>{TensorDesc{DType::kF32, {x.shape[0], c, x.shape[2], x.shape[3]}}};
 }
 
 CostHint cost_reorder(const graph::Node&, std::span<const TensorDesc* const> inputs,
@@ -55,9 +70,11 @@ class ReorderKernel final : public Kernel {
   Status init(const KernelContext& ctx) override {
     to_blocked_ = ctx.node.op == "ToBlocked";
     const Shape& x = ctx.inputs[0]->shape;
+    const Shape& y = ctx.outputs[0]->shape;
     GRAPHI_ASSIGN_OR_RETURN(b_, block_attr(ctx.node, ctx.where));
     n_ = x[0];
-    cb_ = to_blocked_ ? x[1] / b_ : x[1];
+    c_ = to_blocked_ ? x[1] : y[1];
+    cb_ = (c_ + b_ - 1) / b_;
     hw_ = x[2] * x[3];
     return Status::ok();
   }
@@ -68,21 +85,28 @@ class ReorderKernel final : public Kernel {
     auto [p0, p1] = team_range(n_ * cb_, team.ithr, team.nthr);
     const int64_t block = hw_ * b_;  // one channel block: B planes = HW vectors of B
     for (int64_t p = p0; p < p1; ++p) {
-      const float* src = x + p * block;
-      float* dst = y + p * block;
+      const int64_t img = p / cb_, c0 = p % cb_ * b_;
+      const int64_t lanes = std::min(b_, c_ - c0);  // < B in a padded last block
+      const int64_t plain = (img * c_ + c0) * hw_;   // channel c0 of image img in NCHW
       if (to_blocked_) {
-        for (int64_t c = 0; c < b_; ++c)
+        const float* src = x + plain;
+        float* dst = y + p * block;
+        for (int64_t c = 0; c < lanes; ++c)
           for (int64_t i = 0; i < hw_; ++i) dst[i * b_ + c] = src[c * hw_ + i];
+        for (int64_t c = lanes; c < b_; ++c)
+          for (int64_t i = 0; i < hw_; ++i) dst[i * b_ + c] = 0.0f;
       } else {
+        const float* src = x + p * block;
+        float* dst = y + plain;
         for (int64_t i = 0; i < hw_; ++i)
-          for (int64_t c = 0; c < b_; ++c) dst[c * hw_ + i] = src[i * b_ + c];
+          for (int64_t c = 0; c < lanes; ++c) dst[c * hw_ + i] = src[i * b_ + c];
       }
     }
   }
 
  private:
   bool to_blocked_ = true;
-  int64_t b_ = 16, n_ = 0, cb_ = 0, hw_ = 0;
+  int64_t b_ = 16, n_ = 0, c_ = 0, cb_ = 0, hw_ = 0;
 };
 
 // oneDNN's jit reorder (Primitive::execute opens its own region): measured ~5x the loops'
@@ -101,8 +125,8 @@ class OnednnReorderKernel final : public Kernel {
     to_blocked_ = ctx.node.op == "ToBlocked";
     const Shape& x = ctx.inputs[0]->shape;
     GRAPHI_ASSIGN_OR_RETURN(const int64_t b, block_attr(ctx.node, ctx.where));
-    const int64_t c = to_blocked_ ? x[1] : x[1] * b;
-    count_ = x[0] * c * x[2] * x[3];
+    const int64_t c = to_blocked_ ? x[1] : ctx.outputs[0]->shape[1];  // logical channels
+    count_ = ctx.outputs[0]->numel();
     // A small tensor costs the loops less than a oneDNN call (its argument map and OpenMP
     // region: microseconds).
     if (count_ < kMinElements)

@@ -706,6 +706,11 @@ std::vector<double> best_run_ms(const std::vector<const Primitive*>& prims, int 
   }
 }
 
+int preferred_activation_block() {
+  // The ISA oneDNN dispatches to (DNNL_MAX_CPU_ISA caps it).
+  return dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core ? 16 : 8;
+}
+
 std::string version_string() {
   const dnnl_version_t* v = dnnl::version();
   return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +

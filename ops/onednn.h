@@ -182,6 +182,10 @@ Result<std::unique_ptr<Primitive>> make_conv_bwd_weights(const ConvSpec& conv, i
 std::vector<double> best_run_ms(const std::vector<const Primitive*>& prims, int min_rounds,
                                 double min_ms, int max_rounds);
 
+// The channel block of the activation layout oneDNN's convolution kernels run fastest on this
+// CPU: 16 where it dispatches AVX-512 kernels (nChw16c), else 8 (AVX2's nChw8c).
+int preferred_activation_block();
+
 // "oneDNN 2.6.3 (cpu runtime OMP)": for `graphi info` and logs.
 std::string version_string();
 

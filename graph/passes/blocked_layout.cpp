@@ -1,6 +1,8 @@
 #include "graph/passes/blocked_layout.h"
 
 #include <algorithm>
+#include <limits>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -11,15 +13,40 @@ namespace {
 
 bool f32_4d(const Value& v) { return v.desc.dtype == DType::kF32 && v.desc.rank() == 4; }
 
-int64_t block_for(int64_t channels) { return channels % 16 == 0 ? 16 : channels % 8 == 0 ? 8 : 0; }
-
 std::string tag(int64_t b) { return "/nChw" + std::to_string(b) + "c"; }
 
 // Element-wise unary ops (elementwise_unary_op) are layout-agnostic: they run on the 5-D blocked
-// tensor as they are. Blocked values have C a multiple of B (no padding lanes), so even ops with
-// f(0) != 0 are safe.
+// tensor as they are, padding lanes included.
 bool layout_agnostic_binary(const std::string& op) {
   return op == "Add" || op == "Sub" || op == "Mul" || op == "Div";
+}
+
+// A constant scalar input i of n (absent: `dflt`); nullopt when it is not one.
+std::optional<double> scalar_input(const Graph& g, const Node& n, size_t i, double dflt) {
+  if (i >= n.inputs.size() || n.inputs[i] == kNoId) return dflt;
+  const Value& v = g.value(n.inputs[i]);
+  if (!v.data || v.data->dtype() != DType::kF32 || v.data->numel() != 1) return std::nullopt;
+  return static_cast<double>(v.data->data_as<float>()[0]);
+}
+
+// Padded blocked values (C no multiple of B) keep their padding lanes zero, as oneDNN keeps
+// its own padded memory (every primitive zeroes the padding of its output): an op that stays
+// on them must map 0 to 0 (so Sigmoid, HardSigmoid, Softplus, Exp and a Clip above 0 go back to
+// NCHW), and no Div (0 / 0).
+bool keeps_zero(const Graph& g, const Node& n) {
+  if (n.op == "Relu" || n.op == "Tanh" || n.op == "LeakyRelu" || n.op == "Elu" ||
+      n.op == "Selu" || n.op == "Softsign" || n.op == "Neg" || n.op == "Abs" ||
+      n.op == "Sqrt" || n.op == "Erf" || n.op == "Add" || n.op == "Sub" || n.op == "Mul")
+    return true;
+  if (n.op != "Clip") return false;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  std::optional<double> lo = scalar_input(g, n, 1, -kInf), hi = scalar_input(g, n, 2, kInf);
+  if (n.inputs.size() == 1) {
+    auto a = attr_float(n.attrs, n.name, "min", -kInf), b = attr_float(n.attrs, n.name, "max", kInf);
+    lo = a.is_ok() ? std::optional<double>(*a) : std::nullopt;
+    hi = b.is_ok() ? std::optional<double>(*b) : std::nullopt;
+  }
+  return lo && hi && *lo <= 0.0 && *hi >= 0.0;
 }
 
 // An operand of a binary op whose output is y that the blocked layout can hold: y's shape, or one
@@ -38,7 +65,7 @@ bool scalar(const Value& v) { return v.desc.numel() == 1; }
 // One rewrite. `reordered`: the "value/nChwBc" keys of plain values some node reads blocked
 // (from a first rewrite), so that a pool of such a value can read the reordered copy whatever
 // the node order; `keys` gets this rewrite's.
-Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shapes,
+Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shapes, int64_t b,
                                     const std::unordered_set<std::string>& reordered,
                                     std::unordered_set<std::string>* keys) {
   BlockedLayoutResult result;
@@ -47,16 +74,18 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
   std::unordered_map<ValueId, std::string> bname;           // ... -> the blocked tensor's name
   std::unordered_map<std::string, std::string> to_blocked;  // "plain/nChwBc" -> ToBlocked output
   std::unordered_set<ValueId> needs_plain;  // blocked values an added node reads in NCHW
-  auto is_blocked = [&](ValueId v, int64_t b) {
+  auto is_blocked = [&](ValueId v, int64_t want) {
     auto it = block.find(v);
-    return it != block.end() && (b == 0 || it->second == b);
+    return it != block.end() && (want == 0 || it->second == want);
   };
+  // Blocked with padding lanes: C no multiple of the block.
+  auto padded = [&](ValueId v) { return g.value(v).desc.shape[1] % b != 0; };
   auto plain_name = [&](ValueId v) {
     if (block.count(v)) needs_plain.insert(v);
     return g.value(v).name;
   };
-  // The blocked version of v with block b: v itself, or one ToBlocked per value and B.
-  auto blocked_input = [&](ValueId v, int64_t b) -> std::string {
+  // The blocked version of v: v itself, or one ToBlocked per value (zero padding lanes).
+  auto blocked_input = [&](ValueId v) -> std::string {
     if (is_blocked(v, b)) return bname.at(v);
     const std::string key = g.value(v).name + tag(b);
     auto it = to_blocked.find(key);
@@ -70,7 +99,7 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
     return out;
   };
   auto make_blocked = [&](NodeId id, const std::string& op, std::vector<std::string> inputs,
-                          int64_t b, Attributes attrs) {
+                          Attributes attrs) {
     const Node& n = g.node(id);
     const ValueId y = n.outputs[0];
     block[y] = b;
@@ -83,10 +112,9 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
   for (NodeId id = 0; id < g.num_nodes(); ++id) {
     const Node& n = g.node(id);
     if (n.op == "Split" && n.inputs.size() == 1 && n.inputs[0] != kNoId &&
-        is_blocked(n.inputs[0], 0)) {
+        is_blocked(n.inputs[0], 0) && !padded(n.inputs[0])) {
       // A channel Split of a blocked value into whole blocks (conv_merge's Split after a wide
       // convolution) is a Split on axis 1 of the 5-D tensor, in blocks.
-      const int64_t b = block.at(n.inputs[0]);
       auto axis = attr_int(n.attrs, n.name, "axis", 0);
       auto sizes = attr_ints(n.attrs, n.name, "split");
       if (!axis.is_ok() || (*axis != 1 && *axis != -3) || !sizes.is_ok() ||
@@ -112,7 +140,6 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
     if (n.op == "SplitSum" && n.inputs.size() == 1 && n.inputs[0] != kNoId &&
         is_blocked(n.inputs[0], 0) && n.outputs.size() == 1) {
       // Parts of whole blocks: the same sum over axis 1 of the 5-D tensor.
-      const int64_t b = block.at(n.inputs[0]);
       auto axis = attr_int(n.attrs, n.name, "axis", 0);
       auto parts = attr_int(n.attrs, n.name, "parts", 1);
       const int64_t c = g.value(n.inputs[0]).desc.shape[1];
@@ -122,7 +149,7 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
       Attributes a;
       a.set("axis", int64_t{1});
       a.set("parts", *parts);
-      make_blocked(id, "SplitSum", {bname.at(n.inputs[0])}, b, a);
+      make_blocked(id, "SplitSum", {bname.at(n.inputs[0])}, a);
       continue;
     }
     if (n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0] == kNoId) continue;
@@ -144,59 +171,59 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
         continue;
       const bool depthwise = *group > 1 && *group == c && *group == m;
       if (*group != 1 && !depthwise) continue;
-      // A blocked X fixes B (oneDNN's fast convolutions keep the block); else M chooses it.
-      const int64_t b = is_blocked(x, 0) ? block.at(x) : block_for(m);
-      if (b == 0 || m % b != 0) continue;
+      // Channel counts that are no multiple of B are padded to whole blocks (oneDNN's jit
+      // kernels take padded nChw16c: MobileNetV2's 24, ShuffleNet's 58 and 116); only a conv
+      // with a plain input and fewer than 8 outputs (a read-out) stays plain.
       std::vector<std::string> in;
-      if (is_blocked(x, 0) || c % b == 0)
-        in.push_back(blocked_input(x, b));
+      if (is_blocked(x, 0))
+        in.push_back(bname.at(x));
+      else if (m < 8)
+        continue;
       else if (c < 8 && !depthwise)
         in.push_back(plain_name(x));  // the first layer: oneDNN reads NCHW, writes blocked
       else
-        continue;
+        in.push_back(blocked_input(x));
       for (size_t i = 1; i < n.inputs.size(); ++i)
         in.push_back(n.inputs[i] == kNoId ? "" : g.value(n.inputs[i]).name);
       Attributes a = n.attrs;
       a.set("block", b);
-      make_blocked(id, "BlockedConv", in, b, a);
+      make_blocked(id, "BlockedConv", in, a);
     } else if ((n.op == "MaxPool" || n.op == "AveragePool") && n.inputs.size() == 1 &&
-               (is_blocked(x, 0) || reordered.count(xv.name + tag(16)) ||
-                reordered.count(xv.name + tag(8)))) {
+               (is_blocked(x, 0) || reordered.count(xv.name + tag(b)))) {
       // A plain input that is reordered for another reader anyway (inception's pool branch
       // beside the convs reading the block input): pool the reordered copy, so the pool's
-      // output needs no reorder of its own before the conv after it.
-      const int64_t b = is_blocked(x, 0)                     ? block.at(x)
-                        : reordered.count(xv.name + tag(16)) ? 16
-                                                             : 8;
+      // output needs no reorder of its own before the conv after it. Padding lanes: 0 in, 0
+      // out (oneDNN zeroes them).
       Attributes a = n.attrs;
       a.set("block", b);
-      make_blocked(id, "Blocked" + n.op, {blocked_input(x, b)}, b, a);
+      make_blocked(id, "Blocked" + n.op, {blocked_input(x)}, a);
     } else if (elementwise_unary_op(n.op) && is_blocked(x, 0) &&
+               (!padded(x) || keeps_zero(g, n)) &&
                std::all_of(n.inputs.begin() + 1, n.inputs.end(),
                            [&](ValueId v) { return v == kNoId || scalar(g.value(v)); })) {
       std::vector<std::string> in = {bname.at(x)};
       for (size_t i = 1; i < n.inputs.size(); ++i)
         in.push_back(n.inputs[i] == kNoId ? "" : g.value(n.inputs[i]).name);
-      make_blocked(id, n.op, in, block.at(x), n.attrs);
+      make_blocked(id, n.op, in, n.attrs);
     } else if (layout_agnostic_binary(n.op) && n.inputs.size() == 2 && n.inputs[1] != kNoId &&
                channel_operand(g.value(n.inputs[0]), yv) &&
                channel_operand(g.value(n.inputs[1]), yv) &&
-               (is_blocked(n.inputs[0], 0) || is_blocked(n.inputs[1], 0))) {
-      const int64_t b = block.at(is_blocked(n.inputs[0], 0) ? n.inputs[0] : n.inputs[1]);
-      if (yv.desc.shape[1] % b != 0) continue;
-      make_blocked(id, n.op, {blocked_input(n.inputs[0], b), blocked_input(n.inputs[1], b)}, b, {});
+               (is_blocked(n.inputs[0], 0) || is_blocked(n.inputs[1], 0)) &&
+               (!padded(n.outputs[0]) || keeps_zero(g, n))) {
+      // The other operand's padding lanes are zero too (ToBlocked pads with zeros).
+      make_blocked(id, n.op, {blocked_input(n.inputs[0]), blocked_input(n.inputs[1])}, {});
     } else if (n.op == "Concat" && is_blocked(x, 0)) {
+      // Whole blocks only: a padded input would leave its padding inside the result.
       auto axis = attr_int(n.attrs, n.name, "axis", 0);
       if (!axis.is_ok() || (*axis != 1 && *axis != -3)) continue;
-      const int64_t b = block.at(x);
       bool all = true;
-      for (ValueId v : n.inputs) all = all && v != kNoId && is_blocked(v, b);
+      for (ValueId v : n.inputs) all = all && v != kNoId && is_blocked(v, b) && !padded(v);
       if (!all) continue;
       std::vector<std::string> in;
       for (ValueId v : n.inputs) in.push_back(bname.at(v));
       Attributes a;
       a.set("axis", int64_t{1});
-      make_blocked(id, "Concat", in, b, a);
+      make_blocked(id, "Concat", in, a);
     }
   }
   if (keys)
@@ -207,12 +234,13 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
   }
   // Back to NCHW, under the original name, where a plain node, an added node or the graph
   // reads a blocked value.
-  for (const auto& [v, b] : block) {
+  for (const auto& [v, vb] : block) {
     bool plain_reader = g.value(v).is_output || needs_plain.count(v) > 0;
     for (NodeId c : g.consumers(v)) plain_reader = plain_reader || !rw.removed(c);
     if (!plain_reader) continue;
     Attributes a;
     a.set("block", b);
+    if (padded(v)) a.set("channels", g.value(v).desc.shape[1]);  // drop the padding lanes
     rw.add_node("FromBlocked", rw.fresh(g.value(v).name + "/to_nchw"), {bname.at(v)},
                 {g.value(v).name}, a);
     ++result.reorders;
@@ -223,11 +251,15 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
 
 }  // namespace
 
-Result<BlockedLayoutResult> to_blocked_layout(const Graph& g, const ShapeInferencer& shapes) {
+Result<BlockedLayoutResult> to_blocked_layout(const Graph& g, const ShapeInferencer& shapes,
+                                              int block) {
+  if (block != 8 && block != 16)
+    return Status::invalid_argument("blocked_layout: block must be 8 or 16, got " +
+                                    std::to_string(block));
   std::unordered_set<std::string> reordered;
-  GRAPHI_ASSIGN_OR_RETURN(BlockedLayoutResult first, rewrite(g, shapes, {}, &reordered));
+  GRAPHI_ASSIGN_OR_RETURN(BlockedLayoutResult first, rewrite(g, shapes, block, {}, &reordered));
   if (first.blocked_ops == 0 || reordered.empty()) return first;
-  return rewrite(g, shapes, reordered, nullptr);
+  return rewrite(g, shapes, block, reordered, nullptr);
 }
 
 }  // namespace graphi::graph::passes

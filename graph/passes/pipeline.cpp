@@ -104,11 +104,12 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
     if (r.groups > 0) out.graph = std::move(r.graph);
   }
   if (options.blocked_layout) {
-    GRAPHI_ASSIGN_OR_RETURN(BlockedLayoutResult r, to_blocked_layout(out.graph, shapes));
+    GRAPHI_ASSIGN_OR_RETURN(BlockedLayoutResult r, to_blocked_layout(out.graph, shapes, options.conv_block));
     out.blocked_ops = r.blocked_ops;
     out.layout_reorders = r.reorders;
     out.reports.push_back({"blocked_layout",
-                           "ran " + plural(r.blocked_ops, "op") + " in nChw16c/nChw8c with " +
+                           "ran " + plural(r.blocked_ops, "op") + " in nChw" +
+                               std::to_string(options.conv_block) + "c with " +
                                plural(r.reorders, "reorder"),
                            r.blocked_ops});
     if (r.blocked_ops > 0) out.graph = std::move(r.graph);

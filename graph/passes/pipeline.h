@@ -32,6 +32,9 @@ struct PipelineOptions {
   bool conv_merge = true;
   bool blocked_layout = true;
   bool conv_sum = true;
+  // blocked_layout's channel block: 16 for oneDNN's AVX-512 kernels, 8 for its AVX2 ones
+  // (engine::optimize_graph asks oneDNN which ISA it dispatches to).
+  int conv_block = 16;
 };
 
 struct PassReport {

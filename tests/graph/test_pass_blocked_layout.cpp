@@ -105,8 +105,9 @@ graph::Graph pathnet_graph(int64_t batch) {
 
 // A MobileNet-style stack: a stride-2 stem conv on the image, hard-swish (HardSigmoid, Mul), a
 // dilated 3x3 depthwise conv + Relu, Clip(0, 6), a 1x1 conv, then Sigmoid, Sub, Div and Tanh
-// of same-shape values; and beside it a grouped (not depthwise) conv and a depthwise conv on 12
-// channels, which oneDNN has no blocked kernel for here and stay plain Convs.
+// of same-shape values; and beside it a grouped (not depthwise) conv, which oneDNN has no
+// blocked kernel for and stays a plain Conv, and a depthwise conv on 12 channels (one padded
+// block of 16).
 graph::Graph mobilenet_graph(int64_t batch) {
   graph::GraphBuilder b("<mobilenet block>");
   uint64_t seed = 300;
@@ -144,7 +145,7 @@ graph::Graph mobilenet_graph(int64_t batch) {
   b.add_node("Div", "ratio", {"centered", "gate"}, {"ratio"});
   b.add_node("Tanh", "y", {"ratio"}, {"y"});
   b.add_output("y");
-  // Stays plain: groups of 2 channels, and a depthwise conv on 12 channels (no block of 8 or 16).
+  // Stays plain: groups of 2 channels. Blocked with 4 padding lanes: the 12-channel depthwise.
   conv("grouped", "hswish", 16, 16, 3, 8, 1, 1);
   b.add_input("x12", TensorDesc{DType::kF32, {batch, 12, 8, 8}});
   conv("dw12", "x12", 12, 12, 3, 12, 1, 1);
@@ -161,13 +162,19 @@ TEST_CASE("blocked_layout: depthwise convs and element-wise chains stay blocked 
     INFO("batch " << batch);
     const graph::Graph g = mobilenet_graph(batch);
     auto [plain, blocked] = plain_and_blocked(g);
-    // stem, the dilated depthwise conv and the 1x1 run blocked; grouped and dw12 do not.
-    CHECK(test::count_op(blocked.graph, "BlockedConv") == 3);
-    CHECK(test::count_op(blocked.graph, "Conv") + test::count_op(blocked.graph, "FusedConv") == 2);
+    // stem, the dilated depthwise conv, the 1x1 and dw12 run blocked; grouped does not.
+    CHECK(test::count_op(blocked.graph, "BlockedConv") == 4);
+    CHECK(test::count_op(blocked.graph, "Conv") + test::count_op(blocked.graph, "FusedConv") == 1);
     // Every element-wise op between them reads and writes blocked tensors: the image is read
-    // directly, y goes back once; hswish is also read plain by the grouped conv (one more).
-    CHECK(test::count_op(blocked.graph, "ToBlocked") == 0);
-    CHECK(test::count_op(blocked.graph, "FromBlocked") == 2);
+    // directly, y goes back once; hswish is also read plain by the grouped conv (one more);
+    // x12 in and dw12 out, its 4 padding lanes dropped (channels = 12).
+    CHECK(test::count_op(blocked.graph, "ToBlocked") == 1);
+    CHECK(test::count_op(blocked.graph, "FromBlocked") == 3);
+    for (const graph::Node& n : blocked.graph.nodes())
+      if (n.op == "FromBlocked" && blocked.graph.value(n.outputs[0]).name == "dw12") {
+        INFO(n.name);
+        CHECK(std::get<int64_t>(*n.attrs.find("channels")) == 12);
+      }
     for (const graph::Node& n : blocked.graph.nodes())
       if (n.op == "HardSigmoid" || n.op == "Mul" || n.op == "Clip" || n.op == "Sigmoid" ||
           n.op == "Sub" || n.op == "Div" || n.op == "Tanh") {
@@ -247,14 +254,13 @@ TEST_CASE("blocked_layout: a conv whose weights change every run (training) stay
 }
 
 TEST_CASE(
-    "blocked_layout: a chain from a 24-channel layer on runs in nChw8c, and a squeeze-excitation "
-    "gate multiplies blocked",
+    "blocked_layout: a chain through 24- and 36-channel layers runs in padded nChw16c, and a "
+    "squeeze-excitation gate multiplies blocked",
     "[passes][conv][layout]") {
   // MobileNetV2's 32 -> 24 -> 144 (ReLU6) -> depthwise 144, then an EfficientNet-style
   // squeeze-excitation (global pool, 144 -> 36 -> 144, sigmoid, channel-wise Mul) and 144 -> 24.
-  // The first conv's 24 outputs take block 8 and each blocked input keeps its block, so the
-  // chain runs in nChw8c (no 16 <-> 8 reorders); 36 is no multiple of 8, so the squeeze convs
-  // stay plain (ops/conv_algorithm.h then measures NCHW against oneDNN's own layouts).
+  // 24 and 36 channels are padded to whole blocks of 16 (oneDNN's jit kernels take padded
+  // nChw16c), so the whole chain, squeeze convs included, runs blocked: x in, p2 out.
   for (int64_t batch : {1, 2}) {
     INFO("batch " << batch);
     graph::GraphBuilder b("<mbv2 chain>");
@@ -291,16 +297,81 @@ TEST_CASE(
     b.add_output("p2");
     const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
     auto [plain, blocked] = plain_and_blocked(g);
-    CHECK(test::count_op(blocked.graph, "BlockedConv") == 4);  // p1, e, dw, p2
+    CHECK(test::count_op(blocked.graph, "BlockedConv") == 6);  // p1, e, dw, s1, s2, p2
     for (const graph::Node& n : blocked.graph.nodes()) {
       INFO(n.name << " (" << n.op << ")");
       if (n.op == "BlockedConv" || n.op == "ToBlocked" || n.op == "FromBlocked")
-        CHECK(std::get<int64_t>(*n.attrs.find("block")) == 8);
-      if (n.op == "Mul") CHECK(blocked.graph.value(n.outputs[0]).desc.rank() == 5);
+        CHECK(std::get<int64_t>(*n.attrs.find("block")) == 16);
+      if (n.op == "Mul" || n.op == "Relu" || n.op == "Sigmoid")
+        CHECK(blocked.graph.value(n.outputs[0]).desc.rank() == 5);
+      if (n.op == "FromBlocked") CHECK(std::get<int64_t>(*n.attrs.find("channels")) == 24);
     }
-    // x in; the pooled value out to the plain squeeze conv and the gate back in; p2 out.
-    CHECK(test::count_op(blocked.graph, "ToBlocked") == 2);
-    CHECK(test::count_op(blocked.graph, "FromBlocked") == 2);
+    CHECK(test::count_op(blocked.graph, "ToBlocked") == 1);
+    CHECK(test::count_op(blocked.graph, "FromBlocked") == 1);
+    for (int threads : {1, 2}) test::check_same_outputs(plain, blocked.graph, threads, 1e-5);
+  }
+}
+
+TEST_CASE("blocked_layout: padded values keep their padding zero, a ShuffleNet unit runs blocked",
+          "[passes][conv][layout]") {
+  // x (58 channels: ShuffleNetV2's chunk) -> 1x1 + Relu -> depthwise 3x3 -> 1x1 + Relu, all in
+  // padded nChw16c (64 lanes); then ops that would turn the zero padding into something else
+  // (Sigmoid: 0.5, Div: 0 / 0, Clip above 0) read it in NCHW, while Relu, a Clip around 0 and
+  // a per-channel Mul stay blocked; a Concat with a plain value (the unit's other half) is plain.
+  for (int64_t batch : {1, 2}) {
+    INFO("batch " << batch);
+    graph::GraphBuilder b("<padded blocks>");
+    uint64_t seed = 900;
+    auto conv = [&](const std::string& name, const std::string& in, int64_t cin, int64_t cout,
+                    int64_t k, int64_t group) {
+      b.add_constant(name + ".w",
+                     test::random_tensor(TensorDesc{DType::kF32, {cout, cin / group, k, k}}, seed++,
+                                         -0.3, 0.3));
+      b.add_constant(name + ".b", test::random_tensor(TensorDesc{DType::kF32, {cout}}, seed++));
+      graph::Attributes a = test::conv_window(k, 1, k / 2);
+      a.set("group", group);
+      b.add_node("Conv", name, {in, name + ".w", name + ".b"}, {name}, a);
+    };
+    auto scalar = [&](const std::string& name, float v) {
+      Tensor t(TensorDesc{DType::kF32, {}});
+      *t.data_as<float>() = v;
+      b.add_constant(name, std::move(t));
+    };
+    b.add_input("x", TensorDesc{DType::kF32, {batch, 58, 7, 9}});
+    b.add_input("other", TensorDesc{DType::kF32, {batch, 58, 7, 9}});
+    b.add_input("scale", TensorDesc{DType::kF32, {1, 58, 1, 1}});
+    conv("c1", "x", 58, 58, 1, 1);
+    b.add_node("Relu", "r1", {"c1"}, {"r1"});
+    conv("dw", "r1", 58, 58, 3, 58);
+    conv("c2", "dw", 58, 58, 1, 1);
+    b.add_node("Relu", "r2", {"c2"}, {"r2"});
+    scalar("lo", -1.0f);
+    scalar("hi", 2.0f);
+    scalar("one", 1.0f);
+    b.add_node("Clip", "around0", {"r2", "lo", "hi"}, {"around0"});  // stays blocked
+    b.add_node("Mul", "scaled", {"around0", "scale"}, {"scaled"});   // stays blocked
+    b.add_node("Sigmoid", "sig", {"scaled"}, {"sig"});                // plain
+    b.add_node("Div", "ratio", {"scaled", "sig"}, {"ratio"});         // plain
+    b.add_node("Clip", "above0", {"scaled", "one", "hi"}, {"above0"}); // plain
+    graph::Attributes cat;
+    cat.set("axis", int64_t{1});
+    b.add_node("Concat", "unit", {"other", "scaled"}, {"unit"}, cat);  // plain
+    b.add_output("ratio");
+    b.add_output("above0");
+    b.add_output("unit");
+    const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
+    auto [plain, blocked] = plain_and_blocked(g);
+    CHECK(test::count_op(blocked.graph, "BlockedConv") == 3);
+    CHECK(test::count_op(blocked.graph, "ToBlocked") == 2);    // x, scale
+    CHECK(test::count_op(blocked.graph, "FromBlocked") == 1);  // scaled, for its plain readers
+    for (const graph::Node& n : blocked.graph.nodes()) {
+      INFO(n.name << " (" << n.op << ")");
+      const size_t rank = blocked.graph.value(n.outputs[0]).desc.rank();
+      if (n.name == "r1" || n.name == "r2" || n.name == "around0" || n.name == "scaled")
+        CHECK(rank == 5);
+      if (n.name == "sig" || n.name == "ratio" || n.name == "above0" || n.name == "unit")
+        CHECK(rank == 4);
+    }
     for (int threads : {1, 2}) test::check_same_outputs(plain, blocked.graph, threads, 1e-5);
   }
 }
