@@ -159,6 +159,18 @@ Result<std::unique_ptr<onednn::Primitive>> make_fastest_conv(ConvSpec spec, int 
   const ConvAlgorithmPolicy policy = conv_algorithm_policy();
   if (policy == ConvAlgorithmPolicy::kDirect || !winograd_shape(spec))
     return make(spec, team_size, allow_ref);
+  if (spec.sum_input) {
+    // oneDNN 2.6's Winograd kernels take no binary post-op: when Winograd wins for the bare
+    // convolution, it is returned without the sum and the activation (sums_input() false: the
+    // caller adds Z and applies the activation after it); else direct with both post-ops.
+    ConvSpec bare = spec;
+    bare.sum_input = false;
+    bare.post = {};
+    Result<std::unique_ptr<onednn::Primitive>> p =
+        make_fastest_conv(bare, team_size, allow_ref, make, what);
+    if (p.is_ok() && (*p)->impl_name().find("wino") != std::string::npos) return p;
+    return make(spec, team_size, allow_ref);
+  }
   const std::string key = shape_key(spec, team_size, what);
   {
     std::lock_guard<std::mutex> lock(memo_mutex());

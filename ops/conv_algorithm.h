@@ -35,7 +35,9 @@ ConvAlgorithmPolicy conv_algorithm_policy();
 
 // A oneDNN convolution primitive (make_conv, make_deconv or make_conv_bwd_weights as `make`)
 // with the algorithm the policy picks for `spec`; spec.algorithm is ignored. `what` names the
-// primitive kind in the memo key and logs.
+// primitive kind in the memo key and logs. With spec.sum_input, a Winograd primitive (which takes
+// no binary post-op) comes back without the sum and the activation (sums_input() false): the
+// caller then adds Z and applies spec.post itself.
 using ConvPrimitiveMaker = Result<std::unique_ptr<onednn::Primitive>> (*)(const onednn::ConvSpec&,
                                                                           int, bool);
 Result<std::unique_ptr<onednn::Primitive>> make_fastest_conv(onednn::ConvSpec spec, int team_size,

@@ -9,6 +9,9 @@
 //
 // Kernels, in preference order: a oneDNN primitive (constant conv weights pre-packed) that
 // opens its own region, then a plain loop nest over output planes split across the team.
+#include <omp.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <limits>
@@ -395,13 +398,36 @@ class OnednnConvKernel final : public Kernel {
     float* y = static_cast<float*>(io.outputs[0]);
     const float* bias = g_.has_bias ? static_cast<const float*>(io.inputs[2]) : nullptr;
     const float* z = g_.has_sum ? static_cast<const float*>(io.inputs[3]) : nullptr;
+    const bool epilogue = z && !prim_->sums_input();
     if (!prim_->execute(static_cast<const float*>(io.inputs[0]),
                         static_cast<const float*>(io.inputs[1]), bias, y, team.scratch, team.nthr,
-                        team.scratch_bytes, z))
+                        team.scratch_bytes, epilogue ? nullptr : z)) {
       report_failure(name(), y, g_.n * g_.oc * g_.oh * g_.ow);
+      return;
+    }
+    if (epilogue) add_and_activate(y, z, team.nthr);
   }
 
  private:
+  // y = post(y + z) over the output (a Winograd primitive, which takes no binary post-op, made
+  // without the sum and the activation). Its channels are whole blocks (Winograd needs
+  // multiples of 16), so there are no padding lanes to keep zero.
+  void add_and_activate(float* y, const float* z, int nthr) const noexcept {
+    const int64_t count = g_.n * g_.oc * g_.oh * g_.ow;
+    const ConvPostOp post = g_.post;
+#pragma omp parallel num_threads(nthr)
+    {
+      auto [i0, i1] = team_range(count, omp_get_thread_num(), omp_get_num_threads());
+      if (post.kind == ConvActivation::kNone) {
+        for (int64_t i = i0; i < i1; ++i) y[i] += z[i];
+      } else if (post.kind == ConvActivation::kRelu) {
+        for (int64_t i = i0; i < i1; ++i) y[i] = std::max(y[i] + z[i], 0.0f);
+      } else {
+        for (int64_t i = i0; i < i1; ++i) y[i] = post.apply(y[i] + z[i]);
+      }
+    }
+  }
+
   Geometry g_;
   std::unique_ptr<onednn::Primitive> prim_;
 };

@@ -130,6 +130,7 @@ Primitive::~Primitive() = default;
 size_t Primitive::scratch_bytes() const { return impl_->scratch_bytes; }
 const std::string& Primitive::impl_name() const { return impl_->impl; }
 bool Primitive::weights_packed() const { return impl_->packed_weights; }
+bool Primitive::sums_input() const { return impl_->has_sum; }
 
 namespace {
 

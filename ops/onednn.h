@@ -116,6 +116,7 @@ class Primitive {
   // oneDNN's implementation name ("brg:avx512_core", "jit:avx512_core", "ref:any", ...).
   const std::string& impl_name() const;
   bool weights_packed() const;  // constant weights were reordered into a blocked layout
+  bool sums_input() const;      // made with ConvSpec::sum_input: execute() adds `sum`
 
   int team_size() const;
   // Runs the primitive on the calling thread's stream with the creation team size, or, when

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <vector>
 
 #include "ops/conv_algorithm.h"
@@ -318,6 +319,76 @@ TEST_CASE("Convolution algorithm verdicts are kept on disk and reused by a later
       CHECK(k["entries"].contains(key));
     }
   }
+  if (old_dir.empty())
+    unsetenv("GRAPHI_CACHE_DIR");
+  else
+    setenv("GRAPHI_CACHE_DIR", old_dir.c_str(), 1);
+}
+
+TEST_CASE("With an added tensor Z, Winograd comes without the sum post-op, direct with it",
+          "[ops][conv][winograd]") {
+  // oneDNN 2.6's Winograd kernels take no binary post-op: make_fastest_conv measures the bare
+  // convolution and, when Winograd wins, returns it without the sum and the activation (the
+  // kernel then adds Z and applies the ReLU itself); otherwise direct with both post-ops. Both
+  // branches (the measured verdict, then the opposite one from the cache file) give
+  // ReLU(conv + b + Z).
+  const auto dir = test::scratch_dir("conv_sum_algorithm_cache");
+  const std::string old_dir =
+      std::getenv("GRAPHI_CACHE_DIR") ? std::getenv("GRAPHI_CACHE_DIR") : "";
+  setenv("GRAPHI_CACHE_DIR", dir.string().c_str(), 1);
+  const std::string path = (dir / "conv_algorithms.json").string();
+  std::filesystem::remove(path);
+  ops::forget_conv_algorithm_verdicts();
+
+  ConvSpec s = spec3x3(1, 16, 12, 32);
+  s.has_bias = true;
+  s.src_block = s.dst_block = 16;
+  const std::vector<float> x = random_values(s.n * s.c * s.h * s.w, 51),
+                           w = random_values(s.oc * s.c * 9, 52), b = random_values(s.oc, 53),
+                           z = random_values(s.n * s.oc * s.oh * s.ow, 54);
+  s.const_weights = w.data();
+  s.sum_input = true;
+  s.post.kind = ops::ConvActivation::kRelu;
+  std::vector<double> want = forward_ref(s, x, w, b);
+  for (size_t i = 0; i < want.size(); ++i) want[i] = std::max(want[i] + z[i], 0.0);
+  const int64_t hw = s.oh * s.ow, count = s.n * s.oc * hw;
+  const std::vector<float> xb = to_blocked(x, s.n, s.c, s.h * s.w), zb = to_blocked(z, s.n, s.oc, hw);
+  std::set<bool> branches;
+  for (int round = 0; round < 2; ++round) {
+    auto p = ops::make_fastest_conv(s, 1, false, ops::onednn::make_conv, "sum test conv");
+    REQUIRE(p.is_ok());
+    const bool wino = is_winograd(**p);
+    INFO((wino ? "winograd" : "direct") << " " << (*p)->impl_name());
+    branches.insert(wino);
+    CHECK((*p)->sums_input() == !wino);
+    std::vector<float> y(count, -7.0f);
+    Tensor scratch(TensorDesc{DType::kF32, {static_cast<int64_t>((*p)->scratch_bytes() / 4 + 16)}});
+    REQUIRE((*p)->execute(xb.data(), nullptr, b.data(), y.data(), scratch.data(), 1,
+                          (*p)->scratch_bytes() + 64, (*p)->sums_input() ? zb.data() : nullptr));
+    if (!(*p)->sums_input())
+      for (int64_t i = 0; i < count; ++i) y[i] = std::max(y[i] + zb[i], 0.0f);  // the epilogue
+    CHECK(scaled_error(from_blocked(y, s.n, s.oc, hw), want) <= 1e-5);
+    if (!std::filesystem::exists(path)) break;  // no Winograd kernel here: nothing measured
+    // The bare convolution's verdict, flipped in the file, for a process that has not measured.
+    nlohmann::json j;
+    {
+      std::ifstream in(path);
+      in >> j;
+    }
+    REQUIRE(j["entries"].size() == 1);
+    auto& entry = j["entries"].begin().value();
+    CHECK_THAT(j["entries"].begin().key(), Catch::Contains(" z0 "));  // the bare spec's key
+    entry["algorithm"] = entry["algorithm"] == "winograd" ? "direct" : "winograd";
+    {
+      std::ofstream out(path, std::ios::trunc);
+      out << j.dump();
+    }
+    ops::forget_conv_algorithm_verdicts();
+  }
+  if (std::filesystem::exists(path))
+    CHECK(branches.size() == 2);
+  else
+    WARN("no Winograd kernel on this CPU: only the direct branch was checked");
   if (old_dir.empty())
     unsetenv("GRAPHI_CACHE_DIR");
   else
