@@ -40,8 +40,7 @@ std::string shape_key(const ConvSpec& s, int team_size, const char* what) {
                 (long long)s.dilation_w, (long long)s.pad_top, (long long)s.pad_left,
                 (long long)s.pad_bottom, (long long)s.pad_right, (long long)s.group,
                 int(s.has_bias), s.post.to_string().c_str(), int(s.sum_input), s.src_block,
-                s.dst_block,
-                int(s.const_weights != nullptr), int(s.staged), team_size);
+                s.dst_block, int(s.const_weights != nullptr), int(s.staged), team_size);
   return buf;
 }
 

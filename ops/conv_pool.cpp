@@ -285,8 +285,8 @@ Result<Geometry> pool_geometry(const graph::Node& node, const std::vector<const 
 }
 
 // A conv's output desc y, after checking that its input Z (when it has one) is y's desc.
-Result<std::vector<TensorDesc>> with_sum_checked(const graph::InferContext& ctx,
-                                                 const Geometry& g, TensorDesc y) {
+Result<std::vector<TensorDesc>> with_sum_checked(const graph::InferContext& ctx, const Geometry& g,
+                                                 TensorDesc y) {
   if (g.has_sum && *ctx.inputs[3] != y)
     return Status::invalid_graph(ctx.where + ": input Z " + ctx.inputs[3]->to_string() +
                                  " must have the output's shape and dtype " + y.to_string());

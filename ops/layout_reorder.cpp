@@ -28,11 +28,10 @@ Result<int64_t> logical_channels(const graph::Node& node, const std::string& whe
                                  int64_t b) {
   GRAPHI_ASSIGN_OR_RETURN(int64_t c, graph::attr_int(node.attrs, where, "channels", blocks * b));
   if (c <= (blocks - 1) * b || c > blocks * b)
-    return Status::invalid_graph(where + ": attribute 'channels' = " + std::to_string(c) +
-                                 " does not fit " + std::to_string(blocks) + " blocks of " +
-                                 std::to_string(b) + " (it must be in (" +
-                                 std::to_string((blocks - 1) * b) + ", " +
-                                 std::to_string(blocks * b) + "])");
+    return Status::invalid_graph(
+        where + ": attribute 'channels' = " + std::to_string(c) + " does not fit " +
+        std::to_string(blocks) + " blocks of " + std::to_string(b) + " (it must be in (" +
+        std::to_string((blocks - 1) * b) + ", " + std::to_string(blocks * b) + "])");
   return c;
 }
 
@@ -46,8 +45,8 @@ Result<std::vector<TensorDesc>> infer_reorder(const graph::InferContext& ctx) {
   if (ctx.node.op == "ToBlocked") {
     if (x.rank() != 4)
       return Status::invalid_graph(ctx.where + ": input must be NCHW, got " + x.to_string());
-    return std::vector<TensorDesc>{TensorDesc{
-        DType::kF32, {x.shape[0], (x.shape[1] + b - 1) / b, x.shape[2], x.shape[3], b}}};
+    return std::vector<TensorDesc>{
+        TensorDesc{DType::kF32, {x.shape[0], (x.shape[1] + b - 1) / b, x.shape[2], x.shape[3], b}}};
   }
   if (x.rank() != 5 || x.shape[4] != b)
     return Status::invalid_graph(ctx.where + ": input must be [N, C/" + std::to_string(b) +
@@ -87,7 +86,7 @@ class ReorderKernel final : public Kernel {
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t img = p / cb_, c0 = p % cb_ * b_;
       const int64_t lanes = std::min(b_, c_ - c0);  // < B in a padded last block
-      const int64_t plain = (img * c_ + c0) * hw_;   // channel c0 of image img in NCHW
+      const int64_t plain = (img * c_ + c0) * hw_;  // channel c0 of image img in NCHW
       if (to_blocked_) {
         const float* src = x + plain;
         float* dst = y + p * block;

@@ -446,7 +446,8 @@ Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_siz
         {s.dilation_h - 1, s.dilation_w - 1}, {s.pad_top, s.pad_left}, {s.pad_bottom, s.pad_right});
     dnnl::primitive_attr attr = user_scratchpad_attr();
     if (s.sum_input && staged_act)
-      return Status::unsupported("oneDNN convolution: an added tensor Z needs the caller's dst layout");
+      return Status::unsupported(
+          "oneDNN convolution: an added tensor Z needs the caller's dst layout");
     impl->has_sum = s.sum_input;
     if (s.post.kind != ConvActivation::kNone || s.sum_input) {
       dnnl::post_ops ops;

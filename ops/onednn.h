@@ -74,7 +74,7 @@ struct ConvSpec {
   int64_t dilation_h = 1, dilation_w = 1;  // ONNX convention: 1 = dense kernel
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   bool has_bias = false;
-  ConvPostOp post;                       // activation on the output, a oneDNN eltwise post-op
+  ConvPostOp post;  // activation on the output, a oneDNN eltwise post-op
   // dst = post(conv + bias + Z): a tensor Z in dst's layout added before the activation (a
   // residual connection), as oneDNN's binary-add post-op while the output block is in registers.
   // execute() takes Z as `sum`. Not with staged activations.

@@ -34,15 +34,16 @@ std::optional<double> scalar_input(const Graph& g, const Node& n, size_t i, doub
 // on them must map 0 to 0 (so Sigmoid, HardSigmoid, Softplus, Exp and a Clip above 0 go back to
 // NCHW), and no Div (0 / 0).
 bool keeps_zero(const Graph& g, const Node& n) {
-  if (n.op == "Relu" || n.op == "Tanh" || n.op == "LeakyRelu" || n.op == "Elu" ||
-      n.op == "Selu" || n.op == "Softsign" || n.op == "Neg" || n.op == "Abs" ||
-      n.op == "Sqrt" || n.op == "Erf" || n.op == "Add" || n.op == "Sub" || n.op == "Mul")
+  if (n.op == "Relu" || n.op == "Tanh" || n.op == "LeakyRelu" || n.op == "Elu" || n.op == "Selu" ||
+      n.op == "Softsign" || n.op == "Neg" || n.op == "Abs" || n.op == "Sqrt" || n.op == "Erf" ||
+      n.op == "Add" || n.op == "Sub" || n.op == "Mul")
     return true;
   if (n.op != "Clip") return false;
   constexpr double kInf = std::numeric_limits<double>::infinity();
   std::optional<double> lo = scalar_input(g, n, 1, -kInf), hi = scalar_input(g, n, 2, kInf);
   if (n.inputs.size() == 1) {
-    auto a = attr_float(n.attrs, n.name, "min", -kInf), b = attr_float(n.attrs, n.name, "max", kInf);
+    auto a = attr_float(n.attrs, n.name, "min", -kInf),
+         b = attr_float(n.attrs, n.name, "max", kInf);
     lo = a.is_ok() ? std::optional<double>(*a) : std::nullopt;
     hi = b.is_ok() ? std::optional<double>(*b) : std::nullopt;
   }
@@ -197,8 +198,7 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
       Attributes a = n.attrs;
       a.set("block", b);
       make_blocked(id, "Blocked" + n.op, {blocked_input(x)}, a);
-    } else if (elementwise_unary_op(n.op) && is_blocked(x, 0) &&
-               (!padded(x) || keeps_zero(g, n)) &&
+    } else if (elementwise_unary_op(n.op) && is_blocked(x, 0) && (!padded(x) || keeps_zero(g, n)) &&
                std::all_of(n.inputs.begin() + 1, n.inputs.end(),
                            [&](ValueId v) { return v == kNoId || scalar(g.value(v)); })) {
       std::vector<std::string> in = {bname.at(x)};

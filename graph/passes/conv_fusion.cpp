@@ -224,7 +224,8 @@ Result<ConvSumFusionResult> fuse_conv_sums(const Graph& g, const ShapeInferencer
     const NodeId add_id = g.consumers(y)[0];
     const Node& add = g.node(add_id);
     // rw.removed: both operands are such convs (ResNet's down-sampling shortcut); one takes it.
-    if (rw.removed(add_id) || add.op != "Add" || add.inputs.size() != 2 || add.outputs.size() != 1) continue;
+    if (rw.removed(add_id) || add.op != "Add" || add.inputs.size() != 2 || add.outputs.size() != 1)
+      continue;
     const ValueId z = add.inputs[0] == y ? add.inputs[1] : add.inputs[0];
     if (z == y || z == kNoId || g.value(z).desc != g.value(y).desc ||
         g.value(add.outputs[0]).desc != g.value(y).desc)

@@ -104,7 +104,8 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
     if (r.groups > 0) out.graph = std::move(r.graph);
   }
   if (options.blocked_layout) {
-    GRAPHI_ASSIGN_OR_RETURN(BlockedLayoutResult r, to_blocked_layout(out.graph, shapes, options.conv_block));
+    GRAPHI_ASSIGN_OR_RETURN(BlockedLayoutResult r,
+                            to_blocked_layout(out.graph, shapes, options.conv_block));
     out.blocked_ops = r.blocked_ops;
     out.layout_reorders = r.reorders;
     out.reports.push_back({"blocked_layout",
@@ -118,7 +119,8 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
     GRAPHI_ASSIGN_OR_RETURN(ConvSumFusionResult r, fuse_conv_sums(out.graph, shapes));
     out.conv_sums = r.fused;
     std::string did = "fused " + plural(r.fused, "residual Add") + " into the conv before it";
-    if (r.activations > 0) did += " (" + std::to_string(r.activations) + " with the activation after)";
+    if (r.activations > 0)
+      did += " (" + std::to_string(r.activations) + " with the activation after)";
     out.reports.push_back({"conv_sum", did, r.fused});
     if (r.fused > 0) out.graph = std::move(r.graph);
   }

@@ -38,10 +38,10 @@ struct PipelineOptions {
 };
 
 struct PassReport {
-  std::string pass;  // "rnn_fusion", "mm_fusion", "phase_hoisting", "reshape_cleanup", "conv_fusion",
-                     // "conv_merge", "blocked_layout", "conv_sum"
-  std::string did;   // e.g. "fused 6 LSTM cells into 2 LSTM sequence ops, ..."
-  int changes = 0;   // rewrites made (0: the pass changed nothing)
+  std::string pass;  // "rnn_fusion", "mm_fusion", "phase_hoisting", "reshape_cleanup",
+                     // "conv_fusion", "conv_merge", "blocked_layout", "conv_sum"
+  std::string did;  // e.g. "fused 6 LSTM cells into 2 LSTM sequence ops, ..."
+  int changes = 0;  // rewrites made (0: the pass changed nothing)
 };
 
 struct PipelineResult {

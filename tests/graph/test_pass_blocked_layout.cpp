@@ -154,6 +154,18 @@ graph::Graph mobilenet_graph(int64_t batch) {
   return value_or_throw(b.finish(ops::Registry::get()));
 }
 
+// A stride-1, "same"-padded Conv with random weights and bias named NAME.w / NAME.b.
+void add_conv(graph::GraphBuilder& b, uint64_t& seed, const std::string& name,
+              const std::string& in, int64_t cin, int64_t cout, int64_t k, int64_t group) {
+  b.add_constant(
+      name + ".w",
+      test::random_tensor(TensorDesc{DType::kF32, {cout, cin / group, k, k}}, seed++, -0.3, 0.3));
+  b.add_constant(name + ".b", test::random_tensor(TensorDesc{DType::kF32, {cout}}, seed++));
+  graph::Attributes a = test::conv_window(k, 1, k / 2);
+  a.set("group", group);
+  b.add_node("Conv", name, {in, name + ".w", name + ".b"}, {name}, a);
+}
+
 }  // namespace
 
 TEST_CASE("blocked_layout: depthwise convs and element-wise chains stay blocked and equal NCHW",
@@ -266,15 +278,7 @@ TEST_CASE(
     graph::GraphBuilder b("<mbv2 chain>");
     uint64_t seed = 700;
     auto conv = [&](const std::string& name, const std::string& in, int64_t cin, int64_t cout,
-                    int64_t k, int64_t group) {
-      b.add_constant(name + ".w",
-                     test::random_tensor(TensorDesc{DType::kF32, {cout, cin / group, k, k}}, seed++,
-                                         -0.3, 0.3));
-      b.add_constant(name + ".b", test::random_tensor(TensorDesc{DType::kF32, {cout}}, seed++));
-      graph::Attributes a = test::conv_window(k, 1, k / 2);
-      a.set("group", group);
-      b.add_node("Conv", name, {in, name + ".w", name + ".b"}, {name}, a);
-    };
+                    int64_t k, int64_t group) { add_conv(b, seed, name, in, cin, cout, k, group); };
     b.add_input("x", TensorDesc{DType::kF32, {batch, 32, 10, 10}});
     conv("p1", "x", 32, 24, 1, 1);
     conv("e", "p1", 24, 144, 1, 1);
@@ -323,15 +327,7 @@ TEST_CASE("blocked_layout: padded values keep their padding zero, a ShuffleNet u
     graph::GraphBuilder b("<padded blocks>");
     uint64_t seed = 900;
     auto conv = [&](const std::string& name, const std::string& in, int64_t cin, int64_t cout,
-                    int64_t k, int64_t group) {
-      b.add_constant(name + ".w",
-                     test::random_tensor(TensorDesc{DType::kF32, {cout, cin / group, k, k}}, seed++,
-                                         -0.3, 0.3));
-      b.add_constant(name + ".b", test::random_tensor(TensorDesc{DType::kF32, {cout}}, seed++));
-      graph::Attributes a = test::conv_window(k, 1, k / 2);
-      a.set("group", group);
-      b.add_node("Conv", name, {in, name + ".w", name + ".b"}, {name}, a);
-    };
+                    int64_t k, int64_t group) { add_conv(b, seed, name, in, cin, cout, k, group); };
     auto scalar = [&](const std::string& name, float v) {
       Tensor t(TensorDesc{DType::kF32, {}});
       *t.data_as<float>() = v;
@@ -348,11 +344,11 @@ TEST_CASE("blocked_layout: padded values keep their padding zero, a ShuffleNet u
     scalar("lo", -1.0f);
     scalar("hi", 2.0f);
     scalar("one", 1.0f);
-    b.add_node("Clip", "around0", {"r2", "lo", "hi"}, {"around0"});  // stays blocked
-    b.add_node("Mul", "scaled", {"around0", "scale"}, {"scaled"});   // stays blocked
-    b.add_node("Sigmoid", "sig", {"scaled"}, {"sig"});                // plain
-    b.add_node("Div", "ratio", {"scaled", "sig"}, {"ratio"});         // plain
-    b.add_node("Clip", "above0", {"scaled", "one", "hi"}, {"above0"}); // plain
+    b.add_node("Clip", "around0", {"r2", "lo", "hi"}, {"around0"});     // stays blocked
+    b.add_node("Mul", "scaled", {"around0", "scale"}, {"scaled"});      // stays blocked
+    b.add_node("Sigmoid", "sig", {"scaled"}, {"sig"});                  // plain
+    b.add_node("Div", "ratio", {"scaled", "sig"}, {"ratio"});           // plain
+    b.add_node("Clip", "above0", {"scaled", "one", "hi"}, {"above0"});  // plain
     graph::Attributes cat;
     cat.set("axis", int64_t{1});
     b.add_node("Concat", "unit", {"other", "scaled"}, {"unit"}, cat);  // plain

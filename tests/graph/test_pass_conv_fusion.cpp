@@ -277,9 +277,10 @@ TEST_CASE("conv_sum: residual Adds (and the Relu after them) fuse into the block
   int seed = 60;
   auto weights = [&](const std::string& name, Shape shape, bool bias) {
     const int64_t m = shape[0];
-    b.add_constant(name, test::random_tensor(TensorDesc{DType::kF32, std::move(shape)}, ++seed,
-                                             -0.3, 0.3));
-    if (bias) b.add_constant(name + ".b", test::random_tensor(TensorDesc{DType::kF32, {m}}, ++seed));
+    b.add_constant(
+        name, test::random_tensor(TensorDesc{DType::kF32, std::move(shape)}, ++seed, -0.3, 0.3));
+    if (bias)
+      b.add_constant(name + ".b", test::random_tensor(TensorDesc{DType::kF32, {m}}, ++seed));
   };
   weights("w1", {16, 16, 3, 3}, true);
   weights("w2", {16, 16, 3, 3}, false);
@@ -290,7 +291,7 @@ TEST_CASE("conv_sum: residual Adds (and the Relu after them) fuse into the block
   b.add_node("Conv", "c1", {"x", "w1", "w1.b"}, {"y1"}, test::conv_window(3, 1, 1));
   b.add_node("Relu", "r1", {"y1"}, {"r1"});
   b.add_node("Conv", "c2", {"r1", "w2"}, {"y2"}, test::conv_window(3, 1, 1));  // no bias
-  b.add_node("Add", "add1", {"x", "y2"}, {"s1"});  // Z first
+  b.add_node("Add", "add1", {"x", "y2"}, {"s1"});                              // Z first
   b.add_node("Relu", "r2", {"s1"}, {"r2"});
   b.add_node("Conv", "c3", {"r2", "w3", "w3.b"}, {"y3"}, test::conv_window(3, 2, 1));
   b.add_node("Conv", "down", {"r2", "wd", "wd.b"}, {"yd"}, test::conv_window(1, 2, 0));

@@ -221,9 +221,9 @@ TEST_CASE("FusedConv with input Z adds it before the activation on every kernel"
   };
   // Swish, Sigmoid and Tanh run after the primitive (graphi's vectorized pass, not oneDNN's
   // post-op): the sum must come first there too.
-  const std::vector<Case> cases = {{1, 5, 7, 3, 1, ""},         {1, 16, 16, 1, 1, "Relu"},
-                                   {1, 4, 6, 3, 2, "Clip"},     {8, 8, 8, 3, 1, "Relu"},
-                                   {1, 3, 32, 3, 1, ""},        {1, 16, 32, 3, 1, "Swish"},
+  const std::vector<Case> cases = {{1, 5, 7, 3, 1, ""},           {1, 16, 16, 1, 1, "Relu"},
+                                   {1, 4, 6, 3, 2, "Clip"},       {8, 8, 8, 3, 1, "Relu"},
+                                   {1, 3, 32, 3, 1, ""},          {1, 16, 32, 3, 1, "Swish"},
                                    {16, 16, 16, 3, 1, "Sigmoid"}, {1, 6, 5, 1, 1, "Tanh"}};
   int n = 0;
   for (const Case& c : cases) {
@@ -263,12 +263,14 @@ TEST_CASE("FusedConv with input Z adds it before the activation on every kernel"
   }
   graph::Attributes relu;
   relu.set("activation", std::string("Relu"));
-  CHECK_THAT(error_of("FusedConv", relu,
-                      {rnd({1, 2, 4, 4}, 1), rnd({3, 2, 3, 3}, 2), rnd({3}, 3), rnd({1, 3, 4, 4}, 4)}),
-             Catch::Matchers::Contains("input Z float32[1, 3, 4, 4] must have the output's shape"));
-  CHECK_THAT(error_of("Conv", {},
-                      {rnd({1, 2, 4, 4}, 1), rnd({3, 2, 3, 3}, 2), rnd({3}, 3), rnd({1, 3, 2, 2}, 4)}),
-             Catch::Matchers::Contains("Conv takes inputs X, W and an optional B, got 4 inputs"));
+  CHECK_THAT(
+      error_of("FusedConv", relu,
+               {rnd({1, 2, 4, 4}, 1), rnd({3, 2, 3, 3}, 2), rnd({3}, 3), rnd({1, 3, 4, 4}, 4)}),
+      Catch::Matchers::Contains("input Z float32[1, 3, 4, 4] must have the output's shape"));
+  CHECK_THAT(
+      error_of("Conv", {},
+               {rnd({1, 2, 4, 4}, 1), rnd({3, 2, 3, 3}, 2), rnd({3}, 3), rnd({1, 3, 2, 2}, 4)}),
+      Catch::Matchers::Contains("Conv takes inputs X, W and an optional B, got 4 inputs"));
 }
 
 TEST_CASE("MaxPool and AveragePool match the ONNX definition on random shapes", "[ops][pool]") {

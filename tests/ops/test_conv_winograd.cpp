@@ -352,7 +352,8 @@ TEST_CASE("With an added tensor Z, Winograd comes without the sum post-op, direc
   std::vector<double> want = forward_ref(s, x, w, b);
   for (size_t i = 0; i < want.size(); ++i) want[i] = std::max(want[i] + z[i], 0.0);
   const int64_t hw = s.oh * s.ow, count = s.n * s.oc * hw;
-  const std::vector<float> xb = to_blocked(x, s.n, s.c, s.h * s.w), zb = to_blocked(z, s.n, s.oc, hw);
+  const std::vector<float> xb = to_blocked(x, s.n, s.c, s.h * s.w),
+                           zb = to_blocked(z, s.n, s.oc, hw);
   std::set<bool> branches;
   for (int round = 0; round < 2; ++round) {
     auto p = ops::make_fastest_conv(s, 1, false, ops::onednn::make_conv, "sum test conv");

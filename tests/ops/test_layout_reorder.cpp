@@ -30,7 +30,8 @@ TEST_CASE("ToBlocked and FromBlocked match the nChwBc index map on every kernel"
                 x.data_as<float>()[(i * c + ch) * hw + p];
       // FromBlocked's input with padding lanes that hold something else (it must drop them).
       Tensor dirty(want.desc());
-      std::copy(want.data_as<float>(), want.data_as<float>() + want.numel(), dirty.data_as<float>());
+      std::copy(want.data_as<float>(), want.data_as<float>() + want.numel(),
+                dirty.data_as<float>());
       for (int64_t i = 0; i < n; ++i)
         for (int64_t ch = c; ch < cb * b; ++ch)
           for (int64_t p = 0; p < hw; ++p)
