@@ -298,7 +298,7 @@ TEST_CASE("conv_sum: residual Adds (and the Relu after them) fuse into the block
   b.add_node("Add", "add2", {"y3", "yd"}, {"s2"});  // a graph output, no activation after
   b.add_node("Conv", "c4", {"s2", "w4", "w4.b"}, {"y4"}, test::conv_window(3, 1, 1));
   b.add_node("Add", "add3", {"y4", "s2"}, {"s3"});
-  b.add_node("Mul", "twice", {"y4", "s3"}, {"s4"});  // y4 read twice: add3 stays
+  b.add_node("Sub", "twice", {"y4", "s3"}, {"s4"});  // y4 read twice: add3 stays
   b.add_node("Add", "bcast", {"s4", "s"}, {"s5"});   // s4 is no conv; s broadcasts anyway
   b.add_node("Conv", "c5", {"s5", "w5", "w5.b"}, {"y5"}, test::conv_window(3, 1, 1));
   b.add_node("Relu", "r5", {"y5"}, {"r5"});  // c5 becomes FusedConv(Relu) first
@@ -319,10 +319,12 @@ TEST_CASE("conv_sum: residual Adds (and the Relu after them) fuse into the block
   CHECK(after.summary().find("fused 2 residual Adds into the conv before it (1 with the "
                              "activation after)") != std::string::npos);
   // Against the same pipeline without conv_sum, and against the graph without any pass (plain
-  // NCHW convs, separate Adds; 1e-4: a 3x3 conv there or here may run Winograd, measured per
-  // shape and team, and y4 * s3 squares its error).
+  // NCHW convs, separate Adds). A 3x3 conv may run Winograd on one side and direct on the other
+  // (measured per shape and team size: the reference runs on 1 thread, `after` on 1 or 2;
+  // 1e-5 relative per conv, more through the chain): 1e-4 then. On 1 thread both pipelines run
+  // the same kernels, so conv_sum alone must stay within 1e-5.
   for (int threads : {1, 2}) {
-    test::check_same_outputs(before.graph, after.graph, threads, 1e-5);
+    test::check_same_outputs(before.graph, after.graph, threads, threads == 1 ? 1e-5 : 1e-4);
     test::check_same_outputs(g, after.graph, threads, 1e-4);
   }
 }
