@@ -53,7 +53,17 @@ bool keeps_zero(const Graph& g, const Node& n) {
 // An operand of a binary op whose output is y that the blocked layout can hold: y's shape, or one
 // value per channel ([N or 1, C, 1, 1]: squeeze-excitation's gate, a per-channel scale), which
 // broadcasts over the 5-D blocked tensor as [N, C/B, 1, 1, B].
+// A float constant with one value per channel of y: [C, 1, 1] (an imported inference
+// BatchNormalization's scale and shift, DenseNet's pre-activation) or [1, C, 1, 1].
+bool channel_constant(const Value& v, const Value& y) {
+  if (!v.data || v.desc.dtype != DType::kF32 || !f32_4d(y)) return false;
+  const Shape& s = v.desc.shape;
+  const int64_t c = y.desc.shape[1];
+  return (s.size() == 3 && s == Shape{c, 1, 1}) || (s.size() == 4 && s == Shape{1, c, 1, 1});
+}
+
 bool channel_operand(const Value& v, const Value& y) {
+  if (channel_constant(v, y)) return true;
   if (!f32_4d(v) || !f32_4d(y)) return false;
   const Shape& s = v.desc.shape;
   const Shape& t = y.desc.shape;
@@ -98,6 +108,23 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
     ++result.reorders;
     to_blocked[key] = out;
     return out;
+  };
+  // A per-channel constant (channel_constant) as [1, ceil(C/B), 1, 1, B], zero padding lanes:
+  // a new constant, one per value.
+  auto blocked_constant = [&](ValueId v) -> std::string {
+    const std::string key = g.value(v).name + tag(b);
+    auto it = to_blocked.find(key);
+    if (it != to_blocked.end()) return it->second;
+    const Value& cv = g.value(v);
+    const int64_t c = cv.desc.numel(), cb = (c + b - 1) / b;
+    Tensor t(TensorDesc{DType::kF32, {1, cb, 1, 1, b}});
+    float* dst = t.data_as<float>();
+    std::fill(dst, dst + cb * b, 0.0f);
+    std::copy(cv.data->data_as<float>(), cv.data->data_as<float>() + c, dst);
+    const std::string name = rw.fresh(cv.name + tag(b));
+    rw.add_constant(name, std::move(t));
+    to_blocked[key] = name;
+    return name;
   };
   auto make_blocked = [&](NodeId id, const std::string& op, std::vector<std::string> inputs,
                           Attributes attrs) {
@@ -210,8 +237,13 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
                channel_operand(g.value(n.inputs[1]), yv) &&
                (is_blocked(n.inputs[0], 0) || is_blocked(n.inputs[1], 0)) &&
                (!padded(n.outputs[0]) || keeps_zero(g, n))) {
-      // The other operand's padding lanes are zero too (ToBlocked pads with zeros).
-      make_blocked(id, n.op, {blocked_input(n.inputs[0]), blocked_input(n.inputs[1])}, {});
+      // The other operand's padding lanes are zero too (ToBlocked pads with zeros); a constant
+      // per-channel operand is laid out blocked here, once.
+      auto operand = [&](ValueId v) {
+        return !is_blocked(v, 0) && channel_constant(g.value(v), yv) ? blocked_constant(v)
+                                                                     : blocked_input(v);
+      };
+      make_blocked(id, n.op, {operand(n.inputs[0]), operand(n.inputs[1])}, {});
     } else if (n.op == "Concat" && is_blocked(x, 0)) {
       // Whole blocks only: a padded input would leave its padding inside the result.
       auto axis = attr_int(n.attrs, n.name, "axis", 0);

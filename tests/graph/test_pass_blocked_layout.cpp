@@ -371,3 +371,49 @@ TEST_CASE("blocked_layout: padded values keep their padding zero, a ShuffleNet u
     for (int threads : {1, 2}) test::check_same_outputs(plain, blocked.graph, threads, 1e-5);
   }
 }
+
+TEST_CASE("blocked_layout: a DenseNet layer's pre-activation (per-channel constants) stays blocked",
+          "[passes][conv][layout]") {
+  // An imported inference BatchNormalization before a ReLU and a conv (DenseNet's pre-activation:
+  // Mul and Add by [C, 1, 1] constants) on the concat of blocked values: the constants are laid
+  // out blocked once, at compile time (no ToBlocked), and nothing leaves the blocked layout
+  // before the output. 40 channels: the constants' padding lanes are zero.
+  for (int64_t batch : {1, 2}) {
+    INFO("batch " << batch);
+    graph::GraphBuilder b("<dense layer>");
+    uint64_t seed = 1100;
+    b.add_input("x", TensorDesc{DType::kF32, {batch, 3, 10, 10}});
+    add_conv(b, seed, "stem", "x", 3, 24, 3, 1);
+    add_conv(b, seed, "grow", "stem", 24, 16, 3, 1);
+    graph::Attributes cat;
+    cat.set("axis", int64_t{1});
+    b.add_node("Concat", "cat", {"stem", "grow"}, {"cat"}, cat);  // 24 + 16: padded, not blocked
+    add_conv(b, seed, "wide", "x", 3, 32, 1, 1);  // 1x1: not merged with stem (conv_merge)
+    add_conv(b, seed, "more", "wide", 32, 16, 1, 1);
+    b.add_node("Concat", "cat2", {"wide", "more"}, {"cat2"}, cat);  // 48 channels, blocked
+    b.add_constant("scale",
+                   test::random_tensor(TensorDesc{DType::kF32, {48, 1, 1}}, 1201, 0.5, 1.5));
+    b.add_constant("shift", test::random_tensor(TensorDesc{DType::kF32, {48, 1, 1}}, 1202));
+    b.add_node("Mul", "bn.scale", {"cat2", "scale"}, {"bn1"});
+    b.add_node("Add", "bn.shift", {"bn1", "shift"}, {"bn2"});
+    b.add_node("Relu", "act", {"bn2"}, {"act"});
+    add_conv(b, seed, "next", "act", 48, 40, 1, 1);
+    b.add_constant("s40", test::random_tensor(TensorDesc{DType::kF32, {1, 40, 1, 1}}, 1203));
+    b.add_node("Add", "shift40", {"next", "s40"}, {"out"});  // padded 40: Add keeps 0 + 0
+    b.add_output("cat");
+    b.add_output("out");
+    const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
+    auto [plain, blocked] = plain_and_blocked(g);
+    for (const graph::Node& n : blocked.graph.nodes()) {
+      INFO(n.name << " (" << n.op << ")");
+      if (n.op == "Mul" || n.op == "Add" || n.op == "Relu")
+        CHECK(blocked.graph.value(n.outputs[0]).desc.rank() == 5);
+      if (n.name == "cat") CHECK(blocked.graph.value(n.outputs[0]).desc.rank() == 4);
+    }
+    // Only the activations' boundaries: stem and grow go back for the plain concat, out at the
+    // end; the constants need no ToBlocked.
+    CHECK(test::count_op(blocked.graph, "ToBlocked") == 0);
+    CHECK(test::count_op(blocked.graph, "FromBlocked") == 3);
+    for (int threads : {1, 2}) test::check_same_outputs(plain, blocked.graph, threads, 1e-5);
+  }
+}
