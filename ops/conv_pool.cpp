@@ -2,7 +2,7 @@
 // attribute activation (ops/conv_activation.h: Relu, Clip, Swish, ...) applied to its output:
 // made by graph/passes/conv_fusion.h, ONNX Runtime's contrib op name; an optional 4th input Z of
 // the output's shape is added before the activation, as in ONNX Runtime's FusedConv: a residual
-// connection, graph/passes/conv_sum_fusion.h), MaxPool and AveragePool
+// connection, graph/passes/conv_fusion.h fuse_conv_sums), MaxPool and AveragePool
 // (kernel_shape, strides, pads, count_include_pad). ONNX semantics; pads are
 // [top, left, bottom, right]; MaxPool also takes dilations; auto_pad other than NOTSET, ceil_mode
 // and AveragePool dilations are rejected as unsupported.
@@ -432,6 +432,7 @@ class OnednnConvKernel final : public Kernel {
       if (z)
         for (int64_t i = i0; i < i1; ++i) y[i] += z[i];
       if (!activate || post.kind == ConvActivation::kNone) {
+        // the sum only
       } else if (post.kind == ConvActivation::kRelu) {
         for (int64_t i = i0; i < i1; ++i) y[i] = std::max(y[i], 0.0f);
       } else if (post.kind == ConvActivation::kSigmoid || post.kind == ConvActivation::kSwish) {

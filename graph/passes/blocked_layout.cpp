@@ -1,8 +1,6 @@
 #include "graph/passes/blocked_layout.h"
 
 #include <algorithm>
-#include <limits>
-#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -21,14 +19,6 @@ bool layout_agnostic_binary(const std::string& op) {
   return op == "Add" || op == "Sub" || op == "Mul" || op == "Div";
 }
 
-// A constant scalar input i of n (absent: `dflt`); nullopt when it is not one.
-std::optional<double> scalar_input(const Graph& g, const Node& n, size_t i, double dflt) {
-  if (i >= n.inputs.size() || n.inputs[i] == kNoId) return dflt;
-  const Value& v = g.value(n.inputs[i]);
-  if (!v.data || v.data->dtype() != DType::kF32 || v.data->numel() != 1) return std::nullopt;
-  return static_cast<double>(v.data->data_as<float>()[0]);
-}
-
 // Padded blocked values (C no multiple of B) keep their padding lanes zero, as oneDNN keeps
 // its own padded memory (every primitive zeroes the padding of its output): an op that stays
 // on them must map 0 to 0 (so Sigmoid, HardSigmoid, Softplus, Exp and a Clip above 0 go back to
@@ -39,20 +29,10 @@ bool keeps_zero(const Graph& g, const Node& n) {
       n.op == "Add" || n.op == "Sub" || n.op == "Mul")
     return true;
   if (n.op != "Clip") return false;
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  std::optional<double> lo = scalar_input(g, n, 1, -kInf), hi = scalar_input(g, n, 2, kInf);
-  if (n.inputs.size() == 1) {
-    auto a = attr_float(n.attrs, n.name, "min", -kInf),
-         b = attr_float(n.attrs, n.name, "max", kInf);
-    lo = a.is_ok() ? std::optional<double>(*a) : std::nullopt;
-    hi = b.is_ok() ? std::optional<double>(*b) : std::nullopt;
-  }
-  return lo && hi && *lo <= 0.0 && *hi >= 0.0;
+  const auto bounds = clip_bounds(g, n);
+  return bounds && bounds->first <= 0.0 && bounds->second >= 0.0;
 }
 
-// An operand of a binary op whose output is y that the blocked layout can hold: y's shape, or one
-// value per channel ([N or 1, C, 1, 1]: squeeze-excitation's gate, a per-channel scale), which
-// broadcasts over the 5-D blocked tensor as [N, C/B, 1, 1, B].
 // A float constant with one value per channel of y: [C, 1, 1] (an imported inference
 // BatchNormalization's scale and shift, DenseNet's pre-activation) or [1, C, 1, 1].
 bool channel_constant(const Value& v, const Value& y) {
@@ -62,6 +42,9 @@ bool channel_constant(const Value& v, const Value& y) {
   return (s.size() == 3 && s == Shape{c, 1, 1}) || (s.size() == 4 && s == Shape{1, c, 1, 1});
 }
 
+// An operand of a binary op whose output is y that the blocked layout can hold: y's shape, or one
+// value per channel ([N or 1, C, 1, 1]: squeeze-excitation's gate, a per-channel scale; or a
+// channel_constant), which broadcasts over the 5-D blocked tensor as [N, C/B, 1, 1, B].
 bool channel_operand(const Value& v, const Value& y) {
   if (channel_constant(v, y)) return true;
   if (!f32_4d(v) || !f32_4d(y)) return false;

@@ -17,14 +17,6 @@ struct Activation {
   std::vector<double> params;
 };
 
-// One float of a constant scalar input i of n, or `dflt` when the input is absent.
-std::optional<double> const_scalar(const Graph& g, const Node& n, size_t i, double dflt) {
-  if (i >= n.inputs.size() || n.inputs[i] == kNoId) return dflt;
-  const Value& v = g.value(n.inputs[i]);
-  if (!v.data || v.data->dtype() != DType::kF32 || v.data->numel() != 1) return std::nullopt;
-  return static_cast<double>(v.data->data_as<float>()[0]);
-}
-
 std::optional<Activation> activation_of(const Graph& g, const Node& n) {
   if (n.outputs.size() != 1 || n.inputs.empty()) return std::nullopt;
   if (n.op == "Relu" || n.op == "Sigmoid" || n.op == "Tanh")
@@ -41,20 +33,11 @@ std::optional<Activation> activation_of(const Graph& g, const Node& n) {
     return Activation{"HardSigmoid", {*alpha, *beta}};
   }
   if (n.op == "Clip") {
-    // Opset >= 11: bounds as (optional) inputs; before: attributes min / max.
-    constexpr double kInf = std::numeric_limits<double>::infinity();
-    std::optional<double> lo = const_scalar(g, n, 1, -kInf), hi = const_scalar(g, n, 2, kInf);
-    if (n.inputs.size() == 1) {
-      auto a = attr_float(n.attrs, n.name, "min", -kInf);
-      auto b = attr_float(n.attrs, n.name, "max", kInf);
-      if (!a.is_ok() || !b.is_ok()) return std::nullopt;
-      lo = *a;
-      hi = *b;
-    }
-    if (!lo || !hi || !(*lo <= *hi)) return std::nullopt;
+    const auto bounds = clip_bounds(g, n);
+    if (!bounds) return std::nullopt;
     // oneDNN's clip takes finite float bounds.
     const double fmax = std::numeric_limits<float>::max();
-    return Activation{"Clip", {std::max(*lo, -fmax), std::min(*hi, fmax)}};
+    return Activation{"Clip", {std::max(bounds->first, -fmax), std::min(bounds->second, fmax)}};
   }
   return std::nullopt;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 namespace graphi::graph::passes {
 
@@ -191,6 +192,32 @@ std::optional<RowBlock> row_block(const Graph& g, ValueId a) {
   const TensorDesc& pd = g.value(p.inputs[0]).desc;
   if (pd.numel() != av.desc.numel() || pd.shape.back() != av.desc.shape.back()) return std::nullopt;
   return axis0_piece(g, p.inputs[0]);
+}
+
+namespace {
+
+// One float of a constant scalar input i of n, or `dflt` when the input is absent.
+std::optional<double> const_scalar(const Graph& g, const Node& n, size_t i, double dflt) {
+  if (i >= n.inputs.size() || n.inputs[i] == kNoId) return dflt;
+  const Value& v = g.value(n.inputs[i]);
+  if (!v.data || v.data->dtype() != DType::kF32 || v.data->numel() != 1) return std::nullopt;
+  return static_cast<double>(v.data->data_as<float>()[0]);
+}
+
+}  // namespace
+
+std::optional<std::pair<double, double>> clip_bounds(const Graph& g, const Node& n) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  std::optional<double> lo = const_scalar(g, n, 1, -kInf), hi = const_scalar(g, n, 2, kInf);
+  if (n.inputs.size() == 1) {
+    auto a = attr_float(n.attrs, n.name, "min", -kInf);
+    auto b = attr_float(n.attrs, n.name, "max", kInf);
+    if (!a.is_ok() || !b.is_ok()) return std::nullopt;
+    lo = *a;
+    hi = *b;
+  }
+  if (!lo || !hi || !(*lo <= *hi)) return std::nullopt;
+  return std::pair{*lo, *hi};
 }
 
 bool elementwise_unary_op(const std::string& op) {

@@ -33,6 +33,11 @@ bool const_all_equal(const Graph& g, ValueId v, float x);
 // (attributes or inputs); nullopt when the Slice cuts another axis or has another step.
 std::optional<std::pair<int64_t, int64_t>> slice_range(const Graph& g, const Node& n, int axis);
 
+// The bounds [lo, hi] of a Clip node when they are constants: inputs 1 and 2 (opset >= 11; an
+// absent one is -inf / +inf) or attributes min / max (before); nullopt when a bound is computed at
+// run time, is not a float scalar, or lo > hi.
+std::optional<std::pair<double, double>> clip_bounds(const Graph& g, const Node& n);
+
 // A node's attribute `axis` normalized for an input of rank `rank` (nullopt if out of range).
 std::optional<int> node_axis(const Node& n, int rank, int64_t fallback = 0);
 

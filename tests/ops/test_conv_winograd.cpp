@@ -149,6 +149,32 @@ std::vector<float> run(const ops::onednn::Primitive& prim, const std::vector<flo
   return dst;
 }
 
+// GRAPHI_CACHE_DIR pointed at a fresh scratch directory (no verdict file, no verdicts in memory)
+// for the scope, then put back.
+class ScopedCacheDir {
+ public:
+  explicit ScopedCacheDir(const std::string& name) : dir_(test::scratch_dir(name)) {
+    const char* old = std::getenv("GRAPHI_CACHE_DIR");
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv("GRAPHI_CACHE_DIR", dir_.string().c_str(), 1);
+    std::filesystem::remove(verdicts());
+    ops::forget_conv_algorithm_verdicts();
+  }
+  ~ScopedCacheDir() {
+    if (had_ && !old_.empty())
+      setenv("GRAPHI_CACHE_DIR", old_.c_str(), 1);
+    else
+      unsetenv("GRAPHI_CACHE_DIR");
+  }
+  std::string verdicts() const { return (dir_ / "conv_algorithms.json").string(); }
+
+ private:
+  std::filesystem::path dir_;
+  bool had_ = false;
+  std::string old_;
+};
+
 bool is_winograd(const ops::onednn::Primitive& p) {
   return p.impl_name().find("wino") != std::string::npos;
 }
@@ -251,12 +277,8 @@ TEST_CASE("The measured convolution algorithm is correct and remembered per shap
 
 TEST_CASE("Convolution algorithm verdicts are kept on disk and reused by a later process",
           "[ops][conv][winograd]") {
-  const auto dir = test::scratch_dir("conv_algorithm_cache");
-  const std::string old_dir =
-      std::getenv("GRAPHI_CACHE_DIR") ? std::getenv("GRAPHI_CACHE_DIR") : "";
-  setenv("GRAPHI_CACHE_DIR", dir.string().c_str(), 1);
-  const std::string path = (dir / "conv_algorithms.json").string();
-  std::filesystem::remove(path);
+  const ScopedCacheDir cache("conv_algorithm_cache");
+  const std::string path = cache.verdicts();
 
   ConvSpec s = spec3x3(1, 16, 12, 16);
   s.staged = true;
@@ -319,10 +341,6 @@ TEST_CASE("Convolution algorithm verdicts are kept on disk and reused by a later
       CHECK(k["entries"].contains(key));
     }
   }
-  if (old_dir.empty())
-    unsetenv("GRAPHI_CACHE_DIR");
-  else
-    setenv("GRAPHI_CACHE_DIR", old_dir.c_str(), 1);
 }
 
 TEST_CASE("With an added tensor Z, Winograd comes without the sum post-op, direct with it",
@@ -332,13 +350,8 @@ TEST_CASE("With an added tensor Z, Winograd comes without the sum post-op, direc
   // kernel then adds Z and applies the ReLU itself); otherwise direct with both post-ops. Both
   // branches (the measured verdict, then the opposite one from the cache file) give
   // ReLU(conv + b + Z).
-  const auto dir = test::scratch_dir("conv_sum_algorithm_cache");
-  const std::string old_dir =
-      std::getenv("GRAPHI_CACHE_DIR") ? std::getenv("GRAPHI_CACHE_DIR") : "";
-  setenv("GRAPHI_CACHE_DIR", dir.string().c_str(), 1);
-  const std::string path = (dir / "conv_algorithms.json").string();
-  std::filesystem::remove(path);
-  ops::forget_conv_algorithm_verdicts();
+  const ScopedCacheDir cache("conv_sum_algorithm_cache");
+  const std::string path = cache.verdicts();
 
   ConvSpec s = spec3x3(1, 16, 12, 32);
   s.has_bias = true;
@@ -390,8 +403,4 @@ TEST_CASE("With an added tensor Z, Winograd comes without the sum post-op, direc
     CHECK(branches.size() == 2);
   else
     WARN("no Winograd kernel on this CPU: only the direct branch was checked");
-  if (old_dir.empty())
-    unsetenv("GRAPHI_CACHE_DIR");
-  else
-    setenv("GRAPHI_CACHE_DIR", old_dir.c_str(), 1);
 }
