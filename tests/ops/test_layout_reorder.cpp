@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "graph/attributes.h"
+#include "tests/support/op_runner.h"
 #include "tests/support/reference_gemm_conv.h"
 #include "tests/support/test_util.h"
 
@@ -59,4 +60,28 @@ TEST_CASE("ToBlocked and FromBlocked match the nChwBc index map on every kernel"
       }
     }
   }
+}
+
+TEST_CASE("FromBlocked refuses channels outside its last block, ToBlocked a non-NCHW input",
+          "[ops][layout][errors]") {
+  auto error_of = [](const char* op, const graph::Attributes& attrs, const Tensor& in) {
+    auto r = test::run_single_op(op, attrs, {in});
+    REQUIRE_FALSE(r.is_ok());
+    return r.status().message();
+  };
+  const Tensor blocked = test::random_tensor(TensorDesc{DType::kF32, {1, 2, 3, 3, 16}}, 3);
+  for (int64_t channels : {16, 33, 0}) {
+    graph::Attributes attrs;
+    attrs.set("block", int64_t{16});
+    attrs.set("channels", channels);
+    INFO("channels " << channels);
+    CHECK_THAT(error_of("FromBlocked", attrs, blocked),
+               Catch::Matchers::Contains("attribute 'channels' = " + std::to_string(channels) +
+                                         " does not fit 2 blocks of 16 (it must be in (16, 32])"));
+  }
+  graph::Attributes attrs;
+  attrs.set("block", int64_t{8});
+  CHECK_THAT(
+      error_of("ToBlocked", attrs, test::random_tensor(TensorDesc{DType::kF32, {2, 5, 3}}, 4)),
+      Catch::Matchers::Contains("input must be NCHW, got float32[2, 5, 3]"));
 }
