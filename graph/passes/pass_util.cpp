@@ -49,8 +49,6 @@ bool const_all_equal(const Graph& g, ValueId v, float x) {
   return std::all_of(p, p + t.numel(), [&](float e) { return e == x; });
 }
 
-namespace {
-
 std::optional<std::vector<int64_t>> const_ints(const Graph& g, ValueId v) {
   if (v == kNoId) return std::nullopt;
   auto c = resolve_const(g, v);
@@ -68,8 +66,6 @@ std::optional<std::vector<int64_t>> const_ints(const Graph& g, ValueId v) {
   }
   return out;
 }
-
-}  // namespace
 
 std::optional<int> node_axis(const Node& n, int rank, int64_t fallback) {
   auto a = attr_int(n.attrs, "", "axis", fallback);

@@ -29,6 +29,10 @@ bool same_const(const Graph& g, ValueId a, ValueId b);
 // Every element of constant `v` equals `x` (e.g. the 1 of `1 - z`).
 bool const_all_equal(const Graph& g, ValueId v, float x);
 
+// The elements of an i64 / i32 constant of rank 0 or 1 (through Identity / Transpose plumbing);
+// nullopt for anything else.
+std::optional<std::vector<int64_t>> const_ints(const Graph& g, ValueId v);
+
 // [start, end) of a Slice along `axis` (normalized, clamped, step 1) with constant starts/ends
 // (attributes or inputs); nullopt when the Slice cuts another axis or has another step.
 std::optional<std::pair<int64_t, int64_t>> slice_range(const Graph& g, const Node& n, int axis);

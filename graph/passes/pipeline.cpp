@@ -6,6 +6,7 @@
 #include "graph/passes/conv_fusion.h"
 #include "graph/passes/conv_merge.h"
 #include "graph/passes/mm_fusion.h"
+#include "graph/passes/pad_fold.h"
 #include "graph/passes/phase_hoisting.h"
 #include "graph/passes/reshape_cleanup.h"
 #include "graph/passes/rnn_fusion.h"
@@ -81,6 +82,18 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
     out.reports.push_back(
         {"reshape_cleanup", "collapsed " + plural(r.collapsed, "Reshape chain"), r.collapsed});
     if (r.collapsed > 0) out.graph = std::move(r.graph);
+  }
+  if (options.pad_fold) {
+    GRAPHI_ASSIGN_OR_RETURN(PadFoldResult r, fold_pads(out.graph, shapes));
+    out.pads_removed = r.removed;
+    out.pads_folded = r.folded;
+    std::string did;
+    if (r.removed > 0) did = "dropped " + plural(r.removed, "all-zero Pad");
+    if (r.folded > 0)
+      did += (did.empty() ? "folded " : ", folded ") + plural(r.folded, "zero Pad") +
+             " into the Conv / AveragePool after it";
+    out.reports.push_back({"pad_fold", did, r.removed + r.folded});
+    if (r.removed + r.folded > 0) out.graph = std::move(r.graph);
   }
   if (options.conv_fusion) {
     GRAPHI_ASSIGN_OR_RETURN(ConvFusionResult r, fuse_conv_activations(out.graph, shapes));

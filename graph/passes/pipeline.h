@@ -5,12 +5,14 @@
 //   3. phase_hoisting (graph/passes/phase_hoisting.h): per-step input projections of what is
 //      left of a recurrence -> one GEMM ahead of it;
 //   4. reshape_cleanup (graph/passes/reshape_cleanup.h): Reshape chains -> one Reshape;
-//   5. conv_fusion (graph/passes/conv_fusion.h): Conv + activation (Relu, Clip, Swish, ...) ->
+//   5. pad_fold (graph/passes/pad_fold.h): all-zero Pads dropped, zero Pads before a Conv or an
+//      AveragePool made part of its pads;
+//   6. conv_fusion (graph/passes/conv_fusion.h): Conv + activation (Relu, Clip, Swish, ...) ->
 //      FusedConv (a oneDNN post-op);
-//   6. conv_merge (graph/passes/conv_merge.h): convolutions sharing an input -> one wide
+//   7. conv_merge (graph/passes/conv_merge.h): convolutions sharing an input -> one wide
 //      convolution (+ the identical channel-wise ops after them) + a channel Split;
-//   7. blocked_layout (graph/passes/blocked_layout.h): conv chains in nChw16c / nChw8c;
-//   8. conv_sum (graph/passes/conv_fusion.h, fuse_conv_sums): a blocked conv + the residual Add
+//   8. blocked_layout (graph/passes/blocked_layout.h): conv chains in nChw16c / nChw8c;
+//   9. conv_sum (graph/passes/conv_fusion.h, fuse_conv_sums): a blocked conv + the residual Add
 //      (+ the activation) after it -> one BlockedConv with input Z (a oneDNN binary post-op).
 // Passes 2 and 3 only see what pass 1 did not fuse (a cell the recognizer rejects, any other
 // graph). Every pass keeps the graph's inputs, outputs and their names.
@@ -28,6 +30,7 @@ struct PipelineOptions {
   bool mm_fusion = true;
   bool phase_hoisting = true;
   bool reshape_cleanup = true;
+  bool pad_fold = true;
   bool conv_fusion = true;
   bool conv_merge = true;
   bool blocked_layout = true;
@@ -38,10 +41,10 @@ struct PipelineOptions {
 };
 
 struct PassReport {
-  std::string pass;  // "rnn_fusion", "mm_fusion", "phase_hoisting", "reshape_cleanup",
+  std::string pass;  // "rnn_fusion", "mm_fusion", "phase_hoisting", "reshape_cleanup", "pad_fold",
                      // "conv_fusion", "conv_merge", "blocked_layout", "conv_sum"
-  std::string did;  // e.g. "fused 6 LSTM cells into 2 LSTM sequence ops, ..."
-  int changes = 0;  // rewrites made (0: the pass changed nothing)
+  std::string did;   // e.g. "fused 6 LSTM cells into 2 LSTM sequence ops, ..."
+  int changes = 0;   // rewrites made (0: the pass changed nothing)
 };
 
 struct PipelineResult {
@@ -51,6 +54,7 @@ struct PipelineResult {
   int rnn_cells = 0, rnn_sequences = 0;
   int mm_groups = 0, mm_members = 0, hoisted_groups = 0, hoisted_members = 0;
   int reshapes_collapsed = 0;
+  int pads_removed = 0, pads_folded = 0;
   int convs_fused = 0;
   int conv_groups = 0, conv_members = 0;
   int blocked_ops = 0, layout_reorders = 0;

@@ -1,0 +1,137 @@
+#include "graph/passes/pad_fold.h"
+
+#include <algorithm>
+
+#include "graph/passes/pass_util.h"
+
+namespace graphi::graph::passes {
+namespace {
+
+// A Pad's begin/end per dim of its input, when everything that decides them is a constant:
+// `pads` from input 1 (opset >= 11) or the attribute, opset 18's `axes` input 3.
+struct PadAmounts {
+  std::vector<int64_t> begin, end;
+};
+
+std::optional<PadAmounts> pad_amounts(const Graph& g, const Node& pad, int rank) {
+  std::optional<std::vector<int64_t>> pads;
+  if (pad.inputs.size() > 1 && pad.inputs[1] != kNoId) {
+    pads = const_ints(g, pad.inputs[1]);
+  } else {
+    auto a = attr_ints(pad.attrs, "", "pads");
+    if (a.is_ok()) pads = *a;
+  }
+  if (!pads) return std::nullopt;
+  std::vector<int64_t> axes;
+  if (pad.inputs.size() > 3 && pad.inputs[3] != kNoId) {
+    auto a = const_ints(g, pad.inputs[3]);
+    if (!a) return std::nullopt;
+    axes = *a;
+  } else {
+    for (int d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  if (pads->size() != 2 * axes.size()) return std::nullopt;
+  PadAmounts p;
+  p.begin.assign(static_cast<size_t>(rank), 0);
+  p.end.assign(static_cast<size_t>(rank), 0);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const int64_t d = axes[k] < 0 ? axes[k] + rank : axes[k];
+    if (d < 0 || d >= rank) return std::nullopt;
+    p.begin[static_cast<size_t>(d)] = (*pads)[k];
+    p.end[static_cast<size_t>(d)] = (*pads)[k + axes.size()];
+  }
+  return p;
+}
+
+// Constant mode with fill value 0: the `value` attribute (opset < 11) or a constant input 2.
+bool pads_with_zeros(const Graph& g, const Node& pad) {
+  auto mode = attr_string(pad.attrs, "", "mode", "constant");
+  if (!mode.is_ok() || *mode != "constant") return false;
+  if (pad.inputs.size() > 2 && pad.inputs[2] != kNoId) return const_all_equal(g, pad.inputs[2], 0);
+  auto value = attr_float(pad.attrs, "", "value", 0.0);
+  return value.is_ok() && *value == 0.0;
+}
+
+// The reader's `pads` with the Pad's spatial amounts added (ONNX order: every begin, then every
+// end), or nullopt when the reader cannot take them.
+std::optional<std::vector<int64_t>> merged_pads(const Node& reader, const PadAmounts& p) {
+  const size_t spatial = p.begin.size() - 2;
+  auto auto_pad = attr_string(reader.attrs, "", "auto_pad", "NOTSET");
+  if (!auto_pad.is_ok() || *auto_pad != "NOTSET") return std::nullopt;
+  auto own = attr_ints(reader.attrs, "", "pads", std::vector<int64_t>(2 * spatial, 0));
+  if (!own.is_ok() || own->size() != 2 * spatial) return std::nullopt;
+  if (reader.op == "AveragePool") {
+    auto ceil_mode = attr_int(reader.attrs, "", "ceil_mode", 0);
+    auto cip = attr_int(reader.attrs, "", "count_include_pad", 0);
+    if (!ceil_mode.is_ok() || *ceil_mode != 0 || !cip.is_ok()) return std::nullopt;
+    // Its own padding left out of the divisor cannot be told apart from the folded one.
+    const bool own_pads = std::any_of(own->begin(), own->end(), [](int64_t v) { return v != 0; });
+    if (*cip != 1 && own_pads) return std::nullopt;
+  }
+  std::vector<int64_t> out = *own;
+  for (size_t d = 0; d < spatial; ++d) {
+    out[d] += p.begin[d + 2];
+    out[d + spatial] += p.end[d + 2];
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<PadFoldResult> fold_pads(const Graph& g, const ShapeInferencer& shapes) {
+  PadFoldResult result;
+  Rewrite rw(g);
+  for (NodeId id = 0; id < g.num_nodes(); ++id) {
+    const Node& pad = g.node(id);
+    if (pad.op != "Pad" || pad.inputs.empty() || pad.inputs[0] == kNoId || pad.outputs.size() != 1)
+      continue;
+    const ValueId x = pad.inputs[0], y = pad.outputs[0];
+    if (g.value(y).is_output) continue;
+    const int rank = static_cast<int>(g.value(x).desc.rank());
+    const auto p = pad_amounts(g, pad, rank);
+    if (!p) continue;
+    const auto nonzero = [](const std::vector<int64_t>& v) {
+      return std::any_of(v.begin(), v.end(), [](int64_t e) { return e != 0; });
+    };
+    if (!nonzero(p->begin) && !nonzero(p->end)) {
+      rw.remove(id);
+      rw.replace_uses(y, g.value(x).name);
+      ++result.removed;
+      continue;
+    }
+    // Folding: zeros on the spatial dims only, into the data input of the one node reading it.
+    const auto readers = g.consumers(y);
+    if (rank < 3 || readers.size() != 1 || !pads_with_zeros(g, pad)) continue;
+    if (p->begin[0] || p->begin[1] || p->end[0] || p->end[1]) continue;
+    if (std::any_of(p->begin.begin(), p->begin.end(), [](int64_t e) { return e < 0; }) ||
+        std::any_of(p->end.begin(), p->end.end(), [](int64_t e) { return e < 0; }))
+      continue;
+    const Node& reader = g.node(readers[0]);
+    if ((reader.op != "Conv" && reader.op != "AveragePool") || reader.inputs.empty() ||
+        reader.inputs[0] != y || std::count(reader.inputs.begin(), reader.inputs.end(), y) != 1 ||
+        rw.removed(readers[0]))
+      continue;
+    const auto pads = merged_pads(reader, *p);
+    if (!pads) continue;
+    Attributes attrs = reader.attrs;
+    attrs.set("pads", *pads);
+    if (reader.op == "AveragePool") attrs.set("count_include_pad", int64_t{1});
+    std::vector<std::string> inputs;
+    for (ValueId v : reader.inputs) inputs.push_back(v == kNoId ? "" : g.value(v).name);
+    inputs[0] = g.value(x).name;
+    std::vector<std::string> outputs;
+    for (ValueId v : reader.outputs) outputs.push_back(g.value(v).name);
+    rw.remove(id);
+    rw.remove(readers[0]);
+    rw.add_node(reader.op, reader.name, inputs, outputs, attrs);
+    ++result.folded;
+  }
+  if (result.removed + result.folded == 0) {
+    result.graph = g;
+    return result;
+  }
+  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish(shapes));
+  return result;
+}
+
+}  // namespace graphi::graph::passes
