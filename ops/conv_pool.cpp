@@ -20,6 +20,7 @@
 #include "ops/conv_algorithm.h"
 #include "ops/onednn.h"
 #include "ops/registry.h"
+#include "ops/shape_rules.h"
 
 namespace graphi::ops {
 namespace {
@@ -48,14 +49,6 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 // [N, C/B, H, W, B]. Their geometry is that of the plain op on the logical NCHW desc.
 bool is_blocked(const graph::Node& node) { return node.op.rfind("Blocked", 0) == 0; }
 
-Result<int64_t> block_of(const graph::Node& node, const std::string& where) {
-  GRAPHI_ASSIGN_OR_RETURN(int64_t b, graph::attr_int(node.attrs, where, "block", 0));
-  if (b != 8 && b != 16)
-    return Status::invalid_graph(where + ": attribute 'block' must be 8 or 16, got " +
-                                 std::to_string(b));
-  return b;
-}
-
 // The logical NCHW desc of X (a 5-D blocked X folded back; a 4-D X as is), in `storage`. A
 // blocked tensor's channels may be padded to a whole block (C = 24 held as two blocks of 16):
 // a conv's C is the one its weights give (W [M, C/group, kH, kW]) when it fits X's blocks;
@@ -66,7 +59,7 @@ Result<std::vector<const TensorDesc*>> logical_inputs(const graph::Node& node,
                                                       TensorDesc& storage) {
   std::vector<const TensorDesc*> out = in;
   if (!is_blocked(node) || in.empty() || !in[0] || in[0]->rank() != 5) return out;
-  GRAPHI_ASSIGN_OR_RETURN(int64_t b, block_of(node, where));
+  GRAPHI_ASSIGN_OR_RETURN(int64_t b, layout_block(node, where));
   const Shape& x = in[0]->shape;
   if (x[4] != b)
     return Status::invalid_graph(where + ": blocked input X " + in[0]->to_string() +
@@ -305,7 +298,7 @@ Result<std::vector<TensorDesc>> infer_conv_pool(const graph::InferContext& ctx) 
   if (is_blocked(ctx.node)) {
     // Output channels that are no multiple of B are padded to a whole block (oneDNN writes
     // the padding lanes as zeros).
-    GRAPHI_ASSIGN_OR_RETURN(int64_t b, block_of(ctx.node, ctx.where));
+    GRAPHI_ASSIGN_OR_RETURN(int64_t b, layout_block(ctx.node, ctx.where));
     return with_sum_checked(ctx, g,
                             TensorDesc{DType::kF32, {g.n, (g.oc + b - 1) / b, g.oh, g.ow, b}});
   }
@@ -359,7 +352,7 @@ class OnednnConvKernel final : public Kernel {
     onednn::ConvSpec s;
     const bool blocked = is_blocked(ctx.node);
     if (blocked) {
-      GRAPHI_ASSIGN_OR_RETURN(s.dst_block, block_of(ctx.node, ctx.where));
+      GRAPHI_ASSIGN_OR_RETURN(s.dst_block, layout_block(ctx.node, ctx.where));
       s.src_block = ctx.inputs[0]->rank() == 5 ? s.dst_block : 0;
     }
     s.n = g_.n;
@@ -521,7 +514,7 @@ class OnednnPoolKernel final : public Kernel {
     onednn::PoolSpec s;
     const bool blocked = is_blocked(ctx.node);
     if (blocked) {
-      GRAPHI_ASSIGN_OR_RETURN(s.block, block_of(ctx.node, ctx.where));
+      GRAPHI_ASSIGN_OR_RETURN(s.block, layout_block(ctx.node, ctx.where));
     }
     s.kind = ends_with(ctx.node.op, "MaxPool") ? onednn::PoolKind::kMax
              : g_.count_include_pad            ? onednn::PoolKind::kAvgIncludePad

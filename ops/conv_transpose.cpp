@@ -4,6 +4,9 @@
 //   stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - pad_begin - pad_end.
 // Refused by name: auto_pad other than NOTSET and output_shape (PyTorch exports neither).
 //
+// BlockedConvTranspose: the patch up-sampler on nChw{B}c activations (graph/passes/
+// blocked_layout.h), below.
+//
 // Kernels, in preference order: the patch up-sampler (kernel = stride, no pads: one GEMM and a
 // scatter, below), oneDNN's deconvolution, and a scatter of each input element through the
 // kernel window into its output plane (a thread owns whole (n, m) output planes, so it needs no
@@ -107,7 +110,41 @@ Result<TGeometry> tgeometry(const NodeView& v) {
   return g;
 }
 
+bool is_patch(const TGeometry& g) {
+  return g.group == 1 && g.kh == g.sh && g.kw == g.sw && g.dh == 1 && g.dw == 1 && !g.pt && !g.pl &&
+         !g.pb && !g.pr && !g.oph && !g.opw;
+}
+
+// BlockedConvTranspose (graph/passes/blocked_layout.h): X as nChw{B}c [N, ceil(C/B), H, W, B]
+// (C from W's dim 0, padding lanes zero), the geometry that of ConvTranspose on [N, C, H, W];
+// only the patch up-sampler. `b` gets B.
+Result<TGeometry> blocked_tgeometry(const NodeView& v, int64_t* b) {
+  GRAPHI_RETURN_IF_ERROR(expect_inputs(v, 2, 3, 2));
+  GRAPHI_ASSIGN_OR_RETURN(*b, layout_block(v.node, v.where));
+  const TensorDesc &x = v.in(0), &w = v.in(1);
+  if (x.rank() != 5 || x.shape[4] != *b || w.rank() != 4 ||
+      x.shape[1] != (w.shape[0] + *b - 1) / *b)
+    return Status::invalid_graph(v.where + ": blocked input X " + x.to_string() +
+                                 " does not hold the C = W's dim 0 channels of W " + w.to_string() +
+                                 " in blocks of " + std::to_string(*b));
+  const TensorDesc logical{x.dtype, {x.shape[0], w.shape[0], x.shape[2], x.shape[3]}};
+  std::vector<const TensorDesc*> in(v.inputs.begin(), v.inputs.end());
+  in[0] = &logical;
+  GRAPHI_ASSIGN_OR_RETURN(TGeometry g, tgeometry(NodeView{v.node, in, v.const_inputs, v.where}));
+  if (!is_patch(g))
+    return Status::unsupported(v.where +
+                               ": BlockedConvTranspose runs the patch up-sampler only (group 1, "
+                               "kernel = strides, no pads, dilations or output_padding)");
+  return g;
+}
+
 Result<std::vector<TensorDesc>> infer_conv_transpose(const graph::InferContext& ctx) {
+  if (ctx.node.op == "BlockedConvTranspose") {
+    int64_t b = 0;
+    GRAPHI_ASSIGN_OR_RETURN(TGeometry g, blocked_tgeometry(NodeView::of(ctx), &b));
+    return std::vector<TensorDesc>{
+        TensorDesc{DType::kF32, {g.n, (g.m + b - 1) / b, g.oh, g.ow, b}}};
+  }
   GRAPHI_ASSIGN_OR_RETURN(TGeometry g, tgeometry(NodeView::of(ctx)));
   return std::vector<TensorDesc>{TensorDesc{DType::kF32, {g.n, g.m, g.oh, g.ow}}};
 }
@@ -237,8 +274,7 @@ class PatchConvTransposeKernel final : public Kernel {
 
   Status init(const KernelContext& ctx) override {
     GRAPHI_ASSIGN_OR_RETURN(g_, tgeometry(NodeView::of_kernel(ctx)));
-    if (g_.group != 1 || g_.kh != g_.sh || g_.kw != g_.sw || g_.dh != 1 || g_.dw != 1 || g_.pt ||
-        g_.pl || g_.pb || g_.pr || g_.oph || g_.opw)
+    if (!is_patch(g_))
       return Status::unsupported("not a patch up-sampler (kernel = stride, no pads)");
     const Tensor* w = ctx.constant(1);
     if (!w) return Status::unsupported("weights given at run time");
@@ -292,6 +328,95 @@ class PatchConvTransposeKernel final : public Kernel {
   size_t patch_bytes_ = 0;
 };
 
+// The patch up-sampler on nChw{B}c activations (BlockedConvTranspose): X [N, ceil(C/B), H, W, B]
+// -> Y [N, ceil(M/B), H*kh, W*kw, B]. Each input pixel's kh x kw output patch is a 1x1
+// convolution to kh*kw*Mp channels ordered (a, b, m), M padded to whole blocks Mp, which oneDNN's
+// jit 1x1 kernel runs in nChw{B}c into scratch P; a shuffle then moves every B-lane vector
+// P[n, (a*kw + b)*Mp/B + mb, i, j] to Y[n, mb, i*kh + a, j*kw + b] (a U-Net's decoder keeps its
+// blocked layout: no FromBlocked / ToBlocked around the up-sampler and the Concat after it).
+// Padding lanes (m >= M) get zero weights and bias, so they stay zero.
+class BlockedPatchConvTransposeKernel final : public Kernel {
+ public:
+  const char* name() const override { return "conv_transpose_patch_blocked"; }
+  bool opens_own_region() const override { return true; }
+  size_t scratch_bytes() const override {
+    return prim_ ? align64(prim_->scratch_bytes()) + patch_bytes_ : 0;
+  }
+
+  Status init(const KernelContext& ctx) override {
+    GRAPHI_ASSIGN_OR_RETURN(g_, blocked_tgeometry(NodeView::of_kernel(ctx), &b_));
+    const Tensor* w = ctx.constant(1);
+    if (!w) return Status::unsupported("weights given at run time");
+    const Tensor* bias = ctx.inputs.size() > 2 && ctx.inputs[2] ? ctx.constant(2) : nullptr;
+    if (ctx.inputs.size() > 2 && ctx.inputs[2] && !bias)
+      return Status::unsupported("bias given at run time");
+    mp_ = (g_.m + b_ - 1) / b_ * b_;
+    const int64_t k = g_.kh * g_.kw, c = g_.c, m = g_.m;
+    // W [C, M, kh, kw] -> the 1x1 conv's [k * Mp, C, 1, 1], output channel (a*kw + b)*Mp + m.
+    wc_.assign(static_cast<size_t>(k * mp_ * c), 0.0f);
+    bc_.assign(static_cast<size_t>(k * mp_), 0.0f);
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t mi = 0; mi < m; ++mi)
+        for (int64_t ab = 0; ab < k; ++ab)
+          wc_[static_cast<size_t>((ab * mp_ + mi) * c + ci)] =
+              w->data_as<float>()[(ci * m + mi) * k + ab];
+    if (bias)
+      for (int64_t ab = 0; ab < k; ++ab)
+        std::copy(bias->data_as<float>(), bias->data_as<float>() + m, &bc_[ab * mp_]);
+    onednn::ConvSpec s;
+    s.n = g_.n;
+    s.c = c;
+    s.h = s.oh = g_.h;
+    s.w = s.ow = g_.w;
+    s.oc = k * mp_;
+    s.kh = s.kw = 1;
+    s.has_bias = true;
+    s.src_block = s.dst_block = static_cast<int>(b_);
+    s.const_weights = wc_.data();
+    GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_conv(s, ctx.team_size));
+    patch_bytes_ = align64(static_cast<size_t>(g_.n * k * mp_ * g_.h * g_.w) * sizeof(float));
+    return Status::ok();
+  }
+
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    float* y = static_cast<float*>(io.outputs[0]);
+    char* scratch = static_cast<char*>(team.scratch);
+    float* p = reinterpret_cast<float*>(scratch + align64(prim_->scratch_bytes()));
+    if (!prim_->execute(static_cast<const float*>(io.inputs[0]), nullptr, bc_.data(), p, scratch,
+                        team.nthr, align64(prim_->scratch_bytes()))) {
+      std::fprintf(stderr, "graphi: %s: oneDNN execution failed; output set to NaN\n", name());
+      std::fill(y, y + g_.n * mp_ * g_.oh * g_.ow, std::numeric_limits<float>::quiet_NaN());
+      return;
+    }
+    const int64_t mb = mp_ / b_, hw = g_.h * g_.w, k = g_.kh * g_.kw, b = b_;
+    const size_t vec = static_cast<size_t>(b) * sizeof(float);
+    // Output rows (n, mb, oy) split over the team; each row reads kw vectors per input pixel.
+    const int64_t rows = g_.n * mb * g_.oh;
+#pragma omp parallel num_threads(team.nthr)
+    {
+      auto [r0, r1] = team_range(rows, omp_get_thread_num(), omp_get_num_threads());
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t oy = r % g_.oh, nm = r / g_.oh, blk = nm % mb, n = nm / mb;
+        const int64_t i = oy / g_.sh, a = oy % g_.sh;
+        float* dst = y + r * g_.ow * b;
+        for (int64_t bb = 0; bb < g_.kw; ++bb) {
+          const float* src = p + ((n * k * mb + (a * g_.kw + bb) * mb + blk) * hw + i * g_.w) * b;
+          for (int64_t j = 0; j < g_.w; ++j)
+            std::memcpy(dst + (j * g_.kw + bb) * b, src + j * b, vec);
+        }
+      }
+    }
+  }
+
+ private:
+  static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
+  TGeometry g_;
+  int64_t b_ = 16, mp_ = 0;
+  std::vector<float> wc_, bc_;  // the 1x1 conv's weights [k * Mp, C] and bias [k * Mp]
+  std::unique_ptr<onednn::Primitive> prim_;
+  size_t patch_bytes_ = 0;
+};
+
 std::unique_ptr<Kernel> make_conv_transpose() { return std::make_unique<ConvTransposeKernel>(); }
 std::unique_ptr<Kernel> make_patch_conv_transpose() {
   return std::make_unique<PatchConvTransposeKernel>();
@@ -308,6 +433,13 @@ void register_conv_transpose_op(Registry& r) {
          cost_conv_transpose,
          false,
          {make_patch_conv_transpose, make_onednn_conv_transpose, make_conv_transpose}});
+  r.add({"BlockedConvTranspose",
+         infer_conv_transpose,
+         cost_conv_transpose,
+         false,
+         {[]() -> std::unique_ptr<Kernel> {
+           return std::make_unique<BlockedPatchConvTransposeKernel>();
+         }}});
 }
 
 }  // namespace graphi::ops

@@ -11,17 +11,10 @@
 
 #include "ops/onednn.h"
 #include "ops/registry.h"
+#include "ops/shape_rules.h"
 
 namespace graphi::ops {
 namespace {
-
-Result<int64_t> block_attr(const graph::Node& node, const std::string& where) {
-  GRAPHI_ASSIGN_OR_RETURN(int64_t b, graph::attr_int(node.attrs, where, "block", 0));
-  if (b != 8 && b != 16)
-    return Status::invalid_graph(where + ": attribute 'block' must be 8 or 16, got " +
-                                 std::to_string(b));
-  return b;
-}
 
 // FromBlocked's `channels` for an input of `blocks` blocks of b: within the last block.
 Result<int64_t> logical_channels(const graph::Node& node, const std::string& where, int64_t blocks,
@@ -39,7 +32,7 @@ Result<std::vector<TensorDesc>> infer_reorder(const graph::InferContext& ctx) {
   if (ctx.inputs.size() != 1 || !ctx.inputs[0] || ctx.num_outputs != 1)
     return Status::invalid_graph(ctx.where + ": " + ctx.node.op + " takes 1 input and 1 output");
   const TensorDesc& x = *ctx.inputs[0];
-  GRAPHI_ASSIGN_OR_RETURN(int64_t b, block_attr(ctx.node, ctx.where));
+  GRAPHI_ASSIGN_OR_RETURN(int64_t b, layout_block(ctx.node, ctx.where));
   if (x.dtype != DType::kF32)
     return Status::invalid_graph(ctx.where + ": input must be float32, got " + x.to_string());
   if (ctx.node.op == "ToBlocked") {
@@ -70,7 +63,7 @@ class ReorderKernel final : public Kernel {
     to_blocked_ = ctx.node.op == "ToBlocked";
     const Shape& x = ctx.inputs[0]->shape;
     const Shape& y = ctx.outputs[0]->shape;
-    GRAPHI_ASSIGN_OR_RETURN(b_, block_attr(ctx.node, ctx.where));
+    GRAPHI_ASSIGN_OR_RETURN(b_, layout_block(ctx.node, ctx.where));
     n_ = x[0];
     c_ = to_blocked_ ? x[1] : y[1];
     cb_ = (c_ + b_ - 1) / b_;
@@ -123,7 +116,7 @@ class OnednnReorderKernel final : public Kernel {
   Status init(const KernelContext& ctx) override {
     to_blocked_ = ctx.node.op == "ToBlocked";
     const Shape& x = ctx.inputs[0]->shape;
-    GRAPHI_ASSIGN_OR_RETURN(const int64_t b, block_attr(ctx.node, ctx.where));
+    GRAPHI_ASSIGN_OR_RETURN(const int64_t b, layout_block(ctx.node, ctx.where));
     const int64_t c = to_blocked_ ? x[1] : ctx.outputs[0]->shape[1];  // logical channels
     count_ = ctx.outputs[0]->numel();
     // A small tensor costs the loops less than a oneDNN call (its argument map and OpenMP

@@ -80,4 +80,12 @@ std::string ints_to_string(std::span<const int64_t> v) {
   return s + "]";
 }
 
+Result<int64_t> layout_block(const graph::Node& node, const std::string& where) {
+  GRAPHI_ASSIGN_OR_RETURN(int64_t b, graph::attr_int(node.attrs, where, "block", 0));
+  if (b != 8 && b != 16)
+    return Status::invalid_graph(where + ": attribute 'block' must be 8 or 16, got " +
+                                 std::to_string(b));
+  return b;
+}
+
 }  // namespace graphi::ops

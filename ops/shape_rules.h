@@ -51,6 +51,9 @@ Result<int> normalize_axis(const NodeView& v, const char* attr, int64_t axis, co
 // the input is not a constant ("must be a constant") or not an integer vector.
 Result<std::vector<int64_t>> const_ints_input(const NodeView& v, size_t i, const char* field);
 
+// The channel block of a nChw{B}c op (graph/passes/blocked_layout.h): attribute `block`, 8 or 16.
+Result<int64_t> layout_block(const graph::Node& node, const std::string& where);
+
 // "[1, 2, 3]" for attribute values in messages.
 std::string ints_to_string(std::span<const int64_t> v);
 

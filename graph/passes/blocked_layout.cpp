@@ -53,6 +53,27 @@ bool channel_operand(const Value& v, const Value& y) {
   return s == t || (s[1] == t[1] && s[2] == 1 && s[3] == 1 && (s[0] == 1 || s[0] == t[0]));
 }
 
+// A ConvTranspose whose kernel equals its strides, without pads, dilations, output_padding or
+// groups, with constant weights and bias (a U-Net / FCN up-sampler): BlockedConvTranspose.
+bool patch_upsampler(const Graph& g, const Node& n) {
+  if (n.inputs.size() < 2 || n.inputs[1] == kNoId) return false;
+  const Value& w = g.value(n.inputs[1]);
+  if (!w.data || w.desc.dtype != DType::kF32 || w.desc.rank() != 4) return false;
+  if (n.inputs.size() > 2 && n.inputs[2] != kNoId && !g.value(n.inputs[2]).data) return false;
+  const std::vector<int64_t> k = {w.desc.shape[2], w.desc.shape[3]};
+  auto attr_is = [&](const char* name, std::vector<int64_t> dflt,
+                     const std::vector<int64_t>& want) {
+    auto a = attr_ints(n.attrs, n.name, name, std::move(dflt));
+    return a.is_ok() && *a == want;
+  };
+  auto group = attr_int(n.attrs, n.name, "group", 1);
+  auto auto_pad = attr_string(n.attrs, n.name, "auto_pad", "NOTSET");
+  return group.is_ok() && *group == 1 && auto_pad.is_ok() && *auto_pad == "NOTSET" &&
+         !n.attrs.has("output_shape") && attr_is("strides", {1, 1}, k) &&
+         attr_is("pads", {0, 0, 0, 0}, {0, 0, 0, 0}) && attr_is("dilations", {1, 1}, {1, 1}) &&
+         attr_is("output_padding", {0, 0}, {0, 0});
+}
+
 // A scalar operand (Clip's min / max): rank 0 or one element.
 bool scalar(const Value& v) { return v.desc.numel() == 1; }
 
@@ -208,6 +229,15 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
       Attributes a = n.attrs;
       a.set("block", b);
       make_blocked(id, "Blocked" + n.op, {blocked_input(x)}, a);
+    } else if (n.op == "ConvTranspose" && is_blocked(x, 0) && f32_4d(xv) && patch_upsampler(g, n)) {
+      // Each input pixel's output patch is a 1x1 convolution + a shuffle of whole B-lane
+      // vectors (ops/conv_transpose.cpp), so the decoder of a U-Net stays blocked.
+      std::vector<std::string> in = {bname.at(x)};
+      for (size_t i = 1; i < n.inputs.size(); ++i)
+        in.push_back(n.inputs[i] == kNoId ? "" : g.value(n.inputs[i]).name);
+      Attributes a = n.attrs;
+      a.set("block", b);
+      make_blocked(id, "BlockedConvTranspose", in, a);
     } else if (elementwise_unary_op(n.op) && is_blocked(x, 0) && (!padded(x) || keeps_zero(g, n)) &&
                std::all_of(n.inputs.begin() + 1, n.inputs.end(),
                            [&](ValueId v) { return v == kNoId || scalar(g.value(v)); })) {

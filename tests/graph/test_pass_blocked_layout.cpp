@@ -2,6 +2,7 @@
 // (within 1e-5) on every CNN of the ONNX zoo and on an inception block and a PathNet stack,
 // teams of 1 and 2; the reorders sit at the layout boundaries only.
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "engine/model_loader.h"
 #include "graph/passes/blocked_layout.h"
@@ -416,4 +417,88 @@ TEST_CASE("blocked_layout: a DenseNet layer's pre-activation (per-channel consta
     CHECK(test::count_op(blocked.graph, "FromBlocked") == 3);
     for (int threads : {1, 2}) test::check_same_outputs(plain, blocked.graph, threads, 1e-5);
   }
+}
+
+TEST_CASE("blocked_layout: a U-Net decoder's patch up-samplers and skip Concat stay blocked",
+          "[passes][conv][layout]") {
+  // enc (32) -> down (48) -> ConvTranspose 2x2 stride 2 back to 32 channels (with bias), Concat
+  // with the skip enc, conv; then a 3x3 stride 3 up-sampler from padded 40 channels to padded 24
+  // (no bias): BlockedConvTranspose both times (a 1x1 conv to kh*kw*Mp channels + a shuffle of
+  // B-lane vectors), no reorder inside, equal to the NCHW path (the patch GEMM kernel, checked
+  // against the gather-form definition in tests/ops/test_zoo_ops.cpp).
+  for (int64_t batch : {1, 2}) {
+    INFO("batch " << batch);
+    graph::GraphBuilder b("<u-net decoder>");
+    uint64_t seed = 1300;
+    b.add_input("x", TensorDesc{DType::kF32, {batch, 3, 8, 10}});
+    add_conv(b, seed, "enc", "x", 3, 32, 3, 1);
+    graph::Attributes pool = test::conv_window(2, 2, 0);
+    b.add_node("MaxPool", "pool", {"enc"}, {"pool"}, pool);
+    add_conv(b, seed, "down", "pool", 32, 48, 3, 1);
+    b.add_constant("up.w",
+                   test::random_tensor(TensorDesc{DType::kF32, {48, 32, 2, 2}}, seed++, -0.3, 0.3));
+    b.add_constant("up.b", test::random_tensor(TensorDesc{DType::kF32, {32}}, seed++));
+    graph::Attributes up;
+    up.set("strides", std::vector<int64_t>{2, 2});
+    b.add_node("ConvTranspose", "up", {"down", "up.w", "up.b"}, {"up"}, up);
+    graph::Attributes cat;
+    cat.set("axis", int64_t{1});
+    b.add_node("Concat", "cat", {"up", "enc"}, {"cat"}, cat);
+    add_conv(b, seed, "dec", "cat", 64, 40, 3, 1);
+    b.add_constant("up3.w",
+                   test::random_tensor(TensorDesc{DType::kF32, {40, 24, 3, 3}}, seed++, -0.3, 0.3));
+    graph::Attributes up3;
+    up3.set("strides", std::vector<int64_t>{3, 3});
+    up3.set("kernel_shape", std::vector<int64_t>{3, 3});
+    b.add_node("ConvTranspose", "up3", {"dec", "up3.w"}, {"out"}, up3);
+    b.add_output("out");
+    const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
+    auto [plain, blocked] = plain_and_blocked(g);
+    CHECK(test::count_op(blocked.graph, "BlockedConvTranspose") == 2);
+    CHECK(test::count_op(blocked.graph, "ConvTranspose") == 0);
+    CHECK(test::count_op(blocked.graph, "ToBlocked") == 0);
+    CHECK(test::count_op(blocked.graph, "FromBlocked") == 1);  // out
+    for (const graph::Node& n : blocked.graph.nodes())
+      if (n.op == "Concat") CHECK(blocked.graph.value(n.outputs[0]).desc.rank() == 5);
+    // Four layers deep, the outputs reach the hundreds: compared relative to the largest |y|
+    // (fp32 sums in another order differ by ~1e-4 absolute there).
+    const engine::NamedTensors in = test::random_inputs(g, 7);
+    const Tensor want = test::run_graph(plain, in, 1)[0].second;
+    double scale = 0;
+    for (int64_t i = 0; i < want.numel(); ++i)
+      scale = std::max(scale, std::abs(double{want.data_as<float>()[i]}));
+    for (int threads : {1, 2}) {
+      const Tensor got = test::run_graph(blocked.graph, in, threads)[0].second;
+      REQUIRE(got.desc() == want.desc());
+      double diff = 0;
+      for (int64_t i = 0; i < want.numel(); ++i)
+        diff = std::max(diff, std::abs(double{got.data_as<float>()[i]} - want.data_as<float>()[i]));
+      CHECK(diff / scale < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("BlockedConvTranspose refuses what is not a patch up-sampler, by node and field",
+          "[ops][conv_transpose][layout]") {
+  graph::GraphBuilder b("<blocked deconv>");
+  b.add_input("x", TensorDesc{DType::kF32, {1, 2, 4, 4, 16}});
+  b.add_constant("w", test::random_tensor(TensorDesc{DType::kF32, {32, 8, 3, 3}}, 1));
+  graph::Attributes a;
+  a.set("block", int64_t{16});
+  a.set("strides", std::vector<int64_t>{2, 2});  // kernel 3, stride 2: not a patch
+  b.add_node("BlockedConvTranspose", "deconv", {"x", "w"}, {"y"}, a);
+  b.add_output("y");
+  auto g = b.finish(ops::Registry::get());
+  REQUIRE_FALSE(g.is_ok());
+  CHECK_THAT(g.status().message(), Catch::Contains("node 'deconv' (BlockedConvTranspose)"));
+  CHECK_THAT(g.status().message(), Catch::Contains("patch up-sampler only"));
+  graph::GraphBuilder b2("<blocked deconv channels>");
+  b2.add_input("x", TensorDesc{DType::kF32, {1, 3, 4, 4, 16}});  // 48 lanes for C = 32
+  b2.add_constant("w", test::random_tensor(TensorDesc{DType::kF32, {32, 8, 2, 2}}, 1));
+  a.set("strides", std::vector<int64_t>{2, 2});
+  b2.add_node("BlockedConvTranspose", "deconv", {"x", "w"}, {"y"}, a);
+  b2.add_output("y");
+  auto g2 = b2.finish(ops::Registry::get());
+  REQUIRE_FALSE(g2.is_ok());
+  CHECK_THAT(g2.status().message(), Catch::Contains("does not hold the C = W's dim 0 channels"));
 }
