@@ -82,8 +82,13 @@ Result<GraphStats> compute_graph_stats(const graph::Graph& g, const Plan* plan) 
   auto take = [&](const MemoryPlan& m) {
     s.peak_bytes = m.peak_bytes;
     s.total_bytes = m.total_bytes;
-    s.aliased_values = static_cast<size_t>(
-        std::count_if(m.alias_of.begin(), m.alias_of.end(), [](ValueId r) { return r != kNoId; }));
+    s.aliased_values = s.concat_inputs_in_place = 0;
+    for (ValueId v = 0; v < m.alias_of.size(); ++v) {
+      if (m.alias_of[v] == kNoId) continue;
+      const NodeId p = g.value(v).producer;
+      const std::string& op = p == kNoId ? std::string() : g.node(p).op;
+      ++(op == "Reshape" || op == "Identity" ? s.aliased_values : s.concat_inputs_in_place);
+    }
   };
   if (plan && plan->memory().mode == ReuseMode::kDependencySafe)
     take(plan->memory());
@@ -121,7 +126,8 @@ nlohmann::json to_json(const GraphStats& s) {
   j["memory"] = {{"peak_bytes", s.peak_bytes},
                  {"peak_bytes_sequential", s.peak_bytes_sequential},
                  {"total_bytes", s.total_bytes},
-                 {"aliased_values", s.aliased_values}};
+                 {"aliased_values", s.aliased_values},
+                 {"concat_inputs_in_place", s.concat_inputs_in_place}};
   return j;
 }
 
@@ -190,13 +196,17 @@ std::string to_text(const GraphStats& s) {
   line("max width", std::to_string(s.max_width) + " (average parallelism " + buf + ")");
   line("critical path", std::to_string(s.critical_path_ops) + " ops, " +
                             human_count(s.critical_path_flops) + " FLOPs");
-  line("memory (reuse)", human_bytes(double(s.peak_bytes)) + " peak, dependency-safe (" +
-                             human_bytes(double(s.peak_bytes_sequential)) +
-                             " on the sequential scheduler, which runs the nodes in order)" +
-                             (s.aliased_values ? "; " + std::to_string(s.aliased_values) +
-                                                     " Reshape/Identity outputs share their "
-                                                     "input's bytes"
-                                               : std::string()));
+  line("memory (reuse)",
+       human_bytes(double(s.peak_bytes)) + " peak, dependency-safe (" +
+           human_bytes(double(s.peak_bytes_sequential)) +
+           " on the sequential scheduler, which runs the nodes in order)" +
+           (s.aliased_values ? "; " + std::to_string(s.aliased_values) +
+                                   " Reshape/Identity outputs share their "
+                                   "input's bytes"
+                             : std::string()) +
+           (s.concat_inputs_in_place ? "; " + std::to_string(s.concat_inputs_in_place) +
+                                           " Concat inputs written in place in its output"
+                                     : std::string()));
   line("memory (no reuse)", human_bytes(double(s.total_bytes)));
   line("inputs / outputs bytes",
        human_bytes(double(s.input_bytes)) + " / " + human_bytes(double(s.output_bytes)));

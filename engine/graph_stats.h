@@ -51,6 +51,8 @@ struct GraphStats {
   size_t total_bytes = 0;  // without reuse
   // Reshape/Identity outputs that share their input's bytes (no copy at run time; memory_plan.h).
   size_t aliased_values = 0;
+  // Concat inputs their producers write inside the Concat's output (memory_plan.h).
+  size_t concat_inputs_in_place = 0;
 };
 
 // Errors (kUnsupported) only if the graph has an op type the registry does not know, naming

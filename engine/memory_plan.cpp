@@ -136,6 +136,64 @@ std::vector<ValueId> find_aliases(const graph::Graph& g, const std::vector<Stora
   return root;
 }
 
+// Concat groups (see the header): each input of a Concat along an axis whose outer dims are all 1
+// is a contiguous byte range of the output, so the producers can write there and the Concat
+// copies nothing. Members are plain arena values (no Reshape alias group, no in-place writer,
+// each in one group), at offsets that keep the arena's alignment; a Concat input that is itself
+// such a group's root brings its members along (DenseNet's concat of a concat).
+void find_concat_groups(const graph::Graph& g, const std::vector<Storage>& storage,
+                        std::vector<ValueId>& root, std::vector<size_t>& offset) {
+  const size_t nv = g.num_values();
+  std::vector<uint8_t> excluded(nv, 0);  // in a Reshape group, or read by an in-place writer
+  for (ValueId v = 0; v < nv; ++v)
+    if (root[v] != kNoId) excluded[v] = excluded[root[v]] = 1;
+  for (NodeId n = 0; n < g.num_nodes(); ++n)
+    if (writes_input_in_place(g.node(n).op))
+      for (ValueId v : g.node(n).inputs)
+        if (v != kNoId) excluded[v] = 1;
+  std::vector<std::vector<ValueId>> members(nv);  // concat roots -> their members
+  for (NodeId n = 0; n < g.num_nodes(); ++n) {
+    const graph::Node& node = g.node(n);
+    if (node.op != "Concat" || node.outputs.size() != 1 || node.inputs.size() < 2) continue;
+    const ValueId y = node.outputs[0];
+    if (storage[y] != Storage::kArena || root[y] != kNoId) continue;
+    // A Reshape alias of y may share y's bytes (offset 0); an in-place writer may not.
+    bool ok =
+        !(excluded[y] && std::any_of(g.consumers(y).begin(), g.consumers(y).end(), [&](NodeId c) {
+            return writes_input_in_place(g.node(c).op);
+          }));
+    const Shape& shape = g.value(y).desc.shape;
+    auto axis = graph::attr_int(node.attrs, node.name, "axis", 0);
+    const int64_t rank = static_cast<int64_t>(shape.size());
+    int64_t a = axis.is_ok() ? *axis : rank;
+    if (a < 0) a += rank;
+    ok = ok && a >= 0 && a < rank;
+    for (int64_t d = 0; ok && d < a; ++d) ok = shape[static_cast<size_t>(d)] == 1;
+    std::vector<size_t> at;
+    size_t off = 0;
+    for (size_t i = 0; ok && i < node.inputs.size(); ++i) {
+      const ValueId v = node.inputs[i];
+      ok = v != kNoId && storage[v] == Storage::kArena && root[v] == kNoId && !excluded[v] &&
+           off % kArenaAlignment == 0 && std::count(node.inputs.begin(), node.inputs.end(), v) == 1;
+      at.push_back(off);
+      if (ok) off += g.value(v).desc.bytes();
+    }
+    if (!ok || off != g.value(y).desc.bytes()) continue;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const ValueId v = node.inputs[i];
+      for (ValueId m : members[v]) {
+        root[m] = y;
+        offset[m] += at[i];
+        members[y].push_back(m);
+      }
+      members[v].clear();
+      root[v] = y;
+      offset[v] = at[i];
+      members[y].push_back(v);
+    }
+  }
+}
+
 struct Segment {
   size_t begin, end;
   ValueId occupant;  // the value that last had these bytes
@@ -156,8 +214,11 @@ MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode, size_t reachabilit
     if (val.kind == graph::ValueKind::kConstant) plan.storage[v] = Storage::kConstant;
   }
 
-  plan.alias_of = mode == ReuseMode::kNone ? std::vector<ValueId>(nv, kNoId)
-                                            : find_aliases(g, plan.storage);
+  plan.alias_of =
+      mode == ReuseMode::kNone ? std::vector<ValueId>(nv, kNoId) : find_aliases(g, plan.storage);
+  plan.alias_offset.assign(nv, 0);
+  if (mode != ReuseMode::kNone)
+    find_concat_groups(g, plan.storage, plan.alias_of, plan.alias_offset);
 
   // Uses of a value: the nodes that read it, or its producer alone when nobody reads it (the
   // producer's write is then its whole lifetime). last_use is the largest of them. A group of
@@ -180,8 +241,7 @@ MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode, size_t reachabilit
     return group_uses[u].empty() ? own_uses(u) : std::span<const NodeId>(group_uses[u]);
   };
   std::vector<uint8_t> is_output(nv, 0);  // compact copies: compatible() runs per segment
-  for (ValueId v : g.outputs())
-    is_output[plan.alias_of[v] == kNoId ? v : plan.alias_of[v]] = 1;
+  for (ValueId v : g.outputs()) is_output[plan.alias_of[v] == kNoId ? v : plan.alias_of[v]] = 1;
   std::vector<NodeId> last_use(nv, 0);
   for (ValueId v = 0; v < nv; ++v)
     if (plan.storage[v] == Storage::kArena) {
@@ -216,17 +276,28 @@ MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode, size_t reachabilit
 
   std::vector<Segment> segs;  // sorted, contiguous, covering [0, arena_end)
   size_t arena_end = 0;
+  // A group's root gets its bytes when the first of its members is produced: a Reshape's root
+  // is produced before its aliases, a Concat's output after its inputs (the members).
+  std::vector<uint8_t> placed(nv, 0);
   for (NodeId p = 0; p < g.num_nodes(); ++p) {
     if (reach) reach->enter(p);
-    for (ValueId w : g.node(p).outputs) {
-      if (ValueId r = plan.alias_of[w]; r != kNoId) {  // the root's bytes, placed earlier
-        plan.offset[w] = plan.offset[r];
-        plan.size[w] = plan.size[r];
+    for (ValueId out : g.node(p).outputs) {
+      const ValueId r = plan.alias_of[out];
+      const ValueId w = r == kNoId ? out : r;  // the value whose bytes are planned
+      if (placed[w]) {
+        plan.offset[out] = plan.offset[w] + plan.alias_offset[out];
+        const bool same = g.value(out).desc.bytes() == g.value(w).desc.bytes();
+        plan.size[out] = same ? plan.size[w] : align_up(g.value(out).desc.bytes());
         continue;
       }
+      placed[w] = 1;
       const size_t size = std::max(align_up(g.value(w).desc.bytes()), kArenaAlignment);
       plan.size[w] = size;
       plan.total_bytes += size;
+      // A Concat group placed before its other members' producers ran: in the dependency-safe
+      // mode those may run in any order after their own inputs, which the ancestor sets of this
+      // node cannot vouch for, so the group takes fresh bytes (the node-order plan reuses).
+      const bool fresh = r != kNoId && mode == ReuseMode::kDependencySafe;
 
       // Best fit: the smallest run of reusable segments that holds `size`; otherwise the
       // trailing reusable run (if any) extended past the arena end; otherwise the arena end.
@@ -241,7 +312,7 @@ MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode, size_t reachabilit
         in_run = false;
       };
       for (const Segment& s : segs) {
-        if (compatible(s.occupant, p)) {
+        if (!fresh && compatible(s.occupant, p)) {
           if (!in_run) run_begin = s.begin;
           in_run = true;
           run_end = s.end;
@@ -280,12 +351,30 @@ MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode, size_t reachabilit
         segs.erase(segs.begin() + at, segs.begin() + at + (covered - n_repl));
       for (int k = 0; k < n_repl; ++k) segs[static_cast<size_t>(at + k)] = repl[k];
       arena_end = std::max(arena_end, end);
+      if (w != out) {
+        plan.offset[out] = off + plan.alias_offset[out];
+        plan.size[out] = align_up(g.value(out).desc.bytes());
+      }
     }
     if (reach) reach->leave(p);
   }
   plan.peak_bytes = arena_end;
   if (reach) plan.exact_reachability = reach->exact();
   return plan;
+}
+
+bool copies_nothing(const graph::Graph& g, const MemoryPlan& m, NodeId n) {
+  const graph::Node& node = g.node(n);
+  if (m.alias_of.empty() || node.outputs.size() != 1) return false;
+  const ValueId y = node.outputs[0];
+  if (copies_input(node.op))
+    return !node.inputs.empty() && node.inputs[0] != kNoId && m.alias_of[y] != kNoId;
+  if (node.op != "Concat") return false;
+  const ValueId ry = m.alias_of[y] == kNoId ? y : m.alias_of[y];
+  return std::all_of(node.inputs.begin(), node.inputs.end(), [&](ValueId v) {
+    return v != kNoId && m.alias_of[v] == ry && m.offset[v] >= m.offset[y] &&
+           m.offset[v] - m.offset[y] == m.alias_offset[v] - (ry == y ? 0 : m.alias_offset[y]);
+  });
 }
 
 }  // namespace graphi::engine

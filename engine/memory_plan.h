@@ -56,6 +56,11 @@ struct MemoryPlan {
   // whose bytes w takes (offset[w] == offset[alias_of[w]]; not counted in total_bytes); kNoId for
   // every other value. Not in ReuseMode::kNone (every value then has bytes of its own).
   std::vector<graph::ValueId> alias_of;
+  // Concat groups: the inputs of a Concat along an axis whose outer dims are all 1 live inside
+  // its output (alias_of[input] = the output, or the output of the Concat that in turn reads that
+  // one), at byte offset alias_offset[input] from it (0 for Reshape aliases); their producers
+  // write there and the Concat's kernel copies nothing.
+  std::vector<size_t> alias_offset;
 };
 
 // Memory allowed for the ancestor bitsets of the dependency-safe mode. Sets are built in node
@@ -68,6 +73,13 @@ inline constexpr size_t kDefaultReachabilityBudgetBytes = size_t{64} << 20;
 // input in place (the optimizers, the batch-norm statistics update) reads a value of that group.
 // The group (u and every value that aliases it, transitively) is planned as one value: its uses
 // are the uses of all members and it is a graph output when any member is.
+// Concat groups likewise (MemoryPlan::alias_offset; not for inputs in a Reshape group or read by
+// an in-place writer, and only at offsets that are multiples of kArenaAlignment): the group is
+// placed when its first member is produced, over reusable bytes in the sequential mode, over
+// fresh ones in the dependency-safe mode (its members' producers may then run in any order).
+//
+// copies_nothing(g, m, n): node n is a Reshape / Identity or a Concat whose output already holds
+// its inputs' bytes under this plan, so its kernel skips the copy.
 //
 // Plans the arena for `g` in node order. Graph outputs stay live until the run ends, so they
 // are intact when the run returns; an intermediate nobody consumes still gets bytes (its
@@ -75,5 +87,6 @@ inline constexpr size_t kDefaultReachabilityBudgetBytes = size_t{64} << 20;
 // Deterministic; never fails for a validated Graph.
 MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode = ReuseMode::kDependencySafe,
                        size_t reachability_budget_bytes = kDefaultReachabilityBudgetBytes);
+bool copies_nothing(const graph::Graph& g, const MemoryPlan& m, graph::NodeId n);
 
 }  // namespace graphi::engine

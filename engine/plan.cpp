@@ -112,16 +112,11 @@ Result<Plan> compile(std::shared_ptr<const graph::Graph> graph, int team_size, R
   plan.memory_ = plan_memory(g, reuse);
   if (reuse == ReuseMode::kDependencySafe)
     plan.sequential_memory_ = plan_memory(g, ReuseMode::kSequential);
-  // A Reshape / Identity whose output takes its input's bytes (a memory-plan alias) copies
-  // nothing at run time: its copy-cost hint would lengthen levels and the cost model's paths.
-  const std::vector<ValueId>& alias_of = plan.memory_.alias_of;
-  for (NodeId i = 0; i < n && !alias_of.empty(); ++i) {
-    const graph::Node& node = g.node(i);
-    const bool aliased =
-        !node.outputs.empty() && std::all_of(node.outputs.begin(), node.outputs.end(),
-                                             [&](ValueId v) { return alias_of[v] != kNoId; });
-    if (aliased) plan.cost_[i] = ops::CostHint{};
-  }
+  // A Reshape / Identity whose output takes its input's bytes (a memory-plan alias), or a Concat
+  // whose inputs were written in place, copies nothing at run time: its copy-cost hint would
+  // lengthen levels and the cost model's paths.
+  for (NodeId i = 0; i < n; ++i)
+    if (copies_nothing(g, plan.memory_, i)) plan.cost_[i] = ops::CostHint{};
   plan.levels_ = compute_levels(plan, default_node_costs(plan));
   return plan;
 }

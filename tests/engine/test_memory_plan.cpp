@@ -24,6 +24,11 @@ class BlobShapes : public graph::ShapeInferencer {
     // Reshape: the memory plan's alias op (its output takes its input's bytes); SGDUpdate: an
     // op that writes its input in place, which forbids aliasing for the values it reads.
     if (ctx.node.op == "Reshape") return std::vector<TensorDesc>{*ctx.inputs[0]};
+    if (ctx.node.op == "Concat") {  // of 1-D values, axis 0: the memory plan's in-place case
+      int64_t n = 0;
+      for (const TensorDesc* d : ctx.inputs) n += d->shape[0];
+      return std::vector<TensorDesc>{TensorDesc{DType::kF32, {n}}};
+    }
     if (ctx.node.op != "Blob" && ctx.node.op != "SGDUpdate")
       return Status::unsupported(ctx.where + ": unknown op");
     GRAPHI_ASSIGN_OR_RETURN(auto sizes, graph::attr_ints(ctx.node.attrs, ctx.where, "sizes"));
@@ -41,7 +46,9 @@ graph::Attributes sizes_attr(std::vector<int64_t> sizes) {
 
 // With reshapes: some nodes are Reshapes of a recent value (an input, or an intermediate, the
 // memory plan's alias case), sometimes of a Reshape (a chain), and some Blobs are SGDUpdates.
-graph::Graph random_dag(uint64_t seed, int max_nodes, bool reshapes = false) {
+// With concats: some nodes are Concats (axis 0) of 2-3 distinct recent values, sometimes of a
+// Concat (nested groups), and most Blob sizes are multiples of 16 floats (64-byte offsets).
+graph::Graph random_dag(uint64_t seed, int max_nodes, bool reshapes = false, bool concats = false) {
   std::mt19937_64 rng(seed);
   auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   graph::GraphBuilder b("<random dag " + std::to_string(seed) + ">");
@@ -71,9 +78,26 @@ graph::Graph random_dag(uint64_t seed, int max_nodes, bool reshapes = false) {
       for (auto& o : outs) values.push_back(o), intermediates.push_back(o);
       continue;
     }
+    if (concats && uni(0, 2) == 0 && intermediates.size() >= 2) {
+      std::vector<std::string> parts;
+      for (int i = 0, n = uni(2, 3); i < n; ++i) {
+        const int hi = static_cast<int>(intermediates.size()) - 1;
+        const std::string& v = intermediates[std::max(0, hi - uni(0, 5))];
+        if (std::find(parts.begin(), parts.end(), v) == parts.end()) parts.push_back(v);
+      }
+      if (parts.size() >= 2) {
+        graph::Attributes axis;
+        axis.set("axis", int64_t{0});
+        outs.push_back("c" + std::to_string(k));
+        b.add_node("Concat", "n" + std::to_string(k), parts, outs, axis);
+        values.push_back(outs[0]);
+        intermediates.push_back(outs[0]);
+        continue;
+      }
+    }
     for (int i = 0, n = uni(1, 4) == 1 ? 2 : 1; i < n; ++i) {
       outs.push_back("v" + std::to_string(k) + "_" + std::to_string(i));
-      sizes.push_back(uni(1, 400));
+      sizes.push_back(concats && uni(0, 4) ? 16 * uni(1, 25) : uni(1, 400));
     }
     const char* op = reshapes && uni(0, 9) == 0 ? "SGDUpdate" : "Blob";
     b.add_node(op, "n" + std::to_string(k), ins, outs, sizes_attr(sizes));
@@ -136,13 +160,30 @@ void check_plan(const graph::Graph& g, const MemoryPlan& m, ReuseMode mode) {
     // in-place writer reading any member, and never in the no-reuse mode.
     INFO("alias '" << g.value(v).name << "' of '" << g.value(r).name << "'");
     REQUIRE(mode != ReuseMode::kNone);
-    const graph::Node& p = g.node(g.value(v).producer);
-    REQUIRE(p.op == "Reshape");
-    REQUIRE(root_of(m, p.inputs[0]) == r);
     REQUIRE(m.alias_of[r] == kNoId);
     REQUIRE(m.storage[r] == Storage::kArena);
-    REQUIRE(m.offset[v] == m.offset[r]);
-    REQUIRE(g.value(v).desc.bytes() == g.value(r).desc.bytes());
+    const graph::Node& p = g.node(g.value(v).producer);
+    if (p.op == "Reshape" && root_of(m, p.inputs[0]) == r && m.alias_offset[v] == 0) {
+      REQUIRE(m.offset[v] == m.offset[r]);
+      REQUIRE(g.value(v).desc.bytes() == g.value(r).desc.bytes());
+      continue;
+    }
+    // A Concat group's member: an input of a Concat whose output is r or in r's group, at its
+    // offset in that output, inside r's bytes, 64-byte aligned.
+    bool read_by_group_concat = false;
+    for (NodeId c : g.consumers(v)) {
+      const graph::Node& cn = g.node(c);
+      if (cn.op != "Concat" || root_of(m, cn.outputs[0]) != r) continue;
+      size_t at = 0;
+      for (ValueId in : cn.inputs) {
+        if (in == v && m.offset[v] == m.offset[cn.outputs[0]] + at) read_by_group_concat = true;
+        at += g.value(in).desc.bytes();
+      }
+    }
+    REQUIRE(read_by_group_concat);
+    REQUIRE(m.offset[v] == m.offset[r] + m.alias_offset[v]);
+    REQUIRE(m.alias_offset[v] % 64 == 0);
+    REQUIRE(m.alias_offset[v] + g.value(v).desc.bytes() <= g.value(r).desc.bytes());
   }
   // No member of a group (its root and its aliases; every alias's input is a member, checked
   // above) is read by an op that writes in place.
@@ -322,6 +363,45 @@ TEST_CASE("memory plan: Reshapes share their input's bytes on random DAGs, in ev
   INFO(aliases << " aliases, " << refused_in_place << " refused for an in-place reader");
   CHECK(aliases > 100);
   CHECK(refused_in_place > 0);
+}
+
+TEST_CASE("memory plan: Concat inputs live in the Concat's output on random DAGs, in every order",
+          "[memory_plan]") {
+  // The members' producers write in place and the Concat copies nothing (its bytes already hold
+  // its inputs): the byte-tag simulation checks that no member is clobbered before its last
+  // reader in node order (sequential) and in random orders (dependency-safe), nested groups too.
+  std::mt19937_64 rng(13);
+  size_t members = 0, nested = 0, concats = 0;
+  for (uint64_t seed = 1; seed <= 150; ++seed) {
+    graph::Graph g = random_dag(seed, 50, /*reshapes=*/seed % 3 == 0, /*concats=*/true);
+    INFO("seed " << seed << ", " << g.num_nodes() << " nodes");
+    for (ReuseMode mode : {ReuseMode::kNone, ReuseMode::kSequential, ReuseMode::kDependencySafe}) {
+      INFO("mode " << reuse_mode_name(mode));
+      MemoryPlan m = plan_memory(g, mode);
+      check_plan(g, m, mode);
+      REQUIRE(simulate(g, m, node_order(g)));
+      if (mode == ReuseMode::kDependencySafe)
+        for (int trial = 0; trial < 10; ++trial) {
+          INFO("trial " << trial);
+          REQUIRE(simulate(g, m, random_topological_order(g, rng)));
+        }
+      if (mode != ReuseMode::kSequential) continue;
+      for (NodeId n = 0; n < g.num_nodes(); ++n) {
+        const graph::Node& node = g.node(n);
+        if (node.op != "Concat") continue;
+        ++concats;
+        if (!copies_nothing(g, m, n)) continue;
+        for (ValueId v : node.inputs) {
+          ++members;
+          if (g.node(g.value(v).producer).op == "Concat") ++nested;
+        }
+      }
+    }
+  }
+  INFO(concats << " concats, " << members << " inputs in place, " << nested << " nested");
+  CHECK(members > 100);
+  CHECK(nested > 10);
+  CHECK(members < 3 * concats);  // some refused (unaligned sizes, Reshape groups, outputs)
 }
 
 TEST_CASE("memory plan: a Reshape chain to a graph output is one buffer, never reused",
