@@ -110,6 +110,9 @@ Result<TGeometry> tgeometry(const NodeView& v) {
   return g;
 }
 
+// Scratch regions of the patch kernels: oneDNN's scratchpad, then the patches, 64-byte aligned.
+size_t align64(size_t n) { return (n + 63) / 64 * 64; }
+
 bool is_patch(const TGeometry& g) {
   return g.group == 1 && g.kh == g.sh && g.kw == g.sw && g.dh == 1 && g.dw == 1 && !g.pt && !g.pl &&
          !g.pb && !g.pr && !g.oph && !g.opw;
@@ -321,7 +324,6 @@ class PatchConvTransposeKernel final : public Kernel {
   }
 
  private:
-  static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
   TGeometry g_;
   std::vector<float> wt_;  // W^T, the GEMM's constant left operand
   std::unique_ptr<onednn::Primitive> prim_;
@@ -409,7 +411,6 @@ class BlockedPatchConvTransposeKernel final : public Kernel {
   }
 
  private:
-  static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
   TGeometry g_;
   int64_t b_ = 16, mp_ = 0;
   std::vector<float> wc_, bc_;  // the 1x1 conv's weights [k * Mp, C] and bias [k * Mp]

@@ -287,6 +287,19 @@ std::vector<NodeId> node_order(const graph::Graph& g) {
   return o;
 }
 
+// check_plan, then simulated runs: in node order, and for a dependency-safe plan in 10 random
+// topological orders.
+void check_plan_and_runs(const graph::Graph& g, const MemoryPlan& m, ReuseMode mode,
+                         std::mt19937_64& rng) {
+  check_plan(g, m, mode);
+  REQUIRE(simulate(g, m, node_order(g)));
+  if (mode != ReuseMode::kDependencySafe) return;
+  for (int trial = 0; trial < 10; ++trial) {
+    INFO("trial " << trial);
+    REQUIRE(simulate(g, m, random_topological_order(g, rng)));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("memory plan: random DAGs satisfy the overlap rules of every reuse mode",
@@ -338,17 +351,11 @@ TEST_CASE("memory plan: Reshapes share their input's bytes on random DAGs, in ev
     for (ReuseMode mode : {ReuseMode::kNone, ReuseMode::kSequential, ReuseMode::kDependencySafe}) {
       INFO("mode " << reuse_mode_name(mode));
       MemoryPlan m = plan_memory(g, mode);
-      check_plan(g, m, mode);
-      REQUIRE(simulate(g, m, node_order(g)));
+      check_plan_and_runs(g, m, mode, rng);
       if (mode == ReuseMode::kNone) {
         for (ValueId v = 0; v < g.num_values(); ++v) REQUIRE(m.alias_of[v] == kNoId);
         continue;
       }
-      if (mode == ReuseMode::kDependencySafe)
-        for (int trial = 0; trial < 10; ++trial) {
-          INFO("trial " << trial);
-          REQUIRE(simulate(g, m, random_topological_order(g, rng)));
-        }
       // Every Reshape of an arena value is an alias unless an in-place op reads its group.
       for (NodeId n = 0; n < g.num_nodes(); ++n) {
         const graph::Node& node = g.node(n);
@@ -378,13 +385,7 @@ TEST_CASE("memory plan: Concat inputs live in the Concat's output on random DAGs
     for (ReuseMode mode : {ReuseMode::kNone, ReuseMode::kSequential, ReuseMode::kDependencySafe}) {
       INFO("mode " << reuse_mode_name(mode));
       MemoryPlan m = plan_memory(g, mode);
-      check_plan(g, m, mode);
-      REQUIRE(simulate(g, m, node_order(g)));
-      if (mode == ReuseMode::kDependencySafe)
-        for (int trial = 0; trial < 10; ++trial) {
-          INFO("trial " << trial);
-          REQUIRE(simulate(g, m, random_topological_order(g, rng)));
-        }
+      check_plan_and_runs(g, m, mode, rng);
       if (mode != ReuseMode::kSequential) continue;
       for (NodeId n = 0; n < g.num_nodes(); ++n) {
         const graph::Node& node = g.node(n);

@@ -315,6 +315,7 @@ TEST_CASE("Convolution algorithm verdicts are kept on disk and reused by a later
     // verdict without measuring: the opposite one, written by hand, is what it gets.
     const std::string flipped = verdict == "winograd" ? "direct" : "winograd";
     j["entries"][key]["algorithm"] = flipped;
+    j["entries"][key]["steady"] = true;  // (a loaded CI host may have measured it unsteady)
     {
       std::ofstream out(path, std::ios::trunc);
       out << j.dump();
@@ -325,6 +326,24 @@ TEST_CASE("Convolution algorithm verdicts are kept on disk and reused by a later
     CHECK(is_winograd(**cached) == (flipped == "winograd"));
     const std::vector<float> y = run(**cached, x, w, {}, s.n * s.oc * s.oh * s.ow);
     CHECK(scaled_error(y, forward_ref(s, x, w, {})) <= 1e-5);
+
+    // An entry measured unsteady is not trusted: measured again, and the entry rewritten (the
+    // bogus times below would otherwise stay).
+    j["entries"][key]["steady"] = false;
+    j["entries"][key]["direct_ms"] = -1.0;
+    {
+      std::ofstream out(path, std::ios::trunc);
+      out << j.dump();
+    }
+    ops::forget_conv_algorithm_verdicts();
+    auto remeasured = ops::make_fastest_conv(s, 1, false, ops::onednn::make_conv, "disk test conv");
+    REQUIRE(remeasured.is_ok());
+    {
+      std::ifstream in(path);
+      nlohmann::json k;
+      in >> k;
+      CHECK(k["entries"][key]["direct_ms"].get<double>() > 0.0);
+    }
 
     // A malformed entry or a corrupt file: ignored (a warning), measured again, file rewritten.
     {
@@ -393,6 +412,7 @@ TEST_CASE("With an added tensor Z, Winograd comes without the sum post-op, direc
     auto& entry = j["entries"].begin().value();
     CHECK_THAT(j["entries"].begin().key(), Catch::Contains(" z0 "));  // the bare spec's key
     entry["algorithm"] = entry["algorithm"] == "winograd" ? "direct" : "winograd";
+    entry["steady"] = true;
     {
       std::ofstream out(path, std::ios::trunc);
       out << j.dump();
