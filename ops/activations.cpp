@@ -21,7 +21,9 @@ void sigmoid_scalar(const float* src, float* dst, int64_t n) {
   sigmoid_array<VecScalar>(src, dst, n);
 }
 void tanh_scalar(const float* src, float* dst, int64_t n) { tanh_array<VecScalar>(src, dst, n); }
-const ActivationKernels kActivationKernelsScalar{SimdIsa::kScalar, sigmoid_scalar, tanh_scalar};
+void swish_scalar(const float* src, float* dst, int64_t n) { swish_array<VecScalar>(src, dst, n); }
+const ActivationKernels kActivationKernelsScalar{SimdIsa::kScalar, sigmoid_scalar, tanh_scalar,
+                                                 swish_scalar};
 
 SimdIsa detect_active_isa() {
   SimdIsa best = SimdIsa::kScalar;
@@ -96,6 +98,9 @@ void sigmoid_f32(const float* src, float* dst, int64_t n) {
 }
 void tanh_f32(const float* src, float* dst, int64_t n) {
   if (n > 0) active_kernels().tanh(src, dst, n);
+}
+void swish_f32(const float* src, float* dst, int64_t n) {
+  if (n > 0) active_kernels().swish(src, dst, n);
 }
 
 }  // namespace graphi::ops

@@ -32,6 +32,10 @@ SimdIsa active_simd_isa();
 // other overlaps are not. No alignment requirement. n <= 0 does nothing.
 // (Named *_f32 so that they never hide std::tanh for unqualified calls inside graphi::ops.)
 void sigmoid_f32(const float* src, float* dst, int64_t n);
+// dst[i] = src[i] * sigmoid(src[i]) (swish / SiLU) in one pass (ops/vec_math.h vswish): max
+// absolute error <= 1e-6 * max(1, |x|) (one rounding of the exp, one of the reciprocal's Newton
+// step); swish(+inf) = +inf, 0 below -87 (-inf too), NaN in -> NaN out. In place allowed, as above.
+void swish_f32(const float* src, float* dst, int64_t n);
 void tanh_f32(const float* src, float* dst, int64_t n);
 inline void sigmoid_f32_inplace(float* x, int64_t n) { sigmoid_f32(x, x, n); }
 inline void tanh_f32_inplace(float* x, int64_t n) { tanh_f32(x, x, n); }
@@ -41,6 +45,7 @@ struct ActivationKernels {
   SimdIsa isa;
   void (*sigmoid)(const float* src, float* dst, int64_t n);
   void (*tanh)(const float* src, float* dst, int64_t n);
+  void (*swish)(const float* src, float* dst, int64_t n);
 };
 
 // The table for `isa`, or nullptr when this CPU cannot run it.

@@ -428,14 +428,10 @@ class OnednnConvKernel final : public Kernel {
         // the sum only
       } else if (post.kind == ConvActivation::kRelu) {
         for (int64_t i = i0; i < i1; ++i) y[i] = std::max(y[i], 0.0f);
-      } else if (post.kind == ConvActivation::kSigmoid || post.kind == ConvActivation::kSwish) {
-        float sig[1024];  // in chunks that stay in L1 between the two passes
-        for (int64_t i = i0; i < i1; i += 1024) {
-          const int64_t n = std::min<int64_t>(1024, i1 - i);
-          sigmoid_f32(y + i, post.kind == ConvActivation::kSwish ? sig : y + i, n);
-          if (post.kind == ConvActivation::kSwish)
-            for (int64_t k = 0; k < n; ++k) y[i + k] *= sig[k];
-        }
+      } else if (post.kind == ConvActivation::kSigmoid) {
+        sigmoid_f32(y + i0, y + i0, i1 - i0);
+      } else if (post.kind == ConvActivation::kSwish) {
+        swish_f32(y + i0, y + i0, i1 - i0);  // one pass: x / (1 + exp(-x))
       } else if (post.kind == ConvActivation::kTanh) {
         tanh_f32(y + i0, y + i0, i1 - i0);
       } else {

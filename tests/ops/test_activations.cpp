@@ -158,3 +158,41 @@ TEST_CASE("activations: the dispatching entry points match the active path") {
   CHECK(c == b);
   graphi::ops::sigmoid_f32(x.data(), a.data(), 0);  // n = 0 is a no-op
 }
+
+TEST_CASE("activations: swish = x sigmoid(x) within 1e-6 max(1, |x|) on every path, edges exact") {
+  std::vector<float> x = sample_inputs();
+  for (float v : {200.0f, -200.0f, 1e30f, -1e30f, std::numeric_limits<float>::max(),
+                  -std::numeric_limits<float>::max()})
+    x.push_back(v);
+  for (const ActivationKernels* k : available_paths()) {
+    INFO("path " << graphi::ops::simd_isa_name(k->isa));
+    std::vector<float> y(x.size());
+    k->swish(x.data(), y.data(), static_cast<int64_t>(x.size()));
+    double worst = 0;
+    float at = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double xi = x[i];
+      const double want = xi * ref_sigmoid(xi);  // exp(-x) -> 0 or inf: x or -0
+      const double err = std::abs(y[i] - want) / std::max(1.0, std::abs(want));
+      if (err > worst) worst = err, at = x[i];
+    }
+    INFO("worst at x = " << at);
+    CHECK(worst <= 1e-6);
+    const float inf = std::numeric_limits<float>::infinity();
+    std::vector<float> e = {inf, -inf, std::numeric_limits<float>::quiet_NaN(), 0.0f, -0.0f};
+    std::vector<float> r(e.size());
+    k->swish(e.data(), r.data(), static_cast<int64_t>(e.size()));
+    CHECK(r[0] == inf);
+    CHECK(r[1] == 0.0f);
+    CHECK(std::isnan(r[2]));
+    CHECK(r[3] == 0.0f);
+    CHECK(r[4] == 0.0f);
+    // In place, and every tail length of the masked remainder.
+    for (int n = 1; n <= 33; ++n) {
+      std::vector<float> a(x.begin(), x.begin() + n), b(static_cast<size_t>(n));
+      k->swish(a.data(), b.data(), n);
+      k->swish(a.data(), a.data(), n);
+      CHECK(a == b);
+    }
+  }
+}
