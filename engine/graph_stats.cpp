@@ -83,6 +83,7 @@ Result<GraphStats> compute_graph_stats(const graph::Graph& g, const Plan* plan) 
     s.peak_bytes = m.peak_bytes;
     s.total_bytes = m.total_bytes;
     s.aliased_values = s.concat_inputs_in_place = 0;
+    s.in_place_outputs = m.in_place_outputs;
     for (ValueId v = 0; v < m.alias_of.size(); ++v) {
       if (m.alias_of[v] == kNoId) continue;
       const NodeId p = g.value(v).producer;
@@ -127,7 +128,8 @@ nlohmann::json to_json(const GraphStats& s) {
                  {"peak_bytes_sequential", s.peak_bytes_sequential},
                  {"total_bytes", s.total_bytes},
                  {"aliased_values", s.aliased_values},
-                 {"concat_inputs_in_place", s.concat_inputs_in_place}};
+                 {"concat_inputs_in_place", s.concat_inputs_in_place},
+                 {"in_place_outputs", s.in_place_outputs}};
   return j;
 }
 
@@ -206,7 +208,10 @@ std::string to_text(const GraphStats& s) {
                              : std::string()) +
            (s.concat_inputs_in_place ? "; " + std::to_string(s.concat_inputs_in_place) +
                                            " Concat inputs written in place in its output"
-                                     : std::string()));
+                                     : std::string()) +
+           (s.in_place_outputs ? "; " + std::to_string(s.in_place_outputs) +
+                                     " element-wise outputs over an input that dies there"
+                               : std::string()));
   line("memory (no reuse)", human_bytes(double(s.total_bytes)));
   line("inputs / outputs bytes",
        human_bytes(double(s.input_bytes)) + " / " + human_bytes(double(s.output_bytes)));

@@ -53,6 +53,8 @@ struct GraphStats {
   size_t aliased_values = 0;
   // Concat inputs their producers write inside the Concat's output (memory_plan.h).
   size_t concat_inputs_in_place = 0;
+  // Element-wise outputs written over an input that dies at them (memory_plan.h).
+  size_t in_place_outputs = 0;
 };
 
 // Errors (kUnsupported) only if the graph has an op type the registry does not know, naming

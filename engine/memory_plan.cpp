@@ -112,6 +112,17 @@ bool writes_input_in_place(const std::string& op) {
   return op == "SGDUpdate" || op == "AdamUpdate" || op == "BatchNormStatsUpdate";
 }
 
+// Element-wise ops whose kernels read element i of each input before writing element i of the
+// output (ops/elementwise.cpp, ops/unary_ops.cpp: no staging through the output), so the output
+// may take the bytes of a same-size input that dies at them.
+bool writes_elementwise(const std::string& op) {
+  static const char* const kOps[] = {
+      "Relu",     "Sigmoid", "Tanh", "LeakyRelu", "Elu", "Selu",        "Clip",      "Softplus",
+      "Softsign", "Exp",     "Log",  "Neg",       "Abs", "Sqrt",        "Erf",       "Floor",
+      "Ceil",     "Add",     "Sub",  "Mul",       "Div", "HardSigmoid", "Reciprocal"};
+  return std::find(std::begin(kOps), std::end(kOps), op) != std::end(kOps);
+}
+
 // alias_of for plan_memory (see the header): node order is a topological order, so a value's
 // root is known when its consumer is reached.
 std::vector<ValueId> find_aliases(const graph::Graph& g, const std::vector<Storage>& storage) {
@@ -274,6 +285,36 @@ MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode, size_t reachabilit
     return ok;
   };
 
+  // In place: node p (an element-wise op, one float32 output w) may write w over an input u of
+  // the same size that dies at p (no other use after it: in node order, or for the
+  // dependency-safe mode every other use reaches p), so its stores hit the lines its loads just
+  // brought in. Not a value in an alias group or read by an in-place writer (an optimizer's
+  // state), a graph output or a caller's input.
+  std::vector<uint8_t> grouped(nv, 0);  // in an alias group, or written by an in-place op
+  for (ValueId v = 0; v < nv; ++v)
+    if (plan.alias_of[v] != kNoId) grouped[v] = grouped[plan.alias_of[v]] = 1;
+  for (NodeId n = 0; n < g.num_nodes(); ++n)
+    if (writes_input_in_place(g.node(n).op))
+      for (ValueId v : g.node(n).inputs)
+        if (v != kNoId) grouped[v] = 1;
+  auto in_place_input = [&](NodeId p, ValueId w) -> ValueId {
+    const graph::Node& node = g.node(p);
+    if (mode == ReuseMode::kNone || node.outputs.size() != 1 || !writes_elementwise(node.op) ||
+        grouped[w] || g.value(w).desc.dtype != DType::kF32)
+      return kNoId;
+    for (ValueId u : node.inputs) {
+      if (u == kNoId || plan.storage[u] != Storage::kArena || grouped[u] || is_output[u] ||
+          g.value(u).desc.dtype != DType::kF32 ||
+          g.value(u).desc.bytes() != g.value(w).desc.bytes())
+        continue;
+      bool dies = true;
+      for (NodeId c : uses(u))
+        dies = dies && (c == p || (mode == ReuseMode::kSequential ? c < p : reach->reaches(c, p)));
+      if (dies) return u;
+    }
+    return kNoId;
+  };
+
   std::vector<Segment> segs;  // sorted, contiguous, covering [0, arena_end)
   size_t arena_end = 0;
   // A group's root gets its bytes when the first of its members is produced: a Reshape's root
@@ -298,6 +339,7 @@ MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode, size_t reachabilit
       // mode those may run in any order after their own inputs, which the ancestor sets of this
       // node cannot vouch for, so the group takes fresh bytes (the node-order plan reuses).
       const bool fresh = r != kNoId && mode == ReuseMode::kDependencySafe;
+      const ValueId over = r == kNoId ? in_place_input(p, w) : kNoId;
 
       // Best fit: the smallest run of reusable segments that holds `size`; otherwise the
       // trailing reusable run (if any) extended past the arena end; otherwise the arena end.
@@ -328,6 +370,10 @@ MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode, size_t reachabilit
       size_t off = best_waste != std::numeric_limits<size_t>::max() ? best_off
                    : trailing                                       ? trailing_begin
                                                                     : arena_end;
+      if (over != kNoId) {  // u's bytes are still its own: nothing took them while it lived
+        off = plan.offset[over];
+        ++plan.in_place_outputs;
+      }
       plan.offset[w] = off;
 
       // Put w over [off, off + size): replace the segments it covers, in place (only the

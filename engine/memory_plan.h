@@ -61,6 +61,9 @@ struct MemoryPlan {
   // one), at byte offset alias_offset[input] from it (0 for Reshape aliases); their producers
   // write there and the Concat's kernel copies nothing.
   std::vector<size_t> alias_offset;
+  // Outputs of element-wise ops written over the bytes of an input that dies at them (see
+  // plan_memory).
+  size_t in_place_outputs = 0;
 };
 
 // Memory allowed for the ancestor bitsets of the dependency-safe mode. Sets are built in node
@@ -77,6 +80,11 @@ inline constexpr size_t kDefaultReachabilityBudgetBytes = size_t{64} << 20;
 // an in-place writer, and only at offsets that are multiples of kArenaAlignment): the group is
 // placed when its first member is produced, over reusable bytes in the sequential mode, over
 // fresh ones in the dependency-safe mode (its members' producers may then run in any order).
+//
+// In place: the output of an element-wise op (Relu, Sigmoid, Clip, Add, Mul, ...; float32) takes
+// the bytes of a same-size input whose last use it is (in node order; in the dependency-safe
+// mode every other use of it precedes the op), never a caller's input, a graph output or a value
+// in an alias group: the kernels read element i before writing it.
 //
 // copies_nothing(g, m, n): node n is a Reshape / Identity or a Concat whose output already holds
 // its inputs' bytes under this plan, so its kernel skips the copy.

@@ -23,7 +23,10 @@ class BlobShapes : public graph::ShapeInferencer {
   Result<std::vector<TensorDesc>> infer(const graph::InferContext& ctx) const override {
     // Reshape: the memory plan's alias op (its output takes its input's bytes); SGDUpdate: an
     // op that writes its input in place, which forbids aliasing for the values it reads.
-    if (ctx.node.op == "Reshape") return std::vector<TensorDesc>{*ctx.inputs[0]};
+    // Reshape: the memory plan's alias op; Relu / Add (of its first input's shape): element-wise
+    // ops whose output may take a dying input's bytes.
+    if (ctx.node.op == "Reshape" || ctx.node.op == "Relu" || ctx.node.op == "Add")
+      return std::vector<TensorDesc>{*ctx.inputs[0]};
     if (ctx.node.op == "Concat") {  // of 1-D values, axis 0: the memory plan's in-place case
       int64_t n = 0;
       for (const TensorDesc* d : ctx.inputs) n += d->shape[0];
@@ -48,7 +51,10 @@ graph::Attributes sizes_attr(std::vector<int64_t> sizes) {
 // memory plan's alias case), sometimes of a Reshape (a chain), and some Blobs are SGDUpdates.
 // With concats: some nodes are Concats (axis 0) of 2-3 distinct recent values, sometimes of a
 // Concat (nested groups), and most Blob sizes are multiples of 16 floats (64-byte offsets).
-graph::Graph random_dag(uint64_t seed, int max_nodes, bool reshapes = false, bool concats = false) {
+// With elementwise: some nodes are Relu (of one value) or Add (of two) of recent values, whose
+// outputs the plan may write over a dying input.
+graph::Graph random_dag(uint64_t seed, int max_nodes, bool reshapes = false, bool concats = false,
+                        bool elementwise = false) {
   std::mt19937_64 rng(seed);
   auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   graph::GraphBuilder b("<random dag " + std::to_string(seed) + ">");
@@ -76,6 +82,18 @@ graph::Graph random_dag(uint64_t seed, int max_nodes, bool reshapes = false, boo
       outs.push_back("r" + std::to_string(k));
       b.add_node("Reshape", "n" + std::to_string(k), {ins[0]}, outs);
       for (auto& o : outs) values.push_back(o), intermediates.push_back(o);
+      continue;
+    }
+    if (elementwise && uni(0, 2) == 0 && !intermediates.empty()) {
+      const int hi = static_cast<int>(intermediates.size()) - 1;
+      const std::string a = intermediates[std::max(0, hi - uni(0, 3))];
+      outs.push_back("e" + std::to_string(k));
+      if (uni(0, 1))
+        b.add_node("Relu", "n" + std::to_string(k), {a}, outs);
+      else
+        b.add_node("Add", "n" + std::to_string(k), {a, ins[0]}, outs);
+      values.push_back(outs[0]);
+      intermediates.push_back(outs[0]);
       continue;
     }
     if (concats && uni(0, 2) == 0 && intermediates.size() >= 2) {
@@ -226,7 +244,15 @@ void check_plan(const graph::Graph& g, const MemoryPlan& m, ReuseMode mode) {
       REQUIRE_FALSE(group_output[u]);
       NodeId p = g.value(w).producer;
       REQUIRE(g.value(u).producer < p);
+      // In place: w's producer is an element-wise op reading u, w over u's bytes exactly, and
+      // it is u's last use (the others before it, or all of them reaching it).
+      const graph::Node& pn = g.node(p);
+      const bool in_place = (pn.op == "Relu" || pn.op == "Add") &&
+                            std::count(pn.inputs.begin(), pn.inputs.end(), u) > 0 &&
+                            m.offset[u] == m.offset[w] &&
+                            g.value(u).desc.bytes() == g.value(w).desc.bytes();
       for (NodeId c : group_uses[u]) {
+        if (c == p && in_place) continue;
         if (mode == ReuseMode::kSequential)
           REQUIRE(c < p);
         else
@@ -370,6 +396,29 @@ TEST_CASE("memory plan: Reshapes share their input's bytes on random DAGs, in ev
   INFO(aliases << " aliases, " << refused_in_place << " refused for an in-place reader");
   CHECK(aliases > 100);
   CHECK(refused_in_place > 0);
+}
+
+TEST_CASE("memory plan: element-wise outputs take a dying input's bytes on random DAGs",
+          "[memory_plan]") {
+  // Relu and Add nodes: the output over an input whose last use it is (the byte-tag simulation
+  // reads a node's inputs before writing its outputs, as the kernels do element by element), in
+  // node order and, dependency-safe, in random orders; with Reshape and Concat groups around.
+  std::mt19937_64 rng(17);
+  size_t in_place = 0;
+  for (uint64_t seed = 1; seed <= 150; ++seed) {
+    graph::Graph g = random_dag(seed, 50, /*reshapes=*/seed % 2 == 0, /*concats=*/seed % 3 == 0,
+                                /*elementwise=*/true);
+    INFO("seed " << seed << ", " << g.num_nodes() << " nodes");
+    for (ReuseMode mode : {ReuseMode::kNone, ReuseMode::kSequential, ReuseMode::kDependencySafe}) {
+      INFO("mode " << reuse_mode_name(mode));
+      MemoryPlan m = plan_memory(g, mode);
+      check_plan_and_runs(g, m, mode, rng);
+      if (mode == ReuseMode::kNone) REQUIRE(m.in_place_outputs == 0);
+      in_place += m.in_place_outputs;
+    }
+  }
+  INFO(in_place << " outputs in place");
+  CHECK(in_place > 200);
 }
 
 TEST_CASE("memory plan: Concat inputs live in the Concat's output on random DAGs, in every order",
