@@ -20,6 +20,7 @@
 #include "ops/conv_algorithm.h"
 #include "ops/onednn.h"
 #include "ops/registry.h"
+#include "ops/rnn/gemv_rows.h"
 #include "ops/shape_rules.h"
 
 namespace graphi::ops {
@@ -446,6 +447,68 @@ class OnednnConvKernel final : public Kernel {
   std::unique_ptr<onednn::Primitive> prim_;
 };
 
+// A 1x1 convolution of 1x1 images (a squeeze-excitation's two convs after the global pool, any
+// conv head on pooled features): a matrix-vector product per image, Y[n] = act(W X[n] + B + Z[n]).
+// oneDNN's primitive costs ~10-15 us per call at these sizes (its team's fork/join and dispatch:
+// the EfficientNet-like model's 34 SE convs took 0.4-0.5 ms), so the constant weights are packed
+// once into 64-column panels and the team streams them through gemv_rows (ops/rnn/gemv_rows.h,
+// as ops/gemm.cpp's GEMV kernel does). Plain [N, C, 1, 1] or blocked [N, ceil(C/B), 1, 1, B]
+// (the same bytes, padded): padding lanes of the output are written as zeros.
+class PixelConvKernel final : public Kernel {
+ public:
+  const char* name() const override { return "conv_1x1_pixel"; }
+
+  Status init(const KernelContext& ctx) override {
+    TensorDesc logical;
+    GRAPHI_ASSIGN_OR_RETURN(auto in, logical_inputs(ctx.node, ctx.inputs, ctx.where, logical));
+    GRAPHI_ASSIGN_OR_RETURN(g_, conv_geometry(ctx.node, in, ctx.where));
+    if (g_.h != 1 || g_.w != 1 || g_.kh != 1 || g_.kw != 1 || g_.group != 1 || g_.pt || g_.pl ||
+        g_.pb || g_.pr)
+      return Status::unsupported("not a 1x1 convolution of 1x1 images");
+    const Tensor* w = ctx.constant(1);
+    if (!w) return Status::unsupported("weights given at run time");
+    if (g_.c * g_.oc > (int64_t{1} << 20))
+      return Status::unsupported("over 4 MiB of weights: oneDNN's primitive streams them as fast");
+    const TensorDesc& x = *ctx.inputs[0];
+    const TensorDesc& y = *ctx.outputs[0];
+    xs_ = x.numel() / g_.n;  // per image: C, or the padded blocks
+    ys_ = y.numel() / g_.n;
+    panels_ = (ys_ + kPanel - 1) / kPanel;
+    packed_.assign(static_cast<size_t>(panels_ * g_.c * kPanel), 0.0f);
+    for (int64_t m = 0; m < g_.oc; ++m)
+      for (int64_t c = 0; c < g_.c; ++c)
+        packed_[static_cast<size_t>(((m / kPanel) * g_.c + c) * kPanel + m % kPanel)] =
+            w->data_as<float>()[m * g_.c + c];
+    return Status::ok();
+  }
+
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    const float* x = static_cast<const float*>(io.inputs[0]);
+    const float* bias = g_.has_bias ? static_cast<const float*>(io.inputs[2]) : nullptr;
+    const float* z = g_.has_sum ? static_cast<const float*>(io.inputs[3]) : nullptr;
+    float* y = static_cast<float*>(io.outputs[0]);
+    auto [q0, q1] = team_range(panels_, team.ithr, team.nthr);
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t m0 = q * kPanel, m1 = std::min(ys_, m0 + kPanel);
+      for (int64_t n0 = 0; n0 < g_.n; n0 += kGemvMaxRows)
+        gemv_rows(packed_.data() + q * g_.c * kPanel, kPanel, x + n0 * xs_, xs_, y + n0 * ys_ + m0,
+                  ys_, std::min(kGemvMaxRows, g_.n - n0), g_.c, m1 - m0, false);
+      for (int64_t n = 0; n < g_.n; ++n)
+        for (int64_t m = m0; m < m1; ++m) {
+          float& v = y[n * ys_ + m];
+          v = m < g_.oc ? g_.post.apply(v + (bias ? bias[m] : 0.0f) + (z ? z[n * ys_ + m] : 0.0f))
+                        : 0.0f;
+        }
+    }
+  }
+
+ private:
+  static constexpr int64_t kPanel = 64;  // gemv_rows' four 16-float accumulators per row
+  Geometry g_;
+  int64_t xs_ = 0, ys_ = 0, panels_ = 0;
+  std::vector<float> packed_;  // W as [panel][C][64], output channels past M zero
+};
+
 // Direct convolution; the team splits the N * M output planes.
 class RefConvKernel final : public Kernel {
  public:
@@ -609,7 +672,8 @@ void register_conv_pool_ops(Registry& r) {
                 infer_conv_pool,
                 cost_conv_pool,
                 false,
-                {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConvKernel>(); },
+                {[]() -> std::unique_ptr<Kernel> { return std::make_unique<PixelConvKernel>(); },
+                 []() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConvKernel>(); },
                  []() -> std::unique_ptr<Kernel> { return std::make_unique<RefConvKernel>(); }}});
   r.add(OpDef{"MaxPool",
               infer_conv_pool,
@@ -632,10 +696,12 @@ void register_conv_pool_ops(Registry& r) {
                  return std::make_unique<RefPoolKernel>("avgpool_ref", false);
                }}});
   // The nChw{B}c variants of graph/passes/blocked_layout.h: oneDNN only.
-  r.add(OpDef{
-      "BlockedConv", infer_conv_pool, cost_conv_pool, false, {[]() -> std::unique_ptr<Kernel> {
-        return std::make_unique<OnednnConvKernel>();
-      }}});
+  r.add(OpDef{"BlockedConv",
+              infer_conv_pool,
+              cost_conv_pool,
+              false,
+              {[]() -> std::unique_ptr<Kernel> { return std::make_unique<PixelConvKernel>(); },
+               []() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConvKernel>(); }}});
   r.add(OpDef{
       "BlockedMaxPool", infer_conv_pool, cost_conv_pool, false, {[]() -> std::unique_ptr<Kernel> {
         return std::make_unique<OnednnPoolKernel>("maxpool_onednn_blocked");

@@ -641,3 +641,52 @@ TEST_CASE(
     check(**chosen);
   }
 }
+
+TEST_CASE(
+    "Convs of 1x1 images (squeeze-excitation) run as GEMVs, plain and blocked, padded lanes 0",
+    "[ops][conv]") {
+  // conv_1x1_pixel: Y[n] = act(W X[n] + B + Z[n]) through gemv_rows, 64-channel panels (M = 70:
+  // a full and a partial panel), batches over the 4-row calls (N = 6), against the definition.
+  const int64_t c = 37, m = 70;
+  for (int64_t n : {1, 6}) {
+    for (const std::string act : {"Relu", "Swish", "Sigmoid"}) {
+      INFO("N " << n << " act " << act);
+      Tensor x = rnd({n, c, 1, 1}, 200 + n), w = rnd({m, c, 1, 1}, 210), b = rnd({m}, 211);
+      Tensor ref = test::conv2d_ref(x, w, &b, Window2d{}, 1);
+      Tensor z = rnd(ref.desc().shape, 212);
+      for (int64_t i = 0; i < ref.numel(); ++i) {
+        double r = double{ref.data_as<float>()[i]} + z.data_as<float>()[i];
+        r = act == "Relu"    ? std::max(r, 0.0)
+            : act == "Swish" ? r / (1 + std::exp(-r))
+                             : 1 / (1 + std::exp(-r));
+        ref.data_as<float>()[i] = static_cast<float>(r);
+      }
+      graph::Attributes attrs;
+      attrs.set("activation", act);
+      auto names = check_every_kernel("FusedConv", attrs, {x, w, b, z}, {false, true, true, false},
+                                      ref, tolerance(c));
+      CHECK(names == std::vector<std::string>{"conv_1x1_pixel", "conv_onednn", "conv_ref"});
+
+      // Blocked (nChw16c, 3 and 5 blocks): the same numbers, padding lanes written as zeros
+      // (a Sigmoid would make them 0.5), the input's padding lanes not read (set to NaN here).
+      auto blocked = [&](const Tensor& t, int64_t ch, float pad) {
+        const int64_t cb = (ch + 15) / 16;
+        Tensor o(TensorDesc{DType::kF32, {n, cb, 1, 1, 16}});
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t k = 0; k < cb * 16; ++k)
+            o.data_as<float>()[i * cb * 16 + k] = k < ch ? t.data_as<float>()[i * ch + k] : pad;
+        return o;
+      };
+      graph::Attributes battrs = attrs;
+      battrs.set("block", int64_t{16});
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      auto runs = test::run_every_kernel("BlockedConv", battrs,
+                                         {blocked(x, c, nan), w, b, blocked(z, m, 0.0f)}, 2,
+                                         {false, true, true, false});
+      REQUIRE(runs.is_ok());
+      REQUIRE(runs->front().accepted);
+      CHECK(runs->front().kernel == "conv_1x1_pixel");
+      CHECK(test::max_rel_error(runs->front().outputs[0], blocked(ref, m, 0.0f)) <= tolerance(c));
+    }
+  }
+}
