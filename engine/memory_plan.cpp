@@ -317,6 +317,38 @@ MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode, size_t reachabilit
 
   std::vector<Segment> segs;  // sorted, contiguous, covering [0, arena_end)
   size_t arena_end = 0;
+  // Best fit for `size` bytes written by node p: the smallest run of reusable segments that
+  // holds them; otherwise the trailing reusable run (if any) extended past the arena end;
+  // otherwise the arena end. `fresh`: no reuse at all.
+  auto best_fit = [&](NodeId p, size_t size, bool fresh) -> size_t {
+    size_t best_off = 0, best_waste = std::numeric_limits<size_t>::max();
+    size_t run_begin = 0, run_end = 0;
+    bool in_run = false;
+    auto close_run = [&] {
+      if (in_run && run_end - run_begin >= size && run_end - run_begin - size < best_waste) {
+        best_waste = run_end - run_begin - size;
+        best_off = run_begin;
+      }
+      in_run = false;
+    };
+    for (const Segment& s : segs) {
+      if (!fresh && compatible(s.occupant, p)) {
+        if (!in_run) run_begin = s.begin;
+        in_run = true;
+        run_end = s.end;
+      } else {
+        close_run();
+        if (best_waste == 0) break;  // an exact fit: no later run can beat it (ties keep the first)
+      }
+    }
+    const bool trailing = in_run;
+    const size_t trailing_begin = run_begin;
+    close_run();
+    return best_waste != std::numeric_limits<size_t>::max() ? best_off
+           : trailing                                       ? trailing_begin
+                                                            : arena_end;
+  };
+
   // A group's root gets its bytes when the first of its members is produced: a Reshape's root
   // is produced before its aliases, a Concat's output after its inputs (the members).
   std::vector<uint8_t> placed(nv, 0);
@@ -341,38 +373,12 @@ MemoryPlan plan_memory(const graph::Graph& g, ReuseMode mode, size_t reachabilit
       const bool fresh = r != kNoId && mode == ReuseMode::kDependencySafe;
       const ValueId over = r == kNoId ? in_place_input(p, w) : kNoId;
 
-      // Best fit: the smallest run of reusable segments that holds `size`; otherwise the
-      // trailing reusable run (if any) extended past the arena end; otherwise the arena end.
-      size_t best_off = 0, best_waste = std::numeric_limits<size_t>::max();
-      size_t run_begin = 0, run_end = 0;
-      bool in_run = false;
-      auto close_run = [&] {
-        if (in_run && run_end - run_begin >= size && run_end - run_begin - size < best_waste) {
-          best_waste = run_end - run_begin - size;
-          best_off = run_begin;
-        }
-        in_run = false;
-      };
-      for (const Segment& s : segs) {
-        if (!fresh && compatible(s.occupant, p)) {
-          if (!in_run) run_begin = s.begin;
-          in_run = true;
-          run_end = s.end;
-        } else {
-          close_run();
-          if (best_waste == 0)
-            break;  // an exact fit: no later run can beat it (ties keep the first)
-        }
-      }
-      const bool trailing = in_run;
-      const size_t trailing_begin = run_begin;
-      close_run();
-      size_t off = best_waste != std::numeric_limits<size_t>::max() ? best_off
-                   : trailing                                       ? trailing_begin
-                                                                    : arena_end;
+      size_t off;
       if (over != kNoId) {  // u's bytes are still its own: nothing took them while it lived
         off = plan.offset[over];
         ++plan.in_place_outputs;
+      } else {
+        off = best_fit(p, size, fresh);
       }
       plan.offset[w] = off;
 

@@ -262,37 +262,31 @@ inline typename T::V vtanh(typename T::V x) {
   return T::select(T::isnan(x), x, r);
 }
 
-template <class T>
-void sigmoid_array(const float* src, float* dst, int64_t n) {
+// dst[i] = f(src[i]) over whole vectors and a masked tail; f is one of the v* functions above.
+template <class T, typename T::V (*F)(typename T::V)>
+void map_array(const float* src, float* dst, int64_t n) {
   constexpr int W = T::kWidth;
   int64_t i = 0;
-  for (; i + W <= n; i += W) T::store(dst + i, vsigmoid<T>(T::load(src + i)));
+  for (; i + W <= n; i += W) T::store(dst + i, F(T::load(src + i)));
   if (i < n) {
     const int rest = static_cast<int>(n - i);
-    T::store_n(dst + i, vsigmoid<T>(T::load_n(src + i, rest)), rest);
+    T::store_n(dst + i, F(T::load_n(src + i, rest)), rest);
   }
+}
+
+template <class T>
+void sigmoid_array(const float* src, float* dst, int64_t n) {
+  map_array<T, vsigmoid<T>>(src, dst, n);
 }
 
 template <class T>
 void swish_array(const float* src, float* dst, int64_t n) {
-  constexpr int W = T::kWidth;
-  int64_t i = 0;
-  for (; i + W <= n; i += W) T::store(dst + i, vswish<T>(T::load(src + i)));
-  if (i < n) {
-    const int rest = static_cast<int>(n - i);
-    T::store_n(dst + i, vswish<T>(T::load_n(src + i, rest)), rest);
-  }
+  map_array<T, vswish<T>>(src, dst, n);
 }
 
 template <class T>
 void tanh_array(const float* src, float* dst, int64_t n) {
-  constexpr int W = T::kWidth;
-  int64_t i = 0;
-  for (; i + W <= n; i += W) T::store(dst + i, vtanh<T>(T::load(src + i)));
-  if (i < n) {
-    const int rest = static_cast<int>(n - i);
-    T::store_n(dst + i, vtanh<T>(T::load_n(src + i, rest)), rest);
-  }
+  map_array<T, vtanh<T>>(src, dst, n);
 }
 
 }  // namespace

@@ -168,6 +168,21 @@ class ScopedCacheDir {
       unsetenv("GRAPHI_CACHE_DIR");
   }
   std::string verdicts() const { return (dir_ / "conv_algorithms.json").string(); }
+  // The verdict file's contents, and a replacement of them (then no verdict is in memory: the
+  // next make_fastest_conv reads the file, as a later process would).
+  nlohmann::json read() const {
+    nlohmann::json j;
+    std::ifstream in(verdicts());
+    in >> j;
+    return j;
+  }
+  void write(const std::string& text) const {
+    {
+      std::ofstream out(verdicts(), std::ios::trunc);
+      out << text;
+    }
+    ops::forget_conv_algorithm_verdicts();
+  }
 
  private:
   std::filesystem::path dir_;
@@ -299,11 +314,7 @@ TEST_CASE("Convolution algorithm verdicts are kept on disk and reused by a later
   } else {
     // The verdict is in the file, under the shape, the team size and this machine.
     REQUIRE(std::filesystem::exists(path));
-    nlohmann::json j;
-    {
-      std::ifstream in(path);
-      in >> j;
-    }
+    nlohmann::json j = cache.read();
     REQUIRE(j["entries"].size() == 1);
     const std::string key = j["entries"].begin().key();
     CHECK_THAT(key, Catch::StartsWith("disk test conv n1 c16 12x12 oc16 12x12 k3x3") &&
@@ -316,11 +327,7 @@ TEST_CASE("Convolution algorithm verdicts are kept on disk and reused by a later
     const std::string flipped = verdict == "winograd" ? "direct" : "winograd";
     j["entries"][key]["algorithm"] = flipped;
     j["entries"][key]["steady"] = true;  // (a loaded CI host may have measured it unsteady)
-    {
-      std::ofstream out(path, std::ios::trunc);
-      out << j.dump();
-    }
-    ops::forget_conv_algorithm_verdicts();
+    cache.write(j.dump());
     auto cached = ops::make_fastest_conv(s, 1, false, ops::onednn::make_conv, "disk test conv");
     REQUIRE(cached.is_ok());
     CHECK(is_winograd(**cached) == (flipped == "winograd"));
@@ -331,34 +338,16 @@ TEST_CASE("Convolution algorithm verdicts are kept on disk and reused by a later
     // bogus times below would otherwise stay).
     j["entries"][key]["steady"] = false;
     j["entries"][key]["direct_ms"] = -1.0;
-    {
-      std::ofstream out(path, std::ios::trunc);
-      out << j.dump();
-    }
-    ops::forget_conv_algorithm_verdicts();
+    cache.write(j.dump());
     auto remeasured = ops::make_fastest_conv(s, 1, false, ops::onednn::make_conv, "disk test conv");
     REQUIRE(remeasured.is_ok());
-    {
-      std::ifstream in(path);
-      nlohmann::json k;
-      in >> k;
-      CHECK(k["entries"][key]["direct_ms"].get<double>() > 0.0);
-    }
+    CHECK(cache.read()["entries"][key]["direct_ms"].get<double>() > 0.0);
 
     // A malformed entry or a corrupt file: ignored (a warning), measured again, file rewritten.
-    {
-      std::ofstream out(path, std::ios::trunc);
-      out << "{ not json";
-    }
-    ops::forget_conv_algorithm_verdicts();
+    cache.write("{ not json");
     auto again = ops::make_fastest_conv(s, 1, false, ops::onednn::make_conv, "disk test conv");
     REQUIRE(again.is_ok());
-    {
-      std::ifstream in(path);
-      nlohmann::json k;
-      in >> k;
-      CHECK(k["entries"].contains(key));
-    }
+    CHECK(cache.read()["entries"].contains(key));
   }
 }
 
@@ -403,21 +392,13 @@ TEST_CASE("With an added tensor Z, Winograd comes without the sum post-op, direc
     CHECK(scaled_error(from_blocked(y, s.n, s.oc, hw), want) <= 1e-5);
     if (!std::filesystem::exists(path)) break;  // no Winograd kernel here: nothing measured
     // The bare convolution's verdict, flipped in the file, for a process that has not measured.
-    nlohmann::json j;
-    {
-      std::ifstream in(path);
-      in >> j;
-    }
+    nlohmann::json j = cache.read();
     REQUIRE(j["entries"].size() == 1);
     auto& entry = j["entries"].begin().value();
     CHECK_THAT(j["entries"].begin().key(), Catch::Contains(" z0 "));  // the bare spec's key
     entry["algorithm"] = entry["algorithm"] == "winograd" ? "direct" : "winograd";
     entry["steady"] = true;
-    {
-      std::ofstream out(path, std::ios::trunc);
-      out << j.dump();
-    }
-    ops::forget_conv_algorithm_verdicts();
+    cache.write(j.dump());
   }
   if (std::filesystem::exists(path))
     CHECK(branches.size() == 2);
