@@ -25,8 +25,8 @@ Result<graph::passes::PipelineOptions> pipeline_options_from_env() {
   const char* env = std::getenv("GRAPHI_PASSES");
   if (!env || !*env) return options;
   options.rnn_fusion = options.mm_fusion = options.phase_hoisting = options.reshape_cleanup =
-      options.pad_fold = options.conv_fusion = options.conv_merge = options.blocked_layout =
-          options.conv_sum = false;
+      options.pad_fold = options.conv_fusion = options.conv_merge = options.channel_gather =
+          options.blocked_layout = options.conv_sum = false;
   const std::string list = env;
   for (size_t pos = 0; pos <= list.size();) {
     size_t end = list.find(',', pos);
@@ -46,6 +46,8 @@ Result<graph::passes::PipelineOptions> pipeline_options_from_env() {
       options.conv_fusion = true;
     else if (name == "conv_merge")
       options.conv_merge = true;
+    else if (name == "channel_gather")
+      options.channel_gather = true;
     else if (name == "blocked_layout")
       options.blocked_layout = true;
     else if (name == "conv_sum")
@@ -54,7 +56,7 @@ Result<graph::passes::PipelineOptions> pipeline_options_from_env() {
       return Status::invalid_argument(
           "GRAPHI_PASSES: unknown pass '" + name +
           "' (known: rnn_fusion, mm_fusion, phase_hoisting, reshape_cleanup, pad_fold, "
-          "conv_fusion, conv_merge, blocked_layout, conv_sum)");
+          "conv_fusion, conv_merge, channel_gather, blocked_layout, conv_sum)");
     pos = end + 1;
   }
   return options;

@@ -257,6 +257,18 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
                                                                      : blocked_input(v);
       };
       make_blocked(id, n.op, {operand(n.inputs[0]), operand(n.inputs[1])}, {});
+    } else if (n.op == "ChannelGather" && !n.attrs.has("block") &&
+               std::any_of(n.inputs.begin(), n.inputs.end(),
+                           [&](ValueId v) { return v != kNoId && is_blocked(v, 0); }) &&
+               std::all_of(n.inputs.begin(), n.inputs.end(),
+                           [&](ValueId v) { return v != kNoId && f32_4d(g.value(v)); })) {
+      // Lane permutes of whole vectors (ops/channel_gather.cpp); channels index the padded
+      // blocks as they index the NCHW planes, and the output's padding lanes are written zero.
+      std::vector<std::string> in;
+      for (ValueId v : n.inputs) in.push_back(blocked_input(v));
+      Attributes a = n.attrs;
+      a.set("block", b);
+      make_blocked(id, "ChannelGather", in, a);
     } else if (n.op == "Concat" && is_blocked(x, 0)) {
       // Whole blocks only: a padded input would leave its padding inside the result.
       auto axis = attr_int(n.attrs, n.name, "axis", 0);

@@ -3,6 +3,7 @@
 #include <tuple>
 
 #include "graph/passes/blocked_layout.h"
+#include "graph/passes/channel_gather.h"
 #include "graph/passes/conv_fusion.h"
 #include "graph/passes/conv_merge.h"
 #include "graph/passes/mm_fusion.h"
@@ -115,6 +116,18 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
     if (r.summed > 0) did += ", " + plural(r.summed, "summed group") + " as SplitSum";
     out.reports.push_back({"conv_merge", did, r.groups});
     if (r.groups > 0) out.graph = std::move(r.graph);
+  }
+  if (options.channel_gather) {
+    GRAPHI_ASSIGN_OR_RETURN(ChannelGatherResult r, gather_channels(out.graph, shapes));
+    out.channel_gathers = r.gathers;
+    out.channel_ops_composed = r.composed;
+    const int changes = r.gathers + r.composed;
+    out.reports.push_back({"channel_gather",
+                           "composed channel Slices / Concats / shuffles into " +
+                               plural(r.gathers, "ChannelGather") + " (" +
+                               std::to_string(r.composed) + " more composed away)",
+                           changes});
+    if (changes > 0) out.graph = std::move(r.graph);
   }
   if (options.blocked_layout) {
     GRAPHI_ASSIGN_OR_RETURN(BlockedLayoutResult r,

@@ -11,8 +11,10 @@
 //      FusedConv (a oneDNN post-op);
 //   7. conv_merge (graph/passes/conv_merge.h): convolutions sharing an input -> one wide
 //      convolution (+ the identical channel-wise ops after them) + a channel Split;
-//   8. blocked_layout (graph/passes/blocked_layout.h): conv chains in nChw16c / nChw8c;
-//   9. conv_sum (graph/passes/conv_fusion.h, fuse_conv_sums): a blocked conv + the residual Add
+//   8. channel_gather (graph/passes/channel_gather.h): channel Slices, Concats and shuffles ->
+//      one ChannelGather per value something else reads (ShuffleNet's chunk + concat + shuffle);
+//   9. blocked_layout (graph/passes/blocked_layout.h): conv chains in nChw16c / nChw8c;
+//  10. conv_sum (graph/passes/conv_fusion.h, fuse_conv_sums): a blocked conv + the residual Add
 //      (+ the activation) after it -> one BlockedConv with input Z (a oneDNN binary post-op).
 // Passes 2 and 3 only see what pass 1 did not fuse (a cell the recognizer rejects, any other
 // graph). Every pass keeps the graph's inputs, outputs and their names.
@@ -33,6 +35,7 @@ struct PipelineOptions {
   bool pad_fold = true;
   bool conv_fusion = true;
   bool conv_merge = true;
+  bool channel_gather = true;
   bool blocked_layout = true;
   bool conv_sum = true;
   // blocked_layout's channel block: 16 for oneDNN's AVX-512 kernels, 8 for its AVX2 ones
@@ -42,7 +45,7 @@ struct PipelineOptions {
 
 struct PassReport {
   std::string pass;  // "rnn_fusion", "mm_fusion", "phase_hoisting", "reshape_cleanup", "pad_fold",
-                     // "conv_fusion", "conv_merge", "blocked_layout", "conv_sum"
+                     // "conv_fusion", "conv_merge", "channel_gather", "blocked_layout", "conv_sum"
   std::string did;   // e.g. "fused 6 LSTM cells into 2 LSTM sequence ops, ..."
   int changes = 0;   // rewrites made (0: the pass changed nothing)
 };
@@ -57,6 +60,7 @@ struct PipelineResult {
   int pads_removed = 0, pads_folded = 0;
   int convs_fused = 0;
   int conv_groups = 0, conv_members = 0;
+  int channel_gathers = 0, channel_ops_composed = 0;
   int blocked_ops = 0, layout_reorders = 0;
   int conv_sums = 0;
   bool changed() const;

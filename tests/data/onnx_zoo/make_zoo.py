@@ -479,6 +479,33 @@ class ScatterOps(nn.Module):
 # The zoo: name -> (factory, input factory, opset, dynamic batch?)
 
 
+class ShuffleStage(nn.Module):
+    """ShuffleNetV2's unit twice: chunk, a 1x1 / depthwise 3x3 / 1x1 branch, Concat, channel
+    shuffle (view + transpose + reshape); 20 channels, so blocked values are padded. Outputs the
+    shuffled tensor and a channel slice of it."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 20, 3, padding=1)
+
+        def branch():
+            return nn.Sequential(nn.Conv2d(10, 10, 1), nn.BatchNorm2d(10), nn.ReLU(),
+                                 nn.Conv2d(10, 10, 3, padding=1, groups=10), nn.BatchNorm2d(10),
+                                 nn.Conv2d(10, 10, 1), nn.ReLU())
+        self.b1, self.b2 = branch(), branch()
+
+    @staticmethod
+    def unit(x, branch):
+        a, b = x.chunk(2, dim=1)
+        y = torch.cat([a, branch(b)], 1)
+        n, c, h, w = y.shape
+        return y.view(n, 2, c // 2, h, w).transpose(1, 2).reshape(n, c, h, w)
+
+    def forward(self, x):
+        y = self.unit(self.unit(torch.relu(self.stem(x)), self.b1), self.b2)
+        return y, y[:, 5:15]
+
+
 def randn(*s):
     return torch.randn(*s)
 
@@ -538,6 +565,7 @@ add("ceil_pool_net", CeilPoolNet, lambda: [randn(2, 3, 11, 11)], (13, 17))
 add("scatter_ops", ScatterOps,
     lambda: [randn(4, 6), torch.tensor([[0, 3], [1, 5], [2, 2], [4, 0]]),
              torch.tensor([3, 0, 2]), torch.tensor([5, 1, 1])], (16, 17))  # scatter_add: 16
+add("channel_shuffle", ShuffleStage, lambda: [randn(2, 3, 9, 11)])
 add("decoder_layer", DecoderLayer, lambda: [randn(2, 5, 16), randn(2, 7, 16)], (14, 17))
 
 
