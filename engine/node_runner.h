@@ -16,8 +16,8 @@ struct SlotTables {
   void* const* out = nullptr;
 };
 
-// Small ops run inline with nthr = 1; oneDNN-style kernels parallelize themselves over the
-// team size (the caller set omp_set_num_threads(threads) on this thread); others get one
+// Small and narrow ops run inline with nthr = 1; oneDNN-style kernels parallelize themselves over
+// the team size (the caller set omp_set_num_threads(threads) on this thread); others get one
 // parallel region per op. libgomp reuses the same OS threads for a thread's successive regions
 // of the same size, so a team is created once and stays pinned.
 // `failure` (may be nullptr) is where a kernel reports a run-time failure (custom ops).
@@ -30,6 +30,12 @@ inline void run_node(const Plan& plan, NodeId n, SlotTables slots, int threads, 
                   std::span<void* const>(slots.out + o0, o1 - o0)};
   if (plan.small(n)) {
     k.run(ops::TeamContext{0, 1, scratch, scratch_bytes, failure}, io);
+  } else if (plan.narrow(n)) {
+    // Too small for the team (Plan::narrow): one thread, no parallel region; a kernel that
+    // opens its own (oneDNN) gets a thread count of 1 meanwhile.
+    if (k.opens_own_region() && threads > 1) omp_set_num_threads(1);
+    k.run(ops::TeamContext{0, 1, scratch, scratch_bytes, failure}, io);
+    if (k.opens_own_region() && threads > 1) omp_set_num_threads(threads);
   } else if (k.opens_own_region() || threads == 1) {
     k.run(ops::TeamContext{0, threads, scratch, scratch_bytes, failure}, io);
   } else {

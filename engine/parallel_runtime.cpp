@@ -255,7 +255,7 @@ void ParallelRuntime::Impl::run_one(Executor* e, graph::NodeId n,
         std::vector<OpSpan>& v = e ? e->spans : boot_spans;
         if (v.size() < v.capacity())
           v.push_back({m, e ? static_cast<int32_t>(e->id) : kBootstrapExecutor,
-                       p.small(m) ? 1 : threads, t0, trace_now_ns()});
+                       p.node_threads(m, threads), t0, trace_now_ns()});
       } else {
         run_node(p, m, slots, threads, scratch, p.scratch_bytes(), &failure);
       }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <optional>
 
 namespace graphi::engine {
 
@@ -31,6 +32,11 @@ class ScopedOmpThreads {
 
 }  // namespace
 
+bool tiny_for_team(const ops::CostHint& c) {
+  if (c.flops <= 0 && c.bytes <= 0) return false;
+  return c.bytes < 64 * 1024 && c.flops < 200e3;
+}
+
 Result<Plan> compile(std::shared_ptr<const graph::Graph> graph, int team_size, ReuseMode reuse) {
   if (!graph) return Status::invalid_argument("compile: no graph");
   if (team_size < 1)
@@ -56,7 +62,7 @@ Result<Plan> compile(std::shared_ptr<const graph::Graph> graph, int team_size, R
     const ops::OpDef* def = registry.find(node.op);
     if (!def) return Status::unsupported(where + ": unknown op type '" + node.op + "'");
 
-    ops::KernelContext ctx{node, {}, {}, {}, def->small ? 1 : team_size, where};
+    ops::KernelContext ctx{node, {}, {}, {}, team_size, where};
     for (ValueId v : node.inputs) {
       plan.in_ids_.push_back(v);
       const graph::Value* val = v == kNoId ? nullptr : &g.value(v);
@@ -73,6 +79,12 @@ Result<Plan> compile(std::shared_ptr<const graph::Graph> graph, int team_size, R
 
     plan.cost_.push_back(registry.cost(node, ctx.inputs, ctx.outputs));
     plan.small_.push_back(def->small ? 1 : 0);
+    const bool narrow = !def->small && team_size > 1 && tiny_for_team(plan.cost_.back());
+    plan.narrow_.push_back(narrow ? 1 : 0);
+    if (def->small || narrow) ctx.team_size = 1;
+    // oneDNN primitives read the thread count when they are made: one for a narrow op.
+    std::optional<ScopedOmpThreads> one_thread;
+    if (narrow) one_thread.emplace(1);
 
     // Kernels report failures as Status; an exception escaping init() (a third-party library,
     // bad_alloc) is still turned into an error that names the node.

@@ -35,6 +35,14 @@ class Plan;
 Result<Plan> compile(std::shared_ptr<const graph::Graph> graph, int team_size,
                      ReuseMode reuse = ReuseMode::kDependencySafe);
 
+// An op too small for a team (Plan::narrow): splitting it over threads saves less than the
+// fork/join of the team costs (~0.5 us per op on an idle 2-core machine: a 20-op attention
+// block ran 7 us on 1 thread, 16 us on a team of 2), and on a loaded machine a descheduled team
+// member stalls the op for a scheduler time slice. Under 64 KiB of data and 200 K FLOPs an op
+// takes a few microseconds on one core. A hint of 0 / 0 (a custom op that gave none) is
+// unknown, not small.
+bool tiny_for_team(const ops::CostHint& cost);
+
 // Arrays are indexed by NodeId unless noted. The Graph stores nodes in a topological order
 // (NodeId = position), so order[] is 0..n-1 today; schedulers should still iterate order[] so
 // a later reordering pass stays possible.
@@ -76,6 +84,12 @@ class Plan {
   // Small ops (OpDef::small) run inline with nthr = 1, never on a team.
   bool small(NodeId n) const { return small_[n] != 0; }
   std::span<const uint8_t> small_flags() const { return small_; }
+  // Ops whose cost hint is below a team's worth of work (tiny_for_team): their kernel is made
+  // for, and runs on, one thread of the executor's team, without opening a parallel region.
+  // Scheduled like any other op (unlike small ones). Always false on a team of 1.
+  bool narrow(NodeId n) const { return narrow_[n] != 0; }
+  // The threads node n runs on when its executor's team has `threads`.
+  int node_threads(NodeId n, int threads) const { return small(n) || narrow(n) ? 1 : threads; }
   const ops::CostHint& cost(NodeId n) const { return cost_[n]; }
   std::span<const ops::CostHint> costs() const { return cost_; }
 
@@ -112,7 +126,7 @@ class Plan {
   std::vector<uint32_t> in_offsets_, out_offsets_;
   std::vector<ValueId> in_ids_, out_ids_;
   std::vector<std::unique_ptr<ops::Kernel>> kernels_;
-  std::vector<uint8_t> small_;
+  std::vector<uint8_t> small_, narrow_;
   std::vector<ops::CostHint> cost_;
   std::vector<double> levels_;
   MemoryPlan memory_;

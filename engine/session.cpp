@@ -377,7 +377,7 @@ Status Session::Impl::execute(int threads) {
     if (tracing) [[unlikely]] {
       const uint64_t t0 = trace_now_ns();
       run_node(plan(), n, slots, threads, scratch.get(), plan().scratch_bytes(), &failure);
-      trace.ops.push_back({n, 0, plan().small(n) ? 1 : threads, t0, trace_now_ns()});
+      trace.ops.push_back({n, 0, plan().node_threads(n, threads), t0, trace_now_ns()});
     } else {
       run_node(plan(), n, slots, threads, scratch.get(), plan().scratch_bytes(), &failure);
     }

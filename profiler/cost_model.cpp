@@ -38,6 +38,7 @@ Result<ModelGraph> model_graph(const graph::Graph& g) {
     m.flops.push_back(c.flops);
     m.bytes.push_back(c.bytes);
     m.small.push_back(def->small ? 1 : 0);
+    m.narrow.push_back(!def->small && engine::tiny_for_team(c) ? 1 : 0);
   }
   m.succ_offsets.push_back(0);
   for (auto& s : succ) {
@@ -57,6 +58,7 @@ ModelGraph model_graph(const engine::Plan& plan) {
     m.flops.push_back(plan.cost(i).flops);
     m.bytes.push_back(plan.cost(i).bytes);
     m.small.push_back(plan.small(i) ? 1 : 0);
+    m.narrow.push_back(!plan.small(i) && engine::tiny_for_team(plan.cost(i)) ? 1 : 0);
   }
   m.succ_offsets.assign(plan.succ_offsets().begin(), plan.succ_offsets().end());
   m.succ.assign(plan.succ_ids().begin(), plan.succ_ids().end());
@@ -85,7 +87,7 @@ namespace {
 
 // The RNN sequence ops: a team barrier every time step (MachineConstants::sequence_serial).
 bool is_sequence_op(const std::string& op) {
-  static const char* const kOps[] = {"LSTM",    "GRU",     "RNN",     "PhasedLSTM",
+  static const char* const kOps[] = {"LSTM",     "GRU",     "RNN",    "PhasedLSTM",
                                      "LSTMGrad", "GRUGrad", "RNNGrad"};
   for (const char* s : kOps)
     if (op == s) return true;
@@ -124,7 +126,7 @@ CostModel CostModel::fitted(const ModelGraph& g, std::span<const double> us_k1,
   std::map<std::string, std::pair<double, double>> per_class;  // class -> (sum k=1, sum k=kmax)
   for (size_t i = 0; i < g.num_nodes() && i < us_k1.size(); ++i) {
     c.t1_[i] = us_k1[i];
-    if (g.small[i] || kmax <= 1 || i >= us_kmax.size()) continue;
+    if (g.runs_alone(i) || kmax <= 1 || i >= us_kmax.size()) continue;
     per_class[g.op[i]].first += us_k1[i];
     per_class[g.op[i]].second += us_kmax[i];
   }
@@ -164,7 +166,7 @@ double CostModel::node_us(size_t i, int k) const {
   const double overhead = kmax_ > 1 ? overhead_k1_ + (overhead_kmax_ - overhead_k1_) *
                                                          (std::max(1, k) - 1) / (kmax_ - 1)
                                     : overhead_k1_;
-  if (g_.small[i] || k <= 1) return t1_[i] + overhead;
+  if (g_.runs_alone(i) || k <= 1) return t1_[i] + overhead;
   const double s = node_serial_[i];
   return t1_[i] * (s + (1.0 - s) / k) + (analytical_sync_ ? m_.team_sync_us : 0.0) + overhead;
 }
@@ -181,9 +183,9 @@ CostModel::Prediction CostModel::predict(const Config& c) const {
   sc.threads = c.threads;
   // Any engine policy the config names (cpf, shared-queue, ...); an unknown name is ranked as
   // cpf, the default of several executors.
-  sc.policy = engine::parse_policy(c.scheduler)
-                  .value_or(c.executors > 1 ? engine::Policy::kCriticalPath
-                                            : engine::Policy::kSequential);
+  sc.policy =
+      engine::parse_policy(c.scheduler)
+          .value_or(c.executors > 1 ? engine::Policy::kCriticalPath : engine::Policy::kSequential);
   sc.scheduler_core = c.scheduler_core;
   DispatchCosts d;
   d.seq_op_us = 0;
@@ -249,7 +251,8 @@ Config analytical_choice(const CostModel& model, std::span<const Config> configs
   // serial fraction) has no such blind spot. Measured: PathNet at batch 8 ran 1.52x faster on
   // 2x1 than on 1x1 where the model predicted ~1.9x, and 1x2 (1.68x) won.
   const double need = 1.0 - margin;
-  if (best.config.executors > 1 && best.predicted.makespan_us <= need * single->predicted.makespan_us) {
+  if (best.config.executors > 1 &&
+      best.predicted.makespan_us <= need * single->predicted.makespan_us) {
     if (why)
       *why = "graph width " + std::to_string(shape.max_width) + ": predicted " +
              ms(best.predicted.makespan_us) + " against " + ms(single->predicted.makespan_us) +

@@ -7,7 +7,7 @@
 //  1. Per-op cost as a function of team size, Amdahl's law with a serial fraction per op
 //     class (op type):   t_i(k) = t_i(1) * (s_c + (1 - s_c) / k)   (+ team_sync_us if k > 1)
 //     s_c > 1 is allowed: ops that get slower on a team (too small to split). Small ops
-//     (OpDef::small) always run alone: t_i(k) = t_i(1).
+//     (OpDef::small) and narrow ones (engine::tiny_for_team) always run alone: t_i(k) = t_i(1).
 //     Analytical (no measurement): t_i(1) = max(flops / peak, bytes / bandwidth) + op_overhead
 //     from the ops' cost hints (a roofline with cache-resident operands: the weights of a
 //     served model stay in cache between runs), s_c = sequence_serial for the RNN sequence
@@ -40,6 +40,9 @@ struct ModelGraph {
   std::vector<std::string> op;  // op type per node
   std::vector<double> flops, bytes;
   std::vector<uint8_t> small;
+  std::vector<uint8_t> narrow;  // run on one thread of any team (engine::tiny_for_team)
+  // Small or narrow: t(k) = t(1). (`narrow` may be left empty by hand-made graphs.)
+  bool runs_alone(size_t i) const { return small[i] || (i < narrow.size() && narrow[i]); }
   std::vector<uint32_t> succ_offsets;  // CSR, size n + 1
   std::vector<uint32_t> succ;
   size_t num_nodes() const { return op.size(); }
@@ -59,10 +62,10 @@ struct GraphShape {
 GraphShape graph_shape(const ModelGraph& g);
 
 struct MachineConstants {
-  double peak_gflops = 50;       // per core, for t(1) from cost hints (analytical model only)
-  double bandwidth_gbs = 100;    // per core from cache, likewise
-  double op_overhead_us = 0.3;   // per non-small op at k = 1 (kernel entry, small-size losses)
-  double small_op_us = 0.05;     // per small op
+  double peak_gflops = 50;      // per core, for t(1) from cost hints (analytical model only)
+  double bandwidth_gbs = 100;   // per core from cache, likewise
+  double op_overhead_us = 0.3;  // per non-small op at k = 1 (kernel entry, small-size losses)
+  double small_op_us = 0.05;    // per small op
   // Serial fraction of an op on a team (analytical model). Sequence ops (LSTM, GRU, RNN,
   // PhasedLSTM and their gradients: a team barrier every time step) were fitted to the
   // quiet-machine validation of session 6 (benchmarks/README.md, sim-validation): 1x2
@@ -74,7 +77,7 @@ struct MachineConstants {
   // PathNet at batch 8, where 1x2 measured faster).
   double sequence_serial = 0.3;
   double default_serial = 0.1;
-  double team_sync_us = 2.0;     // fork/join of a team of k > 1 per op (analytical model)
+  double team_sync_us = 2.0;  // fork/join of a team of k > 1 per op (analytical model)
   // Engine overheads, from benchmarks/README.md's dispatch rows on this class of machine
   // (cpf 2x1 on the LSTM-shaped DAG: ~0.55 us/op against ~1.0 us/op 1x1, 140-160 ns one-way
   // core-to-core hand-off, plus the wake-up of a parked executor now and then).
@@ -142,8 +145,8 @@ std::vector<RankedConfig> rank_configs(const CostModel& model, std::span<const C
 // the graph has inter-op parallelism (max width > 1) and the model predicts it at least `margin`
 // faster than the best single executor (a misprediction must not make the default slower than
 // one executor, and the prediction for several executors is the one that misses the cost of
-// concurrent ops sharing caches and memory). A chain (width 1) gets one executor, the team size the model
-// predicts fastest (all cores unless its ops are too small to gain from a team: a 2-thread
+// concurrent ops sharing caches and memory). A chain (width 1) gets one executor, the team size the
+// model predicts fastest (all cores unless its ops are too small to gain from a team: a 2-thread
 // team costs more than it saves on ops of a few microseconds). `why` gets one sentence.
 Config analytical_choice(const CostModel& model, std::span<const Config> configs, std::string* why,
                          double margin = 0.10);

@@ -205,7 +205,7 @@ OpCostCurves OpCostCurves::from_measured(const ModelGraph& g, std::span<const do
   c.t1_.resize(g.num_nodes());
   for (size_t i = 0; i < g.num_nodes(); ++i) {
     double t = i < node_us.size() ? node_us[i] : 0.0;
-    if (!g.small[i] && k_measured > 1)
+    if (!g.runs_alone(i) && k_measured > 1)
       t = std::max(0.0, t - here.team_sync_us * std::log2(k_measured)) /
           amdahl(c.op_class(i), k_measured);
     c.t1_[i] = t / m.core_speed;
@@ -239,7 +239,7 @@ void OpCostCurves::add_measured(int k, std::span<const double> node_us) {
 }
 
 double OpCostCurves::node_us(size_t i, int k, int executors) const {
-  if (g_->small[i]) return t1_[i];
+  if (g_->runs_alone(i)) return t1_[i];
   if (auto m = measured_.find(k); m != measured_.end()) return m->second[i];
   double t = t1_[i];
   if (k > 1) t = t * amdahl(op_class(i), k) + sync_us_ / m_.core_speed * std::log2(k);

@@ -61,7 +61,7 @@ void check_trace(const Plan& plan, const RunTrace& t, int executors, int threads
     CHECK(s.end_ns >= s.start_ns);
     CHECK(s.end_ns <= t.run_end_ns);
     CHECK(((s.executor >= 0 && s.executor < executors) || s.executor == kBootstrapExecutor));
-    CHECK(s.team == (plan.small(s.node) ? 1 : threads));
+    CHECK(s.team == plan.node_threads(s.node, threads));
   }
   // Dependencies: an op starts only after each of its predecessors ended.
   for (NodeId a = 0; a < n; ++a)
