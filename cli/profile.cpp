@@ -12,6 +12,7 @@
 
 #include "cli/args.h"
 #include "cli/cli_util.h"
+#include "cli/input_binding.h"
 #include "engine/plan.h"
 #include "engine/policy.h"
 #include "models/weights.h"
@@ -59,12 +60,14 @@ int profile_command(int argc, char** argv) {
   Args args(
       "graphi profile MODEL [--top-k K] [--runs R] [--trace FILE] [--plan-out FILE] [--json] "
       "[--quiet]\n"
-      "                      [--compare-exhaustive] [--no-fuse] [--dim NAME=VALUE]... [--cpuset "
+      "                      [--compare-exhaustive] [--no-fuse] [--dim NAME=VALUE]... [--input "
+      "NAME=FILE.npy]... [--cpuset "
       "LIST]\n"
       "                      [--schedulers LIST]",
       "Finds the fastest executors x threads split of MODEL on this machine: enumerates the "
       "splits\n"
-      "the allowed cores admit (several executors once per scheduler of --schedulers), ranks them with a cost model fitted from per-op times under 1x1 "
+      "the allowed cores admit (several executors once per scheduler of --schedulers), ranks them "
+      "with a cost model fitted from per-op times under 1x1 "
       "and\n"
       "1xK, calibrates the best ranked (warm-up, then R runs each, median makespan; a split "
       "clearly\n"
@@ -91,6 +94,8 @@ int profile_command(int argc, char** argv) {
   args.flag("--no-cache", "do not write the plan into the cache");
   args.flag("--no-fuse", "profile the graph as stored (no graph passes)");
   args.option("--dim", "NAME=VALUE", "value of a symbolic dim of an .onnx model's inputs", true);
+  args.option("--input", "NAME=FILE.npy",
+              "feed graph input NAME from a .npy file (others: seeded random values)", true);
   args.option("--cpuset", "LIST", "profile on these cores only (\"0-3,8\")");
   args.option("--schedulers", "LIST",
               "schedulers tried on every split of several executors, comma-separated (default "
@@ -107,6 +112,8 @@ int profile_command(int argc, char** argv) {
   if (!top_k || !runs || !warmup || !seed || !json_indent || !budget) return kExitUsage;
   const bool json = args.has("--json");
 
+  auto input_files = parse_input_flags(args.get_all("--input"));
+  if (!input_files.is_ok()) return args.usage_error(input_files.status().message());
   auto dims = parse_dim_flags(args.get_all("--dim"));
   if (!dims.is_ok()) return args.usage_error(dims.status().message());
   auto loaded = load_model(model_path, *dims);
@@ -119,12 +126,10 @@ int profile_command(int argc, char** argv) {
     if (!fused.is_ok()) return runtime_error(fused.status());
     g = *fused;
   }
-  engine::NamedTensors inputs;
-  models::WeightRng rng(static_cast<uint64_t>(*seed));
-  for (graph::ValueId vid : g->inputs()) {
-    const graph::Value& v = g->value(vid);
-    inputs.emplace_back(v.name, models::random_tensor(v.desc, rng));
-  }
+  if (auto unknown = unknown_input(*g, model_path, *input_files)) return args.usage_error(*unknown);
+  auto bound = bind_inputs(*g, *input_files, static_cast<uint64_t>(*seed));
+  if (!bound.is_ok()) return runtime_error(bound.status());
+  const engine::NamedTensors& inputs = bound->tensors;
 
   profiler::ProfileOptions opt;
   opt.top_k = static_cast<int>(*top_k);
@@ -152,7 +157,12 @@ int profile_command(int argc, char** argv) {
     }
   }
   auto profiled = profiler::profile_graph(g, inputs, opt);
-  if (!profiled.is_ok()) return runtime_error(profiled.status().with_context(model_path));
+  if (!profiled.is_ok()) {
+    // Errors of the graph's nodes already start with its path.
+    const Status& s = profiled.status();
+    return runtime_error(with_input_hint(
+        s.message().rfind(model_path, 0) == 0 ? s : s.with_context(model_path), *bound));
+  }
   const profiler::ProfileResult& res = *profiled;
 
   std::string cache_file;
@@ -278,8 +288,7 @@ int profile_command(int argc, char** argv) {
                            ? "not calibrated (model rank " + std::to_string(r.model_rank + 1) + ")"
                        : r.stopped_early ? "stopped early"
                                          : "";
-    if (r.calibrated && r.config.name() == res.chosen.name())
-      note = "chosen";
+    if (r.calibrated && r.config.name() == res.chosen.name()) note = "chosen";
     std::printf("%-18s %9.3fms %10s %8s %8s %6s  %s\n", r.config.name().c_str(),
                 r.predicted.makespan_us / 1e3,
                 r.calibrated ? fmt("%.3f ms", r.median_ms).c_str() : "-",

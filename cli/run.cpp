@@ -16,6 +16,7 @@
 
 #include "cli/args.h"
 #include "cli/cli_util.h"
+#include "cli/input_binding.h"
 #include "cli/load_progress.h"
 #include "engine/session.h"
 #include "graph/memory_budget.h"
@@ -59,15 +60,6 @@ std::string file_stem(const std::string& name) {
         (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
   if (s.empty() || s == "." || s == "..") s = "_" + s;
   return s;
-}
-
-std::string list_names(const graph::Graph& g) {
-  std::string out;
-  for (graph::ValueId v : g.inputs()) {
-    out += out.empty() ? "" : ", ";
-    out += g.value(v).name + " " + g.value(v).desc.to_string();
-  }
-  return out.empty() ? "(the model has no inputs)" : out;
 }
 
 // Prints progress to stderr when a run is long: first after 2 s, then every second (in place on
@@ -181,16 +173,8 @@ int run_command(int argc, char** argv) {
 
   // Input flags are checked for form before the model is loaded, so a typo is a usage error
   // even when the model is large.
-  std::vector<std::pair<std::string, std::string>> input_files;
-  for (const std::string& spec : args.get_all("--input")) {
-    auto eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
-      return args.usage_error("--input expects NAME=FILE.npy, got '" + spec + "'");
-    std::string name = spec.substr(0, eq);
-    for (const auto& [n, f] : input_files)
-      if (n == name) return args.usage_error("input '" + name + "' is given more than once");
-    input_files.emplace_back(name, spec.substr(eq + 1));
-  }
+  auto input_files = parse_input_flags(args.get_all("--input"));
+  if (!input_files.is_ok()) return args.usage_error(input_files.status().message());
 
   auto dims = parse_dim_flags(args.get_all("--dim"));
   if (!dims.is_ok()) return args.usage_error(dims.status().message());
@@ -213,46 +197,14 @@ int run_command(int argc, char** argv) {
     g = *fused;
   }
 
-  for (const auto& [name, file] : input_files) {
-    auto v = g->find_value(name);
-    if (!v || g->value(*v).kind != graph::ValueKind::kInput)
-      return args.usage_error("'" + name + "' is not an input of " + model_path +
-                              "; its inputs are: " + list_names(*g));
-  }
+  if (auto unknown = unknown_input(*g, model_path, *input_files)) return args.usage_error(*unknown);
 
   // Bind inputs: files first (checked against the model's desc), then generated ones.
-  engine::NamedTensors inputs;
-  std::vector<std::string> generated;
-  std::map<std::string, std::string> source;  // input name -> file, for the text report
-  models::WeightRng rng(static_cast<uint64_t>(*seed));
-  for (graph::ValueId vid : g->inputs()) {
-    const graph::Value& v = g->value(vid);
-    auto file = std::find_if(input_files.begin(), input_files.end(),
-                             [&](const auto& p) { return p.first == v.name; });
-    if (file != input_files.end()) {
-      auto t = graph::read_npy(file->second);
-      if (!t.is_ok()) return runtime_error(t.status().with_context("input '" + v.name + "'"));
-      if (!(t->desc() == v.desc))
-        return runtime_error(Status::invalid_argument("input '" + v.name + "': " + file->second +
-                                                      " holds " + t->desc().to_string() +
-                                                      ", the model expects " + v.desc.to_string()));
-      source[v.name] = file->second;
-      inputs.emplace_back(v.name, std::move(*t));
-    } else {
-      // A declared shape can be far larger than memory (e.g. a --dim typo): say so, by name.
-      try {
-        inputs.emplace_back(v.name, models::random_tensor(v.desc, rng));
-      } catch (const std::bad_alloc&) {
-        return runtime_error(Status(StatusCode::kOutOfMemory,
-                                    "input '" + v.name + "' " + v.desc.to_string() + " needs " +
-                                        human_bytes(static_cast<double>(v.desc.bytes())) +
-                                        ": cannot allocate it to generate random values"));
-      }
-      generated.push_back(v.name);
-      std::fprintf(stderr, "graphi: input '%s' not given: using seeded random %s (seed %ld)\n",
-                   v.name.c_str(), v.desc.to_string().c_str(), *seed);
-    }
-  }
+  auto bound = bind_inputs(*g, *input_files, static_cast<uint64_t>(*seed));
+  if (!bound.is_ok()) return runtime_error(bound.status());
+  engine::NamedTensors& inputs = bound->tensors;
+  const std::vector<std::string>& generated = bound->generated;
+  const std::map<std::string, std::string>& source = bound->source;
 
   // The split: explicit flags, else the plan (profiler/plan_choice.h).
   profiler::PlanRequest plan_request;
@@ -283,7 +235,7 @@ int run_command(int argc, char** argv) {
   engine::NamedTensors outputs;
   for (long i = 0; i < *warmup; ++i) {
     auto r = (*session)->run(inputs);
-    if (!r.is_ok()) return runtime_error(r.status());
+    if (!r.is_ok()) return runtime_error(with_input_hint(r.status(), *bound));
     if (i + 1 == *warmup) outputs = std::move(*r);
     progress.update("warmup", i + 1, *warmup);
   }
@@ -295,7 +247,7 @@ int run_command(int argc, char** argv) {
     auto t0 = Clock::now();
     auto r = (*session)->run(inputs);
     auto t1 = Clock::now();
-    if (!r.is_ok()) return runtime_error(r.status());
+    if (!r.is_ok()) return runtime_error(with_input_hint(r.status(), *bound));
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     if (i + 1 == *iterations) outputs = std::move(*r);
     progress.update("iteration", i + 1, *iterations);

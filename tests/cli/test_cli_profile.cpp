@@ -6,11 +6,12 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "graph/format.h"
 #include "graph/graph_builder.h"
+#include "graph/npy.h"
 #include "ops/registry.h"
 #include "tests/support/test_util.h"
 
@@ -196,4 +197,52 @@ TEST_CASE(
   REQUIRE(corrupt.rc == 0);
   CHECK(contains(corrupt.err, "warning: plan cache " + file));
   CHECK(contains(corrupt.err, "graphi: plan auto: "));
+}
+
+// Index inputs: seeded random values (0..9) fall out of range of a 4-wide axis, so profiling
+// needs the real ones from --input (as `graphi run` takes them); the failure without them says
+// so, and names the file once.
+TEST_CASE("graphi profile --input feeds index inputs; without it the error says why",
+          "[cli][profile]") {
+  const fs::path dir = test::scratch_dir("profile_input");
+  const fs::path model = dir / "gather.graphi";
+  graph::GraphBuilder b("<profile input test>");
+  b.add_input("x", TensorDesc{DType::kF32, {4, 4}});
+  b.add_input("idx", TensorDesc{DType::kI64, {4, 6}});
+  graph::Attributes a;
+  a.set("axis", int64_t{1});
+  b.add_node("GatherElements", "ge", {"x", "idx"}, {"y"}, a);
+  b.add_output("y");
+  auto g = b.finish(ops::Registry::get());
+  REQUIRE(g.is_ok());
+  REQUIRE(graph::write_graphi(*g, model.string()).is_ok());
+  Tensor idx(TensorDesc{DType::kI64, {4, 6}});
+  for (int64_t i = 0; i < 24; ++i) idx.data_as<int64_t>()[i] = (i * 7) % 4;
+  const fs::path idx_file = dir / "idx.npy";
+  REQUIRE(graph::write_npy(idx_file.string(), idx).is_ok());
+
+  const std::vector<std::string> quick = {"--runs",     "1", "--warmup", "0",
+                                          "--budget-s", "5", "--quiet",  "--no-cache"};
+  std::vector<std::string> args = {"profile", model.string()};
+  args.insert(args.end(), quick.begin(), quick.end());
+  auto bad = graphi_cli(dir, args);
+  INFO(bad.err);
+  CHECK(bad.rc == 1);
+  CHECK(contains(bad.err, "index"));
+  CHECK(contains(bad.err, "held seeded random values; give real ones with --input"));
+  const size_t first = bad.err.find(model.string());
+  CHECK(bad.err.find(model.string(), first + 1) == std::string::npos);  // the path once
+
+  args.push_back("--input");
+  args.push_back("idx=" + idx_file.string());
+  auto ok = graphi_cli(dir, args);
+  INFO(ok.err);
+  CHECK(ok.rc == 0);
+
+  auto unknown = graphi_cli(dir, {"profile", model.string(), "--input", "z=" + idx_file.string()});
+  CHECK(unknown.rc == 2);
+  CHECK(contains(unknown.err, "'z' is not an input of"));
+  auto wrong = graphi_cli(dir, {"profile", model.string(), "--input", "x=" + idx_file.string()});
+  CHECK(wrong.rc == 1);
+  CHECK(contains(wrong.err, "the model expects float32[4, 4]"));
 }

@@ -1,0 +1,87 @@
+#include "cli/input_binding.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <new>
+
+#include "cli/cli_util.h"
+#include "graph/npy.h"
+#include "models/weights.h"
+
+namespace graphi::cli {
+
+Result<std::vector<InputFile>> parse_input_flags(const std::vector<std::string>& specs) {
+  std::vector<InputFile> files;
+  for (const std::string& spec : specs) {
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      return Status::invalid_argument("--input expects NAME=FILE.npy, got '" + spec + "'");
+    InputFile f{spec.substr(0, eq), spec.substr(eq + 1)};
+    for (const InputFile& other : files)
+      if (other.name == f.name)
+        return Status::invalid_argument("input '" + f.name + "' is given more than once");
+    files.push_back(std::move(f));
+  }
+  return files;
+}
+
+std::optional<std::string> unknown_input(const graph::Graph& g, const std::string& model_path,
+                                         const std::vector<InputFile>& files) {
+  for (const InputFile& f : files) {
+    auto v = g.find_value(f.name);
+    if (v && g.value(*v).kind == graph::ValueKind::kInput) continue;
+    std::string names;
+    for (graph::ValueId in : g.inputs())
+      names += (names.empty() ? "" : ", ") + g.value(in).name + " " + g.value(in).desc.to_string();
+    return "'" + f.name + "' is not an input of " + model_path +
+           "; its inputs are: " + (names.empty() ? "(the model has no inputs)" : names);
+  }
+  return std::nullopt;
+}
+
+Result<BoundInputs> bind_inputs(const graph::Graph& g, const std::vector<InputFile>& files,
+                                uint64_t seed) {
+  BoundInputs out;
+  models::WeightRng rng(seed);
+  for (graph::ValueId vid : g.inputs()) {
+    const graph::Value& v = g.value(vid);
+    auto file = std::find_if(files.begin(), files.end(),
+                             [&](const InputFile& f) { return f.name == v.name; });
+    if (file != files.end()) {
+      auto t = graph::read_npy(file->path);
+      if (!t.is_ok()) return t.status().with_context("input '" + v.name + "'");
+      if (!(t->desc() == v.desc))
+        return Status::invalid_argument("input '" + v.name + "': " + file->path + " holds " +
+                                        t->desc().to_string() + ", the model expects " +
+                                        v.desc.to_string());
+      out.source[v.name] = file->path;
+      out.tensors.emplace_back(v.name, std::move(*t));
+      continue;
+    }
+    // A declared shape can be far larger than memory (e.g. a --dim typo): say so, by name.
+    try {
+      out.tensors.emplace_back(v.name, models::random_tensor(v.desc, rng));
+    } catch (const std::bad_alloc&) {
+      return Status(StatusCode::kOutOfMemory, "input '" + v.name + "' " + v.desc.to_string() +
+                                                  " needs " +
+                                                  human_bytes(static_cast<double>(v.desc.bytes())) +
+                                                  ": cannot allocate it to generate random values");
+    }
+    out.generated.push_back(v.name);
+    std::fprintf(stderr, "graphi: input '%s' not given: using seeded random %s (seed %llu)\n",
+                 v.name.c_str(), v.desc.to_string().c_str(), static_cast<unsigned long long>(seed));
+  }
+  return out;
+}
+
+Status with_input_hint(const Status& failure, const BoundInputs& inputs) {
+  if (failure.is_ok() || inputs.generated.empty()) return failure;
+  std::string names;
+  for (const std::string& n : inputs.generated) names += (names.empty() ? "'" : ", '") + n + "'";
+  return Status(failure.code(), failure.message() + " (input" +
+                                    (inputs.generated.size() > 1 ? "s " : " ") + names +
+                                    " held seeded random values; give real ones with --input "
+                                    "NAME=FILE.npy)");
+}
+
+}  // namespace graphi::cli

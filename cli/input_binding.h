@@ -1,0 +1,46 @@
+// The inputs of a run from --input NAME=FILE.npy flags: `graphi run` and `graphi profile` (a
+// model whose integer inputs are indices, e.g. GatherElements', needs real values: random ones
+// fall out of range). Files first, each checked against the model's desc; seeded random values
+// for the rest, each reported on stderr.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/session.h"
+#include "graph/graph.h"
+
+namespace graphi::cli {
+
+struct InputFile {
+  std::string name, path;
+};
+
+// The flags' form, checked before the model loads (a typo is a usage error even for a large
+// model): kInvalidArgument for "NAME=FILE.npy" missing a part or a name given twice.
+Result<std::vector<InputFile>> parse_input_flags(const std::vector<std::string>& specs);
+
+// A usage message when a file names no input of the model ("'y' is not an input of M; its
+// inputs are: x float32[2, 3]"), else nullopt.
+std::optional<std::string> unknown_input(const graph::Graph& g, const std::string& model_path,
+                                         const std::vector<InputFile>& files);
+
+struct BoundInputs {
+  engine::NamedTensors tensors;               // in the graph's input order
+  std::vector<std::string> generated;         // inputs given random values
+  std::map<std::string, std::string> source;  // input name -> file it was read from
+};
+
+// Reads the files (a wrong dtype or shape names the input, the file and both descs) and fills
+// the other inputs with seeded random values (kOutOfMemory naming an input too large to make).
+Result<BoundInputs> bind_inputs(const graph::Graph& g, const std::vector<InputFile>& files,
+                                uint64_t seed);
+
+// A run's failure, with a hint when some inputs held random values (an index out of range is
+// then the generator's, not the model's): "... (inputs 'idx' held seeded random values; give
+// real ones with --input NAME=FILE.npy)".
+Status with_input_hint(const Status& failure, const BoundInputs& inputs);
+
+}  // namespace graphi::cli
