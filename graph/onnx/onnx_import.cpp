@@ -464,8 +464,8 @@ Status Importer::import_node(const onnx::Node& node_in) {
     }
     // A Constant's value is in the file; every other fold makes new elements, from the budget.
     const bool counted = n.op != "Constant";
-    const int64_t left = counted ? std::max<int64_t>(fold_budget_ - folded_, 0)
-                                 : onnx::kMaxFoldElements;
+    const int64_t left =
+        counted ? std::max<int64_t>(fold_budget_ - folded_, 0) : onnx::kMaxFoldElements;
     GRAPHI_ASSIGN_OR_RETURN(std::vector<HostTensor> outs,
                             onnx::fold_node(n, opset_, ins, where, left));
     if (counted) {
@@ -597,11 +597,22 @@ Status Importer::add_inputs() {
           shape.push_back(opts_.default_dim);
           continue;
         }
-        if (o == opts_.dims.end())
+        if (o == opts_.dims.end()) {
+          // A --dim the model has no dim of is most likely this one misspelt: say so too.
+          std::string unknown;
+          for (const auto& [name, value] : opts_.dims) {
+            const bool known = std::any_of(g.inputs.begin(), g.inputs.end(), [&](const auto& in) {
+              return std::any_of(in.dims.begin(), in.dims.end(),
+                                 [&](const onnx::Dim& x) { return x.param == name; });
+            });
+            if (!known) unknown += (unknown.empty() ? "" : ", ") + name;
+          }
           return Status::invalid_argument(
               what + ": dim " + std::to_string(d) + " is symbolic ('" + dim.param +
               "'); graphi needs static shapes: give its value with --dim " + dim.param +
-              "=N (Python: dims={'" + dim.param + "': N}; C: graphi_options.dim_names/dim_values)");
+              "=N (Python: dims={'" + dim.param + "': N}; C: graphi_options.dim_names/dim_values)" +
+              (unknown.empty() ? "" : "; the model has no symbolic dim named " + unknown));
+        }
         if (o->second < 1)
           return Status::invalid_argument(src_ + ": --dim " + dim.param + "=" +
                                           std::to_string(o->second) +

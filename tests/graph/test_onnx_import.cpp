@@ -294,6 +294,11 @@ TEST_CASE("onnx: symbolic dims need --dim, unused --dim names are errors") {
   REQUIRE_FALSE(r.is_ok());
   CHECK_THAT(r.status().message(), Catch::Contains("--dim seq names no symbolic dim") &&
                                        Catch::Contains("it has: batch"));
+  // A misspelt name and the dim it was meant for: both said at once.
+  r = read_graph_file(path, ops::Registry::get(), with_dims({{"bsz", 2}}));
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("--dim batch=N") &&
+                                       Catch::Contains("the model has no symbolic dim named bsz"));
   r = read_graph_file(path, ops::Registry::get(), with_dims({{"batch", 7}}));
   REQUIRE(r.is_ok());
   CHECK(r->value(r->inputs()[0]).desc.shape == Shape{5, 7, 8});
