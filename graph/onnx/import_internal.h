@@ -64,6 +64,12 @@ class Importer {
   std::optional<Status> translate_shape(NodeIn& io);
   std::optional<Status> translate_elementwise(NodeIn& io);
   std::optional<Status> translate_conv_pool(NodeIn& io);
+  std::optional<Status> translate_control_flow(NodeIn& io);  // If (inlined), Loop, Scan
+  // Names the subgraphs of n's attributes (If's branches, recursively) define and read, and the
+  // values of the enclosing graphs they read: an If depends on those like on its inputs.
+  static void subgraph_names(const onnx::Node& n, std::set<std::string>* defined,
+                             std::set<std::string>* read);
+  static std::vector<std::string> outer_reads(const onnx::Node& n);
 
   // Opset < 7 binary ops with broadcast = 1 align B at `axis`; rewrite to numpy broadcasting.
   Result<onnx::Node> legacy_broadcast(const onnx::Node& n, const std::string& where);

@@ -207,9 +207,12 @@ std::string Importer::node_name(const onnx::Node& n) {
 }
 
 bool Importer::is_read(const std::string& v) const {
-  for (const onnx::Node& n : m_.graph.nodes)
+  for (const onnx::Node& n : m_.graph.nodes) {
     for (const std::string& in : n.inputs)
       if (in == v) return true;
+    for (const std::string& in : outer_reads(n))
+      if (in == v) return true;
+  }
   for (const onnx::ValueInfo& o : m_.graph.outputs)
     if (o.name == v) return true;
   return false;
@@ -381,15 +384,12 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
   // Op families that rewrite a node into other graphi ops (or refuse it); each leaves the nodes
   // it does not handle alone. Every op name belongs to one family.
   for (auto family : {&Importer::translate_recurrent, &Importer::translate_shape,
-                      &Importer::translate_elementwise, &Importer::translate_conv_pool})
+                      &Importer::translate_elementwise, &Importer::translate_conv_pool,
+                      &Importer::translate_control_flow})
     if (std::optional<Status> done = (this->*family)(io)) return *done;
   const std::string& name = io.name;
   const std::vector<std::string>& ins = io.ins;
   const std::vector<std::string>& outs = io.outs;
-  if (op == "If" || op == "Loop" || op == "Scan" || op == "SequenceMap")
-    return unsupported_op(n,
-                          "(control flow: graphi graphs have no subgraphs; export without "
-                          "data-dependent Python control flow, or unroll it)");
   // Everything else: graphi's op of the same name, attributes as they are.
   // Dropped: allowzero (checked above), Gemm's legacy broadcast, opset <= 6 leftovers.
   GRAPHI_ASSIGN_OR_RETURN(
@@ -672,8 +672,10 @@ Result<std::vector<size_t>> Importer::topo_order() {
     }
   std::vector<std::vector<size_t>> users(nodes.size());
   std::vector<size_t> pending(nodes.size(), 0);
-  for (const onnx::Node& n : nodes)
-    for (const std::string& in : n.inputs) {
+  for (const onnx::Node& n : nodes) {
+    std::vector<std::string> reads = n.inputs;
+    for (const std::string& v : outer_reads(n)) reads.push_back(v);  // an If's branches'
+    for (const std::string& in : reads) {
       if (in.empty() || vals_.count(in)) continue;
       auto p = producer.find(in);
       if (p == producer.end())
@@ -682,6 +684,7 @@ Result<std::vector<size_t>> Importer::topo_order() {
       users[p->second].push_back(n.index);
       ++pending[n.index];
     }
+  }
   std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
   for (size_t k = 0; k < nodes.size(); ++k)
     if (pending[k] == 0) ready.push(k);
@@ -702,7 +705,9 @@ Result<std::vector<size_t>> Importer::topo_order() {
   while (seen[at] < 0) {
     seen[at] = static_cast<int>(path.size());
     path.push_back(at);
-    for (const std::string& in : nodes[at].inputs) {
+    std::vector<std::string> reads = nodes[at].inputs;
+    for (const std::string& v : outer_reads(nodes[at])) reads.push_back(v);
+    for (const std::string& in : reads) {
       auto p = producer.find(in);
       if (!in.empty() && !vals_.count(in) && p != producer.end() && pending[p->second] > 0) {
         at = p->second;
@@ -769,9 +774,14 @@ Result<Graph> Importer::run() {
   for (const onnx::ValueInfo& o : m_.graph.outputs) graph_outputs_.insert(o.name);
   for (const auto& [name, t] : m_.graph.initializers) names_.insert(name);
   for (const onnx::ValueInfo& v : m_.graph.inputs) names_.insert(v.name);
-  for (const onnx::Node& n : m_.graph.nodes)
+  for (const onnx::Node& n : m_.graph.nodes) {
     for (const auto* list : {&n.inputs, &n.outputs})
       for (const std::string& v : *list) names_.insert(v);
+    std::set<std::string> defined, read;  // an If's branches
+    subgraph_names(n, &defined, &read);
+    names_.insert(defined.begin(), defined.end());
+    names_.insert(read.begin(), read.end());
+  }
   GRAPHI_RETURN_IF_ERROR(add_inputs());
   // Folding may produce 4 times the elements of the model's own constants (a chain of weight
   // transforms: DequantizeLinear, Transpose, Reshape), at least kMinFoldBudget.

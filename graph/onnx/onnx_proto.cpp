@@ -346,6 +346,8 @@ Result<HostTensor> read_tensor(ProtoReader r, std::string* name_out, const Decod
   return t;
 }
 
+Result<GraphProto> read_graph(ProtoReader r, const DecodeOptions& opt);
+
 Result<Attr> read_attr(ProtoReader r, const DecodeOptions& opt) {
   Attr a;
   bool has_f = false, has_i = false, has_s = false;
@@ -379,7 +381,18 @@ Result<Attr> read_attr(ProtoReader r, const DecodeOptions& opt) {
         a.t = std::make_shared<HostTensor>(std::move(t));
         break;
       }
-      case 6:
+      case 6: {
+        GRAPHI_RETURN_IF_ERROR(expect_wire(r, *f, WireType::kLen, "g"));
+        if (opt.depth >= kMaxGraphDepth)
+          return Status::invalid_graph(r.path() + ".g: subgraphs nested more than " +
+                                       std::to_string(kMaxGraphDepth) + " deep");
+        DecodeOptions inner = opt;
+        ++inner.depth;
+        GRAPHI_ASSIGN_OR_RETURN(GraphProto g, read_graph(r.sub(*f, r.path() + ".g"), inner));
+        a.g = std::make_shared<const GraphProto>(std::move(g));
+        if (a.type == kAttrUndefined) a.type = kAttrGraph;
+        break;
+      }
       case 11:
       case 22:
       case 23:
@@ -387,8 +400,7 @@ Result<Attr> read_attr(ProtoReader r, const DecodeOptions& opt) {
       case 15:
       case 10:
         if (a.type == kAttrUndefined)
-          a.type = f->number == 6    ? kAttrGraph
-                   : f->number == 11 ? kAttrGraphs
+          a.type = f->number == 11   ? kAttrGraphs
                    : f->number == 22 ? kAttrSparseTensor
                    : f->number == 23 ? kAttrSparseTensors
                    : f->number == 14 ? kAttrTypeProto

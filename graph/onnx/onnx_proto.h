@@ -75,6 +75,8 @@ enum AttrType : int32_t {
 };
 std::string attr_type_name(int32_t t);  // "INT", "TENSOR", ...
 
+struct GraphProto;
+
 struct Attr {
   std::string name;
   int32_t type = kAttrUndefined;
@@ -85,6 +87,7 @@ struct Attr {
   std::vector<float> floats;
   std::vector<int64_t> ints;
   std::vector<std::string> strings;
+  std::shared_ptr<const GraphProto> g;  // a GRAPH attribute (If's branches)
 };
 
 struct Node {
@@ -132,7 +135,9 @@ struct DecodeOptions {
   // Reads tensors stored in side files (data_location = EXTERNAL). nullptr: such tensors are an
   // error (bytes without a directory to look in).
   ExternalDataReader* external = nullptr;
+  int depth = 0;  // subgraphs (GRAPH attributes) being read: at most kMaxGraphDepth
 };
+inline constexpr int kMaxGraphDepth = 16;
 
 // Decodes a ModelProto. Errors name the field path ("graph.node[12].attribute[0]: ...") and
 // are not prefixed with a file name (the caller adds it).

@@ -498,8 +498,9 @@ TEST_CASE("onnx: folded Expand matches numpy broadcasting") {
     return r;
   };
   const std::vector<std::pair<Shape, std::vector<int64_t>>> cases = {
-      {{3, 1}, {2, 3, 4}}, {{1, 3, 5}, {4, 3, 5}}, {{}, {2, 2}},     {{2, 1, 3}, {2, 4, 3}},
-      {{4}, {3, 1, 4}},    {{1}, {7}},             {{2, 3}, {2, 3}}, {{3, 1, 1}, {1, 3, 2, 2}}};
+      {{3, 1}, {2, 3, 4}},    {{1, 3, 5}, {4, 3, 5}},   {{}, {2, 2}},
+      {{2, 1, 3}, {2, 4, 3}}, {{4}, {3, 1, 4}},         {{1}, {7}},
+      {{2, 3}, {2, 3}},       {{3, 1, 1}, {1, 3, 2, 2}}};
   for (const auto& [in_shape, target] : cases)
     for (const int32_t type : {int32_t{onnx::kFloat}, int32_t{onnx::kInt64}}) {
       onnx::HostTensor x = onnx::HostTensor::make(type, in_shape);
@@ -783,4 +784,81 @@ TEST_CASE("onnx: import-time evaluation matches ONNX's backend tests") {
   for (const std::string& w : st.wrong) UNSCOPED_INFO(w);
   CHECK(st.wrong.empty());
   CHECK(st.passed > 0);
+}
+
+namespace {
+
+// AttributeProto of type GRAPH (If's branches).
+Pw graph_attr(const std::string& name, const Pw& g) {
+  Pw a;
+  a.s(1, name).i(20, 5).m(6, g);
+  return a;
+}
+
+Pw i64_scalar(const std::string& name, int64_t v) {
+  Pw t;
+  t.i(2, 7);
+  std::string raw(8, '\0');
+  std::memcpy(raw.data(), &v, 8);
+  t.s(8, name).s(9, raw);
+  return t;
+}
+
+// x [2, 3]; cond = Shape(x)[0] `compare` 1; If(cond): then relu(x) + w (w a then-branch
+// initializer), else -x; z = y * y after it; outputs z and y.
+std::string if_model(const std::string& compare, bool runtime_cond = false) {
+  Pw then_g;
+  then_g.m(1, node("Relu", {"x"}, {"t1"}, "then_relu"))
+      .m(1, node("Add", {"t1", "w"}, {"tout"}, "then_add"));
+  then_g.s(2, "then").m(5, float_tensor("w", {3}, {0.5f, -1.0f, 2.0f}));
+  then_g.m(12, value_info("tout", 1, {"2", "3"}));
+  Pw else_g;
+  else_g.m(1, node("Neg", {"x"}, {"eout"}, "else_neg")).s(2, "else");
+  else_g.m(12, value_info("eout", 1, {"2", "3"}));
+  Pw g;
+  if (runtime_cond) {
+    g.m(1, node("Greater", {"a", "fzero"}, {"cond"}, "cmp"));
+    g.m(5, float_tensor("fzero", {1}, {0.0f}));
+  } else {
+    g.m(1, node("Shape", {"x"}, {"s"}, "shape"));
+    g.m(1, node("Gather", {"s", "zero"}, {"n0"}, "n0"));
+    g.m(1, node(compare, {"n0", "one"}, {"cond"}, "cmp"));
+  }
+  g.m(1, node("If", {"cond"}, {"y"}, "branch",
+              {graph_attr("then_branch", then_g), graph_attr("else_branch", else_g)}));
+  g.m(1, node("Mul", {"y", "y"}, {"z"}, "square")).s(2, "g");
+  g.m(5, i64_scalar("zero", 0)).m(5, i64_scalar("one", 1));
+  g.m(11, value_info("x", 1, {"2", "3"}));
+  if (runtime_cond) g.m(11, value_info("a", 1, {"1"}));
+  g.m(12, value_info("z", 1, {"2", "3"})).m(12, value_info("y", 1, {"2", "3"}));
+  return model(g);
+}
+
+}  // namespace
+
+TEST_CASE("onnx: an If whose condition is known at import time becomes its branch's nodes") {
+  const Tensor x = test::random_tensor(TensorDesc{DType::kF32, {2, 3}}, 9);
+  const float w[3] = {0.5f, -1.0f, 2.0f};
+  for (const std::string compare : {"Greater", "Less"}) {
+    INFO(compare);
+    auto r = import_str(if_model(compare));
+    INFO(r.status().message());
+    REQUIRE(r.is_ok());
+    for (const Node& n : r->nodes()) CHECK(n.op != "If");
+    auto out = run_graph(*r, {x});
+    REQUIRE(out.is_ok());
+    const float* z = (*out)[0].second.data_as<float>();
+    const float* y = (*out)[1].second.data_as<float>();
+    for (int i = 0; i < 6; ++i) {
+      const float v = x.data_as<float>()[i];
+      const float want = compare == "Greater" ? std::max(v, 0.0f) + w[i % 3] : -v;  // 2 > 1
+      CHECK(y[i] == want);
+      CHECK(z[i] == want * want);
+    }
+  }
+  auto runtime = import_str(if_model("Greater", true));
+  REQUIRE_FALSE(runtime.is_ok());
+  CHECK_THAT(runtime.status().message(),
+             Catch::Contains("node[1] 'branch' (If)") &&
+                 Catch::Contains("with a condition computed at run time (input 0 'cond')"));
 }
