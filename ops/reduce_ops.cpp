@@ -137,12 +137,22 @@ Result<ReduceShape> reduce_shape(const NodeView& v) {
   return r;
 }
 
+// ReduceMax / ReduceMin / ReduceSum / ReduceProd also take int32 and int64 data (PyTorch
+// exports `t.max(dim)` of an index tensor as ReduceMax), with the input's dtype out: integer
+// sums and products wrap as numpy's do; the others (means, norms, logs) are float32 only.
+bool integer_reduce(const std::string& op) {
+  return op == "ReduceMax" || op == "ReduceMin" || op == "ReduceSum" || op == "ReduceProd";
+}
+
 Result<std::vector<TensorDesc>> infer_reduce(const graph::InferContext& ctx) {
   NodeView v = NodeView::of(ctx);
   GRAPHI_RETURN_IF_ERROR(expect_inputs(v, 1, 2, 1));
-  GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 0, "data", {DType::kF32}));
+  if (integer_reduce(ctx.node.op))
+    GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 0, "data", {DType::kF32, DType::kI32, DType::kI64}));
+  else
+    GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 0, "data", {DType::kF32}));
   GRAPHI_ASSIGN_OR_RETURN(ReduceShape r, reduce_shape(v));
-  return std::vector<TensorDesc>{TensorDesc{DType::kF32, std::move(r.out)}};
+  return std::vector<TensorDesc>{TensorDesc{v.in(0).dtype, std::move(r.out)}};
 }
 
 CostHint cost_reduce(const graph::Node&, std::span<const TensorDesc* const> in,
@@ -158,7 +168,9 @@ class ReduceKernel final : public Kernel {
   Status init(const KernelContext& ctx) override {
     if (ctx.inputs.empty() || !ctx.inputs[0] || ctx.outputs.size() != 1)
       return Status::unsupported("expects 1 or 2 inputs and 1 output");
-    if (ctx.inputs[0]->dtype != DType::kF32) return Status::unsupported("float32 only");
+    dtype_ = ctx.inputs[0]->dtype;
+    if (dtype_ != DType::kF32 && !integer_reduce(ctx.node.op))
+      return Status::unsupported("float32 only");
     NodeView v = NodeView::of_kernel(ctx);
     GRAPHI_ASSIGN_OR_RETURN(ReduceShape r, reduce_shape(v));
     // Merge adjacent dims that are both kept or both reduced (dims of 1 go away), so the
@@ -191,6 +203,12 @@ class ReduceKernel final : public Kernel {
   // dim is reduced). Sums and products accumulate in double; Max/Min keep NaN as numpy does.
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
     auto [begin, end] = team_range(out_numel_, team.ithr, team.nthr);
+    if (dtype_ == DType::kI64)
+      return run_integer(static_cast<const int64_t*>(io.inputs[0]),
+                         static_cast<int64_t*>(io.outputs[0]), begin, end);
+    if (dtype_ == DType::kI32)
+      return run_integer(static_cast<const int32_t*>(io.inputs[0]),
+                         static_cast<int32_t*>(io.outputs[0]), begin, end);
     const auto* x = static_cast<const float*>(io.inputs[0]);
     auto* y = static_cast<float*>(io.outputs[0]);
     const int rank = static_cast<int>(dims_.size());
@@ -203,6 +221,7 @@ class ReduceKernel final : public Kernel {
     }
   }
   const char* name() const override {
+    if (dtype_ != DType::kF32) return "reduce_integer";
     static constexpr const char* kNames[] = {
         "reduce_mean_f32",    "reduce_sum_f32",        "reduce_max_f32", "reduce_min_f32",
         "reduce_prod_f32",    "reduce_l1_f32",         "reduce_l2_f32",  "reduce_sum_square_f32",
@@ -234,9 +253,31 @@ class ReduceKernel final : public Kernel {
     }
   }
 
+  // Integer Max / Min / Sum / Prod (sums and products in wrapping unsigned 64-bit arithmetic,
+  // then narrowed: numpy's overflow behaviour, no undefined behaviour).
+  template <typename T>
+  void run_integer(const T* x, T* y, int64_t begin, int64_t end) const noexcept {
+    for (int64_t o = begin; o < end; ++o) {
+      const int64_t base = base_of(o);
+      if (kind_ == Reduce::kMax || kind_ == Reduce::kMin) {
+        T m = x[base];
+        for_each_reduced(x, base,
+                         [&](T v) { m = kind_ == Reduce::kMax ? std::max(m, v) : std::min(m, v); });
+        y[o] = m;
+      } else {
+        uint64_t acc = kind_ == Reduce::kProd ? 1 : 0;
+        for_each_reduced(x, base, [&](T v) {
+          const uint64_t u = static_cast<uint64_t>(static_cast<int64_t>(v));
+          acc = kind_ == Reduce::kProd ? acc * u : acc + u;
+        });
+        y[o] = static_cast<T>(static_cast<int64_t>(acc));
+      }
+    }
+  }
+
   // Calls f(x[off]) for every reduced position of the output element at input offset base.
-  template <typename F>
-  void for_each_reduced(const float* x, int64_t base, F&& f) const {
+  template <typename T, typename F>
+  void for_each_reduced(const T* x, int64_t base, F&& f) const {
     const int rank = static_cast<int>(dims_.size());
     int64_t ridx[BroadcastPlan::kMaxRank] = {};
     int64_t off = base;
@@ -356,6 +397,7 @@ class ReduceKernel final : public Kernel {
   }
 
   Reduce kind_;
+  DType dtype_ = DType::kF32;
   std::vector<int64_t> dims_, strides_;
   std::vector<bool> red_;
   int64_t out_numel_ = 0, count_ = 1;

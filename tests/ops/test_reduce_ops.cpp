@@ -255,3 +255,65 @@ TEST_CASE("Reduce ops and Pow refuse bad nodes with the field in the error", "[o
   REQUIRE_FALSE(p.is_ok());
   CHECK(p.status().message().find("broadcast") != std::string::npos);
 }
+
+// Integer data: ReduceMax / Min / Sum / Prod against a naive loop over [3, 4, 5] int32 and int64
+// values (negative ones included), axes 1 and {0, 2}; a float-only reduction refuses them.
+TEST_CASE("ReduceMax/Min/Sum/Prod of int32 and int64 data", "[ops][reduce]") {
+  const int64_t d0 = 3, d1 = 4, d2 = 5;
+  for (DType dt : {DType::kI32, DType::kI64}) {
+    Tensor x(TensorDesc{dt, {d0, d1, d2}});
+    std::vector<int64_t> v(static_cast<size_t>(d0 * d1 * d2));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int64_t>((i * 37) % 23) - 11;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (dt == DType::kI32)
+        x.data_as<int32_t>()[i] = static_cast<int32_t>(v[i]);
+      else
+        x.data_as<int64_t>()[i] = v[i];
+    }
+    for (const std::string op : {"ReduceMax", "ReduceMin", "ReduceSum", "ReduceProd"}) {
+      for (const std::vector<int64_t>& axes : {std::vector<int64_t>{1}, {0, 2}}) {
+        INFO(op << " axes " << axes.size() << " dtype " << static_cast<int>(dt));
+        graph::Attributes a;
+        a.set("axes", axes);
+        a.set("keepdims", int64_t{0});
+        auto r = run_single_op(op, a, {x}, 1, 2);
+        REQUIRE(r.is_ok());
+        const Tensor& y = r->outputs[0];
+        REQUIRE(y.desc().dtype == dt);
+        const bool ax1 = axes.size() == 1;
+        const int64_t outer = ax1 ? d0 : d1, inner = ax1 ? d2 : 1;
+        REQUIRE(y.numel() == outer * inner);
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t k = 0; k < inner; ++k) {
+            int64_t want = op == "ReduceMax"    ? INT64_MIN
+                           : op == "ReduceMin"  ? INT64_MAX
+                           : op == "ReduceProd" ? 1
+                                                : 0;
+            auto fold = [&](int64_t e) {
+              if (op == "ReduceMax")
+                want = std::max(want, e);
+              else if (op == "ReduceMin")
+                want = std::min(want, e);
+              else if (op == "ReduceProd")
+                want *= e;
+              else
+                want += e;
+            };
+            if (ax1)
+              for (int64_t j = 0; j < d1; ++j) fold(v[static_cast<size_t>((o * d1 + j) * d2 + k)]);
+            else
+              for (int64_t i = 0; i < d0; ++i)
+                for (int64_t j = 0; j < d2; ++j)
+                  fold(v[static_cast<size_t>((i * d1 + o) * d2 + j)]);
+            const int64_t got = dt == DType::kI32 ? y.data_as<int32_t>()[o * inner + k]
+                                                  : y.data_as<int64_t>()[o * inner + k];
+            if (dt == DType::kI32) want = static_cast<int32_t>(want);
+            CHECK(got == want);
+          }
+      }
+    }
+    auto mean = run_single_op("ReduceMean", {}, {x});
+    REQUIRE_FALSE(mean.is_ok());
+    CHECK_THAT(mean.status().message(), Catch::Contains("must be float32"));
+  }
+}
