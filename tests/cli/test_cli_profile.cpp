@@ -202,7 +202,7 @@ TEST_CASE(
 // Index inputs: seeded random values (0..9) fall out of range of a 4-wide axis, so profiling
 // needs the real ones from --input (as `graphi run` takes them); the failure without them says
 // so, and names the file once.
-TEST_CASE("graphi profile --input feeds index inputs; without it the error says why",
+TEST_CASE("graphi profile --input feeds index inputs, and without it the error says why",
           "[cli][profile]") {
   const fs::path dir = test::scratch_dir("profile_input");
   const fs::path model = dir / "gather.graphi";

@@ -69,7 +69,7 @@ TEST_CASE("channel_gather: ShuffleNet units become one gather per branch input",
   }
 }
 
-TEST_CASE("channel_gather: a Concat something else reads stays; lone Slices become gathers",
+TEST_CASE("channel_gather: a Concat something else reads stays, lone Slices become gathers",
           "[passes][conv]") {
   test::NetBuilder nb;
   nb.b.add_input("x", TensorDesc{DType::kF32, {1, 6, 4, 4}});
