@@ -10,6 +10,7 @@
 #include <iterator>
 #include <limits>
 
+#include "ops/activations.h"
 #include "ops/registry.h"
 #include "ops/shape_rules.h"
 
@@ -81,7 +82,7 @@ void unary_loop(Unary kind, const UnaryParams& p, const float* x, float* y, int6
       for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / x[i];
       break;
     case Unary::kErf:
-      for (int64_t i = 0; i < n; ++i) y[i] = std::erf(x[i]);
+      erf_f32(x, y, n);  // vectorized (ops/activations.h): std::erf was ~10 ns per element
       break;
     case Unary::kSoftplus:
       // log(1 + e^x) without overflow: x + log1p(e^-x) for x > 0.

@@ -196,3 +196,45 @@ TEST_CASE("activations: swish = x sigmoid(x) within 1e-6 max(1, |x|) on every pa
     }
   }
 }
+
+TEST_CASE(
+    "activations: erf within 2e-7 absolute and 1e-6 relative below 0.5 on every path, edges "
+    "exact") {
+  std::vector<float> x = sample_inputs();
+  for (float v : {1e-30f, -1e-20f, 1e-5f, 0.4999f, 0.5f, 0.5001f, -0.5f, 3.9f, 4.5f, 9.5f, 30.0f,
+                  -1e30f, std::numeric_limits<float>::max()})
+    x.push_back(v);
+  for (int i = -4000; i <= 4000; ++i) x.push_back(static_cast<float>(i) / 1000.0f);
+  for (const ActivationKernels* k : available_paths()) {
+    INFO("path " << graphi::ops::simd_isa_name(k->isa));
+    std::vector<float> y(x.size());
+    k->erf(x.data(), y.data(), static_cast<int64_t>(x.size()));
+    double worst_abs = 0, worst_rel = 0;
+    float at_abs = 0, at_rel = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double want = std::erf(static_cast<double>(x[i]));
+      const double err = std::abs(y[i] - want);
+      if (err > worst_abs) worst_abs = err, at_abs = x[i];
+      if (std::abs(x[i]) < 1.0f && std::abs(x[i]) > 1e-30f && err / std::abs(want) > worst_rel)
+        worst_rel = err / std::abs(want), at_rel = x[i];
+    }
+    INFO("worst absolute at x = " << at_abs << ", relative at x = " << at_rel);
+    CHECK(worst_abs <= 2e-7);
+    CHECK(worst_rel <= 1e-6);
+    const float inf = std::numeric_limits<float>::infinity();
+    std::vector<float> e = {inf, -inf, std::numeric_limits<float>::quiet_NaN(), 0.0f, -0.0f};
+    std::vector<float> r(e.size());
+    k->erf(e.data(), r.data(), static_cast<int64_t>(e.size()));
+    CHECK(r[0] == 1.0f);
+    CHECK(r[1] == -1.0f);
+    CHECK(std::isnan(r[2]));
+    CHECK(r[3] == 0.0f);
+    CHECK((r[4] == 0.0f && std::signbit(r[4])));
+    for (int n = 1; n <= 33; ++n) {
+      std::vector<float> a(x.begin(), x.begin() + n), b(static_cast<size_t>(n));
+      k->erf(a.data(), b.data(), n);
+      k->erf(a.data(), a.data(), n);
+      CHECK(a == b);
+    }
+  }
+}
