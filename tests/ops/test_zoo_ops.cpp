@@ -531,20 +531,25 @@ TEST_CASE("Resize nearest and linear, scales and sizes, coordinate modes", "[ops
       {"linear", "align_corners", "", {1, 1, 2, 2.2f}},
       {"linear", "asymmetric", "", {1, 2, 0.7f, 1.9f}},
   };
-  for (const Case& c : cases) {
-    const Shape out = resized_shape(x, c.scales);
-    const std::vector<double> scales(c.scales.begin(), c.scales.end());
-    Tensor want = resize_ref(x, out, scales, c.mode, c.ctm, c.nm);
-    graph::Attributes a = attrs({{"mode", c.mode}, {"coordinate_transformation_mode", c.ctm}});
-    if (!c.nm.empty()) a.set("nearest_mode", c.nm);
-    INFO(c.mode << " " << c.ctm << " " << c.nm);
-    for (int threads : {1, 2}) {
-      auto r = run_single_op("Resize", a, {x, floats({1}, {0}), floats({4}, c.scales)}, 1, threads,
-                             {false, true, true});
-      REQUIRE(r.is_ok());
-      require_close(r->outputs[0], want, 1e-6);
+  // [2, 3, 4, 6]: several planes for the row-by-row path (only H and W resized).
+  Tensor x2 = random_tensor(TensorDesc{DType::kF32, {2, 3, 4, 6}}, 18);
+  for (const Case& c : cases)
+    for (const Tensor* in : {&x, &x2}) {
+      const Shape out = resized_shape(*in, c.scales);
+      const std::vector<double> scales(c.scales.begin(), c.scales.end());
+      Tensor want = resize_ref(*in, out, scales, c.mode, c.ctm, c.nm);
+      graph::Attributes a = attrs({{"mode", c.mode}, {"coordinate_transformation_mode", c.ctm}});
+      if (!c.nm.empty()) a.set("nearest_mode", c.nm);
+      INFO(c.mode << " " << c.ctm << " " << c.nm << " input " << in->desc().to_string());
+      for (int threads : {1, 2}) {
+        auto r = run_single_op("Resize", a, {*in, floats({1}, {0}), floats({4}, c.scales)}, 1,
+                               threads, {false, true, true});
+        REQUIRE(r.is_ok());
+        const bool planes = c.scales[0] == 1 && c.scales[1] == 1;
+        CHECK(r->kernel == "resize_" + c.mode + (planes ? "_planes" : "_f32"));
+        require_close(r->outputs[0], want, 1e-6);
+      }
     }
-  }
   auto bad =
       run_single_op("Resize", attrs({{"mode", std::string("bicubic")}}),
                     {x, floats({1}, {0}), floats({4}, {1, 1, 2, 2})}, 1, 1, {false, true, true});
