@@ -25,8 +25,8 @@ Result<graph::passes::PipelineOptions> pipeline_options_from_env() {
   const char* env = std::getenv("GRAPHI_PASSES");
   if (!env || !*env) return options;
   options.rnn_fusion = options.mm_fusion = options.phase_hoisting = options.reshape_cleanup =
-      options.pad_fold = options.conv_fusion = options.conv_merge = options.channel_gather =
-          options.blocked_layout = options.conv_sum = false;
+      options.gelu_fusion = options.pad_fold = options.conv_fusion = options.conv_merge =
+          options.channel_gather = options.blocked_layout = options.conv_sum = false;
   const std::string list = env;
   for (size_t pos = 0; pos <= list.size();) {
     size_t end = list.find(',', pos);
@@ -40,6 +40,8 @@ Result<graph::passes::PipelineOptions> pipeline_options_from_env() {
       options.phase_hoisting = true;
     else if (name == "reshape_cleanup")
       options.reshape_cleanup = true;
+    else if (name == "gelu_fusion")
+      options.gelu_fusion = true;
     else if (name == "pad_fold")
       options.pad_fold = true;
     else if (name == "conv_fusion")
@@ -55,7 +57,8 @@ Result<graph::passes::PipelineOptions> pipeline_options_from_env() {
     else if (!name.empty())
       return Status::invalid_argument(
           "GRAPHI_PASSES: unknown pass '" + name +
-          "' (known: rnn_fusion, mm_fusion, phase_hoisting, reshape_cleanup, pad_fold, "
+          "' (known: rnn_fusion, mm_fusion, phase_hoisting, reshape_cleanup, gelu_fusion, "
+          "pad_fold, "
           "conv_fusion, conv_merge, channel_gather, blocked_layout, conv_sum)");
     pos = end + 1;
   }

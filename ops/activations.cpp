@@ -23,8 +23,9 @@ void sigmoid_scalar(const float* src, float* dst, int64_t n) {
 void tanh_scalar(const float* src, float* dst, int64_t n) { tanh_array<VecScalar>(src, dst, n); }
 void swish_scalar(const float* src, float* dst, int64_t n) { swish_array<VecScalar>(src, dst, n); }
 void erf_scalar(const float* src, float* dst, int64_t n) { erf_array<VecScalar>(src, dst, n); }
+void gelu_scalar(const float* src, float* dst, int64_t n) { gelu_array<VecScalar>(src, dst, n); }
 const ActivationKernels kActivationKernelsScalar{SimdIsa::kScalar, sigmoid_scalar, tanh_scalar,
-                                                 swish_scalar, erf_scalar};
+                                                 swish_scalar,     erf_scalar,     gelu_scalar};
 
 SimdIsa detect_active_isa() {
   SimdIsa best = SimdIsa::kScalar;
@@ -105,6 +106,9 @@ void swish_f32(const float* src, float* dst, int64_t n) {
 }
 void erf_f32(const float* src, float* dst, int64_t n) {
   if (n > 0) active_kernels().erf(src, dst, n);
+}
+void gelu_f32(const float* src, float* dst, int64_t n) {
+  if (n > 0) active_kernels().gelu(src, dst, n);
 }
 
 }  // namespace graphi::ops

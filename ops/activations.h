@@ -40,6 +40,8 @@ void tanh_f32(const float* src, float* dst, int64_t n);
 // dst[i] = erf(src[i]) (ops/vec_math.h verf): absolute error <= 2e-7, relative <= 1e-6 for
 // normal |x| < 1; +-inf -> +-1, NaN in -> NaN out. In place allowed.
 void erf_f32(const float* src, float* dst, int64_t n);
+// dst[i] = src[i] (1 + erf(src[i] / sqrt(2))) / 2 (GELU, exact form), through erf_f32's math.
+void gelu_f32(const float* src, float* dst, int64_t n);
 inline void sigmoid_f32_inplace(float* x, int64_t n) { sigmoid_f32(x, x, n); }
 inline void tanh_f32_inplace(float* x, int64_t n) { tanh_f32(x, x, n); }
 
@@ -50,6 +52,7 @@ struct ActivationKernels {
   void (*tanh)(const float* src, float* dst, int64_t n);
   void (*swish)(const float* src, float* dst, int64_t n);
   void (*erf)(const float* src, float* dst, int64_t n);
+  void (*gelu)(const float* src, float* dst, int64_t n);
 };
 
 // The table for `isa`, or nullptr when this CPU cannot run it.

@@ -50,7 +50,8 @@ enum class Unary {
   kThresholdedRelu,
   kShrink,
   kIsNaN,
-  kIsInf
+  kIsInf,
+  kGelu  // graphi's op (ONNX opset 20's Gelu, approximate 'none'): graph/passes/gelu_fusion.h
 };
 
 struct UnaryParams {
@@ -80,6 +81,9 @@ void unary_loop(Unary kind, const UnaryParams& p, const float* x, float* y, int6
       break;
     case Unary::kReciprocal:
       for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / x[i];
+      break;
+    case Unary::kGelu:
+      gelu_f32(x, y, n);
       break;
     case Unary::kErf:
       erf_f32(x, y, n);  // vectorized (ops/activations.h): std::erf was ~10 ns per element
@@ -301,8 +305,8 @@ std::unique_ptr<Kernel> make_unary_op() {
       "cos_f32",          "selu_f32",  "softsign_f32", "round_f32",      "sign_f32",
       "tan_f32",          "asin_f32",  "acos_f32",     "atan_f32",       "sinh_f32",
       "cosh_f32",         "asinh_f32", "acosh_f32",    "atanh_f32",      "thresholded_relu_f32",
-      "shrink_f32",       "isnan_f32", "isinf_f32"};
-  static_assert(std::size(kNames) == static_cast<size_t>(Unary::kIsInf) + 1);
+      "shrink_f32",       "isnan_f32", "isinf_f32",    "gelu_f32"};
+  static_assert(std::size(kNames) == static_cast<size_t>(Unary::kGelu) + 1);
   return std::make_unique<UnaryOpKernel>(K, kNames[static_cast<int>(K)]);
 }
 
@@ -321,6 +325,7 @@ void register_unary_ops(Registry& r) {
   r.add(unary_def<Unary::kAbs, 1>("Abs"));
   r.add(unary_def<Unary::kReciprocal, 4>("Reciprocal"));
   r.add(unary_def<Unary::kErf, 8>("Erf"));
+  r.add(unary_def<Unary::kGelu, 12>("Gelu"));
   r.add(unary_def<Unary::kSoftplus, 16>("Softplus"));
   r.add(unary_def<Unary::kLeakyRelu, 1>("LeakyRelu"));
   r.add(unary_def<Unary::kElu, 8>("Elu"));

@@ -298,6 +298,15 @@ inline typename T::V verf(typename T::V x) {
   return T::select(T::isnan(x), x, r);
 }
 
+// GELU, exact form: x (1 + erf(x / sqrt(2))) / 2 (what PyTorch exports nn.GELU() as: Div, Erf,
+// Add, Mul, Mul; graph/passes/gelu_fusion.h makes it one op).
+template <class T>
+inline typename T::V vgelu(typename T::V x) {
+  using V = typename T::V;
+  V e = verf<T>(T::mul(x, T::set1(0.70710678118654752f)));
+  return T::mul(T::mul(x, T::set1(0.5f)), T::add(T::set1(1.0f), e));
+}
+
 // dst[i] = f(src[i]) over whole vectors and a masked tail; f is one of the v* functions above.
 template <class T, typename T::V (*F)(typename T::V)>
 void map_array(const float* src, float* dst, int64_t n) {
@@ -328,6 +337,11 @@ void tanh_array(const float* src, float* dst, int64_t n) {
 template <class T>
 void erf_array(const float* src, float* dst, int64_t n) {
   map_array<T, verf<T>>(src, dst, n);
+}
+
+template <class T>
+void gelu_array(const float* src, float* dst, int64_t n) {
+  map_array<T, vgelu<T>>(src, dst, n);
 }
 
 }  // namespace

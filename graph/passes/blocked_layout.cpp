@@ -26,7 +26,7 @@ bool layout_agnostic_binary(const std::string& op) {
 bool keeps_zero(const Graph& g, const Node& n) {
   if (n.op == "Relu" || n.op == "Tanh" || n.op == "LeakyRelu" || n.op == "Elu" || n.op == "Selu" ||
       n.op == "Softsign" || n.op == "Neg" || n.op == "Abs" || n.op == "Sqrt" || n.op == "Erf" ||
-      n.op == "Add" || n.op == "Sub" || n.op == "Mul")
+      n.op == "Gelu" || n.op == "Add" || n.op == "Sub" || n.op == "Mul")
     return true;
   if (n.op != "Clip") return false;
   const auto bounds = clip_bounds(g, n);

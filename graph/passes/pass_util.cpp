@@ -219,7 +219,7 @@ std::optional<std::pair<double, double>> clip_bounds(const Graph& g, const Node&
 bool elementwise_unary_op(const std::string& op) {
   static const std::unordered_set<std::string> kOps = {
       "Relu",     "Sigmoid",  "Tanh", "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Clip",
-      "Softplus", "Softsign", "Exp",  "Neg",       "Abs", "Sqrt", "Erf"};
+      "Softplus", "Softsign", "Exp",  "Neg",       "Abs", "Sqrt", "Erf",         "Gelu"};
   return kOps.count(op) > 0;
 }
 

@@ -6,6 +6,7 @@
 #include "graph/passes/channel_gather.h"
 #include "graph/passes/conv_fusion.h"
 #include "graph/passes/conv_merge.h"
+#include "graph/passes/gelu_fusion.h"
 #include "graph/passes/mm_fusion.h"
 #include "graph/passes/pad_fold.h"
 #include "graph/passes/phase_hoisting.h"
@@ -83,6 +84,13 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
     out.reports.push_back(
         {"reshape_cleanup", "collapsed " + plural(r.collapsed, "Reshape chain"), r.collapsed});
     if (r.collapsed > 0) out.graph = std::move(r.graph);
+  }
+  if (options.gelu_fusion) {
+    GRAPHI_ASSIGN_OR_RETURN(GeluFusionResult r, fuse_gelu(out.graph, shapes));
+    out.gelus_fused = r.fused;
+    out.reports.push_back(
+        {"gelu_fusion", "fused " + plural(r.fused, "exact GELU chain") + " into Gelu", r.fused});
+    if (r.fused > 0) out.graph = std::move(r.graph);
   }
   if (options.pad_fold) {
     GRAPHI_ASSIGN_OR_RETURN(PadFoldResult r, fold_pads(out.graph, shapes));

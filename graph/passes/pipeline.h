@@ -5,6 +5,7 @@
 //   3. phase_hoisting (graph/passes/phase_hoisting.h): per-step input projections of what is
 //      left of a recurrence -> one GEMM ahead of it;
 //   4. reshape_cleanup (graph/passes/reshape_cleanup.h): Reshape chains -> one Reshape;
+//   4b. gelu_fusion (graph/passes/gelu_fusion.h): the exact GELU's Div, Erf, Add, Mul, Mul -> Gelu;
 //   5. pad_fold (graph/passes/pad_fold.h): all-zero Pads dropped, zero Pads before a Conv or an
 //      AveragePool made part of its pads;
 //   6. conv_fusion (graph/passes/conv_fusion.h): Conv + activation (Relu, Clip, Swish, ...) ->
@@ -32,6 +33,7 @@ struct PipelineOptions {
   bool mm_fusion = true;
   bool phase_hoisting = true;
   bool reshape_cleanup = true;
+  bool gelu_fusion = true;
   bool pad_fold = true;
   bool conv_fusion = true;
   bool conv_merge = true;
@@ -44,10 +46,11 @@ struct PipelineOptions {
 };
 
 struct PassReport {
-  std::string pass;  // "rnn_fusion", "mm_fusion", "phase_hoisting", "reshape_cleanup", "pad_fold",
-                     // "conv_fusion", "conv_merge", "channel_gather", "blocked_layout", "conv_sum"
-  std::string did;   // e.g. "fused 6 LSTM cells into 2 LSTM sequence ops, ..."
-  int changes = 0;   // rewrites made (0: the pass changed nothing)
+  std::string pass;  // "rnn_fusion", "mm_fusion", "phase_hoisting", "reshape_cleanup",
+                     // "gelu_fusion", "pad_fold", "conv_fusion", "conv_merge", "channel_gather",
+                     // "blocked_layout", "conv_sum"
+  std::string did;  // e.g. "fused 6 LSTM cells into 2 LSTM sequence ops, ..."
+  int changes = 0;  // rewrites made (0: the pass changed nothing)
 };
 
 struct PipelineResult {
@@ -57,6 +60,7 @@ struct PipelineResult {
   int rnn_cells = 0, rnn_sequences = 0;
   int mm_groups = 0, mm_members = 0, hoisted_groups = 0, hoisted_members = 0;
   int reshapes_collapsed = 0;
+  int gelus_fused = 0;
   int pads_removed = 0, pads_folded = 0;
   int convs_fused = 0;
   int conv_groups = 0, conv_members = 0;

@@ -238,3 +238,24 @@ TEST_CASE(
     }
   }
 }
+
+TEST_CASE("activations: gelu = x (1 + erf(x / sqrt 2)) / 2 within 3e-7 max(1, |y|) on every path") {
+  std::vector<float> x = sample_inputs();
+  for (int i = -6000; i <= 6000; ++i) x.push_back(static_cast<float>(i) / 1000.0f);
+  for (float v : {-30.0f, 30.0f, 1e10f, -1e10f}) x.push_back(v);
+  for (const ActivationKernels* k : available_paths()) {
+    INFO("path " << graphi::ops::simd_isa_name(k->isa));
+    std::vector<float> y(x.size());
+    k->gelu(x.data(), y.data(), static_cast<int64_t>(x.size()));
+    double worst = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double v = x[i], want = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+      worst = std::max(worst, std::abs(y[i] - want) / std::max(1.0, std::abs(want)));
+    }
+    CHECK(worst <= 3e-7);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> e = {nan}, r(1);
+    k->gelu(e.data(), r.data(), 1);
+    CHECK(std::isnan(r[0]));
+  }
+}
