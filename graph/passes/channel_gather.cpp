@@ -29,7 +29,7 @@ ValueId shuffle_input(const Graph& g, const Node& r2, int64_t* groups, std::vect
   if (r2.op != "Reshape" || r2.inputs.empty() || r2.inputs[0] == kNoId) return kNoId;
   const ValueId t = r2.inputs[0];
   const NodeId tn = g.value(t).producer;
-  if (tn == kNoId || g.value(t).is_output || g.consumers(t).size() != 1) return kNoId;
+  if (tn == kNoId || sole_reader(g, t) == kNoId) return kNoId;
   const Node& tr = g.node(tn);
   auto perm = attr_ints(tr.attrs, "", "perm", {});
   if (tr.op != "Transpose" || tr.inputs.size() != 1 || !perm.is_ok() ||
@@ -37,7 +37,7 @@ ValueId shuffle_input(const Graph& g, const Node& r2, int64_t* groups, std::vect
     return kNoId;
   const ValueId r = tr.inputs[0];
   const NodeId rn = g.value(r).producer;
-  if (rn == kNoId || g.value(r).is_output || g.consumers(r).size() != 1) return kNoId;
+  if (rn == kNoId || sole_reader(g, r) == kNoId) return kNoId;
   const Node& r1 = g.node(rn);
   if (r1.op != "Reshape" || r1.inputs.empty() || r1.inputs[0] == kNoId) return kNoId;
   const ValueId x = r1.inputs[0];

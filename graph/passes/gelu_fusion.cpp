@@ -15,12 +15,6 @@ bool scalar_near(const Graph& g, ValueId v, double want) {
   return std::abs(static_cast<double>(c.data->data_as<float>()[0]) - want) <= 1e-6 * want;
 }
 
-// The single reader of v (not a graph output), or kNoId.
-NodeId only_reader(const Graph& g, ValueId v) {
-  if (g.value(v).is_output || g.consumers(v).size() != 1) return kNoId;
-  return g.consumers(v)[0];
-}
-
 // For a binary node n of type `op` with one operand `known`: the other operand, or kNoId.
 ValueId other_operand(const Node& n, const std::string& op, ValueId known) {
   if (n.op != op || n.inputs.size() != 2 || n.outputs.size() != 1) return kNoId;
@@ -42,7 +36,7 @@ Result<GeluFusionResult> fuse_gelu(const Graph& g, const ShapeInferencer& shapes
     // x / sqrt(2) or x * (1 / sqrt(2)).
     const ValueId d = erf.inputs[0];
     const NodeId dn = g.value(d).producer;
-    if (dn == kNoId || only_reader(g, d) != id) continue;
+    if (dn == kNoId || sole_reader(g, d) != id) continue;
     const Node& scale = g.node(dn);
     if (scale.inputs.size() != 2) continue;
     ValueId x = kNoId;
@@ -51,20 +45,20 @@ Result<GeluFusionResult> fuse_gelu(const Graph& g, const ShapeInferencer& shapes
     if (scale.op == "Mul" && scalar_near(g, scale.inputs[0], kRsqrt2)) x = scale.inputs[1];
     if (x == kNoId || g.value(x).desc.dtype != DType::kF32) continue;
     // 1 + erf.
-    const NodeId an = only_reader(g, erf.outputs[0]);
+    const NodeId an = sole_reader(g, erf.outputs[0]);
     if (an == kNoId) continue;
     const Node& add = g.node(an);
     const ValueId one = other_operand(add, "Add", erf.outputs[0]);
     if (!scalar_near(g, one, 1.0) || g.value(add.outputs[0]).desc != g.value(x).desc) continue;
     // (x * (1 + erf)) * 0.5, or (x * 0.5) * (1 + erf).
-    const NodeId mn = only_reader(g, add.outputs[0]);
+    const NodeId mn = sole_reader(g, add.outputs[0]);
     if (mn == kNoId) continue;
     const Node& mul = g.node(mn);
     const ValueId other = other_operand(mul, "Mul", add.outputs[0]);
     std::vector<NodeId> chain = {dn, id, an, mn};
     ValueId y = kNoId;
     if (other == x) {
-      const NodeId hn = only_reader(g, mul.outputs[0]);
+      const NodeId hn = sole_reader(g, mul.outputs[0]);
       if (hn == kNoId) continue;
       const Node& half = g.node(hn);
       if (!scalar_near(g, other_operand(half, "Mul", mul.outputs[0]), 0.5)) continue;
@@ -72,7 +66,7 @@ Result<GeluFusionResult> fuse_gelu(const Graph& g, const ShapeInferencer& shapes
       y = half.outputs[0];
     } else if (other != kNoId && g.value(other).producer != kNoId) {
       const Node& half = g.node(g.value(other).producer);
-      if (only_reader(g, other) != mn || other_operand(half, "Mul", x) == kNoId ||
+      if (sole_reader(g, other) != mn || other_operand(half, "Mul", x) == kNoId ||
           !scalar_near(g, other_operand(half, "Mul", x), 0.5))
         continue;
       chain.push_back(g.value(other).producer);

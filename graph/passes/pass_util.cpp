@@ -216,6 +216,11 @@ std::optional<std::pair<double, double>> clip_bounds(const Graph& g, const Node&
   return std::pair{*lo, *hi};
 }
 
+NodeId sole_reader(const Graph& g, ValueId v) {
+  if (g.value(v).is_output || g.consumers(v).size() != 1) return kNoId;
+  return g.consumers(v)[0];
+}
+
 bool elementwise_unary_op(const std::string& op) {
   static const std::unordered_set<std::string> kOps = {
       "Relu",     "Sigmoid",  "Tanh", "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Clip",

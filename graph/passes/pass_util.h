@@ -42,6 +42,10 @@ std::optional<std::pair<int64_t, int64_t>> slice_range(const Graph& g, const Nod
 // run time, is not a float scalar, or lo > hi.
 std::optional<std::pair<double, double>> clip_bounds(const Graph& g, const Node& n);
 
+// The one node reading v when v is read by exactly one node and is not a graph output (a value
+// a fusion may make internal), else kNoId.
+NodeId sole_reader(const Graph& g, ValueId v);
+
 // A node's attribute `axis` normalized for an input of rank `rank` (nullopt if out of range).
 std::optional<int> node_axis(const Node& n, int rank, int64_t fallback = 0);
 
