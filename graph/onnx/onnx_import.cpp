@@ -600,7 +600,8 @@ Status Importer::add_inputs() {
         if (o == opts_.dims.end()) {
           // A --dim the model has no dim of is most likely this one misspelt: say so too.
           std::string unknown;
-          for (const auto& [name, value] : opts_.dims) {
+          for (const auto& flag : opts_.dims) {
+            const std::string& name = flag.first;  // a named reference: lambdas capture it
             const bool known = std::any_of(g.inputs.begin(), g.inputs.end(), [&](const auto& in) {
               return std::any_of(in.dims.begin(), in.dims.end(),
                                  [&](const onnx::Dim& x) { return x.param == name; });
