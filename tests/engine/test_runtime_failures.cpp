@@ -136,6 +136,21 @@ int thread_count() {
   return n;
 }
 
+// LLVM's libomp (the TSan lane's runtime) keeps team threads in a process-wide pool once made,
+// whoever made them; libgomp keeps the calling thread's. Make both as large as any config below
+// needs (teams of 2) before the first baseline, on main and on another thread, so Sessions reuse
+// those threads. (The sequential warm-up runs used to do it, but this file's ops are too small
+// for a team and run without a parallel region now: engine/plan.h, Plan::narrow.)
+void warm_openmp_pools() {
+  std::thread other([] {
+#pragma omp parallel num_threads(2)
+    { (void)0; }
+  });
+  other.join();
+#pragma omp parallel num_threads(2)
+  { (void)0; }
+}
+
 // Threads of destroyed Sessions' OpenMP teams leave asynchronously: wait up to 5 s.
 bool threads_back_to(int baseline) {
   for (int i = 0; i < 500; ++i) {
@@ -179,6 +194,7 @@ TEST_CASE(
     "failures: a custom op that throws fails run() naming the node and the Session stays usable",
     "[failures]") {
   auto g = chains("TestThrow", 3, 12);
+  warm_openmp_pools();
   for (const Config& c : kConfigs) {
     INFO(name_of(c));
     // The sequential executor's team is the calling thread's own OpenMP pool, which outlives
@@ -242,6 +258,7 @@ TEST_CASE(
     "failures: destroying a Session while run() is in flight cancels the run and leaves no thread",
     "[failures]") {
   auto g = chains("TestSlow", 2, 300);  // ~300 ms per run unless cancelled
+  warm_openmp_pools();
   for (const Config& c : kConfigs) {
     INFO(name_of(c));
     if (std::string(c.policy) == "sequential") {
