@@ -164,7 +164,6 @@ class ChannelGatherKernel final : public Kernel {
       }
       group_begin_.push_back(groups_.size());
     }
-    for (size_t i = 0; i < ctx.inputs.size(); ++i) in_cblocks_.push_back(ctx.inputs[i]->shape[1]);
     const SimdIsa isa = active_simd_isa();
     simd_ = (b == 16 && isa == SimdIsa::kAvx512) ||
             (b == 8 && (isa == SimdIsa::kAvx2 || isa == SimdIsa::kAvx512));
@@ -216,7 +215,9 @@ class ChannelGatherKernel final : public Kernel {
           const LaneGroup& g = groups_[k];
           const float* x = static_cast<const float*>(io.inputs[static_cast<size_t>(g.input)]);
           src[k - g0] =
-              x + ((n * in_cblocks_[static_cast<size_t>(g.input)] + g.cblock) * hw + p0) * b;
+              x +
+              ((n * (spec_.in_channels[static_cast<size_t>(g.input)] / b) + g.cblock) * hw + p0) *
+                  b;
         }
         if (simd_ && b == 16) {
           gather_tile_avx512(groups_.data() + g0, g1 - g0, src, dst, pixels);
@@ -236,7 +237,6 @@ class ChannelGatherKernel final : public Kernel {
   }
 
   GatherSpec spec_;
-  std::vector<int64_t> in_cblocks_;  // per input: ceil(C/B)
   int64_t out_blocks_ = 0;
   std::vector<LaneGroup> groups_;
   std::vector<size_t> group_begin_;  // output block ob's groups: [begin[ob], begin[ob + 1])
