@@ -13,6 +13,10 @@
 //   linear          panels in order every step
 //   zigzag          order reversed every other step (what the kernel does: the panels read
 //                   last are still in L2 when the next step starts)
+//   zigzag_desc     zigzag whose reversed steps also walk each panel's rows backwards (one
+//                   descending stream instead of a fresh ascending one per panel)
+//   zigzag_next / linear_next   the next panel's first 16 KiB prefetched during each panel's
+//                   last 64 rows
 //   resN+ntaD       the first N panels read plainly (meant to stay L2-resident), the others
 //                   with prefetchnta D bytes ahead (meant to bypass L2 so they do not evict them)
 //   resN+demote     streamed panels read plainly, then cldemote'd (pushed out of L1/L2)
@@ -62,7 +66,8 @@ struct alignas(64) Flag {
 // y[0:64] = sum_q h[q] * p[q][0:64], with `hint` for this panel's lines.
 GRAPHI_PROBE_TARGET void panel_gemv(const float* __restrict p, const float* __restrict h,
                                     float* __restrict y, int hint, int dist,
-                                    const float* __restrict fine = nullptr) {
+                                    const float* __restrict fine = nullptr, bool desc = false,
+                                    const char* next = nullptr) {
   __m512 acc[kPw / 16];
   // `fine`: 4 extra FMAs per row on L1-resident data (independent chains), interleaved with
   // the stream instead of in a block after the panel.
@@ -70,9 +75,14 @@ GRAPHI_PROBE_TARGET void panel_gemv(const float* __restrict p, const float* __re
   for (int i = 0; i < 4; ++i) ex[i] = fine ? _mm512_load_ps(fine + 16 * i) : _mm512_setzero_ps();
   for (auto& a : acc) a = _mm512_setzero_ps();
   const char* pc = reinterpret_cast<const char*>(p);
-  for (int q = 0; q < kK; ++q) {
+  for (int qi = 0; qi < kK; ++qi) {
+    const int q = desc ? kK - 1 - qi : qi;
     const float* row = p + q * kPw;
     const char* pf = pc + q * kPw * 4 + dist;
+    // The next panel's first rows (in the order it will be read), fetched during the last ones.
+    if (next && qi >= kK - 64)
+      for (int l = 0; l < kPw * 4; l += 64)
+        _mm_prefetch(next + (qi - (kK - 64)) * kPw * 4 + l, _MM_HINT_T0);
     if (hint == kNta)
       for (int l = 0; l < kPw * 4; l += 64) _mm_prefetch(pf + l, _MM_HINT_NTA);
     else if (hint == kT0)
@@ -151,12 +161,24 @@ struct Variant {
   int fma = 0;         // zmm FMAs after each panel
   bool fine = false;   // 4 zmm FMAs per row inside the GEMV instead
   bool b24 = false;
+  bool desc =
+      false;  // reversed steps also walk each panel's rows backwards (one descending stream)
+  bool next = false;  // prefetch the next panel's first 16 KiB during the last rows of each panel
 };
 
 std::vector<Variant> variants() {
   std::vector<Variant> v;
   v.push_back({"linear"});
   v.push_back({"zigzag", true});
+  Variant zd{"zigzag_desc", true};
+  zd.desc = true;
+  v.push_back(zd);
+  Variant zn{"zigzag_next", true};
+  zn.next = true;
+  v.push_back(zn);
+  Variant ln{"linear_next"};
+  ln.next = true;
+  v.push_back(ln);
   for (int res : {4, 6, 7}) {
     for (int d : {256, 1024, 4096}) {
       Variant x{"res" + std::to_string(res) + "+nta" + std::to_string(d)};
@@ -336,7 +358,13 @@ int main(int argc, char** argv) {
           float* hn = h[(s + 1) & 1];
           for (int i = 0; i < npan; ++i) order[i] = i;
           if (v.zigzag && (s & 1)) std::reverse(order.begin(), order.end());
-          for (int pi : order) {
+          const bool rev = v.zigzag && (s & 1);
+          for (int oi = 0; oi < npan; ++oi) {
+            const int pi = order[oi];
+            const char* next = nullptr;
+            if (v.next && oi + 1 < npan)
+              next = reinterpret_cast<const char*>(w[t] +
+                                                   static_cast<size_t>(order[oi + 1]) * kPw * kK);
             if (v.b24) {
               panel_gemv24(reinterpret_cast<const uint8_t*>(w[t]) + size_t{3} * kPw * kK * pi, hp,
                            y[t] + pi * kPw);
@@ -344,7 +372,7 @@ int main(int argc, char** argv) {
               const bool res = pi < v.resident;
               const float* panel = w[t] + static_cast<size_t>(res && v.ideal ? 0 : pi) * kPw * kK;
               panel_gemv(panel, hp, y[t] + pi * kPw, res ? kPlain : v.hint, v.dist,
-                         v.fine ? fbuf : nullptr);
+                         v.fine ? fbuf : nullptr, v.desc && rev, next);
             }
             if (v.fma) fma_work(fbuf, v.fma);
           }

@@ -23,6 +23,8 @@
 // thread after omp_set_num_threads(k). GRU is compared like for like: graphi's GRU with
 // linear_before_reset = 1 against lbr_gru_forward. All get zero initial states and produce
 // the whole output sequence Y; the max abs difference to graphi's Y is printed per row.
+// GRAPHI_BENCH_RNN_SCHEDULE="threads,xi,xj,chunk,tile,zigzag" forces that schedule on graphi's
+// node (the node attribute graphi_schedule; ops/rnn/RNN_SCHEDULE.md) instead of the search.
 //
 // Timing: per row, two rounds over all rows; within a row the implementations take turns
 // sample by sample, the order rotated each sample (one untimed warm-up each first). Medians
@@ -71,7 +73,8 @@ namespace {
   std::fprintf(stderr,
                "graphi_bench_rnn: %s\nusage: graphi_bench_rnn [--full] [--threads 1,2] "
                "[--cells lstm,gru] [--hidden LIST] [--batch LIST] [--seq LIST] [--budget-ms MS] "
-               "[--csv FILE] [--bf16 [--rounds N] [--dump DIR]]\n       graphi_bench_rnn --serve --threads T\n",
+               "[--csv FILE] [--bf16 [--rounds N] [--dump DIR]]\n       graphi_bench_rnn --serve "
+               "--threads T\n",
                msg.c_str());
   std::exit(2);
 }
@@ -338,6 +341,9 @@ struct GraphiRunner {
     a.set("hidden_size", H);
     if (!c.lstm) a.set("linear_before_reset", int64_t{1});
     if (wcs_shuffle) a.set(ops::kWcsShuffleAttr, int64_t{1});
+    // Experiments: force one schedule ("threads,xi,xj,chunk,tile,zigzag") on graphi's node.
+    if (const char* forced = std::getenv("GRAPHI_BENCH_RNN_SCHEDULE"); forced && !wcs_shuffle)
+      a.set(ops::kScheduleAttr, std::string(forced));
     b.add_node(c.lstm ? "LSTM" : "GRU", "rnn", {"X", "W", "R", "B"}, {"Y"}, a);
     b.add_output("Y");
     auto g = b.finish(ops::Registry::get());
@@ -373,7 +379,7 @@ struct DnnlRunner {
   dnnl::memory src, w_layer, w_iter, bias, dst;
   int threads = 1;
 
-  bool bf16 = false;     // bf16 src, weights and dst (bias f32): oneDNN's bf16 RNN configuration
+  bool bf16 = false;  // bf16 src, weights and dst (bias f32): oneDNN's bf16 RNN configuration
   // int8 (LSTM only, as oneDNN 2.6 has it): u8 src quantized statically (x * kDataScale +
   // kDataShift, x and h in [-1, 1]), s8 weights with one scale per gate and output unit, f32
   // bias and dst.
@@ -605,9 +611,9 @@ struct LowpRow {
     if (!dump_dir.empty()) {
       const int64_t G = c.gates(), H = c.hidden;
       const std::filesystem::path dir =
-          std::filesystem::path(dump_dir) / ((c.lstm ? std::string("lstm") : std::string("gru")) +
-                                             "_h" + std::to_string(H) + "_b" +
-                                             std::to_string(c.batch) + "_s" + std::to_string(c.seq));
+          std::filesystem::path(dump_dir) /
+          ((c.lstm ? std::string("lstm") : std::string("gru")) + "_h" + std::to_string(H) + "_b" +
+           std::to_string(c.batch) + "_s" + std::to_string(c.seq));
       std::filesystem::create_directories(dir);
       write_npy(dir / "W.npy", {1, G * H, H}, wt.w.data(), wt.w.size());
       write_npy(dir / "R.npy", {1, G * H, H}, wt.r.data(), wt.r.size());
@@ -656,14 +662,28 @@ int run_bf16(const std::vector<Config>& configs, double budget_ms, int rounds,
   if (std::filesystem::path(csv_path).has_parent_path())
     std::filesystem::create_directories(std::filesystem::path(csv_path).parent_path());
   Csv csv;
-  if (!csv.open(csv_path,
-                {"cell", "hidden", "batch", "seq", "threads", "samples", "graphi_fp32_ms",
-                 "graphi_bf16_ms", "onednn_fp32_ms", "onednn_bf16_ms",
-                 "onednn_bf16_over_graphi_bf16", "onednn_fp32_over_graphi_bf16",
-                 "graphi_bf16_max_abs_err", "graphi_bf16_mean_abs_err", "onednn_bf16_max_abs_err",
-                 "onednn_bf16_mean_abs_err", "graphi_int8_ms", "onednn_int8_ms",
-                 "graphi_int8_max_abs_err", "graphi_int8_mean_abs_err", "onednn_int8_max_abs_err",
-                 "onednn_int8_mean_abs_err"}))
+  if (!csv.open(csv_path, {"cell",
+                           "hidden",
+                           "batch",
+                           "seq",
+                           "threads",
+                           "samples",
+                           "graphi_fp32_ms",
+                           "graphi_bf16_ms",
+                           "onednn_fp32_ms",
+                           "onednn_bf16_ms",
+                           "onednn_bf16_over_graphi_bf16",
+                           "onednn_fp32_over_graphi_bf16",
+                           "graphi_bf16_max_abs_err",
+                           "graphi_bf16_mean_abs_err",
+                           "onednn_bf16_max_abs_err",
+                           "onednn_bf16_mean_abs_err",
+                           "graphi_int8_ms",
+                           "onednn_int8_ms",
+                           "graphi_int8_max_abs_err",
+                           "graphi_int8_mean_abs_err",
+                           "onednn_int8_max_abs_err",
+                           "onednn_int8_mean_abs_err"}))
     fail("cannot write " + csv_path);
   Table t({"config", "graphi fp32", "graphi bf16", "graphi int8", "oneDNN fp32", "oneDNN bf16",
            "oneDNN int8", "oneDNN bf16/graphi bf16", "oneDNN int8/graphi int8",
@@ -688,12 +708,27 @@ int run_bf16(const std::vector<Config>& configs, double budget_ms, int rounds,
            ms_or_dash(LowpRow::kD8), fmt(m[4] / m[1], 2) + "x",
            r.has[LowpRow::kD8] ? fmt(m[5] / m[2], 2) + "x" : std::string("-"), err(1), err(4),
            err(2), err(5)});
-    csv.row({r.c.cell(), std::to_string(r.c.hidden), std::to_string(r.c.batch),
-             std::to_string(r.c.seq), std::to_string(r.c.threads), std::to_string(r.ms[0].size()),
-             fmt(m[0], 4), fmt(m[1], 4), fmt(m[3], 4), fmt(m[4], 4), fmt(m[4] / m[1], 3),
-             fmt(m[3] / m[1], 3), e(r.max_err[1]), e(r.mean_err[1]), e(r.max_err[4]),
-             e(r.mean_err[4]), fmt(m[2], 4), r.has[5] ? fmt(m[5], 4) : "nan", e(r.max_err[2]),
-             e(r.mean_err[2]), r.has[5] ? e(r.max_err[5]) : "nan",
+    csv.row({r.c.cell(),
+             std::to_string(r.c.hidden),
+             std::to_string(r.c.batch),
+             std::to_string(r.c.seq),
+             std::to_string(r.c.threads),
+             std::to_string(r.ms[0].size()),
+             fmt(m[0], 4),
+             fmt(m[1], 4),
+             fmt(m[3], 4),
+             fmt(m[4], 4),
+             fmt(m[4] / m[1], 3),
+             fmt(m[3] / m[1], 3),
+             e(r.max_err[1]),
+             e(r.mean_err[1]),
+             e(r.max_err[4]),
+             e(r.mean_err[4]),
+             fmt(m[2], 4),
+             r.has[5] ? fmt(m[5], 4) : "nan",
+             e(r.max_err[2]),
+             e(r.mean_err[2]),
+             r.has[5] ? e(r.max_err[5]) : "nan",
              r.has[5] ? e(r.mean_err[5]) : "nan"});
   }
   t.print();

@@ -25,6 +25,18 @@ GemvRowsFn gemv_rows_kernel(SimdIsa isa) {
   return nullptr;
 }
 
+int64_t gemv_rows_block_cols() noexcept {
+  switch (active_simd_isa()) {
+    case SimdIsa::kAvx512:
+      return 4 * 16;
+    case SimdIsa::kAvx2:
+      return 2 * 8;
+    case SimdIsa::kScalar:
+      break;
+  }
+  return 4;
+}
+
 void gemv_rows(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
                int64_t rows, int64_t k, int64_t cols, bool accumulate) noexcept {
   static const GemvRowsFn fn = gemv_rows_kernel(active_simd_isa());

@@ -24,6 +24,10 @@ inline constexpr int64_t kGemvMaxRows = 4;
 void gemv_rows(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
                int64_t rows, int64_t k, int64_t cols, bool accumulate) noexcept;
 
+// Columns of one register block of the active path (AVX-512 64, AVX2 16, scalar 4): a packed
+// panel this wide is read by one block as a single contiguous stream.
+int64_t gemv_rows_block_cols() noexcept;
+
 // One ISA path, for tests; nullptr when this CPU cannot run `isa`.
 using GemvRowsFn = void (*)(const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
                             int64_t ldc, int64_t rows, int64_t k, int64_t cols,

@@ -92,19 +92,23 @@ struct RnnLayerShape {
   int64_t l2_bytes = 1 << 20;                     // one core's private L2
   int64_t hoist_budget_bytes = int64_t{4} << 20;  // gate pre-activations per hoisted chunk
   int weight_bytes = 4;                           // per stored weight (bf16: 2)
-  std::string key() const;                        // cache key (without the CPU signature)
+  // Recurrent panel width (a multiple of 16) whose panels the one-row GEMV reads as one
+  // contiguous stream each: the width of its register block (fp32 AVX-512, bf16, int8: 64).
+  int stream_tile = 64;
+  std::string key() const;  // cache key (without the CPU signature)
 };
 
 // The analytical default: PCP's cross-step cost picks (xi, xj) for the full team (more unit
 // splits on ties), the largest chunk within hoist_budget_bytes, wide panels for GEMV-like
-// steps (<= 2 rows), zigzag when a thread's recurrent weights exceed half its L2.
+// steps (<= 2 rows) whose weights stay in L2, stream_tile-wide ones when they stream from L3,
+// zigzag when a thread's recurrent weights exceed half its L2.
 RnnSchedule default_rnn_schedule(const RnnLayerShape& s);
 
 // The calibration candidates: every kernel-supported phased schedule (per-step: chunk 1;
 // hoisted: the default chunk, and 8 when that is > 16) x every parallelism degree p in
 // [1, team] x the best two PCP partitions of p (rows x units, no K split) x two recurrent
-// panel widths x zigzag (only where a thread's weights overflow half its L2). The default
-// comes first; no duplicates.
+// panel widths (three for GEMV-like steps: the slab, or stream_tile when streamed) x zigzag (only
+// where a thread's weights overflow half its L2). The default comes first; no duplicates.
 std::vector<RnnSchedule> rnn_schedule_candidates(const RnnLayerShape& s);
 
 // ---- calibration budget ------------------------------------------------------------------------
@@ -154,8 +158,9 @@ CalibrationOutcome run_calibration(
 // (ops/rnn/gemv_rows.h) and the own-units-first exchange at batch 1. 3: no short hoist chunks when
 // the input weights do not share the L2 with the recurrent ones. 4: a whole-slab panel width
 // among the candidates of GEMV-like steps whose weights stay in L2. 5: short hoist chunks for
-// GEMV-like steps only while the thread's W and R fill at most 3/4 of its L2.
-inline constexpr int kRnnKernelVersion = 5;
+// GEMV-like steps only while the thread's W and R fill at most 3/4 of its L2. 6: GEMV-like steps
+// streaming R from L3 default to stream_tile-wide panels.
+inline constexpr int kRnnKernelVersion = 6;
 
 // "Intel(R) Xeon(R) Processor|fam 6 model 167|2 cpus|L2 2097152|libxsmm 1.17 (target cpx)|
 // kernel 3" (the last field: kRnnKernelVersion).

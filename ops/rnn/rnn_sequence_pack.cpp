@@ -15,6 +15,7 @@
 
 #include "ops/rnn/gemm_bf16.h"
 #include "ops/rnn/gemm_int8.h"
+#include "ops/rnn/gemv_rows.h"
 #include "ops/rnn/rnn_sequence_kernel.h"
 
 namespace graphi::ops::rnn_wcs {
@@ -76,6 +77,7 @@ Status RnnSequenceKernel::prepare(int team) {
   shape_.canonical_gru = canonical_gru_;
   shape_.team = team_;
   shape_.l2_bytes = l2_bytes();
+  shape_.stream_tile = lowp_ ? 64 : static_cast<int>(std::max<int64_t>(16, gemv_rows_block_cols()));
   return Status::ok();
 }
 

@@ -201,13 +201,24 @@ TEST_CASE("rnn schedule: analytical default and candidates of small layers", "[r
   SECTION("LSTM H=1024: weights overflow L2, zigzag is a knob") {
     auto s = lstm_shape(100, 1, 1024, 2);
     ops::RnnSchedule d = ops::default_rnn_schedule(s);
-    CHECK(d.zigzag);  // 8 MiB of R per thread
+    CHECK(d.zigzag);          // 8 MiB of R per thread
+    CHECK(d.rec_tile == 64);  // streamed from L3: one GEMV register block per panel
     auto c = ops::rnn_schedule_candidates(s);
     // W (8 MiB per thread at 1x2, 16 MiB at 2x1) does not share the 2 MiB L2 with R: one hoist
-    // of all 100 steps only (short chunks would re-read W from L3 per chunk).
-    CHECK(c.size() == 2 * 1 * 2 * 2);
+    // of all 100 steps only (short chunks would re-read W from L3 per chunk). Tiles {64, 256,
+    // 128} x zigzag {1, 0} x p {2 (1x2), 1 (1x1)}.
+    CHECK(c.size() == 3 * 2 * 2);
+    CHECK(c.front() == d);
     for (const auto& x : c) CHECK(x.chunk == 100);
     for (const auto& x : c) CHECK(x.rec_tile != 4096);  // no whole-slab panel with zigzag
+    CHECK(std::count_if(c.begin(), c.end(), [](const auto& x) { return x.rec_tile == 64; }) == 4);
+    // The AVX2 GEMV's block is 16 columns: that width then.
+    s.stream_tile = 16;
+    CHECK(ops::default_rnn_schedule(s).rec_tile == 16);
+    // A layer whose R stays in L2 keeps the wide panels (the stream width is not its default).
+    auto small = lstm_shape(100, 1, 256, 2);
+    small.stream_tile = 16;
+    CHECK(ops::default_rnn_schedule(small).rec_tile == 256);
   }
   SECTION("LSTM H=256 batch 1: W and R share the L2, short chunks stay candidates") {
     auto c = ops::rnn_schedule_candidates(lstm_shape(100, 1, 256, 2));
@@ -331,9 +342,8 @@ TEST_CASE(
   setenv("GRAPHI_CACHE_DIR", dir.string().c_str(), 1);
   // This case checks the cache, not the budget (tested below with an injected clock): on a
   // loaded machine the 200 ms default can expire in the probe, which is then rightly not cached.
-  const std::string old_budget = std::getenv("GRAPHI_RNN_SEARCH_BUDGET_MS")
-                                     ? std::getenv("GRAPHI_RNN_SEARCH_BUDGET_MS")
-                                     : "";
+  const std::string old_budget =
+      std::getenv("GRAPHI_RNN_SEARCH_BUDGET_MS") ? std::getenv("GRAPHI_RNN_SEARCH_BUDGET_MS") : "";
   setenv("GRAPHI_RNN_SEARCH_BUDGET_MS", "60000", 1);
   const std::string path = (dir / "rnn_schedules.json").string();
   std::filesystem::remove(path);
