@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/args.h"
+#include "cli/omp_spin_default.h"
 
 namespace {
 
@@ -40,6 +41,7 @@ void print_usage(FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  graphi::cli::apply_omp_spin_default(argv);
   if (argc < 2) {
     print_usage(stderr);
     return graphi::cli::kExitUsage;

@@ -8,6 +8,7 @@
 
 #include "cli/args.h"
 #include "cli/cli_util.h"
+#include "cli/omp_spin_default.h"
 #include "engine/placement.h"
 #include "engine/thread_binder.h"
 #include "engine/topology.h"
@@ -180,11 +181,13 @@ int topo_command(int argc, char** argv) {
     j["machine"] = engine::topology_to_json(*topo);
     j["placement"] =
         placement ? engine::placement_to_json(*placement) : nlohmann::ordered_json(nullptr);
+    if (topo->is_this_system()) j["omp_spin"] = omp_spin_setting();
     j["warnings"] = warnings;
     print_json(j, *json_indent);
   } else {
     for (const std::string& w : warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
     print_machine(*topo);
+    if (topo->is_this_system()) std::printf("  OpenMP spin-wait: %s\n", omp_spin_setting().c_str());
     if (placement) print_placement(*placement);
   }
   return kExitOk;

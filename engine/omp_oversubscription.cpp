@@ -14,8 +14,11 @@ namespace {
 std::atomic<int> g_extra_threads{0};  // sum over live claims of their teams' k - 1
 std::once_flag g_warned_session, g_warned_process;
 
+// The user's choice only: a GOMP_SPINCOUNT a front end set (kGompSpinCountMarker) leaves
+// libgomp's throttled count in place when teams oversubscribe the CPUs.
 bool wait_policy_in_environment() {
-  return std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr;
+  return std::getenv("OMP_WAIT_POLICY") != nullptr ||
+         (std::getenv("GOMP_SPINCOUNT") != nullptr && std::getenv(kGompSpinCountMarker) == nullptr);
 }
 
 }  // namespace

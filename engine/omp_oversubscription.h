@@ -14,6 +14,19 @@
 
 namespace graphi::engine {
 
+// The GOMP_SPINCOUNT graphi's front ends give libgomp when the user set neither it nor
+// OMP_WAIT_POLICY (the CLI re-executes itself with it, the Python package sets it while it loads
+// the library; C/C++ embedders set it themselves, docs/ENGINE.md). libgomp's own default is
+// 300,000 pause iterations: ~7.5 ms on the Zen 4 VM (25 ns per pause), during which a team thread
+// that has finished its share, or has no op yet, keeps its core. On a machine with other load
+// that core is the one its peer needs: MobileNetV2 b1 at 1x2 beside two CPU-bound processes ran
+// 8.1 ms median but 17.8 ms mean with runs of 190-490 ms (every op ~8 ms: one spin), against
+// 8.0 / 8.5 ms (max 13.7) with 10,000 (~0.25 ms); on an idle machine both 4.0 ms.
+inline constexpr const char* kGompSpinCount = "10000";
+// Set (to "1") next to GOMP_SPINCOUNT when a front end chose it, so graphi tells it from the
+// user's.
+inline constexpr const char* kGompSpinCountMarker = "GRAPHI_SET_GOMP_SPINCOUNT";
+
 // The CPUs this process may run on (sched_getaffinity), as libgomp counts them.
 int allowed_cpu_count();
 

@@ -28,7 +28,34 @@ import os as _os
 
 import numpy as _np
 
-from . import _graphi
+
+def _libgomp_loaded():
+    try:
+        with open("/proc/self/maps") as f:
+            return "libgomp" in f.read()
+    except OSError:
+        return True  # cannot tell: leave the environment alone
+
+
+# libgomp reads GOMP_SPINCOUNT once, when it is loaded (with the extension below, unless another
+# package loaded it first). Its default spin (~7.5 ms on a Zen 4 core) keeps a core busy after
+# every op, which on a machine with other load is the core the other team thread needs; graphi
+# uses engine/omp_oversubscription.h's kGompSpinCount (~0.25 ms) unless the user chose
+# OMP_WAIT_POLICY or GOMP_SPINCOUNT or set GRAPHI_OMP_SPIN=libgomp. The variable is only set
+# while the extension loads: os.environ is as it was afterwards.
+_SPIN_SET = (
+    "OMP_WAIT_POLICY" not in _os.environ
+    and "GOMP_SPINCOUNT" not in _os.environ
+    and _os.environ.get("GRAPHI_OMP_SPIN") != "libgomp"
+    and not _libgomp_loaded()
+)
+if _SPIN_SET:
+    _os.environ["GOMP_SPINCOUNT"] = "10000"
+try:
+    from . import _graphi
+finally:
+    if _SPIN_SET:
+        del _os.environ["GOMP_SPINCOUNT"]
 
 __all__ = ["Session", "TrainingSession", "Error", "TensorInfo", "NodeArg", "__version__"]
 

@@ -353,6 +353,32 @@ TEST_CASE("graphi run fuses LSTM cells by default and --no-fuse runs the graph a
   }
 }
 
+// `env -u ... VAR=value graphi topo`: the OpenMP spin-wait line, the environment as given.
+std::string topo_spin_line(const fs::path& dir, const std::string& env) {
+  const fs::path out = dir / "topo.txt";
+  const std::string cmd = "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u GRAPHI_OMP_SPIN " + env +
+                          " " + quote(test::cli_path()) + " topo >" + quote(out.string()) +
+                          " 2>/dev/null";
+  if (std::system(cmd.c_str()) != 0) return "(graphi topo failed)";
+  std::istringstream in(slurp(out));
+  for (std::string line; std::getline(in, line);)
+    if (contains(line, "OpenMP spin-wait:")) return line;
+  return "(no spin-wait line)";
+}
+
+TEST_CASE("graphi gives libgomp a short spin-wait unless the user chose one", "[cli]") {
+  // cli/omp_spin_default.h: the CLI re-executes itself with GOMP_SPINCOUNT=10000 (libgomp reads
+  // it before main); the user's OMP_WAIT_POLICY / GOMP_SPINCOUNT and GRAPHI_OMP_SPIN=libgomp win.
+  const fs::path dir = test::scratch_dir("cli_omp_spin");
+  CHECK(contains(topo_spin_line(dir, ""), "GOMP_SPINCOUNT=10000 (graphi's default"));
+  CHECK(contains(topo_spin_line(dir, "GOMP_SPINCOUNT=5000"),
+                 "from the environment: GOMP_SPINCOUNT=5000"));
+  CHECK(contains(topo_spin_line(dir, "OMP_WAIT_POLICY=active"),
+                 "from the environment: OMP_WAIT_POLICY=active"));
+  CHECK(contains(topo_spin_line(dir, "GRAPHI_OMP_SPIN=libgomp"),
+                 "libgomp's default (GRAPHI_OMP_SPIN=libgomp)"));
+}
+
 TEST_CASE("graphi exit codes: usage errors are 2, runtime errors 1, --help 0", "[cli]") {
   const fs::path dir = test::scratch_dir("cli_exit");
   const std::string model = (dir / "m.graphi").string();
