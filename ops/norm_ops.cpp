@@ -1,11 +1,13 @@
 // LayerNormalization (ONNX opset 17: normalize over dims [axis, rank), then * Scale + B) and
 // InstanceNormalization (normalize each (n, c) plane over the spatial dims, then * scale[c] +
-// B[c]). Both are "rows of `len` elements, mean and variance per row": the statistics are
-// accumulated in double (two passes: mean, then the centred sum of squares), so long rows keep
-// float accuracy. LayerNormalization's optional Mean and InvStdDev outputs (shape X.shape[:axis]
-// followed by ones) are written when the node declares them.
+// B[c]). Both are "rows of `len` elements, mean and variance per row": two passes (mean, then
+// the centred sum of squares) of ops/norm_rows.h, whose float partial sums of at most 16
+// elements per lane are added in double, so long rows keep float accuracy. LayerNormalization's
+// optional Mean and InvStdDev outputs (shape X.shape[:axis] followed by ones) are written when the
+// node declares them.
 #include <cmath>
 
+#include "ops/norm_rows.h"
 #include "ops/registry.h"
 #include "ops/shape_rules.h"
 
@@ -106,33 +108,21 @@ class NormKernel final : public Kernel {
     auto* y = static_cast<float*>(io.outputs[0]);
     auto* mean_out = io.outputs.size() > 1 ? static_cast<float*>(io.outputs[1]) : nullptr;
     auto* inv_out = io.outputs.size() > 2 ? static_cast<float*>(io.outputs[2]) : nullptr;
+    const NormRowFns& f = norm_row_fns();
+    const double len = static_cast<double>(g_.len);
     for (int64_t r = begin; r < end; ++r) {
       const float* xr = x + r * g_.len;
       float* yr = y + r * g_.len;
-      double sum = 0;
-      for (int64_t k = 0; k < g_.len; ++k) sum += xr[k];
-      const double mean = sum / static_cast<double>(g_.len);
-      double sq = 0;
-      for (int64_t k = 0; k < g_.len; ++k) {
-        const double d = xr[k] - mean;
-        sq += d * d;
-      }
-      const double inv = 1.0 / std::sqrt(sq / static_cast<double>(g_.len) + g_.eps);
-      const auto m = static_cast<float>(mean);
+      const auto m = static_cast<float>(f.sum(xr, g_.len) / len);
+      const double inv = 1.0 / std::sqrt(f.sq_dev(xr, g_.len, m) / len + g_.eps);
       if (mean_out) mean_out[r] = m;
       if (inv_out) inv_out[r] = static_cast<float>(inv);
       if (kind_ == Norm::kInstance) {
         const int64_t c = r % g_.channels;
-        const auto s = static_cast<float>(scale[c] * inv);
-        const float b = bias[c];
-        for (int64_t k = 0; k < g_.len; ++k) yr[k] = (xr[k] - m) * s + b;
+        f.affine(xr, yr, g_.len, m, static_cast<float>(inv), nullptr, scale[c], nullptr, bias[c]);
       } else {
-        const auto fi = static_cast<float>(inv);
-        for (int64_t k = 0; k < g_.len; ++k) {
-          const float s = scale[g_.scalar_scale ? 0 : k];
-          const float b = bias ? bias[g_.scalar_bias ? 0 : k] : 0.0f;
-          yr[k] = (xr[k] - m) * fi * s + b;
-        }
+        f.affine(xr, yr, g_.len, m, static_cast<float>(inv), g_.scalar_scale ? nullptr : scale,
+                 scale[0], bias && !g_.scalar_bias ? bias : nullptr, bias ? bias[0] : 0.0f);
       }
     }
   }
