@@ -1,10 +1,12 @@
 // Softmax over one axis (ONNX opset 13: 'axis', default -1; the other dims are independent).
 // y = exp(x - max) / sum(exp(x - max)): subtracting the max keeps exp's argument <= 0, so no
-// overflow; the sum is accumulated in double so long axes keep full float accuracy.
+// overflow; the sum is accumulated in double so long axes keep full float accuracy. The last
+// axis (contiguous rows) runs ops/softmax_rows.h's vectorized loop.
 #include <cmath>
 
 #include "ops/registry.h"
 #include "ops/shape_rules.h"
+#include "ops/softmax_rows.h"
 
 namespace graphi::ops {
 namespace {
@@ -32,7 +34,8 @@ class SoftmaxKernel final : public Kernel {
     float* dst = static_cast<float*>(io.outputs[0]);
     if (inner_ == 1) {  // the common case (last axis): contiguous rows
       auto [begin, end] = team_range(outer_, team.ithr, team.nthr);
-      for (int64_t r = begin; r < end; ++r) row(src + r * len_, dst + r * len_);
+      const SoftmaxRowFn row = softmax_row_fn();
+      for (int64_t r = begin; r < end; ++r) row(src + r * len_, dst + r * len_, len_);
       return;
     }
     // Lanes (o, i) with stride inner_; a thread takes a range of lanes.
@@ -45,17 +48,6 @@ class SoftmaxKernel final : public Kernel {
   const char* name() const override { return "softmax_f32"; }
 
  private:
-  void row(const float* x, float* y) const {
-    float m = x[0];
-    for (int64_t k = 1; k < len_; ++k) m = std::max(m, x[k]);
-    double sum = 0;
-    for (int64_t k = 0; k < len_; ++k) {
-      y[k] = std::exp(x[k] - m);
-      sum += y[k];
-    }
-    const float inv = static_cast<float>(1.0 / sum);
-    for (int64_t k = 0; k < len_; ++k) y[k] *= inv;
-  }
   void strided(const float* x, float* y) const {
     float m = x[0];
     for (int64_t k = 1; k < len_; ++k) m = std::max(m, x[k * inner_]);

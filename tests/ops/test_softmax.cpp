@@ -3,8 +3,10 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "ops/registry.h"
+#include "ops/softmax_rows.h"
 #include "tests/support/op_runner.h"
 #include "tests/support/reference_basic.h"
 #include "tests/support/test_util.h"
@@ -101,4 +103,38 @@ TEST_CASE("Softmax errors name the axis, the shape and the dtype", "[ops][softma
   REQUIRE_FALSE(r5.is_ok());
   CHECK_THAT(r5.status().message(), Catch::Contains("rank >= 1"));
   CHECK_FALSE(ops::Registry::get().find("Softmax")->small);
+}
+
+TEST_CASE("Softmax rows on every ISA path match double precision, masks give exact zeros",
+          "[ops][softmax]") {
+  std::mt19937 gen(5);
+  std::uniform_real_distribution<float> d(-20.0f, 20.0f);
+  for (ops::SimdIsa isa : {ops::SimdIsa::kScalar, ops::SimdIsa::kAvx2, ops::SimdIsa::kAvx512}) {
+    const ops::SoftmaxRowFn f = ops::softmax_row_fn_for(isa);
+    if (!f) continue;
+    for (int64_t n : {1, 3, 15, 16, 17, 31, 197, 1000, 5000}) {
+      INFO("isa " << int(isa) << " n " << n);
+      std::vector<float> x(static_cast<size_t>(n) + 16, 0.0f);
+      for (int64_t k = 0; k < n; ++k) x[k] = d(gen);
+      // Attention-style masks (never the whole row): -inf and -1e9 give exactly 0.
+      if (n > 2) {
+        x[1] = -INFINITY;
+        x[n - 1] = -1e9f;
+      }
+      double m = -INFINITY, sum = 0;
+      for (int64_t k = 0; k < n; ++k) m = std::max<double>(m, x[k]);
+      for (int64_t k = 0; k < n; ++k) sum += std::exp(double(x[k]) - m);
+      std::vector<float> y(x.size(), -3.0f);
+      f(x.data(), y.data(), n);
+      for (int64_t k = 0; k < n; ++k) {
+        const double want = std::exp(double(x[k]) - m) / sum;
+        REQUIRE(std::abs(y[k] - want) <= 1e-6 * std::max(want, 1e-30) + 1e-12);
+      }
+      if (n > 2) CHECK((y[1] == 0.0f && y[n - 1] == 0.0f));
+      for (size_t k = static_cast<size_t>(n); k < y.size(); ++k) REQUIRE(y[k] == -3.0f);
+      std::vector<float> z(x);  // in place
+      f(z.data(), z.data(), n);
+      for (int64_t k = 0; k < n; ++k) REQUIRE(z[k] == y[k]);
+    }
+  }
 }

@@ -1,0 +1,64 @@
+// Internal to ops/: the row loop of ops/softmax_rows.h written once over the SIMD traits of
+// ops/vec_math.h. Included by ops/softmax_rows.cpp (scalar) and ops/softmax_rows_avx2.cpp /
+// ops/softmax_rows_avx512.cpp after they define GRAPHI_VEC_<ISA>; compiled under vec_math.h's
+// target switch, so it includes nothing else and uses no std:: templates.
+#pragma once
+
+#include "ops/vec_math.h"
+
+namespace {
+
+// exp(d) for d <= 0, exactly 0 below -87 (vexp_nonpos clamps there).
+template <class T>
+typename T::V softmax_exp(typename T::V d) {
+  return T::select(T::lt(d, T::set1(-87.0f)), T::zero(), vexp_nonpos<T>(d));
+}
+
+template <class T>
+void softmax_row_t(const float* x, float* y, int64_t n) noexcept {
+  using V = typename T::V;
+  constexpr int W = T::kWidth;
+  constexpr int64_t kBlock = int64_t{W} * 16;  // elements per float partial sum
+  // Max: whole vectors, then the tail.
+  float m = x[0];
+  int64_t k = 0;
+  if (n >= W) {
+    V vm = T::load(x);
+    for (k = W; k + W <= n; k += W) vm = T::max(T::load(x + k), vm);
+    float lanes[W];
+    T::store(lanes, vm);
+    m = lanes[0];
+    for (int i = 1; i < W; ++i) m = lanes[i] > m ? lanes[i] : m;
+  }
+  for (; k < n; ++k) m = x[k] > m ? x[k] : m;
+  // y = exp(x - m) and its sum.
+  const V vm = T::set1(m);
+  double sum = 0;
+  k = 0;
+  for (int64_t b0 = 0; b0 + W <= n; b0 = k) {
+    const int64_t b1 = b0 + kBlock;
+    V acc = T::zero();
+    for (; k + W <= n && k < b1; k += W) {
+      const V e = softmax_exp<T>(T::sub(T::load(x + k), vm));
+      T::store(y + k, e);
+      acc = T::add(acc, e);
+    }
+    float lanes[W];
+    T::store(lanes, acc);
+    for (int i = 0; i < W; ++i) sum += lanes[i];
+  }
+  if (k < n) {
+    const int t = static_cast<int>(n - k);
+    T::store_n(y + k, softmax_exp<T>(T::sub(T::load_n(x + k, t), vm)), t);
+    for (int i = 0; i < t; ++i) sum += y[k + i];
+  }
+  // Normalize.
+  const V inv = T::set1(static_cast<float>(1.0 / sum));
+  for (k = 0; k + W <= n; k += W) T::store(y + k, T::mul(T::load(y + k), inv));
+  if (k < n) {
+    const int t = static_cast<int>(n - k);
+    T::store_n(y + k, T::mul(T::load_n(y + k, t), inv), t);
+  }
+}
+
+}  // namespace
