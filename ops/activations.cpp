@@ -24,8 +24,12 @@ void tanh_scalar(const float* src, float* dst, int64_t n) { tanh_array<VecScalar
 void swish_scalar(const float* src, float* dst, int64_t n) { swish_array<VecScalar>(src, dst, n); }
 void erf_scalar(const float* src, float* dst, int64_t n) { erf_array<VecScalar>(src, dst, n); }
 void gelu_scalar(const float* src, float* dst, int64_t n) { gelu_array<VecScalar>(src, dst, n); }
+void gelu_tanh_scalar(const float* src, float* dst, int64_t n) {
+  gelu_tanh_array<VecScalar>(src, dst, n);
+}
 const ActivationKernels kActivationKernelsScalar{SimdIsa::kScalar, sigmoid_scalar, tanh_scalar,
-                                                 swish_scalar,     erf_scalar,     gelu_scalar};
+                                                 swish_scalar,     erf_scalar,     gelu_scalar,
+                                                 gelu_tanh_scalar};
 
 SimdIsa detect_active_isa() {
   SimdIsa best = SimdIsa::kScalar;
@@ -109,6 +113,9 @@ void erf_f32(const float* src, float* dst, int64_t n) {
 }
 void gelu_f32(const float* src, float* dst, int64_t n) {
   if (n > 0) active_kernels().gelu(src, dst, n);
+}
+void gelu_tanh_f32(const float* src, float* dst, int64_t n) {
+  if (n > 0) active_kernels().gelu_tanh(src, dst, n);
 }
 
 }  // namespace graphi::ops

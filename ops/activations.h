@@ -42,6 +42,9 @@ void tanh_f32(const float* src, float* dst, int64_t n);
 void erf_f32(const float* src, float* dst, int64_t n);
 // dst[i] = src[i] (1 + erf(src[i] / sqrt(2))) / 2 (GELU, exact form), through erf_f32's math.
 void gelu_f32(const float* src, float* dst, int64_t n);
+// dst[i] = GELU's tanh form x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2, through tanh_f32's
+// math. In place allowed.
+void gelu_tanh_f32(const float* src, float* dst, int64_t n);
 inline void sigmoid_f32_inplace(float* x, int64_t n) { sigmoid_f32(x, x, n); }
 inline void tanh_f32_inplace(float* x, int64_t n) { tanh_f32(x, x, n); }
 
@@ -53,6 +56,7 @@ struct ActivationKernels {
   void (*swish)(const float* src, float* dst, int64_t n);
   void (*erf)(const float* src, float* dst, int64_t n);
   void (*gelu)(const float* src, float* dst, int64_t n);
+  void (*gelu_tanh)(const float* src, float* dst, int64_t n);
 };
 
 // The table for `isa`, or nullptr when this CPU cannot run it.

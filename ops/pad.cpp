@@ -1,4 +1,5 @@
-// Pad with ONNX semantics, float32: modes constant (default), edge and reflect; pads as the
+// Pad with ONNX semantics, float32: modes constant (default), edge, reflect and opset 19's wrap
+// (circular: index modulo the dim, any amount, as numpy.pad's 'wrap'); pads as the
 // `pads` attribute (opset < 11) or a constant input 1 (opset >= 11; begins then ends, negative
 // values crop), the fill value as the `value` attribute or an optional scalar input 2 (read at
 // run time), and opset 18's optional constant `axes` input 3.
@@ -10,7 +11,7 @@
 namespace graphi::ops {
 namespace {
 
-enum class PadMode { kConstant, kEdge, kReflect };
+enum class PadMode { kConstant, kEdge, kReflect, kWrap };
 
 struct PadSpec {
   PadMode mode = PadMode::kConstant;
@@ -30,9 +31,11 @@ Result<PadSpec> pad_spec(const NodeView& v) {
     p.mode = PadMode::kEdge;
   else if (mode == "reflect")
     p.mode = PadMode::kReflect;
+  else if (mode == "wrap")
+    p.mode = PadMode::kWrap;
   else
     return Status::unsupported(v.where + ": attribute 'mode' is '" + mode +
-                               "'; graphi supports constant, edge and reflect");
+                               "'; graphi supports constant, edge, reflect and wrap");
   std::vector<int64_t> pads;
   if (v.has_input(1)) {
     GRAPHI_ASSIGN_OR_RETURN(pads, const_ints_input(v, 1, "pads"));
@@ -114,6 +117,8 @@ class PadKernel final : public Kernel {
             i = -1;
           else if (p.mode == PadMode::kEdge)
             i = std::clamp<int64_t>(i, 0, n - 1);
+          else if (p.mode == PadMode::kWrap)
+            i = ((i % n) + n) % n;
           else  // reflect (the edge is not repeated); a dim of 1 reflects onto itself
             i = n == 1 ? 0 : (i < 0 ? -i : 2 * (n - 1) - i);
         }

@@ -23,7 +23,14 @@
 namespace graphi::ops {
 namespace {
 
-enum class Coord { kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfHalfPixelNn };
+enum class Coord {
+  kHalfPixel,
+  kPytorchHalfPixel,
+  kAlignCorners,
+  kAsymmetric,
+  kTfHalfPixelNn,
+  kHalfPixelSymmetric  // opset 19
+};
 enum class Nearest { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
 
 enum class Mode { kNearest, kLinear, kCubic };
@@ -78,6 +85,8 @@ Result<ResizeParams> resize_params(const NodeView& v) {
     p.coord = Coord::kAsymmetric;
   else if (ctm == "tf_half_pixel_for_nn")
     p.coord = Coord::kTfHalfPixelNn;
+  else if (ctm == "half_pixel_symmetric")
+    p.coord = Coord::kHalfPixelSymmetric;
   else
     return Status::unsupported(w + ": attribute 'coordinate_transformation_mode' = '" + ctm +
                                "' is not supported");
@@ -174,6 +183,13 @@ double source_coord(Coord c, int64_t x, double scale, int64_t len_in, double len
       return xo / scale;
     case Coord::kTfHalfPixelNn:
       return (xo + 0.5) / scale;
+    case Coord::kHalfPixelSymmetric: {
+      // ONNX: adjustment = output length (floored) / (scale * input length); the ROI's centre
+      // stays the canvas's centre. Equal to half_pixel when scale * in is a whole number.
+      const double adjustment = std::floor(len_out) / len_out;
+      const double offset = static_cast<double>(len_in) / 2 * (1 - adjustment);
+      return offset + (xo + 0.5) / scale - 0.5;
+    }
   }
   return 0.0;
 }

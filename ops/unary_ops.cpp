@@ -51,12 +51,14 @@ enum class Unary {
   kShrink,
   kIsNaN,
   kIsInf,
-  kGelu  // graphi's op (ONNX opset 20's Gelu, approximate 'none'): graph/passes/gelu_fusion.h
+  kGelu  // ONNX opset 20's Gelu (approximate 'none' or 'tanh'); graph/passes/gelu_fusion.h makes
+         // PyTorch's exact-GELU chains of earlier opsets into it
 };
 
 struct UnaryParams {
   float alpha = 0, beta = 0;    // Selu: alpha, gamma (as beta); Shrink: lambd, bias (as beta)
   bool pos = true, neg = true;  // IsInf: detect_positive, detect_negative
+  bool tanh_form = false;       // Gelu: approximate = 'tanh'
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
 };
@@ -83,7 +85,10 @@ void unary_loop(Unary kind, const UnaryParams& p, const float* x, float* y, int6
       for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / x[i];
       break;
     case Unary::kGelu:
-      gelu_f32(x, y, n);
+      if (p.tanh_form)
+        gelu_tanh_f32(x, y, n);
+      else
+        gelu_f32(x, y, n);
       break;
     case Unary::kErf:
       erf_f32(x, y, n);  // vectorized (ops/activations.h): std::erf was ~10 ns per element
@@ -220,6 +225,13 @@ Result<UnaryParams> params_of(Unary kind, const graph::Node& node, const std::st
     GRAPHI_ASSIGN_OR_RETURN(int64_t neg, graph::attr_int(a, where, "detect_negative", 1));
     p.pos = pos != 0;
     p.neg = neg != 0;
+  } else if (kind == Unary::kGelu) {
+    Result<std::string> approx = graph::attr_string(a, where, "approximate", "none");
+    if (!approx.is_ok()) return approx.status();
+    if (*approx != "none" && *approx != "tanh")
+      return Status::invalid_graph(where + ": attribute 'approximate' = '" + *approx +
+                                   "' (ONNX Gelu takes 'none' or 'tanh')");
+    p.tanh_form = *approx == "tanh";
   } else if (kind == Unary::kClip) {
     GRAPHI_ASSIGN_OR_RETURN(double lo, graph::attr_float(a, where, "min", -HUGE_VAL));
     GRAPHI_ASSIGN_OR_RETURN(double hi, graph::attr_float(a, where, "max", HUGE_VAL));

@@ -307,6 +307,16 @@ inline typename T::V vgelu(typename T::V x) {
   return T::mul(T::mul(x, T::set1(0.5f)), T::add(T::set1(1.0f), e));
 }
 
+// GELU, tanh form (ONNX Gelu approximate = 'tanh', PyTorch nn.GELU(approximate='tanh')):
+// x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2.
+template <class T>
+inline typename T::V vgelu_tanh(typename T::V x) {
+  using V = typename T::V;
+  const V inner = T::mul(T::set1(0.7978845608028654f),
+                         T::fmadd(T::mul(T::set1(0.044715f), T::mul(x, x)), x, x));
+  return T::mul(T::mul(x, T::set1(0.5f)), T::add(T::set1(1.0f), vtanh<T>(inner)));
+}
+
 // dst[i] = f(src[i]) over whole vectors and a masked tail; f is one of the v* functions above.
 template <class T, typename T::V (*F)(typename T::V)>
 void map_array(const float* src, float* dst, int64_t n) {
@@ -342,6 +352,11 @@ void erf_array(const float* src, float* dst, int64_t n) {
 template <class T>
 void gelu_array(const float* src, float* dst, int64_t n) {
   map_array<T, vgelu<T>>(src, dst, n);
+}
+
+template <class T>
+void gelu_tanh_array(const float* src, float* dst, int64_t n) {
+  map_array<T, vgelu_tanh<T>>(src, dst, n);
 }
 
 }  // namespace

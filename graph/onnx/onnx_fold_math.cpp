@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <numeric>
 
 #include "graph/onnx/onnx_fold_internal.h"
@@ -250,6 +251,20 @@ Result<Outs> fold_reduce(const std::string& op, const Node& n, int64_t opset, co
     if (!red[static_cast<size_t>(d)] || keep) out.push_back(kept.back());
   }
   HostTensor o = HostTensor::make(x.type, kept);
+  // Outputs that no element reaches (a reduced dim of size 0) keep the reduction's identity:
+  // ONNX's empty product is 1, an empty min / max the largest / smallest value of the type.
+  for (size_t j = 0; j < o.numel(); ++j) {
+    if (op == "ReduceProd") {
+      set_value(o, j, 1.0);
+    } else if (op == "ReduceMin" || op == "ReduceMax") {
+      const bool mn = op == "ReduceMin";
+      if (o.is_float())
+        o.f[j] =
+            mn ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+      else
+        o.i[j] = mn ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+    }
+  }
   std::vector<bool> first(o.numel(), true);
   std::vector<int64_t> count(o.numel(), 0);
   const std::vector<size_t> to = broadcast_index(x.shape, kept);  // x element -> output element

@@ -23,8 +23,12 @@ namespace onnx_import {
 
 namespace {
 
-constexpr int64_t kMinOpset = 6, kMaxOpset = 18;
-constexpr int64_t kMinIr = 3, kMaxIr = 10;
+// Opsets 19-22 change no float32 semantics of the ops graphi maps except AveragePool's dilations
+// (refused unless 1), Pad's 'wrap' mode, Resize's 'half_pixel_symmetric' and the Gelu op
+// (graph/onnx/ONNX.md); the rest of them add types (float8, int4, bfloat16, strings). PyTorch
+// 2.x's TorchScript exporter writes opset 20 by default. IR 11 (onnx 1.18) adds float4 only.
+constexpr int64_t kMinOpset = 6, kMaxOpset = 22;
+constexpr int64_t kMinIr = 3, kMaxIr = 11;
 
 // ONNX ops mapped onto graphi ops when their data is computed at run time (graph/onnx/ONNX.md).
 const std::vector<std::string>& runtime_ops() {
@@ -66,6 +70,7 @@ const std::vector<std::string>& runtime_ops() {
                                                 "Gather",
                                                 "GatherElements",
                                                 "GatherND",
+                                                "Gelu",
                                                 "Gemm",
                                                 "GlobalAveragePool",
                                                 "GlobalMaxPool",

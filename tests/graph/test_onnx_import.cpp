@@ -662,6 +662,9 @@ BackendStats run_backend_cases(bool bind_all) {
   std::vector<std::string> dirs{kNodeTests};
   for (const char* d : {"pytorch-converted", "pytorch-operator", "simple"})
     if (fs::is_directory(root + "/" + d)) dirs.push_back(root + "/" + d);
+  // Cases of opsets 18 to 22 from onnx 1.17's node tests (Debian's package stops at opset 17):
+  // tests/data/onnx_node_opset18_22/README.md.
+  dirs.push_back(std::string(GRAPHI_SOURCE_DIR) + "/tests/data/onnx_node_opset18_22");
   if (env_dirs) {
     std::string all = env_dirs;
     for (size_t p = 0; p <= all.size();) {

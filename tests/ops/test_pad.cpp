@@ -1,6 +1,6 @@
-// Pad (ops/pad.cpp) against a reference written from the definition (numpy.pad's constant, edge
-// and reflect modes; negative pads crop), on random shapes and pads, teams of 1-3 threads; pads
-// as attribute and as constant input, the fill value as attribute and as input, opset 18 axes.
+// Pad (ops/pad.cpp) against a reference written from the definition (numpy.pad's constant, edge,
+// reflect and wrap modes; negative pads crop), on random shapes and pads, teams of 1-3 threads;
+// pads as attribute and as constant input, the fill value as attribute and as input, opset 18 axes.
 #include <catch2/catch.hpp>
 #include <random>
 
@@ -35,6 +35,9 @@ Tensor pad_ref(const Tensor& x, const std::vector<int64_t>& pads, const std::str
           fill = true;
         } else if (mode == "edge") {
           i = i < 0 ? 0 : n - 1;
+        } else if (mode == "wrap") {  // numpy.pad 'wrap': the dim repeats periodically
+          while (i < 0) i += n;
+          while (i >= n) i -= n;
         } else {  // reflect
           if (n == 1)
             i = 0;
@@ -68,14 +71,15 @@ TEST_CASE("Pad matches numpy.pad on random shapes, pads and modes", "[ops][pad]"
   std::mt19937 rng(17);
   std::uniform_int_distribution<int> rank_d(1, 4), dim_d(1, 6), pad_d(-2, 3);
   uint64_t seed = 3;
-  for (const std::string mode : {"constant", "edge", "reflect"}) {
+  for (const std::string mode : {"constant", "edge", "reflect", "wrap"}) {
     for (int trial = 0; trial < 15; ++trial) {
       Shape s(static_cast<size_t>(rank_d(rng)));
       for (int64_t& d : s) d = dim_d(rng);
       const size_t r = s.size();
       std::vector<int64_t> pads(2 * r);
       for (size_t d = 0; d < r; ++d) {
-        // Keep every output dim >= 1, and reflect pads < the dim (numpy would reflect twice).
+        // Keep every output dim >= 1, and reflect pads < the dim (numpy would reflect twice);
+        // wrap pads may exceed the dim (up to 3 on dims of 1).
         const int64_t lim = mode == "reflect" ? std::max<int64_t>(s[d] - 1, 0) : 3;
         for (size_t side : {d, d + r}) {
           int64_t p = std::min<int64_t>(pad_d(rng), lim);
@@ -132,7 +136,7 @@ TEST_CASE("Pad refuses bad nodes with the field in the error", "[ops][pad]") {
   REQUIRE_FALSE(r.is_ok());
   CHECK(r.status().message().find("empty") != std::string::npos);
   a.set("pads", std::vector<int64_t>{0, 0, 0, 0});
-  a.set("mode", std::string("wrap"));
+  a.set("mode", std::string("circular"));  // not an ONNX mode
   r = run_single_op("Pad", a, {x});
   REQUIRE_FALSE(r.is_ok());
   CHECK(r.status().message().find("mode") != std::string::npos);

@@ -9,7 +9,10 @@ NAME.out<i>.npy (graph input/output order), and one line of MANIFEST
 `--dim NAME=VALUE`). Weights and inputs come from fixed seeds.
 
 Run: /usr/bin/python3 tests/data/onnx_zoo/make_zoo.py [NAME ...]   (with names: only those;
-the MANIFEST is rewritten from all models either way)
+the MANIFEST is rewritten from all models either way). The *_op20 models are PyTorch 2's exports
+(its TorchScript exporter's default opset, with ONNX's Gelu op and opset 18's reductions): make
+them with the benchmarks' venv, `.venv/bin/python tests/data/onnx_zoo/make_zoo.py --op20`
+(PyTorch 2.13 from scripts/requirements-bench.txt); PyTorch 1.13 skips them.
 Known gaps (models graphi refuses, with the error they must give): make_zoo.py --gaps.
 Check against graphi: PYTHONPATH=build/python /usr/bin/python3 tests/data/onnx_zoo/make_zoo.py --check
 (graphi.Session on the committed files), --torch (graphi.torch.compile on the modules),
@@ -567,6 +570,21 @@ add("scatter_ops", ScatterOps,
              torch.tensor([3, 0, 2]), torch.tensor([5, 1, 1])], (16, 17))  # scatter_add: 16
 add("channel_shuffle", ShuffleStage, lambda: [randn(2, 3, 9, 11)])
 add("decoder_layer", DecoderLayer, lambda: [randn(2, 5, 16), randn(2, 7, 16)], (14, 17))
+# PyTorch 2's default export (opset 20): needs torch >= 2 (see the module docstring).
+for _name, _make, _inputs in [
+        ("encoder_layer_gelu_prenorm", lambda: EncoderLayer(True, "gelu"),
+         lambda: [randn(2, 6, 16)]),
+        ("gpt_block", GptBlock, lambda: [ids(50, 2, 8)]),
+        ("decoder_layer", DecoderLayer, lambda: [randn(2, 5, 16), randn(2, 7, 16)]),
+        ("mobilenetish", MobileNetish, lambda: [randn(2, 3, 16, 16)]),
+        ("gru_classifier", GruClassifier, lambda: [ids(30, 3, 7)]),
+        ("lstm_dropout", LstmDropout, lambda: [randn(5, 2, 6)]),
+        ("norms", Norms, lambda: [randn(2, 4, 5, 6)]),
+        ("activations", Activations, lambda: [randn(3, 7) * 3]),
+        ("global_pools_1d3d", GlobalPools1d3d, lambda: [randn(2, 4, 16)]),
+        ("softmax_axes", SoftmaxAxes, lambda: [randn(2, 3, 4, 5)]),
+        ("upsample", UpsampleNet, lambda: [randn(1, 3, 3, 5)])]:
+    add(_name, _make, _inputs, (20,))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -659,6 +677,10 @@ def manifest_dims(name, dynamic):
     return "".join(f" {k}={v}" for k, v in dims.items())
 
 
+def torch_major():
+    return int(torch.__version__.split(".")[0])
+
+
 def export(name):
     make, inputs, opset, dynamic = ZOO[name]
     torch.manual_seed(sum(map(ord, name.rsplit("_op", 1)[0])))
@@ -689,8 +711,10 @@ def export(name):
     buf = io.BytesIO()
     # Not under no_grad: eval + no_grad sends nn.MultiheadAttention and
     # nn.TransformerEncoderLayer down their fused fast path, which the exporter cannot write.
+    # PyTorch 2: its TorchScript exporter (dynamo=False), as PyTorch 1.13 has only that one.
+    extra = {"dynamo": False} if torch_major() >= 2 else {}
     torch.onnx.export(model, tuple(xs), buf, opset_version=opset, input_names=in_names,
-                      output_names=out_names, dynamic_axes=dyn, do_constant_folding=True)
+                      output_names=out_names, dynamic_axes=dyn, do_constant_folding=True, **extra)
     with open(os.path.join(HERE, name + ".onnx"), "wb") as f:
         f.write(buf.getvalue())
     for i, x in enumerate(xs):
@@ -807,7 +831,9 @@ def main():
     if args and args[0] == "--check":
         names = args[1:] or list(ZOO)
         sys.exit(1 if check(names) else 0)
-    names = args or list(ZOO)
+    if args and args[0] == "--op20":
+        args = [n for n in ZOO if n.endswith("_op20")]
+    names = args or [n for n in ZOO if ZOO[n][2] < 19 or torch_major() >= 2]
     for n in names:
         if n not in ZOO:
             sys.exit(f"unknown model {n}; models: {' '.join(ZOO)}")
