@@ -15,15 +15,6 @@ constexpr int64_t norm_block() {
 }
 
 template <class T>
-double lane_total(typename T::V v) {
-  float lanes[T::kWidth];
-  T::store(lanes, v);
-  double s = 0;
-  for (int i = 0; i < T::kWidth; ++i) s += lanes[i];
-  return s;
-}
-
-template <class T>
 double norm_sum_t(const float* x, int64_t n) noexcept {
   using V = typename T::V;
   constexpr int64_t kStep = 4 * T::kWidth;
@@ -38,14 +29,14 @@ double norm_sum_t(const float* x, int64_t n) noexcept {
       a2 = T::add(a2, T::load(x + k + 2 * T::kWidth));
       a3 = T::add(a3, T::load(x + k + 3 * T::kWidth));
     }
-    total += lane_total<T>(T::add(T::add(a0, a1), T::add(a2, a3)));
+    total += vlanes_sum<T>(T::add(T::add(a0, a1), T::add(a2, a3)));
   }
   // Whole vectors left (fewer than 4), then the last < kWidth elements.
   int64_t k = body;
   if (k + T::kWidth <= n) {
     V a = T::zero();
     for (; k + T::kWidth <= n; k += T::kWidth) a = T::add(a, T::load(x + k));
-    total += lane_total<T>(a);
+    total += vlanes_sum<T>(a);
   }
   for (; k < n; ++k) total += x[k];
   return total;
@@ -71,7 +62,7 @@ double norm_sq_dev_t(const float* x, int64_t n, float mean) noexcept {
       a2 = T::fmadd(d2, d2, a2);
       a3 = T::fmadd(d3, d3, a3);
     }
-    total += lane_total<T>(T::add(T::add(a0, a1), T::add(a2, a3)));
+    total += vlanes_sum<T>(T::add(T::add(a0, a1), T::add(a2, a3)));
   }
   int64_t k = body;
   if (k + T::kWidth <= n) {
@@ -80,7 +71,7 @@ double norm_sq_dev_t(const float* x, int64_t n, float mean) noexcept {
       const V d = T::sub(T::load(x + k), m);
       a = T::fmadd(d, d, a);
     }
-    total += lane_total<T>(a);
+    total += vlanes_sum<T>(a);
   }
   for (; k < n; ++k) {
     const double d = static_cast<double>(x[k]) - mean;

@@ -14,27 +14,6 @@ typename T::V softmax_exp(typename T::V d) {
   return T::select(T::lt(d, T::set1(-87.0f)), T::zero(), vexp_nonpos<T>(d));
 }
 
-// Horizontal max / sum of a vector through a local lane array. Not instrumented by ASan and not
-// inlined: GCC 12's ASan build with detect_stack_use_after_return (the fake stack) stored the
-// vector through a bad pointer when the array lived in an instrumented AVX-512 frame.
-template <class T>
-__attribute__((no_sanitize_address, noinline)) float softmax_lane_max(typename T::V v) {
-  float lanes[T::kWidth];
-  T::store(lanes, v);
-  float m = lanes[0];
-  for (int i = 1; i < T::kWidth; ++i) m = lanes[i] > m ? lanes[i] : m;
-  return m;
-}
-
-template <class T>
-__attribute__((no_sanitize_address, noinline)) double softmax_lane_sum(typename T::V v) {
-  float lanes[T::kWidth];
-  T::store(lanes, v);
-  double s = 0;
-  for (int i = 0; i < T::kWidth; ++i) s += lanes[i];
-  return s;
-}
-
 template <class T>
 void softmax_row_t(const float* x, float* y, int64_t n) noexcept {
   using V = typename T::V;
@@ -46,7 +25,7 @@ void softmax_row_t(const float* x, float* y, int64_t n) noexcept {
   if (n >= W) {
     V vm = T::load(x);
     for (k = W; k + W <= n; k += W) vm = T::max(T::load(x + k), vm);
-    m = softmax_lane_max<T>(vm);
+    m = vlanes_max<T>(vm);
   }
   for (; k < n; ++k) m = x[k] > m ? x[k] : m;
   // y = exp(x - m) and its sum.
@@ -61,7 +40,7 @@ void softmax_row_t(const float* x, float* y, int64_t n) noexcept {
       T::store(y + k, e);
       acc = T::add(acc, e);
     }
-    sum += softmax_lane_sum<T>(acc);
+    sum += vlanes_sum<T>(acc);
   }
   if (k < n) {
     const int t = static_cast<int>(n - k);

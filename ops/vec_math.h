@@ -317,6 +317,28 @@ inline typename T::V vgelu_tanh(typename T::V x) {
   return T::mul(T::mul(x, T::set1(0.5f)), T::add(T::set1(1.0f), vtanh<T>(inner)));
 }
 
+// Horizontal sum (in double) and max of a vector's lanes, through a lane array. Not inlined and
+// not ASan-instrumented: GCC 12's ASan build with detect_stack_use_after_return (the fake stack)
+// stored the vector through a bad pointer when such an array lived in an instrumented AVX-512
+// frame (ops/softmax_rows_impl.h's row loop).
+template <class T>
+__attribute__((no_sanitize_address, noinline)) double vlanes_sum(typename T::V v) {
+  float lanes[T::kWidth];
+  T::store(lanes, v);
+  double s = 0;
+  for (int i = 0; i < T::kWidth; ++i) s += lanes[i];
+  return s;
+}
+
+template <class T>
+__attribute__((no_sanitize_address, noinline)) float vlanes_max(typename T::V v) {
+  float lanes[T::kWidth];
+  T::store(lanes, v);
+  float m = lanes[0];
+  for (int i = 1; i < T::kWidth; ++i) m = lanes[i] > m ? lanes[i] : m;
+  return m;
+}
+
 // dst[i] = f(src[i]) over whole vectors and a masked tail; f is one of the v* functions above.
 template <class T, typename T::V (*F)(typename T::V)>
 void map_array(const float* src, float* dst, int64_t n) {
