@@ -127,6 +127,11 @@ class Importer {
   Status emit(const std::string& op, const std::string& name,
               const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
               Attributes attrs, const std::string& where, const onnx::Node* onnx_node);
+  // A graphi Reshape of `in` to `shape` named `name`: the shape as an int64 constant input, or as
+  // the 'shape' attribute for a scalar (an empty constant would be an empty tensor, refused).
+  Status emit_reshape(const std::string& name, const std::string& in, const Shape& shape,
+                      const std::vector<std::string>& outputs, const std::string& where,
+                      const onnx::Node* onnx_node);
   Result<Attributes> convert_attrs(const onnx::Node& n, const std::string& where,
                                    const std::set<std::string>& drop = {}) const;
   // Output shape of a shape-only op (Flatten/Squeeze/Unsqueeze) on a runtime value.

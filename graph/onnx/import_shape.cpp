@@ -49,8 +49,7 @@ std::optional<Status> Importer::translate_shape(NodeIn& io) {
     GRAPHI_RETURN_IF_ERROR(need(0));
     GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
     GRAPHI_ASSIGN_OR_RETURN(Shape s, shape_after(n, d, where));
-    const std::string shape = add_ints_const(name + "/shape", s);
-    return emit("Reshape", name, {ins[0], shape}, outs, {}, where, &n);
+    return emit_reshape(name, ins[0], s, outs, where, &n);
   }
   if (op == "Expand") {
     GRAPHI_RETURN_IF_ERROR(need(0));
@@ -220,8 +219,7 @@ std::optional<Status> Importer::translate_shape(NodeIn& io) {
       return emit("Gather", name, ins, outs, std::move(gather_attrs), where, &n);
     }
     if (same_shape) return Status::ok();
-    return emit("Reshape", name, {sliced_name, add_ints_const(name + "/shape", out)}, outs, {},
-                where, &n);
+    return emit_reshape(name, sliced_name, out, outs, where, &n);
   }
   if (op == "Reshape") {
     const onnx::Attr* az = n.attr("allowzero");
@@ -231,6 +229,17 @@ std::optional<Status> Importer::translate_shape(NodeIn& io) {
         return Status::unsupported(
             where +
             ": Reshape with allowzero = 1 and a 0 in the shape (empty tensors) is not supported");
+    }
+    // To a scalar: the shape is an empty constant, which graphi cannot hold as a tensor.
+    if (ins.size() > 1 && !ins[0].empty()) {
+      const HostTensor* s = host(ins[1]);
+      if (s && s->numel() == 0 && !host(ins[0])) {
+        GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
+        if (d.numel() != 1)
+          return Status::invalid_graph(where + ": Reshape of " + d.to_string() +
+                                       " to a scalar (shape []) needs exactly one element");
+        return emit_reshape(name, ins[0], {}, outs, where, &n);
+      }
     }
   }
   return std::nullopt;

@@ -286,6 +286,18 @@ std::string Importer::add_ints_const(const std::string& base, std::vector<int64_
   return add_const(base, std::move(t));
 }
 
+Status Importer::emit_reshape(const std::string& name, const std::string& in, const Shape& shape,
+                              const std::vector<std::string>& outputs, const std::string& where,
+                              const onnx::Node* onnx_node) {
+  if (shape.empty()) {  // to a scalar: PyTorch 2's exports squeeze a full reduction's [1, ..., 1]
+    Attributes a;
+    a.set("shape", std::vector<int64_t>{});
+    return emit("Reshape", name, {in}, outputs, std::move(a), where, onnx_node);
+  }
+  return emit("Reshape", name, {in, add_ints_const(name + "/shape", shape)}, outputs, {}, where,
+              onnx_node);
+}
+
 Result<Attributes> Importer::convert_attrs(const onnx::Node& n, const std::string& where,
                                            const std::set<std::string>& drop) const {
   Attributes out;

@@ -865,3 +865,32 @@ TEST_CASE("onnx: an If whose condition is known at import time becomes its branc
              Catch::Contains("node[1] 'branch' (If)") &&
                  Catch::Contains("with a condition computed at run time (input 0 'cond')"));
 }
+
+TEST_CASE("onnx: reductions squeezed or reshaped to a scalar (PyTorch 2's x.mean(), opset 20)") {
+  // x [2, 3]: s = Squeeze(ReduceMean(x)) and r = Reshape(ReduceSum(x), shape []) are scalars
+  // (the shape [] is an empty int64 constant); y = s + r.
+  Pw keep;
+  keep.s(1, "keepdims").i(3, 1).i(20, 2);
+  Pw g;
+  g.m(1, node("ReduceMean", {"x"}, {"m"}, "mean", {keep}))
+      .m(1, node("Squeeze", {"m"}, {"s"}, "squeeze"))
+      .m(1, node("ReduceSum", {"x"}, {"t"}, "sum", {keep}))
+      .m(1, node("Reshape", {"t", "scalar_shape"}, {"r"}, "to_scalar"))
+      .m(1, node("Add", {"s", "r"}, {"y"}, "add"))
+      .s(2, "g");
+  g.m(5, test::onnx_pb::int64_tensor("scalar_shape", {}));
+  g.m(11, value_info("x", 1, {"2", "3"}));
+  g.m(12, value_info("y", 1, {})).m(12, value_info("s", 1, {}));
+  auto r = import_str(model(g, 20, 9));
+  INFO(r.status().message());
+  REQUIRE(r.is_ok());
+  const Tensor x = test::random_tensor(TensorDesc{DType::kF32, {2, 3}}, 4);
+  double sum = 0;
+  for (int i = 0; i < 6; ++i) sum += x.data_as<float>()[i];
+  auto out = run_graph(*r, {x});
+  REQUIRE(out.is_ok());
+  REQUIRE((*out)[0].second.desc().shape.empty());
+  REQUIRE((*out)[1].second.desc().shape.empty());
+  CHECK(std::abs((*out)[0].second.data_as<float>()[0] - (sum / 6 + sum)) < 1e-5);
+  CHECK(std::abs((*out)[1].second.data_as<float>()[0] - sum / 6) < 1e-6);
+}
