@@ -398,6 +398,12 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
   io.outs = outputs_of(n, io.name);
   if (io.outs.empty()) return Status::invalid_graph(where + ": has no outputs");
   io.ins = n.inputs;
+  // Resize's roi and scales given as empty tensors mean "absent" (ONNX: an empty scales when
+  // sizes is given; roi matters only for tf_crop_and_resize); tf2onnx writes them that way.
+  if (op == "Resize")
+    for (size_t k = 1; k < 3 && k < io.ins.size(); ++k)
+      if (!io.ins[k].empty() && is_const(io.ins[k]) && host(io.ins[k])->numel() == 0)
+        io.ins[k].clear();
   // Op families that rewrite a node into other graphi ops (or refuse it); each leaves the nodes
   // it does not handle alone. Every op name belongs to one family.
   for (auto family : {&Importer::translate_recurrent, &Importer::translate_shape,

@@ -894,3 +894,31 @@ TEST_CASE("onnx: reductions squeezed or reshaped to a scalar (PyTorch 2's x.mean
   CHECK(std::abs((*out)[0].second.data_as<float>()[0] - (sum / 6 + sum)) < 1e-5);
   CHECK(std::abs((*out)[1].second.data_as<float>()[0] - sum / 6) < 1e-6);
 }
+
+TEST_CASE("onnx: Resize with empty roi and scales tensors and sizes (as tf2onnx writes it)") {
+  auto str_attr = [](const std::string& name, const std::string& v) {
+    Pw a;
+    a.s(1, name).s(4, v).i(20, 3);
+    return a;
+  };
+  Pw g;
+  g.m(1,
+      node("Resize", {"x", "roi", "scales", "sizes"}, {"y"}, "up",
+           {str_attr("mode", "nearest"), str_attr("coordinate_transformation_mode", "asymmetric"),
+            str_attr("nearest_mode", "floor")}))
+      .s(2, "g");
+  g.m(5, float_tensor("roi", {0}, {}))
+      .m(5, float_tensor("scales", {0}, {}))
+      .m(5, test::onnx_pb::int64_tensor("sizes", {1, 1, 4, 6}));
+  g.m(11, value_info("x", 1, {"1", "1", "2", "3"}));
+  g.m(12, value_info("y", 1, {"1", "1", "4", "6"}));
+  auto r = import_str(model(g, 13, 7));
+  INFO(r.status().message());
+  REQUIRE(r.is_ok());
+  const Tensor x = test::random_tensor(TensorDesc{DType::kF32, {1, 1, 2, 3}}, 6);
+  auto out = run_graph(*r, {x});
+  REQUIRE(out.is_ok());
+  const float* y = (*out)[0].second.data_as<float>();
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 6; ++j) CHECK(y[i * 6 + j] == x.data_as<float>()[(i / 2) * 3 + j / 2]);
+}
