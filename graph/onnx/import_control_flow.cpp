@@ -3,7 +3,16 @@
 // Shape -> ... -> Greater -> If) is replaced by the nodes of the branch it takes: its
 // initializers become constants, its nodes are imported where the If stood (they may read any
 // value of the enclosing graph), and the If's outputs name the branch's outputs. An If on a
-// run-time condition, Loop, Scan and SequenceMap are refused: graphi graphs have no subgraphs.
+// run-time condition, Scan and SequenceMap are refused: graphi graphs have no subgraphs.
+//
+// A Loop whose trip count and conditions are known at import time (tf2onnx writes Keras RNN
+// layers it cannot fuse, e.g. a GRU, as a Loop over the time steps with a constant trip count)
+// is unrolled: its body's nodes are imported once per iteration under fresh names, the
+// iteration number and condition bound to constants, the loop-carried values to the previous
+// iteration's; the scan outputs are stacked along a new axis 0 (a Reshape to [1, ...] per
+// iteration and a Concat). A condition computed at run time, a body holding subgraphs, or more
+// than kMaxLoopNodes unrolled nodes are refused.
+#include <map>
 #include <set>
 
 #include "graph/onnx/import_internal.h"
@@ -34,9 +43,160 @@ std::vector<std::string> Importer::outer_reads(const onnx::Node& n) {
   return out;
 }
 
+namespace {
+constexpr int64_t kMaxLoopNodes = 200000;  // body nodes x iterations
+}  // namespace
+
+Status Importer::unroll_loop(NodeIn& io) {
+  const onnx::Node& n = io.n;
+  const std::string& where = io.where;
+  const onnx::Attr* body_attr = n.attr("body");
+  if (!body_attr || !body_attr->g)
+    return Status::invalid_graph(where + ": attribute 'body' (a graph) is missing");
+  const onnx::GraphProto& body = *body_attr->g;
+  const size_t carried = n.inputs.size() < 2 ? 0 : n.inputs.size() - 2;
+  if (body.inputs.size() != carried + 2 || body.outputs.size() < carried + 1)
+    return Status::invalid_graph(
+        where + ": its body has " + std::to_string(body.inputs.size()) + " inputs and " +
+        std::to_string(body.outputs.size()) + " outputs; a Loop with " + std::to_string(carried) +
+        " loop-carried values needs " + std::to_string(carried + 2) + " inputs and at least " +
+        std::to_string(carried + 1) + " outputs");
+  const size_t scans = body.outputs.size() - 1 - carried;
+  if (n.outputs.size() > carried + scans)
+    return Status::invalid_graph(where + ": has " + std::to_string(n.outputs.size()) +
+                                 " outputs, its body makes " + std::to_string(carried + scans));
+  for (const onnx::Node& m : body.nodes)
+    for (const onnx::Attr& a : m.attrs)
+      if (a.g)
+        return unsupported_op(n, "whose body holds a subgraph (node '" + m.name + "' (" + m.op +
+                                     ")): graphi unrolls only flat Loop bodies");
+  // Trip count M and the first condition: absent or constants.
+  auto scalar_const = [&](size_t k, const char* what) -> Result<std::optional<double>> {
+    if (k >= n.inputs.size() || n.inputs[k].empty()) return std::optional<double>();
+    if (!is_const(n.inputs[k]))
+      return unsupported_op(n, std::string("with a ") + what + " computed at run time (input " +
+                                   std::to_string(k) + " '" + n.inputs[k] +
+                                   "'); graphi unrolls a Loop only when its trip "
+                                   "count and conditions are known at import time");
+    const HostTensor* h = host(n.inputs[k]);
+    if (h->numel() != 1)
+      return Status::invalid_graph(where + ": input " + std::to_string(k) + " (" + what +
+                                   ") must hold one element, got " + h->desc());
+    return std::optional<double>(h->get_f(0));
+  };
+  GRAPHI_ASSIGN_OR_RETURN(std::optional<double> trip, scalar_const(0, "trip count"));
+  GRAPHI_ASSIGN_OR_RETURN(std::optional<double> cond0, scalar_const(1, "condition"));
+  if (!trip && !cond0)
+    return unsupported_op(n, "without a trip count or a condition (an endless loop)");
+  const int64_t body_nodes = std::max<int64_t>(1, static_cast<int64_t>(body.nodes.size()));
+  const int64_t max_iter = kMaxLoopNodes / body_nodes;
+  if (trip && *trip > static_cast<double>(max_iter))
+    return unsupported_op(n, "with " + std::to_string(static_cast<int64_t>(*trip)) +
+                                 " iterations of " + std::to_string(body_nodes) +
+                                 " nodes: more than graphi unrolls (" +
+                                 std::to_string(kMaxLoopNodes) + " nodes)");
+  // Body initializers: the same values every iteration, added once.
+  std::map<std::string, std::string> shared;  // body name -> enclosing-graph name
+  for (const auto& [name, t] : body.initializers) {
+    const std::string v = fresh(n.name + "/" + name);
+    ValState s;
+    s.is_const = true;
+    s.host = t;
+    vals_[v] = std::move(s);
+    shared[name] = v;
+  }
+  std::vector<std::string> cur(carried);  // loop-carried values, current names
+  for (size_t j = 0; j < carried; ++j) {
+    GRAPHI_RETURN_IF_ERROR(io.need(j + 2));
+    cur[j] = n.inputs[j + 2];
+  }
+  std::vector<std::vector<std::string>> scan_vals(scans);
+  bool cond = !cond0 || *cond0 != 0.0;
+  const int64_t limit = trip ? static_cast<int64_t>(*trip) : max_iter;
+  int64_t it = 0;
+  for (; it < limit && cond; ++it) {
+    const std::string tag = "@" + std::to_string(it);
+    std::map<std::string, std::string> ren = shared;
+    HostTensor iter_t = HostTensor::make(onnx::kInt64, {});
+    iter_t.i[0] = it;
+    ren[body.inputs[0].name] = add_const(n.name + "/iter" + tag, std::move(iter_t));
+    HostTensor cond_t = HostTensor::make(onnx::kBool, {});
+    cond_t.i[0] = 1;
+    ren[body.inputs[1].name] = add_const(n.name + "/cond" + tag, std::move(cond_t));
+    for (size_t j = 0; j < carried; ++j) ren[body.inputs[j + 2].name] = cur[j];
+    for (const onnx::Node& m : body.nodes) {
+      onnx::Node c = m;
+      c.name = (m.name.empty() ? m.op : m.name) + tag;
+      for (std::string& in : c.inputs)
+        if (auto r = ren.find(in); r != ren.end()) in = r->second;
+      for (std::string& o : c.outputs) {
+        if (o.empty()) continue;
+        const std::string v = fresh(o + tag);
+        ren[o] = v;
+        o = v;
+      }
+      Status s = import_node(c);
+      if (!s.is_ok()) return s.with_context(where + ", iteration " + std::to_string(it));
+    }
+    auto out_of = [&](size_t k) -> Result<std::string> {
+      const std::string& o = body.outputs[k].name;
+      auto r = ren.find(o);
+      const std::string v = r != ren.end() ? r->second : o;  // an outer value passed through
+      if (!vals_.count(v))
+        return Status::invalid_graph(where + ": body output '" + o + "' is not produced");
+      return v;
+    };
+    GRAPHI_ASSIGN_OR_RETURN(std::string c_out, out_of(0));
+    if (!is_const(c_out))
+      return unsupported_op(n, "whose condition is computed at run time (body output '" +
+                                   body.outputs[0].name +
+                                   "'); graphi unrolls a Loop only when "
+                                   "its trip count and conditions are known at import time");
+    cond = host(c_out)->get_f(0) != 0.0;
+    for (size_t j = 0; j < carried; ++j) {
+      GRAPHI_ASSIGN_OR_RETURN(cur[j], out_of(j + 1));
+    }
+    for (size_t k = 0; k < scans; ++k) {
+      GRAPHI_ASSIGN_OR_RETURN(std::string v, out_of(1 + carried + k));
+      scan_vals[k].push_back(v);
+    }
+  }
+  if (!trip && cond)
+    return unsupported_op(n, "whose condition stays true for " + std::to_string(max_iter) +
+                                 " iterations (more than graphi unrolls)");
+  // Outputs: the final loop-carried values, then the stacked scan outputs.
+  for (size_t j = 0; j < carried && j < n.outputs.size(); ++j) {
+    if (n.outputs[j].empty()) continue;
+    if (vals_.count(n.outputs[j]))
+      return Status::invalid_graph(where + ": output '" + n.outputs[j] + "' is already defined");
+    vals_[n.outputs[j]] = ValState(vals_.at(cur[j]));
+  }
+  for (size_t k = 0; k < scans && carried + k < n.outputs.size(); ++k) {
+    const std::string& out = n.outputs[carried + k];
+    if (out.empty()) continue;
+    if (scan_vals[k].empty())
+      return unsupported_op(n, "that runs no iteration: its scan outputs would be empty");
+    std::vector<std::string> parts;
+    for (size_t t = 0; t < scan_vals[k].size(); ++t) {
+      GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(scan_vals[k][t], where));
+      Shape s{1};
+      s.insert(s.end(), d.shape.begin(), d.shape.end());
+      const std::string p = fresh(out + "/step" + std::to_string(t));
+      GRAPHI_RETURN_IF_ERROR(emit_reshape(p, scan_vals[k][t], s, {p}, where, &n));
+      parts.push_back(p);
+    }
+    Attributes a;
+    a.set("axis", int64_t{0});
+    GRAPHI_RETURN_IF_ERROR(
+        emit("Concat", fresh(out + "/stack"), parts, {out}, std::move(a), where, &n));
+  }
+  return Status::ok();
+}
+
 std::optional<Status> Importer::translate_control_flow(NodeIn& io) {
   const onnx::Node& n = io.n;
-  if (n.op == "Loop" || n.op == "Scan" || n.op == "SequenceMap")
+  if (n.op == "Loop") return unroll_loop(io);
+  if (n.op == "Scan" || n.op == "SequenceMap")
     return unsupported_op(n,
                           "(control flow: graphi graphs have no subgraphs; export without "
                           "data-dependent Python control flow, or unroll it)");

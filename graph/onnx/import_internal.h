@@ -65,6 +65,7 @@ class Importer {
   std::optional<Status> translate_elementwise(NodeIn& io);
   std::optional<Status> translate_conv_pool(NodeIn& io);
   std::optional<Status> translate_control_flow(NodeIn& io);  // If (inlined), Loop, Scan
+  Status unroll_loop(NodeIn& io);  // a Loop whose trip count and conditions are constants
   // Names the subgraphs of n's attributes (If's branches, recursively) define and read, and the
   // values of the enclosing graphs they read: an If depends on those like on its inputs.
   static void subgraph_names(const onnx::Node& n, std::set<std::string>* defined,

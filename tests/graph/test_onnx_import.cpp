@@ -922,3 +922,77 @@ TEST_CASE("onnx: Resize with empty roi and scales tensors and sizes (as tf2onnx 
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 6; ++j) CHECK(y[i * 6 + j] == x.data_as<float>()[(i / 2) * 3 + j / 2]);
 }
+
+namespace {
+
+// Loop(M, cond, h0 = x [2]): body(i, c, h) -> (c, 2 h + i, 2 h + i): h_{k+1} = 2 h_k + k, the
+// second output stacks every h_{k+1}. `runtime_cond`: the body's condition is h[0] < 100 (a
+// run-time value); `runtime_trip`: M is a graph input.
+std::string loop_model(int64_t trips, bool runtime_cond = false, bool runtime_trip = false) {
+  Pw to_float;
+  to_float.s(1, "to").i(3, 1).i(20, 2);
+  Pw body;
+  body.m(1, node("Cast", {"i"}, {"fi"}, "cast", {to_float}))
+      .m(1, node("Mul", {"h", "two"}, {"h2"}, "double"))
+      .m(1, node("Add", {"h2", "fi"}, {"h_out"}, "add_i"));
+  if (runtime_cond) {
+    Pw zero;
+    zero.s(1, "axis").i(3, 0).i(20, 2);
+    body.m(1, node("ReduceMax", {"h_out"}, {"hmax"}, "max"))
+        .m(1, node("Less", {"hmax", "hundred"}, {"c_out"}, "lt"));
+    body.m(5, float_tensor("hundred", {}, {100.0f}));
+  } else {
+    body.m(1, node("Identity", {"c"}, {"c_out"}, "keep"));
+  }
+  body.m(1, node("Identity", {"h_out"}, {"scan"}, "scan_id")).s(2, "body");
+  body.m(5, float_tensor("two", {1}, {2.0f}));
+  body.m(11, value_info("i", 7, {})).m(11, value_info("c", 9, {})).m(11, value_info("h", 1, {}));
+  body.m(12, value_info("c_out", 9, {}))
+      .m(12, value_info("h_out", 1, {}))
+      .m(12, value_info("scan", 1, {}));
+  Pw g;
+  g.m(1, node("Loop", {runtime_trip ? "m" : "trips", "go", "x"}, {"h_final", "hs"}, "loop",
+              {graph_attr("body", body)}))
+      .s(2, "g");
+  if (!runtime_trip) g.m(5, i64_scalar("trips", trips));
+  Pw go;
+  go.i(2, 9).s(8, "go").s(9, std::string(1, '\1'));
+  g.m(5, go);
+  g.m(11, value_info("x", 1, {"2"}));
+  if (runtime_trip) g.m(11, value_info("m", 7, {"1"}));
+  g.m(12, value_info("h_final", 1, {"2"})).m(12, value_info("hs", 1, {"3", "2"}));
+  return model(g, 13, 7);
+}
+
+}  // namespace
+
+TEST_CASE("onnx: a Loop with a constant trip count is unrolled (tf2onnx's Keras GRU)") {
+  auto r = import_str(loop_model(3));
+  INFO(r.status().message());
+  REQUIRE(r.is_ok());
+  for (const Node& n : r->nodes()) CHECK(n.op != "Loop");
+  const Tensor x = test::random_tensor(TensorDesc{DType::kF32, {2}}, 3);
+  auto out = run_graph(*r, {x});
+  REQUIRE(out.is_ok());
+  const Tensor& hf = (*out)[0].second;
+  const Tensor& hs = (*out)[1].second;
+  REQUIRE(hs.desc().shape == Shape{3, 2});
+  for (int e = 0; e < 2; ++e) {
+    float h = x.data_as<float>()[e];
+    for (int k = 0; k < 3; ++k) {
+      h = 2 * h + static_cast<float>(k);
+      CHECK(hs.data_as<float>()[k * 2 + e] == h);
+    }
+    CHECK(hf.data_as<float>()[e] == h);
+  }
+  auto rc = import_str(loop_model(3, true));
+  REQUIRE_FALSE(rc.is_ok());
+  CHECK_THAT(rc.status().message(), Catch::Contains("node[0] 'loop' (Loop)") &&
+                                        Catch::Contains("condition is computed at run time"));
+  auto rt = import_str(loop_model(3, false, true));
+  REQUIRE_FALSE(rt.is_ok());
+  CHECK_THAT(rt.status().message(), Catch::Contains("trip count computed at run time"));
+  auto big = import_str(loop_model(int64_t{1} << 40));
+  REQUIRE_FALSE(big.is_ok());
+  CHECK_THAT(big.status().message(), Catch::Contains("more than graphi unrolls"));
+}
