@@ -94,7 +94,7 @@ Pw float_tensor(const std::string& name, const std::vector<int64_t>& dims,
   for (int64_t d : dims) t.i(1, d);
   t.i(2, 1);
   std::string raw(v.size() * 4, '\0');
-  std::memcpy(raw.data(), v.data(), raw.size());
+  if (!v.empty()) std::memcpy(raw.data(), v.data(), raw.size());  // empty: data() may be null
   t.s(8, name).s(9, raw);
   return t;
 }

@@ -83,7 +83,7 @@ inline ProtoWriter int64_tensor(const std::string& name, const std::vector<int64
   ProtoWriter t;
   t.i(1, static_cast<int64_t>(v.size())).i(2, 7).s(8, name);
   std::string raw(v.size() * 8, '\0');
-  std::memcpy(raw.data(), v.data(), raw.size());
+  if (!v.empty()) std::memcpy(raw.data(), v.data(), raw.size());  // empty: data() may be null
   t.s(9, raw);
   return t;
 }
