@@ -1,10 +1,12 @@
 // LogSoftmax over one axis (ONNX opset 13: 'axis', default -1): y = x - max - log(sum(exp(x -
 // max))). Computed directly rather than as Log(Softmax): log of an underflowed softmax would be
-// -inf where the true value is a finite large negative number. Sums in double.
+// -inf where the true value is a finite large negative number. Sums in double. The last axis
+// (contiguous rows) runs ops/softmax_rows.h's vectorized loop.
 #include <cmath>
 
 #include "ops/registry.h"
 #include "ops/shape_rules.h"
+#include "ops/softmax_rows.h"
 
 namespace graphi::ops {
 namespace {
@@ -47,6 +49,12 @@ class LogSoftmaxKernel final : public Kernel {
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
     const auto* src = static_cast<const float*>(io.inputs[0]);
     auto* dst = static_cast<float*>(io.outputs[0]);
+    if (l_.inner == 1) {  // contiguous rows
+      auto [r0, r1] = team_range(l_.outer, team.ithr, team.nthr);
+      const SoftmaxRowFn row = log_softmax_row_fn();
+      for (int64_t r = r0; r < r1; ++r) row(src + r * l_.len, dst + r * l_.len, l_.len);
+      return;
+    }
     auto [begin, end] = team_range(l_.outer * l_.inner, team.ithr, team.nthr);
     const int64_t s = l_.inner;
     for (int64_t lane = begin; lane < end; ++lane) {

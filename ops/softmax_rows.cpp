@@ -10,6 +10,8 @@ namespace detail {
 // Defined in ops/softmax_rows_avx2.cpp and ops/softmax_rows_avx512.cpp.
 extern const SoftmaxRowFn kSoftmaxRowAvx2;
 extern const SoftmaxRowFn kSoftmaxRowAvx512;
+extern const SoftmaxRowFn kLogSoftmaxRowAvx2;
+extern const SoftmaxRowFn kLogSoftmaxRowAvx512;
 }  // namespace detail
 
 SoftmaxRowFn softmax_row_fn_for(SimdIsa isa) {
@@ -23,6 +25,24 @@ SoftmaxRowFn softmax_row_fn_for(SimdIsa isa) {
       return detail::kSoftmaxRowAvx512;
   }
   return nullptr;
+}
+
+SoftmaxRowFn log_softmax_row_fn_for(SimdIsa isa) {
+  if (!simd_isa_supported(isa)) return nullptr;
+  switch (isa) {
+    case SimdIsa::kScalar:
+      return log_softmax_row_t<VecScalar>;
+    case SimdIsa::kAvx2:
+      return detail::kLogSoftmaxRowAvx2;
+    case SimdIsa::kAvx512:
+      return detail::kLogSoftmaxRowAvx512;
+  }
+  return nullptr;
+}
+
+SoftmaxRowFn log_softmax_row_fn() {
+  static const SoftmaxRowFn fn = log_softmax_row_fn_for(active_simd_isa());
+  return fn;
 }
 
 SoftmaxRowFn softmax_row_fn() {

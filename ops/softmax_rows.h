@@ -22,4 +22,9 @@ SoftmaxRowFn softmax_row_fn();
 // One ISA path, for tests; nullptr when this CPU cannot run `isa`.
 SoftmaxRowFn softmax_row_fn_for(SimdIsa isa);
 
+// y[0, n) = log_softmax(x[0, n)) = x - max - log(sum(exp(x - max))), computed directly (no log
+// of an underflowed softmax); y may be x. n >= 1. (ops/log_softmax.cpp's last-axis case.)
+SoftmaxRowFn log_softmax_row_fn();
+SoftmaxRowFn log_softmax_row_fn_for(SimdIsa isa);
+
 }  // namespace graphi::ops

@@ -8,6 +8,8 @@
 namespace graphi::ops::detail {
 extern const SoftmaxRowFn kSoftmaxRowAvx2;
 const SoftmaxRowFn kSoftmaxRowAvx2 = softmax_row_t<VecAvx2>;
+extern const SoftmaxRowFn kLogSoftmaxRowAvx2;
+const SoftmaxRowFn kLogSoftmaxRowAvx2 = log_softmax_row_t<VecAvx2>;
 }  // namespace graphi::ops::detail
 
 GRAPHI_VEC_TARGET_END

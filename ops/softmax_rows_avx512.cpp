@@ -8,6 +8,8 @@
 namespace graphi::ops::detail {
 extern const SoftmaxRowFn kSoftmaxRowAvx512;
 const SoftmaxRowFn kSoftmaxRowAvx512 = softmax_row_t<VecAvx512>;
+extern const SoftmaxRowFn kLogSoftmaxRowAvx512;
+const SoftmaxRowFn kLogSoftmaxRowAvx512 = log_softmax_row_t<VecAvx512>;
 }  // namespace graphi::ops::detail
 
 GRAPHI_VEC_TARGET_END

@@ -14,24 +14,31 @@ typename T::V softmax_exp(typename T::V d) {
   return T::select(T::lt(d, T::set1(-87.0f)), T::zero(), vexp_nonpos<T>(d));
 }
 
+// The row's max: whole vectors, then the tail.
+template <class T>
+float softmax_row_max(const float* x, int64_t n) {
+  constexpr int W = T::kWidth;
+  float m = x[0];
+  int64_t k = 0;
+  if (n >= W) {
+    typename T::V vm = T::load(x);
+    for (k = W; k + W <= n; k += W) vm = T::max(T::load(x + k), vm);
+    m = vlanes_max<T>(vm);
+  }
+  for (; k < n; ++k) m = x[k] > m ? x[k] : m;
+  return m;
+}
+
 template <class T>
 void softmax_row_t(const float* x, float* y, int64_t n) noexcept {
   using V = typename T::V;
   constexpr int W = T::kWidth;
   constexpr int64_t kBlock = int64_t{W} * 16;  // elements per float partial sum
-  // Max: whole vectors, then the tail.
-  float m = x[0];
-  int64_t k = 0;
-  if (n >= W) {
-    V vm = T::load(x);
-    for (k = W; k + W <= n; k += W) vm = T::max(T::load(x + k), vm);
-    m = vlanes_max<T>(vm);
-  }
-  for (; k < n; ++k) m = x[k] > m ? x[k] : m;
+  const float m = softmax_row_max<T>(x, n);
   // y = exp(x - m) and its sum.
   const V vm = T::set1(m);
   double sum = 0;
-  k = 0;
+  int64_t k = 0;
   for (int64_t b0 = 0; b0 + W <= n; b0 = k) {
     const int64_t b1 = b0 + kBlock;
     V acc = T::zero();
@@ -53,6 +60,36 @@ void softmax_row_t(const float* x, float* y, int64_t n) noexcept {
   if (k < n) {
     const int t = static_cast<int>(n - k);
     T::store_n(y + k, T::mul(T::load_n(y + k, t), inv), t);
+  }
+}
+
+// log_softmax: the max, then sum(exp(x - max)) without storing it (float partial sums added
+// in double), then y = (x - max) - log(sum), rounded in that order as the scalar loop did.
+template <class T>
+void log_softmax_row_t(const float* x, float* y, int64_t n) noexcept {
+  using V = typename T::V;
+  constexpr int W = T::kWidth;
+  constexpr int64_t kBlock = int64_t{W} * 16;
+  const float m = softmax_row_max<T>(x, n);
+  const V vm = T::set1(m);
+  double sum = 0;
+  int64_t k = 0;
+  for (int64_t b0 = 0; b0 + W <= n; b0 = k) {
+    const int64_t b1 = b0 + kBlock;
+    V acc = T::zero();
+    for (; k + W <= n && k < b1; k += W)
+      acc = T::add(acc, softmax_exp<T>(T::sub(T::load(x + k), vm)));
+    sum += vlanes_sum<T>(acc);
+  }
+  for (; k < n; ++k) {
+    const double d = static_cast<double>(x[k]) - m;
+    if (d >= -87.0) sum += __builtin_exp(d);
+  }
+  const V lse = T::set1(static_cast<float>(__builtin_log(sum)));
+  for (k = 0; k + W <= n; k += W) T::store(y + k, T::sub(T::sub(T::load(x + k), vm), lse));
+  if (k < n) {
+    const int t = static_cast<int>(n - k);
+    T::store_n(y + k, T::sub(T::sub(T::load_n(x + k, t), vm), lse), t);
   }
 }
 

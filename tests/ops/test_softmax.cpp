@@ -138,3 +138,31 @@ TEST_CASE("Softmax rows on every ISA path match double precision, masks give exa
     }
   }
 }
+
+TEST_CASE("LogSoftmax rows on every ISA path match double precision", "[ops][log_softmax]") {
+  std::mt19937 gen(8);
+  std::uniform_real_distribution<float> d(-30.0f, 30.0f);
+  for (ops::SimdIsa isa : {ops::SimdIsa::kScalar, ops::SimdIsa::kAvx2, ops::SimdIsa::kAvx512}) {
+    const ops::SoftmaxRowFn f = ops::log_softmax_row_fn_for(isa);
+    if (!f) continue;
+    for (int64_t n : {1, 3, 15, 16, 17, 31, 1000, 50257}) {
+      INFO("isa " << int(isa) << " n " << n);
+      std::vector<float> x(static_cast<size_t>(n) + 16, 0.0f);
+      for (int64_t k = 0; k < n; ++k) x[k] = d(gen);
+      if (n > 2) x[1] = -1e9f;  // a mask: a large finite negative value, not -inf
+      double m = -INFINITY, sum = 0;
+      for (int64_t k = 0; k < n; ++k) m = std::max<double>(m, x[k]);
+      for (int64_t k = 0; k < n; ++k) sum += std::exp(double(x[k]) - m);
+      std::vector<float> y(x.size(), -3.0f);
+      f(x.data(), y.data(), n);
+      for (int64_t k = 0; k < n; ++k) {
+        const double want = double(x[k]) - m - std::log(sum);
+        REQUIRE(std::abs(y[k] - want) <= 1e-6 * std::max(1.0, std::abs(want)));
+      }
+      for (size_t k = static_cast<size_t>(n); k < y.size(); ++k) REQUIRE(y[k] == -3.0f);
+      std::vector<float> z(x);  // in place
+      f(z.data(), z.data(), n);
+      for (int64_t k = 0; k < n; ++k) REQUIRE(z[k] == y[k]);
+    }
+  }
+}
