@@ -14,11 +14,10 @@ namespace {
 std::atomic<int> g_extra_threads{0};  // sum over live claims of their teams' k - 1
 std::once_flag g_warned_session, g_warned_process;
 
-// The user's choice only: a GOMP_SPINCOUNT a front end set (kGompSpinCountMarker) leaves
-// libgomp's throttled count in place when teams oversubscribe the CPUs.
+// The user's choice only: the front ends remove the GOMP_SPINCOUNT they set once libgomp has read
+// it (cli/omp_spin_default.h, python/graphi/__init__.py), so what is left here is the user's.
 bool wait_policy_in_environment() {
-  return std::getenv("OMP_WAIT_POLICY") != nullptr ||
-         (std::getenv("GOMP_SPINCOUNT") != nullptr && std::getenv(kGompSpinCountMarker) == nullptr);
+  return std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr;
 }
 
 }  // namespace

@@ -23,8 +23,8 @@ namespace graphi::engine {
 // 8.1 ms median but 17.8 ms mean with runs of 190-490 ms (every op ~8 ms: one spin), against
 // 8.0 / 8.5 ms (max 13.7) with 10,000 (~0.25 ms); on an idle machine both 4.0 ms.
 inline constexpr const char* kGompSpinCount = "10000";
-// Set (to "1") next to GOMP_SPINCOUNT when a front end chose it, so graphi tells it from the
-// user's.
+// Set (to "1") next to GOMP_SPINCOUNT by the CLI's re-execution, so the new process knows it
+// chose the value (and removes both again).
 inline constexpr const char* kGompSpinCountMarker = "GRAPHI_SET_GOMP_SPINCOUNT";
 
 // The CPUs this process may run on (sched_getaffinity), as libgomp counts them.

@@ -29,13 +29,14 @@ float softmax_row_max(const float* x, int64_t n) {
   return m;
 }
 
-template <class T>
-void softmax_row_t(const float* x, float* y, int64_t n) noexcept {
+// sum(exp(x[k] - m)) over the whole vectors of the row (float partial sums of at most 16
+// elements per lane, added in double), storing exp(x - m) to y when kStore; *end = the first
+// element left (fewer than kWidth).
+template <class T, bool kStore>
+double softmax_exp_sum(const float* x, float* y, int64_t n, float m, int64_t* end) {
   using V = typename T::V;
   constexpr int W = T::kWidth;
-  constexpr int64_t kBlock = int64_t{W} * 16;  // elements per float partial sum
-  const float m = softmax_row_max<T>(x, n);
-  // y = exp(x - m) and its sum.
+  constexpr int64_t kBlock = int64_t{W} * 16;
   const V vm = T::set1(m);
   double sum = 0;
   int64_t k = 0;
@@ -44,11 +45,24 @@ void softmax_row_t(const float* x, float* y, int64_t n) noexcept {
     V acc = T::zero();
     for (; k + W <= n && k < b1; k += W) {
       const V e = softmax_exp<T>(T::sub(T::load(x + k), vm));
-      T::store(y + k, e);
+      if constexpr (kStore) T::store(y + k, e);
       acc = T::add(acc, e);
     }
     sum += vlanes_sum<T>(acc);
   }
+  *end = k;
+  return sum;
+}
+
+template <class T>
+void softmax_row_t(const float* x, float* y, int64_t n) noexcept {
+  using V = typename T::V;
+  constexpr int W = T::kWidth;
+  const float m = softmax_row_max<T>(x, n);
+  // y = exp(x - m) and its sum.
+  const V vm = T::set1(m);
+  int64_t k = 0;
+  double sum = softmax_exp_sum<T, true>(x, y, n, m, &k);
   if (k < n) {
     const int t = static_cast<int>(n - k);
     T::store_n(y + k, softmax_exp<T>(T::sub(T::load_n(x + k, t), vm)), t);
@@ -69,18 +83,10 @@ template <class T>
 void log_softmax_row_t(const float* x, float* y, int64_t n) noexcept {
   using V = typename T::V;
   constexpr int W = T::kWidth;
-  constexpr int64_t kBlock = int64_t{W} * 16;
   const float m = softmax_row_max<T>(x, n);
   const V vm = T::set1(m);
-  double sum = 0;
   int64_t k = 0;
-  for (int64_t b0 = 0; b0 + W <= n; b0 = k) {
-    const int64_t b1 = b0 + kBlock;
-    V acc = T::zero();
-    for (; k + W <= n && k < b1; k += W)
-      acc = T::add(acc, softmax_exp<T>(T::sub(T::load(x + k), vm)));
-    sum += vlanes_sum<T>(acc);
-  }
+  double sum = softmax_exp_sum<T, false>(x, nullptr, n, m, &k);
   for (; k < n; ++k) {
     const double d = static_cast<double>(x[k]) - m;
     if (d >= -87.0) sum += __builtin_exp(d);
