@@ -62,26 +62,29 @@ std::string ConvPostOp::to_string() const {
   return "";
 }
 
-Result<ConvPostOp> conv_post_op(const graph::Node& node, const std::string& where) {
-  GRAPHI_ASSIGN_OR_RETURN(std::string act, graph::attr_string(node.attrs, where, "activation", ""));
+Result<ConvPostOp> conv_post_op(const graph::Node& node, const std::string& where,
+                                const std::string& prefix) {
+  const std::string act_attr = prefix + "activation", params_attr = prefix + "activation_params";
+  GRAPHI_ASSIGN_OR_RETURN(std::string act, graph::attr_string(node.attrs, where, act_attr, ""));
   GRAPHI_ASSIGN_OR_RETURN(std::vector<double> params,
-                          graph::attr_floats(node.attrs, where, "activation_params", {}));
+                          graph::attr_floats(node.attrs, where, params_attr, {}));
   ConvPostOp p;
   if (act.empty()) {
     if (!params.empty())
-      return Status::invalid_graph(where + ": attribute 'activation_params' without 'activation'");
+      return Status::invalid_graph(where + ": attribute '" + params_attr + "' without '" +
+                                   act_attr + "'");
     return p;
   }
   const Named* found = nullptr;
   for (const Named& n : kNamed)
     if (act == n.name) found = &n;
   if (!found)
-    return Status::unsupported(where + ": attribute 'activation' = '" + act +
+    return Status::unsupported(where + ": attribute '" + act_attr + "' = '" + act +
                                "' is not supported (Relu, LeakyRelu, Clip, Sigmoid, Tanh, "
                                "HardSigmoid, Swish, HardSwish)");
   if (params.size() != found->params)
     return Status::invalid_graph(where + ": activation " + act + " takes " +
-                                 std::to_string(found->params) + " 'activation_params', got " +
+                                 std::to_string(found->params) + " '" + params_attr + "', got " +
                                  std::to_string(params.size()));
   p.kind = found->kind;
   if (!params.empty()) p.alpha = static_cast<float>(params[0]);

@@ -33,7 +33,9 @@ struct ConvPostOp {
 };
 
 // The node's activation attributes, checked (an unknown name or a wrong parameter count is an
-// error naming the node and the field).
-Result<ConvPostOp> conv_post_op(const graph::Node& node, const std::string& where);
+// error naming the node and the field). `prefix`: the attributes prefix + "activation" and
+// prefix + "activation_params" (BlockedConvDw's depthwise conv: "dw_").
+Result<ConvPostOp> conv_post_op(const graph::Node& node, const std::string& where,
+                                const std::string& prefix = "");
 
 }  // namespace graphi::ops

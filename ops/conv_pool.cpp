@@ -66,7 +66,8 @@ Result<std::vector<const TensorDesc*>> logical_inputs(const graph::Node& node,
     return Status::invalid_graph(where + ": blocked input X " + in[0]->to_string() +
                                  " does not end in the block " + std::to_string(b));
   int64_t c = x[1] * b;
-  if (node.op == "BlockedConv" && in.size() > 1 && in[1] && in[1]->rank() == 4) {
+  if ((node.op == "BlockedConv" || node.op == "BlockedConvDw") && in.size() > 1 && in[1] &&
+      in[1]->rank() == 4) {
     GRAPHI_ASSIGN_OR_RETURN(int64_t group, graph::attr_int(node.attrs, where, "group", 1));
     const int64_t cw = in[1]->shape[1] * group;
     if (cw > (x[1] - 1) * b && cw <= c) c = cw;
@@ -224,6 +225,88 @@ bool is_conv(const graph::Node& node) {
   return node.op == "Conv" || node.op == "FusedConv" || node.op == "BlockedConv";
 }
 
+// BlockedConvDw (graph/passes/conv_fusion.h fuse_conv_depthwise): inputs X, W, B (optional),
+// Wdw, Bdw (optional); a 1x1 conv (stride 1, no pads, group 1, its attributes) and the 3x3
+// depthwise conv after it (pads 1, strides 'dw_strides', activation 'dw_activation' /
+// 'dw_activation_params'). The geometries of both.
+struct DwGeometries {
+  Geometry pw, dw;
+};
+
+Result<DwGeometries> conv_dw_geometry(const graph::Node& node,
+                                      const std::vector<const TensorDesc*>& in,
+                                      const std::string& where) {
+  if (in.size() != 5 || !in[3])
+    return Status::invalid_graph(where + ": " + node.op +
+                                 " takes inputs X, W, B, Wdw, Bdw (B and Bdw may be empty), got " +
+                                 std::to_string(in.size()) + " inputs");
+  DwGeometries g;
+  GRAPHI_ASSIGN_OR_RETURN(g.pw, conv_geometry(node, {in[0], in[1], in[2]}, where));
+  const Geometry& p = g.pw;
+  if (p.kh != 1 || p.kw != 1 || p.group != 1 || p.sh != 1 || p.sw != 1 || p.pt || p.pl || p.pb ||
+      p.pr)
+    return Status::invalid_graph(where + ": " + node.op +
+                                 " fuses a 1x1 convolution (stride 1, no pads, group 1), got "
+                                 "kernel " +
+                                 ints_to_string({p.kh, p.kw}) + ", group " +
+                                 std::to_string(p.group));
+  const TensorDesc& wd = *in[3];
+  if (wd.dtype != DType::kF32 || wd.shape != Shape{p.oc, 1, 3, 3})
+    return Status::invalid_graph(where + ": input Wdw must be float32[" + std::to_string(p.oc) +
+                                 ", 1, 3, 3] (a 3x3 depthwise conv), got " + wd.to_string());
+  Geometry& d = g.dw;
+  d.n = p.n;
+  d.c = d.oc = d.group = p.oc;
+  d.h = p.oh;
+  d.w = p.ow;
+  d.kh = d.kw = 3;
+  d.pt = d.pl = d.pb = d.pr = 1;
+  GRAPHI_ASSIGN_OR_RETURN(auto strides, graph::attr_ints(node.attrs, where, "dw_strides", {1, 1}));
+  if (strides.size() != 2 || strides[0] != strides[1] || strides[0] < 1 || strides[0] > 2)
+    return Status::invalid_graph(where + ": attribute 'dw_strides' must be [1, 1] or [2, 2], got " +
+                                 ints_to_string(strides));
+  d.sh = d.sw = strides[0];
+  if (in[4]) {
+    if (in[4]->dtype != DType::kF32 || in[4]->shape != Shape{p.oc})
+      return Status::invalid_graph(where + ": input Bdw must be float32[" + std::to_string(p.oc) +
+                                   "], got " + in[4]->to_string());
+    d.has_bias = true;
+  }
+  GRAPHI_ASSIGN_OR_RETURN(d.post, conv_post_op(node, where, "dw_"));
+  GRAPHI_RETURN_IF_ERROR(output_size(where, d));
+  return g;
+}
+
+Result<std::vector<TensorDesc>> infer_conv_dw(const graph::InferContext& ctx) {
+  if (ctx.num_outputs != 1)
+    return Status::invalid_graph(ctx.where + ": " + ctx.node.op + " has exactly 1 output, got " +
+                                 std::to_string(ctx.num_outputs));
+  TensorDesc logical;
+  GRAPHI_ASSIGN_OR_RETURN(auto in, logical_inputs(ctx.node, ctx.inputs, ctx.where, logical));
+  GRAPHI_ASSIGN_OR_RETURN(DwGeometries g, conv_dw_geometry(ctx.node, in, ctx.where));
+  GRAPHI_ASSIGN_OR_RETURN(int64_t b, layout_block(ctx.node, ctx.where));
+  return std::vector<TensorDesc>{
+      TensorDesc{DType::kF32, {g.dw.n, (g.dw.oc + b - 1) / b, g.dw.oh, g.dw.ow, b}}};
+}
+
+// Both convolutions' multiply-adds; the bytes of X, the weights and Y (the intermediate stays
+// in cache: what the fusion is for).
+CostHint cost_conv_dw(const graph::Node&, std::span<const TensorDesc* const> inputs,
+                      std::span<const TensorDesc* const> outputs) {
+  CostHint c;
+  const TensorDesc& x = *inputs[0];
+  const TensorDesc& w = *inputs[1];
+  const TensorDesc& y = *outputs[0];
+  const double mid = static_cast<double>(x.shape[0] * x.shape[2] * x.shape[3]) *
+                     static_cast<double>(w.shape[0]);  // the 1x1 conv's outputs
+  c.flops =
+      2.0 * mid * static_cast<double>(w.shape[1]) + 2.0 * 9.0 * static_cast<double>(y.numel());
+  for (const TensorDesc* d : inputs)
+    if (d) c.bytes += static_cast<double>(d->bytes());
+  c.bytes += static_cast<double>(y.bytes());
+  return c;
+}
+
 // `num_outputs`: outputs the node declares (only Y is supported, not Indices).
 Result<Geometry> pool_geometry(const graph::Node& node, const std::vector<const TensorDesc*>& in,
                                size_t num_outputs, const std::string& where) {
@@ -348,7 +431,15 @@ class OnednnConvKernel final : public Kernel {
   Status init(const KernelContext& ctx) override {
     TensorDesc logical;
     GRAPHI_ASSIGN_OR_RETURN(auto in, logical_inputs(ctx.node, ctx.inputs, ctx.where, logical));
-    GRAPHI_ASSIGN_OR_RETURN(g_, conv_geometry(ctx.node, in, ctx.where));
+    const bool fused_dw = ctx.node.op == "BlockedConvDw";
+    Geometry dw;
+    if (fused_dw) {
+      GRAPHI_ASSIGN_OR_RETURN(DwGeometries both, conv_dw_geometry(ctx.node, in, ctx.where));
+      g_ = both.pw;
+      dw = both.dw;
+    } else {
+      GRAPHI_ASSIGN_OR_RETURN(g_, conv_geometry(ctx.node, in, ctx.where));
+    }
     outputs_ = ctx.outputs[0]->numel();
     onednn::ConvSpec s;
     const bool blocked = is_blocked(ctx.node);
@@ -377,14 +468,29 @@ class OnednnConvKernel final : public Kernel {
     s.has_bias = g_.has_bias;
     s.sum_input = g_.has_sum;
     s.post = g_.post;
+    if (fused_dw) {
+      const Tensor* wd = ctx.constant(3);
+      const Tensor* bd = ctx.constant(4);
+      if (!wd || (dw.has_bias && !bd))
+        return Status::unsupported("the depthwise conv's weights or bias are given at run time");
+      s.dw.stride = dw.sh;
+      s.dw.weights = wd->data_as<float>();
+      s.dw.bias = bd ? bd->data_as<float>() : nullptr;
+      s.dw.post = dw.post;
+    }
+    // The activation of the output: the depthwise conv's when one is fused (the 1x1 conv's
+    // then stays a oneDNN post-op: it applies before the depthwise conv reads the rows).
+    ConvPostOp& out_post = fused_dw ? s.dw.post : s.post;
+    after_post_ = out_post;
     // oneDNN 2.6's exp-based eltwise post-ops cost more than the convolution itself on the
     // memory-bound shapes (a 3x3 depthwise conv, 32 channels at 112x112, 2 threads: 52 us bare,
     // 172 us with swish, 55 with ReLU): Swish and Tanh, and Sigmoid where no padding lane would
     // turn 0 into 0.5, run as graphi's vectorized pass over the output after the primitive.
     const bool padded_out = blocked && g_.oc % s.dst_block != 0;
-    act_after_ = g_.post.kind == ConvActivation::kSwish || g_.post.kind == ConvActivation::kTanh ||
-                 (g_.post.kind == ConvActivation::kSigmoid && !padded_out);
-    if (act_after_) s.post = ConvPostOp{};
+    act_after_ = out_post.kind == ConvActivation::kSwish ||
+                 out_post.kind == ConvActivation::kTanh ||
+                 (out_post.kind == ConvActivation::kSigmoid && !padded_out);
+    if (act_after_) out_post = ConvPostOp{};
     if (const Tensor* w = ctx.constant(1)) s.const_weights = w->data_as<float>();
     // Weights that change every run (training) cannot be packed once: oneDNN's own layouts are
     // reached through scratch instead (the weights every run; plain activations too).
@@ -419,7 +525,7 @@ class OnednnConvKernel final : public Kernel {
   // 0 to 0, so padding lanes stay zero.
   void add_and_activate(float* y, const float* z, bool activate, int nthr) const noexcept {
     const int64_t count = outputs_;
-    const ConvPostOp post = g_.post;
+    const ConvPostOp post = after_post_;
 #pragma omp parallel num_threads(nthr)
     {
       auto [i0, i1] = team_range(count, omp_get_thread_num(), omp_get_num_threads());
@@ -444,6 +550,7 @@ class OnednnConvKernel final : public Kernel {
   Geometry g_;
   int64_t outputs_ = 0;     // output elements (padding lanes included)
   bool act_after_ = false;  // the activation runs after the primitive (add_and_activate)
+  ConvPostOp after_post_;   // the output's activation (the depthwise conv's in BlockedConvDw)
   std::unique_ptr<onednn::Primitive> prim_;
 };
 
@@ -702,6 +809,12 @@ void register_conv_pool_ops(Registry& r) {
               false,
               {[]() -> std::unique_ptr<Kernel> { return std::make_unique<PixelConvKernel>(); },
                []() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConvKernel>(); }}});
+  // A 1x1 BlockedConv and the 3x3 depthwise one reading its output (graph/passes/conv_fusion.h
+  // fuse_conv_depthwise): one oneDNN primitive with a depthwise post-op.
+  r.add(
+      OpDef{"BlockedConvDw", infer_conv_dw, cost_conv_dw, false, {[]() -> std::unique_ptr<Kernel> {
+              return std::make_unique<OnednnConvKernel>();
+            }}});
   r.add(OpDef{
       "BlockedMaxPool", infer_conv_pool, cost_conv_pool, false, {[]() -> std::unique_ptr<Kernel> {
         return std::make_unique<OnednnPoolKernel>("maxpool_onednn_blocked");

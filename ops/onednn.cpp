@@ -78,6 +78,7 @@ Status from_dnnl(const dnnl::error& e, const std::string& what) {
 struct ArgSlot {
   std::atomic<bool> busy{false};
   memory src, wei, bias, dst, scratch, sum;
+  memory dw_wei, dw_bias;  // ConvSpec::dw: bound once to the Impl's packed constants
   const void* src_p = nullptr;
   const void* sum_p = nullptr;
   const void* wei_p = nullptr;
@@ -100,6 +101,10 @@ struct Primitive::Impl {
   memory::desc src_md, wei_md, bias_md, dst_md, scratch_md;
   bool has_weights = false, has_bias = false;
   bool has_sum = false;  // ConvSpec::sum_input: Z, in dst_md, is binary post-op 0's src1
+  // ConvSpec::dw: the depthwise post-op's weights (in the layout oneDNN asked for) and bias.
+  bool has_dw = false;
+  memory::desc dw_wei_md, dw_bias_md;
+  Tensor dw_wei, dw_bias;
   // The oneDNN argument each role binds (convolution backward-weights binds weights = diff_dst,
   // dst = diff_weights).
   int wei_arg = DNNL_ARG_WEIGHTS, dst_arg = DNNL_ARG_DST;
@@ -150,6 +155,10 @@ void make_slot(const Primitive::Impl& p, ArgSlot& s) {
   if (p.has_bias) s.bias = memory(p.bias_md, eng, DNNL_MEMORY_NONE);
   if (p.onednn_scratch_bytes > 0) s.scratch = memory(p.scratch_md, eng, DNNL_MEMORY_NONE);
   if (p.has_sum) s.sum = memory(p.dst_md, eng, DNNL_MEMORY_NONE);
+  if (p.has_dw) {
+    s.dw_wei = memory(p.dw_wei_md, eng, const_cast<void*>(p.dw_wei.data()));
+    s.dw_bias = memory(p.dw_bias_md, eng, const_cast<void*>(p.dw_bias.data()));
+  }
   if (p.stage_src.on) s.user_src = memory(p.stage_src.user_md, eng, DNNL_MEMORY_NONE);
   if (p.stage_wei.on) s.user_wei = memory(p.stage_wei.user_md, eng, DNNL_MEMORY_NONE);
   if (p.stage_dst.on) s.user_dst = memory(p.stage_dst.user_md, eng, DNNL_MEMORY_NONE);
@@ -232,7 +241,7 @@ bool Primitive::run(const float* src, const float* weights, const float* bias, f
         if (s) s->busy.store(false, std::memory_order_release);
       }
     } release{slot};
-    dnnl_exec_arg_t args[6];
+    dnnl_exec_arg_t args[8];
     int n = 0;
     char* const staged = static_cast<char*>(scratch);
     // A staged argument: the primitive's memory points at its copy in scratch, the user memory
@@ -267,6 +276,10 @@ bool Primitive::run(const float* src, const float* weights, const float* bias, f
       if (!sum) return false;
       point(s.sum, s.sum_p, sum);
       args[n++] = {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, s.sum.get()};
+    }
+    if (p.has_dw) {
+      args[n++] = {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS, s.dw_wei.get()};
+      args[n++] = {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS, s.dw_bias.get()};
     }
     // oneDNN opens its region with this thread's OpenMP thread count; make it the team size the
     // primitive was created for (the executor thread of one team always runs the same size).
@@ -331,9 +344,10 @@ Result<std::unique_ptr<Primitive>> finish(const PD& pd, std::unique_ptr<Primitiv
   impl->prim = Prim(pd);
   for (ArgSlot& slot : impl->slots) make_slot(*impl, slot);
   if (verbose_dispatch())
-    std::fprintf(stderr, "graphi: oneDNN %s: %s, %d threads, scratchpad %zu bytes%s%s\n",
+    std::fprintf(stderr, "graphi: oneDNN %s: %s, %d threads, scratchpad %zu bytes%s%s%s\n",
                  what.c_str(), impl->impl.c_str(), impl->team_size, impl->scratch_bytes,
                  impl->packed_weights ? ", constant weights packed" : "",
+                 impl->has_dw ? ", 3x3 depthwise conv fused" : "",
                  impl->stage_src.on || impl->stage_wei.on || impl->stage_dst.on
                      ? ", staged through scratch in oneDNN's layouts"
                      : "");
@@ -382,6 +396,35 @@ dnnl::primitive_attr user_scratchpad_attr() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   return attr;
+}
+
+// ConvSpec::dw: checks that the fused primitive writes the depthwise output in the caller's
+// blocked layout, and packs its constant weights (ONNX [oc, 1, 3, 3] = goihw with g = oc) into
+// the layout oneDNN chose, and its bias (zeros when the conv has none), once.
+Status pack_depthwise_post_op(const dnnl::convolution_forward::primitive_desc& pd,
+                              const ConvSpec& s, Primitive::Impl& impl) {
+  const int64_t dh = (s.oh - 1) / s.dw.stride + 1, dwd = (s.ow - 1) / s.dw.stride + 1;
+  if (pd.dst_desc() != f32_desc({s.n, s.oc, dh, dwd}, activation_tag(s.dst_block)))
+    return Status::unsupported("oneDNN convolution: the fused depthwise conv's output is not " +
+                               std::to_string(s.dst_block) + "-channel blocked");
+  impl.has_dw = true;
+  impl.dw_wei_md =
+      pd.query_md(dnnl::query::exec_arg_md, DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS);
+  impl.dw_bias_md = pd.query_md(dnnl::query::exec_arg_md, DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS);
+  if (impl.dw_bias_md != f32_desc({s.oc}, memory::format_tag::a))
+    return Status::unsupported("oneDNN convolution: unexpected depthwise bias layout");
+  impl.dw_wei =
+      Tensor(TensorDesc{DType::kF32, {static_cast<int64_t>((impl.dw_wei_md.get_size() + 3) / 4)}});
+  impl.dw_bias = Tensor(TensorDesc{DType::kF32, {s.oc}});
+  float* bias = impl.dw_bias.data_as<float>();
+  for (int64_t m = 0; m < s.oc; ++m) bias[m] = s.dw.bias ? s.dw.bias[m] : 0.0f;
+  memory user(f32_desc({s.oc, 1, 1, 3, 3}, memory::format_tag::goihw), cpu_engine(),
+              const_cast<float*>(s.dw.weights));
+  memory packed(impl.dw_wei_md, cpu_engine(), impl.dw_wei.data());
+  dnnl::stream& st = thread_stream();
+  dnnl::reorder(user, packed).execute(st, user, packed);
+  st.wait();
+  return Status::ok();
 }
 
 // The primitives for a given team size; make_* below add the recipe of the 1-thread twin.
@@ -449,13 +492,25 @@ Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_siz
       return Status::unsupported(
           "oneDNN convolution: an added tensor Z needs the caller's dst layout");
     impl->has_sum = s.sum_input;
-    if (s.post.kind != ConvActivation::kNone || s.sum_input) {
+    const bool dw = s.dw.stride > 0;
+    if (dw && (s.sum_input || staged || !s.dst_block || !s.const_weights || !s.dw.weights ||
+               s.kh != 1 || s.kw != 1 || s.group != 1))
+      return Status::unsupported(
+          "oneDNN convolution: a fused depthwise conv needs a 1x1 conv with constant weights on "
+          "blocked activations, without an added tensor Z");
+    if (s.post.kind != ConvActivation::kNone || s.sum_input || dw) {
       dnnl::post_ops ops;
       if (s.sum_input) ops.append_binary(dnnl::algorithm::binary_add, user.dst);  // post-op 0
       append_post_op(ops, s.post);
+      if (dw) {
+        using dt = memory::data_type;
+        ops.append_dw(dt::f32, dt::f32, dt::f32, 3, s.dw.stride, 1, 0, {});
+        append_post_op(ops, s.dw.post);
+      }
       attr.set_post_ops(ops);
     }
     dnnl::convolution_forward::primitive_desc pd(d, attr, cpu_engine());
+    if (dw) GRAPHI_RETURN_IF_ERROR(pack_depthwise_post_op(pd, s, *impl));
     return finish<dnnl::convolution_forward::primitive_desc, dnnl::convolution_forward>(
         pd, std::move(impl), user_wei, s.const_weights, allow_ref, "convolution",
         staged ? &user : nullptr);

@@ -88,6 +88,16 @@ struct ConvSpec {
   // (training) and the gradient primitives, where no graph pass lays the tensors out blocked.
   bool staged = false;
   ConvAlgorithm algorithm = ConvAlgorithm::kDirect;
+  // A 3x3 depthwise convolution (pad 1, stride dw.stride) fused after this one (oneDNN's
+  // depthwise post-op, BlockedConvDw of graph/passes/conv_fusion.h): the 1x1 conv's output rows
+  // go to the depthwise kernel while they are in cache, and dst is the depthwise output
+  // [n, oc, (oh - 1) / stride + 1, ...]. Blocked activations and constant weights only.
+  struct Depthwise {
+    int64_t stride = 0;              // 1 or 2; 0: no depthwise conv
+    const float* weights = nullptr;  // [oc, 1, 3, 3]
+    const float* bias = nullptr;     // [oc], or nullptr
+    ConvPostOp post;                 // its activation
+  } dw;
 };
 
 enum class PoolKind { kMax, kAvgIncludePad, kAvgExcludePad };

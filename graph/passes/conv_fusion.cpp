@@ -248,4 +248,85 @@ Result<ConvSumFusionResult> fuse_conv_sums(const Graph& g, const ShapeInferencer
   return result;
 }
 
+namespace {
+
+// ints attribute `name` of n equals `want` (absent: equals `absent`).
+bool ints_are(const Node& n, const char* name, const std::vector<int64_t>& absent,
+              const std::vector<int64_t>& want) {
+  auto v = attr_ints(n.attrs, n.name, name, absent);
+  return v.is_ok() && *v == want;
+}
+
+bool no_auto_pad(const Node& n) {
+  auto a = attr_string(n.attrs, n.name, "auto_pad", "NOTSET");
+  return a.is_ok() && *a == "NOTSET";
+}
+
+bool is_constant(const Graph& g, ValueId v) { return v != kNoId && g.value(v).data != nullptr; }
+
+}  // namespace
+
+Result<ConvDepthwiseFusionResult> fuse_conv_depthwise(const Graph& g,
+                                                      const ShapeInferencer& shapes) {
+  ConvDepthwiseFusionResult result;
+  Rewrite rw(g);
+  for (NodeId id = 0; id < g.num_nodes(); ++id) {
+    const Node& pw = g.node(id);
+    if (pw.op != "BlockedConv" || pw.outputs.size() != 1 || pw.inputs.size() < 2 ||
+        pw.inputs.size() > 3 || !is_constant(g, pw.inputs[1]))
+      continue;
+    const Shape& w = g.value(pw.inputs[1]).desc.shape;
+    if (w.size() != 4 || w[2] != 1 || w[3] != 1 || !no_auto_pad(pw) ||
+        !ints_are(pw, "strides", {1, 1}, {1, 1}) ||
+        !ints_are(pw, "pads", {0, 0, 0, 0}, {0, 0, 0, 0}) ||
+        !ints_are(pw, "dilations", {1, 1}, {1, 1}))
+      continue;
+    auto group = attr_int(pw.attrs, pw.name, "group", 1);
+    auto act = attr_string(pw.attrs, pw.name, "activation", "");
+    if (!group.is_ok() || *group != 1 || !act.is_ok() || *act == "Sigmoid" || *act == "Tanh" ||
+        *act == "Swish")
+      continue;
+    const ValueId y = pw.outputs[0];
+    if (g.value(y).is_output || g.consumers(y).size() != 1) continue;
+    const Node& dw = g.node(g.consumers(y)[0]);
+    const int64_t m = w[0];
+    if (dw.op != "BlockedConv" || dw.outputs.size() != 1 || dw.inputs.size() < 2 ||
+        dw.inputs.size() > 3 || dw.inputs[0] != y || !is_constant(g, dw.inputs[1]) ||
+        (dw.inputs.size() == 3 && dw.inputs[2] != kNoId && !is_constant(g, dw.inputs[2])) ||
+        g.value(dw.inputs[1]).desc.shape != Shape{m, 1, 3, 3} || !no_auto_pad(dw) ||
+        !ints_are(dw, "pads", {0, 0, 0, 0}, {1, 1, 1, 1}) ||
+        !ints_are(dw, "dilations", {1, 1}, {1, 1}))
+      continue;
+    auto dw_group = attr_int(dw.attrs, dw.name, "group", 1);
+    auto strides = attr_ints(dw.attrs, dw.name, "strides", {1, 1});
+    auto block = attr_int(pw.attrs, pw.name, "block", 0);
+    auto dw_block = attr_int(dw.attrs, dw.name, "block", 0);
+    if (!dw_group.is_ok() || *dw_group != m || !strides.is_ok() ||
+        (*strides != std::vector<int64_t>{1, 1} && *strides != std::vector<int64_t>{2, 2}) ||
+        !block.is_ok() || !dw_block.is_ok() || *block != *dw_block)
+      continue;
+    rw.remove(id);
+    rw.remove(g.consumers(y)[0]);
+    Attributes attrs = pw.attrs;
+    attrs.set("dw_strides", *strides);
+    if (const Attribute* a = dw.attrs.find("activation")) attrs.set("dw_activation", *a);
+    if (const Attribute* a = dw.attrs.find("activation_params"))
+      attrs.set("dw_activation_params", *a);
+    auto name_of = [&](const std::vector<ValueId>& in, size_t i) {
+      return i < in.size() && in[i] != kNoId ? g.value(in[i]).name : std::string();
+    };
+    rw.add_node("BlockedConvDw", pw.name,
+                {name_of(pw.inputs, 0), name_of(pw.inputs, 1), name_of(pw.inputs, 2),
+                 name_of(dw.inputs, 1), name_of(dw.inputs, 2)},
+                {g.value(dw.outputs[0]).name}, attrs);
+    ++result.fused;
+  }
+  if (result.fused == 0) {
+    result.graph = g;
+    return result;
+  }
+  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish(shapes));
+  return result;
+}
+
 }  // namespace graphi::graph::passes

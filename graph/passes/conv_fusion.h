@@ -40,4 +40,22 @@ struct ConvSumFusionResult {
 
 Result<ConvSumFusionResult> fuse_conv_sums(const Graph& g, const ShapeInferencer& shapes);
 
+// fuse_conv_depthwise (after fuse_conv_sums): a 1x1 BlockedConv (stride 1, no pads, group 1,
+// constant weights, no input Z) whose output only a 3x3 depthwise BlockedConv reads (pads 1,
+// stride 1 or 2, constant weights and bias, no input Z): MobileNet's expansion conv and the
+// depthwise conv after it. Both become one BlockedConvDw node (inputs X, W, B, Wdw, Bdw; the 1x1
+// conv's attributes plus dw_strides, dw_activation, dw_activation_params): oneDNN's depthwise
+// post-op, which hands the 1x1 conv's output rows to the depthwise kernel while they are in
+// cache instead of writing the expanded tensor (6x the block's input) out and reading it back.
+// The 1x1 conv's activation must be one oneDNN applies cheaply in registers (not Sigmoid, Tanh
+// or Swish, which graphi applies after a primitive: ops/conv_pool.cpp). The fused node keeps
+// the 1x1 conv's name and the depthwise conv's output name.
+struct ConvDepthwiseFusionResult {
+  Graph graph;    // a copy of the input when nothing changed
+  int fused = 0;  // 1x1 + depthwise pairs now one BlockedConvDw
+};
+
+Result<ConvDepthwiseFusionResult> fuse_conv_depthwise(const Graph& g,
+                                                      const ShapeInferencer& shapes);
+
 }  // namespace graphi::graph::passes

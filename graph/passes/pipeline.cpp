@@ -158,6 +158,14 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
     out.reports.push_back({"conv_sum", did, r.fused});
     if (r.fused > 0) out.graph = std::move(r.graph);
   }
+  if (options.conv_dw) {
+    GRAPHI_ASSIGN_OR_RETURN(ConvDepthwiseFusionResult r, fuse_conv_depthwise(out.graph, shapes));
+    out.conv_dws = r.fused;
+    out.reports.push_back(
+        {"conv_dw", "fused " + plural(r.fused, "1x1 + depthwise conv pair") + " into BlockedConvDw",
+         r.fused});
+    if (r.fused > 0) out.graph = std::move(r.graph);
+  }
   return out;
 }
 

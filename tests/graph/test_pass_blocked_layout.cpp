@@ -302,10 +302,13 @@ TEST_CASE(
     b.add_output("p2");
     const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
     auto [plain, blocked] = plain_and_blocked(g);
-    CHECK(test::count_op(blocked.graph, "BlockedConv") == 6);  // p1, e, dw, s1, s2, p2
+    // p1, e, dw, s1, s2, p2 (e and dw as one BlockedConvDw: graph/passes/conv_fusion.h)
+    CHECK(test::count_op(blocked.graph, "BlockedConv") == 4);
+    CHECK(test::count_op(blocked.graph, "BlockedConvDw") == 1);
     for (const graph::Node& n : blocked.graph.nodes()) {
       INFO(n.name << " (" << n.op << ")");
-      if (n.op == "BlockedConv" || n.op == "ToBlocked" || n.op == "FromBlocked")
+      if (n.op == "BlockedConv" || n.op == "BlockedConvDw" || n.op == "ToBlocked" ||
+          n.op == "FromBlocked")
         CHECK(std::get<int64_t>(*n.attrs.find("block")) == 16);
       if (n.op == "Mul" || n.op == "Relu" || n.op == "Sigmoid")
         CHECK(blocked.graph.value(n.outputs[0]).desc.rank() == 5);
@@ -358,7 +361,10 @@ TEST_CASE("blocked_layout: padded values keep their padding zero, a ShuffleNet u
     b.add_output("unit");
     const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
     auto [plain, blocked] = plain_and_blocked(g);
-    CHECK(test::count_op(blocked.graph, "BlockedConv") == 3);
+    // One 1x1 + depthwise pair of them as a BlockedConvDw (graph/passes/conv_fusion.h).
+    CHECK(test::count_op(blocked.graph, "BlockedConv") +
+              2 * test::count_op(blocked.graph, "BlockedConvDw") ==
+          3);
     CHECK(test::count_op(blocked.graph, "ToBlocked") == 2);    // x, scale
     CHECK(test::count_op(blocked.graph, "FromBlocked") == 1);  // scaled, for its plain readers
     for (const graph::Node& n : blocked.graph.nodes()) {

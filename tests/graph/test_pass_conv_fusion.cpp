@@ -328,3 +328,107 @@ TEST_CASE("conv_sum: residual Adds (and the Relu after them) fuse into the block
     test::check_same_outputs(g, after.graph, threads, 1e-4);
   }
 }
+
+namespace {
+
+// Clip(0, 6) (ReLU6) of every element, in place.
+void relu6(Tensor& t) {
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.data_as<float>()[i] = std::min(std::max(t.data_as<float>()[i], 0.0f), 6.0f);
+}
+
+}  // namespace
+
+TEST_CASE("conv_dw: a 1x1 conv and the 3x3 depthwise conv reading it become one BlockedConvDw",
+          "[passes][conv]") {
+  // MobileNetV2's expansion: 1x1 (+ ReLU6) -> depthwise 3x3 (+ ReLU6), at stride 2 and 1: 40
+  // expanded channels (two blocks of 16 and a padded one) on an odd 9x9 image, and 48 on 80x80
+  // (where oneDNN 2.6 on AVX-512 runs its jit 1x1 kernel with the depthwise rows fused; on the
+  // small one it runs the two kernels in turn, the intermediate in its scratchpad); then pairs
+  // that must stay apart: a 1x1 conv read twice, one whose activation (Sigmoid) graphi applies
+  // after the primitive, and a depthwise conv without padding.
+  struct Case {
+    int64_t m, hw;
+  };
+  for (auto [m, hw] : {Case{40, 9}, Case{48, 80}})
+    for (int64_t stride : {2, 1}) {
+      INFO("depthwise stride " << stride << ", " << m << " channels, " << hw << "x" << hw);
+      graph::GraphBuilder b("<conv depthwise fusion>");
+      b.add_input("x", TensorDesc{DType::kF32, {2, 16, hw, hw}});
+      int seed = 90;
+      auto constant = [&](const std::string& name, Shape shape) {
+        Tensor t =
+            test::random_tensor(TensorDesc{DType::kF32, std::move(shape)}, ++seed, -0.5, 0.5);
+        b.add_constant(name, t);
+        return t;
+      };
+      const Tensor w1 = constant("w1", {m, 16, 1, 1}), b1 = constant("b1", {m});
+      const Tensor wd = constant("wd", {m, 1, 3, 3}), bd = constant("bd", {m});
+      constant("w2", {16, m, 1, 1});
+      constant("w3", {32, 16, 1, 1});
+      constant("w4", {32, 32, 1, 1});
+      constant("wd3", {32, 1, 3, 3});
+      graph::Attributes dw = test::conv_window(3, stride, 1);
+      dw.set("group", m);
+      graph::Attributes dw32 = test::conv_window(3, 1, 1), dw32_nopad = test::conv_window(3, 1, 0);
+      dw32.set("group", int64_t{32});
+      dw32_nopad.set("group", int64_t{32});
+      b.add_node("Conv", "expand", {"x", "w1", "b1"}, {"e"});
+      b.add_node("Clip", "e6", {"e"}, {"e6"}, [] {
+        graph::Attributes a;
+        a.set("min", 0.0);
+        a.set("max", 6.0);
+        return a;
+      }());
+      b.add_node("Conv", "dw", {"e6", "wd", "bd"}, {"d"}, dw);
+      b.add_node("Clip", "d6", {"d"}, {"d6"}, [] {
+        graph::Attributes a;
+        a.set("min", 0.0);
+        a.set("max", 6.0);
+        return a;
+      }());
+      b.add_node("Conv", "project", {"d6", "w2"}, {"p"});  // the block's output, 16 channels
+      // Not fused: `twice` is read by a depthwise conv and a Relu.
+      b.add_node("Conv", "twice", {"p", "w3"}, {"t"});
+      b.add_node("Conv", "dw_twice", {"t", "wd3"}, {"t1"}, dw32);
+      b.add_node("Relu", "also", {"t"}, {"t2"});
+      b.add_node("Add", "sum_twice", {"t1", "t2"}, {"t3"});
+      // Not fused: Sigmoid on the 1x1 conv; no padding on the depthwise conv.
+      b.add_node("Conv", "gated", {"t3", "w4"}, {"g"});
+      b.add_node("Sigmoid", "gate", {"g"}, {"gs"});
+      b.add_node("Conv", "dw_gated", {"gs", "wd3"}, {"g1"}, dw32);
+      b.add_node("Conv", "nopad", {"g1", "w4"}, {"n"});
+      b.add_node("Conv", "dw_nopad", {"n", "wd3"}, {"out"}, dw32_nopad);
+      b.add_output("d6");
+      b.add_output("out");
+      const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
+
+      graph::passes::PipelineOptions no_dw;
+      no_dw.conv_dw = false;
+      auto before = value_or_throw(graph::passes::run_passes(g, ops::Registry::get(), no_dw));
+      auto after = value_or_throw(graph::passes::run_passes(g, ops::Registry::get()));
+      REQUIRE(test::count_op(before.graph, "BlockedConv") == 9);
+      CHECK(after.conv_dws == 1);
+      CHECK(test::count_op(after.graph, "BlockedConvDw") == 1);
+      CHECK(test::count_op(after.graph, "BlockedConv") == 7);
+      CHECK(after.summary().find("fused 1 1x1 + depthwise conv pair into BlockedConvDw") !=
+            std::string::npos);
+      // The same oneDNN kernels on both sides (the fused primitive runs the 1x1 and depthwise
+      // ones, with or without the intermediate rows in between going through memory).
+      for (int threads : {1, 2}) test::check_same_outputs(before.graph, after.graph, threads, 1e-5);
+
+      // d6 against the naive reference.
+      const engine::NamedTensors in = test::random_inputs(g, 12);
+      const engine::NamedTensors out = test::run_graph(after.graph, in, 2);
+      test::Window2d pw_win, dw_win;
+      dw_win.strides = {stride, stride};
+      dw_win.pads = {1, 1, 1, 1};
+      Tensor e = test::conv2d_ref(in[0].second, w1, &b1, pw_win, 1);
+      relu6(e);
+      Tensor ref = test::conv2d_ref(e, wd, &bd, dw_win, m);
+      relu6(ref);
+      REQUIRE(out[0].first == "d6");
+      CHECK(out[0].second.desc().shape == ref.desc().shape);
+      CHECK(test::max_rel_error(out[0].second, ref) < 1e-5);
+    }
+}
