@@ -690,3 +690,76 @@ TEST_CASE(
     }
   }
 }
+
+// BlockedConvDw (graph/passes/conv_fusion.h fuse_conv_depthwise): a 1x1 conv + ReLU6 and a 3x3
+// depthwise conv + Relu in one oneDNN primitive, against the naive convolutions; malformed
+// nodes are errors that name the field; weights given at run time are refused.
+TEST_CASE("BlockedConvDw: 1x1 + depthwise conv as one primitive, checked inputs", "[ops][conv]") {
+  const int64_t n = 2, c = 16, m = 48, hw = 10;
+  const Tensor x = test::random_tensor(TensorDesc{DType::kF32, {n, c, hw, hw}}, 81);
+  const Tensor w = test::random_tensor(TensorDesc{DType::kF32, {m, c, 1, 1}}, 82, -0.5, 0.5);
+  const Tensor b = test::random_tensor(TensorDesc{DType::kF32, {m}}, 83);
+  const Tensor wd = test::random_tensor(TensorDesc{DType::kF32, {m, 1, 3, 3}}, 84, -0.5, 0.5);
+  const Tensor bd = test::random_tensor(TensorDesc{DType::kF32, {m}}, 85);
+  // nChw16c views of plain tensors (C a multiple of 16 here) and back.
+  auto to_blocked = [](const Tensor& t) {
+    const Shape& s = t.desc().shape;
+    Tensor o(TensorDesc{DType::kF32, {s[0], s[1] / 16, s[2], s[3], 16}});
+    const int64_t plane = s[2] * s[3];
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const int64_t img = i / (s[1] * plane), ch = i / plane % s[1], p = i % plane;
+      o.data_as<float>()[((img * (s[1] / 16) + ch / 16) * plane + p) * 16 + ch % 16] =
+          t.data_as<float>()[i];
+    }
+    return o;
+  };
+  for (int64_t stride : {1, 2}) {
+    INFO("depthwise stride " << stride);
+    graph::Attributes a;
+    a.set("block", int64_t{16});
+    a.set("activation", std::string("Clip"));
+    a.set("activation_params", std::vector<double>{0.0, 6.0});
+    a.set("dw_strides", std::vector<int64_t>{stride, stride});
+    a.set("dw_activation", std::string("Relu"));
+    Window2d pw, dw;
+    dw.strides = {stride, stride};
+    dw.pads = {1, 1, 1, 1};
+    Tensor e = test::conv2d_ref(x, w, &b, pw, 1);
+    for (int64_t i = 0; i < e.numel(); ++i)
+      e.data_as<float>()[i] = std::min(std::max(e.data_as<float>()[i], 0.0f), 6.0f);
+    Tensor ref = test::conv2d_ref(e, wd, &bd, dw, m);
+    for (int64_t i = 0; i < ref.numel(); ++i)
+      ref.data_as<float>()[i] = std::max(ref.data_as<float>()[i], 0.0f);
+    for (int threads : {1, 2}) {
+      auto r = test::run_single_op("BlockedConvDw", a, {to_blocked(x), w, b, wd, bd}, 1, threads,
+                                   {false, true, true, true, true});
+      REQUIRE(r.is_ok());
+      CHECK(r->kernel == "conv_onednn");
+      CHECK(test::max_rel_error(r->outputs[0], to_blocked(ref)) < 1e-5);
+    }
+    // The same weights as run-time inputs: refused by the only kernel.
+    auto runtime = test::run_single_op("BlockedConvDw", a, {to_blocked(x), w, b, wd, bd}, 1, 1,
+                                       {false, true, true, false, false});
+    REQUIRE_FALSE(runtime.is_ok());
+    CHECK_THAT(runtime.status().message(), Catch::Contains("given at run time"));
+  }
+  graph::Attributes a;
+  a.set("block", int64_t{16});
+  const Tensor xb = to_blocked(x);
+  const Tensor wd5 = test::random_tensor(TensorDesc{DType::kF32, {m, 1, 5, 5}}, 86);
+  CHECK_THAT(error_of("BlockedConvDw", a, {xb, w, b, wd5, bd}),
+             Catch::Contains("input Wdw must be float32[48, 1, 3, 3]"));
+  CHECK_THAT(error_of("BlockedConvDw", a, {xb, w, b, wd}),
+             Catch::Contains("takes inputs X, W, B, Wdw, Bdw"));
+  graph::Attributes bad = a;
+  bad.set("dw_strides", std::vector<int64_t>{3, 3});
+  CHECK_THAT(error_of("BlockedConvDw", bad, {xb, w, b, wd, bd}),
+             Catch::Contains("attribute 'dw_strides' must be [1, 1] or [2, 2]"));
+  bad = a;
+  bad.set("dw_activation", std::string("Softplus"));
+  CHECK_THAT(error_of("BlockedConvDw", bad, {xb, w, b, wd, bd}),
+             Catch::Contains("attribute 'dw_activation' = 'Softplus' is not supported"));
+  const Tensor w3 = test::random_tensor(TensorDesc{DType::kF32, {m, c, 3, 3}}, 87);
+  CHECK_THAT(error_of("BlockedConvDw", a, {xb, w3, b, wd, bd}),
+             Catch::Contains("fuses a 1x1 convolution"));
+}
