@@ -7,6 +7,7 @@
 
 #include "ops/registry.h"
 #include "ops/shape_rules.h"
+#include "ops/transpose_tiles.h"
 
 namespace graphi::ops {
 namespace {
@@ -446,6 +447,7 @@ class GatherKernel : public Kernel {
   }
 
  protected:
+  const GatherPlan& plan() const { return plan_; }
   Status set_plan(const KernelContext& ctx, const Shape& out, const std::vector<int64_t>& strides,
                   int64_t base) {
     elem_ = dtype_size(ctx.inputs[0]->dtype);
@@ -498,9 +500,56 @@ class TransposeKernel final : public GatherKernel {
     const std::vector<int64_t> in_strides = contiguous_strides(ctx.inputs[0]->shape);
     std::vector<int64_t> strides(perm.size());
     for (size_t i = 0; i < perm.size(); ++i) strides[i] = in_strides[static_cast<size_t>(perm[i])];
-    return set_plan(ctx, ctx.outputs[0]->shape, strides, 0);
+    GRAPHI_RETURN_IF_ERROR(set_plan(ctx, ctx.outputs[0]->shape, strides, 0));
+    // A batch of 2-D transposes (the output's last merged dim strided in the source, the one
+    // before it contiguous; 4-byte elements, both sides >= 8): copied in tiles
+    // (ops/transpose_tiles.h) instead of element by element.
+    const GatherPlan& p = plan();
+    const int r = p.rank;
+    if (dtype_size(ctx.inputs[0]->dtype) == 4 && r >= 2 && p.strides[r - 2] == 1 &&
+        p.strides[r - 1] > 1 && p.dims[r - 2] >= 8 && p.dims[r - 1] >= 8) {
+      cols_ = p.dims[r - 2];
+      rows_ = p.dims[r - 1];
+      ld_ = p.strides[r - 1];
+      // Source offset of each batch (the outer merged dims), in output order.
+      int64_t batches = 1;
+      for (int d = 0; d < r - 2; ++d) batches *= p.dims[d];
+      batch_off_.assign(static_cast<size_t>(batches), 0);
+      for (int64_t b = 0; b < batches; ++b) {
+        int64_t rem = b, off = 0;
+        for (int d = r - 3; d >= 0; --d) {
+          off += rem % p.dims[d] * p.strides[d];
+          rem /= p.dims[d];
+        }
+        batch_off_[static_cast<size_t>(b)] = off;
+      }
+    }
+    return Status::ok();
   }
   const char* name() const override { return "transpose_gather"; }
+
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    if (batch_off_.empty()) return GatherKernel::run(team, io);
+    // Units of 64 source columns x 256 source rows, so a team shares even a single transpose.
+    const int64_t col_units = (cols_ + kCols - 1) / kCols, row_units = (rows_ + kRows - 1) / kRows;
+    const int64_t per_batch = col_units * row_units;
+    auto [u0, u1] =
+        team_range(static_cast<int64_t>(batch_off_.size()) * per_batch, team.ithr, team.nthr);
+    const float* src = static_cast<const float*>(io.inputs[0]);
+    float* dst = static_cast<float*>(io.outputs[0]);
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t b = u / per_batch, c0 = u % per_batch / row_units * kCols,
+                    r0 = u % row_units * kRows;
+      transpose_block_f32(src + batch_off_[static_cast<size_t>(b)] + r0 * ld_ + c0, ld_,
+                          dst + b * cols_ * rows_ + c0 * rows_ + r0, rows_,
+                          std::min(kRows, rows_ - r0), std::min(kCols, cols_ - c0));
+    }
+  }
+
+ private:
+  static constexpr int64_t kCols = 64, kRows = 256;
+  int64_t cols_ = 0, rows_ = 0, ld_ = 0;  // the output's last two dims; the source's row stride
+  std::vector<int64_t> batch_off_;        // empty: the element-by-element gather
 };
 
 // Slice, per input dim: the first index taken, the step and how many elements are taken.

@@ -211,6 +211,27 @@ TEST_CASE("Transpose matches the reference for random and default permutations",
   }
   Tensor m = make_data({37, 53}, DType::kF32, 450);
   check_all_teams("Transpose", {}, {m}, {test::transpose_ref(m, {1, 0})});
+  // Batches of 2-D transposes (ops/transpose_tiles.h: 8x8 tiles, units of 64 x 256 split over
+  // the team): NCHW -> NHWC and back with tails in both directions, an attention head's K^T,
+  // several units per batch, 4-byte integers; 8-byte elements keep the gather.
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> perm;
+    DType dtype;
+  };
+  const std::vector<Case> cases = {{{2, 48, 9, 13}, {0, 2, 3, 1}, DType::kF32},
+                                   {{1, 7, 9, 50}, {0, 3, 1, 2}, DType::kF32},
+                                   {{2, 17, 4, 24}, {0, 2, 3, 1}, DType::kF32},
+                                   {{3, 70, 300}, {0, 2, 1}, DType::kF32},
+                                   {{2, 300, 70}, {0, 2, 1}, DType::kI32},
+                                   {{9, 8, 10}, {2, 1, 0}, DType::kF32},
+                                   {{16, 24}, {1, 0}, DType::kI64}};
+  for (const Case& c : cases) {
+    INFO("shape " << shape_to_string(c.shape) << " perm " << shape_to_string(c.perm));
+    Tensor x = make_data(c.shape, c.dtype, seed++);
+    check_all_teams("Transpose", attrs_of({{"perm", c.perm}}), {x},
+                    {test::transpose_ref(x, c.perm)});
+  }
 }
 
 TEST_CASE("Reshape handles 0 and -1 from an attribute or a constant input", "[ops][shape]") {
