@@ -25,9 +25,9 @@ Result<graph::passes::PipelineOptions> pipeline_options_from_env() {
   const char* env = std::getenv("GRAPHI_PASSES");
   if (!env || !*env) return options;
   options.rnn_fusion = options.mm_fusion = options.phase_hoisting = options.reshape_cleanup =
-      options.gelu_fusion = options.pad_fold = options.conv_fusion = options.conv_merge =
-          options.channel_gather = options.blocked_layout = options.conv_sum = options.conv_dw =
-              false;
+      options.gelu_fusion = options.matmul_epilogue = options.pad_fold = options.conv_fusion =
+          options.conv_merge = options.channel_gather = options.blocked_layout = options.conv_sum =
+              options.conv_dw = false;
   const std::string list = env;
   for (size_t pos = 0; pos <= list.size();) {
     size_t end = list.find(',', pos);
@@ -43,6 +43,8 @@ Result<graph::passes::PipelineOptions> pipeline_options_from_env() {
       options.reshape_cleanup = true;
     else if (name == "gelu_fusion")
       options.gelu_fusion = true;
+    else if (name == "matmul_epilogue")
+      options.matmul_epilogue = true;
     else if (name == "pad_fold")
       options.pad_fold = true;
     else if (name == "conv_fusion")
@@ -61,6 +63,7 @@ Result<graph::passes::PipelineOptions> pipeline_options_from_env() {
       return Status::invalid_argument(
           "GRAPHI_PASSES: unknown pass '" + name +
           "' (known: rnn_fusion, mm_fusion, phase_hoisting, reshape_cleanup, gelu_fusion, "
+          "matmul_epilogue, "
           "pad_fold, "
           "conv_fusion, conv_merge, channel_gather, blocked_layout, conv_sum, conv_dw)");
     pos = end + 1;

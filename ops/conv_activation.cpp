@@ -19,6 +19,7 @@ constexpr Named kNamed[] = {
     {"Clip", ConvActivation::kClip, 2},   {"Sigmoid", ConvActivation::kSigmoid, 0},
     {"Tanh", ConvActivation::kTanh, 0},   {"HardSigmoid", ConvActivation::kHardSigmoid, 2},
     {"Swish", ConvActivation::kSwish, 0}, {"HardSwish", ConvActivation::kHardSwish, 0},
+    {"Gelu", ConvActivation::kGelu, 0},   {"GeluTanh", ConvActivation::kGeluTanh, 0},
 };
 
 }  // namespace
@@ -43,6 +44,11 @@ float ConvPostOp::apply(float x) const noexcept {
       return x / (1.0f + std::exp(-x));
     case ConvActivation::kHardSwish:
       return x * std::clamp(x / 6.0f + 0.5f, 0.0f, 1.0f);
+    case ConvActivation::kGelu:
+      return static_cast<float>(0.5 * x * (1.0 + std::erf(x * 0.70710678118654752)));
+    case ConvActivation::kGeluTanh:
+      return static_cast<float>(0.5 * x *
+                                (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))));
   }
   return x;
 }
@@ -81,7 +87,7 @@ Result<ConvPostOp> conv_post_op(const graph::Node& node, const std::string& wher
   if (!found)
     return Status::unsupported(where + ": attribute '" + act_attr + "' = '" + act +
                                "' is not supported (Relu, LeakyRelu, Clip, Sigmoid, Tanh, "
-                               "HardSigmoid, Swish, HardSwish)");
+                               "HardSigmoid, Swish, HardSwish, Gelu, GeluTanh)");
   if (params.size() != found->params)
     return Status::invalid_graph(where + ": activation " + act + " takes " +
                                  std::to_string(found->params) + " '" + params_attr + "', got " +

@@ -1,6 +1,7 @@
 // The activation a FusedConv applies to its output (graph/passes/conv_fusion.h makes them):
 // attribute `activation` (ONNX Runtime's contrib FusedConv names Relu, LeakyRelu, Clip, Sigmoid,
-// Tanh, HardSigmoid, plus graphi's Swish = x * sigmoid(x) and HardSwish) and `activation_params`
+// Tanh, HardSigmoid, plus graphi's Swish = x * sigmoid(x), HardSwish, and the Gelu / GeluTanh
+// of MatMulBias, graph/passes/matmul_epilogue.h) and `activation_params`
 // (LeakyRelu: alpha; Clip: min, max; HardSigmoid: alpha, beta; the others none). oneDNN applies
 // it as an eltwise post-op; apply() is the same function for the reference kernel and tests.
 #pragma once
@@ -21,7 +22,9 @@ enum class ConvActivation {
   kTanh,
   kHardSigmoid,
   kSwish,
-  kHardSwish
+  kHardSwish,
+  kGelu,     // x (1 + erf(x / sqrt 2)) / 2: MatMulBias (graph/passes/matmul_epilogue.h)
+  kGeluTanh  // x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2
 };
 
 struct ConvPostOp {

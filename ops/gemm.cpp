@@ -1,5 +1,8 @@
 // MatMul (numpy matmul semantics: 1-D operands, batch broadcasting) and Gemm (ONNX: alpha, beta,
-// transA, transB, optional C broadcast to [M, N]).
+// transA, transB, optional C broadcast to [M, N]), and MatMulBias (graph/passes/
+// matmul_epilogue.h: Y = act(A W + b), A [..., K] as [rows, K], W a constant [K, N], b [N],
+// attribute activation (ops/conv_activation.h: Relu, Gelu, GeluTanh), on oneDNN's matmul with
+// the bias and the activation as post-ops, or the reference loops).
 //
 // Kernels, in preference order for both ops:
 //   *_gemv    <= 4 rows times a constant B of >= 256 KiB: B packed into 64-column panels that
@@ -20,6 +23,7 @@
 #include <limits>
 #include <map>
 
+#include "ops/conv_activation.h"
 #include "ops/onednn.h"
 #include "ops/registry.h"
 #include "ops/rnn/gemv_rows.h"
@@ -176,9 +180,43 @@ Result<GemmProblem> gemm_problem(const graph::Node& node,
   return p;
 }
 
+// MatMulBias: A [..., K] (rank >= 2) as one [rows, K] matrix, W [K, N], bias [N] as C of one
+// row.
+Result<GemmProblem> matmul_bias_problem(const std::vector<const TensorDesc*>& inputs,
+                                        const std::string& where) {
+  if (inputs.size() != 3 || !inputs[0] || !inputs[1] || !inputs[2])
+    return Status::invalid_graph(where + ": MatMulBias takes exactly 3 inputs (A, W, bias), got " +
+                                 std::to_string(inputs.size()));
+  const TensorDesc &a = *inputs[0], &w = *inputs[1], &bias = *inputs[2];
+  GRAPHI_RETURN_IF_ERROR(check_f32(where, "A", a));
+  GRAPHI_RETURN_IF_ERROR(check_f32(where, "W", w));
+  GRAPHI_RETURN_IF_ERROR(check_f32(where, "bias", bias));
+  if (a.rank() < 2 || w.rank() != 2 || w.shape[0] != a.shape.back() ||
+      bias.shape != Shape{w.shape[1]})
+    return Status::invalid_graph(where +
+                                 ": MatMulBias takes A [..., K] (rank >= 2), W [K, N] "
+                                 "and bias [N], got A " +
+                                 a.to_string() + ", W " + w.to_string() + ", bias " +
+                                 bias.to_string());
+  GemmProblem p;
+  p.k = w.shape[0];
+  p.n = w.shape[1];
+  p.m = a.numel() / p.k;
+  p.beta = 1.0f;
+  p.has_c = true;
+  p.c_rows = 1;
+  p.c_cols = p.n;
+  p.a_off = {0};
+  p.b_off = {0};
+  p.out_shape = a.shape;
+  p.out_shape.back() = p.n;
+  return p;
+}
+
 Result<GemmProblem> problem_for(const graph::Node& node,
                                 const std::vector<const TensorDesc*>& inputs,
                                 const std::string& where) {
+  if (node.op == "MatMulBias") return matmul_bias_problem(inputs, where);
   if (node.op == "MatMul") {
     if (inputs.size() != 2 || !inputs[0] || !inputs[1])
       return Status::invalid_graph(where + ": MatMul takes exactly 2 inputs (A, B), got " +
@@ -401,6 +439,9 @@ class OnednnGemmKernel final : public Kernel {
   Status init(const KernelContext& ctx) override {
     GRAPHI_ASSIGN_OR_RETURN(p_, problem_for(ctx.node, ctx.inputs, ctx.where));
     onednn::MatMulSpec spec;
+    if (ctx.node.op == "MatMulBias") {
+      GRAPHI_ASSIGN_OR_RETURN(spec.post, conv_post_op(ctx.node, ctx.where));
+    }
     const int64_t m = p_.m, n = p_.n, k = p_.k;
     if (p_.batch.size() + 2 > 12)
       return Status::unsupported("rank " + std::to_string(p_.batch.size() + 2) +
@@ -469,6 +510,9 @@ class RefGemmKernel final : public Kernel {
 
   Status init(const KernelContext& ctx) override {
     GRAPHI_ASSIGN_OR_RETURN(p_, problem_for(ctx.node, ctx.inputs, ctx.where));
+    if (ctx.node.op == "MatMulBias") {
+      GRAPHI_ASSIGN_OR_RETURN(post_, conv_post_op(ctx.node, ctx.where));
+    }
     return Status::ok();
   }
 
@@ -505,12 +549,15 @@ class RefGemmKernel final : public Kernel {
         for (int64_t j = 0; j < n; ++j) y[j] *= p_.alpha;
       if (c && p_.beta != 0.0f)
         for (int64_t j = 0; j < n; ++j) y[j] += p_.beta * c[i * crs + j * ccs];
+      if (post_.kind != ConvActivation::kNone)
+        for (int64_t j = 0; j < n; ++j) y[j] = post_.apply(y[j]);
     }
   }
 
  private:
   const char* name_;
   GemmProblem p_;
+  ConvPostOp post_;  // MatMulBias's activation
 };
 
 }  // namespace
@@ -538,6 +585,16 @@ void register_gemm_ops(Registry& r) {
          return std::make_unique<OnednnGemmKernel>("gemm_onednn");
        },
        []() -> std::unique_ptr<Kernel> { return std::make_unique<RefGemmKernel>("gemm_ref"); }}});
+  r.add(OpDef{"MatMulBias",
+              infer_gemm,
+              cost_gemm,
+              false,
+              {[]() -> std::unique_ptr<Kernel> {
+                 return std::make_unique<OnednnGemmKernel>("matmul_bias_onednn");
+               },
+               []() -> std::unique_ptr<Kernel> {
+                 return std::make_unique<RefGemmKernel>("matmul_bias_ref");
+               }}});
 }
 
 }  // namespace graphi::ops

@@ -384,6 +384,10 @@ void append_post_op(dnnl::post_ops& ops, const ConvPostOp& p) {
       return ops.append_eltwise(1.0f, A::eltwise_swish, 1.0f, 0.0f);
     case ConvActivation::kHardSwish:
       return ops.append_eltwise(1.0f, A::eltwise_hardswish, 0.0f, 0.0f);
+    case ConvActivation::kGelu:
+      return ops.append_eltwise(1.0f, A::eltwise_gelu_erf, 0.0f, 0.0f);
+    case ConvActivation::kGeluTanh:
+      return ops.append_eltwise(1.0f, A::eltwise_gelu_tanh, 0.0f, 0.0f);
   }
 }
 
@@ -445,6 +449,11 @@ Result<std::unique_ptr<Primitive>> make_matmul_for(const MatMulSpec& spec, int t
     impl->bias_md = bias;
     dnnl::primitive_attr attr = user_scratchpad_attr();
     if (spec.output_scale != 1.0f) attr.set_output_scales(0, {spec.output_scale});
+    if (spec.post.kind != ConvActivation::kNone) {
+      dnnl::post_ops ops;
+      append_post_op(ops, spec.post);
+      attr.set_post_ops(ops);
+    }
     dnnl::matmul::desc d(f32_desc(spec.src), wei, bias, f32_desc(spec.dst));
     dnnl::matmul::primitive_desc pd(d, attr, cpu_engine());
     return finish<dnnl::matmul::primitive_desc, dnnl::matmul>(

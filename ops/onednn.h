@@ -56,6 +56,8 @@ struct MatMulSpec {
   // Constant weights: packed once into the layout the primitive prefers (format_tag::any);
   // execute() then ignores its weights argument. nullptr: weights come with every run.
   const float* const_weights = nullptr;
+  // An activation on dst (an eltwise post-op, after the output scale): MatMulBias.
+  ConvPostOp post;
 };
 
 // The algorithm a convolution primitive (and its deconvolution / backward-weights twins) asks

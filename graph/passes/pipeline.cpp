@@ -7,6 +7,7 @@
 #include "graph/passes/conv_fusion.h"
 #include "graph/passes/conv_merge.h"
 #include "graph/passes/gelu_fusion.h"
+#include "graph/passes/matmul_epilogue.h"
 #include "graph/passes/mm_fusion.h"
 #include "graph/passes/pad_fold.h"
 #include "graph/passes/phase_hoisting.h"
@@ -90,6 +91,16 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
     out.gelus_fused = r.fused;
     out.reports.push_back(
         {"gelu_fusion", "fused " + plural(r.fused, "exact GELU chain") + " into Gelu", r.fused});
+    if (r.fused > 0) out.graph = std::move(r.graph);
+  }
+  if (options.matmul_epilogue) {
+    GRAPHI_ASSIGN_OR_RETURN(MatMulEpilogueResult r, fuse_matmul_epilogues(out.graph, shapes));
+    out.matmul_epilogues = r.fused;
+    std::string did = "fused " + plural(r.fused, "MatMul + bias Add") + " into MatMulBias";
+    if (r.scales + r.activations > 0)
+      did += " (" + std::to_string(r.scales) + " with a column scale, " +
+             std::to_string(r.activations) + " with the activation after)";
+    out.reports.push_back({"matmul_epilogue", did, r.fused});
     if (r.fused > 0) out.graph = std::move(r.graph);
   }
   if (options.pad_fold) {

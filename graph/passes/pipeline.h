@@ -6,6 +6,8 @@
 //      left of a recurrence -> one GEMM ahead of it;
 //   4. reshape_cleanup (graph/passes/reshape_cleanup.h): Reshape chains -> one Reshape;
 //   4b. gelu_fusion (graph/passes/gelu_fusion.h): the exact GELU's Div, Erf, Add, Mul, Mul -> Gelu;
+//   4c. matmul_epilogue (graph/passes/matmul_epilogue.h): MatMul by a constant + bias Add
+//       (+ a column scale Mul, + Relu / Gelu) -> MatMulBias (oneDNN post-ops);
 //   5. pad_fold (graph/passes/pad_fold.h): all-zero Pads dropped, zero Pads before a Conv or an
 //      AveragePool made part of its pads;
 //   6. conv_fusion (graph/passes/conv_fusion.h): Conv + activation (Relu, Clip, Swish, ...) ->
@@ -36,6 +38,7 @@ struct PipelineOptions {
   bool phase_hoisting = true;
   bool reshape_cleanup = true;
   bool gelu_fusion = true;
+  bool matmul_epilogue = true;
   bool pad_fold = true;
   bool conv_fusion = true;
   bool conv_merge = true;
@@ -50,10 +53,10 @@ struct PipelineOptions {
 
 struct PassReport {
   std::string pass;  // "rnn_fusion", "mm_fusion", "phase_hoisting", "reshape_cleanup",
-                     // "gelu_fusion", "pad_fold", "conv_fusion", "conv_merge", "channel_gather",
-                     // "blocked_layout", "conv_sum", "conv_dw"
-  std::string did;   // e.g. "fused 6 LSTM cells into 2 LSTM sequence ops, ..."
-  int changes = 0;   // rewrites made (0: the pass changed nothing)
+                     // "gelu_fusion", "matmul_epilogue", "pad_fold", "conv_fusion", "conv_merge",
+                     // "channel_gather", "blocked_layout", "conv_sum", "conv_dw"
+  std::string did;  // e.g. "fused 6 LSTM cells into 2 LSTM sequence ops, ..."
+  int changes = 0;  // rewrites made (0: the pass changed nothing)
 };
 
 struct PipelineResult {
@@ -64,6 +67,7 @@ struct PipelineResult {
   int mm_groups = 0, mm_members = 0, hoisted_groups = 0, hoisted_members = 0;
   int reshapes_collapsed = 0;
   int gelus_fused = 0;
+  int matmul_epilogues = 0;
   int pads_removed = 0, pads_folded = 0;
   int convs_fused = 0;
   int conv_groups = 0, conv_members = 0;

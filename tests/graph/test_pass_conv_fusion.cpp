@@ -201,7 +201,7 @@ TEST_CASE("FusedConv refuses an unknown activation or a wrong parameter count by
           "[passes][conv]") {
   for (const auto& [act, params, want] :
        std::vector<std::tuple<std::string, std::vector<double>, std::string>>{
-           {"Gelu", {}, "'activation' = 'Gelu' is not supported"},
+           {"Softplus", {}, "'activation' = 'Softplus' is not supported"},
            {"Clip", {0.0}, "activation Clip takes 2 'activation_params', got 1"},
            {"Clip", {6.0, 0.0}, "min <= max"}}) {
     graph::GraphBuilder b("<fused conv bad>");

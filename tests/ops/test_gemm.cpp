@@ -417,3 +417,41 @@ TEST_CASE("MatMul and Gemm match ONNX's own backend node tests", "[ops][gemm][on
                          c.outputs[0], 1e-5);
   }
 }
+
+// MatMulBias (graph/passes/matmul_epilogue.h): act(A W + b) on both kernels (oneDNN's matmul
+// with post-ops, the reference loops) against double sums and the activations written out;
+// malformed nodes name what is wrong.
+TEST_CASE("MatMulBias: A [..., K] x W + bias, then the activation, on every kernel",
+          "[ops][gemm]") {
+  const Tensor a = rnd({3, 7, 40}, 901), w = rnd({40, 24}, 902), bias = rnd({24}, 903);
+  for (const char* act : {"", "Relu", "Gelu", "GeluTanh"}) {
+    INFO("activation '" << act << "'");
+    Tensor ref(TensorDesc{DType::kF32, {3, 7, 24}});
+    for (int64_t i = 0; i < 21; ++i)
+      for (int64_t j = 0; j < 24; ++j) {
+        double v = bias.data_as<float>()[j];
+        for (int64_t k = 0; k < 40; ++k)
+          v += double{a.data_as<float>()[i * 40 + k]} * w.data_as<float>()[k * 24 + j];
+        const std::string s = act;
+        if (s == "Relu") v = std::max(v, 0.0);
+        if (s == "Gelu") v = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+        if (s == "GeluTanh")
+          v = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+        ref.data_as<float>()[i * 24 + j] = static_cast<float>(v);
+      }
+    graph::Attributes attrs;
+    if (*act) attrs.set("activation", std::string(act));
+    auto names = check_every_kernel("MatMulBias", attrs, {a, w, bias}, {false, true, true}, ref,
+                                    tolerance(40));
+    CHECK(names == std::vector<std::string>{"matmul_bias_onednn", "matmul_bias_ref"});
+  }
+  CHECK_THAT(error_of("MatMulBias", {}, {a, w}), Catch::Contains("takes exactly 3 inputs"));
+  CHECK_THAT(error_of("MatMulBias", {}, {a, rnd({24, 40}, 904), bias}),
+             Catch::Contains("W [K, N] and bias [N], got A float32[3, 7, 40], W float32[24, 40]"));
+  CHECK_THAT(error_of("MatMulBias", {}, {a, w, rnd({1, 24}, 905)}),
+             Catch::Contains("bias float32[1, 24]"));
+  graph::Attributes bad;
+  bad.set("activation", std::string("Softmax"));
+  CHECK_THAT(error_of("MatMulBias", bad, {a, w, bias}),
+             Catch::Contains("attribute 'activation' = 'Softmax' is not supported"));
+}
