@@ -25,6 +25,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "engine/adaptive_width.h"
 #include "engine/node_runner.h"
 #include "engine/omp_oversubscription.h"
 #include "engine/parallel_runtime.h"
@@ -75,6 +76,9 @@ struct Session::Impl {
   // (engine/run_width.h; GRAPHI_SHARED_TEAMS unset = auto), up to `cpus` threads in flight.
   bool narrow = false;
   int cpus = 1;
+  // ... and the full team or the caller alone by measurement (engine/adaptive_width.h; untraced
+  // runs only).
+  std::optional<AdaptiveWidth> adaptive;
   Status start_runtime();
   std::atomic<bool> closing{false};  // the destructor has begun: cancel the sequential run
   ops::KernelFailure failure;        // run-time op failures of the sequential executor
@@ -401,6 +405,8 @@ Status Session::Impl::start_runtime() {
       omp_claim.emplace(1, options.threads, false);
       narrow = sharing == TeamSharing::kAuto;
       cpus = allowed_cpu_count();
+      if (narrow && options.threads > 1 && AdaptiveWidth::enabled_by_env())
+        adaptive.emplace(options.threads);
     }
     trace.executors = 1;
     trace.threads = options.threads;
@@ -482,8 +488,18 @@ Result<NamedTensors> Session::run(const NamedTensors& inputs) {
     if (im.leader) {
       im.leader->run([&] { st = im.execute(im.options.threads); });
     } else {
-      const RunWidth width(im.options.threads, im.cpus, im.narrow);
+      using Clock = AdaptiveWidth::Clock;
+      const Clock::time_point start = Clock::now();
+      // A traced run (the profiler's per-op costs) keeps the full team.
+      const bool adapt = im.adaptive && !im.options.trace;
+      const RunWidth width(adapt ? im.adaptive->choose(start) : im.options.threads, im.cpus,
+                           im.narrow);
       st = im.execute(width.threads());
+      if (adapt && st.is_ok()) {
+        const Clock::time_point end = Clock::now();
+        im.adaptive->record(width.threads(),
+                            std::chrono::duration<double, std::milli>(end - start).count(), end);
+      }
     }
     if (!st.is_ok()) {
       for (const Impl::InputSlot& s : im.input_slots) im.in_ptrs[s.slot] = nullptr;

@@ -63,6 +63,11 @@ void check_against_pytorch(const std::string& name, int threads = 1) {
   }
   auto ts = value_or_throw(engine::TrainingSession::create(g, o));
   const auto& want = f.at("losses");
+  // GoogleNet's 3x3 convolutions (and their dX / dW) run direct or Winograd by a per-shape
+  // timing verdict (ops/conv_algorithm.h), measured afresh with an empty cache dir and under
+  // ctest -j's load: all direct its worst step is 5.7e-4 off PyTorch, all Winograd 8.7e-4, and
+  // some mixes reached 1.3e-3 (2026-11-29). The bound is about training, not that choice.
+  const double tol = name == "googlenet" ? 2e-3 : 1e-3;
   double worst = 0;
   for (size_t i = 0; i < want.size(); ++i) {
     const double got = value_or_throw(ts->train_step(batch));
@@ -71,7 +76,7 @@ void check_against_pytorch(const std::string& name, int threads = 1) {
     worst = std::max(worst, rel);
     INFO(name << " (" << threads << " thread(s)) step " << i + 1 << ": graphi " << got
               << ", PyTorch " << ref);
-    CHECK(rel <= 1e-3);
+    CHECK(rel <= tol);
   }
   // The model learns the batch: a test that the losses move, so matching them means something.
   CHECK(want.back().get<double>() < 0.98 * want.front().get<double>());
