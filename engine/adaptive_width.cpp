@@ -14,13 +14,19 @@ bool AdaptiveWidth::enabled_by_env() {
   return on;
 }
 
-double AdaptiveWidth::Samples::estimate() const {
-  // The mean without the largest sample: a width whose runs are fast only now and then (a team
-  // whose second core is busy half the time) is judged by its mean, and one hiccup of a
-  // steady width does not flip the choice.
-  std::array<double, kWindow> s = ms;
-  std::sort(s.begin(), s.begin() + count);
-  const int kept = count > 1 ? count - 1 : count;
+double AdaptiveWidth::Samples::estimate(Clock::time_point now) const {
+  // The mean of the samples younger than kMaxAge without the largest: a width whose runs are
+  // fast only now and then (a team whose second core is busy half the time) is judged by its
+  // mean, one hiccup of a steady width does not flip the choice, and a burst of load is
+  // forgotten kMaxAge after it ended. -1: no recent sample.
+  std::array<double, kWindow> s{};
+  int n = 0;
+  for (int i = 0; i < count; ++i)
+    if (now - at[static_cast<size_t>(i)] <= kMaxAge)
+      s[static_cast<size_t>(n++)] = ms[static_cast<size_t>(i)];
+  if (n == 0) return -1;
+  std::sort(s.begin(), s.begin() + n);
+  const int kept = n > 1 ? n - 1 : n;
   double sum = 0;
   for (int i = 0; i < kept; ++i) sum += s[static_cast<size_t>(i)];
   return sum / kept;
@@ -29,11 +35,14 @@ double AdaptiveWidth::Samples::estimate() const {
 int AdaptiveWidth::choose(Clock::time_point now) {
   if (full_ <= 1) return full_;
   if (runs_ == 0) first_ = now;
-  if (runs_ < kWarmupRuns || now - first_ < kWarmup || team_.count == 0) return full_;
-  if (narrow_.count == 0) return 1;  // first probe of the narrow width
-  const int best = narrow_.estimate() < team_.estimate() ? 1 : full_;
-  const int other = best == 1 ? full_ : 1;
-  return now - of(other).newest >= kProbeInterval ? other : best;
+  if (runs_ < kWarmupRuns || now - first_ < kWarmup) return full_;
+  const double team = team_.estimate(now), narrow = narrow_.estimate(now);
+  if (team < 0) return full_;  // measure the team first
+  const bool narrow_due = narrow_.count == 0 || now - narrow_.newest >= kProbeInterval;
+  if (narrow < 0) return narrow_due ? 1 : full_;
+  const int best = narrow < team ? 1 : full_;
+  if (best == full_) return narrow_due ? 1 : full_;
+  return now - team_.newest >= kProbeInterval ? full_ : 1;
 }
 
 void AdaptiveWidth::record(int width, double ms, Clock::time_point now) {
@@ -41,6 +50,7 @@ void AdaptiveWidth::record(int width, double ms, Clock::time_point now) {
   if (full_ <= 1 || (width != 1 && width != full_)) return;  // narrowed for other reasons
   Samples& s = of(width);
   s.ms[static_cast<size_t>(s.next)] = ms;
+  s.at[static_cast<size_t>(s.next)] = now;
   s.next = (s.next + 1) % kWindow;
   s.count = std::min(s.count + 1, kWindow);
   s.newest = now;

@@ -7,10 +7,12 @@
 // 200 runs): quiet, 1x2 3.9 ms and 1x1 6.7 ms; beside one or two `yes` processes, 1x2
 // 13.8-17.9 ms median (p90 35 ms) and 1x1 7.0-7.3 ms, ONNX Runtime's 2 threads 8.3-15.8 ms.
 //
-// How: the run times of each width go into a window of the last 5 (the estimate: their mean
-// without the largest); a run takes the width with the lower estimate, and the other width gets
-// one probe run once its newest sample is older than the probe interval (1 s), so the choice
-// follows the load within a few probes while a quiet machine pays one narrow run per second.
+// How: the run times of each width go into a window of the last 5 (the estimate: the mean of
+// those younger than 2 s without the largest); a run takes the width with the lower estimate,
+// and the other width gets one probe run once its newest sample is older than the probe
+// interval (1 s); with no recent sample of the team the team runs. So the choice follows
+// sustained load within a few runs, a burst of load is forgotten 2 s after it ended, and a
+// quiet machine pays one narrow run per second.
 // Nothing changes in the first second of a Session or its first 20 runs (short-lived Sessions,
 // the profiler's calibration runs and tests keep their team). The narrow run uses each
 // primitive's 1-thread twin (ops/onednn.h): its outputs may differ from the team's in the last
@@ -29,7 +31,7 @@ class AdaptiveWidth {
   using Clock = std::chrono::steady_clock;
   static constexpr int kWindow = 5;
   static constexpr int kWarmupRuns = 20;
-  static constexpr std::chrono::milliseconds kWarmup{1000}, kProbeInterval{1000};
+  static constexpr std::chrono::milliseconds kWarmup{1000}, kProbeInterval{1000}, kMaxAge{2000};
 
   explicit AdaptiveWidth(int full) : full_(full) {}
   // Whether GRAPHI_ADAPTIVE_WIDTH allows it (read once).
@@ -43,9 +45,10 @@ class AdaptiveWidth {
  private:
   struct Samples {
     std::array<double, kWindow> ms{};
+    std::array<Clock::time_point, kWindow> at{};  // when each run ended
     int count = 0, next = 0;
     Clock::time_point newest{};
-    double estimate() const;
+    double estimate(Clock::time_point now) const;
   };
   Samples& of(int width) { return width == 1 ? narrow_ : team_; }
 
