@@ -185,11 +185,7 @@ Result<ConvFusionResult> fuse_conv_activations(const Graph& g0, const ShapeInfer
     rw.add_node("FusedConv", conv.name, inputs, {g.value(out).name}, attrs);
     ++result.fused;
   }
-  if (result.fused == 0) {
-    result.graph = g;
-    return result;
-  }
-  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish(shapes));
+  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish_or_copy(result.fused, shapes));
   return result;
 }
 
@@ -240,11 +236,7 @@ Result<ConvSumFusionResult> fuse_conv_sums(const Graph& g, const ShapeInferencer
     ++result.fused;
     if (act) ++result.activations;
   }
-  if (result.fused == 0) {
-    result.graph = g;
-    return result;
-  }
-  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish(shapes));
+  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish_or_copy(result.fused, shapes));
   return result;
 }
 
@@ -321,11 +313,7 @@ Result<ConvDepthwiseFusionResult> fuse_conv_depthwise(const Graph& g,
                 {g.value(dw.outputs[0]).name}, attrs);
     ++result.fused;
   }
-  if (result.fused == 0) {
-    result.graph = g;
-    return result;
-  }
-  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish(shapes));
+  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish_or_copy(result.fused, shapes));
   return result;
 }
 

@@ -204,11 +204,7 @@ Result<ConvMergeResult> merge_sibling_convs(const Graph& g, const ShapeInference
     for (ValueId v : cur) outs.push_back(g.value(v).name);
     rw.add_split(base, y, outs, 1, sizes);
   }
-  if (result.groups == 0) {
-    result.graph = g;
-    return result;
-  }
-  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish(shapes));
+  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish_or_copy(result.groups, shapes));
   return result;
 }
 

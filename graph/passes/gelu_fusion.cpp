@@ -82,11 +82,7 @@ Result<GeluFusionResult> fuse_gelu(const Graph& g, const ShapeInferencer& shapes
     rw.add_node("Gelu", rw.fresh(erf.name + "/gelu"), {g.value(x).name}, {g.value(y).name});
     ++result.fused;
   }
-  if (result.fused == 0) {
-    result.graph = g;
-    return result;
-  }
-  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish(shapes));
+  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish_or_copy(result.fused, shapes));
   return result;
 }
 

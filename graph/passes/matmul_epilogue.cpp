@@ -118,11 +118,7 @@ Result<MatMulEpilogueResult> fuse_matmul_epilogues(const Graph& g, const ShapeIn
     if (!scale.empty()) ++result.scales;
     if (act) ++result.activations;
   }
-  if (result.fused == 0) {
-    result.graph = g;
-    return result;
-  }
-  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish(shapes));
+  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish_or_copy(result.fused, shapes));
   return result;
 }
 

@@ -126,11 +126,7 @@ Result<PadFoldResult> fold_pads(const Graph& g, const ShapeInferencer& shapes) {
     rw.add_node(reader.op, reader.name, inputs, outputs, attrs);
     ++result.folded;
   }
-  if (result.removed + result.folded == 0) {
-    result.graph = g;
-    return result;
-  }
-  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish(shapes));
+  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish_or_copy(result.removed + result.folded, shapes));
   return result;
 }
 

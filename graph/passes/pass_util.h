@@ -96,6 +96,11 @@ class Rewrite {
   void replace_uses(ValueId v, const std::string& by) { subst_[g_.value(v).name] = by; }
   size_t added_nodes() const { return nodes_.size(); }
   Result<Graph> finish(const ShapeInferencer& shapes) const;
+  // finish() when the pass made `changes` > 0 rewrites, else a copy of the input graph.
+  Result<Graph> finish_or_copy(int changes, const ShapeInferencer& shapes) const {
+    if (changes > 0) return finish(shapes);
+    return g_;
+  }
 
  private:
   struct NewNode {

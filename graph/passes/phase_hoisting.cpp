@@ -101,11 +101,7 @@ Result<HoistResult> hoist_input_projections(const Graph& g, const ShapeInference
     ++result.groups;
     result.members += static_cast<int>(ms.size());
   }
-  if (result.groups == 0) {
-    result.graph = g;
-    return result;
-  }
-  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish(shapes));
+  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish_or_copy(result.groups, shapes));
   return result;
 }
 

@@ -42,11 +42,7 @@ Result<ReshapeCleanupResult> collapse_reshapes(const Graph& g, const ShapeInfere
     rw.add_node("Reshape", n.name, {g.value(src).name, shape}, {out.name});
     ++result.collapsed;
   }
-  if (result.collapsed == 0) {
-    result.graph = g;
-    return result;
-  }
-  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish(shapes));
+  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish_or_copy(result.collapsed, shapes));
   return result;
 }
 
