@@ -489,9 +489,9 @@ Result<NamedTensors> Session::run(const NamedTensors& inputs) {
       im.leader->run([&] { st = im.execute(im.options.threads); });
     } else {
       using Clock = AdaptiveWidth::Clock;
-      const Clock::time_point start = Clock::now();
       // A traced run (the profiler's per-op costs) keeps the full team.
       const bool adapt = im.adaptive && !im.options.trace;
+      const Clock::time_point start = adapt ? Clock::now() : Clock::time_point{};
       const RunWidth width(adapt ? im.adaptive->choose(start) : im.options.threads, im.cpus,
                            im.narrow);
       st = im.execute(width.threads());

@@ -239,10 +239,20 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("activations: gelu = x (1 + erf(x / sqrt 2)) / 2 within 3e-7 max(1, |y|) on every path") {
+namespace {
+
+// The GELU tests' inputs: the shared samples, [-6, 6] in steps of 1e-3, and far-out values.
+std::vector<float> gelu_inputs() {
   std::vector<float> x = sample_inputs();
   for (int i = -6000; i <= 6000; ++i) x.push_back(static_cast<float>(i) / 1000.0f);
   for (float v : {-30.0f, 30.0f, 1e10f, -1e10f}) x.push_back(v);
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("activations: gelu = x (1 + erf(x / sqrt 2)) / 2 within 3e-7 max(1, |y|) on every path") {
+  const std::vector<float> x = gelu_inputs();
   for (const ActivationKernels* k : available_paths()) {
     INFO("path " << graphi::ops::simd_isa_name(k->isa));
     std::vector<float> y(x.size());
@@ -262,9 +272,7 @@ TEST_CASE("activations: gelu = x (1 + erf(x / sqrt 2)) / 2 within 3e-7 max(1, |y
 
 TEST_CASE(
     "activations: gelu_tanh = x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2 on every path") {
-  std::vector<float> x = sample_inputs();
-  for (int i = -6000; i <= 6000; ++i) x.push_back(static_cast<float>(i) / 1000.0f);
-  for (float v : {-30.0f, 30.0f, 1e10f, -1e10f}) x.push_back(v);
+  const std::vector<float> x = gelu_inputs();
   for (const ActivationKernels* k : available_paths()) {
     INFO("path " << graphi::ops::simd_isa_name(k->isa));
     std::vector<float> y(x.size());

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "ops/registry.h"
@@ -105,6 +106,18 @@ TEST_CASE("Softmax errors name the axis, the shape and the dtype", "[ops][softma
   CHECK_FALSE(ops::Registry::get().find("Softmax")->small);
 }
 
+namespace {
+
+// The row's max and sum(exp(x - max)) in double: the reference both row tests divide by.
+std::pair<double, double> max_and_exp_sum(const float* x, int64_t n) {
+  double m = -INFINITY, sum = 0;
+  for (int64_t k = 0; k < n; ++k) m = std::max<double>(m, x[k]);
+  for (int64_t k = 0; k < n; ++k) sum += std::exp(double(x[k]) - m);
+  return {m, sum};
+}
+
+}  // namespace
+
 TEST_CASE("Softmax rows on every ISA path match double precision, masks give exact zeros",
           "[ops][softmax]") {
   std::mt19937 gen(5);
@@ -121,9 +134,7 @@ TEST_CASE("Softmax rows on every ISA path match double precision, masks give exa
         x[1] = -INFINITY;
         x[n - 1] = -1e9f;
       }
-      double m = -INFINITY, sum = 0;
-      for (int64_t k = 0; k < n; ++k) m = std::max<double>(m, x[k]);
-      for (int64_t k = 0; k < n; ++k) sum += std::exp(double(x[k]) - m);
+      const auto [m, sum] = max_and_exp_sum(x.data(), n);
       std::vector<float> y(x.size(), -3.0f);
       f(x.data(), y.data(), n);
       for (int64_t k = 0; k < n; ++k) {
@@ -150,9 +161,7 @@ TEST_CASE("LogSoftmax rows on every ISA path match double precision", "[ops][log
       std::vector<float> x(static_cast<size_t>(n) + 16, 0.0f);
       for (int64_t k = 0; k < n; ++k) x[k] = d(gen);
       if (n > 2) x[1] = -1e9f;  // a mask: a large finite negative value, not -inf
-      double m = -INFINITY, sum = 0;
-      for (int64_t k = 0; k < n; ++k) m = std::max<double>(m, x[k]);
-      for (int64_t k = 0; k < n; ++k) sum += std::exp(double(x[k]) - m);
+      const auto [m, sum] = max_and_exp_sum(x.data(), n);
       std::vector<float> y(x.size(), -3.0f);
       f(x.data(), y.data(), n);
       for (int64_t k = 0; k < n; ++k) {
