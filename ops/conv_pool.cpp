@@ -66,8 +66,8 @@ Result<std::vector<const TensorDesc*>> logical_inputs(const graph::Node& node,
     return Status::invalid_graph(where + ": blocked input X " + in[0]->to_string() +
                                  " does not end in the block " + std::to_string(b));
   int64_t c = x[1] * b;
-  if ((node.op == "BlockedConv" || node.op == "BlockedConvDw") && in.size() > 1 && in[1] &&
-      in[1]->rank() == 4) {
+  if ((node.op == "BlockedConv" || node.op == "BlockedConvDw" || node.op == "BlockedConvScaled") &&
+      in.size() > 1 && in[1] && in[1]->rank() == 4) {
     GRAPHI_ASSIGN_OR_RETURN(int64_t group, graph::attr_int(node.attrs, where, "group", 1));
     const int64_t cw = in[1]->shape[1] * group;
     if (cw > (x[1] - 1) * b && cw <= c) c = cw;
@@ -151,11 +151,14 @@ Status output_size(const std::string& where, Geometry& g) {
 
 Result<Geometry> conv_geometry(const graph::Node& node, const std::vector<const TensorDesc*>& in,
                                const std::string& where) {
-  const size_t max_inputs = node.op == "Conv" ? 3 : 4;
-  if (in.size() < 2 || in.size() > max_inputs || !in[1])
+  const bool scaled = node.op == "BlockedConvScaled";
+  const size_t max_inputs = node.op == "Conv" ? 3 : scaled ? 5 : 4;
+  if (in.size() < 2 || in.size() > max_inputs || !in[1] || (scaled && (in.size() != 5 || !in[4])))
     return Status::invalid_graph(where + ": " + node.op + " takes inputs X, W and an optional B" +
-                                 (max_inputs == 4 ? " and Z" : "") + ", got " +
-                                 std::to_string(in.size()) + " inputs");
+                                 (scaled            ? ", Z and the input-channel scale S"
+                                  : max_inputs == 4 ? " and Z"
+                                                    : "") +
+                                 ", got " + std::to_string(in.size()) + " inputs");
   GRAPHI_RETURN_IF_ERROR(check_input_x(where, in[0]));
   GRAPHI_RETURN_IF_ERROR(check_auto_pad(node, where));
   const TensorDesc& x = *in[0];
@@ -196,7 +199,28 @@ Result<Geometry> conv_geometry(const graph::Node& node, const std::vector<const 
       return Status::invalid_graph(where + ": attribute 'kernel_shape' " + ints_to_string(ks) +
                                    " does not match W " + w.to_string());
   }
-  g.has_sum = in.size() == 4 && in[3];
+  g.has_sum = in.size() >= 4 && in[3];
+  if (scaled) {
+    // S scales X's channels: [1, C, 1, 1], or blocked [1, ceil(C/B), 1, 1, B] (the same bytes,
+    // padded), one image; the kernel folds it into W, so the convolution is a 1x1 one.
+    const TensorDesc& sc = *in[4];
+    const bool plain = sc.shape == Shape{1, g.c, 1, 1};
+    const bool blocked = sc.rank() == 5 && sc.shape[0] == 1 && sc.shape[2] == 1 &&
+                         sc.shape[3] == 1 && sc.shape[1] * sc.shape[4] >= g.c &&
+                         (sc.shape[1] - 1) * sc.shape[4] < g.c;
+    if (sc.dtype != DType::kF32 || (!plain && !blocked))
+      return Status::invalid_graph(where + ": input S must be float32[1, " + std::to_string(g.c) +
+                                   ", 1, 1] (one scale per input channel) or its blocked form, "
+                                   "got " +
+                                   sc.to_string());
+    if (g.n != 1 || g.kh != 1 || g.kw != 1 || g.group != 1)
+      return Status::invalid_graph(where + ": " + node.op +
+                                   " scales the weights of a 1x1 convolution (group 1) of one "
+                                   "image, got batch " +
+                                   std::to_string(g.n) + ", kernel " +
+                                   ints_to_string({g.kh, g.kw}) + ", group " +
+                                   std::to_string(g.group));
+  }
   if (in.size() >= 3 && in[2]) {
     const TensorDesc& b = *in[2];
     if (b.dtype != DType::kF32 || b.shape != Shape{g.oc})
@@ -222,7 +246,8 @@ Result<Geometry> conv_geometry(const graph::Node& node, const std::vector<const 
 }
 
 bool is_conv(const graph::Node& node) {
-  return node.op == "Conv" || node.op == "FusedConv" || node.op == "BlockedConv";
+  return node.op == "Conv" || node.op == "FusedConv" || node.op == "BlockedConv" ||
+         node.op == "BlockedConvScaled";
 }
 
 // BlockedConvDw (graph/passes/conv_fusion.h fuse_conv_depthwise): inputs X, W, B (optional),
@@ -398,8 +423,9 @@ CostHint cost_conv_pool(const graph::Node& node, std::span<const TensorDesc* con
     const TensorDesc& w = *inputs[1];
     // Each output element: C/group * kH * kW multiply-adds (W is [M, C/group, kH, kW]).
     c.flops = 2.0 * out * static_cast<double>(w.shape[1] * w.shape[2] * w.shape[3]);
-    if (inputs.size() >= 3 && inputs[2]) c.flops += out;  // bias
-    if (inputs.size() == 4 && inputs[3]) c.flops += out;  // Z
+    if (inputs.size() >= 3 && inputs[2]) c.flops += out;                             // bias
+    if (inputs.size() >= 4 && inputs[3]) c.flops += out;                             // Z
+    if (inputs.size() == 5 && inputs[4]) c.flops += static_cast<double>(w.numel());  // W * S
   } else {
     const graph::Attribute* ks = node.attrs.find("kernel_shape");
     const auto* k = ks ? std::get_if<std::vector<int64_t>>(ks) : nullptr;
@@ -492,6 +518,11 @@ class OnednnConvKernel final : public Kernel {
                  (out_post.kind == ConvActivation::kSigmoid && !padded_out);
     if (act_after_) out_post = ConvPostOp{};
     if (const Tensor* w = ctx.constant(1)) s.const_weights = w->data_as<float>();
+    scaled_ = ctx.node.op == "BlockedConvScaled";
+    if (scaled_ && !s.const_weights)
+      return Status::unsupported("the weights are given at run time (" + ctx.node.op +
+                                 " scales constant ones)");
+    s.input_scale = scaled_;  // W * S each run, from the packed W (graph/passes/conv_fusion.h)
     // Weights that change every run (training) cannot be packed once: oneDNN's own layouts are
     // reached through scratch instead (the weights every run; plain activations too).
     s.staged = !s.const_weights;
@@ -510,9 +541,10 @@ class OnednnConvKernel final : public Kernel {
     const float* z = g_.has_sum ? static_cast<const float*>(io.inputs[3]) : nullptr;
     // Z the primitive did not add (a Winograd one: made without the sum and the activation).
     const float* z_after = z && !prim_->sums_input() ? z : nullptr;
-    if (!prim_->execute(static_cast<const float*>(io.inputs[0]),
-                        static_cast<const float*>(io.inputs[1]), bias, y, team.scratch, team.nthr,
-                        team.scratch_bytes, z_after ? nullptr : z)) {
+    // BlockedConvScaled: the primitive takes S where the weights go (ConvSpec::input_scale).
+    const float* w = static_cast<const float*>(io.inputs[scaled_ ? 4 : 1]);
+    if (!prim_->execute(static_cast<const float*>(io.inputs[0]), w, bias, y, team.scratch,
+                        team.nthr, team.scratch_bytes, z_after ? nullptr : z)) {
       report_failure(name(), y, outputs_);
       return;
     }
@@ -550,6 +582,7 @@ class OnednnConvKernel final : public Kernel {
   Geometry g_;
   int64_t outputs_ = 0;     // output elements (padding lanes included)
   bool act_after_ = false;  // the activation runs after the primitive (add_and_activate)
+  bool scaled_ = false;     // BlockedConvScaled: input 4 scales the input channels
   ConvPostOp after_post_;   // the output's activation (the depthwise conv's in BlockedConvDw)
   std::unique_ptr<onednn::Primitive> prim_;
 };
@@ -809,6 +842,13 @@ void register_conv_pool_ops(Registry& r) {
               false,
               {[]() -> std::unique_ptr<Kernel> { return std::make_unique<PixelConvKernel>(); },
                []() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConvKernel>(); }}});
+  // A 1x1 BlockedConv of one image whose input channels a run-time S scales (a squeeze-
+  // excitation's gate; graph/passes/conv_fusion.h fuse_conv_input_scale): W * S each run.
+  r.add(OpDef{"BlockedConvScaled",
+              infer_conv_pool,
+              cost_conv_pool,
+              false,
+              {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConvKernel>(); }}});
   // A 1x1 BlockedConv and the 3x3 depthwise one reading its output (graph/passes/conv_fusion.h
   // fuse_conv_depthwise): one oneDNN primitive with a depthwise post-op.
   r.add(

@@ -110,6 +110,12 @@ struct Primitive::Impl {
   int wei_arg = DNNL_ARG_WEIGHTS, dst_arg = DNNL_ARG_DST;
   Tensor packed;  // weights in the primitive's preferred layout, when packed_weights
   bool packed_weights = false;
+  // ConvSpec::input_scale: the input channel of each run of `scale_run` packed weights (-1:
+  // padding), and where in the scratch the scaled copy goes.
+  bool input_scale = false;
+  std::vector<int32_t> scale_channel;
+  int64_t scale_run = 1;
+  size_t scaled_offset = 0;
   int team_size = 1;
   size_t scratch_bytes = 0;         // all of the caller's scratch: oneDNN's scratchpad + stages
   size_t onednn_scratch_bytes = 0;  // oneDNN's scratchpad, at the start of the scratch buffer
@@ -186,6 +192,25 @@ bool run_reorder(const dnnl::primitive& r, dnnl::stream& st, const memory& from,
   return dnnl_primitive_execute(r.get(), st.get(), 2, args) == dnnl_success;
 }
 
+// ConvSpec::input_scale: out = packed weights * scale[channel], one channel per run of
+// scale_run elements (16 for oneDNN's OIhw16i16o-style AVX-512 layouts).
+void scale_packed_weights(const Primitive::Impl& p, const float* scale, float* out) noexcept {
+  const float* w = p.packed.data_as<float>();
+  const int64_t k = p.scale_run;
+  const int64_t runs = static_cast<int64_t>(p.scale_channel.size());
+  for (int64_t r = 0; r < runs; ++r) {
+    const int32_t c = p.scale_channel[static_cast<size_t>(r)];
+    const float f = c >= 0 ? scale[c] : 0.0f;
+    const float* src = w + r * k;
+    float* dst = out + r * k;
+    if (k == 16) {
+      for (int j = 0; j < 16; ++j) dst[j] = src[j] * f;
+    } else {
+      for (int64_t j = 0; j < k; ++j) dst[j] = src[j] * f;
+    }
+  }
+}
+
 }  // namespace
 
 int Primitive::team_size() const { return impl_->team_size; }
@@ -259,7 +284,13 @@ bool Primitive::run(const float* src, const float* weights, const float* bias, f
     args[n++] = {DNNL_ARG_SRC, s.src.get()};
     bind(p.stage_dst, s.dst, s.dst_p, s.user_dst, s.user_dst_p, dst);
     args[n++] = {p.dst_arg, s.dst.get()};
-    if (p.has_weights) {
+    if (p.input_scale) {
+      // The packed weights times S (`weights`) per input channel, into the scratch.
+      float* scaled = reinterpret_cast<float*>(staged + p.scaled_offset);
+      scale_packed_weights(p, weights, scaled);
+      point(s.wei, s.wei_p, scaled);
+      args[n++] = {p.wei_arg, s.wei.get()};
+    } else if (p.has_weights) {
       bind(p.stage_wei, s.wei, s.wei_p, s.user_wei, s.user_wei_p,
            p.packed_weights ? p.packed.data() : weights);
       args[n++] = {p.wei_arg, s.wei.get()};
@@ -297,6 +328,52 @@ bool Primitive::run(const float* src, const float* weights, const float* bias, f
 }
 
 namespace {
+
+// ConvSpec::input_scale: which input channel each packed weight belongs to, found by packing
+// c + 1 in place of each weight (0 marks padding) with the weights' own reorder, in runs as
+// long as the layout keeps one channel per aligned run; and the scratch for the scaled copy.
+Status map_scaled_channels(Primitive::Impl& impl, const memory::desc& user_wei_md,
+                           const float* const_weights) {
+  const memory::dims d = user_wei_md.dims();
+  if (d.size() != 4 || !const_weights)
+    return Status::unsupported(
+        "oneDNN convolution: an input scale needs group 1 and constant "
+        "weights");
+  const size_t bytes = impl.wei_md.get_size();
+  if (!impl.packed_weights) {  // oneDNN computes in the plain layout: a copy to scale from
+    impl.packed = Tensor(TensorDesc{DType::kF32, {static_cast<int64_t>((bytes + 3) / 4)}});
+    std::memcpy(impl.packed.data(), const_weights, bytes);
+    impl.packed_weights = true;
+  }
+  const int64_t per_m = d[1] * d[2] * d[3];
+  std::vector<float> ids(static_cast<size_t>(d[0] * per_m));
+  for (size_t i = 0; i < ids.size(); ++i)
+    ids[i] = static_cast<float>(static_cast<int64_t>(i) % per_m / (d[2] * d[3]) + 1);
+  std::vector<float> packed_ids((bytes + 3) / 4, 0.0f);
+  memory user(user_wei_md, cpu_engine(), ids.data());
+  memory packed(impl.wei_md, cpu_engine(), packed_ids.data());
+  dnnl::stream& st = thread_stream();
+  dnnl::reorder(user, packed).execute(st, user, packed);
+  st.wait();
+  int64_t run = 16;
+  const int64_t count = static_cast<int64_t>(packed_ids.size());
+  auto uniform = [&](int64_t k) {
+    if (count % k != 0) return false;
+    for (int64_t i = 0; i < count; i += k)
+      for (int64_t j = 1; j < k; ++j)
+        if (packed_ids[static_cast<size_t>(i + j)] != packed_ids[static_cast<size_t>(i)])
+          return false;
+    return true;
+  };
+  while (run > 1 && !uniform(run)) run /= 2;
+  impl.scale_run = run;
+  impl.scale_channel.resize(static_cast<size_t>(count / run));
+  for (size_t r = 0; r < impl.scale_channel.size(); ++r)
+    impl.scale_channel[r] = static_cast<int32_t>(packed_ids[r * static_cast<size_t>(run)]) - 1;
+  impl.scaled_offset = (impl.scratch_bytes + 63) / 64 * 64;
+  impl.scratch_bytes = impl.scaled_offset + bytes;
+  return Status::ok();
+}
 
 // The caller's plain layouts of a staged primitive's src and dst (ConvSpec::staged).
 struct UserLayouts {
@@ -340,6 +417,8 @@ Result<std::unique_ptr<Primitive>> finish(const PD& pd, std::unique_ptr<Primitiv
         return Status::internal("oneDNN chose a weights layout other than the plain one requested");
       add_stage(*impl, impl->stage_wei, user_wei_md, impl->wei_md, true);
     }
+    if (impl->input_scale)
+      GRAPHI_RETURN_IF_ERROR(map_scaled_channels(*impl, user_wei_md, const_weights));
   }
   impl->prim = Prim(pd);
   for (ArgSlot& slot : impl->slots) make_slot(*impl, slot);
@@ -501,6 +580,10 @@ Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_siz
       return Status::unsupported(
           "oneDNN convolution: an added tensor Z needs the caller's dst layout");
     impl->has_sum = s.sum_input;
+    if (s.input_scale && (staged || !s.const_weights || grouped))
+      return Status::unsupported(
+          "oneDNN convolution: an input scale needs constant weights, group 1, not staged");
+    impl->input_scale = s.input_scale;
     const bool dw = s.dw.stride > 0;
     if (dw && (s.sum_input || staged || !s.dst_block || !s.const_weights || !s.dw.weights ||
                s.kh != 1 || s.kw != 1 || s.group != 1))

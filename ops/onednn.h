@@ -89,6 +89,10 @@ struct ConvSpec {
   // buffer at run time (inputs before, the output after). For weights that change every run
   // (training) and the gradient primitives, where no graph pass lays the tensors out blocked.
   bool staged = false;
+  // Constant weights scaled per input channel at run time (BlockedConvScaled): execute() takes
+  // S [c] where the weights go and multiplies the packed weights by it into the scratch before
+  // the primitive runs (no reorder per run). Group 1, constant weights, not staged.
+  bool input_scale = false;
   ConvAlgorithm algorithm = ConvAlgorithm::kDirect;
   // A 3x3 depthwise convolution (pad 1, stride dw.stride) fused after this one (oneDNN's
   // depthwise post-op, BlockedConvDw of graph/passes/conv_fusion.h): the 1x1 conv's output rows

@@ -177,6 +177,15 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
          r.fused});
     if (r.fused > 0) out.graph = std::move(r.graph);
   }
+  if (options.conv_scale) {
+    GRAPHI_ASSIGN_OR_RETURN(ConvInputScaleResult r, fuse_conv_input_scale(out.graph, shapes));
+    out.conv_scales = r.fused;
+    out.reports.push_back({"conv_scale",
+                           "folded " + plural(r.fused, "channel-scale Mul") +
+                               " into the 1x1 conv after it (BlockedConvScaled)",
+                           r.fused});
+    if (r.fused > 0) out.graph = std::move(r.graph);
+  }
   return out;
 }
 

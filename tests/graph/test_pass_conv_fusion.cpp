@@ -432,3 +432,84 @@ TEST_CASE("conv_dw: a 1x1 conv and the 3x3 depthwise conv reading it become one 
       CHECK(test::max_rel_error(out[0].second, ref) < 1e-5);
     }
 }
+
+TEST_CASE("conv_scale: a squeeze-excitation's channel-scale Mul folds into the 1x1 conv after it",
+          "[passes][conv]") {
+  // EfficientNet's block tail: X = Relu(conv(x)) (40 channels: two blocks of 16 and a padded
+  // one), S = Sigmoid(conv(Relu(conv(GlobalAveragePool(X))))), project(X * S). At batch 1 the
+  // projection becomes BlockedConvScaled; X * S read by a 3x3 conv, or read twice, stays; at
+  // batch 2 nothing folds. Outputs against the unfused pipeline and a naive reference.
+  const int64_t hw = 16, c = 40, m = 24;
+  for (int64_t batch : {1, 2}) {
+    INFO("batch " << batch);
+    graph::GraphBuilder b("<conv input scale>");
+    b.add_input("x", TensorDesc{DType::kF32, {batch, 16, hw, hw}});
+    int seed = 120;
+    auto constant = [&](const std::string& name, Shape shape) {
+      Tensor t = test::random_tensor(TensorDesc{DType::kF32, std::move(shape)}, ++seed, -0.5, 0.5);
+      b.add_constant(name, t);
+      return t;
+    };
+    const Tensor w0 = constant("w0", {c, 16, 1, 1});
+    const Tensor ws1 = constant("ws1", {10, c, 1, 1}), bs1 = constant("bs1", {10});
+    const Tensor ws2 = constant("ws2", {c, 10, 1, 1}), bs2 = constant("bs2", {c});
+    const Tensor w2 = constant("w2", {m, c, 1, 1}), b2 = constant("b2", {m});
+    constant("w3", {m, c, 3, 3});
+    b.add_node("Conv", "c0", {"x", "w0"}, {"x0"});
+    b.add_node("Relu", "r0", {"x0"}, {"a"});
+    graph::Attributes gap;  // the importer's GlobalAveragePool
+    gap.set("kernel_shape", std::vector<int64_t>{hw, hw});
+    b.add_node("AveragePool", "gap", {"a"}, {"p"}, gap);
+    b.add_node("Conv", "se1", {"p", "ws1", "bs1"}, {"q"});
+    b.add_node("Relu", "se1r", {"q"}, {"qr"});
+    b.add_node("Conv", "se2", {"qr", "ws2", "bs2"}, {"g"});
+    b.add_node("Sigmoid", "gate", {"g"}, {"s"});
+    b.add_node("Mul", "scale", {"a", "s"}, {"ms"});
+    b.add_node("Conv", "project", {"ms", "w2", "b2"}, {"y"});
+    // Not folded: a 3x3 conv after the Mul; a product read twice.
+    b.add_node("Mul", "scale3", {"s", "a"}, {"m3"});
+    b.add_node("Conv", "conv3", {"m3", "w3"}, {"y3"}, test::conv_window(3, 1, 1));
+    b.add_node("Mul", "scale_twice", {"a", "s"}, {"mt"});
+    b.add_node("Conv", "project_twice", {"mt", "w2"}, {"y4"});
+    b.add_node("Relu", "also", {"mt"}, {"y5"});
+    for (const char* out : {"y", "y3", "y4", "y5"}) b.add_output(out);
+    const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
+
+    graph::passes::PipelineOptions no_scale;
+    no_scale.conv_scale = false;
+    auto before = value_or_throw(graph::passes::run_passes(g, ops::Registry::get(), no_scale));
+    auto after = value_or_throw(graph::passes::run_passes(g, ops::Registry::get()));
+    CHECK(test::count_op(before.graph, "BlockedConvScaled") == 0);
+    CHECK(after.conv_scales == (batch == 1 ? 1 : 0));
+    CHECK(test::count_op(after.graph, "BlockedConvScaled") == (batch == 1 ? 1 : 0));
+    if (batch == 1)
+      CHECK(after.summary().find("folded 1 channel-scale Mul into the 1x1 conv after it") !=
+            std::string::npos);
+    for (int threads : {1, 2}) test::check_same_outputs(before.graph, after.graph, threads, 1e-5);
+
+    // y against the naive reference.
+    const engine::NamedTensors in = test::random_inputs(g, 13);
+    const engine::NamedTensors out = test::run_graph(after.graph, in, 2);
+    Tensor a = test::conv2d_ref(in[0].second, w0, nullptr, test::Window2d{}, 1);
+    for (int64_t i = 0; i < a.numel(); ++i)
+      a.data_as<float>()[i] = std::max(a.data_as<float>()[i], 0.0f);
+    Tensor p(TensorDesc{DType::kF32, {batch, c, 1, 1}});
+    for (int64_t i = 0; i < batch * c; ++i) {
+      double sum = 0;
+      for (int64_t k = 0; k < hw * hw; ++k) sum += a.data_as<float>()[i * hw * hw + k];
+      p.data_as<float>()[i] = static_cast<float>(sum / double(hw * hw));
+    }
+    Tensor q = test::conv2d_ref(p, ws1, &bs1, test::Window2d{}, 1);
+    for (int64_t i = 0; i < q.numel(); ++i)
+      q.data_as<float>()[i] = std::max(q.data_as<float>()[i], 0.0f);
+    Tensor s = test::conv2d_ref(q, ws2, &bs2, test::Window2d{}, 1);
+    for (int64_t i = 0; i < s.numel(); ++i)
+      s.data_as<float>()[i] = 1.0f / (1.0f + std::exp(-s.data_as<float>()[i]));
+    for (int64_t i = 0; i < a.numel(); ++i)
+      a.data_as<float>()[i] *= s.data_as<float>()[i / (hw * hw)];
+    const Tensor ref = test::conv2d_ref(a, w2, &b2, test::Window2d{}, 1);
+    REQUIRE(out[0].first == "y");
+    CHECK(out[0].second.desc().shape == ref.desc().shape);
+    CHECK(test::max_rel_error(out[0].second, ref) < 1e-5);
+  }
+}
