@@ -201,23 +201,23 @@ Result<Geometry> conv_geometry(const graph::Node& node, const std::vector<const 
   }
   g.has_sum = in.size() >= 4 && in[3];
   if (scaled) {
-    // S scales X's channels: [1, C, 1, 1], or blocked [1, ceil(C/B), 1, 1, B] (the same bytes,
-    // padded), one image; the kernel folds it into W, so the convolution is a 1x1 one.
+    // S scales X's channels, per image: [N, C, 1, 1], or blocked [N, ceil(C/B), 1, 1, B] (the
+    // same bytes, padded); the kernel folds it into W, so the convolution is a 1x1 one.
     const TensorDesc& sc = *in[4];
-    const bool plain = sc.shape == Shape{1, g.c, 1, 1};
-    const bool blocked = sc.rank() == 5 && sc.shape[0] == 1 && sc.shape[2] == 1 &&
+    const bool plain = sc.shape == Shape{g.n, g.c, 1, 1};
+    const bool blocked = sc.rank() == 5 && sc.shape[0] == g.n && sc.shape[2] == 1 &&
                          sc.shape[3] == 1 && sc.shape[1] * sc.shape[4] >= g.c &&
                          (sc.shape[1] - 1) * sc.shape[4] < g.c;
     if (sc.dtype != DType::kF32 || (!plain && !blocked))
-      return Status::invalid_graph(where + ": input S must be float32[1, " + std::to_string(g.c) +
-                                   ", 1, 1] (one scale per input channel) or its blocked form, "
-                                   "got " +
+      return Status::invalid_graph(where + ": input S must be float32[" + std::to_string(g.n) +
+                                   ", " + std::to_string(g.c) +
+                                   ", 1, 1] (one scale per image and input channel) or its "
+                                   "blocked form, got " +
                                    sc.to_string());
-    if (g.n != 1 || g.kh != 1 || g.kw != 1 || g.group != 1)
+    if (g.kh != 1 || g.kw != 1 || g.group != 1)
       return Status::invalid_graph(where + ": " + node.op +
-                                   " scales the weights of a 1x1 convolution (group 1) of one "
-                                   "image, got batch " +
-                                   std::to_string(g.n) + ", kernel " +
+                                   " scales the weights of a 1x1 convolution (group 1), got "
+                                   "kernel " +
                                    ints_to_string({g.kh, g.kw}) + ", group " +
                                    std::to_string(g.group));
   }
@@ -523,6 +523,14 @@ class OnednnConvKernel final : public Kernel {
       return Status::unsupported("the weights are given at run time (" + ctx.node.op +
                                  " scales constant ones)");
     s.input_scale = scaled_;  // W * S each run, from the packed W (graph/passes/conv_fusion.h)
+    if (scaled_) {
+      // Weights per image: a primitive for one image, run once per image.
+      s.n = 1;
+      images_ = g_.n;
+      x_image_ = ctx.inputs[0]->numel() / g_.n;
+      y_image_ = outputs_ / g_.n;
+      s_image_ = ctx.inputs[4]->numel() / g_.n;
+    }
     // Weights that change every run (training) cannot be packed once: oneDNN's own layouts are
     // reached through scratch instead (the weights every run; plain activations too).
     s.staged = !s.const_weights;
@@ -541,9 +549,22 @@ class OnednnConvKernel final : public Kernel {
     const float* z = g_.has_sum ? static_cast<const float*>(io.inputs[3]) : nullptr;
     // Z the primitive did not add (a Winograd one: made without the sum and the activation).
     const float* z_after = z && !prim_->sums_input() ? z : nullptr;
-    // BlockedConvScaled: the primitive takes S where the weights go (ConvSpec::input_scale).
-    const float* w = static_cast<const float*>(io.inputs[scaled_ ? 4 : 1]);
-    if (!prim_->execute(static_cast<const float*>(io.inputs[0]), w, bias, y, team.scratch,
+    const float* x = static_cast<const float*>(io.inputs[0]);
+    if (scaled_) {
+      // BlockedConvScaled: the primitive takes image i's S where the weights go
+      // (ConvSpec::input_scale); one image per call.
+      const float* sc = static_cast<const float*>(io.inputs[4]);
+      for (int64_t i = 0; i < images_; ++i)
+        if (!prim_->execute(x + i * x_image_, sc + i * s_image_, bias, y + i * y_image_,
+                            team.scratch, team.nthr, team.scratch_bytes,
+                            z ? z + i * y_image_ : nullptr)) {
+          report_failure(name(), y, outputs_);
+          return;
+        }
+      if (act_after_) add_and_activate(y, nullptr, true, team.nthr);
+      return;
+    }
+    if (!prim_->execute(x, static_cast<const float*>(io.inputs[1]), bias, y, team.scratch,
                         team.nthr, team.scratch_bytes, z_after ? nullptr : z)) {
       report_failure(name(), y, outputs_);
       return;
@@ -582,8 +603,9 @@ class OnednnConvKernel final : public Kernel {
   Geometry g_;
   int64_t outputs_ = 0;     // output elements (padding lanes included)
   bool act_after_ = false;  // the activation runs after the primitive (add_and_activate)
-  bool scaled_ = false;     // BlockedConvScaled: input 4 scales the input channels
-  ConvPostOp after_post_;   // the output's activation (the depthwise conv's in BlockedConvDw)
+  bool scaled_ = false;     // BlockedConvScaled: input 4 scales the input channels, per image
+  int64_t images_ = 1, x_image_ = 0, y_image_ = 0, s_image_ = 0;  // ... and its per-image steps
+  ConvPostOp after_post_;  // the output's activation (the depthwise conv's in BlockedConvDw)
   std::unique_ptr<onednn::Primitive> prim_;
 };
 
@@ -842,7 +864,7 @@ void register_conv_pool_ops(Registry& r) {
               false,
               {[]() -> std::unique_ptr<Kernel> { return std::make_unique<PixelConvKernel>(); },
                []() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConvKernel>(); }}});
-  // A 1x1 BlockedConv of one image whose input channels a run-time S scales (a squeeze-
+  // A 1x1 BlockedConv whose input channels a run-time S scales per image (a squeeze-
   // excitation's gate; graph/passes/conv_fusion.h fuse_conv_input_scale): W * S each run.
   r.add(OpDef{"BlockedConvScaled",
               infer_conv_pool,

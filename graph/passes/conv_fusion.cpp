@@ -327,9 +327,9 @@ Result<ConvInputScaleResult> fuse_conv_input_scale(const Graph& g, const ShapeIn
       continue;
     const ValueId y = mul.outputs[0];
     const Shape& ys = g.value(y).desc.shape;
-    if (g.value(y).desc.dtype != DType::kF32 || ys.size() != 5 || ys[0] != 1) continue;
-    // X has the product's shape, S one scale per channel; either order.
-    const Shape per_channel{1, ys[1], 1, 1, ys[4]};
+    if (g.value(y).desc.dtype != DType::kF32 || ys.size() != 5) continue;
+    // X has the product's shape, S one scale per image and channel; either order.
+    const Shape per_channel{ys[0], ys[1], 1, 1, ys[4]};
     int xi = -1;
     for (int k = 0; k < 2; ++k)
       if (g.value(mul.inputs[k]).desc.shape == ys &&
@@ -351,10 +351,11 @@ Result<ConvInputScaleResult> fuse_conv_input_scale(const Graph& g, const ShapeIn
         !block.is_ok() || *block != ys[4] || !no_auto_pad(conv) ||
         !ints_are(conv, "pads", {0, 0, 0, 0}, {0, 0, 0, 0}))
       continue;
-    // Scaling M x C weights each run against the Mul's pass over X. Measured (EfficientNet-like
-    // b1, 2 threads): a clear win at 56x56 and up (the Mul took 20-70 us, the conv grew 2-10);
-    // at 14x14, where the weights are 1/2 to 1/1.2 of X, the conv grew as much as the Mul took
-    // (its input, read by the pool long before, comes colder than the Mul's fresh product).
+    // Scaling M x C weights per image each run against the Mul's pass over X. Measured
+    // (EfficientNet-like b1, 2 threads): a clear win at 56x56 and up (the Mul took 20-70 us, the
+    // conv grew 2-10); at 14x14, where the weights are 1/2 to 1/1.2 of X, the conv grew as much as
+    // the Mul took (its input, read by the pool long before, comes colder than the Mul's fresh
+    // product).
     if (8 * w[0] * w[1] > ys[1] * ys[2] * ys[3] * ys[4]) continue;
     auto name_of = [&](size_t i) {
       return i < conv.inputs.size() && conv.inputs[i] != kNoId ? g.value(conv.inputs[i]).name

@@ -58,13 +58,13 @@ struct ConvDepthwiseFusionResult {
 Result<ConvDepthwiseFusionResult> fuse_conv_depthwise(const Graph& g,
                                                       const ShapeInferencer& shapes);
 
-// fuse_conv_input_scale (after fuse_conv_depthwise): a blocked Mul of X [1, C/B, H, W, B] by a
-// run-time per-channel S [1, C/B, 1, 1, B] (a squeeze-excitation's gate) whose product only a
+// fuse_conv_input_scale (after fuse_conv_depthwise): a blocked Mul of X [N, C/B, H, W, B] by a
+// run-time per-channel S [N, C/B, 1, 1, B] (a squeeze-excitation's gate) whose product only a
 // 1x1 BlockedConv (group 1, no pads, constant weights) reads: conv(X * S) = (W * S) X, so the
 // conv takes X and S (BlockedConvScaled, inputs X, W, B, Z, S) and scales its packed M x C
 // weights each run (ConvSpec::input_scale) instead of the Mul's pass over the C x H x W
-// activation (its read and its write). One image only (the batch would need weights per
-// image), and only where the weights are at most an eighth of X's elements (EfficientNet's
+// activation (its read and its write); a batch runs the primitive once per image with that
+// image's weights. Only where the weights are at most an eighth of an image of X (EfficientNet's
 // blocks at 28x28 and up; its 14x14 and 7x7 stages keep the Mul). The fused node keeps the
 // conv's name and output.
 struct ConvInputScaleResult {

@@ -765,16 +765,13 @@ TEST_CASE("BlockedConvDw: 1x1 + depthwise conv as one primitive, checked inputs"
 }
 
 // BlockedConvScaled (graph/passes/conv_fusion.h fuse_conv_input_scale): a 1x1 conv of X whose
-// input channels a run-time S scales (W * S from the packed weights each run), with bias, a
-// residual Z and Relu, 40 input and 24 output channels (padded blocks on both sides of the
-// weights), strides 1 and 2, S blocked or plain; against the naive conv of the scaled X.
-// Malformed nodes name the field; weights given at run time are refused.
+// input channels a run-time S scales per image (W * S from the packed weights each run, one
+// primitive call per image), with bias, a residual Z and Relu, 40 input and 24 output channels
+// (padded blocks on both sides of the weights), batch 1 and 2, strides 1 and 2, S blocked or
+// plain; against the naive conv of the scaled X. Malformed nodes name the field; weights given
+// at run time are refused.
 TEST_CASE("BlockedConvScaled: a 1x1 conv of channel-scaled X, checked inputs", "[ops][conv]") {
   const int64_t c = 40, m = 24, hw = 9;
-  const Tensor x = test::random_tensor(TensorDesc{DType::kF32, {1, c, hw, hw}}, 91);
-  const Tensor w = test::random_tensor(TensorDesc{DType::kF32, {m, c, 1, 1}}, 92, -0.5, 0.5);
-  const Tensor b = test::random_tensor(TensorDesc{DType::kF32, {m}}, 93);
-  const Tensor s = test::random_tensor(TensorDesc{DType::kF32, {1, c, 1, 1}}, 94, 0.0, 1.0);
   // nChw16c with the padding lanes of a partial block set to `pad`.
   auto to_blocked = [](const Tensor& t, float pad) {
     const Shape& d = t.desc().shape;
@@ -787,50 +784,61 @@ TEST_CASE("BlockedConvScaled: a 1x1 conv of channel-scaled X, checked inputs", "
               ch < d[1] ? t.data_as<float>()[(img * d[1] + ch) * plane + p] : pad;
     return o;
   };
-  Tensor xs = x;
-  for (int64_t i = 0; i < xs.numel(); ++i)
-    xs.data_as<float>()[i] = x.data_as<float>()[i] * s.data_as<float>()[i / (hw * hw)];
-  const Tensor sb = to_blocked(s, std::numeric_limits<float>::quiet_NaN());
-  for (int64_t stride : {1, 2}) {
-    Window2d win;
-    win.strides = {stride, stride};
-    Tensor ref = test::conv2d_ref(xs, w, &b, win, 1);
-    const Tensor z = test::random_tensor(ref.desc(), 95);
-    for (int64_t i = 0; i < ref.numel(); ++i)
-      ref.data_as<float>()[i] = std::max(ref.data_as<float>()[i] + z.data_as<float>()[i], 0.0f);
-    graph::Attributes a;
-    a.set("block", int64_t{16});
-    a.set("activation", std::string("Relu"));
-    a.set("strides", std::vector<int64_t>{stride, stride});
-    for (bool blocked_s : {true, false})
-      for (int threads : {1, 2}) {
-        INFO("stride " << stride << ", S " << (blocked_s ? "blocked" : "plain") << ", threads "
-                       << threads);
-        auto r = test::run_single_op(
-            "BlockedConvScaled", a,
-            {to_blocked(x, 0.0f), w, b, to_blocked(z, 0.0f), blocked_s ? sb : s}, 1, threads,
-            {false, true, true, false, false});
-        REQUIRE(r.is_ok());
-        CHECK(r->kernel == "conv_onednn");
-        CHECK(test::max_rel_error(r->outputs[0], to_blocked(ref, 0.0f)) < 1e-5);
-      }
-    auto runtime = test::run_single_op("BlockedConvScaled", a,
-                                       {to_blocked(x, 0.0f), w, b, to_blocked(z, 0.0f), sb}, 1, 1,
-                                       {false, false, true, false, false});
-    REQUIRE_FALSE(runtime.is_ok());
-    CHECK_THAT(runtime.status().message(), Catch::Contains("given at run time"));
+  const Tensor w = test::random_tensor(TensorDesc{DType::kF32, {m, c, 1, 1}}, 92, -0.5, 0.5);
+  const Tensor b = test::random_tensor(TensorDesc{DType::kF32, {m}}, 93);
+  for (int64_t n : {1, 2}) {
+    const Tensor x = test::random_tensor(TensorDesc{DType::kF32, {n, c, hw, hw}}, 91 + n);
+    const Tensor s = test::random_tensor(TensorDesc{DType::kF32, {n, c, 1, 1}}, 94 + n, 0.0, 1.0);
+    Tensor xs = x;
+    for (int64_t i = 0; i < xs.numel(); ++i)
+      xs.data_as<float>()[i] = x.data_as<float>()[i] * s.data_as<float>()[i / (hw * hw)];
+    const Tensor sb = to_blocked(s, std::numeric_limits<float>::quiet_NaN());
+    for (int64_t stride : {1, 2}) {
+      Window2d win;
+      win.strides = {stride, stride};
+      Tensor ref = test::conv2d_ref(xs, w, &b, win, 1);
+      const Tensor z = test::random_tensor(ref.desc(), 95);
+      for (int64_t i = 0; i < ref.numel(); ++i)
+        ref.data_as<float>()[i] = std::max(ref.data_as<float>()[i] + z.data_as<float>()[i], 0.0f);
+      graph::Attributes a;
+      a.set("block", int64_t{16});
+      a.set("activation", std::string("Relu"));
+      a.set("strides", std::vector<int64_t>{stride, stride});
+      for (bool blocked_s : {true, false})
+        for (int threads : {1, 2}) {
+          INFO("batch " << n << ", stride " << stride << ", S " << (blocked_s ? "blocked" : "plain")
+                        << ", threads " << threads);
+          auto r = test::run_single_op(
+              "BlockedConvScaled", a,
+              {to_blocked(x, 0.0f), w, b, to_blocked(z, 0.0f), blocked_s ? sb : s}, 1, threads,
+              {false, true, true, false, false});
+          REQUIRE(r.is_ok());
+          CHECK(r->kernel == "conv_onednn");
+          CHECK(test::max_rel_error(r->outputs[0], to_blocked(ref, 0.0f)) < 1e-5);
+        }
+      auto runtime = test::run_single_op("BlockedConvScaled", a,
+                                         {to_blocked(x, 0.0f), w, b, to_blocked(z, 0.0f), sb}, 1, 1,
+                                         {false, false, true, false, false});
+      REQUIRE_FALSE(runtime.is_ok());
+      CHECK_THAT(runtime.status().message(), Catch::Contains("given at run time"));
+    }
   }
   graph::Attributes a;
   a.set("block", int64_t{16});
+  const Tensor x = test::random_tensor(TensorDesc{DType::kF32, {1, c, hw, hw}}, 97);
   const Tensor xb = to_blocked(x, 0.0f);
   const Tensor zb = to_blocked(test::random_tensor(TensorDesc{DType::kF32, {1, m, hw, hw}}, 98), 0);
+  const Tensor sb = to_blocked(test::random_tensor(TensorDesc{DType::kF32, {1, c, 1, 1}}, 99), 0);
   CHECK_THAT(
       error_of("BlockedConvScaled", a, {xb, w, b}),
       Catch::Contains("takes inputs X, W and an optional B, Z and the input-channel scale S"));
   const Tensor s39 = test::random_tensor(TensorDesc{DType::kF32, {1, 39, 1, 1}}, 96);
   CHECK_THAT(error_of("BlockedConvScaled", a, {xb, w, b, zb, s39}),
              Catch::Contains("input S must be float32[1, 40, 1, 1]"));
-  const Tensor x2 = to_blocked(test::random_tensor(TensorDesc{DType::kF32, {2, c, hw, hw}}, 97), 0);
-  CHECK_THAT(error_of("BlockedConvScaled", a, {x2, w, b, zb, sb}),
-             Catch::Contains("scales the weights of a 1x1 convolution (group 1) of one image"));
+  const Tensor w3 = test::random_tensor(TensorDesc{DType::kF32, {m, c, 3, 3}}, 100);
+  graph::Attributes pad1 = a;
+  pad1.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  CHECK_THAT(
+      error_of("BlockedConvScaled", pad1, {xb, w3, b, zb, sb}),
+      Catch::Contains("scales the weights of a 1x1 convolution (group 1), got kernel [3, 3]"));
 }
