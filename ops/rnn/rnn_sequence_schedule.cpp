@@ -122,8 +122,9 @@ std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSch
   }
   // A shortened copy of the layer: every step costs the same (rule i), so a part of the sequence
   // ranks the schedules: 16 steps to estimate the per-step cost, then as many steps (up to T)
-  // as the budget allows for three runs (one warm-up, the best of two) of every candidate;
-  // short runs of small layers are mostly timer and wake-up noise. No lengths, no initial
+  // as the budget allows for a warm-up and the timed runs of every candidate (the best of two,
+  // or of four when a run is under 2 ms: short runs of small layers are mostly timer and
+  // wake-up noise). No lengths, no initial
   // states, Y only, zero weights and inputs.
   const double start = now_ms();
   std::atomic<bool> ok{true};
@@ -200,12 +201,24 @@ std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSch
   CalibrationLimits limits;
   limits.budget_ms = budget_ms;
   const double per_step = probe_ms / double(k->s_.seq_len);
-  // Steps per shortened run: three runs of every candidate that may be measured fit what is
-  // left of the budget (at least the probe's 16, at most T).
+  // Steps per shortened run: the warm-up and the timed runs of every candidate that may be
+  // measured fit what is left of the budget (at least the probe's 16, at most T). Best of 2
+  // for runs of 2 ms and more, of 4 below. (Best of 4 everywhere had left LSTM H256 B20 on 2
+  // threads with 4 of its 14 candidates measured in the 200 ms: 12.5 ms per run against 11.0
+  // for the schedule a full search picks.)
   const double left_ms = std::max(0.0, budget_ms - (now_ms() - start));
   const double planned = double(std::min<size_t>(cands.size(), size_t(limits.max_candidates)));
-  const int64_t steps = std::clamp<int64_t>(
-      static_cast<int64_t>(left_ms / (3.0 * planned * std::max(per_step, 1e-6))), 16, s_.seq_len);
+  auto steps_for = [&](int reps) {
+    return std::clamp<int64_t>(
+        static_cast<int64_t>(left_ms / ((1.0 + reps) * planned * std::max(per_step, 1e-6))), 16,
+        s_.seq_len);
+  };
+  int reps = 2;
+  int64_t steps = steps_for(reps);
+  if (double(steps) * per_step < 2.0) {
+    reps = 4;
+    steps = steps_for(reps);
+  }
   // With the probe's length the probe was candidate 0's measurement already.
   const bool reuse_probe = steps <= k->s_.seq_len;
   if (!reuse_probe) {
@@ -224,9 +237,9 @@ std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSch
         // The probe was one timed run, the process's first team region: for a short layer
         // (a probe under 2 ms) a hiccup there ranked the default below a 1-thread schedule in
         // 3 of 5 fresh processes (LSTM H64 B1 T100 on 2 threads: 0.107 ms chosen, 0.059 ms
-        // default), so it is measured again like the others, best of 4 (budget-bound).
+        // default), so it is measured again like the others (budget-bound).
         if (ci == 0 && reuse_probe && probe_ms >= 2.0) return probe_ms;
-        const double ms = time_schedule(*k, cands[ci], 4, deadline);
+        const double ms = time_schedule(*k, cands[ci], reps, deadline);
         if (!ok || !std::isfinite(ms)) return std::nullopt;
         return ms;
       });
