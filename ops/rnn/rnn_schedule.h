@@ -153,14 +153,16 @@ CalibrationOutcome run_calibration(
 
 // ---- cache -------------------------------------------------------------------------------------
 
-// Bumped when the sequence kernel changes in a way that can reorder the candidates (a cached
-// choice calibrated on an older kernel is then recalibrated, not reused). 2: one-row GEMV
+// Bumped when the sequence kernel (or its calibration) changes in a way that can reorder the
+// candidates (a cached choice calibrated on an older kernel is then recalibrated, not reused). 2: one-row GEMV
 // (ops/rnn/gemv_rows.h) and the own-units-first exchange at batch 1. 3: no short hoist chunks when
 // the input weights do not share the L2 with the recurrent ones. 4: a whole-slab panel width
 // among the candidates of GEMV-like steps whose weights stay in L2. 5: short hoist chunks for
 // GEMV-like steps only while the thread's W and R fill at most 3/4 of its L2. 6: GEMV-like steps
-// streaming R from L3 default to stream_tile-wide panels.
-inline constexpr int kRnnKernelVersion = 6;
+// streaming R from L3 default to stream_tile-wide panels. 7: the calibration times runs of 2 ms
+// and more best of 2 and plans its steps for the runs it makes (session 21's best of 4 for all
+// had left long layers with few candidates measured: LSTM H256 B20 cached a 12.2 ms schedule).
+inline constexpr int kRnnKernelVersion = 7;
 
 // "Intel(R) Xeon(R) Processor|fam 6 model 167|2 cpus|L2 2097152|libxsmm 1.17 (target cpx)|
 // kernel 3" (the last field: kRnnKernelVersion).
