@@ -14,6 +14,12 @@ bool AdaptiveWidth::enabled_by_env() {
   return on;
 }
 
+int AdaptiveWidth::Samples::recent(Clock::time_point now) const {
+  int n = 0;
+  for (int i = 0; i < count; ++i) n += now - at[static_cast<size_t>(i)] <= kMaxAge;
+  return n;
+}
+
 double AdaptiveWidth::Samples::estimate(Clock::time_point now) const {
   // The mean of the samples younger than kMaxAge without the largest: a width whose runs are
   // fast only now and then (a team whose second core is busy half the time) is judged by its
@@ -37,7 +43,11 @@ int AdaptiveWidth::choose(Clock::time_point now) {
   if (runs_ == 0) first_ = now;
   if (runs_ < kWarmupRuns || now - first_ < kWarmup) return full_;
   const double team = team_.estimate(now), narrow = narrow_.estimate(now);
-  if (team < 0) return full_;  // measure the team first
+  // Measure the team first, twice: the first run after an idle gap (caches cold, the team's
+  // threads asleep) is slow, and alone it would send the Session narrow for a second (the
+  // benchmark's GRU H64 B1 ran at the 1-thread schedule's 0.083 ms instead of 0.048 after each
+  // pause). Of two samples the estimate drops the larger.
+  if (team < 0 || team_.recent(now) < 2) return full_;
   const bool narrow_due = narrow_.count == 0 || now - narrow_.newest >= kProbeInterval;
   if (narrow < 0) return narrow_due ? 1 : full_;
   const int best = narrow < team ? 1 : full_;

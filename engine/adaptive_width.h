@@ -10,7 +10,8 @@
 // How: the run times of each width go into a window of the last 5 (the estimate: the mean of
 // those younger than 2 s without the largest); a run takes the width with the lower estimate,
 // and the other width gets one probe run once its newest sample is older than the probe
-// interval (1 s); with no recent sample of the team the team runs. So the choice follows
+// interval (1 s); with fewer than two recent samples of the team the team runs (the first run
+// after a pause is cold). So the choice follows
 // sustained load within a few runs, a burst of load is forgotten 2 s after it ended, and a
 // quiet machine pays one narrow run per second.
 // Nothing changes in the first second of a Session or its first 20 runs (short-lived Sessions,
@@ -49,6 +50,7 @@ class AdaptiveWidth {
     int count = 0, next = 0;
     Clock::time_point newest{};
     double estimate(Clock::time_point now) const;
+    int recent(Clock::time_point now) const;  // samples younger than kMaxAge
   };
   Samples& of(int width) { return width == 1 ? narrow_ : team_; }
 

@@ -73,3 +73,21 @@ TEST_CASE("AdaptiveWidth: one slow team run does not send a quiet Session narrow
   CHECK(simulate(
             one, t, 2000, [](int) { return 5.0; }, 1.0) == 2000);  // every run is width 1
 }
+
+TEST_CASE("AdaptiveWidth: a cold first run after a pause does not send the Session narrow",
+          "[engine][width]") {
+  // A benchmark's pattern: bursts of runs with pauses of over 2 s between them; the first team
+  // run of each burst is slow (0.3 ms, caches cold, threads asleep), the rest 0.048 ms, the
+  // caller alone 0.083 ms. Each burst runs at the team but for one probe a second.
+  AdaptiveWidth w(2);
+  Clock::time_point now{};
+  simulate(
+      w, now, 40000, [](int) { return 0.048; }, 0.083);  // ~2 s: past the warm-up
+  for (int burst = 0; burst < 5; ++burst) {
+    INFO("burst " << burst);
+    now += milliseconds(2500);
+    const int narrow = simulate(
+        w, now, 4000, [](int i) { return i == 0 ? 0.3 : 0.048; }, 0.083);  // ~0.2 s
+    CHECK(narrow <= 2);
+  }
+}

@@ -34,6 +34,11 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+# Pause between two peers' turns. A peer's worker threads keep spinning after its last run
+# (OpenBLAS's pthreads ~2^28 cycles, ~0.1 s; ONNX Runtime's pool): on a machine with as many
+# cores as threads the next peer otherwise shares its cores with them. With 0.02 s, graphi's
+# LSTM h64 b1 measured 0.111-0.125 ms in turns after torch's and 0.060-0.065 in others.
+SETTLE_S = 0.2
 
 
 class Peer:
@@ -321,7 +326,7 @@ def main():
                         a = torch_p.ask(f"run {args_c} {budget / 2:.0f} 3 {t}")
                         if a is not None:
                             r["torch_intra"] += a["torch"]
-                    time.sleep(0.02)  # let the previous peer's spinning threads go to sleep
+                    time.sleep(SETTLE_S)  # let the previous peer's spinning threads go to sleep
             say(f"[{t} thread(s)] round {rnd + 1} done at {time.time() - started:.0f} s")
         for p in (cpp, ort, torch_p):
             if p.error:
