@@ -117,9 +117,10 @@ bool writes_input_in_place(const std::string& op) {
 // may take the bytes of a same-size input that dies at them.
 bool writes_elementwise(const std::string& op) {
   static const char* const kOps[] = {
-      "Relu",     "Sigmoid", "Tanh", "LeakyRelu", "Elu", "Selu", "Clip",        "Softplus",
-      "Softsign", "Exp",     "Log",  "Neg",       "Abs", "Sqrt", "Erf",         "Gelu",
-      "Floor",    "Ceil",    "Add",  "Sub",       "Mul", "Div",  "HardSigmoid", "Reciprocal"};
+      "Relu",     "Sigmoid",     "Tanh",       "LeakyRelu",    "Elu", "Selu", "Clip",
+      "Softplus", "Softsign",    "Exp",        "Log",          "Neg", "Abs",  "Sqrt",
+      "Erf",      "Gelu",        "Floor",      "Ceil",         "Add", "Sub",  "Mul",
+      "Div",      "HardSigmoid", "Reciprocal", "ChannelAffine"};
   return std::find(std::begin(kOps), std::end(kOps), op) != std::end(kOps);
 }
 

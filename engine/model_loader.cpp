@@ -27,7 +27,7 @@ Result<graph::passes::PipelineOptions> pipeline_options_from_env() {
   options.rnn_fusion = options.mm_fusion = options.phase_hoisting = options.reshape_cleanup =
       options.gelu_fusion = options.matmul_epilogue = options.pad_fold = options.conv_fusion =
           options.conv_merge = options.channel_gather = options.blocked_layout = options.conv_sum =
-              options.conv_dw = options.conv_scale = false;
+              options.conv_dw = options.conv_scale = options.channel_affine = false;
   const std::string list = env;
   for (size_t pos = 0; pos <= list.size();) {
     size_t end = list.find(',', pos);
@@ -61,6 +61,8 @@ Result<graph::passes::PipelineOptions> pipeline_options_from_env() {
       options.conv_dw = true;
     else if (name == "conv_scale")
       options.conv_scale = true;
+    else if (name == "channel_affine")
+      options.channel_affine = true;
     else if (!name.empty())
       return Status::invalid_argument(
           "GRAPHI_PASSES: unknown pass '" + name +

@@ -3,6 +3,7 @@
 #include <tuple>
 
 #include "graph/passes/blocked_layout.h"
+#include "graph/passes/channel_affine.h"
 #include "graph/passes/channel_gather.h"
 #include "graph/passes/conv_fusion.h"
 #include "graph/passes/conv_merge.h"
@@ -184,6 +185,14 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
                            "folded " + plural(r.fused, "channel-scale Mul") +
                                " into the 1x1 conv after it (BlockedConvScaled)",
                            r.fused});
+    if (r.fused > 0) out.graph = std::move(r.graph);
+  }
+  if (options.channel_affine) {
+    GRAPHI_ASSIGN_OR_RETURN(ChannelAffineResult r, fuse_channel_affine(out.graph, shapes));
+    out.channel_affines = r.fused;
+    std::string did = "fused " + plural(r.fused, "per-channel Mul + Add") + " into ChannelAffine";
+    if (r.with_relu > 0) did += " (" + std::to_string(r.with_relu) + " with the Relu after)";
+    out.reports.push_back({"channel_affine", did, r.fused});
     if (r.fused > 0) out.graph = std::move(r.graph);
   }
   return out;

@@ -22,7 +22,9 @@
 //  11. conv_dw (graph/passes/conv_fusion.h, fuse_conv_depthwise): a 1x1 blocked conv + the 3x3
 //      depthwise conv reading its output -> one BlockedConvDw (a oneDNN depthwise post-op);
 //  12. conv_scale (graph/passes/conv_fusion.h, fuse_conv_input_scale): a squeeze-excitation's
-//      channel-scale Mul + the 1x1 blocked conv after it -> one BlockedConvScaled (W * S per run).
+//      channel-scale Mul + the 1x1 blocked conv after it -> one BlockedConvScaled (W * S per run);
+//  13. channel_affine (graph/passes/channel_affine.h): a per-channel constant Mul + Add (an
+//      unfolded BatchNormalization) + the Relu after them -> one ChannelAffine pass.
 // Passes 2 and 3 only see what pass 1 did not fuse (a cell the recognizer rejects, any other
 // graph). Every pass keeps the graph's inputs, outputs and their names.
 #pragma once
@@ -49,6 +51,7 @@ struct PipelineOptions {
   bool conv_sum = true;
   bool conv_dw = true;
   bool conv_scale = true;
+  bool channel_affine = true;
   // blocked_layout's channel block: 16 for oneDNN's AVX-512 kernels, 8 for its AVX2 ones
   // (engine::optimize_graph asks oneDNN which ISA it dispatches to).
   int conv_block = 16;
@@ -58,7 +61,7 @@ struct PassReport {
   std::string pass;  // "rnn_fusion", "mm_fusion", "phase_hoisting", "reshape_cleanup",
                      // "gelu_fusion", "matmul_epilogue", "pad_fold", "conv_fusion", "conv_merge",
                      // "channel_gather", "blocked_layout", "conv_sum", "conv_dw",
-                     // "conv_scale"
+                     // "conv_scale", "channel_affine"
   std::string did;   // e.g. "fused 6 LSTM cells into 2 LSTM sequence ops, ..."
   int changes = 0;   // rewrites made (0: the pass changed nothing)
 };
@@ -80,6 +83,7 @@ struct PipelineResult {
   int conv_sums = 0;
   int conv_dws = 0;
   int conv_scales = 0;
+  int channel_affines = 0;
   bool changed() const;
   // One line: what the passes that changed the graph did, "; "-separated ("" if none did).
   std::string summary() const;

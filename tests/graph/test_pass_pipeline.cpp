@@ -20,7 +20,7 @@ TEST_CASE("Pass pipeline: recognized cells fuse, the others get MM fusion and ho
   auto p = graph::passes::run_passes(*g, ops::Registry::get());
   INFO(p.status().message());
   REQUIRE(p.is_ok());
-  REQUIRE(p->reports.size() == 14);  // every pass reports, the CNN passes too
+  REQUIRE(p->reports.size() == 15);  // every pass reports, the CNN passes too
   CHECK(p->reports[0].pass == "rnn_fusion");
   CHECK(p->reports[0].changes == 0);
   CHECK(p->mm_groups == 10);  // as in test_pass_mm_fusion.cpp
@@ -59,7 +59,7 @@ TEST_CASE("Pass pipeline fuses build_lstm and can be switched off pass by pass",
   only_general.rnn_fusion = false;
   auto q = graph::passes::run_passes(*g, ops::Registry::get(), only_general);
   REQUIRE(q.is_ok());
-  CHECK(q->reports.size() == 13);
+  CHECK(q->reports.size() == 14);
   CHECK(count_op(q->graph, "LSTM") == 0);
   CHECK(q->hoisted_groups == 1);  // layer 0's x_t W
   check_same_outputs(*g, q->graph, 1);
@@ -68,7 +68,7 @@ TEST_CASE("Pass pipeline fuses build_lstm and can be switched off pass by pass",
   none.rnn_fusion = none.mm_fusion = none.phase_hoisting = none.reshape_cleanup = none.gelu_fusion =
       none.matmul_epilogue = none.pad_fold = false;
   none.conv_fusion = none.conv_merge = none.channel_gather = none.blocked_layout = none.conv_sum =
-      none.conv_dw = none.conv_scale = false;
+      none.conv_dw = none.conv_scale = none.channel_affine = false;
   auto r = graph::passes::run_passes(*g, ops::Registry::get(), none);
   REQUIRE(r.is_ok());
   CHECK_FALSE(r->changed());

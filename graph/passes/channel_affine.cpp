@@ -1,0 +1,75 @@
+#include "graph/passes/channel_affine.h"
+
+#include "graph/passes/pass_util.h"
+
+namespace graphi::graph::passes {
+
+namespace {
+
+// A float constant holding one value per channel of x: [1, C/L, 1, 1, L] for a blocked x,
+// [1, C, 1, 1] or [C, 1, 1] for an NCHW one.
+bool per_channel_constant(const Graph& g, ValueId v, const Shape& x) {
+  if (v == kNoId || g.value(v).data == nullptr || g.value(v).desc.dtype != DType::kF32)
+    return false;
+  const Shape& s = g.value(v).desc.shape;
+  if (x.size() == 5) return s == Shape{1, x[1], 1, 1, x[4]};
+  if (x.size() == 4) return s == Shape{1, x[1], 1, 1} || s == Shape{x[1], 1, 1};
+  return false;
+}
+
+// The operand of binary node n other than `from`, or kNoId when n does not read `from` once.
+ValueId other_operand(const Node& n, ValueId from) {
+  if (n.inputs.size() != 2) return kNoId;
+  if (n.inputs[0] == from && n.inputs[1] != from) return n.inputs[1];
+  if (n.inputs[1] == from && n.inputs[0] != from) return n.inputs[0];
+  return kNoId;
+}
+
+}  // namespace
+
+Result<ChannelAffineResult> fuse_channel_affine(const Graph& g, const ShapeInferencer& shapes) {
+  ChannelAffineResult result;
+  Rewrite rw(g);
+  for (NodeId id = 0; id < g.num_nodes(); ++id) {
+    const Node& mul = g.node(id);
+    if (mul.op != "Mul" || mul.inputs.size() != 2 || mul.outputs.size() != 1 || rw.removed(id))
+      continue;
+    const ValueId t = mul.outputs[0];
+    const Shape& ts = g.value(t).desc.shape;
+    if (g.value(t).desc.dtype != DType::kF32 || (ts.size() != 4 && ts.size() != 5)) continue;
+    int xi = -1;
+    for (int k = 0; k < 2; ++k)
+      if (mul.inputs[k] != kNoId && g.value(mul.inputs[k]).desc.shape == ts &&
+          g.value(mul.inputs[k]).data == nullptr && per_channel_constant(g, mul.inputs[1 - k], ts))
+        xi = k;
+    if (xi < 0 || g.value(t).is_output) continue;
+    const NodeId ai = sole_reader(g, t);
+    if (ai == kNoId || g.node(ai).op != "Add" || g.node(ai).outputs.size() != 1) continue;
+    const Node& add = g.node(ai);
+    const ValueId shift = other_operand(add, t);
+    if (!per_channel_constant(g, shift, ts)) continue;
+    ValueId out = add.outputs[0];
+    Attributes attrs;
+    std::vector<NodeId> fused = {id, ai};
+    if (!g.value(out).is_output) {
+      const NodeId ri = sole_reader(g, out);
+      if (ri != kNoId && g.node(ri).op == "Relu" && g.node(ri).inputs.size() == 1 &&
+          g.node(ri).outputs.size() == 1) {
+        attrs.set("activation", std::string("Relu"));
+        fused.push_back(ri);
+        out = g.node(ri).outputs[0];
+        ++result.with_relu;
+      }
+    }
+    for (NodeId n : fused) rw.remove(n);
+    rw.add_node(
+        "ChannelAffine", mul.name,
+        {g.value(mul.inputs[xi]).name, g.value(mul.inputs[1 - xi]).name, g.value(shift).name},
+        {g.value(out).name}, attrs);
+    ++result.fused;
+  }
+  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish_or_copy(result.fused, shapes));
+  return result;
+}
+
+}  // namespace graphi::graph::passes
