@@ -17,14 +17,6 @@ bool per_channel_constant(const Graph& g, ValueId v, const Shape& x) {
   return false;
 }
 
-// The operand of binary node n other than `from`, or kNoId when n does not read `from` once.
-ValueId other_operand(const Node& n, ValueId from) {
-  if (n.inputs.size() != 2) return kNoId;
-  if (n.inputs[0] == from && n.inputs[1] != from) return n.inputs[1];
-  if (n.inputs[1] == from && n.inputs[0] != from) return n.inputs[0];
-  return kNoId;
-}
-
 }  // namespace
 
 Result<ChannelAffineResult> fuse_channel_affine(const Graph& g, const ShapeInferencer& shapes) {
@@ -44,9 +36,9 @@ Result<ChannelAffineResult> fuse_channel_affine(const Graph& g, const ShapeInfer
         xi = k;
     if (xi < 0 || g.value(t).is_output) continue;
     const NodeId ai = sole_reader(g, t);
-    if (ai == kNoId || g.node(ai).op != "Add" || g.node(ai).outputs.size() != 1) continue;
+    if (ai == kNoId) continue;
     const Node& add = g.node(ai);
-    const ValueId shift = other_operand(add, t);
+    const ValueId shift = other_operand(add, "Add", t);
     if (!per_channel_constant(g, shift, ts)) continue;
     ValueId out = add.outputs[0];
     Attributes attrs;

@@ -15,14 +15,6 @@ bool scalar_near(const Graph& g, ValueId v, double want) {
   return std::abs(static_cast<double>(c.data->data_as<float>()[0]) - want) <= 1e-6 * want;
 }
 
-// For a binary node n of type `op` with one operand `known`: the other operand, or kNoId.
-ValueId other_operand(const Node& n, const std::string& op, ValueId known) {
-  if (n.op != op || n.inputs.size() != 2 || n.outputs.size() != 1) return kNoId;
-  if (n.inputs[0] == known) return n.inputs[1];
-  if (n.inputs[1] == known) return n.inputs[0];
-  return kNoId;
-}
-
 }  // namespace
 
 Result<GeluFusionResult> fuse_gelu(const Graph& g, const ShapeInferencer& shapes) {

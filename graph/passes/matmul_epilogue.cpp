@@ -25,14 +25,6 @@ std::vector<float> last_dim_constant(const Graph& g, ValueId v, int64_t n, size_
   return std::vector<float>(p, p + n);
 }
 
-// The other operand of binary node `b` (`op`, 2 inputs) when one of them is `x`.
-std::optional<ValueId> other_operand(const Node& b, const char* op, ValueId x) {
-  if (b.op != op || b.inputs.size() != 2 || b.outputs.size() != 1) return std::nullopt;
-  if (b.inputs[0] == x && b.inputs[1] != x) return b.inputs[1];
-  if (b.inputs[1] == x && b.inputs[0] != x) return b.inputs[0];
-  return std::nullopt;
-}
-
 // The MatMulBias activation a node applies to its single input, or nullopt.
 std::optional<std::string> activation_name(const Node& n) {
   if (n.inputs.size() != 1 || n.outputs.size() != 1) return std::nullopt;
@@ -65,9 +57,9 @@ Result<MatMulEpilogueResult> fuse_matmul_epilogues(const Graph& g, const ShapeIn
     ValueId y = g.node(id).outputs[0];
     const NodeId add_id = sole_reader(g, y);
     if (add_id == kNoId || rw.removed(add_id)) continue;
-    auto b = other_operand(g.node(add_id), "Add", y);
-    if (!b) continue;
-    std::vector<float> bias = last_dim_constant(g, *b, m->n, rank);
+    const ValueId b = other_operand(g.node(add_id), "Add", y);
+    if (b == kNoId) continue;
+    std::vector<float> bias = last_dim_constant(g, b, m->n, rank);
     if (bias.empty()) continue;
     const ValueId sum = g.node(add_id).outputs[0];
     if (g.value(sum).desc != g.value(y).desc) continue;
@@ -76,8 +68,8 @@ Result<MatMulEpilogueResult> fuse_matmul_epilogues(const Graph& g, const ShapeIn
     // A Mul by a per-column constant: W[:, j] and b[j] scaled by s[j].
     std::vector<float> scale;
     if (const NodeId mul_id = sole_reader(g, out); mul_id != kNoId) {
-      if (auto s = other_operand(g.node(mul_id), "Mul", out)) {
-        scale = last_dim_constant(g, *s, m->n, rank);
+      if (const ValueId s = other_operand(g.node(mul_id), "Mul", out); s != kNoId) {
+        scale = last_dim_constant(g, s, m->n, rank);
         if (!scale.empty() && g.value(g.node(mul_id).outputs[0]).desc == g.value(y).desc) {
           fused.push_back(mul_id);
           out = g.node(mul_id).outputs[0];

@@ -221,6 +221,13 @@ NodeId sole_reader(const Graph& g, ValueId v) {
   return g.consumers(v)[0];
 }
 
+ValueId other_operand(const Node& n, const std::string& op, ValueId known) {
+  if (n.op != op || n.inputs.size() != 2 || n.outputs.size() != 1) return kNoId;
+  if (n.inputs[0] == known) return n.inputs[1];
+  if (n.inputs[1] == known) return n.inputs[0];
+  return kNoId;
+}
+
 bool elementwise_unary_op(const std::string& op) {
   static const std::unordered_set<std::string> kOps = {
       "Relu",     "Sigmoid",  "Tanh", "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Clip",

@@ -46,6 +46,10 @@ std::optional<std::pair<double, double>> clip_bounds(const Graph& g, const Node&
 // a fusion may make internal), else kNoId.
 NodeId sole_reader(const Graph& g, ValueId v);
 
+// For a binary node n of type `op` (one output) with one operand `known`: the other operand, or
+// kNoId.
+ValueId other_operand(const Node& n, const std::string& op, ValueId known);
+
 // A node's attribute `axis` normalized for an input of rank `rank` (nullopt if out of range).
 std::optional<int> node_axis(const Node& n, int rank, int64_t fallback = 0);
 
