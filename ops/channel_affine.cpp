@@ -88,8 +88,8 @@ void affine_rows(const float* x, const float* s, const float* b, float* y, int64
   }
 }
 
-// The blocked layout's 16-lane rows on AVX-512 (x * s + b, then max with 0 when `relu`; max
-// puts 0 for a NaN x: ReLU's NaN is not kept here, as oneDNN's ReLU post-op does not either).
+// The blocked layout's 16-lane rows on AVX-512 (x * s + b, then max(0, v) when `relu`: MAXPS
+// returns its second operand when one is NaN, so a NaN stays NaN, as in graphi's Relu).
 __attribute__((target("avx512f"))) void affine_rows16_avx512(const float* x, const float* s,
                                                              const float* b, float* y,
                                                              int64_t first, int64_t last,
@@ -105,7 +105,7 @@ __attribute__((target("avx512f"))) void affine_rows16_avx512(const float* x, con
       for (int64_t p = 0; p < pixels; ++p)
         _mm512_storeu_ps(
             yr + p * 16,
-            _mm512_max_ps(_mm512_fmadd_ps(_mm512_loadu_ps(xr + p * 16), sv, bv), zero));
+            _mm512_max_ps(zero, _mm512_fmadd_ps(_mm512_loadu_ps(xr + p * 16), sv, bv)));
     else
       for (int64_t p = 0; p < pixels; ++p)
         _mm512_storeu_ps(yr + p * 16, _mm512_fmadd_ps(_mm512_loadu_ps(xr + p * 16), sv, bv));

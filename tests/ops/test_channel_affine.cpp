@@ -5,6 +5,7 @@
 // GRAPHI_SIMD=scalar and avx2 (the portable loop instead of the AVX-512 one).
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 
 #include "ops/registry.h"
 #include "tests/support/op_runner.h"
@@ -88,6 +89,27 @@ TEST_CASE("ChannelAffine: X * S + B (+ Relu) per channel, NCHW and blocked",
       CHECK(worst < 1e-6);
       CHECK(padding_zero);
     }
+  }
+  // NaN stays NaN through the Relu (as graphi's Relu keeps it), on both layouts.
+  {
+    graph::Attributes a;
+    a.set("activation", std::string("Relu"));
+    Tensor xn = x;
+    xn.data_as<float>()[5] = std::numeric_limits<float>::quiet_NaN();
+    auto r = test::run_single_op("ChannelAffine", a, {xn, s, b}, 1, 1);
+    REQUIRE(r.is_ok());
+    CHECK(std::isnan(r->outputs[0].data_as<float>()[5]));
+    Tensor xb(TensorDesc{DType::kF32, {1, 1, 2, 2, 16}});
+    Tensor sb(TensorDesc{DType::kF32, {1, 1, 1, 1, 16}}),
+        bb(TensorDesc{DType::kF32, {1, 1, 1, 1, 16}});
+    std::fill_n(xb.data_as<float>(), 64, -1.0f);
+    std::fill_n(sb.data_as<float>(), 16, 1.0f);
+    std::fill_n(bb.data_as<float>(), 16, 0.0f);
+    xb.data_as<float>()[17] = std::numeric_limits<float>::quiet_NaN();
+    auto rb = test::run_single_op("ChannelAffine", a, {xb, sb, bb}, 1, 1);
+    REQUIRE(rb.is_ok());
+    CHECK(std::isnan(rb->outputs[0].data_as<float>()[17]));
+    CHECK(rb->outputs[0].data_as<float>()[16] == 0.0f);
   }
   graph::Attributes none;
   const Tensor s39 = test::random_tensor(TensorDesc{DType::kF32, {39, 1, 1}}, 4);
