@@ -1,6 +1,6 @@
 // ONNX import, element-wise and math ops: Cast, integer Add/Sub/Mul/Div, Celu, PRelu, HardSwish,
-// Mean/Sum/Max/Min over many inputs, opset < 13 Softmax/LogSoftmax, Reduce* with empty axes, and
-// opset < 7 broadcasting.
+// GroupNormalization (as InstanceNormalization over the groups), Mean/Sum/Max/Min over many inputs,
+// opset < 13 Softmax/LogSoftmax, Reduce* with empty axes, and opset < 7 broadcasting.
 #include <algorithm>
 
 #include "graph/onnx/import_internal.h"
@@ -87,6 +87,72 @@ std::optional<Status> Importer::translate_elementwise(NodeIn& io) {
     const std::string hs = fresh(name + "/hard_sigmoid");
     GRAPHI_RETURN_IF_ERROR(emit("HardSigmoid", hs, {ins[0]}, {hs}, std::move(a), where, &n));
     return emit("Mul", name, {ins[0], hs}, outs, {}, where, &n);
+  }
+  if (op == "GroupNormalization") {
+    // InstanceNormalization of x viewed as [N, G, C/G * spatial] (one group = one "channel";
+    // unit scale, zero bias), back to x's shape, then * scale + bias per channel. Opset 21 has
+    // one scale and bias per channel, 18-20 one per group (repeated over its C/G channels here).
+    for (size_t k = 0; k < 3; ++k) GRAPHI_RETURN_IF_ERROR(need(k));
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc x, desc_of(ins[0], where));
+    if (x.dtype != DType::kF32 || x.rank() < 3)
+      return Status::invalid_graph(where + ": input X must be float32 [N, C, D1, ...], got " +
+                                   x.to_string());
+    const onnx::Attr* ng = n.attr("num_groups");
+    if (!ng || ng->type != onnx::kAttrInt)
+      return Status::invalid_graph(where + ": missing attribute 'num_groups'");
+    const int64_t groups = ng->i, c = x.shape[1];
+    if (groups < 1 || c % groups != 0)
+      return Status::invalid_graph(where + ": attribute 'num_groups' = " + std::to_string(groups) +
+                                   " must divide the " + std::to_string(c) + " channels of X " +
+                                   x.to_string());
+    const onnx::Attr* ep = n.attr("epsilon");
+    const double epsilon = ep ? ep->f : 1e-5;
+    const int64_t per_param = opset_ >= 21 ? c : groups;
+    for (size_t k : {size_t{1}, size_t{2}}) {
+      GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[k], where));
+      if (d.dtype != DType::kF32 || d.shape != Shape{per_param})
+        return Status::invalid_graph(
+            where + ": input " + (k == 1 ? "scale" : "bias") + " must be float32[" +
+            std::to_string(per_param) + "] (one per " + (opset_ >= 21 ? "channel" : "group") +
+            " at opset " + std::to_string(opset_) + "), got " + d.to_string());
+    }
+    const int64_t per_group = x.numel() / x.shape[0] / groups;
+    const std::string grouped = fresh(name + "/grouped"), normed = fresh(name + "/normed"),
+                      back = fresh(name + "/ungrouped"), scaled = fresh(name + "/scaled");
+    GRAPHI_RETURN_IF_ERROR(
+        emit_reshape(grouped, ins[0], {x.shape[0], groups, per_group}, {grouped}, where, &n));
+    HostTensor ones = HostTensor::make(onnx::kFloat, {groups});
+    std::fill(ones.f.begin(), ones.f.end(), 1.0);
+    Attributes a;
+    a.set("epsilon", epsilon);
+    GRAPHI_RETURN_IF_ERROR(
+        emit("InstanceNormalization", normed,
+             {grouped, add_const(name + "/unit_scale", std::move(ones)),
+              add_const(name + "/zero_bias", HostTensor::make(onnx::kFloat, {groups}))},
+             {normed}, std::move(a), where, &n));
+    GRAPHI_RETURN_IF_ERROR(emit_reshape(back, normed, x.shape, {back}, where, &n));
+    // scale / bias as [C, 1, ..., 1] (a group's value repeated over its channels before 21).
+    Shape per_channel(static_cast<size_t>(x.rank() - 1), 1);
+    per_channel[0] = c;
+    auto channel_param = [&](const std::string& v, const std::string& tag) -> Result<std::string> {
+      std::string src = v;
+      if (per_param != c) {
+        const std::string col = fresh(name + "/" + tag + "_col"),
+                          rep = fresh(name + "/" + tag + "_repeated");
+        GRAPHI_RETURN_IF_ERROR(emit_reshape(col, v, {groups, 1}, {col}, where, &n));
+        GRAPHI_RETURN_IF_ERROR(emit(
+            "Expand", rep, {col, add_ints_const(name + "/" + tag + "_shape", {groups, c / groups})},
+            {rep}, {}, where, &n));
+        src = rep;
+      }
+      const std::string out = fresh(name + "/" + tag + "_per_channel");
+      GRAPHI_RETURN_IF_ERROR(emit_reshape(out, src, per_channel, {out}, where, &n));
+      return out;
+    };
+    GRAPHI_ASSIGN_OR_RETURN(std::string sc, channel_param(ins[1], "scale"));
+    GRAPHI_ASSIGN_OR_RETURN(std::string bi, channel_param(ins[2], "bias"));
+    GRAPHI_RETURN_IF_ERROR(emit("Mul", scaled, {back, sc}, {scaled}, {}, where, &n));
+    return emit("Add", name, {scaled, bi}, outs, {}, where, &n);
   }
   if (op == "Mean") {
     // Sum chain, then Div by the input count.

@@ -76,6 +76,7 @@ const std::vector<std::string>& runtime_ops() {
                                                 "GlobalMaxPool",
                                                 "Greater",
                                                 "GreaterOrEqual",
+                                                "GroupNormalization",
                                                 "HardSigmoid",
                                                 "HardSwish",
                                                 "Identity",

@@ -996,3 +996,54 @@ TEST_CASE("onnx: a Loop with a constant trip count is unrolled (tf2onnx's Keras 
   REQUIRE_FALSE(big.is_ok());
   CHECK_THAT(big.status().message(), Catch::Contains("more than graphi unrolls"));
 }
+
+TEST_CASE("onnx: GroupNormalization-18 (a scale and bias per group) against its definition") {
+  // x [2, 6, 3, 4], 3 groups of 2 channels; scale and bias [3] (initializers), epsilon 1e-3.
+  // (GroupNormalization-21, one scale and bias per channel, runs ONNX's own backend cases.)
+  const std::vector<float> scale = {0.5f, -1.25f, 2.0f}, bias = {0.1f, 0.0f, -0.3f};
+  Pw groups, eps;
+  groups.s(1, "num_groups").i(3, 3).i(20, 2);
+  eps.s(1, "epsilon").f32(2, 1e-3f).i(20, 1);
+  Pw g;
+  g.m(1, node("GroupNormalization", {"x", "scale", "bias"}, {"y"}, "gn", {groups, eps})).s(2, "g");
+  g.m(5, float_tensor("scale", {3}, scale)).m(5, float_tensor("bias", {3}, bias));
+  g.m(11, value_info("x", 1, {"2", "6", "3", "4"})).m(12, value_info("y", 1, {"2", "6", "3", "4"}));
+  auto r = import_str(model(g, 18, 8));
+  INFO(r.status().message());
+  REQUIRE(r.is_ok());
+  const Tensor x = test::random_tensor(TensorDesc{DType::kF32, {2, 6, 3, 4}}, 9);
+  auto out = run_graph(*r, {x});
+  REQUIRE(out.is_ok());
+  const float* y = (*out)[0].second.data_as<float>();
+  double worst = 0;
+  for (int n = 0; n < 2; ++n)
+    for (int grp = 0; grp < 3; ++grp) {
+      const float* xg = x.data_as<float>() + (n * 6 + grp * 2) * 12;
+      double mean = 0, var = 0;
+      for (int i = 0; i < 24; ++i) mean += xg[i];
+      mean /= 24;
+      for (int i = 0; i < 24; ++i) var += (xg[i] - mean) * (xg[i] - mean);
+      var /= 24;
+      for (int i = 0; i < 24; ++i) {
+        const double want = (xg[i] - mean) / std::sqrt(var + 1e-3) * scale[grp] + bias[grp];
+        worst = std::max(worst, std::abs(y[(n * 6 + grp * 2) * 12 + i] - want));
+      }
+    }
+  CHECK(worst < 1e-5);
+  // Groups that do not divide the channels, and per-channel parameters at opset 18: named.
+  Pw four;
+  four.s(1, "num_groups").i(3, 4).i(20, 2);
+  Pw bad;
+  bad.m(1, node("GroupNormalization", {"x", "scale", "bias"}, {"y"}, "gn", {four})).s(2, "g");
+  bad.m(5, float_tensor("scale", {3}, scale)).m(5, float_tensor("bias", {3}, bias));
+  bad.m(11, value_info("x", 1, {"2", "6", "3", "4"})).m(12, value_info("y", 1, {}));
+  auto e = import_str(model(bad, 18, 8));
+  REQUIRE_FALSE(e.is_ok());
+  CHECK_THAT(e.status().message(),
+             Catch::Contains("'gn' (GroupNormalization)") &&
+                 Catch::Contains("attribute 'num_groups' = 4 must divide the 6 channels"));
+  auto e21 = import_str(model(g, 21, 10));
+  REQUIRE_FALSE(e21.is_ok());
+  CHECK_THAT(e21.status().message(),
+             Catch::Contains("input scale must be float32[6] (one per channel at opset 21)"));
+}
