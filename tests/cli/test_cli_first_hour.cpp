@@ -104,6 +104,7 @@ TEST_CASE("first hour: --json is one line with floats rounded, --json-indent pre
               .rc == 0);
   auto r = test::run_graphi(dir, {"run", model, "--json", "--iterations", "5"});
   INFO(r.err);
+  INFO(r.out);
   REQUIRE(r.rc == 0);
   REQUIRE(!r.out.empty());
   CHECK(r.out.find('\n') == r.out.size() - 1);  // one line
