@@ -33,13 +33,10 @@ bool keeps_zero(const Graph& g, const Node& n) {
   return bounds && bounds->first <= 0.0 && bounds->second >= 0.0;
 }
 
-// A float constant with one value per channel of y: [C, 1, 1] (an imported inference
-// BatchNormalization's scale and shift, DenseNet's pre-activation) or [1, C, 1, 1].
+// A float constant with one value per channel of the NCHW y (pass_util's per_channel_constant:
+// an imported inference BatchNormalization's scale and shift, DenseNet's pre-activation).
 bool channel_constant(const Value& v, const Value& y) {
-  if (!v.data || v.desc.dtype != DType::kF32 || !f32_4d(y)) return false;
-  const Shape& s = v.desc.shape;
-  const int64_t c = y.desc.shape[1];
-  return (s.size() == 3 && s == Shape{c, 1, 1}) || (s.size() == 4 && s == Shape{1, c, 1, 1});
+  return f32_4d(y) && per_channel_constant(v, y.desc.shape);
 }
 
 // An operand of a binary op whose output is y that the blocked layout can hold: y's shape, or one

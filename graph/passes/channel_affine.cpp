@@ -4,21 +4,6 @@
 
 namespace graphi::graph::passes {
 
-namespace {
-
-// A float constant holding one value per channel of x: [1, C/L, 1, 1, L] for a blocked x,
-// [1, C, 1, 1] or [C, 1, 1] for an NCHW one.
-bool per_channel_constant(const Graph& g, ValueId v, const Shape& x) {
-  if (v == kNoId || g.value(v).data == nullptr || g.value(v).desc.dtype != DType::kF32)
-    return false;
-  const Shape& s = g.value(v).desc.shape;
-  if (x.size() == 5) return s == Shape{1, x[1], 1, 1, x[4]};
-  if (x.size() == 4) return s == Shape{1, x[1], 1, 1} || s == Shape{x[1], 1, 1};
-  return false;
-}
-
-}  // namespace
-
 Result<ChannelAffineResult> fuse_channel_affine(const Graph& g, const ShapeInferencer& shapes) {
   ChannelAffineResult result;
   Rewrite rw(g);
@@ -32,14 +17,15 @@ Result<ChannelAffineResult> fuse_channel_affine(const Graph& g, const ShapeInfer
     int xi = -1;
     for (int k = 0; k < 2; ++k)
       if (mul.inputs[k] != kNoId && g.value(mul.inputs[k]).desc.shape == ts &&
-          g.value(mul.inputs[k]).data == nullptr && per_channel_constant(g, mul.inputs[1 - k], ts))
+          g.value(mul.inputs[k]).data == nullptr && mul.inputs[1 - k] != kNoId &&
+          per_channel_constant(g.value(mul.inputs[1 - k]), ts))
         xi = k;
     if (xi < 0 || g.value(t).is_output) continue;
     const NodeId ai = sole_reader(g, t);
     if (ai == kNoId) continue;
     const Node& add = g.node(ai);
     const ValueId shift = other_operand(add, "Add", t);
-    if (!per_channel_constant(g, shift, ts)) continue;
+    if (shift == kNoId || !per_channel_constant(g.value(shift), ts)) continue;
     ValueId out = add.outputs[0];
     Attributes attrs;
     std::vector<NodeId> fused = {id, ai};

@@ -221,6 +221,14 @@ NodeId sole_reader(const Graph& g, ValueId v) {
   return g.consumers(v)[0];
 }
 
+bool per_channel_constant(const Value& v, const Shape& x) {
+  if (!v.data || v.desc.dtype != DType::kF32) return false;
+  const Shape& s = v.desc.shape;
+  if (x.size() == 5) return s == Shape{1, x[1], 1, 1, x[4]};
+  if (x.size() == 4) return s == Shape{1, x[1], 1, 1} || s == Shape{x[1], 1, 1};
+  return false;
+}
+
 ValueId other_operand(const Node& n, const std::string& op, ValueId known) {
   if (n.op != op || n.inputs.size() != 2 || n.outputs.size() != 1) return kNoId;
   if (n.inputs[0] == known) return n.inputs[1];

@@ -46,6 +46,11 @@ std::optional<std::pair<double, double>> clip_bounds(const Graph& g, const Node&
 // a fusion may make internal), else kNoId.
 NodeId sole_reader(const Graph& g, ValueId v);
 
+// A float constant holding one value per channel of a tensor of shape x: [1, C, 1, 1] or
+// [C, 1, 1] (an imported inference BatchNormalization's scale and shift) for an NCHW x, and
+// [1, C/L, 1, 1, L] for a channel-blocked one (graph/passes/blocked_layout.h).
+bool per_channel_constant(const Value& v, const Shape& x);
+
 // For a binary node n of type `op` (one output) with one operand `known`: the other operand, or
 // kNoId.
 ValueId other_operand(const Node& n, const std::string& op, ValueId known);
