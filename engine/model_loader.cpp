@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <string>
+#include <utility>
 
 #include "graph/graph_file.h"
 #include "ops/onednn.h"
@@ -21,56 +23,44 @@ Result<std::shared_ptr<const graph::Graph>> load_model(const std::string& path,
 }
 
 Result<graph::passes::PipelineOptions> pipeline_options_from_env() {
-  graph::passes::PipelineOptions options;
+  using Options = graph::passes::PipelineOptions;
+  // Every pass by its GRAPHI_PASSES name, in pipeline order (the error lists them from here).
+  static constexpr std::pair<const char*, bool Options::*> kPasses[] = {
+      {"rnn_fusion", &Options::rnn_fusion},
+      {"mm_fusion", &Options::mm_fusion},
+      {"phase_hoisting", &Options::phase_hoisting},
+      {"reshape_cleanup", &Options::reshape_cleanup},
+      {"gelu_fusion", &Options::gelu_fusion},
+      {"matmul_epilogue", &Options::matmul_epilogue},
+      {"pad_fold", &Options::pad_fold},
+      {"conv_fusion", &Options::conv_fusion},
+      {"conv_merge", &Options::conv_merge},
+      {"channel_gather", &Options::channel_gather},
+      {"blocked_layout", &Options::blocked_layout},
+      {"conv_sum", &Options::conv_sum},
+      {"conv_dw", &Options::conv_dw},
+      {"conv_scale", &Options::conv_scale},
+      {"channel_affine", &Options::channel_affine},
+  };
+  Options options;
   const char* env = std::getenv("GRAPHI_PASSES");
   if (!env || !*env) return options;
-  options.rnn_fusion = options.mm_fusion = options.phase_hoisting = options.reshape_cleanup =
-      options.gelu_fusion = options.matmul_epilogue = options.pad_fold = options.conv_fusion =
-          options.conv_merge = options.channel_gather = options.blocked_layout = options.conv_sum =
-              options.conv_dw = options.conv_scale = options.channel_affine = false;
+  for (const auto& [name, member] : kPasses) options.*member = false;
   const std::string list = env;
   for (size_t pos = 0; pos <= list.size();) {
     size_t end = list.find(',', pos);
     if (end == std::string::npos) end = list.size();
     const std::string name = list.substr(pos, end - pos);
-    if (name == "rnn_fusion")
-      options.rnn_fusion = true;
-    else if (name == "mm_fusion")
-      options.mm_fusion = true;
-    else if (name == "phase_hoisting")
-      options.phase_hoisting = true;
-    else if (name == "reshape_cleanup")
-      options.reshape_cleanup = true;
-    else if (name == "gelu_fusion")
-      options.gelu_fusion = true;
-    else if (name == "matmul_epilogue")
-      options.matmul_epilogue = true;
-    else if (name == "pad_fold")
-      options.pad_fold = true;
-    else if (name == "conv_fusion")
-      options.conv_fusion = true;
-    else if (name == "conv_merge")
-      options.conv_merge = true;
-    else if (name == "channel_gather")
-      options.channel_gather = true;
-    else if (name == "blocked_layout")
-      options.blocked_layout = true;
-    else if (name == "conv_sum")
-      options.conv_sum = true;
-    else if (name == "conv_dw")
-      options.conv_dw = true;
-    else if (name == "conv_scale")
-      options.conv_scale = true;
-    else if (name == "channel_affine")
-      options.channel_affine = true;
-    else if (!name.empty())
-      return Status::invalid_argument(
-          "GRAPHI_PASSES: unknown pass '" + name +
-          "' (known: rnn_fusion, mm_fusion, phase_hoisting, reshape_cleanup, gelu_fusion, "
-          "matmul_epilogue, "
-          "pad_fold, "
-          "conv_fusion, conv_merge, channel_gather, blocked_layout, conv_sum, conv_dw, "
-          "conv_scale)");
+    bool known = name.empty();
+    for (const auto& [pass, member] : kPasses)
+      if (name == pass) options.*member = known = true;
+    if (!known) {
+      std::string all;
+      for (const auto& [pass, member] : kPasses)
+        all += (all.empty() ? "" : ", ") + std::string(pass);
+      return Status::invalid_argument("GRAPHI_PASSES: unknown pass '" + name + "' (known: " + all +
+                                      ")");
+    }
     pos = end + 1;
   }
   return options;

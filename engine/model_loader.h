@@ -17,8 +17,9 @@ namespace graphi::engine {
 Result<std::shared_ptr<const graph::Graph>> load_model(const std::string& path,
                                                        const graph::ImportOptions& onnx = {});
 
-// The pass pipeline's options from GRAPHI_PASSES=name,name,... (rnn_fusion, mm_fusion,
-// phase_hoisting, reshape_cleanup; unset or empty: all). An unknown name is kInvalidArgument.
+// The pass pipeline's options from GRAPHI_PASSES=name,name,... (the passes of
+// graph/passes/pipeline.h by name: rnn_fusion, mm_fusion, ..., channel_affine; unset or empty:
+// all). An unknown name is kInvalidArgument listing the known ones.
 Result<graph::passes::PipelineOptions> pipeline_options_from_env();
 
 struct OptimizedGraph {

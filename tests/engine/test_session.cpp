@@ -2,8 +2,11 @@
 // inputs or constants, caller inputs left untouched, concurrent run() calls. Expected values
 // come from naive loops written here.
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <string>
 #include <thread>
 
+#include "engine/model_loader.h"
 #include "engine/plan.h"
 #include "engine/session.h"
 #include "graph/graph_builder.h"
@@ -323,4 +326,36 @@ TEST_CASE("session: a graph without nodes returns a copy of its input", "[sessio
   REQUIRE(out.size() == 1);
   CHECK(same_bytes(out[0].second, x));
   CHECK(out[0].second.data() != x.data());
+}
+
+TEST_CASE("session: GRAPHI_PASSES picks passes by name and an unknown name lists every pass",
+          "[session]") {
+  struct RestoreEnv {
+    std::string old;
+    bool had;
+    RestoreEnv() : had(std::getenv("GRAPHI_PASSES") != nullptr) {
+      if (had) old = std::getenv("GRAPHI_PASSES");
+    }
+    ~RestoreEnv() {
+      if (had)
+        setenv("GRAPHI_PASSES", old.c_str(), 1);
+      else
+        unsetenv("GRAPHI_PASSES");
+    }
+  } restore;
+  setenv("GRAPHI_PASSES", "conv_dw,channel_affine", 1);
+  auto picked = graphi::engine::pipeline_options_from_env();
+  REQUIRE(picked.is_ok());
+  CHECK(picked->conv_dw);
+  CHECK(picked->channel_affine);
+  CHECK_FALSE(picked->rnn_fusion);
+  CHECK_FALSE(picked->conv_scale);
+  setenv("GRAPHI_PASSES", "conv_dw,no_such_pass", 1);
+  auto bad = graphi::engine::pipeline_options_from_env();
+  REQUIRE_FALSE(bad.is_ok());
+  const std::string msg = bad.status().message();
+  INFO(msg);
+  CHECK(msg.find("'no_such_pass'") != std::string::npos);
+  for (const char* pass : {"rnn_fusion", "matmul_epilogue", "conv_scale", "channel_affine"})
+    CHECK(msg.find(pass) != std::string::npos);
 }
