@@ -74,12 +74,6 @@ bool is_dim_error(const Status& s) {
          s.message().find("--dim ") != std::string::npos;
 }
 
-double round_significant(double x, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*g", digits, x);
-  return std::strtod(buf, nullptr);
-}
-
 int runtime_error(const Status& s) {
   std::fprintf(stderr, "error: %s\n", s.message().c_str());
   return kExitRuntimeError;

@@ -44,24 +44,4 @@ int runtime_error(const Status& s);
 // "--dim NAME". The CLI treats them as usage errors (exit 2), like an unknown --input.
 bool is_dim_error(const Status& s);
 
-// `x` rounded to `digits` significant digits (0.19495400000000002 -> 0.195), so JSON output
-// holds what the measurement means, not the binary noise of a double.
-double round_significant(double x, int digits = 4);
-
-// Prints `j` on stdout: one line, or indented by `indent` spaces (--json-indent N). Non-integer
-// floats are rounded to 4 significant digits first.
-template <class Json>
-void print_json(Json j, long indent) {
-  auto round_floats = [](auto& self, Json& v) -> void {
-    if (v.is_number_float()) {
-      const double d = v.template get<double>();
-      if (std::isfinite(d) && d != std::trunc(d)) v = round_significant(d);
-    } else if (v.is_structured()) {
-      for (auto& e : v) self(self, e);
-    }
-  };
-  round_floats(round_floats, j);
-  std::printf("%s\n", j.dump(indent > 0 ? static_cast<int>(indent) : -1).c_str());
-}
-
 }  // namespace graphi::cli

@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/cli_util.h"
+#include "cli/json_output.h"
 #include "cli/load_progress.h"
 #include "engine/graph_stats.h"
 #include "engine/plan.h"

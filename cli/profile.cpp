@@ -13,6 +13,7 @@
 #include "cli/args.h"
 #include "cli/cli_util.h"
 #include "cli/input_binding.h"
+#include "cli/json_output.h"
 #include "engine/plan.h"
 #include "engine/policy.h"
 #include "models/weights.h"

@@ -17,6 +17,7 @@
 #include "cli/args.h"
 #include "cli/cli_util.h"
 #include "cli/input_binding.h"
+#include "cli/json_output.h"
 #include "cli/load_progress.h"
 #include "engine/session.h"
 #include "graph/memory_budget.h"

@@ -8,6 +8,7 @@
 
 #include "cli/args.h"
 #include "cli/cli_util.h"
+#include "cli/json_output.h"
 #include "cli/omp_spin_default.h"
 #include "engine/placement.h"
 #include "engine/thread_binder.h"

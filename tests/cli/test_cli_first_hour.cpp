@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/json_output.h"
 #include "tests/support/test_util.h"
 
 using namespace graphi;
@@ -22,9 +23,10 @@ bool contains(const std::string& s, const std::string& part) {
 }
 
 // Significant digits of a decimal number as printed ("0.1949" -> 4, "12.0" -> 2, "3" -> 1).
+// Significant digits of a JSON number's text (the mantissa's: "1.235e-05" has 4).
 int significant_digits(const std::string& number) {
   std::string d;
-  for (char c : number)
+  for (char c : number.substr(0, number.find_first_of("eE")))
     if (std::isdigit(static_cast<unsigned char>(c))) d += c;
   const size_t first = d.find_first_not_of('0');
   if (first == std::string::npos) return 0;
@@ -130,6 +132,35 @@ TEST_CASE("first hour: --json is one line with floats rounded, --json-indent pre
   CHECK(std::count(pretty.out.begin(), pretty.out.end(), '\n') > 10);
   CHECK(nlohmann::json::parse(pretty.out)["outputs"] == j["outputs"]);
   CHECK(test::run_graphi(dir, {"run", model, "--json-indent", "x"}).rc == 2);
+}
+
+TEST_CASE("first hour: JSON floats keep 4 significant digits whatever their binary value",
+          "[cli]") {
+  // 0.0008854 printed by nlohmann::json itself is 0.0008854000000000001 (a run's "mean" once).
+  nlohmann::json j = {{"mean", 0.00088540000000001},
+                      {"tiny", 1.234567e-7},
+                      {"big", 123456.789},
+                      {"neg", -0.3333333333},
+                      {"whole", 2.0},
+                      {"count", 5},
+                      {"name", "a \"quoted\" \u0001 name"},
+                      {"nested", {{"list", {0.1 + 0.2, 1.5}}}}};
+  const std::string text = graphi::cli::json_text(j, 0);
+  INFO(text);
+  CHECK(text.find("\"mean\":0.0008854,") != std::string::npos);
+  CHECK(text.find("\"tiny\":1.235e-07") != std::string::npos);
+  CHECK(text.find("\"big\":1.235e+05") != std::string::npos);
+  CHECK(text.find("\"neg\":-0.3333") != std::string::npos);
+  CHECK(text.find("\"whole\":2.0") != std::string::npos);
+  CHECK(text.find("\"count\":5") != std::string::npos);
+  CHECK(text.find("[0.3,1.5]") != std::string::npos);
+  const nlohmann::json back = nlohmann::json::parse(text);
+  CHECK(back["name"] == j["name"]);  // strings, control characters included, untouched
+  CHECK(back["mean"].get<double>() == 0.0008854);
+  CHECK(back["nested"]["list"][0].get<double>() == 0.3);
+  // Pretty-printed: the same numbers.
+  const nlohmann::json pretty = nlohmann::json::parse(graphi::cli::json_text(j, 2));
+  CHECK(pretty == back);
 }
 
 TEST_CASE("first hour: --dim problems say --dim in CLI words and are usage errors (exit 2)",
