@@ -3,7 +3,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
-#include <utility>
 
 #include "graph/graph_file.h"
 #include "ops/onednn.h"
@@ -23,40 +22,22 @@ Result<std::shared_ptr<const graph::Graph>> load_model(const std::string& path,
 }
 
 Result<graph::passes::PipelineOptions> pipeline_options_from_env() {
-  using Options = graph::passes::PipelineOptions;
-  // Every pass by its GRAPHI_PASSES name, in pipeline order (the error lists them from here).
-  static constexpr std::pair<const char*, bool Options::*> kPasses[] = {
-      {"rnn_fusion", &Options::rnn_fusion},
-      {"mm_fusion", &Options::mm_fusion},
-      {"phase_hoisting", &Options::phase_hoisting},
-      {"reshape_cleanup", &Options::reshape_cleanup},
-      {"gelu_fusion", &Options::gelu_fusion},
-      {"matmul_epilogue", &Options::matmul_epilogue},
-      {"pad_fold", &Options::pad_fold},
-      {"conv_fusion", &Options::conv_fusion},
-      {"conv_merge", &Options::conv_merge},
-      {"channel_gather", &Options::channel_gather},
-      {"blocked_layout", &Options::blocked_layout},
-      {"conv_sum", &Options::conv_sum},
-      {"conv_dw", &Options::conv_dw},
-      {"conv_scale", &Options::conv_scale},
-      {"channel_affine", &Options::channel_affine},
-  };
-  Options options;
+  using graph::passes::kPassSwitches;
+  graph::passes::PipelineOptions options;
   const char* env = std::getenv("GRAPHI_PASSES");
   if (!env || !*env) return options;
-  for (const auto& [name, member] : kPasses) options.*member = false;
+  for (const auto& [pass, on] : kPassSwitches) options.*on = false;
   const std::string list = env;
   for (size_t pos = 0; pos <= list.size();) {
     size_t end = list.find(',', pos);
     if (end == std::string::npos) end = list.size();
     const std::string name = list.substr(pos, end - pos);
     bool known = name.empty();
-    for (const auto& [pass, member] : kPasses)
-      if (name == pass) options.*member = known = true;
+    for (const auto& [pass, on] : kPassSwitches)
+      if (name == pass) options.*on = known = true;
     if (!known) {
       std::string all;
-      for (const auto& [pass, member] : kPasses)
+      for (const auto& [pass, on] : kPassSwitches)
         all += (all.empty() ? "" : ", ") + std::string(pass);
       return Status::invalid_argument("GRAPHI_PASSES: unknown pass '" + name + "' (known: " + all +
                                       ")");

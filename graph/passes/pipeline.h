@@ -57,6 +57,30 @@ struct PipelineOptions {
   int conv_block = 16;
 };
 
+// Every pass by the name GRAPHI_PASSES and PassReport::pass use, in pipeline order, with the
+// option that switches it.
+struct PassSwitch {
+  const char* name;
+  bool PipelineOptions::*on;
+};
+inline constexpr PassSwitch kPassSwitches[] = {
+    {"rnn_fusion", &PipelineOptions::rnn_fusion},
+    {"mm_fusion", &PipelineOptions::mm_fusion},
+    {"phase_hoisting", &PipelineOptions::phase_hoisting},
+    {"reshape_cleanup", &PipelineOptions::reshape_cleanup},
+    {"gelu_fusion", &PipelineOptions::gelu_fusion},
+    {"matmul_epilogue", &PipelineOptions::matmul_epilogue},
+    {"pad_fold", &PipelineOptions::pad_fold},
+    {"conv_fusion", &PipelineOptions::conv_fusion},
+    {"conv_merge", &PipelineOptions::conv_merge},
+    {"channel_gather", &PipelineOptions::channel_gather},
+    {"blocked_layout", &PipelineOptions::blocked_layout},
+    {"conv_sum", &PipelineOptions::conv_sum},
+    {"conv_dw", &PipelineOptions::conv_dw},
+    {"conv_scale", &PipelineOptions::conv_scale},
+    {"channel_affine", &PipelineOptions::channel_affine},
+};
+
 struct PassReport {
   std::string pass;  // "rnn_fusion", "mm_fusion", "phase_hoisting", "reshape_cleanup",
                      // "gelu_fusion", "matmul_epilogue", "pad_fold", "conv_fusion", "conv_merge",

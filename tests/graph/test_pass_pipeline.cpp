@@ -65,10 +65,7 @@ TEST_CASE("Pass pipeline fuses build_lstm and can be switched off pass by pass",
   check_same_outputs(*g, q->graph, 1);
 
   graph::passes::PipelineOptions none;
-  none.rnn_fusion = none.mm_fusion = none.phase_hoisting = none.reshape_cleanup = none.gelu_fusion =
-      none.matmul_epilogue = none.pad_fold = false;
-  none.conv_fusion = none.conv_merge = none.channel_gather = none.blocked_layout = none.conv_sum =
-      none.conv_dw = none.conv_scale = none.channel_affine = false;
+  for (const auto& [pass, on] : graph::passes::kPassSwitches) none.*on = false;
   auto r = graph::passes::run_passes(*g, ops::Registry::get(), none);
   REQUIRE(r.is_ok());
   CHECK_FALSE(r->changed());
