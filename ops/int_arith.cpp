@@ -2,9 +2,11 @@
 // ids at run time (ids * 3 + 1, ids % vocab, position ids):
 // - Mod (ONNX): int32/int64 with fmod = 0 (result has the divisor's sign, Python's %) or
 //   fmod = 1 (the dividend's sign, C's %); float32 with fmod = 1 (std::fmod).
-// - IntBinary (graphi's, attribute op = "Add" | "Sub" | "Mul" | "Div"): what the ONNX importer
-//   emits for Add/Sub/Mul/Div whose operands are int32/int64 at run time (graphi's Add..Div are
-//   float32). Wraps modulo 2^64 (2^32) like numpy; Div truncates toward zero (ONNX/C).
+// - IntBinary (graphi's, attribute op = "Add" | "Sub" | "Mul" | "Div" | "Max" | "Min"): what the
+//   ONNX importer emits for Add/Sub/Mul/Div/Max/Min whose operands are int32/int64 at run time
+//   (graphi's Add..Div, Max, Min are float32), and what it builds integer Neg, Abs, Sign and Clip
+//   from (graph/onnx/import_elementwise.cpp). Wraps modulo 2^64 (2^32) like numpy; Div truncates
+//   toward zero (ONNX/C).
 // Division or Mod by zero gives 0 and fails the run naming the node (never a SIGFPE).
 #include <cmath>
 
@@ -16,7 +18,7 @@
 namespace graphi::ops {
 namespace {
 
-enum class IntOp { kAdd, kSub, kMul, kDiv, kMod, kFmod };
+enum class IntOp { kAdd, kSub, kMul, kDiv, kMax, kMin, kMod, kFmod };
 
 Result<IntOp> int_op_of(const graph::Node& node, const std::string& where) {
   if (node.op == "Mod") {
@@ -28,8 +30,10 @@ Result<IntOp> int_op_of(const graph::Node& node, const std::string& where) {
   if (op == "Sub") return IntOp::kSub;
   if (op == "Mul") return IntOp::kMul;
   if (op == "Div") return IntOp::kDiv;
+  if (op == "Max") return IntOp::kMax;
+  if (op == "Min") return IntOp::kMin;
   return Status::invalid_graph(where + ": attribute 'op' = '" + op +
-                               "' is not one of Add, Sub, Mul, Div");
+                               "' is not one of Add, Sub, Mul, Div, Max, Min");
 }
 
 Result<std::vector<TensorDesc>> infer_int(const graph::InferContext& ctx) {
@@ -62,6 +66,10 @@ T apply(IntOp op, T a, T b, bool& div0) {
       return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
     case IntOp::kMul:
       return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+    case IntOp::kMax:
+      return a < b ? b : a;
+    case IntOp::kMin:
+      return b < a ? b : a;
     default:
       break;
   }
@@ -124,6 +132,10 @@ class IntKernel final : public Kernel {
         return typed_op<T, IntOp::kMul>(io, begin, end, div0);
       case IntOp::kDiv:
         return typed_op<T, IntOp::kDiv>(io, begin, end, div0);
+      case IntOp::kMax:
+        return typed_op<T, IntOp::kMax>(io, begin, end, div0);
+      case IntOp::kMin:
+        return typed_op<T, IntOp::kMin>(io, begin, end, div0);
       case IntOp::kMod:
         return typed_op<T, IntOp::kMod>(io, begin, end, div0);
       case IntOp::kFmod:

@@ -1,4 +1,5 @@
-// ONNX import, element-wise and math ops: Cast, integer Add/Sub/Mul/Div, Celu, PRelu, HardSwish,
+// ONNX import, element-wise and math ops: Cast, CastLike, integer Add/Sub/Mul/Div/Max/Min/Neg/Abs/
+// Sign/Clip, Mish, Celu, PRelu, HardSwish,
 // GroupNormalization (as InstanceNormalization over the groups), Mean/Sum/Max/Min over many inputs,
 // opset < 13 Softmax/LogSoftmax, Reduce* with empty axes, and opset < 7 broadcasting.
 #include <algorithm>
@@ -17,13 +18,21 @@ std::optional<Status> Importer::translate_elementwise(NodeIn& io) {
   [[maybe_unused]] std::vector<std::string>& ins = io.ins;
   [[maybe_unused]] const std::vector<std::string>& outs = io.outs;
   [[maybe_unused]] auto need = [&](size_t k) { return io.need(k); };
-  if (op == "Cast") {
+  if (op == "Cast" || op == "CastLike") {
     GRAPHI_RETURN_IF_ERROR(need(0));
     GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
-    const onnx::Attr* to = n.attr("to");
-    if (!to || to->type != onnx::kAttrInt)
-      return Status::invalid_graph(where + ": missing attribute 'to'");
-    const auto to_type = static_cast<int32_t>(to->i);
+    int32_t to_type = 0;
+    if (op == "CastLike") {  // Cast to the second input's element type (known at import)
+      GRAPHI_RETURN_IF_ERROR(need(1));
+      GRAPHI_ASSIGN_OR_RETURN(TensorDesc like, desc_of(ins[1], where));
+      const HostTensor* h = host(ins[1]);
+      to_type = h ? h->type : onnx_type_of(like.dtype);
+    } else {
+      const onnx::Attr* to = n.attr("to");
+      if (!to || to->type != onnx::kAttrInt)
+        return Status::invalid_graph(where + ": missing attribute 'to'");
+      to_type = static_cast<int32_t>(to->i);
+    }
     if (to_type != onnx::kBool && graphi_dtype(to_type) == d.dtype)
       return emit("Identity", name, {ins[0]}, outs, {}, where, &n);
     if (to_type != onnx::kBool && !graphi_dtype(to_type))
@@ -41,11 +50,55 @@ std::optional<Status> Importer::translate_elementwise(NodeIn& io) {
     // Integer operands at run time (index math on token ids): graphi's IntBinary
     // (ops/int_arith.cpp); graphi's Add..Div are float32.
     GRAPHI_ASSIGN_OR_RETURN(TensorDesc a, desc_of(ins[0], where));
-    if (a.dtype != DType::kF32) {
-      Attributes attrs;
-      attrs.set("op", op);
-      return emit("IntBinary", name, ins, outs, std::move(attrs), where, &n);
+    if (a.dtype != DType::kF32) return emit_int_binary(op, name, ins[0], ins[1], outs[0], n, where);
+  }
+  if ((op == "Neg" || op == "Abs" || op == "Sign" || op == "Clip") && !ins.empty() &&
+      !ins[0].empty()) {
+    // Integer X at run time (torch.clamp / abs / sign on int64): IntBinary chains, exact and
+    // wrapping like numpy (Neg and Abs of the most negative value give itself).
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc x, desc_of(ins[0], where));
+    if (x.dtype != DType::kF32) {
+      auto scalar = [&](const std::string& tag, int64_t v) {
+        HostTensor t = HostTensor::make(onnx_type_of(x.dtype), {});
+        t.i[0] = v;
+        return add_const(name + "/" + tag, std::move(t));
+      };
+      if (op == "Neg")
+        return emit_int_binary("Sub", name, scalar("zero", 0), ins[0], outs[0], n, where);
+      if (op == "Abs") {
+        const std::string neg = fresh(name + "/neg");
+        GRAPHI_RETURN_IF_ERROR(
+            emit_int_binary("Sub", neg, scalar("zero", 0), ins[0], neg, n, where));
+        return emit_int_binary("Max", name, ins[0], neg, outs[0], n, where);
+      }
+      // Sign is Clip(x, -1, 1); Clip's absent bounds are skipped.
+      std::string lo, hi;
+      if (op == "Sign") {
+        lo = scalar("minus_one", -1);
+        hi = scalar("one", 1);
+      } else {
+        if (ins.size() > 1) lo = ins[1];
+        if (ins.size() > 2) hi = ins[2];
+      }
+      std::string acc = ins[0];
+      if (!lo.empty()) {
+        const std::string out = hi.empty() ? outs[0] : fresh(name + "/at_least_min");
+        GRAPHI_RETURN_IF_ERROR(
+            emit_int_binary("Max", hi.empty() ? name : out, acc, lo, out, n, where));
+        acc = out;
+      }
+      if (!hi.empty()) return emit_int_binary("Min", name, acc, hi, outs[0], n, where);
+      if (lo.empty()) return emit("Identity", name, {ins[0]}, outs, {}, where, &n);
+      return Status::ok();
     }
+  }
+  if (op == "Mish") {
+    // x * tanh(softplus(x)), ONNX's definition (opset 18).
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    const std::string sp = fresh(name + "/softplus"), th = fresh(name + "/tanh");
+    GRAPHI_RETURN_IF_ERROR(emit("Softplus", sp, {ins[0]}, {sp}, {}, where, &n));
+    GRAPHI_RETURN_IF_ERROR(emit("Tanh", th, {sp}, {th}, {}, where, &n));
+    return emit("Mul", name, {ins[0], th}, outs, {}, where, &n);
   }
   if (op == "Celu") {
     // alpha * Elu(x / alpha) (alpha = 1: Elu itself).
@@ -178,12 +231,15 @@ std::optional<Status> Importer::translate_elementwise(NodeIn& io) {
       if (!x.empty()) xs.push_back(x);
     if (xs.empty()) return Status::invalid_graph(where + ": no inputs");
     if (xs.size() == 1) return emit("Identity", name, xs, outs, {}, where, &n);
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc first, desc_of(xs[0], where));
+    const bool integer = first.dtype != DType::kF32;  // IntBinary chains (ops/int_arith.cpp)
     std::string acc = xs[0];
     for (size_t k = 1; k < xs.size(); ++k) {
       const bool last = k + 1 == xs.size();
       const std::string out = last ? outs[0] : fresh(name + "/partial" + std::to_string(k));
-      GRAPHI_RETURN_IF_ERROR(emit(bin, last ? name : fresh(name + "/" + bin + std::to_string(k)),
-                                  {acc, xs[k]}, {out}, {}, where, &n));
+      const std::string node = last ? name : fresh(name + "/" + bin + std::to_string(k));
+      GRAPHI_RETURN_IF_ERROR(integer ? emit_int_binary(bin, node, acc, xs[k], out, n, where)
+                                     : emit(bin, node, {acc, xs[k]}, {out}, {}, where, &n));
       acc = out;
     }
     return Status::ok();
@@ -218,6 +274,14 @@ std::optional<Status> Importer::translate_elementwise(NodeIn& io) {
     if (axes && axes->numel() == 0) ins.resize(1);
   }
   return std::nullopt;
+}
+
+Status Importer::emit_int_binary(const std::string& op, const std::string& name,
+                                 const std::string& a, const std::string& b, const std::string& out,
+                                 const onnx::Node& n, const std::string& where) {
+  Attributes attrs;
+  attrs.set("op", op);
+  return emit("IntBinary", name, {a, b}, {out}, std::move(attrs), where, &n);
 }
 
 Result<onnx::Node> Importer::legacy_broadcast(const onnx::Node& n, const std::string& where) {

@@ -65,6 +65,12 @@ class Importer {
   std::optional<Status> translate_elementwise(NodeIn& io);
   std::optional<Status> translate_conv_pool(NodeIn& io);
   std::optional<Status> translate_control_flow(NodeIn& io);  // If (inlined), Loop, Scan
+  // Sequence ops (graph/onnx/import_sequence.cpp), before the inputs are checked as tensors:
+  // resolved at import time into seqs_; nullopt for other ops (refused if they read a sequence).
+  std::optional<Status> translate_sequence(const onnx::Node& n, const std::string& where);
+  // Constant position input k of a sequence op on a sequence of `size` tensors, made >= 0.
+  Result<int64_t> const_position(const onnx::Node& n, size_t k, int64_t size, bool insert,
+                                 const std::string& where);
   Status unroll_loop(NodeIn& io);  // a Loop whose trip count and conditions are constants
   // Names the subgraphs of n's attributes (If's branches, recursively) define and read, and the
   // values of the enclosing graphs they read: an If depends on those like on its inputs.
@@ -74,6 +80,10 @@ class Importer {
 
   // Opset < 7 binary ops with broadcast = 1 align B at `axis`; rewrite to numpy broadcasting.
   Result<onnx::Node> legacy_broadcast(const onnx::Node& n, const std::string& where);
+  // graphi's IntBinary (ops/int_arith.cpp) node `name`: out = a `op` b on int32/int64 values.
+  Status emit_int_binary(const std::string& op, const std::string& name, const std::string& a,
+                         const std::string& b, const std::string& out, const onnx::Node& n,
+                         const std::string& where);
   Status translate(const onnx::Node& n, const std::string& where);
   // Conv/MaxPool/AveragePool with auto_pad SAME_UPPER, SAME_LOWER or VALID (tf2onnx writes
   // them): the same node with explicit pads, computed from the static input shape.
@@ -145,6 +155,8 @@ class Importer {
   GraphBuilder b_;
   int64_t opset_ = 0;
   std::unordered_map<std::string, ValState> vals_;
+  // Sequences of tensors (import_sequence.cpp): the value names of their elements, in order.
+  std::unordered_map<std::string, std::vector<std::string>> seqs_;
   std::unordered_set<std::string> names_;  // every ONNX value name and every name we made
   std::unordered_set<std::string> node_names_;
   std::unordered_set<std::string> graph_outputs_;

@@ -46,6 +46,7 @@ const std::vector<std::string>& runtime_ops() {
                                                 "AveragePool",
                                                 "BatchNormalization",
                                                 "Cast",
+                                                "CastLike",
                                                 "Ceil",
                                                 "Celu",
                                                 "Clip",
@@ -96,6 +97,7 @@ const std::vector<std::string>& runtime_ops() {
                                                 "MaxPool",
                                                 "Mean",
                                                 "Min",
+                                                "Mish",
                                                 "Mod",
                                                 "Mul",
                                                 "Neg",
@@ -456,6 +458,7 @@ Status Importer::import_node(const onnx::Node& node_in) {
     return Status::invalid_graph(where +
                                  ": the node is of the default ONNX domain but the model "
                                  "imports no opset of it");
+  if (std::optional<Status> done = translate_sequence(n, where)) return *done;
   for (const std::string& in : n.inputs)
     if (!in.empty() && !vals_.count(in))
       return Status::internal(where + ": input '" + in + "' is not defined");
@@ -750,18 +753,36 @@ Result<std::vector<size_t>> Importer::topo_order() {
 Status Importer::add_outputs() {
   const onnx::GraphProto& g = m_.graph;
   if (g.outputs.empty()) return Status::invalid_graph(src_ + ": the graph declares no outputs");
+  std::set<std::string> added;
   for (const onnx::ValueInfo& o : g.outputs) {
     auto it = vals_.find(o.name);
+    if (it == vals_.end() && seqs_.count(o.name))
+      return Status::unsupported(src_ + ": graph output '" + o.name +
+                                 "' is a sequence of tensors; graphi's outputs are tensors");
     if (it == vals_.end())
       return Status::invalid_graph(src_ + ": graph output '" + o.name +
                                    "' is not produced by any node");
+    if (!added.insert(o.name).second) {
+      // The same value listed again (PyTorch's `return y, y`; ONNX Runtime returns it twice): a
+      // copy under a fresh name ('y_1'), so every listed output has a place of its own.
+      const std::string copy = fresh(o.name);
+      node_names_.insert(copy);
+      b_.add_node("Identity", copy, {it->second.graph_name}, {copy});
+      b_.add_output(copy);
+      continue;
+    }
     if (it->second.is_const || it->second.graph_name != o.name) {
       // A folded (constant) output, or a graph input: an Identity names it.
       const std::string where = src_ + ": graph output '" + o.name + "'";
       GRAPHI_ASSIGN_OR_RETURN(std::string from, ensure_graph_value(o.name, where));
-      if (from == o.name) {  // an input that is also an output
-        return Status::unsupported(
-            where + " is also a graph input; graphi needs outputs computed by nodes");
+      if (from == o.name) {
+        // A graph input that is also an output (ONNX Runtime passes it through): graphi's
+        // outputs are computed by nodes, so a copy under a fresh name ('x_1') is the output.
+        const std::string copy = fresh(o.name);
+        node_names_.insert(copy);
+        b_.add_node("Identity", copy, {from}, {copy});
+        b_.add_output(copy);
+        continue;
       }
       Node node{"Identity", fresh(o.name + "/identity"), {}, {}, {}};
       node_names_.insert(node.name);
@@ -770,7 +791,10 @@ Status Importer::add_outputs() {
     }
     b_.add_output(o.name);
   }
-  // Declared shapes of runtime values: finish() checks them against inference.
+  // Declared shapes of the outputs: finish() checks them against inference. Only fully static
+  // declarations: beside a symbolic dim an exporter may leave another dim at its export-time
+  // value (torch.onnx's dynamo path declares [4, 'batch', 37] for a sequence exported at T = 4),
+  // which ONNX Runtime only warns about, so such a declaration is not binding here either.
   auto declare = [&](const onnx::ValueInfo& v) {
     auto it = vals_.find(v.name);
     if (it == vals_.end() || it->second.is_const || it->second.graph_name != v.name) return;
@@ -779,13 +803,8 @@ Status Importer::add_outputs() {
     if (!dt) return;
     Shape s;
     for (const onnx::Dim& d : v.dims) {
-      if (d.has_value) {
-        s.push_back(d.value);
-      } else {
-        auto o = opts_.dims.find(d.param);
-        if (d.param.empty() || o == opts_.dims.end()) return;
-        s.push_back(o->second);
-      }
+      if (!d.has_value) return;
+      s.push_back(d.value);
     }
     b_.declare(v.name, TensorDesc{*dt, s});
   };

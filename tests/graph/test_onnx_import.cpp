@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 #include <tuple>
@@ -1046,4 +1047,182 @@ TEST_CASE("onnx: GroupNormalization-18 (a scale and bias per group) against its 
   REQUIRE_FALSE(e21.is_ok());
   CHECK_THAT(e21.status().message(),
              Catch::Contains("input scale must be float32[6] (one per channel at opset 21)"));
+}
+
+TEST_CASE("onnx: integer Max, Min, Clip, Neg, Abs, Sign at run time against numpy's rules") {
+  // t int64 [6] (a run-time input): what torch.clamp / maximum / abs / sign on int64 export.
+  // min and max are int64 scalars (initializers); Max of three inputs chains IntBinary.
+  const std::vector<int64_t> tv = {-7, -1, 0, 2, 9, std::numeric_limits<int64_t>::min()};
+  Pw g;
+  g.m(1, node("Clip", {"t", "lo", "hi"}, {"clipped"}, "clip"))
+      .m(1, node("Clip", {"t", "", "hi"}, {"capped"}, "cap"))
+      .m(1, node("Max", {"t", "lo", "hi"}, {"mx"}, "max3"))
+      .m(1, node("Min", {"t", "lo"}, {"mn"}, "min2"))
+      .m(1, node("Neg", {"t"}, {"neg"}, "neg"))
+      .m(1, node("Abs", {"t"}, {"abs"}, "abs"))
+      .m(1, node("Sign", {"t"}, {"sign"}, "sign"))
+      .s(2, "g");
+  g.m(5, i64_scalar("lo", -2)).m(5, i64_scalar("hi", 5));
+  g.m(11, value_info("t", 7, {"6"}));
+  for (const char* o : {"clipped", "capped", "mx", "mn", "neg", "abs", "sign"})
+    g.m(12, value_info(o, 7, {"6"}));
+  auto r = import_str(model(g, 13, 7));
+  INFO(r.status().message());
+  REQUIRE(r.is_ok());
+  Tensor t(TensorDesc{DType::kI64, {6}});
+  std::memcpy(t.data(), tv.data(), tv.size() * 8);
+  engine::NamedTensors out = value_or_throw(run_graph(*r, {t}));
+  REQUIRE(out.size() == 7);
+  for (size_t i = 0; i < tv.size(); ++i) {
+    const int64_t x = tv[i];
+    const auto wrap_neg = static_cast<int64_t>(0ULL - static_cast<uint64_t>(x));  // numpy wraps
+    const int64_t want[] = {std::min<int64_t>(std::max<int64_t>(x, -2), 5),
+                            std::min<int64_t>(x, 5),
+                            std::max<int64_t>({x, -2, 5}),
+                            std::min<int64_t>(x, -2),
+                            wrap_neg,
+                            std::max(x, wrap_neg),
+                            (x > 0) - (x < 0)};
+    for (size_t k = 0; k < out.size(); ++k) {
+      REQUIRE(out[k].second.dtype() == DType::kI64);
+      INFO(out[k].first << " at " << i);
+      CHECK(out[k].second.data_as<int64_t>()[i] == want[k]);
+    }
+  }
+}
+
+TEST_CASE("onnx: CastLike and Mish at run time, an output listed twice, an input as an output") {
+  // ids int64 [4] -> CastLike(ids, w) (w float32: the cast's type comes from it) -> Mish -> y.
+  // y is listed twice (PyTorch's `return y, y`) and the input ids is an output too.
+  Pw g;
+  g.m(1, node("CastLike", {"ids", "w"}, {"f"}, "cast_like"))
+      .m(1, node("Mish", {"f"}, {"y"}, "mish"))
+      .s(2, "g");
+  g.m(5, float_tensor("w", {1}, {0.5f}));
+  g.m(11, value_info("ids", 7, {"4"}));
+  g.m(12, value_info("y", 1, {"4"})).m(12, value_info("y", 1, {"4"}));
+  g.m(12, value_info("ids", 7, {"4"}));
+  auto r = import_str(model(g, 18, 8));
+  INFO(r.status().message());
+  REQUIRE(r.is_ok());
+  REQUIRE(r->outputs().size() == 3);
+  CHECK(r->value(r->outputs()[0]).name == "y");
+  CHECK(r->value(r->outputs()[1]).name == "y_1");
+  CHECK(r->value(r->outputs()[2]).name == "ids");  // an input may be an output as it is
+  Tensor ids(TensorDesc{DType::kI64, {4}});
+  const int64_t iv[] = {-30, -1, 0, 3};
+  std::memcpy(ids.data(), iv, sizeof iv);
+  engine::NamedTensors out = value_or_throw(run_graph(*r, {ids}));
+  REQUIRE(out.size() == 3);
+  for (int k = 0; k < 4; ++k) {
+    const double x = static_cast<double>(iv[k]);
+    const double want = x * std::tanh(std::log1p(std::exp(x)));
+    CHECK(std::abs(out[0].second.data_as<float>()[k] - want) <= 1e-6 * (1 + std::abs(want)));
+    CHECK(out[1].second.data_as<float>()[k] == out[0].second.data_as<float>()[k]);
+    CHECK(out[2].second.data_as<int64_t>()[k] == iv[k]);
+  }
+}
+
+TEST_CASE("onnx: a declared output shape beside a symbolic dim is not binding") {
+  // torch.onnx's dynamo path declares an LSTM's sequence output [4, 'batch', 3] after an
+  // export at T = 4, while the input says ['seq', 'batch', 3]: ONNX Runtime runs it at any T.
+  // A fully static declaration that disagrees is still an error naming both shapes.
+  Pw g;
+  g.m(1, node("Relu", {"x"}, {"y"}, "act")).s(2, "g");
+  g.m(11, value_info("x", 1, {"seq", "batch", "3"})).m(12, value_info("y", 1, {"4", "batch", "3"}));
+  auto r = import_str(model(g), with_dims({{"seq", 9}, {"batch", 2}}));
+  INFO(r.status().message());
+  REQUIRE(r.is_ok());
+  CHECK(r->value(r->outputs()[0]).desc == TensorDesc{DType::kF32, {9, 2, 3}});
+  Pw bad;
+  bad.m(1, node("Relu", {"x"}, {"y"}, "act")).s(2, "g");
+  bad.m(11, value_info("x", 1, {"9", "2", "3"})).m(12, value_info("y", 1, {"4", "2", "3"}));
+  auto e = import_str(model(bad));
+  REQUIRE_FALSE(e.is_ok());
+  CHECK_THAT(e.status().message(),
+             Catch::Contains("'y' is declared as float32[4, 2, 3] but the op produces "
+                             "float32[9, 2, 3]"));
+}
+
+TEST_CASE("onnx: sequences of tensors resolved at import (SplitToSequence, SequenceAt, stack)") {
+  // x [3, 4] -> SplitToSequence(axis 0, keepdims 0): three [4] rows; a = rows[-1], b = rows[0];
+  // SequenceConstruct(a, b) + SequenceInsert(x row 1 at 1) -> ConcatFromSequence(new_axis 1,
+  // axis 0) = stack: y [3, 4] = [row 2, row 1, row 0]; SplitToSequence(x, split = 3 on axis 1):
+  // [3, 3] and [3, 1], concatenated back on axis 1 -> z = x; SequenceLength -> n = 3.
+  auto int_attr = [](const char* nm, int64_t v) {
+    Pw a;
+    a.s(1, nm).i(3, v).i(20, 2);
+    return a;
+  };
+  Pw g;
+  g.m(1, node("SplitToSequence", {"x"}, {"rows"}, "split_rows",
+              {int_attr("axis", 0), int_attr("keepdims", 0)}))
+      .m(1, node("SequenceAt", {"rows", "minus_one"}, {"a"}, "at_last"))
+      .m(1, node("SequenceAt", {"rows", "zero"}, {"b"}, "at_first"))
+      .m(1, node("SequenceAt", {"rows", "one"}, {"r1"}, "at_one"))
+      .m(1, node("SequenceConstruct", {"a", "b"}, {"ab"}, "construct"))
+      .m(1, node("SequenceInsert", {"ab", "r1", "one"}, {"arb"}, "insert"))
+      .m(1, node("ConcatFromSequence", {"arb"}, {"y"}, "stack",
+                 {int_attr("axis", 0), int_attr("new_axis", 1)}))
+      .m(1, node("SplitToSequence", {"x", "three"}, {"cols"}, "split_cols", {int_attr("axis", 1)}))
+      .m(1, node("ConcatFromSequence", {"cols"}, {"z"}, "concat", {int_attr("axis", -1)}))
+      .m(1, node("SequenceLength", {"rows"}, {"n"}, "length"))
+      .s(2, "g");
+  g.m(5, i64_scalar("minus_one", -1)).m(5, i64_scalar("zero", 0)).m(5, i64_scalar("one", 1));
+  g.m(5, i64_scalar("three", 3));
+  g.m(11, value_info("x", 1, {"3", "4"}));
+  g.m(12, value_info("y", 1, {"3", "4"})).m(12, value_info("z", 1, {"3", "4"}));
+  g.m(12, value_info("n", 7, {}));
+  auto r = import_str(model(g, 18, 8));
+  INFO(r.status().message());
+  REQUIRE(r.is_ok());
+  const Tensor x = test::random_tensor(TensorDesc{DType::kF32, {3, 4}}, 5);
+  engine::NamedTensors out = value_or_throw(run_graph(*r, {x}));
+  REQUIRE(out.size() == 3);
+  const float* xv = x.data_as<float>();
+  const int order[] = {2, 1, 0};
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) {
+      CHECK(out[0].second.data_as<float>()[i * 4 + j] == xv[order[i] * 4 + j]);
+      CHECK(out[1].second.data_as<float>()[i * 4 + j] == xv[i * 4 + j]);
+    }
+  CHECK(out[2].second.data_as<int64_t>()[0] == 3);
+
+  // A sequence read by another op, a sequence output, a position computed at run time: named.
+  Pw misuse;
+  misuse.m(1, node("SplitToSequence", {"x"}, {"rows"}, "split_rows"))
+      .m(1, node("Relu", {"rows"}, {"y"}, "act"))
+      .s(2, "g");
+  misuse.m(11, value_info("x", 1, {"3", "4"})).m(12, value_info("y", 1, {}));
+  auto e1 = import_str(model(misuse, 18, 8));
+  REQUIRE_FALSE(e1.is_ok());
+  CHECK_THAT(e1.status().message(),
+             Catch::Contains("'act' (Relu): input 0 'rows' is a sequence of tensors"));
+  Pw seq_out;
+  seq_out.m(1, node("SplitToSequence", {"x"}, {"rows"}, "split_rows")).s(2, "g");
+  seq_out.m(11, value_info("x", 1, {"3", "4"})).m(12, value_info("rows", 1, {}));
+  auto e2 = import_str(model(seq_out, 18, 8));
+  REQUIRE_FALSE(e2.is_ok());
+  CHECK_THAT(e2.status().message(),
+             Catch::Contains("graph output 'rows' is a sequence of tensors"));
+  Pw runtime_pos;
+  runtime_pos.m(1, node("SplitToSequence", {"x"}, {"rows"}, "split_rows"))
+      .m(1, node("SequenceAt", {"rows", "i"}, {"y"}, "at"))
+      .s(2, "g");
+  runtime_pos.m(11, value_info("x", 1, {"3", "4"})).m(11, value_info("i", 7, {"1"}));
+  runtime_pos.m(12, value_info("y", 1, {}));
+  auto e3 = import_str(model(runtime_pos, 18, 8));
+  REQUIRE_FALSE(e3.is_ok());
+  CHECK_THAT(e3.status().message(),
+             Catch::Contains("'at' (SequenceAt): input 1 (position) 'i' must be a constant"));
+  Pw far;
+  far.m(1, node("SplitToSequence", {"x"}, {"rows"}, "split_rows"))
+      .m(1, node("SequenceAt", {"rows", "three"}, {"y"}, "at"))
+      .s(2, "g");
+  far.m(5, i64_scalar("three", 3));
+  far.m(11, value_info("x", 1, {"3", "4"})).m(12, value_info("y", 1, {}));
+  auto e4 = import_str(model(far, 18, 8));
+  REQUIRE_FALSE(e4.is_ok());
+  CHECK_THAT(e4.status().message(),
+             Catch::Contains("position 3 is out of range for a sequence of 3 tensors"));
 }
