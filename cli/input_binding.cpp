@@ -25,6 +25,21 @@ Result<std::vector<InputFile>> parse_input_flags(const std::vector<std::string>&
   return files;
 }
 
+void read_input_files(std::vector<InputFile>& files) {
+  for (InputFile& f : files) {
+    if (f.data) continue;
+    auto t = graph::read_npy(f.path);
+    if (t.is_ok()) f.data = std::move(*t);
+  }
+}
+
+std::map<std::string, Shape> input_shapes(const std::vector<InputFile>& files) {
+  std::map<std::string, Shape> shapes;
+  for (const InputFile& f : files)
+    if (f.data) shapes[f.name] = f.data->shape();
+  return shapes;
+}
+
 std::optional<std::string> unknown_input(const graph::Graph& g, const std::string& model_path,
                                          const std::vector<InputFile>& files) {
   for (const InputFile& f : files) {
@@ -48,7 +63,7 @@ Result<BoundInputs> bind_inputs(const graph::Graph& g, const std::vector<InputFi
     auto file = std::find_if(files.begin(), files.end(),
                              [&](const InputFile& f) { return f.name == v.name; });
     if (file != files.end()) {
-      auto t = graph::read_npy(file->path);
+      Result<Tensor> t = file->data ? Result<Tensor>(*file->data) : graph::read_npy(file->path);
       if (!t.is_ok()) return t.status().with_context("input '" + v.name + "'");
       if (!(t->desc() == v.desc))
         return Status::invalid_argument("input '" + v.name + "': " + file->path + " holds " +

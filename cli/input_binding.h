@@ -16,11 +16,19 @@ namespace graphi::cli {
 
 struct InputFile {
   std::string name, path;
+  std::optional<Tensor> data;  // once read_input_files has read it (each file is read once:
+                               // a shell's <(...) pipe cannot be read twice)
 };
 
 // The flags' form, checked before the model loads (a typo is a usage error even for a large
 // model): kInvalidArgument for "NAME=FILE.npy" missing a part or a name given twice.
 Result<std::vector<InputFile>> parse_input_flags(const std::vector<std::string>& specs);
+
+// Reads every file before the model loads, so that their shapes can give an .onnx model's
+// symbolic dims (ImportOptions::input_shapes). A file that cannot be read is left unread here:
+// bind_inputs reports it, after a name the model does not have was reported as a usage error.
+void read_input_files(std::vector<InputFile>& files);
+std::map<std::string, Shape> input_shapes(const std::vector<InputFile>& files);
 
 // A usage message when a file names no input of the model ("'y' is not an input of M; its
 // inputs are: x float32[2, 3]"), else nullopt.

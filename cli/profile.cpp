@@ -94,7 +94,10 @@ int profile_command(int argc, char** argv) {
             "calibrate every split and report what --top-k K (default 2) would have chosen");
   args.flag("--no-cache", "do not write the plan into the cache");
   args.flag("--no-fuse", "profile the graph as stored (no graph passes)");
-  args.option("--dim", "NAME=VALUE", "value of a symbolic dim of an .onnx model's inputs", true);
+  args.option("--dim", "NAME=VALUE",
+              "value of a symbolic dim of an .onnx model's inputs (default: from the --input "
+              "files' shapes)",
+              true);
   args.option("--input", "NAME=FILE.npy",
               "feed graph input NAME from a .npy file (others: seeded random values)", true);
   args.option("--cpuset", "LIST", "profile on these cores only (\"0-3,8\")");
@@ -117,6 +120,8 @@ int profile_command(int argc, char** argv) {
   if (!input_files.is_ok()) return args.usage_error(input_files.status().message());
   auto dims = parse_dim_flags(args.get_all("--dim"));
   if (!dims.is_ok()) return args.usage_error(dims.status().message());
+  read_input_files(*input_files);
+  dims->input_shapes = input_shapes(*input_files);  // symbolic dims the files' shapes give
   auto loaded = load_model(model_path, *dims);
   if (!loaded.is_ok() && is_dim_error(loaded.status()))
     return args.usage_error(loaded.status().message());

@@ -135,7 +135,10 @@ int run_command(int argc, char** argv) {
               "                           more), fifo or shared-queue");
   args.flag("--no-fuse",
             "run the graph as stored (no graph passes: no RNN cell fusion, MM fusion or hoisting)");
-  args.option("--dim", "NAME=VALUE", "value of a symbolic dim of an .onnx model's inputs", true);
+  args.option("--dim", "NAME=VALUE",
+              "value of a symbolic dim of an .onnx model's inputs (default: from the --input "
+              "files' shapes)",
+              true);
   args.flag("--no-pin", "do not pin threads to cores (allows oversubscribing the machine)");
   args.option("--rnn-weights", "fp32|bf16|int8",
               "storage precision of the fused LSTM/GRU/RNN weights (default fp32; bf16: bf16\n"
@@ -184,6 +187,8 @@ int run_command(int argc, char** argv) {
     if (!limit.is_ok()) return args.usage_error(limit.status().message());
     dims->max_memory = *limit;
   }
+  read_input_files(*input_files);
+  dims->input_shapes = input_shapes(*input_files);  // symbolic dims the files' shapes give
   LoadProgressPrinter load_progress(model_path, args.has("--progress"));
   dims->progress = load_progress.callback();
   auto loaded = load_model(model_path, *dims);

@@ -564,6 +564,26 @@ Status Importer::add_inputs() {
     vals_[name] = std::move(s);
   }
   std::set<std::string> used_dims, all_params;
+  // Symbolic dims that opts_.dims leaves open, from the shapes the caller will feed
+  // (opts_.input_shapes, e.g. the CLI's --input files), where an input's rank matches: name ->
+  // (value, the input it came from).
+  std::map<std::string, std::pair<int64_t, std::string>> fed;
+  for (const onnx::ValueInfo& v : g.inputs) {
+    auto given = opts_.input_shapes.find(v.name);
+    if (given == opts_.input_shapes.end() || !v.has_shape || given->second.size() != v.dims.size())
+      continue;
+    for (size_t d = 0; d < v.dims.size(); ++d) {
+      const onnx::Dim& dim = v.dims[d];
+      const int64_t value = given->second[d];
+      if (dim.has_value || dim.param.empty() || opts_.dims.count(dim.param) || value < 1) continue;
+      auto [it, added] = fed.emplace(dim.param, std::make_pair(value, v.name));
+      if (!added && it->second.first != value)
+        return Status::invalid_argument(
+            src_ + ": symbolic dim '" + dim.param + "' is " + std::to_string(it->second.first) +
+            " in input '" + it->second.second + "' but " + std::to_string(value) + " in input '" +
+            v.name + "' as given; give its value with --dim " + dim.param + "=N");
+    }
+  }
   for (size_t k = 0; k < g.inputs.size(); ++k) {
     const onnx::ValueInfo& v = g.inputs[k];
     const std::string what = src_ + ": graph input " + std::to_string(k) + " '" + v.name + "'";
@@ -620,6 +640,10 @@ Status Importer::add_inputs() {
       } else if (!dim.param.empty()) {
         all_params.insert(dim.param);
         auto o = opts_.dims.find(dim.param);
+        if (auto f = fed.find(dim.param); o == opts_.dims.end() && f != fed.end()) {
+          shape.push_back(f->second.first);
+          continue;
+        }
         if (o == opts_.dims.end() && opts_.default_dim > 0) {
           shape.push_back(opts_.default_dim);
           continue;

@@ -30,6 +30,10 @@ struct ImportOptions {
   // Values of symbolic dims (dim_param, e.g. "batch" from torch.onnx.export's dynamic_axes);
   // the CLI fills it from --dim NAME=VALUE. A symbolic dim without an entry is an error.
   std::map<std::string, int64_t> dims;
+  // Shapes of the graph inputs as the caller will feed them (the CLI's --input .npy files): a
+  // symbolic dim that `dims` does not give takes its value from an input of the same rank here
+  // (inputs that disagree on a dim are an error naming both).
+  std::map<std::string, Shape> input_shapes;
   // The value of a symbolic dim that `dims` does not name (0: such a dim is an error). For tools
   // that load arbitrary models without knowing their dims (the fuzz targets, seed making).
   int64_t default_dim = 0;

@@ -74,24 +74,36 @@ TEST_CASE("cli onnx: graphi run model.onnx --input matches PyTorch") {
 TEST_CASE("cli onnx: --dim sets symbolic dims for run and info") {
   const fs::path dir = test::scratch_dir("cli_onnx_dim");
   const std::string model = kFixtures + "gru_dynamic_batch.onnx";
-  Run r = run_cli(dir, {"run", model, "--input", "x=" + kFixtures + "gru_dynamic_batch.in0.npy"});
-  CHECK(r.rc == 2);  // a --dim missing from the command line: a usage error
+  Run r = run_cli(dir, {"run", model});
+  CHECK(r.rc == 2);  // a --dim missing from the command line, no file to take it from: usage
   CHECK(r.err.find(model + ": graph input 0 'x': dim 1 is symbolic ('batch')") !=
         std::string::npos);
   CHECK(r.err.find("--dim batch=N") != std::string::npos);
 
-  r = run_cli(dir, {"run", model, "--dim", "batch=4", "--input",
-                    "x=" + kFixtures + "gru_dynamic_batch.in0.npy", "--iterations", "1",
-                    "--output-dir", (dir / "out").string()});
-  INFO(r.err);
-  REQUIRE(r.rc == 0);
-  for (int k = 0; k < 2; ++k) {
-    Tensor got =
-        value_or_throw(graph::read_npy((dir / "out" / (k == 0 ? "y.npy" : "h.npy")).string()));
-    Tensor want = value_or_throw(
-        graph::read_npy(kFixtures + "gru_dynamic_batch.out" + std::to_string(k) + ".npy"));
-    CHECK(test::max_rel_error(got, want) <= 1e-4);
+  // Given by --dim, or taken from the --input file's shape (x.npy is [5, 4, 8]: batch 4).
+  for (bool flag : {true, false}) {
+    std::vector<std::string> cmd = {
+        "run",          model, "--input",      "x=" + kFixtures + "gru_dynamic_batch.in0.npy",
+        "--iterations", "1",   "--output-dir", (dir / "out").string()};
+    if (flag) cmd.insert(cmd.end(), {"--dim", "batch=4"});
+    r = run_cli(dir, cmd);
+    INFO(r.err);
+    REQUIRE(r.rc == 0);
+    for (int k = 0; k < 2; ++k) {
+      Tensor got =
+          value_or_throw(graph::read_npy((dir / "out" / (k == 0 ? "y.npy" : "h.npy")).string()));
+      Tensor want = value_or_throw(
+          graph::read_npy(kFixtures + "gru_dynamic_batch.out" + std::to_string(k) + ".npy"));
+      CHECK(test::max_rel_error(got, want) <= 1e-4);
+    }
+    fs::remove_all(dir / "out");
   }
+  // --dim wins over the file; the file then does not fit the model.
+  r = run_cli(dir, {"run", model, "--dim", "batch=3", "--input",
+                    "x=" + kFixtures + "gru_dynamic_batch.in0.npy"});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("holds float32[5, 4, 8], the model expects float32[5, 3, 8]") !=
+        std::string::npos);
 
   r = run_cli(dir, {"info", kFixtures + "cnn_dynamic_batch.onnx", "--dim", "n=3", "--json"});
   INFO(r.err);

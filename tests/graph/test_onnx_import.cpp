@@ -1226,3 +1226,30 @@ TEST_CASE("onnx: sequences of tensors resolved at import (SplitToSequence, Seque
   CHECK_THAT(e4.status().message(),
              Catch::Contains("position 3 is out of range for a sequence of 3 tensors"));
 }
+
+TEST_CASE(
+    "onnx: symbolic dims from the shapes the caller will feed (ImportOptions::input_shapes)") {
+  // x ['batch', 3] + y ['batch', 3]: the shapes given for the inputs fix 'batch'; --dim wins;
+  // inputs that disagree are an error naming both.
+  Pw g;
+  g.m(1, node("Add", {"x", "y"}, {"z"}, "add")).s(2, "g");
+  g.m(11, value_info("x", 1, {"batch", "3"})).m(11, value_info("y", 1, {"batch", "3"}));
+  g.m(12, value_info("z", 1, {"batch", "3"}));
+  ImportOptions o;
+  o.input_shapes = {{"x", {5, 3}}};
+  auto r = import_str(model(g), o);
+  INFO(r.status().message());
+  REQUIRE(r.is_ok());
+  CHECK(r->value(r->inputs()[1]).desc == TensorDesc{DType::kF32, {5, 3}});
+  o.dims = {{"batch", 2}};
+  auto d = import_str(model(g), o);
+  REQUIRE(d.is_ok());
+  CHECK(d->value(d->inputs()[0]).desc == TensorDesc{DType::kF32, {2, 3}});
+  ImportOptions clash;
+  clash.input_shapes = {{"x", {5, 3}}, {"y", {4, 3}}};
+  auto e = import_str(model(g), clash);
+  REQUIRE_FALSE(e.is_ok());
+  CHECK(e.status().message() ==
+        "t.onnx: symbolic dim 'batch' is 5 in input 'x' but 4 in input 'y' as given; give its "
+        "value with --dim batch=N");
+}
