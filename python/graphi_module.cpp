@@ -166,6 +166,7 @@ class PySession {
 
   py::list inputs() const { return infos(session_->inputs()); }
   py::list outputs() const { return infos(session_->outputs()); }
+  std::vector<std::string> bool_values() const { return session_->bool_values(); }
   std::string config() const { return session_->config_summary(); }
   std::string passes() const { return session_->passes_summary(); }
   std::string plan() const { return session_->plan_summary(); }
@@ -260,10 +261,12 @@ PYBIND11_MODULE(_graphi, m) {
                     const std::string&, const std::string&, uint64_t>(),
            py::arg("path"), py::arg("executors"), py::arg("threads"), py::arg("scheduler"),
            py::arg("pin"), py::arg("optimize"), py::arg("dims"), py::arg("ring_capacity"),
-           py::arg("cpuset"), py::arg("plan"), py::arg("rnn_weights") = "", py::arg("max_memory") = 0)
+           py::arg("cpuset"), py::arg("plan"), py::arg("rnn_weights") = "",
+           py::arg("max_memory") = 0)
       .def("run", &PySession::run, py::arg("inputs"))
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)
+      .def("bool_values", &PySession::bool_values)
       .def("config", &PySession::config)
       .def("passes", &PySession::passes)
       .def("plan", &PySession::plan)

@@ -15,6 +15,7 @@
 #include "engine/model_loader.h"
 #include "engine/session.h"
 #include "engine/training_session.h"
+#include "graph/onnx/onnx_import.h"
 #include "profiler/chrome_trace.h"
 #include "profiler/plan_choice.h"
 
@@ -134,6 +135,7 @@ struct Session::Impl {
   std::unique_ptr<engine::Session> session;  // declared first: destroyed last
   SessionOptions options;
   std::vector<TensorInfo> inputs, outputs;
+  std::vector<std::string> bool_values;  // graph/onnx/onnx_import.h kBoolValuesKey
   std::string passes;
   std::string plan;  // plan_summary()
   // run() calls inside this Session, counted from their first statement: a caller still copying
@@ -197,6 +199,13 @@ Expected<Session> Session::open(const std::string& path, const SessionOptions& o
     impl->session = std::move(s).value();
     for (graph::ValueId id : g->inputs()) impl->inputs.push_back(info_of(*g, id));
     for (graph::ValueId id : g->outputs()) impl->outputs.push_back(info_of(*g, id));
+    if (auto b = g->metadata().find(graph::kBoolValuesKey); b != g->metadata().end()) {
+      for (size_t p = 0; p <= b->second.size();) {
+        size_t q = std::min(b->second.find(',', p), b->second.size());
+        if (q > p) impl->bool_values.push_back(b->second.substr(p, q - p));
+        p = q + 1;
+      }
+    }
     return Session(std::move(impl));
   });
 }
@@ -254,6 +263,10 @@ const SessionOptions kNoOptions;
 
 const std::vector<TensorInfo>& Session::inputs() const { return impl_ ? impl_->inputs : kNoInfo; }
 const std::vector<TensorInfo>& Session::outputs() const { return impl_ ? impl_->outputs : kNoInfo; }
+const std::vector<std::string>& Session::bool_values() const {
+  static const std::vector<std::string> kNone;
+  return impl_ ? impl_->bool_values : kNone;
+}
 std::string Session::config_summary() const {
   return impl_ ? impl_->session->config_summary() : std::string();
 }

@@ -160,6 +160,7 @@ class Importer {
   std::unordered_set<std::string> names_;  // every ONNX value name and every name we made
   std::unordered_set<std::string> node_names_;
   std::unordered_set<std::string> graph_outputs_;
+  std::vector<std::string> bool_values_;  // BOOL inputs and outputs, as metadata kBoolValuesKey
   // Folding's budget: elements all folds of this model may produce (onnx::fold_node, "Limits"
   // of graph/onnx/ONNX.md), and what they produced so far.
   int64_t fold_budget_ = onnx::kMinFoldBudget;

@@ -617,15 +617,14 @@ Status Importer::add_inputs() {
     if (!v.is_tensor)
       return Status::unsupported(
           what + " is not a tensor (sequence, map and optional types are not supported)");
-    std::optional<DType> dt = graphi_dtype(v.elem_type);
+    // A BOOL input (a padding mask) is fed as float32 0/1, graphi's form of a run-time bool
+    // (graph/onnx/ONNX.md, Booleans); the metadata names it so front ends convert bool arrays.
+    std::optional<DType> dt =
+        v.elem_type == onnx::kBool ? std::optional<DType>(DType::kF32) : graphi_dtype(v.elem_type);
     if (!dt)
-      return Status::unsupported(
-          what + " has element type " + onnx::data_type_name(v.elem_type) +
-          "; graphi inputs are FLOAT, INT32 or INT64" +
-          (v.elem_type == onnx::kBool
-               ? " (graphi has no bool tensors: pass a mask as float32 or int64 and compare "
-                 "inside the model, e.g. mask = lengths_or_ids comparison)"
-               : ""));
+      return Status::unsupported(what + " has element type " + onnx::data_type_name(v.elem_type) +
+                                 "; graphi inputs are FLOAT, INT32, INT64 or BOOL");
+    if (v.elem_type == onnx::kBool) bool_values_.push_back(v.name);
     if (!v.has_shape)
       return Status::unsupported(what + " has no shape; graphi needs static input shapes");
     Shape shape;
@@ -786,6 +785,7 @@ Status Importer::add_outputs() {
     if (it == vals_.end())
       return Status::invalid_graph(src_ + ": graph output '" + o.name +
                                    "' is not produced by any node");
+    const bool is_bool = o.is_tensor && o.elem_type == onnx::kBool;
     if (!added.insert(o.name).second) {
       // The same value listed again (PyTorch's `return y, y`; ONNX Runtime returns it twice): a
       // copy under a fresh name ('y_1'), so every listed output has a place of its own.
@@ -793,6 +793,7 @@ Status Importer::add_outputs() {
       node_names_.insert(copy);
       b_.add_node("Identity", copy, {it->second.graph_name}, {copy});
       b_.add_output(copy);
+      if (is_bool) bool_values_.push_back(copy);
       continue;
     }
     if (it->second.is_const || it->second.graph_name != o.name) {
@@ -806,6 +807,7 @@ Status Importer::add_outputs() {
         node_names_.insert(copy);
         b_.add_node("Identity", copy, {from}, {copy});
         b_.add_output(copy);
+        if (is_bool) bool_values_.push_back(copy);
         continue;
       }
       Node node{"Identity", fresh(o.name + "/identity"), {}, {}, {}};
@@ -814,7 +816,13 @@ Status Importer::add_outputs() {
       it->second.graph_name = o.name;
     }
     b_.add_output(o.name);
+    if (is_bool &&
+        std::find(bool_values_.begin(), bool_values_.end(), o.name) == bool_values_.end())
+      bool_values_.push_back(o.name);
   }
+  std::string bools;
+  for (const std::string& v : bool_values_) bools += (bools.empty() ? "" : ",") + v;
+  if (!bools.empty()) b_.set_metadata(kBoolValuesKey, bools);
   // Declared shapes of the outputs: finish() checks them against inference. Only fully static
   // declarations: beside a symbolic dim an exporter may leave another dim at its export-time
   // value (torch.onnx's dynamo path declares [4, 'batch', 37] for a sequence exported at T = 4),

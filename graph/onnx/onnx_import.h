@@ -26,6 +26,10 @@ struct LoadProgress {
 };
 using LoadProgressFn = std::function<void(const LoadProgress&)>;
 
+// Graph metadata key: the comma-separated names of the graph inputs and outputs the file
+// declares BOOL. graphi carries run-time bools as float32 0/1; front ends (Python) convert.
+inline constexpr const char* kBoolValuesKey = "onnx_bool_values";
+
 struct ImportOptions {
   // Values of symbolic dims (dim_param, e.g. "batch" from torch.onnx.export's dynamic_axes);
   // the CLI fills it from --dim NAME=VALUE. A symbolic dim without an entry is an error.

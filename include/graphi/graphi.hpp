@@ -208,6 +208,10 @@ class GRAPHI_API Session {
 
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<TensorInfo>& outputs() const;
+  // Names of the inputs and outputs an .onnx file declares BOOL (a padding mask, `x > 0` as an
+  // output). graphi has no bool dtype: they are float32 tensors of 0 and 1 here (any non-zero
+  // input value counts as true); the Python module converts numpy bool arrays both ways.
+  const std::vector<std::string>& bool_values() const;
   // The executor configuration actually used, e.g. "2x1 cpf on cores {0} {1}; ...".
   std::string config_summary() const;
   // What the graph passes did ("" when options.optimize was false).

@@ -10,6 +10,8 @@ Input arrays (see python/README.md):
   read in place (the engine copies them once into its own buffers); they are never modified.
 - Non-contiguous or unaligned arrays of those dtypes (slices, transposes) are copied to a
   contiguous array first; same values, one extra copy.
+- An input the .onnx file declares BOOL (a padding mask) takes a numpy bool array (or float32
+  0/1); graphi carries it as float32 0/1. Outputs declared BOOL come back as numpy bool arrays.
 - Any other dtype (float64, float16, bool, ...) or non-native byte order is an error naming the
   input and the dtype the model expects: graphi never casts silently (a float64 -> float32 cast
   would lose precision without anyone noticing). Convert explicitly: x.astype(np.float32).
@@ -64,13 +66,15 @@ __version__ = _graphi.__version__  # the library's version (CMake project versio
 Error = _graphi.Error
 
 TensorInfo = _collections.namedtuple("TensorInfo", ["name", "dtype", "shape"])
-TensorInfo.__doc__ = "Name, numpy dtype name ('float32', 'int32', 'int64') and shape of a tensor."
+TensorInfo.__doc__ = ("Name, numpy dtype name ('float32', 'int32', 'int64', or 'bool' for a "
+                      "value the .onnx file declares BOOL) and shape of a tensor.")
 
 NodeArg = _collections.namedtuple("NodeArg", ["name", "shape", "type"])
 NodeArg.__doc__ = ("What onnxruntime's get_inputs()/get_outputs() return: name, shape (list) "
                    "and ONNX type string such as 'tensor(float)'.")
 
-_ONNX_TYPE = {"float32": "tensor(float)", "int32": "tensor(int32)", "int64": "tensor(int64)"}
+_ONNX_TYPE = {"float32": "tensor(float)", "int32": "tensor(int32)", "int64": "tensor(int64)",
+              "bool": "tensor(bool)"}
 
 
 def _node_arg(info):
@@ -85,6 +89,13 @@ def _prepare(path, name, value, info):
     """The array handed to the engine for input `name`: `value` itself when usable as is,
     a contiguous copy when only the layout is wrong; graphi.Error for any other dtype."""
     a = value if isinstance(value, _np.ndarray) else _np.asarray(value)
+    if info is not None and info.dtype == "bool":
+        if a.dtype not in (_np.dtype(_np.bool_), _np.dtype(_np.float32)):
+            err = Error("%s: input '%s': dtype %s is not supported; the model declares it BOOL: "
+                        "pass a numpy bool array (or float32 0/1)" % (path, name, a.dtype))
+            err.code = "invalid_argument"
+            raise err
+        return _np.ascontiguousarray(a, dtype=_np.float32)  # graphi's bools: float32 0/1
     if a.dtype not in _DTYPES.values() or not a.dtype.isnative:
         want = " (the model expects %s)" % info.dtype if info is not None else ""
         err = Error("%s: input '%s': dtype %s is not supported%s; graphi accepts float32, "
@@ -173,8 +184,12 @@ class Session:
                                   int(ring_capacity), str(cpuset), _os.fspath(plan),
                                   "" if rnn_weights is None else str(rnn_weights), limit)
         self.path = path
-        self.inputs = [TensorInfo(n, d, s) for n, d, s in self._s.inputs()]
-        self.outputs = [TensorInfo(n, d, s) for n, d, s in self._s.outputs()]
+        bools = set(self._s.bool_values())  # declared BOOL in the file: float32 0/1 inside
+        self.inputs = [TensorInfo(n, "bool" if n in bools else d, s)
+                       for n, d, s in self._s.inputs()]
+        self.outputs = [TensorInfo(n, "bool" if n in bools else d, s)
+                        for n, d, s in self._s.outputs()]
+        self._bool_outputs = [t.name for t in self.outputs if t.dtype == "bool"]
         self._input_info = {t.name: t for t in self.inputs}
         self._tracing = False
         self.tracing = tracing
@@ -264,7 +279,10 @@ class Session:
                 raise TypeError("Session.run: input names must be str, not %s" %
                                 type(name).__name__)
             pairs.append((name, _prepare(self.path, name, value, self._input_info.get(name))))
-        return dict(self._s.run(pairs))
+        out = dict(self._s.run(pairs))
+        for name in self._bool_outputs:
+            out[name] = out[name] != 0
+        return out
 
     def _run_ort(self, output_names, input_feed):
         if not isinstance(input_feed, dict):

@@ -1253,3 +1253,29 @@ TEST_CASE(
         "t.onnx: symbolic dim 'batch' is 5 in input 'x' but 4 in input 'y' as given; give its "
         "value with --dim batch=N");
 }
+
+TEST_CASE("onnx: BOOL graph inputs and outputs are float32 0/1, named in the metadata") {
+  // mask BOOL [3] -> Not -> nm (BOOL output); Where(mask, x, 0) -> y (FLOAT output).
+  Pw g;
+  g.m(1, node("Not", {"mask"}, {"nm"}, "not"))
+      .m(1, node("Where", {"mask", "x", "zero"}, {"y"}, "w"));
+  g.s(2, "g").m(5, float_tensor("zero", {1}, {0.0f}));
+  g.m(11, value_info("x", 1, {"3"})).m(11, value_info("mask", 9, {"3"}));
+  g.m(12, value_info("nm", 9, {"3"})).m(12, value_info("y", 1, {"3"}));
+  auto r = import_str(model(g, 13, 7));
+  INFO(r.status().message());
+  REQUIRE(r.is_ok());
+  CHECK(r->value(r->inputs()[1]).desc == TensorDesc{DType::kF32, {3}});
+  REQUIRE(r->metadata().count(kBoolValuesKey));
+  CHECK(r->metadata().at(kBoolValuesKey) == "mask,nm");
+  Tensor x(TensorDesc{DType::kF32, {3}}), mask(TensorDesc{DType::kF32, {3}});
+  const float xv[] = {1.5f, -2.0f, 3.0f}, mv[] = {1.0f, 0.0f, 1.0f};
+  std::memcpy(x.data(), xv, sizeof xv);
+  std::memcpy(mask.data(), mv, sizeof mv);
+  engine::NamedTensors out = value_or_throw(run_graph(*r, {x, mask}));
+  const float want_nm[] = {0.0f, 1.0f, 0.0f}, want_y[] = {1.5f, 0.0f, 3.0f};
+  for (int k = 0; k < 3; ++k) {
+    CHECK(out[0].second.data_as<float>()[k] == want_nm[k]);
+    CHECK(out[1].second.data_as<float>()[k] == want_y[k]);
+  }
+}
