@@ -95,8 +95,17 @@ py::array to_numpy(const graphi::Array& a) {
   auto* keep = new graphi::Array(a);  // shares the bytes, no copy
   py::capsule owner(keep, [](void* p) { delete static_cast<graphi::Array*>(p); });
   std::vector<py::ssize_t> shape(a.shape().begin(), a.shape().end());
+  // C-order strides computed here: pybind11 < 2.12 derives default strides from the dtype's
+  // item size read through numpy 1's struct layout, which under numpy 2 reads 0 (every stride
+  // 0: each element a copy of the first, silently).
+  std::vector<py::ssize_t> strides(shape.size());
+  py::ssize_t step = a.dtype() == graphi::DType::kI64 ? 8 : 4;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = step;
+    step *= shape[i];
+  }
   // Outputs own their bytes, so the array may be writable (torch.from_numpy wants that).
-  return py::array(numpy_dtype(a.dtype()), shape, {}, keep->mutable_data(), owner);
+  return py::array(numpy_dtype(a.dtype()), shape, strides, keep->mutable_data(), owner);
 }
 
 // `inputs`: (name, array) pairs. Each array must be a C-contiguous, aligned, native-order
