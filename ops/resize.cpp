@@ -4,11 +4,11 @@
 // output size comes from constant 'scales' (floor(in * scale)) or constant 'sizes' (opset 10:
 // inputs X, scales; opset >= 11: X, roi, scales, sizes). coordinate_transformation_mode: half_pixel
 // (default), pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn; nearest_mode:
-// round_prefer_floor (default), round_prefer_ceil, floor, ceil. Source coordinates are clamped to
-// the input (edge values), as ONNX's reference does (cubic: taps past an edge read the edge value,
-// or are dropped and the rest renormalized with exclude_outside = 1). Not supported (refused with
-// the attribute named): 'tf_crop_and_resize', opset 18's 'axes' and 'antialias',
-// keep_aspect_ratio_policy other than 'stretch'.
+// round_prefer_floor (default), round_prefer_ceil, floor, ceil (and graphi's 'simple', below).
+// Source coordinates are clamped to the input (edge values), as ONNX's reference does (cubic: taps
+// past an edge read the edge value, or are dropped and the rest renormalized with exclude_outside =
+// 1). Not supported (refused with the attribute named): 'tf_crop_and_resize', opset 18's 'axes' and
+// 'antialias', keep_aspect_ratio_policy other than 'stretch'.
 //
 // Each output coordinate of each dim maps to 1 (nearest), 2 (linear) or 4 (cubic) source
 // indices with weights, precomputed in init(); run() walks output elements and sums the n^k
@@ -31,7 +31,9 @@ enum class Coord {
   kTfHalfPixelNn,
   kHalfPixelSymmetric  // opset 19
 };
-enum class Nearest { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
+// kSimple is graphi's name (the ONNX importer's, for Resize-10 and Upsample): ceil on a
+// down-sampled dim (scale < 1), floor otherwise, as ONNX Runtime computes those opsets.
+enum class Nearest { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil, kSimple };
 
 enum class Mode { kNearest, kLinear, kCubic };
 
@@ -100,6 +102,8 @@ Result<ResizeParams> resize_params(const NodeView& v) {
     p.nearest = Nearest::kFloor;
   else if (nm == "ceil")
     p.nearest = Nearest::kCeil;
+  else if (nm == "simple")
+    p.nearest = Nearest::kSimple;
   else
     return Status::unsupported(w + ": attribute 'nearest_mode' = '" + nm + "' is not supported");
   if (a.has("axes"))
@@ -134,7 +138,10 @@ Result<ResizeParams> resize_params(const NodeView& v) {
     p.scales = scales;
     for (size_t d = 0; d < in.size(); ++d) {
       if (!(scales[d] > 0)) return Status::invalid_graph(w + ": scales must be > 0");
-      p.out.push_back(static_cast<int64_t>(std::floor(static_cast<double>(in[d]) * scales[d])));
+      // In float32, as ONNX Runtime and exporters compute it: 5 * 1.8f is 9 in float32 but
+      // 8.99999976 in double (Keras' Resizing(7, 9) of a 4x5 image, tf2onnx scales 1.75, 1.8).
+      p.out.push_back(static_cast<int64_t>(
+          std::floor(static_cast<float>(in[d]) * static_cast<float>(scales[d]))));
       p.resized_len.push_back(static_cast<double>(in[d]) * scales[d]);
     }
   } else if (v.has_input(sizes_i)) {
@@ -256,6 +263,9 @@ class ResizeKernel final : public Kernel {
               break;
             case Nearest::kFloor:
               i = std::floor(s);
+              break;
+            case Nearest::kSimple:
+              i = p_.scales[d] < 1 ? std::ceil(s) : std::floor(s);
               break;
             default:
               i = std::ceil(s);

@@ -136,7 +136,7 @@ class PySession {
   PySession(const std::string& path, int executors, int threads, const std::string& scheduler,
             bool pin, bool optimize, const std::map<std::string, int64_t>& dims, int ring_capacity,
             const std::string& cpuset, const std::string& plan, const std::string& rnn_weights,
-            uint64_t max_memory) {
+            uint64_t max_memory, const std::map<std::string, std::vector<int64_t>>& input_shapes) {
     graphi::SessionOptions o;
     o.rnn_weights = rnn_weights;
     o.plan = plan;
@@ -147,6 +147,7 @@ class PySession {
     o.pin = pin;
     o.optimize = optimize;
     o.dims = dims;
+    o.input_shapes = input_shapes;
     o.ring_capacity = ring_capacity;
     o.cpuset = cpuset;
     graphi::Expected<graphi::Session> s = [&] {
@@ -267,11 +268,13 @@ PYBIND11_MODULE(_graphi, m) {
   py::class_<PySession>(m, "Session")
       .def(py::init<const std::string&, int, int, const std::string&, bool, bool,
                     const std::map<std::string, int64_t>&, int, const std::string&,
-                    const std::string&, const std::string&, uint64_t>(),
+                    const std::string&, const std::string&, uint64_t,
+                    const std::map<std::string, std::vector<int64_t>>&>(),
            py::arg("path"), py::arg("executors"), py::arg("threads"), py::arg("scheduler"),
            py::arg("pin"), py::arg("optimize"), py::arg("dims"), py::arg("ring_capacity"),
            py::arg("cpuset"), py::arg("plan"), py::arg("rnn_weights") = "",
-           py::arg("max_memory") = 0)
+           py::arg("max_memory") = 0,
+           py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{})
       .def("run", &PySession::run, py::arg("inputs"))
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)

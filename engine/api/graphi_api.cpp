@@ -92,6 +92,7 @@ Result<std::shared_ptr<const graph::Graph>> load(const std::string& path,
                                       std::to_string(value));
     onnx.dims[name] = value;
   }
+  for (const auto& [name, shape] : options.input_shapes) onnx.input_shapes[name] = shape;
   return engine::load_model(path, onnx);
 }
 

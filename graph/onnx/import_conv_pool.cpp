@@ -43,7 +43,7 @@ std::optional<Status> Importer::translate_conv_pool(NodeIn& io) {
   [[maybe_unused]] const std::vector<std::string>& outs = io.outs;
   [[maybe_unused]] auto need = [&](size_t k) { return io.need(k); };
   if (op == "Upsample") {
-    // Opsets 7-9: Resize with asymmetric coordinates (and floor for nearest); scales as an
+    // Opsets 7-9: Resize with asymmetric coordinates (as Resize-10 below); scales as an
     // attribute (opset 7) or a constant input (opset 9).
     GRAPHI_RETURN_IF_ERROR(need(0));
     const onnx::Attr* md = n.attr("mode");
@@ -65,8 +65,23 @@ std::optional<Status> Importer::translate_conv_pool(NodeIn& io) {
     Attributes a;
     a.set("mode", std::string(mode == "nearest" ? "nearest" : "linear"));
     a.set("coordinate_transformation_mode", std::string("asymmetric"));
-    a.set("nearest_mode", std::string("floor"));
+    a.set("nearest_mode", std::string("simple"));  // floor; ceil on a down-sampled dim
     return emit("Resize", name, {ins[0], "", scales}, outs, std::move(a), where, &n);
+  }
+  if (op == "Resize" && opset_ < 11) {
+    // Resize-10 (X, scales): asymmetric coordinates (x / scale) and, for nearest, ceil on a
+    // down-sampled dim and floor otherwise (ops/resize.cpp 'simple'), as ONNX Runtime runs it;
+    // opset 11's defaults (half_pixel) would shift every linear sample.
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    GRAPHI_RETURN_IF_ERROR(need(1));
+    if (!host(ins[1])) return unsupported_op(n, "with scales computed at run time");
+    const onnx::Attr* md = n.attr("mode");
+    const std::string mode = md ? md->s : "nearest";
+    Attributes a;
+    a.set("mode", mode);
+    a.set("coordinate_transformation_mode", std::string("asymmetric"));
+    a.set("nearest_mode", std::string("simple"));
+    return emit("Resize", name, {ins[0], "", ins[1]}, outs, std::move(a), where, &n);
   }
   if ((op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool") &&
       !ins.empty() && !ins[0].empty()) {
@@ -269,7 +284,8 @@ Status Importer::translate_1d(const onnx::Node& n, const std::string& name,
     GRAPHI_ASSIGN_OR_RETURN(ins2[1], unsqueeze(ins[1], "w2d"));
   }
   GRAPHI_ASSIGN_OR_RETURN(Attributes attrs, convert_attrs(n, where));
-  // 1-D window attributes -> 2-D with a height of 1.
+  // 1-D window attributes -> 2-D with a height of 1: a 1 for the sizes and steps, a 0 for the
+  // added output padding (a 1 there would make the height 2).
   for (const onnx::Attr& a : n.attrs) {
     if (a.type != onnx::kAttrInts) continue;
     if (a.name == "kernel_shape" || a.name == "strides" || a.name == "dilations" ||
@@ -277,7 +293,7 @@ Status Importer::translate_1d(const onnx::Node& n, const std::string& name,
       if (a.ints.size() != 1)
         return Status::invalid_graph(where + ": attribute '" + a.name +
                                      "' must have 1 value for a 1-D " + n.op);
-      attrs.set(a.name, std::vector<int64_t>{1, a.ints[0]});
+      attrs.set(a.name, std::vector<int64_t>{a.name == "output_padding" ? 0 : 1, a.ints[0]});
     } else if (a.name == "pads") {
       if (a.ints.size() != 2)
         return Status::invalid_graph(where + ": attribute 'pads' must have 2 values for a 1-D " +

@@ -18,6 +18,36 @@ std::optional<Status> Importer::translate_shape(NodeIn& io) {
   [[maybe_unused]] std::vector<std::string>& ins = io.ins;
   [[maybe_unused]] const std::vector<std::string>& outs = io.outs;
   [[maybe_unused]] auto need = [&](size_t k) { return io.need(k); };
+  if (op == "ReverseSequence") {
+    // Every sequence reversed over the whole time axis (tf2onnx's Keras go_backwards and
+    // Bidirectional GRU / SimpleRNN write it with constant, full lengths): a Slice with step -1.
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    GRAPHI_RETURN_IF_ERROR(need(1));
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
+    const onnx::Attr* ta = n.attr("time_axis");
+    const onnx::Attr* ba = n.attr("batch_axis");
+    const int64_t time_axis = ta ? ta->i : 0, batch_axis = ba ? ba->i : 1;
+    if (d.rank() < 2 || (time_axis != 0 && time_axis != 1) || batch_axis != 1 - time_axis)
+      return Status::invalid_graph(where + ": time_axis " + std::to_string(time_axis) +
+                                   " and batch_axis " + std::to_string(batch_axis) +
+                                   " must be 0 and 1 (either way) of input " + d.to_string());
+    const int64_t steps = d.shape[static_cast<size_t>(time_axis)];
+    const HostTensor* lens = host(ins[1]);
+    if (!lens || lens->numel() != static_cast<size_t>(d.shape[static_cast<size_t>(batch_axis)]))
+      return unsupported_op(n, "with sequence_lens computed at run time");
+    for (size_t k = 0; k < lens->numel(); ++k)
+      if (lens->get_i(k) != steps)
+        return Status::unsupported(where + ": sequence_lens[" + std::to_string(k) +
+                                   "] = " + std::to_string(lens->get_i(k)) +
+                                   " is not supported: graphi reverses whole sequences only (" +
+                                   std::to_string(steps) + " steps)");
+    return emit(
+        "Slice", name,
+        {ins[0], add_ints_const(name + "/starts", {-1}),
+         add_ints_const(name + "/ends", {-steps - 1}), add_ints_const(name + "/axes", {time_axis}),
+         add_ints_const(name + "/steps", {-1})},
+        outs, {}, where, &n);
+  }
   if (op == "Identity" || op == "Dropout") {
     GRAPHI_RETURN_IF_ERROR(need(0));
     for (size_t k = 1; k < outs.size(); ++k)

@@ -769,8 +769,7 @@ Result<std::vector<HostTensor>> fold_node_unlimited(const Node& n, int64_t opset
     Shape out(s.size());
     for (size_t d = 0; d < s.size(); ++d) {
       if (reps[d] < 0) return Status::invalid_graph(where + ": negative repeat");
-      if (reps[d] > max_fold_elements())
-        return Status::unsupported(where + ": repeats too large");
+      if (reps[d] > max_fold_elements()) return Status::unsupported(where + ": repeats too large");
       out[d] = s[d] * reps[d];
     }
     GRAPHI_RETURN_IF_ERROR(check_size(out, where));

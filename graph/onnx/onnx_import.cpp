@@ -122,6 +122,7 @@ const std::vector<std::string>& runtime_ops() {
                                                 "Relu",
                                                 "Reshape",
                                                 "Resize",
+                                                "ReverseSequence",
                                                 "Round",
                                                 "Scatter",
                                                 "ScatterElements",
@@ -670,11 +671,18 @@ Status Importer::add_inputs() {
                                           ": the value must be at least 1");
         used_dims.insert(dim.param);
         shape.push_back(o->second);
+      } else if (auto given = opts_.input_shapes.find(v.name);
+                 given != opts_.input_shapes.end() && given->second.size() == v.dims.size() &&
+                 given->second[d] >= 1) {
+        shape.push_back(given->second[d]);  // skl2onnx's unnamed batch dim, from the input file
       } else {
         return Status::unsupported(
             what + ": dim " + std::to_string(d) +
-            " has neither a size nor a name; graphi needs static shapes "
-            "(fix the model's input shape, e.g. with onnx.tools.update_model_dims)");
+            " has neither a size nor a name; graphi needs static shapes: feed the input from a "
+            "file (graphi run --input " +
+            v.name + "=FILE.npy; Python: input_shapes={'" + v.name +
+            "': (...)}) or fix the model's input shape, e.g. with "
+            "onnx.tools.update_model_dims");
       }
     }
     int64_t numel = 1;

@@ -167,6 +167,10 @@ struct SessionOptions {
   // Values of symbolic dims of an .onnx file (e.g. {"batch", 8}); a symbolic dim without a
   // value is an error naming it.
   std::map<std::string, int64_t> dims;
+  // Shapes of the inputs as you will feed them, by input name (e.g. {"X", {5, 4}}): a symbolic
+  // or unnamed dim of an .onnx input (skl2onnx leaves the batch dim unnamed) that `dims` does
+  // not give takes its value from here.
+  std::map<std::string, std::vector<int64_t>> input_shapes;
   // How the split is chosen when executors and threads are 0 (docs/PROFILER.md):
   //   "auto"  the plan `graphi profile` cached for this graph on this machine, else a quick
   //           choice from the graph's width and the topology (all allowed cores);

@@ -142,7 +142,7 @@ class Session:
 
     Session(path, executors=None, threads=None, scheduler=None, pin=True, optimize=True,
             dims=None, ring_capacity=1, cpuset="", plan="auto", tracing=False,
-            rnn_weights=None, max_memory=None)
+            rnn_weights=None, max_memory=None, input_shapes=None)
 
     path: a .onnx or .graphi file. executors x threads: the engine's executor teams; None
     (default) takes the plan's split, giving one of them sets the other to 1.
@@ -154,6 +154,8 @@ class Session:
     sequential. pin: pin each thread to its own core.
     optimize: apply the default graph passes (RNN cell fusion, GEMM fusion, ...).
     dims: values of symbolic ONNX dims, e.g. {"batch": 8}. cpuset: restrict pinning ("0-3").
+    input_shapes: the shapes you will feed, by input name, e.g. {"X": (5, 4)}: symbolic dims
+    that `dims` does not give, and unnamed ones (skl2onnx's batch dim), are taken from them.
     tracing: record every run op by op (see trace(); also a settable property).
     rnn_weights: "fp32" (None, default), "bf16" or "int8": store the fused LSTM/GRU/RNN weights
     in bf16 (fp32 accumulation) or int8 (per-column scales, u8 activations quantized per step,
@@ -167,7 +169,7 @@ class Session:
 
     def __init__(self, path, executors=None, threads=None, scheduler=None, pin=True,
                  optimize=True, dims=None, ring_capacity=1, cpuset="", plan="auto", tracing=False,
-                 rnn_weights=None, max_memory=None):
+                 rnn_weights=None, max_memory=None, input_shapes=None):
         path = _os.fspath(path)
         limit = _memory_size(max_memory, path)
         for name, v in (("executors", executors), ("threads", threads)):
@@ -182,7 +184,9 @@ class Session:
                                   bool(pin), bool(optimize),
                                   {str(k): int(v) for k, v in (dims or {}).items()},
                                   int(ring_capacity), str(cpuset), _os.fspath(plan),
-                                  "" if rnn_weights is None else str(rnn_weights), limit)
+                                  "" if rnn_weights is None else str(rnn_weights), limit,
+                                  {str(k): [int(d) for d in v]
+                                   for k, v in (input_shapes or {}).items()})
         self.path = path
         bools = set(self._s.bool_values())  # declared BOOL in the file: float32 0/1 inside
         self.inputs = [TensorInfo(n, "bool" if n in bools else d, s)

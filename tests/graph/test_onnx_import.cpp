@@ -1279,3 +1279,99 @@ TEST_CASE("onnx: BOOL graph inputs and outputs are float32 0/1, named in the met
     CHECK(out[1].second.data_as<float>()[k] == want_y[k]);
   }
 }
+
+TEST_CASE("onnx: Resize-10, 1-D ConvTranspose with output_padding, ReverseSequence, unnamed dims") {
+  auto ints_attr = [](const char* nm, const std::vector<int64_t>& v) {
+    Pw a;
+    a.s(1, nm);
+    for (int64_t x : v) a.i(8, x);
+    a.i(20, 7);
+    return a;
+  };
+  auto str_attr = [](const char* nm, const std::string& v) {
+    Pw a;
+    a.s(1, nm).s(4, v).i(20, 3);
+    return a;
+  };
+  SECTION("Resize-10 linear: asymmetric coordinates (x / scale), not opset 11's half_pixel") {
+    Pw g;
+    g.m(1, node("Resize", {"x", "scales"}, {"y"}, "up", {str_attr("mode", "linear")})).s(2, "g");
+    g.m(5, float_tensor("scales", {4}, {1.0f, 1.0f, 2.0f, 1.5f}));
+    g.m(11, value_info("x", 1, {"1", "1", "2", "3"}))
+        .m(12, value_info("y", 1, {"1", "1", "4", "4"}));
+    auto r = import_str(model(g, 10, 5));
+    INFO(r.status().message());
+    REQUIRE(r.is_ok());
+    const float xv[] = {0.0f, 1.0f, 4.0f, 2.0f, -3.0f, 5.0f};
+    Tensor x(TensorDesc{DType::kF32, {1, 1, 2, 3}});
+    std::memcpy(x.data(), xv, sizeof xv);
+    engine::NamedTensors out = value_or_throw(run_graph(*r, {x}));
+    for (int oy = 0; oy < 4; ++oy)
+      for (int ox = 0; ox < 4; ++ox) {
+        const double sy = std::min(oy / 2.0, 1.0), sx = std::min(ox / 1.5, 2.0);
+        const int y0 = static_cast<int>(sy), x0 = static_cast<int>(sx);
+        const int y1 = std::min(y0 + 1, 1), x1 = std::min(x0 + 1, 2);
+        const double fy = sy - y0, fx = sx - x0;
+        const double want = (1 - fy) * ((1 - fx) * xv[y0 * 3 + x0] + fx * xv[y0 * 3 + x1]) +
+                            fy * ((1 - fx) * xv[y1 * 3 + x0] + fx * xv[y1 * 3 + x1]);
+        CHECK(std::abs(out[0].second.data_as<float>()[oy * 4 + ox] - want) < 1e-5);
+      }
+  }
+  SECTION("1-D ConvTranspose, stride 2, output_padding 1") {
+    Pw g;
+    g.m(1, node("ConvTranspose", {"x", "w"}, {"y"}, "up",
+                {ints_attr("strides", {2}), ints_attr("output_padding", {1})}))
+        .s(2, "g");
+    const std::vector<float> wv = {0.5f, -1.0f, 2.0f}, xv = {1.0f, 3.0f, -2.0f};
+    g.m(5, float_tensor("w", {1, 1, 3}, wv));
+    g.m(11, value_info("x", 1, {"1", "1", "3"})).m(12, value_info("y", 1, {"1", "1", "8"}));
+    auto r = import_str(model(g, 13, 7));
+    INFO(r.status().message());
+    REQUIRE(r.is_ok());
+    Tensor x(TensorDesc{DType::kF32, {1, 1, 3}});
+    std::memcpy(x.data(), xv.data(), 12);
+    engine::NamedTensors out = value_or_throw(run_graph(*r, {x}));
+    REQUIRE(out[0].second.shape() == Shape{1, 1, 8});
+    std::vector<float> want(8, 0.0f);
+    for (int i = 0; i < 3; ++i)
+      for (int k = 0; k < 3; ++k) want[static_cast<size_t>(2 * i + k)] += xv[i] * wv[k];
+    for (int o = 0; o < 8; ++o)
+      CHECK(std::abs(out[0].second.data_as<float>()[o] - want[static_cast<size_t>(o)]) < 1e-6);
+  }
+  SECTION("ReverseSequence over whole sequences; shorter lengths are refused by name") {
+    auto rev = [&](const std::vector<int64_t>& lens) {
+      Pw g;
+      g.m(1, node("ReverseSequence", {"x", "lens"}, {"y"}, "rev")).s(2, "g");
+      g.m(5, test::onnx_pb::int64_tensor("lens", lens));
+      g.m(11, value_info("x", 1, {"3", "2", "2"})).m(12, value_info("y", 1, {"3", "2", "2"}));
+      return import_str(model(g, 13, 7));
+    };
+    auto r = rev({3, 3});
+    INFO(r.status().message());
+    REQUIRE(r.is_ok());
+    const Tensor x = test::random_tensor(TensorDesc{DType::kF32, {3, 2, 2}}, 3);
+    engine::NamedTensors out = value_or_throw(run_graph(*r, {x}));
+    for (int t = 0; t < 3; ++t)
+      for (int j = 0; j < 4; ++j)
+        CHECK(out[0].second.data_as<float>()[t * 4 + j] == x.data_as<float>()[(2 - t) * 4 + j]);
+    auto e = rev({3, 2});
+    REQUIRE_FALSE(e.is_ok());
+    CHECK_THAT(e.status().message(),
+               Catch::Contains("'rev' (ReverseSequence): sequence_lens[1] = 2 is not supported"));
+  }
+  SECTION("an unnamed dim (skl2onnx's batch) from the shapes the caller will feed") {
+    Pw g;
+    g.m(1, node("Relu", {"x"}, {"y"}, "act")).s(2, "g");
+    g.m(11, value_info("x", 1, {"", "3"})).m(12, value_info("y", 1, {"", "3"}));
+    auto e = import_str(model(g));
+    REQUIRE_FALSE(e.is_ok());
+    CHECK_THAT(e.status().message(), Catch::Contains("dim 0 has neither a size nor a name") &&
+                                         Catch::Contains("input_shapes={'x': (...)}"));
+    ImportOptions o;
+    o.input_shapes = {{"x", {7, 3}}};
+    auto r = import_str(model(g), o);
+    INFO(r.status().message());
+    REQUIRE(r.is_ok());
+    CHECK(r->value(r->inputs()[0]).desc == TensorDesc{DType::kF32, {7, 3}});
+  }
+}

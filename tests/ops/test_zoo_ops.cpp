@@ -505,10 +505,12 @@ Tensor resize_ref(const Tensor& x, const Shape& out, const std::vector<double>& 
 }  // namespace
 
 // ONNX's output shape for `scales`: floor(in * scale) per dim.
+// floor(in * scale) in float32, as ONNX's shape inference and ONNX Runtime compute it (5 * 1.8f
+// is 9 in float32, 8.99999976 in double).
 Shape resized_shape(const Tensor& x, const std::vector<float>& scales) {
   Shape out;
   for (size_t d = 0; d < scales.size(); ++d)
-    out.push_back(static_cast<int64_t>(std::floor(static_cast<double>(x.shape()[d]) * scales[d])));
+    out.push_back(static_cast<int64_t>(std::floor(static_cast<float>(x.shape()[d]) * scales[d])));
   return out;
 }
 
