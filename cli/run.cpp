@@ -11,6 +11,7 @@
 #include <map>
 #include <new>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -107,7 +108,8 @@ int run_command(int argc, char** argv) {
       "--executors/--threads override it; --no-plan runs the 1x1 sequential reference executor.\n"
       "Inputs come from .npy files (float32/int32/int64, C order); inputs not given are\n"
       "filled with seeded random values (float32 uniform in [-1, 1)) and reported as generated.\n"
-      "Outputs are written as DIR/NAME.npy with --output-dir ('/' in a name becomes '_').\n"
+      "Outputs are written as DIR/NAME.npy with --output-dir (characters other than letters,\n"
+      "digits, '-', '_' and '.' become '_'; a name that then repeats gets _2, _3, ...).\n"
       "The graph passes run first: unrolled LSTM/GRU/RNN cells become sequence ops, GEMMs sharing\n"
       "an input are merged, per-step input projections are hoisted (--no-fuse: run as stored).\n"
       "Exit codes: 0 ok, 1 runtime error (bad file, bad input data), 2 usage error. Example:\n"
@@ -279,8 +281,12 @@ int run_command(int argc, char** argv) {
     if (ec)
       return runtime_error(
           Status::io_error(dir.string() + ": cannot create directory (" + ec.message() + ")"));
+    std::set<std::string> stems;  // 'a/b' and 'a:b' both become a_b: the second is a_b_2
     for (const auto& [name, t] : outputs) {
-      const std::string path = (dir / (file_stem(name) + ".npy")).string();
+      std::string stem = file_stem(name);
+      for (int k = 2; !stems.insert(stem).second; ++k)
+        stem = file_stem(name) + "_" + std::to_string(k);
+      const std::string path = (dir / (stem + ".npy")).string();
       if (Status s = graph::write_npy(path, t); !s.is_ok()) return runtime_error(s);
       written.push_back(path);
     }

@@ -191,6 +191,15 @@ Status Importer::unsupported_op(const onnx::Node& n, const std::string& why) con
   for (const std::string& op : onnx::foldable_ops())
     if (!is_runtime_op(op)) fold_only.push_back(op);
   const std::string domain = n.domain.empty() ? "ai.onnx" : n.domain;
+  if (domain != "ai.onnx")  // the whole domain: listing the default domain's ops would not help
+    return Status::unsupported(
+        where_of(n) + ": op type '" + n.op + "' (domain '" + domain +
+        "') is not supported: " + "graphi runs the ops of ONNX's default domain (ai.onnx) only" +
+        (domain == "ai.onnx.ml"
+             ? " (ai.onnx.ml holds the classical-ML ops of converters such as skl2onnx: "
+               "ZipMap, Scaler, LinearClassifier, ...)"
+             : "") +
+        " (see graph/onnx/ONNX.md)");
   return Status::unsupported(
       where_of(n) + ": op type '" + n.op + "' (domain '" + domain + "'" +
       (n.domain.empty() || n.domain == "ai.onnx" ? ", opset " + std::to_string(opset_) : "") +

@@ -3,13 +3,16 @@
 // file and the flag.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "graph/npy.h"
+#include "tests/support/proto_writer.h"
 #include "tests/support/test_util.h"
 
 using namespace graphi;
@@ -160,4 +163,33 @@ TEST_CASE("cli onnx: --progress shows a long load with a time per stage, short l
   const std::string line = r.err.substr(done, r.err.find('\n', done) - done);
   CHECK_THAT(line, Catch::Matches(".* \\(parse [0-9.]+ s, import [0-9.]+ s, validate [0-9.]+ s, "
                                   "passes [0-9.]+ s, compile [0-9.]+ s\\)"));
+}
+
+TEST_CASE("cli onnx: output names that map to one file name get _2, nothing is overwritten") {
+  // x -> Relu -> 'a/b', x -> Neg -> 'a:b': both are a_b as file names.
+  namespace pb = test::onnx_pb;
+  test::ProtoWriter g;
+  g.m(1, pb::node("Relu", {"x"}, {"a/b"}, "relu")).m(1, pb::node("Neg", {"x"}, {"a:b"}, "neg"));
+  g.s(2, "g").m(11, pb::value_info("x", 1, {3}));
+  g.m(12, pb::value_info("a/b", 1, {3})).m(12, pb::value_info("a:b", 1, {3}));
+  const fs::path dir = test::scratch_dir("cli_onnx_stems");
+  {
+    std::ofstream f(dir / "m.onnx", std::ios::binary);
+    f << pb::model(g);
+  }
+  Tensor x(TensorDesc{DType::kF32, {3}});
+  const float xv[] = {-1.0f, 2.0f, 0.5f};
+  std::memcpy(x.data(), xv, sizeof xv);
+  REQUIRE(graph::write_npy((dir / "x.npy").string(), x).is_ok());
+  Run r =
+      run_cli(dir, {"run", (dir / "m.onnx").string(), "--input", "x=" + (dir / "x.npy").string(),
+                    "--iterations", "1", "--output-dir", (dir / "out").string()});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  Tensor relu = value_or_throw(graph::read_npy((dir / "out" / "a_b.npy").string()));
+  Tensor neg = value_or_throw(graph::read_npy((dir / "out" / "a_b_2.npy").string()));
+  for (int k = 0; k < 3; ++k) {
+    CHECK(relu.data_as<float>()[k] == std::max(xv[k], 0.0f));
+    CHECK(neg.data_as<float>()[k] == -xv[k]);
+  }
 }
