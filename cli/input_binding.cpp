@@ -16,7 +16,7 @@ Result<std::vector<InputFile>> parse_input_flags(const std::vector<std::string>&
     const auto eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
       return Status::invalid_argument("--input expects NAME=FILE.npy, got '" + spec + "'");
-    InputFile f{spec.substr(0, eq), spec.substr(eq + 1)};
+    InputFile f{spec.substr(0, eq), spec.substr(eq + 1), std::nullopt};
     for (const InputFile& other : files)
       if (other.name == f.name)
         return Status::invalid_argument("input '" + f.name + "' is given more than once");
