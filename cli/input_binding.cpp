@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <new>
+#include <utility>
 
 #include "cli/cli_util.h"
 #include "graph/npy.h"
@@ -54,7 +55,7 @@ std::optional<std::string> unknown_input(const graph::Graph& g, const std::strin
   return std::nullopt;
 }
 
-Result<BoundInputs> bind_inputs(const graph::Graph& g, const std::vector<InputFile>& files,
+Result<BoundInputs> bind_inputs(const graph::Graph& g, std::vector<InputFile>& files,
                                 uint64_t seed) {
   BoundInputs out;
   models::WeightRng rng(seed);
@@ -63,7 +64,8 @@ Result<BoundInputs> bind_inputs(const graph::Graph& g, const std::vector<InputFi
     auto file = std::find_if(files.begin(), files.end(),
                              [&](const InputFile& f) { return f.name == v.name; });
     if (file != files.end()) {
-      Result<Tensor> t = file->data ? Result<Tensor>(*file->data) : graph::read_npy(file->path);
+      Result<Tensor> t = file->data ? Result<Tensor>(*std::exchange(file->data, std::nullopt))
+                                    : graph::read_npy(file->path);
       if (!t.is_ok()) return t.status().with_context("input '" + v.name + "'");
       if (!(t->desc() == v.desc))
         return Status::invalid_argument("input '" + v.name + "': " + file->path + " holds " +

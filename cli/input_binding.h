@@ -41,9 +41,10 @@ struct BoundInputs {
   std::map<std::string, std::string> source;  // input name -> file it was read from
 };
 
-// Reads the files (a wrong dtype or shape names the input, the file and both descs) and fills
-// the other inputs with seeded random values (kOutOfMemory naming an input too large to make).
-Result<BoundInputs> bind_inputs(const graph::Graph& g, const std::vector<InputFile>& files,
+// Reads the files (a wrong dtype or shape names the input, the file and both descs; data that
+// read_input_files read is moved out, not copied) and fills the other inputs with seeded random
+// values (kOutOfMemory naming an input too large to make).
+Result<BoundInputs> bind_inputs(const graph::Graph& g, std::vector<InputFile>& files,
                                 uint64_t seed);
 
 // A run's failure, with a hint when some inputs held random values (an index out of range is

@@ -200,13 +200,7 @@ Expected<Session> Session::open(const std::string& path, const SessionOptions& o
     impl->session = std::move(s).value();
     for (graph::ValueId id : g->inputs()) impl->inputs.push_back(info_of(*g, id));
     for (graph::ValueId id : g->outputs()) impl->outputs.push_back(info_of(*g, id));
-    if (auto b = g->metadata().find(graph::kBoolValuesKey); b != g->metadata().end()) {
-      for (size_t p = 0; p <= b->second.size();) {
-        size_t q = std::min(b->second.find(',', p), b->second.size());
-        if (q > p) impl->bool_values.push_back(b->second.substr(p, q - p));
-        p = q + 1;
-      }
-    }
+    impl->bool_values = graph::bool_values(*g);
     return Session(std::move(impl));
   });
 }

@@ -187,9 +187,6 @@ int32_t onnx_type_of(DType d) {
 }
 
 Status Importer::unsupported_op(const onnx::Node& n, const std::string& why) const {
-  std::vector<std::string> fold_only;
-  for (const std::string& op : onnx::foldable_ops())
-    if (!is_runtime_op(op)) fold_only.push_back(op);
   const std::string domain = n.domain.empty() ? "ai.onnx" : n.domain;
   if (domain != "ai.onnx")  // the whole domain: listing the default domain's ops would not help
     return Status::unsupported(
@@ -200,6 +197,9 @@ Status Importer::unsupported_op(const onnx::Node& n, const std::string& why) con
                "ZipMap, Scaler, LinearClassifier, ...)"
              : "") +
         " (see graph/onnx/ONNX.md)");
+  std::vector<std::string> fold_only;
+  for (const std::string& op : onnx::foldable_ops())
+    if (!is_runtime_op(op)) fold_only.push_back(op);
   return Status::unsupported(
       where_of(n) + ": op type '" + n.op + "' (domain '" + domain + "'" +
       (n.domain.empty() || n.domain == "ai.onnx" ? ", opset " + std::to_string(opset_) : "") +
@@ -794,6 +794,19 @@ Status Importer::add_outputs() {
   const onnx::GraphProto& g = m_.graph;
   if (g.outputs.empty()) return Status::invalid_graph(src_ + ": the graph declares no outputs");
   std::set<std::string> added;
+  // Graph output `name`; a BOOL one is named in the metadata (once: it may be an input too).
+  auto output = [&](const std::string& name, bool is_bool) {
+    b_.add_output(name);
+    if (is_bool && std::find(bool_values_.begin(), bool_values_.end(), name) == bool_values_.end())
+      bool_values_.push_back(name);
+  };
+  // An Identity copy of `from` under a fresh name made from `base` ('y_1'), as an output.
+  auto output_copy = [&](const std::string& from, const std::string& base, bool is_bool) {
+    const std::string copy = fresh(base);
+    node_names_.insert(copy);
+    b_.add_node("Identity", copy, {from}, {copy});
+    output(copy, is_bool);
+  };
   for (const onnx::ValueInfo& o : g.outputs) {
     auto it = vals_.find(o.name);
     if (it == vals_.end() && seqs_.count(o.name))
@@ -806,11 +819,7 @@ Status Importer::add_outputs() {
     if (!added.insert(o.name).second) {
       // The same value listed again (PyTorch's `return y, y`; ONNX Runtime returns it twice): a
       // copy under a fresh name ('y_1'), so every listed output has a place of its own.
-      const std::string copy = fresh(o.name);
-      node_names_.insert(copy);
-      b_.add_node("Identity", copy, {it->second.graph_name}, {copy});
-      b_.add_output(copy);
-      if (is_bool) bool_values_.push_back(copy);
+      output_copy(it->second.graph_name, o.name, is_bool);
       continue;
     }
     if (it->second.is_const || it->second.graph_name != o.name) {
@@ -820,11 +829,7 @@ Status Importer::add_outputs() {
       if (from == o.name) {
         // A graph input that is also an output (ONNX Runtime passes it through): graphi's
         // outputs are computed by nodes, so a copy under a fresh name ('x_1') is the output.
-        const std::string copy = fresh(o.name);
-        node_names_.insert(copy);
-        b_.add_node("Identity", copy, {from}, {copy});
-        b_.add_output(copy);
-        if (is_bool) bool_values_.push_back(copy);
+        output_copy(from, o.name, is_bool);
         continue;
       }
       Node node{"Identity", fresh(o.name + "/identity"), {}, {}, {}};
@@ -832,10 +837,7 @@ Status Importer::add_outputs() {
       b_.add_node("Identity", node.name, {from}, {o.name});
       it->second.graph_name = o.name;
     }
-    b_.add_output(o.name);
-    if (is_bool &&
-        std::find(bool_values_.begin(), bool_values_.end(), o.name) == bool_values_.end())
-      bool_values_.push_back(o.name);
+    output(o.name, is_bool);
   }
   std::string bools;
   for (const std::string& v : bool_values_) bools += (bools.empty() ? "" : ",") + v;
@@ -908,6 +910,19 @@ Result<Graph> Importer::run() {
 }
 
 }  // namespace onnx_import
+
+std::vector<std::string> bool_values(const Graph& g) {
+  std::vector<std::string> names;
+  auto it = g.metadata().find(kBoolValuesKey);
+  if (it == g.metadata().end()) return names;
+  const std::string& list = it->second;
+  for (size_t p = 0; p <= list.size();) {
+    const size_t q = std::min(list.find(',', p), list.size());
+    if (q > p) names.push_back(list.substr(p, q - p));
+    p = q + 1;
+  }
+  return names;
+}
 
 namespace {
 

@@ -11,6 +11,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "graph/graph.h"
 
@@ -29,6 +30,8 @@ using LoadProgressFn = std::function<void(const LoadProgress&)>;
 // Graph metadata key: the comma-separated names of the graph inputs and outputs the file
 // declares BOOL. graphi carries run-time bools as float32 0/1; front ends (Python) convert.
 inline constexpr const char* kBoolValuesKey = "onnx_bool_values";
+// Those names, read back from g's metadata (empty when there are none).
+std::vector<std::string> bool_values(const Graph& g);
 
 struct ImportOptions {
   // Values of symbolic dims (dim_param, e.g. "batch" from torch.onnx.export's dynamic_axes);
