@@ -440,13 +440,6 @@ CostHint cost_conv_pool(const graph::Node& node, std::span<const TensorDesc* con
   return c;
 }
 
-void report_failure(const char* name, float* y, int64_t count) {
-  static std::atomic<bool> warned{false};
-  if (!warned.exchange(true))
-    std::fprintf(stderr, "graphi: %s: oneDNN execution failed; output set to NaN\n", name);
-  std::fill(y, y + count, std::numeric_limits<float>::quiet_NaN());
-}
-
 // ---------------------------------------------------------------------------------------------
 class OnednnConvKernel final : public Kernel {
  public:
@@ -558,7 +551,7 @@ class OnednnConvKernel final : public Kernel {
         if (!prim_->execute(x + i * x_image_, sc + i * s_image_, bias, y + i * y_image_,
                             team.scratch, team.nthr, team.scratch_bytes,
                             z ? z + i * y_image_ : nullptr)) {
-          report_failure(name(), y, outputs_);
+          onednn::fail_output(name(), y, outputs_);
           return;
         }
       if (act_after_) add_and_activate(y, nullptr, true, team.nthr);
@@ -566,7 +559,7 @@ class OnednnConvKernel final : public Kernel {
     }
     if (!prim_->execute(x, static_cast<const float*>(io.inputs[1]), bias, y, team.scratch,
                         team.nthr, team.scratch_bytes, z_after ? nullptr : z)) {
-      report_failure(name(), y, outputs_);
+      onednn::fail_output(name(), y, outputs_);
       return;
     }
     if (z_after || act_after_) add_and_activate(y, z_after, z_after || act_after_, team.nthr);
@@ -764,7 +757,7 @@ class OnednnPoolKernel final : public Kernel {
     float* y = static_cast<float*>(io.outputs[0]);
     if (!prim_->execute(static_cast<const float*>(io.inputs[0]), nullptr, nullptr, y, team.scratch,
                         team.nthr, team.scratch_bytes))
-      report_failure(name_, y, g_.n * g_.c * g_.oh * g_.ow);
+      onednn::fail_output(name_, y, g_.n * g_.c * g_.oh * g_.ow);
   }
 
  private:

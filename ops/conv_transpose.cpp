@@ -110,13 +110,6 @@ Result<TGeometry> tgeometry(const NodeView& v) {
   return g;
 }
 
-// A oneDNN execution that failed (not expected after a successful creation): said on stderr,
-// and the output is NaN rather than stale bytes.
-void fail_output(const char* kernel, float* y, int64_t count) noexcept {
-  std::fprintf(stderr, "graphi: %s: oneDNN execution failed; output set to NaN\n", kernel);
-  std::fill(y, y + count, std::numeric_limits<float>::quiet_NaN());
-}
-
 // Scratch regions of the patch kernels: oneDNN's scratchpad, then the patches, 64-byte aligned.
 size_t align64(size_t n) { return (n + 63) / 64 * 64; }
 
@@ -257,7 +250,7 @@ class OnednnConvTransposeKernel final : public Kernel {
     if (!prim_->execute(static_cast<const float*>(io.inputs[0]),
                         static_cast<const float*>(io.inputs[1]), bias, y, team.scratch, team.nthr,
                         team.scratch_bytes)) {
-      fail_output(name(), y, g_.n * g_.m * g_.oh * g_.ow);
+      onednn::fail_output(name(), y, g_.n * g_.m * g_.oh * g_.ow);
     }
   }
 
@@ -306,7 +299,7 @@ class PatchConvTransposeKernel final : public Kernel {
     float* patches = reinterpret_cast<float*>(scratch + align64(prim_->scratch_bytes()));
     if (!prim_->execute(wt_.data(), static_cast<const float*>(io.inputs[0]), nullptr, patches,
                         scratch, team.nthr, align64(prim_->scratch_bytes()))) {
-      fail_output(name(), y, g_.n * g_.m * g_.oh * g_.ow);
+      onednn::fail_output(name(), y, g_.n * g_.m * g_.oh * g_.ow);
       return;
     }
     const float* b = g_.has_bias ? static_cast<const float*>(io.inputs[2]) : nullptr;
@@ -391,7 +384,7 @@ class BlockedPatchConvTransposeKernel final : public Kernel {
     float* p = reinterpret_cast<float*>(scratch + align64(prim_->scratch_bytes()));
     if (!prim_->execute(static_cast<const float*>(io.inputs[0]), nullptr, bc_.data(), p, scratch,
                         team.nthr, align64(prim_->scratch_bytes()))) {
-      fail_output(name(), y, g_.n * mp_ * g_.oh * g_.ow);
+      onednn::fail_output(name(), y, g_.n * mp_ * g_.oh * g_.ow);
       return;
     }
     const int64_t mb = mp_ / b_, hw = g_.h * g_.w, k = g_.kh * g_.kw, b = b_;

@@ -543,6 +543,11 @@ Result<std::unique_ptr<Primitive>> make_matmul_for(const MatMulSpec& spec, int t
 }
 
 Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_size, bool allow_ref) {
+  const bool vol = s.d > 0;  // 3-D: plain ncdhw activations only
+  if (vol && (s.src_block || s.dst_block || s.dw.stride > 0 || s.input_scale))
+    return Status::unsupported(
+        "oneDNN convolution: a 3-D convolution takes no blocks, fused depthwise conv or input "
+        "scale");
   try {
     ScopedOmpThreads threads(team_size);
     auto impl = std::make_unique<Primitive::Impl>();
@@ -550,21 +555,32 @@ Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_siz
     impl->has_weights = true;
     impl->has_bias = s.has_bias;
     using tag = memory::format_tag;
+    // [.., D,] H, W: the spatial dims of a 2-D spec, or of a 3-D one with the depth first.
+    auto sp = [vol](int64_t d, int64_t h, int64_t w) { return vol ? Dims{d, h, w} : Dims{h, w}; };
+    auto with = [](Dims lead, const Dims& spatial) {
+      lead.insert(lead.end(), spatial.begin(), spatial.end());
+      return lead;
+    };
     // ONNX weights [OC, C/g, KH, KW] are oneDNN's goihw [g, OC/g, C/g, KH, KW] in the same bytes.
     const bool grouped = s.group > 1;
-    const Dims wei_dims = grouped ? Dims{s.group, s.oc / s.group, s.c / s.group, s.kh, s.kw}
-                                  : Dims{s.oc, s.c, s.kh, s.kw};
-    const memory::desc user_wei = f32_desc(wei_dims, grouped ? tag::goihw : tag::oihw);
+    const Dims kernel = sp(s.kd, s.kh, s.kw);
+    const Dims wei_dims = grouped ? with({s.group, s.oc / s.group, s.c / s.group}, kernel)
+                                  : with({s.oc, s.c}, kernel);
+    const tag user_wei_tag =
+        vol ? (grouped ? tag::goidhw : tag::oidhw) : (grouped ? tag::goihw : tag::oihw);
+    const memory::desc user_wei = f32_desc(wei_dims, user_wei_tag);
     // Staged: the weights always; src and dst only when the caller's are plain (a blocked
     // activation is already what oneDNN's fast kernels read: with plain weights beside it,
     // oneDNN 2.6 has only its reference kernel, ~100x slower).
     const bool staged = s.staged;
     const bool staged_act = staged && !s.src_block && !s.dst_block;
     const memory::desc wei = s.const_weights || staged ? f32_desc(wei_dims, tag::any) : user_wei;
-    const UserLayouts user{f32_desc({s.n, s.c, s.h, s.w}, activation_tag(s.src_block)),
-                           f32_desc({s.n, s.oc, s.oh, s.ow}, activation_tag(s.dst_block))};
-    const memory::desc src = staged_act ? f32_desc({s.n, s.c, s.h, s.w}, tag::any) : user.src;
-    const memory::desc dst = staged_act ? f32_desc({s.n, s.oc, s.oh, s.ow}, tag::any) : user.dst;
+    const Dims src_dims = with({s.n, s.c}, sp(s.d, s.h, s.w)),
+               dst_dims = with({s.n, s.oc}, sp(s.od, s.oh, s.ow));
+    const UserLayouts user{f32_desc(src_dims, vol ? tag::ncdhw : activation_tag(s.src_block)),
+                           f32_desc(dst_dims, vol ? tag::ncdhw : activation_tag(s.dst_block))};
+    const memory::desc src = staged_act ? f32_desc(src_dims, tag::any) : user.src;
+    const memory::desc dst = staged_act ? f32_desc(dst_dims, tag::any) : user.dst;
     const memory::desc bias = s.has_bias ? f32_desc({s.oc}, tag::a) : memory::desc();
     impl->bias_md = bias;
     // Weights given every run (training): forward_training, whose Winograd kernel takes plain
@@ -573,8 +589,9 @@ Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_siz
     const auto prop =
         s.const_weights ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training;
     dnnl::convolution_forward::desc d(
-        prop, conv_algorithm(s), src, wei, bias, dst, {s.stride_h, s.stride_w},
-        {s.dilation_h - 1, s.dilation_w - 1}, {s.pad_top, s.pad_left}, {s.pad_bottom, s.pad_right});
+        prop, conv_algorithm(s), src, wei, bias, dst, sp(s.stride_d, s.stride_h, s.stride_w),
+        sp(s.dilation_d - 1, s.dilation_h - 1, s.dilation_w - 1),
+        sp(s.pad_front, s.pad_top, s.pad_left), sp(s.pad_back, s.pad_bottom, s.pad_right));
     dnnl::primitive_attr attr = user_scratchpad_attr();
     if (s.sum_input && staged_act)
       return Status::unsupported(
@@ -713,29 +730,37 @@ Result<std::unique_ptr<Primitive>> make_conv_bwd_weights_for(const ConvSpec& s, 
 }
 
 Result<std::unique_ptr<Primitive>> make_pool_for(const PoolSpec& s, int team_size, bool allow_ref) {
+  const bool vol = s.d > 0;  // 3-D: plain ncdhw only
+  if (vol && s.block) return Status::unsupported("oneDNN pooling: a 3-D pooling takes no blocks");
   try {
     ScopedOmpThreads threads(team_size);
     auto impl = std::make_unique<Primitive::Impl>();
     impl->team_size = team_size;
-    const memory::desc src = f32_desc({s.n, s.c, s.h, s.w}, activation_tag(s.block));
-    const memory::desc dst = f32_desc({s.n, s.c, s.oh, s.ow}, activation_tag(s.block));
+    auto sp = [vol](int64_t d, int64_t h, int64_t w) { return vol ? Dims{d, h, w} : Dims{h, w}; };
+    Dims src_dims{s.n, s.c}, dst_dims{s.n, s.c};
+    for (int64_t v : sp(s.d, s.h, s.w)) src_dims.push_back(v);
+    for (int64_t v : sp(s.od, s.oh, s.ow)) dst_dims.push_back(v);
+    const memory::format_tag act = vol ? memory::format_tag::ncdhw : activation_tag(s.block);
+    const memory::desc src = f32_desc(src_dims, act);
+    const memory::desc dst = f32_desc(dst_dims, act);
     const dnnl::algorithm alg = s.kind == PoolKind::kMax ? dnnl::algorithm::pooling_max
                                 : s.kind == PoolKind::kAvgIncludePad
                                     ? dnnl::algorithm::pooling_avg_include_padding
                                     : dnnl::algorithm::pooling_avg_exclude_padding;
-    if (s.dilation_h != 1 || s.dilation_w != 1) {
+    const Dims strides = sp(s.stride_d, s.stride_h, s.stride_w), kernel = sp(s.kd, s.kh, s.kw),
+               pad_l = sp(s.pad_front, s.pad_top, s.pad_left),
+               pad_r = sp(s.pad_back, s.pad_bottom, s.pad_right);
+    if (s.dilation_d != 1 || s.dilation_h != 1 || s.dilation_w != 1) {
       // pooling_v2: oneDNN's pooling with dilation (which counts the holes: ONNX d - 1).
-      dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, src, dst,
-                                       {s.stride_h, s.stride_w}, {s.kh, s.kw},
-                                       {s.dilation_h - 1, s.dilation_w - 1},
-                                       {s.pad_top, s.pad_left}, {s.pad_bottom, s.pad_right});
+      dnnl::pooling_v2_forward::desc d(
+          dnnl::prop_kind::forward_inference, alg, src, dst, strides, kernel,
+          sp(s.dilation_d - 1, s.dilation_h - 1, s.dilation_w - 1), pad_l, pad_r);
       dnnl::pooling_v2_forward::primitive_desc pd(d, user_scratchpad_attr(), cpu_engine());
       return finish<dnnl::pooling_v2_forward::primitive_desc, dnnl::pooling_v2_forward>(
           pd, std::move(impl), memory::desc(), nullptr, allow_ref, "pooling");
     }
-    dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, alg, src, dst,
-                                  {s.stride_h, s.stride_w}, {s.kh, s.kw}, {s.pad_top, s.pad_left},
-                                  {s.pad_bottom, s.pad_right});
+    dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, alg, src, dst, strides,
+                                  kernel, pad_l, pad_r);
     dnnl::pooling_forward::primitive_desc pd(d, user_scratchpad_attr(), cpu_engine());
     return finish<dnnl::pooling_forward::primitive_desc, dnnl::pooling_forward>(
         pd, std::move(impl), memory::desc(), nullptr, allow_ref, "pooling");
@@ -779,6 +804,13 @@ Result<std::unique_ptr<Primitive>> with_twin(const Spec& spec, int team_size, bo
 }
 
 }  // namespace
+
+void fail_output(const char* kernel, float* y, int64_t count) noexcept {
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true))
+    std::fprintf(stderr, "graphi: %s: oneDNN execution failed; output set to NaN\n", kernel);
+  std::fill(y, y + count, std::numeric_limits<float>::quiet_NaN());
+}
 
 Result<std::unique_ptr<Primitive>> make_matmul(const MatMulSpec& spec, int team_size,
                                                bool allow_ref) {

@@ -67,7 +67,8 @@ struct MatMulSpec {
 // ops/conv_algorithm.h measures them.
 enum class ConvAlgorithm { kDirect, kWinograd };
 
-// 2-D convolution, NCHW src/dst, ONNX weights [OC, C/group, KH, KW], optional bias [OC].
+// 2-D convolution, NCHW src/dst, ONNX weights [OC, C/group, KH, KW], optional bias [OC] (3-D:
+// `d` below).
 struct ConvSpec {
   int64_t n = 0, c = 0, h = 0, w = 0;  // src
   int64_t oc = 0, oh = 0, ow = 0;      // dst channels and spatial size
@@ -104,12 +105,16 @@ struct ConvSpec {
     const float* bias = nullptr;     // [oc], or nullptr
     ConvPostOp post;                 // its activation
   } dw;
+  // A 3-D (volumetric) convolution when d > 0: src [n, c, d, h, w] (ncdhw), dst [n, oc, od, oh,
+  // ow], weights [oc, c/group, kd, kh, kw]; no blocks, fused depthwise conv or input scale
+  // (ops/conv_pool_3d.cpp). ONNX conventions as above.
+  int64_t d = 0, od = 0, kd = 1, stride_d = 1, dilation_d = 1, pad_front = 0, pad_back = 0;
 };
 
 enum class PoolKind { kMax, kAvgIncludePad, kAvgExcludePad };
 
-// 2-D pooling, NCHW. Max pooling treats padding as -inf; average pooling either counts padded
-// elements in the divisor (ONNX count_include_pad=1) or not.
+// 2-D pooling, NCHW (3-D: `d` below). Max pooling treats padding as -inf; average pooling either
+// counts padded elements in the divisor (ONNX count_include_pad=1) or not.
 struct PoolSpec {
   PoolKind kind = PoolKind::kMax;
   int64_t n = 0, c = 0, h = 0, w = 0, oh = 0, ow = 0;
@@ -118,6 +123,8 @@ struct PoolSpec {
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int64_t dilation_h = 1, dilation_w = 1;  // ONNX convention (1 = dense); max pooling only
   int block = 0;                           // 8 or 16: src and dst in nChw{B}c instead of nchw
+  // 3-D pooling when d > 0: src [n, c, d, h, w], dst [n, c, od, oh, ow], ncdhw only.
+  int64_t d = 0, od = 0, kd = 1, stride_d = 1, dilation_d = 1, pad_front = 0, pad_back = 0;
 };
 
 class Primitive {
@@ -161,6 +168,10 @@ class Primitive {
   mutable std::once_flag twin_once_;
   mutable std::unique_ptr<Primitive> twin_;
 };
+
+// A Primitive::execute that failed (not expected after a successful creation): said on stderr
+// once per process, and the `count` floats of the output are NaN rather than stale bytes.
+void fail_output(const char* kernel, float* y, int64_t count) noexcept;
 
 // Create a primitive for `team_size` threads. Any oneDNN error, and oneDNN offering only its
 // slow reference implementation ("ref:any") when `allow_ref` is false, come back as

@@ -18,6 +18,7 @@ Registry& process_table() {
     register_softmax_op(*r);
     register_gemm_ops(*r);
     register_conv_pool_ops(*r);
+    register_conv_pool_3d_ops(*r);
     register_rnn_ops(*r);
     register_onnx_view_ops(*r);
     register_phased_lstm_op(*r);

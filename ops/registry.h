@@ -65,12 +65,13 @@ class Registry : public graph::ShapeInferencer {
 void register_elementwise_ops(Registry& r);  // ops/elementwise.cpp: Add..Div, Sigmoid, Tanh, Relu
 void register_shape_ops(
     Registry& r);  // ops/shape_ops.cpp: Concat, Split, Slice, Transpose, Reshape, Identity
-void register_softmax_op(Registry& r);      // ops/softmax.cpp
-void register_gemm_ops(Registry& r);        // ops/gemm.cpp: MatMul, Gemm
-void register_conv_pool_ops(Registry& r);   // ops/conv_pool.cpp: Conv, MaxPool, AveragePool
-void register_rnn_ops(Registry& r);         // ops/rnn/rnn_sequence.cpp: LSTM, GRU, RNN
-void register_onnx_view_ops(Registry& r);   // ops/onnx_view_ops.cpp: Gather
-void register_phased_lstm_op(Registry& r);  // ops/rnn/phased_lstm.cpp: PhasedLSTM
+void register_softmax_op(Registry& r);        // ops/softmax.cpp
+void register_gemm_ops(Registry& r);          // ops/gemm.cpp: MatMul, Gemm
+void register_conv_pool_ops(Registry& r);     // ops/conv_pool.cpp: Conv, MaxPool, AveragePool
+void register_conv_pool_3d_ops(Registry& r);  // ops/conv_pool_3d.cpp: Conv3D, MaxPool3D, ...
+void register_rnn_ops(Registry& r);           // ops/rnn/rnn_sequence.cpp: LSTM, GRU, RNN
+void register_onnx_view_ops(Registry& r);     // ops/onnx_view_ops.cpp: Gather
+void register_phased_lstm_op(Registry& r);    // ops/rnn/phased_lstm.cpp: PhasedLSTM
 void register_unary_ops(Registry& r);  // ops/unary_ops.cpp: Exp, Log, Erf, LeakyRelu, ..., Clip,
                                        // Round, trig, IsNaN, IsInf
 void register_reduce_ops(

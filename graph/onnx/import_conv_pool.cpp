@@ -1,6 +1,6 @@
 // ONNX import, convolution, pooling, normalization and resampling: 1-D Conv/ConvTranspose/pools as
-// 2-D ones, auto_pad and ceil_mode as explicit pads, global pools, inference BatchNormalization
-// as Mul + Add, Upsample as Resize.
+// 2-D ones, 3-D Conv/pools as graphi's Conv3D/MaxPool3D/AveragePool3D, auto_pad and ceil_mode as
+// explicit pads, global pools, inference BatchNormalization as Mul + Add, Upsample as Resize.
 #include <algorithm>
 #include <cmath>
 
@@ -87,6 +87,14 @@ std::optional<Status> Importer::translate_conv_pool(NodeIn& io) {
       !ins.empty() && !ins[0].empty()) {
     GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
     if (d.rank() == 3) return translate_1d(n, name, ins, outs, d, where);
+    if (d.rank() == 5 && op != "ConvTranspose") {
+      // Volumetric: graphi's 3-D ops (ops/conv_pool_3d.cpp), same attributes; the 2-D passes
+      // never see them.
+      if (op == "MaxPool" && outs.size() > 1)
+        return Status::unsupported(where + ": MaxPool's Indices output is not supported");
+      GRAPHI_ASSIGN_OR_RETURN(Attributes attrs, convert_attrs(n, where));
+      return emit(op + "3D", name, ins, outs, std::move(attrs), where, &n);
+    }
   }
   if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
     GRAPHI_RETURN_IF_ERROR(need(0));

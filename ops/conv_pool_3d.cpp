@@ -1,0 +1,468 @@
+// Conv3D, MaxPool3D and AveragePool3D: ONNX Conv / MaxPool / AveragePool on a 5-D NCDHW input
+// (video and volumetric models: nn.Conv3d, F.max_pool3d, F.avg_pool3d), which the ONNX importer
+// gives these names so that the 2-D graph passes (fusions, blocked layouts) never see them.
+// ONNX semantics: pads are [front, top, left, back, bottom, right]; MaxPool3D takes dilations;
+// auto_pad and ceil_mode arrive as explicit pads (graph/onnx/import_conv_pool.cpp).
+//
+// Kernels, in preference order: a oneDNN primitive (plain ncdhw for the caller; where oneDNN
+// has no jit kernel for it, the activations staged through scratch in its own blocked layout),
+// then a plain loop nest over output volumes split across the team.
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <limits>
+
+#include "ops/onednn.h"
+#include "ops/registry.h"
+#include "ops/shape_rules.h"
+
+namespace graphi::ops {
+namespace {
+
+using Dims3 = std::array<int64_t, 3>;  // depth, height, width
+
+// Geometry of one 3-D conv or pool.
+struct Geometry3 {
+  int64_t n = 0, c = 0, oc = 0;  // oc == c for pools
+  Dims3 in{}, out{}, k{}, stride{1, 1, 1}, dil{1, 1, 1};
+  Dims3 pad_begin{}, pad_end{};  // front, top, left / back, bottom, right
+  int64_t group = 1;
+  bool has_bias = false;
+  bool count_include_pad = false;  // AveragePool3D only
+  int64_t in_volume() const { return in[0] * in[1] * in[2]; }
+  int64_t out_volume() const { return out[0] * out[1] * out[2]; }
+};
+
+bool is_conv3d(const graph::Node& node) { return node.op == "Conv3D"; }
+
+Status check_x(const std::string& where, const TensorDesc* x) {
+  if (!x) return Status::invalid_graph(where + ": missing input X");
+  if (x->dtype != DType::kF32)
+    return Status::invalid_graph(where + ": input X must be float32, got " + x->to_string());
+  if (x->rank() != 5)
+    return Status::invalid_graph(where + ": input X must be 5-D [N, C, D, H, W], got " +
+                                 x->to_string());
+  return Status::ok();
+}
+
+// An INTS attribute of `count` values >= `min`, or `dflt` when absent.
+Result<std::vector<int64_t>> ints_attr(const graph::Node& node, const std::string& where,
+                                       const char* name, size_t count, int64_t dflt, int64_t min,
+                                       const char* what) {
+  GRAPHI_ASSIGN_OR_RETURN(
+      auto v, graph::attr_ints(node.attrs, where, name, std::vector<int64_t>(count, dflt)));
+  bool ok = v.size() == count;
+  for (int64_t x : v) ok = ok && x >= min;
+  if (!ok)
+    return Status::invalid_graph(where + ": attribute '" + name + "' must be " +
+                                 std::to_string(count) + " ints >= " + std::to_string(min) + " " +
+                                 what + ", got " + shape_to_string(v));
+  return v;
+}
+
+// strides, pads and dilations (when `with_dilations`) into g, then the output size.
+Status read_window(const graph::Node& node, const std::string& where, bool with_dilations,
+                   Geometry3& g) {
+  GRAPHI_ASSIGN_OR_RETURN(std::string auto_pad,
+                          graph::attr_string(node.attrs, where, "auto_pad", "NOTSET"));
+  if (auto_pad != "NOTSET")
+    return Status::unsupported(where + ": attribute 'auto_pad' = '" + auto_pad +
+                               "' is not supported (only NOTSET); give explicit 'pads'");
+  GRAPHI_ASSIGN_OR_RETURN(auto strides,
+                          ints_attr(node, where, "strides", 3, 1, 1, "[depth, height, width]"));
+  GRAPHI_ASSIGN_OR_RETURN(auto pads, ints_attr(node, where, "pads", 6, 0, 0,
+                                               "[front, top, left, back, bottom, right]"));
+  std::vector<int64_t> dil{1, 1, 1};
+  if (with_dilations) {
+    GRAPHI_ASSIGN_OR_RETURN(dil,
+                            ints_attr(node, where, "dilations", 3, 1, 1, "[depth, height, width]"));
+  }
+  for (size_t a = 0; a < 3; ++a) {
+    g.stride[a] = strides[a];
+    g.dil[a] = dil[a];
+    g.pad_begin[a] = pads[a];
+    g.pad_end[a] = pads[a + 3];
+    // Corrupt dilations or pads (e.g. 2^62) must not overflow int64 in the window arithmetic.
+    int64_t span, padded;
+    if (__builtin_mul_overflow(g.dil[a], g.k[a] - 1, &span) ||
+        __builtin_add_overflow(g.in[a], g.pad_begin[a], &padded) ||
+        __builtin_add_overflow(padded, g.pad_end[a], &padded))
+      return Status::invalid_graph(where + ": dilations " + shape_to_string(dil) + " or pads " +
+                                   shape_to_string(pads) + " overflow int64 with kernel " +
+                                   shape_to_string({g.k[0], g.k[1], g.k[2]}));
+    span += 1;
+    if (span > padded)
+      return Status::invalid_graph(
+          where + ": kernel " + shape_to_string({g.k[0], g.k[1], g.k[2]}) +
+          (g.dil[a] > 1 ? " (dilated)" : "") + " is larger than the padded input along dim " +
+          std::to_string(a + 2) + " (" + std::to_string(g.in[a]) + " plus pads " +
+          std::to_string(g.pad_begin[a]) + " and " + std::to_string(g.pad_end[a]) + ")");
+    g.out[a] = (padded - span) / g.stride[a] + 1;
+  }
+  return Status::ok();
+}
+
+Result<Geometry3> conv3d_geometry(const graph::Node& node, const std::vector<const TensorDesc*>& in,
+                                  const std::string& where) {
+  if (in.size() < 2 || in.size() > 3 || !in[1])
+    return Status::invalid_graph(where + ": Conv takes inputs X, W and an optional B, got " +
+                                 std::to_string(in.size()) + " inputs");
+  GRAPHI_RETURN_IF_ERROR(check_x(where, in[0]));
+  const TensorDesc& x = *in[0];
+  const TensorDesc& w = *in[1];
+  if (w.dtype != DType::kF32 || w.rank() != 5)
+    return Status::invalid_graph(
+        where + ": input W must be float32 [M, C/group, kD, kH, kW], got " + w.to_string());
+  Geometry3 g;
+  g.n = x.shape[0];
+  g.c = x.shape[1];
+  g.oc = w.shape[0];
+  for (size_t a = 0; a < 3; ++a) {
+    g.in[a] = x.shape[a + 2];
+    g.k[a] = w.shape[a + 2];
+  }
+  GRAPHI_ASSIGN_OR_RETURN(g.group, graph::attr_int(node.attrs, where, "group", 1));
+  if (g.group < 1 || g.c % g.group != 0 || g.oc % g.group != 0)
+    return Status::invalid_graph(where + ": attribute 'group' = " + std::to_string(g.group) +
+                                 " must be >= 1 and divide the input channels of X " +
+                                 x.to_string() + " and the output channels of W " + w.to_string());
+  if (w.shape[1] != g.c / g.group)
+    return Status::invalid_graph(where + ": W " + w.to_string() + " has " +
+                                 std::to_string(w.shape[1]) + " input channels per group, but X " +
+                                 x.to_string() + " with group = " + std::to_string(g.group) +
+                                 " has " + std::to_string(g.c / g.group));
+  if (node.attrs.has("kernel_shape")) {
+    GRAPHI_ASSIGN_OR_RETURN(auto ks, graph::attr_ints(node.attrs, where, "kernel_shape"));
+    if (ks != std::vector<int64_t>{g.k[0], g.k[1], g.k[2]})
+      return Status::invalid_graph(where + ": attribute 'kernel_shape' " + shape_to_string(ks) +
+                                   " does not match W " + w.to_string());
+  }
+  if (in.size() == 3 && in[2]) {
+    const TensorDesc& b = *in[2];
+    if (b.dtype != DType::kF32 || b.shape != Shape{g.oc})
+      return Status::invalid_graph(where + ": input B must be float32[" + std::to_string(g.oc) +
+                                   "] (one bias per output channel), got " + b.to_string());
+    g.has_bias = true;
+  }
+  GRAPHI_RETURN_IF_ERROR(read_window(node, where, true, g));
+  return g;
+}
+
+Result<Geometry3> pool3d_geometry(const graph::Node& node, const std::vector<const TensorDesc*>& in,
+                                  size_t num_outputs, const std::string& where) {
+  if (in.size() != 1)
+    return Status::invalid_graph(where + ": the pool takes exactly 1 input X, got " +
+                                 std::to_string(in.size()));
+  GRAPHI_RETURN_IF_ERROR(check_x(where, in[0]));
+  if (num_outputs != 1)
+    return Status::unsupported(where + ": the Indices output is not supported (only Y), got " +
+                               std::to_string(num_outputs) + " outputs");
+  GRAPHI_ASSIGN_OR_RETURN(int64_t ceil_mode, graph::attr_int(node.attrs, where, "ceil_mode", 0));
+  if (ceil_mode != 0)
+    return Status::unsupported(where + ": attribute 'ceil_mode' = " + std::to_string(ceil_mode) +
+                               " is not supported (only 0)");
+  const bool is_max = node.op == "MaxPool3D";
+  if (node.attrs.has("dilations") && !is_max) {
+    GRAPHI_ASSIGN_OR_RETURN(auto dil, graph::attr_ints(node.attrs, where, "dilations"));
+    for (int64_t d : dil)
+      if (d != 1)
+        return Status::unsupported(where + ": attribute 'dilations' " + shape_to_string(dil) +
+                                   " is not supported for AveragePool (only 1)");
+  }
+  const TensorDesc& x = *in[0];
+  Geometry3 g;
+  g.n = x.shape[0];
+  g.c = g.oc = x.shape[1];
+  if (!node.attrs.has("kernel_shape"))
+    return Status::invalid_graph(where + ": attribute 'kernel_shape' is missing");
+  GRAPHI_ASSIGN_OR_RETURN(
+      auto ks, ints_attr(node, where, "kernel_shape", 3, 0, 1, "[depth, height, width]"));
+  for (size_t a = 0; a < 3; ++a) {
+    g.in[a] = x.shape[a + 2];
+    g.k[a] = ks[a];
+  }
+  if (!is_max) {
+    GRAPHI_ASSIGN_OR_RETURN(int64_t cip,
+                            graph::attr_int(node.attrs, where, "count_include_pad", 0));
+    if (cip != 0 && cip != 1)
+      return Status::invalid_graph(where + ": attribute 'count_include_pad' must be 0 or 1, got " +
+                                   std::to_string(cip));
+    g.count_include_pad = cip == 1;
+  }
+  GRAPHI_RETURN_IF_ERROR(read_window(node, where, is_max, g));
+  for (size_t a = 0; a < 3; ++a)
+    if (g.pad_begin[a] >= g.k[a] || g.pad_end[a] >= g.k[a])
+      return Status::unsupported(where + ": pads must each be smaller than the kernel " +
+                                 shape_to_string(ks) + " (a window would lie entirely in padding)");
+  return g;
+}
+
+Result<std::vector<TensorDesc>> infer_conv_pool_3d(const graph::InferContext& ctx) {
+  if (is_conv3d(ctx.node) && ctx.num_outputs != 1)
+    return Status::invalid_graph(ctx.where + ": Conv has exactly 1 output, got " +
+                                 std::to_string(ctx.num_outputs));
+  GRAPHI_ASSIGN_OR_RETURN(Geometry3 g,
+                          is_conv3d(ctx.node)
+                              ? conv3d_geometry(ctx.node, ctx.inputs, ctx.where)
+                              : pool3d_geometry(ctx.node, ctx.inputs, ctx.num_outputs, ctx.where));
+  return std::vector<TensorDesc>{
+      TensorDesc{DType::kF32, {g.n, g.oc, g.out[0], g.out[1], g.out[2]}}};
+}
+
+CostHint cost_conv_pool_3d(const graph::Node& node, std::span<const TensorDesc* const> inputs,
+                           std::span<const TensorDesc* const> outputs) {
+  CostHint c;
+  const double out = static_cast<double>(outputs[0]->numel());
+  if (is_conv3d(node)) {
+    const TensorDesc& w = *inputs[1];  // [M, C/group, kD, kH, kW]
+    c.flops = 2.0 * out * static_cast<double>(w.numel() / w.shape[0]);
+    if (inputs.size() >= 3 && inputs[2]) c.flops += out;
+  } else {
+    const graph::Attribute* ks = node.attrs.find("kernel_shape");
+    const auto* k = ks ? std::get_if<std::vector<int64_t>>(ks) : nullptr;
+    double window = 1;
+    if (k)
+      for (int64_t v : *k) window *= static_cast<double>(v);
+    c.flops = out * window;
+  }
+  for (const TensorDesc* d : inputs)
+    if (d) c.bytes += static_cast<double>(d->bytes());
+  c.bytes += static_cast<double>(outputs[0]->bytes());
+  return c;
+}
+
+// ---------------------------------------------------------------------------------------------
+class OnednnConv3DKernel final : public Kernel {
+ public:
+  const char* name() const override { return "conv3d_onednn"; }
+  bool opens_own_region() const override { return true; }
+  size_t scratch_bytes() const override { return prim_ ? prim_->scratch_bytes() : 0; }
+
+  Status init(const KernelContext& ctx) override {
+    GRAPHI_ASSIGN_OR_RETURN(g_, conv3d_geometry(ctx.node, ctx.inputs, ctx.where));
+    onednn::ConvSpec s;
+    s.n = g_.n;
+    s.c = g_.c;
+    s.oc = g_.oc;
+    s.group = g_.group;
+    s.has_bias = g_.has_bias;
+    s.d = g_.in[0], s.h = g_.in[1], s.w = g_.in[2];
+    s.od = g_.out[0], s.oh = g_.out[1], s.ow = g_.out[2];
+    s.kd = g_.k[0], s.kh = g_.k[1], s.kw = g_.k[2];
+    s.stride_d = g_.stride[0], s.stride_h = g_.stride[1], s.stride_w = g_.stride[2];
+    s.dilation_d = g_.dil[0], s.dilation_h = g_.dil[1], s.dilation_w = g_.dil[2];
+    s.pad_front = g_.pad_begin[0], s.pad_top = g_.pad_begin[1], s.pad_left = g_.pad_begin[2];
+    s.pad_back = g_.pad_end[0], s.pad_bottom = g_.pad_end[1], s.pad_right = g_.pad_end[2];
+    if (const Tensor* w = ctx.constant(1)) s.const_weights = w->data_as<float>();
+    // oneDNN serves ncdhw directly with a jit kernel for some shapes (few input channels); its
+    // other ncdhw paths are im2col + GEMM and the reference code, where its own blocked layout
+    // (reached through scratch) is faster. Weights given every run are staged too.
+    s.staged = !s.const_weights;
+    Result<std::unique_ptr<onednn::Primitive>> plain = onednn::make_conv(s, ctx.team_size, false);
+    const bool plain_jit = plain.is_ok() && (*plain)->impl_name().find("gemm") == std::string::npos;
+    if (!plain_jit) {
+      s.staged = true;
+      Result<std::unique_ptr<onednn::Primitive>> staged =
+          onednn::make_conv(s, ctx.team_size, false);
+      if (staged.is_ok()) plain = std::move(staged);
+    }
+    GRAPHI_ASSIGN_OR_RETURN(prim_, std::move(plain));
+    return Status::ok();
+  }
+
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    float* y = static_cast<float*>(io.outputs[0]);
+    const float* bias = g_.has_bias ? static_cast<const float*>(io.inputs[2]) : nullptr;
+    if (!prim_->execute(static_cast<const float*>(io.inputs[0]),
+                        static_cast<const float*>(io.inputs[1]), bias, y, team.scratch, team.nthr,
+                        team.scratch_bytes))
+      onednn::fail_output(name(), y, g_.n * g_.oc * g_.out_volume());
+  }
+
+ private:
+  Geometry3 g_;
+  std::unique_ptr<onednn::Primitive> prim_;
+};
+
+// Direct convolution; the team splits the N * M output volumes.
+class RefConv3DKernel final : public Kernel {
+ public:
+  const char* name() const override { return "conv3d_ref"; }
+
+  Status init(const KernelContext& ctx) override {
+    GRAPHI_ASSIGN_OR_RETURN(g_, conv3d_geometry(ctx.node, ctx.inputs, ctx.where));
+    return Status::ok();
+  }
+
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    const Geometry3& g = g_;
+    const float* x = static_cast<const float*>(io.inputs[0]);
+    const float* w = static_cast<const float*>(io.inputs[1]);
+    const float* bias = g.has_bias ? static_cast<const float*>(io.inputs[2]) : nullptr;
+    float* y = static_cast<float*>(io.outputs[0]);
+    const int64_t cpg = g.c / g.group, mpg = g.oc / g.group;
+    const int64_t kvol = g.k[0] * g.k[1] * g.k[2];
+    auto [p0, p1] = team_range(g.n * g.oc, team.ithr, team.nthr);
+    for (int64_t vol = p0; vol < p1; ++vol) {
+      const int64_t b = vol / g.oc, m = vol % g.oc, grp = m / mpg;
+      float* yv = y + vol * g.out_volume();
+      for (int64_t od = 0; od < g.out[0]; ++od)
+        for (int64_t oy = 0; oy < g.out[1]; ++oy)
+          for (int64_t ox = 0; ox < g.out[2]; ++ox) {
+            float acc = bias ? bias[m] : 0.0f;
+            for (int64_t ci = 0; ci < cpg; ++ci) {
+              const float* xv = x + (b * g.c + grp * cpg + ci) * g.in_volume();
+              const float* wk = w + (m * cpg + ci) * kvol;
+              for (int64_t kz = 0; kz < g.k[0]; ++kz) {
+                const int64_t iz = od * g.stride[0] - g.pad_begin[0] + kz * g.dil[0];
+                if (iz < 0 || iz >= g.in[0]) continue;
+                for (int64_t ky = 0; ky < g.k[1]; ++ky) {
+                  const int64_t iy = oy * g.stride[1] - g.pad_begin[1] + ky * g.dil[1];
+                  if (iy < 0 || iy >= g.in[1]) continue;
+                  for (int64_t kx = 0; kx < g.k[2]; ++kx) {
+                    const int64_t ix = ox * g.stride[2] - g.pad_begin[2] + kx * g.dil[2];
+                    if (ix < 0 || ix >= g.in[2]) continue;
+                    acc += xv[(iz * g.in[1] + iy) * g.in[2] + ix] *
+                           wk[(kz * g.k[1] + ky) * g.k[2] + kx];
+                  }
+                }
+              }
+            }
+            yv[(od * g.out[1] + oy) * g.out[2] + ox] = acc;
+          }
+    }
+  }
+
+ private:
+  Geometry3 g_;
+};
+
+// ---------------------------------------------------------------------------------------------
+class OnednnPool3DKernel final : public Kernel {
+ public:
+  explicit OnednnPool3DKernel(const char* name) : name_(name) {}
+  const char* name() const override { return name_; }
+  bool opens_own_region() const override { return true; }
+  size_t scratch_bytes() const override { return prim_ ? prim_->scratch_bytes() : 0; }
+
+  Status init(const KernelContext& ctx) override {
+    GRAPHI_ASSIGN_OR_RETURN(g_,
+                            pool3d_geometry(ctx.node, ctx.inputs, ctx.outputs.size(), ctx.where));
+    onednn::PoolSpec s;
+    s.kind = ctx.node.op == "MaxPool3D" ? onednn::PoolKind::kMax
+             : g_.count_include_pad     ? onednn::PoolKind::kAvgIncludePad
+                                        : onednn::PoolKind::kAvgExcludePad;
+    s.n = g_.n;
+    s.c = g_.c;
+    s.d = g_.in[0], s.h = g_.in[1], s.w = g_.in[2];
+    s.od = g_.out[0], s.oh = g_.out[1], s.ow = g_.out[2];
+    s.kd = g_.k[0], s.kh = g_.k[1], s.kw = g_.k[2];
+    s.stride_d = g_.stride[0], s.stride_h = g_.stride[1], s.stride_w = g_.stride[2];
+    s.dilation_d = g_.dil[0], s.dilation_h = g_.dil[1], s.dilation_w = g_.dil[2];
+    s.pad_front = g_.pad_begin[0], s.pad_top = g_.pad_begin[1], s.pad_left = g_.pad_begin[2];
+    s.pad_back = g_.pad_end[0], s.pad_bottom = g_.pad_end[1], s.pad_right = g_.pad_end[2];
+    GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_pool(s, ctx.team_size, false));
+    return Status::ok();
+  }
+
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    float* y = static_cast<float*>(io.outputs[0]);
+    if (!prim_->execute(static_cast<const float*>(io.inputs[0]), nullptr, nullptr, y, team.scratch,
+                        team.nthr, team.scratch_bytes))
+      onednn::fail_output(name_, y, g_.n * g_.c * g_.out_volume());
+  }
+
+ private:
+  const char* name_;
+  Geometry3 g_;
+  std::unique_ptr<onednn::Primitive> prim_;
+};
+
+// Window loops; the team splits the N * C volumes.
+class RefPool3DKernel final : public Kernel {
+ public:
+  RefPool3DKernel(const char* name, bool is_max) : name_(name), is_max_(is_max) {}
+  const char* name() const override { return name_; }
+
+  Status init(const KernelContext& ctx) override {
+    GRAPHI_ASSIGN_OR_RETURN(g_,
+                            pool3d_geometry(ctx.node, ctx.inputs, ctx.outputs.size(), ctx.where));
+    return Status::ok();
+  }
+
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    const Geometry3& g = g_;
+    const float* x = static_cast<const float*>(io.inputs[0]);
+    float* y = static_cast<float*>(io.outputs[0]);
+    auto [p0, p1] = team_range(g.n * g.c, team.ithr, team.nthr);
+    for (int64_t vol = p0; vol < p1; ++vol) {
+      const float* xv = x + vol * g.in_volume();
+      float* yv = y + vol * g.out_volume();
+      for (int64_t od = 0; od < g.out[0]; ++od)
+        for (int64_t oy = 0; oy < g.out[1]; ++oy)
+          for (int64_t ox = 0; ox < g.out[2]; ++ox) {
+            float acc = is_max_ ? -std::numeric_limits<float>::infinity() : 0.0f;
+            int64_t count = 0;  // taps inside the input
+            for (int64_t kz = 0; kz < g.k[0]; ++kz) {
+              const int64_t iz = od * g.stride[0] - g.pad_begin[0] + kz * g.dil[0];
+              if (iz < 0 || iz >= g.in[0]) continue;
+              for (int64_t ky = 0; ky < g.k[1]; ++ky) {
+                const int64_t iy = oy * g.stride[1] - g.pad_begin[1] + ky * g.dil[1];
+                if (iy < 0 || iy >= g.in[1]) continue;
+                for (int64_t kx = 0; kx < g.k[2]; ++kx) {
+                  const int64_t ix = ox * g.stride[2] - g.pad_begin[2] + kx * g.dil[2];
+                  if (ix < 0 || ix >= g.in[2]) continue;
+                  const float v = xv[(iz * g.in[1] + iy) * g.in[2] + ix];
+                  acc = is_max_ ? std::max(acc, v) : acc + v;
+                  ++count;
+                }
+              }
+            }
+            // Without ceil_mode a window never leaves the padded input, so include-pad divides
+            // by the whole kernel; exclude-pad counts the real elements only.
+            if (!is_max_)
+              acc /= static_cast<float>(g.count_include_pad ? g.k[0] * g.k[1] * g.k[2] : count);
+            yv[(od * g.out[1] + oy) * g.out[2] + ox] = acc;
+          }
+    }
+  }
+
+ private:
+  const char* name_;
+  bool is_max_;
+  Geometry3 g_;
+};
+
+}  // namespace
+
+void register_conv_pool_3d_ops(Registry& r) {
+  r.add(OpDef{"Conv3D",
+              infer_conv_pool_3d,
+              cost_conv_pool_3d,
+              false,
+              {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConv3DKernel>(); },
+               []() -> std::unique_ptr<Kernel> { return std::make_unique<RefConv3DKernel>(); }}});
+  r.add(OpDef{"MaxPool3D",
+              infer_conv_pool_3d,
+              cost_conv_pool_3d,
+              false,
+              {[]() -> std::unique_ptr<Kernel> {
+                 return std::make_unique<OnednnPool3DKernel>("maxpool3d_onednn");
+               },
+               []() -> std::unique_ptr<Kernel> {
+                 return std::make_unique<RefPool3DKernel>("maxpool3d_ref", true);
+               }}});
+  r.add(OpDef{"AveragePool3D",
+              infer_conv_pool_3d,
+              cost_conv_pool_3d,
+              false,
+              {[]() -> std::unique_ptr<Kernel> {
+                 return std::make_unique<OnednnPool3DKernel>("avgpool3d_onednn");
+               },
+               []() -> std::unique_ptr<Kernel> {
+                 return std::make_unique<RefPool3DKernel>("avgpool3d_ref", false);
+               }}});
+}
+
+}  // namespace graphi::ops
