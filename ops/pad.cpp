@@ -1,8 +1,8 @@
-// Pad with ONNX semantics, float32: modes constant (default), edge, reflect and opset 19's wrap
-// (circular: index modulo the dim, any amount, as numpy.pad's 'wrap'); pads as the
-// `pads` attribute (opset < 11) or a constant input 1 (opset >= 11; begins then ends, negative
-// values crop), the fill value as the `value` attribute or an optional scalar input 2 (read at
-// run time), and opset 18's optional constant `axes` input 3.
+// Pad with ONNX semantics, float32, int32 or int64 (the element is only copied): modes constant
+// (default), edge, reflect and opset 19's wrap (circular: index modulo the dim, any amount, as
+// numpy.pad's 'wrap'); pads as the `pads` attribute (opset < 11) or a constant input 1 (opset >=
+// 11; begins then ends, negative values crop), the fill value as the `value` attribute or an
+// optional scalar input 2 (read at run time), and opset 18's optional constant `axes` input 3.
 #include <algorithm>
 
 #include "ops/registry.h"
@@ -74,15 +74,15 @@ Result<PadSpec> pad_spec(const NodeView& v) {
 Result<std::vector<TensorDesc>> infer_pad(const graph::InferContext& ctx) {
   NodeView v = NodeView::of(ctx);
   GRAPHI_RETURN_IF_ERROR(expect_inputs(v, 1, 4, 1));
-  GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 0, "data", {DType::kF32}));
+  GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 0, "data", {DType::kF32, DType::kI32, DType::kI64}));
   if (v.has_input(2)) {
-    GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 2, "constant_value", {DType::kF32}));
+    GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 2, "constant_value", {v.in(0).dtype}));
     if (v.in(2).numel() != 1)
       return Status::invalid_graph(ctx.where + ": input 2 (constant_value) must be a scalar, got " +
                                    v.in(2).to_string());
   }
   GRAPHI_ASSIGN_OR_RETURN(PadSpec p, pad_spec(v));
-  return std::vector<TensorDesc>{TensorDesc{DType::kF32, std::move(p.out)}};
+  return std::vector<TensorDesc>{TensorDesc{v.in(0).dtype, std::move(p.out)}};
 }
 
 CostHint cost_pad(const graph::Node&, std::span<const TensorDesc* const> in,
@@ -95,7 +95,9 @@ class PadKernel final : public Kernel {
   Status init(const KernelContext& ctx) override {
     if (ctx.inputs.empty() || !ctx.inputs[0] || ctx.outputs.size() != 1)
       return Status::unsupported("expects 1 to 4 inputs and 1 output");
-    if (ctx.inputs[0]->dtype != DType::kF32) return Status::unsupported("float32 only");
+    dtype_ = ctx.inputs[0]->dtype;
+    if (dtype_ != DType::kF32 && dtype_ != DType::kI32 && dtype_ != DType::kI64)
+      return Status::unsupported("float32, int32 or int64 only");
     NodeView v = NodeView::of_kernel(ctx);
     GRAPHI_ASSIGN_OR_RETURN(PadSpec p, pad_spec(v));
     GRAPHI_ASSIGN_OR_RETURN(value_, graph::attr_float(ctx.node.attrs, ctx.where, "value", 0.0));
@@ -133,10 +135,21 @@ class PadKernel final : public Kernel {
 
   // The team splits output rows (all dims but the last); each row is one odometer step.
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
-    const auto* x = static_cast<const float*>(io.inputs[0]);
-    auto* y = static_cast<float*>(io.outputs[0]);
-    const float fill =
-        has_value_input_ ? *static_cast<const float*>(io.inputs[2]) : static_cast<float>(value_);
+    if (dtype_ == DType::kI32)
+      typed<int32_t>(team, io);
+    else if (dtype_ == DType::kI64)
+      typed<int64_t>(team, io);
+    else
+      typed<float>(team, io);
+  }
+  const char* name() const override { return "pad"; }
+
+ private:
+  template <typename T>
+  void typed(const TeamContext& team, const Buffers& io) const noexcept {
+    const auto* x = static_cast<const T*>(io.inputs[0]);
+    auto* y = static_cast<T*>(io.outputs[0]);
+    const T fill = has_value_input_ ? *static_cast<const T*>(io.inputs[2]) : static_cast<T>(value_);
     if (rank_ == 0) {
       if (team.ithr == 0) y[0] = x[0];
       return;
@@ -154,7 +167,7 @@ class PadKernel final : public Kernel {
         if (m < 0) pad_row = true;
         off += m;
       }
-      float* dst = y + r * row;
+      T* dst = y + r * row;
       if (pad_row) {
         std::fill(dst, dst + row, fill);
         continue;
@@ -165,9 +178,7 @@ class PadKernel final : public Kernel {
       }
     }
   }
-  const char* name() const override { return "pad_f32"; }
-
- private:
+  DType dtype_ = DType::kF32;
   size_t rank_ = 0;
   Shape out_;
   std::vector<std::vector<int64_t>> map_;

@@ -1,4 +1,5 @@
-// Pow (numpy broadcasting, float32) and the Reduce ops (Mean, Sum, Max, Min, Prod, L1, L2,
+// Pow (numpy broadcasting; base float32, int32 or int64, of any of those exponents; the result
+// has the base's type) and the Reduce ops (Mean, Sum, Max, Min, Prod, L1, L2,
 // SumSquare, LogSum, LogSumExp; float32): what PyTorch's LayerNorm export needs (ReduceMean, Sub,
 // Pow, ReduceMean, Add, Sqrt, Div, Mul, Add), F.normalize (ReduceL2) and logsumexp.
 // The reductions take their axes from the attribute (ReduceMean/ReduceMax before opset 18,
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "ops/broadcast.h"
 #include "ops/broadcast_walk.h"
@@ -23,12 +25,14 @@ class PowKernel final : public Kernel {
   Status init(const KernelContext& ctx) override {
     if (ctx.inputs.size() != 2 || !ctx.inputs[0] || !ctx.inputs[1] || ctx.outputs.size() != 1)
       return Status::unsupported("expects 2 inputs and 1 output");
-    for (const TensorDesc* d : {ctx.inputs[0], ctx.outputs[0]})
-      if (d->dtype != DType::kF32)
-        return Status::unsupported("float32 only, got " + d->to_string());
+    x_type_ = ctx.inputs[0]->dtype;
     y_type_ = ctx.inputs[1]->dtype;
-    if (y_type_ != DType::kF32 && y_type_ != DType::kI32 && y_type_ != DType::kI64)
-      return Status::unsupported("exponent must be float32, int32 or int64");
+    for (DType t : {x_type_, y_type_})
+      if (t != DType::kF32 && t != DType::kI32 && t != DType::kI64)
+        return Status::unsupported("base and exponent must be float32, int32 or int64");
+    if (ctx.outputs[0]->dtype != x_type_)
+      return Status::unsupported("output must have the base's type, got " +
+                                 ctx.outputs[0]->to_string());
     GRAPHI_ASSIGN_OR_RETURN(plan_, make_broadcast_plan(ctx.where, ctx.outputs[0]->shape,
                                                        ctx.inputs[0]->shape, ctx.inputs[1]->shape));
     return Status::ok();
@@ -37,30 +41,55 @@ class PowKernel final : public Kernel {
   // Walks the merged-dims plan (for_each_broadcast_run) for outputs [begin, end); the inner run
   // has unit or zero strides.
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
-    if (y_type_ == DType::kI32)
-      run_typed<int32_t>(team, io);
-    else if (y_type_ == DType::kI64)
-      run_typed<int64_t>(team, io);
+    if (x_type_ == DType::kI32)
+      by_exponent<int32_t>(team, io);
+    else if (x_type_ == DType::kI64)
+      by_exponent<int64_t>(team, io);
     else
-      run_typed<float>(team, io);
+      by_exponent<float>(team, io);
   }
-  const char* name() const override { return "pow_f32"; }
+  const char* name() const override { return "pow"; }
 
  private:
-  // T: the exponent's element type (ONNX allows integer exponents of a float base).
-  template <typename T>
+  template <typename X>
+  void by_exponent(const TeamContext& team, const Buffers& io) const noexcept {
+    if (y_type_ == DType::kI32)
+      run_typed<X, int32_t>(team, io);
+    else if (y_type_ == DType::kI64)
+      run_typed<X, int64_t>(team, io);
+    else
+      run_typed<X, float>(team, io);
+  }
+  // x ** y of an integer base (ONNX's test_pow_types_int*: the result has the base's type):
+  // exact by squaring for a whole exponent >= 0, else in double and truncated, as a C cast.
+  template <typename X, typename T>
+  static X int_pow(X x, T y) {
+    if constexpr (std::is_integral_v<T>) {
+      if (y >= 0) {  // in uint64_t: an overflow wraps (as numpy) instead of being undefined
+        uint64_t r = 1, b = static_cast<uint64_t>(static_cast<int64_t>(x));
+        for (auto e = static_cast<uint64_t>(y); e; e >>= 1, b *= b)
+          if (e & 1) r *= b;
+        return static_cast<X>(static_cast<int64_t>(r));
+      }
+    }
+    return static_cast<X>(std::pow(static_cast<double>(x), static_cast<double>(y)));
+  }
+  // X: the base's element type, T: the exponent's (ONNX allows mixing them).
+  template <typename X, typename T>
   void run_typed(const TeamContext& team, const Buffers& io) const noexcept {
     const BroadcastPlan& p = plan_;
     auto [begin, end] = team_range(p.numel, team.ithr, team.nthr);
     if (begin >= end) return;
-    const auto* a = static_cast<const float*>(io.inputs[0]);
+    const auto* a = static_cast<const X*>(io.inputs[0]);
     const auto* b = static_cast<const T*>(io.inputs[1]);
-    auto* y = static_cast<float*>(io.outputs[0]);
+    auto* y = static_cast<X*>(io.outputs[0]);
     const int64_t sa = p.inner_stride(0), sb = p.inner_stride(1);
     for_each_broadcast_run(p, begin, end, [&](int64_t pos, const int64_t* off, int64_t n) {
-      const float* pa = a + off[0];
+      const X* pa = a + off[0];
       const T* pb = b + off[1];
-      if (sb == 0 && pb[0] == T{2}) {  // x ** 2 (LayerNorm's variance): exact and fast
+      if constexpr (!std::is_same_v<X, float>) {
+        for (int64_t i = 0; i < n; ++i) y[pos + i] = int_pow(pa[i * sa], pb[i * sb]);
+      } else if (sb == 0 && pb[0] == T{2}) {  // x ** 2 (LayerNorm's variance): exact and fast
         for (int64_t i = 0; i < n; ++i) y[pos + i] = pa[i * sa] * pa[i * sa];
       } else {
         for (int64_t i = 0; i < n; ++i)
@@ -69,16 +98,16 @@ class PowKernel final : public Kernel {
     });
   }
   BroadcastPlan plan_;
-  DType y_type_ = DType::kF32;
+  DType x_type_ = DType::kF32, y_type_ = DType::kF32;
 };
 
 Result<std::vector<TensorDesc>> infer_pow(const graph::InferContext& ctx) {
   NodeView v = NodeView::of(ctx);
   GRAPHI_RETURN_IF_ERROR(expect_inputs(v, 2, 2, 2));
-  GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 0, "X", {DType::kF32}));
+  GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 0, "X", {DType::kF32, DType::kI32, DType::kI64}));
   GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 1, "Y", {DType::kF32, DType::kI32, DType::kI64}));
   GRAPHI_ASSIGN_OR_RETURN(Shape out, broadcast_shapes(ctx.where, v.in(0).shape, v.in(1).shape));
-  return std::vector<TensorDesc>{TensorDesc{DType::kF32, std::move(out)}};
+  return std::vector<TensorDesc>{TensorDesc{v.in(0).dtype, std::move(out)}};
 }
 
 CostHint cost_pow(const graph::Node&, std::span<const TensorDesc* const> in,

@@ -8,7 +8,9 @@
 // Source coordinates are clamped to the input (edge values), as ONNX's reference does (cubic: taps
 // past an edge read the edge value, or are dropped and the rest renormalized with exclude_outside =
 // 1). Not supported (refused with the attribute named): 'tf_crop_and_resize', opset 18's 'axes' and
-// 'antialias', keep_aspect_ratio_policy other than 'stretch'.
+// 'antialias', keep_aspect_ratio_policy other than 'stretch' (the ONNX importer rewrites 'axes'
+// and the policy into full-rank inputs: constant scales and sizes together then mean "sizes is
+// the output, scales the coordinate scale", not ONNX's form).
 //
 // Each output coordinate of each dim maps to 1 (nearest), 2 (linear) or 4 (cubic) source
 // indices with weights, precomputed in init(); run() walks output elements and sums the n^k
@@ -130,7 +132,23 @@ Result<ResizeParams> resize_params(const NodeView& v) {
   if (v.has_input(scales_i)) {
     GRAPHI_ASSIGN_OR_RETURN(scales, const_floats(v, scales_i, "scales"));
   }
-  if (!scales.empty()) {
+  std::vector<int64_t> sizes;
+  if (v.has_input(sizes_i) && !v10) {
+    GRAPHI_ASSIGN_OR_RETURN(sizes, const_ints_input(v, sizes_i, "sizes"));
+  }
+  if (!scales.empty() && !sizes.empty()) {
+    // Not ONNX (it takes one of them): the importer's form of keep_aspect_ratio_policy, where
+    // sizes (round(scale * in)) fix the output and scales drive the coordinates.
+    if (scales.size() != in.size() || sizes.size() != in.size())
+      return Status::invalid_graph(w + ": scales and sizes must have " + std::to_string(in.size()) +
+                                   " values");
+    p.out = sizes;
+    p.scales = scales;
+    for (size_t d = 0; d < in.size(); ++d) {
+      if (!(scales[d] > 0)) return Status::invalid_graph(w + ": scales must be > 0");
+      p.resized_len.push_back(static_cast<double>(in[d]) * scales[d]);
+    }
+  } else if (!scales.empty()) {
     if (scales.size() != in.size())
       return Status::invalid_graph(w + ": input " + std::to_string(scales_i) + " (scales) has " +
                                    std::to_string(scales.size()) + " values for an input of rank " +
@@ -144,8 +162,7 @@ Result<ResizeParams> resize_params(const NodeView& v) {
           std::floor(static_cast<float>(in[d]) * static_cast<float>(scales[d]))));
       p.resized_len.push_back(static_cast<double>(in[d]) * scales[d]);
     }
-  } else if (v.has_input(sizes_i)) {
-    GRAPHI_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, const_ints_input(v, sizes_i, "sizes"));
+  } else if (!sizes.empty()) {
     if (sizes.size() != in.size())
       return Status::invalid_graph(w + ": input 3 (sizes) has " + std::to_string(sizes.size()) +
                                    " values for an input of rank " + std::to_string(in.size()));

@@ -1,12 +1,13 @@
-// ScatterElements (torch.scatter / scatter_add: axis, reduction none|add|mul), ScatterND
-// (x[idx] = v, index_put: reduction none|add|mul) and GatherND (batch_dims), ONNX semantics.
-// Data float32, int32 or int64 (Scatter's reductions: float32 and integers alike); indices int32
-// or int64, negative values count from the end. An index out of range fails the run naming
-// the node (TeamContext::fail) and that element is skipped.
+// ScatterElements (torch.scatter / scatter_add / scatter_reduce: axis, reduction
+// none|add|mul|max|min), ScatterND (x[idx] = v, index_put: the same reductions) and GatherND
+// (batch_dims), ONNX semantics. Data float32, int32 or int64 (Scatter's reductions: float32 and
+// integers alike); indices int32 or int64, negative values count from the end. An index out of
+// range fails the run naming the node (TeamContext::fail) and that element is skipped.
 //
 // The scatters run on the team's first thread only: later updates must win (or accumulate)
 // in index order, and they are small in exported models (masks, cache writes). GatherND
 // splits its output slices over the team.
+#include <algorithm>
 #include <cstring>
 
 #include "ops/registry.h"
@@ -15,7 +16,7 @@
 namespace graphi::ops {
 namespace {
 
-enum class Reduce { kNone, kAdd, kMul };
+enum class Reduce { kNone, kAdd, kMul, kMax, kMin };
 
 Result<Reduce> reduction_of(const NodeView& v) {
   GRAPHI_ASSIGN_OR_RETURN(std::string r,
@@ -23,8 +24,10 @@ Result<Reduce> reduction_of(const NodeView& v) {
   if (r == "none") return Reduce::kNone;
   if (r == "add") return Reduce::kAdd;
   if (r == "mul") return Reduce::kMul;
+  if (r == "max") return Reduce::kMax;  // opset 18
+  if (r == "min") return Reduce::kMin;
   return Status::unsupported(v.where + ": attribute 'reduction' = '" + r +
-                             "' is not supported (none, add, mul)");
+                             "' is not supported (none, add, mul, max, min)");
 }
 
 inline int64_t index_at(const void* p, bool i64, int64_t k) {
@@ -37,8 +40,12 @@ void combine(T* dst, const T* src, Reduce r) {
     *dst = *src;
   else if (r == Reduce::kAdd)
     *dst = *dst + *src;
-  else
+  else if (r == Reduce::kMul)
     *dst = *dst * *src;
+  else if (r == Reduce::kMax)
+    *dst = std::max(*dst, *src);  // as ONNX Runtime: a NaN already there stays
+  else
+    *dst = std::min(*dst, *src);
 }
 
 std::vector<int64_t> strides_of(const Shape& s) {

@@ -1,6 +1,8 @@
 // ONNX import, convolution, pooling, normalization and resampling: 1-D Conv/ConvTranspose/pools as
 // 2-D ones, 3-D Conv/pools as graphi's Conv3D/MaxPool3D/AveragePool3D, auto_pad and ceil_mode as
-// explicit pads, global pools, inference BatchNormalization as Mul + Add, Upsample as Resize.
+// explicit pads, global pools, inference BatchNormalization as Mul + Add, Upsample as Resize,
+// Resize-18's axes and keep_aspect_ratio_policy as full-rank scales/sizes, ConvTranspose's
+// auto_pad and output_shape as pads and output_padding.
 #include <algorithm>
 #include <cmath>
 
@@ -82,6 +84,79 @@ std::optional<Status> Importer::translate_conv_pool(NodeIn& io) {
     a.set("coordinate_transformation_mode", std::string("asymmetric"));
     a.set("nearest_mode", std::string("simple"));
     return emit("Resize", name, {ins[0], "", ins[1]}, outs, std::move(a), where, &n);
+  }
+  const onnx::Attr* kar_attr = op == "Resize" ? n.attr("keep_aspect_ratio_policy") : nullptr;
+  if (op == "Resize" && (n.attr("axes") || (kar_attr && kar_attr->s != "stretch"))) {
+    // Opset 18: scales/sizes of the listed axes only, and sizes kept to the input's aspect
+    // ratio. Rewritten to full-rank constants; for not_larger / not_smaller one scale (the min
+    // or max of size / in over the axes) drives the coordinates and the sizes are round(scale *
+    // in), as ONNX's reference and ONNX Runtime compute them: graphi's Resize then gets both.
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
+    const int64_t rank = d.rank();
+    const std::string kar = kar_attr ? kar_attr->s : "stretch";
+    if (kar != "stretch" && kar != "not_larger" && kar != "not_smaller")
+      return Status::invalid_graph(where + ": attribute 'keep_aspect_ratio_policy' = '" + kar +
+                                   "' is not stretch, not_larger or not_smaller");
+    std::vector<int64_t> axes;
+    if (const onnx::Attr* ax = n.attr("axes")) axes = ax->ints;
+    if (axes.empty())
+      for (int64_t k = 0; k < rank; ++k) axes.push_back(k);
+    std::vector<bool> seen(static_cast<size_t>(rank), false);
+    for (int64_t& a : axes) {
+      if (a < -rank || a >= rank || seen[static_cast<size_t>(a < 0 ? a + rank : a)])
+        return Status::invalid_graph(where + ": attribute 'axes' " + shape_to_string(axes) +
+                                     " has an axis out of range or repeated for input " +
+                                     d.to_string());
+      if (a < 0) a += rank;
+      seen[static_cast<size_t>(a)] = true;
+    }
+    const bool has_scales = ins.size() > 2 && !ins[2].empty(),
+               has_sizes = ins.size() > 3 && !ins[3].empty();
+    const std::string which = has_scales ? "scales" : "sizes";
+    const HostTensor* given = has_scales ? host(ins[2]) : has_sizes ? host(ins[3]) : nullptr;
+    if (!has_scales && !has_sizes) return Status::invalid_graph(where + ": needs scales or sizes");
+    if (!given) return unsupported_op(n, "with " + which + " computed at run time");
+    if (given->numel() != axes.size())
+      return Status::invalid_graph(where + ": input " + which + " " + given->desc() + " has " +
+                                   std::to_string(given->numel()) + " values for " +
+                                   std::to_string(axes.size()) + " axes");
+    const onnx::Attr* ctm = n.attr("coordinate_transformation_mode");
+    if (ctm && ctm->s == "tf_crop_and_resize")
+      return Status::unsupported(
+          where +
+          ": attribute 'coordinate_transformation_mode' = 'tf_crop_and_resize' is not "
+          "supported");
+    GRAPHI_ASSIGN_OR_RETURN(Attributes a,
+                            convert_attrs(n, where, {"axes", "keep_aspect_ratio_policy"}));
+    HostTensor scales = HostTensor::make(onnx::kFloat, {rank});
+    for (int64_t k = 0; k < rank; ++k) scales.f[static_cast<size_t>(k)] = 1.0;
+    if (has_scales) {
+      for (size_t j = 0; j < axes.size(); ++j)
+        scales.f[static_cast<size_t>(axes[j])] = given->get_f(j);
+      return emit("Resize", name, {ins[0], "", add_const(name + "/scales", std::move(scales))},
+                  outs, std::move(a), where, &n);
+    }
+    std::vector<int64_t> sizes = d.shape;
+    for (size_t j = 0; j < axes.size(); ++j) sizes[static_cast<size_t>(axes[j])] = given->get_i(j);
+    if (kar == "stretch")
+      return emit("Resize", name, {ins[0], "", "", add_ints_const(name + "/sizes", sizes)}, outs,
+                  std::move(a), where, &n);
+    double scale = kar == "not_larger" ? 1e300 : 0;
+    for (int64_t ax : axes) {
+      const double r = static_cast<double>(sizes[static_cast<size_t>(ax)]) /
+                       static_cast<double>(d.shape[static_cast<size_t>(ax)]);
+      scale = kar == "not_larger" ? std::min(scale, r) : std::max(scale, r);
+    }
+    for (int64_t ax : axes) {
+      const auto k = static_cast<size_t>(ax);
+      sizes[k] = static_cast<int64_t>(std::round(scale * static_cast<double>(d.shape[k])));
+      scales.f[k] = scale;
+    }
+    return emit("Resize", name,
+                {ins[0], "", add_const(name + "/scales", std::move(scales)),
+                 add_ints_const(name + "/sizes", sizes)},
+                outs, std::move(a), where, &n);
   }
   if ((op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool") &&
       !ins.empty() && !ins[0].empty()) {
@@ -214,6 +289,81 @@ Result<onnx::Node> Importer::explicit_pads(const onnx::Node& n, const std::strin
     pads[d + r] = mode == "SAME_UPPER" ? big : small;
   }
   return with_pads(n, "auto_pad", pads);
+}
+
+Result<onnx::Node> Importer::transpose_pads(const onnx::Node& n, const std::string& where) {
+  const onnx::Attr* ap = n.attr("auto_pad");
+  const std::string mode = ap ? ap->s : "NOTSET";
+  if (mode != "NOTSET" && mode != "SAME_UPPER" && mode != "SAME_LOWER" && mode != "VALID")
+    return Status::unsupported(where + ": attribute 'auto_pad' = '" + mode +
+                               "' is not supported (NOTSET, SAME_UPPER, SAME_LOWER, VALID)");
+  auto shape_of = [&](size_t k) -> Result<Shape> {
+    if (k >= n.inputs.size() || n.inputs[k].empty() || !vals_.count(n.inputs[k]))
+      return Status::invalid_graph(where + ": input " + std::to_string(k) + " is missing");
+    if (const HostTensor* h = host(n.inputs[k])) return h->shape;
+    return vals_.at(n.inputs[k]).desc.shape;
+  };
+  GRAPHI_ASSIGN_OR_RETURN(Shape x, shape_of(0));
+  GRAPHI_ASSIGN_OR_RETURN(Shape w, shape_of(1));
+  if (x.size() < 3 || w.size() != x.size())
+    return Status::invalid_graph(where + ": input X " + shape_to_string(x) + " and W " +
+                                 shape_to_string(w) + " must have the same rank >= 3");
+  const size_t r = x.size() - 2;
+  std::vector<int64_t> kernel = ints_or(n, "kernel_shape", 0, r);
+  if (!n.attr("kernel_shape")) kernel.assign(w.begin() + 2, w.end());
+  const std::vector<int64_t> strides = ints_or(n, "strides", 1, r),
+                             dil = ints_or(n, "dilations", 1, r);
+  std::vector<int64_t> outpad = ints_or(n, "output_padding", 0, r),
+                       pads = ints_or(n, "pads", 0, 2 * r);
+  if (kernel.size() != r || strides.size() != r || dil.size() != r || outpad.size() != r ||
+      pads.size() != 2 * r)
+    return Status::invalid_graph(where +
+                                 ": kernel_shape, strides, dilations, output_padding and pads "
+                                 "do not match the input's " +
+                                 std::to_string(r) + " spatial dims");
+  // output_shape lists the spatial dims; some exporters write the whole [N, C, ...] shape.
+  std::vector<int64_t> want;
+  if (const onnx::Attr* os = n.attr("output_shape")) {
+    want = os->ints;
+    if (want.size() == r + 2) want.erase(want.begin(), want.begin() + 2);
+    if (want.size() != r)
+      return Status::invalid_graph(where + ": attribute 'output_shape' " +
+                                   shape_to_string(os->ints) + " must have " + std::to_string(r) +
+                                   " (or " + std::to_string(r + 2) + ") values");
+  }
+  if (want.empty() && mode == "VALID") pads.assign(2 * r, 0);
+  for (size_t d = 0; d < r && (!want.empty() || mode == "SAME_UPPER" || mode == "SAME_LOWER");
+       ++d) {
+    const int64_t natural = strides[d] * (x[d + 2] - 1) + outpad[d] + (kernel[d] - 1) * dil[d] + 1;
+    const int64_t out = want.empty() ? x[d + 2] * strides[d] : want[d];
+    if (out < 1)
+      return Status::invalid_graph(where + ": attribute 'output_shape' must be >= 1, got " +
+                                   std::to_string(out));
+    const int64_t total = natural - out;
+    if (total < 0) {
+      // A larger output than the kernel reaches (a kernel smaller than the stride): ONNX Runtime
+      // and ONNX's shape inference clamp the padding at 0; an explicit output_shape is then
+      // still met, its extra rows at the end getting only the bias (output_padding), while
+      // SAME_* stays at the natural size (not the spec text's in * stride).
+      pads[d] = pads[d + r] = 0;
+      if (!want.empty()) outpad[d] += -total;
+      continue;
+    }
+    // SAME_UPPER puts the odd pad at the end; SAME_LOWER, NOTSET and VALID at the start.
+    const int64_t small = total / 2, big = total - small;
+    pads[d] = mode == "SAME_UPPER" ? small : big;
+    pads[d + r] = mode == "SAME_UPPER" ? big : small;
+  }
+  onnx::Node out = with_pads(n, "auto_pad", pads);
+  std::erase_if(out.attrs, [](const onnx::Attr& a) {
+    return a.name == "output_shape" || a.name == "output_padding";
+  });
+  onnx::Attr op;
+  op.name = "output_padding";
+  op.type = onnx::kAttrInts;
+  op.ints = std::move(outpad);
+  out.attrs.push_back(std::move(op));
+  return out;
 }
 
 Result<onnx::Node> Importer::ceil_mode_as_pads(const onnx::Node& n, const std::string& where) {

@@ -1,7 +1,8 @@
 // ONNX import, element-wise and math ops: Cast, CastLike, integer Add/Sub/Mul/Div/Max/Min/Neg/Abs/
 // Sign/Clip, Mish, Celu, PRelu, HardSwish,
 // GroupNormalization (as InstanceNormalization over the groups), Mean/Sum/Max/Min over many inputs,
-// opset < 13 Softmax/LogSoftmax, Reduce* with empty axes, and opset < 7 broadcasting.
+// opset < 13 Softmax/LogSoftmax, Hardmax (ArgMax == iota), Reduce* with empty axes, and opset < 7
+// broadcasting.
 #include <algorithm>
 
 #include "graph/onnx/import_internal.h"
@@ -244,7 +245,34 @@ std::optional<Status> Importer::translate_elementwise(NodeIn& io) {
     }
     return Status::ok();
   }
-  if ((op == "Softmax" || op == "LogSoftmax") && opset_ < 13) {
+  // Hardmax along `axis` of x (shape xs): ArgMax (the first maximal index) == k, k = 0..len-1
+  // along the axis, which Equal writes as float32 1/0.
+  auto hardmax = [&](const std::string& x, const Shape& xs, int64_t axis, const std::string& node,
+                     const std::vector<std::string>& out) -> Status {
+    const std::string am = fresh(name + "/argmax");
+    Attributes a;
+    a.set("axis", axis);
+    a.set("keepdims", int64_t{1});
+    a.set("select_last_index", int64_t{0});
+    GRAPHI_RETURN_IF_ERROR(emit("ArgMax", am, {x}, {am}, std::move(a), where, &n));
+    Shape ks(xs.size(), 1);
+    ks[static_cast<size_t>(axis)] = xs[static_cast<size_t>(axis)];
+    HostTensor k = HostTensor::make(onnx::kInt64, ks);
+    for (size_t j = 0; j < k.numel(); ++j) k.i[j] = static_cast<int64_t>(j);
+    return emit("Equal", node, {am, add_const(name + "/iota", std::move(k))}, out, {}, where, &n);
+  };
+  if (op == "Hardmax" && opset_ >= 13) {
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
+    const onnx::Attr* ax = n.attr("axis");
+    int64_t axis = ax ? ax->i : -1;
+    if (axis < -d.rank() || axis >= d.rank())
+      return Status::invalid_graph(where + ": attribute 'axis' = " + std::to_string(axis) +
+                                   " is out of range for input " + d.to_string());
+    if (axis < 0) axis += d.rank();
+    return hardmax(ins[0], d.shape, axis, name, outs);
+  }
+  if ((op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") && opset_ < 13) {
     // Opsets 1-12 flatten the input to 2-D at `axis` (default 1) and normalize each row.
     GRAPHI_RETURN_IF_ERROR(need(0));
     GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
@@ -256,14 +284,18 @@ std::optional<Status> Importer::translate_elementwise(NodeIn& io) {
     if (axis < 0) axis += rank;
     Attributes a;
     a.set("axis", int64_t{-1});
-    if (axis >= rank - 1) return emit(op, name, {ins[0]}, outs, a, where, &n);
+    if (axis >= rank - 1)
+      return op == "Hardmax" ? hardmax(ins[0], d.shape, rank - 1, name, outs)
+                             : emit(op, name, {ins[0]}, outs, a, where, &n);
     const Shape flat{shape_numel(Shape(d.shape.begin(), d.shape.begin() + axis)),
                      shape_numel(Shape(d.shape.begin() + axis, d.shape.end()))};
     const std::string x2 = fresh(name + "/flat"), y2 = fresh(name + "/flat_out");
     GRAPHI_RETURN_IF_ERROR(emit("Reshape", fresh(name + "/flatten"),
                                 {ins[0], add_ints_const(name + "/flat_shape", flat)}, {x2}, {},
                                 where, &n));
-    GRAPHI_RETURN_IF_ERROR(emit(op, fresh(name + "/softmax"), {x2}, {y2}, a, where, &n));
+    GRAPHI_RETURN_IF_ERROR(op == "Hardmax"
+                               ? hardmax(x2, flat, 1, fresh(name + "/hardmax"), {y2})
+                               : emit(op, fresh(name + "/softmax"), {x2}, {y2}, a, where, &n));
     return emit("Reshape", name, {y2, add_ints_const(name + "/shape", d.shape)}, outs, {}, where,
                 &n);
   }

@@ -88,6 +88,9 @@ class Importer {
   // Conv/MaxPool/AveragePool with auto_pad SAME_UPPER, SAME_LOWER or VALID (tf2onnx writes
   // them): the same node with explicit pads, computed from the static input shape.
   Result<onnx::Node> explicit_pads(const onnx::Node& n, const std::string& where);
+  // ConvTranspose with auto_pad SAME_UPPER/SAME_LOWER/VALID or output_shape: the same node with
+  // explicit pads and output_padding, as ONNX's spec and ONNX Runtime compute them.
+  Result<onnx::Node> transpose_pads(const onnx::Node& n, const std::string& where);
   // MaxPool/AveragePool with ceil_mode = 1: the same pool with ceil_mode = 0 and extra end
   // padding that yields the same windows (PyTorch's and ONNX's rule: a last window must start
   // inside the input or the begin padding).

@@ -50,9 +50,6 @@ std::optional<Status> Importer::translate_shape(NodeIn& io) {
   }
   if (op == "Identity" || op == "Dropout") {
     GRAPHI_RETURN_IF_ERROR(need(0));
-    for (size_t k = 1; k < outs.size(); ++k)
-      if (is_read(outs[k]))
-        return Status::unsupported(where + ": Dropout's mask output is not supported");
     bool training = false;
     if (op == "Dropout" && ins.size() > 2 && !ins[2].empty()) {
       const HostTensor* t = host(ins[2]);
@@ -60,16 +57,34 @@ std::optional<Status> Importer::translate_shape(NodeIn& io) {
         return Status::unsupported(where + ": Dropout's training_mode must be a constant");
       training = t->get_i(0) != 0;
     }
-    if (!training) return emit("Identity", name, {ins[0]}, {outs[0]}, {}, where, &n);
-    // Training mode (torch.onnx.export(..., training=TrainingMode.TRAINING)): graphi's Dropout,
-    // the identity for inference, a seeded mask in a training graph (docs/TRAINING.md).
     double ratio = 0.5;
-    if (ins.size() > 1 && !ins[1].empty()) {
+    if (training && ins.size() > 1 && !ins[1].empty()) {
       const HostTensor* r = host(ins[1]);
       if (!r || r->numel() != 1 || !r->is_float())
         return Status::unsupported(where + ": Dropout's ratio must be a float constant");
       ratio = r->f[0];
     }
+    if (ratio == 0) training = false;  // the spec: ratio 0 drops nothing, even in training
+    const bool mask_read = outs.size() > 1 && is_read(outs[1]);
+    if (mask_read && training)
+      return Status::unsupported(where +
+                                 ": Dropout's mask output in training mode (training_mode = "
+                                 "true, ratio > 0) is not supported");
+    if (mask_read) {
+      // Inference keeps every element: the mask is all true (BOOL is float32 1 in graphi).
+      GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
+      HostTensor one = HostTensor::make(onnx::kBool, Shape(d.shape.size(), 1));
+      one.i[0] = 1;
+      const std::string c = add_const(name + "/true", std::move(one));
+      GRAPHI_RETURN_IF_ERROR(
+          d.shape.empty()
+              ? emit("Identity", fresh(name + "/mask"), {c}, {outs[1]}, {}, where, &n)
+              : emit("Expand", fresh(name + "/mask"), {c, add_ints_const(name + "/shape", d.shape)},
+                     {outs[1]}, {}, where, &n));
+    }
+    if (!training) return emit("Identity", name, {ins[0]}, {outs[0]}, {}, where, &n);
+    // Training mode (torch.onnx.export(..., training=TrainingMode.TRAINING)): graphi's Dropout,
+    // the identity for inference, a seeded mask in a training graph (docs/TRAINING.md).
     Attributes a;
     a.set("ratio", ratio);
     if (const onnx::Attr* seed = n.attr("seed")) a.set("seed", seed->i);

@@ -80,6 +80,7 @@ const std::vector<std::string>& runtime_ops() {
                                                 "GroupNormalization",
                                                 "HardSigmoid",
                                                 "HardSwish",
+                                                "Hardmax",
                                                 "Identity",
                                                 "InstanceNormalization",
                                                 "IsInf",
@@ -453,6 +454,11 @@ Status Importer::import_node(const onnx::Node& node_in) {
   if ((np->op == "Conv" || np->op == "MaxPool" || np->op == "AveragePool") &&
       np->attr("auto_pad") && np->attr("auto_pad")->s != "NOTSET") {
     GRAPHI_ASSIGN_OR_RETURN(padded, explicit_pads(*np, where));
+    np = &padded;
+  }
+  if (np->op == "ConvTranspose" &&
+      ((np->attr("auto_pad") && np->attr("auto_pad")->s != "NOTSET") || np->attr("output_shape"))) {
+    GRAPHI_ASSIGN_OR_RETURN(padded, transpose_pads(*np, where));
     np = &padded;
   }
   onnx::Node floored;
@@ -1066,13 +1072,17 @@ Result<Tensor> read_onnx_tensor_file(const std::string& path, std::string* name)
   GRAPHI_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, read_file(path, 0));
   Result<HostTensor> h = onnx::decode_tensor(bytes, name);
   if (!h.is_ok()) return h.status().with_context(path);
-  std::optional<DType> dt = graphi_dtype(h->type);
+  // BOOL as float32 0/1, graphi's form of a bool (ops/logic_ops.cpp).
+  const bool is_bool = h->type == onnx::kBool;
+  std::optional<DType> dt = is_bool ? std::optional<DType>(DType::kF32) : graphi_dtype(h->type);
   if (!dt)
     return Status::unsupported(path + ": tensor of type " + h->desc() +
-                               "; graphi tensors are FLOAT, INT32 or INT64");
+                               "; graphi tensors are FLOAT, INT32 or INT64 (BOOL as float32 0/1)");
   Tensor t(TensorDesc{*dt, h->shape});
   for (size_t k = 0; k < h->numel(); ++k) {
-    if (*dt == DType::kF32)
+    if (is_bool)
+      t.data_as<float>()[k] = h->i[k] != 0 ? 1.0f : 0.0f;
+    else if (*dt == DType::kF32)
       t.data_as<float>()[k] = static_cast<float>(h->f[k]);
     else if (*dt == DType::kI32)
       t.data_as<int32_t>()[k] = static_cast<int32_t>(h->i[k]);

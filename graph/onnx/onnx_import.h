@@ -66,7 +66,8 @@ Result<Graph> import_onnx_bytes(std::span<const std::byte> bytes, const std::str
                                 const ShapeInferencer& shapes, const ImportOptions& options = {});
 
 // Reads a serialized TensorProto (the input_*.pb / output_*.pb files of ONNX's test data) as a
-// graphi Tensor: FLOAT -> float32, INT32 -> int32, INT64 -> int64, anything else an error.
+// graphi Tensor: FLOAT -> float32, INT32 -> int32, INT64 -> int64, BOOL -> float32 0/1 (graphi's
+// bool, as a BOOL graph input is fed), anything else an error.
 // `name` (optional) receives the tensor's name.
 Result<Tensor> read_onnx_tensor_file(const std::string& path, std::string* name = nullptr);
 

@@ -318,12 +318,12 @@ TEST_CASE("onnx: symbolic dims need --dim, unused --dim names are errors") {
 }
 
 TEST_CASE("onnx: unsupported ops name the file, node, op, domain and what is supported") {
-  Result<Graph> r = import_str(model(relu_graph("Hardmax")));
+  Result<Graph> r = import_str(model(relu_graph("NonZero")));
   REQUIRE_FALSE(r.is_ok());
   CHECK(r.status().code() == StatusCode::kUnsupported);
   CHECK_THAT(
       r.status().message(),
-      Catch::Contains("t.onnx: node[0] 'act' (Hardmax): op type 'Hardmax' (domain 'ai.onnx', opset "
+      Catch::Contains("t.onnx: node[0] 'act' (NonZero): op type 'NonZero' (domain 'ai.onnx', opset "
                       "14) is not supported") &&
           Catch::Contains("graphi runs these ONNX ops: Abs, ") && Catch::Contains("LSTM") &&
           Catch::Contains("import time") && Catch::Contains("ConstantOfShape"));
@@ -1375,5 +1375,149 @@ TEST_CASE("onnx: Resize-10, 1-D ConvTranspose with output_padding, ReverseSequen
     INFO(r.status().message());
     REQUIRE(r.is_ok());
     CHECK(r->value(r->inputs()[0]).desc == TensorDesc{DType::kF32, {7, 3}});
+  }
+}
+
+TEST_CASE(
+    "onnx: ConvTranspose auto_pad/output_shape, Hardmax-11, Dropout's mask, Resize-18 policy") {
+  auto ints_attr = [](const char* nm, const std::vector<int64_t>& v) {
+    Pw a;
+    a.s(1, nm);
+    for (int64_t x : v) a.i(8, x);
+    a.i(20, 7);
+    return a;
+  };
+  auto str_attr = [](const char* nm, const std::string& v) {
+    Pw a;
+    a.s(1, nm).s(4, v).i(20, 3);
+    return a;
+  };
+  auto int_attr = [](const char* nm, int64_t v) {
+    Pw a;
+    a.s(1, nm).i(3, v).i(20, 2);
+    return a;
+  };
+  // 1-D ConvTranspose of x [1, 1, 5] by w [1, 1, 3], stride 2, as a naive scatter into the full
+  // (unpadded) output of 2 * 4 + 3 = 11, then cropped [begin, begin + len) (zeros past the end).
+  const std::vector<float> wv = {0.5f, -1.0f, 2.0f}, xv = {1.0f, 3.0f, -2.0f, 0.25f, 4.0f};
+  std::vector<float> full(11, 0.0f);
+  for (int i = 0; i < 5; ++i)
+    for (int k = 0; k < 3; ++k) full[static_cast<size_t>(2 * i + k)] += xv[i] * wv[k];
+  auto convt = [&](const std::vector<Pw>& attrs, const std::string& out_len) {
+    Pw g;
+    g.m(1, node("ConvTranspose", {"x", "w"}, {"y"}, "up", attrs)).s(2, "g");
+    g.m(5, float_tensor("w", {1, 1, 3}, wv));
+    g.m(11, value_info("x", 1, {"1", "1", "5"})).m(12, value_info("y", 1, {"1", "1", out_len}));
+    return import_str(model(g, 13, 7));
+  };
+  auto check_crop = [&](Result<Graph>& r, int64_t len, int64_t begin) {
+    INFO(r.status().message());
+    REQUIRE(r.is_ok());
+    Tensor x(TensorDesc{DType::kF32, {1, 1, 5}});
+    std::memcpy(x.data(), xv.data(), 20);
+    engine::NamedTensors out = value_or_throw(run_graph(*r, {x}));
+    REQUIRE(out[0].second.shape() == Shape{1, 1, len});
+    for (int64_t o = 0; o < len; ++o) {
+      const int64_t f = o + begin;
+      const float want = f < 11 ? full[static_cast<size_t>(f)] : 0.0f;
+      CHECK(std::abs(out[0].second.data_as<float>()[o] - want) < 1e-6);
+    }
+  };
+  SECTION("ConvTranspose SAME_UPPER / SAME_LOWER: out = in * stride, the odd pad at end / start") {
+    // total padding 11 - 10 = 1: SAME_UPPER crops it at the end, SAME_LOWER at the start.
+    auto r = convt({ints_attr("strides", {2}), str_attr("auto_pad", "SAME_UPPER")}, "10");
+    check_crop(r, 10, 0);
+    r = convt({ints_attr("strides", {2}), str_attr("auto_pad", "SAME_LOWER")}, "10");
+    check_crop(r, 10, 1);
+  }
+  SECTION("ConvTranspose output_shape, spatial or the whole [N, C, L]; larger than the kernel") {
+    // 11 - 8 = 3 to pad: NOTSET puts the odd one at the start (ONNX's rule, ONNX Runtime's).
+    auto r = convt({ints_attr("strides", {2}), ints_attr("output_shape", {8})}, "8");
+    check_crop(r, 8, 2);
+    r = convt({ints_attr("strides", {2}), ints_attr("output_shape", {1, 1, 8}),
+               str_attr("auto_pad", "SAME_UPPER")},
+              "8");
+    check_crop(r, 8, 1);
+    r = convt({ints_attr("strides", {2}), ints_attr("output_shape", {13})}, "13");
+    check_crop(r, 13, 0);  // two more at the end, bias only
+    auto e = convt({ints_attr("strides", {2}), ints_attr("output_shape", {8, 8})}, "8");
+    REQUIRE_FALSE(e.is_ok());
+    CHECK_THAT(e.status().message(), Catch::Contains("'up' (ConvTranspose): attribute "
+                                                     "'output_shape' [8, 8] must have 1 (or 3)"));
+  }
+  SECTION("Hardmax-11 flattens at axis: one 1 per [2, 3] block, ties to the first") {
+    Pw g;
+    g.m(1, node("Hardmax", {"x"}, {"y"}, "hm", {int_attr("axis", 1)})).s(2, "g");
+    g.m(11, value_info("x", 1, {"2", "2", "3"})).m(12, value_info("y", 1, {"2", "2", "3"}));
+    auto r = import_str(model(g, 11, 6));
+    INFO(r.status().message());
+    REQUIRE(r.is_ok());
+    const float xv2[] = {1, 7, 3, 7, 0, 2, /* batch 1: all equal */ 5, 5, 5, 5, 5, 5};
+    Tensor x(TensorDesc{DType::kF32, {2, 2, 3}});
+    std::memcpy(x.data(), xv2, sizeof xv2);
+    engine::NamedTensors out = value_or_throw(run_graph(*r, {x}));
+    const float want[] = {0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0};
+    for (int k = 0; k < 12; ++k) CHECK(out[0].second.data_as<float>()[k] == want[k]);
+  }
+  SECTION("Dropout's mask: all true in inference; training with ratio > 0 is refused by name") {
+    auto dropout = [&](bool training, float ratio) {
+      Pw g;
+      g.m(1, node("Dropout", {"x", "r", "t"}, {"y", "m"}, "drop")).s(2, "g");
+      g.m(5, float_tensor("r", {}, {ratio}));
+      Pw t;
+      t.i(2, 9).s(8, "t").s(9, std::string(1, training ? '\1' : '\0'));  // BOOL scalar
+      g.m(5, t);
+      g.m(11, value_info("x", 1, {"2", "3"}))
+          .m(12, value_info("y", 1, {"2", "3"}))
+          .m(12, value_info("m", 9, {"2", "3"}));
+      return import_str(model(g, 13, 7));
+    };
+    for (auto [training, ratio] : {std::pair{false, 0.5f}, std::pair{true, 0.0f}}) {
+      auto r = dropout(training, ratio);
+      INFO(r.status().message());
+      REQUIRE(r.is_ok());
+      const Tensor x = test::random_tensor(TensorDesc{DType::kF32, {2, 3}}, 5);
+      engine::NamedTensors out = value_or_throw(run_graph(*r, {x}));
+      REQUIRE(out.size() == 2);
+      for (int k = 0; k < 6; ++k) {
+        CHECK(out[0].second.data_as<float>()[k] == x.data_as<float>()[k]);
+        CHECK(out[1].second.data_as<float>()[k] == 1.0f);
+      }
+    }
+    auto e = dropout(true, 0.5f);
+    REQUIRE_FALSE(e.is_ok());
+    CHECK_THAT(e.status().message(),
+               Catch::Contains("'drop' (Dropout): Dropout's mask output in training mode"));
+  }
+  SECTION("Resize-18 not_larger: one scale (min of size / in) drives the coordinates") {
+    // x [1, 1, 3, 5] to sizes [7, 11] of axes [2, 3]: scale min(7/3, 11/5) = 2.2, out
+    // [round(6.6), 11] = [7, 11]; linear, asymmetric: source = o / 2.2 on both axes (not o * 3/7
+    // on the rows, which out / in would give).
+    Pw g;
+    g.m(1, node("Resize", {"x", "", "", "sizes"}, {"y"}, "rs",
+                {ints_attr("axes", {2, 3}), str_attr("mode", "linear"),
+                 str_attr("coordinate_transformation_mode", "asymmetric"),
+                 str_attr("keep_aspect_ratio_policy", "not_larger")}))
+        .s(2, "g");
+    g.m(5, test::onnx_pb::int64_tensor("sizes", {7, 11}));
+    g.m(11, value_info("x", 1, {"1", "1", "3", "5"}))
+        .m(12, value_info("y", 1, {"1", "1", "7", "11"}));
+    auto r = import_str(model(g, 18, 8));
+    INFO(r.status().message());
+    REQUIRE(r.is_ok());
+    const Tensor x = test::random_tensor(TensorDesc{DType::kF32, {1, 1, 3, 5}}, 9);
+    const float* xv3 = x.data_as<float>();
+    engine::NamedTensors out = value_or_throw(run_graph(*r, {x}));
+    REQUIRE(out[0].second.shape() == Shape{1, 1, 7, 11});
+    for (int oy = 0; oy < 7; ++oy)
+      for (int ox = 0; ox < 11; ++ox) {
+        const double sy = std::min(oy / 2.2, 2.0), sx = std::min(ox / 2.2, 4.0);
+        const int y0 = static_cast<int>(sy), x0 = static_cast<int>(sx);
+        const int y1 = std::min(y0 + 1, 2), x1 = std::min(x0 + 1, 4);
+        const double fy = sy - y0, fx = sx - x0;
+        const double want = (1 - fy) * ((1 - fx) * xv3[y0 * 5 + x0] + fx * xv3[y0 * 5 + x1]) +
+                            fy * ((1 - fx) * xv3[y1 * 5 + x0] + fx * xv3[y1 * 5 + x1]);
+        CHECK(std::abs(out[0].second.data_as<float>()[oy * 11 + ox] - want) < 1e-5);
+      }
   }
 }
