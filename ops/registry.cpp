@@ -32,6 +32,7 @@ Registry& process_table() {
     register_index_ops(*r);
     register_tile_expand_ops(*r);
     register_resize_op(*r);
+    register_grid_sample_op(*r);
     register_int_arith_ops(*r);
     register_conv_transpose_op(*r);
     register_cumsum_op(*r);

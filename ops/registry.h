@@ -91,6 +91,7 @@ void register_log_softmax_op(Registry& r);  // ops/log_softmax.cpp: LogSoftmax
 void register_index_ops(Registry& r);  // ops/index_ops.cpp: ArgMax, ArgMin, TopK, GatherElements
 void register_tile_expand_ops(Registry& r);  // ops/tile_expand.cpp: Expand, Tile
 void register_resize_op(Registry& r);        // ops/resize.cpp: Resize
+void register_grid_sample_op(Registry& r);   // ops/grid_sample.cpp: GridSample
 void register_int_arith_ops(
     Registry& r);  // ops/int_arith.cpp: Mod, IntBinary (integer Add/Sub/Mul/Div)
 void register_conv_transpose_op(Registry& r);  // ops/conv_transpose.cpp: ConvTranspose

@@ -158,6 +158,35 @@ std::optional<Status> Importer::translate_conv_pool(NodeIn& io) {
                  add_ints_const(name + "/sizes", sizes)},
                 outs, std::move(a), where, &n);
   }
+  if (op == "GridSample") {
+    // Opset 16 names the modes bilinear / nearest / bicubic and takes 4-D inputs only; opset 20
+    // renames them linear / nearest / cubic and adds volumetric (5-D) inputs. graphi's op takes
+    // opset 20's names (ops/grid_sample.cpp).
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    GRAPHI_RETURN_IF_ERROR(need(1));
+    const bool v20 = opset_ >= 20;
+    const onnx::Attr* md = n.attr("mode");
+    std::string mode = md ? md->s : (v20 ? "linear" : "bilinear");
+    if (md && md->type != onnx::kAttrString)
+      return Status::invalid_graph(where + ": attribute 'mode' must be a string");
+    if (v20 ? mode != "linear" && mode != "nearest" && mode != "cubic"
+            : mode != "bilinear" && mode != "nearest" && mode != "bicubic")
+      return Status::invalid_graph(where + ": attribute 'mode' = '" + mode +
+                                   "' is not a GridSample mode at opset " + std::to_string(opset_) +
+                                   (v20 ? " (linear, nearest or cubic)"
+                                        : " (bilinear, nearest or bicubic; opset 20 renames them "
+                                          "linear, nearest, cubic)"));
+    if (mode == "bilinear") mode = "linear";
+    if (mode == "bicubic") mode = "cubic";
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc x, desc_of(ins[0], where));
+    if (!v20 && x.rank() != 4)
+      return Status::invalid_graph(where + ": input 0 (X) " + x.to_string() +
+                                   " must be 4-D [N, C, H, W] at opset " + std::to_string(opset_) +
+                                   " (volumetric GridSample is opset 20's)");
+    GRAPHI_ASSIGN_OR_RETURN(Attributes a, convert_attrs(n, where, {"mode"}));
+    a.set("mode", mode);
+    return emit("GridSample", name, {ins[0], ins[1]}, outs, std::move(a), where, &n);
+  }
   if ((op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool") &&
       !ins.empty() && !ins[0].empty()) {
     GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));

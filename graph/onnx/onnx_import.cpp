@@ -77,6 +77,7 @@ const std::vector<std::string>& runtime_ops() {
                                                 "GlobalMaxPool",
                                                 "Greater",
                                                 "GreaterOrEqual",
+                                                "GridSample",
                                                 "GroupNormalization",
                                                 "HardSigmoid",
                                                 "HardSwish",

@@ -1521,3 +1521,63 @@ TEST_CASE(
       }
   }
 }
+
+TEST_CASE("onnx: GridSample's mode names per opset, 5-D at opset 20 only, errors naming the node") {
+  auto str_attr = [](const char* nm, const std::string& v) {
+    Pw a;
+    a.s(1, nm).s(4, v).i(20, 3);
+    return a;
+  };
+  // x [1, 1, 2(, 2), 2], grid [1, 1, 1(, 1), k] -> y: one sample at the centre (grid 0), the
+  // mean of the corners with (bi/tri)linear and align_corners = 0.
+  auto gs_model = [&](int64_t opset, const std::string& mode, int k, int grid_last) {
+    Pw g;
+    std::vector<Pw> at;
+    if (!mode.empty()) at.push_back(str_attr("mode", mode));
+    g.m(1, node("GridSample", {"x", "grid"}, {"y"}, "gs", at)).s(2, "g");
+    std::vector<std::string> xd = {"1", "1"}, gd = {"1"}, yd = {"1", "1"};
+    for (int d = 0; d < k; ++d) {
+      xd.push_back("2");
+      gd.push_back("1");
+      yd.push_back("1");
+    }
+    gd.push_back(std::to_string(grid_last));
+    g.m(11, value_info("x", 1, xd)).m(11, value_info("grid", 1, gd));
+    g.m(12, value_info("y", 1, yd));
+    return model(g, opset, opset >= 20 ? 9 : 8);
+  };
+  auto run_centre = [&](const std::string& bytes, int k) {
+    auto r = import_str(bytes);
+    INFO(r.status().message());
+    REQUIRE(r.is_ok());
+    const int64_t n = k == 2 ? 4 : 8;
+    Tensor x(TensorDesc{DType::kF32, k == 2 ? Shape{1, 1, 2, 2} : Shape{1, 1, 2, 2, 2}});
+    double mean = 0;
+    for (int64_t i = 0; i < n; ++i) mean += (x.data_as<float>()[i] = float(i * i) - 2.5f) / n;
+    Tensor grid(TensorDesc{DType::kF32, k == 2 ? Shape{1, 1, 1, 2} : Shape{1, 1, 1, 1, 3}});
+    std::fill_n(grid.data_as<float>(), k, 0.0f);
+    engine::NamedTensors out = value_or_throw(run_graph(*r, {x, grid}));
+    CHECK(std::abs(out[0].second.data_as<float>()[0] - mean) < 1e-6);
+  };
+  run_centre(gs_model(16, "bilinear", 2, 2), 2);
+  run_centre(gs_model(16, "", 2, 2), 2);  // default: bilinear
+  run_centre(gs_model(20, "linear", 2, 2), 2);
+  run_centre(gs_model(20, "", 3, 3), 3);  // volumetric, trilinear
+  auto err = [&](const std::string& bytes) {
+    auto r = import_str(bytes);
+    REQUIRE_FALSE(r.is_ok());
+    return r.status().message();
+  };
+  CHECK_THAT(
+      err(gs_model(16, "linear", 2, 2)),
+      Catch::StartsWith("t.onnx: node[0] 'gs' (GridSample)") &&
+          Catch::Contains("attribute 'mode' = 'linear' is not a GridSample mode at opset 16"));
+  CHECK_THAT(err(gs_model(20, "bicubic", 2, 2)),
+             Catch::Contains("attribute 'mode' = 'bicubic' is not a GridSample mode at opset 20"));
+  CHECK_THAT(err(gs_model(16, "bilinear", 3, 3)),
+             Catch::StartsWith("t.onnx: node[0] 'gs' (GridSample)") &&
+                 Catch::Contains("input 0 (X) float32[1, 1, 2, 2, 2] must be 4-D"));
+  CHECK_THAT(err(gs_model(20, "linear", 2, 3)),
+             Catch::StartsWith("t.onnx: node[0] 'gs' (GridSample)") &&
+                 Catch::Contains("input 1 (grid) float32[1, 1, 1, 3] must have last dim 2"));
+}

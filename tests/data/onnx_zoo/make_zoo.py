@@ -621,8 +621,15 @@ class MaxPool3d(nn.Module):
 
 
 class GridSample(nn.Module):
+    """F.grid_sample (a spatial transformer's sampler, flow warping): bilinear with zeros,
+    nearest with reflection and bicubic with zeros padding (where PyTorch and ONNX agree on
+    points outside the image; bicubic with border or reflection pads differently in PyTorch)."""
+
     def forward(self, x, grid):
-        return F.grid_sample(x, grid, align_corners=False)
+        return (F.grid_sample(x, grid, align_corners=False),
+                F.grid_sample(x, grid, mode="nearest", padding_mode="reflection",
+                              align_corners=True),
+                F.grid_sample(x, grid, mode="bicubic", align_corners=False))
 
 
 class EmbeddingBagMean(nn.Module):
@@ -653,10 +660,12 @@ GAPS = {
     "conv3d": (Conv3d, lambda: [randn(1, 2, 4, 4, 4)], 13, "only the 2-D operation"),
     "maxpool3d": (MaxPool3d, lambda: [randn(1, 2, 4, 4, 4)], 13, "only the 2-D operation"),
     "data_loop": (HalveUntilSmall, lambda: [randn(2, 3)], 13, "computed at run time"),
-    "grid_sample": (GridSample, lambda: [randn(1, 1, 4, 4), torch.rand(1, 3, 3, 2) * 2 - 1], 16,
-                    "op type 'GridSample'"),
 }
 
+# GridSample, opset 16 (bilinear/bicubic) and 20 (linear/cubic); grid points up to 1.3 outside
+# [-1, 1] (a known gap until the grid-sample branch).
+add("grid_sample", GridSample,
+    lambda: [randn(2, 3, 5, 6), torch.rand(2, 4, 7, 2) * 2.6 - 1.3], (16, 20))
 # nn.EmbeddingBag exports a Loop over the bags (constant trip count): unrolled at import (it
 # was a known gap until session 20).
 add("embedding_bag", EmbeddingBagMean, lambda: [torch.randint(0, 10, (3, 4))], (13,))
