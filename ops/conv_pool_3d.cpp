@@ -1,8 +1,9 @@
-// Conv3D, MaxPool3D and AveragePool3D: ONNX Conv / MaxPool / AveragePool on a 5-D NCDHW input
-// (video and volumetric models: nn.Conv3d, F.max_pool3d, F.avg_pool3d), which the ONNX importer
-// gives these names so that the 2-D graph passes (fusions, blocked layouts) never see them.
-// ONNX semantics: pads are [front, top, left, back, bottom, right]; MaxPool3D takes dilations;
-// auto_pad and ceil_mode arrive as explicit pads (graph/onnx/import_conv_pool.cpp).
+// Conv3D, ConvTranspose3D, MaxPool3D and AveragePool3D: ONNX Conv / ConvTranspose / MaxPool /
+// AveragePool on a 5-D NCDHW input (video and volumetric models: nn.Conv3d, nn.ConvTranspose3d,
+// F.max_pool3d, F.avg_pool3d), which the ONNX importer gives these names so that the 2-D graph
+// passes (fusions, blocked layouts) never see them. ONNX semantics: pads are [front, top, left,
+// back, bottom, right]; MaxPool3D takes dilations; auto_pad, ceil_mode and ConvTranspose's
+// output_shape arrive as explicit pads and output_padding (graph/onnx/import_conv_pool.cpp).
 //
 // Kernels, in preference order: a oneDNN primitive (plain ncdhw for the caller; where oneDNN
 // has no jit kernel for it, the activations staged through scratch in its own blocked layout),
@@ -35,6 +36,7 @@ struct Geometry3 {
 };
 
 bool is_conv3d(const graph::Node& node) { return node.op == "Conv3D"; }
+bool is_deconv3d(const graph::Node& node) { return node.op == "ConvTranspose3D"; }
 
 Status check_x(const std::string& where, const TensorDesc* x) {
   if (!x) return Status::invalid_graph(where + ": missing input X");
@@ -149,6 +151,100 @@ Result<Geometry3> conv3d_geometry(const graph::Node& node, const std::vector<con
   return g;
 }
 
+// ConvTranspose3D: X [N, C, D, H, W], W [C, M/group, kD, kH, kW], optional B [M]; per spatial
+// dim out = stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - pad_begin - pad_end.
+// g.c / g.oc are C / M, g.in / g.out X's and Y's spatial dims.
+struct Deconv3d {
+  Geometry3 g;
+  Dims3 out_pad{};
+};
+
+Result<Deconv3d> deconv3d_geometry(const graph::Node& node,
+                                   const std::vector<const TensorDesc*>& in,
+                                   const std::string& where) {
+  if (in.size() < 2 || in.size() > 3 || !in[1])
+    return Status::invalid_graph(where +
+                                 ": ConvTranspose takes inputs X, W and an optional B, got " +
+                                 std::to_string(in.size()) + " inputs");
+  GRAPHI_RETURN_IF_ERROR(check_x(where, in[0]));
+  if (node.attrs.has("output_shape"))
+    return Status::unsupported(where +
+                               ": attribute 'output_shape' is not supported; give 'pads' "
+                               "and 'output_padding'");
+  GRAPHI_ASSIGN_OR_RETURN(std::string auto_pad,
+                          graph::attr_string(node.attrs, where, "auto_pad", "NOTSET"));
+  if (auto_pad != "NOTSET")
+    return Status::unsupported(where + ": attribute 'auto_pad' = '" + auto_pad +
+                               "' is not supported (only NOTSET); give explicit 'pads'");
+  const TensorDesc& x = *in[0];
+  const TensorDesc& w = *in[1];
+  if (w.dtype != DType::kF32 || w.rank() != 5)
+    return Status::invalid_graph(
+        where + ": input W must be float32 [C, M/group, kD, kH, kW], got " + w.to_string());
+  Deconv3d r;
+  Geometry3& g = r.g;
+  g.n = x.shape[0];
+  g.c = x.shape[1];
+  GRAPHI_ASSIGN_OR_RETURN(g.group, graph::attr_int(node.attrs, where, "group", 1));
+  if (g.group < 1 || g.c % g.group != 0)
+    return Status::invalid_graph(where + ": attribute 'group' = " + std::to_string(g.group) +
+                                 " must be >= 1 and divide the input channels of X " +
+                                 x.to_string());
+  if (w.shape[0] != g.c)
+    return Status::invalid_graph(where + ": W " + w.to_string() + " must have X's " +
+                                 std::to_string(g.c) + " input channels first, X is " +
+                                 x.to_string());
+  g.oc = w.shape[1] * g.group;
+  for (size_t a = 0; a < 3; ++a) {
+    g.in[a] = x.shape[a + 2];
+    g.k[a] = w.shape[a + 2];
+  }
+  if (node.attrs.has("kernel_shape")) {
+    GRAPHI_ASSIGN_OR_RETURN(auto ks, graph::attr_ints(node.attrs, where, "kernel_shape"));
+    if (ks != std::vector<int64_t>{g.k[0], g.k[1], g.k[2]})
+      return Status::invalid_graph(where + ": attribute 'kernel_shape' " + shape_to_string(ks) +
+                                   " does not match W " + w.to_string());
+  }
+  if (in.size() == 3 && in[2]) {
+    const TensorDesc& b = *in[2];
+    if (b.dtype != DType::kF32 || b.shape != Shape{g.oc})
+      return Status::invalid_graph(where + ": input B must be float32[" + std::to_string(g.oc) +
+                                   "] (one bias per output channel), got " + b.to_string());
+    g.has_bias = true;
+  }
+  GRAPHI_ASSIGN_OR_RETURN(auto strides,
+                          ints_attr(node, where, "strides", 3, 1, 1, "[depth, height, width]"));
+  GRAPHI_ASSIGN_OR_RETURN(auto pads, ints_attr(node, where, "pads", 6, 0, 0,
+                                               "[front, top, left, back, bottom, right]"));
+  GRAPHI_ASSIGN_OR_RETURN(auto dil,
+                          ints_attr(node, where, "dilations", 3, 1, 1, "[depth, height, width]"));
+  GRAPHI_ASSIGN_OR_RETURN(
+      auto out_pad, ints_attr(node, where, "output_padding", 3, 0, 0, "[depth, height, width]"));
+  for (size_t a = 0; a < 3; ++a) {
+    g.stride[a] = strides[a];
+    g.dil[a] = dil[a];
+    g.pad_begin[a] = pads[a];
+    g.pad_end[a] = pads[a + 3];
+    r.out_pad[a] = out_pad[a];
+    // Corrupt attributes (e.g. 2^62) must not overflow int64.
+    int64_t full, span;
+    if (__builtin_mul_overflow(g.stride[a], g.in[a] - 1, &full) ||
+        __builtin_mul_overflow(g.dil[a], g.k[a] - 1, &span) ||
+        __builtin_add_overflow(full, span + 1, &full) ||
+        __builtin_add_overflow(full, r.out_pad[a], &full) || full > (int64_t{1} << 40))
+      return Status::invalid_graph(where + ": strides " + shape_to_string(strides) +
+                                   ", dilations " + shape_to_string(dil) + " or output_padding " +
+                                   shape_to_string(out_pad) + " overflow with input " +
+                                   x.to_string());
+    g.out[a] = full - g.pad_begin[a] - g.pad_end[a];
+    if (g.out[a] < 1)
+      return Status::invalid_graph(where + ": pads " + shape_to_string(pads) +
+                                   " leave no output along dim " + std::to_string(a + 2) +
+                                   " (the full output is " + std::to_string(full) + ")");
+  }
+  return r;
+}
+
 Result<Geometry3> pool3d_geometry(const graph::Node& node, const std::vector<const TensorDesc*>& in,
                                   size_t num_outputs, const std::string& where) {
   if (in.size() != 1)
@@ -199,9 +295,14 @@ Result<Geometry3> pool3d_geometry(const graph::Node& node, const std::vector<con
 }
 
 Result<std::vector<TensorDesc>> infer_conv_pool_3d(const graph::InferContext& ctx) {
-  if (is_conv3d(ctx.node) && ctx.num_outputs != 1)
-    return Status::invalid_graph(ctx.where + ": Conv has exactly 1 output, got " +
+  if ((is_conv3d(ctx.node) || is_deconv3d(ctx.node)) && ctx.num_outputs != 1)
+    return Status::invalid_graph(ctx.where + ": the convolution has exactly 1 output, got " +
                                  std::to_string(ctx.num_outputs));
+  if (is_deconv3d(ctx.node)) {
+    GRAPHI_ASSIGN_OR_RETURN(Deconv3d d, deconv3d_geometry(ctx.node, ctx.inputs, ctx.where));
+    return std::vector<TensorDesc>{
+        TensorDesc{DType::kF32, {d.g.n, d.g.oc, d.g.out[0], d.g.out[1], d.g.out[2]}}};
+  }
   GRAPHI_ASSIGN_OR_RETURN(Geometry3 g,
                           is_conv3d(ctx.node)
                               ? conv3d_geometry(ctx.node, ctx.inputs, ctx.where)
@@ -217,6 +318,11 @@ CostHint cost_conv_pool_3d(const graph::Node& node, std::span<const TensorDesc* 
   if (is_conv3d(node)) {
     const TensorDesc& w = *inputs[1];  // [M, C/group, kD, kH, kW]
     c.flops = 2.0 * out * static_cast<double>(w.numel() / w.shape[0]);
+    if (inputs.size() >= 3 && inputs[2]) c.flops += out;
+  } else if (is_deconv3d(node)) {
+    const TensorDesc& w = *inputs[1];  // [C, M/group, kD, kH, kW]: each input element to M/group
+    c.flops =
+        2.0 * static_cast<double>(inputs[0]->numel()) * static_cast<double>(w.numel() / w.shape[0]);
     if (inputs.size() >= 3 && inputs[2]) c.flops += out;
   } else {
     const graph::Attribute* ks = node.attrs.find("kernel_shape");
@@ -339,6 +445,110 @@ class RefConv3DKernel final : public Kernel {
 };
 
 // ---------------------------------------------------------------------------------------------
+// oneDNN's deconvolution (group 1), described by the convolution it reverses, its activations and
+// weights staged through scratch in oneDNN's own layouts.
+class OnednnConvTranspose3DKernel final : public Kernel {
+ public:
+  const char* name() const override { return "convtranspose3d_onednn"; }
+  bool opens_own_region() const override { return true; }
+  size_t scratch_bytes() const override { return prim_ ? prim_->scratch_bytes() : 0; }
+
+  Status init(const KernelContext& ctx) override {
+    GRAPHI_ASSIGN_OR_RETURN(Deconv3d d, deconv3d_geometry(ctx.node, ctx.inputs, ctx.where));
+    g_ = d.g;
+    if (g_.group != 1) return Status::unsupported("oneDNN deconvolution here: group 1 only");
+    onednn::ConvSpec s;
+    s.n = g_.n;
+    s.c = g_.oc;  // the reversed convolution's input is ConvTranspose's output
+    s.oc = g_.c;
+    s.has_bias = g_.has_bias;
+    s.d = g_.out[0], s.h = g_.out[1], s.w = g_.out[2];
+    s.od = g_.in[0], s.oh = g_.in[1], s.ow = g_.in[2];
+    s.kd = g_.k[0], s.kh = g_.k[1], s.kw = g_.k[2];
+    s.stride_d = g_.stride[0], s.stride_h = g_.stride[1], s.stride_w = g_.stride[2];
+    s.dilation_d = g_.dil[0], s.dilation_h = g_.dil[1], s.dilation_w = g_.dil[2];
+    s.pad_front = g_.pad_begin[0], s.pad_top = g_.pad_begin[1], s.pad_left = g_.pad_begin[2];
+    // output_padding extends the output at the end: the reversed convolution's end pads shrink.
+    s.pad_back = g_.pad_end[0] - d.out_pad[0];
+    s.pad_bottom = g_.pad_end[1] - d.out_pad[1];
+    s.pad_right = g_.pad_end[2] - d.out_pad[2];
+    if (s.pad_back < 0 || s.pad_bottom < 0 || s.pad_right < 0)
+      return Status::unsupported("output_padding beyond the end pads");
+    s.staged = true;
+    GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_deconv(s, ctx.team_size, false));
+    return Status::ok();
+  }
+
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    float* y = static_cast<float*>(io.outputs[0]);
+    const float* bias = g_.has_bias ? static_cast<const float*>(io.inputs[2]) : nullptr;
+    if (!prim_->execute(static_cast<const float*>(io.inputs[0]),
+                        static_cast<const float*>(io.inputs[1]), bias, y, team.scratch, team.nthr,
+                        team.scratch_bytes))
+      onednn::fail_output(name(), y, g_.n * g_.oc * g_.out_volume());
+  }
+
+ private:
+  Geometry3 g_;
+  std::unique_ptr<onednn::Primitive> prim_;
+};
+
+// Each input element scattered through the kernel window into its output volume; a thread owns
+// whole (n, m) output volumes, so it needs no synchronization.
+class RefConvTranspose3DKernel final : public Kernel {
+ public:
+  const char* name() const override { return "convtranspose3d_ref"; }
+
+  Status init(const KernelContext& ctx) override {
+    GRAPHI_ASSIGN_OR_RETURN(Deconv3d d, deconv3d_geometry(ctx.node, ctx.inputs, ctx.where));
+    g_ = d.g;
+    return Status::ok();
+  }
+
+  void run(const TeamContext& team, const Buffers& io) const noexcept override {
+    const Geometry3& g = g_;
+    const float* x = static_cast<const float*>(io.inputs[0]);
+    const float* w = static_cast<const float*>(io.inputs[1]);
+    const float* bias = g.has_bias ? static_cast<const float*>(io.inputs[2]) : nullptr;
+    float* y = static_cast<float*>(io.outputs[0]);
+    const int64_t cpg = g.c / g.group, mpg = g.oc / g.group;
+    const int64_t kvol = g.k[0] * g.k[1] * g.k[2];
+    auto [p0, p1] = team_range(g.n * g.oc, team.ithr, team.nthr);
+    for (int64_t vol = p0; vol < p1; ++vol) {
+      const int64_t b = vol / g.oc, m = vol % g.oc, grp = m / mpg;
+      float* yv = y + vol * g.out_volume();
+      std::fill(yv, yv + g.out_volume(), bias ? bias[m] : 0.0f);
+      for (int64_t ci = grp * cpg; ci < (grp + 1) * cpg; ++ci) {
+        const float* xv = x + (b * g.c + ci) * g.in_volume();
+        const float* wk = w + (ci * mpg + m % mpg) * kvol;
+        for (int64_t iz = 0; iz < g.in[0]; ++iz)
+          for (int64_t iy = 0; iy < g.in[1]; ++iy)
+            for (int64_t ix = 0; ix < g.in[2]; ++ix) {
+              const float v = xv[(iz * g.in[1] + iy) * g.in[2] + ix];
+              for (int64_t kz = 0; kz < g.k[0]; ++kz) {
+                const int64_t oz = iz * g.stride[0] - g.pad_begin[0] + kz * g.dil[0];
+                if (oz < 0 || oz >= g.out[0]) continue;
+                for (int64_t ky = 0; ky < g.k[1]; ++ky) {
+                  const int64_t oy = iy * g.stride[1] - g.pad_begin[1] + ky * g.dil[1];
+                  if (oy < 0 || oy >= g.out[1]) continue;
+                  for (int64_t kx = 0; kx < g.k[2]; ++kx) {
+                    const int64_t ox = ix * g.stride[2] - g.pad_begin[2] + kx * g.dil[2];
+                    if (ox < 0 || ox >= g.out[2]) continue;
+                    yv[(oz * g.out[1] + oy) * g.out[2] + ox] +=
+                        v * wk[(kz * g.k[1] + ky) * g.k[2] + kx];
+                  }
+                }
+              }
+            }
+      }
+    }
+  }
+
+ private:
+  Geometry3 g_;
+};
+
+// ---------------------------------------------------------------------------------------------
 class OnednnPool3DKernel final : public Kernel {
  public:
   explicit OnednnPool3DKernel(const char* name) : name_(name) {}
@@ -443,6 +653,13 @@ void register_conv_pool_3d_ops(Registry& r) {
               false,
               {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConv3DKernel>(); },
                []() -> std::unique_ptr<Kernel> { return std::make_unique<RefConv3DKernel>(); }}});
+  r.add(OpDef{
+      "ConvTranspose3D",
+      infer_conv_pool_3d,
+      cost_conv_pool_3d,
+      false,
+      {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConvTranspose3DKernel>(); },
+       []() -> std::unique_ptr<Kernel> { return std::make_unique<RefConvTranspose3DKernel>(); }}});
   r.add(OpDef{"MaxPool3D",
               infer_conv_pool_3d,
               cost_conv_pool_3d,

@@ -633,6 +633,7 @@ Result<std::unique_ptr<Primitive>> make_deconv_for(const ConvSpec& s, int team_s
   if (s.group != 1 || s.src_block || s.dst_block || s.post.kind != ConvActivation::kNone ||
       s.sum_input)
     return Status::unsupported("oneDNN deconvolution: only group 1, plain NCHW, no activation");
+  const bool vol = s.d > 0;  // 3-D: ncdhw, weights [oc, c, kd, kh, kw]
   try {
     ScopedOmpThreads threads(team_size);
     auto impl = std::make_unique<Primitive::Impl>();
@@ -640,23 +641,32 @@ Result<std::unique_ptr<Primitive>> make_deconv_for(const ConvSpec& s, int team_s
     impl->has_weights = true;
     impl->has_bias = s.has_bias;
     using tag = memory::format_tag;
+    auto sp = [vol](int64_t d, int64_t h, int64_t w) { return vol ? Dims{d, h, w} : Dims{h, w}; };
+    auto with = [](Dims lead, const Dims& spatial) {
+      lead.insert(lead.end(), spatial.begin(), spatial.end());
+      return lead;
+    };
     // oneDNN's deconvolution weights are {OC = s.c, IC = s.oc, KH, KW}; the bytes [s.oc][s.c]
     // [KH][KW] are that with tag iohw (no copy, no reorder: the weights change every step).
-    const memory::desc user_wei = f32_desc({s.c, s.oc, s.kh, s.kw}, tag::iohw);
-    const UserLayouts user{f32_desc({s.n, s.oc, s.oh, s.ow}, tag::nchw),
-                           f32_desc({s.n, s.c, s.h, s.w}, tag::nchw)};
-    const tag act = s.staged ? tag::any : tag::nchw;
-    const memory::desc src = f32_desc({s.n, s.oc, s.oh, s.ow}, act);
-    const memory::desc dst = f32_desc({s.n, s.c, s.h, s.w}, act);
-    const memory::desc wei = s.staged ? f32_desc({s.c, s.oc, s.kh, s.kw}, tag::any) : user_wei;
+    const Dims wei_dims = with({s.c, s.oc}, sp(s.kd, s.kh, s.kw));
+    const Dims src_dims = with({s.n, s.oc}, sp(s.od, s.oh, s.ow)),
+               dst_dims = with({s.n, s.c}, sp(s.d, s.h, s.w));
+    const tag plain = vol ? tag::ncdhw : tag::nchw;
+    const memory::desc user_wei = f32_desc(wei_dims, vol ? tag::iodhw : tag::iohw);
+    const UserLayouts user{f32_desc(src_dims, plain), f32_desc(dst_dims, plain)};
+    const tag act = s.staged ? tag::any : plain;
+    const memory::desc src = f32_desc(src_dims, act);
+    const memory::desc dst = f32_desc(dst_dims, act);
+    const memory::desc wei = s.staged ? f32_desc(wei_dims, tag::any) : user_wei;
     const memory::desc bias = s.has_bias ? f32_desc({s.c}, tag::a) : memory::desc();
     impl->bias_md = bias;
     dnnl::deconvolution_forward::desc d(
         dnnl::prop_kind::forward_inference,
         s.algorithm == ConvAlgorithm::kWinograd ? dnnl::algorithm::deconvolution_winograd
                                                 : dnnl::algorithm::deconvolution_direct,
-        src, wei, bias, dst, {s.stride_h, s.stride_w}, {s.dilation_h - 1, s.dilation_w - 1},
-        {s.pad_top, s.pad_left}, {s.pad_bottom, s.pad_right});
+        src, wei, bias, dst, sp(s.stride_d, s.stride_h, s.stride_w),
+        sp(s.dilation_d - 1, s.dilation_h - 1, s.dilation_w - 1),
+        sp(s.pad_front, s.pad_top, s.pad_left), sp(s.pad_back, s.pad_bottom, s.pad_right));
     dnnl::deconvolution_forward::primitive_desc pd(d, user_scratchpad_attr(), cpu_engine());
     return finish<dnnl::deconvolution_forward::primitive_desc, dnnl::deconvolution_forward>(
         pd, std::move(impl), user_wei, nullptr, allow_ref, "deconvolution",

@@ -190,7 +190,8 @@ Result<std::unique_ptr<Primitive>> make_layout_reorder(int64_t n, int64_t c, int
 // ONNX ConvTranspose (group 1, plain NCHW) as oneDNN's deconvolution, described by the
 // convolution it reverses (how the Conv gradient uses it for dX): execute(src = dY [n, oc, oh,
 // ow], weights = W [oc, c, kh, kw] (the Conv's weights, ConvTranspose's [C, M, kH, kW]), bias [c]
-// or nullptr, dst = dX [n, c, h, w]). No bias-free ReLU, blocking or groups.
+// or nullptr, dst = dX [n, c, h, w]). No bias-free ReLU, blocking or groups. 3-D with
+// ConvSpec::d (ncdhw, W [oc, c, kd, kh, kw]).
 Result<std::unique_ptr<Primitive>> make_deconv(const ConvSpec& conv, int team_size,
                                                bool allow_ref = false);
 

@@ -234,13 +234,13 @@ def main():
     sys.path.insert(0, HERE)
     import cnn_models
     specs = cnn_models.models()
-    # Default: every model but the "common" group (224x224 architectures: slow; `--models
-    # common` or their names select them).
+    # Default: every model but the "common" and "volumetric" groups (224x224 and 3-D
+    # architectures: slow; `--models common,volumetric` or their names select them).
     wanted = args.models.split(",") if args.models else []
     if wanted:
         names = [n for n in specs if n in wanted or specs[n][3] in wanted]
     else:
-        names = [n for n in specs if specs[n][3] != "common"]
+        names = [n for n in specs if specs[n][3] not in ("common", "volumetric")]
     threads = [int(t) for t in args.threads.split(",")]
     batches = [int(b) for b in args.batches.split(",")]
 

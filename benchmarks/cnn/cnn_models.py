@@ -13,7 +13,9 @@ Models (each at batch 1 and 8):
   image 128, width 1 (the filter counts of the paper);
 - group "common" (benchmarks/cnn/common_cnns.py; only when named, `--models common` names them
   all): ResNet-18, MobileNetV2, an EfficientNet-like MobileNetV2, a ShuffleNetV2-like stack, a
-  DenseNet-like and a U-Net-like model, the architectures a user brings, none tuned for.
+  DenseNet-like and a U-Net-like model, the architectures a user brings, none tuned for;
+- group "volumetric" (benchmarks/cnn/volumetric_cnns.py; only when named): a C3D-like video
+  classifier and a 3-D U-Net.
 
 For each model M and batch B it writes OUT/M_bB.onnx, OUT/M_bB.in0.npy (the input) and
 OUT/M.pt (the state_dict, so the PyTorch peer in another interpreter uses the same weights).
@@ -33,6 +35,7 @@ from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common_cnns  # noqa: E402
+import volumetric_cnns  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ZOO_DIR = os.path.join(HERE, "..", "..", "tests", "data", "onnx_zoo")
@@ -146,6 +149,8 @@ def models():
         "googlenet": (lambda: GoogleNet(1), (3, 128, 128), "float32", "seed"),
         **{n: (make, shape, "float32", "common")
            for n, (make, shape) in common_cnns.models().items()},
+        **{n: (make, shape, "float32", "volumetric")
+           for n, (make, shape) in volumetric_cnns.models().items()},
     }
 
 
@@ -162,7 +167,7 @@ def build(name, make):
     # BatchNorm statistics that are not the identity, so folding or skipping them shows.
     g = torch.Generator().manual_seed(7)
     for mod in m.modules():
-        if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d)):
+        if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
             mod.running_mean.uniform_(-0.5, 0.5, generator=g)
             mod.running_var.uniform_(0.5, 1.5, generator=g)
     return m

@@ -1,8 +1,8 @@
 // ONNX import, convolution, pooling, normalization and resampling: 1-D Conv/ConvTranspose/pools as
-// 2-D ones, 3-D Conv/pools as graphi's Conv3D/MaxPool3D/AveragePool3D, auto_pad and ceil_mode as
-// explicit pads, global pools, inference BatchNormalization as Mul + Add, Upsample as Resize,
-// Resize-18's axes and keep_aspect_ratio_policy as full-rank scales/sizes, ConvTranspose's
-// auto_pad and output_shape as pads and output_padding.
+// 2-D ones, 3-D ones as graphi's Conv3D/ConvTranspose3D/MaxPool3D/AveragePool3D, auto_pad and
+// ceil_mode as explicit pads, global pools, inference BatchNormalization as Mul + Add, Upsample
+// as Resize, Resize-18's axes and keep_aspect_ratio_policy as full-rank scales/sizes,
+// ConvTranspose's auto_pad and output_shape as pads and output_padding.
 #include <algorithm>
 #include <cmath>
 
@@ -191,7 +191,7 @@ std::optional<Status> Importer::translate_conv_pool(NodeIn& io) {
       !ins.empty() && !ins[0].empty()) {
     GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
     if (d.rank() == 3) return translate_1d(n, name, ins, outs, d, where);
-    if (d.rank() == 5 && op != "ConvTranspose") {
+    if (d.rank() == 5) {
       // Volumetric: graphi's 3-D ops (ops/conv_pool_3d.cpp), same attributes; the 2-D passes
       // never see them.
       if (op == "MaxPool" && outs.size() > 1)

@@ -1,7 +1,7 @@
-// Conv3D, MaxPool3D, AveragePool3D: every kernel of each op's list (oneDNN, ref) against naive
-// loops written here from the ONNX definition, on seeded random shapes (strides, asymmetric
-// pads, dilations, groups, bias), teams of 1 and 2, constant and run-time weights; a layer
-// wide enough for oneDNN's blocked kernels; one test per error message.
+// Conv3D, ConvTranspose3D, MaxPool3D, AveragePool3D: every kernel of each op's list (oneDNN, ref)
+// against naive loops written here from the ONNX definition, on seeded random shapes (strides,
+// asymmetric pads, dilations, groups, bias), teams of 1 and 2, constant and run-time weights; a
+// layer wide enough for oneDNN's blocked kernels; one test per error message.
 #include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -86,6 +86,50 @@ Tensor conv3d_naive(const Tensor& x, const Tensor& wt, const Tensor* b, Window3d
       });
     }
   return y;
+}
+
+// ConvTranspose from its definition: y[n, m, o] = B[m] + sum over the input channels c of m's
+// group and the positions i, taps k with o = i * stride - pad_begin + k * dilation of
+// x[n, c, i] * W[c, m % (M/group), k].
+Tensor deconv3d_naive(const Tensor& x, const Tensor& wt, const Tensor* b, const Window3d& win,
+                      const I3& out_pad, int64_t group) {
+  const Shape& xs = x.desc().shape;
+  const Shape& ws = wt.desc().shape;
+  const int64_t n = xs[0], c = xs[1], mpg = ws[1], m = mpg * group, cpg = c / group;
+  I3 out;
+  for (int a = 0; a < 3; ++a)
+    out[a] = win.strides[a] * (xs[a + 2] - 1) + out_pad[a] + (ws[a + 2] - 1) * win.dilations[a] +
+             1 - win.pads[a] - win.pads[a + 3];
+  std::vector<double> acc(static_cast<size_t>(n * m * out[0] * out[1] * out[2]), 0.0);
+  const float* xp = x.data_as<float>();
+  const float* wp = wt.data_as<float>();
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t mo = 0; mo < mpg; ++mo) {
+        const int64_t mm = (ci / cpg) * mpg + mo;
+        for (int64_t z = 0; z < xs[2]; ++z)
+          for (int64_t y = 0; y < xs[3]; ++y)
+            for (int64_t xx = 0; xx < xs[4]; ++xx)
+              for (int64_t a = 0; a < ws[2]; ++a)
+                for (int64_t bb = 0; bb < ws[3]; ++bb)
+                  for (int64_t cc = 0; cc < ws[4]; ++cc) {
+                    const int64_t oz = z * win.strides[0] - win.pads[0] + a * win.dilations[0];
+                    const int64_t oy = y * win.strides[1] - win.pads[1] + bb * win.dilations[1];
+                    const int64_t ox = xx * win.strides[2] - win.pads[2] + cc * win.dilations[2];
+                    if (oz < 0 || oy < 0 || ox < 0 || oz >= out[0] || oy >= out[1] || ox >= out[2])
+                      continue;
+                    const double xv = xp[(((i * c + ci) * xs[2] + z) * xs[3] + y) * xs[4] + xx];
+                    const double wv = wp[(((ci * mpg + mo) * ws[2] + a) * ws[3] + bb) * ws[4] + cc];
+                    acc[static_cast<size_t>((((i * m + mm) * out[0] + oz) * out[1] + oy) * out[2] +
+                                            ox)] += xv * wv;
+                  }
+      }
+  Tensor yt(TensorDesc{DType::kF32, {n, m, out[0], out[1], out[2]}});
+  float* yp = yt.data_as<float>();
+  const int64_t vol = out[0] * out[1] * out[2];
+  for (size_t k = 0; k < acc.size(); ++k)
+    yp[k] = static_cast<float>(acc[k] + (b ? b->data_as<float>()[(k / vol) % m] : 0.0));
+  return yt;
 }
 
 Tensor pool3d_naive(const Tensor& x, const Window3d& win, bool is_max, bool include_pad) {
@@ -204,6 +248,62 @@ TEST_CASE("Conv3D: a layer wide enough for oneDNN's blocked kernels", "[ops][con
     REQUIRE(r.is_ok());
     CHECK(r->kernel == "conv3d_onednn");
   }
+}
+
+TEST_CASE("ConvTranspose3D matches the ONNX definition on random shapes", "[ops][conv3d]") {
+  std::mt19937 rng(7171);
+  std::set<std::string> used;
+  for (int c = 0; c < 24; ++c) {
+    const int64_t group = c % 3 == 1 ? 2 : 1;
+    const int64_t ch = group * (1 + rng() % 3), mpg = 1 + rng() % 3;
+    Window3d win;
+    I3 out_pad{};
+    I3 k;
+    for (int a = 0; a < 3; ++a) {
+      k[a] = 1 + rng() % 3;
+      win.strides[a] = 1 + rng() % 2;
+      win.dilations[a] = 1 + rng() % 2;
+      win.pads[a] = rng() % 2;
+      win.pads[a + 3] = rng() % 2;
+      out_pad[a] = win.strides[a] > 1 ? rng() % 2 : 0;  // ONNX: output_padding < stride
+    }
+    Tensor x = rnd({1 + static_cast<int64_t>(rng() % 2), ch, 2 + static_cast<int64_t>(rng() % 3),
+                    2 + static_cast<int64_t>(rng() % 3), 2 + static_cast<int64_t>(rng() % 3)},
+                   600 + c),
+           wt = rnd({ch, mpg, k[0], k[1], k[2]}, 700 + c), b = rnd({mpg * group}, 800 + c);
+    const bool has_bias = rng() % 2, w_const = rng() % 2;
+    graph::Attributes attrs = window_attrs(win, true);
+    attrs.set("group", group);
+    attrs.set("output_padding", std::vector<int64_t>(out_pad.begin(), out_pad.end()));
+    std::vector<Tensor> inputs{x, wt};
+    if (has_bias) inputs.push_back(b);
+    INFO("X " << x.desc().to_string() << " W " << wt.desc().to_string() << " group " << group
+              << " out_pad " << out_pad[0] << out_pad[1] << out_pad[2] << " bias " << has_bias);
+    const double tol = 4e-6 * std::sqrt(static_cast<double>(ch * k[0] * k[1] * k[2]));
+    for (const std::string& name : check_every_kernel(
+             "ConvTranspose3D", attrs, inputs, {false, w_const, w_const},
+             deconv3d_naive(x, wt, has_bias ? &b : nullptr, win, out_pad, group), tol))
+      used.insert(name);
+  }
+  CHECK(used == std::set<std::string>{"convtranspose3d_onednn", "convtranspose3d_ref"});
+}
+
+TEST_CASE("ConvTranspose3D errors", "[ops][conv3d][errors]") {
+  Tensor x = rnd({1, 4, 3, 3, 3}, 1), w = rnd({4, 2, 2, 2, 2}, 2);
+  graph::Attributes none;
+  CHECK_THAT(error_of("ConvTranspose3D", none, {x, rnd({3, 2, 2, 2, 2}, 2)}),
+             Catch::Contains("must have X's 4 input channels first"));
+  CHECK_THAT(error_of("ConvTranspose3D", none, {x, w, rnd({4}, 3)}), Catch::Contains("input B"));
+  graph::Attributes shape;
+  shape.set("output_shape", std::vector<int64_t>{6, 6, 6});
+  CHECK_THAT(error_of("ConvTranspose3D", shape, {x, w}),
+             Catch::Contains("'output_shape' is not supported"));
+  graph::Attributes pads;
+  pads.set("pads", std::vector<int64_t>{2, 0, 0, 2, 0, 0});
+  CHECK_THAT(error_of("ConvTranspose3D", pads, {x, w}), Catch::Contains("leave no output"));
+  graph::Attributes huge;
+  huge.set("strides", std::vector<int64_t>{int64_t{1} << 62, 1, 1});
+  CHECK_THAT(error_of("ConvTranspose3D", huge, {x, w}), Catch::Contains("overflow"));
 }
 
 TEST_CASE("MaxPool3D and AveragePool3D match the ONNX definition on random shapes",

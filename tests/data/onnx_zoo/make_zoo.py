@@ -606,18 +606,33 @@ class NonZero(nn.Module):
         return torch.nonzero(x > 0)
 
 
-class Conv3d(nn.Module):
+class Volumetric(nn.Module):
+    """A video / 3-D CNN block: Conv3d + BatchNorm3d + ReLU, max pooling with ceil_mode, a grouped
+    strided Conv3d, average pooling without the padding, a ConvTranspose3d with output_padding
+    (known gaps until session 25)."""
+
     def __init__(self):
         super().__init__()
-        self.conv = nn.Conv3d(2, 3, 3, padding=1)
+        self.conv = nn.Conv3d(2, 8, 3, padding=1)
+        self.bn = nn.BatchNorm3d(8)
+        self.conv2 = nn.Conv3d(8, 8, (1, 3, 3), stride=(1, 2, 2), padding=(0, 1, 1), groups=2)
+        self.up = nn.ConvTranspose3d(8, 4, 3, stride=2, padding=1, output_padding=1)
 
     def forward(self, x):
-        return self.conv(x)
+        x = F.max_pool3d(torch.relu(self.bn(self.conv(x))), 2, ceil_mode=True)
+        x = F.avg_pool3d(self.conv2(x), 3, stride=1, padding=1, count_include_pad=False)
+        return self.up(x)
 
 
-class MaxPool3d(nn.Module):
+class MaxPoolIndices(nn.Module):
     def forward(self, x):
-        return F.max_pool3d(x, 2)
+        y, i = F.max_pool2d(x, 2, return_indices=True)
+        return y, i
+
+
+class Det(nn.Module):
+    def forward(self, x):
+        return torch.linalg.det(x)
 
 
 class GridSample(nn.Module):
@@ -657,8 +672,8 @@ def halve_until_small(x):
 
 GAPS = {
     "nonzero": (NonZero, lambda: [randn(3, 4)], 13, "op type 'NonZero'"),
-    "conv3d": (Conv3d, lambda: [randn(1, 2, 4, 4, 4)], 13, "only the 2-D operation"),
-    "maxpool3d": (MaxPool3d, lambda: [randn(1, 2, 4, 4, 4)], 13, "only the 2-D operation"),
+    "maxpool_indices": (MaxPoolIndices, lambda: [randn(1, 2, 4, 4)], 13, "Indices output"),
+    "det": (Det, lambda: [randn(2, 3, 3)], 13, "op type 'Det'"),
     "data_loop": (HalveUntilSmall, lambda: [randn(2, 3)], 13, "computed at run time"),
 }
 
@@ -666,6 +681,7 @@ GAPS = {
 # [-1, 1] (a known gap until the grid-sample branch).
 add("grid_sample", GridSample,
     lambda: [randn(2, 3, 5, 6), torch.rand(2, 4, 7, 2) * 2.6 - 1.3], (16, 20))
+add("volumetric", Volumetric, lambda: [randn(2, 2, 5, 9, 10)], (13,))
 # nn.EmbeddingBag exports a Loop over the bags (constant trip count): unrolled at import (it
 # was a known gap until session 20).
 add("embedding_bag", EmbeddingBagMean, lambda: [torch.randint(0, 10, (3, 4))], (13,))
@@ -714,7 +730,7 @@ def export(name):
     model = make().eval()
     # Non-trivial BatchNorm statistics, so folding them is tested.
     for m in model.modules():
-        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
+        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
             m.running_mean.uniform_(-0.5, 0.5)
             m.running_var.uniform_(0.5, 2.0)
         if isinstance(m, (nn.LayerNorm, nn.GroupNorm, nn.InstanceNorm2d)) and m.weight is not None:

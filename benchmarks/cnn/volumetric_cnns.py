@@ -1,0 +1,55 @@
+"""3-D (volumetric) CNNs of scripts/bench_cnn.sh --models volumetric (group "volumetric" of
+cnn_models.py; only when named): a C3D-like video classifier (Conv3d + BatchNorm3d + ReLU,
+MaxPool3d, a 16-frame 112x112 clip cut to 8 frames of 56x56 so the benchmark stays short) and a
+3-D U-Net (ConvTranspose3d up-sampling, skip concats) on a 16x48x48 volume, the architectures
+nn.Conv3d users bring (graphi ran neither before session 25)."""
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def conv_bn_relu(a, b):
+    return nn.Sequential(nn.Conv3d(a, b, 3, padding=1, bias=False), nn.BatchNorm3d(b), nn.ReLU())
+
+
+class C3dLike(nn.Module):
+    def __init__(self, classes=101):
+        super().__init__()
+        self.features = nn.Sequential(
+            conv_bn_relu(3, 32), nn.MaxPool3d((1, 2, 2)),
+            conv_bn_relu(32, 64), nn.MaxPool3d(2),
+            conv_bn_relu(64, 128), conv_bn_relu(128, 128), nn.MaxPool3d(2),
+            conv_bn_relu(128, 256), nn.MaxPool3d(2))
+        self.fc = nn.Linear(256, classes)
+
+    def forward(self, x):
+        return self.fc(F.adaptive_avg_pool3d(self.features(x), 1).flatten(1))
+
+
+class UNet3dLike(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+        def block(a, b):
+            return nn.Sequential(conv_bn_relu(a, b), conv_bn_relu(b, b))
+        self.e1, self.e2, self.e3 = block(1, 8), block(8, 16), block(16, 32)
+        self.u2 = nn.ConvTranspose3d(32, 16, 2, 2)
+        self.d2 = block(32, 16)
+        self.u1 = nn.ConvTranspose3d(16, 8, 2, 2)
+        self.d1 = block(16, 8)
+        self.out = nn.Conv3d(8, 3, 1)
+
+    def forward(self, x):
+        a = self.e1(x)
+        b = self.e2(F.max_pool3d(a, 2))
+        c = self.e3(F.max_pool3d(b, 2))
+        d = self.d2(torch.cat([self.u2(c), b], 1))
+        return self.out(self.d1(torch.cat([self.u1(d), a], 1)))
+
+
+def models():
+    """name -> (make module, per-sample input shape)."""
+    return {
+        "c3d_like": (C3dLike, (3, 8, 56, 56)),
+        "unet3d_like": (UNet3dLike, (1, 16, 48, 48)),
+    }
