@@ -1,8 +1,10 @@
 // Conv3D, ConvTranspose3D, MaxPool3D and AveragePool3D: ONNX Conv / ConvTranspose / MaxPool /
 // AveragePool on a 5-D NCDHW input (video and volumetric models: nn.Conv3d, nn.ConvTranspose3d,
 // F.max_pool3d, F.avg_pool3d), which the ONNX importer gives these names so that the 2-D graph
-// passes (fusions, blocked layouts) never see them. ONNX semantics: pads are [front, top, left,
-// back, bottom, right]; MaxPool3D takes dilations; auto_pad, ceil_mode and ConvTranspose's
+// passes (blocked layouts, merges) never see them; graph/passes/conv_fusion.h folds a Conv3D's
+// batch norm into it and gives it its ReLU-like activation (attributes activation /
+// activation_params, a oneDNN post-op). ONNX semantics: pads are [front, top, left, back,
+// bottom, right]; MaxPool3D takes dilations; auto_pad, ceil_mode and ConvTranspose's
 // output_shape arrive as explicit pads and output_padding (graph/onnx/import_conv_pool.cpp).
 //
 // Kernels, in preference order: a oneDNN primitive (plain ncdhw for the caller; where oneDNN
@@ -10,8 +12,6 @@
 // then a plain loop nest over output volumes split across the team.
 #include <algorithm>
 #include <array>
-#include <atomic>
-#include <cstdio>
 #include <limits>
 
 #include "ops/onednn.h"
@@ -30,6 +30,7 @@ struct Geometry3 {
   Dims3 pad_begin{}, pad_end{};  // front, top, left / back, bottom, right
   int64_t group = 1;
   bool has_bias = false;
+  ConvPostOp post;                 // Conv3D: attributes activation / activation_params
   bool count_include_pad = false;  // AveragePool3D only
   int64_t in_volume() const { return in[0] * in[1] * in[2]; }
   int64_t out_volume() const { return out[0] * out[1] * out[2]; }
@@ -147,6 +148,8 @@ Result<Geometry3> conv3d_geometry(const graph::Node& node, const std::vector<con
                                    "] (one bias per output channel), got " + b.to_string());
     g.has_bias = true;
   }
+  // Set by graph/passes/conv_fusion.h: activations oneDNN applies as a post-op.
+  GRAPHI_ASSIGN_OR_RETURN(g.post, conv_post_op(node, where));
   GRAPHI_RETURN_IF_ERROR(read_window(node, where, true, g));
   return g;
 }
@@ -353,6 +356,7 @@ class OnednnConv3DKernel final : public Kernel {
     s.oc = g_.oc;
     s.group = g_.group;
     s.has_bias = g_.has_bias;
+    s.post = g_.post;
     s.d = g_.in[0], s.h = g_.in[1], s.w = g_.in[2];
     s.od = g_.out[0], s.oh = g_.out[1], s.ow = g_.out[2];
     s.kd = g_.k[0], s.kh = g_.k[1], s.kw = g_.k[2];
@@ -435,7 +439,7 @@ class RefConv3DKernel final : public Kernel {
                 }
               }
             }
-            yv[(od * g.out[1] + oy) * g.out[2] + ox] = acc;
+            yv[(od * g.out[1] + oy) * g.out[2] + ox] = g.post.apply(acc);
           }
     }
   }

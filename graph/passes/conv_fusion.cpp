@@ -43,18 +43,26 @@ std::optional<Activation> activation_of(const Graph& g, const Node& n) {
 }
 
 // The per-output-channel values of constant c as read by a binary op with a conv output of `oc`
-// channels ([N, oc, H, W]): one value for all (a scalar), or oc values along dim 1 ([oc, 1, 1],
-// [1, oc, 1, 1]); empty when c is not such a constant.
-std::vector<float> channel_constant(const Value& c, int64_t oc) {
+// channels and `rank` dims ([N, oc, H, W], or [N, oc, D, H, W] for Conv3D): one value for all (a
+// scalar), or oc values along dim 1 ([oc, 1, 1], [1, oc, 1, 1]; [oc, 1, 1, 1], ...); empty when
+// c is not such a constant.
+std::vector<float> channel_constant(const Value& c, int64_t oc, size_t rank) {
   if (!c.data || c.data->dtype() != DType::kF32) return {};
   const Shape& s = c.desc.shape;
   const int64_t n = c.desc.numel();
   const float* v = c.data->data_as<float>();
-  if (n == 1 && s.size() <= 4) return std::vector<float>(static_cast<size_t>(oc), v[0]);
-  if (n != oc || s.size() < 3 || s.size() > 4) return {};
+  if (n == 1 && s.size() <= rank) return std::vector<float>(static_cast<size_t>(oc), v[0]);
+  if (n != oc || s.size() < rank - 1 || s.size() > rank) return {};
   for (size_t d = 0; d < s.size(); ++d)
-    if (d != s.size() - 3 && s[d] != 1) return {};
+    if (d != s.size() - (rank - 1) && s[d] != 1) return {};
   return std::vector<float>(v, v + n);
+}
+
+// Conv3D takes the activations oneDNN applies in registers (no exp-based one: graph/passes/
+// conv_fusion.h; its kernel runs no vectorized pass after the primitive as FusedConv's does).
+bool conv3d_takes(const std::string& activation) {
+  return activation == "Relu" || activation == "LeakyRelu" || activation == "Clip" ||
+         activation == "HardSigmoid";
 }
 
 // Conv (constant weights and bias) followed by per-channel constant Mul / Add / Sub nodes (the
@@ -66,10 +74,12 @@ Result<Graph> fold_conv_affine(const Graph& g, const ShapeInferencer& shapes, in
   int count = 0;
   for (NodeId id = 0; id < g.num_nodes(); ++id) {
     const Node& conv = g.node(id);
-    if (conv.op != "Conv" || conv.outputs.size() != 1 || conv.inputs.size() < 2) continue;
+    const bool vol = conv.op == "Conv3D";
+    if ((conv.op != "Conv" && !vol) || conv.outputs.size() != 1 || conv.inputs.size() < 2) continue;
     const Value& wv = g.value(conv.inputs[1]);
     const bool has_bias = conv.inputs.size() > 2 && conv.inputs[2] != kNoId;
-    if (!wv.data || wv.data->dtype() != DType::kF32 || wv.desc.rank() != 4) continue;
+    const size_t rank = vol ? 5 : 4;
+    if (!wv.data || wv.data->dtype() != DType::kF32 || wv.desc.rank() != rank) continue;
     if (has_bias && !g.value(conv.inputs[2]).data) continue;
     const int64_t oc = wv.desc.shape[0];
     std::vector<double> scale(static_cast<size_t>(oc), 1.0), shift(static_cast<size_t>(oc), 0.0);
@@ -84,7 +94,7 @@ Result<Graph> fold_conv_affine(const Graph& g, const ShapeInferencer& shapes, in
         break;
       const int k = r.inputs[0] == y ? 1 : 0;  // the other operand
       if (r.inputs[1 - k] != y || r.inputs[k] == y) break;
-      const std::vector<float> c = channel_constant(g.value(r.inputs[k]), oc);
+      const std::vector<float> c = channel_constant(g.value(r.inputs[k]), oc, rank);
       if (c.empty() || (r.op == "Sub" && k == 0)) break;  // c - y is not an affine of y here
       for (int64_t o = 0; o < oc; ++o) {
         const double v = c[static_cast<size_t>(o)];
@@ -114,7 +124,7 @@ Result<Graph> fold_conv_affine(const Graph& g, const ShapeInferencer& shapes, in
     rw.add_constant(bn, std::move(b));
     rw.remove(id);
     for (NodeId r : chain) rw.remove(r);
-    rw.add_node("Conv", conv.name, {g.value(conv.inputs[0]).name, wn, bn}, {g.value(y).name},
+    rw.add_node(conv.op, conv.name, {g.value(conv.inputs[0]).name, wn, bn}, {g.value(y).name},
                 conv.attrs);
     ++count;
   }
@@ -132,7 +142,8 @@ Result<ConvFusionResult> fuse_conv_activations(const Graph& g0, const ShapeInfer
   Rewrite rw(g);
   for (NodeId id = 0; id < g.num_nodes(); ++id) {
     const Node& conv = g.node(id);
-    if (conv.op != "Conv" || conv.outputs.size() != 1) continue;
+    const bool vol = conv.op == "Conv3D";  // keeps its op, with the activation attributes
+    if ((conv.op != "Conv" && !vol) || conv.outputs.size() != 1) continue;
     const ValueId y = conv.outputs[0];
     if (g.value(y).is_output) continue;
     const auto readers = g.consumers(y);
@@ -174,7 +185,7 @@ Result<ConvFusionResult> fuse_conv_activations(const Graph& g0, const ShapeInfer
         out = mul.outputs[0];
       }
     }
-    if (!act) continue;
+    if (!act || (vol && !conv3d_takes(act->name))) continue;
     rw.remove(id);
     for (NodeId r : removed) rw.remove(r);
     Attributes attrs = conv.attrs;
@@ -182,7 +193,7 @@ Result<ConvFusionResult> fuse_conv_activations(const Graph& g0, const ShapeInfer
     if (!act->params.empty()) attrs.set("activation_params", act->params);
     std::vector<std::string> inputs;
     for (ValueId v : conv.inputs) inputs.push_back(v == kNoId ? "" : g.value(v).name);
-    rw.add_node("FusedConv", conv.name, inputs, {g.value(out).name}, attrs);
+    rw.add_node(vol ? "Conv3D" : "FusedConv", conv.name, inputs, {g.value(out).name}, attrs);
     ++result.fused;
   }
   GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish_or_copy(result.fused, shapes));

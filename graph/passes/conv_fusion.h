@@ -10,6 +10,8 @@
 // First, per-channel constant Mul / Add / Sub nodes right after a conv with constant weights (an
 // inference BatchNormalization the exporter left unfolded, which the importer writes as Mul +
 // Add) are folded into the conv's weights and bias, so that its activation can fuse as well.
+// A Conv3D (ops/conv_pool_3d.cpp) folds the same way and takes the piecewise-linear activations
+// (Relu, LeakyRelu, Clip, HardSigmoid) as attributes of its own, staying a Conv3D.
 // The fused node keeps the activation's output name; graph inputs and outputs are unchanged.
 #pragma once
 

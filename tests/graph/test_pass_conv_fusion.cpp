@@ -254,6 +254,49 @@ TEST_CASE("conv_fusion: per-channel constant Mul / Add / Sub after a conv fold i
   for (int threads : {1, 2}) test::check_same_outputs(g, r.graph, threads, 1e-5);
 }
 
+TEST_CASE("conv_fusion: a Conv3D folds its batch norm and takes a ReLU-like activation, not Tanh",
+          "[passes][conv]") {
+  // nn.Conv3d + BatchNorm3d + ReLU as the importer writes them ([C, 1, 1, 1] and
+  // [1, C, 1, 1, 1] constants), then a Conv3D + Clip (ReLU6) and a Conv3D + Tanh, which stays.
+  graph::GraphBuilder b("<conv3d fusion>");
+  b.add_input("x", TensorDesc{DType::kF32, {2, 3, 4, 6, 5}});
+  graph::Attributes p1;
+  p1.set("pads", std::vector<int64_t>{1, 1, 1, 1, 1, 1});
+  b.add_constant("w1",
+                 test::random_tensor(TensorDesc{DType::kF32, {8, 3, 3, 3, 3}}, 61, -0.4, 0.4));
+  b.add_constant("b1", test::random_tensor(TensorDesc{DType::kF32, {8}}, 62));
+  b.add_constant("scale", test::random_tensor(TensorDesc{DType::kF32, {8, 1, 1, 1}}, 63, 0.5, 1.5));
+  b.add_constant("shift", test::random_tensor(TensorDesc{DType::kF32, {1, 8, 1, 1, 1}}, 64));
+  b.add_node("Conv3D", "c1", {"x", "w1", "b1"}, {"y1"}, p1);
+  b.add_node("Mul", "bn.mul", {"y1", "scale"}, {"y1s"});
+  b.add_node("Add", "bn.add", {"y1s", "shift"}, {"y1b"});
+  b.add_node("Relu", "r1", {"y1b"}, {"r1"});
+  b.add_constant("w2",
+                 test::random_tensor(TensorDesc{DType::kF32, {4, 8, 1, 3, 3}}, 65, -0.4, 0.4));
+  Tensor lo(TensorDesc{DType::kF32, {}}), hi(TensorDesc{DType::kF32, {}});
+  lo.data_as<float>()[0] = 0.0f;
+  hi.data_as<float>()[0] = 0.5f;
+  b.add_constant("lo", lo);
+  b.add_constant("hi", hi);
+  b.add_node("Conv3D", "c2", {"r1", "w2"}, {"y2"});
+  b.add_node("Clip", "clip", {"y2", "lo", "hi"}, {"r2"});
+  b.add_node("Conv3D", "c3", {"r1", "w2"}, {"y3"});
+  b.add_node("Tanh", "t3", {"y3"}, {"r3"});
+  b.add_output("r2");
+  b.add_output("r3");
+  const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
+  auto r = value_or_throw(graph::passes::fuse_conv_activations(g, ops::Registry::get()));
+  CHECK(r.affine_folded == 1);
+  CHECK(r.fused == 2);  // c1 with its Relu, c2 with its Clip; c3's Tanh stays
+  CHECK(test::count_op(r.graph, "Conv3D") == 3);
+  CHECK(test::count_op(r.graph, "FusedConv") == 0);
+  CHECK(test::count_op(r.graph, "Mul") == 0);
+  CHECK(test::count_op(r.graph, "Relu") == 0);
+  CHECK(test::count_op(r.graph, "Clip") == 0);
+  CHECK(test::count_op(r.graph, "Tanh") == 1);
+  for (int threads : {1, 2}) test::check_same_outputs(g, r.graph, threads, 1e-5);
+}
+
 namespace {
 
 // The BlockedConv nodes of g that take a 4th input Z.

@@ -8,6 +8,7 @@
 #include <limits>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "ops/registry.h"
 #include "tests/support/op_runner.h"
@@ -247,6 +248,24 @@ TEST_CASE("Conv3D: a layer wide enough for oneDNN's blocked kernels", "[ops][con
     auto r = test::run_single_op("Conv3D", attrs, {x, wt, b}, 1, 2, {false, w_const, w_const});
     REQUIRE(r.is_ok());
     CHECK(r->kernel == "conv3d_onednn");
+  }
+}
+
+TEST_CASE("Conv3D applies its activation attribute on every kernel", "[ops][conv3d]") {
+  // graph/passes/conv_fusion.h gives a Conv3D the Relu / Clip after it.
+  Window3d win;
+  win.pads = {1, 0, 1, 0, 1, 1};
+  Tensor x = rnd({1, 5, 4, 5, 6}, 9), wt = rnd({7, 5, 2, 3, 3}, 10), b = rnd({7}, 11);
+  for (auto [act, lo, hi] : {std::tuple{"Relu", 0.0f, 1e30f}, std::tuple{"Clip", -0.25f, 0.5f}}) {
+    graph::Attributes attrs = window_attrs(win, false);
+    attrs.set("activation", std::string(act));
+    if (std::string(act) == "Clip") attrs.set("activation_params", std::vector<double>{lo, hi});
+    Tensor want = conv3d_naive(x, wt, &b, win, 1);
+    for (int64_t i = 0; i < want.numel(); ++i)
+      want.data_as<float>()[i] = std::min(std::max(want.data_as<float>()[i], lo), hi);
+    INFO(act);
+    check_every_kernel("Conv3D", attrs, {x, wt, b}, {false, true, true}, want,
+                       4e-6 * std::sqrt(5.0 * 18));
   }
 }
 
