@@ -341,14 +341,34 @@ CostHint cost_conv_pool_3d(const graph::Node& node, std::span<const TensorDesc* 
   return c;
 }
 
+// The window fields of a oneDNN ConvSpec or PoolSpec (the same names): src spatial dims `src`,
+// dst spatial dims `dst`.
+template <typename Spec>
+void set_window(Spec& s, const Geometry3& g, const Dims3& src, const Dims3& dst) {
+  s.d = src[0], s.h = src[1], s.w = src[2];
+  s.od = dst[0], s.oh = dst[1], s.ow = dst[2];
+  s.kd = g.k[0], s.kh = g.k[1], s.kw = g.k[2];
+  s.stride_d = g.stride[0], s.stride_h = g.stride[1], s.stride_w = g.stride[2];
+  s.dilation_d = g.dil[0], s.dilation_h = g.dil[1], s.dilation_w = g.dil[2];
+  s.pad_front = g.pad_begin[0], s.pad_top = g.pad_begin[1], s.pad_left = g.pad_begin[2];
+  s.pad_back = g.pad_end[0], s.pad_bottom = g.pad_end[1], s.pad_right = g.pad_end[2];
+}
+
 // ---------------------------------------------------------------------------------------------
+// Conv3D on oneDNN's convolution; ConvTranspose3D (`transpose`) on its deconvolution (group 1),
+// described by the convolution it reverses, activations and weights staged through scratch in
+// oneDNN's own layouts.
 class OnednnConv3DKernel final : public Kernel {
  public:
-  const char* name() const override { return "conv3d_onednn"; }
+  explicit OnednnConv3DKernel(bool transpose) : transpose_(transpose) {}
+  const char* name() const override {
+    return transpose_ ? "convtranspose3d_onednn" : "conv3d_onednn";
+  }
   bool opens_own_region() const override { return true; }
   size_t scratch_bytes() const override { return prim_ ? prim_->scratch_bytes() : 0; }
 
   Status init(const KernelContext& ctx) override {
+    if (transpose_) return init_transpose(ctx);
     GRAPHI_ASSIGN_OR_RETURN(g_, conv3d_geometry(ctx.node, ctx.inputs, ctx.where));
     onednn::ConvSpec s;
     s.n = g_.n;
@@ -357,13 +377,7 @@ class OnednnConv3DKernel final : public Kernel {
     s.group = g_.group;
     s.has_bias = g_.has_bias;
     s.post = g_.post;
-    s.d = g_.in[0], s.h = g_.in[1], s.w = g_.in[2];
-    s.od = g_.out[0], s.oh = g_.out[1], s.ow = g_.out[2];
-    s.kd = g_.k[0], s.kh = g_.k[1], s.kw = g_.k[2];
-    s.stride_d = g_.stride[0], s.stride_h = g_.stride[1], s.stride_w = g_.stride[2];
-    s.dilation_d = g_.dil[0], s.dilation_h = g_.dil[1], s.dilation_w = g_.dil[2];
-    s.pad_front = g_.pad_begin[0], s.pad_top = g_.pad_begin[1], s.pad_left = g_.pad_begin[2];
-    s.pad_back = g_.pad_end[0], s.pad_bottom = g_.pad_end[1], s.pad_right = g_.pad_end[2];
+    set_window(s, g_, g_.in, g_.out);
     if (const Tensor* w = ctx.constant(1)) s.const_weights = w->data_as<float>();
     // oneDNN serves ncdhw directly with a jit kernel for some shapes (few input channels); its
     // other ncdhw paths are im2col + GEMM and the reference code, where its own blocked layout
@@ -391,6 +405,28 @@ class OnednnConv3DKernel final : public Kernel {
   }
 
  private:
+  Status init_transpose(const KernelContext& ctx) {
+    GRAPHI_ASSIGN_OR_RETURN(Deconv3d d, deconv3d_geometry(ctx.node, ctx.inputs, ctx.where));
+    g_ = d.g;
+    if (g_.group != 1) return Status::unsupported("oneDNN deconvolution here: group 1 only");
+    onednn::ConvSpec s;
+    s.n = g_.n;
+    s.c = g_.oc;  // the reversed convolution's input is ConvTranspose's output
+    s.oc = g_.c;
+    s.has_bias = g_.has_bias;
+    set_window(s, g_, g_.out, g_.in);
+    // output_padding extends the output at the end: the reversed convolution's end pads shrink.
+    s.pad_back -= d.out_pad[0];
+    s.pad_bottom -= d.out_pad[1];
+    s.pad_right -= d.out_pad[2];
+    if (s.pad_back < 0 || s.pad_bottom < 0 || s.pad_right < 0)
+      return Status::unsupported("output_padding beyond the end pads");
+    s.staged = true;
+    GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_deconv(s, ctx.team_size, false));
+    return Status::ok();
+  }
+
+  bool transpose_;
   Geometry3 g_;
   std::unique_ptr<onednn::Primitive> prim_;
 };
@@ -446,55 +482,6 @@ class RefConv3DKernel final : public Kernel {
 
  private:
   Geometry3 g_;
-};
-
-// ---------------------------------------------------------------------------------------------
-// oneDNN's deconvolution (group 1), described by the convolution it reverses, its activations and
-// weights staged through scratch in oneDNN's own layouts.
-class OnednnConvTranspose3DKernel final : public Kernel {
- public:
-  const char* name() const override { return "convtranspose3d_onednn"; }
-  bool opens_own_region() const override { return true; }
-  size_t scratch_bytes() const override { return prim_ ? prim_->scratch_bytes() : 0; }
-
-  Status init(const KernelContext& ctx) override {
-    GRAPHI_ASSIGN_OR_RETURN(Deconv3d d, deconv3d_geometry(ctx.node, ctx.inputs, ctx.where));
-    g_ = d.g;
-    if (g_.group != 1) return Status::unsupported("oneDNN deconvolution here: group 1 only");
-    onednn::ConvSpec s;
-    s.n = g_.n;
-    s.c = g_.oc;  // the reversed convolution's input is ConvTranspose's output
-    s.oc = g_.c;
-    s.has_bias = g_.has_bias;
-    s.d = g_.out[0], s.h = g_.out[1], s.w = g_.out[2];
-    s.od = g_.in[0], s.oh = g_.in[1], s.ow = g_.in[2];
-    s.kd = g_.k[0], s.kh = g_.k[1], s.kw = g_.k[2];
-    s.stride_d = g_.stride[0], s.stride_h = g_.stride[1], s.stride_w = g_.stride[2];
-    s.dilation_d = g_.dil[0], s.dilation_h = g_.dil[1], s.dilation_w = g_.dil[2];
-    s.pad_front = g_.pad_begin[0], s.pad_top = g_.pad_begin[1], s.pad_left = g_.pad_begin[2];
-    // output_padding extends the output at the end: the reversed convolution's end pads shrink.
-    s.pad_back = g_.pad_end[0] - d.out_pad[0];
-    s.pad_bottom = g_.pad_end[1] - d.out_pad[1];
-    s.pad_right = g_.pad_end[2] - d.out_pad[2];
-    if (s.pad_back < 0 || s.pad_bottom < 0 || s.pad_right < 0)
-      return Status::unsupported("output_padding beyond the end pads");
-    s.staged = true;
-    GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_deconv(s, ctx.team_size, false));
-    return Status::ok();
-  }
-
-  void run(const TeamContext& team, const Buffers& io) const noexcept override {
-    float* y = static_cast<float*>(io.outputs[0]);
-    const float* bias = g_.has_bias ? static_cast<const float*>(io.inputs[2]) : nullptr;
-    if (!prim_->execute(static_cast<const float*>(io.inputs[0]),
-                        static_cast<const float*>(io.inputs[1]), bias, y, team.scratch, team.nthr,
-                        team.scratch_bytes))
-      onednn::fail_output(name(), y, g_.n * g_.oc * g_.out_volume());
-  }
-
- private:
-  Geometry3 g_;
-  std::unique_ptr<onednn::Primitive> prim_;
 };
 
 // Each input element scattered through the kernel window into its output volume; a thread owns
@@ -569,13 +556,7 @@ class OnednnPool3DKernel final : public Kernel {
                                         : onednn::PoolKind::kAvgExcludePad;
     s.n = g_.n;
     s.c = g_.c;
-    s.d = g_.in[0], s.h = g_.in[1], s.w = g_.in[2];
-    s.od = g_.out[0], s.oh = g_.out[1], s.ow = g_.out[2];
-    s.kd = g_.k[0], s.kh = g_.k[1], s.kw = g_.k[2];
-    s.stride_d = g_.stride[0], s.stride_h = g_.stride[1], s.stride_w = g_.stride[2];
-    s.dilation_d = g_.dil[0], s.dilation_h = g_.dil[1], s.dilation_w = g_.dil[2];
-    s.pad_front = g_.pad_begin[0], s.pad_top = g_.pad_begin[1], s.pad_left = g_.pad_begin[2];
-    s.pad_back = g_.pad_end[0], s.pad_bottom = g_.pad_end[1], s.pad_right = g_.pad_end[2];
+    set_window(s, g_, g_.in, g_.out);
     GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_pool(s, ctx.team_size, false));
     return Status::ok();
   }
@@ -651,18 +632,19 @@ class RefPool3DKernel final : public Kernel {
 }  // namespace
 
 void register_conv_pool_3d_ops(Registry& r) {
-  r.add(OpDef{"Conv3D",
-              infer_conv_pool_3d,
-              cost_conv_pool_3d,
-              false,
-              {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConv3DKernel>(); },
-               []() -> std::unique_ptr<Kernel> { return std::make_unique<RefConv3DKernel>(); }}});
+  r.add(OpDef{
+      "Conv3D",
+      infer_conv_pool_3d,
+      cost_conv_pool_3d,
+      false,
+      {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConv3DKernel>(false); },
+       []() -> std::unique_ptr<Kernel> { return std::make_unique<RefConv3DKernel>(); }}});
   r.add(OpDef{
       "ConvTranspose3D",
       infer_conv_pool_3d,
       cost_conv_pool_3d,
       false,
-      {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConvTranspose3DKernel>(); },
+      {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConv3DKernel>(true); },
        []() -> std::unique_ptr<Kernel> { return std::make_unique<RefConvTranspose3DKernel>(); }}});
   r.add(OpDef{"MaxPool3D",
               infer_conv_pool_3d,

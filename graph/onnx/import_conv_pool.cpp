@@ -278,18 +278,19 @@ std::optional<Status> Importer::translate_conv_pool(NodeIn& io) {
   return std::nullopt;
 }
 
+Result<Shape> Importer::input_shape(const onnx::Node& n, size_t k, const std::string& where) {
+  if (k >= n.inputs.size() || n.inputs[k].empty() || !vals_.count(n.inputs[k]))
+    return Status::invalid_graph(where + ": input " + std::to_string(k) + " is missing");
+  if (const HostTensor* h = host(n.inputs[k])) return h->shape;
+  return vals_.at(n.inputs[k]).desc.shape;
+}
+
 Result<onnx::Node> Importer::explicit_pads(const onnx::Node& n, const std::string& where) {
   const std::string mode = n.attr("auto_pad")->s;
   if (mode != "SAME_UPPER" && mode != "SAME_LOWER" && mode != "VALID")
     return Status::unsupported(where + ": attribute 'auto_pad' = '" + mode +
                                "' is not supported (NOTSET, SAME_UPPER, SAME_LOWER, VALID)");
-  auto shape_of = [&](size_t k) -> Result<Shape> {
-    if (k >= n.inputs.size() || n.inputs[k].empty() || !vals_.count(n.inputs[k]))
-      return Status::invalid_graph(where + ": input " + std::to_string(k) + " is missing");
-    if (const HostTensor* h = host(n.inputs[k])) return h->shape;
-    return vals_.at(n.inputs[k]).desc.shape;
-  };
-  GRAPHI_ASSIGN_OR_RETURN(Shape x, shape_of(0));
+  GRAPHI_ASSIGN_OR_RETURN(Shape x, input_shape(n, 0, where));
   if (x.size() < 3)
     return Status::invalid_graph(where + ": input X " + shape_to_string(x) +
                                  " has no spatial dims");
@@ -297,7 +298,7 @@ Result<onnx::Node> Importer::explicit_pads(const onnx::Node& n, const std::strin
   auto ints_attr = [&](const char* name, int64_t dflt) { return ints_or(n, name, dflt, r); };
   std::vector<int64_t> kernel = ints_attr("kernel_shape", 0);
   if (n.op == "Conv" && !n.attr("kernel_shape")) {
-    GRAPHI_ASSIGN_OR_RETURN(Shape w, shape_of(1));
+    GRAPHI_ASSIGN_OR_RETURN(Shape w, input_shape(n, 1, where));
     if (w.size() != x.size())
       return Status::invalid_graph(where + ": W " + shape_to_string(w) + " does not match X " +
                                    shape_to_string(x));
@@ -326,14 +327,8 @@ Result<onnx::Node> Importer::transpose_pads(const onnx::Node& n, const std::stri
   if (mode != "NOTSET" && mode != "SAME_UPPER" && mode != "SAME_LOWER" && mode != "VALID")
     return Status::unsupported(where + ": attribute 'auto_pad' = '" + mode +
                                "' is not supported (NOTSET, SAME_UPPER, SAME_LOWER, VALID)");
-  auto shape_of = [&](size_t k) -> Result<Shape> {
-    if (k >= n.inputs.size() || n.inputs[k].empty() || !vals_.count(n.inputs[k]))
-      return Status::invalid_graph(where + ": input " + std::to_string(k) + " is missing");
-    if (const HostTensor* h = host(n.inputs[k])) return h->shape;
-    return vals_.at(n.inputs[k]).desc.shape;
-  };
-  GRAPHI_ASSIGN_OR_RETURN(Shape x, shape_of(0));
-  GRAPHI_ASSIGN_OR_RETURN(Shape w, shape_of(1));
+  GRAPHI_ASSIGN_OR_RETURN(Shape x, input_shape(n, 0, where));
+  GRAPHI_ASSIGN_OR_RETURN(Shape w, input_shape(n, 1, where));
   if (x.size() < 3 || w.size() != x.size())
     return Status::invalid_graph(where + ": input X " + shape_to_string(x) + " and W " +
                                  shape_to_string(w) + " must have the same rank >= 3");
@@ -396,10 +391,7 @@ Result<onnx::Node> Importer::transpose_pads(const onnx::Node& n, const std::stri
 }
 
 Result<onnx::Node> Importer::ceil_mode_as_pads(const onnx::Node& n, const std::string& where) {
-  if (n.inputs.empty() || n.inputs[0].empty() || !vals_.count(n.inputs[0]))
-    return Status::invalid_graph(where + ": input 0 is missing");
-  const HostTensor* h = host(n.inputs[0]);
-  const Shape x = h ? h->shape : vals_.at(n.inputs[0]).desc.shape;
+  GRAPHI_ASSIGN_OR_RETURN(const Shape x, input_shape(n, 0, where));
   if (x.size() < 3)
     return Status::invalid_graph(where + ": input X " + shape_to_string(x) +
                                  " has no spatial dims");

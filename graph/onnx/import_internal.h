@@ -85,6 +85,9 @@ class Importer {
                          const std::string& b, const std::string& out, const onnx::Node& n,
                          const std::string& where);
   Status translate(const onnx::Node& n, const std::string& where);
+  // The static shape of n's input k (a constant's or a run-time value's), before the node is
+  // translated; an error naming the input when it is missing.
+  Result<Shape> input_shape(const onnx::Node& n, size_t k, const std::string& where);
   // Conv/MaxPool/AveragePool with auto_pad SAME_UPPER, SAME_LOWER or VALID (tf2onnx writes
   // them): the same node with explicit pads, computed from the static input shape.
   Result<onnx::Node> explicit_pads(const onnx::Node& n, const std::string& where);

@@ -1282,6 +1282,19 @@ TEST_CASE("onnx: BOOL graph inputs and outputs are float32 0/1, named in the met
   }
 }
 
+namespace {
+
+// The bilinear sample of the h x w image v at source (sy, sx), already clamped to the image.
+double bilinear_at(const float* v, int h, int w, double sy, double sx) {
+  const int y0 = static_cast<int>(sy), x0 = static_cast<int>(sx);
+  const int y1 = std::min(y0 + 1, h - 1), x1 = std::min(x0 + 1, w - 1);
+  const double fy = sy - y0, fx = sx - x0;
+  return (1 - fy) * ((1 - fx) * v[y0 * w + x0] + fx * v[y0 * w + x1]) +
+         fy * ((1 - fx) * v[y1 * w + x0] + fx * v[y1 * w + x1]);
+}
+
+}  // namespace
+
 TEST_CASE("onnx: Resize-10, 1-D ConvTranspose with output_padding, ReverseSequence, unnamed dims") {
   auto ints_attr = [](const char* nm, const std::vector<int64_t>& v) {
     Pw a;
@@ -1310,12 +1323,7 @@ TEST_CASE("onnx: Resize-10, 1-D ConvTranspose with output_padding, ReverseSequen
     engine::NamedTensors out = value_or_throw(run_graph(*r, {x}));
     for (int oy = 0; oy < 4; ++oy)
       for (int ox = 0; ox < 4; ++ox) {
-        const double sy = std::min(oy / 2.0, 1.0), sx = std::min(ox / 1.5, 2.0);
-        const int y0 = static_cast<int>(sy), x0 = static_cast<int>(sx);
-        const int y1 = std::min(y0 + 1, 1), x1 = std::min(x0 + 1, 2);
-        const double fy = sy - y0, fx = sx - x0;
-        const double want = (1 - fy) * ((1 - fx) * xv[y0 * 3 + x0] + fx * xv[y0 * 3 + x1]) +
-                            fy * ((1 - fx) * xv[y1 * 3 + x0] + fx * xv[y1 * 3 + x1]);
+        const double want = bilinear_at(xv, 2, 3, std::min(oy / 2.0, 1.0), std::min(ox / 1.5, 2.0));
         CHECK(std::abs(out[0].second.data_as<float>()[oy * 4 + ox] - want) < 1e-5);
       }
   }
@@ -1511,12 +1519,8 @@ TEST_CASE(
     REQUIRE(out[0].second.shape() == Shape{1, 1, 7, 11});
     for (int oy = 0; oy < 7; ++oy)
       for (int ox = 0; ox < 11; ++ox) {
-        const double sy = std::min(oy / 2.2, 2.0), sx = std::min(ox / 2.2, 4.0);
-        const int y0 = static_cast<int>(sy), x0 = static_cast<int>(sx);
-        const int y1 = std::min(y0 + 1, 2), x1 = std::min(x0 + 1, 4);
-        const double fy = sy - y0, fx = sx - x0;
-        const double want = (1 - fy) * ((1 - fx) * xv3[y0 * 5 + x0] + fx * xv3[y0 * 5 + x1]) +
-                            fy * ((1 - fx) * xv3[y1 * 5 + x0] + fx * xv3[y1 * 5 + x1]);
+        const double want =
+            bilinear_at(xv3, 3, 5, std::min(oy / 2.2, 2.0), std::min(ox / 2.2, 4.0));
         CHECK(std::abs(out[0].second.data_as<float>()[oy * 11 + ox] - want) < 1e-5);
       }
   }

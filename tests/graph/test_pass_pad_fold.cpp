@@ -132,11 +132,11 @@ TEST_CASE("pad_fold: Pads that are not plain zero padding of a Conv / AveragePoo
   graph::Attributes ceil;
   ceil.set("ceil_mode", int64_t{1});
   const std::vector<Case> cases = {
-      {"fill value 1", {0, 0, 1, 1, 0, 0, 1, 1}, 1.0f, ""},
-      {"reflect mode", {0, 0, 1, 1, 0, 0, 1, 1}, 0.0f, "reflect"},
-      {"channel padding", {0, 1, 0, 0, 0, 0, 0, 0}, 0.0f, "", "AveragePool"},
-      {"negative pads (a crop)", {0, 0, -1, 0, 0, 0, 1, 0}, 0.0f, ""},
-      {"MaxPool reads it", {0, 0, 1, 1, 0, 0, 1, 1}, 0.0f, "", "MaxPool"},
+      {"fill value 1", {0, 0, 1, 1, 0, 0, 1, 1}, 1.0f, "", "Conv", {}},
+      {"reflect mode", {0, 0, 1, 1, 0, 0, 1, 1}, 0.0f, "reflect", "Conv", {}},
+      {"channel padding", {0, 1, 0, 0, 0, 0, 0, 0}, 0.0f, "", "AveragePool", {}},
+      {"negative pads (a crop)", {0, 0, -1, 0, 0, 0, 1, 0}, 0.0f, "", "Conv", {}},
+      {"MaxPool reads it", {0, 0, 1, 1, 0, 0, 1, 1}, 0.0f, "", "MaxPool", {}},
       {"AveragePool with its own pads outside the divisor",
        {0, 0, 1, 1, 0, 0, 1, 1},
        0.0f,

@@ -15,7 +15,7 @@
 #include "tests/support/test_util.h"
 
 using namespace graphi;
-using graphi::test::KernelRun;
+using graphi::test::check_every_kernel;
 using graphi::test::Window2d;
 
 namespace {
@@ -26,26 +26,6 @@ Tensor rnd(Shape s, uint64_t seed) {
 
 double tolerance(int64_t k) {
   return 4e-6 * std::sqrt(static_cast<double>(std::max<int64_t>(k, 1)));
-}
-
-std::vector<std::string> check_every_kernel(const std::string& op, const graph::Attributes& attrs,
-                                            const std::vector<Tensor>& inputs,
-                                            const std::vector<bool>& constant,
-                                            const Tensor& expected, double tol) {
-  std::vector<std::string> accepted;
-  for (int threads : {1, 2}) {
-    auto runs = test::run_every_kernel(op, attrs, inputs, threads, constant);
-    REQUIRE(runs.is_ok());
-    CHECK(runs->back().accepted);
-    for (const KernelRun& r : *runs) {
-      if (!r.accepted) continue;
-      if (threads == 1) accepted.push_back(r.kernel);
-      INFO(op << " kernel " << r.kernel << " threads " << threads);
-      REQUIRE(r.outputs[0].desc() == expected.desc());
-      CHECK(test::max_rel_error(r.outputs[0], expected) <= tol);
-    }
-  }
-  return accepted;
 }
 
 graph::Attributes window_attrs(const Window2d& w, bool with_dilations) {

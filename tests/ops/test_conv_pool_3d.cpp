@@ -16,7 +16,7 @@
 #include "tests/support/test_util.h"
 
 using namespace graphi;
-using graphi::test::KernelRun;
+using graphi::test::check_every_kernel;
 
 namespace {
 
@@ -163,26 +163,6 @@ graph::Attributes window_attrs(const Window3d& w, bool with_dilations) {
   if (with_dilations)
     a.set("dilations", std::vector<int64_t>(w.dilations.begin(), w.dilations.end()));
   return a;
-}
-
-std::vector<std::string> check_every_kernel(const std::string& op, const graph::Attributes& attrs,
-                                            const std::vector<Tensor>& inputs,
-                                            const std::vector<bool>& constant,
-                                            const Tensor& expected, double tol) {
-  std::vector<std::string> accepted;
-  for (int threads : {1, 2}) {
-    auto runs = test::run_every_kernel(op, attrs, inputs, threads, constant);
-    REQUIRE(runs.is_ok());
-    CHECK(runs->back().accepted);
-    for (const KernelRun& r : *runs) {
-      if (!r.accepted) continue;
-      if (threads == 1) accepted.push_back(r.kernel);
-      INFO(op << " kernel " << r.kernel << " threads " << threads);
-      REQUIRE(r.outputs[0].desc() == expected.desc());
-      CHECK(test::max_rel_error(r.outputs[0], expected) <= tol);
-    }
-  }
-  return accepted;
 }
 
 std::string error_of(const std::string& op, const graph::Attributes& attrs,

@@ -13,7 +13,7 @@
 #include "tests/support/test_util.h"
 
 using namespace graphi;
-using graphi::test::KernelRun;
+using graphi::test::check_every_kernel;
 
 namespace {
 
@@ -24,32 +24,6 @@ Tensor rnd(Shape s, uint64_t seed) {
 // Float accumulation over K terms of magnitude <= 1 drifts like sqrt(K) ulps of the sum.
 double tolerance(int64_t k) {
   return 4e-6 * std::sqrt(static_cast<double>(std::max<int64_t>(k, 1)));
-}
-
-// Runs every kernel of `op` on teams of 1 and 2 and checks each that accepts against
-// `expected`. The last kernel (the generic fallback) must accept. Returns the names of the
-// kernels that accepted on the 1-thread team, in list order.
-std::vector<std::string> check_every_kernel(const std::string& op, const graph::Attributes& attrs,
-                                            const std::vector<Tensor>& inputs,
-                                            const std::vector<bool>& constant,
-                                            const Tensor& expected, double tol) {
-  std::vector<std::string> accepted;
-  for (int threads : {1, 2}) {
-    auto runs = test::run_every_kernel(op, attrs, inputs, threads, constant);
-    REQUIRE(runs.is_ok());
-    REQUIRE_FALSE(runs->empty());
-    CHECK(runs->back().accepted);
-    for (const KernelRun& r : *runs) {
-      if (!r.accepted) continue;
-      if (threads == 1) accepted.push_back(r.kernel);
-      INFO(op << " kernel " << r.kernel << " threads " << threads << " expected "
-              << expected.desc().to_string());
-      REQUIRE(r.outputs.size() == 1);
-      REQUIRE(r.outputs[0].desc() == expected.desc());
-      CHECK(test::max_rel_error(r.outputs[0], expected) <= tol);
-    }
-  }
-  return accepted;
 }
 
 std::string selected(const std::string& op, const graph::Attributes& attrs,

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -275,6 +276,29 @@ Result<std::vector<KernelRun>> run_every_kernel(const std::string& op,
     runs.push_back(std::move(r));
   }
   return runs;
+}
+
+std::vector<std::string> check_every_kernel(const std::string& op, const graph::Attributes& attrs,
+                                            const std::vector<Tensor>& inputs,
+                                            const std::vector<bool>& constant,
+                                            const Tensor& expected, double tol) {
+  std::vector<std::string> accepted;
+  for (int threads : {1, 2}) {
+    auto runs = run_every_kernel(op, attrs, inputs, threads, constant);
+    REQUIRE(runs.is_ok());
+    REQUIRE_FALSE(runs->empty());
+    CHECK(runs->back().accepted);
+    for (const KernelRun& r : *runs) {
+      if (!r.accepted) continue;
+      if (threads == 1) accepted.push_back(r.kernel);
+      INFO(op << " kernel " << r.kernel << " threads " << threads << " expected "
+              << expected.desc().to_string());
+      REQUIRE(r.outputs.size() == 1);
+      REQUIRE(r.outputs[0].desc() == expected.desc());
+      CHECK(max_rel_error(r.outputs[0], expected) <= tol);
+    }
+  }
+  return accepted;
 }
 
 Result<ConcurrentRun> run_concurrently(const std::string& op, const graph::Attributes& attrs,

@@ -51,6 +51,14 @@ Result<std::vector<KernelRun>> run_every_kernel(const std::string& op,
                                                 const std::vector<Tensor>& inputs, int threads = 1,
                                                 const std::vector<bool>& constant = {});
 
+// run_every_kernel on teams of 1 and 2, each kernel that accepts checked (Catch2 CHECKs) against
+// `expected` within relative error `tol`; the last kernel (the generic fallback) must accept.
+// Returns the names of the kernels that accepted on the 1-thread team, in list order.
+std::vector<std::string> check_every_kernel(const std::string& op, const graph::Attributes& attrs,
+                                            const std::vector<Tensor>& inputs,
+                                            const std::vector<bool>& constant,
+                                            const Tensor& expected, double tol);
+
 // Selects the op's kernel for a team of `threads`, then runs that one kernel object from two
 // std::threads at the same time (each with its own scratch and outputs), `repeats` times each.
 // Returns both threads' last outputs and the kernel name.
