@@ -1,5 +1,5 @@
 // Internals of the ONNX importer shared by its files: the driver (graph/onnx/onnx_import.cpp) and
-// the op families (graph/onnx/import_{recurrent,shape,elementwise,conv_pool}.cpp). Not part of
+// the op families (graph/onnx/import_{recurrent,shape,elementwise,conv_pool,loss}.cpp). Not part of
 // graph/'s interface: include only from graph/onnx/.
 #pragma once
 
@@ -65,6 +65,8 @@ class Importer {
   std::optional<Status> translate_elementwise(NodeIn& io);
   std::optional<Status> translate_conv_pool(NodeIn& io);
   std::optional<Status> translate_control_flow(NodeIn& io);  // If (inlined), Loop, Scan
+  // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (graph/onnx/import_loss.cpp)
+  std::optional<Status> translate_loss(NodeIn& io);
   // Sequence ops (graph/onnx/import_sequence.cpp), before the inputs are checked as tensors:
   // resolved at import time into seqs_; nullopt for other ops (refused if they read a sequence).
   std::optional<Status> translate_sequence(const onnx::Node& n, const std::string& where);

@@ -103,6 +103,7 @@ const std::vector<std::string>& runtime_ops() {
                                                 "Mod",
                                                 "Mul",
                                                 "Neg",
+                                                "NegativeLogLikelihoodLoss",
                                                 "Not",
                                                 "OneHot",
                                                 "Or",
@@ -137,6 +138,7 @@ const std::vector<std::string>& runtime_ops() {
                                                 "Sinh",
                                                 "Slice",
                                                 "Softmax",
+                                                "SoftmaxCrossEntropyLoss",
                                                 "Softplus",
                                                 "Softsign",
                                                 "SpaceToDepth",
@@ -423,7 +425,7 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
   // it does not handle alone. Every op name belongs to one family.
   for (auto family : {&Importer::translate_recurrent, &Importer::translate_shape,
                       &Importer::translate_elementwise, &Importer::translate_conv_pool,
-                      &Importer::translate_control_flow})
+                      &Importer::translate_control_flow, &Importer::translate_loss})
     if (std::optional<Status> done = (this->*family)(io)) return *done;
   const std::string& name = io.name;
   const std::vector<std::string>& ins = io.ins;

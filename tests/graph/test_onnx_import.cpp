@@ -1585,3 +1585,113 @@ TEST_CASE("onnx: GridSample's mode names per opset, 5-D at opset 20 only, errors
              Catch::StartsWith("t.onnx: node[0] 'gs' (GridSample)") &&
                  Catch::Contains("input 1 (grid) float32[1, 1, 1, 3] must have last dim 2"));
 }
+
+TEST_CASE(
+    "onnx: NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss with run-time int64 targets") {
+  // x float32 [3, 4, 2] (N, C, d1) and t int64 [3, 2] are run-time inputs; t holds ignore_index
+  // -1 (out of [0, C): the gathers must not read it); w float32 [4] an initializer. What
+  // torch.onnx.export writes for F.nll_loss / F.cross_entropy(weight, ignore_index).
+  auto int_attr = [](const char* nm, int64_t v) {
+    Pw a;
+    a.s(1, nm).i(3, v).i(20, 2);
+    return a;
+  };
+  auto str_attr = [](const char* nm, const std::string& v) {
+    Pw a;
+    a.s(1, nm).s(4, v).i(20, 3);
+    return a;
+  };
+  const std::vector<float> wv = {0.5f, 2.0f, 1.0f, 3.0f};
+  Pw g;
+  g.m(1, node("NegativeLogLikelihoodLoss", {"x", "t", "w"}, {"nll"}, "nll",
+              {int_attr("ignore_index", -1), str_attr("reduction", "mean")}))
+      .m(1, node("SoftmaxCrossEntropyLoss", {"x", "t", "w"}, {"sce", "log_prob"}, "sce",
+                 {int_attr("ignore_index", -1)}))  // reduction defaults to mean
+      .m(1, node("NegativeLogLikelihoodLoss", {"x", "t"}, {"nll_none"}, "nll_none",
+                 {int_attr("ignore_index", -1), str_attr("reduction", "none")}))
+      .m(1, node("SoftmaxCrossEntropyLoss", {"x", "t"}, {"sce_plain"}, "sce_plain",
+                 {int_attr("ignore_index", -1)}))
+      .m(1, node("SoftmaxCrossEntropyLoss", {"x", "t", "w"}, {"sce_sum"}, "sce_sum",
+                 {int_attr("ignore_index", -1), str_attr("reduction", "sum")}))
+      .s(2, "g");
+  g.m(5, float_tensor("w", {4}, wv));
+  g.m(11, value_info("x", 1, {"3", "4", "2"})).m(11, value_info("t", 7, {"3", "2"}));
+  for (const char* o : {"nll", "sce", "log_prob", "nll_none", "sce_plain", "sce_sum"})
+    g.m(12, value_info(o, 1, {}));
+  for (const int64_t opset : {12, 13, 22}) {
+    INFO("opset " << opset);
+    auto r = import_str(model(g, opset, opset >= 21 ? 10 : 7));
+    INFO(r.status().message());
+    REQUIRE(r.is_ok());
+    const Tensor x = test::random_tensor(TensorDesc{DType::kF32, {3, 4, 2}}, 17);
+    Tensor t(TensorDesc{DType::kI64, {3, 2}});
+    const int64_t tv[3][2] = {{1, -1}, {3, 0}, {-1, 2}};
+    std::memcpy(t.data(), tv, sizeof tv);
+    engine::NamedTensors out = value_or_throw(run_graph(*r, {x, t}));
+    REQUIRE(out.size() == 6);
+    const float* xp = x.data_as<float>();
+    auto at = [&](int n, int c, int d) { return static_cast<double>(xp[(n * 4 + c) * 2 + d]); };
+    // The definitions, as naive loops in double.
+    double lp[3][4][2];
+    for (int n = 0; n < 3; ++n)
+      for (int d = 0; d < 2; ++d) {
+        double mx = -1e300, s = 0;
+        for (int c = 0; c < 4; ++c) mx = std::max(mx, at(n, c, d));
+        for (int c = 0; c < 4; ++c) s += std::exp(at(n, c, d) - mx);
+        for (int c = 0; c < 4; ++c) lp[n][c][d] = at(n, c, d) - mx - std::log(s);
+      }
+    double nll_num = 0, nll_den = 0, sce_num = 0, sce_plain = 0, count = 0, none[3][2];
+    for (int n = 0; n < 3; ++n)
+      for (int d = 0; d < 2; ++d) {
+        none[n][d] = 0;
+        const int64_t c = tv[n][d];
+        if (c == -1) continue;
+        const double wc = wv[static_cast<size_t>(c)];
+        none[n][d] = -at(n, static_cast<int>(c), d);
+        nll_num += -at(n, static_cast<int>(c), d) * wc;
+        nll_den += wc;
+        sce_num += -lp[n][c][d] * wc;
+        sce_plain += -lp[n][c][d];
+        count += 1;
+      }
+    auto scalar = [&](size_t k, double want) {
+      INFO(out[k].first);
+      REQUIRE(out[k].second.numel() == 1);
+      CHECK(out[k].second.desc().shape.empty());
+      CHECK(std::abs(out[k].second.data_as<float>()[0] - want) <= 1e-5 * (1 + std::abs(want)));
+    };
+    scalar(0, nll_num / nll_den);
+    scalar(1, sce_num / nll_den);
+    scalar(4, sce_plain / count);
+    scalar(5, sce_num);
+    REQUIRE(out[2].second.desc().shape == Shape{3, 4, 2});
+    for (int n = 0; n < 3; ++n)
+      for (int c = 0; c < 4; ++c)
+        for (int d = 0; d < 2; ++d)
+          CHECK(std::abs(out[2].second.data_as<float>()[(n * 4 + c) * 2 + d] - lp[n][c][d]) < 1e-5);
+    REQUIRE(out[3].second.desc().shape == Shape{3, 2});
+    for (int n = 0; n < 3; ++n)
+      for (int d = 0; d < 2; ++d) CHECK(out[3].second.data_as<float>()[n * 2 + d] == none[n][d]);
+  }
+  // A bad target dtype, a weight of the wrong length, a target of the wrong shape: named.
+  auto err = [&](const std::vector<std::string>& ins, int t_elem, std::vector<std::string> t_dims,
+                 int64_t wlen) {
+    Pw b;
+    b.m(1, node("NegativeLogLikelihoodLoss", ins, {"y"}, "loss")).s(2, "g");
+    b.m(5, float_tensor("w", {wlen}, std::vector<float>(static_cast<size_t>(wlen), 1.0f)));
+    b.m(11, value_info("x", 1, {"3", "4", "2"})).m(11, value_info("t", t_elem, t_dims));
+    b.m(12, value_info("y", 1, {}));
+    auto r = import_str(model(b, 13, 7));
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().code() == StatusCode::kInvalidGraph);
+    return r.status().message();
+  };
+  CHECK_THAT(err({"x", "t"}, 1, {"3", "2"}, 4),
+             Catch::StartsWith("t.onnx: node[0] 'loss' (NegativeLogLikelihoodLoss)") &&
+                 Catch::Contains("input 1 (target) is float32[3, 2]; it must be int32 or int64"));
+  CHECK_THAT(err({"x", "t", "w"}, 7, {"3", "2"}, 5),
+             Catch::Contains("input 2 (weight) is float32[5]; it must be [C] = [4]"));
+  CHECK_THAT(err({"x", "t"}, 7, {"3"}, 4),
+             Catch::Contains("input 1 (target) is int64[3]; for input 0 (input) float32[3, 4, 2] "
+                             "it must be [3, 2]"));
+}
