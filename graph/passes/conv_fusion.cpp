@@ -79,7 +79,8 @@ Result<Graph> fold_conv_affine(const Graph& g, const ShapeInferencer& shapes, in
     const Value& wv = g.value(conv.inputs[1]);
     const bool has_bias = conv.inputs.size() > 2 && conv.inputs[2] != kNoId;
     const size_t rank = vol ? 5 : 4;
-    if (!wv.data || wv.data->dtype() != DType::kF32 || wv.desc.rank() != rank) continue;
+    if (!wv.data || wv.data->dtype() != DType::kF32 || static_cast<size_t>(wv.desc.rank()) != rank)
+      continue;
     if (has_bias && !g.value(conv.inputs[2]).data) continue;
     const int64_t oc = wv.desc.shape[0];
     std::vector<double> scale(static_cast<size_t>(oc), 1.0), shift(static_cast<size_t>(oc), 0.0);
