@@ -740,8 +740,9 @@ Result<std::unique_ptr<Primitive>> make_conv_bwd_weights_for(const ConvSpec& s, 
 }
 
 Result<std::unique_ptr<Primitive>> make_pool_for(const PoolSpec& s, int team_size, bool allow_ref) {
-  const bool vol = s.d > 0;  // 3-D: plain ncdhw only
+  const bool vol = s.d > 0;  // 3-D: ncdhw for the caller
   if (vol && s.block) return Status::unsupported("oneDNN pooling: a 3-D pooling takes no blocks");
+  if (s.staged && !vol) return Status::unsupported("oneDNN pooling: only a 3-D pooling is staged");
   try {
     ScopedOmpThreads threads(team_size);
     auto impl = std::make_unique<Primitive::Impl>();
@@ -751,8 +752,11 @@ Result<std::unique_ptr<Primitive>> make_pool_for(const PoolSpec& s, int team_siz
     for (int64_t v : sp(s.d, s.h, s.w)) src_dims.push_back(v);
     for (int64_t v : sp(s.od, s.oh, s.ow)) dst_dims.push_back(v);
     const memory::format_tag act = vol ? memory::format_tag::ncdhw : activation_tag(s.block);
-    const memory::desc src = f32_desc(src_dims, act);
-    const memory::desc dst = f32_desc(dst_dims, act);
+    const UserLayouts user{f32_desc(src_dims, act), f32_desc(dst_dims, act)};
+    const memory::format_tag inner = s.staged ? memory::format_tag::nCdhw16c : act;
+    const memory::desc src = f32_desc(src_dims, inner);
+    const memory::desc dst = f32_desc(dst_dims, inner);
+    const UserLayouts* stage = s.staged ? &user : nullptr;
     const dnnl::algorithm alg = s.kind == PoolKind::kMax ? dnnl::algorithm::pooling_max
                                 : s.kind == PoolKind::kAvgIncludePad
                                     ? dnnl::algorithm::pooling_avg_include_padding
@@ -767,13 +771,13 @@ Result<std::unique_ptr<Primitive>> make_pool_for(const PoolSpec& s, int team_siz
           sp(s.dilation_d - 1, s.dilation_h - 1, s.dilation_w - 1), pad_l, pad_r);
       dnnl::pooling_v2_forward::primitive_desc pd(d, user_scratchpad_attr(), cpu_engine());
       return finish<dnnl::pooling_v2_forward::primitive_desc, dnnl::pooling_v2_forward>(
-          pd, std::move(impl), memory::desc(), nullptr, allow_ref, "pooling");
+          pd, std::move(impl), memory::desc(), nullptr, allow_ref, "pooling", stage);
     }
     dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, alg, src, dst, strides,
                                   kernel, pad_l, pad_r);
     dnnl::pooling_forward::primitive_desc pd(d, user_scratchpad_attr(), cpu_engine());
     return finish<dnnl::pooling_forward::primitive_desc, dnnl::pooling_forward>(
-        pd, std::move(impl), memory::desc(), nullptr, allow_ref, "pooling");
+        pd, std::move(impl), memory::desc(), nullptr, allow_ref, "pooling", stage);
   } catch (const dnnl::error& e) {
     return from_dnnl(e, "pooling");
   }

@@ -123,8 +123,11 @@ struct PoolSpec {
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int64_t dilation_h = 1, dilation_w = 1;  // ONNX convention (1 = dense); max pooling only
   int block = 0;                           // 8 or 16: src and dst in nChw{B}c instead of nchw
-  // 3-D pooling when d > 0: src [n, c, d, h, w], dst [n, c, od, oh, ow], ncdhw only.
+  // 3-D pooling when d > 0: src [n, c, d, h, w], dst [n, c, od, oh, ow], ncdhw for the caller.
   int64_t d = 0, od = 0, kd = 1, stride_d = 1, dilation_d = 1, pad_front = 0, pad_back = 0;
+  // 3-D only: pool in nCdhw16c, src and dst reordered through scratch (oneDNN 2.6's jit pooling
+  // on ncdhw was 20x slower than that here: ops/conv_pool_3d.cpp measures both).
+  bool staged = false;
 };
 
 class Primitive {
