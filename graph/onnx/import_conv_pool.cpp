@@ -22,15 +22,21 @@ std::vector<int64_t> ints_or(const onnx::Node& n, const char* name, int64_t dflt
   return v;
 }
 
+// Sets INTS attribute `name` of n to v, replacing the one it has.
+void set_ints(onnx::Node& n, const std::string& name, std::vector<int64_t> v) {
+  std::erase_if(n.attrs, [&](const onnx::Attr& a) { return a.name == name; });
+  onnx::Attr a;
+  a.name = name;
+  a.type = onnx::kAttrInts;
+  a.ints = std::move(v);
+  n.attrs.push_back(std::move(a));
+}
+
 // `n` without attribute `drop` and with `pads` = pads.
 onnx::Node with_pads(const onnx::Node& n, const char* drop, std::vector<int64_t> pads) {
   onnx::Node out = n;
-  std::erase_if(out.attrs, [&](const onnx::Attr& a) { return a.name == drop || a.name == "pads"; });
-  onnx::Attr p;
-  p.name = "pads";
-  p.type = onnx::kAttrInts;
-  p.ints = std::move(pads);
-  out.attrs.push_back(std::move(p));
+  std::erase_if(out.attrs, [&](const onnx::Attr& a) { return a.name == drop; });
+  set_ints(out, "pads", std::move(pads));
   return out;
 }
 
@@ -379,14 +385,8 @@ Result<onnx::Node> Importer::transpose_pads(const onnx::Node& n, const std::stri
     pads[d + r] = mode == "SAME_UPPER" ? big : small;
   }
   onnx::Node out = with_pads(n, "auto_pad", pads);
-  std::erase_if(out.attrs, [](const onnx::Attr& a) {
-    return a.name == "output_shape" || a.name == "output_padding";
-  });
-  onnx::Attr op;
-  op.name = "output_padding";
-  op.type = onnx::kAttrInts;
-  op.ints = std::move(outpad);
-  out.attrs.push_back(std::move(op));
+  std::erase_if(out.attrs, [](const onnx::Attr& a) { return a.name == "output_shape"; });
+  set_ints(out, "output_padding", std::move(outpad));
   return out;
 }
 

@@ -29,6 +29,9 @@
 using namespace graphi;
 using namespace graphi::graph;
 namespace fs = std::filesystem;
+using graphi::test::onnx_pb::int_attr;
+using graphi::test::onnx_pb::ints_attr;
+using graphi::test::onnx_pb::str_attr;
 
 namespace {
 
@@ -899,11 +902,6 @@ TEST_CASE("onnx: reductions squeezed or reshaped to a scalar (PyTorch 2's x.mean
 }
 
 TEST_CASE("onnx: Resize with empty roi and scales tensors and sizes (as tf2onnx writes it)") {
-  auto str_attr = [](const std::string& name, const std::string& v) {
-    Pw a;
-    a.s(1, name).s(4, v).i(20, 3);
-    return a;
-  };
   Pw g;
   g.m(1,
       node("Resize", {"x", "roi", "scales", "sizes"}, {"y"}, "up",
@@ -1151,11 +1149,6 @@ TEST_CASE("onnx: sequences of tensors resolved at import (SplitToSequence, Seque
   // SequenceConstruct(a, b) + SequenceInsert(x row 1 at 1) -> ConcatFromSequence(new_axis 1,
   // axis 0) = stack: y [3, 4] = [row 2, row 1, row 0]; SplitToSequence(x, split = 3 on axis 1):
   // [3, 3] and [3, 1], concatenated back on axis 1 -> z = x; SequenceLength -> n = 3.
-  auto int_attr = [](const char* nm, int64_t v) {
-    Pw a;
-    a.s(1, nm).i(3, v).i(20, 2);
-    return a;
-  };
   Pw g;
   g.m(1, node("SplitToSequence", {"x"}, {"rows"}, "split_rows",
               {int_attr("axis", 0), int_attr("keepdims", 0)}))
@@ -1296,18 +1289,6 @@ double bilinear_at(const float* v, int h, int w, double sy, double sx) {
 }  // namespace
 
 TEST_CASE("onnx: Resize-10, 1-D ConvTranspose with output_padding, ReverseSequence, unnamed dims") {
-  auto ints_attr = [](const char* nm, const std::vector<int64_t>& v) {
-    Pw a;
-    a.s(1, nm);
-    for (int64_t x : v) a.i(8, x);
-    a.i(20, 7);
-    return a;
-  };
-  auto str_attr = [](const char* nm, const std::string& v) {
-    Pw a;
-    a.s(1, nm).s(4, v).i(20, 3);
-    return a;
-  };
   SECTION("Resize-10 linear: asymmetric coordinates (x / scale), not opset 11's half_pixel") {
     Pw g;
     g.m(1, node("Resize", {"x", "scales"}, {"y"}, "up", {str_attr("mode", "linear")})).s(2, "g");
@@ -1388,23 +1369,6 @@ TEST_CASE("onnx: Resize-10, 1-D ConvTranspose with output_padding, ReverseSequen
 
 TEST_CASE(
     "onnx: ConvTranspose auto_pad/output_shape, Hardmax-11, Dropout's mask, Resize-18 policy") {
-  auto ints_attr = [](const char* nm, const std::vector<int64_t>& v) {
-    Pw a;
-    a.s(1, nm);
-    for (int64_t x : v) a.i(8, x);
-    a.i(20, 7);
-    return a;
-  };
-  auto str_attr = [](const char* nm, const std::string& v) {
-    Pw a;
-    a.s(1, nm).s(4, v).i(20, 3);
-    return a;
-  };
-  auto int_attr = [](const char* nm, int64_t v) {
-    Pw a;
-    a.s(1, nm).i(3, v).i(20, 2);
-    return a;
-  };
   // 1-D ConvTranspose of x [1, 1, 5] by w [1, 1, 3], stride 2, as a naive scatter into the full
   // (unpadded) output of 2 * 4 + 3 = 11, then cropped [begin, begin + len) (zeros past the end).
   const std::vector<float> wv = {0.5f, -1.0f, 2.0f}, xv = {1.0f, 3.0f, -2.0f, 0.25f, 4.0f};
@@ -1527,11 +1491,6 @@ TEST_CASE(
 }
 
 TEST_CASE("onnx: GridSample's mode names per opset, 5-D at opset 20 only, errors naming the node") {
-  auto str_attr = [](const char* nm, const std::string& v) {
-    Pw a;
-    a.s(1, nm).s(4, v).i(20, 3);
-    return a;
-  };
   // x [1, 1, 2(, 2), 2], grid [1, 1, 1(, 1), k] -> y: one sample at the centre (grid 0), the
   // mean of the corners with (bi/tri)linear and align_corners = 0.
   auto gs_model = [&](int64_t opset, const std::string& mode, int k, int grid_last) {
@@ -1591,16 +1550,6 @@ TEST_CASE(
   // x float32 [3, 4, 2] (N, C, d1) and t int64 [3, 2] are run-time inputs; t holds ignore_index
   // -1 (out of [0, C): the gathers must not read it); w float32 [4] an initializer. What
   // torch.onnx.export writes for F.nll_loss / F.cross_entropy(weight, ignore_index).
-  auto int_attr = [](const char* nm, int64_t v) {
-    Pw a;
-    a.s(1, nm).i(3, v).i(20, 2);
-    return a;
-  };
-  auto str_attr = [](const char* nm, const std::string& v) {
-    Pw a;
-    a.s(1, nm).s(4, v).i(20, 3);
-    return a;
-  };
   const std::vector<float> wv = {0.5f, 2.0f, 1.0f, 3.0f};
   Pw g;
   g.m(1, node("NegativeLogLikelihoodLoss", {"x", "t", "w"}, {"nll"}, "nll",

@@ -70,6 +70,27 @@ inline ProtoWriter node(const std::string& op, const std::vector<std::string>& i
   return n;
 }
 
+// AttributeProto of type INT (2), INTS (7) and STRING (3).
+inline ProtoWriter int_attr(const std::string& name, int64_t v) {
+  ProtoWriter a;
+  a.s(1, name).i(3, v).i(20, 2);
+  return a;
+}
+
+inline ProtoWriter ints_attr(const std::string& name, const std::vector<int64_t>& v) {
+  ProtoWriter a;
+  a.s(1, name);
+  for (int64_t x : v) a.i(8, x);
+  a.i(20, 7);
+  return a;
+}
+
+inline ProtoWriter str_attr(const std::string& name, const std::string& v) {
+  ProtoWriter a;
+  a.s(1, name).s(4, v).i(20, 3);
+  return a;
+}
+
 // TensorProto with raw_data of `raw_bytes` zero bytes (data_type 1 = FLOAT, 7 = INT64).
 inline ProtoWriter raw_tensor(const std::string& name, int data_type,
                               const std::vector<int64_t>& dims, size_t raw_bytes) {
