@@ -50,6 +50,10 @@ Result<graph::passes::PipelineOptions> pipeline_options_from_env() {
 Result<OptimizedGraph> optimize_graph(std::shared_ptr<const graph::Graph> g) {
   GRAPHI_ASSIGN_OR_RETURN(graph::passes::PipelineOptions options, pipeline_options_from_env());
   options.conv_block = ops::onednn::preferred_activation_block();
+  // Asking oneDNN makes a primitive descriptor: only for graphs with 3-D convolutions.
+  for (graph::NodeId id = 0; id < g->num_nodes() && !options.conv3d_channels_last; ++id)
+    if (g->node(id).op == "Conv3D")
+      options.conv3d_channels_last = ops::onednn::prefers_channels_last_3d();
   GRAPHI_ASSIGN_OR_RETURN(graph::passes::PipelineResult p,
                           graph::passes::run_passes(*g, ops::Registry::get(), options));
   OptimizedGraph out;

@@ -10,6 +10,12 @@
 // Kernels, in preference order: a oneDNN primitive (plain ncdhw for the caller; where oneDNN
 // has no jit kernel for it, the activations staged through scratch in its own blocked layout),
 // then a plain loop nest over output volumes split across the team.
+//
+// Conv3DNdhwc, ConvTranspose3DNdhwc, MaxPool3DNdhwc and AveragePool3DNdhwc are the same ops on
+// channels-last tensors [N, D, H, W, C], the layout oneDNN's brgemm convolutions compute in on
+// AVX-512 (graph/passes/blocked_layout.h keeps chains of them channels-last, transposing at the
+// boundaries only, where onednn::prefers_channels_last_3d()). oneDNN only; an argument its fast
+// kernels do not take channels-last is staged through scratch.
 #include <algorithm>
 #include <array>
 #include <limits>
@@ -36,8 +42,33 @@ struct Geometry3 {
   int64_t out_volume() const { return out[0] * out[1] * out[2]; }
 };
 
-bool is_conv3d(const graph::Node& node) { return node.op == "Conv3D"; }
-bool is_deconv3d(const graph::Node& node) { return node.op == "ConvTranspose3D"; }
+constexpr std::string_view kNdhwc = "Ndhwc";
+bool is_channels_last(const graph::Node& node) {
+  return node.op.size() > kNdhwc.size() &&
+         node.op.compare(node.op.size() - kNdhwc.size(), kNdhwc.size(), kNdhwc) == 0;
+}
+// The op without its "Ndhwc" suffix.
+std::string_view base_op(const graph::Node& node) {
+  std::string_view op = node.op;
+  if (is_channels_last(node)) op.remove_suffix(kNdhwc.size());
+  return op;
+}
+bool is_conv3d(const graph::Node& node) { return base_op(node) == "Conv3D"; }
+bool is_deconv3d(const graph::Node& node) { return base_op(node) == "ConvTranspose3D"; }
+bool is_max3d(const graph::Node& node) { return base_op(node) == "MaxPool3D"; }
+
+// The logical NCDHW desc of X (a channels-last [N, D, H, W, C] X permuted; an NCDHW X as is),
+// in `storage`.
+std::vector<const TensorDesc*> logical_inputs(const graph::Node& node,
+                                              const std::vector<const TensorDesc*>& in,
+                                              TensorDesc& storage) {
+  std::vector<const TensorDesc*> out = in;
+  if (!is_channels_last(node) || in.empty() || !in[0] || in[0]->rank() != 5) return out;
+  const Shape& x = in[0]->shape;
+  storage = TensorDesc{in[0]->dtype, {x[0], x[4], x[1], x[2], x[3]}};
+  out[0] = &storage;
+  return out;
+}
 
 Status check_x(const std::string& where, const TensorDesc* x) {
   if (!x) return Status::invalid_graph(where + ": missing input X");
@@ -261,7 +292,7 @@ Result<Geometry3> pool3d_geometry(const graph::Node& node, const std::vector<con
   if (ceil_mode != 0)
     return Status::unsupported(where + ": attribute 'ceil_mode' = " + std::to_string(ceil_mode) +
                                " is not supported (only 0)");
-  const bool is_max = node.op == "MaxPool3D";
+  const bool is_max = is_max3d(node);
   if (node.attrs.has("dilations") && !is_max) {
     GRAPHI_ASSIGN_OR_RETURN(auto dil, graph::attr_ints(node.attrs, where, "dilations"));
     for (int64_t d : dil)
@@ -301,15 +332,20 @@ Result<std::vector<TensorDesc>> infer_conv_pool_3d(const graph::InferContext& ct
   if ((is_conv3d(ctx.node) || is_deconv3d(ctx.node)) && ctx.num_outputs != 1)
     return Status::invalid_graph(ctx.where + ": the convolution has exactly 1 output, got " +
                                  std::to_string(ctx.num_outputs));
+  TensorDesc logical;
+  const auto in = logical_inputs(ctx.node, ctx.inputs, logical);
+  Geometry3 g;
   if (is_deconv3d(ctx.node)) {
-    GRAPHI_ASSIGN_OR_RETURN(Deconv3d d, deconv3d_geometry(ctx.node, ctx.inputs, ctx.where));
-    return std::vector<TensorDesc>{
-        TensorDesc{DType::kF32, {d.g.n, d.g.oc, d.g.out[0], d.g.out[1], d.g.out[2]}}};
+    GRAPHI_ASSIGN_OR_RETURN(Deconv3d d, deconv3d_geometry(ctx.node, in, ctx.where));
+    g = d.g;
+  } else {
+    GRAPHI_ASSIGN_OR_RETURN(g, is_conv3d(ctx.node)
+                                   ? conv3d_geometry(ctx.node, in, ctx.where)
+                                   : pool3d_geometry(ctx.node, in, ctx.num_outputs, ctx.where));
   }
-  GRAPHI_ASSIGN_OR_RETURN(Geometry3 g,
-                          is_conv3d(ctx.node)
-                              ? conv3d_geometry(ctx.node, ctx.inputs, ctx.where)
-                              : pool3d_geometry(ctx.node, ctx.inputs, ctx.num_outputs, ctx.where));
+  if (is_channels_last(ctx.node))
+    return std::vector<TensorDesc>{
+        TensorDesc{DType::kF32, {g.n, g.out[0], g.out[1], g.out[2], g.oc}}};
   return std::vector<TensorDesc>{
       TensorDesc{DType::kF32, {g.n, g.oc, g.out[0], g.out[1], g.out[2]}}};
 }
@@ -357,19 +393,24 @@ void set_window(Spec& s, const Geometry3& g, const Dims3& src, const Dims3& dst)
 // ---------------------------------------------------------------------------------------------
 // Conv3D on oneDNN's convolution; ConvTranspose3D (`transpose`) on its deconvolution (group 1),
 // described by the convolution it reverses, activations and weights staged through scratch in
-// oneDNN's own layouts.
+// oneDNN's own layouts. The *Ndhwc variants take and give channels-last activations (constant
+// weights packed once; activations staged only where oneDNN has no fast kernel for them).
 class OnednnConv3DKernel final : public Kernel {
  public:
   explicit OnednnConv3DKernel(bool transpose) : transpose_(transpose) {}
   const char* name() const override {
+    if (channels_last_) return transpose_ ? "convtranspose3d_onednn_ndhwc" : "conv3d_onednn_ndhwc";
     return transpose_ ? "convtranspose3d_onednn" : "conv3d_onednn";
   }
   bool opens_own_region() const override { return true; }
   size_t scratch_bytes() const override { return prim_ ? prim_->scratch_bytes() : 0; }
 
   Status init(const KernelContext& ctx) override {
-    if (transpose_) return init_transpose(ctx);
-    GRAPHI_ASSIGN_OR_RETURN(g_, conv3d_geometry(ctx.node, ctx.inputs, ctx.where));
+    channels_last_ = is_channels_last(ctx.node);
+    TensorDesc logical;
+    const auto in = logical_inputs(ctx.node, ctx.inputs, logical);
+    if (transpose_) return init_transpose(ctx, in);
+    GRAPHI_ASSIGN_OR_RETURN(g_, conv3d_geometry(ctx.node, in, ctx.where));
     onednn::ConvSpec s;
     s.n = g_.n;
     s.c = g_.c;
@@ -379,6 +420,10 @@ class OnednnConv3DKernel final : public Kernel {
     s.post = g_.post;
     set_window(s, g_, g_.in, g_.out);
     if (const Tensor* w = ctx.constant(1)) s.const_weights = w->data_as<float>();
+    if (channels_last_) {
+      s.channels_last = true;
+      return make_channels_last(s, ctx.team_size, onednn::make_conv);
+    }
     // oneDNN serves ncdhw directly with a jit kernel for some shapes (few input channels); its
     // other ncdhw paths are im2col + GEMM and the reference code, where its own blocked layout
     // (reached through scratch) is faster. Weights given every run are staged too.
@@ -405,8 +450,24 @@ class OnednnConv3DKernel final : public Kernel {
   }
 
  private:
-  Status init_transpose(const KernelContext& ctx) {
-    GRAPHI_ASSIGN_OR_RETURN(Deconv3d d, deconv3d_geometry(ctx.node, ctx.inputs, ctx.where));
+  // oneDNN's kernel on the channels-last activations as they are, or (where it has only its
+  // reference code for them) staged through scratch into its own layouts.
+  Status make_channels_last(
+      onednn::ConvSpec s, int team_size,
+      Result<std::unique_ptr<onednn::Primitive>> (*make)(const onednn::ConvSpec&, int, bool)) {
+    s.staged = !s.const_weights;  // weights given every run go through scratch
+    Result<std::unique_ptr<onednn::Primitive>> direct = make(s, team_size, false);
+    if (direct.is_ok()) {
+      prim_ = std::move(*direct);
+      return Status::ok();
+    }
+    s.staged = true;
+    GRAPHI_ASSIGN_OR_RETURN(prim_, make(s, team_size, true));
+    return Status::ok();
+  }
+
+  Status init_transpose(const KernelContext& ctx, const std::vector<const TensorDesc*>& in) {
+    GRAPHI_ASSIGN_OR_RETURN(Deconv3d d, deconv3d_geometry(ctx.node, in, ctx.where));
     g_ = d.g;
     if (g_.group != 1) return Status::unsupported("oneDNN deconvolution here: group 1 only");
     onednn::ConvSpec s;
@@ -421,12 +482,18 @@ class OnednnConv3DKernel final : public Kernel {
     s.pad_right -= d.out_pad[2];
     if (s.pad_back < 0 || s.pad_bottom < 0 || s.pad_right < 0)
       return Status::unsupported("output_padding beyond the end pads");
+    if (channels_last_) {
+      s.channels_last = true;
+      if (const Tensor* w = ctx.constant(1)) s.const_weights = w->data_as<float>();
+      return make_channels_last(s, ctx.team_size, onednn::make_deconv);
+    }
     s.staged = true;
     GRAPHI_ASSIGN_OR_RETURN(prim_, onednn::make_deconv(s, ctx.team_size, false));
     return Status::ok();
   }
 
   bool transpose_;
+  bool channels_last_ = false;
   Geometry3 g_;
   std::unique_ptr<onednn::Primitive> prim_;
 };
@@ -548,15 +615,28 @@ class OnednnPool3DKernel final : public Kernel {
   size_t scratch_bytes() const override { return prim_ ? prim_->scratch_bytes() : 0; }
 
   Status init(const KernelContext& ctx) override {
-    GRAPHI_ASSIGN_OR_RETURN(g_,
-                            pool3d_geometry(ctx.node, ctx.inputs, ctx.outputs.size(), ctx.where));
+    TensorDesc logical;
+    const auto in = logical_inputs(ctx.node, ctx.inputs, logical);
+    GRAPHI_ASSIGN_OR_RETURN(g_, pool3d_geometry(ctx.node, in, ctx.outputs.size(), ctx.where));
     onednn::PoolSpec s;
-    s.kind = ctx.node.op == "MaxPool3D" ? onednn::PoolKind::kMax
-             : g_.count_include_pad     ? onednn::PoolKind::kAvgIncludePad
-                                        : onednn::PoolKind::kAvgExcludePad;
+    s.kind = is_max3d(ctx.node)     ? onednn::PoolKind::kMax
+             : g_.count_include_pad ? onednn::PoolKind::kAvgIncludePad
+                                    : onednn::PoolKind::kAvgExcludePad;
     s.n = g_.n;
     s.c = g_.c;
     set_window(s, g_, g_.in, g_.out);
+    if (is_channels_last(ctx.node)) {
+      // oneDNN's jit pooling reads ndhwc; staged where it has only its reference code for it.
+      s.channels_last = true;
+      Result<std::unique_ptr<onednn::Primitive>> direct =
+          onednn::make_pool(s, ctx.team_size, false);
+      if (!direct.is_ok()) {
+        s.staged = true;
+        direct = onednn::make_pool(s, ctx.team_size, true);
+      }
+      GRAPHI_ASSIGN_OR_RETURN(prim_, std::move(direct));
+      return Status::ok();
+    }
     // oneDNN 2.6's jit pooling on ncdhw took 4 ms for a 1x2x2 max pool of [1, 32, 8, 56, 56]
     // here, its nCdhw16c pooling with the two reorders through scratch ~20x less: both are made
     // and the faster one (best of interleaved runs) kept; staged where it cannot be measured.
@@ -677,6 +757,34 @@ void register_conv_pool_3d_ops(Registry& r) {
                []() -> std::unique_ptr<Kernel> {
                  return std::make_unique<RefPool3DKernel>("avgpool3d_ref", false);
                }}});
+  // The channels-last variants of graph/passes/blocked_layout.h: oneDNN only (its reference
+  // implementation where it has nothing else: slow but correct).
+  r.add(OpDef{
+      "Conv3DNdhwc",
+      infer_conv_pool_3d,
+      cost_conv_pool_3d,
+      false,
+      {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConv3DKernel>(false); }}});
+  r.add(OpDef{
+      "ConvTranspose3DNdhwc",
+      infer_conv_pool_3d,
+      cost_conv_pool_3d,
+      false,
+      {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConv3DKernel>(true); }}});
+  r.add(OpDef{"MaxPool3DNdhwc",
+              infer_conv_pool_3d,
+              cost_conv_pool_3d,
+              false,
+              {[]() -> std::unique_ptr<Kernel> {
+                return std::make_unique<OnednnPool3DKernel>("maxpool3d_onednn_ndhwc");
+              }}});
+  r.add(OpDef{"AveragePool3DNdhwc",
+              infer_conv_pool_3d,
+              cost_conv_pool_3d,
+              false,
+              {[]() -> std::unique_ptr<Kernel> {
+                return std::make_unique<OnednnPool3DKernel>("avgpool3d_onednn_ndhwc");
+              }}});
 }
 
 }  // namespace graphi::ops

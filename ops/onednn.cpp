@@ -433,11 +433,12 @@ Result<std::unique_ptr<Primitive>> finish(const PD& pd, std::unique_ptr<Primitiv
   return std::make_unique<Primitive>(std::move(impl));
 }
 
-// 4-D activations: plain NCHW, or oneDNN's channel-blocked nChw8c / nChw16c.
-memory::format_tag activation_tag(int block) {
-  return block == 16  ? memory::format_tag::nChw16c
-         : block == 8 ? memory::format_tag::nChw8c
-                      : memory::format_tag::nchw;
+// 4-D activations: plain NCHW, or oneDNN's channel-blocked nChw8c / nChw16c. 3-D (`vol`):
+// ncdhw, or channels-last ndhwc.
+memory::format_tag activation_tag(int block, bool vol = false, bool channels_last = false) {
+  using tag = memory::format_tag;
+  if (vol) return channels_last ? tag::ndhwc : tag::ncdhw;
+  return block == 16 ? tag::nChw16c : block == 8 ? tag::nChw8c : tag::nchw;
 }
 
 // A FusedConv activation as oneDNN eltwise post-ops (HardSigmoid: linear, then clip to [0, 1]).
@@ -543,11 +544,13 @@ Result<std::unique_ptr<Primitive>> make_matmul_for(const MatMulSpec& spec, int t
 }
 
 Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_size, bool allow_ref) {
-  const bool vol = s.d > 0;  // 3-D: plain ncdhw activations only
+  const bool vol = s.d > 0;  // 3-D: ncdhw or ndhwc activations
   if (vol && (s.src_block || s.dst_block || s.dw.stride > 0 || s.input_scale))
     return Status::unsupported(
         "oneDNN convolution: a 3-D convolution takes no blocks, fused depthwise conv or input "
         "scale");
+  if (s.channels_last && !vol)
+    return Status::unsupported("oneDNN convolution: channels-last is for 3-D convolutions");
   try {
     ScopedOmpThreads threads(team_size);
     auto impl = std::make_unique<Primitive::Impl>();
@@ -577,8 +580,8 @@ Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_siz
     const memory::desc wei = s.const_weights || staged ? f32_desc(wei_dims, tag::any) : user_wei;
     const Dims src_dims = with({s.n, s.c}, sp(s.d, s.h, s.w)),
                dst_dims = with({s.n, s.oc}, sp(s.od, s.oh, s.ow));
-    const UserLayouts user{f32_desc(src_dims, vol ? tag::ncdhw : activation_tag(s.src_block)),
-                           f32_desc(dst_dims, vol ? tag::ncdhw : activation_tag(s.dst_block))};
+    const UserLayouts user{f32_desc(src_dims, activation_tag(s.src_block, vol, s.channels_last)),
+                           f32_desc(dst_dims, activation_tag(s.dst_block, vol, s.channels_last))};
     const memory::desc src = staged_act ? f32_desc(src_dims, tag::any) : user.src;
     const memory::desc dst = staged_act ? f32_desc(dst_dims, tag::any) : user.dst;
     const memory::desc bias = s.has_bias ? f32_desc({s.oc}, tag::a) : memory::desc();
@@ -631,9 +634,10 @@ Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_siz
 Result<std::unique_ptr<Primitive>> make_deconv_for(const ConvSpec& s, int team_size,
                                                    bool allow_ref) {
   if (s.group != 1 || s.src_block || s.dst_block || s.post.kind != ConvActivation::kNone ||
-      s.sum_input)
-    return Status::unsupported("oneDNN deconvolution: only group 1, plain NCHW, no activation");
-  const bool vol = s.d > 0;  // 3-D: ncdhw, weights [oc, c, kd, kh, kw]
+      s.sum_input || (s.channels_last && s.d == 0))
+    return Status::unsupported(
+        "oneDNN deconvolution: only group 1, NCHW / NCDHW / NDHWC, no activation");
+  const bool vol = s.d > 0;  // 3-D: ncdhw or ndhwc, weights [oc, c, kd, kh, kw]
   try {
     ScopedOmpThreads threads(team_size);
     auto impl = std::make_unique<Primitive::Impl>();
@@ -651,13 +655,12 @@ Result<std::unique_ptr<Primitive>> make_deconv_for(const ConvSpec& s, int team_s
     const Dims wei_dims = with({s.c, s.oc}, sp(s.kd, s.kh, s.kw));
     const Dims src_dims = with({s.n, s.oc}, sp(s.od, s.oh, s.ow)),
                dst_dims = with({s.n, s.c}, sp(s.d, s.h, s.w));
-    const tag plain = vol ? tag::ncdhw : tag::nchw;
     const memory::desc user_wei = f32_desc(wei_dims, vol ? tag::iodhw : tag::iohw);
-    const UserLayouts user{f32_desc(src_dims, plain), f32_desc(dst_dims, plain)};
-    const tag act = s.staged ? tag::any : plain;
-    const memory::desc src = f32_desc(src_dims, act);
-    const memory::desc dst = f32_desc(dst_dims, act);
-    const memory::desc wei = s.staged ? f32_desc(wei_dims, tag::any) : user_wei;
+    const tag act = activation_tag(0, vol, s.channels_last);
+    const UserLayouts user{f32_desc(src_dims, act), f32_desc(dst_dims, act)};
+    const memory::desc src = s.staged ? f32_desc(src_dims, tag::any) : user.src;
+    const memory::desc dst = s.staged ? f32_desc(dst_dims, tag::any) : user.dst;
+    const memory::desc wei = s.staged || s.const_weights ? f32_desc(wei_dims, tag::any) : user_wei;
     const memory::desc bias = s.has_bias ? f32_desc({s.c}, tag::a) : memory::desc();
     impl->bias_md = bias;
     dnnl::deconvolution_forward::desc d(
@@ -669,7 +672,7 @@ Result<std::unique_ptr<Primitive>> make_deconv_for(const ConvSpec& s, int team_s
         sp(s.pad_front, s.pad_top, s.pad_left), sp(s.pad_back, s.pad_bottom, s.pad_right));
     dnnl::deconvolution_forward::primitive_desc pd(d, user_scratchpad_attr(), cpu_engine());
     return finish<dnnl::deconvolution_forward::primitive_desc, dnnl::deconvolution_forward>(
-        pd, std::move(impl), user_wei, nullptr, allow_ref, "deconvolution",
+        pd, std::move(impl), user_wei, s.const_weights, allow_ref, "deconvolution",
         s.staged ? &user : nullptr);
   } catch (const dnnl::error& e) {
     return from_dnnl(e, "deconvolution");
@@ -740,9 +743,11 @@ Result<std::unique_ptr<Primitive>> make_conv_bwd_weights_for(const ConvSpec& s, 
 }
 
 Result<std::unique_ptr<Primitive>> make_pool_for(const PoolSpec& s, int team_size, bool allow_ref) {
-  const bool vol = s.d > 0;  // 3-D: ncdhw for the caller
+  const bool vol = s.d > 0;  // 3-D: ncdhw or ndhwc for the caller
   if (vol && s.block) return Status::unsupported("oneDNN pooling: a 3-D pooling takes no blocks");
   if (s.staged && !vol) return Status::unsupported("oneDNN pooling: only a 3-D pooling is staged");
+  if (s.channels_last && !vol)
+    return Status::unsupported("oneDNN pooling: channels-last is for 3-D pooling");
   try {
     ScopedOmpThreads threads(team_size);
     auto impl = std::make_unique<Primitive::Impl>();
@@ -751,7 +756,7 @@ Result<std::unique_ptr<Primitive>> make_pool_for(const PoolSpec& s, int team_siz
     Dims src_dims{s.n, s.c}, dst_dims{s.n, s.c};
     for (int64_t v : sp(s.d, s.h, s.w)) src_dims.push_back(v);
     for (int64_t v : sp(s.od, s.oh, s.ow)) dst_dims.push_back(v);
-    const memory::format_tag act = vol ? memory::format_tag::ncdhw : activation_tag(s.block);
+    const memory::format_tag act = activation_tag(s.block, vol, s.channels_last);
     const UserLayouts user{f32_desc(src_dims, act), f32_desc(dst_dims, act)};
     const memory::format_tag inner = s.staged ? memory::format_tag::nCdhw16c : act;
     const memory::desc src = f32_desc(src_dims, inner);
@@ -904,6 +909,24 @@ std::vector<double> best_run_ms(const std::vector<const Primitive*>& prims, int 
 int preferred_activation_block() {
   // The ISA oneDNN dispatches to (DNNL_MAX_CPU_ISA caps it).
   return dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core ? 16 : 8;
+}
+
+bool prefers_channels_last_3d() {
+  static const bool answer = [] {
+    try {
+      using tag = memory::format_tag;
+      const Dims src{1, 64, 8, 28, 28}, wei{64, 64, 3, 3, 3};
+      dnnl::convolution_forward::desc d(
+          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+          f32_desc(src, tag::any), f32_desc(wei, tag::any), memory::desc(), f32_desc(src, tag::any),
+          {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, {1, 1, 1});
+      dnnl::convolution_forward::primitive_desc pd(d, cpu_engine());
+      return pd.src_desc() == f32_desc(src, tag::ndhwc);
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return answer;
 }
 
 std::string version_string() {

@@ -109,6 +109,9 @@ struct ConvSpec {
   // ow], weights [oc, c/group, kd, kh, kw]; no blocks, fused depthwise conv or input scale
   // (ops/conv_pool_3d.cpp). ONNX conventions as above.
   int64_t d = 0, od = 0, kd = 1, stride_d = 1, dilation_d = 1, pad_front = 0, pad_back = 0;
+  // 3-D only: src and dst channels-last for the caller (ndhwc: [n, d, h, w, c] in memory), the
+  // layout oneDNN's brgemm convolutions compute in on AVX-512 (preferred_3d_layout()).
+  bool channels_last = false;
 };
 
 enum class PoolKind { kMax, kAvgIncludePad, kAvgExcludePad };
@@ -128,6 +131,7 @@ struct PoolSpec {
   // 3-D only: pool in nCdhw16c, src and dst reordered through scratch (oneDNN 2.6's jit pooling
   // on ncdhw was 20x slower than that here: ops/conv_pool_3d.cpp measures both).
   bool staged = false;
+  bool channels_last = false;  // 3-D only: src and dst ndhwc for the caller
 };
 
 class Primitive {
@@ -190,11 +194,11 @@ Result<std::unique_ptr<Primitive>> make_pool(const PoolSpec& spec, int team_size
 Result<std::unique_ptr<Primitive>> make_layout_reorder(int64_t n, int64_t c, int64_t h, int64_t w,
                                                        int block, bool to_blocked, int team_size);
 
-// ONNX ConvTranspose (group 1, plain NCHW) as oneDNN's deconvolution, described by the
-// convolution it reverses (how the Conv gradient uses it for dX): execute(src = dY [n, oc, oh,
-// ow], weights = W [oc, c, kh, kw] (the Conv's weights, ConvTranspose's [C, M, kH, kW]), bias [c]
-// or nullptr, dst = dX [n, c, h, w]). No bias-free ReLU, blocking or groups. 3-D with
-// ConvSpec::d (ncdhw, W [oc, c, kd, kh, kw]).
+// ONNX ConvTranspose (group 1, plain NCHW; 3-D also channels-last) as oneDNN's deconvolution,
+// described by the convolution it reverses (how the Conv gradient uses it for dX): execute(src = dY
+// [n, oc, oh, ow], weights = W [oc, c, kh, kw] (the Conv's weights, ConvTranspose's [C, M, kH,
+// kW]), bias [c] or nullptr, dst = dX [n, c, h, w]). No bias-free ReLU, blocking or groups. 3-D
+// with ConvSpec::d (ncdhw, W [oc, c, kd, kh, kw]).
 Result<std::unique_ptr<Primitive>> make_deconv(const ConvSpec& conv, int team_size,
                                                bool allow_ref = false);
 
@@ -217,6 +221,12 @@ std::vector<double> best_run_ms(const std::vector<const Primitive*>& prims, int 
 // The channel block of the activation layout oneDNN's convolution kernels run fastest on this
 // CPU: 16 where it dispatches AVX-512 kernels (nChw16c), else 8 (AVX2's nChw8c).
 int preferred_activation_block();
+
+// Whether oneDNN's fastest 3-D f32 convolution here computes in channels-last ndhwc (what its
+// `any` format picks for a representative 3x3x3 convolution: brgemm kernels on AVX-512), so
+// that chains of 3-D ops are worth keeping channels-last (graph/passes/blocked_layout.h).
+// Asked once per process.
+bool prefers_channels_last_3d();
 
 // "oneDNN 2.6.3 (cpu runtime OMP)": for `graphi info` and logs.
 std::string version_string();

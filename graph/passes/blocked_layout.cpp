@@ -10,8 +10,14 @@ namespace graphi::graph::passes {
 namespace {
 
 bool f32_4d(const Value& v) { return v.desc.dtype == DType::kF32 && v.desc.rank() == 4; }
+bool f32_5d(const Value& v) { return v.desc.dtype == DType::kF32 && v.desc.rank() == 5; }
 
 std::string tag(int64_t b) { return "/nChw" + std::to_string(b) + "c"; }
+
+// 3-D values held channels-last: their entry in the pass's block map, and their name's suffix.
+constexpr int64_t kNdhwc = -1;
+const char* const kNdhwcTag = "/ndhwc";
+const std::vector<int64_t> kToNdhwc = {0, 2, 3, 4, 1}, kToNcdhw = {0, 4, 1, 2, 3};
 
 // Element-wise unary ops (elementwise_unary_op) are layout-agnostic: they run on the 5-D blocked
 // tensor as they are, padding lanes included.
@@ -41,13 +47,36 @@ bool channel_constant(const Value& v, const Value& y) {
 
 // An operand of a binary op whose output is y that the blocked layout can hold: y's shape, or one
 // value per channel ([N or 1, C, 1, 1]: squeeze-excitation's gate, a per-channel scale; or a
-// channel_constant), which broadcasts over the 5-D blocked tensor as [N, C/B, 1, 1, B].
+// channel_constant), which broadcasts over the 5-D blocked tensor as [N, C/B, 1, 1, B]. The
+// same for 3-D ([N or 1, C, 1, 1, 1], as [N or 1, 1, 1, 1, C] beside a channels-last tensor).
 bool channel_operand(const Value& v, const Value& y) {
   if (channel_constant(v, y)) return true;
-  if (!f32_4d(v) || !f32_4d(y)) return false;
+  const int r = y.desc.rank();
+  if (v.desc.dtype != DType::kF32 || y.desc.dtype != DType::kF32 || (r != 4 && r != 5) ||
+      v.desc.rank() != r)
+    return false;
   const Shape& s = v.desc.shape;
   const Shape& t = y.desc.shape;
-  return s == t || (s[1] == t[1] && s[2] == 1 && s[3] == 1 && (s[0] == 1 || s[0] == t[0]));
+  if (s == t) return true;
+  if (s[1] != t[1] || (s[0] != 1 && s[0] != t[0])) return false;
+  return std::all_of(s.begin() + 2, s.end(), [](int64_t d) { return d == 1; });
+}
+
+// A ConvTranspose3D the channels-last kernel (oneDNN's deconvolution) takes: constant f32
+// weights, group 1, output_padding within the end pads.
+bool blockable_deconv3d(const Graph& g, const Node& n) {
+  if (n.inputs.size() < 2 || n.inputs[1] == kNoId) return false;
+  const Value& w = g.value(n.inputs[1]);
+  if (!w.data || !f32_5d(w)) return false;
+  auto group = attr_int(n.attrs, n.name, "group", 1);
+  auto pads = attr_ints(n.attrs, n.name, "pads", std::vector<int64_t>(6, 0));
+  auto out_pad = attr_ints(n.attrs, n.name, "output_padding", std::vector<int64_t>(3, 0));
+  if (!group.is_ok() || *group != 1 || !pads.is_ok() || pads->size() != 6 || !out_pad.is_ok() ||
+      out_pad->size() != 3 || n.attrs.has("output_shape"))
+    return false;
+  for (size_t a = 0; a < 3; ++a)
+    if ((*out_pad)[a] > (*pads)[a + 3]) return false;
+  return true;
 }
 
 // A ConvTranspose whose kernel equals its strides, without pads, dilations, output_padding or
@@ -78,11 +107,11 @@ bool scalar(const Value& v) { return v.desc.numel() == 1; }
 // (from a first rewrite), so that a pool of such a value can read the reordered copy whatever
 // the node order; `keys` gets this rewrite's.
 Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shapes, int64_t b,
-                                    const std::unordered_set<std::string>& reordered,
+                                    bool ndhwc, const std::unordered_set<std::string>& reordered,
                                     std::unordered_set<std::string>* keys) {
   BlockedLayoutResult result;
   Rewrite rw(g);
-  std::unordered_map<ValueId, int64_t> block;               // blocked values -> B
+  std::unordered_map<ValueId, int64_t> block;               // blocked values -> B or kNdhwc
   std::unordered_map<ValueId, std::string> bname;           // ... -> the blocked tensor's name
   std::unordered_map<std::string, std::string> to_blocked;  // "plain/nChwBc" -> ToBlocked output
   std::unordered_set<ValueId> needs_plain;  // blocked values an added node reads in NCHW
@@ -90,22 +119,31 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
     auto it = block.find(v);
     return it != block.end() && (want == 0 || it->second == want);
   };
-  // Blocked with padding lanes: C no multiple of the block.
-  auto padded = [&](ValueId v) { return g.value(v).desc.shape[1] % b != 0; };
+  // Blocked with padding lanes: C no multiple of the block (channels-last has none).
+  auto padded = [&](ValueId v) {
+    return g.value(v).desc.rank() == 4 && g.value(v).desc.shape[1] % b != 0;
+  };
   auto plain_name = [&](ValueId v) {
     if (block.count(v)) needs_plain.insert(v);
     return g.value(v).name;
   };
-  // The blocked version of v: v itself, or one ToBlocked per value (zero padding lanes).
+  // The blocked version of v: v itself, or one ToBlocked per value (zero padding lanes); for a
+  // 5-D v one Transpose to channels-last.
   auto blocked_input = [&](ValueId v) -> std::string {
-    if (is_blocked(v, b)) return bname.at(v);
-    const std::string key = g.value(v).name + tag(b);
+    if (is_blocked(v, 0)) return bname.at(v);
+    const bool vol = g.value(v).desc.rank() == 5;
+    const std::string suffix = vol ? kNdhwcTag : tag(b);
+    const std::string key = g.value(v).name + suffix;
     auto it = to_blocked.find(key);
     if (it != to_blocked.end()) return it->second;
-    const std::string out = rw.fresh(g.value(v).name + "/to" + tag(b).substr(1));
+    const std::string out = rw.fresh(g.value(v).name + "/to" + suffix.substr(1));
     Attributes a;
-    a.set("block", b);
-    rw.add_node("ToBlocked", rw.fresh(out + "/reorder"), {plain_name(v)}, {out}, a);
+    if (vol)
+      a.set("perm", kToNdhwc);
+    else
+      a.set("block", b);
+    rw.add_node(vol ? "Transpose" : "ToBlocked", rw.fresh(out + "/reorder"), {plain_name(v)}, {out},
+                a);
     ++result.reorders;
     to_blocked[key] = out;
     return out;
@@ -131,8 +169,9 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
                           Attributes attrs) {
     const Node& n = g.node(id);
     const ValueId y = n.outputs[0];
-    block[y] = b;
-    bname[y] = rw.fresh(g.value(y).name + tag(b));
+    const bool vol = g.value(y).desc.rank() == 5;
+    block[y] = vol ? kNdhwc : b;
+    bname[y] = rw.fresh(g.value(y).name + (vol ? std::string(kNdhwcTag) : tag(b)));
     rw.remove(id);
     rw.add_node(op, n.name, inputs, {bname[y]}, std::move(attrs));
     ++result.blocked_ops;
@@ -141,7 +180,7 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
   for (NodeId id = 0; id < g.num_nodes(); ++id) {
     const Node& n = g.node(id);
     if (n.op == "Split" && n.inputs.size() == 1 && n.inputs[0] != kNoId &&
-        is_blocked(n.inputs[0], 0) && !padded(n.inputs[0])) {
+        is_blocked(n.inputs[0], 0) && f32_4d(g.value(n.inputs[0])) && !padded(n.inputs[0])) {
       // A channel Split of a blocked value into whole blocks (conv_merge's Split after a wide
       // convolution) is a Split on axis 1 of the 5-D tensor, in blocks.
       auto axis = attr_int(n.attrs, n.name, "axis", 0);
@@ -167,7 +206,7 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
       continue;
     }
     if (n.op == "SplitSum" && n.inputs.size() == 1 && n.inputs[0] != kNoId &&
-        is_blocked(n.inputs[0], 0) && n.outputs.size() == 1) {
+        is_blocked(n.inputs[0], 0) && f32_4d(g.value(n.inputs[0])) && n.outputs.size() == 1) {
       // Parts of whole blocks: the same sum over axis 1 of the 5-D tensor.
       auto axis = attr_int(n.attrs, n.name, "axis", 0);
       auto parts = attr_int(n.attrs, n.name, "parts", 1);
@@ -185,8 +224,27 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
     const ValueId x = n.inputs[0];
     const Value& xv = g.value(x);
     const Value& yv = g.value(n.outputs[0]);
-    if (!f32_4d(yv)) continue;
-    if ((n.op == "Conv" || n.op == "FusedConv") && f32_4d(xv)) {
+    if (!f32_4d(yv) && !(ndhwc && f32_5d(yv))) continue;
+    if (n.op == "Conv3D" && f32_5d(xv)) {
+      // Group 1 with constant weights (oneDNN's brgemm kernels; weights given every run belong
+      // to a training step, whose gradient ops read NCDHW).
+      auto group = attr_int(n.attrs, n.name, "group", 1);
+      if (!group.is_ok() || *group != 1 || n.inputs.size() < 2 || n.inputs[1] == kNoId ||
+          g.value(n.inputs[1]).data == nullptr)
+        continue;
+      std::vector<std::string> in = {blocked_input(x)};
+      for (size_t i = 1; i < n.inputs.size(); ++i)
+        in.push_back(n.inputs[i] == kNoId ? "" : g.value(n.inputs[i]).name);
+      make_blocked(id, "Conv3DNdhwc", in, n.attrs);
+    } else if ((n.op == "MaxPool3D" || n.op == "AveragePool3D") && n.inputs.size() == 1 &&
+               (is_blocked(x, 0) || reordered.count(xv.name + kNdhwcTag))) {
+      make_blocked(id, n.op + "Ndhwc", {blocked_input(x)}, n.attrs);
+    } else if (n.op == "ConvTranspose3D" && is_blocked(x, 0) && blockable_deconv3d(g, n)) {
+      std::vector<std::string> in = {bname.at(x)};
+      for (size_t i = 1; i < n.inputs.size(); ++i)
+        in.push_back(n.inputs[i] == kNoId ? "" : g.value(n.inputs[i]).name);
+      make_blocked(id, "ConvTranspose3DNdhwc", in, n.attrs);
+    } else if ((n.op == "Conv" || n.op == "FusedConv") && f32_4d(xv)) {
       auto group = attr_int(n.attrs, n.name, "group", 1);
       const int64_t c = xv.desc.shape[1], m = yv.desc.shape[1];
       // Group 1, or depthwise (one channel per group in and out): oneDNN's jit depthwise
@@ -268,15 +326,18 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
       make_blocked(id, "ChannelGather", in, a);
     } else if (n.op == "Concat" && is_blocked(x, 0)) {
       // Whole blocks only: a padded input would leave its padding inside the result.
+      // Channels-last: the channel axis is the last.
       auto axis = attr_int(n.attrs, n.name, "axis", 0);
-      if (!axis.is_ok() || (*axis != 1 && *axis != -3)) continue;
+      const auto rank = static_cast<int64_t>(yv.desc.rank());
+      if (!axis.is_ok() || (*axis != 1 && *axis != 1 - rank)) continue;
+      const int64_t kind = block.at(x);
       bool all = true;
-      for (ValueId v : n.inputs) all = all && v != kNoId && is_blocked(v, b) && !padded(v);
+      for (ValueId v : n.inputs) all = all && v != kNoId && is_blocked(v, kind) && !padded(v);
       if (!all) continue;
       std::vector<std::string> in;
       for (ValueId v : n.inputs) in.push_back(bname.at(v));
       Attributes a;
-      a.set("axis", int64_t{1});
+      a.set("axis", kind == kNdhwc ? int64_t{4} : int64_t{1});
       make_blocked(id, "Concat", in, a);
     }
   }
@@ -293,6 +354,13 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
     for (NodeId c : g.consumers(v)) plain_reader = plain_reader || !rw.removed(c);
     if (!plain_reader) continue;
     Attributes a;
+    if (vb == kNdhwc) {
+      a.set("perm", kToNcdhw);
+      rw.add_node("Transpose", rw.fresh(g.value(v).name + "/to_ncdhw"), {bname.at(v)},
+                  {g.value(v).name}, a);
+      ++result.reorders;
+      continue;
+    }
     a.set("block", b);
     if (padded(v)) a.set("channels", g.value(v).desc.shape[1]);  // drop the padding lanes
     rw.add_node("FromBlocked", rw.fresh(g.value(v).name + "/to_nchw"), {bname.at(v)},
@@ -306,14 +374,15 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
 }  // namespace
 
 Result<BlockedLayoutResult> to_blocked_layout(const Graph& g, const ShapeInferencer& shapes,
-                                              int block) {
+                                              int block, bool ndhwc) {
   if (block != 8 && block != 16)
     return Status::invalid_argument("blocked_layout: block must be 8 or 16, got " +
                                     std::to_string(block));
   std::unordered_set<std::string> reordered;
-  GRAPHI_ASSIGN_OR_RETURN(BlockedLayoutResult first, rewrite(g, shapes, block, {}, &reordered));
+  GRAPHI_ASSIGN_OR_RETURN(BlockedLayoutResult first,
+                          rewrite(g, shapes, block, ndhwc, {}, &reordered));
   if (first.blocked_ops == 0 || reordered.empty()) return first;
-  return rewrite(g, shapes, block, reordered, nullptr);
+  return rewrite(g, shapes, block, ndhwc, reordered, nullptr);
 }
 
 }  // namespace graphi::graph::passes

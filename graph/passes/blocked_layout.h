@@ -21,9 +21,17 @@
 //   gets a ToBlocked; no Div on a padded value), Concat on axis 1 of unpadded blocked inputs ->
 //   the same op on the 5-D tensors (elementwise ops and a Concat on the channel-block axis are
 //   layout-agnostic there); a channel Split / SplitSum into whole blocks the same on axis 1;
+// - 3-D, with `ndhwc` (onednn::prefers_channels_last_3d(): oneDNN's brgemm convolutions on
+//   AVX-512 compute channels-last, and fed NCDHW it reorders every call): chains of Conv3D
+//   (constant weights, group 1), MaxPool3D / AveragePool3D and ConvTranspose3D (constant
+//   weights, group 1) -> Conv3DNdhwc / MaxPool3DNdhwc / AveragePool3DNdhwc /
+//   ConvTranspose3DNdhwc on [N, D, H, W, C] (ops/conv_pool_3d.cpp), with the element-wise ops
+//   above (binary operands of the output's shape or one value per channel) and a channel
+//   Concat (axis 4) between them; the boundaries are Transposes;
 // - a FromBlocked back to NCHW (attribute channels: the padding dropped), under the original
-//   name, for every blocked value a plain node reads or the graph outputs.
-// Values and graph inputs/outputs keep their names; each blocked value is named NAME/nChw{B}c.
+//   name, for every blocked value a plain node reads or the graph outputs (3-D: a Transpose).
+// Values and graph inputs/outputs keep their names; each blocked value is named NAME/nChw{B}c
+// (3-D: NAME/ndhwc).
 #pragma once
 
 #include "graph/graph.h"
@@ -37,6 +45,6 @@ struct BlockedLayoutResult {
 };
 
 Result<BlockedLayoutResult> to_blocked_layout(const Graph& g, const ShapeInferencer& shapes,
-                                              int block = 16);
+                                              int block = 16, bool ndhwc = false);
 
 }  // namespace graphi::graph::passes

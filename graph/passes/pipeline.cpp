@@ -150,13 +150,15 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
     if (changes > 0) out.graph = std::move(r.graph);
   }
   if (options.blocked_layout) {
-    GRAPHI_ASSIGN_OR_RETURN(BlockedLayoutResult r,
-                            to_blocked_layout(out.graph, shapes, options.conv_block));
+    GRAPHI_ASSIGN_OR_RETURN(
+        BlockedLayoutResult r,
+        to_blocked_layout(out.graph, shapes, options.conv_block, options.conv3d_channels_last));
     out.blocked_ops = r.blocked_ops;
     out.layout_reorders = r.reorders;
     out.reports.push_back({"blocked_layout",
                            "ran " + plural(r.blocked_ops, "op") + " in nChw" +
-                               std::to_string(options.conv_block) + "c with " +
+                               std::to_string(options.conv_block) + "c" +
+                               (options.conv3d_channels_last ? " or NDHWC" : "") + " with " +
                                plural(r.reorders, "reorder"),
                            r.blocked_ops});
     if (r.blocked_ops > 0) out.graph = std::move(r.graph);

@@ -55,6 +55,9 @@ struct PipelineOptions {
   // blocked_layout's channel block: 16 for oneDNN's AVX-512 kernels, 8 for its AVX2 ones
   // (engine::optimize_graph asks oneDNN which ISA it dispatches to).
   int conv_block = 16;
+  // blocked_layout keeps chains of 3-D ops channels-last (NDHWC) where oneDNN computes 3-D
+  // convolutions in it (engine::optimize_graph asks onednn::prefers_channels_last_3d()).
+  bool conv3d_channels_last = false;
 };
 
 // Every pass by the name GRAPHI_PASSES and PassReport::pass use, in pipeline order, with the

@@ -508,3 +508,120 @@ TEST_CASE("BlockedConvTranspose refuses what is not a patch up-sampler, by node 
   REQUIRE_FALSE(g2.is_ok());
   CHECK_THAT(g2.status().message(), Catch::Contains("does not hold the C = W's dim 0 channels"));
 }
+
+namespace {
+
+// A Conv3D (kernel k^3, pad k/2) + bias, optionally Relu; the weights constant unless `runtime_w`.
+std::string add_conv3d(graph::GraphBuilder& b, uint64_t& seed, const std::string& name,
+                       const std::string& in, int64_t cin, int64_t cout, int64_t k, bool relu,
+                       int64_t group = 1) {
+  b.add_constant(name + ".w",
+                 test::random_tensor(TensorDesc{DType::kF32, {cout, cin / group, k, k, k}}, seed++,
+                                     -0.3, 0.3));
+  b.add_constant(name + ".b", test::random_tensor(TensorDesc{DType::kF32, {cout}}, seed++));
+  graph::Attributes a;
+  const int64_t p = k / 2;
+  a.set("pads", std::vector<int64_t>{p, p, p, p, p, p});
+  a.set("group", group);
+  const std::string c = relu ? name + ".c" : name;
+  b.add_node("Conv3D", name + ".conv", {in, name + ".w", name + ".b"}, {c}, a);
+  if (relu) b.add_node("Relu", name, {c}, {name});
+  return name;
+}
+
+graph::passes::PipelineOptions ndhwc_options(bool on) {
+  graph::passes::PipelineOptions o;
+  o.conv3d_channels_last = on;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("blocked_layout: 3-D conv chains run channels-last and equal the NCDHW path",
+          "[passes][conv3d][layout]") {
+  // A video / volumetric block: conv + Relu, max pool, conv (24 channels), a residual Add of a
+  // 1x1x1 conv, a squeeze-excitation gate (ReduceMean -> Sigmoid -> Mul, one run-time value per
+  // channel), a 2x up-sampling ConvTranspose3D, a skip Concat, an average pool and a read-out
+  // conv of 3 channels: all channels-last with a Transpose at each boundary (x, the gate, the
+  // ReduceMean's input and the output), equal to the NCDHW path.
+  for (int64_t batch : {1, 2}) {
+    INFO("batch " << batch);
+    graph::GraphBuilder b("<volumetric block>");
+    uint64_t seed = 1700;
+    b.add_input("x", TensorDesc{DType::kF32, {batch, 3, 6, 10, 8}});
+    add_conv3d(b, seed, "c1", "x", 3, 16, 3, true);
+    graph::Attributes pool;
+    pool.set("kernel_shape", std::vector<int64_t>{2, 2, 2});
+    pool.set("strides", std::vector<int64_t>{2, 2, 2});
+    b.add_node("MaxPool3D", "pool", {"c1"}, {"pool"}, pool);
+    add_conv3d(b, seed, "c2", "pool", 16, 24, 3, false);
+    add_conv3d(b, seed, "skip", "pool", 16, 24, 1, false);
+    b.add_node("Add", "res", {"c2", "skip"}, {"res"});
+    graph::Attributes mean;
+    mean.set("axes", std::vector<int64_t>{2, 3, 4});
+    b.add_node("ReduceMean", "squeeze", {"res"}, {"squeeze"}, mean);
+    b.add_node("Sigmoid", "gate", {"squeeze"}, {"gate"});
+    b.add_node("Mul", "excite", {"res", "gate"}, {"excite"});
+    b.add_constant(
+        "up.w", test::random_tensor(TensorDesc{DType::kF32, {24, 8, 2, 2, 2}}, seed++, -0.3, 0.3));
+    graph::Attributes up;
+    up.set("strides", std::vector<int64_t>{2, 2, 2});
+    b.add_node("ConvTranspose3D", "up", {"excite", "up.w"}, {"up"}, up);
+    graph::Attributes cat;
+    cat.set("axis", int64_t{-4});
+    b.add_node("Concat", "cat", {"up", "c1"}, {"cat"}, cat);
+    graph::Attributes avg;
+    avg.set("kernel_shape", std::vector<int64_t>{3, 3, 3});
+    avg.set("pads", std::vector<int64_t>{1, 1, 1, 1, 1, 1});
+    b.add_node("AveragePool3D", "avg", {"cat"}, {"avg"}, avg);
+    add_conv3d(b, seed, "out", "avg", 24, 3, 1, false);
+    b.add_output("out");
+    b.add_output("squeeze");
+    const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
+    graph::passes::PipelineOptions off = ndhwc_options(false);
+    off.blocked_layout = false;
+    const graph::Graph plain =
+        value_or_throw(graph::passes::run_passes(g, ops::Registry::get(), off)).graph;
+    auto r =
+        value_or_throw(graph::passes::run_passes(g, ops::Registry::get(), ndhwc_options(true)));
+    REQUIRE(r.changed());
+    const graph::Graph& cl = r.graph;
+    CHECK(test::count_op(cl, "Conv3DNdhwc") == 4);
+    CHECK(test::count_op(cl, "Conv3D") == 0);
+    CHECK(test::count_op(cl, "MaxPool3DNdhwc") == 1);
+    CHECK(test::count_op(cl, "AveragePool3DNdhwc") == 1);
+    CHECK(test::count_op(cl, "ConvTranspose3DNdhwc") == 1);
+    // x and the gate in, the ReduceMean's input and the output back.
+    CHECK(test::count_op(cl, "Transpose") == 4);
+    for (const graph::Node& n : cl.nodes())
+      if (n.op == "Concat") {  // on the channels, last in NDHWC
+        CHECK(std::get<int64_t>(*n.attrs.find("axis")) == 4);
+        CHECK(cl.value(n.outputs[0]).desc.shape.back() == 24);
+      }
+    for (int threads : {1, 2}) test::check_same_outputs(plain, cl, threads, 1e-5);
+    // Without the option (oneDNN preferring blocked layouts for 3-D) nothing 3-D changes.
+    auto off3d =
+        value_or_throw(graph::passes::run_passes(g, ops::Registry::get(), ndhwc_options(false)));
+    const graph::Graph& same = off3d.changed() ? off3d.graph : g;
+    CHECK(test::count_op(same, "Conv3DNdhwc") == 0);
+    CHECK(test::count_op(same, "Transpose") == 0);
+  }
+}
+
+TEST_CASE("blocked_layout: grouped 3-D convs and run-time weights stay NCDHW",
+          "[passes][conv3d][layout]") {
+  graph::GraphBuilder b("<volumetric plain>");
+  uint64_t seed = 1800;
+  b.add_input("x", TensorDesc{DType::kF32, {1, 8, 4, 6, 6}});
+  b.add_input("w", TensorDesc{DType::kF32, {8, 8, 3, 3, 3}});
+  add_conv3d(b, seed, "grouped", "x", 8, 8, 3, true, 4);
+  graph::Attributes a;
+  a.set("pads", std::vector<int64_t>{1, 1, 1, 1, 1, 1});
+  b.add_node("Conv3D", "trained", {"grouped", "w"}, {"y"}, a);
+  b.add_output("y");
+  const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
+  auto r = value_or_throw(graph::passes::run_passes(g, ops::Registry::get(), ndhwc_options(true)));
+  const graph::Graph& out = r.changed() ? r.graph : g;
+  CHECK(test::count_op(out, "Conv3DNdhwc") == 0);
+  CHECK(test::count_op(out, "Transpose") == 0);
+}

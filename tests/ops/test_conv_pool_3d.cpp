@@ -394,3 +394,63 @@ TEST_CASE("Conv3D and 3-D pool errors", "[ops][conv3d][pool3d][errors]") {
   graph::Attributes no_kernel;
   CHECK_THAT(error_of("AveragePool3D", no_kernel, {x}), Catch::Contains("kernel_shape"));
 }
+
+namespace {
+
+// [N, C, D, H, W] -> channels-last [N, D, H, W, C].
+Tensor to_ndhwc(const Tensor& x) {
+  const Shape& s = x.desc().shape;
+  Tensor y(TensorDesc{DType::kF32, {s[0], s[2], s[3], s[4], s[1]}});
+  const int64_t vol = s[2] * s[3] * s[4];
+  const float* xp = x.data_as<float>();
+  float* yp = y.data_as<float>();
+  for (int64_t n = 0; n < s[0]; ++n)
+    for (int64_t c = 0; c < s[1]; ++c)
+      for (int64_t i = 0; i < vol; ++i) yp[(n * vol + i) * s[1] + c] = xp[(n * s[1] + c) * vol + i];
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("The channels-last 3-D ops match the ONNX definition on random shapes",
+          "[ops][conv3d][pool3d]") {
+  // Conv3DNdhwc, ConvTranspose3DNdhwc, MaxPool3DNdhwc and AveragePool3DNdhwc
+  // (graph/passes/blocked_layout.h): the NCDHW op's result, channels-last in and out.
+  std::mt19937 rng(8181);
+  for (int c = 0; c < 12; ++c) {
+    const int64_t n = 1 + rng() % 2, ch = 1 + rng() % 20, m = 1 + rng() % 20;
+    Window3d win;
+    for (int a = 0; a < 3; ++a) {
+      win.kernel[a] = 1 + rng() % 3;
+      win.strides[a] = 1 + rng() % 2;
+      win.pads[a] = rng() % win.kernel[a];
+      win.pads[a + 3] = rng() % win.kernel[a];
+    }
+    I3 in;
+    for (int a = 0; a < 3; ++a) in[a] = win.kernel[a] + rng() % 4;
+    Tensor x = rnd({n, ch, in[0], in[1], in[2]}, 600 + c), b = rnd({m}, 700 + c);
+    Tensor wt = rnd({m, ch, win.kernel[0], win.kernel[1], win.kernel[2]}, 800 + c);
+    INFO("X " << x.desc().to_string() << " W " << wt.desc().to_string());
+    const graph::Attributes attrs = window_attrs(win, false);
+    const double k = static_cast<double>(ch * win.kernel[0] * win.kernel[1] * win.kernel[2]);
+    check_every_kernel("Conv3DNdhwc", attrs, {to_ndhwc(x), wt, b}, {false, true, true},
+                       to_ndhwc(conv3d_naive(x, wt, &b, win, 1)), 4e-6 * std::sqrt(k));
+    // ConvTranspose's W is [C, M, ...]; output_padding within the end pads.
+    Tensor wd = rnd({ch, m, win.kernel[0], win.kernel[1], win.kernel[2]}, 900 + c);
+    I3 out_pad{};
+    graph::Attributes dattrs = attrs;
+    for (int a = 0; a < 3; ++a)
+      out_pad[a] = win.strides[a] > 1 ? std::min<int64_t>(win.pads[a + 3], 1) : 0;
+    dattrs.set("output_padding", std::vector<int64_t>(out_pad.begin(), out_pad.end()));
+    check_every_kernel("ConvTranspose3DNdhwc", dattrs, {to_ndhwc(x), wd, b}, {false, true, true},
+                       to_ndhwc(deconv3d_naive(x, wd, &b, win, out_pad, 1)),
+                       4e-6 * std::sqrt(static_cast<double>(m) * 27));
+    graph::Attributes pool = attrs;
+    pool.set("kernel_shape", std::vector<int64_t>(win.kernel.begin(), win.kernel.end()));
+    check_every_kernel("MaxPool3DNdhwc", pool, {to_ndhwc(x)}, {},
+                       to_ndhwc(pool3d_naive(x, win, true, false)), 0.0);
+    pool.set("count_include_pad", static_cast<int64_t>(c % 2));
+    check_every_kernel("AveragePool3DNdhwc", pool, {to_ndhwc(x)}, {},
+                       to_ndhwc(pool3d_naive(x, win, false, c % 2 == 1)), 1e-6);
+  }
+}
