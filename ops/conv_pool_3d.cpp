@@ -36,6 +36,7 @@ struct Geometry3 {
   Dims3 pad_begin{}, pad_end{};  // front, top, left / back, bottom, right
   int64_t group = 1;
   bool has_bias = false;
+  bool has_sum = false;            // Conv3DNdhwc: input Z added before the activation
   ConvPostOp post;                 // Conv3D: attributes activation / activation_params
   bool count_include_pad = false;  // AveragePool3D only
   int64_t in_volume() const { return in[0] * in[1] * in[2]; }
@@ -139,9 +140,13 @@ Status read_window(const graph::Node& node, const std::string& where, bool with_
 
 Result<Geometry3> conv3d_geometry(const graph::Node& node, const std::vector<const TensorDesc*>& in,
                                   const std::string& where) {
-  if (in.size() < 2 || in.size() > 3 || !in[1])
-    return Status::invalid_graph(where + ": Conv takes inputs X, W and an optional B, got " +
-                                 std::to_string(in.size()) + " inputs");
+  // Conv3DNdhwc may take a 4th input Z (graph/passes/conv_fusion.h fuse_conv_sums: a residual
+  // sum), added before the activation.
+  const size_t max_inputs = is_channels_last(node) ? 4 : 3;
+  if (in.size() < 2 || in.size() > max_inputs || !in[1])
+    return Status::invalid_graph(where + ": Conv takes inputs X, W and an optional B" +
+                                 (max_inputs == 4 ? std::string(" and Z") : std::string()) +
+                                 ", got " + std::to_string(in.size()) + " inputs");
   GRAPHI_RETURN_IF_ERROR(check_x(where, in[0]));
   const TensorDesc& x = *in[0];
   const TensorDesc& w = *in[1];
@@ -172,13 +177,14 @@ Result<Geometry3> conv3d_geometry(const graph::Node& node, const std::vector<con
       return Status::invalid_graph(where + ": attribute 'kernel_shape' " + shape_to_string(ks) +
                                    " does not match W " + w.to_string());
   }
-  if (in.size() == 3 && in[2]) {
+  if (in.size() >= 3 && in[2]) {
     const TensorDesc& b = *in[2];
     if (b.dtype != DType::kF32 || b.shape != Shape{g.oc})
       return Status::invalid_graph(where + ": input B must be float32[" + std::to_string(g.oc) +
                                    "] (one bias per output channel), got " + b.to_string());
     g.has_bias = true;
   }
+  g.has_sum = in.size() == 4 && in[3];
   // Set by graph/passes/conv_fusion.h: activations oneDNN applies as a post-op.
   GRAPHI_ASSIGN_OR_RETURN(g.post, conv_post_op(node, where));
   GRAPHI_RETURN_IF_ERROR(read_window(node, where, true, g));
@@ -343,9 +349,13 @@ Result<std::vector<TensorDesc>> infer_conv_pool_3d(const graph::InferContext& ct
                                    ? conv3d_geometry(ctx.node, in, ctx.where)
                                    : pool3d_geometry(ctx.node, in, ctx.num_outputs, ctx.where));
   }
-  if (is_channels_last(ctx.node))
-    return std::vector<TensorDesc>{
-        TensorDesc{DType::kF32, {g.n, g.out[0], g.out[1], g.out[2], g.oc}}};
+  if (is_channels_last(ctx.node)) {
+    TensorDesc y{DType::kF32, {g.n, g.out[0], g.out[1], g.out[2], g.oc}};
+    if (g.has_sum && *ctx.inputs[3] != y)
+      return Status::invalid_graph(ctx.where + ": input Z " + ctx.inputs[3]->to_string() +
+                                   " must have the output's shape and dtype " + y.to_string());
+    return std::vector<TensorDesc>{std::move(y)};
+  }
   return std::vector<TensorDesc>{
       TensorDesc{DType::kF32, {g.n, g.oc, g.out[0], g.out[1], g.out[2]}}};
 }
@@ -358,6 +368,7 @@ CostHint cost_conv_pool_3d(const graph::Node& node, std::span<const TensorDesc* 
     const TensorDesc& w = *inputs[1];  // [M, C/group, kD, kH, kW]
     c.flops = 2.0 * out * static_cast<double>(w.numel() / w.shape[0]);
     if (inputs.size() >= 3 && inputs[2]) c.flops += out;
+    if (inputs.size() >= 4 && inputs[3]) c.flops += out;  // Z
   } else if (is_deconv3d(node)) {
     const TensorDesc& w = *inputs[1];  // [C, M/group, kD, kH, kW]: each input element to M/group
     c.flops =
@@ -397,7 +408,8 @@ void set_window(Spec& s, const Geometry3& g, const Dims3& src, const Dims3& dst)
 // weights packed once; activations staged only where oneDNN has no fast kernel for them).
 class OnednnConv3DKernel final : public Kernel {
  public:
-  explicit OnednnConv3DKernel(bool transpose) : transpose_(transpose) {}
+  OnednnConv3DKernel(bool transpose, bool channels_last)
+      : transpose_(transpose), channels_last_(channels_last) {}
   const char* name() const override {
     if (channels_last_) return transpose_ ? "convtranspose3d_onednn_ndhwc" : "conv3d_onednn_ndhwc";
     return transpose_ ? "convtranspose3d_onednn" : "conv3d_onednn";
@@ -406,7 +418,6 @@ class OnednnConv3DKernel final : public Kernel {
   size_t scratch_bytes() const override { return prim_ ? prim_->scratch_bytes() : 0; }
 
   Status init(const KernelContext& ctx) override {
-    channels_last_ = is_channels_last(ctx.node);
     TensorDesc logical;
     const auto in = logical_inputs(ctx.node, ctx.inputs, logical);
     if (transpose_) return init_transpose(ctx, in);
@@ -422,6 +433,7 @@ class OnednnConv3DKernel final : public Kernel {
     if (const Tensor* w = ctx.constant(1)) s.const_weights = w->data_as<float>();
     if (channels_last_) {
       s.channels_last = true;
+      s.sum_input = g_.has_sum;
       return make_channels_last(s, ctx.team_size, onednn::make_conv);
     }
     // oneDNN serves ncdhw directly with a jit kernel for some shapes (few input channels); its
@@ -443,9 +455,10 @@ class OnednnConv3DKernel final : public Kernel {
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
     float* y = static_cast<float*>(io.outputs[0]);
     const float* bias = g_.has_bias ? static_cast<const float*>(io.inputs[2]) : nullptr;
+    const float* z = g_.has_sum ? static_cast<const float*>(io.inputs[3]) : nullptr;
     if (!prim_->execute(static_cast<const float*>(io.inputs[0]),
                         static_cast<const float*>(io.inputs[1]), bias, y, team.scratch, team.nthr,
-                        team.scratch_bytes))
+                        team.scratch_bytes, z))
       onednn::fail_output(name(), y, g_.n * g_.oc * g_.out_volume());
   }
 
@@ -493,7 +506,7 @@ class OnednnConv3DKernel final : public Kernel {
   }
 
   bool transpose_;
-  bool channels_last_ = false;
+  bool channels_last_;
   Geometry3 g_;
   std::unique_ptr<onednn::Primitive> prim_;
 };
@@ -723,19 +736,22 @@ class RefPool3DKernel final : public Kernel {
 }  // namespace
 
 void register_conv_pool_3d_ops(Registry& r) {
-  r.add(OpDef{
-      "Conv3D",
-      infer_conv_pool_3d,
-      cost_conv_pool_3d,
-      false,
-      {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConv3DKernel>(false); },
-       []() -> std::unique_ptr<Kernel> { return std::make_unique<RefConv3DKernel>(); }}});
+  r.add(OpDef{"Conv3D",
+              infer_conv_pool_3d,
+              cost_conv_pool_3d,
+              false,
+              {[]() -> std::unique_ptr<Kernel> {
+                 return std::make_unique<OnednnConv3DKernel>(false, false);
+               },
+               []() -> std::unique_ptr<Kernel> { return std::make_unique<RefConv3DKernel>(); }}});
   r.add(OpDef{
       "ConvTranspose3D",
       infer_conv_pool_3d,
       cost_conv_pool_3d,
       false,
-      {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConv3DKernel>(true); },
+      {[]() -> std::unique_ptr<Kernel> {
+         return std::make_unique<OnednnConv3DKernel>(true, false);
+       },
        []() -> std::unique_ptr<Kernel> { return std::make_unique<RefConvTranspose3DKernel>(); }}});
   r.add(OpDef{"MaxPool3D",
               infer_conv_pool_3d,
@@ -759,18 +775,20 @@ void register_conv_pool_3d_ops(Registry& r) {
                }}});
   // The channels-last variants of graph/passes/blocked_layout.h: oneDNN only (its reference
   // implementation where it has nothing else: slow but correct).
-  r.add(OpDef{
-      "Conv3DNdhwc",
-      infer_conv_pool_3d,
-      cost_conv_pool_3d,
-      false,
-      {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConv3DKernel>(false); }}});
-  r.add(OpDef{
-      "ConvTranspose3DNdhwc",
-      infer_conv_pool_3d,
-      cost_conv_pool_3d,
-      false,
-      {[]() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnConv3DKernel>(true); }}});
+  r.add(OpDef{"Conv3DNdhwc",
+              infer_conv_pool_3d,
+              cost_conv_pool_3d,
+              false,
+              {[]() -> std::unique_ptr<Kernel> {
+                return std::make_unique<OnednnConv3DKernel>(false, true);
+              }}});
+  r.add(OpDef{"ConvTranspose3DNdhwc",
+              infer_conv_pool_3d,
+              cost_conv_pool_3d,
+              false,
+              {[]() -> std::unique_ptr<Kernel> {
+                return std::make_unique<OnednnConv3DKernel>(true, true);
+              }}});
   r.add(OpDef{"MaxPool3DNdhwc",
               infer_conv_pool_3d,
               cost_conv_pool_3d,

@@ -1,8 +1,9 @@
 """3-D (volumetric) CNNs of scripts/bench_cnn.sh --models volumetric (group "volumetric" of
 cnn_models.py; only when named): a C3D-like video classifier (Conv3d + BatchNorm3d + ReLU,
 MaxPool3d, a 16-frame 112x112 clip cut to 8 frames of 56x56 so the benchmark stays short) and a
-3-D U-Net (ConvTranspose3d up-sampling, skip concats) on a 16x48x48 volume, the architectures
-nn.Conv3d users bring (graphi ran neither before session 25)."""
+3-D U-Net (ConvTranspose3d up-sampling, skip concats) on a 16x48x48 volume and (session 26) an
+r3d_18-style video ResNet (residual sums), the architectures nn.Conv3d users bring (graphi ran
+none before session 25)."""
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -47,9 +48,45 @@ class UNet3dLike(nn.Module):
         return self.out(self.d1(torch.cat([self.u1(d), a], 1)))
 
 
+class BasicBlock3d(nn.Module):
+    """torchvision's video ResNet block (r3d_18): two 3x3x3 conv + BN, the shortcut added
+    before the last ReLU (a 1x1x1 strided conv + BN where the shape changes)."""
+
+    def __init__(self, a, b, stride):
+        super().__init__()
+        self.c1 = conv_bn_relu(a, b) if stride == 1 else nn.Sequential(
+            nn.Conv3d(a, b, 3, stride, 1, bias=False), nn.BatchNorm3d(b), nn.ReLU())
+        self.c2 = nn.Sequential(nn.Conv3d(b, b, 3, padding=1, bias=False), nn.BatchNorm3d(b))
+        self.down = None if stride == 1 and a == b else nn.Sequential(
+            nn.Conv3d(a, b, 1, stride, bias=False), nn.BatchNorm3d(b))
+
+    def forward(self, x):
+        return F.relu(self.c2(self.c1(x)) + (x if self.down is None else self.down(x)))
+
+
+class R3dLike(nn.Module):
+    """An r3d_18-style video ResNet (torchvision.models.video.r3d_18's layout: a 3x7x7 stem,
+    four stages of two BasicBlock3d), half its widths, on 8 frames of 56x56."""
+
+    def __init__(self, classes=101):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv3d(3, 32, (3, 7, 7), (1, 2, 2), (1, 3, 3), bias=False),
+                                  nn.BatchNorm3d(32), nn.ReLU())
+        widths, layers, a = [32, 64, 128, 256], [], 32
+        for i, b in enumerate(widths):
+            layers += [BasicBlock3d(a, b, 1 if i == 0 else 2), BasicBlock3d(b, b, 1)]
+            a = b
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(256, classes)
+
+    def forward(self, x):
+        return self.fc(F.adaptive_avg_pool3d(self.layers(self.stem(x)), 1).flatten(1))
+
+
 def models():
     """name -> (make module, per-sample input shape)."""
     return {
         "c3d_like": (C3dLike, (3, 8, 56, 56)),
         "unet3d_like": (UNet3dLike, (1, 16, 48, 48)),
+        "r3d_like": (R3dLike, (3, 8, 56, 56)),
     }

@@ -206,8 +206,9 @@ Result<ConvSumFusionResult> fuse_conv_sums(const Graph& g, const ShapeInferencer
   Rewrite rw(g);
   for (NodeId id = 0; id < g.num_nodes(); ++id) {
     const Node& conv = g.node(id);
-    if (conv.op != "BlockedConv" || conv.outputs.size() != 1 || conv.inputs.size() > 3 ||
-        conv.attrs.has("activation"))
+    // 2-D blocked convs, and 3-D ones on channels-last tensors.
+    if ((conv.op != "BlockedConv" && conv.op != "Conv3DNdhwc") || conv.outputs.size() != 1 ||
+        conv.inputs.size() > 3 || conv.attrs.has("activation"))
       continue;
     const ValueId y = conv.outputs[0];
     // y's only reader is the Add, so Z cannot depend on y: no cycle.
@@ -244,7 +245,7 @@ Result<ConvSumFusionResult> fuse_conv_sums(const Graph& g, const ShapeInferencer
     for (ValueId v : conv.inputs) inputs.push_back(v == kNoId ? "" : g.value(v).name);
     inputs.resize(3);  // an absent bias is ""
     inputs.push_back(g.value(z).name);
-    rw.add_node("BlockedConv", conv.name, inputs, {g.value(out).name}, attrs);
+    rw.add_node(conv.op, conv.name, inputs, {g.value(out).name}, attrs);
     ++result.fused;
     if (act) ++result.activations;
   }

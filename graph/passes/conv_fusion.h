@@ -27,7 +27,8 @@ struct ConvFusionResult {
 
 Result<ConvFusionResult> fuse_conv_activations(const Graph& g, const ShapeInferencer& shapes);
 
-// fuse_conv_sums (after blocked_layout): a BlockedConv without activation whose output only an
+// fuse_conv_sums (after blocked_layout): a BlockedConv (or a 3-D Conv3DNdhwc: a 3-D ResNet's
+// block) without activation whose output only an
 // Add of a same-shape tensor Z reads (a residual connection: ResNet's conv + x, MobileNetV2's
 // projection + x) takes Z as its 4th input, and the activation that alone reads the sum (ResNet's
 // ReLU after it) as its activation: Y = act(conv(X) + B + Z), one pass over the output

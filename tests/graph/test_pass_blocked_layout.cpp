@@ -591,6 +591,11 @@ TEST_CASE("blocked_layout: 3-D conv chains run channels-last and equal the NCDHW
     CHECK(test::count_op(cl, "MaxPool3DNdhwc") == 1);
     CHECK(test::count_op(cl, "AveragePool3DNdhwc") == 1);
     CHECK(test::count_op(cl, "ConvTranspose3DNdhwc") == 1);
+    // conv_sum: the residual Add is c2's (or skip's) input Z.
+    CHECK(test::count_op(cl, "Add") == 0);
+    size_t with_z = 0;
+    for (const graph::Node& n : cl.nodes()) with_z += n.op == "Conv3DNdhwc" && n.inputs.size() == 4;
+    CHECK(with_z == 1);
     // x and the gate in, the ReduceMean's input and the output back.
     CHECK(test::count_op(cl, "Transpose") == 4);
     for (const graph::Node& n : cl.nodes())

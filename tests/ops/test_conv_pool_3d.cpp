@@ -454,3 +454,21 @@ TEST_CASE("The channels-last 3-D ops match the ONNX definition on random shapes"
                        to_ndhwc(pool3d_naive(x, win, false, c % 2 == 1)), 1e-6);
   }
 }
+
+TEST_CASE("Conv3DNdhwc adds its input Z before the activation", "[ops][conv3d]") {
+  // graph/passes/conv_fusion.h fuse_conv_sums: a 3-D ResNet block's conv + shortcut + Relu.
+  Window3d win;
+  win.pads = {1, 1, 1, 1, 1, 1};
+  for (int64_t ch : {5, 32}) {
+    Tensor x = rnd({2, ch, 4, 6, 5}, 21), wt = rnd({24, ch, 3, 3, 3}, 22), b = rnd({24}, 23);
+    Tensor want = conv3d_naive(x, wt, &b, win, 1);
+    Tensor z = rnd(want.desc().shape, 24);
+    for (int64_t i = 0; i < want.numel(); ++i)
+      want.data_as<float>()[i] = std::max(want.data_as<float>()[i] + z.data_as<float>()[i], 0.0f);
+    graph::Attributes attrs = window_attrs(win, false);
+    attrs.set("activation", std::string("Relu"));
+    INFO("channels " << ch);
+    check_every_kernel("Conv3DNdhwc", attrs, {to_ndhwc(x), wt, b, to_ndhwc(z)},
+                       {false, true, true, false}, to_ndhwc(want), 4e-6 * std::sqrt(27.0 * ch));
+  }
+}
