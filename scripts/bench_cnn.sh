@@ -20,8 +20,9 @@
 #   scripts/bench_cnn.sh --models common --threads 2 --batches 1   # ResNet-18, MobileNetV2, ...
 #                                                #   (benchmarks/cnn/common_cnns.py; not in the
 #                                                #   default run: 224x224 models are slow)
-#   scripts/bench_cnn.sh --models volumetric --threads 2   # a C3D-like, a 3-D U-Net and an
-#                                                #   r3d_18-like (benchmarks/cnn/volumetric_cnns.py)
+#   scripts/bench_cnn.sh --models volumetric --threads 2   # a C3D-like, a 3-D U-Net, an
+#                                                #   r3d_18-like and an X3D-like
+#                                                #   (benchmarks/cnn/volumetric_cnns.py)
 #
 # Models are exported by benchmarks/cnn/cnn_models.py with /usr/bin/python3 (torch 1.13's
 # TorchScript exporter, opset 13) into $BUILD_DIR/bench/cnn (re-exported when the script is
@@ -55,7 +56,7 @@ GRAPHI_VENV=$VENV ./scripts/bench_venv.sh > /dev/null \
 MODELS=$BUILD_DIR/bench/cnn
 mkdir -p "$MODELS"
 if [ ! -f "$MODELS/googlenet_b8.onnx" ] || [ ! -f "$MODELS/unet_like_b8.onnx" ] \
-   || [ ! -f "$MODELS/unet3d_like_b8.onnx" ] || [ ! -f "$MODELS/r3d_like_b8.onnx" ] \
+   || [ ! -f "$MODELS/unet3d_like_b8.onnx" ] || [ ! -f "$MODELS/x3d_like_b8.onnx" ] \
    || [ benchmarks/cnn/cnn_models.py -nt "$MODELS/googlenet_b8.onnx" ] \
    || [ benchmarks/cnn/common_cnns.py -nt "$MODELS/unet_like_b8.onnx" ] \
    || [ benchmarks/cnn/volumetric_cnns.py -nt "$MODELS/unet3d_like_b8.onnx" ]; then

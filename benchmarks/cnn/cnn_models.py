@@ -15,7 +15,7 @@ Models (each at batch 1 and 8):
   all): ResNet-18, MobileNetV2, an EfficientNet-like MobileNetV2, a ShuffleNetV2-like stack, a
   DenseNet-like and a U-Net-like model, the architectures a user brings, none tuned for;
 - group "volumetric" (benchmarks/cnn/volumetric_cnns.py; only when named): a C3D-like video
-  classifier, a 3-D U-Net and an r3d_18-style video ResNet.
+  classifier, a 3-D U-Net, an r3d_18-style video ResNet and an X3D-style net.
 
 For each model M and batch B it writes OUT/M_bB.onnx, OUT/M_bB.in0.npy (the input) and
 OUT/M.pt (the state_dict, so the PyTorch peer in another interpreter uses the same weights).

@@ -2,8 +2,8 @@
 cnn_models.py; only when named): a C3D-like video classifier (Conv3d + BatchNorm3d + ReLU,
 MaxPool3d, a 16-frame 112x112 clip cut to 8 frames of 56x56 so the benchmark stays short) and a
 3-D U-Net (ConvTranspose3d up-sampling, skip concats) on a 16x48x48 volume and (session 26) an
-r3d_18-style video ResNet (residual sums), the architectures nn.Conv3d users bring (graphi ran
-none before session 25)."""
+r3d_18-style video ResNet (residual sums) and an X3D-style net (depthwise 3-D convs), the
+architectures nn.Conv3d users bring (graphi ran none before session 25)."""
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -83,10 +83,48 @@ class R3dLike(nn.Module):
         return self.fc(F.adaptive_avg_pool3d(self.layers(self.stem(x)), 1).flatten(1))
 
 
+class X3dBlock(nn.Module):
+    """X3D's bottleneck: 1x1x1 expand + BN + ReLU, 3x3x3 depthwise + BN + ReLU, 1x1x1 project +
+    BN, the input added (strided blocks down-sample in the depthwise conv, no shortcut)."""
+
+    def __init__(self, a, e, b, stride):
+        super().__init__()
+        self.f = nn.Sequential(
+            nn.Conv3d(a, e, 1, bias=False), nn.BatchNorm3d(e), nn.ReLU(),
+            nn.Conv3d(e, e, 3, (1, stride, stride), 1, groups=e, bias=False), nn.BatchNorm3d(e),
+            nn.ReLU(), nn.Conv3d(e, b, 1, bias=False), nn.BatchNorm3d(b))
+        self.residual = stride == 1 and a == b
+
+    def forward(self, x):
+        y = self.f(x)
+        return F.relu(x + y) if self.residual else y
+
+
+class X3dLike(nn.Module):
+    """An X3D-S-style efficient video net (depthwise 3x3x3 convs, expansion 2.25), four stages of
+    two blocks, on 8 frames of 112x112."""
+
+    def __init__(self, classes=101):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv3d(3, 24, (1, 3, 3), (1, 2, 2), (0, 1, 1), bias=False),
+                                  nn.BatchNorm3d(24), nn.ReLU())
+        blocks, a = [], 24
+        for b in [24, 48, 96, 192]:
+            e = b * 9 // 4
+            blocks += [X3dBlock(a, e, b, 2), X3dBlock(b, e, b, 1)]
+            a = b
+        self.blocks = nn.Sequential(*blocks)
+        self.fc = nn.Linear(192, classes)
+
+    def forward(self, x):
+        return self.fc(F.adaptive_avg_pool3d(self.blocks(self.stem(x)), 1).flatten(1))
+
+
 def models():
     """name -> (make module, per-sample input shape)."""
     return {
         "c3d_like": (C3dLike, (3, 8, 56, 56)),
         "unet3d_like": (UNet3dLike, (1, 16, 48, 48)),
         "r3d_like": (R3dLike, (3, 8, 56, 56)),
+        "x3d_like": (X3dLike, (3, 8, 112, 112)),
     }

@@ -226,11 +226,14 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
     const Value& yv = g.value(n.outputs[0]);
     if (!f32_4d(yv) && !(ndhwc && f32_5d(yv))) continue;
     if (n.op == "Conv3D" && f32_5d(xv)) {
-      // Group 1 with constant weights (oneDNN's brgemm kernels; weights given every run belong
-      // to a training step, whose gradient ops read NCDHW).
+      // Group 1 (oneDNN's brgemm kernels) or depthwise (ops/conv_pool_3d.cpp's channels-last
+      // kernel), with constant weights (weights given every run belong to a training step,
+      // whose gradient ops read NCDHW).
       auto group = attr_int(n.attrs, n.name, "group", 1);
-      if (!group.is_ok() || *group != 1 || n.inputs.size() < 2 || n.inputs[1] == kNoId ||
-          g.value(n.inputs[1]).data == nullptr)
+      const bool depthwise =
+          group.is_ok() && *group == xv.desc.shape[1] && *group == yv.desc.shape[1];
+      if (!group.is_ok() || (*group != 1 && !depthwise) || n.inputs.size() < 2 ||
+          n.inputs[1] == kNoId || g.value(n.inputs[1]).data == nullptr)
         continue;
       std::vector<std::string> in = {blocked_input(x)};
       for (size_t i = 1; i < n.inputs.size(); ++i)

@@ -23,8 +23,8 @@
 //   layout-agnostic there); a channel Split / SplitSum into whole blocks the same on axis 1;
 // - 3-D, with `ndhwc` (onednn::prefers_channels_last_3d(): oneDNN's brgemm convolutions on
 //   AVX-512 compute channels-last, and fed NCDHW it reorders every call): chains of Conv3D
-//   (constant weights, group 1), MaxPool3D / AveragePool3D and ConvTranspose3D (constant
-//   weights, group 1) -> Conv3DNdhwc / MaxPool3DNdhwc / AveragePool3DNdhwc /
+//   (constant weights, group 1 or depthwise), MaxPool3D / AveragePool3D and ConvTranspose3D
+//   (constant weights, group 1) -> Conv3DNdhwc / MaxPool3DNdhwc / AveragePool3DNdhwc /
 //   ConvTranspose3DNdhwc on [N, D, H, W, C] (ops/conv_pool_3d.cpp), with the element-wise ops
 //   above (binary operands of the output's shape or one value per channel) and a channel
 //   Concat (axis 4) between them; the boundaries are Transposes;

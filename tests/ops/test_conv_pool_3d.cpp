@@ -472,3 +472,45 @@ TEST_CASE("Conv3DNdhwc adds its input Z before the activation", "[ops][conv3d]")
                        {false, true, true, false}, to_ndhwc(want), 4e-6 * std::sqrt(27.0 * ch));
   }
 }
+
+TEST_CASE("A depthwise Conv3DNdhwc matches the ONNX definition", "[ops][conv3d]") {
+  // X3D-style 3x3x3 depthwise convs (ops/conv_pool_3d.cpp's channels-last kernel, and oneDNN's
+  // after it): channel counts around the 16-lane vector, strides, dilations, asymmetric pads,
+  // bias, a residual Z and a Relu.
+  std::mt19937 rng(9191);
+  std::set<std::string> used;
+  for (int c = 0; c < 10; ++c) {
+    const int64_t ch = std::vector<int64_t>{1, 7, 16, 17, 40}[c % 5], n = 1 + c % 2;
+    Window3d win;
+    for (int a = 0; a < 3; ++a) {
+      win.kernel[a] = 1 + rng() % 3;
+      win.strides[a] = 1 + rng() % 2;
+      win.dilations[a] = 1 + rng() % 2;
+      win.pads[a] = rng() % 2;
+      win.pads[a + 3] = rng() % 3;
+    }
+    I3 in;
+    for (int a = 0; a < 3; ++a) in[a] = win.dilations[a] * (win.kernel[a] - 1) + 1 + rng() % 4;
+    Tensor x = rnd({n, ch, in[0], in[1], in[2]}, 1000 + c), b = rnd({ch}, 1100 + c);
+    Tensor wt = rnd({ch, 1, win.kernel[0], win.kernel[1], win.kernel[2]}, 1200 + c);
+    graph::Attributes attrs = window_attrs(win, true);
+    attrs.set("group", ch);
+    Tensor want = conv3d_naive(x, wt, &b, win, ch);
+    std::vector<Tensor> inputs{to_ndhwc(x), wt, b};
+    std::vector<bool> constant{false, true, true};
+    if (c % 2 == 1) {  // + Z, then Relu
+      Tensor z = rnd(want.desc().shape, 1300 + c);
+      for (int64_t i = 0; i < want.numel(); ++i)
+        want.data_as<float>()[i] = std::max(want.data_as<float>()[i] + z.data_as<float>()[i], 0.0f);
+      inputs.push_back(to_ndhwc(z));
+      constant.push_back(false);
+      attrs.set("activation", std::string("Relu"));
+    }
+    INFO("X " << x.desc().to_string() << " kernel " << win.kernel[0] << "x" << win.kernel[1] << "x"
+              << win.kernel[2]);
+    for (const std::string& name : check_every_kernel("Conv3DNdhwc", attrs, inputs, constant,
+                                                      to_ndhwc(want), 4e-6 * std::sqrt(27.0)))
+      used.insert(name);
+  }
+  CHECK(used.count("dwconv3d_ndhwc") == 1);
+}
