@@ -503,11 +503,13 @@ class TransposeKernel final : public GatherKernel {
     GRAPHI_RETURN_IF_ERROR(set_plan(ctx, ctx.outputs[0]->shape, strides, 0));
     // A batch of 2-D transposes (the output's last merged dim strided in the source, the one
     // before it contiguous; 4-byte elements, both sides >= 8): copied in tiles
-    // (ops/transpose_tiles.h) instead of element by element.
+    // (ops/transpose_tiles.h) instead of element by element. With fewer than 8 output columns
+    // (a 3-channel image to channels-last), a loop over the source rows interleaving them.
     const GatherPlan& p = plan();
     const int r = p.rank;
     if (dtype_size(ctx.inputs[0]->dtype) == 4 && r >= 2 && p.strides[r - 2] == 1 &&
-        p.strides[r - 1] > 1 && p.dims[r - 2] >= 8 && p.dims[r - 1] >= 8) {
+        p.strides[r - 1] > 1 && p.dims[r - 2] >= 8 && p.dims[r - 1] >= 1) {
+      narrow_ = p.dims[r - 1] < 8;
       cols_ = p.dims[r - 2];
       rows_ = p.dims[r - 1];
       ld_ = p.strides[r - 1];
@@ -530,6 +532,7 @@ class TransposeKernel final : public GatherKernel {
 
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
     if (batch_off_.empty()) return GatherKernel::run(team, io);
+    if (narrow_) return run_narrow(team, io);
     // Units of 64 source columns x 256 source rows, so a team shares even a single transpose.
     const int64_t col_units = (cols_ + kCols - 1) / kCols, row_units = (rows_ + kRows - 1) / kRows;
     const int64_t per_batch = col_units * row_units;
@@ -547,8 +550,27 @@ class TransposeKernel final : public GatherKernel {
   }
 
  private:
+  // Fewer than 8 source rows (rows_): dst[x * rows_ + y] = src[y * ld_ + x], units of 4096
+  // source columns.
+  void run_narrow(const TeamContext& team, const Buffers& io) const noexcept {
+    constexpr int64_t kUnit = 4096;
+    const int64_t per_batch = (cols_ + kUnit - 1) / kUnit;
+    auto [u0, u1] =
+        team_range(static_cast<int64_t>(batch_off_.size()) * per_batch, team.ithr, team.nthr);
+    const float* src = static_cast<const float*>(io.inputs[0]);
+    float* dst = static_cast<float*>(io.outputs[0]);
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t b = u / per_batch, x0 = u % per_batch * kUnit, x1 = std::min(cols_, x0 + kUnit);
+      const float* s = src + batch_off_[static_cast<size_t>(b)];
+      float* d = dst + b * cols_ * rows_;
+      for (int64_t y = 0; y < rows_; ++y)
+        for (int64_t x = x0; x < x1; ++x) d[x * rows_ + y] = s[y * ld_ + x];
+    }
+  }
+
   static constexpr int64_t kCols = 64, kRows = 256;
   int64_t cols_ = 0, rows_ = 0, ld_ = 0;  // the output's last two dims; the source's row stride
+  bool narrow_ = false;                   // rows_ < 8: run_narrow
   std::vector<int64_t> batch_off_;        // empty: the element-by-element gather
 };
 

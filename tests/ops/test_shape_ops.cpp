@@ -213,7 +213,9 @@ TEST_CASE("Transpose matches the reference for random and default permutations",
   check_all_teams("Transpose", {}, {m}, {test::transpose_ref(m, {1, 0})});
   // Batches of 2-D transposes (ops/transpose_tiles.h: 8x8 tiles, units of 64 x 256 split over
   // the team): NCHW -> NHWC and back with tails in both directions, an attention head's K^T,
-  // several units per batch, 4-byte integers; 8-byte elements keep the gather.
+  // several units per batch, 4-byte integers; 8-byte elements keep the gather. Fewer than 8
+  // output columns (a 3-channel or 1-channel volume to channels-last, several units per batch):
+  // the narrow loop.
   struct Case {
     Shape shape;
     std::vector<int64_t> perm;
@@ -225,7 +227,10 @@ TEST_CASE("Transpose matches the reference for random and default permutations",
                                    {{3, 70, 300}, {0, 2, 1}, DType::kF32},
                                    {{2, 300, 70}, {0, 2, 1}, DType::kI32},
                                    {{9, 8, 10}, {2, 1, 0}, DType::kF32},
-                                   {{16, 24}, {1, 0}, DType::kI64}};
+                                   {{16, 24}, {1, 0}, DType::kI64},
+                                   {{2, 3, 4, 30, 41}, {0, 2, 3, 4, 1}, DType::kF32},
+                                   {{1, 1, 5, 9, 11}, {0, 2, 3, 4, 1}, DType::kF32},
+                                   {{3, 7, 50}, {0, 2, 1}, DType::kI32}};
   for (const Case& c : cases) {
     INFO("shape " << shape_to_string(c.shape) << " perm " << shape_to_string(c.perm));
     Tensor x = make_data(c.shape, c.dtype, seed++);
