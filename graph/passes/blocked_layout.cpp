@@ -45,12 +45,23 @@ bool channel_constant(const Value& v, const Value& y) {
   return f32_4d(y) && per_channel_constant(v, y.desc.shape);
 }
 
+// The same for an NCDHW y: [1, C, 1, 1, 1] or [C, 1, 1, 1] (a 3-D pre-activation BatchNorm),
+// held beside the channels-last y as the same floats shaped [1, 1, 1, 1, C].
+bool ndhwc_constant(const Value& v, const Value& y) {
+  if (!v.data || v.desc.dtype != DType::kF32 || !f32_5d(y)) return false;
+  const Shape& s = v.desc.shape;
+  const int64_t c = y.desc.shape[1];
+  return s == Shape{1, c, 1, 1, 1} || s == Shape{c, 1, 1, 1};
+}
+
 // An operand of a binary op whose output is y that the blocked layout can hold: y's shape, or one
 // value per channel ([N or 1, C, 1, 1]: squeeze-excitation's gate, a per-channel scale; or a
 // channel_constant), which broadcasts over the 5-D blocked tensor as [N, C/B, 1, 1, B]. The
-// same for 3-D ([N or 1, C, 1, 1, 1], as [N or 1, 1, 1, 1, C] beside a channels-last tensor).
+// same for 3-D ([N or 1, C, 1, 1, 1], as [N or 1, 1, 1, 1, C] beside a channels-last tensor),
+// with ndhwc_constant and scalar operands too.
 bool channel_operand(const Value& v, const Value& y) {
   if (channel_constant(v, y)) return true;
+  if (y.desc.rank() == 5 && (ndhwc_constant(v, y) || (v.data && v.desc.numel() == 1))) return true;
   const int r = y.desc.rank();
   if (v.desc.dtype != DType::kF32 || y.desc.dtype != DType::kF32 || (r != 4 && r != 5) ||
       v.desc.rank() != r)
@@ -161,6 +172,20 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
     std::fill(dst, dst + cb * b, 0.0f);
     std::copy(cv.data->data_as<float>(), cv.data->data_as<float>() + c, dst);
     const std::string name = rw.fresh(cv.name + tag(b));
+    rw.add_constant(name, std::move(t));
+    to_blocked[key] = name;
+    return name;
+  };
+  // An ndhwc_constant as [1, 1, 1, 1, C]: a new constant, one per value.
+  auto ndhwc_constant_of = [&](ValueId v) -> std::string {
+    const std::string key = g.value(v).name + kNdhwcTag;
+    auto it = to_blocked.find(key);
+    if (it != to_blocked.end()) return it->second;
+    const Value& cv = g.value(v);
+    Tensor t(TensorDesc{DType::kF32, {1, 1, 1, 1, cv.desc.numel()}});
+    std::copy(cv.data->data_as<float>(), cv.data->data_as<float>() + cv.desc.numel(),
+              t.data_as<float>());
+    const std::string name = rw.fresh(cv.name + kNdhwcTag);
     rw.add_constant(name, std::move(t));
     to_blocked[key] = name;
     return name;
@@ -310,9 +335,12 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
                (!padded(n.outputs[0]) || keeps_zero(g, n))) {
       // The other operand's padding lanes are zero too (ToBlocked pads with zeros); a constant
       // per-channel operand is laid out blocked here, once.
-      auto operand = [&](ValueId v) {
-        return !is_blocked(v, 0) && channel_constant(g.value(v), yv) ? blocked_constant(v)
-                                                                     : blocked_input(v);
+      auto operand = [&](ValueId v) -> std::string {
+        if (is_blocked(v, 0)) return bname.at(v);
+        if (channel_constant(g.value(v), yv)) return blocked_constant(v);
+        if (ndhwc_constant(g.value(v), yv)) return ndhwc_constant_of(v);
+        if (g.value(v).data && g.value(v).desc.numel() == 1) return g.value(v).name;  // scalar
+        return blocked_input(v);
       };
       make_blocked(id, n.op, {operand(n.inputs[0]), operand(n.inputs[1])}, {});
     } else if (n.op == "ChannelGather" && !n.attrs.has("block") &&

@@ -574,7 +574,15 @@ TEST_CASE("blocked_layout: 3-D conv chains run channels-last and equal the NCDHW
     avg.set("kernel_shape", std::vector<int64_t>{3, 3, 3});
     avg.set("pads", std::vector<int64_t>{1, 1, 1, 1, 1, 1});
     b.add_node("AveragePool3D", "avg", {"cat"}, {"avg"}, avg);
-    add_conv3d(b, seed, "out", "avg", 24, 3, 1, false);
+    // A pre-activation BatchNorm3d (per-channel constants, [1, C, 1, 1, 1] and [C, 1, 1, 1]) and
+    // a scalar scale: channels-last constants, no Transpose.
+    b.add_constant("bn.s", test::random_tensor(TensorDesc{DType::kF32, {1, 24, 1, 1, 1}}, seed++));
+    b.add_constant("bn.t", test::random_tensor(TensorDesc{DType::kF32, {24, 1, 1, 1}}, seed++));
+    b.add_constant("half", test::random_tensor(TensorDesc{DType::kF32, {1}}, seed++));
+    b.add_node("Mul", "bn.mul", {"avg", "bn.s"}, {"bn.mul"});
+    b.add_node("Add", "bn.add", {"bn.t", "bn.mul"}, {"bn.add"});
+    b.add_node("Mul", "scaled", {"bn.add", "half"}, {"scaled"});
+    add_conv3d(b, seed, "out", "scaled", 24, 3, 1, false);
     b.add_output("out");
     b.add_output("squeeze");
     const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
@@ -591,13 +599,16 @@ TEST_CASE("blocked_layout: 3-D conv chains run channels-last and equal the NCDHW
     CHECK(test::count_op(cl, "MaxPool3DNdhwc") == 1);
     CHECK(test::count_op(cl, "AveragePool3DNdhwc") == 1);
     CHECK(test::count_op(cl, "ConvTranspose3DNdhwc") == 1);
-    // conv_sum: the residual Add is c2's (or skip's) input Z.
-    CHECK(test::count_op(cl, "Add") == 0);
+    // conv_sum: the residual Add is c2's (or skip's) input Z; the batch norm's Add stays.
+    CHECK(test::count_op(cl, "Add") == 1);
     size_t with_z = 0;
     for (const graph::Node& n : cl.nodes()) with_z += n.op == "Conv3DNdhwc" && n.inputs.size() == 4;
     CHECK(with_z == 1);
     // x and the gate in, the ReduceMean's input and the output back.
     CHECK(test::count_op(cl, "Transpose") == 4);
+    for (const char* op : {"Mul", "Add"})
+      for (const graph::Node& n : cl.nodes())
+        if (n.op == op) CHECK(cl.value(n.outputs[0]).desc.shape.back() == 24);
     for (const graph::Node& n : cl.nodes())
       if (n.op == "Concat") {  // on the channels, last in NDHWC
         CHECK(std::get<int64_t>(*n.attrs.find("axis")) == 4);
