@@ -578,20 +578,57 @@ void dw_row_scalar(const Geometry3& g, int64_t cpad, const DwRow& r) noexcept {
   for (int64_t i = 0; i < g.out[2] * c; ++i) r.y[i] = g.post.apply(r.y[i] + (r.z ? r.z[i] : 0.0f));
 }
 
+// Bias is in acc already; adds Z, applies the activation and stores output pixel ow's 16
+// channels from c0 (mask m).
+__attribute__((target("avx512f"))) inline void dw_finish(const ConvPostOp& post, const DwRow& r,
+                                                         int64_t c, __m512 acc, int64_t ow,
+                                                         int64_t c0, __mmask16 m) noexcept {
+  const __m512 zero = _mm512_setzero_ps();
+  if (r.z) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, r.z + ow * c + c0));
+  switch (post.kind) {
+    case ConvActivation::kNone:
+      break;
+    case ConvActivation::kRelu:
+      acc = _mm512_max_ps(acc, zero);
+      break;
+    case ConvActivation::kClip:
+      acc =
+          _mm512_min_ps(_mm512_set1_ps(post.beta), _mm512_max_ps(_mm512_set1_ps(post.alpha), acc));
+      break;
+    case ConvActivation::kLeakyRelu:
+      acc = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(acc, zero, _CMP_GE_OQ),
+                                 _mm512_mul_ps(acc, _mm512_set1_ps(post.alpha)), acc);
+      break;
+    default: {
+      alignas(64) float v[16];
+      _mm512_store_ps(v, acc);
+      for (float& e : v) e = post.apply(e);
+      acc = _mm512_load_ps(v);
+    }
+  }
+  _mm512_mask_storeu_ps(r.y + ow * c + c0, m, acc);
+}
+
 // The same with 16 channels per AVX-512 vector (a masked last vector when C % 16 != 0), each
 // output vector accumulated in a register over all its taps, then bias, Z and the activation
 // applied there (NaN as ConvPostOp::apply: Relu maps it to 0, Clip and LeakyRelu keep it).
+// Inside the row, 4 output pixels at a time whose windows lie within X's width: 4 independent
+// FMA chains sharing each weight load (one chain waits on the FMA latency at every tap).
 __attribute__((target("avx512f"))) void dw_row_avx512(const Geometry3& g, int64_t cpad,
                                                       const DwRow& r) noexcept {
-  const int64_t c = g.c;
-  const ConvPostOp& post = g.post;
-  const __m512 zero = _mm512_setzero_ps(), lo = _mm512_set1_ps(post.alpha),
-               hi = _mm512_set1_ps(post.beta);
-  for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+  const int64_t c = g.c, sw = g.stride[2], dw = g.dil[2], pw = g.pad_begin[2];
+  const __m512 zero = _mm512_setzero_ps();
+  // The whole window of output pixel ow lies within X's width.
+  auto inside = [&](int64_t ow) {
+    return ow * sw - pw >= 0 && ow * sw - pw + (g.k[2] - 1) * dw < g.in[2];
+  };
+  for (int64_t ow = 0; ow < g.out[2];) {
+    const bool quad = ow + 3 < g.out[2] && inside(ow) && inside(ow + 3);
     for (int64_t c0 = 0; c0 < c; c0 += 16) {
       const __mmask16 m = c - c0 >= 16 ? static_cast<__mmask16>(0xffff)
                                        : static_cast<__mmask16>((1u << (c - c0)) - 1);
-      __m512 acc = r.bias ? _mm512_maskz_loadu_ps(m, r.bias + c0) : zero;
+      const __m512 b = r.bias ? _mm512_maskz_loadu_ps(m, r.bias + c0) : zero;
+      __m512 a0 = b, a1 = b, a2 = b, a3 = b;
       for (int64_t kz = 0; kz < g.k[0]; ++kz) {
         const int64_t iz = r.od * g.stride[0] - g.pad_begin[0] + kz * g.dil[0];
         if (iz < 0 || iz >= g.in[0]) continue;
@@ -600,38 +637,34 @@ __attribute__((target("avx512f"))) void dw_row_avx512(const Geometry3& g, int64_
           if (iy < 0 || iy >= g.in[1]) continue;
           const float* xrow = r.x + (iz * g.in[1] + iy) * g.in[2] * c + c0;
           const float* wrow = r.wp + (kz * g.k[1] + ky) * g.k[2] * cpad + c0;
+          if (quad) {
+            const float* x0 = xrow + (ow * sw - pw) * c;
+            for (int64_t kx = 0; kx < g.k[2]; ++kx) {
+              const __m512 w = _mm512_loadu_ps(wrow + kx * cpad);
+              const float* xp = x0 + kx * dw * c;
+              a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, xp), w, a0);
+              a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, xp + sw * c), w, a1);
+              a2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, xp + 2 * sw * c), w, a2);
+              a3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, xp + 3 * sw * c), w, a3);
+            }
+            continue;
+          }
           for (int64_t kx = 0; kx < g.k[2]; ++kx) {
-            const int64_t ix = ow * g.stride[2] - g.pad_begin[2] + kx * g.dil[2];
+            const int64_t ix = ow * sw - pw + kx * dw;
             if (ix < 0 || ix >= g.in[2]) continue;
-            acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, xrow + ix * c),
-                                  _mm512_loadu_ps(wrow + kx * cpad), acc);
+            a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, xrow + ix * c),
+                                 _mm512_loadu_ps(wrow + kx * cpad), a0);
           }
         }
       }
-      float* yv = r.y + ow * c + c0;
-      if (r.z) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, r.z + ow * c + c0));
-      switch (post.kind) {
-        case ConvActivation::kNone:
-          break;
-        case ConvActivation::kRelu:
-          acc = _mm512_max_ps(acc, zero);
-          break;
-        case ConvActivation::kClip:
-          acc = _mm512_min_ps(hi, _mm512_max_ps(lo, acc));
-          break;
-        case ConvActivation::kLeakyRelu:
-          acc = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(acc, zero, _CMP_GE_OQ),
-                                     _mm512_mul_ps(acc, lo), acc);
-          break;
-        default: {
-          alignas(64) float v[16];
-          _mm512_store_ps(v, acc);
-          for (float& e : v) e = post.apply(e);
-          acc = _mm512_load_ps(v);
-        }
+      dw_finish(g.post, r, c, a0, ow, c0, m);
+      if (quad) {
+        dw_finish(g.post, r, c, a1, ow + 1, c0, m);
+        dw_finish(g.post, r, c, a2, ow + 2, c0, m);
+        dw_finish(g.post, r, c, a3, ow + 3, c0, m);
       }
-      _mm512_mask_storeu_ps(yv, m, acc);
     }
+    ow += quad ? 4 : 1;
   }
 }
 

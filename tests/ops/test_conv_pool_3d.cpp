@@ -513,4 +513,18 @@ TEST_CASE("A depthwise Conv3DNdhwc matches the ONNX definition", "[ops][conv3d]"
       used.insert(name);
   }
   CHECK(used.count("dwconv3d_ndhwc") == 1);
+  // A row wide enough for 4 pixels at a time inside it, strided and not, with borders.
+  for (int64_t stride : {1, 2}) {
+    Window3d win;
+    win.kernel = {3, 3, 3};
+    win.strides = {1, stride, stride};
+    win.pads = {1, 1, 1, 1, 1, 1};
+    Tensor x = rnd({1, 40, 3, 5, 23}, 1400 + stride), b = rnd({40}, 1410 + stride);
+    Tensor wt = rnd({40, 1, 3, 3, 3}, 1420 + stride);
+    graph::Attributes attrs = window_attrs(win, false);
+    attrs.set("group", int64_t{40});
+    INFO("stride " << stride);
+    check_every_kernel("Conv3DNdhwc", attrs, {to_ndhwc(x), wt, b}, {false, true, true},
+                       to_ndhwc(conv3d_naive(x, wt, &b, win, 40)), 4e-6 * std::sqrt(27.0));
+  }
 }
