@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 #include <tuple>
+#include <utility>
 
 #include "ops/registry.h"
 #include "tests/support/op_runner.h"
@@ -156,6 +157,22 @@ Tensor pool3d_naive(const Tensor& x, const Window3d& win, bool is_max, bool incl
   return y;
 }
 
+// A random conv window (kernels 1-3, strides and dilations 1-2, asymmetric pads) and an input
+// volume it fits.
+std::pair<Window3d, I3> random_conv_window(std::mt19937& rng) {
+  Window3d win;
+  for (int a = 0; a < 3; ++a) {
+    win.kernel[a] = 1 + rng() % 3;
+    win.strides[a] = 1 + rng() % 2;
+    win.dilations[a] = 1 + rng() % 2;
+    win.pads[a] = rng() % 2;
+    win.pads[a + 3] = rng() % 3;
+  }
+  I3 in;
+  for (int a = 0; a < 3; ++a) in[a] = win.dilations[a] * (win.kernel[a] - 1) + 1 + rng() % 4;
+  return {win, in};
+}
+
 graph::Attributes window_attrs(const Window3d& w, bool with_dilations) {
   graph::Attributes a;
   a.set("strides", std::vector<int64_t>(w.strides.begin(), w.strides.end()));
@@ -181,16 +198,7 @@ TEST_CASE("Conv3D matches the ONNX definition on random shapes", "[ops][conv3d]"
     const int64_t group = c % 3 == 1 ? 2 : 1;
     const int64_t ch = group * (1 + rng() % 3), m = group * (1 + rng() % 3);
     const int64_t n = 1 + rng() % 2;
-    Window3d win;
-    for (int a = 0; a < 3; ++a) {
-      win.kernel[a] = 1 + rng() % 3;
-      win.strides[a] = 1 + rng() % 2;
-      win.dilations[a] = 1 + rng() % 2;
-      win.pads[a] = rng() % 2;
-      win.pads[a + 3] = rng() % 3;
-    }
-    I3 in;
-    for (int a = 0; a < 3; ++a) in[a] = win.dilations[a] * (win.kernel[a] - 1) + 1 + rng() % 4;
+    const auto [win, in] = random_conv_window(rng);
     Tensor x = rnd({n, ch, in[0], in[1], in[2]}, 100 + c),
            wt = rnd({m, ch / group, win.kernel[0], win.kernel[1], win.kernel[2]}, 200 + c),
            b = rnd({m}, 300 + c);
@@ -481,16 +489,7 @@ TEST_CASE("A depthwise Conv3DNdhwc matches the ONNX definition", "[ops][conv3d]"
   std::set<std::string> used;
   for (int c = 0; c < 10; ++c) {
     const int64_t ch = std::vector<int64_t>{1, 7, 16, 17, 40}[c % 5], n = 1 + c % 2;
-    Window3d win;
-    for (int a = 0; a < 3; ++a) {
-      win.kernel[a] = 1 + rng() % 3;
-      win.strides[a] = 1 + rng() % 2;
-      win.dilations[a] = 1 + rng() % 2;
-      win.pads[a] = rng() % 2;
-      win.pads[a + 3] = rng() % 3;
-    }
-    I3 in;
-    for (int a = 0; a < 3; ++a) in[a] = win.dilations[a] * (win.kernel[a] - 1) + 1 + rng() % 4;
+    const auto [win, in] = random_conv_window(rng);
     Tensor x = rnd({n, ch, in[0], in[1], in[2]}, 1000 + c), b = rnd({ch}, 1100 + c);
     Tensor wt = rnd({ch, 1, win.kernel[0], win.kernel[1], win.kernel[2]}, 1200 + c);
     graph::Attributes attrs = window_attrs(win, true);
