@@ -7,6 +7,8 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "engine/session.h"
+#include "graph/graph_builder.h"
 #include "ops/registry.h"
 #include "tests/support/op_runner.h"
 #include "tests/support/test_util.h"
@@ -140,9 +142,29 @@ TEST_CASE("RoiAlign: a batch index out of range fails the run; bad nodes are ref
           "[ops][roi_align]") {
   const Tensor x = test::random_tensor({DType::kF32, {2, 3, 6, 6}}, 1);
   const Tensor rois = boxes({0, 0, 3, 3, 1, 1, 4, 4});
-  auto bad = run_single_op("RoiAlign", {}, {x, rois, indices<int64_t>({0, 2})});
-  REQUIRE_FALSE(bad.is_ok());
-  CHECK_THAT(bad.status().message(), Catch::Contains("batch_indices[1] = 2 is out of range"));
+  {
+    // Through the engine, which reports a kernel's run-time failure as the node's error.
+    graph::GraphBuilder b("roi.test");
+    b.add_input("x", x.desc());
+    b.add_input("rois", rois.desc());
+    b.add_input("idx", TensorDesc{DType::kI64, {2}});
+    b.add_node("RoiAlign", "roi", {"x", "rois", "idx"}, {"y"}, {});
+    b.add_output("y");
+    auto g = b.finish(ops::Registry::get());
+    REQUIRE(g.is_ok());
+    engine::SessionOptions o;
+    o.pin = false;
+    auto s = engine::Session::create(std::make_shared<const graph::Graph>(std::move(*g)), o);
+    REQUIRE(s.is_ok());
+    auto run = [&](int64_t second) {
+      return (*s)->run({{"x", x}, {"rois", rois}, {"idx", indices<int64_t>({0, second})}});
+    };
+    CHECK(run(1).is_ok());
+    auto bad = run(2);
+    REQUIRE_FALSE(bad.is_ok());
+    CHECK_THAT(bad.status().message(), Catch::Contains("node 'roi'") &&
+                                           Catch::Contains("batch_indices[1] = 2 is out of range"));
+  }
   auto err = [](const Result<test::OpRun>& r) {
     REQUIRE_FALSE(r.is_ok());
     return r.status().message();
