@@ -138,7 +138,7 @@ TEST_CASE("RoiAlign matches the ONNX definition in every mode", "[ops][roi_align
         1e-5);
 }
 
-TEST_CASE("RoiAlign: a batch index out of range fails the run; bad nodes are refused",
+TEST_CASE("RoiAlign: a batch index out of range fails the run, bad nodes are refused",
           "[ops][roi_align]") {
   const Tensor x = test::random_tensor({DType::kF32, {2, 3, 6, 6}}, 1);
   const Tensor rois = boxes({0, 0, 3, 3, 1, 1, 4, 4});
