@@ -122,6 +122,8 @@ int profile_command(int argc, char** argv) {
   if (!dims.is_ok()) return args.usage_error(dims.status().message());
   read_input_files(*input_files);
   dims->input_shapes = input_shapes(*input_files);  // symbolic dims the files' shapes give
+  // A file for an input that is also an initializer overrides it (graph/onnx/ONNX.md).
+  for (const InputFile& f : *input_files) dims->override_initializers.insert(f.name);
   auto loaded = load_model(model_path, *dims);
   if (!loaded.is_ok() && is_dim_error(loaded.status()))
     return args.usage_error(loaded.status().message());

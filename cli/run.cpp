@@ -191,6 +191,8 @@ int run_command(int argc, char** argv) {
   }
   read_input_files(*input_files);
   dims->input_shapes = input_shapes(*input_files);  // symbolic dims the files' shapes give
+  // A file for an input that is also an initializer overrides it (graph/onnx/ONNX.md).
+  for (const InputFile& f : *input_files) dims->override_initializers.insert(f.name);
   LoadProgressPrinter load_progress(model_path, args.has("--progress"));
   dims->progress = load_progress.callback();
   auto loaded = load_model(model_path, *dims);

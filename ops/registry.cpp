@@ -33,6 +33,10 @@ Registry& process_table() {
     register_tile_expand_ops(*r);
     register_resize_op(*r);
     register_grid_sample_op(*r);
+    register_det_op(*r);
+    register_col2im_op(*r);
+    register_center_crop_pad_op(*r);
+    register_roi_align_op(*r);
     register_int_arith_ops(*r);
     register_conv_transpose_op(*r);
     register_cumsum_op(*r);

@@ -89,9 +89,13 @@ void register_cast_op(Registry& r);   // ops/cast_op.cpp: Cast
 void register_norm_ops(Registry& r);  // ops/norm_ops.cpp: LayerNormalization, InstanceNormalization
 void register_log_softmax_op(Registry& r);  // ops/log_softmax.cpp: LogSoftmax
 void register_index_ops(Registry& r);  // ops/index_ops.cpp: ArgMax, ArgMin, TopK, GatherElements
-void register_tile_expand_ops(Registry& r);  // ops/tile_expand.cpp: Expand, Tile
-void register_resize_op(Registry& r);        // ops/resize.cpp: Resize
-void register_grid_sample_op(Registry& r);   // ops/grid_sample.cpp: GridSample
+void register_tile_expand_ops(Registry& r);     // ops/tile_expand.cpp: Expand, Tile
+void register_resize_op(Registry& r);           // ops/resize.cpp: Resize
+void register_grid_sample_op(Registry& r);      // ops/grid_sample.cpp: GridSample
+void register_det_op(Registry& r);              // ops/det.cpp: Det
+void register_col2im_op(Registry& r);           // ops/col2im.cpp: Col2Im
+void register_center_crop_pad_op(Registry& r);  // ops/center_crop_pad.cpp: CenterCropPad
+void register_roi_align_op(Registry& r);        // ops/roi_align.cpp: RoiAlign
 void register_int_arith_ops(
     Registry& r);  // ops/int_arith.cpp: Mod, IntBinary (integer Add/Sub/Mul/Div)
 void register_conv_transpose_op(Registry& r);  // ops/conv_transpose.cpp: ConvTranspose

@@ -82,10 +82,14 @@ Result<Tensor> to_tensor(const Array& a) {
 }
 
 // Reads `path` with options.dims for an .onnx file's symbolic dims.
-Result<std::shared_ptr<const graph::Graph>> load(const std::string& path,
-                                                 const SessionOptions& options) {
+Result<std::shared_ptr<const graph::Graph>> load(
+    const std::string& path, const SessionOptions& options,
+    std::map<std::string, Tensor>* defaults = nullptr) {
   graph::ImportOptions onnx;
   onnx.max_memory = options.max_memory;
+  onnx.override_initializers.insert(options.override_initializers.begin(),
+                                    options.override_initializers.end());
+  onnx.initializer_defaults = defaults;
   for (const auto& [name, value] : options.dims) {
     if (value < 1)
       return Status::invalid_argument("dims: '" + name + "' must be a positive integer, got " +
@@ -137,6 +141,8 @@ struct Session::Impl {
   SessionOptions options;
   std::vector<TensorInfo> inputs, outputs;
   std::vector<std::string> bool_values;  // graph/onnx/onnx_import.h kBoolValuesKey
+  // Initializers that options.override_initializers made inputs: fed when run() has none.
+  std::map<std::string, Tensor> defaults;
   std::string passes;
   std::string plan;  // plan_summary()
   // run() calls inside this Session, counted from their first statement: a caller still copying
@@ -161,11 +167,17 @@ Session::~Session() = default;
 
 Expected<Session> Session::open(const std::string& path, const SessionOptions& options) {
   return guarded(path.c_str(), [&]() -> Expected<Session> {
-    Result<std::shared_ptr<const graph::Graph>> loaded = load(path, options);
+    auto impl = std::make_unique<Impl>();
+    Result<std::shared_ptr<const graph::Graph>> loaded = load(path, options, &impl->defaults);
     if (!loaded) return to_error(loaded.status());
     std::shared_ptr<const graph::Graph> g = std::move(loaded).value();
-
-    auto impl = std::make_unique<Impl>();
+    for (const std::string& name : options.override_initializers) {
+      auto v = g->find_value(name);
+      if (!v || g->value(*v).kind != graph::ValueKind::kInput)
+        return ApiError{StatusCode::kInvalidArgument,
+                        path + ": options.override_initializers names '" + name +
+                            "', which is not an input of the model"};
+    }
     impl->options = options;
     if (options.optimize) {
       Result<engine::OptimizedGraph> o = engine::optimize_graph(g);
@@ -227,6 +239,10 @@ Expected<std::vector<Array>> Session::run(const std::vector<Array>& inputs) {
       if (!t) return to_error(t.status());
       in.emplace_back(a.name(), std::move(t).value());
     }
+    for (const auto& d : im->defaults)
+      if (std::none_of(inputs.begin(), inputs.end(),
+                       [&](const Array& a) { return a.name() == d.first; }))
+        in.emplace_back(d.first, d.second);
     Result<engine::NamedTensors> out = im->session->run(in);
     if (!out) return to_error(out.status());
     std::vector<Array> result;

@@ -130,6 +130,14 @@ graphi_status session_options(const graphi_options* options, const std::string& 
         return invalid(fn + ": options->dim_names[" + std::to_string(i) + "] is NULL");
       so.dims[options->dim_names[i]] = options->dim_values[i];
     }
+    if (options->num_override_initializers > 0 && options->override_initializers == nullptr)
+      return invalid(fn +
+                     ": options->num_override_initializers > 0 but override_initializers is NULL");
+    for (size_t i = 0; i < options->num_override_initializers; ++i) {
+      if (options->override_initializers[i] == nullptr)
+        return invalid(fn + ": options->override_initializers[" + std::to_string(i) + "] is NULL");
+      so.override_initializers.emplace_back(options->override_initializers[i]);
+    }
   }
   return GRAPHI_OK;
 }
@@ -159,6 +167,8 @@ void graphi_options_init(graphi_options* o) {
   o->optimize = 1;
   o->rnn_weights = nullptr;
   o->max_memory = 0;  // the available memory
+  o->override_initializers = nullptr;
+  o->num_override_initializers = 0;
 }
 
 graphi_status graphi_session_open(const char* path, const graphi_options* options,

@@ -193,6 +193,13 @@ std::optional<Status> Importer::translate_conv_pool(NodeIn& io) {
     a.set("mode", mode);
     return emit("GridSample", name, {ins[0], ins[1]}, outs, std::move(a), where, &n);
   }
+  if (op == "RoiAlign" && opset_ < 16) {
+    // Opset 10 has no coordinate_transformation_mode: it computes what opset 16 calls
+    // 'output_half_pixel' (opset 16's default is 'half_pixel'; ops/roi_align.cpp).
+    GRAPHI_ASSIGN_OR_RETURN(Attributes a, convert_attrs(n, where));
+    a.set("coordinate_transformation_mode", std::string("output_half_pixel"));
+    return emit("RoiAlign", name, ins, outs, std::move(a), where, &n);
+  }
   if ((op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool") &&
       !ins.empty() && !ins[0].empty()) {
     GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));

@@ -24,6 +24,8 @@ using onnx::HostTensor;
 std::optional<DType> graphi_dtype(int32_t t);
 // ONNX element type of graphi dtype `d`.
 int32_t onnx_type_of(DType d);
+// Constant `h` in graphi's form (BOOL as float32 0/1); `what` starts the error for other types.
+Result<std::shared_ptr<Tensor>> graphi_tensor(const onnx::HostTensor& h, const std::string& what);
 
 // A value while importing: an import-time constant (folded or an initializer) or a run-time value.
 struct ValState {
@@ -47,6 +49,10 @@ class Importer {
  private:
   Status check_versions();
   Status add_inputs();
+  // Graph input v that is also an initializer: a constant (the default), the value
+  // ImportOptions::constant_inputs binds to it, or a run-time input when
+  // ImportOptions::override_initializers names it.
+  Status initializer_input(const onnx::ValueInfo& v, const std::string& what);
   Result<std::vector<size_t>> topo_order();
   Status import_node(const onnx::Node& n);
   // One ONNX node on its way to graphi ops. `name` is its graphi node name, `outs` its outputs

@@ -49,7 +49,9 @@ const std::vector<std::string>& runtime_ops() {
                                                 "CastLike",
                                                 "Ceil",
                                                 "Celu",
+                                                "CenterCropPad",
                                                 "Clip",
+                                                "Col2Im",
                                                 "Concat",
                                                 "Conv",
                                                 "ConvTranspose",
@@ -57,6 +59,7 @@ const std::vector<std::string>& runtime_ops() {
                                                 "Cosh",
                                                 "CumSum",
                                                 "DepthToSpace",
+                                                "Det",
                                                 "Div",
                                                 "Dropout",
                                                 "Einsum",
@@ -126,6 +129,7 @@ const std::vector<std::string>& runtime_ops() {
                                                 "Reshape",
                                                 "Resize",
                                                 "ReverseSequence",
+                                                "RoiAlign",
                                                 "Round",
                                                 "Scatter",
                                                 "ScatterElements",
@@ -254,16 +258,11 @@ Result<TensorDesc> Importer::desc_of(const std::string& v, const std::string& wh
   return vals_.at(v).desc;
 }
 
-Result<std::string> Importer::ensure_graph_value(const std::string& v, const std::string& where) {
-  auto it = vals_.find(v);
-  if (it == vals_.end()) return Status::internal(where + ": value '" + v + "' is unknown");
-  ValState& s = it->second;
-  if (!s.graph_name.empty()) return s.graph_name;
-  const HostTensor& h = *s.host;
+Result<std::shared_ptr<Tensor>> graphi_tensor(const HostTensor& h, const std::string& what) {
   // graphi has no bool dtype: ONNX BOOL tensors are float32 0/1 (ops/logic_ops.cpp).
   std::optional<DType> dt = h.type == onnx::kBool ? DType::kF32 : graphi_dtype(h.type);
   if (!dt)
-    return Status::unsupported(where + ": value '" + v + "' is a constant " + h.desc() +
+    return Status::unsupported(what + " " + h.desc() +
                                "; graphi ops take float32, int32 or int64 tensors");
   auto t = std::make_shared<Tensor>(TensorDesc{*dt, h.shape});
   const size_t n = h.numel();
@@ -280,6 +279,16 @@ Result<std::string> Importer::ensure_graph_value(const std::string& v, const std
     int64_t* p = t->data_as<int64_t>();
     for (size_t k = 0; k < n; ++k) p[k] = h.i[k];
   }
+  return t;
+}
+
+Result<std::string> Importer::ensure_graph_value(const std::string& v, const std::string& where) {
+  auto it = vals_.find(v);
+  if (it == vals_.end()) return Status::internal(where + ": value '" + v + "' is unknown");
+  ValState& s = it->second;
+  if (!s.graph_name.empty()) return s.graph_name;
+  GRAPHI_ASSIGN_OR_RETURN(std::shared_ptr<Tensor> t,
+                          graphi_tensor(*s.host, where + ": value '" + v + "' is a constant"));
   s.desc = t->desc();
   s.tensor = t;
   // A constant that is also a graph output gets its own name; the output is an Identity of it.
@@ -609,8 +618,9 @@ Status Importer::add_inputs() {
     if (v.name.empty())
       return Status::invalid_graph(src_ + ": graph input " + std::to_string(k) + " has no name");
     if (vals_.count(v.name)) {
-      if (vals_.at(v.name).is_const) continue;  // an initializer listed as input: a constant
-      return Status::invalid_graph(what + " is declared twice");
+      if (!vals_.at(v.name).is_const) return Status::invalid_graph(what + " is declared twice");
+      GRAPHI_RETURN_IF_ERROR(initializer_input(v, what));
+      continue;
     }
     if (auto c = opts_.constant_inputs.find(v.name); c != opts_.constant_inputs.end()) {
       const Tensor& t = c->second;
@@ -715,6 +725,15 @@ Status Importer::add_inputs() {
     vals_[v.name] = s;
     b_.add_input(v.name, s.desc);
   }
+  for (const std::string& name : opts_.override_initializers)
+    if (std::any_of(g.initializers.begin(), g.initializers.end(),
+                    [&](const auto& init) { return init.first == name; }) &&
+        !std::any_of(g.inputs.begin(), g.inputs.end(),
+                     [&](const onnx::ValueInfo& v) { return v.name == name; }))
+      return Status::invalid_argument(
+          src_ + ": initializer '" + name +
+          "' is not a graph input: ONNX makes it a constant, which the caller cannot feed (only "
+          "an initializer also listed as a graph input may be overridden)");
   for (const auto& bound : opts_.constant_inputs) {
     const std::string& name = bound.first;  // a named reference: lambdas capture it (C++17)
     if (!vals_.count(name) || !vals_.at(name).is_const ||
@@ -730,6 +749,46 @@ Status Importer::add_inputs() {
           src_ + ": --dim " + name + " names no symbolic dim of the model's inputs (" +
           (params.empty() ? std::string("it has none") : "it has: " + join(params)) + ")");
     }
+  return Status::ok();
+}
+
+Status Importer::initializer_input(const onnx::ValueInfo& v, const std::string& what) {
+  ValState& s = vals_.at(v.name);
+  const HostTensor& init = *s.host;
+  if (auto c = opts_.constant_inputs.find(v.name); c != opts_.constant_inputs.end()) {
+    // A value bound at import replaces the initializer (and folds like it).
+    const Tensor& t = c->second;
+    const std::optional<DType> dt =
+        init.type == onnx::kBool ? std::optional<DType>(DType::kF32) : graphi_dtype(init.type);
+    if (dt != t.dtype() || init.type == onnx::kBool)
+      return Status::invalid_argument(what + " is an initializer " + init.desc() +
+                                      "; the value bound to it is " + t.desc().to_string());
+    auto h = std::make_shared<HostTensor>(HostTensor::make(init.type, t.shape()));
+    for (size_t e = 0; e < h->numel(); ++e) {
+      if (t.dtype() == DType::kF32)
+        h->f[e] = t.data_as<float>()[e];
+      else if (t.dtype() == DType::kI32)
+        h->i[e] = t.data_as<int32_t>()[e];
+      else
+        h->i[e] = t.data_as<int64_t>()[e];
+    }
+    s.host = h;
+    return Status::ok();
+  }
+  if (!opts_.override_initializers.count(v.name)) return Status::ok();  // a constant
+  // A run-time input of the initializer's dtype and shape; the initializer is its default.
+  GRAPHI_ASSIGN_OR_RETURN(std::shared_ptr<Tensor> t,
+                          graphi_tensor(init, what + " is an initializer"));
+  if (init.type == onnx::kBool) bool_values_.push_back(v.name);
+  if (t->numel() == 0)
+    return Status::unsupported(what + " is an empty initializer " + init.desc() +
+                               " (empty tensors are not supported)");
+  if (opts_.initializer_defaults) (*opts_.initializer_defaults)[v.name] = *t;
+  ValState in;
+  in.desc = t->desc();
+  in.graph_name = v.name;
+  s = in;
+  b_.add_input(v.name, in.desc);
   return Status::ok();
 }
 

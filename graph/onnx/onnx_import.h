@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -48,6 +49,17 @@ struct ImportOptions {
   // depend on them fold away (e.g. a Reshape whose shape is a graph input). The tensor's dtype
   // must match the input's element type; its shape replaces the declared one.
   std::map<std::string, Tensor> constant_inputs;
+  // Graph inputs that are also initializers (torch.onnx.export(keep_initializers_as_inputs=True),
+  // IR < 4 files): ONNX lets the caller override them, the initializer being the default. By
+  // default graphi imports them as constants (folded, weights prepacked: the caller cannot feed
+  // them); the ones named here become run-time graph inputs of the initializer's dtype and
+  // shape. Names of ordinary graph inputs are ignored (the CLI names every --input file); an
+  // initializer that is not a graph input is an error (ONNX makes it a constant). A
+  // constant_inputs entry for such an input replaces the initializer at import instead.
+  std::set<std::string> override_initializers;
+  // When set, receives the initializer of each input made by override_initializers: the value
+  // a front end feeds when the caller gives none (graphi::Session::run does).
+  std::map<std::string, Tensor>* initializer_defaults = nullptr;
   // Called as the load advances (may be empty); .graphi loads report "parse" and "validate".
   LoadProgressFn progress;
   // Memory budget of the load in bytes (graph/memory_budget.h): the model file, external data

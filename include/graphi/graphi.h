@@ -88,6 +88,12 @@ typedef struct graphi_options {
    * with GRAPHI_OUT_OF_MEMORY (a message naming the file and the amounts) before allocating.
    * 0 (default): the memory the machine has available at load time. */
   uint64_t max_memory;
+  /* Inputs of an .onnx file that are also initializers (keep_initializers_as_inputs=True
+   * exports) which you want to feed: num_override_initializers names. Unnamed ones stay
+   * constants (feeding one is an error); a named one is an input of the session, and
+   * graphi_session_run uses the initializer when it is not given. Added after max_memory. */
+  const char* const* override_initializers;
+  size_t num_override_initializers;
 } graphi_options;
 
 /* A tensor: name, dtype, shape (rank entries), dense row-major data of `bytes` bytes. */

@@ -186,6 +186,11 @@ struct SessionOptions {
   // allocation with kOutOfMemory naming the file and the amounts. 0 (default): what the machine
   // has available at load time.
   uint64_t max_memory = 0;
+  // Inputs of an .onnx file that are also initializers (keep_initializers_as_inputs=True exports,
+  // IR < 4 files) which you want to feed. Unnamed ones stay constants (folded, weights prepacked):
+  // feeding one is an error. A named one becomes an input of inputs(); run() uses the
+  // initializer when you do not give it. A name that is not a graph input is kInvalidArgument.
+  std::vector<std::string> override_initializers;
 };
 
 class GRAPHI_API Session {

@@ -142,7 +142,7 @@ class Session:
 
     Session(path, executors=None, threads=None, scheduler=None, pin=True, optimize=True,
             dims=None, ring_capacity=1, cpuset="", plan="auto", tracing=False,
-            rnn_weights=None, max_memory=None, input_shapes=None)
+            rnn_weights=None, max_memory=None, input_shapes=None, override_initializers=None)
 
     path: a .onnx or .graphi file. executors x threads: the engine's executor teams; None
     (default) takes the plan's split, giving one of them sets the other to 1.
@@ -156,6 +156,10 @@ class Session:
     dims: values of symbolic ONNX dims, e.g. {"batch": 8}. cpuset: restrict pinning ("0-3").
     input_shapes: the shapes you will feed, by input name, e.g. {"X": (5, 4)}: symbolic dims
     that `dims` does not give, and unnamed ones (skl2onnx's batch dim), are taken from them.
+    override_initializers: names of .onnx inputs that are also initializers
+    (torch.onnx.export(keep_initializers_as_inputs=True)) that you want to feed. Unnamed ones
+    stay constants (folded; feeding one is an error); a named one is in self.inputs, and run()
+    with a dict uses the initializer when it is not given (as ONNX Runtime does).
     tracing: record every run op by op (see trace(); also a settable property).
     rnn_weights: "fp32" (None, default), "bf16" or "int8": store the fused LSTM/GRU/RNN weights
     in bf16 (fp32 accumulation) or int8 (per-column scales, u8 activations quantized per step,
@@ -169,7 +173,8 @@ class Session:
 
     def __init__(self, path, executors=None, threads=None, scheduler=None, pin=True,
                  optimize=True, dims=None, ring_capacity=1, cpuset="", plan="auto", tracing=False,
-                 rnn_weights=None, max_memory=None, input_shapes=None):
+                 rnn_weights=None, max_memory=None, input_shapes=None,
+                 override_initializers=None):
         path = _os.fspath(path)
         limit = _memory_size(max_memory, path)
         for name, v in (("executors", executors), ("threads", threads)):
@@ -186,7 +191,8 @@ class Session:
                                   int(ring_capacity), str(cpuset), _os.fspath(plan),
                                   "" if rnn_weights is None else str(rnn_weights), limit,
                                   {str(k): [int(d) for d in v]
-                                   for k, v in (input_shapes or {}).items()})
+                                   for k, v in (input_shapes or {}).items()},
+                                  [str(n) for n in (override_initializers or [])])
         self.path = path
         bools = set(self._s.bool_values())  # declared BOOL in the file: float32 0/1 inside
         self.inputs = [TensorInfo(n, "bool" if n in bools else d, s)
