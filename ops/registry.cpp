@@ -33,6 +33,8 @@ Registry& process_table() {
     register_tile_expand_ops(*r);
     register_resize_op(*r);
     register_grid_sample_op(*r);
+    register_pool_nd_ops(*r);
+    register_max_unpool_op(*r);
     register_int_arith_ops(*r);
     register_conv_transpose_op(*r);
     register_cumsum_op(*r);

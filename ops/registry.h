@@ -92,6 +92,8 @@ void register_index_ops(Registry& r);  // ops/index_ops.cpp: ArgMax, ArgMin, Top
 void register_tile_expand_ops(Registry& r);  // ops/tile_expand.cpp: Expand, Tile
 void register_resize_op(Registry& r);        // ops/resize.cpp: Resize
 void register_grid_sample_op(Registry& r);   // ops/grid_sample.cpp: GridSample
+void register_pool_nd_ops(Registry& r);      // ops/pool_nd.cpp: MaxPoolWithIndices, LpPool
+void register_max_unpool_op(Registry& r);    // ops/max_unpool.cpp: MaxUnpool
 void register_int_arith_ops(
     Registry& r);  // ops/int_arith.cpp: Mod, IntBinary (integer Add/Sub/Mul/Div)
 void register_conv_transpose_op(Registry& r);  // ops/conv_transpose.cpp: ConvTranspose

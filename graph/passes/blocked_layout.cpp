@@ -11,6 +11,13 @@ namespace {
 
 bool f32_4d(const Value& v) { return v.desc.dtype == DType::kF32 && v.desc.rank() == 4; }
 
+// A pool with dilations other than 1. A dilated AveragePool stays NCHW: its blocked variant is
+// oneDNN's alone, which has only its reference code for dilated windows (ops/conv_pool.cpp).
+bool dilated(const Node& n) {
+  auto d = attr_ints(n.attrs, n.name, "dilations", {1, 1});
+  return !d.is_ok() || std::any_of(d->begin(), d->end(), [](int64_t v) { return v != 1; });
+}
+
 std::string tag(int64_t b) { return "/nChw" + std::to_string(b) + "c"; }
 
 // Element-wise unary ops (elementwise_unary_op) are layout-agnostic: they run on the 5-D blocked
@@ -217,8 +224,8 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
       Attributes a = n.attrs;
       a.set("block", b);
       make_blocked(id, "BlockedConv", in, a);
-    } else if ((n.op == "MaxPool" || n.op == "AveragePool") && n.inputs.size() == 1 &&
-               (is_blocked(x, 0) || reordered.count(xv.name + tag(b)))) {
+    } else if ((n.op == "MaxPool" || (n.op == "AveragePool" && !dilated(n))) &&
+               n.inputs.size() == 1 && (is_blocked(x, 0) || reordered.count(xv.name + tag(b)))) {
       // A plain input that is reordered for another reader anyway (inception's pool branch
       // beside the convs reading the block input): pool the reordered copy, so the pool's
       // output needs no reorder of its own before the conv after it. Padding lanes: 0 in, 0
