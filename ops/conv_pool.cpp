@@ -343,7 +343,8 @@ Result<Geometry> pool_geometry(const graph::Node& node, const std::vector<const 
   GRAPHI_RETURN_IF_ERROR(check_auto_pad(node, where));
   if (num_outputs != 1)
     return Status::unsupported(where + ": the Indices output is not supported (only Y), got " +
-                               std::to_string(num_outputs) + " outputs");
+                               std::to_string(num_outputs) +
+                               " outputs; graphi's MaxPoolWithIndices computes both");
   GRAPHI_ASSIGN_OR_RETURN(int64_t ceil_mode, graph::attr_int(node.attrs, where, "ceil_mode", 0));
   if (ceil_mode != 0)
     return Status::unsupported(where + ": attribute 'ceil_mode' = " + std::to_string(ceil_mode) +

@@ -256,7 +256,8 @@ Result<Geometry3> pool3d_geometry(const graph::Node& node, const std::vector<con
   GRAPHI_RETURN_IF_ERROR(check_x(where, in[0]));
   if (num_outputs != 1)
     return Status::unsupported(where + ": the Indices output is not supported (only Y), got " +
-                               std::to_string(num_outputs) + " outputs");
+                               std::to_string(num_outputs) +
+                               " outputs; graphi's MaxPoolWithIndices computes both");
   GRAPHI_ASSIGN_OR_RETURN(int64_t ceil_mode, graph::attr_int(node.attrs, where, "ceil_mode", 0));
   if (ceil_mode != 0)
     return Status::unsupported(where + ": attribute 'ceil_mode' = " + std::to_string(ceil_mode) +
@@ -320,12 +321,12 @@ CostHint cost_conv_pool_3d(const graph::Node& node, std::span<const TensorDesc* 
   const double out = static_cast<double>(outputs[0]->numel());
   if (is_conv3d(node)) {
     const TensorDesc& w = *inputs[1];  // [M, C/group, kD, kH, kW]
-    c.flops = 2.0 * out * static_cast<double>(w.numel() / w.shape[0]);
+    c.flops = 2.0 * out * static_cast<double>(w.numel()) / static_cast<double>(w.shape[0]);
     if (inputs.size() >= 3 && inputs[2]) c.flops += out;
   } else if (is_deconv3d(node)) {
     const TensorDesc& w = *inputs[1];  // [C, M/group, kD, kH, kW]: each input element to M/group
-    c.flops =
-        2.0 * static_cast<double>(inputs[0]->numel()) * static_cast<double>(w.numel() / w.shape[0]);
+    c.flops = 2.0 * static_cast<double>(inputs[0]->numel()) * static_cast<double>(w.numel()) /
+              static_cast<double>(w.shape[0]);
     if (inputs.size() >= 3 && inputs[2]) c.flops += out;
   } else {
     const graph::Attribute* ks = node.attrs.find("kernel_shape");

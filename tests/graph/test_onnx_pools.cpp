@@ -77,7 +77,7 @@ TEST_CASE("onnx pools: MaxPool's Indices read become MaxPoolWithIndices, unread 
     const Tensor x = test::random_tensor(TensorDesc{DType::kF32, xs}, 3);
     const std::vector<Tensor> out = run(*r, {x});
     REQUIRE(out.size() == 2);
-    REQUIRE(out[1].desc() == TensorDesc(DType::kI64, ys));
+    REQUIRE(out[1].desc() == TensorDesc{DType::kI64, ys});
     for (int64_t o = 0; o < static_cast<int64_t>(out[0].numel()); ++o) {
       const int64_t at = out[1].data_as<int64_t>()[o];
       REQUIRE(at >= 0);
@@ -149,7 +149,7 @@ TEST_CASE("onnx pools: MaxUnpool takes positions in output_shape's layout, as ON
                  Catch::Contains("input 2 (output_shape) must be a constant (static shapes only)"));
 }
 
-TEST_CASE("onnx pools: LpPool with auto_pad, ceil_mode and dilations; GlobalLpPool",
+TEST_CASE("onnx pools: LpPool with auto_pad, ceil_mode and dilations, and GlobalLpPool",
           "[onnx][pool]") {
   // LpPool-18, p = 1, kernel 2, stride 2, ceil_mode: windows [1, 2], [3, 4], [5].
   Pw g;
