@@ -4,8 +4,9 @@
 // the output's shape is added before the activation, as in ONNX Runtime's FusedConv: a residual
 // connection, graph/passes/conv_fusion.h fuse_conv_sums), MaxPool and AveragePool
 // (kernel_shape, strides, pads, count_include_pad). ONNX semantics; pads are
-// [top, left, bottom, right]; MaxPool also takes dilations; auto_pad other than NOTSET, ceil_mode
-// and AveragePool dilations are rejected as unsupported.
+// [top, left, bottom, right]; both pools take dilations (AveragePool's from opset 19: graphi's
+// loop); auto_pad other than NOTSET and ceil_mode are rejected as unsupported (the importer
+// makes them explicit pads).
 //
 // Kernels, in preference order: a oneDNN primitive (constant conv weights pre-packed) that
 // opens its own region, then a plain loop nest over output planes split across the team.
@@ -342,20 +343,12 @@ Result<Geometry> pool_geometry(const graph::Node& node, const std::vector<const 
   GRAPHI_RETURN_IF_ERROR(check_auto_pad(node, where));
   if (num_outputs != 1)
     return Status::unsupported(where + ": the Indices output is not supported (only Y), got " +
-                               std::to_string(num_outputs) + " outputs");
+                               std::to_string(num_outputs) +
+                               " outputs; graphi's MaxPoolWithIndices computes both");
   GRAPHI_ASSIGN_OR_RETURN(int64_t ceil_mode, graph::attr_int(node.attrs, where, "ceil_mode", 0));
   if (ceil_mode != 0)
     return Status::unsupported(where + ": attribute 'ceil_mode' = " + std::to_string(ceil_mode) +
                                " is not supported (only 0)");
-  // Dilated windows: MaxPool only (ONNX's AveragePool has them from opset 19 on).
-  const bool is_max = ends_with(node.op, "MaxPool");
-  if (node.attrs.has("dilations") && !is_max) {
-    GRAPHI_ASSIGN_OR_RETURN(auto dil, graph::attr_ints(node.attrs, where, "dilations"));
-    for (int64_t d : dil)
-      if (d != 1)
-        return Status::unsupported(where + ": attribute 'dilations' " + ints_to_string(dil) +
-                                   " is not supported for AveragePool (only 1)");
-  }
   const TensorDesc& x = *in[0];
   Geometry g;
   g.n = x.shape[0];
@@ -376,13 +369,16 @@ Result<Geometry> pool_geometry(const graph::Node& node, const std::vector<const 
                                    std::to_string(cip));
     g.count_include_pad = cip == 1;
   }
-  GRAPHI_RETURN_IF_ERROR(read_window_attrs(node, where, g, is_max));
-  if (g.pt >= g.kh || g.pb >= g.kh || g.pl >= g.kw || g.pr >= g.kw)
-    return Status::unsupported(where + ": pads " + ints_to_string({g.pt, g.pl, g.pb, g.pr}) +
-                               " must each be smaller than the kernel " +
-                               ints_to_string({g.kh, g.kw}) +
-                               " (a window would lie entirely in padding)");
+  GRAPHI_RETURN_IF_ERROR(read_window_attrs(node, where, g, true));
   GRAPHI_RETURN_IF_ERROR(output_size(where, g));
+  // The dilated kernel's span (output_size() checked it for overflow): a pad that reaches it
+  // would put a whole window in the padding.
+  const int64_t span_h = (g.kh - 1) * g.dh + 1, span_w = (g.kw - 1) * g.dw + 1;
+  if (g.pt >= span_h || g.pb >= span_h || g.pl >= span_w || g.pr >= span_w)
+    return Status::unsupported(
+        where + ": pads " + ints_to_string({g.pt, g.pl, g.pb, g.pr}) +
+        " must each be smaller than the " + (g.dh > 1 || g.dw > 1 ? "dilated " : "") + "kernel " +
+        ints_to_string({span_h, span_w}) + " (a window would lie entirely in padding)");
   return g;
 }
 
@@ -733,6 +729,10 @@ class OnednnPoolKernel final : public Kernel {
     s.kind = ends_with(ctx.node.op, "MaxPool") ? onednn::PoolKind::kMax
              : g_.count_include_pad            ? onednn::PoolKind::kAvgIncludePad
                                                : onednn::PoolKind::kAvgExcludePad;
+    // oneDNN 2.6 offers only its reference code for dilated windows (pooling_v2), and which
+    // taps its exclude-pad divisor counts there is not checked here: graphi's loop runs them.
+    if (s.kind != onednn::PoolKind::kMax && (g_.dh > 1 || g_.dw > 1))
+      return Status::unsupported("oneDNN pooling here: no dilated average pooling");
     s.n = g_.n;
     s.c = g_.c;
     s.h = g_.h;
@@ -791,7 +791,7 @@ class RefPoolKernel final : public Kernel {
           float acc = is_max_ ? -std::numeric_limits<float>::infinity() : 0.0f;
           int64_t count = 0;  // taps inside the input
           for (int64_t ky = 0; ky < g.kh; ++ky) {
-            const int64_t iy = y0 + ky * g.dh;  // dilation: MaxPool only, else 1
+            const int64_t iy = y0 + ky * g.dh;
             if (iy < 0 || iy >= g.h) continue;
             for (int64_t kx = 0; kx < g.kw; ++kx) {
               const int64_t ix = x0 + kx * g.dw;
@@ -802,7 +802,8 @@ class RefPoolKernel final : public Kernel {
           }
           if (!is_max_) {
             // Without ceil_mode a window never leaves the padded input, so include-pad
-            // divides by the whole kernel; exclude-pad counts the real elements only.
+            // divides by the whole kernel (its taps, dilated or not); exclude-pad counts the
+            // real elements only.
             acc /= static_cast<float>(g.count_include_pad ? g.kh * g.kw : count);
           }
           yp[oy * g.ow + ox] = acc;

@@ -4,7 +4,7 @@
 // passes (blocked layouts, merges) never see them; graph/passes/conv_fusion.h folds a Conv3D's
 // batch norm into it and gives it its ReLU-like activation (attributes activation /
 // activation_params, a oneDNN post-op). ONNX semantics: pads are [front, top, left, back,
-// bottom, right]; MaxPool3D takes dilations; auto_pad, ceil_mode and ConvTranspose's
+// bottom, right]; both pools take dilations; auto_pad, ceil_mode and ConvTranspose's
 // output_shape arrive as explicit pads and output_padding (graph/onnx/import_conv_pool.cpp).
 //
 // Kernels, in preference order: a oneDNN primitive (plain ncdhw for the caller; where oneDNN
@@ -297,19 +297,13 @@ Result<Geometry3> pool3d_geometry(const graph::Node& node, const std::vector<con
   GRAPHI_RETURN_IF_ERROR(check_x(where, in[0]));
   if (num_outputs != 1)
     return Status::unsupported(where + ": the Indices output is not supported (only Y), got " +
-                               std::to_string(num_outputs) + " outputs");
+                               std::to_string(num_outputs) +
+                               " outputs; graphi's MaxPoolWithIndices computes both");
   GRAPHI_ASSIGN_OR_RETURN(int64_t ceil_mode, graph::attr_int(node.attrs, where, "ceil_mode", 0));
   if (ceil_mode != 0)
     return Status::unsupported(where + ": attribute 'ceil_mode' = " + std::to_string(ceil_mode) +
                                " is not supported (only 0)");
   const bool is_max = is_max3d(node);
-  if (node.attrs.has("dilations") && !is_max) {
-    GRAPHI_ASSIGN_OR_RETURN(auto dil, graph::attr_ints(node.attrs, where, "dilations"));
-    for (int64_t d : dil)
-      if (d != 1)
-        return Status::unsupported(where + ": attribute 'dilations' " + shape_to_string(dil) +
-                                   " is not supported for AveragePool (only 1)");
-  }
   const TensorDesc& x = *in[0];
   Geometry3 g;
   g.n = x.shape[0];
@@ -330,11 +324,18 @@ Result<Geometry3> pool3d_geometry(const graph::Node& node, const std::vector<con
                                    std::to_string(cip));
     g.count_include_pad = cip == 1;
   }
-  GRAPHI_RETURN_IF_ERROR(read_window(node, where, is_max, g));
+  GRAPHI_RETURN_IF_ERROR(read_window(node, where, true, g));
+  // The dilated kernel's span (read_window checked it for overflow): a pad that reaches it would
+  // put a whole window in the padding.
+  const bool dilated = g.dil != Dims3{1, 1, 1};
+  Dims3 span;
+  for (size_t a = 0; a < 3; ++a) span[a] = (g.k[a] - 1) * g.dil[a] + 1;
   for (size_t a = 0; a < 3; ++a)
-    if (g.pad_begin[a] >= g.k[a] || g.pad_end[a] >= g.k[a])
-      return Status::unsupported(where + ": pads must each be smaller than the kernel " +
-                                 shape_to_string(ks) + " (a window would lie entirely in padding)");
+    if (g.pad_begin[a] >= span[a] || g.pad_end[a] >= span[a])
+      return Status::unsupported(where + ": pads must each be smaller than the " +
+                                 (dilated ? "dilated " : "") + "kernel " +
+                                 shape_to_string({span[0], span[1], span[2]}) +
+                                 " (a window would lie entirely in padding)");
   return g;
 }
 
@@ -370,13 +371,13 @@ CostHint cost_conv_pool_3d(const graph::Node& node, std::span<const TensorDesc* 
   const double out = static_cast<double>(outputs[0]->numel());
   if (is_conv3d(node)) {
     const TensorDesc& w = *inputs[1];  // [M, C/group, kD, kH, kW]
-    c.flops = 2.0 * out * static_cast<double>(w.numel() / w.shape[0]);
+    c.flops = 2.0 * out * static_cast<double>(w.numel()) / static_cast<double>(w.shape[0]);
     if (inputs.size() >= 3 && inputs[2]) c.flops += out;
     if (inputs.size() >= 4 && inputs[3]) c.flops += out;  // Z
   } else if (is_deconv3d(node)) {
     const TensorDesc& w = *inputs[1];  // [C, M/group, kD, kH, kW]: each input element to M/group
-    c.flops =
-        2.0 * static_cast<double>(inputs[0]->numel()) * static_cast<double>(w.numel() / w.shape[0]);
+    c.flops = 2.0 * static_cast<double>(inputs[0]->numel()) * static_cast<double>(w.numel()) /
+              static_cast<double>(w.shape[0]);
     if (inputs.size() >= 3 && inputs[2]) c.flops += out;
   } else {
     const graph::Attribute* ks = node.attrs.find("kernel_shape");
@@ -848,6 +849,10 @@ class OnednnPool3DKernel final : public Kernel {
     s.kind = is_max3d(ctx.node)     ? onednn::PoolKind::kMax
              : g_.count_include_pad ? onednn::PoolKind::kAvgIncludePad
                                     : onednn::PoolKind::kAvgExcludePad;
+    // As in 2-D (ops/conv_pool.cpp): dilated average pooling runs graphi's loop (blocked_layout
+    // keeps such a pool NCDHW).
+    if (s.kind != onednn::PoolKind::kMax && g_.dil != Dims3{1, 1, 1})
+      return Status::unsupported("oneDNN pooling here: no dilated average pooling");
     s.n = g_.n;
     s.c = g_.c;
     set_window(s, g_, g_.in, g_.out);

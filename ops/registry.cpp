@@ -37,6 +37,8 @@ Registry& process_table() {
     register_col2im_op(*r);
     register_center_crop_pad_op(*r);
     register_roi_align_op(*r);
+    register_pool_nd_ops(*r);
+    register_max_unpool_op(*r);
     register_int_arith_ops(*r);
     register_conv_transpose_op(*r);
     register_cumsum_op(*r);

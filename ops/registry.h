@@ -96,6 +96,8 @@ void register_det_op(Registry& r);              // ops/det.cpp: Det
 void register_col2im_op(Registry& r);           // ops/col2im.cpp: Col2Im
 void register_center_crop_pad_op(Registry& r);  // ops/center_crop_pad.cpp: CenterCropPad
 void register_roi_align_op(Registry& r);        // ops/roi_align.cpp: RoiAlign
+void register_pool_nd_ops(Registry& r);      // ops/pool_nd.cpp: MaxPoolWithIndices, LpPool
+void register_max_unpool_op(Registry& r);    // ops/max_unpool.cpp: MaxUnpool
 void register_int_arith_ops(
     Registry& r);  // ops/int_arith.cpp: Mod, IntBinary (integer Add/Sub/Mul/Div)
 void register_conv_transpose_op(Registry& r);  // ops/conv_transpose.cpp: ConvTranspose

@@ -1,6 +1,7 @@
 // ONNX import, convolution, pooling, normalization and resampling: 1-D Conv/ConvTranspose/pools as
-// 2-D ones, 3-D ones as graphi's Conv3D/ConvTranspose3D/MaxPool3D/AveragePool3D, auto_pad and
-// ceil_mode as explicit pads, global pools, inference BatchNormalization as Mul + Add, Upsample
+// 2-D ones, 3-D ones as graphi's Conv3D/ConvTranspose3D/MaxPool3D/AveragePool3D, MaxPool's
+// Indices as MaxPoolWithIndices, auto_pad and ceil_mode as explicit pads, global pools
+// (GlobalLpPool as LpPool), inference BatchNormalization as Mul + Add, Upsample
 // as Resize, Resize-18's axes and keep_aspect_ratio_policy as full-rank scales/sizes,
 // ConvTranspose's auto_pad and output_shape as pads and output_padding.
 #include <algorithm>
@@ -200,6 +201,28 @@ std::optional<Status> Importer::translate_conv_pool(NodeIn& io) {
     a.set("coordinate_transformation_mode", std::string("output_half_pixel"));
     return emit("RoiAlign", name, ins, outs, std::move(a), where, &n);
   }
+  if (op == "MaxPool" && outs.size() > 1) {
+    // Indices (PyTorch's return_indices=True, and the 1x1 pool its export subtracts): graphi's
+    // MaxPoolWithIndices, 1-D to 3-D (ops/pool_nd.cpp). An Indices output nothing reads is
+    // dropped, so that pool keeps the oneDNN kernels of the MaxPool op.
+    if (is_read(outs[1])) {
+      GRAPHI_RETURN_IF_ERROR(need(0));
+      GRAPHI_ASSIGN_OR_RETURN(Attributes a, convert_attrs(n, where));
+      return emit("MaxPoolWithIndices", name, {ins[0]}, {outs[0], outs[1]}, std::move(a), where,
+                  &n);
+    }
+    io.outs.resize(1);
+  }
+  if (op == "GlobalLpPool") {
+    // LpPool (ops/pool_nd.cpp) whose kernel is X's spatial dims.
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
+    if (d.rank() < 3)
+      return Status::invalid_graph(where + ": input " + d.to_string() + " has no spatial dims");
+    GRAPHI_ASSIGN_OR_RETURN(Attributes a, convert_attrs(n, where));
+    a.set("kernel_shape", std::vector<int64_t>(d.shape.begin() + 2, d.shape.end()));
+    return emit("LpPool", name, {ins[0]}, outs, std::move(a), where, &n);
+  }
   if ((op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool") &&
       !ins.empty() && !ins[0].empty()) {
     GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
@@ -207,8 +230,6 @@ std::optional<Status> Importer::translate_conv_pool(NodeIn& io) {
     if (d.rank() == 5) {
       // Volumetric: graphi's 3-D ops (ops/conv_pool_3d.cpp), same attributes; the 2-D passes
       // never see them.
-      if (op == "MaxPool" && outs.size() > 1)
-        return Status::unsupported(where + ": MaxPool's Indices output is not supported");
       GRAPHI_ASSIGN_OR_RETURN(Attributes attrs, convert_attrs(n, where));
       return emit(op + "3D", name, ins, outs, std::move(attrs), where, &n);
     }
@@ -286,8 +307,6 @@ std::optional<Status> Importer::translate_conv_pool(NodeIn& io) {
                                 &n));
     return emit("Add", name, {scaled, add_const(name + "/b", std::move(b))}, outs, {}, where, &n);
   }
-  if (op == "MaxPool" && outs.size() > 1)
-    return Status::unsupported(where + ": MaxPool's Indices output is not supported");
   return std::nullopt;
 }
 
@@ -438,8 +457,6 @@ Status Importer::translate_1d(const onnx::Node& n, const std::string& name,
                               const std::vector<std::string>& ins,
                               const std::vector<std::string>& outs, const TensorDesc& x,
                               const std::string& where) {
-  if (n.op == "MaxPool" && outs.size() > 1)
-    return Status::unsupported(where + ": MaxPool's Indices output is not supported");
   // Inserts a dim of 1 before the last: constants are reshaped here, run-time values by a
   // Reshape node.
   auto unsqueeze = [&](const std::string& v, const std::string& tag) -> Result<std::string> {

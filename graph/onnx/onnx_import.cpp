@@ -23,10 +23,10 @@ namespace onnx_import {
 
 namespace {
 
-// Opsets 19-22 change no float32 semantics of the ops graphi maps except AveragePool's dilations
-// (refused unless 1), Pad's 'wrap' mode, Resize's 'half_pixel_symmetric' and the Gelu op
-// (graph/onnx/ONNX.md); the rest of them add types (float8, int4, bfloat16, strings). PyTorch
-// 2.x's TorchScript exporter writes opset 20 by default. IR 11 (onnx 1.18) adds float4 only.
+// Opsets 19-22 change no float32 semantics of the ops graphi maps except AveragePool's dilations,
+// Pad's 'wrap' mode, Resize's 'half_pixel_symmetric' and the Gelu op (graph/onnx/ONNX.md); the
+// rest of them add types (float8, int4, bfloat16, strings). PyTorch 2.x's TorchScript exporter
+// writes opset 20 by default. IR 11 (onnx 1.18) adds float4 only.
 constexpr int64_t kMinOpset = 6, kMaxOpset = 22;
 constexpr int64_t kMinIr = 3, kMaxIr = 11;
 
@@ -77,6 +77,7 @@ const std::vector<std::string>& runtime_ops() {
                                                 "Gelu",
                                                 "Gemm",
                                                 "GlobalAveragePool",
+                                                "GlobalLpPool",
                                                 "GlobalMaxPool",
                                                 "Greater",
                                                 "GreaterOrEqual",
@@ -97,9 +98,11 @@ const std::vector<std::string>& runtime_ops() {
                                                 "LessOrEqual",
                                                 "Log",
                                                 "LogSoftmax",
+                                                "LpPool",
                                                 "MatMul",
                                                 "Max",
                                                 "MaxPool",
+                                                "MaxUnpool",
                                                 "Mean",
                                                 "Min",
                                                 "Mish",
@@ -463,7 +466,7 @@ Status Importer::import_node(const onnx::Node& node_in) {
     np = &legacy;
   }
   onnx::Node padded;
-  if ((np->op == "Conv" || np->op == "MaxPool" || np->op == "AveragePool") &&
+  if ((np->op == "Conv" || np->op == "MaxPool" || np->op == "AveragePool" || np->op == "LpPool") &&
       np->attr("auto_pad") && np->attr("auto_pad")->s != "NOTSET") {
     GRAPHI_ASSIGN_OR_RETURN(padded, explicit_pads(*np, where));
     np = &padded;
@@ -474,8 +477,8 @@ Status Importer::import_node(const onnx::Node& node_in) {
     np = &padded;
   }
   onnx::Node floored;
-  if ((np->op == "MaxPool" || np->op == "AveragePool") && np->attr("ceil_mode") &&
-      np->attr("ceil_mode")->i != 0) {
+  if ((np->op == "MaxPool" || np->op == "AveragePool" || np->op == "LpPool") &&
+      np->attr("ceil_mode") && np->attr("ceil_mode")->i != 0) {
     GRAPHI_ASSIGN_OR_RETURN(floored, ceil_mode_as_pads(*np, where));
     np = &floored;
   }

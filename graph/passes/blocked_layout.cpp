@@ -12,6 +12,13 @@ namespace {
 bool f32_4d(const Value& v) { return v.desc.dtype == DType::kF32 && v.desc.rank() == 4; }
 bool f32_5d(const Value& v) { return v.desc.dtype == DType::kF32 && v.desc.rank() == 5; }
 
+// A pool with dilations other than 1. A dilated AveragePool stays NCHW: its blocked variant is
+// oneDNN's alone, which has only its reference code for dilated windows (ops/conv_pool.cpp).
+bool dilated(const Node& n) {
+  auto d = attr_ints(n.attrs, n.name, "dilations", {1, 1});
+  return !d.is_ok() || std::any_of(d->begin(), d->end(), [](int64_t v) { return v != 1; });
+}
+
 std::string tag(int64_t b) { return "/nChw" + std::to_string(b) + "c"; }
 
 // 3-D values held channels-last: their entry in the pass's block map, and their name's suffix.
@@ -264,7 +271,8 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
       for (size_t i = 1; i < n.inputs.size(); ++i)
         in.push_back(n.inputs[i] == kNoId ? "" : g.value(n.inputs[i]).name);
       make_blocked(id, "Conv3DNdhwc", in, n.attrs);
-    } else if ((n.op == "MaxPool3D" || n.op == "AveragePool3D") && n.inputs.size() == 1 &&
+    } else if ((n.op == "MaxPool3D" || (n.op == "AveragePool3D" && !dilated(n))) &&
+               n.inputs.size() == 1 &&
                (is_blocked(x, 0) || reordered.count(xv.name + kNdhwcTag))) {
       make_blocked(id, n.op + "Ndhwc", {blocked_input(x)}, n.attrs);
     } else if (n.op == "ConvTranspose3D" && is_blocked(x, 0) && blockable_deconv3d(g, n)) {
@@ -303,8 +311,8 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
       Attributes a = n.attrs;
       a.set("block", b);
       make_blocked(id, "BlockedConv", in, a);
-    } else if ((n.op == "MaxPool" || n.op == "AveragePool") && n.inputs.size() == 1 &&
-               (is_blocked(x, 0) || reordered.count(xv.name + tag(b)))) {
+    } else if ((n.op == "MaxPool" || (n.op == "AveragePool" && !dilated(n))) &&
+               n.inputs.size() == 1 && (is_blocked(x, 0) || reordered.count(xv.name + tag(b)))) {
       // A plain input that is reordered for another reader anyway (inception's pool branch
       // beside the convs reading the block input): pool the reordered copy, so the pool's
       // output needs no reorder of its own before the conv after it. Padding lanes: 0 in, 0

@@ -652,7 +652,17 @@ struct BackendStats {
   size_t cases = 0;
   int passed = 0, unsupported = 0, refused = 0;
   std::vector<std::string> wrong;
+  std::vector<std::string> contested;  // kContested cases that differ, with the reason
 };
+
+// Cases whose reference output ONNX's own issue tracker disputes and graphi deliberately does
+// not reproduce, with the reason and the test that checks graphi's output instead. They still
+// run (a refusal or a crash would count), but a difference is reported, not failed.
+const std::map<std::string, std::string> kContested = {
+    {"test_maxunpool_export_with_output_shape",
+     "MaxUnpool positions are taken in output_shape's layout, as ONNX Runtime and PyTorch take "
+     "them (onnx/onnx#2398; the case expects the default shape's layout); "
+     "tests/graph/test_onnx_pools.cpp checks ONNX Runtime's output"}};
 
 // Runs every backend test case. Integer inputs (shapes, axes, indices, split sizes) are always
 // bound as constants, as graphi graphs are static (ImportOptions::constant_inputs); with
@@ -751,12 +761,19 @@ BackendStats run_backend_cases(bool bind_all) {
       const double err = test::max_rel_error((*out)[k].second, want[k]);
       if (!(err <= 1e-4)) {
         ok = false;
-        wrong.push_back(name + ": output " + std::to_string(k) + " differs (max rel error " +
-                        std::to_string(err) + ", " + (*out)[k].second.desc().to_string() + " vs " +
-                        want[k].desc().to_string() + ")");
+        const std::string diff = name + ": output " + std::to_string(k) +
+                                 " differs (max rel error " + std::to_string(err) + ", " +
+                                 (*out)[k].second.desc().to_string() + " vs " +
+                                 want[k].desc().to_string() + ")";
+        if (kContested.count(name))
+          st.contested.push_back(diff + ": " + kContested.at(name));
+        else
+          wrong.push_back(diff);
       }
     }
     if (verbose && ok) std::printf("%s: pass\n", name.c_str());
+    if (verbose && !ok && kContested.count(name))
+      std::printf("%s: contested: %s\n", name.c_str(), kContested.at(name).c_str());
     if (ok)
       ++passed;
     else if (out->size() != want.size())
@@ -775,7 +792,9 @@ TEST_CASE("onnx: ONNX backend tests") {
   BackendStats st = run_backend_cases(false);
   WARN("ONNX backend tests: " << st.cases << " cases, " << st.passed << " pass, " << st.unsupported
                               << " refused as unsupported (ops, types, attributes), " << st.refused
-                              << " refused otherwise (no static shape, empty tensors, ...)");
+                              << " refused otherwise (no static shape, empty tensors, ...), "
+                              << st.contested.size() << " contested");
+  for (const std::string& c : st.contested) WARN("contested: " << c);
   for (const std::string& w : st.wrong) UNSCOPED_INFO(w);
   CHECK(st.wrong.empty());
   CHECK(st.passed > 0);
@@ -787,9 +806,9 @@ TEST_CASE("onnx: import-time evaluation matches ONNX's backend tests") {
     return;
   }
   BackendStats st = run_backend_cases(true);
-  WARN("ONNX backend tests with every input constant: " << st.cases << " cases, " << st.passed
-                                                        << " pass, " << st.unsupported << " + "
-                                                        << st.refused << " refused");
+  WARN("ONNX backend tests with every input constant: "
+       << st.cases << " cases, " << st.passed << " pass, " << st.unsupported << " + " << st.refused
+       << " refused, " << st.contested.size() << " contested");
   for (const std::string& w : st.wrong) UNSCOPED_INFO(w);
   CHECK(st.wrong.empty());
   CHECK(st.passed > 0);

@@ -70,5 +70,5 @@ TEST_CASE("onnx zoo: known gaps are refused with an error naming the file and wh
     ++cases;
   }
   CHECK(cases >= 3);  // bool_mask_input (session 24), grid_sample, conv3d and maxpool3d (session
-                      // 25) and det (session 26) left the gaps (zoo models now)
+                      // 25), det and maxpool_indices (session 26) left the gaps (zoo models now)
 }

@@ -222,6 +222,31 @@ TEST_CASE("blocked_layout: inception blocks and a PathNet stack equal the NCHW p
   }
 }
 
+TEST_CASE("blocked_layout: a dilated AveragePool stays NCHW, an undilated one goes blocked",
+          "[passes][conv][layout]") {
+  // oneDNN runs the blocked pools alone and has only its reference code for dilated windows:
+  // the dilated pool keeps graphi's NCHW loop (ops/conv_pool.cpp).
+  CnnBuilder c;
+  c.b.add_input("x", TensorDesc{DType::kF32, {2, 32, 12, 12}});
+  c.conv("a", "x", 32, 32, 3);
+  graph::Attributes avg = test::conv_window(3, 1, 2);
+  avg.set("kernel_shape", std::vector<int64_t>{3, 3});
+  avg.set("dilations", std::vector<int64_t>{2, 2});
+  c.b.add_node("AveragePool", "dilated", {"a"}, {"dilated"}, avg);
+  graph::Attributes plain_avg = test::conv_window(3, 1, 1);
+  plain_avg.set("kernel_shape", std::vector<int64_t>{3, 3});
+  c.b.add_node("AveragePool", "dense", {"a"}, {"dense"}, plain_avg);
+  c.conv("b", "dilated", 32, 16, 1);
+  c.conv("d", "dense", 32, 16, 1);
+  c.b.add_node("Add", "sum", {"b", "d"}, {"y"});
+  c.b.add_output("y");
+  const graph::Graph g = c.finish();
+  auto [plain, blocked] = plain_and_blocked(g);
+  CHECK(test::count_op(blocked.graph, "BlockedAveragePool") == 1);
+  CHECK(test::count_op(blocked.graph, "AveragePool") == 1);
+  for (int threads : {1, 2}) test::check_same_outputs(plain, blocked.graph, threads, 1e-5);
+}
+
 TEST_CASE("blocked_layout: every CNN of the ONNX zoo equals the NCHW path within 1e-5",
           "[passes][conv][layout]") {
   int models = 0, blocked_models = 0;

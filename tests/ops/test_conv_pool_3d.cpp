@@ -316,7 +316,7 @@ TEST_CASE("ConvTranspose3D errors", "[ops][conv3d][errors]") {
 TEST_CASE("MaxPool3D and AveragePool3D match the ONNX definition on random shapes",
           "[ops][pool3d]") {
   std::mt19937 rng(6161);
-  std::set<std::string> used;
+  std::set<std::string> used, dilated_avg;
   for (int c = 0; c < 24; ++c) {
     Window3d win;
     for (int a = 0; a < 3; ++a) {
@@ -345,16 +345,29 @@ TEST_CASE("MaxPool3D and AveragePool3D match the ONNX definition on random shape
                "AveragePool3D", avg, {x}, {}, pool3d_naive(x, win, false, cip == 1), 1e-6))
         used.insert(name);
     }
-    // Dilated max pooling.
+    // Dilated max and average pooling (AveragePool-19), pads up to the dilated span - 1.
     Window3d dil = win;
     dil.dilations = {2, 1, 2};
+    for (int a : {0, 2}) {
+      dil.pads[a] = rng() % (2 * win.kernel[a] - 1);
+      dil.pads[a + 3] = rng() % (2 * win.kernel[a] - 1);
+    }
     Tensor xd = rnd({1, 2, 2 * win.kernel[0] + 1, win.kernel[1] + 2, 2 * win.kernel[2]}, 500 + c);
     graph::Attributes dattrs = window_attrs(dil, true);
     dattrs.set("kernel_shape", std::vector<int64_t>(win.kernel.begin(), win.kernel.end()));
     check_every_kernel("MaxPool3D", dattrs, {xd}, {}, pool3d_naive(xd, dil, true, false), 0.0);
+    for (int64_t cip : {0, 1}) {
+      graph::Attributes avg = dattrs;
+      avg.set("count_include_pad", cip);
+      INFO("dilated, count_include_pad " << cip);
+      for (const std::string& name : check_every_kernel(
+               "AveragePool3D", avg, {xd}, {}, pool3d_naive(xd, dil, false, cip == 1), 1e-6))
+        dilated_avg.insert(name);
+    }
   }
   CHECK(used == std::set<std::string>{"maxpool3d_onednn", "maxpool3d_ref", "avgpool3d_onednn",
                                       "avgpool3d_ref"});
+  CHECK(dilated_avg == std::set<std::string>{"avgpool3d_ref"});  // oneDNN's declines them
 }
 
 TEST_CASE("Conv3D and 3-D pool errors", "[ops][conv3d][pool3d][errors]") {
@@ -394,8 +407,9 @@ TEST_CASE("Conv3D and 3-D pool errors", "[ops][conv3d][pool3d][errors]") {
   CHECK_THAT(error_of("MaxPool3D", bad_pad, {x}), Catch::Contains("smaller than the kernel"));
   graph::Attributes avg_dil = pool;
   avg_dil.set("dilations", std::vector<int64_t>{2, 2, 2});
+  avg_dil.set("pads", std::vector<int64_t>{0, 0, 0, 0, 3, 0});
   CHECK_THAT(error_of("AveragePool3D", avg_dil, {x}),
-             Catch::Contains("not supported for AveragePool"));
+             Catch::Contains("smaller than the dilated kernel [3, 3, 3]"));
   graph::Attributes ceil = pool;
   ceil.set("ceil_mode", int64_t{1});
   CHECK_THAT(error_of("MaxPool3D", ceil, {x}), Catch::Contains("'ceil_mode' = 1"));

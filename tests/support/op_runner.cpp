@@ -51,15 +51,18 @@ Result<OpRun> run_single_op(const std::string& op, const graph::Attributes& attr
   void* scratch =
       scratch_bytes ? std::aligned_alloc(64, ((scratch_bytes + 63) / 64) * 64) : nullptr;
   ops::Buffers io{in_ptrs, out_ptrs};
+  ops::KernelFailure failure;
   if (kernel->opens_own_region() || threads == 1) {
     omp_set_num_threads(threads);
-    kernel->run(ops::TeamContext{0, threads, scratch, scratch_bytes}, io);
+    kernel->run(ops::TeamContext{0, threads, scratch, scratch_bytes, &failure}, io);
   } else {
 #pragma omp parallel num_threads(threads)
-    kernel->run(
-        ops::TeamContext{omp_get_thread_num(), omp_get_num_threads(), scratch, scratch_bytes}, io);
+    kernel->run(ops::TeamContext{omp_get_thread_num(), omp_get_num_threads(), scratch,
+                                 scratch_bytes, &failure},
+                io);
   }
   std::free(scratch);
+  if (failure.failed()) result.failure = failure.message();
   return result;
 }
 

@@ -11,7 +11,9 @@ namespace graphi::test {
 
 struct OpRun {
   std::vector<Tensor> outputs;
-  std::string kernel;  // name of the kernel the registry selected
+  std::string kernel;   // name of the kernel the registry selected
+  std::string failure;  // what the kernel reported through TeamContext::fail (the engine's
+                        // error for the run, e.g. an index out of range); empty if nothing
 };
 
 // Builds a one-node graph `op` with inputs in0..inN (those flagged in `constant` become

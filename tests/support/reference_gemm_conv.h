@@ -24,7 +24,7 @@ struct Window2d {
   std::array<int64_t, 2> kernel{1, 1};  // pools only; Conv takes it from W
   std::array<int64_t, 2> strides{1, 1};
   std::array<int64_t, 4> pads{0, 0, 0, 0};  // top, left, bottom, right
-  std::array<int64_t, 2> dilations{1, 1};   // Conv, and MaxPool
+  std::array<int64_t, 2> dilations{1, 1};   // Conv and the pools
 };
 
 // ONNX Conv on NCHW X, W [M, C/group, kH, kW], optional bias [M].

@@ -200,6 +200,54 @@ class DilatedPools(nn.Module):
         return a, b, c
 
 
+def max_unpool2d_symbolic(g, x, indices, output_size):
+    """ONNX export of aten::max_unpool2d, which PyTorch 1.13's exporter lacks (and PyTorch 2.13's
+    TorchScript exporter cannot trace; its dynamo exporter's torchlib does not implement it): a
+    MaxUnpool with output_shape. PyTorch's indices count within each (n, c) plane, ONNX's over
+    the whole tensor, so the plane offsets are added back (the exporter subtracted them after
+    MaxPool). Static shapes; kernel_shape and strides only matter without output_shape."""
+    from torch.onnx import symbolic_helper as sh
+    if sh._is_packed_list(output_size):
+        out_hw = [sh._get_const(v, "i", "output_size") for v in sh._unpack_list(output_size)]
+    else:
+        out_hw = list(sh._get_const(output_size, "is", "output_size"))
+    n, c, h, w = sh._get_tensor_sizes(x)
+    offsets = (torch.arange(n * c, dtype=torch.int64) * out_hw[0] * out_hw[1]).reshape(n, c, 1, 1)
+    flat = g.op("Add", indices, g.op("Constant", value_t=offsets))
+    shape = g.op("Constant", value_t=torch.tensor([n, c] + out_hw, dtype=torch.int64))
+    k = [max(1, out_hw[0] // h), max(1, out_hw[1] // w)]
+    return g.op("MaxUnpool", x, flat, shape, kernel_shape_i=k, strides_i=k)
+
+
+torch.onnx.register_custom_op_symbolic("aten::max_unpool2d", max_unpool2d_symbolic, 11)
+
+
+class SegNetLike(nn.Module):
+    """SegNet-style encoder-decoder: Conv + BatchNorm + ReLU, 2x2 max pools that return their
+    indices (MaxPool's Indices output), nn.MaxUnpool2d with them (output_size for the odd
+    width), the indices of the inner pool as an output, and an nn.LPPool2d head (PyTorch writes
+    it as Pow, AveragePool, Sign, Abs, Relu, Mul, Pow)."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc1 = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU())
+        self.enc2 = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU())
+        self.pool = nn.MaxPool2d(2, 2, return_indices=True)
+        self.unpool = nn.MaxUnpool2d(2, 2)
+        self.dec2 = nn.Sequential(nn.Conv2d(16, 8, 3, padding=1), nn.ReLU())
+        self.dec1 = nn.Conv2d(8, 4, 3, padding=1)
+        self.lp = nn.LPPool2d(2, 3, stride=2)
+
+    def forward(self, x):
+        e1 = self.enc1(x)
+        p1, i1 = self.pool(e1)
+        e2 = self.enc2(p1)
+        p2, i2 = self.pool(e2)
+        d2 = self.dec2(self.unpool(p2, i2, output_size=e2.shape[-2:]))
+        d1 = self.dec1(self.unpool(d2, i1, output_size=e1.shape[-2:]))
+        return d1, i2, self.lp(e2)
+
+
 class Bicubic(nn.Module):
     """Bicubic interpolation (Resize mode 'cubic', cubic_coeff_a -0.75): x2 (pytorch_half_pixel),
     to a fixed size with align_corners, and a downsampling; taps past the edges read the edge."""
@@ -541,6 +589,8 @@ add("conv1d_signal", Conv1dSignal, lambda: [randn(2, 2, 32)], (13,))
 add("global_pools_1d3d", GlobalPools1d3d, lambda: [randn(2, 4, 16)], (13, 17))
 add("bicubic", Bicubic, lambda: [randn(2, 3, 5, 6)], (13, 17))
 add("dilated_pools", DilatedPools, lambda: [randn(2, 3, 11, 12)], (13, 17))
+# MaxPool's Indices and MaxUnpool (a known gap until session 26).
+add("segnet_unpool", SegNetLike, lambda: [randn(2, 3, 13, 18)], (13, 17))
 add("mobilenetish", MobileNetish, lambda: [randn(2, 3, 16, 16)], (13,))
 add("mobilenetish_dyn", MobileNetish, lambda: [randn(3, 3, 16, 16)], (17,), {0: 0})
 add("gru_classifier", GruClassifier, lambda: [ids(30, 3, 7)])
@@ -624,10 +674,11 @@ class Volumetric(nn.Module):
         return self.up(x)
 
 
-class MaxPoolIndices(nn.Module):
+class Unique(nn.Module):
+    """An output whose size depends on the data (graphi's graphs are static)."""
+
     def forward(self, x):
-        y, i = F.max_pool2d(x, 2, return_indices=True)
-        return y, i
+        return torch.unique(x.round(), sorted=True)
 
 
 class Det(nn.Module):
@@ -694,7 +745,7 @@ def halve_until_small(x):
 
 GAPS = {
     "nonzero": (NonZero, lambda: [randn(3, 4)], 13, "op type 'NonZero'"),
-    "maxpool_indices": (MaxPoolIndices, lambda: [randn(1, 2, 4, 4)], 13, "Indices output"),
+    "unique": (Unique, lambda: [randn(3, 4)], 13, "op type 'Unique'"),
     "data_loop": (HalveUntilSmall, lambda: [randn(2, 3)], 13, "computed at run time"),
 }
 
