@@ -22,18 +22,19 @@ namespace {
 
 using LComplex = std::complex<long double>;
 
-// sum_t x[t] e^{-+2 pi i k t / n}, the definition (no 1/n).
+// sum_t x[t] e^{-+2 pi i k t / n}, the definition (no 1/n); the n roots of unity computed once.
 std::vector<LComplex> naive_dft(const std::vector<LComplex>& x, bool inverse) {
   const size_t n = x.size();
-  std::vector<LComplex> y(n);
+  std::vector<LComplex> roots(n), y(n);
   const long double sign = inverse ? 1.0L : -1.0L;
+  for (size_t j = 0; j < n; ++j) {
+    const long double a = sign * 2.0L * std::numbers::pi_v<long double> *
+                          static_cast<long double>(j) / static_cast<long double>(n);
+    roots[j] = LComplex(std::cos(a), std::sin(a));
+  }
   for (size_t k = 0; k < n; ++k) {
     LComplex s = 0;
-    for (size_t t = 0; t < n; ++t) {
-      const long double a = sign * 2.0L * std::numbers::pi_v<long double> *
-                            static_cast<long double>((k * t) % n) / static_cast<long double>(n);
-      s += x[t] * LComplex(std::cos(a), std::sin(a));
-    }
+    for (size_t t = 0; t < n; ++t) s += x[t] * roots[(k * t) % n];
     y[k] = s;
   }
   return y;
