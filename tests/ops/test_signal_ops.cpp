@@ -188,7 +188,7 @@ TEST_CASE("DFT matches the definition: axes, batch dims, real and complex, lengt
   for (int64_t axis : {0, 1, 2}) check_dft(xr, axis, false, true);
 }
 
-TEST_CASE("DFT: dft_length pads and truncates; one-sided spectra and their inverse (irfft)",
+TEST_CASE("DFT: dft_length pads and truncates, one-sided spectra and their inverse (irfft)",
           "[ops][signal]") {
   const Tensor real = test::random_tensor({DType::kF32, {2, 12, 3, 1}}, 7);
   const Tensor cplx = test::random_tensor({DType::kF32, {2, 12, 3, 2}}, 8);
