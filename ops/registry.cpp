@@ -42,6 +42,7 @@ Registry& process_table() {
     register_int_arith_ops(*r);
     register_conv_transpose_op(*r);
     register_cumsum_op(*r);
+    register_signal_ops(*r);
     register_einsum_op(*r);
     register_scatter_gather_nd_ops(*r);
     register_lrn_op(*r);

@@ -102,6 +102,7 @@ void register_int_arith_ops(
     Registry& r);  // ops/int_arith.cpp: Mod, IntBinary (integer Add/Sub/Mul/Div)
 void register_conv_transpose_op(Registry& r);  // ops/conv_transpose.cpp: ConvTranspose
 void register_cumsum_op(Registry& r);          // ops/cumsum.cpp: CumSum
+void register_signal_ops(Registry& r);         // ops/signal_ops.cpp: DFT, STFT, MelWeightMatrix
 void register_einsum_op(Registry& r);          // ops/einsum.cpp: Einsum
 void register_scatter_gather_nd_ops(
     Registry& r);  // ops/scatter_gather_nd.cpp: ScatterElements, ScatterND, GatherND

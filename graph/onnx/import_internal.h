@@ -73,6 +73,8 @@ class Importer {
   std::optional<Status> translate_control_flow(NodeIn& io);  // If (inlined), Loop, Scan
   // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (graph/onnx/import_loss.cpp)
   std::optional<Status> translate_loss(NodeIn& io);
+  // DFT-20's axis input made DFT-17's attribute (graph/onnx/import_signal.cpp)
+  std::optional<Status> translate_signal(NodeIn& io);
   // Sequence ops (graph/onnx/import_sequence.cpp), before the inputs are checked as tensors:
   // resolved at import time into seqs_; nullopt for other ops (refused if they read a sequence).
   std::optional<Status> translate_sequence(const onnx::Node& n, const std::string& where);

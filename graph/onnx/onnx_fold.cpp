@@ -563,6 +563,7 @@ const std::vector<std::string>& foldable_ops() {
     std::vector<std::string> v = {"Abs",
                                   "Add",
                                   "And",
+                                  "BlackmanWindow",
                                   "Cast",
                                   "CastLike",
                                   "Ceil",
@@ -579,12 +580,15 @@ const std::vector<std::string>& foldable_ops() {
                                   "Gather",
                                   "Greater",
                                   "GreaterOrEqual",
+                                  "HammingWindow",
+                                  "HannWindow",
                                   "Identity",
                                   "Less",
                                   "LessOrEqual",
                                   "Log",
                                   "Max",
                                   "Mean",
+                                  "MelWeightMatrix",
                                   "Min",
                                   "Mod",
                                   "Mul",
@@ -850,6 +854,9 @@ Result<std::vector<HostTensor>> fold_node_unlimited(const Node& n, int64_t opset
   if (op == "Sum" || op == "Min" || op == "Max" || op == "Mean")
     return fold_variadic(op, in, where);
   if (op.rfind("Reduce", 0) == 0) return fold_reduce(op, n, opset, in, where);
+  if (op == "HannWindow" || op == "HammingWindow" || op == "BlackmanWindow" ||
+      op == "MelWeightMatrix")
+    return fold_signal(op, n, in, where);
   if (is_foldable_op(op)) return fold_unary(op, in, where);
   return Status::unsupported(where + ": op " + op + " cannot be evaluated at import time");
 }

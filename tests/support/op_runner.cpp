@@ -15,6 +15,10 @@ Result<OpRun> run_single_op(const std::string& op, const graph::Attributes& attr
   graph::GraphBuilder b("<" + op + " test>");
   std::vector<std::string> in_names, out_names;
   for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].data()) {  // a default-constructed Tensor: an absent optional input
+      in_names.emplace_back();
+      continue;
+    }
     in_names.push_back("in" + std::to_string(i));
     if (i < constant.size() && constant[i])
       b.add_constant(in_names.back(), inputs[i]);
@@ -32,6 +36,12 @@ Result<OpRun> run_single_op(const std::string& op, const graph::Attributes& attr
   ops::KernelContext ctx{node, {}, {}, {}, threads, g.source() + ": " + node.where()};
   std::vector<const void*> in_ptrs;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (node.inputs[i] == graph::kNoId) {
+      ctx.inputs.push_back(nullptr);
+      ctx.const_inputs.push_back(nullptr);
+      in_ptrs.push_back(nullptr);
+      continue;
+    }
     const graph::Value& v = g.value(node.inputs[i]);
     ctx.inputs.push_back(&v.desc);
     ctx.const_inputs.push_back(v.kind == graph::ValueKind::kConstant ? v.data.get() : nullptr);

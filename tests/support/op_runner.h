@@ -17,7 +17,8 @@ struct OpRun {
 };
 
 // Builds a one-node graph `op` with inputs in0..inN (those flagged in `constant` become
-// constants, so kernels may pre-pack them), `num_outputs` outputs, runs it once on a team of
+// constants, so kernels may pre-pack them; a default-constructed Tensor is an absent optional
+// input), `num_outputs` outputs, runs it once on a team of
 // `threads` OpenMP threads. Errors (shape inference, no kernel) come back as the Status.
 Result<OpRun> run_single_op(const std::string& op, const graph::Attributes& attrs,
                             const std::vector<Tensor>& inputs, int num_outputs = 1, int threads = 1,
