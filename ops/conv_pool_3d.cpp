@@ -25,6 +25,7 @@
 
 #include "ops/activations.h"
 #include "ops/onednn.h"
+#include "ops/pool_window.h"
 #include "ops/registry.h"
 #include "ops/shape_rules.h"
 
@@ -85,21 +86,6 @@ Status check_x(const std::string& where, const TensorDesc* x) {
   return Status::ok();
 }
 
-// An INTS attribute of `count` values >= `min`, or `dflt` when absent.
-Result<std::vector<int64_t>> ints_attr(const graph::Node& node, const std::string& where,
-                                       const char* name, size_t count, int64_t dflt, int64_t min,
-                                       const char* what) {
-  GRAPHI_ASSIGN_OR_RETURN(
-      auto v, graph::attr_ints(node.attrs, where, name, std::vector<int64_t>(count, dflt)));
-  bool ok = v.size() == count;
-  for (int64_t x : v) ok = ok && x >= min;
-  if (!ok)
-    return Status::invalid_graph(where + ": attribute '" + name + "' must be " +
-                                 std::to_string(count) + " ints >= " + std::to_string(min) + " " +
-                                 what + ", got " + shape_to_string(v));
-  return v;
-}
-
 // strides, pads and dilations (when `with_dilations`) into g, then the output size.
 Status read_window(const graph::Node& node, const std::string& where, bool with_dilations,
                    Geometry3& g) {
@@ -109,13 +95,13 @@ Status read_window(const graph::Node& node, const std::string& where, bool with_
     return Status::unsupported(where + ": attribute 'auto_pad' = '" + auto_pad +
                                "' is not supported (only NOTSET); give explicit 'pads'");
   GRAPHI_ASSIGN_OR_RETURN(auto strides,
-                          ints_attr(node, where, "strides", 3, 1, 1, "[depth, height, width]"));
-  GRAPHI_ASSIGN_OR_RETURN(auto pads, ints_attr(node, where, "pads", 6, 0, 0,
-                                               "[front, top, left, back, bottom, right]"));
+                          window_ints(node, where, "strides", 3, 1, 1, "depth, height, width"));
+  GRAPHI_ASSIGN_OR_RETURN(auto pads, window_ints(node, where, "pads", 6, 0, 0,
+                                                 "front, top, left, back, bottom, right"));
   std::vector<int64_t> dil{1, 1, 1};
   if (with_dilations) {
     GRAPHI_ASSIGN_OR_RETURN(dil,
-                            ints_attr(node, where, "dilations", 3, 1, 1, "[depth, height, width]"));
+                            window_ints(node, where, "dilations", 3, 1, 1, "depth, height, width"));
   }
   for (size_t a = 0; a < 3; ++a) {
     g.stride[a] = strides[a];
@@ -257,13 +243,13 @@ Result<Deconv3d> deconv3d_geometry(const graph::Node& node,
     g.has_bias = true;
   }
   GRAPHI_ASSIGN_OR_RETURN(auto strides,
-                          ints_attr(node, where, "strides", 3, 1, 1, "[depth, height, width]"));
-  GRAPHI_ASSIGN_OR_RETURN(auto pads, ints_attr(node, where, "pads", 6, 0, 0,
-                                               "[front, top, left, back, bottom, right]"));
+                          window_ints(node, where, "strides", 3, 1, 1, "depth, height, width"));
+  GRAPHI_ASSIGN_OR_RETURN(auto pads, window_ints(node, where, "pads", 6, 0, 0,
+                                                 "front, top, left, back, bottom, right"));
   GRAPHI_ASSIGN_OR_RETURN(auto dil,
-                          ints_attr(node, where, "dilations", 3, 1, 1, "[depth, height, width]"));
+                          window_ints(node, where, "dilations", 3, 1, 1, "depth, height, width"));
   GRAPHI_ASSIGN_OR_RETURN(
-      auto out_pad, ints_attr(node, where, "output_padding", 3, 0, 0, "[depth, height, width]"));
+      auto out_pad, window_ints(node, where, "output_padding", 3, 0, 0, "depth, height, width"));
   for (size_t a = 0; a < 3; ++a) {
     g.stride[a] = strides[a];
     g.dil[a] = dil[a];
@@ -311,7 +297,7 @@ Result<Geometry3> pool3d_geometry(const graph::Node& node, const std::vector<con
   if (!node.attrs.has("kernel_shape"))
     return Status::invalid_graph(where + ": attribute 'kernel_shape' is missing");
   GRAPHI_ASSIGN_OR_RETURN(
-      auto ks, ints_attr(node, where, "kernel_shape", 3, 0, 1, "[depth, height, width]"));
+      auto ks, window_ints(node, where, "kernel_shape", 3, 0, 1, "depth, height, width"));
   for (size_t a = 0; a < 3; ++a) {
     g.in[a] = x.shape[a + 2];
     g.k[a] = ks[a];

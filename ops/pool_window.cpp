@@ -4,10 +4,6 @@
 
 namespace graphi::ops {
 
-namespace {
-
-// INTS attribute `name` of `count` values >= `min`, or `count` copies of `dflt` when absent;
-// `what` says what the values are, for the error.
 Result<std::vector<int64_t>> window_ints(const graph::Node& node, const std::string& where,
                                          const char* name, size_t count, int64_t dflt, int64_t min,
                                          const char* what) {
@@ -21,8 +17,6 @@ Result<std::vector<int64_t>> window_ints(const graph::Node& node, const std::str
                                  what + "), got " + ints_to_string(v));
   return v;
 }
-
-}  // namespace
 
 Result<PoolWindow> read_pool_window(const graph::Node& node, const TensorDesc& x,
                                     const std::string& where, bool with_dilations) {

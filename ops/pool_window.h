@@ -22,6 +22,13 @@ struct PoolWindow {
   int64_t out_volume() const { return out[0] * out[1] * out[2]; }
 };
 
+// INTS attribute `name` of `count` values >= `min`, or `count` copies of `dflt` when absent;
+// `what` says what the values are, for the error ("... must be 3 ints >= 1 (depth, height,
+// width), got [...]"). Also the window attributes of ops/conv_pool_3d.cpp.
+Result<std::vector<int64_t>> window_ints(const graph::Node& node, const std::string& where,
+                                         const char* name, size_t count, int64_t dflt, int64_t min,
+                                         const char* what);
+
 // Reads kernel_shape (required), strides, pads ([begin..., end...]) and, when `with_dilations`,
 // dilations of `node` for a float32 X of rank 3 to 5, and computes the output dims
 // floor((in + pad_begin + pad_end - ((kernel - 1) * dilation + 1)) / stride) + 1. auto_pad must

@@ -37,6 +37,34 @@ size_t lane_scratch_elems(const FftPlan& plan) {
   return (e + 3) / 4 * 4;
 }
 
+// A kernel whose team threads each transform whole lanes with one FftPlan, made at init: each
+// thread's slice of scratch holds a lane and the plan's work space.
+class FftLaneKernel : public Kernel {
+ public:
+  size_t scratch_bytes() const override {
+    return static_cast<size_t>(threads_) * lane_elems_ * sizeof(Complex);
+  }
+
+ protected:
+  void make_plan(int64_t n, int team_size) {
+    plan_ = std::make_unique<FftPlan>(n);
+    threads_ = std::max(1, team_size);
+    lane_elems_ = lane_scratch_elems(*plan_);
+  }
+  bool bluestein() const { return plan_ && plan_->bluestein(); }
+  // The threads taking part: at most the team the scratch was sized for.
+  int threads(const TeamContext& team) const { return std::min(team.nthr, threads_); }
+  Complex* lane_buffer(const TeamContext& team) const {
+    return static_cast<Complex*>(team.scratch) + static_cast<size_t>(team.ithr) * lane_elems_;
+  }
+
+  std::unique_ptr<FftPlan> plan_;
+
+ private:
+  int threads_ = 1;
+  size_t lane_elems_ = 0;
+};
+
 double fft_flops(int64_t lanes, int64_t n) {
   return 5.0 * static_cast<double>(lanes) * static_cast<double>(n) *
          std::max(1.0, std::log2(static_cast<double>(n)));
@@ -127,29 +155,21 @@ CostHint cost_dft(const graph::Node&, std::span<const TensorDesc* const> in,
   return {fft_flops(lanes, longest), static_cast<double>(in[0]->bytes() + out[0]->bytes())};
 }
 
-class DftKernel final : public Kernel {
+class DftKernel final : public FftLaneKernel {
  public:
   Status init(const KernelContext& ctx) override {
     GRAPHI_ASSIGN_OR_RETURN(g_, dft_geom(NodeView::of_kernel(ctx)));
-    plan_ = std::make_unique<FftPlan>(g_.n);
-    threads_ = std::max(1, ctx.team_size);
-    lane_elems_ = lane_scratch_elems(*plan_);
+    make_plan(g_.n, ctx.team_size);
     return Status::ok();
   }
-  size_t scratch_bytes() const override {
-    return static_cast<size_t>(threads_) * lane_elems_ * sizeof(Complex);
-  }
-  const char* name() const override {
-    return plan_ && plan_->bluestein() ? "dft_bluestein" : "dft";
-  }
+  const char* name() const override { return bluestein() ? "dft_bluestein" : "dft"; }
 
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
-    const int nthr = std::min(team.nthr, threads_);
+    const int nthr = threads(team);
     if (team.ithr >= nthr) return;
     const auto* x = static_cast<const float*>(io.inputs[0]);
     auto* y = static_cast<float*>(io.outputs[0]);
-    Complex* buf =
-        static_cast<Complex*>(team.scratch) + static_cast<size_t>(team.ithr) * lane_elems_;
+    Complex* buf = lane_buffer(team);
     Complex* work = buf + g_.n;
     const int64_t n = g_.n, copy = std::min(g_.len, n);
     const double scale = g_.inverse ? 1.0 / static_cast<double>(n) : 1.0;
@@ -187,9 +207,6 @@ class DftKernel final : public Kernel {
 
  private:
   DftGeom g_;
-  std::unique_ptr<FftPlan> plan_;
-  int threads_ = 1;
-  size_t lane_elems_ = 0;
 };
 
 // ---- STFT ----
@@ -265,30 +282,22 @@ CostHint cost_stft(const graph::Node&, std::span<const TensorDesc* const> in,
           static_cast<double>(in[0]->bytes() + out[0]->bytes())};
 }
 
-class StftKernel final : public Kernel {
+class StftKernel final : public FftLaneKernel {
  public:
   Status init(const KernelContext& ctx) override {
     GRAPHI_ASSIGN_OR_RETURN(g_, stft_geom(NodeView::of_kernel(ctx)));
-    plan_ = std::make_unique<FftPlan>(g_.frame);
-    threads_ = std::max(1, ctx.team_size);
-    lane_elems_ = lane_scratch_elems(*plan_);
+    make_plan(g_.frame, ctx.team_size);
     return Status::ok();
   }
-  size_t scratch_bytes() const override {
-    return static_cast<size_t>(threads_) * lane_elems_ * sizeof(Complex);
-  }
-  const char* name() const override {
-    return plan_ && plan_->bluestein() ? "stft_bluestein" : "stft";
-  }
+  const char* name() const override { return bluestein() ? "stft_bluestein" : "stft"; }
 
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
-    const int nthr = std::min(team.nthr, threads_);
+    const int nthr = threads(team);
     if (team.ithr >= nthr) return;
     const auto* x = static_cast<const float*>(io.inputs[0]);
     const float* w = g_.has_window ? static_cast<const float*>(io.inputs[2]) : nullptr;
     auto* y = static_cast<float*>(io.outputs[0]);
-    Complex* buf =
-        static_cast<Complex*>(team.scratch) + static_cast<size_t>(team.ithr) * lane_elems_;
+    Complex* buf = lane_buffer(team);
     Complex* work = buf + g_.frame;
     auto [begin, end] = team_range(g_.batch * g_.frames, team.ithr, nthr);
     for (int64_t lane = begin; lane < end; ++lane) {
@@ -309,9 +318,6 @@ class StftKernel final : public Kernel {
 
  private:
   StftGeom g_;
-  std::unique_ptr<FftPlan> plan_;
-  int threads_ = 1;
-  size_t lane_elems_ = 0;
 };
 
 // ---- MelWeightMatrix (hertz inputs computed at run time) ----

@@ -386,7 +386,7 @@ TEST_CASE("Conv3D and 3-D pool errors", "[ops][conv3d][pool3d][errors]") {
   graph::Attributes pads;
   pads.set("pads", std::vector<int64_t>{1, 1, 1, 1});
   CHECK_THAT(error_of("Conv3D", pads, {x, w}),
-             Catch::Contains("'pads' must be 6 ints >= 0 [front, top, left, back, bottom, right]"));
+             Catch::Contains("'pads' must be 6 ints >= 0 (front, top, left, back, bottom, right)"));
   graph::Attributes strides;
   strides.set("strides", std::vector<int64_t>{1, 0, 1});
   CHECK_THAT(error_of("Conv3D", strides, {x, w}), Catch::Contains("'strides' must be 3 ints"));
