@@ -288,6 +288,25 @@ Result<std::shared_ptr<Tensor>> graphi_tensor(const HostTensor& h, const std::st
   return t;
 }
 
+namespace {
+
+// The reverse of graphi_tensor for a float32, int32 or int64 value bound at import
+// (ImportOptions::constant_inputs): the importer's host form, of the ONNX type of t's dtype.
+std::shared_ptr<HostTensor> host_tensor(const Tensor& t) {
+  auto h = std::make_shared<HostTensor>(HostTensor::make(onnx_type_of(t.dtype()), t.shape()));
+  for (size_t e = 0; e < h->numel(); ++e) {
+    if (t.dtype() == DType::kF32)
+      h->f[e] = t.data_as<float>()[e];
+    else if (t.dtype() == DType::kI32)
+      h->i[e] = t.data_as<int32_t>()[e];
+    else
+      h->i[e] = t.data_as<int64_t>()[e];
+  }
+  return h;
+}
+
+}  // namespace
+
 Result<std::string> Importer::ensure_graph_value(const std::string& v, const std::string& where) {
   auto it = vals_.find(v);
   if (it == vals_.end()) return Status::internal(where + ": value '" + v + "' is unknown");
@@ -635,18 +654,9 @@ Status Importer::add_inputs() {
         return Status::invalid_argument(what + " has element type " +
                                         onnx::data_type_name(v.elem_type) +
                                         " but the value bound to it is " + t.desc().to_string());
-      auto h = std::make_shared<HostTensor>(HostTensor::make(onnx_type_of(t.dtype()), t.shape()));
-      for (size_t e = 0; e < h->numel(); ++e) {
-        if (t.dtype() == DType::kF32)
-          h->f[e] = t.data_as<float>()[e];
-        else if (t.dtype() == DType::kI32)
-          h->i[e] = t.data_as<int32_t>()[e];
-        else
-          h->i[e] = t.data_as<int64_t>()[e];
-      }
       ValState s;
       s.is_const = true;
-      s.host = h;
+      s.host = host_tensor(t);
       vals_[v.name] = std::move(s);
       continue;
     }
@@ -770,16 +780,7 @@ Status Importer::initializer_input(const onnx::ValueInfo& v, const std::string& 
     if (dt != t.dtype() || init.type == onnx::kBool)
       return Status::invalid_argument(what + " is an initializer " + init.desc() +
                                       "; the value bound to it is " + t.desc().to_string());
-    auto h = std::make_shared<HostTensor>(HostTensor::make(init.type, t.shape()));
-    for (size_t e = 0; e < h->numel(); ++e) {
-      if (t.dtype() == DType::kF32)
-        h->f[e] = t.data_as<float>()[e];
-      else if (t.dtype() == DType::kI32)
-        h->i[e] = t.data_as<int32_t>()[e];
-      else
-        h->i[e] = t.data_as<int64_t>()[e];
-    }
-    s.host = h;
+    s.host = host_tensor(t);  // init.type is t's (checked above)
     return Status::ok();
   }
   if (!opts_.override_initializers.count(v.name)) return Status::ok();  // a constant

@@ -14,11 +14,7 @@ using graphi::test::run_single_op;
 
 namespace {
 
-Tensor ints(std::vector<int64_t> v) {
-  Tensor t(TensorDesc{DType::kI64, {static_cast<int64_t>(v.size())}});
-  std::copy(v.begin(), v.end(), t.data_as<int64_t>());
-  return t;
-}
+constexpr auto ints = test::i64_tensor;
 
 // out[d] lengths given; input index = out index - pad_start + crop_start per dim.
 template <typename T>

@@ -13,11 +13,7 @@ using graphi::test::run_single_op;
 
 namespace {
 
-Tensor ints(std::vector<int64_t> v) {
-  Tensor t(TensorDesc{DType::kI64, {static_cast<int64_t>(v.size())}});
-  std::copy(v.begin(), v.end(), t.data_as<int64_t>());
-  return t;
-}
+constexpr auto ints = test::i64_tensor;
 
 struct Case {
   std::vector<int64_t> image, block, dilations, pads, strides;

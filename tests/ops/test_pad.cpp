@@ -53,11 +53,7 @@ Tensor pad_ref(const Tensor& x, const std::vector<int64_t>& pads, const std::str
   return y;
 }
 
-Tensor ints(std::vector<int64_t> v) {
-  Tensor t(TensorDesc{DType::kI64, {static_cast<int64_t>(v.size())}});
-  std::copy(v.begin(), v.end(), t.data_as<int64_t>());
-  return t;
-}
+constexpr auto ints = test::i64_tensor;
 
 Tensor scalar(float v) {
   Tensor t(TensorDesc{DType::kF32, {}});

@@ -112,11 +112,7 @@ Tensor reduce_ref(Kind kind, const Tensor& x, std::vector<int64_t> axes, bool ke
   return y;
 }
 
-Tensor ints(std::vector<int64_t> v) {
-  Tensor t(TensorDesc{DType::kI64, {static_cast<int64_t>(v.size())}});
-  std::copy(v.begin(), v.end(), t.data_as<int64_t>());
-  return t;
-}
+constexpr auto ints = test::i64_tensor;
 
 }  // namespace
 

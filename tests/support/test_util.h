@@ -1,6 +1,7 @@
 // Helpers shared by the tests: seeded random tensors, closeness checks, scratch directories.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -13,6 +14,13 @@
 namespace graphi::test {
 
 // Uniform values in [lo, hi) for f32; integers in [lo, hi) for i32/i64. Same seed, same tensor.
+// A 1-D int64 tensor holding v (an op's constant axes, pads, shapes).
+inline Tensor i64_tensor(const std::vector<int64_t>& v) {
+  Tensor t(TensorDesc{DType::kI64, {static_cast<int64_t>(v.size())}});
+  std::copy(v.begin(), v.end(), t.data_as<int64_t>());
+  return t;
+}
+
 Tensor random_tensor(const TensorDesc& desc, uint64_t seed, double lo = -1.0, double hi = 1.0);
 
 // Largest |a - b| / max(1, |b|) over all elements (a mixed absolute/relative error); infinity when
