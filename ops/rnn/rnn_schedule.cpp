@@ -191,8 +191,12 @@ int alt_tile(int64_t rows) { return rows <= 2 ? 128 : 64; }
 // zigzag): LSTM 15.0-15.1 ms at tile 64 against 20.2-29 at 256 and 22.6 at 128; GRU(lbr) 12.2
 // against 16.4 / 16.3. (1 thread: 41.4 against 42.3.) graphi_l3_probe (64-column panels) ran
 // the same recurrence ~25% faster than the kernel on the Xeon too.
-int streamed_tile(const RnnLayerShape& s, int64_t rows, bool big) {
-  return rows <= 2 && big ? std::clamp(s.stream_tile, 16, 4096) / 16 * 16 : default_tile(rows);
+// The same holds with R in L2 on AMD Zen 5 (2-vCPU EPYC KVM guest, session 27): the one-row
+// GEMV over 512 KiB of L2-resident R took 2.46 us in 64-column panels against 5.11 in 256-column
+// ones and 5.68 in one slab (a 256 B block per 1 KiB row is half the L2 rate there), so every
+// GEMV-like step defaults to stream_tile panels and the wider ones stay candidates.
+int streamed_tile(const RnnLayerShape& s, int64_t rows) {
+  return rows <= 2 ? std::clamp(s.stream_tile, 16, 4096) / 16 * 16 : default_tile(rows);
 }
 // GEMV-like steps whose recurrent weights stay in L2 (no zigzag): one panel of up to 4096
 // columns (the thread's whole slab, row-major). LSTM h256 b1, 2 threads, boosted, 8 interleaved
@@ -226,7 +230,7 @@ RnnSchedule default_rnn_schedule(const RnnLayerShape& s) {
   r.chunk = default_chunk(s);
   const int64_t rows = (s.batch + r.xi - 1) / r.xi;
   r.zigzag = s.seq_len > 1 && rec_bytes_per_thread(s, r.xj) > s.l2_bytes / 2;
-  r.rec_tile = streamed_tile(s, rows, r.zigzag);
+  r.rec_tile = streamed_tile(s, rows);
   return r;
 }
 
@@ -269,7 +273,7 @@ std::vector<RnnSchedule> rnn_schedule_candidates(const RnnLayerShape& s) {
         if (chunk < default_chunk(s) && !w_shares_l2) continue;
         std::vector<int> tiles = {default_tile(rows), alt_tile(rows)};
         if (rows <= 2 && !big) tiles.push_back(kSlabTile);
-        if (rows <= 2 && big) tiles.insert(tiles.begin(), streamed_tile(s, rows, big));
+        if (rows <= 2) tiles.insert(tiles.begin(), streamed_tile(s, rows));
         for (int tile : tiles)
           for (int zz = big ? 1 : 0; zz >= 0; --zz) {
             RnnSchedule c;

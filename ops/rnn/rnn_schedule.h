@@ -99,15 +99,14 @@ struct RnnLayerShape {
 };
 
 // The analytical default: PCP's cross-step cost picks (xi, xj) for the full team (more unit
-// splits on ties), the largest chunk within hoist_budget_bytes, wide panels for GEMV-like
-// steps (<= 2 rows) whose weights stay in L2, stream_tile-wide ones when they stream from L3,
-// zigzag when a thread's recurrent weights exceed half its L2.
+// splits on ties), the largest chunk within hoist_budget_bytes, stream_tile-wide panels for
+// GEMV-like steps (<= 2 rows), zigzag when a thread's recurrent weights exceed half its L2.
 RnnSchedule default_rnn_schedule(const RnnLayerShape& s);
 
 // The calibration candidates: every kernel-supported phased schedule (per-step: chunk 1;
 // hoisted: the default chunk, and 8 when that is > 16) x every parallelism degree p in
 // [1, team] x the best two PCP partitions of p (rows x units, no K split) x two recurrent
-// panel widths (three for GEMV-like steps: the slab, or stream_tile when streamed) x zigzag (only
+// panel widths (GEMV-like steps: stream_tile first, then 256, 128 and the slab when R stays in L2) x zigzag (only
 // where a thread's weights overflow half its L2). The default comes first; no duplicates.
 std::vector<RnnSchedule> rnn_schedule_candidates(const RnnLayerShape& s);
 
@@ -162,7 +161,8 @@ CalibrationOutcome run_calibration(
 // streaming R from L3 default to stream_tile-wide panels. 7: the calibration times runs of 2 ms
 // and more best of 2 and plans its steps for the runs it makes (session 21's best of 4 for all
 // had left long layers with few candidates measured: LSTM H256 B20 cached a 12.2 ms schedule).
-inline constexpr int kRnnKernelVersion = 7;
+// 8: GEMV-like steps default to stream_tile-wide panels with R in L2 too (AMD Zen 5).
+inline constexpr int kRnnKernelVersion = 8;
 
 // "Intel(R) Xeon(R) Processor|fam 6 model 167|2 cpus|L2 2097152|libxsmm 1.17 (target cpx)|
 // kernel 3" (the last field: kRnnKernelVersion).

@@ -170,12 +170,12 @@ TEST_CASE("rnn schedule: analytical default and candidates of small layers", "[r
     CHECK(d.xi == 1);
     CHECK(d.xj == 2);       // one batch row: split the units
     CHECK(d.chunk == 100);  // 4 MiB / (1 * 1024 floats * 4 B) = 1024 steps, capped at T
-    CHECK(d.rec_tile == 256);
-    CHECK_FALSE(d.zigzag);  // 512 KiB of R per thread, within half of 2 MiB
+    CHECK(d.rec_tile == 64);  // one GEMV register block per panel: one contiguous stream
+    CHECK_FALSE(d.zigzag);    // 512 KiB of R per thread, within half of 2 MiB
     auto c = ops::rnn_schedule_candidates(s);
-    // tile {256, 128, 4096 (the whole slab: R stays in L2)}, no zigzag, x p = 2 (1x2): chunk
+    // tile {64, 256, 128, 4096 (the whole slab: R stays in L2)}, no zigzag, x p = 2 (1x2): chunk
     // {100, 8, 1}; p = 1 (1x1): chunk 100 only (its 2 MiB of W + R fill more than 3/4 of L2).
-    CHECK(c.size() == 3 * 3 + 3);
+    CHECK(c.size() == 4 * 3 + 4);
     CHECK(c.front() == d);
     CHECK(std::count_if(c.begin(), c.end(), [](const auto& x) { return x.rec_tile == 4096; }) == 4);
     for (const auto& x : c)
@@ -215,10 +215,12 @@ TEST_CASE("rnn schedule: analytical default and candidates of small layers", "[r
     // The AVX2 GEMV's block is 16 columns: that width then.
     s.stream_tile = 16;
     CHECK(ops::default_rnn_schedule(s).rec_tile == 16);
-    // A layer whose R stays in L2 keeps the wide panels (the stream width is not its default).
+    // A layer whose R stays in L2 too (kernel version 8), the wide panels among its candidates.
     auto small = lstm_shape(100, 1, 256, 2);
     small.stream_tile = 16;
-    CHECK(ops::default_rnn_schedule(small).rec_tile == 256);
+    CHECK(ops::default_rnn_schedule(small).rec_tile == 16);
+    auto cs = ops::rnn_schedule_candidates(small);
+    CHECK(std::count_if(cs.begin(), cs.end(), [](const auto& x) { return x.rec_tile == 256; }) > 0);
   }
   SECTION("LSTM H=256 batch 1: W and R share the L2, short chunks stay candidates") {
     auto c = ops::rnn_schedule_candidates(lstm_shape(100, 1, 256, 2));
