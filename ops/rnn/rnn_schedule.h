@@ -161,8 +161,9 @@ CalibrationOutcome run_calibration(
 // streaming R from L3 default to stream_tile-wide panels. 7: the calibration times runs of 2 ms
 // and more best of 2 and plans its steps for the runs it makes (session 21's best of 4 for all
 // had left long layers with few candidates measured: LSTM H256 B20 cached a 12.2 ms schedule).
-// 8: GEMV-like steps default to stream_tile-wide panels with R in L2 too (AMD Zen 5).
-inline constexpr int kRnnKernelVersion = 8;
+// 8: GEMV-like steps default to stream_tile-wide panels with R in L2 too (AMD Zen 5). 9: R packed
+// in k blocks at each thread's own units when steps run own-units-first (TiledGemm k_splits).
+inline constexpr int kRnnKernelVersion = 9;
 
 // "Intel(R) Xeon(R) Processor|fam 6 model 167|2 cpus|L2 2097152|libxsmm 1.17 (target cpx)|
 // kernel 3" (the last field: kRnnKernelVersion).

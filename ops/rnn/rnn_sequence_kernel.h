@@ -184,6 +184,9 @@ class RnnSequenceKernel final : public Kernel {
   RnnSchedule schedule_;
   RnnLayerShape shape_;
   bool canonical_gru_ = false;
+  // fp32 R of each block packed in k blocks at its own units (TiledGemm k_splits): set when
+  // every step runs own-units-first (one row per thread, per-thread step counters, no zigzag).
+  bool kblocked_ = false;
   int64_t g0_ = 1;  // gates in R's first group
   int team_ = 1;
   int64_t ldh_ = 0, dir_x_ = 0, ldx_ = 0, dir_gh0_ = 0, ld_gh0_ = 0, dir_gh1_ = 0, ld_gh1_ = 0,

@@ -85,6 +85,9 @@ void RnnSequenceKernel::configure() {
   const int64_t D = s_.num_directions, B = s_.batch, T = s_.seq_len;
   chunk_ = std::clamp<int64_t>(schedule_.chunk, 1, T);
   plan_partition();
+  // The same conditions as step()'s own-units-first split (run(): counters, one row).
+  kblocked_ = !lowp_ && !canonical_gru_ && !schedule_.zigzag && schedule_.xj > 1 && B == 1 &&
+              !s_.wcs_shuffle && team_ <= 8;
   for (ThreadPlan& p : plans_) make_gemms(p);
   make_gemms(solo_);
 
@@ -174,7 +177,9 @@ void RnnSequenceKernel::make_gemms(ThreadPlan& p) const {
   for (Segment& seg : p.segs) {
     const int64_t w = seg.j1 - seg.j0;
     seg.hoist = TiledGemm::create_panels(s_.gates * w, I, seg.pw_w, I, hoist_ldc, hoist_ns);
-    seg.rec0 = TiledGemm::create_panels(g0_ * w, H, seg.pw_r0, ldh_, ld_gh0_, {rows});
+    seg.rec0 = TiledGemm::create_panels(
+        g0_ * w, H, seg.pw_r0, ldh_, ld_gh0_, {rows},
+        kblocked_ ? std::vector<int64_t>{seg.j0, seg.j1} : std::vector<int64_t>{});
     if (canonical_gru_) seg.rec1 = TiledGemm::create_panels(w, H, seg.pw_r1, ldh_, ld_gh1_, {rows});
   }
 }
@@ -252,7 +257,7 @@ void RnnSequenceKernel::pack_segment(const WeightSources& src, const Segment& se
     for (int64_t u = 0; u < w; ++u) {
       const float* row = R + (g * H + j0 + u) * H;
       const int64_t col = g * w + u;
-      for (int64_t k = 0; k < H; ++k) rp0[TiledGemm::panel_offset(col, k, H, seg.pw_r0)] = row[k];
+      for (int64_t k = 0; k < H; ++k) rp0[seg.rec0.offset(col, k)] = row[k];
     }
   if (canonical_gru_ && !lowp_) {
     float* rp1 = packed + seg.rp1_off;

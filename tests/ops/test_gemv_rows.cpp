@@ -73,26 +73,38 @@ TEST_CASE("TiledGemm on packed panels matches a naive loop for few rows", "[gemv
     for (int64_t m : {13, 48, 100, 300})
       for (int64_t k : {9, 64, 70})
         for (int64_t panel : {16, 64, 256})
-          for (bool reverse : {false, true}) {
-            INFO("n " << n << " m " << m << " k " << k << " panel " << panel);
-            // Row-major [k][m] reference and its panel-major packing (padding = NaN: never used).
-            std::vector<float> a = rnd(k * m, gen);
-            std::vector<float> packed(TiledGemm::packed_floats(m, k, panel), std::nanf(""));
-            for (int64_t q = 0; q < k; ++q)
-              for (int64_t j = 0; j < m; ++j)
-                packed[TiledGemm::panel_offset(j, q, k, panel)] = a[q * m + j];
-            const int64_t ldb = k + 3, ldc = m + 5;
-            std::vector<float> b = rnd(n * ldb, gen);
-            std::vector<float> c(n * ldc, 0.5f);
-            TiledGemm g = TiledGemm::create_panels(m, k, panel, ldb, ldc, {n});
-            g.run(packed.data(), b.data(), c.data(), n, reverse);
-            const std::vector<double> want = naive(a, m, b, ldb, c, ldc, n, k, m, false);
-            for (int64_t r = 0; r < n; ++r) {
-              for (int64_t j = 0; j < m; ++j)
-                REQUIRE(std::abs(c[r * ldc + j] - want[r * m + j]) <= 1e-4);
-              for (int64_t j = m; j < ldc; ++j) REQUIRE(c[r * ldc + j] == 0.5f);
+          for (bool reverse : {false, true})
+            for (const std::vector<int64_t>& splits :
+                 {std::vector<int64_t>{}, {k / 3}, {k / 4, k / 2 + 1}}) {
+              INFO("n " << n << " m " << m << " k " << k << " panel " << panel << " k blocks "
+                        << splits.size() + 1);
+              // Row-major [k][m] reference and its panel-major packing (padding = NaN: never used).
+              std::vector<float> a = rnd(k * m, gen);
+              std::vector<float> packed(TiledGemm::packed_floats(m, k, panel), std::nanf(""));
+              const int64_t ldb = k + 3, ldc = m + 5;
+              TiledGemm g = TiledGemm::create_panels(m, k, panel, ldb, ldc, {n}, splits);
+              for (int64_t q = 0; q < k; ++q)
+                for (int64_t j = 0; j < m; ++j) {
+                  const int64_t at = g.offset(j, q);
+                  REQUIRE(at >= 0);
+                  REQUIRE(at < static_cast<int64_t>(packed.size()));
+                  REQUIRE(std::isnan(packed[at]));  // every element in a place of its own
+                  packed[at] = a[q * m + j];
+                }
+              if (splits.empty())
+                for (int64_t q = 0; q < k; ++q)
+                  for (int64_t j = 0; j < m; ++j)
+                    REQUIRE(g.offset(j, q) == TiledGemm::panel_offset(j, q, k, panel));
+              std::vector<float> b = rnd(n * ldb, gen);
+              std::vector<float> c(n * ldc, 0.5f);
+              g.run(packed.data(), b.data(), c.data(), n, reverse);
+              const std::vector<double> want = naive(a, m, b, ldb, c, ldc, n, k, m, false);
+              for (int64_t r = 0; r < n; ++r) {
+                for (int64_t j = 0; j < m; ++j)
+                  REQUIRE(std::abs(c[r * ldc + j] - want[r * m + j]) <= 1e-4);
+                for (int64_t j = m; j < ldc; ++j) REQUIRE(c[r * ldc + j] == 0.5f);
+              }
             }
-          }
 }
 
 TEST_CASE("TiledGemm run_row_k_range: a k split accumulates to the full row product",
@@ -102,23 +114,25 @@ TEST_CASE("TiledGemm run_row_k_range: a k split accumulates to the full row prod
     for (int64_t k : {1, 33, 96})
       for (int64_t panel : {16, 128}) {
         std::vector<float> a = rnd(k * m, gen);
-        std::vector<float> packed(TiledGemm::packed_floats(m, k, panel), std::nanf(""));
-        for (int64_t q = 0; q < k; ++q)
-          for (int64_t j = 0; j < m; ++j)
-            packed[TiledGemm::panel_offset(j, q, k, panel)] = a[q * m + j];
         std::vector<float> b = rnd(k, gen);
-        TiledGemm g = TiledGemm::create_panels(m, k, panel, k, m, {1});
         const std::vector<double> want =
             naive(a, m, b, k, std::vector<float>(m), m, 1, k, m, false);
         for (int64_t k0 : {int64_t{0}, k / 3})
-          for (int64_t k1 : {k0, (k0 + k + 1) / 2, k}) {
-            INFO("m " << m << " k " << k << " panel " << panel << " own [" << k0 << ", " << k1
-                      << ")");
-            std::vector<float> c(m, 7.0f);
-            g.run_row_k_range(packed.data(), b.data(), c.data(), k0, k1, false);  // own part
-            g.run_row_k_range(packed.data(), b.data(), c.data(), 0, k0, true, true);
-            g.run_row_k_range(packed.data(), b.data(), c.data(), k1, k, true);
-            for (int64_t j = 0; j < m; ++j) REQUIRE(std::abs(c[j] - want[j]) <= 1e-4);
-          }
+          for (int64_t k1 : {k0, (k0 + k + 1) / 2, k})
+            // k blocks: none, the own range's (as the RNN kernel packs them), one across it.
+            for (const std::vector<int64_t>& splits :
+                 {std::vector<int64_t>{}, {k0, k1}, {(k0 + k1) / 2}}) {
+              TiledGemm g = TiledGemm::create_panels(m, k, panel, k, m, {1}, splits);
+              std::vector<float> packed(TiledGemm::packed_floats(m, k, panel), std::nanf(""));
+              for (int64_t q = 0; q < k; ++q)
+                for (int64_t j = 0; j < m; ++j) packed[g.offset(j, q)] = a[q * m + j];
+              INFO("m " << m << " k " << k << " panel " << panel << " own [" << k0 << ", " << k1
+                        << ") k splits " << splits.size());
+              std::vector<float> c(m, 7.0f);
+              g.run_row_k_range(packed.data(), b.data(), c.data(), k0, k1, false);  // own part
+              g.run_row_k_range(packed.data(), b.data(), c.data(), 0, k0, true, true);
+              g.run_row_k_range(packed.data(), b.data(), c.data(), k1, k, true);
+              for (int64_t j = 0; j < m; ++j) REQUIRE(std::abs(c[j] - want[j]) <= 1e-4);
+            }
       }
 }
