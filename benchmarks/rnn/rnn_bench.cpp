@@ -27,8 +27,13 @@
 // node (the node attribute graphi_schedule; ops/rnn/RNN_SCHEDULE.md) instead of the search.
 //
 // Timing: per row, two rounds over all rows; within a row the implementations take turns
-// sample by sample, the order rotated each sample (one untimed warm-up each first). Medians
-// over both rounds' samples; the per-round ratios show the drift between rounds.
+// sample by sample, the order rotated each sample (one untimed warm-up each first). Each turn
+// is one untimed run and one timed run (session 27), so every implementation is timed with its
+// own weights in the caches, as the peers in their own processes are (their runs follow each
+// other); with one run per turn, the others' runs had left hidden 1024's 32 MiB of weights
+// (LSTM) out of a 32 MiB L3 before every sample. (On the Zen 5 guest the two ways measured the
+// same within the host's drift: LSTM h1024 b1 11.0-11.3 ms either way.) Medians over both
+// rounds' samples; the per-round ratios show the drift between rounds.
 //
 // Roofline (measured here, per thread count): FP32 FMA peak, and L2 / L3 read bandwidth. The
 // bound of a configuration is max(GEMM flops / peak, weight read time), where the recurrent
@@ -558,6 +563,7 @@ struct Row {
       if (i >= min_samples && (now_ns() - start) * 1e-6 >= budget_ms) break;
       for (int j = 0; j < 3; ++j) {
         const int k = (i + j) % 3;
+        run(k);  // the turn's warm-up: its weights back in the caches
         const double t0 = now_ns();
         run(k);
         out[size_t(k)].push_back((now_ns() - t0) * 1e-6);
@@ -638,6 +644,7 @@ struct LowpRow {
       for (int j = 0; j < kN; ++j) {
         const int k = (i + j) % kN;
         if (!has[k]) continue;
+        run(k);  // the turn's warm-up, as in Row::sample
         const double t0 = now_ns();
         run(k);
         ms[k].push_back((now_ns() - t0) * 1e-6);
