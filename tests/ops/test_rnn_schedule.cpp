@@ -294,7 +294,9 @@ TEST_CASE("rnn schedule: every candidate schedule matches the reference", "[rnn_
                       {"RNN", 11, 5, 9, 33, false},
                       // Batch 1, T > 16 (8-step chunks and the whole-slab panel are candidates).
                       {"LSTM", 19, 1, 20, 40, false},
-                      {"RNN", 18, 1, 9, 33, false}};
+                      {"RNN", 18, 1, 9, 33, false},
+                      // Batch 1 GRU(lbr): own-units-first steps on R packed in k blocks.
+                      {"GRU", 19, 1, 20, 40, true}};
   uint64_t seed = 100;
   for (const L& spec : layers) {
     Layer l = make_layer(spec.op, spec.T, spec.B, spec.I, spec.H, spec.lbr, seed += 10);
