@@ -112,9 +112,11 @@ PROBE_TARGET void hoist(const Problem& p, int strip) {
 
 // GEMV blocks b = 2v, 2v+1 each run k rows of R; alongside, hoist tile v (8 rows x vector v of
 // the strip) advances one k row per two GEMV rows, so tile v's k range is split over the pair.
+// `panels`: R as [cols / 64][k][64] (one contiguous stream per GEMV block) instead of p.r.
 template <bool kEmbedded>
-PROBE_TARGET void fused(const Problem& p, int strip) {
+PROBE_TARGET void fused(const Problem& p, int strip, const float* panels = nullptr) {
   const int half = p.k / 2;
+  const int64_t rld = panels ? 64 : p.cols;
   for (int b = 0; b < p.cols / 64; ++b) {
     const int v = (b / 2) % 4;  // 8 blocks -> 4 hoist vectors
     const int j = strip + v * 16;
@@ -123,10 +125,10 @@ PROBE_TARGET void fused(const Problem& p, int strip) {
       c[r] = (b % 2 == 0) ? _mm512_setzero_ps() : _mm512_load_ps(p.pre + r * p.cols + j);
     __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
                    _mm512_setzero_ps()};
-    const float* rq = p.r + b * 64;
+    const float* rq = panels ? panels + int64_t(b) * 64 * p.k : p.r + b * 64;
     const int q0 = (b % 2) * half;
     const float* wq = p.w + static_cast<int64_t>(q0) * p.cols + j;
-    for (int q = 0; q < p.k; q += 2, rq += 2 * p.cols, wq += p.cols) {
+    for (int q = 0; q < p.k; q += 2, rq += 2 * rld, wq += p.cols) {
       const __m512 h0 = _mm512_set1_ps(p.h[q]);
       row64(rq, h0, a);
       const __m512 wv = _mm512_load_ps(wq);
@@ -143,7 +145,7 @@ PROBE_TARGET void fused(const Problem& p, int strip) {
         }
       }
       const __m512 h1 = _mm512_set1_ps(p.h[q + 1]);
-      const float* rq1 = rq + p.cols;
+      const float* rq1 = rq + rld;
       row64(rq1, h1, a);
 #pragma GCC unroll 4
       for (int r = 4; r < 8; ++r) c[r] = _mm512_fmadd_ps(_mm512_set1_ps(xq[r * p.k]), wv, c[r]);
@@ -307,10 +309,11 @@ int main(int argc, char** argv) {
   p.y = alloc_floats(p.cols, 0.0f);
   p.pre = alloc_floats(size_t(8) * p.cols, 0.0f);
   const int strips = p.cols / 64;
-  const char* names[] = {"gemv",      "hoist",        "gemv+hoist", "fused",
-                         "fused_emb", "gemv_regfma",  "gemv8",      "gemv_panels",
-                         "read_sum",  "gemv_panels4", "split_slab", "split_panels"};
-  constexpr int kVariants = 12;
+  const char* names[] = {"gemv",          "hoist",        "gemv+hoist", "fused",
+                         "fused_emb",     "gemv_regfma",  "gemv8",      "gemv_panels",
+                         "read_sum",      "gemv_panels4", "split_slab", "split_panels",
+                         "panels4+hoist", "fused_panels"};
+  constexpr int kVariants = 14;
   float* panels = alloc_floats(size_t(p.k) * p.cols, 0.01f);
   std::vector<std::vector<double>> t(kVariants);
   float* xs = alloc_floats(size_t(100) * p.k, 1.0f);
@@ -337,6 +340,12 @@ int main(int argc, char** argv) {
       gemv_krange(p, panels, p.k, 64, 0, p.k / 2, false);
       gemv_krange(p, panels, p.k, 64, p.k / 2, p.k, true);
     }));
+    t[12].push_back(time_per_step(steps, [&](int s) {
+      gemv_panels4(p, panels);
+      hoist(p, (s % strips) * 64);
+    }));
+    t[13].push_back(
+        time_per_step(steps, [&](int s) { fused<false>(p, (s % strips) * 64, panels); }));
   }
   // After a dense GEMM: runs of 100 k-split GEMV steps, each run preceded (or not) by the
   // 100-row input GEMM; only the GEMV steps are timed.

@@ -35,6 +35,11 @@ inline int64_t int8_packed_words(int64_t m, int64_t k, int64_t panel) {
 inline int64_t int8_word_offset(int64_t col, int64_t q, int64_t k, int64_t panel) {
   return col / panel * panel * int8_quads(k) + q * panel + col % panel;
 }
+// An operand packed in k blocks, each a packed operand of its own (the RNN kernel's R): words
+// before the block starting at k0 when every earlier block's k is a multiple of 4.
+inline int64_t int8_block_words(int64_t m, int64_t panel, int64_t k0) {
+  return (m + panel - 1) / panel * panel * (k0 / 4);
+}
 
 // Symmetric per-column quantization of A: the scale of `n` values is max|v| / 127 (1 when all
 // are 0); q = round-to-nearest-even(v / scale), in [-127, 127].
@@ -48,17 +53,17 @@ int8_t int8_quantize_weight(float v, float scale);
 // the two give the same bytes.
 void int8_quantize_row(const float* x, int64_t k0, int64_t k1, uint8_t* out, float* scale,
                        int32_t* zp) noexcept;
-void int8_quantize_row_portable(const float* x, int64_t k0, int64_t k1, uint8_t* out,
-                                float* scale, int32_t* zp) noexcept;
+void int8_quantize_row_portable(const float* x, int64_t k0, int64_t k1, uint8_t* out, float* scale,
+                                int32_t* zp) noexcept;
 
 struct Int8GemmArgs {
   const uint32_t* a = nullptr;  // packed s8 weights (whole operand, panel 0 first)
   int64_t m = 0, k = 0, panel = 16;
-  const float* a_scale = nullptr;    // [m] per-column scales
-  const int32_t* colsum = nullptr;   // [m] sum of A[k][j] over quad rows [q0, q1)
-  const uint32_t* b = nullptr;       // B rows, u8 quad words; b[r * ldb + q]
+  const float* a_scale = nullptr;   // [m] per-column scales
+  const int32_t* colsum = nullptr;  // [m] sum of A[k][j] over quad rows [q0, q1)
+  const uint32_t* b = nullptr;      // B rows, u8 quad words; b[r * ldb + q]
   int64_t ldb = 0;
-  const uint32_t* bp = nullptr;      // row r: scale bits bp[r * ldb], zero point bp[r * ldb + 1]
+  const uint32_t* bp = nullptr;  // row r: scale bits bp[r * ldb], zero point bp[r * ldb + 1]
   float* c = nullptr;
   int64_t ldc = 0;
   int64_t rows = 1;

@@ -155,17 +155,30 @@ void RnnSequenceKernel::recurrent_gemm(const Segment& seg, int group, const floa
   }
   if (bf16_) {
     Bf16GemmArgs g;
-    g.a = reinterpret_cast<const uint32_t*>(packed + (group == 0 ? seg.rp0_off : seg.rp1_off));
     g.m = (group == 0 ? g0_ : 1) * (seg.j1 - seg.j0);
-    g.k = s_.hidden;
     g.panel = group == 0 ? seg.pw_r0 : seg.pw_r1;
-    g.b = reinterpret_cast<const uint32_t*>(h + mirror_delta_);
     g.ldb = ldh_;
     g.c = out;
     g.ldc = group == 0 ? ld_gh0_ : ld_gh1_;
     g.rows = rows;
     g.reverse = reverse;
-    gemm_bf16(g);
+    const auto* base =
+        reinterpret_cast<const uint32_t*>(packed + (group == 0 ? seg.rp0_off : seg.rp1_off));
+    const auto* mirror = reinterpret_cast<const uint32_t*>(h + mirror_delta_);
+    if (group == 1) {  // the canonical GRU's h gate: never in k blocks
+      g.a = base;
+      g.k = s_.hidden;
+      g.b = mirror;
+      gemm_bf16(g);
+      return;
+    }
+    for (const Bf16KBlock& kb : bf16_kblocks(seg.j0, seg.j1, g.m, g.panel)) {
+      g.a = base + kb.words;
+      g.k = kb.k1 - kb.k0;
+      g.b = mirror + kb.k0 / 2;
+      gemm_bf16(g);
+      g.accumulate = true;
+    }
     return;
   }
   if (group == 0)
@@ -184,6 +197,27 @@ void RnnSequenceKernel::recurrent_gemm_part(const Segment& seg, int part, const 
     } else {
       for (int64_t kb = 0; kb + 1 < static_cast<int64_t>(kbounds_[seg.d].size()); ++kb)
         if (kb != seg.kb) recurrent_gemm_int8(seg, 0, packed, h, out, 1, kb, false, reverse);
+    }
+    return;
+  }
+  if (bf16_ && kblocked_) {
+    // The own units' block (packed first), then the others', accumulated.
+    Bf16GemmArgs g;
+    g.m = g0_ * (seg.j1 - seg.j0);
+    g.panel = seg.pw_r0;
+    g.ldb = ldh_;
+    g.c = out;
+    g.ldc = ld_gh0_;
+    g.reverse = reverse;
+    const auto* base = reinterpret_cast<const uint32_t*>(packed + seg.rp0_off);
+    const auto* mirror = reinterpret_cast<const uint32_t*>(h + mirror_delta_);
+    const Bf16KBlocks blocks = bf16_kblocks(seg.j0, seg.j1, g.m, g.panel);
+    for (int i = part == 0 ? 0 : 1; i < (part == 0 ? 1 : blocks.n); ++i) {
+      g.a = base + blocks.b[i].words;
+      g.k = blocks.b[i].k1 - blocks.b[i].k0;
+      g.b = mirror + blocks.b[i].k0 / 2;
+      g.accumulate = part == 1;
+      gemm_bf16(g);
     }
     return;
   }
@@ -236,20 +270,20 @@ void RnnSequenceKernel::recurrent_gemm_int8(const Segment& seg, int group, const
   const int64_t m = (group == 0 ? g0_ : 1) * (seg.j1 - seg.j0);
   const uint32_t* mirror = reinterpret_cast<const uint32_t*>(h + mirror_delta_);
   Int8GemmArgs g;
-  g.a = reinterpret_cast<const uint32_t*>(packed + (group == 0 ? seg.rp0_off : seg.rp1_off));
-  g.m = m;
-  g.k = s_.hidden;
   g.panel = group == 0 ? seg.pw_r0 : seg.pw_r1;
+  // Block kb of R is an operand of its own (packed block by block, pack_segment).
+  g.a = reinterpret_cast<const uint32_t*>(packed + (group == 0 ? seg.rp0_off : seg.rp1_off)) +
+        int8_block_words(m, g.panel, bounds[kb]);
+  g.m = m;
+  g.k = bounds[kb + 1] - bounds[kb];
   g.a_scale = packed + aux.r_scale[group];
   g.colsum = reinterpret_cast<const int32_t*>(packed + aux.r_colsum[group]) + kb * m;
-  g.b = mirror;
+  g.b = mirror + bounds[kb] / 4;
   g.ldb = ldh_;
   g.bp = mirror + int8_param_word(bounds[kb]);
   g.c = out;
   g.ldc = group == 0 ? ld_gh0_ : ld_gh1_;
   g.rows = rows;
-  g.q0 = bounds[kb] / 4;
-  g.q1 = int8_quads(bounds[kb + 1]);
   g.accumulate = !first;
   g.reverse = reverse;
   gemm_int8(g);

@@ -121,6 +121,19 @@ class RnnSequenceKernel final : public Kernel {
   void plan_partition();
   void make_gemms(ThreadPlan& p) const;
   void pack_segment(const WeightSources& src, const Segment& seg, float* packed) const;
+  // bf16 R of a segment (group 0): its k blocks in packing order, the own units first when
+  // kblocked_ (else one block over all of h), each a packed operand of its own at `words`
+  // from the segment's rp0_off.
+  struct Bf16KBlock {
+    int64_t k0, k1, words;
+  };
+  struct Bf16KBlocks {  // by value: the step loop allocates nothing
+    Bf16KBlock b[3];
+    int n = 0;
+    const Bf16KBlock* begin() const { return b; }
+    const Bf16KBlock* end() const { return b + n; }
+  };
+  Bf16KBlocks bf16_kblocks(int64_t j0, int64_t j1, int64_t m, int64_t panel) const noexcept;
   // int8 weights: where a segment's scales and column sums sit in the packed buffer (floats from
   // the packed base; the column sums are int32). Group 0/1 of R: one column sum per k block.
   struct Int8Aux {
@@ -184,8 +197,9 @@ class RnnSequenceKernel final : public Kernel {
   RnnSchedule schedule_;
   RnnLayerShape shape_;
   bool canonical_gru_ = false;
-  // fp32 R of each block packed in k blocks at its own units (TiledGemm k_splits): set when
-  // every step runs own-units-first (one row per thread, per-thread step counters, no zigzag).
+  // R of each block (fp32, bf16) packed in k blocks at its own units (TiledGemm k_splits,
+  // bf16_kblocks): set when every step runs own-units-first (one row per thread, per-thread
+  // step counters, no zigzag).
   bool kblocked_ = false;
   int64_t g0_ = 1;  // gates in R's first group
   int team_ = 1;

@@ -84,10 +84,10 @@ Status RnnSequenceKernel::prepare(int team) {
 void RnnSequenceKernel::configure() {
   const int64_t D = s_.num_directions, B = s_.batch, T = s_.seq_len;
   chunk_ = std::clamp<int64_t>(schedule_.chunk, 1, T);
-  plan_partition();
   // The same conditions as step()'s own-units-first split (run(): counters, one row).
-  kblocked_ = !lowp_ && !canonical_gru_ && !schedule_.zigzag && schedule_.xj > 1 && B == 1 &&
+  kblocked_ = !int8_ && !canonical_gru_ && !schedule_.zigzag && schedule_.xj > 1 && B == 1 &&
               !s_.wcs_shuffle && team_ <= 8;
+  plan_partition();
   for (ThreadPlan& p : plans_) make_gemms(p);
   make_gemms(solo_);
 
@@ -204,15 +204,18 @@ void RnnSequenceKernel::pack_segment(const WeightSources& src, const Segment& se
     };
     pack(words(seg.wp_off), G * w, seg.pw_w, I,
          [&](int64_t col) { return W + ((col / w) * H + j0 + col % w) * I; });
-    pack(words(seg.rp0_off), g0_ * w, seg.pw_r0, H,
-         [&](int64_t col) { return R + ((col / w) * H + j0 + col % w) * H; });
+    for (const Bf16KBlock& kb : bf16_kblocks(seg.j0, seg.j1, g0_ * w, seg.pw_r0))
+      pack(words(seg.rp0_off) + kb.words, g0_ * w, seg.pw_r0, kb.k1 - kb.k0,
+           [&](int64_t col) { return R + ((col / w) * H + j0 + col % w) * H + kb.k0; });
     if (canonical_gru_)
       pack(words(seg.rp1_off), w, seg.pw_r1, H,
            [&](int64_t col) { return R + (2 * H + j0 + col) * H; });
   }
   if (int8_) {
     // Same columns in s8 quads of k (ops/rnn/gemm_int8.h), one symmetric scale per column;
-    // padding stays 0. Column sums: W over all of I, R over each k block of the direction.
+    // padding stays 0. Column sums: W over all of I, R over each k block of the direction. R is
+    // packed block by block (int8_block_words): each per-block pass of a step streams one dense
+    // region (as TiledGemm's k_splits for fp32).
     const Int8Aux aux = int8_aux(seg);
     float* aux_f = packed;
     auto* aux_i = reinterpret_cast<int32_t*>(packed);
@@ -229,9 +232,12 @@ void RnnSequenceKernel::pack_segment(const WeightSources& src, const Segment& se
         int64_t b = 0;
         for (int64_t kk = 0; kk < k; ++kk) {
           const int8_t q = int8_quantize_weight(row[kk], sc);
-          reinterpret_cast<int8_t*>(dst + int8_word_offset(col, kk / 4, k, panel))[kk & 3] = q;
           if (nblocks > 1)
             while (kk >= kb[b + 1]) ++b;
+          const int64_t b0 = nblocks > 1 ? kb[b] : 0, b1 = nblocks > 1 ? kb[b + 1] : k;
+          const int64_t word = int8_block_words(cols, panel, b0) +
+                               int8_word_offset(col, (kk - b0) / 4, b1 - b0, panel);
+          reinterpret_cast<int8_t*>(dst + word)[kk & 3] = q;
           aux_i[colsum_off + b * cols + col] += q;
         }
       }
@@ -288,6 +294,25 @@ void RnnSequenceKernel::pack_segment(const WeightSources& src, const Segment& se
     for (int64_t g = 0; g < 3; ++g)
       for (int64_t u = 0; u < w; ++u) pp[3 * j0 + g * w + u] = pv[g * H + j0 + u];
   }
+}
+
+RnnSequenceKernel::Bf16KBlocks RnnSequenceKernel::bf16_kblocks(int64_t j0, int64_t j1, int64_t m,
+                                                               int64_t panel) const noexcept {
+  const int64_t H = s_.hidden;
+  Bf16KBlocks out;
+  if (!kblocked_) {
+    out.b[out.n++] = {0, H, 0};
+    return out;
+  }
+  // Own units first; every bound but H is on a unit line (even), so blocks hold whole pairs.
+  const int64_t bounds[3][2] = {{j0, j1}, {0, j0}, {j1, H}};
+  int64_t words = 0;
+  for (const auto& kb : bounds) {
+    if (kb[1] <= kb[0]) continue;
+    out.b[out.n++] = {kb[0], kb[1], words};
+    words += bf16_packed_words(m, kb[1] - kb[0], panel);
+  }
+  return out;
 }
 
 RnnSequenceKernel::Int8Aux RnnSequenceKernel::int8_aux(const Segment& seg) const {

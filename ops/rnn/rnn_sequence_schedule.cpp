@@ -330,7 +330,15 @@ void RnnSequenceKernel::plan_partition() {
     seg.wp_off = slabs_floats_;
     slabs_floats_ += slab(G * w, s_.input_size, seg.pw_w);
     seg.rp0_off = slabs_floats_;
-    slabs_floats_ += slab(g0_ * w, H, seg.pw_r0);
+    if (bf16_) {
+      // R in k blocks (bf16_kblocks: each rounds its k up to whole pairs), one cache line apart.
+      int64_t words = 0;
+      for (const Bf16KBlock& kb : bf16_kblocks(seg.j0, seg.j1, g0_ * w, seg.pw_r0))
+        words = kb.words + bf16_packed_words(g0_ * w, kb.k1 - kb.k0, seg.pw_r0);
+      slabs_floats_ += round_up(words, kLine);
+    } else {
+      slabs_floats_ += slab(g0_ * w, H, seg.pw_r0);
+    }
     seg.rp1_off = slabs_floats_;
     slabs_floats_ += canonical_gru_ ? slab(w, H, seg.pw_r1) : 0;
   }

@@ -257,8 +257,7 @@ void check_case(const Case& c, uint64_t seed, int threads, int team_size = 0,
   REQUIRE(got->outputs.size() == static_cast<size_t>(c.outputs));
   for (int i = 0; i < c.outputs; ++i) {
     INFO("output " << i << " " << got->outputs[i].desc().to_string());
-    CHECK(max_rel_error_ok(got->outputs[i], want[i],
-                           c.bf16 ? kTolBf16 : c.int8 ? kTolInt8 : kTol));
+    CHECK(max_rel_error_ok(got->outputs[i], want[i], c.bf16 ? kTolBf16 : c.int8 ? kTolInt8 : kTol));
   }
 }
 
@@ -913,6 +912,11 @@ TEST_CASE("rnn sequence: bf16 weights, every feature, odd sizes, batch 1 split, 
       c.T = 20;
       for (int threads : {1, 2}) check_case(c, 93, threads);
       check_case(c, 94, 2, 0, /*shuffle=*/true);
+      // R in k blocks at the own units (an odd last block), packed per run too.
+      c.H = 71;
+      for (int threads : {2, 3}) check_case(c, 95, threads);
+      c.constant_weights = false;
+      check_case(c, 96, 3);
     }
 }
 
