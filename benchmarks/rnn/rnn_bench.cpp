@@ -47,6 +47,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -94,6 +95,10 @@ namespace {
 struct Roofline {
   int threads = 1;
   double fma_gflops = 0, l2_gbs = 0, l3_gbs = 0;
+  // Round trip of one cache line between threads 0 and 1 (ns; 0 for one thread): what every
+  // batch-1 step's exchange pays. On a KVM guest it depends on where the host puts the vCPUs
+  // at that moment (AMD Zen 5 guest: 120 or 530-600 ns), so each run records it.
+  double xcore_ns = 0;
   int64_t l2_bytes_per_core = 0, l3_bytes = 0;
   std::string isa;
 };
@@ -217,6 +222,44 @@ double read_bandwidth(int threads, int64_t bytes, bool avx512) {
   return double(threads) * double(passes) * double(n) * 4.0 / s * 1e-9;
 }
 
+// Threads 0 and 1 of an OpenMP team of 2 bounce a counter through two cache lines, 20000 round
+// trips; the best of 5 repetitions, in ns per round trip.
+double cross_core_round_trip_ns() {
+  struct alignas(64) Line {
+    std::atomic<int> v{0};
+  };
+  Line ping, pong;
+  double best = 0;
+  constexpr int kTrips = 20000;
+  for (int rep = 0; rep < 5; ++rep) {
+    ping.v.store(0);
+    pong.v.store(0);
+    double ns = 0;
+#pragma omp parallel num_threads(2)
+    {
+      if (omp_get_num_threads() == 2) {
+        if (omp_get_thread_num() == 0) {
+          const double t0 = now_ns();
+          for (int i = 1; i <= kTrips; ++i) {
+            ping.v.store(i, std::memory_order_release);
+            while (pong.v.load(std::memory_order_acquire) != i) {
+            }
+          }
+          ns = (now_ns() - t0) / kTrips;
+        } else {
+          for (int i = 1; i <= kTrips; ++i) {
+            while (ping.v.load(std::memory_order_acquire) != i) {
+            }
+            pong.v.store(i, std::memory_order_release);
+          }
+        }
+      }
+    }
+    if (ns > 0 && (best == 0 || ns < best)) best = ns;
+  }
+  return best;
+}
+
 Roofline measure_roofline(int threads) {
   Roofline r;
   r.threads = threads;
@@ -238,6 +281,7 @@ Roofline measure_roofline(int threads) {
   r.l2_gbs = read_bandwidth(threads, r.l2_bytes_per_core / 2, avx512);
   const int64_t l3_each = std::min<int64_t>(8 << 20, r.l3_bytes / (2 * threads));
   r.l3_gbs = read_bandwidth(threads, std::max<int64_t>(l3_each, 2 * r.l2_bytes_per_core), avx512);
+  if (threads >= 2) r.xcore_ns = cross_core_round_trip_ns();
   return r;
 }
 
@@ -773,7 +817,7 @@ std::string json_list(const std::vector<double>& v) {
 std::string roofline_json(const Roofline& m) {
   return "{\"kind\":\"roofline\",\"threads\":" + std::to_string(m.threads) + ",\"isa\":\"" + m.isa +
          "\",\"fma_gflops\":" + json_num(m.fma_gflops) + ",\"l2_gbs\":" + json_num(m.l2_gbs) +
-         ",\"l3_gbs\":" + json_num(m.l3_gbs) +
+         ",\"l3_gbs\":" + json_num(m.l3_gbs) + ",\"xcore_ns\":" + json_num(m.xcore_ns) +
          ",\"l2_bytes_per_core\":" + std::to_string(m.l2_bytes_per_core) +
          ",\"l3_bytes\":" + std::to_string(m.l3_bytes) + "}";
 }
@@ -939,9 +983,9 @@ int main(int argc, char** argv) {
     const Roofline& m = roof[int(t)];
     std::printf(
         "roofline, %d thread(s), %s: FMA %.0f GFLOP/s, L2 read %.0f GB/s, L3 read %.0f GB/s "
-        "(L2 %lld KiB per core)\n",
+        "(L2 %lld KiB per core); cross-core round trip %.0f ns\n",
         m.threads, m.isa.c_str(), m.fma_gflops, m.l2_gbs, m.l3_gbs,
-        (long long)(m.l2_bytes_per_core >> 10));
+        (long long)(m.l2_bytes_per_core >> 10), m.xcore_ns);
   }
   std::fflush(stdout);
   std::vector<std::unique_ptr<Row>> rows;

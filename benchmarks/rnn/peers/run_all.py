@@ -294,7 +294,8 @@ def main():
                 sys.exit(f"run_all.py: graphi_bench_rnn failed: {cpp.error}")
             roofs.setdefault(t, []).append(roof)
             say(f"[{t} thread(s)] round {rnd + 1}: FMA {roof['fma_gflops']:.0f} GFLOP/s, "
-                f"L2 read {roof['l2_gbs']:.0f} GB/s, L3 read {roof['l3_gbs']:.0f} GB/s ({roof['isa']})")
+                f"L2 read {roof['l2_gbs']:.0f} GB/s, L3 read {roof['l3_gbs']:.0f} GB/s ({roof['isa']})"
+                + (f", cross-core round trip {roof['xcore_ns']:.0f} ns" if roof.get("xcore_ns") else ""))
             for i, c in enumerate(configs):
                 cell, h, b, s = c
                 r = results[(c, t)]
