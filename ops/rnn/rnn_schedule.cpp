@@ -360,6 +360,21 @@ CalibrationOutcome run_calibration(
       }
     }
   }
+  if (limits.confirm && out.best > 0 && now() + 2 * longest <= deadline) {
+    const std::optional<double> d = measure(0, deadline);
+    const std::optional<double> w = measure(static_cast<size_t>(out.best), deadline);
+    out.elapsed_ms = now() - start_ms;
+    if (d && w) {
+      if (*w < *d * (1.0 - limits.min_gain)) {
+        out.confirmation = "confirmed";
+        out.best_ms = std::min(out.best_ms, *w);
+      } else {
+        out.confirmation = "default kept";
+        out.best = 0;
+        out.best_ms = *d;
+      }
+    }
+  }
   return out;
 }
 

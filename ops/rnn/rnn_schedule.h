@@ -106,8 +106,9 @@ RnnSchedule default_rnn_schedule(const RnnLayerShape& s);
 // The calibration candidates: every kernel-supported phased schedule (per-step: chunk 1;
 // hoisted: the default chunk, and 8 when that is > 16) x every parallelism degree p in
 // [1, team] x the best two PCP partitions of p (rows x units, no K split) x two recurrent
-// panel widths (GEMV-like steps: stream_tile first, then 256, 128 and the slab when R stays in L2) x zigzag (only
-// where a thread's weights overflow half its L2). The default comes first; no duplicates.
+// panel widths (GEMV-like steps: stream_tile first, then 256, 128 and the slab when R stays in L2)
+// x zigzag (only where a thread's weights overflow half its L2). The default comes first; no
+// duplicates.
 std::vector<RnnSchedule> rnn_schedule_candidates(const RnnLayerShape& s);
 
 // ---- calibration budget ------------------------------------------------------------------------
@@ -130,6 +131,9 @@ struct CalibrationLimits {
   int max_candidates = 8;  // measured at most (the model ranked them)
   int patience = 4;        // stop after this many measured in a row without a 2% gain
   double min_gain = 0.02;
+  // A candidate that beat the default is timed again right after the default, where the budget
+  // allows, and replaces it only if it wins by min_gain again.
+  bool confirm = true;
 };
 struct CalibrationOutcome {
   int best = -1;  // index into the candidates, -1 when none could be measured
@@ -137,6 +141,9 @@ struct CalibrationOutcome {
   int measured = 0;       // candidates measured (started)
   double elapsed_ms = 0;  // from start to the end of the last measurement
   std::string stop;       // "all", "budget", "max candidates", "no gain"
+  // "" (no challenger, or no time left), "confirmed", "default kept" (the challenger did not
+  // win again).
+  std::string confirmation;
 };
 // Measures candidates 0, 1, ... in order with measure(i, deadline_ms), which returns the
 // candidate's time (ms) or nullopt when it cannot run, and may cut its repetitions at the
@@ -144,7 +151,13 @@ struct CalibrationOutcome {
 // the deadline is checked against the longest measurement so far (set-up included): a candidate
 // that would end past it is not started. So the calibration ends within the budget unless one
 // measurement runs longer than every earlier one did (a preempted run), and then by at most
-// that measurement. `now` returns milliseconds (an injected clock in tests).
+// that measurement. `now` returns milliseconds (an injected clock in tests). With
+// limits.confirm, a best other than candidate 0 is confirmed when two more of the longest
+// measurement still fit the budget: candidate 0 and the best are measured again (in that order)
+// and the best stays only if it is faster by min_gain again, else candidate 0 is chosen (on a
+// KVM guest the host's speed and vCPU placement can change within one search: the Zen 5 guest
+// once cached 128-column panels for LSTM h256 b1 at 0.64 ms per run against 0.44 for the
+// default).
 CalibrationOutcome run_calibration(
     size_t num_candidates, double start_ms, const CalibrationLimits& limits,
     const std::function<double()>& now,
@@ -153,10 +166,10 @@ CalibrationOutcome run_calibration(
 // ---- cache -------------------------------------------------------------------------------------
 
 // Bumped when the sequence kernel (or its calibration) changes in a way that can reorder the
-// candidates (a cached choice calibrated on an older kernel is then recalibrated, not reused). 2: one-row GEMV
-// (ops/rnn/gemv_rows.h) and the own-units-first exchange at batch 1. 3: no short hoist chunks when
-// the input weights do not share the L2 with the recurrent ones. 4: a whole-slab panel width
-// among the candidates of GEMV-like steps whose weights stay in L2. 5: short hoist chunks for
+// candidates (a cached choice calibrated on an older kernel is then recalibrated, not reused). 2:
+// one-row GEMV (ops/rnn/gemv_rows.h) and the own-units-first exchange at batch 1. 3: no short hoist
+// chunks when the input weights do not share the L2 with the recurrent ones. 4: a whole-slab panel
+// width among the candidates of GEMV-like steps whose weights stay in L2. 5: short hoist chunks for
 // GEMV-like steps only while the thread's W and R fill at most 3/4 of its L2. 6: GEMV-like steps
 // streaming R from L3 default to stream_tile-wide panels. 7: the calibration times runs of 2 ms
 // and more best of 2 and plans its steps for the runs it makes (session 21's best of 4 for all

@@ -168,8 +168,8 @@ TEST_CASE("rnn schedule: analytical default and candidates of small layers", "[r
     ops::RnnSchedule d = ops::default_rnn_schedule(s);
     CHECK(d.threads == 2);
     CHECK(d.xi == 1);
-    CHECK(d.xj == 2);       // one batch row: split the units
-    CHECK(d.chunk == 100);  // 4 MiB / (1 * 1024 floats * 4 B) = 1024 steps, capped at T
+    CHECK(d.xj == 2);         // one batch row: split the units
+    CHECK(d.chunk == 100);    // 4 MiB / (1 * 1024 floats * 4 B) = 1024 steps, capped at T
     CHECK(d.rec_tile == 64);  // one GEMV register block per panel: one contiguous stream
     CHECK_FALSE(d.zigzag);    // 512 KiB of R per thread, within half of 2 MiB
     auto c = ops::rnn_schedule_candidates(s);
@@ -438,6 +438,53 @@ TEST_CASE("rnn schedule: calibration stops before a candidate that would overrun
   CHECK(out.best == 5);
   CHECK(out.best_ms == Approx(7.5));
   for (double d : f.deadlines) CHECK(d == Approx(1200));
+}
+
+TEST_CASE("rnn schedule: a challenger replaces the default only if it wins again",
+          "[rnn_schedule]") {
+  // measure() returns the i-th entry of each candidate's list of times, one per call.
+  auto run = [](std::vector<std::vector<double>> times, double cost, double budget) {
+    std::vector<size_t> calls(times.size(), 0);
+    std::vector<size_t> order;
+    double clock = 0;
+    ops::CalibrationLimits lim;
+    lim.budget_ms = budget;
+    lim.max_candidates = 100;
+    const ops::CalibrationOutcome out = ops::run_calibration(
+        times.size(), 0, lim, [&] { return clock; },
+        [&](size_t i, double) -> std::optional<double> {
+          clock += cost;
+          order.push_back(i);
+          return times[i][std::min(calls[i]++, times[i].size() - 1)];
+        });
+    return std::make_pair(out, order);
+  };
+  SECTION("wins again: kept") {
+    auto [out, order] = run({{10, 10}, {8, 8.5}, {9, 9}}, 1, 200);
+    CHECK(out.best == 1);
+    CHECK(out.best_ms == Approx(8));
+    CHECK(out.confirmation == "confirmed");
+    CHECK(order == std::vector<size_t>{0, 1, 2, 0, 1});
+    CHECK(out.measured == 3);  // the confirmation's runs are not candidates
+  }
+  SECTION("a lucky first time: the default") {
+    auto [out, order] = run({{10, 9.5}, {8, 9.6}, {9, 9}}, 1, 200);
+    CHECK(out.best == 0);
+    CHECK(out.best_ms == Approx(9.5));
+    CHECK(out.confirmation == "default kept");
+  }
+  SECTION("no time left: the first verdict stands") {
+    auto [out, order] = run({{10, 20}, {8, 20}, {9, 9}}, 60, 200);  // 3 x 60 = 180 ms spent
+    CHECK(out.best == 1);
+    CHECK(out.confirmation.empty());
+    CHECK(order.size() == 3);
+  }
+  SECTION("the default won: nothing to confirm") {
+    auto [out, order] = run({{5}, {8}, {9}}, 1, 200);
+    CHECK(out.best == 0);
+    CHECK(out.confirmation.empty());
+    CHECK(order.size() == 3);
+  }
 }
 
 TEST_CASE("rnn schedule: a slow measurement raises the prediction for the next ones",
