@@ -156,8 +156,8 @@ struct CalibrationOutcome {
 // measurement still fit the budget: candidate 0 and the best are measured again (in that order)
 // and the best stays only if it is faster by min_gain again, else candidate 0 is chosen (on a
 // KVM guest the host's speed and vCPU placement can change within one search: the Zen 5 guest
-// once cached 128-column panels for LSTM h256 b1 at 0.64 ms per run against 0.44 for the
-// default).
+// once cached 128-column panels for LSTM h256 b1: 0.51-0.63 ms per run against 0.36-0.47 for
+// the default, 3 interleaved runs).
 CalibrationOutcome run_calibration(
     size_t num_candidates, double start_ms, const CalibrationLimits& limits,
     const std::function<double()>& now,
