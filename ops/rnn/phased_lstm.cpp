@@ -3,7 +3,8 @@
 // Packed layout (as ops/rnn/rnn_sequence.cpp's, simplified: no row split, no PCP choice): each
 // direction's hidden units are cut into blocks of whole 16-unit lines, one block per team member
 // (members beyond the blocks idle). Block [j0, j1) of width w has its own slabs Wp [I][ldw] and
-// Rp [H][ldw], ldw = round_up(4w, 16), gate g of unit j0 + u at column g*w + u; bias (Wb + Rb)
+// Rp [H][ldw] (at batch <= 2 Rp in panels one GEMV block wide instead), ldw = round_up(4w, 16),
+// gate g of unit j0 + u at column g*w + u; bias (Wb + Rb)
 // and peepholes use the same block layout. Gate buffers (hoisted X W^T and h R^T) hold direction
 // d's block at columns d*dir_x + 4*j0 .. + 4w, so the fused gate kernel runs on gate_stride = w.
 #include "ops/rnn/phased_lstm.h"
@@ -16,6 +17,7 @@
 #include <new>
 #include <set>
 
+#include "ops/rnn/gemv_rows.h"
 #include "ops/rnn/rnn_gates.h"
 #include "ops/rnn/rnn_sequence.h"
 #include "ops/rnn/rnn_train.h"
@@ -164,9 +166,19 @@ class PhasedLstmKernel final : public Kernel {
         blk.wp_off = off;
         off += I * blk.ldw;
         blk.rp_off = off;
-        off += H * blk.ldw;
         blk.hoist = TiledGemm::create_row_major(4 * w, I, blk.ldw, I, hoist_ldc, hoist_ns);
-        blk.rec = TiledGemm::create_row_major(4 * w, H, blk.ldw, ldh_, ldx_, {B});
+        // GEMV-like steps (batch <= 2) read R as panels one GEMV register block wide, one
+        // contiguous stream per block (a 256 B block per row of a wide slab ran at half the L2
+        // rate on AMD Zen 5: ops/rnn/RNN_SCHEDULE.md); wider batches keep LIBXSMM's row-major
+        // tiles.
+        if (B <= 2) {
+          const int64_t panel = std::max<int64_t>(16, gemv_rows_block_cols());
+          off += TiledGemm::packed_floats(4 * w, H, panel);
+          blk.rec = TiledGemm::create_panels(4 * w, H, panel, ldh_, ldx_, {B});
+        } else {
+          off += H * blk.ldw;
+          blk.rec = TiledGemm::create_row_major(4 * w, H, blk.ldw, ldh_, ldx_, {B});
+        }
         plans_[q].push_back(std::move(blk));
       }
     }
@@ -222,7 +234,7 @@ class PhasedLstmKernel final : public Kernel {
       for (int64_t u = 0; u < w; ++u) {
         const int64_t col = g * w + u, row = g * H + j0 + u;
         for (int64_t k = 0; k < I; ++k) wp[k * blk.ldw + col] = W[row * I + k];
-        for (int64_t k = 0; k < H; ++k) rp[k * blk.ldw + col] = R[row * H + k];
+        for (int64_t k = 0; k < H; ++k) rp[blk.rec.offset(col, k)] = R[row * H + k];
       }
     if (src.b) {
       const float* wb = src.b + d * 8 * H;
