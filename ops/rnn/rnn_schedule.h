@@ -177,7 +177,8 @@ CalibrationOutcome run_calibration(
 // 8: GEMV-like steps default to stream_tile-wide panels with R in L2 too (AMD Zen 5). 9: R packed
 // in k blocks at each thread's own units when steps run own-units-first (TiledGemm k_splits).
 // 10: bf16 R in those k blocks too, int8 R block by block at the direction's unit blocks.
-inline constexpr int kRnnKernelVersion = 10;
+// 11: a challenger must beat the default twice (CalibrationLimits::confirm).
+inline constexpr int kRnnKernelVersion = 11;
 
 // "Intel(R) Xeon(R) Processor|fam 6 model 167|2 cpus|L2 2097152|libxsmm 1.17 (target cpx)|
 // kernel 3" (the last field: kRnnKernelVersion).
