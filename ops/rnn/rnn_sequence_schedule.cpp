@@ -335,7 +335,8 @@ void RnnSequenceKernel::plan_partition() {
     slabs_floats_ += slab(G * w, s_.input_size, seg.pw_w);
     seg.rp0_off = slabs_floats_;
     if (bf16_) {
-      // R in k blocks (bf16_kblocks: each rounds its k up to whole pairs), one cache line apart.
+      // R in k blocks (bf16_kblocks: each rounds its k up to whole pairs; a block is a multiple
+      // of 16 words, so each starts on a cache line).
       int64_t words = 0;
       for (const Bf16KBlock& kb : bf16_kblocks(seg.j0, seg.j1, g0_ * w, seg.pw_r0))
         words = kb.words + bf16_packed_words(g0_ * w, kb.k1 - kb.k0, seg.pw_r0);
