@@ -29,7 +29,7 @@
 
 #include "benchmarks/bench_util.h"
 #include "benchmarks/dispatch/competitor.h"
-#include "benchmarks/dispatch/handoff.h"
+#include "benchmarks/handoff.h"
 
 using namespace graphi;
 using namespace graphi::bench;

@@ -47,7 +47,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -63,6 +62,7 @@
 #include <vector>
 
 #include "benchmarks/bench_util.h"
+#include "benchmarks/handoff.h"
 #include "dnnl.hpp"
 #include "engine/session.h"
 #include "graph/graph_builder.h"
@@ -95,9 +95,10 @@ namespace {
 struct Roofline {
   int threads = 1;
   double fma_gflops = 0, l2_gbs = 0, l3_gbs = 0;
-  // Round trip of one cache line between threads 0 and 1 (ns; 0 for one thread): what every
-  // batch-1 step's exchange pays. On a KVM guest it depends on where the host puts the vCPUs
-  // at that moment (AMD Zen 5 guest: 120 or 530-600 ns), so each run records it.
+  // Core-to-core round trip (ns, twice benchmarks/handoff.h's one-way hand-off; 0 for one
+  // thread or when two CPUs are not available): what every batch-1 step's exchange pays. On a KVM
+  // guest it depends on where the host puts the vCPUs at that moment (AMD Zen 5 guest: 120 or
+  // 530-600 ns), so each run records it.
   double xcore_ns = 0;
   int64_t l2_bytes_per_core = 0, l3_bytes = 0;
   std::string isa;
@@ -222,44 +223,6 @@ double read_bandwidth(int threads, int64_t bytes, bool avx512) {
   return double(threads) * double(passes) * double(n) * 4.0 / s * 1e-9;
 }
 
-// Threads 0 and 1 of an OpenMP team of 2 bounce a counter through two cache lines, 20000 round
-// trips; the best of 5 repetitions, in ns per round trip.
-double cross_core_round_trip_ns() {
-  struct alignas(64) Line {
-    std::atomic<int> v{0};
-  };
-  Line ping, pong;
-  double best = 0;
-  constexpr int kTrips = 20000;
-  for (int rep = 0; rep < 5; ++rep) {
-    ping.v.store(0);
-    pong.v.store(0);
-    double ns = 0;
-#pragma omp parallel num_threads(2)
-    {
-      if (omp_get_num_threads() == 2) {
-        if (omp_get_thread_num() == 0) {
-          const double t0 = now_ns();
-          for (int i = 1; i <= kTrips; ++i) {
-            ping.v.store(i, std::memory_order_release);
-            while (pong.v.load(std::memory_order_acquire) != i) {
-            }
-          }
-          ns = (now_ns() - t0) / kTrips;
-        } else {
-          for (int i = 1; i <= kTrips; ++i) {
-            while (ping.v.load(std::memory_order_acquire) != i) {
-            }
-            pong.v.store(i, std::memory_order_release);
-          }
-        }
-      }
-    }
-    if (ns > 0 && (best == 0 || ns < best)) best = ns;
-  }
-  return best;
-}
-
 Roofline measure_roofline(int threads) {
   Roofline r;
   r.threads = threads;
@@ -281,7 +244,7 @@ Roofline measure_roofline(int threads) {
   r.l2_gbs = read_bandwidth(threads, r.l2_bytes_per_core / 2, avx512);
   const int64_t l3_each = std::min<int64_t>(8 << 20, r.l3_bytes / (2 * threads));
   r.l3_gbs = read_bandwidth(threads, std::max<int64_t>(l3_each, 2 * r.l2_bytes_per_core), avx512);
-  if (threads >= 2) r.xcore_ns = cross_core_round_trip_ns();
+  if (threads >= 2) r.xcore_ns = std::max(0.0, 2 * measure_handoff_ns());
   return r;
 }
 

@@ -27,6 +27,10 @@ void gemv_rows(const float* a, int64_t lda, const float* b, int64_t ldb, float* 
 // Columns of one register block of the active path (AVX-512 64, AVX2 16, scalar 4): a packed
 // panel this wide is read by one block as a single contiguous stream.
 int64_t gemv_rows_block_cols() noexcept;
+// That width as a packed panel width (a multiple of 16 floats, one cache line at least).
+inline int64_t gemv_rows_stream_panel() noexcept {
+  return gemv_rows_block_cols() < 16 ? 16 : gemv_rows_block_cols();
+}
 
 // One ISA path, for tests; nullptr when this CPU cannot run `isa`.
 using GemvRowsFn = void (*)(const float* a, int64_t lda, const float* b, int64_t ldb, float* c,

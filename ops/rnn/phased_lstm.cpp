@@ -172,7 +172,7 @@ class PhasedLstmKernel final : public Kernel {
         // rate on AMD Zen 5: ops/rnn/RNN_SCHEDULE.md); wider batches keep LIBXSMM's row-major
         // tiles.
         if (B <= 2) {
-          const int64_t panel = std::max<int64_t>(16, gemv_rows_block_cols());
+          const int64_t panel = gemv_rows_stream_panel();
           off += TiledGemm::packed_floats(4 * w, H, panel);
           blk.rec = TiledGemm::create_panels(4 * w, H, panel, ldh_, ldx_, {B});
         } else {

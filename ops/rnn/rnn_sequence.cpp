@@ -153,38 +153,54 @@ void RnnSequenceKernel::recurrent_gemm(const Segment& seg, int group, const floa
       recurrent_gemm_int8(seg, group, packed, h, out, rows, kb, kb == 0, reverse);
     return;
   }
-  if (bf16_) {
+  if (bf16_ && group == 0) {
+    recurrent_gemm_bf16_blocks(seg, packed, h, out, rows, reverse, 0, 3, false);
+    return;
+  }
+  if (bf16_) {  // the canonical GRU's h gate: never in k blocks
     Bf16GemmArgs g;
-    g.m = (group == 0 ? g0_ : 1) * (seg.j1 - seg.j0);
-    g.panel = group == 0 ? seg.pw_r0 : seg.pw_r1;
+    g.a = reinterpret_cast<const uint32_t*>(packed + seg.rp1_off);
+    g.m = seg.j1 - seg.j0;
+    g.k = s_.hidden;
+    g.panel = seg.pw_r1;
+    g.b = reinterpret_cast<const uint32_t*>(h + mirror_delta_);
     g.ldb = ldh_;
     g.c = out;
-    g.ldc = group == 0 ? ld_gh0_ : ld_gh1_;
+    g.ldc = ld_gh1_;
     g.rows = rows;
     g.reverse = reverse;
-    const auto* base =
-        reinterpret_cast<const uint32_t*>(packed + (group == 0 ? seg.rp0_off : seg.rp1_off));
-    const auto* mirror = reinterpret_cast<const uint32_t*>(h + mirror_delta_);
-    if (group == 1) {  // the canonical GRU's h gate: never in k blocks
-      g.a = base;
-      g.k = s_.hidden;
-      g.b = mirror;
-      gemm_bf16(g);
-      return;
-    }
-    for (const Bf16KBlock& kb : bf16_kblocks(seg.j0, seg.j1, g.m, g.panel)) {
-      g.a = base + kb.words;
-      g.k = kb.k1 - kb.k0;
-      g.b = mirror + kb.k0 / 2;
-      gemm_bf16(g);
-      g.accumulate = true;
-    }
+    gemm_bf16(g);
     return;
   }
   if (group == 0)
     seg.rec0.run(packed + seg.rp0_off, h, out, rows, reverse);
   else
     seg.rec1.run(packed + seg.rp1_off, h, out, rows, reverse);
+}
+
+void RnnSequenceKernel::recurrent_gemm_bf16_blocks(const Segment& seg, const float* packed,
+                                                   const float* h, float* out, int64_t rows,
+                                                   bool reverse, int i0, int i1,
+                                                   bool accumulate) const noexcept {
+  Bf16GemmArgs g;
+  g.m = g0_ * (seg.j1 - seg.j0);
+  g.panel = seg.pw_r0;
+  g.ldb = ldh_;
+  g.c = out;
+  g.ldc = ld_gh0_;
+  g.rows = rows;
+  g.reverse = reverse;
+  g.accumulate = accumulate;
+  const auto* base = reinterpret_cast<const uint32_t*>(packed + seg.rp0_off);
+  const auto* mirror = reinterpret_cast<const uint32_t*>(h + mirror_delta_);
+  const Bf16KBlocks blocks = bf16_kblocks(seg.j0, seg.j1, g.m, g.panel);
+  for (int i = i0; i < std::min(i1, blocks.n); ++i) {
+    g.a = base + blocks.b[i].words;
+    g.k = blocks.b[i].k1 - blocks.b[i].k0;
+    g.b = mirror + blocks.b[i].k0 / 2;
+    gemm_bf16(g);
+    g.accumulate = true;
+  }
 }
 
 void RnnSequenceKernel::recurrent_gemm_part(const Segment& seg, int part, const float* packed,
@@ -202,23 +218,10 @@ void RnnSequenceKernel::recurrent_gemm_part(const Segment& seg, int part, const 
   }
   if (bf16_ && kblocked_) {
     // The own units' block (packed first), then the others', accumulated.
-    Bf16GemmArgs g;
-    g.m = g0_ * (seg.j1 - seg.j0);
-    g.panel = seg.pw_r0;
-    g.ldb = ldh_;
-    g.c = out;
-    g.ldc = ld_gh0_;
-    g.reverse = reverse;
-    const auto* base = reinterpret_cast<const uint32_t*>(packed + seg.rp0_off);
-    const auto* mirror = reinterpret_cast<const uint32_t*>(h + mirror_delta_);
-    const Bf16KBlocks blocks = bf16_kblocks(seg.j0, seg.j1, g.m, g.panel);
-    for (int i = part == 0 ? 0 : 1; i < (part == 0 ? 1 : blocks.n); ++i) {
-      g.a = base + blocks.b[i].words;
-      g.k = blocks.b[i].k1 - blocks.b[i].k0;
-      g.b = mirror + blocks.b[i].k0 / 2;
-      g.accumulate = part == 1;
-      gemm_bf16(g);
-    }
+    if (part == 0)
+      recurrent_gemm_bf16_blocks(seg, packed, h, out, 1, reverse, 0, 1, false);
+    else
+      recurrent_gemm_bf16_blocks(seg, packed, h, out, 1, reverse, 1, 3, true);
     return;
   }
   if (bf16_) {

@@ -130,10 +130,16 @@ class RnnSequenceKernel final : public Kernel {
   struct Bf16KBlocks {  // by value: the step loop allocates nothing
     Bf16KBlock b[3];
     int n = 0;
+    int64_t words = 0;  // all blocks
     const Bf16KBlock* begin() const { return b; }
     const Bf16KBlock* end() const { return b + n; }
   };
   Bf16KBlocks bf16_kblocks(int64_t j0, int64_t j1, int64_t m, int64_t panel) const noexcept;
+  // h rows * bf16 R group 0 of seg over its k blocks [i0, i1) (bf16_kblocks' order; past the
+  // last: up to it): the first writes out unless `accumulate`, the others add to it.
+  void recurrent_gemm_bf16_blocks(const Segment& seg, const float* packed, const float* h,
+                                  float* out, int64_t rows, bool reverse, int i0, int i1,
+                                  bool accumulate) const noexcept;
   // int8 weights: where a segment's scales and column sums sit in the packed buffer (floats from
   // the packed base; the column sums are int32). Group 0/1 of R: one column sum per k block.
   struct Int8Aux {

@@ -77,7 +77,7 @@ Status RnnSequenceKernel::prepare(int team) {
   shape_.canonical_gru = canonical_gru_;
   shape_.team = team_;
   shape_.l2_bytes = l2_bytes();
-  shape_.stream_tile = lowp_ ? 64 : static_cast<int>(std::max<int64_t>(16, gemv_rows_block_cols()));
+  shape_.stream_tile = lowp_ ? 64 : static_cast<int>(gemv_rows_stream_panel());
   return Status::ok();
 }
 
@@ -300,17 +300,15 @@ RnnSequenceKernel::Bf16KBlocks RnnSequenceKernel::bf16_kblocks(int64_t j0, int64
                                                                int64_t panel) const noexcept {
   const int64_t H = s_.hidden;
   Bf16KBlocks out;
-  if (!kblocked_) {
-    out.b[out.n++] = {0, H, 0};
-    return out;
-  }
+  const int64_t all[1][2] = {{0, H}};
   // Own units first; every bound but H is on a unit line (even), so blocks hold whole pairs.
-  const int64_t bounds[3][2] = {{j0, j1}, {0, j0}, {j1, H}};
-  int64_t words = 0;
-  for (const auto& kb : bounds) {
-    if (kb[1] <= kb[0]) continue;
-    out.b[out.n++] = {kb[0], kb[1], words};
-    words += bf16_packed_words(m, kb[1] - kb[0], panel);
+  const int64_t own_first[3][2] = {{j0, j1}, {0, j0}, {j1, H}};
+  const auto* bounds = kblocked_ ? own_first : all;
+  for (int i = 0; i < (kblocked_ ? 3 : 1); ++i) {
+    const int64_t k0 = bounds[i][0], k1 = bounds[i][1];
+    if (k1 <= k0) continue;
+    out.b[out.n++] = {k0, k1, out.words};
+    out.words += bf16_packed_words(m, k1 - k0, panel);
   }
   return out;
 }

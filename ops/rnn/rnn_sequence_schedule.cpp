@@ -337,10 +337,7 @@ void RnnSequenceKernel::plan_partition() {
     if (bf16_) {
       // R in k blocks (bf16_kblocks: each rounds its k up to whole pairs; a block is a multiple
       // of 16 words, so each starts on a cache line).
-      int64_t words = 0;
-      for (const Bf16KBlock& kb : bf16_kblocks(seg.j0, seg.j1, g0_ * w, seg.pw_r0))
-        words = kb.words + bf16_packed_words(g0_ * w, kb.k1 - kb.k0, seg.pw_r0);
-      slabs_floats_ += round_up(words, kLine);
+      slabs_floats_ += round_up(bf16_kblocks(seg.j0, seg.j1, g0_ * w, seg.pw_r0).words, kLine);
     } else {
       slabs_floats_ += slab(g0_ * w, H, seg.pw_r0);
     }

@@ -50,7 +50,6 @@ TiledGemm TiledGemm::make(int64_t m, int64_t k, int64_t mt, int64_t lda, int64_t
   g.k_ = k;
   g.mt_ = mt;
   g.lda_ = lda;
-  g.col_step_ = col_step;
   g.ldb_ = ldb;
   g.ldc_ = ldc;
   const int64_t nmax = ns.empty() ? 1 : *ns.rbegin();

@@ -81,7 +81,7 @@ class TiledGemm {
   void naive(const float* a, const float* b, float* c, int64_t mm, int64_t nn, int64_t kk,
              bool acc) const noexcept;
 
-  int64_t m_ = 0, k_ = 0, lda_ = 0, col_step_ = 1, ldb_ = 0, ldc_ = 0, mt_ = 1, nt_ = 1, kt_ = 1;
+  int64_t m_ = 0, k_ = 0, lda_ = 0, ldb_ = 0, ldc_ = 0, mt_ = 1, nt_ = 1, kt_ = 1;
   std::vector<Entry> entries_;
   std::vector<KBlock> kblocks_;  // at least one
 };

@@ -1,4 +1,4 @@
-#include "benchmarks/dispatch/handoff.h"
+#include "benchmarks/handoff.h"
 
 #include <pthread.h>
 #include <sched.h>
