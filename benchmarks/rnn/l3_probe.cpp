@@ -1,8 +1,14 @@
 // graphi_l3_probe: can a batch-1 RNN step read its recurrent weights faster than the zigzag
 // panel order does, when they overflow the L2 caches? (issue 4, hidden 1024 at batch 1.)
 //
-//   graphi_l3_probe [--mib 16] [--threads 2] [--reps 7] [--only SUBSTRING] [--huge]
+//   graphi_l3_probe [--mib 16] [--k 1024] [--threads 2] [--reps 7] [--only SUBSTRING |
+//                   --variants A,B] [--fma-mflop F] [--huge] [--json]
 //   graphi_l3_probe --evict-check
+//
+// --k: rows of R (the hidden size; panels are [k][64]); --variants: exactly these variants;
+// --fma-mflop: zigzag+fma's FMA work per thread and step (default 4.2, the LSTM h1024 hoist's
+// share on 2 threads); --json: one line per variant. scripts/bench_rnn.sh runs it at every
+// batch-1 size as the R-stream floor of the RNN table (benchmarks/rnn/peers/run_all.py).
 //
 // Model of the fused sequence kernel's recurrence (ops/rnn/rnn_sequence.cpp) without the gates:
 // each thread owns a slab of R (mib / threads), packed panel-major (panels of 64 columns, each a
@@ -51,7 +57,9 @@
 
 namespace {
 
-constexpr int kK = 1024;  // rows of R (hidden size)
+// Rows of R (the hidden size): --k, default 1024. A global so the kernels below read it like the
+// constant it was; set once in main before any thread starts.
+int kK = 1024;
 constexpr int kPw = 64;   // panel width in floats
 constexpr int kSteps = 100;
 
@@ -158,7 +166,7 @@ struct Variant {
   int hint = kPlain;  // for the other panels
   int dist = 0;
   bool ideal = false;  // resident panels replaced by one L2-hot panel
-  int fma = 0;         // zmm FMAs after each panel
+  int fma = 0;         // zmm FMAs after each panel (zigzag+fma: from --fma-mflop)
   bool fine = false;   // 4 zmm FMAs per row inside the GEMV instead
   bool b24 = false;
   bool desc =
@@ -201,7 +209,7 @@ std::vector<Variant> variants() {
     v.push_back(t2);
   }
   Variant f{"zigzag+fma", true};
-  f.fma = 4096;  // 32 panels x 4096 x 32 flop = 4.2 MFLOP per step
+  f.fma = 4096;  // 32 panels x 4096 x 32 flop = 4.2 MFLOP per step (main rescales it)
   v.push_back(f);
   Variant ff{"zigzag+fma_fine", true};
   ff.fine = true;  // 32 panels x 1024 rows x 4 x 32 flop = 4.2 MFLOP per step
@@ -267,8 +275,9 @@ void pin(int cpu) {
 
 [[noreturn]] void usage(const char* msg) {
   std::fprintf(stderr,
-               "graphi_l3_probe: %s\nusage: graphi_l3_probe [--mib 16] [--threads 2] [--reps 7] "
-               "[--only SUBSTRING] [--huge]\n       graphi_l3_probe --evict-check\n",
+               "graphi_l3_probe: %s\nusage: graphi_l3_probe [--mib 16] [--k 1024] [--threads 2] "
+               "[--reps 7] [--only SUBSTRING | --variants A,B] [--fma-mflop F] [--huge] [--json]\n"
+               "       graphi_l3_probe --evict-check\n",
                msg);
   std::exit(2);
 }
@@ -279,7 +288,9 @@ int main(int argc, char** argv) {
   double mib = 16;
   int nthr = 2, reps = 7;
   bool huge = false, evict = false;
-  std::string only;
+  bool json = false;
+  double fma_mflop = 0;  // per thread and step; 0 = the default 4096 zmm FMAs per panel
+  std::string only, names;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -294,6 +305,14 @@ int main(int argc, char** argv) {
       reps = std::atoi(value().c_str());
     else if (a == "--only")
       only = value();
+    else if (a == "--variants")
+      names = "," + value() + ",";
+    else if (a == "--k")
+      kK = std::atoi(value().c_str());
+    else if (a == "--fma-mflop")
+      fma_mflop = std::atof(value().c_str());
+    else if (a == "--json")
+      json = true;
     else if (a == "--huge")
       huge = true;
     else if (a == "--evict-check")
@@ -301,7 +320,9 @@ int main(int argc, char** argv) {
     else
       usage(("unknown option '" + a + "'").c_str());
   }
-  if (!(mib > 0) || nthr < 1 || nthr > 64 || reps < 1) usage("invalid --mib/--threads/--reps");
+  if (!(mib > 0) || nthr < 1 || nthr > 64 || reps < 1 || kK < 16 || kK % (16 * nthr) != 0 ||
+      fma_mflop < 0)
+    usage("invalid --mib/--threads/--reps/--k/--fma-mflop (--k: a multiple of 16 x threads)");
   if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512vbmi"))
     usage("needs AVX-512 F and VBMI");
   if (evict) {
@@ -310,10 +331,11 @@ int main(int argc, char** argv) {
     return g_sink == 12345.0f ? 1 : 0;
   }
   const int npan = static_cast<int>(mib * 1024 * 1024 / 4 / kK / nthr / kPw);
-  if (npan < 8) usage("--mib too small (at least 8 panels of 256 KiB per thread)");
+  if (npan < 1) usage("--mib too small for --k (at least one 64-column panel per thread)");
   const size_t slab = static_cast<size_t>(npan) * kPw * kK;  // floats per thread
-  std::printf("R %.2f MiB, %d threads, per thread %d panels of %d columns (%.2f MiB), %d steps\n",
-              mib, nthr, npan, kPw, slab * 4.0 / (1 << 20), kSteps);
+  if (!json)
+    std::printf("R %.2f MiB, %d threads, per thread %d panels of %d columns (%.2f MiB), %d steps\n",
+                mib, nthr, npan, kPw, slab * 4.0 / (1 << 20), kSteps);
 
   std::vector<float*> w(nthr, nullptr), y(nthr, nullptr);
   float* h[2];
@@ -326,8 +348,16 @@ int main(int argc, char** argv) {
   // Rounds interleave the variants (rep r of every variant, then rep r + 1): the host's speed
   // drifts within seconds here, so back-to-back reps of one variant would compare drifts.
   std::vector<Variant> chosen;
-  for (const Variant& v : variants())
-    if (only.empty() || v.name.find(only) != std::string::npos) chosen.push_back(v);
+  for (Variant v : variants()) {
+    const bool named = names.find("," + v.name + ",") != std::string::npos;
+    if (!names.empty() ? !named : !only.empty() && v.name.find(only) == std::string::npos)
+      continue;
+    // The resident-panel variants need panels to keep.
+    if (v.resident >= npan) continue;
+    if (v.fma && fma_mflop > 0) v.fma = std::max(8, static_cast<int>(fma_mflop * 1e6 / 32 / npan) / 8 * 8);
+    chosen.push_back(v);
+  }
+  if (chosen.empty()) usage("no variant selected (--only / --variants)");
   std::vector<std::vector<double>> all_times(chosen.size());
   for (int rep = 0; rep <= reps; ++rep) {
     for (size_t vi = 0; vi < chosen.size(); ++vi) {
@@ -400,8 +430,12 @@ int main(int argc, char** argv) {
     std::sort(times.begin(), times.end());
     const double med = times[times.size() / 2];
     const double bytes = slab * 4.0 * nthr * (v.b24 ? 0.75 : 1.0);
-    std::printf("%-18s median %7.2f ms  min %7.2f  max %7.2f  %5.1f GB/s\n", v.name.c_str(), med,
-                times.front(), times.back(), bytes * kSteps / med / 1e6);
+    if (json)
+      std::printf("{\"variant\":\"%s\",\"median_ms\":%.5f,\"min_ms\":%.5f,\"fma_mflop\":%.4f}\n",
+                  v.name.c_str(), med, times.front(), 32.0 * v.fma * npan / 1e6);
+    else
+      std::printf("%-18s median %7.2f ms  min %7.2f  max %7.2f  %5.1f GB/s\n", v.name.c_str(),
+                  med, times.front(), times.back(), bytes * kSteps / med / 1e6);
     std::fflush(stdout);
   }
   return g_sink == 12345.0f ? 1 : 0;
