@@ -235,12 +235,15 @@ Result<Geometry> conv_geometry(const graph::Node& node, const std::vector<const 
       return Status::invalid_graph(where +
                                    ": FusedConv needs attribute 'activation' or an input Z");
   }
-  if (node.op == "BlockedConv" && g.group != 1 && !(g.group == g.c && g.group == g.oc))
-    return Status::unsupported(where +
-                               ": BlockedConv takes group = 1 or depthwise (group = C = M), "
-                               "got group " +
-                               std::to_string(g.group) + " with C = " + std::to_string(g.c) +
-                               ", M = " + std::to_string(g.oc));
+  if (node.op == "BlockedConv" && g.group != 1 && !(g.group == g.c && g.group == g.oc)) {
+    // Or groups of whole channel blocks in and out (graph/passes/blocked_layout.cpp).
+    GRAPHI_ASSIGN_OR_RETURN(int64_t b, layout_block(node, where));
+    if ((g.c / g.group) % b != 0 || (g.oc / g.group) % b != 0)
+      return Status::unsupported(
+          where + ": BlockedConv takes group = 1, depthwise (group = C = M) or groups of whole " +
+          std::to_string(b) + "-channel blocks, got group " + std::to_string(g.group) +
+          " with C = " + std::to_string(g.c) + ", M = " + std::to_string(g.oc));
+  }
   GRAPHI_RETURN_IF_ERROR(read_window_attrs(node, where, g, true));
   GRAPHI_RETURN_IF_ERROR(output_size(where, g));
   return g;
@@ -436,6 +439,23 @@ CostHint cost_conv_pool(const graph::Node& node, std::span<const TensorDesc* con
   return c;
 }
 
+// oneDNN's reference code runs a convolution correctly but one to three orders of magnitude
+// slower than its jit kernels (a dilated 3x3 960 -> 256 conv at 14x14: 650 ms against ~1 ms), so
+// a model that lands there says so instead of being silently slow. The first few nodes are named.
+void warn_reference_conv(const std::string& where, const onednn::ConvSpec& s) {
+  static std::atomic<int> count{0};
+  const int n = count.fetch_add(1);
+  if (n >= 5) return;
+  std::fprintf(stderr,
+               "graphi: warning: %s: oneDNN has only its reference implementation for this "
+               "convolution (%lldx%lld kernel, dilation %lldx%lld, stride %lldx%lld, group %lld, "
+               "%lld -> %lld channels at %lldx%lld): correct but slow%s\n",
+               where.c_str(), (long long)s.kh, (long long)s.kw, (long long)s.dilation_h,
+               (long long)s.dilation_w, (long long)s.stride_h, (long long)s.stride_w,
+               (long long)s.group, (long long)s.c, (long long)s.oc, (long long)s.h, (long long)s.w,
+               n == 4 ? " (further ones not listed)" : "");
+}
+
 // ---------------------------------------------------------------------------------------------
 class OnednnConvKernel final : public Kernel {
  public:
@@ -529,6 +549,12 @@ class OnednnConvKernel final : public Kernel {
         prim_, !blocked && s.const_weights
                    ? make_fastest_plain_conv(s, ctx.team_size, blocked)
                    : make_fastest_conv(s, ctx.team_size, blocked, onednn::make_conv, "conv"));
+    // "ref:any" is the reference code; "ref_fused_convolution:any:jit_1x1:...:jit_dw:..." is the
+    // depthwise fusion's wrapper around jit kernels.
+    const std::string& impl = prim_->impl_name();
+    if (impl.rfind("ref", 0) == 0 && impl.find("jit") == std::string::npos &&
+        impl.find("gemm") == std::string::npos && impl.find("brg") == std::string::npos)
+      warn_reference_conv(ctx.where, s);
     return Status::ok();
   }
 

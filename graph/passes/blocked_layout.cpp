@@ -272,8 +272,7 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
         in.push_back(n.inputs[i] == kNoId ? "" : g.value(n.inputs[i]).name);
       make_blocked(id, "Conv3DNdhwc", in, n.attrs);
     } else if ((n.op == "MaxPool3D" || (n.op == "AveragePool3D" && !dilated(n))) &&
-               n.inputs.size() == 1 &&
-               (is_blocked(x, 0) || reordered.count(xv.name + kNdhwcTag))) {
+               n.inputs.size() == 1 && (is_blocked(x, 0) || reordered.count(xv.name + kNdhwcTag))) {
       make_blocked(id, n.op + "Ndhwc", {blocked_input(x)}, n.attrs);
     } else if (n.op == "ConvTranspose3D" && is_blocked(x, 0) && blockable_deconv3d(g, n)) {
       std::vector<std::string> in = {bname.at(x)};
@@ -293,7 +292,12 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
       if (n.inputs.size() < 2 || n.inputs[1] == kNoId || g.value(n.inputs[1]).data == nullptr)
         continue;
       const bool depthwise = *group > 1 && *group == c && *group == m;
-      if (*group != 1 && !depthwise) continue;
+      // Groups of whole blocks in and out (RegNet's and ResNeXt's group convs, 16 or more
+      // channels per group on AVX-512): oneDNN's jit kernels run them in nChw{B}c directly; in
+      // NCHW they went through im2col + a GEMM per group between two reorders.
+      const bool block_groups = *group > 1 && c % *group == 0 && m % *group == 0 &&
+                                (c / *group) % b == 0 && (m / *group) % b == 0;
+      if (*group != 1 && !depthwise && !block_groups) continue;
       // Channel counts that are no multiple of B are padded to whole blocks (oneDNN's jit
       // kernels take padded nChw16c: MobileNetV2's 24, ShuffleNet's 58 and 116); only a conv
       // with a plain input and fewer than 8 outputs (a read-out) stays plain.

@@ -7,6 +7,7 @@
 #include "graph/passes/channel_gather.h"
 #include "graph/passes/conv_fusion.h"
 #include "graph/passes/conv_merge.h"
+#include "graph/passes/conv_trim.h"
 #include "graph/passes/gelu_fusion.h"
 #include "graph/passes/matmul_epilogue.h"
 #include "graph/passes/mm_fusion.h"
@@ -115,6 +116,15 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
              " into the Conv / AveragePool after it";
     out.reports.push_back({"pad_fold", did, r.removed + r.folded});
     if (r.removed + r.folded > 0) out.graph = std::move(r.graph);
+  }
+  if (options.conv_trim) {
+    GRAPHI_ASSIGN_OR_RETURN(ConvTrimResult r, trim_conv_taps(out.graph, shapes));
+    out.convs_trimmed = r.trimmed;
+    out.reports.push_back(
+        {"conv_trim",
+         "cut the taps that only meet padding from " + plural(r.trimmed, "dilated Conv"),
+         r.trimmed});
+    if (r.trimmed > 0) out.graph = std::move(r.graph);
   }
   if (options.conv_fusion) {
     GRAPHI_ASSIGN_OR_RETURN(ConvFusionResult r, fuse_conv_activations(out.graph, shapes));

@@ -10,6 +10,8 @@
 //       (+ a column scale Mul, + Relu / Gelu) -> MatMulBias (oneDNN post-ops);
 //   5. pad_fold (graph/passes/pad_fold.h): all-zero Pads dropped, zero Pads before a Conv or an
 //      AveragePool made part of its pads;
+//   5b. conv_trim (graph/passes/conv_trim.h): kernel taps that only ever meet the zero padding
+//       (dilated convs on small images: DeepLabV3's ASPP) cut from the Conv;
 //   6. conv_fusion (graph/passes/conv_fusion.h): Conv + activation (Relu, Clip, Swish, ...) ->
 //      FusedConv (a oneDNN post-op);
 //   7. conv_merge (graph/passes/conv_merge.h): convolutions sharing an input -> one wide
@@ -44,6 +46,7 @@ struct PipelineOptions {
   bool gelu_fusion = true;
   bool matmul_epilogue = true;
   bool pad_fold = true;
+  bool conv_trim = true;
   bool conv_fusion = true;
   bool conv_merge = true;
   bool channel_gather = true;
@@ -74,6 +77,7 @@ inline constexpr PassSwitch kPassSwitches[] = {
     {"gelu_fusion", &PipelineOptions::gelu_fusion},
     {"matmul_epilogue", &PipelineOptions::matmul_epilogue},
     {"pad_fold", &PipelineOptions::pad_fold},
+    {"conv_trim", &PipelineOptions::conv_trim},
     {"conv_fusion", &PipelineOptions::conv_fusion},
     {"conv_merge", &PipelineOptions::conv_merge},
     {"channel_gather", &PipelineOptions::channel_gather},
@@ -103,6 +107,7 @@ struct PipelineResult {
   int gelus_fused = 0;
   int matmul_epilogues = 0;
   int pads_removed = 0, pads_folded = 0;
+  int convs_trimmed = 0;
   int convs_fused = 0;
   int conv_groups = 0, conv_members = 0;
   int channel_gathers = 0, channel_ops_composed = 0;

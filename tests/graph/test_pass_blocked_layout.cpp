@@ -8,6 +8,7 @@
 #include "graph/passes/blocked_layout.h"
 #include "graph/passes/pipeline.h"
 #include "tests/graph/pass_test_util.h"
+#include "tests/support/reference_gemm_conv.h"
 
 using namespace graphi;
 
@@ -195,6 +196,61 @@ TEST_CASE("blocked_layout: depthwise convs and element-wise chains stay blocked 
         CHECK(blocked.graph.value(n.outputs[0]).desc.rank() == 5);
       }
     for (int threads : {1, 2}) test::check_same_outputs(plain, blocked.graph, threads, 1e-5);
+  }
+}
+
+TEST_CASE("blocked_layout: group convs of whole channel blocks stay blocked (RegNet, ResNeXt)",
+          "[passes][conv][layout]") {
+  // 64 channels: group 2 (32 per group), then group 4 (16 per group, stride 2): whole
+  // 16-channel blocks in and out, so both run blocked; beside them a group-8 conv (8 per group)
+  // stays a plain Conv at block 16.
+  for (int64_t batch : {1, 2}) {
+    INFO("batch " << batch);
+    graph::GraphBuilder b("<group convs>");
+    uint64_t seed = 900;
+    b.add_input("x", TensorDesc{DType::kF32, {batch, 64, 10, 10}});
+    const Tensor w1 =
+        test::random_tensor(TensorDesc{DType::kF32, {64, 32, 3, 3}}, seed++, -0.2, 0.2);
+    const Tensor b1 = test::random_tensor(TensorDesc{DType::kF32, {64}}, seed++);
+    const Tensor w2 =
+        test::random_tensor(TensorDesc{DType::kF32, {64, 16, 3, 3}}, seed++, -0.2, 0.2);
+    const Tensor b2 = test::random_tensor(TensorDesc{DType::kF32, {64}}, seed++);
+    const Tensor w3 =
+        test::random_tensor(TensorDesc{DType::kF32, {64, 8, 3, 3}}, seed++, -0.2, 0.2);
+    b.add_constant("w1", w1);
+    b.add_constant("b1", b1);
+    b.add_constant("w2", w2);
+    b.add_constant("b2", b2);
+    b.add_constant("w3", w3);
+    graph::Attributes g2 = test::conv_window(3, 1, 1);
+    g2.set("group", int64_t{2});
+    b.add_node("Conv", "g2", {"x", "w1", "b1"}, {"g2"}, g2);
+    b.add_node("Relu", "r", {"g2"}, {"r"});
+    graph::Attributes g4 = test::conv_window(3, 2, 1);
+    g4.set("group", int64_t{4});
+    b.add_node("Conv", "g4", {"r", "w2", "b2"}, {"y"}, g4);
+    graph::Attributes g8 = test::conv_window(3, 1, 1);
+    g8.set("group", int64_t{8});
+    b.add_node("Conv", "g8", {"r", "w3"}, {"y8"}, g8);
+    b.add_output("y");
+    b.add_output("y8");
+    const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
+    auto [plain, blocked] = plain_and_blocked(g);
+    CHECK(test::count_op(blocked.graph, "BlockedConv") == 2);
+    CHECK(test::count_op(blocked.graph, "Conv") == 1);
+
+    // Against the definition: conv, ReLU, conv (group 4, stride 2); conv (group 8).
+    const engine::NamedTensors in = test::random_inputs(g, 5);
+    const engine::NamedTensors out = test::run_graph(blocked.graph, in, 2);
+    test::Window2d same;
+    same.pads = {1, 1, 1, 1};
+    Tensor r = test::conv2d_ref(in[0].second, w1, &b1, same, 2);
+    for (int64_t i = 0; i < r.numel(); ++i)
+      r.data_as<float>()[i] = std::max(r.data_as<float>()[i], 0.0f);
+    test::Window2d down = same;
+    down.strides = {2, 2};
+    CHECK(test::max_rel_error(out[0].second, test::conv2d_ref(r, w2, &b2, down, 4)) < 1e-5);
+    CHECK(test::max_rel_error(out[1].second, test::conv2d_ref(r, w3, nullptr, same, 8)) < 1e-5);
   }
 }
 
