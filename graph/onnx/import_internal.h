@@ -34,6 +34,9 @@ struct ValState {
   TensorDesc desc;                         // runtime values; constants once converted
   std::shared_ptr<const Tensor> tensor;    // graphi form of a constant, once made
   std::string graph_name;                  // name in the builder ("" = not added yet)
+  // A run-time Slice whose result is empty (a zero-length dim): never emitted; a Concat drops
+  // it (empty_slice.cpp), any other reader is refused.
+  bool empty = false;
 };
 
 // Imports one ONNX model: validates versions, adds inputs, translates the nodes in topological
@@ -55,6 +58,12 @@ class Importer {
   Status initializer_input(const onnx::ValueInfo& v, const std::string& what);
   Result<std::vector<size_t>> topo_order();
   Status import_node(const onnx::Node& n);
+  // Empty run-time slices (import_empty_slice.cpp): a Slice with constant bounds whose result
+  // has a zero-length dim is recorded instead of emitted (nullopt: not such a Slice); a Concat
+  // drops such inputs; any other node reading one is refused.
+  std::optional<Status> import_empty_slice(const onnx::Node& n, const std::string& where);
+  std::optional<onnx::Node> without_empty_inputs(const onnx::Node& n, const std::string& where,
+                                                 Status* refused);
   // One ONNX node on its way to graphi ops. `name` is its graphi node name, `outs` its outputs
   // (trailing absent ones dropped), `ins` its inputs (a family may drop trailing ones).
   struct NodeIn {

@@ -606,6 +606,7 @@ const std::vector<std::string>& foldable_ops() {
                                   "Relu",
                                   "Reshape",
                                   "Round",
+                                  "ScatterND",
                                   "Shape",
                                   "Sigmoid",
                                   "Sign",
@@ -789,6 +790,69 @@ Result<std::vector<HostTensor>> fold_node_unlimited(const Node& n, int64_t opset
         c[d] = 0;
       }
     }
+    return Outs{std::move(o)};
+  }
+  if (op == "ScatterND") {
+    // x[indices] = updates on constants: PyTorch 2's exporter writes slice assignment
+    // (`mask[a:b, c:d] = k`, Swin's shifted-window masks) as Slice + ScatterND, with empty
+    // slices where a window covers the whole dim: folded here, none of it is left to run.
+    GRAPHI_RETURN_IF_ERROR(need_inputs(in, 3, where));
+    const HostTensor &x = *in[0], &idx = *in[1], &upd = *in[2];
+    if (idx.is_float()) return Status::invalid_graph(where + ": indices must be integers");
+    if (upd.is_float() != x.is_float())
+      return Status::invalid_graph(where + ": updates must have the data's type");
+    const Shape& xs = x.shape;
+    const Shape& is = idx.shape;
+    if (is.empty()) return Status::invalid_graph(where + ": indices must have rank >= 1");
+    const int64_t q = is.back();
+    if (q < 1 || q > static_cast<int64_t>(xs.size()))
+      return Status::invalid_graph(where + ": the indices' last dim must be in [1, rank]");
+    // updates shape = indices.shape[:-1] + data.shape[q:]
+    Shape want(is.begin(), is.end() - 1);
+    want.insert(want.end(), xs.begin() + q, xs.end());
+    if (upd.shape != want)
+      return Status::invalid_graph(where + ": updates " + shape_to_string(upd.shape) +
+                                   " do not match indices " + shape_to_string(is) + " and data " +
+                                   shape_to_string(xs));
+    const Attr* ra = n.attr("reduction");
+    if (ra && ra->type != kAttrString)
+      return Status::invalid_graph(where + ": attribute 'reduction' must be STRING");
+    const std::string reduction = ra ? ra->s : "none";
+    if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
+        reduction != "min")
+      return Status::unsupported(where + ": reduction '" + reduction + "'");
+    int64_t slice = 1;  // elements per index tuple
+    for (size_t d = static_cast<size_t>(q); d < xs.size(); ++d) slice *= xs[d];
+    HostTensor o = x;
+    const size_t tuples = q == 0 ? 0 : idx.numel() / static_cast<size_t>(q);
+    for (size_t t = 0; t < tuples; ++t) {
+      int64_t off = 0;
+      for (int64_t d = 0; d < q; ++d) {
+        int64_t v = idx.i[t * static_cast<size_t>(q) + static_cast<size_t>(d)];
+        const int64_t dim = xs[static_cast<size_t>(d)];
+        if (v < 0) v += dim;
+        if (v < 0 || v >= dim)
+          return Status::invalid_graph(where + ": index " + std::to_string(v) +
+                                       " out of range for dim " + std::to_string(d) + " (size " +
+                                       std::to_string(dim) + ")");
+        off = off * dim + v;
+      }
+      for (int64_t e = 0; e < slice; ++e) {
+        const size_t dst = static_cast<size_t>(off * slice + e);
+        const size_t src = t * static_cast<size_t>(slice) + static_cast<size_t>(e);
+        const double a = o.get_f(dst), b = upd.get_f(src);
+        const double v = reduction == "add"   ? a + b
+                         : reduction == "mul" ? a * b
+                         : reduction == "max" ? std::max(a, b)
+                         : reduction == "min" ? std::min(a, b)
+                                              : b;
+        if (o.is_float())
+          o.f[dst] = v;
+        else
+          o.i[dst] = reduction == "none" ? upd.i[src] : static_cast<int64_t>(v);
+      }
+    }
+    fit_to_type(o);
     return Outs{std::move(o)};
   }
   if (op == "Trilu") {

@@ -517,6 +517,12 @@ Status Importer::import_node(const onnx::Node& node_in) {
     if (!in.empty() && !vals_.count(in))
       return Status::internal(where + ": input '" + in + "' is not defined");
 
+  if (std::optional<Status> done = import_empty_slice(n, where)) return *done;
+  Status refused = Status::ok();
+  const std::optional<onnx::Node> kept = without_empty_inputs(n, where, &refused);
+  GRAPHI_RETURN_IF_ERROR(refused);
+  if (kept) return translate(*kept, where);
+
   bool all_const = true;
   for (const std::string& in : n.inputs)
     if (!in.empty() && !is_const(in)) all_const = false;
@@ -891,6 +897,9 @@ Status Importer::add_outputs() {
     if (it == vals_.end())
       return Status::invalid_graph(src_ + ": graph output '" + o.name +
                                    "' is not produced by any node");
+    if (it->second.empty)
+      return Status::unsupported(src_ + ": graph output '" + o.name +
+                                 "' is an empty slice; graphi has no empty tensors");
     const bool is_bool = o.is_tensor && o.elem_type == onnx::kBool;
     if (!added.insert(o.name).second) {
       // The same value listed again (PyTorch's `return y, y`; ONNX Runtime returns it twice): a

@@ -394,6 +394,91 @@ class ImportTest(unittest.TestCase):
         self.assertEqual(r.stdout.strip(), "ok")
 
 
+class ExportPatternsTest(unittest.TestCase):
+    """Patterns PyTorch's exporters write for slice assignment and torch.roll, with empty
+    slices where a window covers a whole dim (Swin-3D's shifted-window masks): the constant
+    ScatterND chain folds at import, an empty run-time Slice is dropped from the Concat it
+    feeds, and anything else reading one is refused by name. Against numpy."""
+
+    def setUp(self):
+        try:
+            import onnx  # noqa: F401
+        except ImportError:
+            self.skipTest("the onnx package is not installed")
+        import tempfile
+        self.dir = tempfile.mkdtemp()
+
+    def save(self, nodes, inits, name, x_shape):
+        import onnx
+        from onnx import helper, TensorProto
+        g = helper.make_graph(
+            nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+        path = os.path.join(self.dir, name + ".onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+        return path
+
+    @staticmethod
+    def ints(name, v):
+        from onnx import numpy_helper
+        return numpy_helper.from_array(np.array(v, np.int64), name)
+
+    def test_slice_assignment_of_a_constant_mask_folds(self):
+        from onnx import helper, numpy_helper
+        # mask = zeros(4, 6); mask[0:0] = 1 (an empty slice: no rows); mask[1:3, 2:] = 2;
+        # y = x + mask.
+        mask0 = numpy_helper.from_array(np.zeros((4, 6), np.float32), "mask0")
+        idx_empty = numpy_helper.from_array(np.zeros((0, 1), np.int64), "idx_empty")
+        upd_empty = numpy_helper.from_array(np.zeros((0, 6), np.float32), "upd_empty")
+        idx = np.array([[r, c] for r in (1, 2) for c in range(2, 6)], np.int64).reshape(2, 4, 2)
+        upd = numpy_helper.from_array(np.full((2, 4), 2.0, np.float32), "upd")
+        nodes = [
+            helper.make_node("ScatterND", ["mask0", "idx_empty", "upd_empty"], ["m1"]),
+            helper.make_node("ScatterND", ["m1", "idx", "upd"], ["m2"]),
+            helper.make_node("Add", ["x", "m2"], ["y"]),
+        ]
+        path = self.save(nodes, [mask0, idx_empty, upd_empty,
+                                 numpy_helper.from_array(idx, "idx"), upd], "mask", [4, 6])
+        x = np.arange(24, dtype=np.float32).reshape(4, 6)
+        want = x.copy()
+        want[1:3, 2:] += 2.0
+        got = graphi.Session(path).run([x])["y"]
+        np.testing.assert_array_equal(got, want)
+
+    def test_roll_by_zero_drops_the_empty_slice(self):
+        from onnx import helper
+        # torch.roll(x, 0, dim=1) as the TorchScript exporter writes it:
+        # Concat(x[:, -0:], x[:, :-0]) = Concat(x[:, 0:0], x[:, 0:]) along dim 1, then the same
+        # with the empty piece in the middle of three.
+        big = 2 ** 62
+        nodes = [
+            helper.make_node("Slice", ["x", "s0", "e0", "ax"], ["a"]),
+            helper.make_node("Slice", ["x", "s0", "eb", "ax"], ["b"]),
+            helper.make_node("Concat", ["a", "b"], ["r"], axis=1),
+            helper.make_node("Concat", ["r", "a", "b"], ["y"], axis=1),
+        ]
+        inits = [self.ints("s0", [0]), self.ints("e0", [0]), self.ints("eb", [big]),
+                 self.ints("ax", [1])]
+        path = self.save(nodes, inits, "roll0", [2, 3, 4])
+        x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+        got = graphi.Session(path).run([x])["y"]
+        np.testing.assert_array_equal(got, np.concatenate([x, x], axis=1))
+
+    def test_an_empty_slice_read_by_another_op_is_refused(self):
+        from onnx import helper
+        nodes = [
+            helper.make_node("Slice", ["x", "s0", "e0", "ax"], ["a"], name="empty"),
+            helper.make_node("Relu", ["a"], ["y"], name="act"),
+        ]
+        inits = [self.ints("s0", [2]), self.ints("e0", [2]), self.ints("ax", [0])]
+        path = self.save(nodes, inits, "empty_relu", [4, 3])
+        with self.assertRaises(Exception) as cm:
+            graphi.Session(path)
+        msg = str(cm.exception)
+        self.assertIn("'act' (Relu)", msg)
+        self.assertIn("empty slice", msg)
+
+
 class OmpSpinTest(unittest.TestCase):
     """The OpenMP spin-wait graphi gives libgomp while the extension loads (python/graphi/__init__)."""
 
