@@ -3,7 +3,11 @@
 // Shape -> ... -> Greater -> If) is replaced by the nodes of the branch it takes: its
 // initializers become constants, its nodes are imported where the If stood (they may read any
 // value of the enclosing graph), and the If's outputs name the branch's outputs. An If on a
-// run-time condition, Scan and SequenceMap are refused: graphi graphs have no subgraphs.
+// run-time condition (torch.cond, tf2onnx's tf.cond) imports both branches and selects each
+// output with a Where on the condition, when the branches' outputs agree in shape and type:
+// both are computed every run (twice the work of the taken branch), and a branch that would
+// fail on the inputs of a run that does not take it fails that run. Scan and SequenceMap are
+// refused: graphi graphs have no subgraphs.
 //
 // A Loop whose trip count and conditions are known at import time (tf2onnx writes Keras RNN
 // layers it cannot fuse, e.g. a GRU, as a Loop over the time steps with a constant trip count)
@@ -203,10 +207,7 @@ std::optional<Status> Importer::translate_control_flow(NodeIn& io) {
   if (n.op != "If") return std::nullopt;
   GRAPHI_RETURN_IF_ERROR(io.need(0));
   const std::string& cond = n.inputs[0];
-  if (!is_const(cond))
-    return unsupported_op(n, "with a condition computed at run time (input 0 '" + cond +
-                                 "'); graphi inlines an If only when its condition is known at "
-                                 "import time (e.g. computed from shapes)");
+  if (!is_const(cond)) return import_runtime_if(io);
   const onnx::HostTensor* c = host(cond);
   if (c->numel() != 1)
     return Status::invalid_graph(io.where + ": input 0 (cond) must hold one element, got " +
@@ -243,6 +244,79 @@ std::optional<Status> Importer::translate_control_flow(NodeIn& io) {
     if (vals_.count(n.outputs[k]))
       return Status::invalid_graph(io.where + ": output '" + n.outputs[k] + "' is already defined");
     vals_[n.outputs[k]] = ValState(it->second);  // the same value under the If's name
+  }
+  return Status::ok();
+}
+
+// Both branches imported under their own names (ONNX names are unique across a model's
+// subgraphs; a clash is refused), then output k = Where(cond, then_k, else_k).
+Status Importer::import_runtime_if(NodeIn& io) {
+  const onnx::Node& n = io.n;
+  const std::string& cond = n.inputs[0];
+  const TensorDesc& cd = vals_.at(cond).desc;
+  if (cd.numel() != 1)
+    return Status::invalid_graph(io.where + ": input 0 (cond) must hold one element, got " +
+                                 cd.to_string());
+  std::vector<std::string> outs[2];
+  const char* names[2] = {"then_branch", "else_branch"};
+  for (int b = 0; b < 2; ++b) {
+    const onnx::Attr* a = n.attr(names[b]);
+    if (!a || !a->g)
+      return Status::invalid_graph(io.where + ": attribute '" + names[b] +
+                                   "' (a graph) is missing");
+    const onnx::GraphProto& g = *a->g;
+    if (g.outputs.size() != n.outputs.size())
+      return Status::invalid_graph(io.where + ": its " + names[b] + " has " +
+                                   std::to_string(g.outputs.size()) + " outputs, the If " +
+                                   std::to_string(n.outputs.size()));
+    for (const auto& [name, t] : g.initializers) {
+      if (vals_.count(name))
+        return Status::unsupported(io.where + ": " + names[b] + " initializer '" + name +
+                                   "' is also defined elsewhere; graphi imports both branches of "
+                                   "a run-time If under their own names");
+      ValState st;
+      st.is_const = true;
+      st.host = t;
+      vals_[name] = std::move(st);
+    }
+    for (const onnx::Node& m : g.nodes) {
+      for (const std::string& o : m.outputs)
+        if (!o.empty() && vals_.count(o))
+          return Status::unsupported(io.where + ": " + names[b] + " value '" + o +
+                                     "' is also defined elsewhere; graphi imports both branches "
+                                     "of a run-time If under their own names");
+      Status st = import_node(m);
+      if (!st.is_ok()) return st.with_context(io.where + ", " + names[b]);
+    }
+    for (const onnx::ValueInfo& v : g.outputs) {
+      if (!vals_.count(v.name))
+        return Status::invalid_graph(io.where + ": " + names[b] + " output '" + v.name +
+                                     "' is not produced by any of its nodes");
+      outs[b].push_back(v.name);
+    }
+  }
+  auto desc_of = [&](const std::string& v) -> TensorDesc {
+    const ValState& st = vals_.at(v);
+    if (!st.is_const) return st.desc;
+    TensorDesc d;
+    d.shape = st.host->shape;
+    // BOOL constants become float32 0/1 (onnx_import.cpp), as run-time bools are.
+    if (auto dt = st.host->type == onnx::kBool ? DType::kF32 : graphi_dtype(st.host->type))
+      d.dtype = *dt;
+    return d;
+  };
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    if (n.outputs[k].empty()) continue;
+    const TensorDesc a = desc_of(outs[0][k]), b = desc_of(outs[1][k]);
+    if (a.shape != b.shape || a.dtype != b.dtype)
+      return Status::unsupported(
+          io.where + ": output " + std::to_string(k) + " is " + a.to_string() +
+          " in the then_branch but " + b.to_string() +
+          " in the else_branch; graphi runs an If on a run-time condition by computing both "
+          "branches and selecting, which needs outputs of one shape and type");
+    GRAPHI_RETURN_IF_ERROR(emit("Where",
+                                io.name + (n.outputs.size() > 1 ? "/" + std::to_string(k) : ""),
+                                {cond, outs[0][k], outs[1][k]}, {n.outputs[k]}, {}, io.where, &n));
   }
   return Status::ok();
 }

@@ -79,7 +79,9 @@ class Importer {
   std::optional<Status> translate_shape(NodeIn& io);
   std::optional<Status> translate_elementwise(NodeIn& io);
   std::optional<Status> translate_conv_pool(NodeIn& io);
-  std::optional<Status> translate_control_flow(NodeIn& io);  // If (inlined), Loop, Scan
+  std::optional<Status> translate_control_flow(NodeIn& io);
+  // An If on a run-time condition: both branches and a Where per output.
+  Status import_runtime_if(NodeIn& io);  // If (inlined), Loop, Scan
   // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (graph/onnx/import_loss.cpp)
   std::optional<Status> translate_loss(NodeIn& io);
   // DFT-20's axis input made DFT-17's attribute (graph/onnx/import_signal.cpp)

@@ -464,6 +464,39 @@ class ExportPatternsTest(unittest.TestCase):
         got = graphi.Session(path).run([x])["y"]
         np.testing.assert_array_equal(got, np.concatenate([x, x], axis=1))
 
+    def test_if_on_a_run_time_condition_selects_a_branch(self):
+        import onnx
+        from onnx import helper, TensorProto, numpy_helper
+        # torch.cond(x.sum() > 0, x * 2, x - 1) as ONNX: both branches run, a Where selects.
+        two = numpy_helper.from_array(np.array(2.0, np.float32), "two")
+        one = numpy_helper.from_array(np.array(1.0, np.float32), "one")
+        then_g = helper.make_graph([helper.make_node("Mul", ["x", "two"], ["t"])], "then", [],
+                                   [helper.make_tensor_value_info("t", TensorProto.FLOAT, [3, 4])],
+                                   [two])
+        else_g = helper.make_graph([helper.make_node("Sub", ["x", "one"], ["e"])], "else", [],
+                                   [helper.make_tensor_value_info("e", TensorProto.FLOAT, [3, 4])],
+                                   [one])
+        zero = numpy_helper.from_array(np.array(0.0, np.float32), "zero")
+        nodes = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+                 helper.make_node("Greater", ["s", "zero"], ["c"]),
+                 helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)]
+        path = self.save(nodes, [zero], "cond", [3, 4])
+        s = graphi.Session(path)
+        x = np.abs(np.random.default_rng(1).standard_normal((3, 4))).astype(np.float32)
+        np.testing.assert_array_equal(s.run([x])["y"], x * 2)
+        np.testing.assert_array_equal(s.run([-x])["y"], -x - 1)
+        # Branches whose outputs differ in shape cannot be selected between: refused by name.
+        else_g2 = helper.make_graph(
+            [helper.make_node("ReduceSum", ["x"], ["e2"], keepdims=1)], "else2", [],
+            [helper.make_tensor_value_info("e2", TensorProto.FLOAT, [1, 1])])
+        nodes[2] = helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then_g,
+                                    else_branch=else_g2)
+        path = self.save(nodes, [zero], "cond_shapes", [3, 4])
+        with self.assertRaises(Exception) as cm:
+            graphi.Session(path)
+        self.assertIn("'branch' (If)", str(cm.exception))
+        self.assertIn("in the else_branch", str(cm.exception))
+
     def test_an_empty_slice_read_by_another_op_is_refused(self):
         from onnx import helper
         nodes = [
