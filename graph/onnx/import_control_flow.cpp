@@ -197,6 +197,34 @@ Status Importer::unroll_loop(NodeIn& io) {
   return Status::ok();
 }
 
+// The If's `branch` subgraph imported in place: its initializers become constants, its nodes
+// are imported in their (topological) order and may read the enclosing graph's values.
+Result<const onnx::GraphProto*> Importer::import_branch(const onnx::Node& n, const char* branch,
+                                                        const std::string& where) {
+  const onnx::Attr* a = n.attr(branch);
+  if (!a || !a->g)
+    return Status::invalid_graph(where + ": attribute '" + branch + "' (a graph) is missing");
+  const onnx::GraphProto& g = *a->g;
+  if (g.outputs.size() != n.outputs.size())
+    return Status::invalid_graph(where + ": its " + branch + " has " +
+                                 std::to_string(g.outputs.size()) + " outputs, the If " +
+                                 std::to_string(n.outputs.size()));
+  for (const auto& [name, t] : g.initializers) {
+    if (vals_.count(name))
+      return Status::invalid_graph(where + ": " + branch + " initializer '" + name +
+                                   "' is already defined");
+    ValState s;
+    s.is_const = true;
+    s.host = t;
+    vals_[name] = std::move(s);
+  }
+  for (const onnx::Node& m : g.nodes) {
+    Status s = import_node(m);
+    if (!s.is_ok()) return s.with_context(where + ", " + branch);
+  }
+  return &g;
+}
+
 std::optional<Status> Importer::translate_control_flow(NodeIn& io) {
   const onnx::Node& n = io.n;
   if (n.op == "Loop") return unroll_loop(io);
@@ -213,28 +241,8 @@ std::optional<Status> Importer::translate_control_flow(NodeIn& io) {
     return Status::invalid_graph(io.where + ": input 0 (cond) must hold one element, got " +
                                  c->desc());
   const char* branch = c->get_f(0) != 0.0 ? "then_branch" : "else_branch";
-  const onnx::Attr* a = n.attr(branch);
-  if (!a || !a->g)
-    return Status::invalid_graph(io.where + ": attribute '" + branch + "' (a graph) is missing");
-  const onnx::GraphProto& g = *a->g;
-  if (g.outputs.size() != n.outputs.size())
-    return Status::invalid_graph(io.where + ": its " + branch + " has " +
-                                 std::to_string(g.outputs.size()) + " outputs, the If " +
-                                 std::to_string(n.outputs.size()));
-  for (const auto& [name, t] : g.initializers) {
-    if (vals_.count(name))
-      return Status::invalid_graph(io.where + ": " + branch + " initializer '" + name +
-                                   "' is already defined");
-    ValState s;
-    s.is_const = true;
-    s.host = t;
-    vals_[name] = std::move(s);
-  }
-  // Exporters write a branch's nodes in topological order (ONNX requires it).
-  for (const onnx::Node& m : g.nodes) {
-    Status s = import_node(m);
-    if (!s.is_ok()) return s.with_context(io.where + ", " + branch);
-  }
+  GRAPHI_ASSIGN_OR_RETURN(const onnx::GraphProto* gp, import_branch(n, branch, io.where));
+  const onnx::GraphProto& g = *gp;
   for (size_t k = 0; k < n.outputs.size(); ++k) {
     if (n.outputs[k].empty()) continue;
     auto it = vals_.find(g.outputs[k].name);
@@ -248,8 +256,7 @@ std::optional<Status> Importer::translate_control_flow(NodeIn& io) {
   return Status::ok();
 }
 
-// Both branches imported under their own names (ONNX names are unique across a model's
-// subgraphs; a clash is refused), then output k = Where(cond, then_k, else_k).
+// Both branches imported, then output k = Where(cond, then_k, else_k).
 Status Importer::import_runtime_if(NodeIn& io) {
   const onnx::Node& n = io.n;
   const std::string& cond = n.inputs[0];
@@ -260,34 +267,10 @@ Status Importer::import_runtime_if(NodeIn& io) {
   std::vector<std::string> outs[2];
   const char* names[2] = {"then_branch", "else_branch"};
   for (int b = 0; b < 2; ++b) {
-    const onnx::Attr* a = n.attr(names[b]);
-    if (!a || !a->g)
-      return Status::invalid_graph(io.where + ": attribute '" + names[b] +
-                                   "' (a graph) is missing");
-    const onnx::GraphProto& g = *a->g;
-    if (g.outputs.size() != n.outputs.size())
-      return Status::invalid_graph(io.where + ": its " + names[b] + " has " +
-                                   std::to_string(g.outputs.size()) + " outputs, the If " +
-                                   std::to_string(n.outputs.size()));
-    for (const auto& [name, t] : g.initializers) {
-      if (vals_.count(name))
-        return Status::unsupported(io.where + ": " + names[b] + " initializer '" + name +
-                                   "' is also defined elsewhere; graphi imports both branches of "
-                                   "a run-time If under their own names");
-      ValState st;
-      st.is_const = true;
-      st.host = t;
-      vals_[name] = std::move(st);
-    }
-    for (const onnx::Node& m : g.nodes) {
-      for (const std::string& o : m.outputs)
-        if (!o.empty() && vals_.count(o))
-          return Status::unsupported(io.where + ": " + names[b] + " value '" + o +
-                                     "' is also defined elsewhere; graphi imports both branches "
-                                     "of a run-time If under their own names");
-      Status st = import_node(m);
-      if (!st.is_ok()) return st.with_context(io.where + ", " + names[b]);
-    }
+    // ONNX names are unique across a model's subgraphs, so both branches import under their
+    // own names (a clash is refused by import_node as a value defined twice).
+    GRAPHI_ASSIGN_OR_RETURN(const onnx::GraphProto* gp, import_branch(n, names[b], io.where));
+    const onnx::GraphProto& g = *gp;
     for (const onnx::ValueInfo& v : g.outputs) {
       if (!vals_.count(v.name))
         return Status::invalid_graph(io.where + ": " + names[b] + " output '" + v.name +

@@ -81,7 +81,11 @@ class Importer {
   std::optional<Status> translate_conv_pool(NodeIn& io);
   std::optional<Status> translate_control_flow(NodeIn& io);
   // An If on a run-time condition: both branches and a Where per output.
-  Status import_runtime_if(NodeIn& io);  // If (inlined), Loop, Scan
+  Status import_runtime_if(NodeIn& io);
+  // Imports an If's then_branch / else_branch subgraph in place; returns it.
+  Result<const onnx::GraphProto*> import_branch(
+      const onnx::Node& n, const char* branch,
+      const std::string& where);  // If (inlined), Loop, Scan
   // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (graph/onnx/import_loss.cpp)
   std::optional<Status> translate_loss(NodeIn& io);
   // DFT-20's axis input made DFT-17's attribute (graph/onnx/import_signal.cpp)
