@@ -62,8 +62,8 @@ class Importer {
   // has a zero-length dim is recorded instead of emitted (nullopt: not such a Slice); a Concat
   // drops such inputs; any other node reading one is refused.
   std::optional<Status> import_empty_slice(const onnx::Node& n, const std::string& where);
-  std::optional<onnx::Node> without_empty_inputs(const onnx::Node& n, const std::string& where,
-                                                 Status* refused);
+  Result<std::optional<onnx::Node>> without_empty_inputs(const onnx::Node& n,
+                                                         const std::string& where);
   // One ONNX node on its way to graphi ops. `name` is its graphi node name, `outs` its outputs
   // (trailing absent ones dropped), `ins` its inputs (a family may drop trailing ones).
   struct NodeIn {

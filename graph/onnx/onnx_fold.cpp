@@ -320,11 +320,21 @@ namespace {
 
 using namespace fold_detail;
 
-Result<Outs> fold_slice(const Node& n, int64_t opset, const Ins& in, const std::string& where) {
-  const HostTensor& x = *in[0];
+// Where a Slice of a tensor of shape `x` reads: the output shape, the input stride of each
+// output dim and the first element. Bounds from inputs 1-4 (opset >= 10) or the attributes;
+// input 0 is not read.
+struct SliceGeometry {
+  Shape out;
+  std::vector<int64_t> strides;
+  int64_t base = 0;
+};
+
+Result<SliceGeometry> slice_geometry(const Node& n, int64_t opset, const Ins& in, const Shape& x,
+                                     const std::string& where) {
   std::vector<int64_t> starts, ends, axes, steps;
   if (opset >= 10) {
-    GRAPHI_RETURN_IF_ERROR(need_inputs(in, 3, where));
+    if (in.size() < 3 || !in[1] || !in[2])
+      return Status::invalid_graph(where + ": needs inputs starts and ends");
     GRAPHI_ASSIGN_OR_RETURN(starts, ints_of(in[1], "starts", where));
     GRAPHI_ASSIGN_OR_RETURN(ends, ints_of(in[2], "ends", where));
     if (in.size() > 3 && in[3]) {
@@ -349,14 +359,14 @@ Result<Outs> fold_slice(const Node& n, int64_t opset, const Ins& in, const std::
   if (steps.empty()) steps.assign(starts.size(), 1);
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     return Status::invalid_graph(where + ": starts, ends, axes and steps differ in length");
-  const auto rank = static_cast<int64_t>(x.shape.size());
-  Shape out = x.shape;
-  const std::vector<int64_t> st = strides_of(x.shape);
-  std::vector<int64_t> strides = st;
-  int64_t base = 0;
+  const auto rank = static_cast<int64_t>(x.size());
+  SliceGeometry g;
+  g.out = x;
+  const std::vector<int64_t> st = strides_of(x);
+  g.strides = st;
   for (size_t k = 0; k < starts.size(); ++k) {
     GRAPHI_ASSIGN_OR_RETURN(int64_t axis, norm_axis(axes[k], rank, where, "axis"));
-    const int64_t dim = x.shape[static_cast<size_t>(axis)], step = steps[k];
+    const int64_t dim = x[static_cast<size_t>(axis)], step = steps[k];
     if (step == 0) return Status::invalid_graph(where + ": step 0");
     int64_t s = starts[k], e = ends[k];
     if (s < 0) s += dim;
@@ -371,12 +381,18 @@ Result<Outs> fold_slice(const Node& n, int64_t opset, const Ins& in, const std::
       e = std::clamp<int64_t>(e, -1, dim - 1);
       cnt = s > e ? (s - e - step - 1) / (-step) : 0;
     }
-    out[static_cast<size_t>(axis)] = cnt;
-    strides[static_cast<size_t>(axis)] = st[static_cast<size_t>(axis)] * step;
-    base += s * st[static_cast<size_t>(axis)];
+    g.out[static_cast<size_t>(axis)] = cnt;
+    g.strides[static_cast<size_t>(axis)] = st[static_cast<size_t>(axis)] * step;
+    g.base += s * st[static_cast<size_t>(axis)];
   }
-  if (shape_numel(out) == 0) return Outs{HostTensor::make(x.type, out)};
-  return Outs{strided(x, out, strides, base)};
+  return g;
+}
+
+Result<Outs> fold_slice(const Node& n, int64_t opset, const Ins& in, const std::string& where) {
+  const HostTensor& x = *in[0];
+  GRAPHI_ASSIGN_OR_RETURN(SliceGeometry g, slice_geometry(n, opset, in, x.shape, where));
+  if (shape_numel(g.out) == 0) return Outs{HostTensor::make(x.type, g.out)};
+  return Outs{strided(x, g.out, g.strides, g.base)};
 }
 
 Result<Outs> fold_split(const Node& n, int64_t opset, const Ins& in, const std::string& where) {
@@ -824,7 +840,7 @@ Result<std::vector<HostTensor>> fold_node_unlimited(const Node& n, int64_t opset
     int64_t slice = 1;  // elements per index tuple
     for (size_t d = static_cast<size_t>(q); d < xs.size(); ++d) slice *= xs[d];
     HostTensor o = x;
-    const size_t tuples = q == 0 ? 0 : idx.numel() / static_cast<size_t>(q);
+    const size_t tuples = idx.numel() / static_cast<size_t>(q);
     for (size_t t = 0; t < tuples; ++t) {
       int64_t off = 0;
       for (int64_t d = 0; d < q; ++d) {
@@ -926,6 +942,13 @@ Result<std::vector<HostTensor>> fold_node_unlimited(const Node& n, int64_t opset
 }
 
 }  // namespace
+
+Result<Shape> slice_shape(const Node& n, int64_t opset,
+                          const std::vector<const HostTensor*>& inputs, const Shape& x,
+                          const std::string& where) {
+  GRAPHI_ASSIGN_OR_RETURN(SliceGeometry g, slice_geometry(n, opset, inputs, x, where));
+  return g.out;
+}
 
 Result<std::vector<HostTensor>> fold_node(const Node& n, int64_t opset, const Ins& in,
                                           const std::string& where, int64_t max_elements) {

@@ -32,6 +32,12 @@ Result<std::vector<HostTensor>> fold_node(const Node& n, int64_t opset,
                                           const std::string& where,
                                           int64_t max_elements = kMaxFoldElements);
 
+// The output shape of Slice node `n` on a tensor of shape `x`, its bounds from inputs[1..4]
+// (opset >= 10) or its attributes (inputs[0] is not read). Errors as folding it would give.
+Result<Shape> slice_shape(const Node& n, int64_t opset,
+                          const std::vector<const HostTensor*>& inputs, const Shape& x,
+                          const std::string& where);
+
 // numpy broadcasting of two shapes; error names `where` and both shapes.
 Result<Shape> broadcast_shapes(const Shape& a, const Shape& b, const std::string& where);
 

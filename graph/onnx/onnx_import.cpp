@@ -518,9 +518,7 @@ Status Importer::import_node(const onnx::Node& node_in) {
       return Status::internal(where + ": input '" + in + "' is not defined");
 
   if (std::optional<Status> done = import_empty_slice(n, where)) return *done;
-  Status refused = Status::ok();
-  const std::optional<onnx::Node> kept = without_empty_inputs(n, where, &refused);
-  GRAPHI_RETURN_IF_ERROR(refused);
+  GRAPHI_ASSIGN_OR_RETURN(std::optional<onnx::Node> kept, without_empty_inputs(n, where));
   if (kept) return translate(*kept, where);
 
   bool all_const = true;
