@@ -66,7 +66,34 @@ Result<ChannelGatherResult> gather_channels(const Graph& g, const ShapeInference
   };
   for (NodeId id = 0; id < g.num_nodes(); ++id) {
     const Node& n = g.node(id);
-    if (n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0] == kNoId) continue;
+    if (n.outputs.empty() || n.inputs.empty() || n.inputs[0] == kNoId) continue;
+    if (n.op == "Split" && f32_nchw(g.value(n.inputs[0])) && n.outputs.size() > 1) {
+      // PyTorch's chunk along the channels: each piece is a run of the input's channels. Only
+      // worth composing when a piece flows on into a Concat, Slice or shuffle; a Split whose
+      // pieces only feed convolutions (conv_merge's) stays one blocked Split.
+      const auto axis = node_axis(n, 4);
+      auto composable = [&](NodeId r) {
+        const std::string& op = g.node(r).op;
+        return op == "Concat" || op == "Slice" || op == "Split" || op == "Reshape";
+      };
+      auto usable = [&](ValueId o) { return o != kNoId && f32_nchw(g.value(o)); };
+      auto flows_on = [&](ValueId o) {
+        return std::any_of(g.consumers(o).begin(), g.consumers(o).end(), composable);
+      };
+      if (!axis || *axis != 1 || !std::all_of(n.outputs.begin(), n.outputs.end(), usable) ||
+          std::none_of(n.outputs.begin(), n.outputs.end(), flows_on))
+        continue;
+      const ChannelMap whole = expand(n.inputs[0]);
+      int64_t at = 0;
+      for (ValueId o : n.outputs) {
+        const int64_t len = g.value(o).desc.shape[1];
+        maps[o] = ChannelMap(whole.begin() + at, whole.begin() + at + len);
+        made_by[o] = {id, false, {}};
+        at += len;
+      }
+      continue;
+    }
+    if (n.outputs.size() != 1) continue;
     const ValueId y = n.outputs[0];
     if (!f32_nchw(g.value(y))) continue;
     if (n.op == "Concat") {
@@ -120,46 +147,53 @@ Result<ChannelGatherResult> gather_channels(const Graph& g, const ShapeInference
   for (NodeId id = static_cast<NodeId>(g.num_nodes()); id-- > 0;) {
     if (composed[id]) continue;
     const Node& n = g.node(id);
-    auto it = n.outputs.size() == 1 ? made_by.find(n.outputs[0]) : made_by.end();
-    if (it == made_by.end() || it->second.node != id ||
-        (it->second.concat && needed[n.outputs[0]])) {
+    // Composed when it made every one of its outputs' maps (a Split has several) and is not a
+    // Concat something that stays reads.
+    const bool mapped =
+        !n.outputs.empty() && std::all_of(n.outputs.begin(), n.outputs.end(), [&](ValueId y) {
+          auto it = made_by.find(y);
+          return it != made_by.end() && it->second.node == id && !(it->second.concat && needed[y]);
+        });
+    if (!mapped) {
       for (ValueId v : n.inputs)
         if (v != kNoId) needed[v] = true;
       continue;
     }
-    const ValueId y = n.outputs[0];
-    const Producer& p = it->second;
     rw.remove(id);
-    for (NodeId c : p.chain) {
+    for (NodeId c : made_by.at(n.outputs[0]).chain) {
       rw.remove(c);
       composed[c] = true;
     }
-    if (!needed[y]) {
-      ++result.composed;
-      continue;
+    for (const ValueId& y : n.outputs) {
+      if (!needed[y]) {
+        ++result.composed;
+        continue;
+      }
+      const ChannelMap& m = maps.at(y);
+      std::vector<ValueId> sources;
+      std::vector<int64_t> source, channel;
+      for (const Source& s : m) {
+        auto at = std::find(sources.begin(), sources.end(), s.value);
+        if (at == sources.end()) at = sources.insert(sources.end(), s.value);
+        source.push_back(at - sources.begin());
+        channel.push_back(s.channel);
+        needed[s.value] = true;
+      }
+      if (sources.size() == 1 && !g.value(y).is_output && m == expand(sources[0])) {
+        rw.replace_uses(y, g.value(sources[0]).name);
+        ++result.composed;
+        continue;
+      }
+      std::vector<std::string> inputs;
+      for (ValueId v : sources) inputs.push_back(g.value(v).name);
+      Attributes a;
+      a.set("source", source);
+      a.set("channel", channel);
+      const size_t k = static_cast<size_t>(&y - n.outputs.data());
+      rw.add_node("ChannelGather", k == 0 ? n.name : n.name + "/" + std::to_string(k), inputs,
+                  {g.value(y).name}, a);
+      ++result.gathers;
     }
-    const ChannelMap& m = maps.at(y);
-    std::vector<ValueId> sources;
-    std::vector<int64_t> source, channel;
-    for (const Source& s : m) {
-      auto at = std::find(sources.begin(), sources.end(), s.value);
-      if (at == sources.end()) at = sources.insert(sources.end(), s.value);
-      source.push_back(at - sources.begin());
-      channel.push_back(s.channel);
-      needed[s.value] = true;
-    }
-    if (sources.size() == 1 && !g.value(y).is_output && m == expand(sources[0])) {
-      rw.replace_uses(y, g.value(sources[0]).name);
-      ++result.composed;
-      continue;
-    }
-    std::vector<std::string> inputs;
-    for (ValueId v : sources) inputs.push_back(g.value(v).name);
-    Attributes a;
-    a.set("source", source);
-    a.set("channel", channel);
-    rw.add_node("ChannelGather", n.name, inputs, {g.value(y).name}, a);
-    ++result.gathers;
   }
   GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish(shapes));
   return result;

@@ -18,12 +18,18 @@ graph::Attributes perm(std::vector<int64_t> p) {
   return a;
 }
 
-// ShuffleNetV2's unit on x [N, C, H, W]: chunk in two, a 1x1 + depthwise 3x3 + 1x1 branch on
-// the second half, Concat, shuffle of 2 groups.
+// ShuffleNetV2's unit on x [N, C, H, W]: chunk in two (two Slices, or one Split as PyTorch's
+// exporters write torch.chunk), a 1x1 + depthwise 3x3 + 1x1 branch on the second half, Concat,
+// shuffle of 2 groups.
 std::string shuffle_unit(test::NetBuilder& nb, const std::string& x, int64_t n, int64_t c,
-                         int64_t h, int64_t w) {
+                         int64_t h, int64_t w, bool split) {
   const int64_t half = c / 2;
-  const std::string a = nb.slice(x, 1, 0, half), b = nb.slice(x, 1, half, c);
+  graph::Attributes axis1;
+  axis1.set("axis", int64_t{1});
+  const std::vector<std::string> halves =
+      split ? nb.multi("Split", {x, nb.ints({half, half})}, 2, axis1)
+            : std::vector<std::string>{nb.slice(x, 1, 0, half), nb.slice(x, 1, half, c)};
+  const std::string a = halves[0], b = halves[1];
   graph::Attributes pw = test::conv_window(1, 1, 0);
   graph::Attributes dw = test::conv_window(3, 1, 1);
   dw.set("group", half);
@@ -39,14 +45,16 @@ std::string shuffle_unit(test::NetBuilder& nb, const std::string& x, int64_t n, 
 }  // namespace
 
 TEST_CASE("channel_gather: ShuffleNet units become one gather per branch input", "[passes][conv]") {
-  for (int64_t c : {20, 32}) {  // 20: padded blocks (10 channels per half)
-    INFO("channels " << c);
+  for (auto [c, split] :
+       {std::pair<int64_t, bool>{20, false}, {32, false}, {20, true}, {58, true}}) {
+    // 20, 58: padded blocks (10 / 29 channels per half)
+    INFO("channels " << c << (split ? ", chunked by Split" : ", chunked by Slices"));
     const int64_t n = 2, h = 5, w = 7;
     test::NetBuilder nb;
     nb.b.add_input("x", TensorDesc{DType::kF32, {n, 3, h, w}});
     std::string y = nb.node(
         "Relu", {nb.node("Conv", {"x", nb.weight({c, 3, 3, 3})}, test::conv_window(3, 1, 1))});
-    for (int u = 0; u < 3; ++u) y = shuffle_unit(nb, y, n, c, h, w);
+    for (int u = 0; u < 3; ++u) y = shuffle_unit(nb, y, n, c, h, w, split);
     nb.b.add_output(y);
     nb.b.add_output(nb.slice(y, 1, 3, c - 2));  // a slice of a graph output
     const graph::Graph g = value_or_throw(nb.finish());
@@ -59,6 +67,7 @@ TEST_CASE("channel_gather: ShuffleNet units become one gather per branch input",
     CHECK(test::count_op(r.graph, "Transpose") == 0);
     CHECK(test::count_op(r.graph, "Concat") == 0);
     CHECK(test::count_op(r.graph, "Slice") == 0);
+    CHECK(test::count_op(r.graph, "Split") == 0);
     test::check_same_outputs(g, r.graph, 2, 1e-6);
 
     // Through the whole pipeline: the gathers run blocked, one reorder per graph output.
