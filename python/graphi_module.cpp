@@ -258,6 +258,36 @@ class PyTrainingSession {
   std::unique_ptr<graphi::TrainingSession> session_;
 };
 
+// (inputs, outputs, dynamic) of graphi::read_signature: (name, dtype, shape) per tensor, a dim
+// without a size as its name (str) or None (unnamed), a shape the file does not give as None.
+py::tuple read_signature(const std::string& path,
+                         const std::vector<std::string>& override_initializers) {
+  graphi::Expected<graphi::ModelSignature> sig =
+      graphi::read_signature(path, override_initializers);
+  if (!sig.ok()) raise_error(sig.error());
+  auto list = [](const std::vector<graphi::DeclaredTensor>& v) {
+    py::list l;
+    for (const graphi::DeclaredTensor& t : v) {
+      py::object shape = py::none();
+      if (t.has_shape) {
+        py::list dims;
+        for (size_t i = 0; i < t.shape.size(); ++i) {
+          if (t.shape[i] >= 0)
+            dims.append(t.shape[i]);
+          else if (!t.dim_names[i].empty())
+            dims.append(t.dim_names[i]);
+          else
+            dims.append(py::none());
+        }
+        shape = py::tuple(dims);
+      }
+      l.append(py::make_tuple(t.name, t.is_bool ? "bool" : graphi::dtype_str(t.dtype), shape));
+    }
+    return l;
+  };
+  return py::make_tuple(list(sig->inputs), list(sig->outputs), sig->dynamic);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_graphi, m) {
@@ -266,6 +296,9 @@ PYBIND11_MODULE(_graphi, m) {
   // Error(RuntimeError) with .code ("invalid_argument", "io_error", ...); graphi.Error.
   g_error_class = PyErr_NewException("graphi.Error", PyExc_RuntimeError, nullptr);
   m.attr("Error") = py::handle(g_error_class);
+
+  m.def("read_signature", &read_signature, py::arg("path"),
+        py::arg("override_initializers") = std::vector<std::string>{});
 
   py::class_<PySession>(m, "Session")
       .def(py::init<const std::string&, int, int, const std::string&, bool, bool,

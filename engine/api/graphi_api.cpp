@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <new>
 #include <set>
@@ -164,6 +165,38 @@ Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 Session::~Session() = default;
+
+Expected<ModelSignature> read_signature(const std::string& path,
+                                        const std::vector<std::string>& override_initializers) {
+  return guarded("read_signature", [&]() -> Expected<ModelSignature> {
+    ModelSignature sig;
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec) || std::filesystem::is_directory(path, ec))
+      return to_error(Status::io_error(path + ": no such model file"));
+    if (std::filesystem::path(path).extension() == ".graphi") {  // static shapes
+      Result<std::shared_ptr<const graph::Graph>> g = engine::load_model(path);
+      if (!g.is_ok()) return to_error(g.status());
+      auto declared = [&](graph::ValueId id) {
+        const graph::Value& v = (*g)->value(id);
+        return DeclaredTensor{v.name, v.desc.dtype, false,
+                              true,   v.desc.shape, std::vector<std::string>(v.desc.shape.size())};
+      };
+      for (graph::ValueId id : (*g)->inputs()) sig.inputs.push_back(declared(id));
+      for (graph::ValueId id : (*g)->outputs()) sig.outputs.push_back(declared(id));
+      return sig;
+    }
+    Result<graph::DeclaredSignature> d = graph::read_onnx_signature(
+        path, std::set<std::string>(override_initializers.begin(), override_initializers.end()));
+    if (!d.is_ok()) return to_error(d.status());
+    auto declared = [](const graph::DeclaredValue& v) {
+      return DeclaredTensor{v.name, v.dtype, v.is_bool, v.has_shape, v.shape, v.dim_names};
+    };
+    for (const graph::DeclaredValue& v : d->inputs) sig.inputs.push_back(declared(v));
+    for (const graph::DeclaredValue& v : d->outputs) sig.outputs.push_back(declared(v));
+    sig.dynamic = d->dynamic();
+    return sig;
+  });
+}
 
 Expected<Session> Session::open(const std::string& path, const SessionOptions& options) {
   return guarded(path.c_str(), [&]() -> Expected<Session> {

@@ -1,5 +1,6 @@
 #include "graph/onnx/onnx_import.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -1143,6 +1144,56 @@ Result<Graph> import_onnx_file(const std::string& path, const ShapeInferencer& s
   onnx::DecodeOptions decode;
   decode.external = &external;
   return import_bytes(std::span<const std::byte>(bytes), &bytes, path, shapes, options, decode);
+}
+
+bool DeclaredSignature::dynamic() const {
+  return std::any_of(inputs.begin(), inputs.end(), [](const DeclaredValue& v) {
+    return std::find(v.shape.begin(), v.shape.end(), -1) != v.shape.end();
+  });
+}
+
+Result<DeclaredSignature> read_onnx_signature(const std::string& path,
+                                              const std::set<std::string>& override_initializers) {
+  GRAPHI_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, read_file(path, 0));
+  onnx::DecodeOptions decode;
+  decode.signature_only = true;
+  Result<onnx::Model> m = onnx::decode_model(bytes, decode);
+  if (!m.is_ok()) return m.status().with_context(path);
+  if (!m->has_graph) return Status::invalid_graph(path + ": not an ONNX model (it has no graph)");
+  std::set<std::string> initializers;
+  for (const auto& [name, t] : m->graph.initializers) initializers.insert(name);
+  auto declared = [&](const onnx::ValueInfo& v, const char* kind,
+                      size_t i) -> Result<DeclaredValue> {
+    const std::string what =
+        path + ": graph " + kind + " " + std::to_string(i) + " '" + v.name + "'";
+    DeclaredValue d;
+    d.name = v.name;
+    d.is_bool = v.elem_type == onnx::kBool;
+    std::optional<DType> dt =
+        d.is_bool ? std::optional<DType>(DType::kF32) : onnx_import::graphi_dtype(v.elem_type);
+    if (!dt)
+      return Status::unsupported(what + " has element type " + onnx::data_type_name(v.elem_type) +
+                                 "; graphi inputs and outputs are FLOAT, INT32, INT64 or BOOL");
+    d.dtype = *dt;
+    d.has_shape = v.has_shape;
+    for (const onnx::Dim& dim : v.dims) {
+      d.shape.push_back(dim.has_value ? dim.value : -1);
+      d.dim_names.push_back(dim.has_value ? "" : dim.param);
+    }
+    return d;
+  };
+  DeclaredSignature sig;
+  for (size_t i = 0; i < m->graph.inputs.size(); ++i) {
+    const onnx::ValueInfo& v = m->graph.inputs[i];
+    if (initializers.count(v.name) && !override_initializers.count(v.name)) continue;
+    GRAPHI_ASSIGN_OR_RETURN(DeclaredValue d, declared(v, "input", i));
+    sig.inputs.push_back(std::move(d));
+  }
+  for (size_t i = 0; i < m->graph.outputs.size(); ++i) {
+    GRAPHI_ASSIGN_OR_RETURN(DeclaredValue d, declared(m->graph.outputs[i], "output", i));
+    sig.outputs.push_back(std::move(d));
+  }
+  return sig;
 }
 
 Result<Tensor> read_onnx_tensor_file(const std::string& path, std::string* name) {

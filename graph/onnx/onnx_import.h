@@ -83,6 +83,30 @@ Result<Graph> import_onnx_bytes(std::span<const std::byte> bytes, const std::str
 // `name` (optional) receives the tensor's name.
 Result<Tensor> read_onnx_tensor_file(const std::string& path, std::string* name = nullptr);
 
+// A graph input or output as an .onnx file declares it, before any symbolic dim is bound.
+struct DeclaredValue {
+  std::string name;
+  DType dtype = DType::kF32;  // a BOOL value is float32 here (is_bool), as graphi carries it
+  bool is_bool = false;
+  bool has_shape = false;  // false: the file gives no shape (an output, usually)
+  // -1 where the dim has no size: symbolic (dim_names[i] is its name) or unnamed (""). An
+  // output's dim_names may be names the exporter invented ("Addoutput_dim_0").
+  std::vector<int64_t> shape;
+  std::vector<std::string> dim_names;
+};
+struct DeclaredSignature {
+  std::vector<DeclaredValue> inputs, outputs;
+  // Some input dim has no size: the model must be compiled per input shape.
+  bool dynamic() const;
+};
+
+// The inputs and outputs an .onnx file declares (an input that is also an initializer counts
+// only when `override_initializers` names it, as the importer does); nodes and weights are not
+// read. Errors name the file and the value: not a model, an input of an element type graphi
+// does not run.
+Result<DeclaredSignature> read_onnx_signature(
+    const std::string& path, const std::set<std::string>& override_initializers = {});
+
 // True if `head` (the first bytes of a file) plausibly starts an ONNX ModelProto: field 1
 // (ir_version, varint) or another ModelProto field with the right wire type first.
 bool looks_like_onnx_model(std::span<const std::byte> head);

@@ -585,6 +585,7 @@ Result<GraphProto> read_graph(ProtoReader r, const DecodeOptions& opt) {
     switch (f->number) {
       case 1: {
         GRAPHI_RETURN_IF_ERROR(expect_wire(r, *f, WireType::kLen, "node"));
+        if (opt.signature_only) break;
         GRAPHI_ASSIGN_OR_RETURN(Node n, read_node(r.sub(*f, idx(r.path(), "node", g.nodes.size())),
                                                   g.nodes.size(), opt));
         g.nodes.push_back(std::move(n));
@@ -596,6 +597,19 @@ Result<GraphProto> read_graph(ProtoReader r, const DecodeOptions& opt) {
       }
       case 5: {
         GRAPHI_RETURN_IF_ERROR(expect_wire(r, *f, WireType::kLen, "initializer"));
+        if (opt.signature_only) {  // its name (field 8) only, as an empty tensor
+          ProtoReader t = r.sub(*f, idx(r.path(), "initializer", g.initializers.size()));
+          std::string name;
+          for (;;) {
+            GRAPHI_ASSIGN_OR_RETURN(std::optional<ProtoField> tf, t.next());
+            if (!tf) break;
+            if (tf->number == 8) {
+              GRAPHI_ASSIGN_OR_RETURN(name, proto_string(t, *tf, "name"));
+            }
+          }
+          g.initializers.emplace_back(name, std::make_shared<HostTensor>());
+          break;
+        }
         std::string name;
         GRAPHI_ASSIGN_OR_RETURN(
             HostTensor t,

@@ -136,6 +136,9 @@ struct DecodeOptions {
   // error (bytes without a directory to look in).
   ExternalDataReader* external = nullptr;
   int depth = 0;  // subgraphs (GRAPH attributes) being read: at most kMaxGraphDepth
+  // The graph's inputs, outputs and initializer names only (nodes and tensor bytes skipped):
+  // what a front end needs to show a model's signature without loading its weights.
+  bool signature_only = false;
 };
 inline constexpr int kMaxGraphDepth = 16;
 

@@ -246,6 +246,31 @@ class GRAPHI_API Session {
   std::unique_ptr<Impl> impl_;
 };
 
+// A model's input or output as its file declares it, before symbolic dims are bound (a model
+// exported with dynamic axes): what a front end shows, and what it binds from the arrays fed.
+struct DeclaredTensor {
+  std::string name;
+  DType dtype = DType::kF32;  // a BOOL value is float32 0/1 here (is_bool), as in bool_values()
+  bool is_bool = false;
+  bool has_shape = false;  // false: the file gives no shape
+  // -1 where the dim has no size: symbolic (dim_names[i] names it, e.g. "batch") or unnamed
+  // (dim_names[i] == "", skl2onnx's batch dim).
+  std::vector<int64_t> shape;
+  std::vector<std::string> dim_names;
+};
+struct ModelSignature {
+  std::vector<DeclaredTensor> inputs, outputs;
+  bool dynamic = false;  // some input dim has no size: Session::open needs dims / input_shapes
+};
+
+// The inputs and outputs `path` declares, without compiling it (an .onnx file: nodes and weights
+// are not read; a .graphi file: loaded, its shapes are static). An .onnx input that is also an
+// initializer is listed only when `override_initializers` names it (as SessionOptions). Errors
+// name the file: kIoError, kInvalidGraph (not a model), kUnsupported (an element type graphi
+// does not run).
+GRAPHI_API Expected<ModelSignature> read_signature(
+    const std::string& path, const std::vector<std::string>& override_initializers = {});
+
 // Training (docs/TRAINING.md): one step = forward, loss, gradients and the optimizer's in-place
 // weight update, run as one graph. The model is used as stored (no graph passes).
 struct TrainingOptions {

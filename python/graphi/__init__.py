@@ -27,6 +27,7 @@ cancels nothing: they all complete normally and the Session is freed after the l
 """
 import collections as _collections
 import os as _os
+import threading as _threading
 
 import numpy as _np
 
@@ -78,7 +79,8 @@ _ONNX_TYPE = {"float32": "tensor(float)", "int32": "tensor(int32)", "int64": "te
 
 
 def _node_arg(info):
-    return NodeArg(info.name, list(info.shape), _ONNX_TYPE.get(info.dtype, "tensor(%s)" % info.dtype))
+    shape = list(info.shape) if info.shape is not None else None
+    return NodeArg(info.name, shape, _ONNX_TYPE.get(info.dtype, "tensor(%s)" % info.dtype))
 
 
 _DTYPES = {"float32": _np.dtype(_np.float32), "int32": _np.dtype(_np.int32),
@@ -168,32 +170,55 @@ class Session:
     1024). A model whose file, weights or planned memory exceed it is refused before the
     allocation (graphi.Error, code "out_of_memory", naming the file and the amounts). None: the
     memory the machine has available.
+    max_shapes: for a model with input dims that neither `dims` nor `input_shapes` fixes (an
+    export with dynamic axes): how many input shapes stay compiled at once (default 4). Such a
+    Session is compiled on the first run() of each new set of input shapes, the dims bound from
+    the arrays fed (as onnxruntime runs any batch size); the least recently used compilation is
+    dropped beyond max_shapes. self.inputs / get_inputs() show the declared dims (a symbolic dim
+    as its name, an unnamed one as None); Session.compiled_shapes lists what is compiled; an
+    error in the model (an unsupported op) is raised by the first run() then, not here.
     Raises graphi.Error naming the file when it cannot be loaded.
     """
 
     def __init__(self, path, executors=None, threads=None, scheduler=None, pin=True,
                  optimize=True, dims=None, ring_capacity=1, cpuset="", plan="auto", tracing=False,
                  rnn_weights=None, max_memory=None, input_shapes=None,
-                 override_initializers=None):
+                 override_initializers=None, max_shapes=4):
         path = _os.fspath(path)
         limit = _memory_size(max_memory, path)
+        self.path = path
+        self._lazy = None  # a _ShapeCache when the model is compiled per input shape
         for name, v in (("executors", executors), ("threads", threads)):
             if v is not None and int(v) < 1:  # 0 means "the plan's" only below this API
                 err = Error("%s: session options: %s must be at least 1, got %d (None: the "
                             "plan's split)" % (path, name, int(v)))
                 err.code = "invalid_argument"
                 raise err
-        self._s = _graphi.Session(path, 0 if executors is None else int(executors),
-                                  0 if threads is None else int(threads),
-                                  "" if scheduler is None else str(scheduler),
-                                  bool(pin), bool(optimize),
-                                  {str(k): int(v) for k, v in (dims or {}).items()},
-                                  int(ring_capacity), str(cpuset), _os.fspath(plan),
-                                  "" if rnn_weights is None else str(rnn_weights), limit,
-                                  {str(k): [int(d) for d in v]
-                                   for k, v in (input_shapes or {}).items()},
-                                  [str(n) for n in (override_initializers or [])])
-        self.path = path
+        dims = {str(k): int(v) for k, v in (dims or {}).items()}
+        overrides = [str(n) for n in (override_initializers or [])]
+        args = dict(executors=executors, threads=threads, scheduler=scheduler, pin=pin,
+                    optimize=optimize, dims=dims, ring_capacity=ring_capacity, cpuset=cpuset,
+                    plan=plan, tracing=tracing, rnn_weights=rnn_weights, max_memory=max_memory,
+                    override_initializers=overrides)
+        try:
+            self._s = _graphi.Session(path, 0 if executors is None else int(executors),
+                                      0 if threads is None else int(threads),
+                                      "" if scheduler is None else str(scheduler),
+                                      bool(pin), bool(optimize), dims,
+                                      int(ring_capacity), str(cpuset), _os.fspath(plan),
+                                      "" if rnn_weights is None else str(rnn_weights), limit,
+                                      {str(k): [int(d) for d in v]
+                                       for k, v in (input_shapes or {}).items()},
+                                      overrides)
+        except Error:
+            self._lazy = _ShapeCache.for_unbound_dims(path, args, input_shapes, max_shapes)
+            if self._lazy is None:
+                raise
+            self.inputs, self.outputs = self._lazy.inputs, self._lazy.outputs
+            self._bool_outputs = []
+            self._input_info = {t.name: t for t in self.inputs}
+            self._tracing = bool(tracing)
+            return
         bools = set(self._s.bool_values())  # declared BOOL in the file: float32 0/1 inside
         self.inputs = [TensorInfo(n, "bool" if n in bools else d, s)
                        for n, d, s in self._s.inputs()]
@@ -211,8 +236,19 @@ class Session:
 
     @tracing.setter
     def tracing(self, on):
-        self._s.set_tracing(bool(on))
+        if self._lazy is not None:
+            self._lazy.set_tracing(bool(on))
+        else:
+            self._s.set_tracing(bool(on))
         self._tracing = bool(on)
+
+    @property
+    def compiled_shapes(self):
+        """The input shapes compiled so far, least recently used first: [{input name: shape}].
+        A model with static shapes has one, its own."""
+        if self._lazy is not None:
+            return [dict(k) for k in self._lazy.sessions]
+        return [{t.name: tuple(t.shape) for t in self.inputs}]
 
     def trace(self, path, inputs=None):
         """Writes a run's timeline to `path` as Chrome Trace Event JSON (open it in
@@ -228,27 +264,47 @@ class Session:
                 self.tracing = True
             try:
                 self.run(inputs)
-                return self._s.write_trace(path)  # before switching off, which clears it
+                return self._native_for("trace").write_trace(path)  # before switching off
             finally:
                 if not was:
                     self.tracing = False
-        return self._s.write_trace(path)
+        return self._native_for("trace").write_trace(path)
+
+    def _native_for(self, what):
+        """The native session of the last run (a per-shape one for a lazily compiled model)."""
+        if self._lazy is None:
+            return self._s
+        if self._lazy.last is None:
+            err = Error("%s: %s: nothing compiled yet: the model has dims without sizes (%s), "
+                        "compiled by the first run() from the arrays fed" % (
+                            self.path, what, self._lazy.describe_unbound()))
+            err.code = "invalid_argument"
+            raise err
+        return self._lazy.last._s
 
     @property
     def config(self):
-        """The executor configuration actually used, e.g. '2x1 cpf on cores {0} {1}'."""
-        return self._s.config()
+        """The executor configuration actually used, e.g. '2x1 cpf on cores {0} {1}'; for a
+        model compiled per input shape, the last run's ('' before the first)."""
+        if self._lazy is not None and self._lazy.last is None:
+            return ""
+        return self._native_for("config").config()
 
     @property
     def plan(self):
         """How the split was chosen ('graphi: plan from cache FILE: 2x1 cpf', ...); '' when
         executors/threads were given or plan="none"."""
-        return self._s.plan()
+        if self._lazy is not None and self._lazy.last is None:
+            return ""
+        return self._native_for("plan").plan()
 
     @property
     def passes(self):
-        """What the graph passes did ('' when optimize=False)."""
-        return self._s.passes()
+        """What the graph passes did ('' when optimize=False, or before the first run of a
+        model compiled per input shape)."""
+        if self._lazy is not None and self._lazy.last is None:
+            return ""
+        return self._native_for("passes").passes()
 
     def get_inputs(self):
         """onnxruntime.InferenceSession.get_inputs(): [NodeArg(name, shape, type)], shape a
@@ -283,6 +339,12 @@ class Session:
         else:
             raise TypeError("Session.run: inputs must be a dict {name: array} or a list of "
                             "arrays, not %s" % type(inputs).__name__)
+        if self._lazy is not None:
+            for name, _ in items:
+                if not isinstance(name, str):
+                    raise TypeError("Session.run: input names must be str, not %s" %
+                                    type(name).__name__)
+            return self._lazy.session_for(items, self._tracing).run(dict(items))
         pairs = []
         for name, value in items:
             if not isinstance(name, str):
@@ -324,6 +386,78 @@ class Session:
     def __repr__(self):
         return "graphi.Session(%r, inputs=%s, outputs=%s, config=%r)" % (
             self.path, self.inputs, self.outputs, self.config)
+
+
+class _ShapeCache:
+    """The compiled Sessions of a model whose input dims are bound per run (dynamic axes)."""
+
+    def __init__(self, path, args, signature, max_shapes):
+        self.path, self.args = path, args
+        self.max_shapes = int(max_shapes)
+        if self.max_shapes < 1:
+            err = Error("%s: session options: max_shapes must be at least 1, got %d" % (
+                path, self.max_shapes))
+            err.code = "invalid_argument"
+            raise err
+        ins, outs, _ = signature
+        self.inputs = [TensorInfo(n, d, s) for n, d, s in ins]
+        self.outputs = [TensorInfo(n, d, s) for n, d, s in outs]
+        self.sessions = _collections.OrderedDict()  # key -> Session, least recent first
+        self.last = None
+        self._lock = _threading.Lock()  # run() may be called from several threads
+
+    @classmethod
+    def for_unbound_dims(cls, path, args, input_shapes, max_shapes):
+        """A cache when the file declares input dims that neither dims nor input_shapes fix;
+        None when it does not (then the open's error stands)."""
+        try:
+            sig = _graphi.read_signature(path, args["override_initializers"])
+        except Error:
+            return None
+        if not sig[2] or input_shapes:
+            return None
+        dims = args["dims"]
+        unbound = [d for _, _, shape in sig[0] for d in (shape or ())
+                   if d is None or (isinstance(d, str) and d not in dims)]
+        return cls(path, args, sig, max_shapes) if unbound else None
+
+    def describe_unbound(self):
+        return ", ".join("%s%s" % (t.name, list(t.shape)) for t in self.inputs
+                         if any(not isinstance(d, int) for d in (t.shape or ())))
+
+    def session_for(self, items, tracing):
+        """The Session compiled for the shapes of `items` ((name, array) pairs), made on first
+        use. A rank or a fixed dim that differs from the file's declaration is an error naming
+        the input; so is a symbolic dim fed two different sizes (by the compiled session)."""
+        declared = {t.name: t for t in self.inputs}
+        shapes = {}
+        for name, value in items:
+            info = declared.get(name)
+            shape = tuple(int(d) for d in _np.shape(value))
+            if info is not None and info.shape is not None:
+                if len(shape) != len(info.shape) or any(
+                        isinstance(d, int) and d != s for d, s in zip(info.shape, shape)):
+                    err = Error("%s: input '%s': shape %s does not match the model's %s" % (
+                        self.path, name, list(shape), list(info.shape)))
+                    err.code = "invalid_argument"
+                    raise err
+            shapes[name] = shape
+        key = tuple(sorted(shapes.items()))
+        with self._lock:
+            s = self.sessions.get(key)
+            if s is None:
+                s = Session(self.path, **dict(self.args, input_shapes=shapes, tracing=tracing))
+                self.sessions[key] = s
+                while len(self.sessions) > self.max_shapes:
+                    self.sessions.popitem(last=False)
+            else:
+                self.sessions.move_to_end(key)
+            self.last = s
+        return s
+
+    def set_tracing(self, on):
+        for s in self.sessions.values():
+            s.tracing = on
 
 
 class TrainingSession:

@@ -394,6 +394,76 @@ class ImportTest(unittest.TestCase):
         self.assertEqual(r.stdout.strip(), "ok")
 
 
+class DynamicShapesTest(unittest.TestCase):
+    """A model with dims neither `dims` nor `input_shapes` fixes (dynamic axes) is compiled per
+    input shape on run(), as onnxruntime runs any batch. References: PyTorch's committed outputs
+    of the fixtures (a batch's rows are independent, so each slice of the batch must give the
+    same rows) and numpy."""
+
+    def test_batch_bound_from_the_arrays(self):
+        path, ins, outs = fixture("gru_dynamic_batch")  # x [5, batch, 8]
+        s = graphi.Session(path)
+        self.assertEqual(s.inputs[0].shape, (5, "batch", 8))
+        self.assertEqual(s.get_outputs()[1].shape, [1, "batch", 16])
+        self.assertEqual(s.config, "")  # nothing compiled before the first run
+        for rows in (slice(0, 4), slice(1, 2), slice(2, 4), slice(0, 4)):
+            y = s.run({"x": ins[0][:, rows]})
+            self.assertLess(max_rel_error(y["y"], outs[0][:, rows]), 1e-4)
+            self.assertLess(max_rel_error(y["h"], outs[1][:, rows]), 1e-4)
+        self.assertEqual(s.compiled_shapes,
+                         [{"x": (5, 1, 8)}, {"x": (5, 2, 8)}, {"x": (5, 4, 8)}])
+        self.assertNotEqual(s.config, "")
+        # onnxruntime's call form and positional inputs go the same way.
+        path, ins, outs = fixture("cnn_dynamic_batch")  # image [n, 1, 8, 8]
+        s = graphi.Session(path)
+        self.assertLess(max_rel_error(s.run(None, {"image": ins[0][1:]})[0], outs[0][1:]), 1e-4)
+        self.assertLess(max_rel_error(s(ins[0][:1]), outs[0][:1]), 1e-4)
+
+    def test_bounded_cache_and_errors(self):
+        path, ins, outs = fixture("cnn_dynamic_batch")
+        s = graphi.Session(path, max_shapes=2)
+        with self.assertRaisesRegex(graphi.Error, "nothing compiled yet.*image"):
+            s.trace(os.path.join(DATA, "never_written.json"))
+        for n in (1, 2, 3, 1):
+            s.run({"image": ins[0][:n]})
+        self.assertEqual(s.compiled_shapes, [{"image": (3, 1, 8, 8)}, {"image": (1, 1, 8, 8)}])
+        # A fixed dim or the rank differing from the file's names the input and both shapes.
+        with self.assertRaisesRegex(graphi.Error, r"input 'image': shape \[2, 1, 8, 9\] does not "
+                                    r"match the model's \['n', 1, 8, 8\]"):
+            s.run({"image": np.zeros((2, 1, 8, 9), np.float32)})
+        with self.assertRaisesRegex(graphi.Error, "input 'image': shape"):
+            s.run({"image": np.zeros((8, 8), np.float32)})
+        with self.assertRaisesRegex(graphi.Error, "dtype float64"):
+            s.run({"image": np.zeros((2, 1, 8, 8))})
+        with self.assertRaisesRegex(graphi.Error, "max_shapes must be at least 1"):
+            graphi.Session(path, max_shapes=0)
+        # Given dims compile at once, as before.
+        s = graphi.Session(path, dims={"n": 2})
+        self.assertEqual(s.inputs[0].shape, (2, 1, 8, 8))
+        self.assertEqual(s.compiled_shapes, [{"image": (2, 1, 8, 8)}])
+
+    def test_unnamed_dim(self):
+        try:
+            import onnx
+            from onnx import helper, TensorProto
+        except ImportError:
+            self.skipTest("the onnx package is not installed")
+        import tempfile
+        g = helper.make_graph(
+            [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("ReduceSum", ["r"], ["y"],
+                                                                      keepdims=0)], "unnamed",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 3])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])])
+        path = os.path.join(tempfile.mkdtemp(), "unnamed.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+        s = graphi.Session(path)
+        self.assertEqual(s.inputs[0].shape, (None, 3))
+        for n in (1, 6):
+            x = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32)
+            self.assertAlmostEqual(float(s.run({"x": x})["y"]), float(np.maximum(x, 0).sum()),
+                                   places=5)
+
+
 class ExportPatternsTest(unittest.TestCase):
     """Patterns PyTorch's exporters write for slice assignment and torch.roll, with empty
     slices where a window covers a whole dim (Swin-3D's shifted-window masks): the constant

@@ -141,6 +141,35 @@ TEST_CASE("public api: symbolic dims come from options.dims", "[api]") {
   CHECK(zero.error().code == graphi::StatusCode::kInvalidArgument);
 }
 
+TEST_CASE("public api: read_signature gives the declared dims without compiling", "[api]") {
+  auto gru = graphi::read_signature(kOnnxDir + "gru_dynamic_batch.onnx");
+  REQUIRE(gru.ok());
+  CHECK(gru->dynamic);
+  REQUIRE(gru->inputs.size() == 1);
+  CHECK(gru->inputs[0].name == "x");
+  CHECK(gru->inputs[0].shape == std::vector<int64_t>{5, -1, 8});
+  CHECK(gru->inputs[0].dim_names == std::vector<std::string>{"", "batch", ""});
+  REQUIRE(gru->outputs.size() == 2);
+  CHECK(gru->outputs[1].shape == std::vector<int64_t>{1, -1, 16});
+
+  auto mlp = graphi::read_signature(kOnnxDir + "mlp.onnx");  // static: what open() compiles
+  REQUIRE(mlp.ok());
+  CHECK_FALSE(mlp->dynamic);
+  graphi::Session s = open_ok(kOnnxDir + "mlp.onnx");
+  REQUIRE(mlp->inputs.size() == s.inputs().size());
+  CHECK(mlp->inputs[0].shape == s.inputs()[0].shape);
+  CHECK(mlp->outputs[0].shape == s.outputs()[0].shape);
+
+  auto missing = graphi::read_signature(kOnnxDir + "no_such_model.onnx");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().code == graphi::StatusCode::kIoError);
+  const std::string junk = (graphi::test::scratch_dir("api_signature") / "junk.onnx").string();
+  std::ofstream(junk) << "not a model at all";
+  auto bad = graphi::read_signature(junk);
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.error().message, Contains("junk.onnx"));
+}
+
 TEST_CASE("public api: a saved 2-layer LSTM model equals the naive reference and the engine",
           "[api]") {
   graphi::models::RnnSpec spec;
