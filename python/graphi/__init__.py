@@ -176,7 +176,8 @@ class Session:
     the arrays fed (as onnxruntime runs any batch size); the least recently used compilation is
     dropped beyond max_shapes. self.inputs / get_inputs() show the declared dims (a symbolic dim
     as its name, an unnamed one as None); Session.compiled_shapes lists what is compiled; an
-    error in the model (an unsupported op) is raised by the first run() then, not here.
+    error in the model (an unsupported op) is raised by the first run() then, not here, and the
+    file must stay where it is (each compilation reads it).
     Raises graphi.Error naming the file when it cannot be loaded.
     """
 
