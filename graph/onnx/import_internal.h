@@ -64,6 +64,11 @@ class Importer {
   std::optional<Status> import_empty_slice(const onnx::Node& n, const std::string& where);
   Result<std::optional<onnx::Node>> without_empty_inputs(const onnx::Node& n,
                                                          const std::string& where);
+  // A run-time Split with constant sizes, some of them 0 (tf2onnx's GRU cell when the recurrent
+  // bias is absent: split [H, H, 0]): the empty pieces are recorded like empty slices and the
+  // node returned splits into the others (nullopt: not such a Split).
+  Result<std::optional<onnx::Node>> without_empty_pieces(const onnx::Node& n,
+                                                         const std::string& where);
   // One ONNX node on its way to graphi ops. `name` is its graphi node name, `outs` its outputs
   // (trailing absent ones dropped), `ins` its inputs (a family may drop trailing ones).
   struct NodeIn {

@@ -521,6 +521,8 @@ Status Importer::import_node(const onnx::Node& node_in) {
   if (std::optional<Status> done = import_empty_slice(n, where)) return *done;
   GRAPHI_ASSIGN_OR_RETURN(std::optional<onnx::Node> kept, without_empty_inputs(n, where));
   if (kept) return translate(*kept, where);
+  GRAPHI_ASSIGN_OR_RETURN(std::optional<onnx::Node> split, without_empty_pieces(n, where));
+  if (split) return translate(*split, where);
 
   bool all_const = true;
   for (const std::string& in : n.inputs)

@@ -534,6 +534,26 @@ class ExportPatternsTest(unittest.TestCase):
         got = graphi.Session(path).run([x])["y"]
         np.testing.assert_array_equal(got, np.concatenate([x, x], axis=1))
 
+    def test_split_with_empty_pieces(self):
+        from onnx import helper
+        # tf2onnx's Keras GRU(reset_after=False) cell: Split(x, [H, H, 0]) on the last axis, the
+        # empty third piece unused; Split(x, [0, 4, 0]) is x itself. Reading an empty piece is
+        # refused by name.
+        nodes = [helper.make_node("Split", ["x", "sz"], ["a", "b", "c"], axis=-1),
+                 helper.make_node("Add", ["a", "b"], ["ab"]),
+                 helper.make_node("Split", ["x", "s4"], ["d", "e", "f"], axis=1),
+                 helper.make_node("Concat", ["ab", "e"], ["y"], axis=1)]
+        path = self.save(nodes, [self.ints("sz", [2, 2, 0]), self.ints("s4", [0, 4, 0])],
+                         "split0", [3, 4])
+        x = np.random.default_rng(2).standard_normal((3, 4)).astype(np.float32)
+        np.testing.assert_array_equal(graphi.Session(path).run([x])["y"],
+                                      np.concatenate([x[:, :2] + x[:, 2:], x], axis=1))
+        nodes[1] = helper.make_node("Add", ["a", "c"], ["ab"])
+        path = self.save(nodes, [self.ints("sz", [2, 2, 0]), self.ints("s4", [0, 4, 0])],
+                         "split0_read", [3, 4])
+        with self.assertRaisesRegex(graphi.Error, r"input 'c' is empty \(a zero-length dim"):
+            graphi.Session(path)
+
     def test_if_on_a_run_time_condition_selects_a_branch(self):
         import onnx
         from onnx import helper, TensorProto, numpy_helper
@@ -579,7 +599,7 @@ class ExportPatternsTest(unittest.TestCase):
             graphi.Session(path)
         msg = str(cm.exception)
         self.assertIn("'act' (Relu)", msg)
-        self.assertIn("empty slice", msg)
+        self.assertIn("an empty Slice or Split piece", msg)
 
 
 class OmpSpinTest(unittest.TestCase):
