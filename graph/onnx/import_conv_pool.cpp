@@ -1,7 +1,8 @@
 // ONNX import, convolution, pooling, normalization and resampling: 1-D Conv/ConvTranspose/pools as
 // 2-D ones, 3-D ones as graphi's Conv3D/ConvTranspose3D/MaxPool3D/AveragePool3D, MaxPool's
 // Indices as MaxPoolWithIndices, auto_pad and ceil_mode as explicit pads, global pools
-// (GlobalLpPool as LpPool), inference BatchNormalization as Mul + Add, Upsample
+// (GlobalLpPool as LpPool), inference BatchNormalization as Mul + Add (with run-time statistics:
+// Sub, Div by Sqrt, Mul, Add), Upsample
 // as Resize, Resize-18's axes and keep_aspect_ratio_policy as full-rank scales/sizes,
 // ConvTranspose's auto_pad and output_shape as pads and output_padding.
 #include <algorithm>
@@ -268,16 +269,17 @@ std::optional<Status> Importer::translate_conv_pool(NodeIn& io) {
       return Status::unsupported(where + ": BatchNormalization with spatial = 0 is not supported");
     const HostTensor *scale = host(ins[1]), *bias = host(ins[2]), *mean = host(ins[3]),
                      *var = host(ins[4]);
-    if (!scale || !bias || !mean || !var)
-      return unsupported_op(n, "with scale, B, mean or var computed at run time");
     GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[0], where));
     if (d.rank() < 2)
       return Status::invalid_graph(where + ": input " + d.to_string() + " has no channel dim");
+    const bool training = outs.size() > 1 || (tm && tm->i != 0);
+    if (!training && (!scale || !bias || !mean || !var))
+      return batch_norm_run_time_stats(n, name, ins, outs, d, where);
     // Training mode (training_mode = 1, or the running-statistics outputs of opset < 14, as
     // torch.onnx.export(..., training=TrainingMode.TRAINING) writes): graphi's BatchNormalization
     // node, which a training graph runs with batch statistics (docs/TRAINING.md); inference uses
     // the running statistics.
-    if (outs.size() > 1 || (tm && tm->i != 0)) {
+    if (training) {
       Attributes a;
       const onnx::Attr* eps = n.attr("epsilon");
       const onnx::Attr* mom = n.attr("momentum");
@@ -308,6 +310,51 @@ std::optional<Status> Importer::translate_conv_pool(NodeIn& io) {
     return emit("Add", name, {scaled, add_const(name + "/b", std::move(b))}, outs, {}, where, &n);
   }
   return std::nullopt;
+}
+
+Status Importer::batch_norm_run_time_stats(const onnx::Node& n, const std::string& name,
+                                           const std::vector<std::string>& ins,
+                                           const std::vector<std::string>& outs,
+                                           const TensorDesc& x, const std::string& where) {
+  // y = (x - mean) / sqrt(var + eps) * scale + B, each [C] operand viewed as [C, 1, ...]. tf2onnx
+  // writes Keras' LayerNormalization this way, mean and var computed by the graph.
+  const int64_t c = x.shape[1];
+  Shape cshape(static_cast<size_t>(x.rank() - 1), 1);
+  cshape[0] = c;
+  const char* names[] = {"X", "scale", "B", "input_mean", "input_var"};
+  std::vector<std::string> v(5);
+  for (size_t k = 1; k < 5; ++k) {
+    if (const HostTensor* h = host(ins[k])) {
+      if (!h->is_float() || static_cast<int64_t>(h->numel()) != c)
+        return Status::invalid_graph(where + ": " + names[k] + " must be a float tensor of " +
+                                     std::to_string(c) + " values, got " + h->desc());
+      HostTensor t = *h;
+      t.type = onnx::kFloat;
+      t.shape = cshape;
+      v[k] = add_const(name + "/" + names[k], std::move(t));
+      continue;
+    }
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc d, desc_of(ins[k], where));
+    if (d.dtype != DType::kF32 || d.shape != Shape{c})
+      return Status::invalid_graph(where + ": " + names[k] + " must be a float tensor of shape [" +
+                                   std::to_string(c) + "] (the channels of X " + x.to_string() +
+                                   "), got " + d.to_string());
+    v[k] = fresh(name + "/" + names[k]);
+    GRAPHI_RETURN_IF_ERROR(emit_reshape(v[k], ins[k], cshape, {v[k]}, where, &n));
+  }
+  const onnx::Attr* eps_attr = n.attr("epsilon");
+  HostTensor eps = HostTensor::make(onnx::kFloat, {1});
+  eps.f[0] = eps_attr ? eps_attr->f : 1e-5;
+  const std::string var_eps = fresh(name + "/var_eps"), root = fresh(name + "/std"),
+                    centered = fresh(name + "/centered"), normed = fresh(name + "/normed"),
+                    scaled = fresh(name + "/scaled");
+  GRAPHI_RETURN_IF_ERROR(emit("Add", var_eps, {v[4], add_const(name + "/eps", std::move(eps))},
+                              {var_eps}, {}, where, &n));
+  GRAPHI_RETURN_IF_ERROR(emit("Sqrt", root, {var_eps}, {root}, {}, where, &n));
+  GRAPHI_RETURN_IF_ERROR(emit("Sub", centered, {ins[0], v[3]}, {centered}, {}, where, &n));
+  GRAPHI_RETURN_IF_ERROR(emit("Div", normed, {centered, root}, {normed}, {}, where, &n));
+  GRAPHI_RETURN_IF_ERROR(emit("Mul", scaled, {normed, v[1]}, {scaled}, {}, where, &n));
+  return emit("Add", name, {scaled, v[2]}, {outs[0]}, {}, where, &n);
 }
 
 Result<Shape> Importer::input_shape(const onnx::Node& n, size_t k, const std::string& where) {

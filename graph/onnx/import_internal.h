@@ -118,6 +118,11 @@ class Importer {
   // The static shape of n's input k (a constant's or a run-time value's), before the node is
   // translated; an error naming the input when it is missing.
   Result<Shape> input_shape(const onnx::Node& n, size_t k, const std::string& where);
+  // Inference BatchNormalization whose scale, B, mean or var is computed at run time.
+  Status batch_norm_run_time_stats(const onnx::Node& n, const std::string& name,
+                                   const std::vector<std::string>& ins,
+                                   const std::vector<std::string>& outs, const TensorDesc& x,
+                                   const std::string& where);
   // Conv/MaxPool/AveragePool with auto_pad SAME_UPPER, SAME_LOWER or VALID (tf2onnx writes
   // them): the same node with explicit pads, computed from the static input shape.
   Result<onnx::Node> explicit_pads(const onnx::Node& n, const std::string& where);

@@ -554,6 +554,28 @@ class ExportPatternsTest(unittest.TestCase):
         with self.assertRaisesRegex(graphi.Error, r"input 'c' is empty \(a zero-length dim"):
             graphi.Session(path)
 
+    def test_batch_norm_with_run_time_statistics(self):
+        from onnx import helper, numpy_helper
+        # tf2onnx's Keras LayerNormalization: the mean and variance come from the graph, scale
+        # and B are constants, one of them also from the graph here.
+        rng = np.random.default_rng(3)
+        scale = rng.standard_normal(5).astype(np.float32)
+        nodes = [helper.make_node("ReduceMean", ["x"], ["m"], axes=[0, 2], keepdims=0),
+                 helper.make_node("ReduceMean", ["x"], ["mk"], axes=[0, 2], keepdims=1),
+                 helper.make_node("Sub", ["x", "mk"], ["d"]),
+                 helper.make_node("Mul", ["d", "d"], ["d2"]),
+                 helper.make_node("ReduceMean", ["d2"], ["v"], axes=[0, 2], keepdims=0),
+                 helper.make_node("Abs", ["m"], ["b"]),
+                 helper.make_node("BatchNormalization", ["x", "scale", "b", "m", "v"], ["y"],
+                                  epsilon=1e-3)]
+        path = self.save(nodes, [numpy_helper.from_array(scale, "scale")], "bn_stats", [4, 5, 3])
+        x = rng.standard_normal((4, 5, 3)).astype(np.float32)
+        m = x.mean(axis=(0, 2))
+        v = ((x - m[None, :, None]) ** 2).mean(axis=(0, 2))
+        want = ((x - m[None, :, None]) / np.sqrt(v[None, :, None] + 1e-3) * scale[None, :, None]
+                + np.abs(m)[None, :, None])
+        np.testing.assert_allclose(graphi.Session(path).run([x])["y"], want, rtol=1e-5, atol=1e-5)
+
     def test_if_on_a_run_time_condition_selects_a_branch(self):
         import onnx
         from onnx import helper, TensorProto, numpy_helper
