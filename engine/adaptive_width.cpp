@@ -41,7 +41,7 @@ double AdaptiveWidth::Samples::estimate(Clock::time_point now) const {
 int AdaptiveWidth::choose(Clock::time_point now) {
   if (full_ <= 1) return full_;
   if (runs_ == 0) first_ = now;
-  if (runs_ < kWarmupRuns || now - first_ < kWarmup) return full_;
+  if ((runs_ < kWarmupRuns || now - first_ < kWarmup) && starved_ < kStarvedRuns) return full_;
   const double team = team_.estimate(now), narrow = narrow_.estimate(now);
   // Measure the team first, twice: the first run after an idle gap (caches cold, the team's
   // threads asleep) is slow, and alone it would send the Session narrow for a second (the
@@ -55,9 +55,11 @@ int AdaptiveWidth::choose(Clock::time_point now) {
   return now - team_.newest >= kProbeInterval ? full_ : 1;
 }
 
-void AdaptiveWidth::record(int width, double ms, Clock::time_point now) {
+void AdaptiveWidth::record(int width, double ms, Clock::time_point now, double cpu_ms) {
   ++runs_;
   if (full_ <= 1 || (width != 1 && width != full_)) return;  // narrowed for other reasons
+  if (width == full_ && cpu_ms >= 0 && ms >= kStarvedMinMs && cpu_ms < kStarvedShare * ms * full_)
+    ++starved_;
   Samples& s = of(width);
   s.ms[static_cast<size_t>(s.next)] = ms;
   s.at[static_cast<size_t>(s.next)] = now;

@@ -15,7 +15,11 @@
 // sustained load within a few runs, a burst of load is forgotten 2 s after it ended, and a
 // quiet machine pays one narrow run per second.
 // Nothing changes in the first second of a Session or its first 20 runs (short-lived Sessions,
-// the profiler's calibration runs and tests keep their team). The narrow run uses each
+// the profiler's calibration runs and tests keep their team), unless three of the team's runs
+// were starved: at least 1 ms long, and the process got under 35% of the CPU time its k threads
+// would have used over the run (they waited, descheduled, for cores other processes held:
+// tf2onnx's MobileNetV3-Small took 93-199 ms a run on 2 threads beside two busy processes, 2.1
+// ms on one; a 20-run `graphi run` never left the warm-up). The narrow run uses each
 // primitive's 1-thread twin (ops/onednn.h): its outputs may differ from the team's in the last
 // bits (a different summation split), as with engine/run_width.h's narrowing.
 //
@@ -33,6 +37,8 @@ class AdaptiveWidth {
   static constexpr int kWindow = 5;
   static constexpr int kWarmupRuns = 20;
   static constexpr std::chrono::milliseconds kWarmup{1000}, kProbeInterval{1000}, kMaxAge{2000};
+  static constexpr int kStarvedRuns = 3;
+  static constexpr double kStarvedShare = 0.35, kStarvedMinMs = 1.0;
 
   explicit AdaptiveWidth(int full) : full_(full) {}
   // Whether GRAPHI_ADAPTIVE_WIDTH allows it (read once).
@@ -40,8 +46,9 @@ class AdaptiveWidth {
 
   // The team width of the next run (full or 1), at time `now`.
   int choose(Clock::time_point now);
-  // A run of `width` threads took `ms`, ending at `now`.
-  void record(int width, double ms, Clock::time_point now);
+  // A run of `width` threads took `ms`, ending at `now`; the process used `cpu_ms` of CPU time
+  // meanwhile (< 0: not measured).
+  void record(int width, double ms, Clock::time_point now, double cpu_ms = -1);
 
  private:
   struct Samples {
@@ -56,6 +63,7 @@ class AdaptiveWidth {
 
   int full_;
   int runs_ = 0;
+  int starved_ = 0;  // team runs that waited for descheduled threads (see the top)
   Clock::time_point first_{};
   Samples team_, narrow_;
 };

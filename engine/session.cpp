@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <unordered_map>
 
@@ -41,6 +42,13 @@ namespace graphi::engine {
 using graph::kNoId;
 
 namespace {
+
+// CPU time the whole process has used, ms (AdaptiveWidth's starved-team check).
+double process_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
 
 struct FreeAligned {
   void operator()(void* p) const { std::free(p); }
@@ -492,13 +500,15 @@ Result<NamedTensors> Session::run(const NamedTensors& inputs) {
       // A traced run (the profiler's per-op costs) keeps the full team.
       const bool adapt = im.adaptive && !im.options.trace;
       const Clock::time_point start = adapt ? Clock::now() : Clock::time_point{};
+      const double cpu_start = adapt ? process_cpu_ms() : 0;
       const RunWidth width(adapt ? im.adaptive->choose(start) : im.options.threads, im.cpus,
                            im.narrow);
       st = im.execute(width.threads());
       if (adapt && st.is_ok()) {
         const Clock::time_point end = Clock::now();
         im.adaptive->record(width.threads(),
-                            std::chrono::duration<double, std::milli>(end - start).count(), end);
+                            std::chrono::duration<double, std::milli>(end - start).count(), end,
+                            process_cpu_ms() - cpu_start);
       }
     }
     if (!st.is_ok()) {

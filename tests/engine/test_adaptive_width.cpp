@@ -12,16 +12,18 @@ using std::chrono::milliseconds;
 namespace {
 
 // Runs `n` runs through the controller, each taking team_ms(i) at full width and narrow_ms at
-// width 1 (time advances by the run's length); returns how many ran narrow.
+// width 1 (time advances by the run's length); returns how many ran narrow. `team_cpu` is the
+// share of the team's CPU time (threads x wall) the process got in a team run (1: all of it).
 template <typename TeamMs>
-int simulate(AdaptiveWidth& w, Clock::time_point& now, int n, TeamMs team_ms, double narrow_ms) {
+int simulate(AdaptiveWidth& w, Clock::time_point& now, int n, TeamMs team_ms, double narrow_ms,
+             double team_cpu = 1.0, int threads = 2) {
   int narrow = 0;
   for (int i = 0; i < n; ++i) {
     const int width = w.choose(now);
     const double ms = width == 1 ? narrow_ms : team_ms(i);
     narrow += width == 1;
     now += std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
-    w.record(width, ms, now);
+    w.record(width, ms, now, width == 1 ? ms : team_cpu * ms * threads);
   }
   return narrow;
 }
@@ -90,4 +92,24 @@ TEST_CASE("AdaptiveWidth: a cold first run after a pause does not send the Sessi
         w, now, 4000, [](int i) { return i == 0 ? 0.3 : 0.048; }, 0.083);  // ~0.2 s
     CHECK(narrow <= 2);
   }
+}
+
+TEST_CASE("AdaptiveWidth: starved team runs end the warm-up early", "[engine][width]") {
+  // Beside busy processes a team of 2 waits at every op for a descheduled thread: 30 ms a run
+  // with the process getting 20% of 2 threads' time, the caller alone 7 ms. After three such
+  // runs the young Session measures the narrow width and keeps it.
+  AdaptiveWidth w(2);
+  Clock::time_point now{};
+  CHECK(simulate(
+            w, now, 20, [](int) { return 30.0; }, 7.0, 0.2) >= 15);
+  // Slow team runs that got their CPU time (a big model) do not: the full team for the warm-up.
+  AdaptiveWidth big(2);
+  Clock::time_point t{};
+  CHECK(simulate(
+            big, t, 20, [](int) { return 30.0; }, 70.0, 0.9) == 0);
+  // Nor do short runs, however starved (the CPU clock's resolution and the first touch).
+  AdaptiveWidth tiny(2);
+  Clock::time_point u{};
+  CHECK(simulate(
+            tiny, u, 20, [](int) { return 0.5; }, 0.2, 0.1) == 0);
 }
