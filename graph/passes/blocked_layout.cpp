@@ -118,6 +118,17 @@ bool patch_upsampler(const Graph& g, const Node& n) {
          attr_is("output_padding", {0, 0}, {0, 0});
 }
 
+// A ReduceMean over axes 2 and 3 of a 4-D value with keepdims = 1.
+bool spatial_mean(const Node& n) {
+  auto keep = attr_int(n.attrs, n.name, "keepdims", 1);
+  auto axes = attr_ints(n.attrs, n.name, "axes", {});
+  if (!keep.is_ok() || *keep != 1 || !axes.is_ok() || axes->size() != 2) return false;
+  std::vector<int64_t> a;
+  for (int64_t v : *axes) a.push_back(v < 0 ? v + 4 : v);
+  std::sort(a.begin(), a.end());
+  return a == std::vector<int64_t>{2, 3};
+}
+
 // A scalar operand (Clip's min / max): rank 0 or one element.
 bool scalar(const Value& v) { return v.desc.numel() == 1; }
 
@@ -324,6 +335,14 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
       Attributes a = n.attrs;
       a.set("block", b);
       make_blocked(id, "Blocked" + n.op, {blocked_input(x)}, a);
+    } else if (n.op == "ReduceMean" && n.inputs.size() == 1 && is_blocked(x, 0) && f32_4d(xv) &&
+               spatial_mean(n)) {
+      // The mean over H and W kept as [N, C, 1, 1] (a squeeze-excitation's pool as tf2onnx
+      // writes it) is a global AveragePool: blocked, padding lanes 0 in and out.
+      Attributes a;
+      a.set("kernel_shape", std::vector<int64_t>{xv.desc.shape[2], xv.desc.shape[3]});
+      a.set("block", b);
+      make_blocked(id, "BlockedAveragePool", {bname.at(x)}, a);
     } else if (n.op == "ConvTranspose" && is_blocked(x, 0) && f32_4d(xv) && patch_upsampler(g, n)) {
       // Each input pixel's output patch is a 1x1 convolution + a shuffle of whole B-lane
       // vectors (ops/conv_transpose.cpp), so the decoder of a U-Net stays blocked.

@@ -9,10 +9,8 @@ namespace {
 
 // A float constant of one element equal to `want` within 1e-6 relative.
 bool scalar_near(const Graph& g, ValueId v, double want) {
-  if (v == kNoId) return false;
-  const Value& c = g.value(v);
-  if (!c.data || c.desc.dtype != DType::kF32 || c.desc.numel() != 1) return false;
-  return std::abs(static_cast<double>(c.data->data_as<float>()[0]) - want) <= 1e-6 * want;
+  const std::optional<double> c = float_scalar(g, v);
+  return c && std::abs(*c - want) <= 1e-6 * want;
 }
 
 }  // namespace

@@ -236,6 +236,13 @@ ValueId other_operand(const Node& n, const std::string& op, ValueId known) {
   return kNoId;
 }
 
+std::optional<double> float_scalar(const Graph& g, ValueId v) {
+  if (v == kNoId) return std::nullopt;
+  const Value& c = g.value(v);
+  if (!c.data || c.desc.dtype != DType::kF32 || c.desc.numel() != 1) return std::nullopt;
+  return static_cast<double>(c.data->data_as<float>()[0]);
+}
+
 bool elementwise_unary_op(const std::string& op) {
   static const std::unordered_set<std::string> kOps = {
       "Relu",     "Sigmoid",  "Tanh", "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Clip",

@@ -42,6 +42,9 @@ std::optional<std::pair<int64_t, int64_t>> slice_range(const Graph& g, const Nod
 // run time, is not a float scalar, or lo > hi.
 std::optional<std::pair<double, double>> clip_bounds(const Graph& g, const Node& n);
 
+// The value of a float32 constant of one element (rank 0 or 1), else nullopt.
+std::optional<double> float_scalar(const Graph& g, ValueId v);
+
 // The one node reading v when v is read by exactly one node and is not a graph output (a value
 // a fusion may make internal), else kNoId.
 NodeId sole_reader(const Graph& g, ValueId v);

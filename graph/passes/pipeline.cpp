@@ -9,12 +9,14 @@
 #include "graph/passes/conv_merge.h"
 #include "graph/passes/conv_trim.h"
 #include "graph/passes/gelu_fusion.h"
+#include "graph/passes/hard_sigmoid_fusion.h"
 #include "graph/passes/matmul_epilogue.h"
 #include "graph/passes/mm_fusion.h"
 #include "graph/passes/pad_fold.h"
 #include "graph/passes/phase_hoisting.h"
 #include "graph/passes/reshape_cleanup.h"
 #include "graph/passes/rnn_fusion.h"
+#include "graph/passes/transpose_sink.h"
 
 namespace graphi::graph::passes {
 namespace {
@@ -88,11 +90,29 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
         {"reshape_cleanup", "collapsed " + plural(r.collapsed, "Reshape chain"), r.collapsed});
     if (r.collapsed > 0) out.graph = std::move(r.graph);
   }
+  if (options.transpose_sink) {
+    GRAPHI_ASSIGN_OR_RETURN(TransposeSinkResult r, sink_transposes(out.graph, shapes));
+    out.transposes_removed = r.removed;
+    out.reports.push_back(
+        {"transpose_sink",
+         "pushed Transposes through element-wise ops: " + plural(r.removed, "Transpose") +
+             " fewer (of " + std::to_string(r.transposes) + ")",
+         r.removed});
+    if (r.removed > 0) out.graph = std::move(r.graph);
+  }
   if (options.gelu_fusion) {
     GRAPHI_ASSIGN_OR_RETURN(GeluFusionResult r, fuse_gelu(out.graph, shapes));
     out.gelus_fused = r.fused;
     out.reports.push_back(
         {"gelu_fusion", "fused " + plural(r.fused, "exact GELU chain") + " into Gelu", r.fused});
+    if (r.fused > 0) out.graph = std::move(r.graph);
+  }
+  if (options.hard_sigmoid_fusion) {
+    GRAPHI_ASSIGN_OR_RETURN(HardSigmoidFusionResult r, fuse_hard_sigmoid(out.graph, shapes));
+    out.hard_sigmoids_fused = r.fused;
+    out.reports.push_back(
+        {"hard_sigmoid_fusion",
+         "fused " + plural(r.fused, "clip(x + c, 0, h) / h chain") + " into HardSigmoid", r.fused});
     if (r.fused > 0) out.graph = std::move(r.graph);
   }
   if (options.matmul_epilogue) {

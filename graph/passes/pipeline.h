@@ -5,7 +5,11 @@
 //   3. phase_hoisting (graph/passes/phase_hoisting.h): per-step input projections of what is
 //      left of a recurrence -> one GEMM ahead of it;
 //   4. reshape_cleanup (graph/passes/reshape_cleanup.h): Reshape chains -> one Reshape;
+//   4a. transpose_sink (graph/passes/transpose_sink.h): Transposes pushed through element-wise
+//       ops until they cancel (tf2onnx's NHWC Keras models);
 //   4b. gelu_fusion (graph/passes/gelu_fusion.h): the exact GELU's Div, Erf, Add, Mul, Mul -> Gelu;
+//       hard_sigmoid_fusion (graph/passes/hard_sigmoid_fusion.h): clip(x + c, 0, h) / h ->
+//       HardSigmoid (Keras' hard_sigmoid and hard_swish gate);
 //   4c. matmul_epilogue (graph/passes/matmul_epilogue.h): MatMul by a constant + bias Add
 //       (+ a column scale Mul, + Relu / Gelu) -> MatMulBias (oneDNN post-ops);
 //   5. pad_fold (graph/passes/pad_fold.h): all-zero Pads dropped, zero Pads before a Conv or an
@@ -43,7 +47,9 @@ struct PipelineOptions {
   bool mm_fusion = true;
   bool phase_hoisting = true;
   bool reshape_cleanup = true;
+  bool transpose_sink = true;
   bool gelu_fusion = true;
+  bool hard_sigmoid_fusion = true;
   bool matmul_epilogue = true;
   bool pad_fold = true;
   bool conv_trim = true;
@@ -74,7 +80,9 @@ inline constexpr PassSwitch kPassSwitches[] = {
     {"mm_fusion", &PipelineOptions::mm_fusion},
     {"phase_hoisting", &PipelineOptions::phase_hoisting},
     {"reshape_cleanup", &PipelineOptions::reshape_cleanup},
+    {"transpose_sink", &PipelineOptions::transpose_sink},
     {"gelu_fusion", &PipelineOptions::gelu_fusion},
+    {"hard_sigmoid_fusion", &PipelineOptions::hard_sigmoid_fusion},
     {"matmul_epilogue", &PipelineOptions::matmul_epilogue},
     {"pad_fold", &PipelineOptions::pad_fold},
     {"conv_trim", &PipelineOptions::conv_trim},
@@ -104,7 +112,9 @@ struct PipelineResult {
   int rnn_cells = 0, rnn_sequences = 0;
   int mm_groups = 0, mm_members = 0, hoisted_groups = 0, hoisted_members = 0;
   int reshapes_collapsed = 0;
+  int transposes_removed = 0;
   int gelus_fused = 0;
+  int hard_sigmoids_fused = 0;
   int matmul_epilogues = 0;
   int pads_removed = 0, pads_folded = 0;
   int convs_trimmed = 0;
