@@ -263,9 +263,19 @@ class Matcher {
           ld.shape[0] != B)
         return leaf(v);
       if (gemm && p->inputs.size() == 3 && p->inputs[2] != kNoId) {
-        auto b = bias_of(p->inputs[2], N);
-        if (!b) return leaf(v);
-        a.biases.push_back(*b);
+        if (auto b = bias_of(p->inputs[2], N)) {
+          a.biases.push_back(*b);
+        } else if (is_f32(p->inputs[2], d.shape)) {
+          // C computed at run time: tf2onnx's unrolled Keras cell, Gemm(x_t, W, C = h R).
+          auto c = affine(p->inputs[2], depth + 1);
+          if (!c) return std::nullopt;
+          a.terms.insert(a.terms.end(), c->terms.begin(), c->terms.end());
+          a.biases.insert(a.biases.end(), c->biases.begin(), c->biases.end());
+          a.others.insert(a.others.end(), c->others.begin(), c->others.end());
+          a.nodes.insert(a.nodes.end(), c->nodes.begin(), c->nodes.end());
+        } else {
+          return leaf(v);
+        }
       }
       // [x, h] W: one term per concatenated part, each with its block of rows.
       const Node* cat = producer(l);

@@ -6,7 +6,8 @@
 // affine expression  sum_k left_k M_k + sum_j b_j  where each M_k is a block of a float32
 // constant matrix and each b_j a block of a constant [N] / [1, N] vector. It may be written with
 // MatMul (by a constant, possibly behind Identity / Transpose nodes), Gemm (transA = 0, alpha =
-// beta = 1, any transB, a constant bias C), Adds in any association, Split or Slice along axis 1
+// beta = 1, any transB, a constant bias C or a C that is itself such an expression: tf2onnx's
+// Gemm(x_t, W, C = h R)), Adds in any association, Split or Slice along axis 1
 // of any of these (torch.chunk), a Concat [x, h] along axis 1 as the left operand (one term per
 // part), and one GEMM per gate or one for all gates. A gate value is act(affine) or a column
 // piece of act(affine) (activation applied before the split).

@@ -8,7 +8,15 @@
 
 namespace graphi::test {
 
-enum class Cell { kLstmChunk, kLstmSplit, kLstmPerGate, kLstmConcat, kGruLbr, kGruCanonical };
+enum class Cell {
+  kLstmChunk,
+  kLstmSplit,
+  kLstmPerGate,
+  kLstmConcat,
+  kLstmGemmC,  // tf2onnx's unrolled Keras cell: Gemm(x, W, C = h R) + b, Split into i, f, g, o
+  kGruLbr,
+  kGruCanonical
+};
 enum class Defect { kNone, kReluCandidate, kInputWeight, kExtraUse, kTwoMinusZ, kSigmoidN };
 
 inline bool is_lstm(Cell c) { return c != Cell::kGruLbr && c != Cell::kGruCanonical; }
@@ -63,6 +71,11 @@ inline Result<graph::Graph> build_cells(const CellSpec& s) {
         Wx = n.weight({4 * H, I + H});
         b1 = n.weight({4 * H});
         break;
+      case Cell::kLstmGemmC:
+        Wx = n.weight({I, 4 * H});
+        Wh_t = n.weight({H, 4 * H});
+        b1 = n.weight({4 * H});
+        break;
       case Cell::kGruLbr:
         Wx = n.weight({3 * H, I});
         b1 = n.weight({3 * H});
@@ -96,6 +109,21 @@ inline Result<graph::Graph> build_cells(const CellSpec& s) {
           } else {
             for (int k = 0; k < 4; ++k) p.push_back(n.slice(a, 1, k * H, (k + 1) * H));
           }
+          i = act("Sigmoid", p[0]);
+          f = act("Sigmoid", p[1]);
+          g = act(g_act, p[2]);
+          o = act("Sigmoid", p[3]);
+          c = n.node("Add", {n.node("Mul", {f, c}), n.node("Mul", {i, g})});
+          h = n.node("Mul", {o, act("Tanh", c)});
+        } else if (s.cell == Cell::kLstmGemmC) {
+          graph::Attributes gemm;
+          gemm.set("transA", int64_t{0});
+          gemm.set("transB", int64_t{0});
+          const std::string a =
+              n.node("Add", {n.node("Gemm", {x, Wx, n.node("MatMul", {h, Wh_t})}, gemm), b1});
+          graph::Attributes ax;
+          ax.set("axis", int64_t{1});
+          const std::vector<std::string> p = n.multi("Split", {a}, 4, ax);
           i = act("Sigmoid", p[0]);
           f = act("Sigmoid", p[1]);
           g = act(g_act, p[2]);
@@ -184,6 +212,8 @@ inline const char* cell_name(Cell c) {
       return "lstm one Linear per gate";
     case Cell::kLstmConcat:
       return "lstm [x, h] W";
+    case Cell::kLstmGemmC:
+      return "lstm Gemm(x, W, C = h R) (tf2onnx)";
     case Cell::kGruLbr:
       return "gru linear before reset";
     case Cell::kGruCanonical:

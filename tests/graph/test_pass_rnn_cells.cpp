@@ -22,6 +22,7 @@ TEST_CASE("RNN fusion recognizes cells as PyTorch exports them", "[graph][fusion
       {Cell::kLstmPerGate, 6, 5, 2, 1, 6},
       {Cell::kLstmConcat, 4, 6, 2, 3, 4},
       {Cell::kLstmConcat, 6, 6, 1, 1, 1},
+      {Cell::kLstmGemmC, 5, 6, 2, 2, 4},
       {Cell::kGruLbr, 6, 8, 2, 3, 5},
       {Cell::kGruLbr, 7, 4, 1, 1, 6},
       {Cell::kGruCanonical, 5, 6, 2, 3, 4},
