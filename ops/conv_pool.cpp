@@ -19,6 +19,7 @@
 
 #include "ops/activations.h"
 #include "ops/conv_algorithm.h"
+#include "ops/conv_depthwise_direct.h"
 #include "ops/onednn.h"
 #include "ops/registry.h"
 #include "ops/rnn/gemv_rows.h"
@@ -573,6 +574,17 @@ class OnednnConvKernel final : public Kernel {
       auto widened = make_fastest_conv(wide, ctx.team_size, blocked, onednn::make_conv, "conv");
       if (widened.is_ok() && !is_reference((*widened)->impl_name())) prim_ = std::move(*widened);
     }
+    const bool depthwise = g_.group > 1 && g_.group == g_.c && g_.group == g_.oc;
+    const Tensor* bias = g_.has_bias ? ctx.constant(2) : nullptr;
+    if (is_reference(prim_->impl_name()) && blocked && depthwise && s.src_block == s.dst_block &&
+        s.const_weights && (!g_.has_bias || bias) && !scaled_ && !fused_dw) {
+      // oneDNN's jit depthwise kernels take a few kernel sizes only: graphi's direct loop.
+      DepthwiseGeometry dg{g_.n,  g_.c,  g_.h,  g_.w,  g_.oh, g_.ow, g_.kh,      g_.kw,
+                           g_.sh, g_.sw, g_.dh, g_.dw, g_.pt, g_.pl, s.dst_block};
+      direct_dw_ = std::make_unique<DepthwiseBlockedDirect>(
+          dg, s.const_weights, bias ? bias->data_as<float>() : nullptr, after_post_);
+      return Status::ok();
+    }
     if (is_reference(prim_->impl_name())) warn_reference_conv(ctx.where, s);
     return Status::ok();
   }
@@ -581,6 +593,16 @@ class OnednnConvKernel final : public Kernel {
     float* y = static_cast<float*>(io.outputs[0]);
     const float* bias = g_.has_bias ? static_cast<const float*>(io.inputs[2]) : nullptr;
     const float* z = g_.has_sum ? static_cast<const float*>(io.inputs[3]) : nullptr;
+    if (direct_dw_) {
+      const auto* x = static_cast<const float*>(io.inputs[0]);
+#pragma omp parallel num_threads(team.nthr)
+      {
+        auto [i0, i1] =
+            team_range(direct_dw_->items(), omp_get_thread_num(), omp_get_num_threads());
+        direct_dw_->run(x, z, y, i0, i1);
+      }
+      return;
+    }
     // Z the primitive did not add (a Winograd one: made without the sum and the activation).
     const float* z_after = z && !prim_->sums_input() ? z : nullptr;
     const float* x = static_cast<const float*>(io.inputs[0]);
@@ -641,6 +663,7 @@ class OnednnConvKernel final : public Kernel {
   int64_t images_ = 1, x_image_ = 0, y_image_ = 0, s_image_ = 0;  // ... and its per-image steps
   ConvPostOp after_post_;  // the output's activation (the depthwise conv's in BlockedConvDw)
   std::unique_ptr<onednn::Primitive> prim_;
+  std::unique_ptr<DepthwiseBlockedDirect> direct_dw_;  // instead of oneDNN's reference code
 };
 
 // A 1x1 convolution of 1x1 images (a squeeze-excitation's two convs after the global pool, any

@@ -91,6 +91,12 @@ class PowKernel final : public Kernel {
         for (int64_t i = 0; i < n; ++i) y[pos + i] = int_pow(pa[i * sa], pb[i * sb]);
       } else if (sb == 0 && pb[0] == T{2}) {  // x ** 2 (LayerNorm's variance): exact and fast
         for (int64_t i = 0; i < n; ++i) y[pos + i] = pa[i * sa] * pa[i * sa];
+      } else if (sb == 0 && pb[0] == T{3}) {
+        // x ** 3: the tanh GELU's cube (GPT-2's gelu_new, GPT-J, ALBERT, mT5); std::pow took
+        // 1.3 ms on [1, 128, 1536] where ORT takes 0.06.
+        for (int64_t i = 0; i < n; ++i) y[pos + i] = pa[i * sa] * pa[i * sa] * pa[i * sa];
+      } else if (sb == 0 && static_cast<double>(pb[0]) == 0.5) {
+        for (int64_t i = 0; i < n; ++i) y[pos + i] = std::sqrt(pa[i * sa]);
       } else {
         for (int64_t i = 0; i < n; ++i)
           y[pos + i] = std::pow(pa[i * sa], static_cast<float>(pb[i * sb]));

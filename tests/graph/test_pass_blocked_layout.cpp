@@ -300,6 +300,59 @@ TEST_CASE("blocked_layout: convs over padded channel blocks (8 or 12 of 16) equa
   }
 }
 
+TEST_CASE("blocked_layout: depthwise convs oneDNN has no jit kernel for equal the definition",
+          "[passes][conv][layout]") {
+  // A Conformer's 1-D depthwise conv (1x31 over one row, 24 channels: padded blocks), which
+  // oneDNN runs only in its reference code, goes to graphi's direct kernel
+  // (ops/conv_depthwise_direct.h); a 9x9 stride-2 one and a 7x7 stride-2 dilated one on 24
+  // channels stay on oneDNN's jit_dw. Each is followed by a Sigmoid the conv takes as its
+  // activation: bias, activation and zero padding lanes included.
+  struct Case {
+    int64_t c, h, w, kh, kw, stride, dil, pad_h, pad_w;
+  };
+  for (const Case& k : {Case{24, 1, 49, 1, 31, 1, 1, 0, 15}, Case{16, 9, 9, 9, 9, 2, 1, 4, 4},
+                        Case{24, 15, 13, 7, 7, 2, 2, 3, 3}}) {
+    INFO("channels " << k.c << " kernel " << k.kh << "x" << k.kw);
+    graph::GraphBuilder b("<depthwise>");
+    uint64_t seed = 970;
+    b.add_input("x", TensorDesc{DType::kF32, {2, k.c, k.h, k.w}});
+    const Tensor w1 =
+        test::random_tensor(TensorDesc{DType::kF32, {k.c, 1, k.kh, k.kw}}, seed++, -0.3, 0.3);
+    const Tensor b1 = test::random_tensor(TensorDesc{DType::kF32, {k.c}}, seed++);
+    b.add_constant("w1", w1);
+    b.add_constant("b1", b1);
+    // A 1x1 conv first, so the depthwise conv reads a blocked value.
+    const Tensor w_in =
+        test::random_tensor(TensorDesc{DType::kF32, {k.c, k.c, 1, 1}}, seed++, -0.3, 0.3);
+    b.add_constant("w_in", w_in);
+    b.add_node("Conv", "pw", {"x", "w_in"}, {"p"}, test::conv_window(1, 1, 0));
+    graph::Attributes dw;
+    dw.set("kernel_shape", std::vector<int64_t>{k.kh, k.kw});
+    dw.set("strides", std::vector<int64_t>{k.stride, k.stride});
+    dw.set("dilations", std::vector<int64_t>{k.dil, k.dil});
+    dw.set("pads", std::vector<int64_t>{k.pad_h, k.pad_w, k.pad_h, k.pad_w});
+    dw.set("group", k.c);
+    b.add_node("Conv", "dw", {"p", "w1", "b1"}, {"d"}, dw);
+    b.add_node("Sigmoid", "s", {"d"}, {"y"});
+    b.add_output("y");
+    const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
+    auto [plain, blocked] = plain_and_blocked(g);
+    CHECK(test::count_op(blocked.graph, "BlockedConv") == 2);
+
+    const engine::NamedTensors in = test::random_inputs(g, 8);
+    const engine::NamedTensors out = test::run_graph(blocked.graph, in, 2);
+    const Tensor p = test::conv2d_ref(in[0].second, w_in, nullptr, test::Window2d{}, 1);
+    test::Window2d win;
+    win.strides = {k.stride, k.stride};
+    win.dilations = {k.dil, k.dil};
+    win.pads = {k.pad_h, k.pad_w, k.pad_h, k.pad_w};
+    Tensor want = test::conv2d_ref(p, w1, &b1, win, k.c);
+    for (int64_t i = 0; i < want.numel(); ++i)
+      want.data_as<float>()[i] = 1.0f / (1.0f + std::exp(-want.data_as<float>()[i]));
+    CHECK(test::max_rel_error(out[0].second, want) < 1e-5);
+  }
+}
+
 TEST_CASE("blocked_layout: inception blocks and a PathNet stack equal the NCHW path",
           "[passes][conv][layout]") {
   for (int64_t batch : {1, 3}) {

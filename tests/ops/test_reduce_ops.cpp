@@ -155,6 +155,17 @@ TEST_CASE("Pow broadcasts like numpy and matches std::pow", "[ops][pow]") {
   auto sq = run_single_op("Pow", {}, {x, two}, 1, 3, {false, true});
   REQUIRE(sq.is_ok());
   CHECK(test::max_rel_error(sq->outputs[0], pow_ref(x, two, {5, 70})) == 0);
+  // x ** 3 (the tanh GELU's cube) and x ** 0.5 (as sqrt) with a scalar exponent: within a few
+  // ulps of std::pow (x * x * x rounds twice).
+  for (float e : {3.0f, 0.5f}) {
+    INFO("exponent " << e);
+    Tensor ex(TensorDesc{DType::kF32, {}});
+    ex.data_as<float>()[0] = e;
+    Tensor base = e == 3.0f ? x : test::random_tensor({DType::kF32, {5, 70}}, 47, 0, 9);
+    auto r = run_single_op("Pow", {}, {base, ex}, 1, 2, {false, true});
+    REQUIRE(r.is_ok());
+    CHECK(test::max_rel_error(r->outputs[0], pow_ref(base, ex, {5, 70})) < 1e-6);
+  }
   // Integer exponents (ONNX allows int32/int64 Y with a float X), broadcast over rows.
   for (DType t : {DType::kI32, DType::kI64}) {
     Tensor e = test::random_tensor({t, {70}}, 45, -3, 5);
