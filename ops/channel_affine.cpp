@@ -112,6 +112,32 @@ __attribute__((target("avx512f"))) void affine_rows16_avx512(const float* x, con
   }
 }
 
+// NCHW rows (one plane of one channel, one scale and shift): the pixels in 16-lane vectors, a
+// masked tail (the generic loop above, with its per-pixel lane loop, took ~2.5 ns a value:
+// BiT's GroupNorm affine over [1, 256, 56, 56] 2 ms on one core).
+__attribute__((target("avx512f"))) void affine_planes_avx512(const float* x, const float* s,
+                                                             const float* b, float* y,
+                                                             int64_t first, int64_t last,
+                                                             int64_t channels, int64_t pixels,
+                                                             bool relu) noexcept {
+  const __m512 zero = _mm512_setzero_ps();
+  const int64_t body = pixels / 16 * 16;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (pixels - body)) - 1u);
+  for (int64_t r = first; r < last; ++r) {
+    const __m512 sv = _mm512_set1_ps(s[r % channels]), bv = _mm512_set1_ps(b[r % channels]);
+    const float* xr = x + r * pixels;
+    float* yr = y + r * pixels;
+    for (int64_t p = 0; p < body; p += 16) {
+      __m512 v = _mm512_fmadd_ps(_mm512_loadu_ps(xr + p), sv, bv);
+      _mm512_storeu_ps(yr + p, relu ? _mm512_max_ps(zero, v) : v);
+    }
+    if (tail) {
+      __m512 v = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, xr + body), sv, bv);
+      _mm512_mask_storeu_ps(yr + body, tail, relu ? _mm512_max_ps(zero, v) : v);
+    }
+  }
+}
+
 class ChannelAffineKernel final : public Kernel {
  public:
   const char* name() const override { return "channel_affine"; }
@@ -131,6 +157,8 @@ class ChannelAffineKernel final : public Kernel {
     const bool relu = shape_.relu;
     if (avx512_ && shape_.lanes == 16)
       affine_rows16_avx512(x, s, b, y, r0, r1, shape_.channels, shape_.pixels, relu);
+    else if (avx512_ && shape_.lanes == 1)
+      affine_planes_avx512(x, s, b, y, r0, r1, shape_.channels, shape_.pixels, relu);
     else if (relu)
       affine_rows<true>(x, s, b, y, r0, r1, shape_);
     else
