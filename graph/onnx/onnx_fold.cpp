@@ -591,6 +591,7 @@ const std::vector<std::string>& foldable_ops() {
                                   "Equal",
                                   "Exp",
                                   "Expand",
+                                  "EyeLike",
                                   "Flatten",
                                   "Floor",
                                   "Gather",
@@ -610,6 +611,7 @@ const std::vector<std::string>& foldable_ops() {
                                   "Mul",
                                   "Neg",
                                   "Not",
+                                  "OneHot",
                                   "Or",
                                   "Pow",
                                   "Range",
@@ -673,6 +675,60 @@ Result<std::vector<HostTensor>> fold_node_unlimited(const Node& n, int64_t opset
     for (int64_t k = start; k < end; ++k)
       t.i[static_cast<size_t>(k - start)] = s[static_cast<size_t>(k)];
     return Outs{t};
+  }
+  if (op == "EyeLike") {
+    // Ones on the k-th diagonal of a 2-D shape: only the input's shape and type are read.
+    const Shape& s = in[0]->shape;
+    if (s.size() != 2)
+      return Status::invalid_graph(where + ": input must be 2-D, got " + shape_to_string(s));
+    GRAPHI_ASSIGN_OR_RETURN(int64_t k, a_int(n, "k", 0, where));
+    GRAPHI_ASSIGN_OR_RETURN(int64_t type, a_int(n, "dtype", in[0]->type, where));
+    GRAPHI_RETURN_IF_ERROR(check_size(s, where));
+    HostTensor t = HostTensor::make(static_cast<int32_t>(type), s);
+    for (int64_t r = 0; r < s[0]; ++r)
+      if (r + k >= 0 && r + k < s[1]) {
+        const auto at = static_cast<size_t>(r * s[1] + r + k);
+        if (t.is_float())
+          t.f[at] = 1.0;
+        else
+          t.i[at] = 1;
+      }
+    return Outs{std::move(t)};
+  }
+  if (op == "OneHot") {
+    // values[1] where indices (k or k - depth) meet position k along `axis`, values[0] elsewhere.
+    GRAPHI_RETURN_IF_ERROR(need_inputs(in, 3, where));
+    if (in[1]->numel() != 1 || in[2]->numel() != 2)
+      return Status::invalid_graph(where + ": depth must be a scalar and values two elements");
+    const double depth_f = in[1]->get_f(0);
+    if (!(depth_f >= 1 && depth_f <= static_cast<double>(max_fold_elements())))
+      return Status::invalid_graph(where + ": depth " + std::to_string(depth_f) +
+                                   " is out of range");
+    const auto depth = static_cast<int64_t>(depth_f);
+    GRAPHI_ASSIGN_OR_RETURN(int64_t axis, a_int(n, "axis", -1, where));
+    const Shape& is = in[0]->shape;
+    const auto r = static_cast<int64_t>(is.size()) + 1;
+    if (axis < -r || axis >= r) return Status::invalid_graph(where + ": axis out of range");
+    if (axis < 0) axis += r;
+    Shape out = is;
+    out.insert(out.begin() + axis, depth);
+    GRAPHI_RETURN_IF_ERROR(check_size(out, where));
+    HostTensor t = HostTensor::make(in[2]->type, out);
+    int64_t inner = 1;
+    for (size_t d = static_cast<size_t>(axis); d < is.size(); ++d) inner *= is[d];
+    const int64_t outer = shape_numel(is) / std::max<int64_t>(inner, 1);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t k = 0; k < depth; ++k)
+        for (int64_t i = 0; i < inner; ++i) {
+          const auto idx = static_cast<int64_t>(in[0]->get_f(static_cast<size_t>(o * inner + i)));
+          const bool hot = idx == k || idx == k - depth;
+          const auto at = static_cast<size_t>((o * depth + k) * inner + i);
+          if (t.is_float())
+            t.f[at] = in[2]->get_f(hot ? 1 : 0);
+          else
+            t.i[at] = in[2]->get_i(hot ? 1 : 0);
+        }
+    return Outs{std::move(t)};
   }
   if (op == "Size") {
     HostTensor t = HostTensor::make(kInt64, {});

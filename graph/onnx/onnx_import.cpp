@@ -527,8 +527,8 @@ Status Importer::import_node(const onnx::Node& node_in) {
   bool all_const = true;
   for (const std::string& in : n.inputs)
     if (!in.empty() && !is_const(in)) all_const = false;
-  const bool shape_only =
-      (n.op == "Shape" || n.op == "Size") && !n.inputs.empty() && !n.inputs[0].empty();
+  const bool shape_only = (n.op == "Shape" || n.op == "Size" || n.op == "EyeLike") &&
+                          !n.inputs.empty() && !n.inputs[0].empty();
   if (shape_only && n.inputs.size() != 1)
     return Status::invalid_graph(where + ": " + n.op + " takes 1 input, the node has " +
                                  std::to_string(n.inputs.size()));

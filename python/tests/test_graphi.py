@@ -576,6 +576,24 @@ class ExportPatternsTest(unittest.TestCase):
                 + np.abs(m)[None, :, None])
         np.testing.assert_allclose(graphi.Session(path).run([x])["y"], want, rtol=1e-5, atol=1e-5)
 
+    def test_eye_like_and_constant_one_hot_fold(self):
+        from onnx import helper, TensorProto
+        # XLNet's EyeLike (of a run-time value: only its shape counts) and Canine's OneHot of
+        # constants feeding Tile's repeats (which must be constant) are evaluated at import.
+        nodes = [helper.make_node("EyeLike", ["x"], ["e"], k=1),
+                 helper.make_node("Add", ["x", "e"], ["xe"]),
+                 helper.make_node("OneHot", ["idx", "depth", "vals"], ["oh"], axis=-1),
+                 helper.make_node("ReduceSum", ["oh", "ax0"], ["reps"], keepdims=0),
+                 helper.make_node("Cast", ["reps"], ["reps64"], to=TensorProto.INT64),
+                 helper.make_node("Tile", ["xe", "reps64"], ["y"])]
+        inits = [self.ints("idx", [1, -1]), self.ints("depth", [2]),
+                 self.ints("vals", [1, 2]), self.ints("ax0", [0])]
+        path = self.save(nodes, inits, "eye_onehot", [3, 4])
+        x = np.random.default_rng(4).standard_normal((3, 4)).astype(np.float32)
+        # one_hot([1, -1], 2) with off 1, on 2 = [[1, 2], [1, 2]]: repeats [2, 4].
+        want = np.tile(x + np.eye(3, 4, k=1, dtype=np.float32), (2, 4))
+        np.testing.assert_array_equal(graphi.Session(path).run([x])["y"], want)
+
     def test_if_on_a_run_time_condition_selects_a_branch(self):
         import onnx
         from onnx import helper, TensorProto, numpy_helper
