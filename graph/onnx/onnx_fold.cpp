@@ -624,6 +624,7 @@ const std::vector<std::string>& foldable_ops() {
                                   "Relu",
                                   "Reshape",
                                   "Round",
+                                  "ScatterElements",
                                   "ScatterND",
                                   "Shape",
                                   "Sigmoid",
@@ -861,6 +862,69 @@ Result<std::vector<HostTensor>> fold_node_unlimited(const Node& n, int64_t opset
         if (++c[d] < out[d]) break;
         c[d] = 0;
       }
+    }
+    return Outs{std::move(o)};
+  }
+  if (op == "ScatterElements") {
+    // data[..., indices[i], ...] = updates[i] along `axis` on constants: PyTorch 2's exporter
+    // writes select_scatter this way (BEiT's relative-position index: 40 of them, all constant).
+    GRAPHI_RETURN_IF_ERROR(need_inputs(in, 3, where));
+    const HostTensor &x = *in[0], &idx = *in[1], &upd = *in[2];
+    if (idx.is_float()) return Status::invalid_graph(where + ": indices must be integers");
+    if (upd.is_float() != x.is_float())
+      return Status::invalid_graph(where + ": updates must have the data's type");
+    const Shape& xs = x.shape;
+    if (idx.shape != upd.shape || idx.shape.size() != xs.size())
+      return Status::invalid_graph(where + ": indices " + shape_to_string(idx.shape) +
+                                   " and updates " + shape_to_string(upd.shape) +
+                                   " must have one shape of the data's rank " +
+                                   std::to_string(xs.size()));
+    GRAPHI_ASSIGN_OR_RETURN(int64_t axis, a_int(n, "axis", 0, where));
+    const auto r = static_cast<int64_t>(xs.size());
+    if (axis < -r || axis >= r) return Status::invalid_graph(where + ": axis out of range");
+    if (axis < 0) axis += r;
+    for (size_t d = 0; d < xs.size(); ++d)
+      if (static_cast<int64_t>(d) != axis && idx.shape[d] > xs[d])
+        return Status::invalid_graph(where + ": indices " + shape_to_string(idx.shape) +
+                                     " exceed the data " + shape_to_string(xs));
+    const Attr* ra = n.attr("reduction");
+    const std::string reduction = ra && ra->type == kAttrString ? ra->s : "none";
+    if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
+        reduction != "min")
+      return Status::unsupported(where + ": reduction '" + reduction + "'");
+    HostTensor o = x;
+    const std::vector<int64_t> xst = strides_of(xs), ist = strides_of(idx.shape);
+    const int64_t dim = xs[static_cast<size_t>(axis)];
+    for (size_t e = 0; e < idx.numel(); ++e) {
+      int64_t v = idx.i[e];
+      if (v < 0) v += dim;
+      if (v < 0 || v >= dim)
+        return Status::invalid_graph(where + ": index " + std::to_string(idx.i[e]) +
+                                     " is out of range for axis " + std::to_string(axis) +
+                                     " of size " + std::to_string(dim));
+      int64_t off = 0, rem = static_cast<int64_t>(e);
+      for (size_t d = 0; d < xs.size(); ++d) {
+        const int64_t c = rem / ist[d];
+        rem %= ist[d];
+        off += (static_cast<int64_t>(d) == axis ? v : c) * xst[d];
+      }
+      auto apply = [&](auto& dst, auto val) {
+        auto& t = dst[static_cast<size_t>(off)];
+        if (reduction == "add")
+          t += val;
+        else if (reduction == "mul")
+          t *= val;
+        else if (reduction == "max")
+          t = std::max(t, val);
+        else if (reduction == "min")
+          t = std::min(t, val);
+        else
+          t = val;
+      };
+      if (o.is_float())
+        apply(o.f, upd.f[e]);
+      else
+        apply(o.i, upd.i[e]);
     }
     return Outs{std::move(o)};
   }

@@ -594,6 +594,31 @@ class ExportPatternsTest(unittest.TestCase):
         want = np.tile(x + np.eye(3, 4, k=1, dtype=np.float32), (2, 4))
         np.testing.assert_array_equal(graphi.Session(path).run([x])["y"], want)
 
+    def test_constant_scatter_elements_fold(self):
+        from onnx import helper, numpy_helper
+        # PyTorch 2's select_scatter on constants (BEiT's relative-position index): folded at
+        # import, with negative indices and reduction 'add'.
+        data = np.arange(12, dtype=np.float32).reshape(3, 4)
+        idx = np.array([[1, -1], [0, 2], [3, 3]], np.int64)
+        upd = np.array([[10, 20], [30, 40], [50, 60]], np.float32)
+        nodes = [helper.make_node("ScatterElements", ["d", "i", "u"], ["s"], axis=1),
+                 helper.make_node("ScatterElements", ["d", "i", "u"], ["a"], axis=1,
+                                  reduction="add"),
+                 helper.make_node("Add", ["x", "s"], ["xs"]),
+                 helper.make_node("Add", ["xs", "a"], ["y"])]
+        inits = [numpy_helper.from_array(data, "d"), numpy_helper.from_array(idx, "i"),
+                 numpy_helper.from_array(upd, "u")]
+        path = self.save(nodes, inits, "scatter_elements", [3, 4])
+        s_ref, a_ref = data.copy(), data.copy()
+        for r in range(3):
+            for k in range(2):
+                c = idx[r, k] % 4
+                s_ref[r, c] = upd[r, k]
+                a_ref[r, c] += upd[r, k]
+        x = np.random.default_rng(5).standard_normal((3, 4)).astype(np.float32)
+        sess = graphi.Session(path, optimize=False)
+        np.testing.assert_allclose(sess.run([x])["y"], x + s_ref + a_ref, rtol=1e-6)
+
     def test_if_on_a_run_time_condition_selects_a_branch(self):
         import onnx
         from onnx import helper, TensorProto, numpy_helper
