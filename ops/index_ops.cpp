@@ -271,20 +271,7 @@ class GatherElementsKernel final : public Kernel {
         rem /= idx_[d];
         if (static_cast<int>(d) != axis_) off += c * dstride_[d];
       }
-      int64_t i = i64_ ? static_cast<const int64_t*>(io.inputs[1])[e]
-                       : static_cast<const int32_t*>(io.inputs[1])[e];
-      if (i < 0) i += dim;
-      if (i < 0 || i >= dim) {
-        std::fill(dst + e * static_cast<int64_t>(elem_),
-                  dst + (e + 1) * static_cast<int64_t>(elem_), 0);
-        team.fail(where_ + ": index out of range for axis " + std::to_string(axis_) + " of size " +
-                  std::to_string(dim));
-        continue;
-      }
-      off += i * dstride_[static_cast<size_t>(axis_)];
-      std::copy(src + off * static_cast<int64_t>(elem_),
-                src + (off + 1) * static_cast<int64_t>(elem_),
-                dst + e * static_cast<int64_t>(elem_));
+      copy_element(team, src, io.inputs[1], dst, e, off, dim);
     }
   }
   const char* name() const override { return "gather_elements"; }
@@ -305,25 +292,26 @@ class GatherElementsKernel final : public Kernel {
         off += rem % idx_[d] * dstride_[d];
         rem /= idx_[d];
       }
-      for (int64_t j = 0; j < inner; ++j) {
-        const int64_t e = r * inner + j;
-        int64_t i = i64_ ? static_cast<const int64_t*>(io.inputs[1])[e]
-                         : static_cast<const int32_t*>(io.inputs[1])[e];
-        if (i < 0) i += dim;
-        if (i < 0 || i >= dim) {
-          std::fill(dst + e * static_cast<int64_t>(elem_),
-                    dst + (e + 1) * static_cast<int64_t>(elem_), 0);
-          team.fail(where_ + ": index out of range for axis " + std::to_string(axis_) +
-                    " of size " + std::to_string(dim));
-          continue;
-        }
-        if (elem_ == 4)
-          std::memcpy(dst + e * 4, src + (off + i) * 4, 4);
-        else
-          std::memcpy(dst + e * static_cast<int64_t>(elem_),
-                      src + (off + i) * static_cast<int64_t>(elem_), elem_);
-      }
+      for (int64_t j = 0; j < inner; ++j)
+        copy_element(team, src, io.inputs[1], dst, r * inner + j, off, dim);
     }
+  }
+
+  // Output element e: data at `off` (its place without the axis) + index e along the axis; an
+  // index out of range is a zero and the run's error.
+  void copy_element(const TeamContext& team, const char* src, const void* index, char* dst,
+                    int64_t e, int64_t off, int64_t dim) const noexcept {
+    int64_t i =
+        i64_ ? static_cast<const int64_t*>(index)[e] : static_cast<const int32_t*>(index)[e];
+    if (i < 0) i += dim;
+    const auto es = static_cast<int64_t>(elem_);
+    if (i < 0 || i >= dim) {
+      std::fill(dst + e * es, dst + (e + 1) * es, 0);
+      team.fail(where_ + ": index out of range for axis " + std::to_string(axis_) + " of size " +
+                std::to_string(dim));
+      return;
+    }
+    std::memcpy(dst + e * es, src + (off + i * dstride_[static_cast<size_t>(axis_)]) * es, elem_);
   }
 
   int axis_ = 0;
