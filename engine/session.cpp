@@ -34,6 +34,7 @@
 #include "engine/rnn_weights_option.h"
 #include "engine/run_width.h"
 #include "engine/team_leader.h"
+#include "engine/team_spread.h"
 #include "engine/topology.h"
 #include "graph/memory_budget.h"
 
@@ -411,6 +412,7 @@ Status Session::Impl::start_runtime() {
       leader = TeamLeader::acquire(options.threads);  // holds the OpenMP claim for all of them
     } else {
       omp_claim.emplace(1, options.threads, false);
+      spread_openmp_team(options.threads);
       narrow = sharing == TeamSharing::kAuto;
       cpus = allowed_cpu_count();
       if (narrow && options.threads > 1 && AdaptiveWidth::enabled_by_env())

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "graph/passes/pass_util.h"
 
@@ -68,21 +69,11 @@ Result<ChannelGatherResult> gather_channels(const Graph& g, const ShapeInference
     const Node& n = g.node(id);
     if (n.outputs.empty() || n.inputs.empty() || n.inputs[0] == kNoId) continue;
     if (n.op == "Split" && f32_nchw(g.value(n.inputs[0])) && n.outputs.size() > 1) {
-      // PyTorch's chunk along the channels: each piece is a run of the input's channels. Only
-      // worth composing when a piece flows on into a Concat, Slice or shuffle; a Split whose
-      // pieces only feed convolutions (conv_merge's) stays one blocked Split.
+      // PyTorch's chunk along the channels: each piece is a run of the input's channels (kept
+      // only when a piece flows on into a composed op: see below).
       const auto axis = node_axis(n, 4);
-      auto composable = [&](NodeId r) {
-        const std::string& op = g.node(r).op;
-        return op == "Concat" || op == "Slice" || op == "Split" || op == "Reshape";
-      };
       auto usable = [&](ValueId o) { return o != kNoId && f32_nchw(g.value(o)); };
-      auto flows_on = [&](ValueId o) {
-        return std::any_of(g.consumers(o).begin(), g.consumers(o).end(), composable);
-      };
-      if (!axis || *axis != 1 || !std::all_of(n.outputs.begin(), n.outputs.end(), usable) ||
-          std::none_of(n.outputs.begin(), n.outputs.end(), flows_on))
-        continue;
+      if (!axis || *axis != 1 || !std::all_of(n.outputs.begin(), n.outputs.end(), usable)) continue;
       const ChannelMap whole = expand(n.inputs[0]);
       int64_t at = 0;
       for (ValueId o : n.outputs) {
@@ -131,6 +122,26 @@ Result<ChannelGatherResult> gather_channels(const Graph& g, const ShapeInference
       maps[y] = std::move(m);
       made_by[y] = {id, false, std::move(chain)};
     }
+  }
+  // A Split is worth composing only when one of its pieces is read by a composed op (a Concat,
+  // Slice, Split or shuffle); one whose pieces only feed other ops (conv_merge's, feeding
+  // convolutions; a bidirectional LSTM's directions) stays a Split: gathers would only copy.
+  std::unordered_set<NodeId> composed_nodes;
+  for (const auto& [v, p] : made_by) {
+    composed_nodes.insert(p.node);
+    composed_nodes.insert(p.chain.begin(), p.chain.end());
+  }
+  for (NodeId id = 0; id < g.num_nodes(); ++id) {
+    const Node& n = g.node(id);
+    if (n.op != "Split" || n.outputs.empty() || !made_by.count(n.outputs[0]) ||
+        made_by.at(n.outputs[0]).node != id)
+      continue;
+    const bool flows_on = std::any_of(n.outputs.begin(), n.outputs.end(), [&](ValueId o) {
+      return std::any_of(g.consumers(o).begin(), g.consumers(o).end(),
+                         [&](NodeId c) { return composed_nodes.count(c) > 0; });
+    });
+    if (!flows_on)
+      for (ValueId o : n.outputs) made_by.erase(o);
   }
   // Only a Concat composes nothing away by itself: without a Slice or shuffle, nothing to do.
   if (std::all_of(made_by.begin(), made_by.end(),
