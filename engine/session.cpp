@@ -412,7 +412,6 @@ Status Session::Impl::start_runtime() {
       leader = TeamLeader::acquire(options.threads);  // holds the OpenMP claim for all of them
     } else {
       omp_claim.emplace(1, options.threads, false);
-      spread_openmp_team(options.threads);
       narrow = sharing == TeamSharing::kAuto;
       cpus = allowed_cpu_count();
       if (narrow && options.threads > 1 && AdaptiveWidth::enabled_by_env())
@@ -505,6 +504,13 @@ Result<NamedTensors> Session::run(const NamedTensors& inputs) {
       const double cpu_start = adapt ? process_cpu_ms() : 0;
       const RunWidth width(adapt ? im.adaptive->choose(start) : im.options.threads, im.cpus,
                            im.narrow);
+      // The calling thread's OpenMP team (each master thread has its own) is spread over the
+      // CPUs once, before its first run (engine/team_spread.h).
+      static thread_local int spread_width = 1;
+      if (width.threads() > spread_width) {
+        spread_openmp_team(width.threads());
+        spread_width = width.threads();
+      }
       st = im.execute(width.threads());
       if (adapt && st.is_ok()) {
         const Clock::time_point end = Clock::now();
