@@ -572,7 +572,9 @@ class OnednnConvKernel final : public Kernel {
         std::copy_n(s.const_weights + o * s.c * taps, s.c * taps, w.data() + o * wide.c * taps);
       wide.const_weights = w.data();
       auto widened = make_fastest_conv(wide, ctx.team_size, blocked, onednn::make_conv, "conv");
-      if (widened.is_ok() && !is_reference((*widened)->impl_name())) prim_ = std::move(*widened);
+      // Only with the copy packed into the primitive (run() passes the model's own weights).
+      if (widened.is_ok() && !is_reference((*widened)->impl_name()) && (*widened)->weights_packed())
+        prim_ = std::move(*widened);
     }
     const bool depthwise = g_.group > 1 && g_.group == g_.c && g_.group == g_.oc;
     const Tensor* bias = g_.has_bias ? ctx.constant(2) : nullptr;

@@ -10,8 +10,8 @@
 // through:
 //   - element-wise unary ops (graph/passes/pass_util.h) whose other operands are scalars (Clip's
 //     bounds);
-//   - Add, Sub, Mul, Div, Max, Min, Pow, PRelu, Where-free binaries whose operands are held with
-//     the same permutation, scalars, or constants (permuted into a new constant);
+//   - Add, Sub, Mul, Div, Max, Min, Pow and PRelu whose operands are held with the same
+//     permutation, scalars, or constants (permuted into a new constant);
 //   - ReduceMean / ReduceSum / ReduceMax / ReduceMin with keepdims = 1 and constant axes;
 //   - Pad with constant pads and no axes input.
 // The rewrite is kept only when it leaves fewer Transposes than the graph had. Graph inputs,
