@@ -3,7 +3,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
+#include "engine/constant_folding.h"
 #include "graph/graph_file.h"
 #include "ops/onednn.h"
 #include "ops/registry.h"
@@ -48,17 +50,38 @@ Result<graph::passes::PipelineOptions> pipeline_options_from_env() {
 }
 
 Result<OptimizedGraph> optimize_graph(std::shared_ptr<const graph::Graph> g) {
-  GRAPHI_ASSIGN_OR_RETURN(graph::passes::PipelineOptions options, pipeline_options_from_env());
+  using graph::passes::PipelineOptions;
+  using graph::passes::PipelineResult;
+  GRAPHI_ASSIGN_OR_RETURN(PipelineOptions options, pipeline_options_from_env());
   options.conv_block = ops::onednn::preferred_activation_block();
   // Asking oneDNN makes a primitive descriptor: only for graphs with 3-D convolutions.
   for (graph::NodeId id = 0; id < g->num_nodes() && !options.conv3d_channels_last; ++id)
     if (g->node(id).op == "Conv3D")
       options.conv3d_channels_last = ops::onednn::prefers_channels_last_3d();
-  GRAPHI_ASSIGN_OR_RETURN(graph::passes::PipelineResult p,
-                          graph::passes::run_passes(*g, ops::Registry::get(), options));
+  // RNN cell fusion first (a cell's h_prev R with a constant zero initial state must still look
+  // like one), then the constant nodes are evaluated (engine/constant_folding.h), then the other
+  // passes, which then see constant weights where the exporter computed them.
+  PipelineOptions cells = options, rest = options;
+  for (const auto& [pass, on] : graph::passes::kPassSwitches) cells.*on = false;
+  cells.rnn_fusion = options.rnn_fusion;
+  rest.rnn_fusion = false;
+  GRAPHI_ASSIGN_OR_RETURN(PipelineResult p1,
+                          graph::passes::run_passes(*g, ops::Registry::get(), cells));
+  if (p1.changed()) g = std::make_shared<const graph::Graph>(std::move(p1.graph));
+  GRAPHI_ASSIGN_OR_RETURN(ConstantFoldResult folded, fold_constant_nodes(std::move(g)));
+  g = std::move(folded.graph);
+  GRAPHI_ASSIGN_OR_RETURN(PipelineResult p2,
+                          graph::passes::run_passes(*g, ops::Registry::get(), rest));
   OptimizedGraph out;
-  out.summary = p.summary();
-  out.graph = p.changed() ? std::make_shared<const graph::Graph>(std::move(p.graph)) : std::move(g);
+  std::vector<std::string> parts;
+  if (!p1.summary().empty()) parts.push_back(p1.summary());
+  if (folded.folded > 0)
+    parts.push_back("evaluated " + std::to_string(folded.folded) + " node" +
+                    (folded.folded == 1 ? "" : "s") + " of constants once");
+  if (!p2.summary().empty()) parts.push_back(p2.summary());
+  for (const std::string& part : parts) out.summary += (out.summary.empty() ? "" : "; ") + part;
+  out.graph =
+      p2.changed() ? std::make_shared<const graph::Graph>(std::move(p2.graph)) : std::move(g);
   return out;
 }
 
