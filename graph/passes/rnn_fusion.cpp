@@ -53,6 +53,13 @@ struct Affine {
   std::vector<NodeId> nodes;    // the nodes that compute it
   int64_t cols = 0;
 
+  // Adds `o`'s summands to this expression.
+  void add(const Affine& o) {
+    terms.insert(terms.end(), o.terms.begin(), o.terms.end());
+    biases.insert(biases.end(), o.biases.begin(), o.biases.end());
+    others.insert(others.end(), o.others.begin(), o.others.end());
+    nodes.insert(nodes.end(), o.nodes.begin(), o.nodes.end());
+  }
   const Term* term(ValueId left) const {
     for (const Term& t : terms)
       if (t.left == left) return &t;
@@ -214,10 +221,7 @@ class Matcher {
         } else if (is_f32(u, d.shape)) {
           auto s = affine(u, depth + 1);
           if (!s) return std::nullopt;
-          sum.terms.insert(sum.terms.end(), s->terms.begin(), s->terms.end());
-          sum.biases.insert(sum.biases.end(), s->biases.begin(), s->biases.end());
-          sum.others.insert(sum.others.end(), s->others.begin(), s->others.end());
-          sum.nodes.insert(sum.nodes.end(), s->nodes.begin(), s->nodes.end());
+          sum.add(*s);
         } else {
           a.others.push_back(v);
           return a;
@@ -269,10 +273,7 @@ class Matcher {
           // C computed at run time: tf2onnx's unrolled Keras cell, Gemm(x_t, W, C = h R).
           auto c = affine(p->inputs[2], depth + 1);
           if (!c) return std::nullopt;
-          a.terms.insert(a.terms.end(), c->terms.begin(), c->terms.end());
-          a.biases.insert(a.biases.end(), c->biases.begin(), c->biases.end());
-          a.others.insert(a.others.end(), c->others.begin(), c->others.end());
-          a.nodes.insert(a.nodes.end(), c->nodes.begin(), c->nodes.end());
+          a.add(*c);
         } else {
           return leaf(v);
         }
