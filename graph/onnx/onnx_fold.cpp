@@ -290,13 +290,12 @@ Result<std::vector<int64_t>> axes_from(const Node& n, const Ins& in, size_t inpu
                                        int64_t opset, int64_t input_since, const std::string& where,
                                        bool* given) {
   *given = false;
-  if (opset >= input_since) {
-    if (in.size() > input_slot && in[input_slot]) {
-      *given = true;
-      return ints_of(in[input_slot], "axes", where);
-    }
-    return std::vector<int64_t>{};
+  if (opset >= input_since && in.size() > input_slot && in[input_slot]) {
+    *given = true;
+    return ints_of(in[input_slot], "axes", where);
   }
+  // Before input_since the attribute; after it, an exporter's leftover attribute is honoured as
+  // graphi's run-time Reduce ops honour it (rather than silently reducing every axis).
   GRAPHI_ASSIGN_OR_RETURN(auto a, a_ints(n, "axes", where));
   if (a) *given = true;
   return a ? *a : std::vector<int64_t>{};
