@@ -375,13 +375,15 @@ TEST_CASE("ArgMax/ArgMin, TopK and GatherElements against the definitions", "[op
     }
   // GatherElements: out[i][j][k] = data[index][j][k] (axis 0) etc., negative indices.
   Tensor data = random_tensor(TensorDesc{DType::kF32, s}, 11);
-  // axis 3 stands for axis 2 with an index smaller than the data in a leading dim too (ONNX
-  // allows it; the last-axis path places rows by the index's shape and the data's strides).
-  for (int64_t case_ = 0; case_ < 4; ++case_) {
-    const int64_t axis = std::min<int64_t>(case_, 2);
+  // Cases 3 and 4: the index smaller than the data in another dim too (ONNX allows it; rows are
+  // placed by the index's shape and the data's strides): axis 2 with a shorter dim 0, axis 0
+  // with a shorter last dim.
+  for (int64_t case_ = 0; case_ < 5; ++case_) {
+    const int64_t axis = case_ == 4 ? 0 : std::min<int64_t>(case_, 2);
     Shape is = s;
     is[static_cast<size_t>(axis)] = 2;
     if (case_ == 3) is[0] = 1;
+    if (case_ == 4) is[2] = s[2] - 1;
     Tensor idx = random_tensor(TensorDesc{DType::kI64, is}, 12 + static_cast<uint64_t>(axis),
                                -s[static_cast<size_t>(axis)], s[static_cast<size_t>(axis)]);
     Tensor want(TensorDesc{DType::kF32, is});
