@@ -686,13 +686,7 @@ Result<std::vector<HostTensor>> fold_node_unlimited(const Node& n, int64_t opset
     GRAPHI_RETURN_IF_ERROR(check_size(s, where));
     HostTensor t = HostTensor::make(static_cast<int32_t>(type), s);
     for (int64_t r = 0; r < s[0]; ++r)
-      if (r + k >= 0 && r + k < s[1]) {
-        const auto at = static_cast<size_t>(r * s[1] + r + k);
-        if (t.is_float())
-          t.f[at] = 1.0;
-        else
-          t.i[at] = 1;
-      }
+      if (r + k >= 0 && r + k < s[1]) t.set(static_cast<size_t>(r * s[1] + r + k), 1);
     return Outs{std::move(t)};
   }
   if (op == "OneHot") {
@@ -1007,10 +1001,7 @@ Result<std::vector<HostTensor>> fold_node_unlimited(const Node& n, int64_t opset
     for (size_t e = 0; e < o.numel(); ++e) {
       const auto j = static_cast<int64_t>(e) % cols, i = static_cast<int64_t>(e) / cols % rows;
       if (upper ? j - i >= k : j - i <= k) continue;
-      if (o.is_float())
-        o.f[e] = 0;
-      else
-        o.i[e] = 0;
+      o.set(e, 0);
     }
     return Outs{std::move(o)};
   }

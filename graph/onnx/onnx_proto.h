@@ -52,6 +52,12 @@ struct HostTensor {
   size_t numel() const { return is_float() ? f.size() : i.size(); }
   double get_f(size_t k) const { return is_float() ? f[k] : static_cast<double>(i[k]); }
   int64_t get_i(size_t k) const { return is_float() ? static_cast<int64_t>(f[k]) : i[k]; }
+  void set(size_t k, int64_t v) {  // a small integer (0, 1) in either storage
+    if (is_float())
+      f[k] = static_cast<double>(v);
+    else
+      i[k] = v;
+  }
   std::string desc() const;                           // "INT64[2, 3]"
   static HostTensor make(int32_t type, Shape shape);  // zero-filled
 };

@@ -94,6 +94,15 @@ inline Result<graph::Graph> build_cells(const CellSpec& s) {
       if (lstm) {
         std::string i, f, g, o;
         const char* g_act = s.defect == Defect::kReluCandidate ? "Relu" : "Tanh";
+        // The cell from its four gate pre-activations in PyTorch's order i, f, g, o.
+        auto gates_i_f_g_o = [&](const std::vector<std::string>& p) {
+          i = act("Sigmoid", p[0]);
+          f = act("Sigmoid", p[1]);
+          g = act(g_act, p[2]);
+          o = act("Sigmoid", p[3]);
+          c = n.node("Add", {n.node("Mul", {f, c}), n.node("Mul", {i, g})});
+          h = n.node("Mul", {o, act("Tanh", c)});
+        };
         if (s.cell == Cell::kLstmChunk || s.cell == Cell::kLstmSplit) {
           graph::Attributes perm;
           perm.set("perm", std::vector<int64_t>{1, 0});
@@ -109,12 +118,7 @@ inline Result<graph::Graph> build_cells(const CellSpec& s) {
           } else {
             for (int k = 0; k < 4; ++k) p.push_back(n.slice(a, 1, k * H, (k + 1) * H));
           }
-          i = act("Sigmoid", p[0]);
-          f = act("Sigmoid", p[1]);
-          g = act(g_act, p[2]);
-          o = act("Sigmoid", p[3]);
-          c = n.node("Add", {n.node("Mul", {f, c}), n.node("Mul", {i, g})});
-          h = n.node("Mul", {o, act("Tanh", c)});
+          gates_i_f_g_o(p);
         } else if (s.cell == Cell::kLstmGemmC) {
           graph::Attributes gemm;
           gemm.set("transA", int64_t{0});
@@ -123,13 +127,7 @@ inline Result<graph::Graph> build_cells(const CellSpec& s) {
               n.node("Add", {n.node("Gemm", {x, Wx, n.node("MatMul", {h, Wh_t})}, gemm), b1});
           graph::Attributes ax;
           ax.set("axis", int64_t{1});
-          const std::vector<std::string> p = n.multi("Split", {a}, 4, ax);
-          i = act("Sigmoid", p[0]);
-          f = act("Sigmoid", p[1]);
-          g = act(g_act, p[2]);
-          o = act("Sigmoid", p[3]);
-          c = n.node("Add", {n.node("Mul", {f, c}), n.node("Mul", {i, g})});
-          h = n.node("Mul", {o, act("Tanh", c)});
+          gates_i_f_g_o(n.multi("Split", {a}, 4, ax));
         } else if (s.cell == Cell::kLstmPerGate) {
           // Gates written in the order f, o, g, i; x side Gemm(transB), h side MatMul by an
           // Identity'd constant (how the export shares a bias-free Linear's weight).
