@@ -16,7 +16,8 @@ NormRowFns norm_row_fns_for(SimdIsa isa) {
   if (!simd_isa_supported(isa)) return {};
   switch (isa) {
     case SimdIsa::kScalar:
-      return {norm_sum_t<VecScalar>, norm_sq_dev_t<VecScalar>, norm_affine_t<VecScalar>};
+      return {norm_sum_t<VecScalar>, norm_sq_dev_t<VecScalar>, norm_affine_t<VecScalar>,
+              lane_sum_t<VecScalar>, lane_sq_dev_t<VecScalar>, lane_affine_t<VecScalar>};
     case SimdIsa::kAvx2:
       return detail::kNormRowsAvx2;
     case SimdIsa::kAvx512:

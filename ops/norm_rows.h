@@ -22,6 +22,16 @@ struct NormRowFns {
   // b_k = bias ? bias[k] : bias1 (y may be x)
   void (*affine)(const float* x, float* y, int64_t n, float mean, float inv, const float* scale,
                  float scale1, const float* bias, float bias1) noexcept = nullptr;
+  // Channel-blocked data ([pixels][lanes], one channel per lane: nChw16c's blocks, GroupNorm):
+  // out[l] += sum over pixels of x[p * lanes + l]
+  void (*lane_sum)(const float* x, int64_t pixels, int64_t lanes, double* out) noexcept = nullptr;
+  // out[l] += sum over pixels of (x[p * lanes + l] - mean[l])^2
+  void (*lane_sq_dev)(const float* x, int64_t pixels, int64_t lanes, const float* mean,
+                      double* out) noexcept = nullptr;
+  // y[p * lanes + l] = (x[p * lanes + l] - mean[l]) * a[l] + b[l], then max(0, .) when `relu`
+  // (a NaN stays NaN); y may be x
+  void (*lane_affine)(const float* x, float* y, int64_t pixels, int64_t lanes, const float* mean,
+                      const float* a, const float* b, bool relu) noexcept = nullptr;
 };
 
 // The active path's functions.

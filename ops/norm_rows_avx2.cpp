@@ -7,8 +7,9 @@
 
 namespace graphi::ops::detail {
 extern const NormRowFns kNormRowsAvx2;
-const NormRowFns kNormRowsAvx2 = {norm_sum_t<VecAvx2>, norm_sq_dev_t<VecAvx2>,
-                                  norm_affine_t<VecAvx2>};
+const NormRowFns kNormRowsAvx2 = {norm_sum_t<VecAvx2>,    norm_sq_dev_t<VecAvx2>,
+                                  norm_affine_t<VecAvx2>, lane_sum_t<VecAvx2>,
+                                  lane_sq_dev_t<VecAvx2>, lane_affine_t<VecAvx2>};
 }  // namespace graphi::ops::detail
 
 GRAPHI_VEC_TARGET_END

@@ -7,8 +7,9 @@
 
 namespace graphi::ops::detail {
 extern const NormRowFns kNormRowsAvx512;
-const NormRowFns kNormRowsAvx512 = {norm_sum_t<VecAvx512>, norm_sq_dev_t<VecAvx512>,
-                                    norm_affine_t<VecAvx512>};
+const NormRowFns kNormRowsAvx512 = {norm_sum_t<VecAvx512>,    norm_sq_dev_t<VecAvx512>,
+                                    norm_affine_t<VecAvx512>, lane_sum_t<VecAvx512>,
+                                    lane_sq_dev_t<VecAvx512>, lane_affine_t<VecAvx512>};
 }  // namespace graphi::ops::detail
 
 GRAPHI_VEC_TARGET_END

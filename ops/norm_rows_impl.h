@@ -114,4 +114,68 @@ void norm_affine_t(const float* x, float* y, int64_t n, float mean, float inv, c
     norm_affine_loop<T, false, false>(x, y, n, mean, inv, scale, scale1, bias, bias1);
 }
 
+// The lane loops: per pixel one vector of kWidth lanes (lanes a multiple of kWidth: nChw16c on
+// AVX-512, nChw8c on AVX2, any on the scalar path), else a partial vector per pixel. Float
+// partial sums over 16 pixels per lane, added in double, as in norm_sum_t.
+template <class T, bool kDev>
+void lane_sums_loop(const float* x, int64_t pixels, int64_t lanes, const float* mean,
+                    double* out) noexcept {
+  using V = typename T::V;
+  constexpr int64_t kBlock = 16;
+  for (int64_t l0 = 0; l0 < lanes; l0 += T::kWidth) {
+    const int t = lanes - l0 < T::kWidth ? static_cast<int>(lanes - l0) : T::kWidth;
+    const V m = kDev ? T::load_n(mean + l0, t) : T::zero();
+    for (int64_t p0 = 0; p0 < pixels; p0 += kBlock) {
+      const int64_t p1 = p0 + kBlock < pixels ? p0 + kBlock : pixels;
+      V a0 = T::zero(), a1 = T::zero();
+      int64_t p = p0;
+      for (; p + 1 < p1; p += 2) {
+        const V v0 = T::sub(T::load_n(x + p * lanes + l0, t), m);
+        const V v1 = T::sub(T::load_n(x + (p + 1) * lanes + l0, t), m);
+        a0 = kDev ? T::fmadd(v0, v0, a0) : T::add(a0, v0);
+        a1 = kDev ? T::fmadd(v1, v1, a1) : T::add(a1, v1);
+      }
+      if (p < p1) {
+        const V v0 = T::sub(T::load_n(x + p * lanes + l0, t), m);
+        a0 = kDev ? T::fmadd(v0, v0, a0) : T::add(a0, v0);
+      }
+      float part[T::kWidth];
+      T::store(part, T::add(a0, a1));
+      for (int k = 0; k < t; ++k) out[l0 + k] += part[k];
+    }
+  }
+}
+
+template <class T>
+void lane_sum_t(const float* x, int64_t pixels, int64_t lanes, double* out) noexcept {
+  lane_sums_loop<T, false>(x, pixels, lanes, nullptr, out);
+}
+
+template <class T>
+void lane_sq_dev_t(const float* x, int64_t pixels, int64_t lanes, const float* mean,
+                   double* out) noexcept {
+  lane_sums_loop<T, true>(x, pixels, lanes, mean, out);
+}
+
+template <class T>
+void lane_affine_t(const float* x, float* y, int64_t pixels, int64_t lanes, const float* mean,
+                   const float* a, const float* b, bool relu) noexcept {
+  using V = typename T::V;
+  const V zero = T::zero();
+  for (int64_t l0 = 0; l0 < lanes; l0 += T::kWidth) {
+    const int t = lanes - l0 < T::kWidth ? static_cast<int>(lanes - l0) : T::kWidth;
+    const V m = T::load_n(mean + l0, t), av = T::load_n(a + l0, t), bv = T::load_n(b + l0, t);
+    for (int64_t p = 0; p < pixels; ++p) {
+      const float* xp = x + p * lanes + l0;
+      float* yp = y + p * lanes + l0;
+      V v = T::fmadd(T::sub(T::load_n(xp, t), m), av, bv);
+      if (relu) v = T::max(zero, v);  // max(0, NaN) is NaN (the second operand)
+      if (t == T::kWidth)
+        T::store(yp, v);
+      else
+        T::store_n(yp, v, t);
+    }
+  }
+}
+
 }  // namespace

@@ -52,6 +52,7 @@ Registry& process_table() {
     register_split_sum_op(*r);
     register_channel_gather_op(*r);
     register_channel_affine_op(*r);
+    register_group_norm_op(*r);
     register_conv_grad_weight_op(*r);
     register_batch_norm_ops(*r);
     register_dropout_ops(*r);

@@ -82,6 +82,7 @@ void register_relu_grad_op(Registry& r);         // ops/relu_grad.cpp: ReluGrad
 void register_split_sum_op(Registry& r);         // ops/split_sum.cpp: SplitSum
 void register_channel_gather_op(Registry& r);    // ops/channel_gather.cpp: ChannelGather
 void register_channel_affine_op(Registry& r);    // ops/channel_affine.cpp: ChannelAffine
+void register_group_norm_op(Registry& r);        // ops/group_norm.cpp: GroupNorm
 void register_conv_grad_weight_op(Registry& r);  // ops/conv_grad_weight.cpp: ConvGradWeight
 void register_logic_ops(
     Registry& r);  // ops/logic_ops.cpp: Equal, Less, ..., And, Or, Not, Where, Max, Min

@@ -343,6 +343,13 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
       a.set("kernel_shape", std::vector<int64_t>{xv.desc.shape[2], xv.desc.shape[3]});
       a.set("block", b);
       make_blocked(id, "BlockedAveragePool", {bname.at(x)}, a);
+    } else if (n.op == "GroupNorm" && is_blocked(x, 0) && f32_4d(xv) && !n.attrs.has("block") &&
+               n.inputs.size() == 3) {
+      // Groups are lanes of the blocks (ops/group_norm.cpp); padding lanes stay zero.
+      Attributes a = n.attrs;
+      a.set("block", b);
+      make_blocked(id, "GroupNorm",
+                   {bname.at(x), g.value(n.inputs[1]).name, g.value(n.inputs[2]).name}, a);
     } else if (n.op == "ConvTranspose" && is_blocked(x, 0) && f32_4d(xv) && patch_upsampler(g, n)) {
       // Each input pixel's output patch is a 1x1 convolution + a shuffle of whole B-lane
       // vectors (ops/conv_transpose.cpp), so the decoder of a U-Net stays blocked.

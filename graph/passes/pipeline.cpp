@@ -9,6 +9,7 @@
 #include "graph/passes/conv_merge.h"
 #include "graph/passes/conv_trim.h"
 #include "graph/passes/gelu_fusion.h"
+#include "graph/passes/group_norm_fusion.h"
 #include "graph/passes/hard_sigmoid_fusion.h"
 #include "graph/passes/matmul_epilogue.h"
 #include "graph/passes/mm_fusion.h"
@@ -113,6 +114,17 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
     out.reports.push_back(
         {"hard_sigmoid_fusion",
          "fused " + plural(r.fused, "clip(x + c, 0, h) / h chain") + " into HardSigmoid", r.fused});
+    if (r.fused > 0) out.graph = std::move(r.graph);
+  }
+  if (options.group_norm_fusion) {
+    GRAPHI_ASSIGN_OR_RETURN(GroupNormFusionResult r, fuse_group_norm(out.graph, shapes));
+    out.group_norms_fused = r.fused;
+    std::string did =
+        "fused " + plural(r.fused, "GroupNorm / InstanceNorm chain") + " into GroupNorm";
+    if (r.affine + r.with_relu > 0)
+      did += " (" + std::to_string(r.affine) + " with the per-channel affine after, " +
+             std::to_string(r.with_relu) + " with the Relu)";
+    out.reports.push_back({"group_norm_fusion", did, r.fused});
     if (r.fused > 0) out.graph = std::move(r.graph);
   }
   if (options.matmul_epilogue) {

@@ -10,6 +10,8 @@
 //   4b. gelu_fusion (graph/passes/gelu_fusion.h): the exact GELU's Div, Erf, Add, Mul, Mul -> Gelu;
 //       hard_sigmoid_fusion (graph/passes/hard_sigmoid_fusion.h): clip(x + c, 0, h) / h ->
 //       HardSigmoid (Keras' hard_sigmoid and hard_swish gate);
+//       group_norm_fusion (graph/passes/group_norm_fusion.h): Reshape + InstanceNormalization +
+//       Reshape (+ per-channel Mul, Add, + Relu) -> GroupNorm, which blocked_layout keeps blocked;
 //   4c. matmul_epilogue (graph/passes/matmul_epilogue.h): MatMul by a constant + bias Add
 //       (+ a column scale Mul, + Relu / Gelu) -> MatMulBias (oneDNN post-ops);
 //   5. pad_fold (graph/passes/pad_fold.h): all-zero Pads dropped, zero Pads before a Conv or an
@@ -50,6 +52,7 @@ struct PipelineOptions {
   bool transpose_sink = true;
   bool gelu_fusion = true;
   bool hard_sigmoid_fusion = true;
+  bool group_norm_fusion = true;
   bool matmul_epilogue = true;
   bool pad_fold = true;
   bool conv_trim = true;
@@ -83,6 +86,7 @@ inline constexpr PassSwitch kPassSwitches[] = {
     {"transpose_sink", &PipelineOptions::transpose_sink},
     {"gelu_fusion", &PipelineOptions::gelu_fusion},
     {"hard_sigmoid_fusion", &PipelineOptions::hard_sigmoid_fusion},
+    {"group_norm_fusion", &PipelineOptions::group_norm_fusion},
     {"matmul_epilogue", &PipelineOptions::matmul_epilogue},
     {"pad_fold", &PipelineOptions::pad_fold},
     {"conv_trim", &PipelineOptions::conv_trim},
@@ -98,7 +102,7 @@ inline constexpr PassSwitch kPassSwitches[] = {
 
 struct PassReport {
   std::string pass;  // "rnn_fusion", "mm_fusion", "phase_hoisting", "reshape_cleanup",
-                     // "gelu_fusion", "matmul_epilogue", "pad_fold", "conv_fusion", "conv_merge",
+                     // "gelu_fusion", "group_norm_fusion", "matmul_epilogue", "pad_fold", "conv_fusion", "conv_merge",
                      // "channel_gather", "blocked_layout", "conv_sum", "conv_dw",
                      // "conv_scale", "channel_affine"
   std::string did;   // e.g. "fused 6 LSTM cells into 2 LSTM sequence ops, ..."
@@ -115,6 +119,7 @@ struct PipelineResult {
   int transposes_removed = 0;
   int gelus_fused = 0;
   int hard_sigmoids_fused = 0;
+  int group_norms_fused = 0;
   int matmul_epilogues = 0;
   int pads_removed = 0, pads_folded = 0;
   int convs_trimmed = 0;
