@@ -821,3 +821,49 @@ TEST_CASE("blocked_layout: grouped 3-D convs and run-time weights stay NCDHW",
   CHECK(test::count_op(out, "Conv3DNdhwc") == 0);
   CHECK(test::count_op(out, "Transpose") == 0);
 }
+
+TEST_CASE("blocked_layout: dilated 1-D convs with a causal TCN's pads equal the definition",
+          "[passes][conv][layout]") {
+  // oneDNN 2.6 has only its reference code for these paddings (dilation 8 with the left pad of
+  // two taps; dilation 16 padded on both sides, Bai et al.'s TCN before its chomp); the kernel
+  // runs the unpadded convolution of a zero-bordered copy (ops/conv_pool.cpp). NCHW and
+  // blocked, against conv2d_ref.
+  graph::GraphBuilder b("<tcn convs>");
+  uint64_t seed = 970;
+  b.add_input("x", TensorDesc{DType::kF32, {2, 16, 1, 50}});
+  const Tensor w1 = test::random_tensor(TensorDesc{DType::kF32, {16, 16, 1, 3}}, seed++, -0.3, 0.3);
+  const Tensor b1 = test::random_tensor(TensorDesc{DType::kF32, {16}}, seed++);
+  const Tensor w2 = test::random_tensor(TensorDesc{DType::kF32, {16, 16, 1, 3}}, seed++, -0.3, 0.3);
+  b.add_constant("w1", w1);
+  b.add_constant("b1", b1);
+  b.add_constant("w2", w2);
+  auto dilated = [](int64_t d, std::vector<int64_t> pads) {
+    graph::Attributes a;
+    a.set("kernel_shape", std::vector<int64_t>{1, 3});
+    a.set("dilations", std::vector<int64_t>{1, d});
+    a.set("pads", std::move(pads));
+    return a;
+  };
+  b.add_node("Conv", "c1", {"x", "w1", "b1"}, {"c1"}, dilated(8, {0, 16, 0, 0}));
+  b.add_node("Relu", "r1", {"c1"}, {"r1"});
+  b.add_node("Conv", "c2", {"r1", "w2"}, {"y"}, dilated(16, {0, 32, 0, 32}));
+  b.add_output("y");
+  const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
+  auto [plain, blocked] = plain_and_blocked(g);
+  CHECK(test::count_op(blocked.graph, "BlockedConv") == 2);
+
+  const engine::NamedTensors in = test::random_inputs(g, 8);
+  test::Window2d causal, both;
+  causal.pads = {0, 16, 0, 0};
+  causal.dilations = {1, 8};
+  both.pads = {0, 32, 0, 32};
+  both.dilations = {1, 16};
+  Tensor r = test::conv2d_ref(in[0].second, w1, &b1, causal, 1);
+  for (int64_t i = 0; i < r.numel(); ++i)
+    r.data_as<float>()[i] = std::max(r.data_as<float>()[i], 0.0f);
+  const Tensor want = test::conv2d_ref(r, w2, nullptr, both, 1);
+  for (const graph::Graph* run : {&plain, &blocked.graph}) {
+    const engine::NamedTensors out = test::run_graph(*run, in, 2);
+    CHECK(test::max_rel_error(out[0].second, want) < 1e-5);
+  }
+}
