@@ -1,5 +1,5 @@
 // ONNX import, element-wise and math ops: Cast, CastLike, integer Add/Sub/Mul/Div/Max/Min/Neg/Abs/
-// Sign/Clip, Mish, Celu, PRelu, HardSwish,
+// Sign/Clip, Mish, Celu, PRelu, HardSwish, Trilu (a constant mask),
 // GroupNormalization (as InstanceNormalization over the groups), Mean/Sum/Max/Min over many inputs,
 // opset < 13 Softmax/LogSoftmax, Hardmax (ArgMax == iota), Reduce* with empty axes, and opset < 7
 // broadcasting.
@@ -141,6 +141,36 @@ std::optional<Status> Importer::translate_elementwise(NodeIn& io) {
     const std::string hs = fresh(name + "/hard_sigmoid");
     GRAPHI_RETURN_IF_ERROR(emit("HardSigmoid", hs, {ins[0]}, {hs}, std::move(a), where, &n));
     return emit("Mul", name, {ins[0], hs}, outs, {}, where, &n);
+  }
+  if (op == "Trilu") {
+    // torch.tril / torch.triu of a run-time tensor (constants fold at import): shapes are
+    // static, so the kept triangle of the last two dims is a constant mask, Where(mask, X, 0).
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc x, desc_of(ins[0], where));
+    if (x.rank() < 2)
+      return Status::invalid_graph(where + ": input X must have rank >= 2, got " + x.to_string());
+    int64_t k = 0;
+    if (ins.size() > 1 && !ins[1].empty()) {
+      const HostTensor* kt = host(ins[1]);
+      if (!kt)
+        return Status::unsupported(where +
+                                   ": input 1 (k) computed at run time is not supported "
+                                   "(graphi needs the diagonal offset at import)");
+      if (kt->numel() != 1 || kt->is_float())
+        return Status::invalid_graph(where + ": input 1 (k) must be an integer scalar");
+      k = kt->i[0];
+    }
+    const onnx::Attr* up = n.attr("upper");
+    const bool upper = !up || up->i != 0;
+    const int64_t rows = x.shape[x.shape.size() - 2], cols = x.shape[x.shape.size() - 1];
+    HostTensor mask = HostTensor::make(onnx::kBool, {rows, cols});
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        mask.i[static_cast<size_t>(i * cols + j)] = (upper ? j - i >= k : j - i <= k) ? 1 : 0;
+    return emit("Where", name,
+                {add_const(name + "/triangle", std::move(mask)), ins[0],
+                 add_const(name + "/zero", HostTensor::make(onnx_type_of(x.dtype), {}))},
+                outs, {}, where, &n);
   }
   if (op == "GroupNormalization") {
     // InstanceNormalization of x viewed as [N, G, C/G * spatial] (one group = one "channel";

@@ -164,6 +164,7 @@ const std::vector<std::string>& runtime_ops() {
                                                 "Tile",
                                                 "TopK",
                                                 "Transpose",
+                                                "Trilu",
                                                 "Unsqueeze",
                                                 "Upsample",
                                                 "Where",

@@ -1162,6 +1162,48 @@ TEST_CASE("onnx: CastLike and Mish at run time, an output listed twice, an input
   }
 }
 
+TEST_CASE("onnx: Trilu of a run-time tensor (torch.tril / triu) against its definition") {
+  // x float32 [2, 3, 4]: lower = Trilu(x, k = -1; upper 0), upper = Trilu(x; k absent, upper 1);
+  // ids int64 [3, 3]: Trilu(ids, k = 1). A k computed at run time is refused, naming it.
+  Pw lower_attr;
+  lower_attr.s(1, "upper").i(3, 0).i(20, 2);
+  Pw g;
+  g.m(1, node("Trilu", {"x", "k"}, {"lower"}, "tril", {lower_attr}))
+      .m(1, node("Trilu", {"x"}, {"upper"}, "triu"))
+      .m(1, node("Trilu", {"ids", "one"}, {"ids_u"}, "triu_ids"))
+      .s(2, "g");
+  g.m(5, i64_scalar("k", -1)).m(5, i64_scalar("one", 1));
+  g.m(11, value_info("x", 1, {"2", "3", "4"})).m(11, value_info("ids", 7, {"3", "3"}));
+  g.m(12, value_info("lower", 1, {"2", "3", "4"})).m(12, value_info("upper", 1, {"2", "3", "4"}));
+  g.m(12, value_info("ids_u", 7, {"3", "3"}));
+  auto r = import_str(model(g, 14));
+  INFO(r.status().message());
+  REQUIRE(r.is_ok());
+  const Tensor x = test::random_tensor(TensorDesc{DType::kF32, {2, 3, 4}}, 31);
+  Tensor ids(TensorDesc{DType::kI64, {3, 3}});
+  for (int64_t e = 0; e < 9; ++e) ids.data_as<int64_t>()[e] = e + 1;
+  engine::NamedTensors out = value_or_throw(run_graph(*r, {x, ids}));
+  REQUIRE(out.size() == 3);
+  for (int64_t e = 0; e < 24; ++e) {
+    const int64_t i = e / 4 % 3, j = e % 4;
+    const float v = x.data_as<float>()[e];
+    CHECK(out[0].second.data_as<float>()[e] == (j - i <= -1 ? v : 0.0f));
+    CHECK(out[1].second.data_as<float>()[e] == (j - i >= 0 ? v : 0.0f));
+  }
+  for (int64_t e = 0; e < 9; ++e)
+    CHECK(out[2].second.data_as<int64_t>()[e] == (e % 3 - e / 3 >= 1 ? e + 1 : 0));
+
+  Pw h;
+  h.m(1, node("Trilu", {"x", "kin"}, {"y"}, "tril_rt")).s(2, "g");
+  h.m(11, value_info("x", 1, {"3", "3"})).m(11, value_info("kin", 7, {"1"}));
+  h.m(12, value_info("y", 1, {"3", "3"}));
+  auto bad = import_str(model(h, 14));
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK_THAT(bad.status().message(),
+             Catch::Contains("node[0] 'tril_rt' (Trilu): input 1 (k) computed at run time is not "
+                             "supported"));
+}
+
 TEST_CASE("onnx: a declared output shape beside a symbolic dim is not binding") {
   // torch.onnx's dynamo path declares an LSTM's sequence output [4, 'batch', 3] after an
   // export at T = 4, while the input says ['seq', 'batch', 3]: ONNX Runtime runs it at any T.
