@@ -48,14 +48,15 @@ inline void run_node(const Plan& plan, NodeId n, SlotTables slots, int threads, 
   }
 }
 
-// The error of node n whose kernel reported `message` at run time. Kernels that know their
+// The error of node n whose kernel reported `failure` at run time. Kernels that know their
 // node start the message with its place (KernelContext::where, "<source>: node 'x' (Op)");
 // other messages (a custom op's exception text) get that prefix here, never twice.
-inline Status node_failure(const Plan& plan, NodeId n, const std::string& message) {
+inline Status node_failure(const Plan& plan, NodeId n, const ops::KernelFailure& failure) {
   const graph::Graph& g = plan.graph();
   const std::string where = g.source() + ": " + g.node(n).where();
-  if (message.rfind(where, 0) == 0) return Status::internal(message);
-  return Status::internal(where + ": " + message);
+  const std::string& message = failure.message();
+  const std::string text = message.rfind(where, 0) == 0 ? message : where + ": " + message;
+  return failure.internal() ? Status::internal(text) : Status::invalid_argument(text);
 }
 
 }  // namespace graphi::engine

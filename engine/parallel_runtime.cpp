@@ -203,7 +203,7 @@ struct ParallelRuntime::Impl {
   void run_local(Executor& e);
   void publish(Executor& e, size_t count, bool done_marker);
   void finish(size_t ops);
-  void fail(graph::NodeId n, const std::string& message);
+  void fail(graph::NodeId n, const ops::KernelFailure& failure);
   void set_error(Status s);
   bool step(Executor* self);
   void try_schedule(Executor* self);
@@ -233,8 +233,8 @@ void ParallelRuntime::Impl::set_error(Status s) {
   aborted.store(true, std::memory_order_seq_cst);
 }
 
-void ParallelRuntime::Impl::fail(graph::NodeId n, const std::string& message) {
-  set_error(node_failure(*plan, n, message));
+void ParallelRuntime::Impl::fail(graph::NodeId n, const ops::KernelFailure& failure) {
+  set_error(node_failure(*plan, n, failure));
 }
 
 // Runs op n, then the small ops it makes ready (inline, in this thread). Ready ops that are not
@@ -260,7 +260,7 @@ void ParallelRuntime::Impl::run_one(Executor* e, graph::NodeId n,
         run_node(p, m, slots, threads, scratch, p.scratch_bytes(), &failure);
       }
       if (failure.failed()) {
-        fail(m, failure.message());
+        fail(m, failure);
         failure.clear();
       }
     }
@@ -726,9 +726,9 @@ Result<std::unique_ptr<ParallelRuntime>> ParallelRuntime::create(const Plan& pla
   // nothing to hand out, so even with a spare core the client thread plays the executor instead
   // of sleeping on it until the run ends. The sleeping client cost a futex wake-up (30-80 us) per
   // run: LSTM-shaped DAG, 1 us ops, cpf 1x1 1152 ns/op against 1021 for the sequential executor.
-  const ClientRole role =
-      client_role(o.executors, o.threads, o.policy,
-                  o.placement != nullptr && o.placement->scheduler.has_value(), o.local_continuation);
+  const ClientRole role = client_role(o.executors, o.threads, o.policy,
+                                      o.placement != nullptr && o.placement->scheduler.has_value(),
+                                      o.local_continuation);
   im.dedicated = o.dedicated_scheduler.has_value() ? *o.dedicated_scheduler : role.dedicated;
   im.client_drives = !im.dedicated && !im.shared && o.threads == 1 && o.local_continuation;
   im.client_sleeps = !im.dedicated && !im.client_drives;

@@ -395,7 +395,7 @@ Status Session::Impl::execute(int threads) {
       run_node(plan(), n, slots, threads, scratch.get(), plan().scratch_bytes(), &failure);
     }
     if (failure.failed()) {
-      Status st = node_failure(plan(), n, failure.message());
+      Status st = node_failure(plan(), n, failure);
       failure.clear();
       return st;
     }

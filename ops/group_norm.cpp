@@ -120,7 +120,8 @@ class GroupNormKernel final : public Kernel {
       return;
     }
     if (static_cast<size_t>(team.ithr + 1) * per_thread_ > team.scratch_bytes) {
-      team.fail("GroupNorm: the executor's scratch is smaller than the kernel asked for");
+      team.fail("GroupNorm: the executor's scratch is smaller than the kernel asked for",
+                /*internal=*/true);
       return;
     }
     char* mine = static_cast<char*>(team.scratch) + static_cast<size_t>(team.ithr) * per_thread_;

@@ -28,29 +28,35 @@ struct KernelContext {
   }
 };
 
-// Where a kernel that can fail at run time (a custom op wrapping user code that may throw, see
-// ops/custom_op.h function_kernel) reports it: the engine gives each executor one, checks it
-// after every op, stops the run and returns the message as that node's error. Any team member
-// may call set(); the first message wins.
+// Where a kernel that can fail at run time (an index out of range in the run's data, a custom op
+// wrapping user code that may throw, see ops/custom_op.h function_kernel) reports it: the engine
+// gives each executor one, checks it after every op, stops the run and returns the message as
+// that node's error, an invalid_argument (the caller's data), or an internal error when
+// `internal` (graphi's own fault: a oneDNN execution that failed). Any team member may call
+// set(); the first message wins.
 class KernelFailure {
  public:
-  void set(std::string_view message) noexcept {
+  void set(std::string_view message, bool internal = false) noexcept {
     if (failed_.exchange(true, std::memory_order_acq_rel)) return;
+    internal_ = internal;
     try {
       message_.assign(message);
     } catch (...) {
     }
   }
   bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
-  // After failed(): the message (not concurrently with set() of the same failure).
+  // After failed(): the message and its kind (not concurrently with set() of the same failure).
   const std::string& message() const noexcept { return message_; }
+  bool internal() const noexcept { return internal_; }
   void clear() noexcept {
     message_.clear();
+    internal_ = false;
     failed_.store(false, std::memory_order_release);
   }
 
  private:
   std::atomic<bool> failed_{false};
+  bool internal_ = false;
   std::string message_;
 };
 
@@ -61,9 +67,10 @@ struct TeamContext {
   void* scratch = nullptr;  // at least Kernel::scratch_bytes(), 64-byte aligned, per executor
   size_t scratch_bytes = 0;
   KernelFailure* failure = nullptr;  // set by the engine; nullptr when run outside an engine
-  // Reports a run-time failure of this op (see KernelFailure). Built-in kernels never fail.
-  void fail(std::string_view message) const noexcept {
-    if (failure) failure->set(message);
+  // Reports a run-time failure of this op (see KernelFailure): bad data in the run's inputs, or
+  // with `internal` graphi's own fault.
+  void fail(std::string_view message, bool internal = false) const noexcept {
+    if (failure) failure->set(message, internal);
   }
 };
 

@@ -238,7 +238,7 @@ class RnnBackwardKernel final : public Kernel {
 
  private:
   void fail(const TeamContext& team) const noexcept {
-    team.fail(std::string(name()) + ": oneDNN execution failed");
+    team.fail(std::string(name()) + ": oneDNN execution failed", /*internal=*/true);
   }
   float* out(const Buffers& io, int slot) const noexcept {  // slot: the forward's input slot
     for (size_t k = 0; k < g_.grads.size(); ++k)

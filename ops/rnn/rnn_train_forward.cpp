@@ -103,7 +103,7 @@ class RnnTrainForwardKernel final : public Kernel {
     float* scratch = static_cast<float*>(team.scratch);
     for (int d = 0; d < s_.num_directions; ++d)
       if (!direction(team, io, d, scratch)) {
-        team.fail(std::string(name()) + ": oneDNN execution failed");
+        team.fail(std::string(name()) + ": oneDNN execution failed", /*internal=*/true);
         return;
       }
   }

@@ -199,6 +199,7 @@ TEST_CASE("onnx: nn.Embedding runs graphi's Gather and a bad token id fails the 
   REQUIRE_FALSE(out.is_ok());
   CHECK_THAT(out.status().message(),
              Catch::Contains("index 20 is out of range for axis 0 of size 20"));
+  CHECK(out.status().code() == StatusCode::kInvalidArgument);  // the caller's data, not graphi
 }
 
 TEST_CASE("onnx: a file named .onnx that is not a model says so before the decoder's reason") {
