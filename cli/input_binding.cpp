@@ -7,6 +7,7 @@
 
 #include "cli/cli_util.h"
 #include "graph/npy.h"
+#include "graph/onnx/onnx_import.h"
 #include "models/weights.h"
 
 namespace graphi::cli {
@@ -26,10 +27,17 @@ Result<std::vector<InputFile>> parse_input_flags(const std::vector<std::string>&
   return files;
 }
 
+std::string declared_desc(const graph::Graph& g, graph::ValueId v) {
+  const graph::Value& val = g.value(v);
+  const std::vector<std::string> bools = graph::bool_values(g);
+  if (std::find(bools.begin(), bools.end(), val.name) == bools.end()) return val.desc.to_string();
+  return "bool" + shape_to_string(val.desc.shape);
+}
+
 void read_input_files(std::vector<InputFile>& files) {
   for (InputFile& f : files) {
     if (f.data) continue;
-    auto t = graph::read_npy(f.path);
+    auto t = graph::read_npy(f.path, /*bool_as_f32=*/true, &f.was_bool);
     if (t.is_ok()) f.data = std::move(*t);
   }
 }
@@ -48,7 +56,7 @@ std::optional<std::string> unknown_input(const graph::Graph& g, const std::strin
     if (v && g.value(*v).kind == graph::ValueKind::kInput) continue;
     std::string names;
     for (graph::ValueId in : g.inputs())
-      names += (names.empty() ? "" : ", ") + g.value(in).name + " " + g.value(in).desc.to_string();
+      names += (names.empty() ? "" : ", ") + g.value(in).name + " " + declared_desc(g, in);
     return "'" + f.name + "' is not an input of " + model_path +
            "; its inputs are: " + (names.empty() ? "(the model has no inputs)" : names);
   }
@@ -59,18 +67,23 @@ Result<BoundInputs> bind_inputs(const graph::Graph& g, std::vector<InputFile>& f
                                 uint64_t seed) {
   BoundInputs out;
   models::WeightRng rng(seed);
+  const std::vector<std::string> bools = graph::bool_values(g);
   for (graph::ValueId vid : g.inputs()) {
     const graph::Value& v = g.value(vid);
     auto file = std::find_if(files.begin(), files.end(),
                              [&](const InputFile& f) { return f.name == v.name; });
     if (file != files.end()) {
-      Result<Tensor> t = file->data ? Result<Tensor>(*std::exchange(file->data, std::nullopt))
-                                    : graph::read_npy(file->path);
+      // A BOOL input takes numpy bools (or float32 0/1); any other input refuses bools.
+      const bool takes_bool = std::find(bools.begin(), bools.end(), v.name) != bools.end();
+      Result<Tensor> t = file->data
+                             ? Result<Tensor>(*std::exchange(file->data, std::nullopt))
+                             : graph::read_npy(file->path, /*bool_as_f32=*/true, &file->was_bool);
       if (!t.is_ok()) return t.status().with_context("input '" + v.name + "'");
-      if (!(t->desc() == v.desc))
-        return Status::invalid_argument("input '" + v.name + "': " + file->path + " holds " +
-                                        t->desc().to_string() + ", the model expects " +
-                                        v.desc.to_string());
+      const std::string held =
+          file->was_bool ? "bool" + shape_to_string(t->shape()) : t->desc().to_string();
+      if (!(t->desc() == v.desc) || (file->was_bool && !takes_bool))
+        return Status::invalid_argument("input '" + v.name + "': " + file->path + " holds " + held +
+                                        ", the model expects " + declared_desc(g, vid));
       out.source[v.name] = file->path;
       out.tensors.emplace_back(v.name, std::move(*t));
       continue;
@@ -78,6 +91,11 @@ Result<BoundInputs> bind_inputs(const graph::Graph& g, std::vector<InputFile>& f
     // A declared shape can be far larger than memory (e.g. a --dim typo): say so, by name.
     try {
       out.tensors.emplace_back(v.name, models::random_tensor(v.desc, rng));
+      if (std::find(bools.begin(), bools.end(), v.name) != bools.end()) {
+        Tensor& t = out.tensors.back().second;  // a BOOL input: float32 0/1
+        for (int64_t k = 0; k < t.numel(); ++k)
+          t.data_as<float>()[k] = t.data_as<float>()[k] > 0.0f ? 1.0f : 0.0f;
+      }
     } catch (const std::bad_alloc&) {
       return Status(StatusCode::kOutOfMemory, "input '" + v.name + "' " + v.desc.to_string() +
                                                   " needs " +
@@ -86,7 +104,8 @@ Result<BoundInputs> bind_inputs(const graph::Graph& g, std::vector<InputFile>& f
     }
     out.generated.push_back(v.name);
     std::fprintf(stderr, "graphi: input '%s' not given: using seeded random %s (seed %llu)\n",
-                 v.name.c_str(), v.desc.to_string().c_str(), static_cast<unsigned long long>(seed));
+                 v.name.c_str(), declared_desc(g, vid).c_str(),
+                 static_cast<unsigned long long>(seed));
   }
   return out;
 }

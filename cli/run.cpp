@@ -23,6 +23,7 @@
 #include "engine/session.h"
 #include "graph/memory_budget.h"
 #include "graph/npy.h"
+#include "graph/onnx/onnx_import.h"
 #include "models/weights.h"
 #include "ops/rnn/rnn_sequence.h"
 #include "profiler/chrome_trace.h"
@@ -284,12 +285,14 @@ int run_command(int argc, char** argv) {
       return runtime_error(
           Status::io_error(dir.string() + ": cannot create directory (" + ec.message() + ")"));
     std::set<std::string> stems;  // 'a/b' and 'a:b' both become a_b: the second is a_b_2
+    const std::vector<std::string> bools = graph::bool_values(*g);  // ONNX BOOL: numpy bools
     for (const auto& [name, t] : outputs) {
       std::string stem = file_stem(name);
       for (int k = 2; !stems.insert(stem).second; ++k)
         stem = file_stem(name) + "_" + std::to_string(k);
       const std::string path = (dir / (stem + ".npy")).string();
-      if (Status s = graph::write_npy(path, t); !s.is_ok()) return runtime_error(s);
+      const bool as_bool = std::find(bools.begin(), bools.end(), name) != bools.end();
+      if (Status s = graph::write_npy(path, t, as_bool); !s.is_ok()) return runtime_error(s);
       written.push_back(path);
     }
   }

@@ -225,7 +225,9 @@ uint32_t read_le(std::string_view b, size_t off, size_t n) {
 
 }  // namespace
 
-Result<Tensor> parse_npy(std::string_view bytes, const std::string& src) {
+Result<Tensor> parse_npy(std::string_view bytes, const std::string& src, bool bool_as_f32,
+                         bool* was_bool) {
+  if (was_bool) *was_bool = false;
   auto bad = [&](const std::string& m) { return Status::invalid_argument(src + ": " + m); };
   if (bytes.size() < kMagicLen + 2 || std::memcmp(bytes.data(), kMagic, kMagicLen) != 0)
     return bad("not a .npy file (the file does not start with the magic \"\\x93NUMPY\")");
@@ -275,7 +277,11 @@ Result<Tensor> parse_npy(std::string_view bytes, const std::string& src) {
   if (fortran->kind != PyValue::kBool)
     return bad("malformed header: 'fortran_order' must be True or False");
   if (shape->kind != PyValue::kTuple) return bad("malformed header: 'shape' must be a tuple");
-  GRAPHI_ASSIGN_OR_RETURN(DType dtype, dtype_from_descr(descr->str, src));
+  // numpy bool: one byte per element, read as float32 0/1 where the caller takes bools.
+  const bool bools = bool_as_f32 && (descr->str == "|b1" || descr->str == "?");
+  if (was_bool) *was_bool = bools;
+  GRAPHI_ASSIGN_OR_RETURN(DType dtype,
+                          bools ? Result<DType>(DType::kF32) : dtype_from_descr(descr->str, src));
   Shape dims = shape->ints;
   if (fortran->boolean && dims.size() > 1)
     return bad(
@@ -283,7 +289,7 @@ Result<Tensor> parse_npy(std::string_view bytes, const std::string& src) {
         "(in numpy: np.ascontiguousarray(a) before np.save)");
 
   // Element count with overflow checks, then the exact data size.
-  const size_t elem = dtype_size(dtype);
+  const size_t elem = bools ? 1 : dtype_size(dtype);
   size_t numel = 1;
   for (int64_t d : dims) {
     if (d != 0 && numel > std::numeric_limits<size_t>::max() / elem / static_cast<size_t>(d))
@@ -293,18 +299,23 @@ Result<Tensor> parse_npy(std::string_view bytes, const std::string& src) {
   const size_t want = numel * elem;
   const size_t have = bytes.size() - prefix - header_len;
   if (have < want)
-    return bad("truncated: shape " + shape_to_string(dims) + " of " + dtype_name(dtype) +
-               " needs " + std::to_string(want) + " data bytes, the file has " +
-               std::to_string(have));
+    return bad("truncated: shape " + shape_to_string(dims) + " of " +
+               (bools ? std::string("bool") : dtype_name(dtype)) + " needs " +
+               std::to_string(want) + " data bytes, the file has " + std::to_string(have));
   if (have > want)
     return bad("the file has " + std::to_string(have - want) + " bytes after the data that shape " +
-               shape_to_string(dims) + " of " + dtype_name(dtype) + " describes");
+               shape_to_string(dims) + " of " + (bools ? std::string("bool") : dtype_name(dtype)) +
+               " describes");
   Tensor t(TensorDesc{dtype, dims});
-  if (want) std::memcpy(t.data(), bytes.data() + prefix + header_len, want);
+  const char* data = bytes.data() + prefix + header_len;
+  if (bools)
+    for (size_t k = 0; k < numel; ++k) t.data_as<float>()[k] = data[k] != 0 ? 1.0f : 0.0f;
+  else if (want)
+    std::memcpy(t.data(), data, want);
   return t;
 }
 
-Result<Tensor> read_npy(const std::string& path) {
+Result<Tensor> read_npy(const std::string& path, bool bool_as_f32, bool* was_bool) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     return Status::io_error(path + ": is a directory, not a .npy file");
@@ -320,11 +331,15 @@ Result<Tensor> read_npy(const std::string& path) {
   ss << in.rdbuf();
   if (in.bad()) return Status::io_error(path + ": read failed");
   std::string bytes = std::move(ss).str();
-  return parse_npy(bytes, path);
+  return parse_npy(bytes, path, bool_as_f32, was_bool);
 }
 
-std::string serialize_npy(const Tensor& t) {
-  const char* descr = t.dtype() == DType::kF32 ? "<f4" : t.dtype() == DType::kI32 ? "<i4" : "<i8";
+std::string serialize_npy(const Tensor& t, bool as_bool) {
+  as_bool = as_bool && t.dtype() == DType::kF32;
+  const char* descr = as_bool                    ? "|b1"
+                      : t.dtype() == DType::kF32 ? "<f4"
+                      : t.dtype() == DType::kI32 ? "<i4"
+                                                 : "<i8";
   std::string shape = "(";
   for (size_t i = 0; i < t.shape().size(); ++i) {
     shape += std::to_string(t.shape()[i]);
@@ -351,15 +366,18 @@ std::string serialize_npy(const Tensor& t) {
   for (size_t i = 0; i < len_bytes; ++i)
     out += static_cast<char>((header.size() >> (8 * i)) & 0xff);
   out += header;
-  out.append(static_cast<const char*>(t.data()), t.bytes());
+  if (as_bool)
+    for (int64_t k = 0; k < t.numel(); ++k) out += t.data_as<float>()[k] != 0.0f ? '\1' : '\0';
+  else
+    out.append(static_cast<const char*>(t.data()), t.bytes());
   return out;
 }
 
-Status write_npy(const std::string& path, const Tensor& t) {
+Status write_npy(const std::string& path, const Tensor& t, bool as_bool) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out)
     return Status::io_error(path + ": cannot open for writing (" + std::strerror(errno) + ")");
-  const std::string bytes = serialize_npy(t);
+  const std::string bytes = serialize_npy(t, as_bool);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   out.close();
   if (!out) return Status::io_error(path + ": write failed (" + std::strerror(errno) + ")");

@@ -193,3 +193,50 @@ TEST_CASE("cli onnx: output names that map to one file name get _2, nothing is o
     CHECK(neg.data_as<float>()[k] == -xv[k]);
   }
 }
+
+TEST_CASE("cli onnx: a BOOL input takes a numpy bool file, BOOL outputs are written as bool") {
+  // y = Where(mask, x, -x); keep = Not(mask) (a BOOL output). ONNX BOOL is elem type 9.
+  namespace pb = test::onnx_pb;
+  test::ProtoWriter g;
+  g.m(1, pb::node("Neg", {"x"}, {"nx"}, "neg"))
+      .m(1, pb::node("Where", {"mask", "x", "nx"}, {"y"}, "where"))
+      .m(1, pb::node("Not", {"mask"}, {"keep"}, "not"));
+  g.s(2, "g").m(11, pb::value_info("x", 1, {4})).m(11, pb::value_info("mask", 9, {4}));
+  g.m(12, pb::value_info("y", 1, {4})).m(12, pb::value_info("keep", 9, {4}));
+  const fs::path dir = test::scratch_dir("cli_onnx_bool");
+  {
+    std::ofstream f(dir / "m.onnx", std::ios::binary);
+    f << pb::model(g);
+  }
+  Tensor x(TensorDesc{DType::kF32, {4}}), mask(TensorDesc{DType::kF32, {4}});
+  const float xv[] = {1.5f, -2.0f, 3.0f, -4.0f}, mv[] = {1, 0, 0, 1};
+  std::memcpy(x.data(), xv, sizeof xv);
+  std::memcpy(mask.data(), mv, sizeof mv);
+  REQUIRE(graph::write_npy((dir / "x.npy").string(), x).is_ok());
+  REQUIRE(graph::write_npy((dir / "mask.npy").string(), mask, /*as_bool=*/true).is_ok());
+  Run r =
+      run_cli(dir, {"run", (dir / "m.onnx").string(), "--input", "x=" + (dir / "x.npy").string(),
+                    "--input", "mask=" + (dir / "mask.npy").string(), "--iterations", "1",
+                    "--output-dir", (dir / "out").string()});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  Tensor y = value_or_throw(graph::read_npy((dir / "out" / "y.npy").string()));
+  bool was_bool = false;
+  Tensor keep =
+      value_or_throw(graph::read_npy((dir / "out" / "keep.npy").string(), true, &was_bool));
+  CHECK(was_bool);
+  for (int k = 0; k < 4; ++k) {
+    CHECK(y.data_as<float>()[k] == (mv[k] != 0 ? xv[k] : -xv[k]));
+    CHECK(keep.data_as<float>()[k] == (mv[k] != 0 ? 0.0f : 1.0f));
+  }
+  // A bool file for a float input names both.
+  r = run_cli(dir, {"run", (dir / "m.onnx").string(), "--input", "x=" + (dir / "mask.npy").string(),
+                    "--iterations", "1"});
+  CHECK(r.rc != 0);
+  CHECK_THAT(r.err, Catch::Contains("holds bool[4], the model expects float32[4]"));
+  // A generated BOOL input is shown as bool.
+  r = run_cli(dir, {"run", (dir / "m.onnx").string(), "--input", "x=" + (dir / "x.npy").string(),
+                    "--iterations", "1"});
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.err, Catch::Contains("input 'mask' not given: using seeded random bool[4]"));
+}

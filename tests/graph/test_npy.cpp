@@ -254,3 +254,32 @@ TEST_CASE("npy files written by numpy are read, and ours are read by numpy", "[n
   REQUIRE(graph::write_npy((dir / "ours.npy").string(), *f32).is_ok());
   CHECK(std::system(("/usr/bin/python3 " + script + " " + dir.string() + " check").c_str()) == 0);
 }
+
+TEST_CASE("npy bools: read as float32 0/1 where asked, written back as numpy bool", "[npy]") {
+  const std::string bytes = make_npy("{'descr': '|b1', 'fortran_order': False, 'shape': (2, 3), }",
+                                     std::string("\1\0\0\1\2\0", 6));
+  REQUIRE_FALSE(graph::parse_npy(bytes, "m.npy").is_ok());  // not unless the caller takes bools
+  bool was_bool = false;
+  Tensor t = value_or_throw(graph::parse_npy(bytes, "m.npy", true, &was_bool));
+  CHECK(was_bool);
+  REQUIRE(t.desc() == TensorDesc{DType::kF32, {2, 3}});
+  const float want[] = {1, 0, 0, 1, 1, 0};
+  for (int k = 0; k < 6; ++k) CHECK(t.data_as<float>()[k] == want[k]);
+  // A float file read the same way is not bool.
+  Tensor f = value_or_throw(graph::parse_npy(graph::serialize_npy(t), "f.npy", true, &was_bool));
+  CHECK_FALSE(was_bool);
+  // Written as bool: numpy's header and one byte per element, non-zero -> True.
+  const std::string out = graph::serialize_npy(t, /*as_bool=*/true);
+  CHECK(contains(out, "'descr': '|b1'"));
+  Tensor back = value_or_throw(graph::parse_npy(out, "b.npy", true, &was_bool));
+  CHECK(was_bool);
+  for (int k = 0; k < 6; ++k) CHECK(back.data_as<float>()[k] == want[k]);
+  if (have_numpy()) {
+    const std::string path = test::scratch_dir("npy_bool").string() + "/b.npy";
+    REQUIRE(graph::write_npy(path, t, true).is_ok());
+    const std::string cmd = "/usr/bin/python3 -c \"import numpy as np; a = np.load('" + path +
+                            "'); assert a.dtype == bool and a.tolist() == [[True, False, False], "
+                            "[True, True, False]]\"";
+    CHECK(std::system(cmd.c_str()) == 0);
+  }
+}
