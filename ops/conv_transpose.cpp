@@ -259,16 +259,24 @@ class OnednnConvTransposeKernel final : public Kernel {
   std::unique_ptr<onednn::Primitive> prim_;
 };
 
-// The U-Net / FCN up-sampler: kernel = stride, no pads, no dilation, no output_padding, group
-// 1, constant weights. Every input pixel then writes its own kh x kw output patch, so the whole
-// op is one GEMM per image, P[n, (m, a, b), i*W + j] = sum_c W[c, (m, a, b)] X[n, c, i, j] (W
-// transposed once at init, X as it is), then a scatter of P into Y[n, m, i*sh + a, j*sw + b]
-// with the bias (each output row reads kw contiguous rows of P). oneDNN's deconvolution computes
-// the same as a strided backward-data convolution at a fraction of the FMA rate (a U-Net's 64 -> 32
-// 2x2 stride-2 up-sampler at 32x32: ~2.5 ms against ~0.2 ms here, 2 threads).
-class PatchConvTransposeKernel final : public Kernel {
+// ConvTranspose as one GEMM per image and a rearrangement (group 1, constant weights): every
+// input pixel's contribution is P[n, (m, a, b), i*W + j] = sum_c W[c, (m, a, b)] X[n, c, i, j]
+// (W transposed once at init, X as it is; oneDNN's matmul), and Y[n, m, oy, ox] is the bias plus
+// the P entries whose tap (a, b) lands on (oy, ox): oy = i*sh - pt + a*dh, ox = j*sw - pl + b*dw.
+// - The U-Net / FCN up-sampler (kernel = stride, no pads, no dilation, no output_padding): each
+//   output is one P entry, a shuffle ("conv_transpose_patch_matmul"). oneDNN's deconvolution
+//   computes it as a strided backward-data convolution at a fraction of the FMA rate (a U-Net's
+//   64 -> 32 2x2 stride-2 up-sampler at 32x32: ~2.5 ms against ~0.2 ms here, 2 threads).
+// - Any other with few channels (fewer than 16 in or out: a decoder's or a DCGAN generator's
+//   head, 8 -> 3 at 32x32): the taps that land on each output row are summed (col2im, as ONNX
+//   Runtime and PyTorch run every ConvTranspose; "conv_transpose_col2im"). oneDNN's kernels
+//   want whole channel blocks there (8 -> 3, 3x3 stride 2, batch 3: 0.22 ms against 0.04 in ORT).
+//   P must fit in 16 MiB; wider layers go to oneDNN.
+class GemmConvTransposeKernel final : public Kernel {
  public:
-  const char* name() const override { return "conv_transpose_patch_matmul"; }
+  const char* name() const override {
+    return patch_ ? "conv_transpose_patch_matmul" : "conv_transpose_col2im";
+  }
   bool opens_own_region() const override { return true; }
   size_t scratch_bytes() const override {
     return prim_ ? align64(prim_->scratch_bytes()) + patch_bytes_ : 0;
@@ -276,11 +284,17 @@ class PatchConvTransposeKernel final : public Kernel {
 
   Status init(const KernelContext& ctx) override {
     GRAPHI_ASSIGN_OR_RETURN(g_, tgeometry(NodeView::of_kernel(ctx)));
-    if (!is_patch(g_))
-      return Status::unsupported("not a patch up-sampler (kernel = stride, no pads)");
+    patch_ = is_patch(g_);
+    const int64_t hw = g_.h * g_.w, mk = g_.m * g_.kh * g_.kw;
+    if (!patch_) {
+      if (g_.group != 1) return Status::unsupported("group " + std::to_string(g_.group));
+      if (std::min(g_.c, g_.m) >= 16)
+        return Status::unsupported("16 or more channels in and out (oneDNN's kernels)");
+      if (g_.n * hw * mk > (int64_t{4} << 20))
+        return Status::unsupported("the patches would take over 16 MiB");
+    }
     const Tensor* w = ctx.constant(1);
     if (!w) return Status::unsupported("weights given at run time");
-    const int64_t hw = g_.h * g_.w, mk = g_.m * g_.kh * g_.kw;
     wt_.resize(static_cast<size_t>(mk * g_.c));  // W^T: [M*kh*kw, C]
     for (int64_t c = 0; c < g_.c; ++c)
       for (int64_t r = 0; r < mk; ++r) wt_[r * g_.c + c] = w->data_as<float>()[c * mk + r];
@@ -303,26 +317,56 @@ class PatchConvTransposeKernel final : public Kernel {
       return;
     }
     const float* b = g_.has_bias ? static_cast<const float*>(io.inputs[2]) : nullptr;
-    const int64_t hw = g_.h * g_.w, mk = g_.m * g_.kh * g_.kw;
     // Output rows (n, m, oy) split over the team; each reads its patches' (a, b) entries.
     const int64_t rows = g_.n * g_.m * g_.oh;
 #pragma omp parallel num_threads(team.nthr)
     {
       auto [r0, r1] = team_range(rows, omp_get_thread_num(), omp_get_num_threads());
       for (int64_t r = r0; r < r1; ++r) {
-        const int64_t oy = r % g_.oh, nm = r / g_.oh, m = nm % g_.m, n = nm / g_.m;
-        const int64_t i = oy / g_.sh, a = oy % g_.sh;
-        const float bias = b ? b[m] : 0.0f;
-        const float* src = patches + (n * mk + (m * g_.kh + a) * g_.kw) * hw + i * g_.w;
-        float* dst = y + r * g_.ow;
-        for (int64_t bb = 0; bb < g_.kw; ++bb)
-          for (int64_t j = 0; j < g_.w; ++j) dst[j * g_.kw + bb] = src[bb * hw + j] + bias;
+        if (patch_)
+          patch_row(patches, b, y, r);
+        else
+          col2im_row(patches, b, y, r);
       }
     }
   }
 
  private:
+  void patch_row(const float* patches, const float* b, float* y, int64_t r) const noexcept {
+    const int64_t hw = g_.h * g_.w, mk = g_.m * g_.kh * g_.kw;
+    const int64_t oy = r % g_.oh, nm = r / g_.oh, m = nm % g_.m, n = nm / g_.m;
+    const int64_t i = oy / g_.sh, a = oy % g_.sh;
+    const float bias = b ? b[m] : 0.0f;
+    const float* src = patches + (n * mk + (m * g_.kh + a) * g_.kw) * hw + i * g_.w;
+    float* dst = y + r * g_.ow;
+    for (int64_t bb = 0; bb < g_.kw; ++bb)
+      for (int64_t j = 0; j < g_.w; ++j) dst[j * g_.kw + bb] = src[bb * hw + j] + bias;
+  }
+
+  // Output row oy of (n, m): the bias, then for each kernel row a whose taps land on it (input
+  // row i = (oy + pt - a*dh) / sh) and each kernel column b, P's row segment added at stride sw.
+  void col2im_row(const float* patches, const float* b, float* y, int64_t r) const noexcept {
+    const int64_t hw = g_.h * g_.w, mk = g_.m * g_.kh * g_.kw;
+    const int64_t oy = r % g_.oh, nm = r / g_.oh, m = nm % g_.m, n = nm / g_.m;
+    float* dst = y + r * g_.ow;
+    std::fill_n(dst, g_.ow, b ? b[m] : 0.0f);
+    for (int64_t a = 0; a < g_.kh; ++a) {
+      const int64_t t = oy + g_.pt - a * g_.dh;
+      if (t < 0 || t % g_.sh != 0 || t / g_.sh >= g_.h) continue;
+      const int64_t i = t / g_.sh;
+      for (int64_t bb = 0; bb < g_.kw; ++bb) {
+        const float* src = patches + (n * mk + (m * g_.kh + a) * g_.kw + bb) * hw + i * g_.w;
+        const int64_t off = bb * g_.dw - g_.pl;  // ox = j * sw + off
+        // j with 0 <= j * sw + off < ow
+        const int64_t j0 = off >= 0 ? 0 : (-off + g_.sw - 1) / g_.sw;
+        const int64_t j1 = std::min(g_.w, (g_.ow - off + g_.sw - 1) / g_.sw);
+        for (int64_t j = j0; j < j1; ++j) dst[j * g_.sw + off] += src[j];
+      }
+    }
+  }
+
   TGeometry g_;
+  bool patch_ = false;
   std::vector<float> wt_;  // W^T, the GEMM's constant left operand
   std::unique_ptr<onednn::Primitive> prim_;
   size_t patch_bytes_ = 0;
@@ -417,7 +461,7 @@ class BlockedPatchConvTransposeKernel final : public Kernel {
 
 std::unique_ptr<Kernel> make_conv_transpose() { return std::make_unique<ConvTransposeKernel>(); }
 std::unique_ptr<Kernel> make_patch_conv_transpose() {
-  return std::make_unique<PatchConvTransposeKernel>();
+  return std::make_unique<GemmConvTransposeKernel>();
 }
 std::unique_ptr<Kernel> make_onednn_conv_transpose() {
   return std::make_unique<OnednnConvTransposeKernel>();

@@ -678,6 +678,11 @@ TEST_CASE("ConvTranspose: strides, pads, dilations, groups, output_padding vs th
       {{2, 16, 5, 7}, {16, 8, 2, 2}, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}, {0, 0}, true},
       {{1, 6, 4, 3}, {6, 5, 3, 3}, 1, {3, 3}, {0, 0, 0, 0}, {1, 1}, {0, 0}, true},
       {{3, 4, 1, 9}, {4, 2, 1, 4}, 1, {1, 4}, {0, 0, 0, 0}, {1, 1}, {0, 0}, false},
+      // Few channels (GEMM + col2im): a DCGAN head 8 -> 3, 3x3 stride 2 with output_padding; a
+      // dilated one with asymmetric pads larger than a tap; 16 in and out stays oneDNN's.
+      {{3, 8, 6, 5}, {8, 3, 3, 3}, 1, {2, 2}, {1, 1, 1, 1}, {1, 1}, {1, 1}, true},
+      {{1, 5, 4, 7}, {5, 2, 3, 2}, 1, {2, 1}, {2, 0, 3, 1}, {2, 3}, {1, 0}, true},
+      {{2, 16, 8, 8}, {16, 16, 3, 3}, 1, {2, 2}, {1, 1, 1, 1}, {1, 1}, {1, 1}, true},
   };
   uint64_t seed = 40;
   for (const Case& c : cases) {
@@ -721,13 +726,16 @@ TEST_CASE("ConvTranspose: strides, pads, dilations, groups, output_padding vs th
       if (!r.is_ok()) FAIL(r.status().message());
       require_close(r->outputs[0], want, 1e-5);
       // Group 1 with kernel = stride and no pads goes to the patch GEMM, other group-1 ones
-      // with output_padding within the pads to oneDNN, the rest to the scatter.
+      // with fewer than 16 channels in or out to the GEMM + col2im, the others with
+      // output_padding within the pads to oneDNN, the rest to the scatter.
       const bool patch = c.group == 1 && c.w[2] == c.strides[0] && c.w[3] == c.strides[1] &&
                          c.pads == std::vector<int64_t>{0, 0, 0, 0} &&
                          c.out_pad == std::vector<int64_t>{0, 0} &&
                          c.dilations == std::vector<int64_t>{1, 1};
+      const bool col2im = c.group == 1 && std::min(c.x[1], m) < 16;
       const bool onednn = c.group == 1 && c.out_pad[0] <= c.pads[2] && c.out_pad[1] <= c.pads[3];
       CHECK(r->kernel == (patch    ? "conv_transpose_patch_matmul"
+                          : col2im ? "conv_transpose_col2im"
                           : onednn ? "conv_transpose_onednn"
                                    : "conv_transpose_scatter"));
     }
