@@ -69,12 +69,8 @@ Status Importer::unroll_loop(NodeIn& io) {
   if (n.outputs.size() > carried + scans)
     return Status::invalid_graph(where + ": has " + std::to_string(n.outputs.size()) +
                                  " outputs, its body makes " + std::to_string(carried + scans));
-  for (const onnx::Node& m : body.nodes)
-    for (const onnx::Attr& a : m.attrs)
-      if (a.g)
-        return unsupported_op(n, "whose body holds a subgraph (node '" + m.name + "' (" + m.op +
-                                     ")): graphi unrolls only flat Loop bodies");
-  // Trip count M and the first condition: absent or constants.
+  // Trip count M and the first condition: absent or constants (checked first: a data-dependent
+  // `while` is the usual reason, and its body's If is only the exporter's lowering of `and`).
   auto scalar_const = [&](size_t k, const char* what) -> Result<std::optional<double>> {
     if (k >= n.inputs.size() || n.inputs[k].empty()) return std::optional<double>();
     if (!is_const(n.inputs[k]))
@@ -92,6 +88,11 @@ Status Importer::unroll_loop(NodeIn& io) {
   GRAPHI_ASSIGN_OR_RETURN(std::optional<double> cond0, scalar_const(1, "condition"));
   if (!trip && !cond0)
     return unsupported_op(n, "without a trip count or a condition (an endless loop)");
+  for (const onnx::Node& m : body.nodes)
+    for (const onnx::Attr& a : m.attrs)
+      if (a.g)
+        return unsupported_op(n, "with a subgraph inside its body (node '" + m.name + "' (" + m.op +
+                                     ")): graphi unrolls only Loop bodies without one");
   const int64_t body_nodes = std::max<int64_t>(1, static_cast<int64_t>(body.nodes.size()));
   const int64_t max_iter = kMaxLoopNodes / body_nodes;
   if (trip && *trip > static_cast<double>(max_iter))

@@ -213,6 +213,14 @@ Status Importer::unsupported_op(const onnx::Node& n, const std::string& why) con
                "ZipMap, Scaler, LinearClassifier, ...)"
              : "") +
         " (see graph/onnx/ONNX.md)");
+  const std::string head =
+      where_of(n) + ": op type '" + n.op + "' (domain '" + domain + "'" +
+      (n.domain.empty() || n.domain == "ai.onnx" ? ", opset " + std::to_string(opset_) : "") +
+      ") is not supported";
+  // A known op in a form graphi does not take: the reason, without the list of every op.
+  if (!why.empty() && (is_runtime_op(n.op) || onnx::is_foldable_op(n.op) || n.op == "Loop" ||
+                       n.op == "If" || n.op == "Scan"))
+    return Status::unsupported(head + " " + why + " (see graph/onnx/ONNX.md)");
   std::vector<std::string> fold_only;
   for (const std::string& op : onnx::foldable_ops())
     if (!is_runtime_op(op)) fold_only.push_back(op);
