@@ -238,23 +238,22 @@ class BackendTest(unittest.TestCase):
     def test_unsupported_op_falls_back_with_one_log_line(self):
         torch.manual_seed(8)
 
-        # graphi evaluates Trilu (torch.triu) only at import time, on constants: on run-time
-        # data it refuses the graph (tests/graph/test_onnx_import.cpp checks the refusal). Not
-        # NonZero or Unique: dynamo breaks the graph at data-dependent shapes, so graphi never
-        # sees them.
-        class WithTriu(nn.Module):
+        # graphi computes in float32, int32 and int64: a cast to float64 at run time is refused
+        # (tests/graph/test_onnx_import.cpp checks the refusal). Not NonZero or Unique: dynamo
+        # breaks the graph at data-dependent shapes, so graphi never sees them.
+        class WithDouble(nn.Module):
             def __init__(self):
                 super().__init__()
                 self.lin = nn.Linear(3, 3)
 
             def forward(self, x):
-                return torch.triu(self.lin(x)).relu()
+                return self.lin(x).double().relu().float()
 
         with self.assertLogs("graphi.torch", level=logging.WARNING) as logs:
-            fns = self.compile_and_compare(WithTriu(), lambda: (torch.randn(2, 3, 3),),
+            fns = self.compile_and_compare(WithDouble(), lambda: (torch.randn(2, 3, 3),),
                                            calls=3, on_graphi=False)
         self.assertEqual(len(logs.records), 1, logs.output)  # once, not per call
-        self.assertIn("op Trilu", logs.output[0])
+        self.assertIn("op Cast", logs.output[0])
         reasons = [c for fn in fns for c in fn.compiled.values()]
         self.assertTrue(all(isinstance(c, str) for c in reasons), reasons)
 
