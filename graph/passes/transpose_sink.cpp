@@ -207,7 +207,7 @@ Result<TransposeSinkResult> sink_transposes(const Graph& g, const ShapeInference
         const std::string c = rw.fresh(n.name + "/pads");
         rw.add_constant(c, i64_tensor(moved));
         ins = {held.at(n.inputs[0]).base, c};
-        if (n.inputs.size() == 3) ins.push_back(g.value(n.inputs[2]).name);
+        if (n.inputs.size() == 3 && n.inputs[2] != kNoId) ins.push_back(g.value(n.inputs[2]).name);
       }
     } else {
       ok = false;

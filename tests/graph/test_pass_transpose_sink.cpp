@@ -102,3 +102,18 @@ TEST_CASE("transpose_sink: leaves what does not commute and keeps graph outputs"
   CHECK(r2.graph.value(r2.graph.outputs()[0]).name == back);
   test::check_same_outputs(g2, r2.graph, 1, 1e-6);
 }
+
+TEST_CASE("transpose_sink: a Pad with its constant_value input left empty", "[passes]") {
+  // timm's EfficientViT / DaViT (TorchScript export): Transpose, then Pad(x, pads, "") with
+  // the optional third input named "" (absent), then the inverse Transpose. It crashed the pass.
+  test::NetBuilder nb;
+  nb.b.add_input("x", TensorDesc{DType::kF32, {1, 8, 6, 6}});
+  std::string t = nb.node("Transpose", {"x"}, perm({0, 2, 3, 1}));
+  t = nb.node("Pad", {t, nb.ints({0, 1, 2, 0, 0, 1, 0, 0}), ""});
+  nb.b.add_output(nb.node("Transpose", {nb.node("Relu", {t})}, perm({0, 3, 1, 2})));
+  const graph::Graph g = value_or_throw(nb.finish());
+  auto r = value_or_throw(graph::passes::sink_transposes(g, ops::Registry::get()));
+  CHECK(r.removed == 2);
+  CHECK(test::count_op(r.graph, "Transpose") == 0);
+  test::check_same_outputs(g, r.graph, 1, 1e-7);  // the same values, moved
+}
