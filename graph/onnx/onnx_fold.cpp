@@ -582,6 +582,7 @@ const std::vector<std::string>& foldable_ops() {
                                   "Cast",
                                   "CastLike",
                                   "Ceil",
+                                  "Clip",
                                   "Concat",
                                   "Constant",
                                   "ConstantOfShape",
@@ -1047,6 +1048,40 @@ Result<std::vector<HostTensor>> fold_node_unlimited(const Node& n, int64_t opset
   if (op == "HannWindow" || op == "HammingWindow" || op == "BlackmanWindow" ||
       op == "MelWeightMatrix")
     return fold_signal(op, n, in, where);
+  if (op == "Clip") {
+    // Bounds: inputs 1 and 2 (opset >= 11, each optional) or attributes min / max (before).
+    // timm's TF-style "same" padding clamps its computed pads at 0 before the Pad.
+    GRAPHI_RETURN_IF_ERROR(need_inputs(in, 1, where));
+    std::optional<double> lo, hi;
+    if (opset < 11) {
+      if (const onnx::Attr* a = n.attr("min")) lo = a->f;
+      if (const onnx::Attr* a = n.attr("max")) hi = a->f;
+    } else {
+      for (size_t k : {size_t{1}, size_t{2}}) {
+        if (k >= in.size() || !in[k]) continue;
+        if (in[k]->numel() != 1)
+          return Status::invalid_graph(where + ": input " + std::to_string(k) + " (" +
+                                       (k == 1 ? "min" : "max") + ") must be a scalar, got " +
+                                       in[k]->desc());
+        (k == 1 ? lo : hi) = in[k]->get_f(0);
+      }
+    }
+    HostTensor o = *in[0];
+    for (size_t e = 0; e < o.numel(); ++e) {
+      if (o.is_float()) {
+        double v = o.f[e];
+        if (lo && v < *lo) v = *lo;  // NaN stays NaN
+        if (hi && v > *hi) v = *hi;
+        o.f[e] = v;
+      } else {
+        int64_t v = o.i[e];
+        if (lo && static_cast<double>(v) < *lo) v = static_cast<int64_t>(*lo);
+        if (hi && static_cast<double>(v) > *hi) v = static_cast<int64_t>(*hi);
+        o.i[e] = v;
+      }
+    }
+    return Outs{std::move(o)};
+  }
   if (is_foldable_op(op)) return fold_unary(op, in, where);
   return Status::unsupported(where + ": op " + op + " cannot be evaluated at import time");
 }

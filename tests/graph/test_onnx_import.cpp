@@ -1207,6 +1207,36 @@ TEST_CASE("onnx: Trilu of a run-time tensor (torch.tril / triu) against its defi
                              "supported"));
 }
 
+TEST_CASE("onnx: pads clamped by a Clip of constants fold (timm's TF-style same padding)") {
+  // pads = Clip(raw, 0) with raw an int64 constant, then Pad(x, pads): the Clip is evaluated at
+  // import, so the Pad's pads are constants ([0, 0, 0, 1, 0, 0, 2, 0]).
+  Pw raw;
+  for (int64_t d : {8}) raw.i(1, d);
+  raw.i(2, 7);
+  const int64_t rv[] = {0, 0, -1, 1, 0, 0, 2, -3};
+  raw.s(8, "raw").s(9, std::string(reinterpret_cast<const char*>(rv), sizeof rv));
+  Pw g;
+  g.m(1, node("Clip", {"raw", "zero"}, {"pads"}, "clamp"))
+      .m(1, node("Pad", {"x", "pads"}, {"y"}, "pad"))
+      .s(2, "g");
+  g.m(5, raw).m(5, i64_scalar("zero", 0));
+  g.m(11, value_info("x", 1, {"1", "2", "3", "3"}));
+  g.m(12, value_info("y", 1, {"1", "2", "5", "4"}));
+  auto r = import_str(model(g, 13));
+  INFO(r.status().message());
+  REQUIRE(r.is_ok());
+  const Tensor x = test::random_tensor(TensorDesc{DType::kF32, {1, 2, 3, 3}}, 33);
+  engine::NamedTensors out = value_or_throw(run_graph(*r, {x}));
+  REQUIRE(out[0].second.desc().shape == Shape{1, 2, 5, 4});
+  for (int64_t c = 0; c < 2; ++c)
+    for (int64_t i = 0; i < 5; ++i)
+      for (int64_t j = 0; j < 4; ++j) {
+        const bool inside = i < 3 && j >= 1;  // 2 rows added at the bottom, 1 column at the left
+        const float want = inside ? x.data_as<float>()[(c * 3 + i) * 3 + (j - 1)] : 0.0f;
+        CHECK(out[0].second.data_as<float>()[(c * 5 + i) * 4 + j] == want);
+      }
+}
+
 TEST_CASE("onnx: a declared output shape beside a symbolic dim is not binding") {
   // torch.onnx's dynamo path declares an LSTM's sequence output [4, 'batch', 3] after an
   // export at T = 4, while the input says ['seq', 'batch', 3]: ONNX Runtime runs it at any T.
