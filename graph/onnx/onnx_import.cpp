@@ -29,7 +29,7 @@ namespace {
 // rest of them add types (float8, int4, bfloat16, strings). PyTorch 2.x's TorchScript exporter
 // writes opset 20 by default. IR 11 (onnx 1.18) adds float4 only.
 constexpr int64_t kMinOpset = 6, kMaxOpset = 22;
-constexpr int64_t kMinIr = 3, kMaxIr = 11;
+constexpr int64_t kMinIr = 3, kMaxIr = 14;
 
 // ONNX ops mapped onto graphi ops when their data is computed at run time (graph/onnx/ONNX.md).
 const std::vector<std::string>& runtime_ops() {
