@@ -37,6 +37,7 @@ struct Geometry {
   int64_t pt = 0, pl = 0, pb = 0, pr = 0;
   bool has_bias = false;
   bool has_sum = false;            // FusedConv / BlockedConv: input Z added before the activation
+  bool sum_after = false;          // ... or after it (attribute sum_after_activation = 1)
   ConvPostOp post;                 // FusedConv / BlockedConv: the activation after it
   bool count_include_pad = false;  // AveragePool only
 };
@@ -202,6 +203,11 @@ Result<Geometry> conv_geometry(const graph::Node& node, const std::vector<const 
                                    " does not match W " + w.to_string());
   }
   g.has_sum = in.size() >= 4 && in[3];
+  // y = act(conv + b) + Z (graph/passes/conv_fusion.h fuse_conv_sums: DarkNet's and YOLO's
+  // residual Add after the conv's activation).
+  GRAPHI_ASSIGN_OR_RETURN(int64_t sum_after,
+                          graph::attr_int(node.attrs, where, "sum_after_activation", 0));
+  g.sum_after = g.has_sum && sum_after != 0;
   if (scaled) {
     // S scales X's channels, per image: [N, C, 1, 1], or blocked [N, ceil(C/B), 1, 1, B] (the
     // same bytes, padded); the kernel folds it into W, so the convolution is a 1x1 one.
@@ -512,6 +518,7 @@ class OnednnConvKernel final : public Kernel {
     s.pad_right = g_.pr;
     s.has_bias = g_.has_bias;
     s.sum_input = g_.has_sum;
+    s.sum_after_post = g_.sum_after;
     s.post = g_.post;
     if (fused_dw) {
       const Tensor* wd = ctx.constant(3);
@@ -536,6 +543,8 @@ class OnednnConvKernel final : public Kernel {
                  out_post.kind == ConvActivation::kTanh ||
                  (out_post.kind == ConvActivation::kSigmoid && !padded_out);
     if (act_after_) out_post = ConvPostOp{};
+    // Z added after an activation graphi applies itself: both after the primitive.
+    if (act_after_ && g_.sum_after) s.sum_input = false;
     if (const Tensor* w = ctx.constant(1)) s.const_weights = w->data_as<float>();
     scaled_ = ctx.node.op == "BlockedConvScaled";
     if (scaled_ && !s.const_weights)
@@ -612,7 +621,7 @@ class OnednnConvKernel final : public Kernel {
     const bool depthwise = g_.group > 1 && g_.group == g_.c && g_.group == g_.oc;
     const Tensor* bias = g_.has_bias ? ctx.constant(2) : nullptr;
     if (is_reference(prim_->impl_name()) && blocked && depthwise && s.src_block == s.dst_block &&
-        s.const_weights && (!g_.has_bias || bias) && !scaled_ && !fused_dw) {
+        s.const_weights && (!g_.has_bias || bias) && !scaled_ && !fused_dw && !g_.sum_after) {
       // oneDNN's jit depthwise kernels take a few kernel sizes only: graphi's direct loop.
       DepthwiseGeometry dg{g_.n,  g_.c,  g_.h,  g_.w,  g_.oh, g_.ow, g_.kh,      g_.kw,
                            g_.sh, g_.sw, g_.dh, g_.dw, g_.pt, g_.pl, s.dst_block};
@@ -673,16 +682,18 @@ class OnednnConvKernel final : public Kernel {
   }
 
  private:
-  // y = post(y + z) (z may be nullptr) over the whole output, what the primitive left undone.
+  // y = post(y + z), or post(y) + z with sum_after (z may be nullptr), over the whole output:
+  // what the primitive left undone.
   // A Winograd primitive's channels are whole blocks (multiples of 16), and Swish and Tanh map
   // 0 to 0, so padding lanes stay zero.
   void add_and_activate(float* y, const float* z, bool activate, int nthr) const noexcept {
     const int64_t count = outputs_;
     const ConvPostOp post = after_post_;
+    const bool z_last = g_.sum_after;  // y = act(y) + z instead of act(y + z)
 #pragma omp parallel num_threads(nthr)
     {
       auto [i0, i1] = team_range(count, omp_get_thread_num(), omp_get_num_threads());
-      if (z)
+      if (z && !z_last)
         for (int64_t i = i0; i < i1; ++i) y[i] += z[i];
       if (!activate || post.kind == ConvActivation::kNone) {
         // the sum only
@@ -697,6 +708,8 @@ class OnednnConvKernel final : public Kernel {
       } else {
         for (int64_t i = i0; i < i1; ++i) y[i] = post.apply(y[i]);
       }
+      if (z && z_last)
+        for (int64_t i = i0; i < i1; ++i) y[i] += z[i];
     }
   }
 
@@ -787,7 +800,9 @@ class PixelConvKernel final : public Kernel {
       for (int64_t n = 0; n < g_.n; ++n)
         for (int64_t m = m0; m < m1; ++m) {
           float& v = y[n * ys_ + m];
-          v = m < g_.oc ? g_.post.apply(v + (bias ? bias[m] : 0.0f) + (z ? z[n * ys_ + m] : 0.0f))
+          const float zv = z ? z[n * ys_ + m] : 0.0f;
+          v = m < g_.oc ? (g_.sum_after ? g_.post.apply(v + (bias ? bias[m] : 0.0f)) + zv
+                                        : g_.post.apply(v + (bias ? bias[m] : 0.0f) + zv))
                         : 0.0f;
         }
     }
@@ -838,8 +853,8 @@ class RefConvKernel final : public Kernel {
               }
             }
           }
-          if (z) acc += z[plane * g.oh * g.ow + oy * g.ow + ox];
-          yp[oy * g.ow + ox] = g.post.apply(acc);
+          const float zv = z ? z[plane * g.oh * g.ow + oy * g.ow + ox] : 0.0f;
+          yp[oy * g.ow + ox] = g.sum_after ? g.post.apply(acc) + zv : g.post.apply(acc + zv);
         }
       }
     }

@@ -100,7 +100,8 @@ struct Primitive::Impl {
   dnnl::primitive prim;
   memory::desc src_md, wei_md, bias_md, dst_md, scratch_md;
   bool has_weights = false, has_bias = false;
-  bool has_sum = false;  // ConvSpec::sum_input: Z, in dst_md, is binary post-op 0's src1
+  bool has_sum = false;  // ConvSpec::sum_input: Z, in dst_md, is binary post-op sum_index's src1
+  int sum_index = 0;     // 1 when the eltwise post-op comes first (ConvSpec::sum_after_post)
   // ConvSpec::dw: the depthwise post-op's weights (in the layout oneDNN asked for) and bias.
   bool has_dw = false;
   memory::desc dw_wei_md, dw_bias_md;
@@ -306,7 +307,7 @@ bool Primitive::run(const float* src, const float* weights, const float* bias, f
     if (p.has_sum) {
       if (!sum) return false;
       point(s.sum, s.sum_p, sum);
-      args[n++] = {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, s.sum.get()};
+      args[n++] = {DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.sum_index) | DNNL_ARG_SRC_1, s.sum.get()};
     }
     if (p.has_dw) {
       args[n++] = {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS, s.dw_wei.get()};
@@ -612,8 +613,13 @@ Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_siz
           "blocked activations, without an added tensor Z");
     if (s.post.kind != ConvActivation::kNone || s.sum_input || dw) {
       dnnl::post_ops ops;
-      if (s.sum_input) ops.append_binary(dnnl::algorithm::binary_add, user.dst);  // post-op 0
+      const bool sum_last = s.sum_after_post && s.post.kind != ConvActivation::kNone;
+      if (s.sum_input && !sum_last) ops.append_binary(dnnl::algorithm::binary_add, user.dst);
       append_post_op(ops, s.post);
+      if (s.sum_input && sum_last) {
+        impl->sum_index = ops.len();  // after the activation's eltwise post-op(s)
+        ops.append_binary(dnnl::algorithm::binary_add, user.dst);
+      }
       if (dw) {
         using dt = memory::data_type;
         ops.append_dw(dt::f32, dt::f32, dt::f32, 3, s.dw.stride, 1, 0, {});

@@ -82,6 +82,9 @@ struct ConvSpec {
   // residual connection), as oneDNN's binary-add post-op while the output block is in registers.
   // execute() takes Z as `sum`. Not with staged activations.
   bool sum_input = false;
+  // With sum_input: dst = post(conv + bias) + Z instead (the binary-add post-op after the
+  // eltwise one: a residual Add after the conv's activation, DarkNet / YOLO blocks).
+  bool sum_after_post = false;
   int src_block = 0, dst_block = 0;      // 8 or 16: nChw{B}c instead of nchw
   const float* const_weights = nullptr;  // as in MatMulSpec: packed once when given
   // Plain NCHW (and oihw) buffers for the caller, but oneDNN picks the layouts it computes in

@@ -208,8 +208,12 @@ Result<ConvSumFusionResult> fuse_conv_sums(const Graph& g, const ShapeInferencer
     const Node& conv = g.node(id);
     // 2-D blocked convs, and 3-D ones on channels-last tensors.
     if ((conv.op != "BlockedConv" && conv.op != "Conv3DNdhwc") || conv.outputs.size() != 1 ||
-        conv.inputs.size() > 3 || conv.attrs.has("activation"))
+        conv.inputs.size() > 3)
       continue;
+    // A conv with its activation already (DarkNet's and YOLO's conv + BN + LeakyReLU / SiLU,
+    // then the residual Add): Z is added after the activation, and nothing more is fused.
+    const bool after_activation = conv.attrs.has("activation");
+    if (after_activation && conv.op != "BlockedConv") continue;
     const ValueId y = conv.outputs[0];
     // y's only reader is the Add, so Z cannot depend on y: no cycle.
     if (g.value(y).is_output || g.consumers(y).size() != 1) continue;
@@ -225,7 +229,7 @@ Result<ConvSumFusionResult> fuse_conv_sums(const Graph& g, const ShapeInferencer
     ValueId out = add.outputs[0];
     std::vector<NodeId> removed = {id, add_id};
     std::optional<Activation> act;
-    if (!g.value(out).is_output && g.consumers(out).size() == 1) {
+    if (!after_activation && !g.value(out).is_output && g.consumers(out).size() == 1) {
       const Node& a = g.node(g.consumers(out)[0]);
       act = activation_of(g, a);
       if (act && a.inputs[0] == out && g.value(a.outputs[0]).desc == g.value(y).desc) {
@@ -237,6 +241,10 @@ Result<ConvSumFusionResult> fuse_conv_sums(const Graph& g, const ShapeInferencer
     }
     for (NodeId r : removed) rw.remove(r);
     Attributes attrs = conv.attrs;
+    if (after_activation) {
+      attrs.set("sum_after_activation", int64_t{1});
+      ++result.after_activation;
+    }
     if (act) {
       attrs.set("activation", act->name);
       if (!act->params.empty()) attrs.set("activation_params", act->params);

@@ -34,11 +34,15 @@ Result<ConvFusionResult> fuse_conv_activations(const Graph& g, const ShapeInfere
 // ReLU after it) as its activation: Y = act(conv(X) + B + Z), one pass over the output
 // (oneDNN's binary-add post-op, then the eltwise one) instead of the conv's store, the Add's
 // two reads and store, and the activation's read and store. ONNX Runtime's FusedConv has the
-// same input Z. The fused node keeps the last fused node's output name.
+// same input Z. A BlockedConv that has its activation already (conv + BN + LeakyReLU / SiLU, then
+// the residual Add: DarkNet, CSP and YOLO blocks) takes Z with attribute sum_after_activation = 1:
+// Y = act(conv(X) + B) + Z (the eltwise post-op, then the binary add). The fused node keeps the
+// last fused node's output name.
 struct ConvSumFusionResult {
-  Graph graph;          // a copy of the input when nothing changed
-  int fused = 0;        // conv + Add pairs now one BlockedConv with input Z
-  int activations = 0;  // ... of which also took the activation after the Add
+  Graph graph;               // a copy of the input when nothing changed
+  int fused = 0;             // conv + Add pairs now one BlockedConv with input Z
+  int activations = 0;       // ... of which also took the activation after the Add
+  int after_activation = 0;  // ... of which add Z after the conv's own activation
 };
 
 Result<ConvSumFusionResult> fuse_conv_sums(const Graph& g, const ShapeInferencer& shapes);

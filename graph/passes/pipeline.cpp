@@ -211,6 +211,8 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
     std::string did = "fused " + plural(r.fused, "residual Add") + " into the conv before it";
     if (r.activations > 0)
       did += " (" + std::to_string(r.activations) + " with the activation after)";
+    if (r.after_activation > 0)
+      did += " (" + std::to_string(r.after_activation) + " after the conv's activation)";
     out.reports.push_back({"conv_sum", did, r.fused});
     if (r.fused > 0) out.graph = std::move(r.graph);
   }

@@ -344,8 +344,8 @@ TEST_CASE("conv_sum: residual Adds (and the Relu after them) fuse into the block
   b.add_node("Sub", "twice", {"y4", "s3"}, {"s4"});  // y4 read twice: add3 stays
   b.add_node("Add", "bcast", {"s4", "s"}, {"s5"});   // s4 is no conv; s broadcasts anyway
   b.add_node("Conv", "c5", {"s5", "w5", "w5.b"}, {"y5"}, test::conv_window(3, 1, 1));
-  b.add_node("Relu", "r5", {"y5"}, {"r5"});  // c5 becomes FusedConv(Relu) first
-  b.add_node("Add", "add4", {"r5", "s2"}, {"out"});
+  b.add_node("Relu", "r5", {"y5"}, {"r5"});          // c5 becomes FusedConv(Relu) first, then takes
+  b.add_node("Add", "add4", {"r5", "s2"}, {"out"});  // s2 after its Relu (sum_after_activation)
   b.add_output("s2");
   b.add_output("out");
   const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
@@ -355,12 +355,13 @@ TEST_CASE("conv_sum: residual Adds (and the Relu after them) fuse into the block
   auto before = value_or_throw(graph::passes::run_passes(g, ops::Registry::get(), no_sum));
   auto after = value_or_throw(graph::passes::run_passes(g, ops::Registry::get()));
   CHECK(convs_with_sum(before.graph) == 0);
-  CHECK(after.conv_sums == 2);  // add1 (+ r2), add2
-  CHECK(convs_with_sum(after.graph) == 2);
-  CHECK(test::count_op(after.graph, "Add") == test::count_op(before.graph, "Add") - 2);
+  CHECK(after.conv_sums == 3);  // add1 (+ r2), add2, add4 (after c5's Relu)
+  CHECK(convs_with_sum(after.graph) == 3);
+  CHECK(test::count_op(after.graph, "Add") == test::count_op(before.graph, "Add") - 3);
   CHECK(test::count_op(after.graph, "Relu") == test::count_op(before.graph, "Relu") - 1);
-  CHECK(after.summary().find("fused 2 residual Adds into the conv before it (1 with the "
-                             "activation after)") != std::string::npos);
+  CHECK(after.summary().find("fused 3 residual Adds into the conv before it (1 with the "
+                             "activation after) (1 after the conv's activation)") !=
+        std::string::npos);
   // Against the same pipeline without conv_sum, and against the graph without any pass (plain
   // NCHW convs, separate Adds). A 3x3 conv may run Winograd on one side and direct on the other
   // (measured per shape and team size: the reference runs on 1 thread, `after` on 1 or 2;
@@ -554,4 +555,42 @@ TEST_CASE("conv_scale: a squeeze-excitation's channel-scale Mul folds into the 1
     CHECK(out[0].second.desc().shape == ref.desc().shape);
     CHECK(test::max_rel_error(out[0].second, ref) < 1e-5);
   }
+}
+
+TEST_CASE("conv_sum: the residual Add after a conv's own activation (DarkNet, YOLO)",
+          "[passes][conv]") {
+  // x -> conv + LeakyRelu -> + x; -> conv + SiLU (y * Sigmoid(y), applied after oneDNN's
+  // primitive) -> + the previous sum; -> conv + Clip -> + it again. Each Add becomes the conv's
+  // input Z with sum_after_activation: Y = act(conv) + Z, against the graph without passes.
+  graph::GraphBuilder b("<darknet block>");
+  b.add_input("x", TensorDesc{DType::kF32, {2, 32, 9, 9}});
+  int seed = 90;
+  for (const char* w : {"w1", "w2", "w3"}) {
+    b.add_constant(w,
+                   test::random_tensor(TensorDesc{DType::kF32, {32, 32, 3, 3}}, ++seed, -0.2, 0.2));
+    b.add_constant(std::string(w) + ".b",
+                   test::random_tensor(TensorDesc{DType::kF32, {32}}, ++seed));
+  }
+  graph::Attributes leaky;
+  leaky.set("alpha", 0.1);
+  b.add_node("Conv", "c1", {"x", "w1", "w1.b"}, {"y1"}, test::conv_window(3, 1, 1));
+  b.add_node("LeakyRelu", "a1", {"y1"}, {"a1"}, leaky);
+  b.add_node("Add", "s1", {"a1", "x"}, {"s1"});
+  b.add_node("Conv", "c2", {"s1", "w2", "w2.b"}, {"y2"}, test::conv_window(3, 1, 1));
+  b.add_node("Sigmoid", "g2", {"y2"}, {"g2"});
+  b.add_node("Mul", "a2", {"y2", "g2"}, {"a2"});
+  b.add_node("Add", "s2", {"s1", "a2"}, {"s2"});
+  b.add_node("Conv", "c3", {"s2", "w3", "w3.b"}, {"y3"}, test::conv_window(3, 1, 1));
+  b.add_constant("lo", test::random_tensor(TensorDesc{DType::kF32, {}}, 1, 0.0, 0.0));
+  b.add_constant("hi", test::random_tensor(TensorDesc{DType::kF32, {}}, 2, 0.5, 0.5));
+  b.add_node("Clip", "a3", {"y3", "lo", "hi"}, {"a3"});
+  b.add_node("Add", "s3", {"a3", "s2"}, {"out"});
+  b.add_output("out");
+  const graph::Graph g = value_or_throw(b.finish(ops::Registry::get()));
+  auto after = value_or_throw(graph::passes::run_passes(g, ops::Registry::get()));
+  CHECK(after.conv_sums == 3);
+  CHECK(test::count_op(after.graph, "Add") == 0);
+  for (const graph::Node& n : after.graph.nodes())
+    if (n.op == "BlockedConv") CHECK(n.attrs.has("sum_after_activation"));
+  for (int threads : {1, 2}) test::check_same_outputs(g, after.graph, threads, 1e-4);
 }
