@@ -68,7 +68,10 @@ bool ndhwc_constant(const Value& v, const Value& y) {
 // with ndhwc_constant and scalar operands too.
 bool channel_operand(const Value& v, const Value& y) {
   if (channel_constant(v, y)) return true;
-  if (y.desc.rank() == 5 && (ndhwc_constant(v, y) || (v.data && v.desc.numel() == 1))) return true;
+  if ((y.desc.rank() == 4 || y.desc.rank() == 5) && v.data && v.desc.numel() == 1 &&
+      v.desc.dtype == DType::kF32)
+    return true;  // a scalar constant (a learnable scale: HGNetV2's, LayerScale's)
+  if (y.desc.rank() == 5 && ndhwc_constant(v, y)) return true;
   const int r = y.desc.rank();
   if (v.desc.dtype != DType::kF32 || y.desc.dtype != DType::kF32 || (r != 4 && r != 5) ||
       v.desc.rank() != r)
@@ -127,6 +130,16 @@ bool spatial_mean(const Node& n) {
   for (int64_t v : *axes) a.push_back(v < 0 ? v + 4 : v);
   std::sort(a.begin(), a.end());
   return a == std::vector<int64_t>{2, 3};
+}
+
+// An Add or Sub of a non-zero scalar constant: it would turn padding lanes non-zero.
+bool shifts_padding(const Graph& g, const Node& n) {
+  if (n.op != "Add" && n.op != "Sub") return false;
+  for (ValueId v : n.inputs) {
+    const std::optional<double> c = float_scalar(g, v);
+    if (c && *c != 0.0) return true;
+  }
+  return false;
 }
 
 // A scalar operand (Clip's min / max): rank 0 or one element.
@@ -370,7 +383,7 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
                channel_operand(g.value(n.inputs[0]), yv) &&
                channel_operand(g.value(n.inputs[1]), yv) &&
                (is_blocked(n.inputs[0], 0) || is_blocked(n.inputs[1], 0)) &&
-               (!padded(n.outputs[0]) || keeps_zero(g, n))) {
+               (!padded(n.outputs[0]) || (keeps_zero(g, n) && !shifts_padding(g, n)))) {
       // The other operand's padding lanes are zero too (ToBlocked pads with zeros); a constant
       // per-channel operand is laid out blocked here, once.
       auto operand = [&](ValueId v) -> std::string {

@@ -867,3 +867,27 @@ TEST_CASE("blocked_layout: dilated 1-D convs with a causal TCN's pads equal the 
     CHECK(test::max_rel_error(out[0].second, want) < 1e-5);
   }
 }
+
+TEST_CASE("blocked_layout: scalar Mul / Add between convs stay blocked, padding lanes zero",
+          "[passes][conv][layout]") {
+  // HGNetV2's learnable scale and bias (scalars) after its convs: y * s + t stays in nChw16c
+  // for 32 channels; on 24 channels (a padded block) the Mul stays blocked and the Add of a
+  // non-zero scalar goes back to NCHW (it would make the padding lanes t).
+  for (int64_t c : {32, 24}) {
+    INFO("channels " << c);
+    test::NetBuilder nb;
+    nb.b.add_input("x", TensorDesc{DType::kF32, {2, 16, 7, 7}});
+    std::string y = nb.node("Conv", {"x", nb.weight({c, 16, 3, 3}), nb.weight({c})},
+                            test::conv_window(3, 1, 1));
+    // (the Relu keeps conv_fusion from folding the scale and shift into the conv's weights)
+    y = nb.node("Add",
+                {nb.node("Mul", {nb.node("Relu", {y}), nb.scalar(1.5f)}), nb.scalar(-0.25f)});
+    nb.b.add_output(nb.node("Conv", {y, nb.weight({16, c, 1, 1}), nb.weight({16})},
+                            test::conv_window(1, 1, 0)));
+    const graph::Graph g = value_or_throw(nb.finish());
+    auto [plain, blocked] = plain_and_blocked(g);
+    CHECK(blocked.layout_reorders == (c == 32 ? 2 : 4));  // x in, y out (+ around the Add)
+    // (1e-4: a conv may run Winograd on one side and direct on the other)
+    for (int threads : {1, 2}) test::check_same_outputs(g, blocked.graph, threads, 1e-4);
+  }
+}
