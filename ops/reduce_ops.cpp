@@ -247,8 +247,11 @@ class ReduceKernel final : public Kernel {
     const auto* x = static_cast<const float*>(io.inputs[0]);
     auto* y = static_cast<float*>(io.outputs[0]);
     const int rank = static_cast<int>(dims_.size());
-    if ((kind_ == Reduce::kSum || kind_ == Reduce::kMean) && rank >= 2 && !red_.back()) {
-      sum_kept_inner(x, y, begin, end);  // a bias gradient's [rows, units] -> [units]
+    if ((kind_ == Reduce::kSum || kind_ == Reduce::kMean || kind_ == Reduce::kL1 ||
+         kind_ == Reduce::kL2 || kind_ == Reduce::kSumSquare) &&
+        rank >= 2 && !red_.back()) {
+      // a bias gradient's [rows, units] -> [units]; ConvNeXt-V2's GRN norm over H and W of NHWC
+      sum_kept_inner(x, y, begin, end);
       return;
     }
     for (int64_t o = begin; o < end; ++o) {
@@ -322,9 +325,15 @@ class ReduceKernel final : public Kernel {
     }
   }
 
-  // Sum of n contiguous floats: 16 float partial sums (independent chains the compiler
-  // vectorizes), flushed into a double every 256 elements, so float rounding stays that of 16
-  // terms.
+  // Sum of n contiguous floats (of their squares, of their absolute values: kTerm): 16 float
+  // partial sums (independent chains the compiler vectorizes), flushed into a double every 256
+  // elements, so float rounding stays that of 16 terms.
+  enum class Term { kValue, kSquare, kAbs };
+  template <Term kTerm>
+  static float term(float v) {
+    return kTerm == Term::kSquare ? v * v : kTerm == Term::kAbs ? std::fabs(v) : v;
+  }
+  template <Term kTerm = Term::kValue>
   static double sum_run(const float* x, int64_t n) {
     double s = 0;
     int64_t i = 0;
@@ -332,15 +341,16 @@ class ReduceKernel final : public Kernel {
       float acc[16] = {};
       const int64_t end = std::min(n - n % 16, i + 256);
       for (; i < end; i += 16)
-        for (int j = 0; j < 16; ++j) acc[j] += x[i + j];
+        for (int j = 0; j < 16; ++j) acc[j] += term<kTerm>(x[i + j]);
       for (int j = 0; j < 16; ++j) s += acc[j];
     }
-    for (; i < n; ++i) s += x[i];
+    for (; i < n; ++i) s += term<kTerm>(x[i]);
     return s;
   }
 
   // The sum over the reduced positions of the output element at `base` when the innermost dim
   // is reduced: an odometer over the other reduced dims, sum_run over each contiguous run.
+  template <Term kTerm = Term::kValue>
   double sum_by_runs(const float* x, int64_t base) const {
     const int rank = static_cast<int>(dims_.size());
     const int64_t run = dims_.back(), runs = count_ / run;
@@ -348,15 +358,16 @@ class ReduceKernel final : public Kernel {
     int64_t off = base;
     double sum = 0;
     for (int64_t k = 0; k < runs; ++k) {
-      sum += sum_run(x + off, run);
+      sum += sum_run<kTerm>(x + off, run);
       next_reduced(off, ridx, rank - 2);
     }
     return sum;
   }
 
-  // Sum / Mean when the innermost dim is kept: outputs [begin, end) in blocks of consecutive
-  // inner positions (contiguous in x and y); each reduced position adds a block-long row of x
-  // into double accumulators (rows in order, so the result does not depend on the split).
+  // Sum / Mean (and L1, L2, SumSquare: of |x|, of x^2) when the innermost dim is kept: outputs
+  // [begin, end) in blocks of consecutive inner positions (contiguous in x and y); each reduced
+  // position adds a block-long row of x into double accumulators (rows in order, so the result
+  // does not depend on the split).
   void sum_kept_inner(const float* x, float* y, int64_t begin, int64_t end) const noexcept {
     constexpr int64_t kBlockLen = 256;
     const int rank = static_cast<int>(dims_.size());
@@ -370,11 +381,17 @@ class ReduceKernel final : public Kernel {
       int64_t off = base;
       for (int64_t k = 0; k < count_; ++k) {
         const float* row = x + off;
-        for (int64_t j = 0; j < len; ++j) acc[j] += row[j];
+        if (kind_ == Reduce::kL2 || kind_ == Reduce::kSumSquare)
+          for (int64_t j = 0; j < len; ++j) acc[j] += double{row[j]} * row[j];
+        else if (kind_ == Reduce::kL1)
+          for (int64_t j = 0; j < len; ++j) acc[j] += std::fabs(double{row[j]});
+        else
+          for (int64_t j = 0; j < len; ++j) acc[j] += row[j];
         next_reduced(off, ridx, rank - 1);
       }
       const double scale = kind_ == Reduce::kMean ? 1.0 / static_cast<double>(count_) : 1.0;
-      for (int64_t j = 0; j < len; ++j) y[o + j] = static_cast<float>(acc[j] * scale);
+      for (int64_t j = 0; j < len; ++j)
+        y[o + j] = static_cast<float>(kind_ == Reduce::kL2 ? std::sqrt(acc[j]) : acc[j] * scale);
       o += len;
     }
   }
@@ -415,12 +432,19 @@ class ReduceKernel final : public Kernel {
       }
       default: {
         double sum = 0;
-        if (kind_ == Reduce::kL1)
+        // Contiguous runs (the innermost dim reduced, >= 16 long): the fast path.
+        const bool runs = !dims_.empty() && red_.back() && dims_.back() >= 16;
+        const bool squares = kind_ == Reduce::kL2 || kind_ == Reduce::kSumSquare;
+        if (runs && squares)
+          sum = sum_by_runs<Term::kSquare>(x, base);
+        else if (runs && kind_ == Reduce::kL1)
+          sum = sum_by_runs<Term::kAbs>(x, base);
+        else if (kind_ == Reduce::kL1)
           for_each_reduced(x, base, [&](float v) { sum += std::fabs(double{v}); });
-        else if (kind_ == Reduce::kL2 || kind_ == Reduce::kSumSquare)
+        else if (squares)
           for_each_reduced(x, base, [&](float v) { sum += double{v} * v; });
-        else if (dims_.size() > 0 && red_.back() && dims_.back() >= 16)
-          sum = sum_by_runs(x, base);  // contiguous runs: the fast path
+        else if (runs)
+          sum = sum_by_runs(x, base);
         else
           for_each_reduced(x, base, [&](float v) { sum += v; });
         if (kind_ == Reduce::kMean) sum /= static_cast<double>(count_);

@@ -226,6 +226,31 @@ TEST_CASE("ReduceMean/Sum/Max match the reference on random shapes and axes", "[
   }
 }
 
+TEST_CASE("Reductions over long contiguous runs and with a long kept inner dim", "[ops][reduce]") {
+  // The fast paths: contiguous runs of >= 16 reduced (a norm over H and W of NCHW) and the
+  // innermost dim kept (ConvNeXt-V2's GRN: a norm over H and W of NHWC), for every kind.
+  const std::pair<const char*, Kind> ops[] = {{"ReduceMean", Kind::kMean},
+                                              {"ReduceSum", Kind::kSum},
+                                              {"ReduceL1", Kind::kL1},
+                                              {"ReduceL2", Kind::kL2},
+                                              {"ReduceSumSquare", Kind::kSumSquare}};
+  const Tensor x = test::random_tensor({DType::kF32, {3, 20, 9, 33}}, 70, -3, 3);
+  for (const std::vector<int64_t>& axes :
+       {std::vector<int64_t>{2, 3}, std::vector<int64_t>{1, 2}}) {
+    for (const auto& [op, kind] : ops) {
+      Tensor want = reduce_ref(kind, x, axes, true);
+      for (int threads : {1, 2}) {
+        INFO(op << " axes " << axes[0] << ", " << axes[1] << ", " << threads << " threads");
+        graph::Attributes a;
+        a.set("axes", axes);
+        auto r = run_single_op(op, a, {x}, 1, threads);
+        REQUIRE(r.is_ok());
+        CHECK(test::max_rel_error(r->outputs[0], want) <= 1e-5);
+      }
+    }
+  }
+}
+
 TEST_CASE("ReduceMean over the last axis of long rows (LayerNorm) and noop_with_empty_axes",
           "[ops][reduce]") {
   Tensor x = test::random_tensor({DType::kF32, {6, 1000}}, 5, -2, 2);
