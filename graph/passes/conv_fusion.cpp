@@ -32,6 +32,12 @@ std::optional<Activation> activation_of(const Graph& g, const Node& n) {
     if (!alpha.is_ok() || !beta.is_ok()) return std::nullopt;
     return Activation{"HardSigmoid", {*alpha, *beta}};
   }
+  if (n.op == "Gelu" && n.inputs.size() == 1) {
+    // FastViT's / ConvNeXt-style ConvMlp: conv 1x1, GELU, conv 1x1 (gelu_fusion made it Gelu).
+    auto approx = attr_string(n.attrs, n.name, "approximate", "none");
+    if (!approx.is_ok() || (*approx != "none" && *approx != "tanh")) return std::nullopt;
+    return Activation{*approx == "tanh" ? "GeluTanh" : "Gelu", {}};
+  }
   if (n.op == "Clip") {
     const auto bounds = clip_bounds(g, n);
     if (!bounds) return std::nullopt;

@@ -594,3 +594,25 @@ TEST_CASE("conv_sum: the residual Add after a conv's own activation (DarkNet, YO
     if (n.op == "BlockedConv") CHECK(n.attrs.has("sum_after_activation"));
   for (int threads : {1, 2}) test::check_same_outputs(g, after.graph, threads, 1e-4);
 }
+
+TEST_CASE("conv_fusion: a conv's Gelu (erf and tanh) becomes its post-op", "[passes][conv]") {
+  // FastViT's ConvMlp: conv 1x1, GELU, conv 1x1; both of ONNX's Gelu approximations.
+  for (const char* approx : {"none", "tanh"}) {
+    INFO("approximate " << approx);
+    test::NetBuilder nb;
+    nb.b.add_input("x", TensorDesc{DType::kF32, {2, 16, 6, 6}});
+    graph::Attributes a;
+    a.set("approximate", std::string(approx));
+    const std::string h =
+        nb.node("Gelu",
+                {nb.node("Conv", {"x", nb.weight({32, 16, 1, 1}), nb.weight({32})},
+                         test::conv_window(1, 1, 0))},
+                a);
+    nb.b.add_output(nb.node("Conv", {h, nb.weight({16, 32, 1, 1}), nb.weight({16})},
+                            test::conv_window(1, 1, 0)));
+    const graph::Graph g = value_or_throw(nb.finish());
+    auto p = value_or_throw(graph::passes::run_passes(g, ops::Registry::get()));
+    CHECK(test::count_op(p.graph, "Gelu") == 0);
+    for (int threads : {1, 2}) test::check_same_outputs(g, p.graph, threads, 1e-5);
+  }
+}
