@@ -321,12 +321,27 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
       // NCHW they went through im2col + a GEMM per group between two reorders.
       const bool block_groups = *group > 1 && c % *group == 0 && m % *group == 0 &&
                                 (c / *group) % b == 0 && (m / *group) % b == 0;
-      if (*group != 1 && !depthwise && !block_groups) continue;
+      // A depth multiplier k (group = C, M = k C: FastViT's down-sampling 7x7 and 3x3 convs):
+      // oneDNN has only its reference code or a GEMM per group for it. Output channel o reads
+      // input channel o / k, so it is the depthwise conv (same weights) of X with each channel
+      // repeated k times: a ChannelGather of the blocked X, then a blocked depthwise conv.
+      const bool multiplier = *group > 1 && *group == c && m % c == 0 && m > c;
+      if (*group != 1 && !depthwise && !block_groups && !multiplier) continue;
       // Channel counts that are no multiple of B are padded to whole blocks (oneDNN's jit
       // kernels take padded nChw16c: MobileNetV2's 24, ShuffleNet's 58 and 116); only a conv
       // with a plain input and fewer than 8 outputs (a read-out) stays plain.
       std::vector<std::string> in;
-      if (is_blocked(x, 0))
+      if (multiplier) {
+        std::vector<int64_t> source(static_cast<size_t>(m), 0), channel;
+        for (int64_t o = 0; o < m; ++o) channel.push_back(o / (m / c));
+        Attributes ga;
+        ga.set("source", source);
+        ga.set("channel", channel);
+        ga.set("block", b);
+        const std::string rep = rw.fresh(xv.name + "/repeated" + tag(b));
+        rw.add_node("ChannelGather", rw.fresh(n.name + "/repeat"), {blocked_input(x)}, {rep}, ga);
+        in.push_back(rep);
+      } else if (is_blocked(x, 0))
         in.push_back(bname.at(x));
       else if (m < 8)
         continue;
@@ -338,6 +353,7 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
         in.push_back(n.inputs[i] == kNoId ? "" : g.value(n.inputs[i]).name);
       Attributes a = n.attrs;
       a.set("block", b);
+      if (multiplier) a.set("group", m);
       make_blocked(id, "BlockedConv", in, a);
     } else if ((n.op == "MaxPool" || (n.op == "AveragePool" && !dilated(n))) &&
                n.inputs.size() == 1 && (is_blocked(x, 0) || reordered.count(xv.name + tag(b)))) {

@@ -891,3 +891,31 @@ TEST_CASE("blocked_layout: scalar Mul / Add between convs stay blocked, padding 
     for (int threads : {1, 2}) test::check_same_outputs(g, blocked.graph, threads, 1e-4);
   }
 }
+
+TEST_CASE("blocked_layout: a depth-multiplier conv runs as a channel repeat + depthwise conv",
+          "[passes][conv][layout]") {
+  // FastViT's down-sampling convs: group = C, M = 2 C (7x7 stride 2 and 3x3 stride 2, summed).
+  // 16 channels (whole blocks) and 24 (a padded block). Against the unblocked graph, where
+  // oneDNN runs the grouped conv in NCHW.
+  for (int64_t c : {16, 24}) {
+    INFO("channels " << c);
+    test::NetBuilder nb;
+    nb.b.add_input("x", TensorDesc{DType::kF32, {2, 8, 12, 12}});
+    const std::string x =
+        nb.node("Conv", {"x", nb.weight({c, 8, 3, 3}), nb.weight({c})}, test::conv_window(3, 1, 1));
+    graph::Attributes big = test::conv_window(7, 2, 3), small = test::conv_window(3, 2, 1);
+    big.set("group", c);
+    small.set("group", c);
+    const std::string a =
+        nb.node("Conv", {x, nb.weight({2 * c, 1, 7, 7}), nb.weight({2 * c})}, big);
+    const std::string b = nb.node("Conv", {x, nb.weight({2 * c, 1, 3, 3})}, small);
+    nb.b.add_output(nb.node("Conv", {nb.node("Add", {a, b}), nb.weight({16, 2 * c, 1, 1})},
+                            test::conv_window(1, 1, 0)));
+    const graph::Graph g = value_or_throw(nb.finish());
+    auto [plain, blocked] = plain_and_blocked(g);
+    CHECK(test::count_op(blocked.graph, "ChannelGather") == 2);
+    CHECK(test::count_op(blocked.graph, "Conv") == 0);
+    CHECK(blocked.layout_reorders == 2);  // x in, the output
+    for (int threads : {1, 2}) test::check_same_outputs(plain, blocked.graph, threads, 1e-4);
+  }
+}
