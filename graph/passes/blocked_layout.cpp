@@ -334,13 +334,19 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
       if (multiplier) {
         std::vector<int64_t> source(static_cast<size_t>(m), 0), channel;
         for (int64_t o = 0; o < m; ++o) channel.push_back(o / (m / c));
-        Attributes ga;
-        ga.set("source", source);
-        ga.set("channel", channel);
-        ga.set("block", b);
-        const std::string rep = rw.fresh(xv.name + "/repeated" + tag(b));
-        rw.add_node("ChannelGather", rw.fresh(n.name + "/repeat"), {blocked_input(x)}, {rep}, ga);
-        in.push_back(rep);
+        // One repeat per input and multiplier (FastViT's 7x7 and 3x3 branches share theirs).
+        const std::string key = xv.name + "/x" + std::to_string(m / c) + tag(b);
+        auto it = to_blocked.find(key);
+        if (it == to_blocked.end()) {
+          Attributes ga;
+          ga.set("source", source);
+          ga.set("channel", channel);
+          ga.set("block", b);
+          const std::string rep = rw.fresh(xv.name + "/repeated" + tag(b));
+          rw.add_node("ChannelGather", rw.fresh(n.name + "/repeat"), {blocked_input(x)}, {rep}, ga);
+          it = to_blocked.emplace(key, rep).first;
+        }
+        in.push_back(it->second);
       } else if (is_blocked(x, 0))
         in.push_back(bname.at(x));
       else if (m < 8)
