@@ -7,6 +7,7 @@
 #include "graph/passes/channel_gather.h"
 #include "graph/passes/conv_fusion.h"
 #include "graph/passes/conv_merge.h"
+#include "graph/passes/conv_reparam.h"
 #include "graph/passes/conv_trim.h"
 #include "graph/passes/gelu_fusion.h"
 #include "graph/passes/group_norm_fusion.h"
@@ -157,6 +158,15 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
          "cut the taps that only meet padding from " + plural(r.trimmed, "dilated Conv"),
          r.trimmed});
     if (r.trimmed > 0) out.graph = std::move(r.graph);
+  }
+  if (options.conv_reparam) {
+    GRAPHI_ASSIGN_OR_RETURN(ConvReparamResult r, reparameterize_conv_branches(out.graph, shapes));
+    out.conv_reparams = r.merged;
+    out.reports.push_back({"conv_reparam",
+                           "merged " + plural(r.branches, "summed conv / identity term") +
+                               " into " + plural(r.merged, "Conv"),
+                           r.merged});
+    if (r.merged > 0) out.graph = std::move(r.graph);
   }
   if (options.conv_fusion) {
     GRAPHI_ASSIGN_OR_RETURN(ConvFusionResult r, fuse_conv_activations(out.graph, shapes));

@@ -56,6 +56,7 @@ struct PipelineOptions {
   bool matmul_epilogue = true;
   bool pad_fold = true;
   bool conv_trim = true;
+  bool conv_reparam = true;
   bool conv_fusion = true;
   bool conv_merge = true;
   bool channel_gather = true;
@@ -90,6 +91,7 @@ inline constexpr PassSwitch kPassSwitches[] = {
     {"matmul_epilogue", &PipelineOptions::matmul_epilogue},
     {"pad_fold", &PipelineOptions::pad_fold},
     {"conv_trim", &PipelineOptions::conv_trim},
+    {"conv_reparam", &PipelineOptions::conv_reparam},
     {"conv_fusion", &PipelineOptions::conv_fusion},
     {"conv_merge", &PipelineOptions::conv_merge},
     {"channel_gather", &PipelineOptions::channel_gather},
@@ -102,11 +104,11 @@ inline constexpr PassSwitch kPassSwitches[] = {
 
 struct PassReport {
   std::string pass;  // "rnn_fusion", "mm_fusion", "phase_hoisting", "reshape_cleanup",
-                     // "gelu_fusion", "group_norm_fusion", "matmul_epilogue", "pad_fold", "conv_fusion", "conv_merge",
-                     // "channel_gather", "blocked_layout", "conv_sum", "conv_dw",
-                     // "conv_scale", "channel_affine"
-  std::string did;   // e.g. "fused 6 LSTM cells into 2 LSTM sequence ops, ..."
-  int changes = 0;   // rewrites made (0: the pass changed nothing)
+                     // "gelu_fusion", "group_norm_fusion", "matmul_epilogue", "pad_fold",
+                     // "conv_trim", "conv_reparam", "conv_fusion", "conv_merge", "channel_gather",
+                     // "blocked_layout", "conv_sum", "conv_dw", "conv_scale", "channel_affine"
+  std::string did;  // e.g. "fused 6 LSTM cells into 2 LSTM sequence ops, ..."
+  int changes = 0;  // rewrites made (0: the pass changed nothing)
 };
 
 struct PipelineResult {
@@ -123,6 +125,7 @@ struct PipelineResult {
   int matmul_epilogues = 0;
   int pads_removed = 0, pads_folded = 0;
   int convs_trimmed = 0;
+  int conv_reparams = 0;
   int convs_fused = 0;
   int conv_groups = 0, conv_members = 0;
   int channel_gathers = 0, channel_ops_composed = 0;
