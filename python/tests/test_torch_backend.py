@@ -136,6 +136,49 @@ class BackendTest(unittest.TestCase):
             m[1].running_var.uniform_(0.5, 2.0)
         self.compile_and_compare(m, lambda: (torch.randn(2, 3, 16, 16),))
 
+    def test_reparameterizable_blocks_run_as_one_conv(self):
+        """RepVGG / MobileOne blocks in their training form (conv + BN branches and a BN of the
+        input, summed before the ReLU): each block one convolution on graphi (conv_reparam)."""
+        torch.manual_seed(4)
+
+        def bn(c):
+            b = nn.BatchNorm2d(c)
+            with torch.no_grad():
+                b.weight.uniform_(0.5, 1.5)
+                b.bias.uniform_(-0.5, 0.5)
+                b.running_mean.uniform_(-0.5, 0.5)
+                b.running_var.uniform_(0.5, 2.0)
+            return b
+
+        class RepBlock(nn.Module):
+            def __init__(self, cin, cout, stride, groups, kxk_branches):
+                super().__init__()
+                self.kxk = nn.ModuleList(
+                    nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, groups=groups, bias=False),
+                                  bn(cout)) for _ in range(kxk_branches))
+                self.scale = nn.Sequential(
+                    nn.Conv2d(cin, cout, 1, stride, 0, groups=groups, bias=False), bn(cout))
+                self.identity = bn(cin) if cin == cout and stride == 1 else None
+
+            def forward(self, x):
+                y = self.scale(x)
+                if self.identity is not None:
+                    y = y + self.identity(x)
+                for b in self.kxk:
+                    y = y + b(x)
+                return torch.relu(y)
+
+        m = nn.Sequential(RepBlock(3, 16, 2, 1, 1), RepBlock(16, 16, 1, 1, 1),
+                          RepBlock(16, 16, 1, 16, 4), RepBlock(16, 32, 2, 1, 2))
+        inputs = lambda: (torch.randn(2, 3, 24, 24),)  # noqa: E731
+        self.compile_and_compare(m, inputs)
+        infos = self.graphi_info(m, inputs)
+        ops = infos[0]["op_counts"]
+        self.assertNotIn("Add", ops, ops)
+        self.assertNotIn("Mul", ops, ops)
+        convs = sum(n for op, n in ops.items() if "Conv" in op)
+        self.assertEqual(convs, 4, ops)
+
     def test_lstm_classifier_runs_the_fused_lstm(self):
         torch.manual_seed(3)
 
