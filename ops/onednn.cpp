@@ -86,10 +86,11 @@ struct ArgSlot {
   const void* dst_p = nullptr;
   const void* scratch_p = nullptr;
   // The caller's buffers of staged arguments (Impl::Stage), in their plain layouts.
-  memory user_src, user_wei, user_dst;
+  memory user_src, user_wei, user_dst, user_sum;
   const void* user_src_p = nullptr;
   const void* user_wei_p = nullptr;
   const void* user_dst_p = nullptr;
+  const void* user_sum_p = nullptr;
 };
 
 // Slots per primitive: one per concurrent execution of the same node (two Sessions sharing one
@@ -131,6 +132,11 @@ struct Primitive::Impl {
     dnnl::primitive reorder;
   };
   Stage stage_src, stage_wei, stage_dst;
+  // ConvAlgorithm::kChannelsLast with Z: oneDNN's brgemm kernels take no binary post-op, but a
+  // sum one (dst += conv, in the chain where the binary add would be): Z is reordered into the
+  // staged dst before the primitive (sum_into_dst; stage_sum.offset is stage_dst's).
+  Stage stage_sum;
+  bool sum_into_dst = false;
   mutable ArgSlot slots[kArgSlots];
   // The layouts the caller's buffers have (what a twin must share).
   const memory::desc& user_src_md() const { return stage_src.on ? stage_src.user_md : src_md; }
@@ -169,8 +175,9 @@ void make_slot(const Primitive::Impl& p, ArgSlot& s) {
   if (p.stage_src.on) s.user_src = memory(p.stage_src.user_md, eng, DNNL_MEMORY_NONE);
   if (p.stage_wei.on) s.user_wei = memory(p.stage_wei.user_md, eng, DNNL_MEMORY_NONE);
   if (p.stage_dst.on) s.user_dst = memory(p.stage_dst.user_md, eng, DNNL_MEMORY_NONE);
+  if (p.stage_sum.on) s.user_sum = memory(p.stage_sum.user_md, eng, DNNL_MEMORY_NONE);
   s.src_p = s.wei_p = s.bias_p = s.dst_p = s.scratch_p = s.sum_p = nullptr;
-  s.user_src_p = s.user_wei_p = s.user_dst_p = nullptr;
+  s.user_src_p = s.user_wei_p = s.user_dst_p = s.user_sum_p = nullptr;
 }
 
 // Stages one argument when oneDNN chose `prim_md` over the caller's `user_md` (ConvSpec::staged):
@@ -306,8 +313,9 @@ bool Primitive::run(const float* src, const float* weights, const float* bias, f
     }
     if (p.has_sum) {
       if (!sum) return false;
-      point(s.sum, s.sum_p, sum);
-      args[n++] = {DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.sum_index) | DNNL_ARG_SRC_1, s.sum.get()};
+      bind(p.stage_sum, s.sum, s.sum_p, s.user_sum, s.user_sum_p, sum);
+      if (!p.sum_into_dst)
+        args[n++] = {DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.sum_index) | DNNL_ARG_SRC_1, s.sum.get()};
     }
     if (p.has_dw) {
       args[n++] = {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS, s.dw_wei.get()};
@@ -319,6 +327,7 @@ bool Primitive::run(const float* src, const float* weights, const float* bias, f
     dnnl::stream& st = thread_stream();
     if (p.stage_src.on && !run_reorder(p.stage_src.reorder, st, s.user_src, s.src)) return false;
     if (p.stage_wei.on && !run_reorder(p.stage_wei.reorder, st, s.user_wei, s.wei)) return false;
+    if (p.stage_sum.on && !run_reorder(p.stage_sum.reorder, st, s.user_sum, s.sum)) return false;
     // The C entry point takes a plain array (the C++ execute() copies its map into a vector).
     if (dnnl_primitive_execute(p.prim.get(), st.get(), n, args) != dnnl_success) return false;
     if (p.stage_dst.on && !run_reorder(p.stage_dst.reorder, st, s.dst, s.user_dst)) return false;
@@ -400,6 +409,15 @@ Result<std::unique_ptr<Primitive>> finish(const PD& pd, std::unique_ptr<Primitiv
   if (staged) {
     add_stage(*impl, impl->stage_src, staged->src, impl->src_md, true);
     add_stage(*impl, impl->stage_dst, staged->dst, impl->dst_md, false);
+    if (impl->sum_into_dst) {  // Z into the staged dst, which the sum post-op reads
+      if (!impl->stage_dst.on) return Status::internal("oneDNN convolution: Z without staged dst");
+      Primitive::Impl::Stage& z = impl->stage_sum;
+      z.on = true;
+      z.user_md = staged->dst;
+      z.offset = impl->stage_dst.offset;
+      z.reorder = dnnl::reorder(
+          dnnl::reorder::primitive_desc(cpu_engine(), staged->dst, cpu_engine(), impl->dst_md));
+    }
   }
   if (impl->has_weights) {
     impl->wei_md = pd.weights_desc();
@@ -576,15 +594,25 @@ Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_siz
     // Staged: the weights always; src and dst only when the caller's are plain (a blocked
     // activation is already what oneDNN's fast kernels read: with plain weights beside it,
     // oneDNN 2.6 has only its reference kernel, ~100x slower).
-    const bool staged = s.staged;
+    const bool nhwc = s.algorithm == ConvAlgorithm::kChannelsLast;
+    if (nhwc && (vol || !s.src_block || !s.dst_block || grouped || !s.const_weights ||
+                 s.dw.stride > 0 || s.input_scale || s.staged))
+      return Status::unsupported(
+          "oneDNN convolution: NHWC compute is for 2-D group-1 convolutions with constant weights "
+          "on blocked activations");
+    const bool staged = s.staged || nhwc;
     const bool staged_act = staged && !s.src_block && !s.dst_block;
     const memory::desc wei = s.const_weights || staged ? f32_desc(wei_dims, tag::any) : user_wei;
     const Dims src_dims = with({s.n, s.c}, sp(s.d, s.h, s.w)),
                dst_dims = with({s.n, s.oc}, sp(s.od, s.oh, s.ow));
     const UserLayouts user{f32_desc(src_dims, activation_tag(s.src_block, vol, s.channels_last)),
                            f32_desc(dst_dims, activation_tag(s.dst_block, vol, s.channels_last))};
-    const memory::desc src = staged_act ? f32_desc(src_dims, tag::any) : user.src;
-    const memory::desc dst = staged_act ? f32_desc(dst_dims, tag::any) : user.dst;
+    const memory::desc src = nhwc         ? f32_desc(src_dims, tag::nhwc)
+                             : staged_act ? f32_desc(src_dims, tag::any)
+                                          : user.src;
+    const memory::desc dst = nhwc         ? f32_desc(dst_dims, tag::nhwc)
+                             : staged_act ? f32_desc(dst_dims, tag::any)
+                                          : user.dst;
     const memory::desc bias = s.has_bias ? f32_desc({s.oc}, tag::a) : memory::desc();
     impl->bias_md = bias;
     // Weights given every run (training): forward_training, whose Winograd kernel takes plain
@@ -614,11 +642,20 @@ Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_siz
     if (s.post.kind != ConvActivation::kNone || s.sum_input || dw) {
       dnnl::post_ops ops;
       const bool sum_last = s.sum_after_post && s.post.kind != ConvActivation::kNone;
-      if (s.sum_input && !sum_last) ops.append_binary(dnnl::algorithm::binary_add, user.dst);
+      // Z: a binary-add post-op in the caller's dst layout; in NHWC a sum post-op on the staged
+      // dst that holds Z (the brgemm kernels take no binary post-op).
+      impl->sum_into_dst = s.sum_input && nhwc;
+      auto add_z = [&] {
+        if (impl->sum_into_dst)
+          ops.append_sum(1.0f);
+        else
+          ops.append_binary(dnnl::algorithm::binary_add, user.dst);
+      };
+      if (s.sum_input && !sum_last) add_z();
       append_post_op(ops, s.post);
       if (s.sum_input && sum_last) {
         impl->sum_index = ops.len();  // after the activation's eltwise post-op(s)
-        ops.append_binary(dnnl::algorithm::binary_add, user.dst);
+        add_z();
       }
       if (dw) {
         using dt = memory::data_type;
@@ -628,6 +665,9 @@ Result<std::unique_ptr<Primitive>> make_conv_for(const ConvSpec& s, int team_siz
       attr.set_post_ops(ops);
     }
     dnnl::convolution_forward::primitive_desc pd(d, attr, cpu_engine());
+    if (nhwc && std::string(pd.impl_info_str()).find("brg") == std::string::npos)
+      return Status::unsupported(std::string("oneDNN convolution: no brgemm kernel in NHWC (") +
+                                 pd.impl_info_str() + ")");
     if (dw) GRAPHI_RETURN_IF_ERROR(pack_depthwise_post_op(pd, s, *impl));
     return finish<dnnl::convolution_forward::primitive_desc, dnnl::convolution_forward>(
         pd, std::move(impl), user_wei, s.const_weights, allow_ref, "convolution",
