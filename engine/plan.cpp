@@ -7,6 +7,8 @@
 #include <exception>
 #include <optional>
 
+#include "ops/scoped_omp_threads.h"
+
 namespace graphi::engine {
 
 using graph::kNoId;
@@ -15,22 +17,6 @@ void Plan::set_levels(std::vector<double> levels) {
   GRAPHI_CHECK(levels.size() == num_nodes(), "set_levels: one level per node expected");
   levels_ = std::move(levels);
 }
-
-namespace {
-
-// Restores the calling thread's OpenMP thread-count ICV when compile() returns: kernels that
-// create oneDNN primitives read omp_get_max_threads() in init(), so compile() sets it to the
-// team size meanwhile, but the caller's own setting must survive.
-class ScopedOmpThreads {
- public:
-  explicit ScopedOmpThreads(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
-  ~ScopedOmpThreads() { omp_set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
-
-}  // namespace
 
 bool tiny_for_team(const ops::CostHint& c) {
   if (c.flops <= 0 && c.bytes <= 0) return false;
@@ -53,7 +39,8 @@ Result<Plan> compile(std::shared_ptr<const graph::Graph> graph, int team_size, R
   for (NodeId i = 0; i < n; ++i) plan.order_[i] = i;
 
   // Per node: value ids, cost hint, small flag, kernel.
-  ScopedOmpThreads omp_threads(team_size);
+  // Kernels that create oneDNN primitives read omp_get_max_threads() in init().
+  ops::ScopedOmpThreads omp_threads(team_size);
   plan.in_offsets_.push_back(0);
   plan.out_offsets_.push_back(0);
   for (NodeId id = 0; id < n; ++id) {
@@ -83,7 +70,7 @@ Result<Plan> compile(std::shared_ptr<const graph::Graph> graph, int team_size, R
     plan.narrow_.push_back(narrow ? 1 : 0);
     if (def->small || narrow) ctx.team_size = 1;
     // oneDNN primitives read the thread count when they are made: one for a narrow op.
-    std::optional<ScopedOmpThreads> one_thread;
+    std::optional<ops::ScopedOmpThreads> one_thread;
     if (narrow) one_thread.emplace(1);
 
     // Kernels report failures as Status; an exception escaping init() (a third-party library,

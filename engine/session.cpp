@@ -37,6 +37,7 @@
 #include "engine/team_spread.h"
 #include "engine/topology.h"
 #include "graph/memory_budget.h"
+#include "ops/scoped_omp_threads.h"
 
 namespace graphi::engine {
 
@@ -372,8 +373,10 @@ Status Session::Impl::bind_inputs(const NamedTensors& inputs,
 
 Status Session::Impl::execute(int threads) {
   // The calling thread's OpenMP ICV may be anything (an embedding framework may have changed
-  // it); kernels that open their own region (oneDNN) size their team from it.
-  omp_set_num_threads(threads);
+  // it); kernels that open their own region (oneDNN) size their team from it. The caller's
+  // value comes back after the run (PyTorch's torch.get_num_threads() is this ICV: dynamo
+  // guards on it and recompiled every graph graphi had run with another team size).
+  ops::ScopedOmpThreads omp_threads(threads);
   const SlotTables slots{in_ptrs.data(), out_ptrs.data()};
   const graph::Graph& g = plan().graph();
   failure.clear();

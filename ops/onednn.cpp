@@ -14,6 +14,7 @@
 
 #include "graph/tensor.h"
 #include "ops/registry.h"  // verbose_dispatch
+#include "ops/scoped_omp_threads.h"
 
 namespace graphi::ops::onednn {
 
@@ -33,19 +34,6 @@ dnnl::stream& thread_stream() {
   thread_local dnnl::stream s(cpu_engine());
   return s;
 }
-
-// oneDNN reads the OpenMP thread count of the creating thread (work split, scratchpad size);
-// set it to the team size for the creation only and put the caller's value back.
-class ScopedOmpThreads {
- public:
-  explicit ScopedOmpThreads(int n) : prev_(omp_get_max_threads()) { omp_set_num_threads(n); }
-  ~ScopedOmpThreads() { omp_set_num_threads(prev_); }
-  ScopedOmpThreads(const ScopedOmpThreads&) = delete;
-  ScopedOmpThreads& operator=(const ScopedOmpThreads&) = delete;
-
- private:
-  int prev_;
-};
 
 Dims row_major_strides(const Dims& dims) {
   Dims s(dims.size(), 1);

@@ -123,7 +123,11 @@ class BackendTest(unittest.TestCase):
         torch.manual_seed(1)
         m = nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 32), nn.GELU(),
                           nn.Linear(32, 5), nn.Softmax(-1))
+        threads = torch.get_num_threads()
         self.compile_and_compare(m, lambda: (torch.randn(4, 12),), calls=3)
+        # graphi's runs leave the calling thread's OpenMP thread count (this) alone: dynamo
+        # guards on it and recompiled each graph when a 1-thread plan changed it.
+        self.assertEqual(torch.get_num_threads(), threads)
 
     def test_small_cnn(self):
         torch.manual_seed(2)

@@ -1,6 +1,8 @@
 // Session: option checks, input validation messages (one test per message), outputs that are
 // inputs or constants, caller inputs left untouched, concurrent run() calls. Expected values
 // come from naive loops written here.
+#include <omp.h>
+
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <string>
@@ -84,6 +86,23 @@ TEST_CASE("session: runs a small graph and returns outputs in graph order", "[se
     CHECK(same_bytes(out[0].second, y_first));
     CHECK_FALSE(same_bytes(out2[0].second, y_first));
   }
+}
+
+TEST_CASE("session: the caller's OpenMP thread count survives create() and run()", "[session]") {
+  // An embedding framework's own setting (torch.get_num_threads() is this ICV): a graphi call on
+  // its thread must not change it, whatever team the Session runs with.
+  const int before = omp_get_max_threads();
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(3);
+    SessionOptions opt;
+    opt.threads = threads;
+    auto s = value_or_throw(Session::create(small_graph(), opt));
+    CHECK(omp_get_max_threads() == 3);
+    value_or_throw(s->run({{"a", test::random_tensor(TensorDesc{DType::kF32, {2, 3}}, 1)},
+                           {"b", test::random_tensor(TensorDesc{DType::kF32, {3, 4}}, 2)}}));
+    CHECK(omp_get_max_threads() == 3);
+  }
+  omp_set_num_threads(before);
 }
 
 TEST_CASE("session: missing input names the input and its desc", "[session]") {
