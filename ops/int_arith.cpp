@@ -1,7 +1,8 @@
 // Integer arithmetic with numpy broadcasting, for the index math PyTorch exports run on token
 // ids at run time (ids * 3 + 1, ids % vocab, position ids):
 // - Mod (ONNX): int32/int64 with fmod = 0 (result has the divisor's sign, Python's %) or
-//   fmod = 1 (the dividend's sign, C's %); float32 with fmod = 1 (std::fmod).
+//   fmod = 1 (the dividend's sign, C's %); float32 with fmod = 1 (std::fmod) or fmod = 0
+//   (opset 28: A - floor(A / B) * B, the divisor's sign, a zero signed like B).
 // - IntBinary (graphi's, attribute op = "Add" | "Sub" | "Mul" | "Div" | "Max" | "Min"): what the
 //   ONNX importer emits for Add/Sub/Mul/Div/Max/Min whose operands are int32/int64 at run time
 //   (graphi's Add..Div, Max, Min are float32), and what it builds integer Neg, Abs, Sign and Clip
@@ -40,7 +41,7 @@ Result<std::vector<TensorDesc>> infer_int(const graph::InferContext& ctx) {
   NodeView v = NodeView::of(ctx);
   GRAPHI_RETURN_IF_ERROR(expect_inputs(v, 2, 2, 2));
   GRAPHI_ASSIGN_OR_RETURN(IntOp op, int_op_of(ctx.node, ctx.where));
-  if (op == IntOp::kFmod)
+  if (op == IntOp::kFmod || op == IntOp::kMod)
     GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 0, "A", {DType::kF32, DType::kI32, DType::kI64}));
   else
     GRAPHI_RETURN_IF_ERROR(expect_dtype(v, 0, "A", {DType::kI32, DType::kI64}));
@@ -107,12 +108,25 @@ class IntKernel final : public Kernel {
       typed<int64_t>(io, begin, end, div0);
     } else if (dtype_ == DType::kI32) {
       typed<int32_t>(io, begin, end, div0);
-    } else {  // float32 fmod
+    } else if (op_ == IntOp::kFmod) {  // float32
       const auto* a = static_cast<const float*>(io.inputs[0]);
       const auto* b = static_cast<const float*>(io.inputs[1]);
       auto* y = static_cast<float*>(io.outputs[0]);
       for_each_broadcast_element<2>(plan_, begin, end, [&](int64_t i, const int64_t* off) {
         y[i] = std::fmod(a[off[0]], b[off[1]]);
+      });
+    } else {  // float32, fmod 0: the remainder moved to the divisor's sign
+      const auto* a = static_cast<const float*>(io.inputs[0]);
+      const auto* b = static_cast<const float*>(io.inputs[1]);
+      auto* y = static_cast<float*>(io.outputs[0]);
+      for_each_broadcast_element<2>(plan_, begin, end, [&](int64_t i, const int64_t* off) {
+        const float d = b[off[1]];
+        float r = std::fmod(a[off[0]], d);
+        if (r == 0.0f)
+          r = std::copysign(0.0f, d);
+        else if ((r < 0.0f) != (d < 0.0f))
+          r += d;
+        y[i] = r;
       });
     }
     if (div0) team.fail(where_ + ": integer division by zero");

@@ -101,6 +101,72 @@ std::optional<Status> Importer::translate_elementwise(NodeIn& io) {
     GRAPHI_RETURN_IF_ERROR(emit("Tanh", th, {sp}, {th}, {}, where, &n));
     return emit("Mul", name, {ins[0], th}, outs, {}, where, &n);
   }
+  if (op == "Swish" || op == "SwiGLU") {
+    // Swish-24: x * Sigmoid(alpha * x) (alpha 1: the y * Sigmoid(y) conv fusion recognizes);
+    // SwiGLU-28: Swish(A) * B, A and B of one shape.
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    const bool glu = op == "SwiGLU";
+    if (glu) {
+      GRAPHI_RETURN_IF_ERROR(need(1));
+      GRAPHI_ASSIGN_OR_RETURN(TensorDesc a, desc_of(ins[0], where));
+      GRAPHI_ASSIGN_OR_RETURN(TensorDesc bv, desc_of(ins[1], where));
+      if (a.shape != bv.shape)
+        return Status::invalid_graph(where + ": inputs A " + a.to_string() + " and B " +
+                                     bv.to_string() + " must have the same shape");
+    }
+    const onnx::Attr* al = n.attr("alpha");
+    const double alpha = al ? al->f : 1.0;
+    std::string gate_in = ins[0];
+    if (alpha != 1.0) {
+      HostTensor t = HostTensor::make(onnx::kFloat, {1});
+      t.f[0] = alpha;
+      gate_in = fresh(name + "/scaled");
+      GRAPHI_RETURN_IF_ERROR(emit("Mul", gate_in,
+                                  {ins[0], add_const(name + "/alpha", std::move(t))}, {gate_in}, {},
+                                  where, &n));
+    }
+    const std::string sg = fresh(name + "/sigmoid");
+    GRAPHI_RETURN_IF_ERROR(emit("Sigmoid", sg, {gate_in}, {sg}, {}, where, &n));
+    if (!glu) return emit("Mul", name, {ins[0], sg}, outs, {}, where, &n);
+    const std::string sw = fresh(name + "/swish");
+    GRAPHI_RETURN_IF_ERROR(emit("Mul", sw, {ins[0], sg}, {sw}, {}, where, &n));
+    return emit("Mul", name, {sw, ins[1]}, outs, {}, where, &n);
+  }
+  if (op == "RMSNormalization") {
+    // Opset 23: X / Sqrt(ReduceMean(X * X over [axis, rank)) + epsilon) * scale (float32: the
+    // stash type changes nothing).
+    GRAPHI_RETURN_IF_ERROR(need(0));
+    GRAPHI_RETURN_IF_ERROR(need(1));
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc x, desc_of(ins[0], where));
+    if (x.dtype != DType::kF32 || x.rank() < 1)
+      return Status::invalid_graph(where + ": input X must be a float32 tensor, got " +
+                                   x.to_string());
+    const onnx::Attr* ax = n.attr("axis");
+    int64_t axis = ax ? ax->i : -1;
+    if (axis < -x.rank() || axis >= x.rank())
+      return Status::invalid_graph(where + ": attribute 'axis' = " + std::to_string(axis) +
+                                   " is out of range for X " + x.to_string());
+    if (axis < 0) axis += x.rank();
+    const onnx::Attr* ep = n.attr("epsilon");
+    const double epsilon = ep ? ep->f : 1e-5;
+    std::vector<int64_t> axes;
+    for (int64_t d = axis; d < x.rank(); ++d) axes.push_back(d);
+    HostTensor eps = HostTensor::make(onnx::kFloat, {1});
+    eps.f[0] = epsilon;
+    const std::string sq = fresh(name + "/square"), ms = fresh(name + "/mean_square"),
+                      me = fresh(name + "/plus_epsilon"), rms = fresh(name + "/rms"),
+                      nm = fresh(name + "/normalized");
+    GRAPHI_RETURN_IF_ERROR(emit("Mul", sq, {ins[0], ins[0]}, {sq}, {}, where, &n));
+    Attributes ra;
+    ra.set("axes", axes);
+    ra.set("keepdims", int64_t{1});
+    GRAPHI_RETURN_IF_ERROR(emit("ReduceMean", ms, {sq}, {ms}, std::move(ra), where, &n));
+    GRAPHI_RETURN_IF_ERROR(
+        emit("Add", me, {ms, add_const(name + "/epsilon", std::move(eps))}, {me}, {}, where, &n));
+    GRAPHI_RETURN_IF_ERROR(emit("Sqrt", rms, {me}, {rms}, {}, where, &n));
+    GRAPHI_RETURN_IF_ERROR(emit("Div", nm, {ins[0], rms}, {nm}, {}, where, &n));
+    return emit("Mul", name, {nm, ins[1]}, outs, {}, where, &n);
+  }
   if (op == "Celu") {
     // alpha * Elu(x / alpha) (alpha = 1: Elu itself).
     GRAPHI_RETURN_IF_ERROR(need(0));

@@ -138,11 +138,14 @@ std::optional<Status> Importer::translate_shape(NodeIn& io) {
       }
       s2 = {N, C / (b * b), H * b, W * b};
     } else {
-      if (H % b != 0 || W % b != 0)
+      // Opset 28's mode: DCR (the default, and every earlier opset's order) puts the block
+      // offset before the channel, CRD after it.
+      if (H % b != 0 || W % b != 0 || (mode != "DCR" && mode != "CRD"))
         return Status::invalid_graph(where + ": H and W must divide by blocksize " +
-                                     std::to_string(b));
+                                     std::to_string(b) + ", mode must be DCR or CRD");
       s1 = {N, C, H / b, b, W / b, b};
-      perm = {0, 3, 5, 1, 2, 4};
+      perm = mode == "DCR" ? std::vector<int64_t>{0, 3, 5, 1, 2, 4}
+                           : std::vector<int64_t>{0, 1, 3, 5, 2, 4};
       s2 = {N, C * b * b, H / b, W / b};
     }
     const std::string r1 = fresh(name + "/split"), t1 = fresh(name + "/transpose");

@@ -27,8 +27,12 @@ namespace {
 // Opsets 19-22 change no float32 semantics of the ops graphi maps except AveragePool's dilations,
 // Pad's 'wrap' mode, Resize's 'half_pixel_symmetric' and the Gelu op (graph/onnx/ONNX.md); the
 // rest of them add types (float8, int4, bfloat16, strings). PyTorch 2.x's TorchScript exporter
-// writes opset 20 by default. IR 11 (onnx 1.18) adds float4 only.
-constexpr int64_t kMinOpset = 6, kMaxOpset = 22;
+// writes opset 20 by default. IR 11 (onnx 1.18) adds float4 only. Opsets 23-28 (onnx 1.18-1.23,
+// whose make_model writes 28): types (float4, float8e8m0, int2), attributes that matter only for
+// them (Cast's round_mode, Range's stash_type, QuantizeLinear's precision), SpaceToDepth's CRD
+// mode, Mod's fmod 0 on floats, and new ops (Swish, SwiGLU, RMSNormalization mapped here;
+// Attention, RotaryEmbedding, TensorScatter, CumProd, BitCast, ... refused by name).
+constexpr int64_t kMinOpset = 6, kMaxOpset = 28;
 constexpr int64_t kMinIr = 3, kMaxIr = 14;
 
 // ONNX ops mapped onto graphi ops when their data is computed at run time (graph/onnx/ONNX.md).
@@ -119,6 +123,7 @@ const std::vector<std::string>& runtime_ops() {
                                                 "PRelu",
                                                 "Pad",
                                                 "Pow",
+                                                "RMSNormalization",
                                                 "RNN",
                                                 "Reciprocal",
                                                 "ReduceL1",
@@ -158,6 +163,8 @@ const std::vector<std::string>& runtime_ops() {
                                                 "Squeeze",
                                                 "Sub",
                                                 "Sum",
+                                                "SwiGLU",
+                                                "Swish",
                                                 "Tan",
                                                 "Tanh",
                                                 "ThresholdedRelu",

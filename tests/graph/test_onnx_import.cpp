@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
 #include <tuple>
 
 #include "engine/session.h"
@@ -37,6 +38,8 @@ namespace {
 
 const std::string kFixtures = std::string(GRAPHI_SOURCE_DIR) + "/tests/data/onnx/";
 const char* kNodeTests = "/usr/share/libonnx-testdata/data/node";
+const std::string kNodeTests23 =
+    std::string(GRAPHI_SOURCE_DIR) + "/tests/data/onnx_node_opset23_28";
 
 std::vector<std::byte> read_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -656,6 +659,7 @@ struct BackendStats {
   int passed = 0, unsupported = 0, refused = 0;
   std::vector<std::string> wrong;
   std::vector<std::string> contested;  // kContested cases that differ, with the reason
+  std::set<std::string> passed_names;
 };
 
 // Cases whose reference output ONNX's own issue tracker disputes and graphi deliberately does
@@ -684,6 +688,8 @@ BackendStats run_backend_cases(bool bind_all) {
   // Cases of opsets 18 to 22 from onnx 1.17's node tests (Debian's package stops at opset 17):
   // tests/data/onnx_node_opset18_22/README.md.
   dirs.push_back(std::string(GRAPHI_SOURCE_DIR) + "/tests/data/onnx_node_opset18_22");
+  // And of opsets 23 to 28 from onnx 1.23's case generators: tests/data/onnx_node_opset23_28.
+  dirs.push_back(kNodeTests23);
   if (env_dirs) {
     std::string all = env_dirs;
     for (size_t p = 0; p <= all.size();) {
@@ -777,9 +783,10 @@ BackendStats run_backend_cases(bool bind_all) {
     if (verbose && ok) std::printf("%s: pass\n", name.c_str());
     if (verbose && !ok && kContested.count(name))
       std::printf("%s: contested: %s\n", name.c_str(), kContested.at(name).c_str());
-    if (ok)
+    if (ok) {
       ++passed;
-    else if (out->size() != want.size())
+      st.passed_names.insert(name);
+    } else if (out->size() != want.size())
       wrong.push_back(name + ": output count differs");
   }
   return st;
@@ -801,6 +808,12 @@ TEST_CASE("onnx: ONNX backend tests") {
   for (const std::string& w : st.wrong) UNSCOPED_INFO(w);
   CHECK(st.wrong.empty());
   CHECK(st.passed > 0);
+  // The opset 23-28 cases were chosen among those graphi maps: each must pass, not be refused.
+  for (const auto& e : fs::directory_iterator(kNodeTests23))
+    if (fs::exists(e.path() / "model.onnx")) {
+      INFO(e.path().filename().string());
+      CHECK(st.passed_names.count(e.path().filename().string()) == 1);
+    }
 }
 
 TEST_CASE("onnx: import-time evaluation matches ONNX's backend tests") {
