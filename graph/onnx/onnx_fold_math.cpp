@@ -33,6 +33,16 @@ Result<HostTensor> elementwise(
 
 namespace {
 
+// Mod-28 with fmod 0 on floats: A - floor(A / B) * B as ONNX specifies it, through fmod so that
+// infinities and zeros come out as the spec lists (a zero signed like B; A infinite or B zero:
+// NaN; B infinite: A, or B when their signs differ). ops/int_arith.cpp computes the same.
+double floor_mod(double x, double y) {
+  double r = std::fmod(x, y);
+  if (r == 0.0) return std::copysign(0.0, y);
+  if ((r < 0.0) != (y < 0.0)) r += y;
+  return r;
+}
+
 Status same_type(const Ins& xs, const std::string& where) {
   for (const HostTensor* x : xs)
     if (x->type != xs[0]->type)
@@ -81,7 +91,7 @@ Result<Outs> fold_binary(const std::string& op, const Node& n, const Ins& in,
           else if (op == "Pow")
             r = std::pow(x, y);
           else if (op == "Mod")
-            r = fmod ? std::fmod(x, y) : x - std::floor(x / y) * y;
+            r = fmod ? std::fmod(x, y) : floor_mod(x, y);
           else if (op == "Equal")
             r = x == y;
           else if (op == "Less")
