@@ -1,12 +1,13 @@
-// ONNX Attention (opsets 23-24, what torch.onnx writes for scaled_dot_product_attention at opset
-// >= 23) as the graph ONNX's function body and reference compute: Q and K each scaled by
-// sqrt(scale) (default 1 / sqrt(head size)), MatMul, the softcap, the additive bias (causal,
-// sliding window, attn_mask: a bool one as 0 / -inf, a float one added, a short last dim padded),
-// Softmax, rows with no attendable key set to 0, MatMul with V. 3-D inputs [B, S, H * D] are
-// split into heads and merged back; K / V heads are repeated for grouped-query attention
-// (q_num_heads a multiple of kv_num_heads); past_key / past_value are concatenated in front of K
-// / V and are present_key / present_value; qk_matmul_output is the stage its mode names. Refused
-// by name: nonpad_kv_seqlen (a run-time cache length), non-float32 inputs.
+// ONNX's transformer ops of opset 23+, each as its function body and ONNX's reference compute it
+// (RotaryEmbedding at the end of the file). Attention-23/24 (what torch.onnx writes for
+// scaled_dot_product_attention at opset >= 23): Q and K each scaled by sqrt(scale) (default
+// 1 / sqrt(head size)), MatMul, the softcap, the additive bias (causal, sliding window,
+// attn_mask: a bool one as 0 / -inf, a float one added, a short last dim padded), Softmax, rows
+// with no attendable key set to 0, MatMul with V. 3-D inputs [B, S, H * D] are split into heads
+// and merged back; K / V heads are repeated for grouped-query attention (q_num_heads a multiple
+// of kv_num_heads); past_key / past_value are concatenated in front of K / V and are
+// present_key / present_value; qk_matmul_output is the stage its mode names. Refused by name:
+// nonpad_kv_seqlen (a run-time cache length), non-float32 inputs.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -43,6 +44,7 @@ bool Importer::is_bool_value(const std::string& v) const {
 
 std::optional<Status> Importer::translate_attention(NodeIn& io) {
   const onnx::Node& n = io.n;
+  if (n.op == "RotaryEmbedding") return rotary_embedding(io);
   if (n.op != "Attention") return std::nullopt;
   const std::string& where = io.where;
   const std::string& name = io.name;
@@ -287,6 +289,128 @@ std::optional<Status> Importer::translate_attention(NodeIn& io) {
   GRAPHI_ASSIGN_OR_RETURN(TensorDesc yd, desc_of(y, where));
   GRAPHI_ASSIGN_OR_RETURN(std::string yt, transpose(y, {0, 2, 1, 3}));
   return emit_reshape(name, yt, {b, sq, hq * yd.shape[3]}, {outs[0]}, where, &n);
+}
+
+// RotaryEmbedding-23 as ONNX's reference computes it, in the input's own layout: the caches
+// gathered at position_ids (or given per batch and position), the first rotary_embedding_dim
+// (default: all) entries of each head rotated as pairs (x1, x2) -> (cos x1 - sin x2, sin x1 +
+// cos x2), the pairs being the two halves, or neighbours when interleaved ([.., D/2, 2] views
+// instead of step-2 slices), the rest passed through.
+Status Importer::rotary_embedding(NodeIn& io) {
+  const onnx::Node& n = io.n;
+  const std::string& where = io.where;
+  const std::string& name = io.name;
+  const std::vector<std::string>& ins = io.ins;
+  for (size_t k = 0; k < 3; ++k) GRAPHI_RETURN_IF_ERROR(io.need(k));
+  GRAPHI_ASSIGN_OR_RETURN(TensorDesc x, desc_of(ins[0], where));
+  if (x.dtype != DType::kF32 || (x.rank() != 3 && x.rank() != 4))
+    return Status::invalid_graph(where +
+                                 ": input X must be float32 [B, heads, S, D] or [B, S, "
+                                 "hidden], got " +
+                                 x.to_string());
+  const onnx::Attr* nh = n.attr("num_heads");
+  const onnx::Attr* rd_attr = n.attr("rotary_embedding_dim");
+  const onnx::Attr* il = n.attr("interleaved");
+  const bool interleaved = il && il->i != 0;
+  const bool four_d = x.rank() == 4;
+  const int64_t b = x.shape[0], s = four_d ? x.shape[2] : x.shape[1];
+  int64_t heads = four_d ? x.shape[1] : (nh ? nh->i : 0);
+  if (heads < 1 || (!four_d && x.shape[2] % heads != 0))
+    return Status::invalid_graph(where + ": a 3-D X " + x.to_string() +
+                                 " needs attribute num_heads dividing its hidden size");
+  const int64_t d = four_d ? x.shape[3] : x.shape[2] / heads;
+  const int64_t rd = rd_attr && rd_attr->i > 0 ? rd_attr->i : d;
+  if (rd > d || rd % 2 != 0)
+    return Status::invalid_graph(where + ": rotary_embedding_dim " + std::to_string(rd) +
+                                 " must be even and at most the head size " + std::to_string(d));
+  const int64_t half = rd / 2;
+  auto node = [&](const std::string& tag) { return fresh(name + "/" + tag); };
+  auto op = [&](const char* type, std::vector<std::string> in,
+                Attributes a = {}) -> Result<std::string> {
+    const std::string out = node(type);
+    GRAPHI_RETURN_IF_ERROR(emit(type, out, in, {out}, std::move(a), where, &n));
+    return out;
+  };
+  auto reshape = [&](const std::string& in, const Shape& shape) -> Result<std::string> {
+    const std::string out = node("reshaped");
+    GRAPHI_RETURN_IF_ERROR(emit_reshape(out, in, shape, {out}, where, &n));
+    return out;
+  };
+  auto slice = [&](const std::string& in, int64_t axis, int64_t lo, int64_t hi) {
+    return op("Slice",
+              {in, add_ints_const(name + "/starts", {lo}), add_ints_const(name + "/ends", {hi}),
+               add_ints_const(name + "/axes", {axis})});
+  };
+  // X as [B, heads, S, D] (4-D) or [B, S, heads, D] (3-D); the caches broadcast over heads.
+  std::string xs = ins[0];
+  if (!four_d) {
+    GRAPHI_ASSIGN_OR_RETURN(xs, reshape(xs, {b, s, heads, d}));
+  }
+  const Shape cache_shape = four_d ? Shape{b, 1, s, half} : Shape{b, s, 1, half};
+  std::string cs[2];
+  for (int k = 0; k < 2; ++k) {
+    std::string c = ins[static_cast<size_t>(1 + k)];
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc cd, desc_of(c, where));
+    if (cd.shape.empty() || cd.shape.back() != half)
+      return Status::invalid_graph(
+          where + ": " + (k == 0 ? "cos_cache " : "sin_cache ") + cd.to_string() +
+          " must end in rotary_embedding_dim / 2 = " + std::to_string(half));
+    if (ins.size() > 3 && !ins[3].empty()) {
+      Attributes ga;
+      ga.set("axis", int64_t{0});
+      GRAPHI_ASSIGN_OR_RETURN(c, op("Gather", {c, ins[3]}, std::move(ga)));
+    }
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc gd, desc_of(c, where));
+    if (gd.numel() != b * s * half)
+      return Status::invalid_graph(where + ": the " + (k == 0 ? "cos" : "sin") + " cache " +
+                                   gd.to_string() + " (at position_ids) must hold [B, S, " +
+                                   std::to_string(half) + "] values");
+    GRAPHI_ASSIGN_OR_RETURN(c, reshape(c, cache_shape));
+    if (interleaved) {
+      Shape with_pair = cache_shape;
+      with_pair.push_back(1);
+      GRAPHI_ASSIGN_OR_RETURN(c, reshape(c, with_pair));
+    }
+    cs[k] = c;
+  }
+  std::string rot = xs, pass;
+  if (rd < d) {
+    GRAPHI_ASSIGN_OR_RETURN(rot, slice(xs, 3, 0, rd));
+    GRAPHI_ASSIGN_OR_RETURN(pass, slice(xs, 3, rd, d));
+  }
+  std::string x1, x2;
+  Shape pairs;
+  if (interleaved) {  // [.., rd] as [.., rd / 2, 2]: the pair elements on the last axis
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc rdsc, desc_of(rot, where));
+    pairs = rdsc.shape;
+    Shape view = pairs;
+    view.back() = half;
+    view.push_back(2);
+    GRAPHI_ASSIGN_OR_RETURN(std::string v, reshape(rot, view));
+    GRAPHI_ASSIGN_OR_RETURN(x1, slice(v, 4, 0, 1));
+    GRAPHI_ASSIGN_OR_RETURN(x2, slice(v, 4, 1, 2));
+  } else {
+    GRAPHI_ASSIGN_OR_RETURN(x1, slice(rot, 3, 0, half));
+    GRAPHI_ASSIGN_OR_RETURN(x2, slice(rot, 3, half, rd));
+  }
+  GRAPHI_ASSIGN_OR_RETURN(std::string c1, op("Mul", {cs[0], x1}));
+  GRAPHI_ASSIGN_OR_RETURN(std::string s2, op("Mul", {cs[1], x2}));
+  GRAPHI_ASSIGN_OR_RETURN(std::string real, op("Sub", {c1, s2}));
+  GRAPHI_ASSIGN_OR_RETURN(std::string s1, op("Mul", {cs[1], x1}));
+  GRAPHI_ASSIGN_OR_RETURN(std::string c2, op("Mul", {cs[0], x2}));
+  GRAPHI_ASSIGN_OR_RETURN(std::string imag, op("Add", {s1, c2}));
+  Attributes last;
+  last.set("axis", int64_t{-1});
+  GRAPHI_ASSIGN_OR_RETURN(std::string rotated, op("Concat", {real, imag}, last));
+  if (interleaved) {
+    GRAPHI_ASSIGN_OR_RETURN(rotated, reshape(rotated, pairs));
+  }
+  std::string y = rotated;
+  if (!pass.empty()) {
+    GRAPHI_ASSIGN_OR_RETURN(y, op("Concat", {rotated, pass}, last));
+  }
+  if (!four_d) return emit_reshape(name, y, x.shape, {io.outs[0]}, where, &n);
+  return emit("Identity", name, {y}, {io.outs[0]}, {}, where, &n);
 }
 
 }  // namespace graphi::graph::onnx_import

@@ -142,6 +142,7 @@ const std::vector<std::string>& runtime_ops() {
                                                 "Resize",
                                                 "ReverseSequence",
                                                 "RoiAlign",
+                                                "RotaryEmbedding",
                                                 "Round",
                                                 "Scatter",
                                                 "ScatterElements",
