@@ -6,10 +6,12 @@
 // with no attendable key set to 0, MatMul with V. 3-D inputs [B, S, H * D] are split into heads
 // and merged back; K / V heads are repeated for grouped-query attention (q_num_heads a multiple
 // of kv_num_heads); past_key / past_value are concatenated in front of K / V and are
-// present_key / present_value; qk_matmul_output is the stage its mode names. Refused by name:
-// nonpad_kv_seqlen (a run-time cache length), non-float32 inputs.
+// present_key / present_value; nonpad_kv_seqlen (an external cache's valid lengths, at run
+// time) offsets the causal frontier and the window per batch and masks the padding keys;
+// qk_matmul_output is the stage its mode names. Refused by name: non-float32 inputs.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "graph/onnx/import_internal.h"
@@ -61,10 +63,10 @@ std::optional<Status> Importer::translate_attention(NodeIn& io) {
     if (!x) return std::nullopt;
     return static_cast<double>(x->f);
   };
-  if (present(6))
-    return Status::unsupported(where +
-                               ": input 6 (nonpad_kv_seqlen, a run-time cache length) "
-                               "is not supported");
+  if (present(6) && present(4))
+    return Status::invalid_graph(where +
+                                 ": nonpad_kv_seqlen cannot be combined with past_key / "
+                                 "past_value");
   // Output 3, qk_matmul_output, by qk_matmul_output_mode: 0 / 1 the scaled Q K^T after the
   // softcap (ONNX's reference caps it in both), 2 with the bias added, 3 the probabilities.
   const std::string qk_out = outs.size() > 3 ? outs[3] : "";
@@ -214,7 +216,60 @@ std::optional<Status> Importer::translate_attention(NodeIn& io) {
   const int64_t left = attr_i("left_window_size", -1), right = attr_i("right_window_size", -1);
   std::string bias;
   bool maybe_empty_rows = false;  // a query row may have no attendable key
-  if (causal || left >= 0 || right >= 0) {
+  if (present(6)) {
+    // An external cache: nonpad_kv_seqlen L [B] valid keys per batch; the causal frontier and
+    // the window are offset by L - Sq per batch and keys j >= L are padding. Each condition is
+    // an int64 constant over [Sq, T] compared with L viewed as [B, 1, 1, 1].
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc ld, desc_of(ins[6], where));
+    if (ld.dtype != DType::kI64 || ld.numel() != b)
+      return Status::invalid_graph(where + ": nonpad_kv_seqlen must be int64 [" +
+                                   std::to_string(b) + "], got " + ld.to_string());
+    const std::string lens = node("nonpad_lengths");
+    GRAPHI_RETURN_IF_ERROR(emit_reshape(lens, ins[6], {b, 1, 1, 1}, {lens}, where, &n));
+    // cond(c): c[i, j] <= L (at_most_len) or L <= c[i, j].
+    auto compare = [&](const std::string& tag, bool at_most_len,
+                       const std::function<int64_t(int64_t, int64_t)>& c) -> Result<std::string> {
+      HostTensor t = HostTensor::make(onnx::kInt64, {sq, total});
+      for (int64_t i = 0; i < sq; ++i)
+        for (int64_t j = 0; j < total; ++j) t.i[static_cast<size_t>(i * total + j)] = c(i, j);
+      const std::string cst = add_const(name + "/" + tag, std::move(t)), out = node(tag);
+      GRAPHI_RETURN_IF_ERROR(emit(
+          "LessOrEqual", out,
+          at_most_len ? std::vector<std::string>{cst, lens} : std::vector<std::string>{lens, cst},
+          {out}, {}, where, &n));
+      return out;
+    };
+    // Padding: j < L. Causal: j <= i + L - Sq. Window: i + L - Sq - j <= left, j - i - L + Sq
+    // <= right.
+    GRAPHI_ASSIGN_OR_RETURN(std::string allowed,
+                            compare("key_valid", true, [](int64_t, int64_t j) { return j + 1; }));
+    std::vector<std::string> conds;
+    if (causal) {
+      GRAPHI_ASSIGN_OR_RETURN(
+          std::string c, compare("causal", true, [&](int64_t i, int64_t j) { return j - i + sq; }));
+      conds.push_back(c);
+    }
+    if (left >= 0) {
+      GRAPHI_ASSIGN_OR_RETURN(
+          std::string c,
+          compare("window_left", false, [&](int64_t i, int64_t j) { return left + j - i + sq; }));
+      conds.push_back(c);
+    }
+    if (right >= 0) {
+      GRAPHI_ASSIGN_OR_RETURN(
+          std::string c,
+          compare("window_right", true, [&](int64_t i, int64_t j) { return j - i + sq - right; }));
+      conds.push_back(c);
+    }
+    for (const std::string& c : conds) {
+      GRAPHI_ASSIGN_OR_RETURN(allowed, binary("And", allowed, c));
+    }
+    bias = node("nonpad_bias");
+    GRAPHI_RETURN_IF_ERROR(emit(
+        "Where", bias, {allowed, scalar("nonpad_zero", 0.0), scalar("nonpad_neg_inf", neg_inf)},
+        {bias}, {}, where, &n));
+    maybe_empty_rows = true;
+  } else if (causal || left >= 0 || right >= 0) {
     HostTensor m = HostTensor::make(onnx::kFloat, {sq, total});
     for (int64_t i = 0; i < sq; ++i)
       for (int64_t j = 0; j < total; ++j) {
