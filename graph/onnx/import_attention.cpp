@@ -1,7 +1,7 @@
 // ONNX's transformer ops of opset 23+, each as its function body and ONNX's reference compute it
-// (RotaryEmbedding at the end of the file). Attention-23/24 (what torch.onnx writes for
-// scaled_dot_product_attention at opset >= 23): Q and K each scaled by sqrt(scale) (default
-// 1 / sqrt(head size)), MatMul, the softcap, the additive bias (causal, sliding window,
+// (RotaryEmbedding and TensorScatter at the end of the file). Attention-23/24 (what torch.onnx
+// writes for scaled_dot_product_attention at opset >= 23): Q and K each scaled by sqrt(scale)
+// (default 1 / sqrt(head size)), MatMul, the softcap, the additive bias (causal, sliding window,
 // attn_mask: a bool one as 0 / -inf, a float one added, a short last dim padded), Softmax, rows
 // with no attendable key set to 0, MatMul with V. 3-D inputs [B, S, H * D] are split into heads
 // and merged back; K / V heads are repeated for grouped-query attention (q_num_heads a multiple
@@ -47,6 +47,7 @@ bool Importer::is_bool_value(const std::string& v) const {
 std::optional<Status> Importer::translate_attention(NodeIn& io) {
   const onnx::Node& n = io.n;
   if (n.op == "RotaryEmbedding") return rotary_embedding(io);
+  if (n.op == "TensorScatter") return tensor_scatter(io);
   if (n.op != "Attention") return std::nullopt;
   const std::string& where = io.where;
   const std::string& name = io.name;
@@ -466,6 +467,75 @@ Status Importer::rotary_embedding(NodeIn& io) {
   }
   if (!four_d) return emit_reshape(name, y, x.shape, {io.outs[0]}, where, &n);
   return emit("Identity", name, {y}, {io.outs[0]}, {}, where, &n);
+}
+
+// TensorScatter-24 (a static KV cache's update): present = past_cache with `update` written at
+// write_indices[b] + s (mod the cache length when mode is circular) along `axis`, as
+// ScatterElements with those positions expanded to update's shape; a position past the cache
+// fails the run naming the node.
+Status Importer::tensor_scatter(NodeIn& io) {
+  const onnx::Node& n = io.n;
+  const std::string& where = io.where;
+  const std::string& name = io.name;
+  const std::vector<std::string>& ins = io.ins;
+  for (size_t k = 0; k < 2; ++k) GRAPHI_RETURN_IF_ERROR(io.need(k));
+  GRAPHI_ASSIGN_OR_RETURN(TensorDesc past, desc_of(ins[0], where));
+  GRAPHI_ASSIGN_OR_RETURN(TensorDesc upd, desc_of(ins[1], where));
+  const int r = past.rank();
+  const onnx::Attr* ax = n.attr("axis");
+  const onnx::Attr* md = n.attr("mode");
+  const std::string mode = md ? md->s : "linear";
+  int64_t axis = ax ? ax->i : -2;
+  if (axis < 0) axis += r;
+  if (r < 2 || upd.rank() != r || upd.dtype != past.dtype || axis < 1 || axis >= r ||
+      (mode != "linear" && mode != "circular"))
+    return Status::invalid_graph(where + ": past_cache " + past.to_string() + " and update " +
+                                 upd.to_string() + " must have one rank >= 2 and dtype, axis " +
+                                 std::to_string(axis) + " in [1, rank), mode linear or circular");
+  for (int d = 0; d < r; ++d)
+    if (d == axis ? upd.shape[static_cast<size_t>(d)] > past.shape[static_cast<size_t>(d)]
+                  : upd.shape[static_cast<size_t>(d)] != past.shape[static_cast<size_t>(d)])
+      return Status::invalid_graph(where + ": update " + upd.to_string() +
+                                   " does not fit past_cache " + past.to_string() + " at dim " +
+                                   std::to_string(d));
+  const int64_t b = past.shape[0], len = upd.shape[static_cast<size_t>(axis)];
+  auto node = [&](const std::string& tag) { return fresh(name + "/" + tag); };
+  // write_indices as [B, 1, ...], plus 0..len-1 along the axis.
+  Shape wshape(static_cast<size_t>(r), 1), sshape(static_cast<size_t>(r), 1);
+  wshape[0] = b;
+  sshape[static_cast<size_t>(axis)] = len;
+  std::string w;
+  if (ins.size() > 2 && !ins[2].empty()) {
+    GRAPHI_ASSIGN_OR_RETURN(TensorDesc wd, desc_of(ins[2], where));
+    if (wd.dtype != DType::kI64 || wd.numel() != b)
+      return Status::invalid_graph(where + ": write_indices must be int64 [" + std::to_string(b) +
+                                   "], got " + wd.to_string());
+    w = node("write_indices");
+    GRAPHI_RETURN_IF_ERROR(emit_reshape(w, ins[2], wshape, {w}, where, &n));
+  } else {
+    HostTensor z = HostTensor::make(onnx::kInt64, wshape);
+    w = add_const(name + "/write_indices", std::move(z));
+  }
+  HostTensor steps = HostTensor::make(onnx::kInt64, sshape);
+  for (int64_t s = 0; s < len; ++s) steps.i[static_cast<size_t>(s)] = s;
+  std::string pos = node("positions");
+  GRAPHI_RETURN_IF_ERROR(
+      emit_int_binary("Add", pos, w, add_const(name + "/steps", std::move(steps)), pos, n, where));
+  if (mode == "circular") {
+    HostTensor m = HostTensor::make(onnx::kInt64, {1});
+    m.i[0] = past.shape[static_cast<size_t>(axis)];
+    const std::string wrapped = node("wrapped");
+    GRAPHI_RETURN_IF_ERROR(emit("Mod", wrapped, {pos, add_const(name + "/length", std::move(m))},
+                                {wrapped}, {}, where, &n));
+    pos = wrapped;
+  }
+  const std::string idx = node("indices");
+  GRAPHI_RETURN_IF_ERROR(
+      emit("Expand", idx, {pos, add_ints_const(idx + "/shape", upd.shape)}, {idx}, {}, where, &n));
+  Attributes a;
+  a.set("axis", axis);
+  return emit("ScatterElements", name, {ins[0], idx, ins[1]}, {io.outs[0]}, std::move(a), where,
+              &n);
 }
 
 }  // namespace graphi::graph::onnx_import

@@ -86,8 +86,9 @@ class Importer {
   std::optional<Status> translate_conv_pool(NodeIn& io);
   std::optional<Status> translate_control_flow(NodeIn& io);
   // Attention-23/24 as its function body (graph/onnx/import_attention.cpp).
-  std::optional<Status> translate_attention(NodeIn& io);  // and RotaryEmbedding-23
+  std::optional<Status> translate_attention(NodeIn& io);  // and RotaryEmbedding, TensorScatter
   Status rotary_embedding(NodeIn& io);
+  Status tensor_scatter(NodeIn& io);
   // An ONNX BOOL value (a BOOL input or initializer, a value_info of BOOL, or the output of a
   // comparison / logical op / Cast to BOOL); graphi holds it as float32 0 / 1.
   bool is_bool_value(const std::string& v) const;

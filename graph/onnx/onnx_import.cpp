@@ -169,6 +169,7 @@ const std::vector<std::string>& runtime_ops() {
                                                 "Swish",
                                                 "Tan",
                                                 "Tanh",
+                                                "TensorScatter",
                                                 "ThresholdedRelu",
                                                 "Tile",
                                                 "TopK",
