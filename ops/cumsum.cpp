@@ -1,6 +1,7 @@
-// CumSum (ONNX opset 11/14): running sums along one axis (a constant scalar input), with the
-// `exclusive` and `reverse` attributes; float32 (accumulated in double), int32 and int64
-// (wrapping). PyTorch exports torch.cumsum this way, e.g. position ids from an attention mask.
+// CumSum (ONNX opset 11/14) and CumProd (opset 26): running sums / products along one axis (a
+// constant scalar input), with the `exclusive` and `reverse` attributes; float32 (accumulated in
+// double), int32 and int64 (wrapping). PyTorch exports torch.cumsum this way, e.g. position ids
+// from an attention mask.
 #include "ops/registry.h"
 #include "ops/shape_rules.h"
 
@@ -47,6 +48,7 @@ class CumSumKernel final : public Kernel {
   Status init(const KernelContext& ctx) override {
     GRAPHI_ASSIGN_OR_RETURN(l_, scan_lanes(NodeView::of_kernel(ctx)));
     dtype_ = ctx.inputs[0]->dtype;
+    product_ = ctx.node.op == "CumProd";
     return Status::ok();
   }
   void run(const TeamContext& team, const Buffers& io) const noexcept override {
@@ -57,7 +59,7 @@ class CumSumKernel final : public Kernel {
     else
       typed<int64_t, uint64_t>(team, io);
   }
-  const char* name() const override { return "cumsum"; }
+  const char* name() const override { return product_ ? "cumprod" : "cumsum"; }
 
  private:
   // Acc: double for float32; the unsigned type for integers (wrapping, no UB).
@@ -70,21 +72,21 @@ class CumSumKernel final : public Kernel {
       const int64_t o = lane / l_.inner, i = lane % l_.inner;
       const T* xp = x + o * l_.len * l_.inner + i;
       T* yp = y + o * l_.len * l_.inner + i;
-      Acc acc = 0;
+      Acc acc = product_ ? 1 : 0;
       for (int64_t s = 0; s < l_.len; ++s) {
         const int64_t k = (l_.reverse ? l_.len - 1 - s : s) * l_.inner;
-        if (l_.exclusive) {
-          yp[k] = static_cast<T>(acc);
+        if (l_.exclusive) yp[k] = static_cast<T>(acc);
+        if (product_)
+          acc *= static_cast<Acc>(xp[k]);
+        else
           acc += static_cast<Acc>(xp[k]);
-        } else {
-          acc += static_cast<Acc>(xp[k]);
-          yp[k] = static_cast<T>(acc);
-        }
+        if (!l_.exclusive) yp[k] = static_cast<T>(acc);
       }
     }
   }
   ScanLanes l_;
   DType dtype_ = DType::kF32;
+  bool product_ = false;
 };
 
 std::unique_ptr<Kernel> make_cumsum() { return std::make_unique<CumSumKernel>(); }
@@ -93,6 +95,7 @@ std::unique_ptr<Kernel> make_cumsum() { return std::make_unique<CumSumKernel>();
 
 void register_cumsum_op(Registry& r) {
   r.add({"CumSum", infer_cumsum, cost_cumsum, false, {make_cumsum}});
+  r.add({"CumProd", infer_cumsum, cost_cumsum, false, {make_cumsum}});
 }
 
 }  // namespace graphi::ops

@@ -63,6 +63,7 @@ const std::vector<std::string>& runtime_ops() {
                                                 "ConvTranspose",
                                                 "Cos",
                                                 "Cosh",
+                                                "CumProd",
                                                 "CumSum",
                                                 "DFT",
                                                 "DepthToSpace",
