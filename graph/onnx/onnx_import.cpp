@@ -30,8 +30,9 @@ namespace {
 // writes opset 20 by default. IR 11 (onnx 1.18) adds float4 only. Opsets 23-28 (onnx 1.18-1.23,
 // whose make_model writes 28): types (float4, float8e8m0, int2), attributes that matter only for
 // them (Cast's round_mode, Range's stash_type, QuantizeLinear's precision), SpaceToDepth's CRD
-// mode, Mod's fmod 0 on floats, and new ops (Swish, SwiGLU, RMSNormalization mapped here;
-// Attention, RotaryEmbedding, TensorScatter, CumProd, BitCast, ... refused by name).
+// mode, Mod's fmod 0 on floats, and new ops (Swish, SwiGLU, RMSNormalization, Attention,
+// RotaryEmbedding, TensorScatter, CumProd mapped; BitCast, LinearAttention, CausalConvWithState
+// refused by name).
 constexpr int64_t kMinOpset = 6, kMaxOpset = 28;
 constexpr int64_t kMinIr = 3, kMaxIr = 14;
 
