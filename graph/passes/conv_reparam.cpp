@@ -11,18 +11,20 @@ namespace {
 // A merged window may hold at most this many times the members' taps together (identity: one).
 constexpr int64_t kMaxTapGrowth = 2;
 
-// One summand of the tree: `value` as the Add reads it, through an optional Mul by `scale`
-// (kNoId: 1) of `inner`, which a Conv node produces (`conv`) or which is the branch's input.
-struct Summand {
-  ValueId value = kNoId, inner = kNoId, scale = kNoId;
-  NodeId mul = kNoId, conv = kNoId;
-};
-
 // The geometry a Conv brings: its input, strides, pads, group and weights.
 struct ConvGeom {
   ValueId x = kNoId, w = kNoId, b = kNoId;
   std::vector<int64_t> strides, pads;
   int64_t group = 1;
+};
+
+// One summand of the tree: `value` as the Add reads it, through an optional Mul by `scale`
+// (kNoId: 1) of `inner`, which a Conv node produces (`conv`, parsed once into `geom`) or which
+// is the branch's input.
+struct Summand {
+  ValueId value = kNoId, inner = kNoId, scale = kNoId;
+  NodeId mul = kNoId, conv = kNoId;
+  ConvGeom geom;
 };
 
 bool const_f32(const Value& v) { return v.data != nullptr && v.desc.dtype == DType::kF32; }
@@ -127,14 +129,13 @@ class Reparam {
     std::vector<Summand> convs, idents;
     std::optional<ConvGeom> ref;
     for (const Summand& s : parts) {
-      std::optional<ConvGeom> c;
-      if (s.conv != kNoId) c = conv_geom(g_, g_.node(s.conv), rank);
+      const ConvGeom* c = s.conv != kNoId ? &s.geom : nullptr;
       if (c && c->x == x) {
         const Shape& ws = g_.value(c->w).desc.shape;
         if (!ref ||
             (c->strides == ref->strides && c->group == ref->group &&
              ws[0] == g_.value(ref->w).desc.shape[0] && ws[1] == g_.value(ref->w).desc.shape[1])) {
-          if (!ref) ref = c;
+          if (!ref) ref = *c;
           convs.push_back(s);
           continue;
         }
@@ -161,7 +162,7 @@ class Reparam {
     for (int d = 0; d < spatial; ++d) hi[d] = idents.empty() ? INT64_MIN : 0;
     int64_t member_taps = static_cast<int64_t>(idents.size());
     for (const Summand& s : convs) {
-      const ConvGeom c = *conv_geom(g_, g_.node(s.conv), rank);
+      const ConvGeom& c = s.geom;
       const Shape& ws = g_.value(c.w).desc.shape;
       int64_t taps = 1;
       for (int d = 0; d < spatial; ++d) {
@@ -194,7 +195,7 @@ class Reparam {
     std::vector<int64_t> kstride(static_cast<size_t>(spatial), 1);  // row-major strides of ks
     for (int d = spatial - 2; d >= 0; --d) kstride[d] = kstride[d + 1] * ks[d + 1];
     for (const Summand& s : convs) {
-      const ConvGeom c = *conv_geom(g_, g_.node(s.conv), rank);
+      const ConvGeom& c = s.geom;
       const Shape& ws = g_.value(c.w).desc.shape;
       const std::vector<float> scale = scale_of(s);
       const float* sp = g_.value(c.w).data->data_as<float>();
@@ -301,10 +302,13 @@ class Reparam {
       }
     }
     const NodeId q = g_.value(s.inner).producer;
-    if (q != kNoId && conv_geom(g_, g_.node(q), rank) &&
-        read_only_by(g_, s.inner, s.mul != kNoId ? std::vector<NodeId>{s.mul} : adds_) &&
-        (s.mul != kNoId || once))
+    if (q == kNoId || (s.mul == kNoId && !once) ||
+        !read_only_by(g_, s.inner, s.mul != kNoId ? std::vector<NodeId>{s.mul} : adds_))
+      return s;
+    if (std::optional<ConvGeom> c = conv_geom(g_, g_.node(q), rank)) {
       s.conv = q;
+      s.geom = std::move(*c);
+    }
     return s;
   }
 
