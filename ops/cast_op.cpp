@@ -1,22 +1,29 @@
-// Cast between graphi's dtypes (ONNX semantics): `to` = 1 (FLOAT), 6 (INT32), 7 (INT64) or 9
-// (BOOL, which graphi represents as float32 0/1: y = x != 0). Float to integer truncates toward
-// zero (C conversion, as ONNX and numpy's astype); values outside the integer range or NaN are
-// clamped (saturated; NaN becomes 0) rather than undefined behaviour.
+// Cast between graphi's dtypes (ONNX semantics): `to` = 1 (FLOAT), 6 (INT32), 7 (INT64), 9
+// (BOOL, which graphi represents as float32 0/1: y = x != 0), 10 (FLOAT16) or 16 (BFLOAT16),
+// which graphi holds as float32: the value rounded to the 16-bit type (graph/float16.h). Float
+// to integer truncates toward zero (C conversion, as ONNX and numpy's astype); values outside
+// the integer range or NaN are clamped (saturated; NaN becomes 0) rather than undefined
+// behaviour.
 #include <cmath>
 #include <cstring>
 #include <limits>
 
+#include "graph/float16.h"
 #include "ops/registry.h"
 #include "ops/shape_rules.h"
 
 namespace graphi::ops {
 namespace {
 
-constexpr int64_t kOnnxFloat = 1, kOnnxInt32 = 6, kOnnxInt64 = 7, kOnnxBool = 9;
+constexpr int64_t kOnnxFloat = 1, kOnnxInt32 = 6, kOnnxInt64 = 7, kOnnxBool = 9,
+                  kOnnxFloat16 = 10, kOnnxBfloat16 = 16;
+
+enum class Round { kNone, kHalf, kBfloat16 };
 
 struct CastTarget {
   DType dtype = DType::kF32;
   bool to_bool = false;
+  Round round = Round::kNone;  // FLOAT16 / BFLOAT16: float32 rounded to the narrower type
 };
 
 Result<CastTarget> target_of(const graph::Node& node, const std::string& where) {
@@ -30,10 +37,15 @@ Result<CastTarget> target_of(const graph::Node& node, const std::string& where) 
       return CastTarget{DType::kI64, false};
     case kOnnxBool:
       return CastTarget{DType::kF32, true};
+    case kOnnxFloat16:
+      return CastTarget{DType::kF32, false, Round::kHalf};
+    case kOnnxBfloat16:
+      return CastTarget{DType::kF32, false, Round::kBfloat16};
     default:
       return Status::unsupported(where + ": attribute 'to' = " + std::to_string(to) +
                                  " is not supported (graphi casts to FLOAT (1), INT32 (6), "
-                                 "INT64 (7) or BOOL (9, as float32 0/1))");
+                                 "INT64 (7), BOOL (9, as float32 0/1), FLOAT16 (10) or BFLOAT16 "
+                                 "(16), both as float32 rounded to them)");
   }
 }
 
@@ -96,9 +108,15 @@ class CastKernel final : public Kernel {
   template <typename S>
   void dispatch_to(const S* x, void* y, int64_t begin, int64_t end) const {
     switch (to_.dtype) {
-      case DType::kF32:
-        convert(x, static_cast<float*>(y), begin, end, to_.to_bool);
+      case DType::kF32: {
+        float* f = static_cast<float*>(y);
+        convert(x, f, begin, end, to_.to_bool);
+        if (to_.round == Round::kHalf)
+          for (int64_t i = begin; i < end; ++i) f[i] = graph::round_to_half(f[i]);
+        else if (to_.round == Round::kBfloat16)
+          for (int64_t i = begin; i < end; ++i) f[i] = graph::round_to_bfloat16(f[i]);
         break;
+      }
       case DType::kI32:
         convert(x, static_cast<int32_t*>(y), begin, end, false);
         break;

@@ -27,20 +27,30 @@ std::optional<Status> Importer::translate_elementwise(NodeIn& io) {
       GRAPHI_RETURN_IF_ERROR(need(1));
       GRAPHI_ASSIGN_OR_RETURN(TensorDesc like, desc_of(ins[1], where));
       const HostTensor* h = host(ins[1]);
-      to_type = h ? h->type : onnx_type_of(like.dtype);
+      // A run-time FLOAT16 / BFLOAT16 graph input is float32 here: its declared type counts.
+      const auto declared = [&](const std::vector<std::string>& l) {
+        return std::find(l.begin(), l.end(), ins[1]) != l.end();
+      };
+      to_type = h                            ? h->type
+                : declared(float16_values_)  ? onnx::kFloat16
+                : declared(bfloat16_values_) ? onnx::kBfloat16
+                                             : onnx_type_of(like.dtype);
     } else {
       const onnx::Attr* to = n.attr("to");
       if (!to || to->type != onnx::kAttrInt)
         return Status::invalid_graph(where + ": missing attribute 'to'");
       to_type = static_cast<int32_t>(to->i);
     }
-    if (to_type != onnx::kBool && graphi_dtype(to_type) == d.dtype)
+    // FLOAT16 / BFLOAT16 are float32 in graphi: the Cast keeps only the rounding to them.
+    const bool to_16 = to_type == onnx::kFloat16 || to_type == onnx::kBfloat16;
+    if (to_type != onnx::kBool && !to_16 && graphi_dtype(to_type) == d.dtype)
       return emit("Identity", name, {ins[0]}, outs, {}, where, &n);
     if (to_type != onnx::kBool && !graphi_dtype(to_type))
       return Status::unsupported(where + ": Cast of a run-time " + d.to_string() + " to " +
                                  onnx::data_type_name(to_type) +
                                  " is not supported (graphi computes in float32, int32 and "
-                                 "int64; BOOL is float32 0/1)");
+                                 "int64; BOOL is float32 0/1, FLOAT16 and BFLOAT16 float32 "
+                                 "rounded to them)");
     // A bool (float32 0/1) cast to FLOAT is an identity in graphi's Cast too (ops/cast_op.cpp).
     Attributes a;
     a.set("to", int64_t{to_type});

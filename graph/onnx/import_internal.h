@@ -209,6 +209,10 @@ class Importer {
   std::unordered_set<std::string> node_names_;
   std::unordered_set<std::string> graph_outputs_;
   std::vector<std::string> bool_values_;  // BOOL inputs and outputs, as metadata kBoolValuesKey
+  // FLOAT16 / BFLOAT16 inputs and outputs (kFloat16ValuesKey, kBfloat16ValuesKey).
+  std::vector<std::string> float16_values_, bfloat16_values_;
+  // Records graph input or output `name` of ONNX type `elem_type` in the list its type needs.
+  void note_declared_type(const std::string& name, int32_t elem_type);
   // Folding's budget: elements all folds of this model may produce (onnx::fold_node, "Limits"
   // of graph/onnx/ONNX.md), and what they produced so far.
   int64_t fold_budget_ = onnx::kMinFoldBudget;

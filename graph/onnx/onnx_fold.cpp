@@ -8,6 +8,7 @@
 #include <functional>
 #include <numeric>
 
+#include "graph/float16.h"
 #include "graph/onnx/onnx_fold_internal.h"
 
 namespace graphi::graph::onnx {
@@ -19,9 +20,13 @@ namespace fold_detail {
 void fit_to_type(HostTensor& t) {
   switch (t.type) {
     case kFloat:
-    case kFloat16:
-    case kBfloat16:
       for (double& v : t.f) v = static_cast<double>(static_cast<float>(v));
+      break;
+    case kFloat16:
+      for (double& v : t.f) v = static_cast<double>(round_to_half(static_cast<float>(v)));
+      break;
+    case kBfloat16:
+      for (double& v : t.f) v = static_cast<double>(round_to_bfloat16(static_cast<float>(v)));
       break;
     case kInt32:
       for (int64_t& v : t.i) v = static_cast<int32_t>(v);

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "graph/float16.h"
 #include "graph/format.h"
 #include "graph/memory_budget.h"
 #include "graph/onnx/import_internal.h"
@@ -200,6 +201,8 @@ std::string join(const std::vector<std::string>& v) {
 std::optional<DType> graphi_dtype(int32_t t) {
   switch (t) {
     case onnx::kFloat:
+    case onnx::kFloat16:  // held and computed as float32 (graph/float16.h)
+    case onnx::kBfloat16:
       return DType::kF32;
     case onnx::kInt32:
       return DType::kI32;
@@ -324,6 +327,17 @@ std::shared_ptr<HostTensor> host_tensor(const Tensor& t) {
     else
       h->i[e] = t.data_as<int64_t>()[e];
   }
+  return h;
+}
+
+// A bound float32 value of a FLOAT16 / BFLOAT16 input or initializer: that type, its values
+// rounded to it, so folding computes what the file's types say (a no-op for other types).
+std::shared_ptr<HostTensor> as_16bit_float(std::shared_ptr<HostTensor> h, int32_t type) {
+  if (type != onnx::kFloat16 && type != onnx::kBfloat16) return h;
+  h->type = type;
+  for (double& v : h->f)
+    v = type == onnx::kFloat16 ? round_to_half(static_cast<float>(v))
+                               : round_to_bfloat16(static_cast<float>(v));
   return h;
 }
 
@@ -684,7 +698,7 @@ Status Importer::add_inputs() {
                                         " but the value bound to it is " + t.desc().to_string());
       ValState s;
       s.is_const = true;
-      s.host = host_tensor(t);
+      s.host = as_16bit_float(host_tensor(t), v.is_tensor ? v.elem_type : onnx::kFloat);
       vals_[v.name] = std::move(s);
       continue;
     }
@@ -697,8 +711,9 @@ Status Importer::add_inputs() {
         v.elem_type == onnx::kBool ? std::optional<DType>(DType::kF32) : graphi_dtype(v.elem_type);
     if (!dt)
       return Status::unsupported(what + " has element type " + onnx::data_type_name(v.elem_type) +
-                                 "; graphi inputs are FLOAT, INT32, INT64 or BOOL");
-    if (v.elem_type == onnx::kBool) bool_values_.push_back(v.name);
+                                 "; graphi inputs are FLOAT, FLOAT16, BFLOAT16, INT32, INT64 or "
+                                 "BOOL");
+    note_declared_type(v.name, v.elem_type);
     if (!v.has_shape)
       return Status::unsupported(what + " has no shape; graphi needs static input shapes");
     Shape shape;
@@ -808,14 +823,15 @@ Status Importer::initializer_input(const onnx::ValueInfo& v, const std::string& 
     if (dt != t.dtype() || init.type == onnx::kBool)
       return Status::invalid_argument(what + " is an initializer " + init.desc() +
                                       "; the value bound to it is " + t.desc().to_string());
-    s.host = host_tensor(t);  // init.type is t's (checked above)
+    // init.type is t's (checked above), or FLOAT16 / BFLOAT16.
+    s.host = as_16bit_float(host_tensor(t), init.type);
     return Status::ok();
   }
   if (!opts_.override_initializers.count(v.name)) return Status::ok();  // a constant
   // A run-time input of the initializer's dtype and shape; the initializer is its default.
   GRAPHI_ASSIGN_OR_RETURN(std::shared_ptr<Tensor> t,
                           graphi_tensor(init, what + " is an initializer"));
-  if (init.type == onnx::kBool) bool_values_.push_back(v.name);
+  note_declared_type(v.name, init.type);
   if (t->numel() == 0)
     return Status::unsupported(what + " is an empty initializer " + init.desc() +
                                " (empty tensors are not supported)");
@@ -898,18 +914,17 @@ Status Importer::add_outputs() {
   const onnx::GraphProto& g = m_.graph;
   if (g.outputs.empty()) return Status::invalid_graph(src_ + ": the graph declares no outputs");
   std::set<std::string> added;
-  // Graph output `name`; a BOOL one is named in the metadata (once: it may be an input too).
-  auto output = [&](const std::string& name, bool is_bool) {
+  // Graph output `name`; a BOOL / FLOAT16 / BFLOAT16 one is named in the metadata.
+  auto output = [&](const std::string& name, int32_t elem_type) {
     b_.add_output(name);
-    if (is_bool && std::find(bool_values_.begin(), bool_values_.end(), name) == bool_values_.end())
-      bool_values_.push_back(name);
+    note_declared_type(name, elem_type);
   };
   // An Identity copy of `from` under a fresh name made from `base` ('y_1'), as an output.
-  auto output_copy = [&](const std::string& from, const std::string& base, bool is_bool) {
+  auto output_copy = [&](const std::string& from, const std::string& base, int32_t elem_type) {
     const std::string copy = fresh(base);
     node_names_.insert(copy);
     b_.add_node("Identity", copy, {from}, {copy});
-    output(copy, is_bool);
+    output(copy, elem_type);
   };
   for (const onnx::ValueInfo& o : g.outputs) {
     auto it = vals_.find(o.name);
@@ -922,11 +937,11 @@ Status Importer::add_outputs() {
     if (it->second.empty)
       return Status::unsupported(src_ + ": graph output '" + o.name +
                                  "' is an empty slice; graphi has no empty tensors");
-    const bool is_bool = o.is_tensor && o.elem_type == onnx::kBool;
+    const int32_t type = o.is_tensor ? o.elem_type : onnx::kFloat;  // as the file declares it
     if (!added.insert(o.name).second) {
       // The same value listed again (PyTorch's `return y, y`; ONNX Runtime returns it twice): a
       // copy under a fresh name ('y_1'), so every listed output has a place of its own.
-      output_copy(it->second.graph_name, o.name, is_bool);
+      output_copy(it->second.graph_name, o.name, type);
       continue;
     }
     if (it->second.is_const || it->second.graph_name != o.name) {
@@ -936,7 +951,7 @@ Status Importer::add_outputs() {
       if (from == o.name) {
         // A graph input that is also an output (ONNX Runtime passes it through): graphi's
         // outputs are computed by nodes, so a copy under a fresh name ('x_1') is the output.
-        output_copy(from, o.name, is_bool);
+        output_copy(from, o.name, type);
         continue;
       }
       Node node{"Identity", fresh(o.name + "/identity"), {}, {}, {}};
@@ -944,11 +959,16 @@ Status Importer::add_outputs() {
       b_.add_node("Identity", node.name, {from}, {o.name});
       it->second.graph_name = o.name;
     }
-    output(o.name, is_bool);
+    output(o.name, type);
   }
-  std::string bools;
-  for (const std::string& v : bool_values_) bools += (bools.empty() ? "" : ",") + v;
-  if (!bools.empty()) b_.set_metadata(kBoolValuesKey, bools);
+  auto list = [&](const char* key, const std::vector<std::string>& names) {
+    std::string all;
+    for (const std::string& v : names) all += (all.empty() ? "" : ",") + v;
+    if (!all.empty()) b_.set_metadata(key, all);
+  };
+  list(kBoolValuesKey, bool_values_);
+  list(kFloat16ValuesKey, float16_values_);
+  list(kBfloat16ValuesKey, bfloat16_values_);
   // Declared shapes of the outputs: finish() checks them against inference. Only fully static
   // declarations: beside a symbolic dim an exporter may leave another dim at its export-time
   // value (torch.onnx's dynamo path declares [4, 'batch', 37] for a sequence exported at T = 4),
@@ -1016,11 +1036,23 @@ Result<Graph> Importer::run() {
   return g;
 }
 
+void Importer::note_declared_type(const std::string& name, int32_t elem_type) {
+  std::vector<std::string>* list = elem_type == onnx::kBool       ? &bool_values_
+                                   : elem_type == onnx::kFloat16  ? &float16_values_
+                                   : elem_type == onnx::kBfloat16 ? &bfloat16_values_
+                                                                  : nullptr;
+  // Once: an output may be an input too.
+  if (list && std::find(list->begin(), list->end(), name) == list->end()) list->push_back(name);
+}
+
 }  // namespace onnx_import
 
-std::vector<std::string> bool_values(const Graph& g) {
+namespace {
+
+// The comma-separated names under metadata `key` (kBoolValuesKey and the like).
+std::vector<std::string> metadata_names(const Graph& g, const char* key) {
   std::vector<std::string> names;
-  auto it = g.metadata().find(kBoolValuesKey);
+  auto it = g.metadata().find(key);
   if (it == g.metadata().end()) return names;
   const std::string& list = it->second;
   for (size_t p = 0; p <= list.size();) {
@@ -1029,6 +1061,16 @@ std::vector<std::string> bool_values(const Graph& g) {
     p = q + 1;
   }
   return names;
+}
+
+}  // namespace
+
+std::vector<std::string> bool_values(const Graph& g) { return metadata_names(g, kBoolValuesKey); }
+std::vector<std::string> float16_values(const Graph& g) {
+  return metadata_names(g, kFloat16ValuesKey);
+}
+std::vector<std::string> bfloat16_values(const Graph& g) {
+  return metadata_names(g, kBfloat16ValuesKey);
 }
 
 namespace {
@@ -1192,11 +1234,14 @@ Result<DeclaredSignature> read_onnx_signature(const std::string& path,
     DeclaredValue d;
     d.name = v.name;
     d.is_bool = v.elem_type == onnx::kBool;
+    d.is_float16 = v.elem_type == onnx::kFloat16;
+    d.is_bfloat16 = v.elem_type == onnx::kBfloat16;
     std::optional<DType> dt =
         d.is_bool ? std::optional<DType>(DType::kF32) : onnx_import::graphi_dtype(v.elem_type);
     if (!dt)
       return Status::unsupported(what + " has element type " + onnx::data_type_name(v.elem_type) +
-                                 "; graphi inputs and outputs are FLOAT, INT32, INT64 or BOOL");
+                                 "; graphi inputs and outputs are FLOAT, FLOAT16, BFLOAT16, INT32, "
+                                 "INT64 or BOOL");
     d.dtype = *dt;
     d.has_shape = v.has_shape;
     for (const onnx::Dim& dim : v.dims) {
@@ -1228,7 +1273,8 @@ Result<Tensor> read_onnx_tensor_file(const std::string& path, std::string* name)
   std::optional<DType> dt = is_bool ? std::optional<DType>(DType::kF32) : graphi_dtype(h->type);
   if (!dt)
     return Status::unsupported(path + ": tensor of type " + h->desc() +
-                               "; graphi tensors are FLOAT, INT32 or INT64 (BOOL as float32 0/1)");
+                               "; graphi tensors are FLOAT, FLOAT16, BFLOAT16 (as float32), INT32 or "
+                               "INT64 (BOOL as float32 0/1)");
   Tensor t(TensorDesc{*dt, h->shape});
   for (size_t k = 0; k < h->numel(); ++k) {
     if (is_bool)

@@ -33,6 +33,13 @@ using LoadProgressFn = std::function<void(const LoadProgress&)>;
 inline constexpr const char* kBoolValuesKey = "onnx_bool_values";
 // Those names, read back from g's metadata (empty when there are none).
 std::vector<std::string> bool_values(const Graph& g);
+// The same for the graph inputs and outputs the file declares FLOAT16 and BFLOAT16: graphi holds
+// and computes them as float32 (graph/onnx/ONNX.md, "Half-precision models"); front ends convert
+// a caller's float16 data at the edge.
+inline constexpr const char* kFloat16ValuesKey = "onnx_float16_values";
+inline constexpr const char* kBfloat16ValuesKey = "onnx_bfloat16_values";
+std::vector<std::string> float16_values(const Graph& g);
+std::vector<std::string> bfloat16_values(const Graph& g);
 
 struct ImportOptions {
   // Values of symbolic dims (dim_param, e.g. "batch" from torch.onnx.export's dynamic_axes);
@@ -78,16 +85,19 @@ Result<Graph> import_onnx_bytes(std::span<const std::byte> bytes, const std::str
                                 const ShapeInferencer& shapes, const ImportOptions& options = {});
 
 // Reads a serialized TensorProto (the input_*.pb / output_*.pb files of ONNX's test data) as a
-// graphi Tensor: FLOAT -> float32, INT32 -> int32, INT64 -> int64, BOOL -> float32 0/1 (graphi's
-// bool, as a BOOL graph input is fed), anything else an error.
+// graphi Tensor: FLOAT, FLOAT16 and BFLOAT16 -> float32, INT32 -> int32, INT64 -> int64, BOOL ->
+// float32 0/1 (graphi's bool, as a BOOL graph input is fed), anything else an error.
 // `name` (optional) receives the tensor's name.
 Result<Tensor> read_onnx_tensor_file(const std::string& path, std::string* name = nullptr);
 
 // A graph input or output as an .onnx file declares it, before any symbolic dim is bound.
 struct DeclaredValue {
   std::string name;
-  DType dtype = DType::kF32;  // a BOOL value is float32 here (is_bool), as graphi carries it
+  // A BOOL, FLOAT16 or BFLOAT16 value is float32 here (the flag says which), as graphi carries it.
+  DType dtype = DType::kF32;
   bool is_bool = false;
+  bool is_float16 = false;
+  bool is_bfloat16 = false;
   bool has_shape = false;  // false: the file gives no shape (an output, usually)
   // -1 where the dim has no size: symbolic (dim_names[i] is its name) or unnamed (""). An
   // output's dim_names may be names the exporter invented ("Addoutput_dim_0").

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "graph/float16.h"
 #include "graph/onnx/onnx_external_data.h"
 #include "graph/onnx/protobuf_reader.h"
 
@@ -52,25 +53,6 @@ const Attr* Node::attr(const std::string& n) const {
 }
 
 namespace {
-
-float half_to_float(uint16_t h) {
-  const uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-  float v;
-  if (exp == 0)
-    v = std::ldexp(static_cast<float>(man), -24);
-  else if (exp == 31)
-    v = man ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
-  else
-    v = std::ldexp(static_cast<float>(man | 0x400), static_cast<int>(exp) - 25);
-  return sign ? -v : v;
-}
-
-float bfloat_to_float(uint16_t b) {
-  const uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float v;
-  std::memcpy(&v, &bits, 4);
-  return v;
-}
 
 float bits_to_float(uint32_t bits) {
   float v;
@@ -122,7 +104,7 @@ void store_element(HostTensor& t, size_t k, uint64_t bits) {
       t.f[k] = half_to_float(static_cast<uint16_t>(bits));
       break;
     case kBfloat16:
-      t.f[k] = bfloat_to_float(static_cast<uint16_t>(bits));
+      t.f[k] = bfloat16_to_float(static_cast<uint16_t>(bits));
       break;
     case kInt8:
       t.i[k] = static_cast<int8_t>(bits);
