@@ -27,17 +27,28 @@ Result<std::vector<InputFile>> parse_input_flags(const std::vector<std::string>&
   return files;
 }
 
+namespace {
+
+bool listed(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+}  // namespace
+
 std::string declared_desc(const graph::Graph& g, graph::ValueId v) {
   const graph::Value& val = g.value(v);
-  const std::vector<std::string> bools = graph::bool_values(g);
-  if (std::find(bools.begin(), bools.end(), val.name) == bools.end()) return val.desc.to_string();
-  return "bool" + shape_to_string(val.desc.shape);
+  if (listed(graph::bool_values(g), val.name)) return "bool" + shape_to_string(val.desc.shape);
+  if (listed(graph::float16_values(g), val.name))
+    return "float16" + shape_to_string(val.desc.shape);
+  if (listed(graph::bfloat16_values(g), val.name))
+    return "bfloat16" + shape_to_string(val.desc.shape);
+  return val.desc.to_string();
 }
 
 void read_input_files(std::vector<InputFile>& files) {
   for (InputFile& f : files) {
     if (f.data) continue;
-    auto t = graph::read_npy(f.path, /*bool_as_f32=*/true, &f.was_bool);
+    auto t = graph::read_npy(f.path, /*bool_as_f32=*/true, &f.was_bool, &f.was_half);
     if (t.is_ok()) f.data = std::move(*t);
   }
 }
@@ -68,20 +79,24 @@ Result<BoundInputs> bind_inputs(const graph::Graph& g, std::vector<InputFile>& f
   BoundInputs out;
   models::WeightRng rng(seed);
   const std::vector<std::string> bools = graph::bool_values(g);
+  const std::vector<std::string> halves = graph::float16_values(g);
   for (graph::ValueId vid : g.inputs()) {
     const graph::Value& v = g.value(vid);
     auto file = std::find_if(files.begin(), files.end(),
                              [&](const InputFile& f) { return f.name == v.name; });
     if (file != files.end()) {
-      // A BOOL input takes numpy bools (or float32 0/1); any other input refuses bools.
-      const bool takes_bool = std::find(bools.begin(), bools.end(), v.name) != bools.end();
-      Result<Tensor> t = file->data
-                             ? Result<Tensor>(*std::exchange(file->data, std::nullopt))
-                             : graph::read_npy(file->path, /*bool_as_f32=*/true, &file->was_bool);
+      // A BOOL input takes numpy bools (or float32 0/1), a FLOAT16 one numpy float16 (or
+      // float32); any other input refuses them.
+      const bool takes_bool = listed(bools, v.name), takes_half = listed(halves, v.name);
+      Result<Tensor> t = file->data ? Result<Tensor>(*std::exchange(file->data, std::nullopt))
+                                    : graph::read_npy(file->path, /*bool_as_f32=*/true,
+                                                      &file->was_bool, &file->was_half);
       if (!t.is_ok()) return t.status().with_context("input '" + v.name + "'");
-      const std::string held =
-          file->was_bool ? "bool" + shape_to_string(t->shape()) : t->desc().to_string();
-      if (!(t->desc() == v.desc) || (file->was_bool && !takes_bool))
+      const std::string held = file->was_bool   ? "bool" + shape_to_string(t->shape())
+                               : file->was_half ? "float16" + shape_to_string(t->shape())
+                                                : t->desc().to_string();
+      if (!(t->desc() == v.desc) || (file->was_bool && !takes_bool) ||
+          (file->was_half && !takes_half))
         return Status::invalid_argument("input '" + v.name + "': " + file->path + " holds " + held +
                                         ", the model expects " + declared_desc(g, vid));
       out.source[v.name] = file->path;
@@ -91,7 +106,7 @@ Result<BoundInputs> bind_inputs(const graph::Graph& g, std::vector<InputFile>& f
     // A declared shape can be far larger than memory (e.g. a --dim typo): say so, by name.
     try {
       out.tensors.emplace_back(v.name, models::random_tensor(v.desc, rng));
-      if (std::find(bools.begin(), bools.end(), v.name) != bools.end()) {
+      if (listed(bools, v.name)) {
         Tensor& t = out.tensors.back().second;  // a BOOL input: float32 0/1
         for (int64_t k = 0; k < t.numel(); ++k)
           t.data_as<float>()[k] = t.data_as<float>()[k] > 0.0f ? 1.0f : 0.0f;

@@ -19,10 +19,12 @@ struct InputFile {
   std::optional<Tensor> data;  // once read_input_files has read it (each file is read once:
                                // a shell's <(...) pipe cannot be read twice)
   bool was_bool = false;       // ... from numpy bools (float32 0/1 now; only a BOOL input takes it)
+  bool was_half = false;       // ... from numpy float16 (float32 now; only a FLOAT16 input takes it)
 };
 
 // A graph input's desc as the model file declares it: "bool[2, 6]" for an ONNX BOOL input
-// (float32 0/1 inside graphi), else TensorDesc::to_string().
+// (float32 0/1 inside graphi), "float16[1, 3]" / "bfloat16[...]" for a FLOAT16 / BFLOAT16 one
+// (float32 inside graphi), else TensorDesc::to_string().
 std::string declared_desc(const graph::Graph& g, graph::ValueId v);
 
 // The flags' form, checked before the model loads (a typo is a usage error even for a large

@@ -286,13 +286,16 @@ int run_command(int argc, char** argv) {
           Status::io_error(dir.string() + ": cannot create directory (" + ec.message() + ")"));
     std::set<std::string> stems;  // 'a/b' and 'a:b' both become a_b: the second is a_b_2
     const std::vector<std::string> bools = graph::bool_values(*g);  // ONNX BOOL: numpy bools
+    const std::vector<std::string> halves = graph::float16_values(*g);  // FLOAT16: float16
     for (const auto& [name, t] : outputs) {
       std::string stem = file_stem(name);
       for (int k = 2; !stems.insert(stem).second; ++k)
         stem = file_stem(name) + "_" + std::to_string(k);
       const std::string path = (dir / (stem + ".npy")).string();
       const bool as_bool = std::find(bools.begin(), bools.end(), name) != bools.end();
-      if (Status s = graph::write_npy(path, t, as_bool); !s.is_ok()) return runtime_error(s);
+      const bool as_half = std::find(halves.begin(), halves.end(), name) != halves.end();
+      if (Status s = graph::write_npy(path, t, as_bool, as_half); !s.is_ok())
+        return runtime_error(s);
       written.push_back(path);
     }
   }
@@ -326,16 +329,21 @@ int run_command(int argc, char** argv) {
   std::printf("model: %s (%zu nodes)\n", model_path.c_str(), g->num_nodes());
   std::printf("config: %d executor(s) x %d thread(s), scheduler %s (%s)\n", eff.executors,
               eff.threads, eff.scheduler.c_str(), (*session)->config_summary().c_str());
+  // As the file declares them: an ONNX BOOL / FLOAT16 value is float32 inside graphi.
+  auto shown = [&](const std::string& name, const Tensor& t) {
+    auto v = g->find_value(name);
+    return v ? declared_desc(*g, *v) : t.desc().to_string();
+  };
   std::printf("inputs:\n");
   for (const auto& [name, t] : inputs) {
     auto s = source.find(name);
-    std::printf("  %-12s %-24s %s\n", name.c_str(), t.desc().to_string().c_str(),
+    std::printf("  %-12s %-24s %s\n", name.c_str(), shown(name, t).c_str(),
                 s != source.end() ? ("from " + s->second).c_str()
                                   : ("generated (seed " + std::to_string(*seed) + ")").c_str());
   }
   std::printf("outputs:\n");
   for (const auto& [name, t] : outputs)
-    std::printf("  %-12s %s\n", name.c_str(), t.desc().to_string().c_str());
+    std::printf("  %-12s %s\n", name.c_str(), shown(name, t).c_str());
   std::printf(
       "latency over %ld iterations (%ld warmup): median %.3f ms, min %.3f ms, p90 %.3f ms\n",
       *iterations, *warmup, lat.median, lat.min, lat.p90);

@@ -2,6 +2,8 @@
 // subset numpy writes (strings, True/False, tuples of ints) and refuse everything else.
 #include "graph/npy.h"
 
+#include "graph/float16.h"
+
 #include <bit>
 #include <cctype>
 #include <cerrno>
@@ -226,8 +228,9 @@ uint32_t read_le(std::string_view b, size_t off, size_t n) {
 }  // namespace
 
 Result<Tensor> parse_npy(std::string_view bytes, const std::string& src, bool bool_as_f32,
-                         bool* was_bool) {
+                         bool* was_bool, bool* was_half) {
   if (was_bool) *was_bool = false;
+  if (was_half) *was_half = false;
   auto bad = [&](const std::string& m) { return Status::invalid_argument(src + ": " + m); };
   if (bytes.size() < kMagicLen + 2 || std::memcmp(bytes.data(), kMagic, kMagicLen) != 0)
     return bad("not a .npy file (the file does not start with the magic \"\\x93NUMPY\")");
@@ -280,8 +283,11 @@ Result<Tensor> parse_npy(std::string_view bytes, const std::string& src, bool bo
   // numpy bool: one byte per element, read as float32 0/1 where the caller takes bools.
   const bool bools = bool_as_f32 && (descr->str == "|b1" || descr->str == "?");
   if (was_bool) *was_bool = bools;
-  GRAPHI_ASSIGN_OR_RETURN(DType dtype,
-                          bools ? Result<DType>(DType::kF32) : dtype_from_descr(descr->str, src));
+  // numpy float16: two bytes per element, read as float32 where the caller takes them.
+  const bool halves = was_half && descr->str == "<f2";
+  if (halves) *was_half = true;
+  GRAPHI_ASSIGN_OR_RETURN(DType dtype, bools || halves ? Result<DType>(DType::kF32)
+                                                       : dtype_from_descr(descr->str, src));
   Shape dims = shape->ints;
   if (fortran->boolean && dims.size() > 1)
     return bad(
@@ -289,7 +295,7 @@ Result<Tensor> parse_npy(std::string_view bytes, const std::string& src, bool bo
         "(in numpy: np.ascontiguousarray(a) before np.save)");
 
   // Element count with overflow checks, then the exact data size.
-  const size_t elem = bools ? 1 : dtype_size(dtype);
+  const size_t elem = bools ? 1 : halves ? 2 : dtype_size(dtype);
   size_t numel = 1;
   for (int64_t d : dims) {
     if (d != 0 && numel > std::numeric_limits<size_t>::max() / elem / static_cast<size_t>(d))
@@ -297,25 +303,33 @@ Result<Tensor> parse_npy(std::string_view bytes, const std::string& src, bool bo
     numel *= static_cast<size_t>(d);
   }
   const size_t want = numel * elem;
+  const std::string held = bools ? "bool" : halves ? "float16" : dtype_name(dtype);
   const size_t have = bytes.size() - prefix - header_len;
   if (have < want)
     return bad("truncated: shape " + shape_to_string(dims) + " of " +
-               (bools ? std::string("bool") : dtype_name(dtype)) + " needs " +
+               held + " needs " +
                std::to_string(want) + " data bytes, the file has " + std::to_string(have));
   if (have > want)
     return bad("the file has " + std::to_string(have - want) + " bytes after the data that shape " +
-               shape_to_string(dims) + " of " + (bools ? std::string("bool") : dtype_name(dtype)) +
-               " describes");
+               shape_to_string(dims) + " of " + held + " describes");
   Tensor t(TensorDesc{dtype, dims});
   const char* data = bytes.data() + prefix + header_len;
-  if (bools)
+  if (bools) {
     for (size_t k = 0; k < numel; ++k) t.data_as<float>()[k] = data[k] != 0 ? 1.0f : 0.0f;
-  else if (want)
+  } else if (halves) {
+    for (size_t k = 0; k < numel; ++k) {
+      uint16_t h;
+      std::memcpy(&h, data + 2 * k, 2);
+      t.data_as<float>()[k] = half_to_float(h);
+    }
+  } else if (want) {
     std::memcpy(t.data(), data, want);
+  }
   return t;
 }
 
-Result<Tensor> read_npy(const std::string& path, bool bool_as_f32, bool* was_bool) {
+Result<Tensor> read_npy(const std::string& path, bool bool_as_f32, bool* was_bool,
+                        bool* was_half) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     return Status::io_error(path + ": is a directory, not a .npy file");
@@ -331,12 +345,14 @@ Result<Tensor> read_npy(const std::string& path, bool bool_as_f32, bool* was_boo
   ss << in.rdbuf();
   if (in.bad()) return Status::io_error(path + ": read failed");
   std::string bytes = std::move(ss).str();
-  return parse_npy(bytes, path, bool_as_f32, was_bool);
+  return parse_npy(bytes, path, bool_as_f32, was_bool, was_half);
 }
 
-std::string serialize_npy(const Tensor& t, bool as_bool) {
+std::string serialize_npy(const Tensor& t, bool as_bool, bool as_half) {
   as_bool = as_bool && t.dtype() == DType::kF32;
+  as_half = as_half && !as_bool && t.dtype() == DType::kF32;
   const char* descr = as_bool                    ? "|b1"
+                      : as_half                  ? "<f2"
                       : t.dtype() == DType::kF32 ? "<f4"
                       : t.dtype() == DType::kI32 ? "<i4"
                                                  : "<i8";
@@ -366,18 +382,25 @@ std::string serialize_npy(const Tensor& t, bool as_bool) {
   for (size_t i = 0; i < len_bytes; ++i)
     out += static_cast<char>((header.size() >> (8 * i)) & 0xff);
   out += header;
-  if (as_bool)
+  if (as_bool) {
     for (int64_t k = 0; k < t.numel(); ++k) out += t.data_as<float>()[k] != 0.0f ? '\1' : '\0';
-  else
+  } else if (as_half) {
+    for (int64_t k = 0; k < t.numel(); ++k) {
+      const uint16_t h = float_to_half(t.data_as<float>()[k]);
+      out += static_cast<char>(h & 0xff);
+      out += static_cast<char>(h >> 8);
+    }
+  } else {
     out.append(static_cast<const char*>(t.data()), t.bytes());
+  }
   return out;
 }
 
-Status write_npy(const std::string& path, const Tensor& t, bool as_bool) {
+Status write_npy(const std::string& path, const Tensor& t, bool as_bool, bool as_half) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out)
     return Status::io_error(path + ": cannot open for writing (" + std::strerror(errno) + ")");
-  const std::string bytes = serialize_npy(t, as_bool);
+  const std::string bytes = serialize_npy(t, as_bool, as_half);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   out.close();
   if (!out) return Status::io_error(path + ": write failed (" + std::strerror(errno) + ")");

@@ -179,6 +179,8 @@ class PySession {
   py::list inputs() const { return infos(session_->inputs()); }
   py::list outputs() const { return infos(session_->outputs()); }
   std::vector<std::string> bool_values() const { return session_->bool_values(); }
+  std::vector<std::string> float16_values() const { return session_->float16_values(); }
+  std::vector<std::string> bfloat16_values() const { return session_->bfloat16_values(); }
   std::string config() const { return session_->config_summary(); }
   std::string passes() const { return session_->passes_summary(); }
   std::string plan() const { return session_->plan_summary(); }
@@ -281,7 +283,11 @@ py::tuple read_signature(const std::string& path,
         }
         shape = py::tuple(dims);
       }
-      l.append(py::make_tuple(t.name, t.is_bool ? "bool" : graphi::dtype_str(t.dtype), shape));
+      const char* dtype = t.is_bool       ? "bool"
+                          : t.is_float16  ? "float16"
+                          : t.is_bfloat16 ? "bfloat16"
+                                          : graphi::dtype_str(t.dtype);
+      l.append(py::make_tuple(t.name, dtype, shape));
     }
     return l;
   };
@@ -316,6 +322,8 @@ PYBIND11_MODULE(_graphi, m) {
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)
       .def("bool_values", &PySession::bool_values)
+      .def("float16_values", &PySession::float16_values)
+      .def("bfloat16_values", &PySession::bfloat16_values)
       .def("config", &PySession::config)
       .def("passes", &PySession::passes)
       .def("plan", &PySession::plan)

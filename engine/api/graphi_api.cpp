@@ -142,6 +142,7 @@ struct Session::Impl {
   SessionOptions options;
   std::vector<TensorInfo> inputs, outputs;
   std::vector<std::string> bool_values;  // graph/onnx/onnx_import.h kBoolValuesKey
+  std::vector<std::string> float16_values, bfloat16_values;  // kFloat16ValuesKey, ...
   // Initializers that options.override_initializers made inputs: fed when run() has none.
   std::map<std::string, Tensor> defaults;
   std::string passes;
@@ -189,7 +190,8 @@ Expected<ModelSignature> read_signature(const std::string& path,
         path, std::set<std::string>(override_initializers.begin(), override_initializers.end()));
     if (!d.is_ok()) return to_error(d.status());
     auto declared = [](const graph::DeclaredValue& v) {
-      return DeclaredTensor{v.name, v.dtype, v.is_bool, v.has_shape, v.shape, v.dim_names};
+      return DeclaredTensor{v.name,  v.dtype,     v.is_bool,     v.has_shape,
+                            v.shape, v.dim_names, v.is_float16, v.is_bfloat16};
     };
     for (const graph::DeclaredValue& v : d->inputs) sig.inputs.push_back(declared(v));
     for (const graph::DeclaredValue& v : d->outputs) sig.outputs.push_back(declared(v));
@@ -246,6 +248,8 @@ Expected<Session> Session::open(const std::string& path, const SessionOptions& o
     for (graph::ValueId id : g->inputs()) impl->inputs.push_back(info_of(*g, id));
     for (graph::ValueId id : g->outputs()) impl->outputs.push_back(info_of(*g, id));
     impl->bool_values = graph::bool_values(*g);
+    impl->float16_values = graph::float16_values(*g);
+    impl->bfloat16_values = graph::bfloat16_values(*g);
     return Session(std::move(impl));
   });
 }
@@ -310,6 +314,14 @@ const std::vector<TensorInfo>& Session::outputs() const { return impl_ ? impl_->
 const std::vector<std::string>& Session::bool_values() const {
   static const std::vector<std::string> kNone;
   return impl_ ? impl_->bool_values : kNone;
+}
+const std::vector<std::string>& Session::float16_values() const {
+  static const std::vector<std::string> kNone;
+  return impl_ ? impl_->float16_values : kNone;
+}
+const std::vector<std::string>& Session::bfloat16_values() const {
+  static const std::vector<std::string> kNone;
+  return impl_ ? impl_->bfloat16_values : kNone;
 }
 std::string Session::config_summary() const {
   return impl_ ? impl_->session->config_summary() : std::string();

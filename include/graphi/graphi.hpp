@@ -221,6 +221,11 @@ class GRAPHI_API Session {
   // output). graphi has no bool dtype: they are float32 tensors of 0 and 1 here (any non-zero
   // input value counts as true); the Python module converts numpy bool arrays both ways.
   const std::vector<std::string>& bool_values() const;
+  // Names of the inputs and outputs an .onnx file declares FLOAT16 / BFLOAT16. graphi holds and
+  // computes them as float32 (a Cast to them inside the model rounds): they are float32 tensors
+  // here; the Python module converts numpy float16 arrays both ways.
+  const std::vector<std::string>& float16_values() const;
+  const std::vector<std::string>& bfloat16_values() const;
   // The executor configuration actually used, e.g. "2x1 cpf on cores {0} {1}; ...".
   std::string config_summary() const;
   // What the graph passes did ("" when options.optimize was false).
@@ -250,13 +255,17 @@ class GRAPHI_API Session {
 // exported with dynamic axes): what a front end shows, and what it binds from the arrays fed.
 struct DeclaredTensor {
   std::string name;
-  DType dtype = DType::kF32;  // a BOOL value is float32 0/1 here (is_bool), as in bool_values()
+  // A BOOL value is float32 0/1 here (is_bool), as in bool_values(); a FLOAT16 / BFLOAT16 one
+  // float32 (is_float16, is_bfloat16), as in float16_values().
+  DType dtype = DType::kF32;
   bool is_bool = false;
   bool has_shape = false;  // false: the file gives no shape
   // -1 where the dim has no size: symbolic (dim_names[i] names it, e.g. "batch") or unnamed
   // (dim_names[i] == "", skl2onnx's batch dim).
   std::vector<int64_t> shape;
   std::vector<std::string> dim_names;
+  bool is_float16 = false;
+  bool is_bfloat16 = false;
 };
 struct ModelSignature {
   std::vector<DeclaredTensor> inputs, outputs;

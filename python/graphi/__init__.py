@@ -67,15 +67,16 @@ __version__ = _graphi.__version__  # the library's version (CMake project versio
 Error = _graphi.Error
 
 TensorInfo = _collections.namedtuple("TensorInfo", ["name", "dtype", "shape"])
-TensorInfo.__doc__ = ("Name, numpy dtype name ('float32', 'int32', 'int64', or 'bool' for a "
-                      "value the .onnx file declares BOOL) and shape of a tensor.")
+TensorInfo.__doc__ = ("Name, numpy dtype name ('float32', 'int32', 'int64', or 'bool' / "
+                      "'float16' / 'bfloat16' for a value the .onnx file declares BOOL / FLOAT16 "
+                      "/ BFLOAT16) and shape of a tensor.")
 
 NodeArg = _collections.namedtuple("NodeArg", ["name", "shape", "type"])
 NodeArg.__doc__ = ("What onnxruntime's get_inputs()/get_outputs() return: name, shape (list) "
                    "and ONNX type string such as 'tensor(float)'.")
 
 _ONNX_TYPE = {"float32": "tensor(float)", "int32": "tensor(int32)", "int64": "tensor(int64)",
-              "bool": "tensor(bool)"}
+              "bool": "tensor(bool)", "float16": "tensor(float16)", "bfloat16": "tensor(bfloat16)"}
 
 
 def _node_arg(info):
@@ -98,6 +99,16 @@ def _prepare(path, name, value, info):
             err.code = "invalid_argument"
             raise err
         return _np.ascontiguousarray(a, dtype=_np.float32)  # graphi's bools: float32 0/1
+    if info is not None and info.dtype in ("float16", "bfloat16"):
+        # Declared FLOAT16 / BFLOAT16: graphi computes in float32, so numpy float16 (or
+        # ml_dtypes' bfloat16) converts exactly, and float32 is taken as it is.
+        if a.dtype.name not in (info.dtype, "float32") or not a.dtype.isnative:
+            err = Error("%s: input '%s': dtype %s is not supported; the model declares it %s: "
+                        "pass a numpy %s (or float32) array" % (
+                            path, name, a.dtype, info.dtype.upper(), info.dtype))
+            err.code = "invalid_argument"
+            raise err
+        return _np.ascontiguousarray(a, dtype=_np.float32)
     if a.dtype not in _DTYPES.values() or not a.dtype.isnative:
         want = " (the model expects %s)" % info.dtype if info is not None else ""
         err = Error("%s: input '%s': dtype %s is not supported%s; graphi accepts float32, "
@@ -217,15 +228,19 @@ class Session:
                 raise
             self.inputs, self.outputs = self._lazy.inputs, self._lazy.outputs
             self._bool_outputs = []
+            self._half_outputs = []
             self._input_info = {t.name: t for t in self.inputs}
             self._tracing = bool(tracing)
             return
-        bools = set(self._s.bool_values())  # declared BOOL in the file: float32 0/1 inside
-        self.inputs = [TensorInfo(n, "bool" if n in bools else d, s)
-                       for n, d, s in self._s.inputs()]
-        self.outputs = [TensorInfo(n, "bool" if n in bools else d, s)
-                        for n, d, s in self._s.outputs()]
+        # Declared BOOL / FLOAT16 / BFLOAT16 in the file: float32 (0/1 for bools) inside.
+        declared = {n: "bool" for n in self._s.bool_values()}
+        declared.update({n: "float16" for n in self._s.float16_values()})
+        declared.update({n: "bfloat16" for n in self._s.bfloat16_values()})
+        self.inputs = [TensorInfo(n, declared.get(n, d), s) for n, d, s in self._s.inputs()]
+        self.outputs = [TensorInfo(n, declared.get(n, d), s) for n, d, s in self._s.outputs()]
         self._bool_outputs = [t.name for t in self.outputs if t.dtype == "bool"]
+        # numpy has float16; bfloat16 outputs stay float32 (numpy has no such dtype).
+        self._half_outputs = [t.name for t in self.outputs if t.dtype == "float16"]
         self._input_info = {t.name: t for t in self.inputs}
         self._tracing = False
         self.tracing = tracing
@@ -355,6 +370,8 @@ class Session:
         out = dict(self._s.run(pairs))
         for name in self._bool_outputs:
             out[name] = out[name] != 0
+        for name in self._half_outputs:
+            out[name] = out[name].astype(_np.float16)
         return out
 
     def _run_ort(self, output_names, input_feed):
