@@ -167,5 +167,74 @@ class BoolValuesTest(unittest.TestCase):
             close(self, x, y, a.name)
 
 
+@unittest.skipIf(onnx is None, "onnx is not installed")
+class Float16ValuesTest(unittest.TestCase):
+    """A model in FLOAT16 (weights, inputs, outputs, a Cast to FLOAT16): graphi computes in
+    float32 and takes / returns numpy float16, against numpy in float32 with the file's float16
+    weights and, where installed, onnxruntime."""
+
+    def setUp(self):
+        import tempfile
+        from onnx import TensorProto, helper, numpy_helper
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "float16_io.onnx")
+        rng = np.random.default_rng(3)
+        self.w = rng.standard_normal((8, 4)).astype(np.float16)
+        self.b = rng.standard_normal(4).astype(np.float16)
+        g = helper.make_graph(
+            [helper.make_node("MatMul", ["x", "w"], ["xw"]),
+             helper.make_node("Add", ["xw", "b"], ["pre"]),
+             helper.make_node("Relu", ["pre"], ["y"]),
+             helper.make_node("Cast", ["z"], ["zh"], to=TensorProto.FLOAT16)], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2, 8]),
+             helper.make_tensor_value_info("z", TensorProto.FLOAT, [5])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [2, 4]),
+             helper.make_tensor_value_info("zh", TensorProto.FLOAT16, [5])],
+            [numpy_helper.from_array(self.w, "w"), numpy_helper.from_array(self.b, "b")])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 7
+        with open(self.path, "wb") as f:
+            f.write(m.SerializeToString())
+        self.x = rng.standard_normal((2, 8)).astype(np.float16)
+        self.z = np.array([1 / 3, 65519, 65520, 1e-8, -2.5e-5], np.float32)
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_float16_in_and_out(self):
+        s = graphi.Session(self.path)
+        self.assertEqual([t.dtype for t in s.inputs], ["float16", "float32"])
+        self.assertEqual([a.type for a in s.get_outputs()], ["tensor(float16)"] * 2)
+        out = s.run({"x": self.x, "z": self.z})
+        self.assertEqual(out["y"].dtype, np.float16)
+        want = np.maximum(self.x.astype(np.float32) @ self.w.astype(np.float32) +
+                          self.b.astype(np.float32), 0)
+        # float32 arithmetic, then one rounding to float16: within one float16 step of numpy's.
+        np.testing.assert_allclose(out["y"].astype(np.float32), want, rtol=2 ** -10, atol=1e-6)
+        # A Cast to FLOAT16 rounds as numpy's astype(float16) does (to nearest even, overflow to
+        # inf, underflow to 0 or a subnormal).
+        np.testing.assert_array_equal(out["zh"], self.z.astype(np.float16))
+        # float32 for a FLOAT16 input is taken as it is; any other dtype is an error naming it.
+        again = s.run({"x": self.x.astype(np.float32), "z": self.z})
+        np.testing.assert_array_equal(again["y"], out["y"])
+        with self.assertRaises(graphi.Error) as e:
+            s.run({"x": self.x.astype(np.float64), "z": self.z})
+        self.assertIn("input 'x'", str(e.exception))
+        self.assertIn("declares it FLOAT16", str(e.exception))
+
+    @unittest.skipIf(ort is None, "onnxruntime is not installed (scripts/bench_venv.sh)")
+    def test_float16_matches_onnxruntime(self):
+        g = graphi.Session(self.path)
+        o = ort.InferenceSession(self.path, providers=["CPUExecutionProvider"])
+        for mine, theirs in ((g.get_inputs(), o.get_inputs()), (g.get_outputs(), o.get_outputs())):
+            self.assertEqual([a.type for a in mine], [a.type for a in theirs])
+        feed = {"x": self.x, "z": self.z}
+        for a, x, y in zip(o.get_outputs(), g.run(None, feed), o.run(None, feed)):
+            self.assertEqual(x.dtype, y.dtype, a.name)
+            # ONNX Runtime may round inside the MatMul: a few float16 steps apart at most.
+            np.testing.assert_allclose(x.astype(np.float32), y.astype(np.float32), rtol=4e-3,
+                                       atol=4e-3, err_msg=a.name)
+
+
 if __name__ == "__main__":
     unittest.main()

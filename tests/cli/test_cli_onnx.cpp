@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -239,4 +240,55 @@ TEST_CASE("cli onnx: a BOOL input takes a numpy bool file, BOOL outputs are writ
                     "--iterations", "1"});
   CHECK(r.rc == 0);
   CHECK_THAT(r.err, Catch::Contains("input 'mask' not given: using seeded random bool[4]"));
+}
+
+TEST_CASE("cli onnx: a FLOAT16 model takes and writes numpy float16; a Cast to FLOAT16 rounds") {
+  // y = x * w (x, w, y FLOAT16, elem type 10); r = Cast(Cast(z, to FLOAT16), to FLOAT).
+  namespace pb = test::onnx_pb;
+  auto to_attr = [](int64_t t) { return pb::int_attr("to", t); };
+  test::ProtoWriter w;
+  const uint16_t wh[4] = {0x4000, 0x3800, 0xc400, 0x3d00};  // 2, 0.5, -4, 1.25 as binary16
+  w.i(1, 4).i(2, 10).s(8, "w").s(9, std::string(reinterpret_cast<const char*>(wh), sizeof wh));
+  test::ProtoWriter g;
+  g.m(1, pb::node("Mul", {"x", "w"}, {"y"}, "mul"))
+      .m(1, pb::node("Cast", {"z"}, {"zh"}, "to_half", {to_attr(10)}))
+      .m(1, pb::node("Cast", {"zh"}, {"r"}, "to_float", {to_attr(1)}));
+  g.s(2, "g").m(5, w).m(11, pb::value_info("x", 10, {4})).m(11, pb::value_info("z", 1, {4}));
+  g.m(12, pb::value_info("y", 10, {4})).m(12, pb::value_info("r", 1, {4}));
+  const fs::path dir = test::scratch_dir("cli_onnx_float16");
+  {
+    std::ofstream f(dir / "m.onnx", std::ios::binary);
+    f << pb::model(g);
+  }
+  Tensor x(TensorDesc{DType::kF32, {4}}), z(TensorDesc{DType::kF32, {4}});
+  const float xv[] = {1.5f, -2.25f, 0.125f, 3.0f}, zv[] = {1.0f / 3, 65519.0f, 65520.0f, 1e-8f};
+  std::memcpy(x.data(), xv, sizeof xv);
+  std::memcpy(z.data(), zv, sizeof zv);
+  REQUIRE(graph::write_npy((dir / "x.npy").string(), x, false, /*as_half=*/true).is_ok());
+  REQUIRE(graph::write_npy((dir / "z.npy").string(), z).is_ok());
+  Run r =
+      run_cli(dir, {"run", (dir / "m.onnx").string(), "--input", "x=" + (dir / "x.npy").string(),
+                    "--input", "z=" + (dir / "z.npy").string(), "--iterations", "1",
+                    "--output-dir", (dir / "out").string()});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("float16[4]"));
+  bool was_bool = false, was_half = false;
+  Tensor y = value_or_throw(
+      graph::read_npy((dir / "out" / "y.npy").string(), false, &was_bool, &was_half));
+  CHECK(was_half);
+  const float want_y[] = {3.0f, -1.125f, -0.5f, 3.75f};
+  for (int k = 0; k < 4; ++k) CHECK(y.data_as<float>()[k] == want_y[k]);
+  Tensor rr = value_or_throw(graph::read_npy((dir / "out" / "r.npy").string()));
+  // binary16: 1/3 -> 0x3555 = 0.333251953125; 65519 -> 65504 (the largest); 65520 -> inf (the
+  // tie rounds to even, past the largest); 1e-8 is below half the smallest subnormal -> 0.
+  CHECK(rr.data_as<float>()[0] == 0.333251953125f);
+  CHECK(rr.data_as<float>()[1] == 65504.0f);
+  CHECK(std::isinf(rr.data_as<float>()[2]));
+  CHECK(rr.data_as<float>()[3] == 0.0f);
+  // A float16 file for the FLOAT input names both.
+  r = run_cli(dir, {"run", (dir / "m.onnx").string(), "--input", "x=" + (dir / "x.npy").string(),
+                    "--input", "z=" + (dir / "x.npy").string(), "--iterations", "1"});
+  CHECK(r.rc != 0);
+  CHECK_THAT(r.err, Catch::Contains("holds float16[4], the model expects float32[4]"));
 }
