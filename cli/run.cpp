@@ -285,7 +285,7 @@ int run_command(int argc, char** argv) {
       return runtime_error(
           Status::io_error(dir.string() + ": cannot create directory (" + ec.message() + ")"));
     std::set<std::string> stems;  // 'a/b' and 'a:b' both become a_b: the second is a_b_2
-    const std::vector<std::string> bools = graph::bool_values(*g);  // ONNX BOOL: numpy bools
+    const std::vector<std::string> bools = graph::bool_values(*g);      // ONNX BOOL: numpy bools
     const std::vector<std::string> halves = graph::float16_values(*g);  // FLOAT16: float16
     for (const auto& [name, t] : outputs) {
       std::string stem = file_stem(name);

@@ -5,30 +5,39 @@
 // infinity, NaN stays a (quiet) NaN.
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 
 namespace graphi::graph {
 
 inline float half_to_float(uint16_t h) {
-  const uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  const uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t man = h & 0x3ffu, bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000 | (man << 13) | (man ? 0x400000 : 0);  // infinity, or a quiet NaN
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (man << 13);  // exponent rebiased 15 -> 127
+  } else if (man == 0) {
+    bits = sign;
+  } else {
+    uint32_t e = 113;  // a subnormal, man * 2^-24: normalized
+    while (!(man & 0x400)) {
+      man <<= 1;
+      --e;
+    }
+    bits = sign | (e << 23) | ((man & 0x3ff) << 13);
+  }
   float v;
-  if (exp == 0)
-    v = std::ldexp(static_cast<float>(man), -24);
-  else if (exp == 31)
-    v = man ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
-  else
-    v = std::ldexp(static_cast<float>(man | 0x400), static_cast<int>(exp) - 25);
-  return sign ? -v : v;
+  std::memcpy(&v, &bits, 4);
+  return v;
 }
 
 inline uint16_t float_to_half(float f) {
   uint32_t x;
   std::memcpy(&x, &f, 4);
   const uint32_t sign = (x >> 16) & 0x8000, a = x & 0x7fffffff;
-  if (a > 0x7f800000) return static_cast<uint16_t>(sign | 0x7e00);  // NaN
+  if (a > 0x7f800000) return static_cast<uint16_t>(sign | 0x7e00);   // NaN
   if (a >= 0x477ff000) return static_cast<uint16_t>(sign | 0x7c00);  // >= 65520: infinity
   if (a < 0x38800000) {
     // Below 2^-14: a subnormal half, mantissa = |f| * 2^24 rounded.

@@ -2,8 +2,6 @@
 // subset numpy writes (strings, True/False, tuples of ints) and refuse everything else.
 #include "graph/npy.h"
 
-#include "graph/float16.h"
-
 #include <bit>
 #include <cctype>
 #include <cerrno>
@@ -14,6 +12,8 @@
 #include <optional>
 #include <sstream>
 #include <vector>
+
+#include "graph/float16.h"
 
 namespace graphi::graph {
 
@@ -306,8 +306,7 @@ Result<Tensor> parse_npy(std::string_view bytes, const std::string& src, bool bo
   const std::string held = bools ? "bool" : halves ? "float16" : dtype_name(dtype);
   const size_t have = bytes.size() - prefix - header_len;
   if (have < want)
-    return bad("truncated: shape " + shape_to_string(dims) + " of " +
-               held + " needs " +
+    return bad("truncated: shape " + shape_to_string(dims) + " of " + held + " needs " +
                std::to_string(want) + " data bytes, the file has " + std::to_string(have));
   if (have > want)
     return bad("the file has " + std::to_string(have - want) + " bytes after the data that shape " +
@@ -328,8 +327,7 @@ Result<Tensor> parse_npy(std::string_view bytes, const std::string& src, bool bo
   return t;
 }
 
-Result<Tensor> read_npy(const std::string& path, bool bool_as_f32, bool* was_bool,
-                        bool* was_half) {
+Result<Tensor> read_npy(const std::string& path, bool bool_as_f32, bool* was_bool, bool* was_half) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     return Status::io_error(path + ": is a directory, not a .npy file");

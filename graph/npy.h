@@ -26,8 +26,8 @@ namespace graphi::graph {
 // value (graph/onnx/ONNX.md, Booleans); `was_bool`, when given, says whether the file held bools.
 // `was_half`, when given: also read numpy float16 ('<f2') as float32 (an ONNX FLOAT16 value,
 // "Half-precision models"), and say whether the file held float16.
-Result<Tensor> read_npy(const std::string& path, bool bool_as_f32 = false,
-                        bool* was_bool = nullptr, bool* was_half = nullptr);
+Result<Tensor> read_npy(const std::string& path, bool bool_as_f32 = false, bool* was_bool = nullptr,
+                        bool* was_half = nullptr);
 
 // Parses the bytes of a whole .npy file; `source` names it in errors.
 Result<Tensor> parse_npy(std::string_view bytes, const std::string& source,

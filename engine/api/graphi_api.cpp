@@ -190,7 +190,7 @@ Expected<ModelSignature> read_signature(const std::string& path,
         path, std::set<std::string>(override_initializers.begin(), override_initializers.end()));
     if (!d.is_ok()) return to_error(d.status());
     auto declared = [](const graph::DeclaredValue& v) {
-      return DeclaredTensor{v.name,  v.dtype,     v.is_bool,     v.has_shape,
+      return DeclaredTensor{v.name,  v.dtype,     v.is_bool,    v.has_shape,
                             v.shape, v.dim_names, v.is_float16, v.is_bfloat16};
     };
     for (const graph::DeclaredValue& v : d->inputs) sig.inputs.push_back(declared(v));

@@ -1272,9 +1272,10 @@ Result<Tensor> read_onnx_tensor_file(const std::string& path, std::string* name)
   const bool is_bool = h->type == onnx::kBool;
   std::optional<DType> dt = is_bool ? std::optional<DType>(DType::kF32) : graphi_dtype(h->type);
   if (!dt)
-    return Status::unsupported(path + ": tensor of type " + h->desc() +
-                               "; graphi tensors are FLOAT, FLOAT16, BFLOAT16 (as float32), INT32 or "
-                               "INT64 (BOOL as float32 0/1)");
+    return Status::unsupported(
+        path + ": tensor of type " + h->desc() +
+        "; graphi tensors are FLOAT, FLOAT16, BFLOAT16 (as float32), INT32 or "
+        "INT64 (BOOL as float32 0/1)");
   Tensor t(TensorDesc{*dt, h->shape});
   for (size_t k = 0; k < h->numel(); ++k) {
     if (is_bool)

@@ -266,10 +266,9 @@ TEST_CASE("cli onnx: a FLOAT16 model takes and writes numpy float16; a Cast to F
   std::memcpy(z.data(), zv, sizeof zv);
   REQUIRE(graph::write_npy((dir / "x.npy").string(), x, false, /*as_half=*/true).is_ok());
   REQUIRE(graph::write_npy((dir / "z.npy").string(), z).is_ok());
-  Run r =
-      run_cli(dir, {"run", (dir / "m.onnx").string(), "--input", "x=" + (dir / "x.npy").string(),
-                    "--input", "z=" + (dir / "z.npy").string(), "--iterations", "1",
-                    "--output-dir", (dir / "out").string()});
+  Run r = run_cli(dir, {"run", (dir / "m.onnx").string(), "--input",
+                        "x=" + (dir / "x.npy").string(), "--input", "z=" + (dir / "z.npy").string(),
+                        "--iterations", "1", "--output-dir", (dir / "out").string()});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   CHECK_THAT(r.out, Catch::Contains("float16[4]"));

@@ -93,10 +93,30 @@ TEST_CASE("float16: float_to_half matches F16C on edge values and random bit pat
   CHECK(mismatches == 0);
 }
 
+TEST_CASE("float16: half_to_float matches F16C on every binary16 value") {
+  if (!__builtin_cpu_supports("f16c")) {
+    WARN("CPU without F16C: skipped");
+    return;
+  }
+  size_t mismatches = 0;
+  for (uint32_t h = 0; h <= 0xffff; ++h) {
+    const float got = half_to_float(static_cast<uint16_t>(h));
+    const float want = f16c_to_float(static_cast<uint16_t>(h));
+    uint32_t gb, wb;
+    std::memcpy(&gb, &got, 4);
+    std::memcpy(&wb, &want, 4);
+    if (gb != wb && ++mismatches <= 5) {
+      INFO("half 0x" << std::hex << h << ": got 0x" << gb << ", F16C 0x" << wb);
+      CHECK(false);
+    }
+  }
+  CHECK(mismatches == 0);
+}
+
 TEST_CASE("float16: float_to_bfloat16 rounds to the nearest bfloat16, ties to even") {
-  std::vector<uint32_t> bits = {0x00000000, 0x80000000, 0x3f808000, 0x3f818000, 0x3f808001,
-                                0x7f7fffff, 0x7f7f8000, 0x7f800000, 0xff800000, 0x00000001,
-                                0x007fffff, 0x3eaaaaab};
+  std::vector<uint32_t> bits = {0x00000000, 0x80000000, 0x3f808000, 0x3f818000,
+                                0x3f808001, 0x7f7fffff, 0x7f7f8000, 0x7f800000,
+                                0xff800000, 0x00000001, 0x007fffff, 0x3eaaaaab};
   std::mt19937 rng(11);
   for (int k = 0; k < 2000000; ++k) bits.push_back(static_cast<uint32_t>(rng()));
   size_t mismatches = 0;

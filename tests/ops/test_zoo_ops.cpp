@@ -10,6 +10,7 @@
 #include <functional>
 #include <numeric>
 
+#include "graph/float16.h"
 #include "ops/registry.h"
 #include "tests/support/op_runner.h"
 #include "tests/support/test_util.h"
@@ -208,6 +209,47 @@ TEST_CASE("Cast: float/int32/int64/bool conversions as numpy astype", "[ops][cas
   auto bad = run_single_op("Cast", attrs({{"to", int64_t{11}}}), {f});  // DOUBLE
   REQUIRE_FALSE(bad.is_ok());
   CHECK_THAT(bad.status().message(), Catch::Contains("'to' = 11"));
+}
+
+TEST_CASE("Cast to FLOAT16 / BFLOAT16: float32 rounded to the 16-bit type", "[ops][cast]") {
+  // Known roundings: binary16 1/3 = 0.333251953125, 65519 -> 65504, 65520 -> inf (the tie goes
+  // to even, past the largest), 1e-8 -> 0, 2^-24 (the smallest subnormal) stays; bfloat16 1/3 =
+  // 0.333984375, 257 -> 256 (a tie, to even), 3.39e38 -> 3.3895314e38 (the largest), 3.4e38 ->
+  // inf (past the midpoint to the next step).
+  Tensor f = floats({6}, {1.0f / 3, 65519.0f, 65520.0f, 1e-8f, 5.9604645e-8f, -2.5f});
+  auto h = run_single_op("Cast", attrs({{"to", int64_t{10}}}), {f});
+  REQUIRE(h.is_ok());
+  const float inf = std::numeric_limits<float>::infinity();
+  const float want_h[] = {0.333251953125f, 65504, inf, 0, 5.9604645e-8f, -2.5f};
+  for (int k = 0; k < 6; ++k) CHECK(h->outputs[0].data_as<float>()[k] == want_h[k]);
+  Tensor g = floats({4}, {1.0f / 3, 257.0f, 3.39e38f, 3.4e38f});
+  auto b = run_single_op("Cast", attrs({{"to", int64_t{16}}}), {g});
+  REQUIRE(b.is_ok());
+  const float want_b[] = {0.333984375f, 256.0f, 3.3895314e38f, inf};
+  for (int k = 0; k < 4; ++k) CHECK(b->outputs[0].data_as<float>()[k] == want_b[k]);
+  // Integers: 2049 is not a binary16 value (2048 and 2050 are; the tie goes to even 2048).
+  auto hi = run_single_op("Cast", attrs({{"to", int64_t{10}}}),
+                          {ints(DType::kI64, {3}, {2049, 2051, -7})});
+  REQUIRE(hi.is_ok());
+  require_close(hi->outputs[0], floats({3}, {2048, 2052, -7}), 0);
+  // Many values on 1 and 3 threads (F16C's 8-wide path and its tail) against the scalar
+  // conversion, which tests/graph/test_float16.cpp checks against the CPU's own.
+  Tensor x = random_tensor(TensorDesc{DType::kF32, {1003}}, 5, -70000, 70000);
+  x.data_as<float>()[7] = std::numeric_limits<float>::quiet_NaN();
+  x.data_as<float>()[8] = -inf;
+  x.data_as<float>()[9] = 1e-6f;
+  for (int threads : {1, 3}) {
+    auto r = run_single_op("Cast", attrs({{"to", int64_t{10}}}), {x}, 1, threads);
+    REQUIRE(r.is_ok());
+    const float* y = r->outputs[0].data_as<float>();
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const float want = graph::round_to_half(x.data_as<float>()[i]);
+      if (std::isnan(want))
+        CHECK(std::isnan(y[i]));
+      else
+        CHECK(y[i] == want);
+    }
+  }
 }
 
 TEST_CASE("LayerNormalization and InstanceNormalization against the definition", "[ops][norm]") {
