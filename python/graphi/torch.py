@@ -237,6 +237,13 @@ class _Compiled:
         self.output_names = output_names
         order = [t.name for t in session.outputs]
         self.output_pos = [order.index(n) for n in output_names]  # in the native run's result
+        # Values declared FLOAT16 / BFLOAT16 (a .half() or .bfloat16() module): graphi computes
+        # them in float32, so such inputs go in as float32 and such outputs come back converted.
+        narrow = {t.name: t.dtype for t in session.inputs + session.outputs
+                  if t.dtype in ("float16", "bfloat16")}
+        self.float_inputs = {n for _, n in input_pos if n in narrow}
+        self.output_casts = [getattr(torch, narrow[n]) if n in narrow else None
+                             for n in output_names]
         self.onnx_path = saved            # where the ONNX file was kept (GRAPHI_TORCH_SAVE), or None
 
 
@@ -306,11 +313,15 @@ class GraphiFunction:
             t = args[i]
             if t.requires_grad:
                 t = t.detach()
-            if not t.is_contiguous():
+            if name in c.float_inputs:
+                t = t.float()  # a copy
+            elif not t.is_contiguous():
                 t = t.contiguous()
             feed.append((name, t.numpy()))  # shares memory; graphi only reads it
         out = c.session._s.run(feed)
-        return tuple(torch.from_numpy(out[k][1]) for k in c.output_pos)
+        return tuple(torch.from_numpy(out[k][1]) if cast is None else
+                     torch.from_numpy(out[k][1]).to(cast)
+                     for k, cast in zip(c.output_pos, c.output_casts))
 
     def _compile(self, args):
         """A _Compiled for these arguments, or the reason (a str) they run eagerly."""

@@ -129,6 +129,24 @@ class BackendTest(unittest.TestCase):
         # guards on it and recompiled each graph when a 1-thread plan changed it.
         self.assertEqual(torch.get_num_threads(), threads)
 
+    def test_half_and_bfloat16_modules(self):
+        """A .half() / .bfloat16() module: graphi computes it in float32 and returns tensors of
+        the module's dtype: eager PyTorch in float32 on the same (rounded) weights, rounded once
+        (one step of the dtype: 2^-10, 2^-7)."""
+        import copy
+        for dtype, tol in ((torch.float16, 2.0 ** -10), (torch.bfloat16, 2.0 ** -7)):
+            torch.manual_seed(5)
+            m = nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 6)).eval().to(dtype)
+            x = torch.randn(4, 12).to(dtype)
+            with torch.no_grad():
+                want = copy.deepcopy(m).float()(x.float())
+                got = torch.compile(m, backend="graphi")(x)
+            self.assertEqual(got.dtype, dtype)
+            self.assertLessEqual(max_rel_error(got.float().numpy(), want.numpy()), tol, str(dtype))
+        for fn in new_functions(self.n_before):
+            for sig, c in fn.compiled.items():
+                self.assertIsInstance(c, graphi.torch._Compiled, "%s ran eagerly: %s" % (sig, c))
+
     def test_small_cnn(self):
         torch.manual_seed(2)
         m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
