@@ -21,6 +21,7 @@
 #include "cli/json_output.h"
 #include "cli/load_progress.h"
 #include "engine/session.h"
+#include "graph/float16.h"
 #include "graph/memory_budget.h"
 #include "graph/npy.h"
 #include "graph/onnx/onnx_import.h"
@@ -107,7 +108,8 @@ int run_command(int argc, char** argv) {
       "else\n"
       "a quick choice from the graph's width and the topology (stderr says which and why).\n"
       "--executors/--threads override it; --no-plan runs the 1x1 sequential reference executor.\n"
-      "Inputs come from .npy files (float32/int32/int64, C order); inputs not given are\n"
+      "Inputs come from .npy files (float32/int32/int64, C order; bool or float16 for inputs\n"
+      "an .onnx file declares BOOL or FLOAT16); inputs not given are\n"
       "filled with seeded random values (float32 uniform in [-1, 1)) and reported as generated.\n"
       "Outputs are written as DIR/NAME.npy with --output-dir (characters other than letters,\n"
       "digits, '-', '_' and '.' become '_'; a name that then repeats gets _2, _3, ...).\n"
@@ -287,6 +289,8 @@ int run_command(int argc, char** argv) {
     std::set<std::string> stems;  // 'a/b' and 'a:b' both become a_b: the second is a_b_2
     const std::vector<std::string> bools = graph::bool_values(*g);      // ONNX BOOL: numpy bools
     const std::vector<std::string> halves = graph::float16_values(*g);  // FLOAT16: float16
+    // BFLOAT16 (numpy has no such dtype): float32 files of bfloat16 values.
+    const std::vector<std::string> bf16s = graph::bfloat16_values(*g);
     for (const auto& [name, t] : outputs) {
       std::string stem = file_stem(name);
       for (int k = 2; !stems.insert(stem).second; ++k)
@@ -294,8 +298,14 @@ int run_command(int argc, char** argv) {
       const std::string path = (dir / (stem + ".npy")).string();
       const bool as_bool = std::find(bools.begin(), bools.end(), name) != bools.end();
       const bool as_half = std::find(halves.begin(), halves.end(), name) != halves.end();
-      if (Status s = graph::write_npy(path, t, as_bool, as_half); !s.is_ok())
+      if (std::find(bf16s.begin(), bf16s.end(), name) != bf16s.end()) {
+        Tensor r = t;  // a copy
+        for (int64_t k = 0; k < r.numel(); ++k)
+          r.data_as<float>()[k] = graph::round_to_bfloat16(r.data_as<float>()[k]);
+        if (Status s = graph::write_npy(path, r); !s.is_ok()) return runtime_error(s);
+      } else if (Status s = graph::write_npy(path, t, as_bool, as_half); !s.is_ok()) {
         return runtime_error(s);
+      }
       written.push_back(path);
     }
   }

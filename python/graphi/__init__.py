@@ -124,6 +124,15 @@ def _prepare(path, name, value, info):
     return a
 
 
+def _round_to_bfloat16(a):
+    """float32 array -> float32 array of the nearest bfloat16 values (ties to even; NaN kept),
+    as graph/float16.h rounds: what a BFLOAT16 output holds."""
+    bits = a.view(_np.uint32)
+    r = ((bits + _np.uint32(0x7FFF) + ((bits >> 16) & _np.uint32(1))) &
+         _np.uint32(0xFFFF0000)).view(_np.float32)
+    return _np.where(_np.isnan(a), a, r)
+
+
 def _memory_size(v, path):
     """max_memory as bytes (0 = no explicit limit): an int, or "512M" / "2G" / "1.5GiB"."""
     if v is None:
@@ -229,6 +238,7 @@ class Session:
             self.inputs, self.outputs = self._lazy.inputs, self._lazy.outputs
             self._bool_outputs = []
             self._half_outputs = []
+            self._bf16_outputs = []
             self._input_info = {t.name: t for t in self.inputs}
             self._tracing = bool(tracing)
             return
@@ -239,8 +249,10 @@ class Session:
         self.inputs = [TensorInfo(n, declared.get(n, d), s) for n, d, s in self._s.inputs()]
         self.outputs = [TensorInfo(n, declared.get(n, d), s) for n, d, s in self._s.outputs()]
         self._bool_outputs = [t.name for t in self.outputs if t.dtype == "bool"]
-        # numpy has float16; bfloat16 outputs stay float32 (numpy has no such dtype).
+        # numpy has float16; bfloat16 outputs are float32 arrays of bfloat16 values (numpy has
+        # no such dtype).
         self._half_outputs = [t.name for t in self.outputs if t.dtype == "float16"]
+        self._bf16_outputs = [t.name for t in self.outputs if t.dtype == "bfloat16"]
         self._input_info = {t.name: t for t in self.inputs}
         self._tracing = False
         self.tracing = tracing
@@ -372,6 +384,8 @@ class Session:
             out[name] = out[name] != 0
         for name in self._half_outputs:
             out[name] = out[name].astype(_np.float16)
+        for name in self._bf16_outputs:
+            out[name] = _round_to_bfloat16(out[name])
         return out
 
     def _run_ort(self, output_names, input_feed):

@@ -222,6 +222,26 @@ class Float16ValuesTest(unittest.TestCase):
         self.assertIn("input 'x'", str(e.exception))
         self.assertIn("declares it FLOAT16", str(e.exception))
 
+    def test_bfloat16_outputs_hold_bfloat16_values(self):
+        from onnx import TensorProto, helper
+        path = os.path.join(self.dir.name, "bfloat16_io.onnx")
+        w = helper.make_tensor("w", TensorProto.BFLOAT16, [3], [1 / 3, 257.0, 1.0])
+        g = helper.make_graph(
+            [helper.make_node("Mul", ["x", "w"], ["y"])], "g",
+            [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [3])],
+            [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [3])], [w])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 7
+        with open(path, "wb") as f:
+            f.write(m.SerializeToString())
+        s = graphi.Session(path)
+        self.assertEqual([t.dtype for t in s.inputs + s.outputs], ["bfloat16"] * 2)
+        # bfloat16 weights: 1/3 -> 0.333984375, 257 -> 256 (a tie, to even). y = x * w in
+        # float32, then bfloat16: 1 + 2^-8 lies halfway between 1 and 1 + 2^-7 -> 1 (even).
+        y = s.run({"x": np.array([1.0, 3.0, 1 + 2 ** -8], np.float32)})["y"]
+        self.assertEqual(y.dtype, np.float32)
+        np.testing.assert_array_equal(y, np.array([0.333984375, 768.0, 1.0], np.float32))
+
     @unittest.skipIf(ort is None, "onnxruntime is not installed (scripts/bench_venv.sh)")
     def test_float16_matches_onnxruntime(self):
         g = graphi.Session(self.path)
