@@ -242,7 +242,7 @@ TEST_CASE("cli onnx: a BOOL input takes a numpy bool file, BOOL outputs are writ
   CHECK_THAT(r.err, Catch::Contains("input 'mask' not given: using seeded random bool[4]"));
 }
 
-TEST_CASE("cli onnx: a FLOAT16 model takes and writes numpy float16; a Cast to FLOAT16 rounds") {
+TEST_CASE("cli onnx: a FLOAT16 model takes and writes numpy float16, a Cast to FLOAT16 rounds") {
   // y = x * w (x, w, y FLOAT16, elem type 10); r = Cast(Cast(z, to FLOAT16), to FLOAT).
   namespace pb = test::onnx_pb;
   auto to_attr = [](int64_t t) { return pb::int_attr("to", t); };
