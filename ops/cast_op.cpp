@@ -4,6 +4,7 @@
 // to integer truncates toward zero (C conversion, as ONNX and numpy's astype); values outside
 // the integer range or NaN are clamped (saturated; NaN becomes 0) rather than undefined
 // behaviour.
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <cmath>
@@ -103,8 +104,15 @@ __attribute__((target("avx,f16c"))) void round_to_half_f16c(float* f, int64_t be
   for (; i < end; ++i) f[i] = graph::round_to_half(f[i]);
 }
 
+// F16C is CPUID.1:ECX bit 29; its VEX encoding also needs the OS to save AVX state ("avx").
+// (clang's __builtin_cpu_supports does not know "f16c".)
+bool cpu_has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+}
+
 void round_to_half(float* f, int64_t begin, int64_t end) {
-  static const bool f16c = __builtin_cpu_supports("f16c");
+  static const bool f16c = cpu_has_f16c();
   if (f16c) return round_to_half_f16c(f, begin, end);
   for (int64_t i = begin; i < end; ++i) f[i] = graph::round_to_half(f[i]);
 }
