@@ -87,6 +87,15 @@ class Importer {
   std::optional<Status> translate_control_flow(NodeIn& io);
   // Attention-23/24 as its function body (graph/onnx/import_attention.cpp).
   std::optional<Status> translate_attention(NodeIn& io);  // and RotaryEmbedding, TensorScatter
+  // QuantizeLinear / DequantizeLinear on run-time values (graph/onnx/import_quantize.cpp).
+  std::optional<Status> translate_quantize(NodeIn& io);
+  // A run-time QuantizeLinear waiting for its DequantizeLinear consumers.
+  struct PendingQuant {
+    std::string x, where;
+    double scale = 1.0;
+    int64_t zero_point = 0, qmin = 0, qmax = 255;
+  };
+  std::unordered_map<std::string, PendingQuant> pending_quant_;  // by the quantized value's name
   Status rotary_embedding(NodeIn& io);
   Status tensor_scatter(NodeIn& io);
   // An ONNX BOOL value (a BOOL input or initializer, a value_info of BOOL, or the output of a

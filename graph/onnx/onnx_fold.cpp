@@ -591,6 +591,7 @@ const std::vector<std::string>& foldable_ops() {
                                   "Concat",
                                   "Constant",
                                   "ConstantOfShape",
+                                  "DequantizeLinear",
                                   "Div",
                                   "Dropout",
                                   "Equal",
@@ -619,6 +620,7 @@ const std::vector<std::string>& foldable_ops() {
                                   "OneHot",
                                   "Or",
                                   "Pow",
+                                  "QuantizeLinear",
                                   "Range",
                                   "Reciprocal",
                                   "ReduceMax",
@@ -1050,6 +1052,7 @@ Result<std::vector<HostTensor>> fold_node_unlimited(const Node& n, int64_t opset
   if (op == "Sum" || op == "Min" || op == "Max" || op == "Mean")
     return fold_variadic(op, in, where);
   if (op.rfind("Reduce", 0) == 0) return fold_reduce(op, n, opset, in, where);
+  if (op == "QuantizeLinear" || op == "DequantizeLinear") return fold_quantize(op, n, in, where);
   if (op == "HannWindow" || op == "HammingWindow" || op == "BlackmanWindow" ||
       op == "MelWeightMatrix")
     return fold_signal(op, n, in, where);

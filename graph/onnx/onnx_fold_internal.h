@@ -53,6 +53,9 @@ Result<Outs> fold_variadic(const std::string& op, const Ins& in, const std::stri
 Result<Outs> fold_unary(const std::string& op, const Ins& in, const std::string& where);
 Result<Outs> fold_reduce(const std::string& op, const Node& n, int64_t opset, const Ins& in,
                          const std::string& where);
+// QuantizeLinear, DequantizeLinear on constants (onnx_fold_quantize.cpp).
+Result<Outs> fold_quantize(const std::string& op, const Node& n, const Ins& in,
+                           const std::string& where);
 // HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix (onnx_fold_signal.cpp).
 Result<Outs> fold_signal(const std::string& op, const Node& n, const Ins& in,
                          const std::string& where);

@@ -69,6 +69,7 @@ const std::vector<std::string>& runtime_ops() {
                                                 "CumSum",
                                                 "DFT",
                                                 "DepthToSpace",
+                                                "DequantizeLinear",
                                                 "Det",
                                                 "Div",
                                                 "Dropout",
@@ -127,6 +128,7 @@ const std::vector<std::string>& runtime_ops() {
                                                 "PRelu",
                                                 "Pad",
                                                 "Pow",
+                                                "QuantizeLinear",
                                                 "RMSNormalization",
                                                 "RNN",
                                                 "Reciprocal",
@@ -496,7 +498,8 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
   for (auto family : {&Importer::translate_recurrent, &Importer::translate_shape,
                       &Importer::translate_elementwise, &Importer::translate_conv_pool,
                       &Importer::translate_control_flow, &Importer::translate_loss,
-                      &Importer::translate_signal, &Importer::translate_attention})
+                      &Importer::translate_signal, &Importer::translate_attention,
+                      &Importer::translate_quantize})
     if (std::optional<Status> done = (this->*family)(io)) return *done;
   const std::string& name = io.name;
   const std::vector<std::string>& ins = io.ins;

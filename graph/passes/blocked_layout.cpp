@@ -39,7 +39,8 @@ bool layout_agnostic_binary(const std::string& op) {
 bool keeps_zero(const Graph& g, const Node& n) {
   if (n.op == "Relu" || n.op == "Tanh" || n.op == "LeakyRelu" || n.op == "Elu" || n.op == "Selu" ||
       n.op == "Softsign" || n.op == "Neg" || n.op == "Abs" || n.op == "Sqrt" || n.op == "Erf" ||
-      n.op == "Gelu" || n.op == "Add" || n.op == "Sub" || n.op == "Mul")
+      n.op == "Gelu" || n.op == "Add" || n.op == "Sub" || n.op == "Mul" ||
+      n.op == "QuantizeDequantize")  // zero_point lies in the range: 0 -> 0
     return true;
   if (n.op != "Clip") return false;
   const auto bounds = clip_bounds(g, n);

@@ -246,7 +246,8 @@ std::optional<double> float_scalar(const Graph& g, ValueId v) {
 bool elementwise_unary_op(const std::string& op) {
   static const std::unordered_set<std::string> kOps = {
       "Relu",     "Sigmoid",  "Tanh", "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Clip",
-      "Softplus", "Softsign", "Exp",  "Neg",       "Abs", "Sqrt", "Erf",         "Gelu"};
+      "Softplus", "Softsign", "Exp",  "Neg",       "Abs", "Sqrt", "Erf",         "Gelu",
+      "QuantizeDequantize"};
   return kOps.count(op) > 0;
 }
 
