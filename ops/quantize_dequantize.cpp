@@ -1,7 +1,8 @@
 // QuantizeDequantize: an ONNX QuantizeLinear -> DequantizeLinear pair on a run-time float32
 // tensor (a QDQ-format quantized model, as ONNX Runtime's quantize_static writes it), computed in
 // float32 (graph/onnx/ONNX.md, "Quantized models"):
-//   q = saturate(round_half_even(x / scale) + zero_point, [qmin, qmax]);  y = (q - zero_point) * scale
+//   q = saturate(round_half_even(x / scale) + zero_point, [qmin, qmax]);  y = (q - zero_point) *
+//   scale
 // with the division and the rounding of QuantizeLinear's definition, so y is exactly the value the
 // pair gives. Attributes: scale (float), zero_point, qmin, qmax (ints: the quantized type's range,
 // 0..255 for UINT8, -128..127 for INT8). One pass, element-wise and layout-agnostic (0 maps to 0).

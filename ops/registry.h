@@ -86,7 +86,7 @@ void register_group_norm_op(Registry& r);        // ops/group_norm.cpp: GroupNor
 void register_conv_grad_weight_op(Registry& r);  // ops/conv_grad_weight.cpp: ConvGradWeight
 void register_logic_ops(
     Registry& r);  // ops/logic_ops.cpp: Equal, Less, ..., And, Or, Not, Where, Max, Min
-void register_cast_op(Registry& r);   // ops/cast_op.cpp: Cast
+void register_cast_op(Registry& r);                 // ops/cast_op.cpp: Cast
 void register_quantize_dequantize_op(Registry& r);  // ops/quantize_dequantize.cpp
 void register_norm_ops(Registry& r);  // ops/norm_ops.cpp: LayerNormalization, InstanceNormalization
 void register_log_softmax_op(Registry& r);  // ops/log_softmax.cpp: LogSoftmax
@@ -98,8 +98,8 @@ void register_det_op(Registry& r);              // ops/det.cpp: Det
 void register_col2im_op(Registry& r);           // ops/col2im.cpp: Col2Im
 void register_center_crop_pad_op(Registry& r);  // ops/center_crop_pad.cpp: CenterCropPad
 void register_roi_align_op(Registry& r);        // ops/roi_align.cpp: RoiAlign
-void register_pool_nd_ops(Registry& r);      // ops/pool_nd.cpp: MaxPoolWithIndices, LpPool
-void register_max_unpool_op(Registry& r);    // ops/max_unpool.cpp: MaxUnpool
+void register_pool_nd_ops(Registry& r);         // ops/pool_nd.cpp: MaxPoolWithIndices, LpPool
+void register_max_unpool_op(Registry& r);       // ops/max_unpool.cpp: MaxUnpool
 void register_int_arith_ops(
     Registry& r);  // ops/int_arith.cpp: Mod, IntBinary (integer Add/Sub/Mul/Div)
 void register_conv_transpose_op(Registry& r);  // ops/conv_transpose.cpp: ConvTranspose

@@ -36,11 +36,14 @@ std::optional<Status> Importer::translate_quantize(NodeIn& io) {
   const HostTensor* scale = host(io.ins[1]);
   const HostTensor* zp = io.ins.size() > 2 && !io.ins[2].empty() ? host(io.ins[2]) : nullptr;
   if (!scale || (io.ins.size() > 2 && !io.ins[2].empty() && !zp))
-    return Status::unsupported(where + ": a scale or zero point computed at run time is not "
-                                       "supported (graphi runs QDQ models with constant ones)");
+    return Status::unsupported(where +
+                               ": a scale or zero point computed at run time is not "
+                               "supported (graphi runs QDQ models with constant ones)");
   if (scale->numel() != 1 || (zp && zp->numel() != 1))
-    return Status::unsupported(where + ": per-axis quantization of a run-time value is not "
-                                       "supported (scale " + scale->desc() +
+    return Status::unsupported(where +
+                               ": per-axis quantization of a run-time value is not "
+                               "supported (scale " +
+                               scale->desc() +
                                "); graphi runs per-tensor QuantizeLinear / DequantizeLinear pairs "
                                "on activations");
   if (n.op == "QuantizeLinear") {
@@ -52,8 +55,8 @@ std::optional<Status> Importer::translate_quantize(NodeIn& io) {
                                    "' is a graph output; graphi has no integer outputs (it runs "
                                    "QDQ models, QuantizeLinear -> DequantizeLinear, in float32)");
     for (const onnx::Node& c : m_.graph.nodes)
-      if (c.op != "DequantizeLinear" && std::find(c.inputs.begin(), c.inputs.end(), y) !=
-                                             c.inputs.end())
+      if (c.op != "DequantizeLinear" &&
+          std::find(c.inputs.begin(), c.inputs.end(), y) != c.inputs.end())
         return Status::unsupported(where + ": its quantized output '" + y + "' feeds node[" +
                                    std::to_string(c.index) + "] '" + c.name + "' (" + c.op +
                                    "); graphi runs QDQ models (QuantizeLinear -> "

@@ -56,8 +56,8 @@ struct ParamIndex {
       const int64_t want = static_cast<int64_t>(d) == axis ? (x[d] + block - 1) / block : x[d];
       if (p[d] != want)
         return Status::invalid_graph(where + ": blocked scale of shape " + shape_to_string(p) +
-                                     " does not match x " + shape_to_string(x) + " with block_size " +
-                                     std::to_string(block));
+                                     " does not match x " + shape_to_string(x) +
+                                     " with block_size " + std::to_string(block));
     }
     return true;
   }
@@ -108,9 +108,9 @@ Result<Outs> fold_quantize(const std::string& op, const Node& n, const Ins& in,
       return Status::invalid_graph(where + ": zero point " + zp->desc() + " and x " + x.desc() +
                                    " differ in type");
     GRAPHI_ASSIGN_OR_RETURN(int64_t out_type, a_int(n, "output_dtype", 0, where));
-    HostTensor y = HostTensor::make(out_type ? static_cast<int32_t>(out_type) : scale.type, x.shape);
-    if (!y.is_float())
-      return Status::invalid_graph(where + ": output_dtype must be a float type");
+    HostTensor y =
+        HostTensor::make(out_type ? static_cast<int32_t>(out_type) : scale.type, x.shape);
+    if (!y.is_float()) return Status::invalid_graph(where + ": output_dtype must be a float type");
     for (size_t k = 0; k < x.numel(); ++k) {
       const size_t p = at(k);
       const int64_t z = zp ? zp->i[p] : 0;
@@ -134,8 +134,8 @@ Result<Outs> fold_quantize(const std::string& op, const Node& n, const Ins& in,
     const float v = static_cast<float>(x.f[k]) / static_cast<float>(scale.f[p]);
     const double r = std::isnan(v) ? 0.0 : std::nearbyint(static_cast<double>(v));  // ties even
     const double q = r + static_cast<double>(zp ? zp->i[p] : 0);
-    y.i[k] = static_cast<int64_t>(std::clamp(q, static_cast<double>(range->first),
-                                             static_cast<double>(range->second)));
+    y.i[k] = static_cast<int64_t>(
+        std::clamp(q, static_cast<double>(range->first), static_cast<double>(range->second)));
   }
   return Outs{std::move(y)};
 }

@@ -495,11 +495,11 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
         io.ins[k].clear();
   // Op families that rewrite a node into other graphi ops (or refuse it); each leaves the nodes
   // it does not handle alone. Every op name belongs to one family.
-  for (auto family : {&Importer::translate_recurrent, &Importer::translate_shape,
-                      &Importer::translate_elementwise, &Importer::translate_conv_pool,
-                      &Importer::translate_control_flow, &Importer::translate_loss,
-                      &Importer::translate_signal, &Importer::translate_attention,
-                      &Importer::translate_quantize})
+  for (auto family :
+       {&Importer::translate_recurrent, &Importer::translate_shape,
+        &Importer::translate_elementwise, &Importer::translate_conv_pool,
+        &Importer::translate_control_flow, &Importer::translate_loss, &Importer::translate_signal,
+        &Importer::translate_attention, &Importer::translate_quantize})
     if (std::optional<Status> done = (this->*family)(io)) return *done;
   const std::string& name = io.name;
   const std::vector<std::string>& ins = io.ins;

@@ -244,10 +244,23 @@ std::optional<double> float_scalar(const Graph& g, ValueId v) {
 }
 
 bool elementwise_unary_op(const std::string& op) {
-  static const std::unordered_set<std::string> kOps = {
-      "Relu",     "Sigmoid",  "Tanh", "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Clip",
-      "Softplus", "Softsign", "Exp",  "Neg",       "Abs", "Sqrt", "Erf",         "Gelu",
-      "QuantizeDequantize"};
+  static const std::unordered_set<std::string> kOps = {"Relu",
+                                                       "Sigmoid",
+                                                       "Tanh",
+                                                       "LeakyRelu",
+                                                       "Elu",
+                                                       "Selu",
+                                                       "HardSigmoid",
+                                                       "Clip",
+                                                       "Softplus",
+                                                       "Softsign",
+                                                       "Exp",
+                                                       "Neg",
+                                                       "Abs",
+                                                       "Sqrt",
+                                                       "Erf",
+                                                       "Gelu",
+                                                       "QuantizeDequantize"};
   return kOps.count(op) > 0;
 }
 

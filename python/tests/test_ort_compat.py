@@ -256,5 +256,93 @@ class Float16ValuesTest(unittest.TestCase):
                                        atol=4e-3, err_msg=a.name)
 
 
+@unittest.skipIf(onnx is None, "onnx is not installed")
+class QdqModelTest(unittest.TestCase):
+    """A QDQ-format quantized model (int8 weights per output column, an int32 bias, uint8
+    activations through QuantizeLinear -> DequantizeLinear pairs, as ONNX Runtime's
+    quantize_static writes them) runs in float32: against numpy's evaluation of the same
+    definitions (np.rint rounds half to even, as QuantizeLinear does) and, where installed,
+    onnxruntime."""
+
+    def setUp(self):
+        import tempfile
+        from onnx import TensorProto, helper, numpy_helper
+        self.dir = tempfile.TemporaryDirectory()
+        rng = np.random.default_rng(7)
+        self.wq = rng.integers(-127, 128, (16, 8)).astype(np.int8)
+        self.ws = (rng.random(8) * 0.02 + 0.005).astype(np.float32)  # per output column
+        self.bq = rng.integers(-500, 500, 8).astype(np.int32)
+        self.xs, self.xz = np.float32(0.03), np.uint8(120)
+        self.ys, self.yz = np.float32(0.05), np.uint8(100)
+        self.bs = (self.xs * self.ws).astype(np.float32)
+        inits = [numpy_helper.from_array(v, n) for v, n in (
+            (self.wq, "wq"), (self.ws, "ws"), (np.zeros(8, np.int8), "wz"), (self.bq, "bq"),
+            (self.bs, "bs"), (np.zeros(8, np.int32), "bz"), (np.array(self.xs), "xs"),
+            (np.array(self.xz), "xz"), (np.array(self.ys), "ys"), (np.array(self.yz), "yz"))]
+        nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+                 helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+                 helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"], axis=1),
+                 helper.make_node("DequantizeLinear", ["bq", "bs", "bz"], ["b"], axis=0),
+                 helper.make_node("MatMul", ["xd", "w"], ["mm"]),
+                 helper.make_node("Add", ["mm", "b"], ["pre"]),
+                 helper.make_node("Relu", ["pre"], ["r"]),
+                 helper.make_node("QuantizeLinear", ["r", "ys", "yz"], ["rq"]),
+                 helper.make_node("DequantizeLinear", ["rq", "ys", "yz"], ["y"])]
+        self.path = self.save(nodes, inits, "qdq")
+        self.x = (rng.standard_normal((4, 16)) * 2).astype(np.float32)
+        self.nodes, self.inits = nodes, inits
+
+    def save(self, nodes, inits, name):
+        from onnx import TensorProto, helper
+        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                          [4, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])],
+                              inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 7
+        path = os.path.join(self.dir.name, name + ".onnx")
+        with open(path, "wb") as f:
+            f.write(m.SerializeToString())
+        return path
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    @staticmethod
+    def qdq(v, s, z, lo, hi):
+        q = np.clip(np.rint((v / s).astype(np.float32)) + int(z), lo, hi)
+        return ((q - int(z)) * s).astype(np.float32)
+
+    def test_qdq_matches_its_definition(self):
+        xd = self.qdq(self.x, self.xs, self.xz, 0, 255)
+        w = (self.wq.astype(np.float32) * self.ws).astype(np.float32)
+        b = (self.bq.astype(np.float32) * self.bs).astype(np.float32)
+        r = np.maximum(xd @ w + b, 0)
+        want = self.qdq(r, self.ys, self.yz, 0, 255)
+        got = graphi.Session(self.path).run({"x": self.x})["y"]
+        # Away from a rounding boundary of the output's step the results are equal; the MatMul's
+        # summation order may move a value across one: at most one step (0.05) there.
+        diff = np.abs(got - want)
+        self.assertLessEqual(float(diff.max()), float(self.ys) * 1.001)
+        self.assertGreaterEqual(float(np.mean(diff == 0)), 0.95)
+
+    def test_integer_tensors_at_run_time_are_refused_by_name(self):
+        from onnx import helper
+        nodes = list(self.nodes)
+        nodes[-1] = helper.make_node("Cast", ["rq"], ["y"], to=1)  # reads the uint8 value
+        path = self.save(nodes, self.inits, "qdq_cast")
+        with self.assertRaises(graphi.Error) as e:
+            graphi.Session(path)
+        self.assertIn("QuantizeLinear", str(e.exception))
+        self.assertIn("integer tensors at run time are not supported", str(e.exception))
+
+    @unittest.skipIf(ort is None, "onnxruntime is not installed (scripts/bench_venv.sh)")
+    def test_qdq_matches_onnxruntime(self):
+        o = ort.InferenceSession(self.path, providers=["CPUExecutionProvider"])
+        want = o.run(None, {"x": self.x})[0]
+        got = graphi.Session(self.path).run({"x": self.x})["y"]
+        self.assertLessEqual(float(np.abs(got - want).max()), float(self.ys) * 1.001)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -252,6 +252,50 @@ TEST_CASE("Cast to FLOAT16 / BFLOAT16: float32 rounded to the 16-bit type", "[op
   }
 }
 
+TEST_CASE("QuantizeDequantize: a QuantizeLinear -> DequantizeLinear pair in float32",
+          "[ops][quantize]") {
+  // The definition, in double where it is exact: q = clamp(rint(x / s) + zp), y = (q - zp) * s,
+  // x / s rounded to float32 first as QuantizeLinear divides in float32.
+  struct Case {
+    double scale;
+    int64_t zp, qmin, qmax;
+  };
+  for (const Case& c : {Case{0.05, 128, 0, 255}, Case{0.0173, 0, -128, 127}, Case{1.0, 3, 0, 255},
+                        Case{2.5e-4, -7, -128, 127}}) {
+    Tensor x = random_tensor(TensorDesc{DType::kF32, {2, 3, 7, 5}}, 17, -8, 8);
+    float* xv = x.data_as<float>();
+    // Ties (k + 0.5 steps, even and odd k), saturation both ways, zero, NaN.
+    const float s = static_cast<float>(c.scale);
+    xv[0] = 2.5f * s, xv[1] = 3.5f * s, xv[2] = -2.5f * s, xv[3] = 1e9f, xv[4] = -1e9f;
+    xv[5] = 0.0f, xv[6] = std::numeric_limits<float>::quiet_NaN();
+    for (int threads : {1, 3}) {
+      auto r = run_single_op(
+          "QuantizeDequantize",
+          attrs({{"scale", c.scale}, {"zero_point", c.zp}, {"qmin", c.qmin}, {"qmax", c.qmax}}),
+          {x}, 1, threads);
+      REQUIRE(r.is_ok());
+      const float* y = r->outputs[0].data_as<float>();
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const float v = xv[i] / s;
+        double q = std::isnan(v) ? c.qmin : std::nearbyint(static_cast<double>(v)) + c.zp;
+        q = std::clamp<double>(q, c.qmin, c.qmax);
+        const float want = static_cast<float>(q - c.zp) * s;
+        INFO("x " << xv[i] << " scale " << c.scale << " zp " << c.zp);
+        CHECK(y[i] == want);
+      }
+    }
+  }
+  // A zero point outside the range is an invalid graph.
+  auto bad = run_single_op("QuantizeDequantize",
+                           attrs({{"scale", 0.1},
+                                  {"zero_point", int64_t{300}},
+                                  {"qmin", int64_t{0}},
+                                  {"qmax", int64_t{255}}}),
+                           {floats({2}, {1, 2})});
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("zero_point 300"));
+}
+
 TEST_CASE("LayerNormalization and InstanceNormalization against the definition", "[ops][norm]") {
   uint64_t seed = 21;
   struct Case {
