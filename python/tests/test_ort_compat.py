@@ -326,6 +326,27 @@ class QdqModelTest(unittest.TestCase):
         self.assertLessEqual(float(diff.max()), float(self.ys) * 1.001)
         self.assertGreaterEqual(float(np.mean(diff == 0)), 0.95)
 
+    def test_blocked_weight_scales_fold(self):
+        """Opset 21's blocked DequantizeLinear (a scale per 8 rows of each column) on int8
+        weights folds at import to what numpy computes."""
+        from onnx import TensorProto, helper, numpy_helper
+        ws = (np.random.default_rng(9).random((2, 8)) * 0.02 + 0.005).astype(np.float32)
+        nodes = [helper.make_node("DequantizeLinear", ["wq", "ws"], ["w"], axis=0, block_size=8),
+                 helper.make_node("MatMul", ["x", "w"], ["y"])]
+        g = helper.make_graph(nodes, "blocked",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])],
+                              [numpy_helper.from_array(self.wq, "wq"),
+                               numpy_helper.from_array(ws, "ws")])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+        m.ir_version = 10
+        path = os.path.join(self.dir.name, "blocked.onnx")
+        with open(path, "wb") as f:
+            f.write(m.SerializeToString())
+        w = (self.wq.astype(np.float32) * np.repeat(ws, 8, axis=0)).astype(np.float32)
+        got = graphi.Session(path).run({"x": self.x})["y"]
+        np.testing.assert_allclose(got, self.x @ w, rtol=1e-5, atol=1e-6)
+
     def test_integer_tensors_at_run_time_are_refused_by_name(self):
         from onnx import helper
         nodes = list(self.nodes)
