@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "graph/onnx/import_internal.h"
+#include "graph/onnx/onnx_fold_internal.h"
 
 namespace graphi::graph::onnx_import {
 
@@ -15,13 +16,10 @@ using onnx::HostTensor;
 
 namespace {
 
-// The quantized type's range, for the types a QDQ activation uses.
+// The range of a type a QDQ activation uses: 8 or 16 bits (not INT32, a bias's type).
 std::optional<std::pair<int64_t, int64_t>> activation_range(int32_t type) {
-  if (type == onnx::kUint8) return std::pair<int64_t, int64_t>{0, 255};
-  if (type == onnx::kInt8) return std::pair<int64_t, int64_t>{-128, 127};
-  if (type == onnx::kUint16) return std::pair<int64_t, int64_t>{0, 65535};
-  if (type == onnx::kInt16) return std::pair<int64_t, int64_t>{-32768, 32767};
-  return std::nullopt;
+  if (type == onnx::kInt32) return std::nullopt;
+  return onnx::fold_detail::quantized_range(type);
 }
 
 }  // namespace

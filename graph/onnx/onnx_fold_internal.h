@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/onnx/onnx_fold.h"
@@ -53,6 +54,9 @@ Result<Outs> fold_variadic(const std::string& op, const Ins& in, const std::stri
 Result<Outs> fold_unary(const std::string& op, const Ins& in, const std::string& where);
 Result<Outs> fold_reduce(const std::string& op, const Node& n, int64_t opset, const Ins& in,
                          const std::string& where);
+// The range of an integer type QuantizeLinear / DequantizeLinear use (UINT8, INT8, UINT16,
+// INT16, INT32), or nullopt (onnx_fold_quantize.cpp).
+std::optional<std::pair<int64_t, int64_t>> quantized_range(int32_t type);
 // QuantizeLinear, DequantizeLinear on constants (onnx_fold_quantize.cpp).
 Result<Outs> fold_quantize(const std::string& op, const Node& n, const Ins& in,
                            const std::string& where);

@@ -10,9 +10,6 @@
 
 namespace graphi::graph::onnx::fold_detail {
 
-namespace {
-
-// The range of a quantized type graphi folds to, or nullopt.
 std::optional<std::pair<int64_t, int64_t>> quantized_range(int32_t type) {
   switch (type) {
     case kUint8:
@@ -29,6 +26,8 @@ std::optional<std::pair<int64_t, int64_t>> quantized_range(int32_t type) {
       return std::nullopt;
   }
 }
+
+namespace {
 
 // For element k of x, the index of its scale / zero point: 0 per tensor; its coordinate along
 // `axis` per axis; that coordinate / block_size in the scale's own shape when blocked.

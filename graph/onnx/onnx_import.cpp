@@ -11,13 +11,13 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "graph/float16.h"
 #include "graph/format.h"
 #include "graph/memory_budget.h"
 #include "graph/onnx/import_internal.h"
 #include "graph/onnx/onnx_attr_names.h"
 #include "graph/onnx/onnx_external_data.h"
 #include "graph/onnx/onnx_fold.h"
+#include "graph/onnx/onnx_fold_internal.h"
 
 namespace graphi::graph {
 
@@ -337,9 +337,7 @@ std::shared_ptr<HostTensor> host_tensor(const Tensor& t) {
 std::shared_ptr<HostTensor> as_16bit_float(std::shared_ptr<HostTensor> h, int32_t type) {
   if (type != onnx::kFloat16 && type != onnx::kBfloat16) return h;
   h->type = type;
-  for (double& v : h->f)
-    v = type == onnx::kFloat16 ? round_to_half(static_cast<float>(v))
-                               : round_to_bfloat16(static_cast<float>(v));
+  onnx::fold_detail::fit_to_type(*h);
   return h;
 }
 

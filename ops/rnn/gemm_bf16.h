@@ -19,22 +19,14 @@
 #include <cstdint>
 #include <cstring>
 
+#include "graph/float16.h"
+
 namespace graphi::ops {
 
-// bf16 <-> fp32. Round to nearest even; NaN stays a (quiet) NaN, infinities stay infinite.
-inline uint16_t bf16_from_f32(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-inline float f32_from_bf16(uint16_t h) {
-  const uint32_t u = uint32_t{h} << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+// bf16 <-> fp32 (graph/float16.h's conversions). Round to nearest even; NaN stays a (quiet)
+// NaN, infinities stay infinite.
+inline uint16_t bf16_from_f32(float f) { return graph::float_to_bfloat16(f); }
+inline float f32_from_bf16(uint16_t h) { return graph::bfloat16_to_float(h); }
 
 inline int64_t bf16_pairs(int64_t k) { return (k + 1) / 2; }
 // 32-bit words of a packed [k x m] operand with `panel`-column panels (the last one padded).
