@@ -367,11 +367,11 @@ TEST_CASE("conv_sum: residual Adds (and the Relu after them) fuse into the block
         std::string::npos);
   // Against the same pipeline without conv_sum, and against the graph without any pass (plain
   // NCHW convs, separate Adds). A 3x3 conv may run Winograd on one side and direct on the other
-  // (measured per shape and team size: the reference runs on 1 thread, `after` on 1 or 2;
-  // 1e-5 relative per conv, more through the chain): 1e-4 then. On 1 thread both pipelines run
-  // the same kernels, so conv_sum alone must stay within 1e-5.
+  // (measured per shape, team size and fused sum: a conv with Z is timed on its own, so even on
+  // 1 thread the two pipelines' verdicts can differ; 1e-5 relative per conv, more through the
+  // chain: a fresh-clone CI saw 1.17e-5): 1e-4. A wrong or missing Z would be off by O(1).
   for (int threads : {1, 2}) {
-    test::check_same_outputs(before.graph, after.graph, threads, threads == 1 ? 1e-5 : 1e-4);
+    test::check_same_outputs(before.graph, after.graph, threads, 1e-4);
     test::check_same_outputs(g, after.graph, threads, 1e-4);
   }
 }
