@@ -11,13 +11,14 @@ Result<std::shared_ptr<const graph::Graph>> apply_rnn_weights(std::shared_ptr<co
   if (precision.empty()) return g;
   GRAPHI_ASSIGN_OR_RETURN(ops::RnnWeights w,
                           ops::parse_rnn_weights(precision, "session option rnn_weights"));
-  if (w == ops::RnnWeights::kF32) return g;
   graph::passes::Rewrite rw(*g);
   bool any = false;
   for (graph::NodeId id = 0; id < g->num_nodes(); ++id) {
     const graph::Node& n = g->node(id);
     if (n.op != "LSTM" && n.op != "GRU" && n.op != "RNN") continue;
     if (n.attrs.has(ops::kRnnWeightsAttr)) continue;
+    // fp32 is the kernels' default: only a file's own precision needs overriding.
+    if (w == ops::RnnWeights::kF32 && !n.attrs.has(ops::kRnnFileWeightsAttr)) continue;
     std::vector<std::string> ins, outs;
     for (graph::ValueId v : n.inputs) ins.push_back(v == graph::kNoId ? "" : g->value(v).name);
     for (graph::ValueId v : n.outputs) outs.push_back(g->value(v).name);

@@ -157,6 +157,9 @@ class Importer {
   // only Sigmoid/Tanh gates for LSTM/GRU, Tanh/Relu/Sigmoid for RNN, no activation_alpha/beta):
   // unrolled over the time steps into plain graphi ops, with ONNX's semantics (graph/onnx/ONNX.md).
   static bool rnn_needs_unrolling(const onnx::Node& n);
+  // ONNX Runtime's com.microsoft DynamicQuantizeLSTM as the ONNX LSTM it quantizes: weights
+  // dequantized into importer constants, graphi_rnn_weights = "int8" (import_quantized_lstm.cpp).
+  Result<onnx::Node> dynamic_quantize_lstm_as_lstm(const onnx::Node& n, const std::string& where);
   Status translate_rnn_unrolled(const onnx::Node& n, const std::string& name,
                                 const std::vector<std::string>& ins, const std::string& where);
   Status add_outputs();

@@ -223,8 +223,9 @@ Status Importer::unsupported_op(const onnx::Node& n, const std::string& why) con
   const std::string domain = n.domain.empty() ? "ai.onnx" : n.domain;
   if (domain != "ai.onnx")  // the whole domain: listing the default domain's ops would not help
     return Status::unsupported(
-        where_of(n) + ": op type '" + n.op + "' (domain '" + domain +
-        "') is not supported: " + "graphi runs the ops of ONNX's default domain (ai.onnx) only" +
+        where_of(n) + ": op type '" + n.op + "' (domain '" + domain + "') is not supported: " +
+        "graphi runs the ops of ONNX's default domain (ai.onnx) only (and com.microsoft's "
+        "DynamicQuantizeLSTM)" +
         (domain == "ai.onnx.ml"
              ? " (ai.onnx.ml holds the classical-ML ops of converters such as skl2onnx: "
                "ZipMap, Scaler, LinearClassifier, ...)"
@@ -542,9 +543,14 @@ Status Importer::import_node(const onnx::Node& node_in) {
     GRAPHI_ASSIGN_OR_RETURN(floored, ceil_mode_as_pads(*np, where));
     np = &floored;
   }
+  onnx::Node dequantized;  // its attributes are checked by the translation
+  if (np->domain == "com.microsoft" && np->op == "DynamicQuantizeLSTM") {
+    GRAPHI_ASSIGN_OR_RETURN(dequantized, dynamic_quantize_lstm_as_lstm(*np, where));
+    np = &dequantized;
+  }
   const onnx::Node& n = *np;
   if (!n.domain.empty() && n.domain != "ai.onnx") return unsupported_op(n);
-  GRAPHI_RETURN_IF_ERROR(onnx::check_attr_names(node_in, where));
+  if (np != &dequantized) GRAPHI_RETURN_IF_ERROR(onnx::check_attr_names(node_in, where));
   if (opset_ == 0)
     return Status::invalid_graph(where +
                                  ": the node is of the default ONNX domain but the model "

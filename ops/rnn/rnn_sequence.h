@@ -68,6 +68,10 @@ inline constexpr const char* kWcsShuffleAttr = "graphi_wcs_shuffle";
 inline constexpr const char* kScheduleAttr = "graphi_schedule";
 inline constexpr const char* kScheduleSearchAttr = "graphi_schedule_search";
 inline constexpr const char* kRnnWeightsAttr = "graphi_rnn_weights";
+// The precision the model file stored the weights in ("int8": the ONNX importer sets it on an
+// LSTM imported from ONNX Runtime's DynamicQuantizeLSTM): the default of graphi_rnn_weights, which
+// the node's own graphi_rnn_weights and the Session option rnn_weights (even "fp32") override.
+inline constexpr const char* kRnnFileWeightsAttr = "graphi_rnn_file_weights";
 
 // Storage precision of the fused kernels' weights (graphi_rnn_weights).
 enum class RnnWeights { kF32, kBf16, kInt8 };

@@ -91,7 +91,7 @@ Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* co
   std::vector<std::string> known = {
       "hidden_size", "direction",         "layout",          "clip",
       "activations", "activation_alpha",  "activation_beta", kWcsShuffleAttr,
-      kScheduleAttr, kScheduleSearchAttr, kRnnWeightsAttr};
+      kScheduleAttr, kScheduleSearchAttr, kRnnWeightsAttr,   kRnnFileWeightsAttr};
   known.push_back(kRnnTrainingAttr);
   if (lstm) known.push_back("input_forget");
   if (gru) known.push_back("linear_before_reset");
@@ -161,14 +161,15 @@ Result<RnnSpec> rnn_spec(const graph::Node& node, std::span<const TensorDesc* co
     s.schedule_search = static_cast<int>(search);
   }
   {
-    GRAPHI_ASSIGN_OR_RETURN(std::string w,
-                            graph::attr_string(node.attrs, where, kRnnWeightsAttr, "fp32"));
-    GRAPHI_ASSIGN_OR_RETURN(
-        s.weights,
-        parse_rnn_weights(w, where + ": attribute '" + std::string(kRnnWeightsAttr) + "'"));
+    const char* key = node.attrs.has(kRnnWeightsAttr) || !node.attrs.has(kRnnFileWeightsAttr)
+                          ? kRnnWeightsAttr
+                          : kRnnFileWeightsAttr;
+    GRAPHI_ASSIGN_OR_RETURN(std::string w, graph::attr_string(node.attrs, where, key, "fp32"));
+    GRAPHI_ASSIGN_OR_RETURN(s.weights,
+                            parse_rnn_weights(w, where + ": attribute '" + std::string(key) + "'"));
     if (s.training && s.weights != RnnWeights::kF32)
-      return Status::unsupported(where + ": attribute '" + std::string(kRnnWeightsAttr) + "' = '" +
-                                 w + "' is for inference only (graphi_training = 1)");
+      return Status::unsupported(where + ": attribute '" + std::string(key) + "' = '" + w +
+                                 "' is for inference only (graphi_training = 1)");
   }
   // Activations: the ONNX defaults, and for RNN any of Tanh/Relu/Sigmoid per direction.
   {

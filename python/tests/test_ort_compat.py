@@ -365,5 +365,136 @@ class QdqModelTest(unittest.TestCase):
         self.assertLessEqual(float(np.abs(got - want).max()), float(self.ys) * 1.001)
 
 
+def lstm_reference(x, w, r, b, h0, c0, reverse=False):
+    """ONNX LSTM (gates i, o, f, c; default activations) in float64, one direction."""
+    hidden = r.shape[1]
+    sig = lambda v: 1.0 / (1.0 + np.exp(-v))  # noqa: E731
+    h, c = h0.astype(np.float64), c0.astype(np.float64)
+    y = np.zeros((x.shape[0],) + h.shape)
+    for t in (range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])):
+        g = x[t] @ w.T.astype(np.float64) + h @ r.T.astype(np.float64) + b[:4 * hidden] + \
+            b[4 * hidden:]
+        i, o = sig(g[:, :hidden]), sig(g[:, hidden:2 * hidden])
+        f, cc = sig(g[:, 2 * hidden:3 * hidden]), np.tanh(g[:, 3 * hidden:])
+        c = f * c + i * cc
+        h = o * np.tanh(c)
+        y[t] = h
+    return y, h, c
+
+
+class DynamicQuantizeLstmTest(unittest.TestCase):
+    """ONNX Runtime's com.microsoft DynamicQuantizeLSTM (what quantize_dynamic writes for an
+    LSTM): int8 weights with a scale per gate row (symmetric) or uint8 ones with one scale and
+    zero point per direction, dequantized at import; by default the fused kernel runs them in
+    int8 with x and h quantized per step (as ORT does), with rnn_weights="fp32" in float32.
+    Against a float64 numpy LSTM on the dequantized weights and, where installed, onnxruntime."""
+    T, B, I, H = 12, 3, 10, 16
+
+    def build(self, per_row, bidirectional, w_input=False, scale_shape=None):
+        from onnx import TensorProto, helper, numpy_helper
+        rng = np.random.default_rng(11)
+        D, G = (2 if bidirectional else 1), 4 * self.H
+        w = rng.standard_normal((D, G, self.I)) * 0.3
+        r = rng.standard_normal((D, G, self.H)) * 0.3
+        qs = {}
+        for name, m in (("W", w), ("R", r)):
+            if per_row:  # ORT's per-channel QInt8: max |w| / 127 per gate row, zero point 0
+                s = np.abs(m).max(axis=2) / 127.0
+                q = np.clip(np.rint(m / s[:, :, None]), -127, 127).astype(np.int8)
+                z = np.zeros(s.shape, np.int8)
+            else:  # uint8 with a zero point, one per direction
+                lo, hi = m.min(axis=(1, 2)), m.max(axis=(1, 2))
+                s = (hi - lo) / 255.0
+                z = np.rint(-lo / s).astype(np.uint8)
+                q = np.clip(np.rint(m / s[:, None, None]) + z[:, None, None], 0, 255).astype(
+                    np.uint8)
+            s = s.astype(np.float32)
+            shape_q = np.ascontiguousarray(q.transpose(0, 2, 1))  # [D, K, 4H]
+            deq = ((q.astype(np.float32) - (z[:, :, None] if per_row else z[:, None, None])) *
+                   (s[:, :, None] if per_row else s[:, None, None]))
+            qs[name] = (shape_q, s if scale_shape is None else s.reshape(scale_shape), z, deq)
+        b = (rng.standard_normal((D, 8 * self.H)) * 0.1).astype(np.float32)
+        inits = [numpy_helper.from_array(b, "B")]
+        for name in ("W", "R"):
+            q, s, z, _ = qs[name]
+            if not (w_input and name == "W"):
+                inits.append(numpy_helper.from_array(q, name + "q"))
+            inits += [numpy_helper.from_array(s, name + "_scale"),
+                      numpy_helper.from_array(z, name + "_zp")]
+        node = helper.make_node(
+            "DynamicQuantizeLSTM",
+            ["x", "Wq", "Rq", "B", "", "h0", "c0", "", "W_scale", "W_zp", "R_scale", "R_zp"],
+            ["Y", "Y_h", "Y_c"], domain="com.microsoft", hidden_size=self.H,
+            direction="bidirectional" if bidirectional else "forward", name="lstm_quant")
+        f = TensorProto.FLOAT
+        ins = [helper.make_tensor_value_info("x", f, [self.T, self.B, self.I]),
+               helper.make_tensor_value_info("h0", f, [D, self.B, self.H]),
+               helper.make_tensor_value_info("c0", f, [D, self.B, self.H])]
+        if w_input:
+            # a run-time W (graphi has no integer inputs: a float one stands in)
+            ins.append(helper.make_tensor_value_info("Wq", f, list(qs["W"][0].shape)))
+        outs = [helper.make_tensor_value_info(n, f, None) for n in ("Y", "Y_h", "Y_c")]
+        model = helper.make_model(helper.make_graph([node], "dq_lstm", ins, outs, inits),
+                                  opset_imports=[helper.make_opsetid("", 14),
+                                                 helper.make_opsetid("com.microsoft", 1)])
+        model.ir_version = 8
+        path = os.path.join(self.dir.name, "dq_lstm_%d_%d.onnx" % (per_row, bidirectional))
+        with open(path, "wb") as fh:
+            fh.write(model.SerializeToString())
+        feed = {"x": rng.standard_normal((self.T, self.B, self.I)).astype(np.float32),
+                "h0": (rng.standard_normal((D, self.B, self.H)) * 0.5).astype(np.float32),
+                "c0": (rng.standard_normal((D, self.B, self.H)) * 0.5).astype(np.float32)}
+        refs = [lstm_reference(feed["x"], qs["W"][3][d], qs["R"][3][d], b[d], feed["h0"][d],
+                               feed["c0"][d], reverse=d == 1) for d in range(D)]
+        want = [np.stack([rf[0] for rf in refs], 1), np.stack([rf[1] for rf in refs]),
+                np.stack([rf[2] for rf in refs])]
+        return path, feed, want
+
+    def setUp(self):
+        import tempfile
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_matches_float_reference(self):
+        for per_row in (True, False):
+            for bidirectional in (False, True):
+                what = "per_row %s bidirectional %s" % (per_row, bidirectional)
+                path, feed, want = self.build(per_row, bidirectional)
+                exact = graphi.Session(path, rnn_weights="fp32").run(None, feed)
+                for got, w in zip(exact, want):
+                    self.assertEqual(got.shape, w.shape, what)
+                    self.assertLessEqual(float(np.abs(got - w).max()), 1e-5, what)
+                # int8 (the default): the bound of docs/RNN_KERNELS.md
+                for got, w in zip(graphi.Session(path).run(None, feed), want):
+                    err = np.abs(got - w)
+                    self.assertLessEqual(float(err.max()), 2e-2, what)
+                    self.assertLessEqual(float(err.mean()), 2e-3, what)
+                    self.assertGreater(float(err.max()), 0.0, what + ": not run in int8")
+
+    def test_refusals_name_node_and_input(self):
+        path, _, _ = self.build(True, False, w_input=True)
+        with self.assertRaises(graphi.Error) as e:
+            graphi.Session(path)
+        self.assertIn("node[0] 'lstm_quant' (DynamicQuantizeLSTM)", str(e.exception))
+        self.assertIn("input 1 (W) is computed at run time", str(e.exception))
+        path, _, _ = self.build(True, False, scale_shape=(4 * self.H, 1))
+        with self.assertRaises(graphi.Error) as e:
+            graphi.Session(path)
+        self.assertIn("input 8 (W_scale) is FLOAT[64, 1]", str(e.exception))
+
+    @unittest.skipIf(ort is None, "onnxruntime is not installed (scripts/bench_venv.sh)")
+    def test_close_to_onnxruntime(self):
+        for per_row in (True, False):
+            path, feed, want = self.build(per_row, True)
+            theirs = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feed)
+            ours = graphi.Session(path).run(None, feed)
+            for o, g, w in zip(theirs, ours, want):
+                # both quantize x and h per step; graphi per block of units, ORT per tensor
+                self.assertLessEqual(float(np.abs(g - w).max()),
+                                     2.0 * float(np.abs(o - w).max()) + 1e-3)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -93,11 +93,10 @@ void check_accuracy(const std::string& name, std::shared_ptr<const graph::Graph>
   for (size_t i = 0; i < want->size(); ++i) {
     const Errors e = errors((*got)[i].second, (*want)[i].second);
     std::printf("%s weights vs fp32, %s, output %s: max |error| %.3g, mean |error| %.3g\n",
-                precision.c_str(), name.c_str(), (*want)[i].first.c_str(), e.max_abs,
-                e.mean_abs);
+                precision.c_str(), name.c_str(), (*want)[i].first.c_str(), e.max_abs, e.mean_abs);
     INFO(precision << " " << name << " output " << (*want)[i].first);
-    CHECK(e.max_abs > 0);               // the option took effect
-    CHECK(e.max_abs <= max_bound);      // the documented bound (y, h_n; c_n too on these models)
+    CHECK(e.max_abs > 0);           // the option took effect
+    CHECK(e.max_abs <= max_bound);  // the documented bound (y, h_n; c_n too on these models)
     CHECK(e.mean_abs <= mean_bound);
   }
 }
@@ -205,6 +204,30 @@ TEST_CASE("rnn weights option: values, explicit node attributes win, graphs with
   auto kept = engine::apply_rnn_weights(gp, "bf16");
   REQUIRE(kept.is_ok());
   CHECK(kept->get() == gp.get());
+
+  // The file's precision (graphi_rnn_file_weights, an imported DynamicQuantizeLSTM) is only the
+  // default: every option, fp32 too, overrides it.
+  graph::GraphBuilder fb("<quantized lstm>");
+  fb.add_input("X", TensorDesc{DType::kF32, {3, 1, 4}});
+  fb.add_constant("W", Tensor(TensorDesc{DType::kF32, {1, 32, 4}}));
+  fb.add_constant("R", Tensor(TensorDesc{DType::kF32, {1, 32, 8}}));
+  graph::Attributes fa;
+  fa.set("hidden_size", int64_t{8});
+  fa.set(ops::kRnnFileWeightsAttr, std::string("int8"));
+  fb.add_node("LSTM", "lstm", {"X", "W", "R"}, {"Y"}, fa);
+  fb.add_output("Y");
+  auto fg = fb.finish(ops::Registry::get());
+  REQUIRE(fg.is_ok());
+  auto fp = std::make_shared<const graph::Graph>(std::move(fg).value());
+  auto as_file = engine::apply_rnn_weights(fp, "");
+  REQUIRE(as_file.is_ok());
+  CHECK(as_file->get() == fp.get());
+  for (const char* v : {"fp32", "bf16", "int8"}) {
+    auto over = engine::apply_rnn_weights(fp, v);
+    REQUIRE(over.is_ok());
+    CHECK(count_rnn_nodes(**over, v == std::string("fp32") ? "fp32" : v) == 1);
+    CHECK((*over)->node(0).attrs.has(ops::kRnnWeightsAttr));
+  }
 
   // No recurrent node: unchanged.
   graph::GraphBuilder plain("<relu>");
