@@ -2,8 +2,8 @@
 # Reduced-precision RNN weights (issue 17): graphi fp32 / bf16 / int8 weights against oneDNN
 # 2.6's fp32 / bf16 / int8 lstm_forward (graphi_bench_rnn --bf16, same process, interleaved
 # sample by sample), ONNX Runtime's fp32 LSTM and its int8 DynamicQuantizeLSTM (one process per
-# row, the two interleaved; benchmarks/rnn/peers/ort_lowp_lstm_time.py, on the weights and input
-# the C++ bench dumps), alternating one round of each ROUNDS times; prints every round and, per
+# row, the two in turns of a tenth of the budget; benchmarks/rnn/peers/ort_lowp_lstm_time.py, on
+# the weights and input the C++ bench dumps), alternating one round of each ROUNDS times; prints every round and, per
 # row, the medians of the round medians, the goal ratios and the accuracy against graphi fp32.
 #
 #   scripts/bench_rnn_bf16.sh --quick     # LSTM h256 and h1024, b1, T100, 2 threads, 5 rounds
