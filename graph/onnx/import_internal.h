@@ -96,6 +96,24 @@ class Importer {
     int64_t zero_point = 0, qmin = 0, qmax = 255;
   };
   std::unordered_map<std::string, PendingQuant> pending_quant_;  // by the quantized value's name
+  // quantize_dynamic's MatMuls (graph/onnx/import_dynamic_quantize.cpp): a DynamicQuantizeLinear
+  // -> MatMulInteger -> Cast -> Mul chain, or com.microsoft.DynamicQuantizeMatMul, as graphi's
+  // DynamicQuantizeMatMul. nullopt: not such a node.
+  std::optional<Status> import_dynamic_quantize(const onnx::Node& n, const std::string& where);
+  struct DqChain {
+    std::string x, w, w_zero_point, w_scale;
+    std::string where;      // the MatMulInteger's / ConvInteger's
+    size_t integer_op = 0;  // its node index
+  };
+  Status plan_dynamic_quantize_chains(const onnx::Node& dql, const std::string& where);
+  Status emit_dynamic_quantize_matmul(const onnx::Node& n, const DqChain& c,
+                                      const std::string& bias, const std::string& where);
+  Status emit_dynamic_quantize_conv(const onnx::Node& n, const DqChain& c,
+                                    const std::string& where);
+  std::unordered_map<size_t, DqChain> dq_chain_end_;  // by the chain's last Mul's node index
+  // x -> its DynamicQuantizeDequantize output (ConvInteger chains of one x share it).
+  std::unordered_map<std::string, std::string> dq_dequantized_;
+  std::unordered_set<size_t> dq_chain_inner_;  // its MatMulInteger, Cast and scale Mul
   Status rotary_embedding(NodeIn& io);
   Status tensor_scatter(NodeIn& io);
   // An ONNX BOOL value (a BOOL input or initializer, a value_info of BOOL, or the output of a

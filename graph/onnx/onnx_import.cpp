@@ -225,7 +225,7 @@ Status Importer::unsupported_op(const onnx::Node& n, const std::string& why) con
     return Status::unsupported(
         where_of(n) + ": op type '" + n.op + "' (domain '" + domain + "') is not supported: " +
         "graphi runs the ops of ONNX's default domain (ai.onnx) only (and com.microsoft's "
-        "DynamicQuantizeLSTM)" +
+        "DynamicQuantizeLSTM and DynamicQuantizeMatMul)" +
         (domain == "ai.onnx.ml"
              ? " (ai.onnx.ml holds the classical-ML ops of converters such as skl2onnx: "
                "ZipMap, Scaler, LinearClassifier, ...)"
@@ -513,6 +513,7 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
 
 Status Importer::import_node(const onnx::Node& node_in) {
   const std::string where = where_of(node_in);
+  if (std::optional<Status> done = import_dynamic_quantize(node_in, where)) return *done;
   onnx::Node legacy;
   const onnx::Node* np = &node_in;
   if (opset_ < 7 && node_in.attr("broadcast") &&

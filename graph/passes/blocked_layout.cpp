@@ -40,7 +40,8 @@ bool keeps_zero(const Graph& g, const Node& n) {
   if (n.op == "Relu" || n.op == "Tanh" || n.op == "LeakyRelu" || n.op == "Elu" || n.op == "Selu" ||
       n.op == "Softsign" || n.op == "Neg" || n.op == "Abs" || n.op == "Sqrt" || n.op == "Erf" ||
       n.op == "Gelu" || n.op == "Add" || n.op == "Sub" || n.op == "Mul" ||
-      n.op == "QuantizeDequantize")  // zero_point lies in the range: 0 -> 0
+      n.op == "QuantizeDequantize" ||  // zero_point lies in the range: 0 -> 0
+      n.op == "DynamicQuantizeDequantize")
     return true;
   if (n.op != "Clip") return false;
   const auto bounds = clip_bounds(g, n);
@@ -395,7 +396,10 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
       Attributes a = n.attrs;
       a.set("block", b);
       make_blocked(id, "BlockedConvTranspose", in, a);
-    } else if (elementwise_unary_op(n.op) && is_blocked(x, 0) && (!padded(x) || keeps_zero(g, n)) &&
+    } else if ((elementwise_unary_op(n.op) ||
+                n.op == "DynamicQuantizeDequantize") &&  // its min / max: of any layout
+               is_blocked(x, 0) &&
+               (!padded(x) || keeps_zero(g, n)) &&
                std::all_of(n.inputs.begin() + 1, n.inputs.end(),
                            [&](ValueId v) { return v == kNoId || scalar(g.value(v)); })) {
       std::vector<std::string> in = {bname.at(x)};

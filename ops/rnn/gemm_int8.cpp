@@ -16,6 +16,8 @@ namespace detail {
 void gemm_int8_avx512vnni(const Int8GemmArgs& a) noexcept;
 void int8_quantize_row_avx512(const float* x, int64_t k0, int64_t k1, uint8_t* out, float* scale,
                               int32_t* zp) noexcept;
+void int8_quantize_values_avx512(const float* x, int64_t n, float scale, float zero_point,
+                                 uint8_t* out) noexcept;
 }  // namespace detail
 
 namespace {
@@ -85,8 +87,8 @@ int8_t int8_quantize_weight(float v, float scale) {
   return static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f));
 }
 
-void int8_quantize_row_portable(const float* x, int64_t k0, int64_t k1, uint8_t* out,
-                                float* scale, int32_t* zp) noexcept {
+void int8_quantize_row_portable(const float* x, int64_t k0, int64_t k1, uint8_t* out, float* scale,
+                                int32_t* zp) noexcept {
   float lo = 0.0f, hi = 0.0f;
   for (int64_t k = k0; k < k1; ++k) {
     lo = std::min(lo, x[k]);
@@ -100,6 +102,19 @@ void int8_quantize_row_portable(const float* x, int64_t k0, int64_t k1, uint8_t*
     out[k - k0] = static_cast<uint8_t>(std::clamp(std::nearbyint(x[k] * inv) + z, 0.0f, 255.0f));
   *scale = s;
   *zp = static_cast<int32_t>(z);
+}
+
+void int8_quantize_values(const float* x, int64_t n, float scale, float zero_point,
+                          uint8_t* out) noexcept {
+  static const bool vnni = active_int8_path() == Int8Path::kAvx512Vnni;
+  if (vnni) {
+    detail::int8_quantize_values_avx512(x, n, scale, zero_point, out);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const float q = std::nearbyint(x[i] / scale) + zero_point;
+    out[i] = static_cast<uint8_t>(q > 0.0f ? (q < 255.0f ? q : 255.0f) : 0.0f);
+  }
 }
 
 void int8_quantize_row(const float* x, int64_t k0, int64_t k1, uint8_t* out, float* scale,

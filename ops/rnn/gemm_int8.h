@@ -56,6 +56,13 @@ void int8_quantize_row(const float* x, int64_t k0, int64_t k1, uint8_t* out, flo
 void int8_quantize_row_portable(const float* x, int64_t k0, int64_t k1, uint8_t* out, float* scale,
                                 int32_t* zp) noexcept;
 
+// q = saturate(round half to even(x[i] / scale) + zero_point) into u8 bytes out[0 .. n) (ONNX
+// QuantizeLinear's division, as DynamicQuantizeLinear quantizes with its own scale; a NaN gives
+// 0). zero_point is an integer in [0, 255]. AVX-512 on the avx512_vnni path, else portable; the
+// same bytes.
+void int8_quantize_values(const float* x, int64_t n, float scale, float zero_point,
+                          uint8_t* out) noexcept;
+
 struct Int8GemmArgs {
   const uint32_t* a = nullptr;  // packed s8 weights (whole operand, panel 0 first)
   int64_t m = 0, k = 0, panel = 16;

@@ -19,14 +19,24 @@ namespace {
 // Keeps an A vector in a register when several rows use it (see gemm_bf16_avx512bf16.cpp).
 inline void keep_in_register(__m512i& v) { __asm__("" : "+v"(v)); }
 
+// acc += the u8 x s8 products of b and a, accumulated in place. GCC 12 compiles the
+// _mm512_dpbusd_epi32 intrinsic of a register-blocked loop with a copy of the accumulator
+// around every vpdpbusd and a store of it to the stack (the 6 x 64 block of the hoisted GEMM ran
+// at ~40% of the instruction's rate on a Zen 5 core); the instruction itself, written out, does
+// neither.
+inline __m512i dpbusd(__m512i acc, __m512i b, __m512i a) {
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(b), "v"(a));
+  return acc;
+}
+
 // C[R rows][NV x 16 columns] over quad rows [q0, q1), int32 accumulators in registers; the
 // epilogue applies the zero points, column sums and scales. `tail` masks the last vector when
 // kMasked.
 template <int R, int NV, bool kMasked>
 inline __attribute__((always_inline)) void block(const uint32_t* a, int64_t panel,
-                                                 const uint32_t* b, const uint32_t* bp,
-                                                 int64_t ldb, const float* sa, const int32_t* cs,
-                                                 float* c, int64_t ldc, int64_t q0, int64_t q1,
+                                                 const uint32_t* b, const uint32_t* bp, int64_t ldb,
+                                                 const float* sa, const int32_t* cs, float* c,
+                                                 int64_t ldc, int64_t q0, int64_t q1,
                                                  __mmask16 tail, bool accumulate) {
   __m512i s[R][NV];
 #pragma GCC unroll 8
@@ -52,8 +62,8 @@ inline __attribute__((always_inline)) void block(const uint32_t* a, int64_t pane
         const __m512i a1 = (kMasked && v == NV - 1)
                                ? _mm512_maskz_loadu_epi32(tail, aq + panel + 16 * v)
                                : _mm512_loadu_si512(aq + panel + 16 * v);
-        s[0][v] = _mm512_dpbusd_epi32(s[0][v], b0, a0);
-        s2[v] = _mm512_dpbusd_epi32(s2[v], b1, a1);
+        s[0][v] = dpbusd(s[0][v], b0, a0);
+        s2[v] = dpbusd(s2[v], b1, a1);
       }
     }
 #pragma GCC unroll 4
@@ -74,7 +84,7 @@ inline __attribute__((always_inline)) void block(const uint32_t* a, int64_t pane
     for (int r = 0; r < R; ++r) {
       const __m512i bv = _mm512_set1_epi32(static_cast<int>(b[r * ldb + q]));
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) s[r][v] = _mm512_dpbusd_epi32(s[r][v], bv, av[v]);
+      for (int v = 0; v < NV; ++v) s[r][v] = dpbusd(s[r][v], bv, av[v]);
     }
   }
 #pragma GCC unroll 8
@@ -149,7 +159,7 @@ void gemm_int8_avx512vnni(const Int8GemmArgs& g) noexcept {
       const float* sa = g.a_scale + m0;
       const int32_t* cs = g.colsum + m0;
       float* c = g.c + r0 * g.ldc + m0;
-#define GRAPHI_INT8_ROWS(R)                                                                     \
+#define GRAPHI_INT8_ROWS(R)                                                               \
   panel_rows<R>(ap, g.panel, cols, b, bp, g.ldb, sa, cs, c, g.ldc, q0, q1, g.accumulate); \
   break
       switch (n) {
@@ -225,6 +235,30 @@ void int8_quantize_row_avx512(const float* x, int64_t k0, int64_t k1, uint8_t* o
   }
   *scale = s;
   *zp = static_cast<int32_t>(z);
+}
+
+// int8_quantize_values with AVX-512: x / scale (a division, as QuantizeLinear defines it), rounded
+// to nearest even by vrndscaleps, + zero point, clamped with NaN going to 0 (vmaxps returns its
+// second operand for a NaN first one).
+void int8_quantize_values_avx512(const float* x, int64_t n, float scale, float zero_point,
+                                 uint8_t* out) noexcept {
+  const __m512 sv = _mm512_set1_ps(scale), zv = _mm512_set1_ps(zero_point);
+  const __m512 lo = _mm512_setzero_ps(), hi = _mm512_set1_ps(255.0f);
+  auto quant = [&](__m512 v) {
+    const __m512 r = _mm512_maskz_roundscale_ps(0xffff, _mm512_div_ps(v, sv),
+                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 c = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(r, zv), lo), hi);
+    return _mm512_maskz_cvtepi32_epi8(0xffff, _mm512_maskz_cvttps_epi32(0xffff, c));
+  };
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), quant(_mm512_loadu_ps(x + i)));
+  if (i < n) {
+    const __mmask16 tail = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    alignas(16) uint8_t last[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(last), quant(_mm512_maskz_loadu_ps(tail, x + i)));
+    for (int64_t j = 0; i + j < n; ++j) out[i + j] = last[j];
+  }
 }
 
 }  // namespace graphi::ops::detail

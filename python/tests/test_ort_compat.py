@@ -496,5 +496,160 @@ class DynamicQuantizeLstmTest(unittest.TestCase):
                                      2.0 * float(np.abs(o - w).max()) + 1e-3)
 
 
+def dynamic_quantize_linear(x):
+    """ONNX DynamicQuantizeLinear in numpy (np.rint rounds half to even)."""
+    lo, hi = min(0.0, float(np.nanmin(x))), max(0.0, float(np.nanmax(x)))
+    scale = np.float32((np.float32(hi) - np.float32(lo)) / np.float32(255))
+    if scale == 0:
+        scale = np.float32(1)
+    zp = np.float32(np.rint(np.clip(np.float32(-lo) / scale, 0, 255)))
+    q = np.clip(np.rint((x / scale).astype(np.float32)) + zp, 0, 255)
+    return np.nan_to_num(q, nan=0.0).astype(np.int64), scale, zp
+
+
+class DynamicQuantizeModelTest(unittest.TestCase):
+    """What ONNX Runtime's quantize_dynamic writes for MatMul and Conv (DynamicQuantizeLinear ->
+    MatMulInteger / ConvInteger -> Cast -> Mul by the scales' product), and its fused
+    com.microsoft.DynamicQuantizeMatMul: the MatMuls exactly as numpy evaluates the definitions
+    (integer products summed in int64, the scales in float32 in the chain's order), the
+    convolution to float32 rounding, and, where installed, against onnxruntime."""
+
+    def setUp(self):
+        import tempfile
+        self.dir = tempfile.TemporaryDirectory()
+        rng = np.random.default_rng(3)
+        self.x = (rng.standard_normal((2, 5, 24)) * 1.5).astype(np.float32)
+        self.w1 = rng.integers(-128, 128, (24, 70)).astype(np.int8)        # per column scale
+        self.s1 = (rng.random(70) * 0.01 + 0.001).astype(np.float32)
+        self.w2 = rng.integers(0, 256, (24, 9)).astype(np.uint8)           # zero point 128
+        self.s2 = np.float32(0.004)
+        self.b1 = rng.standard_normal(70).astype(np.float32)
+        self.img = rng.standard_normal((1, 4, 9, 9)).astype(np.float32)
+        self.wc = rng.integers(-127, 128, (6, 4, 3, 3)).astype(np.int8)
+        self.sc = np.float32(0.003)
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def save(self, nodes, inits, ins, outs, name, ms=False):
+        from onnx import helper
+        opsets = [helper.make_opsetid("", 14)] + ([helper.make_opsetid("com.microsoft", 1)]
+                                                  if ms else [])
+        m = helper.make_model(helper.make_graph(nodes, name, ins, outs, inits),
+                              opset_imports=opsets)
+        m.ir_version = 8
+        path = os.path.join(self.dir.name, name + ".onnx")
+        with open(path, "wb") as f:
+            f.write(m.SerializeToString())
+        return path
+
+    def matmul_model(self, extra_reader=None):
+        from onnx import TensorProto, helper, numpy_helper
+        f = TensorProto.FLOAT
+        inits = [numpy_helper.from_array(v, n) for v, n in (
+            (self.w1, "w1"), (self.s1, "s1"), (np.zeros(70, np.int8), "z1"), (self.b1, "b1"),
+            (self.w2, "w2"), (np.array(self.s2), "s2"), (np.array(128, np.uint8), "z2"))]
+        nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+                 helper.make_node("Mul", ["xs", "s1"], ["p1"]),
+                 helper.make_node("MatMulInteger", ["xq", "w1", "xz", "z1"], ["a1"]),
+                 helper.make_node("Cast", ["a1"], ["c1"], to=f),
+                 helper.make_node("Mul", ["c1", "p1"], ["m1"]),
+                 helper.make_node("Add", ["m1", "b1"], ["y1"]),
+                 helper.make_node("Mul", ["s2", "xs"], ["p2"]),  # the other operand order
+                 helper.make_node("MatMulInteger", ["xq", "w2", "xz", "z2"], ["a2"]),
+                 helper.make_node("Cast", ["a2"], ["c2"], to=f),
+                 helper.make_node("Mul", ["p2", "c2"], ["y2"])]
+        outs = [helper.make_tensor_value_info("y1", f, [2, 5, 70]),
+                helper.make_tensor_value_info("y2", f, [2, 5, 9])]
+        if extra_reader:
+            nodes.append(helper.make_node(extra_reader, ["a1"], ["r"]))
+            outs.append(helper.make_tensor_value_info("r", TensorProto.INT32, None))
+        return self.save(nodes, inits, [helper.make_tensor_value_info("x", f, [2, 5, 24])], outs,
+                         "dq_matmul" + (extra_reader or ""))
+
+    def want_matmul(self):
+        q, xs, xz = dynamic_quantize_linear(self.x)
+        a1 = (q - int(xz)) @ self.w1.astype(np.int64)
+        a2 = (q - int(xz)) @ (self.w2.astype(np.int64) - 128)
+        y1 = a1.astype(np.float32) * (xs * self.s1) + self.b1
+        y2 = (xs * self.s2) * a2.astype(np.float32)
+        return y1.astype(np.float32), y2.astype(np.float32)
+
+    def test_matmul_chain_exact(self):
+        got = graphi.Session(self.matmul_model()).run(None, {"x": self.x})
+        for g, w in zip(got, self.want_matmul()):
+            np.testing.assert_array_equal(g, w)
+
+    def test_fused_contrib_op_exact(self):
+        from onnx import TensorProto, helper, numpy_helper
+        f = TensorProto.FLOAT
+        inits = [numpy_helper.from_array(v, n) for v, n in (
+            (self.w1, "w1"), (self.s1, "s1"), (np.zeros(70, np.int8), "z1"), (self.b1, "b1"))]
+        node = helper.make_node("DynamicQuantizeMatMul", ["x", "w1", "s1", "z1", "b1"], ["y"],
+                                domain="com.microsoft")
+        path = self.save([node], inits, [helper.make_tensor_value_info("x", f, [2, 5, 24])],
+                         [helper.make_tensor_value_info("y", f, [2, 5, 70])], "dq_fused", ms=True)
+        got = graphi.Session(path).run(None, {"x": self.x})[0]
+        q, xs, xz = dynamic_quantize_linear(self.x)
+        acc = (q - int(xz)) @ self.w1.astype(np.int64)
+        np.testing.assert_array_equal(got, acc.astype(np.float32) * (xs * self.s1) + self.b1)
+
+    def conv_model(self):
+        from onnx import TensorProto, helper, numpy_helper
+        f = TensorProto.FLOAT
+        inits = [numpy_helper.from_array(v, n) for v, n in (
+            (self.wc, "wc"), (np.array(self.sc), "sc"), (np.array(0, np.int8), "zc"))]
+        nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+                 helper.make_node("Mul", ["xs", "sc"], ["p"]),
+                 helper.make_node("ConvInteger", ["xq", "wc", "xz", "zc"], ["a"], pads=[1, 1, 1, 1],
+                                  strides=[2, 2], kernel_shape=[3, 3]),
+                 helper.make_node("Cast", ["a"], ["c"], to=f),
+                 helper.make_node("Mul", ["c", "p"], ["y"])]
+        return self.save(nodes, inits, [helper.make_tensor_value_info("x", f, [1, 4, 9, 9])],
+                         [helper.make_tensor_value_info("y", f, [1, 6, 5, 5])], "dq_conv")
+
+    def test_conv_chain(self):
+        got = graphi.Session(self.conv_model()).run(None, {"x": self.img})[0]
+        q, xs, xz = dynamic_quantize_linear(self.img)
+        qp = np.pad(q - int(xz), ((0, 0), (0, 0), (1, 1), (1, 1)))
+        acc = np.zeros((1, 6, 5, 5), np.int64)
+        for oy in range(5):
+            for ox in range(5):
+                patch = qp[0, :, 2 * oy:2 * oy + 3, 2 * ox:2 * ox + 3]
+                acc[0, :, oy, ox] = np.tensordot(self.wc.astype(np.int64), patch, 3)
+        want = acc.astype(np.float32) * (xs * self.sc)
+        self.assertLessEqual(float(np.abs(got - want).max()), 1e-5 * float(np.abs(want).max()))
+
+    def test_refusals_name_the_node(self):
+        with self.assertRaises(graphi.Error) as e:
+            graphi.Session(self.matmul_model(extra_reader="Identity"))
+        self.assertIn("(DynamicQuantizeLinear): its output 'a1' feeds node[10]", str(e.exception))
+        self.assertIn("(Identity)", str(e.exception))
+        # uint8 weights whose difference to a zero point of 0 leaves int8
+        self.w2 = np.full((24, 9), 200, np.uint8)
+        path = self.matmul_model()
+        import onnx
+        m = onnx.load(path)
+        for t in m.graph.initializer:
+            if t.name == "z2":
+                t.CopyFrom(onnx.numpy_helper.from_array(np.array(0, np.uint8), "z2"))
+        onnx.save(m, path)
+        with self.assertRaises(graphi.Error) as e:
+            graphi.Session(path)
+        self.assertIn("minus its zero point is 200, outside int8", str(e.exception))
+
+    @unittest.skipIf(ort is None, "onnxruntime is not installed (scripts/bench_venv.sh)")
+    def test_matches_onnxruntime(self):
+        path = self.matmul_model()
+        theirs = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": self.x})
+        ours = graphi.Session(path).run(None, {"x": self.x})
+        for o, g in zip(theirs, ours):
+            np.testing.assert_allclose(g, o, rtol=1e-6, atol=1e-6)
+        path = self.conv_model()
+        o = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": self.img})[0]
+        g = graphi.Session(path).run(None, {"x": self.img})[0]
+        self.assertLessEqual(float(np.abs(g - o).max()), 1e-5 * float(np.abs(o).max()))
+
+
 if __name__ == "__main__":
     unittest.main()

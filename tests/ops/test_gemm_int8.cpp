@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -78,6 +79,31 @@ TEST_CASE("gemm int8: the dispatched quantizer gives the portable one's bytes", 
   }
 }
 
+TEST_CASE("gemm int8: quantizing with a given scale divides, as QuantizeLinear does",
+          "[gemm_int8]") {
+  // Against the definition in double (x / scale rounded to float32 first, as the division is a
+  // float32 one): ties both ways, saturation, NaN; every length around the 16-lane vectors.
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  const float scale = 0.0173f, zp = 117.0f;
+  for (int64_t n : {1, 15, 16, 17, 33, 250}) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) v = u(rng);
+    x[0] = 2.5f * scale;
+    if (n > 2) x[1] = -3.5f * scale, x[2] = std::numeric_limits<float>::quiet_NaN();
+    if (n > 4) x[3] = 1e6f, x[4] = -1e6f;
+    std::vector<uint8_t> got(static_cast<size_t>(n));
+    int8_quantize_values(x.data(), n, scale, zp, got.data());
+    for (int64_t i = 0; i < n; ++i) {
+      const float d = x[static_cast<size_t>(i)] / scale;
+      const double want =
+          std::isnan(d) ? 0.0 : std::clamp(std::nearbyint(double{d}) + zp, 0.0, 255.0);
+      INFO("n " << n << " x " << x[static_cast<size_t>(i)]);
+      CHECK(static_cast<double>(got[static_cast<size_t>(i)]) == want);
+    }
+  }
+}
+
 namespace {
 
 struct Shape4 {
@@ -105,8 +131,7 @@ double check_gemm(GemmInt8Fn fn, const Shape4& s, uint64_t seed) {
     for (int64_t kk = 0; kk < s.k; ++kk) {
       const int8_t q = int8_quantize_weight(a[size_t(kk * s.m + j)], sa[size_t(j)]);
       qa[size_t(kk * s.m + j)] = q;
-      reinterpret_cast<int8_t*>(&ap[size_t(int8_word_offset(j, kk / 4, s.k, s.panel))])[kk & 3] =
-          q;
+      reinterpret_cast<int8_t*>(&ap[size_t(int8_word_offset(j, kk / 4, s.k, s.panel))])[kk & 3] = q;
       if (kk / 4 >= s.q0 && kk / 4 < q1) colsum[size_t(j)] += q;
     }
   }
@@ -118,8 +143,8 @@ double check_gemm(GemmInt8Fn fn, const Shape4& s, uint64_t seed) {
   for (int64_t r = 0; r < s.rows; ++r) {
     uint32_t* row = &bq[size_t(r * ldb)];
     row[kq - 1] = 0xffffffffu;  // bytes past k: A is 0 there, whatever B holds
-    int8_quantize_row(&b[size_t(r * s.k)], 0, s.k, reinterpret_cast<uint8_t*>(row),
-                      &sb[size_t(r)], &zb[size_t(r)]);
+    int8_quantize_row(&b[size_t(r * s.k)], 0, s.k, reinterpret_cast<uint8_t*>(row), &sb[size_t(r)],
+                      &zb[size_t(r)]);
     std::memcpy(&qb[size_t(r * s.k)], row, size_t(s.k));
     std::memcpy(row + kq, &sb[size_t(r)], 4);
     row[kq + 1] = uint32_t(zb[size_t(r)]);
@@ -190,7 +215,8 @@ TEST_CASE("gemm int8: every path against the naive quantized product", "[gemm_in
       for (int64_t m : {1, 16, 37, 64, 100, 200})
         for (int64_t k : {1, 3, 4, 17, 64, 129})
           for (int64_t panel : {16, 64, 256}) {
-            worst = std::max(worst, check_gemm(fn, {rows, m, k, panel, 0, -1, false, false}, ++seed));
+            worst =
+                std::max(worst, check_gemm(fn, {rows, m, k, panel, 0, -1, false, false}, ++seed));
             if (k >= 64 && rows <= 2) {
               const int64_t kq = int8_quads(k);
               check_gemm(fn, {rows, m, k, panel, 2, kq - 3, true, false}, ++seed);

@@ -1,0 +1,46 @@
+// ONNX DynamicQuantizeLinear's arithmetic (uint8, one scale and zero point for a whole tensor),
+// shared by the ops that run ONNX Runtime's quantize_dynamic chains (DynamicQuantizeMatMul,
+// DynamicQuantizeDequantize):
+//   scale = (max(0, max x) - min(0, min x)) / 255 (1 when that is 0 or not finite),
+//   zero_point = round(saturate(-min(0, min x) / scale)), q = saturate(round(x / scale) + zp)
+// with the division and rounding half to even (the default rounding mode) of its definition.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+namespace graphi::ops {
+
+struct DynamicQuant {
+  float scale = 1.0f, zero_point = 0.0f;
+};
+
+// lo / hi: min(0, min x) and max(0, max x).
+inline DynamicQuant dynamic_quant_params(float lo, float hi) {
+  DynamicQuant q;
+  q.scale = (hi - lo) / 255.0f;
+  if (!(q.scale > 0.0f) || !std::isfinite(q.scale)) q.scale = 1.0f;
+  q.zero_point = std::nearbyint(std::clamp(-lo / q.scale, 0.0f, 255.0f));
+  return q;
+}
+
+// q of x, as a float in [0, 255] (a NaN x gives 0).
+inline float dynamic_quant_value(float x, const DynamicQuant& p) {
+  const float q = std::nearbyint(x / p.scale) + p.zero_point;
+  return q > 0.0f ? (q < 255.0f ? q : 255.0f) : 0.0f;
+}
+
+// min(0, min x[i0..i1)) and max(0, max ...) folded into lo / hi (NaNs skipped).
+inline void dynamic_quant_range(const float* x, int64_t i0, int64_t i1, float& lo, float& hi) {
+  float l = lo, h = hi;
+#pragma omp simd reduction(min : l) reduction(max : h)
+  for (int64_t i = i0; i < i1; ++i) {
+    l = x[i] < l ? x[i] : l;
+    h = x[i] > h ? x[i] : h;
+  }
+  lo = l;
+  hi = h;
+}
+
+}  // namespace graphi::ops
