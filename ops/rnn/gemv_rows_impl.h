@@ -50,8 +50,12 @@ inline void gemv_block(const float* a, int64_t lda, const float* b, int64_t ldb,
       for (int v = 0; v < NV; ++v) acc[r][v] = T::fmadd(av[v], hr, acc[r][v]);
     }
   }
+  // Unrolled like the loops above: a loop over r left rolled here indexes acc at run time, and
+  // GCC 12 then keeps acc in memory and stores every accumulator to the stack in the k loop.
+#pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
     float* cr = c + r * ldc;
+#pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
       const bool part = kMasked && v == NV - 1;
       V out = acc[r][v];
