@@ -1,5 +1,5 @@
 // ONNX DynamicQuantizeLinear's arithmetic (uint8, one scale and zero point for a whole tensor),
-// shared by the ops that run ONNX Runtime's quantize_dynamic chains (DynamicQuantizeMatMul,
+// shared by the ops that run ONNX Runtime's quantize_dynamic chains (Int8MatMul,
 // DynamicQuantizeDequantize):
 //   scale = (max(0, max x) - min(0, min x)) / 255 (1 when that is 0 or not finite),
 //   zero_point = round(saturate(-min(0, min x) / scale)), q = saturate(round(x / scale) + zp)

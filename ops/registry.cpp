@@ -28,7 +28,7 @@ Registry& process_table() {
     register_logic_ops(*r);
     register_cast_op(*r);
     register_quantize_dequantize_op(*r);
-    register_dynamic_quantize_matmul_op(*r);
+    register_int8_matmul_op(*r);
     register_dynamic_quantize_dequantize_op(*r);
     register_norm_ops(*r);
     register_log_softmax_op(*r);

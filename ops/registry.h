@@ -88,7 +88,7 @@ void register_logic_ops(
     Registry& r);  // ops/logic_ops.cpp: Equal, Less, ..., And, Or, Not, Where, Max, Min
 void register_cast_op(Registry& r);                         // ops/cast_op.cpp: Cast
 void register_quantize_dequantize_op(Registry& r);          // ops/quantize_dequantize.cpp
-void register_dynamic_quantize_matmul_op(Registry& r);      // ops/dynamic_quantize_matmul.cpp
+void register_int8_matmul_op(Registry& r);                  // ops/int8_matmul.cpp
 void register_dynamic_quantize_dequantize_op(Registry& r);  // ops/dynamic_quantize_dequantize.cpp
 void register_norm_ops(Registry& r);  // ops/norm_ops.cpp: LayerNormalization, InstanceNormalization
 void register_log_softmax_op(Registry& r);  // ops/log_softmax.cpp: LogSoftmax

@@ -5,7 +5,7 @@
 // (either operand order in both Muls; one DynamicQuantizeLinear may feed several MatMulIntegers,
 // the Q / K / V projections of an attention block), and ORT's own fusion of it,
 // com.microsoft.DynamicQuantizeMatMul(x, Wq, w_scale, wzp, bias), become graphi's
-// DynamicQuantizeMatMul (ops/dynamic_quantize_matmul.cpp), which computes exactly what the chain
+// Int8MatMul (ops/int8_matmul.cpp), which computes exactly what the chain
 // defines in int8 / int32. The same chain through ConvInteger (quantize_dynamic's Conv) becomes
 // DynamicQuantizeDequantize(x) (once per x) and a float Conv with weights (W - zero point) *
 // scale: the same integer products, summed in float32. The chain is checked as a whole at its
@@ -188,7 +188,7 @@ Status Importer::emit_dynamic_quantize_matmul(const onnx::Node& n, const DqChain
                                   add_const(c.w_scale + "_scale", std::move(scale))};
   if (!bias.empty()) ins.push_back(bias);
   const std::string name = node_name(n);
-  return emit("DynamicQuantizeMatMul", name, ins, outputs_of(n, name), Attributes{}, where, &n);
+  return emit("Int8MatMul", name, ins, outputs_of(n, name), Attributes{}, where, &n);
 }
 
 Status Importer::emit_dynamic_quantize_conv(const onnx::Node& n, const DqChain& c,

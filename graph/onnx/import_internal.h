@@ -96,9 +96,35 @@ class Importer {
     int64_t zero_point = 0, qmin = 0, qmax = 255;
   };
   std::unordered_map<std::string, PendingQuant> pending_quant_;  // by the quantized value's name
+  // A QuantizeLinear -> DequantizeLinear pair's output (by name), emitted as QuantizeDequantize
+  // only when a node other than an Int8MatMul reads it (materialize_qdq; import_node asks before
+  // each node, add_outputs for graph outputs): a MatMul of it by DequantizeLinear'd int8 weights
+  // reads x itself.
+  struct LazyQdq {
+    PendingQuant q;
+    std::string name, where;
+    bool emitted = false;
+  };
+  std::unordered_map<std::string, LazyQdq> lazy_qdq_;
+  Status materialize_qdq(const std::string& v);
+  Status materialize_qdq_inputs(const onnx::Node& n);
+  // The constants DequantizeLinear folded (by the folded value's name), from their int8 input.
+  struct DequantizedConstant {
+    std::string q, scale, zero_point;
+    int64_t axis = 1;
+    bool blocked = false;
+  };
+  std::unordered_map<std::string, DequantizedConstant> dequantized_constants_;
+  // MatMul(a QDQ pair's output, DequantizeLinear'd 8-bit weights) as Int8MatMul: its weights
+  // (W minus zero point) and scale, or nullopt when the MatMul is not of that form.
+  struct Int8Weights {
+    HostTensor w, scale;
+  };
+  std::optional<Int8Weights> int8_qdq_weights(const std::string& a, const std::string& b);
+  std::optional<Status> int8_qdq_matmul(NodeIn& io);
   // quantize_dynamic's MatMuls (graph/onnx/import_dynamic_quantize.cpp): a DynamicQuantizeLinear
   // -> MatMulInteger -> Cast -> Mul chain, or com.microsoft.DynamicQuantizeMatMul, as graphi's
-  // DynamicQuantizeMatMul. nullopt: not such a node.
+  // Int8MatMul. nullopt: not such a node.
   std::optional<Status> import_dynamic_quantize(const onnx::Node& n, const std::string& where);
   struct DqChain {
     std::string x, w, w_zero_point, w_scale;

@@ -27,6 +27,7 @@ std::optional<std::pair<int64_t, int64_t>> activation_range(int32_t type) {
 std::optional<Status> Importer::translate_quantize(NodeIn& io) {
   const onnx::Node& n = io.n;
   const std::string& where = io.where;
+  if (n.op == "MatMul") return int8_qdq_matmul(io);
   if (n.op != "QuantizeLinear" && n.op != "DequantizeLinear") return std::nullopt;
   if (Status s = io.need(0); !s.is_ok()) return s;
   if (Status s = io.need(1); !s.is_ok()) return s;
@@ -98,12 +99,96 @@ std::optional<Status> Importer::translate_quantize(NodeIn& io) {
                                std::to_string(z) + " differ from those of its QuantizeLinear (" +
                                q.where + ": " + std::to_string(q.scale) + " / " +
                                std::to_string(q.zero_point) + ")");
+  LazyQdq lazy;
+  lazy.q = q;
+  lazy.name = io.name;
+  lazy.where = where;
+  lazy_qdq_[io.outs[0]] = std::move(lazy);
+  // Defined for the readers' checks, not yet a graph value (materialize_qdq emits it).
+  ValState v;
+  v.desc = vals_.at(q.x).desc;
+  vals_[io.outs[0]] = std::move(v);
+  return Status::ok();
+}
+
+Status Importer::materialize_qdq(const std::string& v) {
+  auto it = lazy_qdq_.find(v);
+  if (it == lazy_qdq_.end() || it->second.emitted) return Status::ok();
+  LazyQdq& l = it->second;
+  l.emitted = true;
+  vals_.erase(v);
   Attributes a;
-  a.set("scale", q.scale);
-  a.set("zero_point", q.zero_point);
-  a.set("qmin", q.qmin);
-  a.set("qmax", q.qmax);
-  return emit("QuantizeDequantize", io.name, {q.x}, io.outs, std::move(a), where, &n);
+  a.set("scale", l.q.scale);
+  a.set("zero_point", l.q.zero_point);
+  a.set("qmin", l.q.qmin);
+  a.set("qmax", l.q.qmax);
+  return emit("QuantizeDequantize", l.name, {l.q.x}, {v}, std::move(a), l.where, nullptr);
+}
+
+Status Importer::materialize_qdq_inputs(const onnx::Node& n) {
+  if (lazy_qdq_.empty()) return Status::ok();
+  const bool int8 = n.op == "MatMul" && (n.domain.empty() || n.domain == "ai.onnx") &&
+                    n.inputs.size() == 2 && int8_qdq_weights(n.inputs[0], n.inputs[1]);
+  for (size_t k = 0; k < n.inputs.size(); ++k)
+    if (!(int8 && k == 0)) GRAPHI_RETURN_IF_ERROR(materialize_qdq(n.inputs[k]));
+  for (const std::string& v : outer_reads(n)) GRAPHI_RETURN_IF_ERROR(materialize_qdq(v));
+  return Status::ok();
+}
+
+std::optional<Importer::Int8Weights> Importer::int8_qdq_weights(const std::string& a,
+                                                                const std::string& b) {
+  auto xi = lazy_qdq_.find(a);
+  auto wi = dequantized_constants_.find(b);
+  if (xi == lazy_qdq_.end() || wi == dequantized_constants_.end()) return std::nullopt;
+  const PendingQuant& xq = xi->second.q;
+  const DequantizedConstant& d = wi->second;
+  const HostTensor* w = host(d.q);
+  const HostTensor* s = host(d.scale);
+  const HostTensor* z = d.zero_point.empty() ? nullptr : host(d.zero_point);
+  if (xq.qmax - xq.qmin != 255 || d.blocked || !w || !s || (!d.zero_point.empty() && !z) ||
+      (w->type != onnx::kInt8 && w->type != onnx::kUint8) || w->shape.size() != 2 ||
+      s->type != onnx::kFloat)
+    return std::nullopt;
+  const int64_t K = w->shape[0], N = w->shape[1];
+  const bool per_column = s->numel() == static_cast<size_t>(N) && N > 1;
+  if ((s->numel() != 1 && !per_column) || (per_column && d.axis != 1 && d.axis != -1) ||
+      (z && z->numel() != s->numel()))
+    return std::nullopt;
+  auto x = vals_.find(xq.x);
+  if (x == vals_.end() || x->second.is_const || x->second.desc.rank() < 1 ||
+      x->second.desc.shape.back() != K)
+    return std::nullopt;
+  Int8Weights out{HostTensor::make(onnx::kFloat, {K, N}),
+                  HostTensor::make(onnx::kFloat, {static_cast<int64_t>(s->numel())})};
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t j = 0; j < N; ++j) {
+      const int64_t v = w->i[static_cast<size_t>(k * N + j)] -
+                        (z ? z->i[per_column ? static_cast<size_t>(j) : 0] : 0);
+      if (v < -128 || v > 127) return std::nullopt;
+      out.w.f[static_cast<size_t>(k * N + j)] = static_cast<double>(v);
+    }
+  out.scale.f = s->f;
+  return out;
+}
+
+std::optional<Status> Importer::int8_qdq_matmul(NodeIn& io) {
+  // MatMul(QuantizeDequantize(x) with an 8-bit range, DequantizeLinear(8-bit W) folded): the
+  // product of the same integers, summed in int32 (Int8MatMul, ops/int8_matmul.cpp) instead of
+  // the float32 one of their dequantized values. Anything else: the float MatMul.
+  if (io.ins.size() != 2 || io.ins[0].empty() || io.ins[1].empty()) return std::nullopt;
+  std::optional<Int8Weights> w = int8_qdq_weights(io.ins[0], io.ins[1]);
+  if (!w) return std::nullopt;
+  const PendingQuant& xq = lazy_qdq_.at(io.ins[0]).q;
+  const DequantizedConstant& d = dequantized_constants_.at(io.ins[1]);
+  Attributes a;
+  a.set("x_scale", xq.scale);
+  a.set("x_zero_point", xq.zero_point);
+  a.set("qmin", xq.qmin);
+  a.set("qmax", xq.qmax);
+  return emit("Int8MatMul", io.name,
+              {xq.x, add_const(d.q + "_int8", std::move(w->w)),
+               add_const(d.scale + "_scale", std::move(w->scale))},
+              io.outs, std::move(a), io.where, &io.n);
 }
 
 }  // namespace graphi::graph::onnx_import

@@ -514,6 +514,7 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
 Status Importer::import_node(const onnx::Node& node_in) {
   const std::string where = where_of(node_in);
   if (std::optional<Status> done = import_dynamic_quantize(node_in, where)) return *done;
+  GRAPHI_RETURN_IF_ERROR(materialize_qdq_inputs(node_in));
   onnx::Node legacy;
   const onnx::Node* np = &node_in;
   if (opset_ < 7 && node_in.attr("broadcast") &&
@@ -622,6 +623,15 @@ Status Importer::import_node(const onnx::Node& node_in) {
       s.is_const = true;
       s.host = std::make_shared<HostTensor>(std::move(outs[k]));
       vals_[n.outputs[k]] = std::move(s);
+    }
+    if (n.op == "DequantizeLinear") {  // int8 weights an Int8MatMul may take as they are
+      DequantizedConstant d;
+      d.q = n.inputs[0];
+      d.scale = n.inputs[1];
+      d.zero_point = n.inputs.size() > 2 ? n.inputs[2] : "";
+      d.axis = n.attr("axis") ? n.attr("axis")->i : 1;
+      d.blocked = n.attr("block_size") && n.attr("block_size")->i != 0;
+      dequantized_constants_[n.outputs[0]] = d;
     }
     return Status::ok();
   }
@@ -1029,6 +1039,7 @@ Result<Graph> Importer::run() {
     GRAPHI_RETURN_IF_ERROR(import_node(m_.graph.nodes[order[done]]));
   }
   report("import", total, total);
+  for (const onnx::ValueInfo& o : m_.graph.outputs) GRAPHI_RETURN_IF_ERROR(materialize_qdq(o.name));
   GRAPHI_RETURN_IF_ERROR(add_outputs());
   std::string producer = m_.producer_name;
   if (!m_.producer_version.empty()) producer += (producer.empty() ? "" : " ") + m_.producer_version;

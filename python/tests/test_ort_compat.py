@@ -260,7 +260,7 @@ class Float16ValuesTest(unittest.TestCase):
 class QdqModelTest(unittest.TestCase):
     """A QDQ-format quantized model (int8 weights per output column, an int32 bias, uint8
     activations through QuantizeLinear -> DequantizeLinear pairs, as ONNX Runtime's
-    quantize_static writes them) runs in float32: against numpy's evaluation of the same
+    quantize_static writes them; its MatMul in int8): against numpy's evaluation of the same
     definitions (np.rint rounds half to even, as QuantizeLinear does) and, where installed,
     onnxruntime."""
 
@@ -326,6 +326,26 @@ class QdqModelTest(unittest.TestCase):
         self.assertLessEqual(float(diff.max()), float(self.ys) * 1.001)
         self.assertGreaterEqual(float(np.mean(diff == 0)), 0.95)
 
+    def test_matmul_of_pairs_runs_in_int8(self):
+        """QuantizeLinear -> DequantizeLinear of x, then MatMul by DequantizeLinear'd int8
+        weights: Int8MatMul, the same integers summed exactly in int32 and scaled once (what
+        numpy computes here in int64), not the float32 sum of the dequantized values."""
+        from onnx import TensorProto, helper
+        nodes = self.nodes[:5]
+        g = helper.make_graph(nodes, "qdq_mm",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])],
+                              [helper.make_tensor_value_info("mm", TensorProto.FLOAT, [4, 8])],
+                              self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 7
+        path = os.path.join(self.dir.name, "qdq_mm.onnx")
+        with open(path, "wb") as f:
+            f.write(m.SerializeToString())
+        q = np.clip(np.rint((self.x / self.xs).astype(np.float32)) + int(self.xz), 0, 255)
+        acc = (q.astype(np.int64) - int(self.xz)) @ self.wq.astype(np.int64)
+        want = acc.astype(np.float32) * (self.xs * self.ws)
+        np.testing.assert_array_equal(graphi.Session(path).run({"x": self.x})["mm"], want)
+
     def test_blocked_weight_scales_fold(self):
         """Opset 21's blocked DequantizeLinear (a scale per 8 rows of each column) on int8
         weights folds at import to what numpy computes."""
@@ -382,6 +402,7 @@ def lstm_reference(x, w, r, b, h0, c0, reverse=False):
     return y, h, c
 
 
+@unittest.skipIf(onnx is None, "onnx is not installed")
 class DynamicQuantizeLstmTest(unittest.TestCase):
     """ONNX Runtime's com.microsoft DynamicQuantizeLSTM (what quantize_dynamic writes for an
     LSTM): int8 weights with a scale per gate row (symmetric) or uint8 ones with one scale and
@@ -507,6 +528,7 @@ def dynamic_quantize_linear(x):
     return np.nan_to_num(q, nan=0.0).astype(np.int64), scale, zp
 
 
+@unittest.skipIf(onnx is None, "onnx is not installed")
 class DynamicQuantizeModelTest(unittest.TestCase):
     """What ONNX Runtime's quantize_dynamic writes for MatMul and Conv (DynamicQuantizeLinear ->
     MatMulInteger / ConvInteger -> Cast -> Mul by the scales' product), and its fused

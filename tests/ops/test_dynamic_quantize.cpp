@@ -1,4 +1,4 @@
-// The ops of ONNX Runtime's quantize_dynamic chains (ops/dynamic_quantize_matmul.cpp,
+// The ops of ONNX Runtime's quantize_dynamic chains (ops/int8_matmul.cpp,
 // ops/dynamic_quantize_dequantize.cpp) against ONNX's definitions, computed here in the plainest
 // way: DynamicQuantizeLinear of the whole x, the integer products summed in int64, the scales
 // applied in float32 in the chain's order (Cast(acc) * (x_scale * w_scale)).
@@ -35,6 +35,12 @@ RefQuant ref_quant(const Tensor& x) {
   return {s, zp};
 }
 
+graph::Attributes attrs(std::initializer_list<std::pair<const char*, graph::Attribute>> kv) {
+  graph::Attributes a;
+  for (const auto& [k, v] : kv) a.set(k, v);
+  return a;
+}
+
 float ref_q(float v, const RefQuant& q) {
   if (std::isnan(v)) return 0.0f;
   return std::min(std::max(std::nearbyint(v / q.scale) + q.zp, 0.0f), 255.0f);
@@ -42,7 +48,7 @@ float ref_q(float v, const RefQuant& q) {
 
 }  // namespace
 
-TEST_CASE("DynamicQuantizeMatMul: quantize_dynamic's MatMul chain, exactly", "[ops][quantize]") {
+TEST_CASE("Int8MatMul: quantize_dynamic's MatMul chain, exactly", "[ops][quantize]") {
   // K no multiple of 4 (a partial quad), N no multiple of 64 (a masked panel), rows no multiple
   // of the kernel's 6-row blocks; per-column and one scale; with and without bias.
   const int64_t K = 42, N = 70;
@@ -56,8 +62,8 @@ TEST_CASE("DynamicQuantizeMatMul: quantize_dynamic's MatMul chain, exactly", "[o
     Tensor bias = random_tensor(TensorDesc{DType::kF32, {N}}, 7, -1, 1);
     const RefQuant q = ref_quant(x);
     for (int threads : {1, 3}) {
-      auto r = run_single_op("DynamicQuantizeMatMul", {}, {x, w, ws, bias}, 1, threads,
-                             {false, true, true, true});
+      auto r =
+          run_single_op("Int8MatMul", {}, {x, w, ws, bias}, 1, threads, {false, true, true, true});
       REQUIRE(r.is_ok());
       const Tensor& y = r->outputs[0];
       CHECK(y.desc().shape == Shape{3, 7, N});
@@ -80,25 +86,22 @@ TEST_CASE("DynamicQuantizeMatMul: quantize_dynamic's MatMul chain, exactly", "[o
   for (int64_t i = 0; i < w8.numel(); ++i) w8.data_as<float>()[i] = static_cast<float>(i % 7 - 3);
   Tensor one(TensorDesc{DType::kF32, {1}});
   one.data_as<float>()[0] = 1.0f;
-  auto z = run_single_op("DynamicQuantizeMatMul", {}, {zero, w8, one}, 1, 2, {false, true, true});
+  auto z = run_single_op("Int8MatMul", {}, {zero, w8, one}, 1, 2, {false, true, true});
   REQUIRE(z.is_ok());
   for (int64_t i = 0; i < 6; ++i) CHECK(z->outputs[0].data_as<float>()[i] == 0.0f);
   // Weights that are no int8 values, a scale that is not positive: refused, naming them.
   Tensor bad_w(TensorDesc{DType::kF32, {8, 3}});
   bad_w.data_as<float>()[4] = 0.5f;
-  auto bw =
-      run_single_op("DynamicQuantizeMatMul", {}, {zero, bad_w, one}, 1, 1, {false, true, true});
+  auto bw = run_single_op("Int8MatMul", {}, {zero, bad_w, one}, 1, 1, {false, true, true});
   REQUIRE_FALSE(bw.is_ok());
   CHECK_THAT(bw.status().message(), Catch::Contains("W[1, 1] = 0.5"));
-  auto bs =
-      run_single_op("DynamicQuantizeMatMul", {}, {zero, w8, Tensor(TensorDesc{DType::kF32, {1}})},
-                    1, 1, {false, true, true});
+  auto bs = run_single_op("Int8MatMul", {}, {zero, w8, Tensor(TensorDesc{DType::kF32, {1}})}, 1, 1,
+                          {false, true, true});
   REQUIRE_FALSE(bs.is_ok());
   CHECK_THAT(bs.status().message(), Catch::Contains("w_scale[0]"));
   // Shapes that do not multiply.
-  auto shape =
-      run_single_op("DynamicQuantizeMatMul", {}, {Tensor(TensorDesc{DType::kF32, {2, 7}}), w8, one},
-                    1, 1, {false, true, true});
+  auto shape = run_single_op("Int8MatMul", {}, {Tensor(TensorDesc{DType::kF32, {2, 7}}), w8, one},
+                             1, 1, {false, true, true});
   REQUIRE_FALSE(shape.is_ok());
   CHECK_THAT(shape.status().message(), Catch::Contains("do not multiply"));
 }
@@ -120,4 +123,51 @@ TEST_CASE("DynamicQuantizeDequantize: DynamicQuantizeLinear of the whole tensor,
       }
     }
   }
+}
+
+TEST_CASE("Int8MatMul with a given scale: a QDQ pair's QuantizeLinear, then the int8 product",
+          "[ops][quantize]") {
+  // uint8 (0..255) and int8 (-128..127) activations; saturation both ways and a tie included.
+  const int64_t K = 19, N = 33;
+  Tensor w(TensorDesc{DType::kF32, {K, N}});
+  for (int64_t i = 0; i < w.numel(); ++i)
+    w.data_as<float>()[i] = static_cast<float>((i * 53 + 7) % 256 - 128);
+  Tensor ws = random_tensor(TensorDesc{DType::kF32, {N}}, 3, 0.001, 0.02);
+  struct Case {
+    double scale;
+    int64_t zp, qmin, qmax;
+  };
+  for (const Case& c : {Case{0.021, 131, 0, 255}, Case{0.017, -3, -128, 127}}) {
+    Tensor x = random_tensor(TensorDesc{DType::kF32, {13, K}}, 4, -4, 4);
+    const auto s = static_cast<float>(c.scale);
+    x.data_as<float>()[0] = 2.5f * s, x.data_as<float>()[1] = 1e6f, x.data_as<float>()[2] = -1e6f;
+    for (int threads : {1, 3}) {
+      auto r = run_single_op(
+          "Int8MatMul",
+          attrs({{"x_scale", c.scale}, {"x_zero_point", c.zp}, {"qmin", c.qmin}, {"qmax", c.qmax}}),
+          {x, w, ws}, 1, threads, {false, true, true});
+      REQUIRE(r.is_ok());
+      for (int64_t row = 0; row < 13; ++row)
+        for (int64_t j = 0; j < N; ++j) {
+          int64_t acc = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            const float q =
+                std::min(std::max(std::nearbyint(x.data_as<float>()[row * K + k] / s) + c.zp,
+                                  static_cast<float>(c.qmin)),
+                         static_cast<float>(c.qmax));
+            acc += (static_cast<int64_t>(q) - c.zp) *
+                   static_cast<int64_t>(w.data_as<float>()[k * N + j]);
+          }
+          const float want = static_cast<float>(acc) * (s * ws.data_as<float>()[j]);
+          INFO("zp " << c.zp << " row " << row << " column " << j << " threads " << threads);
+          REQUIRE(r->outputs[0].data_as<float>()[row * N + j] == want);
+        }
+    }
+  }
+  // A zero point outside the range: refused.
+  auto bad =
+      run_single_op("Int8MatMul", attrs({{"x_scale", 0.1}, {"x_zero_point", int64_t{300}}}),
+                    {Tensor(TensorDesc{DType::kF32, {2, K}}), w, ws}, 1, 1, {false, true, true});
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("x_zero_point 300"));
 }

@@ -1,11 +1,17 @@
-// DynamicQuantizeMatMul: a float32 x [..., K] times constant int8 weights, the way ONNX
-// Runtime's quantize_dynamic writes a MatMul (DynamicQuantizeLinear -> MatMulInteger -> Cast ->
-// Mul by the product of the scales; com.microsoft.DynamicQuantizeMatMul in one node), computed
-// exactly as that chain defines it (graph/onnx/ONNX.md, "Dynamically quantized models"): x
-// quantized as DynamicQuantizeLinear does (ops/dynamic_quantize.h), then
+// Int8MatMul: a float32 x [..., K] times constant int8 weights, with x quantized to 8 bits per
+// tensor at run time and the products summed exactly in int32 (ops/rnn/gemm_int8.h: vpdpbusd on
+// AVX512-VNNI, else the same integers portably):
 //   y[r][j] = float(sum_k (q[r][k] - x_zp) * W[k][j]) * (x_scale * w_scale[j]) (+ bias[j])
-// with one x scale and zero point for the whole tensor, the products summed exactly in int32
-// (ops/rnn/gemm_int8.h: vpdpbusd on AVX512-VNNI, else the same integers portably).
+// Two ways to get q (graph/onnx/ONNX.md, "Quantized models"):
+// - dynamically (no x_scale attribute), as ONNX DynamicQuantizeLinear does
+// (ops/dynamic_quantize.h):
+//   ONNX Runtime's quantize_dynamic MatMul chain (DynamicQuantizeLinear -> MatMulInteger -> Cast ->
+//   Mul by the product of the scales; com.microsoft.DynamicQuantizeMatMul in one node), computed
+//   bit for bit as that chain defines it;
+// - with a given scale (attributes x_scale, x_zero_point, qmin, qmax: the quantized type's range,
+//   0..255 or -128..127), as QuantizeLinear does: a QDQ model's QuantizeLinear -> DequantizeLinear
+//   pair before a MatMul with DequantizeLinear'd int8 weights, whose float32 value it gives up to
+//   the rounding of the float sums (the int32 sum is exact).
 // Inputs: x [..., K]; W [K, N], a float32 constant holding the weights minus their zero point
 // (integers in [-128, 127]; the importer subtracts it); w_scale [N] or [1]; bias [N] (optional).
 #include <omp.h>
@@ -13,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "ops/dynamic_quantize.h"
 #include "ops/registry.h"
@@ -24,7 +31,34 @@ namespace {
 
 constexpr int64_t kPanel = 64;  // gemm_int8's 64-column register blocks, one per panel
 
-Result<std::vector<TensorDesc>> infer_dqmm(const graph::InferContext& ctx) {
+// A given scale (QuantizeLinear's): q - qmin is the u8 the kernel multiplies, so its zero point is
+// x_zero_point - qmin (an int8 q, -128..127, becomes q + 128).
+struct StaticQuant {
+  DynamicQuant q;  // the scale, and the zero point as a u8
+  float qmin = 0.0f;
+};
+
+Result<std::optional<StaticQuant>> static_quant(const graph::Node& node, const std::string& where) {
+  if (!node.attrs.has("x_scale")) return std::optional<StaticQuant>();
+  GRAPHI_ASSIGN_OR_RETURN(double scale, graph::attr_float(node.attrs, where, "x_scale", 0.0));
+  GRAPHI_ASSIGN_OR_RETURN(int64_t zp, graph::attr_int(node.attrs, where, "x_zero_point", 0));
+  GRAPHI_ASSIGN_OR_RETURN(int64_t qmin, graph::attr_int(node.attrs, where, "qmin", 0));
+  GRAPHI_ASSIGN_OR_RETURN(int64_t qmax, graph::attr_int(node.attrs, where, "qmax", 255));
+  if (!(scale > 0.0) || !std::isfinite(scale))
+    return Status::invalid_graph(where + ": x_scale must be a positive finite number, got " +
+                                 std::to_string(scale));
+  if (qmax - qmin != 255 || (qmin != 0 && qmin != -128) || zp < qmin || zp > qmax)
+    return Status::invalid_graph(where + ": x_zero_point " + std::to_string(zp) + " and [qmin, " +
+                                 "qmax] = [" + std::to_string(qmin) + ", " + std::to_string(qmax) +
+                                 "] must be an 8-bit type's range and a value in it");
+  StaticQuant s;
+  s.q.scale = static_cast<float>(scale);
+  s.q.zero_point = static_cast<float>(zp - qmin);
+  s.qmin = static_cast<float>(qmin);
+  return std::optional<StaticQuant>(s);
+}
+
+Result<std::vector<TensorDesc>> infer_int8_matmul(const graph::InferContext& ctx) {
   NodeView v = NodeView::of(ctx);
   GRAPHI_RETURN_IF_ERROR(expect_inputs(v, 3, 4, 3));
   for (size_t i = 0; i < v.inputs.size(); ++i)
@@ -47,16 +81,17 @@ Result<std::vector<TensorDesc>> infer_dqmm(const graph::InferContext& ctx) {
   return std::vector<TensorDesc>{TensorDesc{DType::kF32, out}};
 }
 
-CostHint cost_dqmm(const graph::Node&, std::span<const TensorDesc* const> in,
-                   std::span<const TensorDesc* const> out) {
+CostHint cost_int8_matmul(const graph::Node&, std::span<const TensorDesc* const> in,
+                          std::span<const TensorDesc* const> out) {
   const double k = static_cast<double>(in[1]->shape[0]);
   return {2.0 * k * static_cast<double>(out[0]->numel()),
           static_cast<double>(in[0]->bytes() + out[0]->bytes()) + in[1]->bytes() / 4.0};
 }
 
-class DynamicQuantizeMatMulKernel final : public Kernel {
+class Int8MatMulKernel final : public Kernel {
  public:
   Status init(const KernelContext& ctx) override {
+    GRAPHI_ASSIGN_OR_RETURN(static_, static_quant(ctx.node, ctx.where));
     const Tensor* w = ctx.constant(1);
     const Tensor* s = ctx.constant(2);
     if (!w || !s) return Status::unsupported(ctx.where + ": W and w_scale must be constants");
@@ -115,7 +150,7 @@ class DynamicQuantizeMatMulKernel final : public Kernel {
 #pragma omp parallel num_threads(team.nthr)
     {
       const int ithr = omp_get_thread_num(), nthr = omp_get_num_threads();
-      {
+      if (!static_) {
         auto [i0, i1] = team_range(total, ithr, nthr);
         float l = 0.0f, h = 0.0f;
         dynamic_quant_range(x, i0, i1, l, h);
@@ -126,7 +161,8 @@ class DynamicQuantizeMatMulKernel final : public Kernel {
         }
       }
 #pragma omp barrier
-      const DynamicQuant dq = dynamic_quant_params(lo, hi);
+      // Static: saturate(round(x / s) + zp - qmin, 0, 255) = q - qmin, a u8.
+      const DynamicQuant dq = static_ ? static_->q : dynamic_quant_params(lo, hi);
       {
         auto [r0, r1] = team_range(rows_, ithr, nthr);
         for (int64_t r = r0; r < r1; ++r) {
@@ -168,23 +204,24 @@ class DynamicQuantizeMatMulKernel final : public Kernel {
     }
   }
   const char* name() const override {
-    return active_int8_path() == Int8Path::kAvx512Vnni ? "dqmm_int8_avx512_vnni"
-                                                       : "dqmm_int8_reference";
+    return active_int8_path() == Int8Path::kAvx512Vnni ? "int8_matmul_avx512_vnni"
+                                                       : "int8_matmul_reference";
   }
 
  private:
+  std::optional<StaticQuant> static_;
   int64_t k_ = 0, n_ = 0, rows_ = 0, kq_ = 0, ldb_ = 0;
   std::vector<uint32_t> packed_;
   std::vector<int32_t> colsum_;
   std::vector<float> scale_, bias_;
 };
 
-std::unique_ptr<Kernel> make_dqmm() { return std::make_unique<DynamicQuantizeMatMulKernel>(); }
+std::unique_ptr<Kernel> make_int8_matmul() { return std::make_unique<Int8MatMulKernel>(); }
 
 }  // namespace
 
-void register_dynamic_quantize_matmul_op(Registry& r) {
-  r.add({"DynamicQuantizeMatMul", infer_dqmm, cost_dqmm, false, {make_dqmm}});
+void register_int8_matmul_op(Registry& r) {
+  r.add({"Int8MatMul", infer_int8_matmul, cost_int8_matmul, false, {make_int8_matmul}});
 }
 
 }  // namespace graphi::ops
