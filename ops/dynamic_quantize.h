@@ -6,9 +6,13 @@
 // with the division and rounding half to even (the default rounding mode) of its definition.
 #pragma once
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+
+#include "ops/kernel.h"
 
 namespace graphi::ops {
 
@@ -41,6 +45,22 @@ inline void dynamic_quant_range(const float* x, int64_t i0, int64_t i1, float& l
   }
   lo = l;
   hi = h;
+}
+
+// The scale and zero point of x[0, n), called by every thread of an OpenMP parallel region: each
+// takes the range of its share, the shares meet in lo / hi (shared, both 0 before the region),
+// and after the barrier every thread has the same answer.
+inline DynamicQuant dynamic_quant_of_team(const float* x, int64_t n, float& lo, float& hi) {
+  auto [i0, i1] = team_range(n, omp_get_thread_num(), omp_get_num_threads());
+  float l = 0.0f, h = 0.0f;
+  dynamic_quant_range(x, i0, i1, l, h);
+#pragma omp critical(graphi_dynamic_quant_range)
+  {
+    lo = std::min(lo, l);
+    hi = std::max(hi, h);
+  }
+#pragma omp barrier
+  return dynamic_quant_params(lo, hi);
 }
 
 }  // namespace graphi::ops

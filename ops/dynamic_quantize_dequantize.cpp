@@ -42,16 +42,8 @@ class DqdqKernel final : public Kernel {
     float lo = 0.0f, hi = 0.0f;
 #pragma omp parallel num_threads(team.nthr)
     {
+      const DynamicQuant dq = dynamic_quant_of_team(x, numel_, lo, hi);
       auto [i0, i1] = team_range(numel_, omp_get_thread_num(), omp_get_num_threads());
-      float l = 0.0f, h = 0.0f;
-      dynamic_quant_range(x, i0, i1, l, h);
-#pragma omp critical
-      {
-        lo = std::min(lo, l);
-        hi = std::max(hi, h);
-      }
-#pragma omp barrier
-      const DynamicQuant dq = dynamic_quant_params(lo, hi);
       for (int64_t i = i0; i < i1; ++i)
         y[i] = (dynamic_quant_value(x[i], dq) - dq.zero_point) * dq.scale;
     }

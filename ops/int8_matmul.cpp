@@ -150,19 +150,8 @@ class Int8MatMulKernel final : public Kernel {
 #pragma omp parallel num_threads(team.nthr)
     {
       const int ithr = omp_get_thread_num(), nthr = omp_get_num_threads();
-      if (!static_) {
-        auto [i0, i1] = team_range(total, ithr, nthr);
-        float l = 0.0f, h = 0.0f;
-        dynamic_quant_range(x, i0, i1, l, h);
-#pragma omp critical
-        {
-          lo = std::min(lo, l);
-          hi = std::max(hi, h);
-        }
-      }
-#pragma omp barrier
       // Static: saturate(round(x / s) + zp - qmin, 0, 255) = q - qmin, a u8.
-      const DynamicQuant dq = static_ ? static_->q : dynamic_quant_params(lo, hi);
+      const DynamicQuant dq = static_ ? static_->q : dynamic_quant_of_team(x, total, lo, hi);
       {
         auto [r0, r1] = team_range(rows_, ithr, nthr);
         for (int64_t r = r0; r < r1; ++r) {
