@@ -121,6 +121,7 @@ class Importer {
     HostTensor w, scale;
   };
   std::optional<Int8Weights> int8_qdq_weights(const std::string& a, const std::string& b);
+  std::unordered_map<std::string, Int8Weights> int8_weights_;  // by "a\nb", until emitted
   std::optional<Status> int8_qdq_matmul(NodeIn& io);
   // quantize_dynamic's MatMuls (graph/onnx/import_dynamic_quantize.cpp): a DynamicQuantizeLinear
   // -> MatMulInteger -> Cast -> Mul chain, or com.microsoft.DynamicQuantizeMatMul, as graphi's

@@ -127,8 +127,14 @@ Status Importer::materialize_qdq(const std::string& v) {
 
 Status Importer::materialize_qdq_inputs(const onnx::Node& n) {
   if (lazy_qdq_.empty()) return Status::ok();
-  const bool int8 = n.op == "MatMul" && (n.domain.empty() || n.domain == "ai.onnx") &&
-                    n.inputs.size() == 2 && int8_qdq_weights(n.inputs[0], n.inputs[1]);
+  bool int8 = false;
+  if (n.op == "MatMul" && (n.domain.empty() || n.domain == "ai.onnx") && n.inputs.size() == 2 &&
+      lazy_qdq_.count(n.inputs[0])) {
+    // Worked out once: int8_qdq_matmul takes them from here.
+    std::optional<Int8Weights> w = int8_qdq_weights(n.inputs[0], n.inputs[1]);
+    int8 = w.has_value();
+    if (w) int8_weights_[n.inputs[0] + "\n" + n.inputs[1]] = std::move(*w);
+  }
   for (size_t k = 0; k < n.inputs.size(); ++k)
     if (!(int8 && k == 0)) GRAPHI_RETURN_IF_ERROR(materialize_qdq(n.inputs[k]));
   for (const std::string& v : outer_reads(n)) GRAPHI_RETURN_IF_ERROR(materialize_qdq(v));
@@ -176,8 +182,10 @@ std::optional<Status> Importer::int8_qdq_matmul(NodeIn& io) {
   // product of the same integers, summed in int32 (Int8MatMul, ops/int8_matmul.cpp) instead of
   // the float32 one of their dequantized values. Anything else: the float MatMul.
   if (io.ins.size() != 2 || io.ins[0].empty() || io.ins[1].empty()) return std::nullopt;
-  std::optional<Int8Weights> w = int8_qdq_weights(io.ins[0], io.ins[1]);
-  if (!w) return std::nullopt;
+  auto it = int8_weights_.find(io.ins[0] + "\n" + io.ins[1]);  // materialize_qdq_inputs's
+  if (it == int8_weights_.end()) return std::nullopt;
+  std::optional<Int8Weights> w = std::move(it->second);
+  int8_weights_.erase(it);
   const PendingQuant& xq = lazy_qdq_.at(io.ins[0]).q;
   const DequantizedConstant& d = dequantized_constants_.at(io.ins[1]);
   Attributes a;

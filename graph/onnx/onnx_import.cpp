@@ -513,8 +513,8 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
 
 Status Importer::import_node(const onnx::Node& node_in) {
   const std::string where = where_of(node_in);
-  if (std::optional<Status> done = import_dynamic_quantize(node_in, where)) return *done;
   GRAPHI_RETURN_IF_ERROR(materialize_qdq_inputs(node_in));
+  if (std::optional<Status> done = import_dynamic_quantize(node_in, where)) return *done;
   onnx::Node legacy;
   const onnx::Node* np = &node_in;
   if (opset_ < 7 && node_in.attr("broadcast") &&
