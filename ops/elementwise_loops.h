@@ -81,11 +81,29 @@ void relu_loop(const float* src, float* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = src[i] < 0.0f ? 0.0f : src[i];
 }
 
+// Adding and subtracting 1.5 * 2^23 rounds a float of magnitude < 2^22 to an integer, ties to
+// even (the default rounding mode), as QuantizeLinear's round does; x / s is bounded first so it
+// stays exact, and a NaN x gives qlo (max / min pass the bound).
+void quantize_dequantize_loop(const float* x, float* y, int64_t n, float s, float lo, float hi,
+                              float qlo, float qhi) {
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i] / s;
+    v = v > lo ? v : lo;
+    v = v < hi ? v : hi;
+    float r = (v + kMagic) - kMagic;
+    r = r > qlo ? r : qlo;
+    r = r < qhi ? r : qhi;
+    y[i] = r * s;
+  }
+}
+
 constexpr EltwiseLoops make_eltwise_loops(SimdIsa isa) {
   return EltwiseLoops{isa,
                       {binary_range<BinaryKind::kAdd>, binary_range<BinaryKind::kSub>,
                        binary_range<BinaryKind::kMul>, binary_range<BinaryKind::kDiv>},
-                      relu_loop};
+                      relu_loop,
+                      quantize_dequantize_loop};
 }
 
 }  // namespace

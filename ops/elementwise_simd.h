@@ -1,8 +1,8 @@
 // Internal to ops/: the per-ISA tables of elementwise loops (binary ops over a broadcast plan,
-// Relu). The loops are written once in ops/elementwise_loops.h and compiled three times: for the
-// baseline target (ops/elementwise.cpp), AVX2 (ops/elementwise_avx2.cpp) and AVX-512
-// (ops/elementwise_avx512.cpp). Every path computes bit-identical results (one IEEE operation
-// per element, no contraction), so the choice changes speed only.
+// Relu, QuantizeDequantize). The loops are written once in ops/elementwise_loops.h and compiled
+// three times: for the baseline target (ops/elementwise.cpp), AVX2 (ops/elementwise_avx2.cpp) and
+// AVX-512 (ops/elementwise_avx512.cpp). Every path computes bit-identical results (one IEEE
+// operation per element, no contraction), so the choice changes speed only.
 #pragma once
 
 #include <cstdint>
@@ -19,11 +19,16 @@ enum class BinaryKind : int { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3 };
 using BinaryRangeFn = void (*)(const BroadcastPlan& plan, const float* a, const float* b,
                                float* dst, int64_t begin, int64_t end);
 using UnaryLoopFn = void (*)(const float* src, float* dst, int64_t n);
+// QuantizeDequantize's pass (ops/quantize_dequantize.cpp): v = x / s bounded to [lo, hi],
+// rounded half to even, bounded to [qlo, qhi] (q - zero point), times s.
+using QdqLoopFn = void (*)(const float* x, float* y, int64_t n, float s, float lo, float hi,
+                           float qlo, float qhi);
 
 struct EltwiseLoops {
   SimdIsa isa;
   BinaryRangeFn binary[4];  // indexed by BinaryKind
   UnaryLoopFn relu;
+  QdqLoopFn quantize_dequantize;
 };
 
 // The table for `isa`, or nullptr when this CPU cannot run it (kScalar means the baseline

@@ -8,6 +8,7 @@
 // 0..255 for UINT8, -128..127 for INT8). One pass, element-wise and layout-agnostic (0 maps to 0).
 #include <cmath>
 
+#include "ops/elementwise_simd.h"
 #include "ops/registry.h"
 #include "ops/shape_rules.h"
 
@@ -64,31 +65,20 @@ class QdqKernel final : public Kernel {
     auto [begin, end] = team_range(numel_, team.ithr, team.nthr);
     const float* x = static_cast<const float*>(io.inputs[0]);
     float* y = static_cast<float*>(io.outputs[0]);
-    // x / scale clamped to one step past the range first (the result saturates there anyway),
-    // so the magic-number rounding below stays exact: adding and subtracting 1.5 * 2^23 rounds
-    // a float of magnitude < 2^22 to an integer, ties to even (the default rounding mode), as
-    // QuantizeLinear's round does. A NaN x gives qmin's value, as max / min pass the bound.
-    const float lo = p_.qmin - p_.zero_point - 1.0f, hi = p_.qmax - p_.zero_point + 1.0f;
-    const float qlo = p_.qmin - p_.zero_point, qhi = p_.qmax - p_.zero_point;
-    const float s = p_.scale;
-    constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
-    for (int64_t i = begin; i < end; ++i) {
-      float v = x[i] / s;
-      v = v > lo ? v : lo;
-      v = v < hi ? v : hi;
-      // q - zp = saturate(round(v) + zp) - zp = round(v) saturated to [qmin - zp, qmax - zp]
-      // (zp is an integer, all of it exact in float32 here); y = (q - zp) * scale.
-      float r = (v + kMagic) - kMagic;
-      r = r > qlo ? r : qlo;
-      r = r < qhi ? r : qhi;
-      y[i] = r * s;
-    }
+    // x / s bounded to one step past the range first (the result saturates there anyway), so
+    // the rounding stays exact; q - zp = saturate(round(v) + zp) - zp = round(v) saturated to
+    // [qmin - zp, qmax - zp] (zp an integer, all of it exact in float32); y = (q - zp) * scale.
+    // The loop is compiled per ISA (ops/elementwise_loops.h); every path gives the same bits.
+    loops_->quantize_dequantize(x + begin, y + begin, end - begin, p_.scale,
+                                p_.qmin - p_.zero_point - 1.0f, p_.qmax - p_.zero_point + 1.0f,
+                                p_.qmin - p_.zero_point, p_.qmax - p_.zero_point);
   }
   const char* name() const override { return "quantize_dequantize"; }
 
  private:
   QdqParams p_;
   int64_t numel_ = 0;
+  const EltwiseLoops* loops_ = &active_eltwise_loops();
 };
 
 std::unique_ptr<Kernel> make_qdq() { return std::make_unique<QdqKernel>(); }

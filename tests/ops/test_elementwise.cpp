@@ -1,5 +1,6 @@
 // Add/Sub/Mul/Div (numpy broadcasting), Sigmoid, Tanh, Relu against the naive references in
 // tests/support/reference_basic, on teams of 1, 2 and 3 threads, plus every shape-rule error.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
@@ -157,6 +158,20 @@ TEST_CASE("every ISA path of the binary loops matches the reference on arbitrary
     Tensor y(x.desc());
     loops->relu(x.data_as<float>(), y.data_as<float>(), x.numel());
     CHECK(test::max_rel_error(y, test::unary_ref("Relu", x)) == 0);
+    // QuantizeDequantize's pass (uint8, zero point 128): the scalar definition, bit for bit, with
+    // ties, saturation and NaN among random values, on an odd length.
+    const float s = 0.037f, zp = 128.0f;
+    float* xv = x.data_as<float>();
+    xv[0] = 2.5f * s, xv[1] = -3.5f * s, xv[2] = 1e9f, xv[3] = -1e9f;
+    xv[4] = std::numeric_limits<float>::quiet_NaN();
+    loops->quantize_dequantize(xv, y.data_as<float>(), x.numel(), s, -zp - 1.0f, 255.0f - zp + 1.0f,
+                               -zp, 255.0f - zp);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const float v = xv[i] / s;
+      const float q = std::isnan(v) ? -zp : std::clamp(std::nearbyint(v), -zp, 255.0f - zp);
+      INFO("isa " << static_cast<int>(isa) << " x " << xv[i]);
+      CHECK(y.data_as<float>()[i] == q * s);
+    }
   }
 }
 
