@@ -149,8 +149,13 @@ void RnnSequenceKernel::recurrent_gemm(const Segment& seg, int group, const floa
                                        const float* h, float* out, int64_t rows,
                                        bool reverse) const noexcept {
   if (int8_) {
-    for (int64_t kb = 0; kb + 1 < static_cast<int64_t>(kbounds_[seg.d].size()); ++kb)
-      recurrent_gemm_int8(seg, group, packed, h, out, rows, kb, kb == 0, reverse);
+    // Reversed (zigzag), the k blocks go last to first too, so the step starts on the panels
+    // the previous one read last (still in L2): with the blocks in a fixed order the first
+    // block's panels were the oldest ones at every step.
+    const auto nb = static_cast<int64_t>(kbounds_[seg.d].size()) - 1;
+    for (int64_t i = 0; i < nb; ++i)
+      recurrent_gemm_int8(seg, group, packed, h, out, rows, reverse ? nb - 1 - i : i, i == 0,
+                          reverse);
     return;
   }
   if (bf16_ && group == 0) {
@@ -194,7 +199,10 @@ void RnnSequenceKernel::recurrent_gemm_bf16_blocks(const Segment& seg, const flo
   const auto* base = reinterpret_cast<const uint32_t*>(packed + seg.rp0_off);
   const auto* mirror = reinterpret_cast<const uint32_t*>(h + mirror_delta_);
   const Bf16KBlocks blocks = bf16_kblocks(seg.j0, seg.j1, g.m, g.panel);
-  for (int i = i0; i < std::min(i1, blocks.n); ++i) {
+  // Reversed (zigzag): the blocks last to first too, as in recurrent_gemm's int8 path.
+  const int n = std::min(i1, blocks.n);
+  for (int j = i0; j < n; ++j) {
+    const int i = reverse ? n - 1 - (j - i0) : j;
     g.a = base + blocks.b[i].words;
     g.k = blocks.b[i].k1 - blocks.b[i].k0;
     g.b = mirror + blocks.b[i].k0 / 2;
