@@ -31,15 +31,11 @@ namespace {
 
 constexpr int64_t kPanel = 64;  // gemm_int8's 64-column register blocks, one per panel
 
-// A given scale (QuantizeLinear's): q - qmin is the u8 the kernel multiplies, so its zero point is
-// x_zero_point - qmin (an int8 q, -128..127, becomes q + 128).
-struct StaticQuant {
-  DynamicQuant q;  // the scale, and the zero point as a u8
-  float qmin = 0.0f;
-};
-
-Result<std::optional<StaticQuant>> static_quant(const graph::Node& node, const std::string& where) {
-  if (!node.attrs.has("x_scale")) return std::optional<StaticQuant>();
+// A given scale (QuantizeLinear's), or nullopt: q - qmin is the u8 the kernel multiplies, so the
+// zero point it takes is x_zero_point - qmin (an int8 q, -128..127, becomes q + 128).
+Result<std::optional<DynamicQuant>> static_quant(const graph::Node& node,
+                                                 const std::string& where) {
+  if (!node.attrs.has("x_scale")) return std::optional<DynamicQuant>();
   GRAPHI_ASSIGN_OR_RETURN(double scale, graph::attr_float(node.attrs, where, "x_scale", 0.0));
   GRAPHI_ASSIGN_OR_RETURN(int64_t zp, graph::attr_int(node.attrs, where, "x_zero_point", 0));
   GRAPHI_ASSIGN_OR_RETURN(int64_t qmin, graph::attr_int(node.attrs, where, "qmin", 0));
@@ -51,11 +47,10 @@ Result<std::optional<StaticQuant>> static_quant(const graph::Node& node, const s
     return Status::invalid_graph(where + ": x_zero_point " + std::to_string(zp) + " and [qmin, " +
                                  "qmax] = [" + std::to_string(qmin) + ", " + std::to_string(qmax) +
                                  "] must be an 8-bit type's range and a value in it");
-  StaticQuant s;
-  s.q.scale = static_cast<float>(scale);
-  s.q.zero_point = static_cast<float>(zp - qmin);
-  s.qmin = static_cast<float>(qmin);
-  return std::optional<StaticQuant>(s);
+  DynamicQuant s;
+  s.scale = static_cast<float>(scale);
+  s.zero_point = static_cast<float>(zp - qmin);
+  return std::optional<DynamicQuant>(s);
 }
 
 Result<std::vector<TensorDesc>> infer_int8_matmul(const graph::InferContext& ctx) {
@@ -151,7 +146,7 @@ class Int8MatMulKernel final : public Kernel {
     {
       const int ithr = omp_get_thread_num(), nthr = omp_get_num_threads();
       // Static: saturate(round(x / s) + zp - qmin, 0, 255) = q - qmin, a u8.
-      const DynamicQuant dq = static_ ? static_->q : dynamic_quant_of_team(x, total, lo, hi);
+      const DynamicQuant dq = static_ ? *static_ : dynamic_quant_of_team(x, total, lo, hi);
       {
         auto [r0, r1] = team_range(rows_, ithr, nthr);
         for (int64_t r = r0; r < r1; ++r) {
@@ -198,7 +193,7 @@ class Int8MatMulKernel final : public Kernel {
   }
 
  private:
-  std::optional<StaticQuant> static_;
+  std::optional<DynamicQuant> static_;  // x_scale given
   int64_t k_ = 0, n_ = 0, rows_ = 0, kq_ = 0, ldb_ = 0;
   std::vector<uint32_t> packed_;
   std::vector<int32_t> colsum_;
