@@ -50,8 +50,10 @@ std::string model_bytes() {
   return model(g, 13, 7);
 }
 
-std::string model_file() {
-  const auto path = graphi::test::scratch_dir("initializer_inputs") / "init_input.onnx";
+// A directory per caller: ctest runs the test cases as parallel processes, and scratch_dir empties
+// the directory it returns (one test case had deleted the other's model mid-run).
+std::string model_file(const std::string& tag) {
+  const auto path = graphi::test::scratch_dir("initializer_inputs_" + tag) / "init_input.onnx";
   std::ofstream(path, std::ios::binary) << model_bytes();
   return path.string();
 }
@@ -127,7 +129,7 @@ TEST_CASE("onnx: an initializer listed as an input is a constant unless named",
 
 TEST_CASE("API: override_initializers feeds an initializer input, its default otherwise",
           "[api][initializer_inputs]") {
-  const std::string path = model_file();
+  const std::string path = model_file("api");
   const graphi::Array x = graphi::Array::view("x", DType::kF32, {2, 3}, kX.data());
   const graphi::Array w = graphi::Array::view("w", DType::kF32, {3, 2}, kW2.data());
   auto y_of = [](const graphi::Expected<std::vector<graphi::Array>>& out) {
@@ -190,7 +192,7 @@ TEST_CASE("API: override_initializers feeds an initializer input, its default ot
 }
 
 TEST_CASE("CLI: --input NAME=FILE overrides an initializer input", "[cli][initializer_inputs]") {
-  const std::string path = model_file();
+  const std::string path = model_file("cli_model");
   const auto dir = graphi::test::scratch_dir("initializer_inputs_cli");
   Tensor x(TensorDesc{DType::kF32, {2, 3}}), w(TensorDesc{DType::kF32, {3, 2}});
   std::memcpy(x.data(), kX.data(), 24);
