@@ -29,12 +29,6 @@ inline DynamicQuant dynamic_quant_params(float lo, float hi) {
   return q;
 }
 
-// q of x, as a float in [0, 255] (a NaN x gives 0).
-inline float dynamic_quant_value(float x, const DynamicQuant& p) {
-  const float q = std::nearbyint(x / p.scale) + p.zero_point;
-  return q > 0.0f ? (q < 255.0f ? q : 255.0f) : 0.0f;
-}
-
 // min(0, min x[i0..i1)) and max(0, max ...) folded into lo / hi (NaNs skipped).
 inline void dynamic_quant_range(const float* x, int64_t i0, int64_t i1, float& lo, float& hi) {
   float l = lo, h = hi;

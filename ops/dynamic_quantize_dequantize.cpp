@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "ops/dynamic_quantize.h"
+#include "ops/elementwise_simd.h"
 #include "ops/registry.h"
 #include "ops/shape_rules.h"
 
@@ -44,14 +45,18 @@ class DqdqKernel final : public Kernel {
     {
       const DynamicQuant dq = dynamic_quant_of_team(x, numel_, lo, hi);
       auto [i0, i1] = team_range(numel_, omp_get_thread_num(), omp_get_num_threads());
-      for (int64_t i = i0; i < i1; ++i)
-        y[i] = (dynamic_quant_value(x[i], dq) - dq.zero_point) * dq.scale;
+      // (q - zp) * scale = clamp(round(x / scale), -zp, 255 - zp) * scale: QuantizeDequantize's
+      // loop (compiled per ISA, ops/elementwise_loops.h), a NaN giving -zp * scale as here.
+      const float zp = dq.zero_point;
+      loops_->quantize_dequantize(x + i0, y + i0, i1 - i0, dq.scale, -zp - 1.0f, 256.0f - zp, -zp,
+                                  255.0f - zp);
     }
   }
   const char* name() const override { return "dynamic_quantize_dequantize"; }
 
  private:
   int64_t numel_ = 0;
+  const EltwiseLoops* loops_ = &active_eltwise_loops();
 };
 
 std::unique_ptr<Kernel> make_dqdq() { return std::make_unique<DqdqKernel>(); }
