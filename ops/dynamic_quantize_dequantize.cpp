@@ -47,9 +47,8 @@ class DqdqKernel final : public Kernel {
       auto [i0, i1] = team_range(numel_, omp_get_thread_num(), omp_get_num_threads());
       // (q - zp) * scale = clamp(round(x / scale), -zp, 255 - zp) * scale: QuantizeDequantize's
       // loop (compiled per ISA, ops/elementwise_loops.h), a NaN giving -zp * scale as here.
-      const float zp = dq.zero_point;
-      loops_->quantize_dequantize(x + i0, y + i0, i1 - i0, dq.scale, -zp - 1.0f, 256.0f - zp, -zp,
-                                  255.0f - zp);
+      loops_->quantize_dequantize(x + i0, y + i0, i1 - i0, dq.scale, -dq.zero_point,
+                                  255.0f - dq.zero_point);
     }
   }
   const char* name() const override { return "dynamic_quantize_dequantize"; }

@@ -82,11 +82,12 @@ void relu_loop(const float* src, float* dst, int64_t n) {
 }
 
 // Adding and subtracting 1.5 * 2^23 rounds a float of magnitude < 2^22 to an integer, ties to
-// even (the default rounding mode), as QuantizeLinear's round does; x / s is bounded first so it
-// stays exact, and a NaN x gives qlo (max / min pass the bound).
-void quantize_dequantize_loop(const float* x, float* y, int64_t n, float s, float lo, float hi,
-                              float qlo, float qhi) {
+// even (the default rounding mode), as QuantizeLinear's round does; x / s is bounded first, one
+// step past [qlo, qhi] (the result saturates there anyway), so it stays exact, and a NaN x gives
+// qlo (max / min pass the bound).
+void quantize_dequantize_loop(const float* x, float* y, int64_t n, float s, float qlo, float qhi) {
   constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+  const float lo = qlo - 1.0f, hi = qhi + 1.0f;
   for (int64_t i = 0; i < n; ++i) {
     float v = x[i] / s;
     v = v > lo ? v : lo;

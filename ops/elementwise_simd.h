@@ -19,10 +19,9 @@ enum class BinaryKind : int { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3 };
 using BinaryRangeFn = void (*)(const BroadcastPlan& plan, const float* a, const float* b,
                                float* dst, int64_t begin, int64_t end);
 using UnaryLoopFn = void (*)(const float* src, float* dst, int64_t n);
-// QuantizeDequantize's pass (ops/quantize_dequantize.cpp): v = x / s bounded to [lo, hi],
-// rounded half to even, bounded to [qlo, qhi] (q - zero point), times s.
-using QdqLoopFn = void (*)(const float* x, float* y, int64_t n, float s, float lo, float hi,
-                           float qlo, float qhi);
+// QuantizeDequantize's pass (ops/quantize_dequantize.cpp): round half to even(x / s) bounded to
+// [qlo, qhi] (q - zero point: qmin - zp, qmax - zp, integers), times s; a NaN x gives qlo * s.
+using QdqLoopFn = void (*)(const float* x, float* y, int64_t n, float s, float qlo, float qhi);
 
 struct EltwiseLoops {
   SimdIsa isa;

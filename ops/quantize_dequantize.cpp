@@ -65,12 +65,10 @@ class QdqKernel final : public Kernel {
     auto [begin, end] = team_range(numel_, team.ithr, team.nthr);
     const float* x = static_cast<const float*>(io.inputs[0]);
     float* y = static_cast<float*>(io.outputs[0]);
-    // x / s bounded to one step past the range first (the result saturates there anyway), so
-    // the rounding stays exact; q - zp = saturate(round(v) + zp) - zp = round(v) saturated to
-    // [qmin - zp, qmax - zp] (zp an integer, all of it exact in float32); y = (q - zp) * scale.
-    // The loop is compiled per ISA (ops/elementwise_loops.h); every path gives the same bits.
+    // q - zp = saturate(round(x / s) + zp) - zp = round(x / s) saturated to [qmin - zp, qmax -
+    // zp] (zp an integer, all of it exact in float32); y = (q - zp) * scale. The loop is compiled
+    // per ISA (ops/elementwise_loops.h); every path gives the same bits.
     loops_->quantize_dequantize(x + begin, y + begin, end - begin, p_.scale,
-                                p_.qmin - p_.zero_point - 1.0f, p_.qmax - p_.zero_point + 1.0f,
                                 p_.qmin - p_.zero_point, p_.qmax - p_.zero_point);
   }
   const char* name() const override { return "quantize_dequantize"; }

@@ -146,7 +146,7 @@ Status Importer::emit_dynamic_quantize_matmul(const onnx::Node& n, const DqChain
     return Status::unsupported(mm + ": weights " + w->desc() + " and the quantized input " +
                                xd.to_string() +
                                " (graphi takes 2-D weights [K, N] and x [..., K])");
-  const int64_t K = w->shape[0], N = w->shape[1];
+  const int64_t N = w->shape[1];
   const HostTensor* zp = nullptr;
   if (!c.w_zero_point.empty()) {
     zp = host(c.w_zero_point);
@@ -166,26 +166,18 @@ Status Importer::emit_dynamic_quantize_matmul(const onnx::Node& n, const DqChain
     return Status::invalid_graph(where + ": the weights' scale " + s->desc() +
                                  " must be FLOAT with 1 or " + std::to_string(N) + " values");
   // W minus its zero point, which the int8 kernel takes as its s8 operand.
-  HostTensor diff = HostTensor::make(onnx::kFloat, {K, N});
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t j = 0; j < N; ++j) {
-      const int64_t z = zp ? zp->i[zp->numel() == 1 ? 0 : static_cast<size_t>(j)] : 0;
-      const int64_t v = w->i[static_cast<size_t>(k * N + j)] - z;
-      if (v < -128 || v > 127)
-        return Status::unsupported(
-            mm + ": weight [" + std::to_string(k) + ", " + std::to_string(j) +
-            "] minus its zero "
-            "point is " +
-            std::to_string(v) +
-            ", outside int8; graphi's int8 kernel takes "
-            "weights whose difference to their zero point fits int8 (quantize_dynamic's QInt8 "
-            "weights, or QUInt8 ones with zero point 128)");
-      diff.f[static_cast<size_t>(k * N + j)] = static_cast<double>(v);
-    }
-  HostTensor scale = HostTensor::make(onnx::kFloat, {static_cast<int64_t>(s->numel())});
-  scale.f = s->f;
-  std::vector<std::string> ins = {c.x, add_const(c.w + "_int8", std::move(diff)),
-                                  add_const(c.w_scale + "_scale", std::move(scale))};
+  size_t bad = 0;
+  std::optional<Int8MatMulWeights> q = int8_matmul_weights(*w, zp, *s, &bad);
+  if (!q)
+    return Status::unsupported(
+        mm + ": weight [" + std::to_string(bad / static_cast<size_t>(N)) + ", " +
+        std::to_string(bad % static_cast<size_t>(N)) + "] minus its zero point is " +
+        std::to_string(w->i[bad] -
+                       (zp ? zp->i[zp->numel() == 1 ? 0 : bad % static_cast<size_t>(N)] : 0)) +
+        ", outside int8; graphi's int8 kernel takes weights whose difference to their zero point "
+        "fits int8 (quantize_dynamic's QInt8 weights, or QUInt8 ones with zero point 128)");
+  std::vector<std::string> ins = {c.x, add_const(c.w + "_int8", std::move(q->w)),
+                                  add_const(c.w_scale + "_scale", std::move(q->scale))};
   if (!bias.empty()) ins.push_back(bias);
   const std::string name = node_name(n);
   return emit("Int8MatMul", name, ins, outputs_of(n, name), Attributes{}, where, &n);

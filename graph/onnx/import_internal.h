@@ -27,6 +27,18 @@ int32_t onnx_type_of(DType d);
 // Constant `h` in graphi's form (BOOL as float32 0/1); `what` starts the error for other types.
 Result<std::shared_ptr<Tensor>> graphi_tensor(const onnx::HostTensor& h, const std::string& what);
 
+// Int8MatMul's operands from 2-D 8-bit weights W [K, N] with a zero point (none, one, or one per
+// column) and a FLOAT scale (one or one per column), shared by the QDQ and quantize_dynamic
+// paths: W minus its zero point as a float32 constant of integers, and the scale as a vector.
+// nullopt when a difference leaves int8; *bad (if given) is then its flat index.
+struct Int8MatMulWeights {
+  HostTensor w, scale;
+};
+std::optional<Int8MatMulWeights> int8_matmul_weights(const HostTensor& w,
+                                                     const HostTensor* zero_point,
+                                                     const HostTensor& scale,
+                                                     size_t* bad = nullptr);
+
 // A value while importing: an import-time constant (folded or an initializer) or a run-time value.
 struct ValState {
   bool is_const = false;
@@ -117,11 +129,8 @@ class Importer {
   std::unordered_map<std::string, DequantizedConstant> dequantized_constants_;
   // MatMul(a QDQ pair's output, DequantizeLinear'd 8-bit weights) as Int8MatMul: its weights
   // (W minus zero point) and scale, or nullopt when the MatMul is not of that form.
-  struct Int8Weights {
-    HostTensor w, scale;
-  };
-  std::optional<Int8Weights> int8_qdq_weights(const std::string& a, const std::string& b);
-  std::unordered_map<std::string, Int8Weights> int8_weights_;  // by "a\nb", until emitted
+  std::optional<Int8MatMulWeights> int8_qdq_weights(const std::string& a, const std::string& b);
+  std::unordered_map<std::string, Int8MatMulWeights> int8_weights_;  // by "a\nb", until emitted
   std::optional<Status> int8_qdq_matmul(NodeIn& io);
   // quantize_dynamic's MatMuls (graph/onnx/import_dynamic_quantize.cpp): a DynamicQuantizeLinear
   // -> MatMulInteger -> Cast -> Mul chain, or com.microsoft.DynamicQuantizeMatMul, as graphi's

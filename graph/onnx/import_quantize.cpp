@@ -131,7 +131,7 @@ Status Importer::materialize_qdq_inputs(const onnx::Node& n) {
   if (n.op == "MatMul" && (n.domain.empty() || n.domain == "ai.onnx") && n.inputs.size() == 2 &&
       lazy_qdq_.count(n.inputs[0])) {
     // Worked out once: int8_qdq_matmul takes them from here.
-    std::optional<Int8Weights> w = int8_qdq_weights(n.inputs[0], n.inputs[1]);
+    std::optional<Int8MatMulWeights> w = int8_qdq_weights(n.inputs[0], n.inputs[1]);
     int8 = w.has_value();
     if (w) int8_weights_[n.inputs[0] + "\n" + n.inputs[1]] = std::move(*w);
   }
@@ -141,8 +141,8 @@ Status Importer::materialize_qdq_inputs(const onnx::Node& n) {
   return Status::ok();
 }
 
-std::optional<Importer::Int8Weights> Importer::int8_qdq_weights(const std::string& a,
-                                                                const std::string& b) {
+std::optional<Int8MatMulWeights> Importer::int8_qdq_weights(const std::string& a,
+                                                            const std::string& b) {
   auto xi = lazy_qdq_.find(a);
   auto wi = dequantized_constants_.find(b);
   if (xi == lazy_qdq_.end() || wi == dequantized_constants_.end()) return std::nullopt;
@@ -164,16 +164,28 @@ std::optional<Importer::Int8Weights> Importer::int8_qdq_weights(const std::strin
   if (x == vals_.end() || x->second.is_const || x->second.desc.rank() < 1 ||
       x->second.desc.shape.back() != K)
     return std::nullopt;
-  Int8Weights out{HostTensor::make(onnx::kFloat, {K, N}),
-                  HostTensor::make(onnx::kFloat, {static_cast<int64_t>(s->numel())})};
+  return int8_matmul_weights(*w, z, *s);
+}
+
+std::optional<Int8MatMulWeights> int8_matmul_weights(const HostTensor& w,
+                                                     const HostTensor* zero_point,
+                                                     const HostTensor& scale, size_t* bad) {
+  const int64_t K = w.shape[0], N = w.shape[1];
+  Int8MatMulWeights out{HostTensor::make(onnx::kFloat, {K, N}),
+                        HostTensor::make(onnx::kFloat, {static_cast<int64_t>(scale.numel())})};
+  const bool per_column = zero_point && zero_point->numel() != 1;
   for (int64_t k = 0; k < K; ++k)
     for (int64_t j = 0; j < N; ++j) {
-      const int64_t v = w->i[static_cast<size_t>(k * N + j)] -
-                        (z ? z->i[per_column ? static_cast<size_t>(j) : 0] : 0);
-      if (v < -128 || v > 127) return std::nullopt;
-      out.w.f[static_cast<size_t>(k * N + j)] = static_cast<double>(v);
+      const auto e = static_cast<size_t>(k * N + j);
+      const int64_t v =
+          w.i[e] - (zero_point ? zero_point->i[per_column ? static_cast<size_t>(j) : 0] : 0);
+      if (v < -128 || v > 127) {
+        if (bad) *bad = e;
+        return std::nullopt;
+      }
+      out.w.f[e] = static_cast<double>(v);
     }
-  out.scale.f = s->f;
+  out.scale.f = scale.f;
   return out;
 }
 
@@ -184,7 +196,7 @@ std::optional<Status> Importer::int8_qdq_matmul(NodeIn& io) {
   if (io.ins.size() != 2 || io.ins[0].empty() || io.ins[1].empty()) return std::nullopt;
   auto it = int8_weights_.find(io.ins[0] + "\n" + io.ins[1]);  // materialize_qdq_inputs's
   if (it == int8_weights_.end()) return std::nullopt;
-  std::optional<Int8Weights> w = std::move(it->second);
+  std::optional<Int8MatMulWeights> w = std::move(it->second);
   int8_weights_.erase(it);
   const PendingQuant& xq = lazy_qdq_.at(io.ins[0]).q;
   const DequantizedConstant& d = dequantized_constants_.at(io.ins[1]);
