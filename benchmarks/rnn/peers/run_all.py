@@ -283,6 +283,10 @@ def main():
             r = results.setdefault((c, t), {"graphi": [], "graphi_wcs_shuffle": [], "onednn": [],
                                             "ort": [], "torch": [], "torch_intra": [],
                                             "round_medians": [{}, {}], "diff": {}})
+            # graphi calibrates its schedule here: after the peers' start-up and the previous
+            # configuration's runs, their threads may still spin (a calibration beside them
+            # picked 1 thread for LSTM h64 b1: 0.070 ms against 0.031).
+            time.sleep(SETTLE_S)
             p = cpp.ask(f"prepare {cell} {h} {b} {s} {d}")
             if p is None:
                 sys.exit(f"run_all.py: graphi_bench_rnn failed on {cname(c)}: {cpp.error}")
