@@ -38,7 +38,7 @@ done
 
 source scripts/bench_common.sh
 
-bench_build graphi_bench_rnn
+bench_build graphi_bench_rnn graphi_l3_probe graphi_overlap_probe
 mkdir -p "$BUILD_DIR/bench"
 
 if [ "$CPP_ONLY" = 1 ]; then

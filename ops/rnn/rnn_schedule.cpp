@@ -394,6 +394,11 @@ std::optional<RnnSchedule> load_cached_schedule(const std::string& path, const s
   const std::optional<nlohmann::json> entry = load_choice(path, full, "RNN schedule");
   if (!entry) return std::nullopt;
   const nlohmann::json& e = *entry;
+  // Calibrated while other threads took the team's CPUs: the next process measures again (and
+  // its verdict replaces this one).
+  if (e.is_object() && e.contains("disturbed") && e["disturbed"].is_boolean() &&
+      e["disturbed"].get<bool>())
+    return std::nullopt;
   auto int_field = [&](const char* name, int64_t lo, int64_t hi, int64_t* out) {
     if (!e.is_object() || !e.contains(name) || !e[name].is_number_integer()) return false;
     const int64_t v = e[name].get<int64_t>();
@@ -430,7 +435,8 @@ Status store_cached_schedule(const std::string& path, const std::string& key,
                        {"chunk", s.chunk},
                        {"rec_tile", s.rec_tile},
                        {"zigzag", s.zigzag ? 1 : 0},
-                       {"ms", s.measured_ms}});
+                       {"ms", s.measured_ms},
+                       {"disturbed", s.disturbed}});
 }
 
 bool rnn_schedule_search_enabled_by_env() {

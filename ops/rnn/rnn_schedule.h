@@ -182,9 +182,9 @@ CalibrationOutcome run_calibration(
 // 12: zigzag walks the bf16 / int8 k blocks of R last to first too (before, the first block was
 // the oldest in L2 at every step and zigzag gained nothing there: int8 LSTM h1024 b1 recurrence
 // 2.08 -> 1.75 ms on a Zen 5), so earlier verdicts against zigzag are stale.
-// 13: verdicts taken while other processes took the team's CPUs are no longer cached (a Zen 5
-// cache held 1 thread, chunk 8 for LSTM H64 B1 T100 on 2: 0.061 ms per run against 0.031 for
-// the two-thread default, calibrated beside the benchmark's peers starting up).
+// 13: verdicts taken while other processes took the team's CPUs are not reused, and teams of
+// two or more key theirs by the exchange latency (a Zen 5 guest's cache held 1 thread, chunk 8
+// for LSTM H64 B1 T100 on 2: 0.061 ms per run against 0.031 for the two-thread default).
 inline constexpr int kRnnKernelVersion = 13;
 
 // "Intel(R) Xeon(R) Processor|fam 6 model 167|2 cpus|L2 2097152|libxsmm 1.17 (target cpx)|

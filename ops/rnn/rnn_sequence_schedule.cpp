@@ -17,6 +17,7 @@
 #include "ops/rnn/gemm_int8.h"
 #include "ops/rnn/pcp_partition.h"
 #include "ops/rnn/rnn_sequence_kernel.h"
+#include "ops/rnn/team_exchange.h"
 
 namespace graphi::ops::rnn_wcs {
 
@@ -93,7 +94,14 @@ Result<RnnSchedule> RnnSequenceKernel::choose_schedule(const std::string& where)
   const double flops = 2.0 * double(s_.seq_len) * double(s_.batch) * double(s_.num_directions) *
                        double(s_.input_size + s_.hidden) * double(s_.gates * s_.hidden);
   if (s_.schedule_search < 0 && flops < 1e6) return fallback;
-  const std::string key = shape_.key(), sig = cpu_signature();
+  // Teams of two or more: the verdict holds for the exchange latency it was measured at
+  // (ops/rnn/team_exchange.h), so a VM's far placement keeps its own entries.
+  std::string key = shape_.key();
+  if (team_ >= 2) {
+    const std::string cls = exchange_class(team_round_trip_ns());
+    if (!cls.empty()) key += " exchange " + cls;
+  }
+  const std::string sig = cpu_signature();
   {
     std::lock_guard<std::mutex> lock(memo_mutex());
     auto it = memo().find(key);
@@ -109,7 +117,7 @@ Result<RnnSchedule> RnnSequenceKernel::choose_schedule(const std::string& where)
   if (!chosen) {
     chosen = calibrate(cands, rnn_schedule_search_budget_ms());
     if (!chosen) return fallback;  // cannot calibrate here; do not cache
-    if (!path.empty() && !chosen->disturbed) {
+    if (!path.empty()) {
       Status st = store_cached_schedule(path, key, sig, *chosen);
       if (!st.is_ok())
         std::fprintf(stderr, "graphi: warning: cannot write RNN schedule cache %s: %s\n",
@@ -279,7 +287,7 @@ std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSch
   best.candidates_measured = out.measured;
   // Every timed run of some candidate had a team member preempted: other processes shared the
   // machine, and a verdict taken then (one thread against two, say) would outlive them in the
-  // cache. This process keeps it; the next one calibrates again.
+  // cache. This process keeps it; cached as disturbed, the next one calibrates again.
   best.disturbed = disturbed_candidates > 0;
   // GRAPHI_RNN_SEARCH_LOG=1: the outcome of every calibration, not only the long ones.
   static const bool log = [] {
@@ -287,12 +295,14 @@ std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSch
     return v && *v && std::string(v) != "0";
   }();
   if (announced || log)
-    std::fprintf(stderr, "graphi: %s -> %s after %.0f ms (%d of %zu candidates, stop: %s%s%s)%s\n",
-                 shape_.key().c_str(), best.to_string().c_str(), now_ms() - start, out.measured,
-                 cands.size(), out.stop.c_str(), out.confirmation.empty() ? "" : ", ",
-                 out.confirmation.c_str(),
+    std::fprintf(stderr,
+                 "graphi: %s (exchange round trip %.0f ns) -> %s after %.0f ms (%d of %zu "
+                 "candidates, stop: %s%s%s)%s\n",
+                 shape_.key().c_str(), team_ >= 2 ? team_round_trip_ns() : 0.0,
+                 best.to_string().c_str(), now_ms() - start, out.measured, cands.size(),
+                 out.stop.c_str(), out.confirmation.empty() ? "" : ", ", out.confirmation.c_str(),
                  best.disturbed ? "; other threads took the team's CPUs during "
-                                  "every run of some candidate: not cached"
+                                  "every run of some candidate: the next process measures again"
                                 : "");
   return best;
 }

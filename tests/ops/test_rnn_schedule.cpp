@@ -20,6 +20,7 @@
 
 #include "ops/rnn/rnn_schedule.h"
 #include "ops/rnn/rnn_sequence.h"
+#include "ops/rnn/team_exchange.h"
 #include "tests/support/op_runner.h"
 #include "tests/support/reference_rnn.h"
 #include "tests/support/test_util.h"
@@ -258,6 +259,16 @@ TEST_CASE("rnn schedule: cache round trip, other CPU, corrupt and unwritable fil
   REQUIRE(b.has_value());
   CHECK(*b == t);
   CHECK_FALSE(ops::load_cached_schedule(path, "k1", "other cpu").has_value());
+  // A verdict calibrated while other threads took the team's CPUs is stored but not reused; a
+  // later undisturbed one replaces it.
+  ops::RnnSchedule d = s;
+  d.disturbed = true;
+  REQUIRE(ops::store_cached_schedule(path, "k3", "cpu", d).is_ok());
+  CHECK_FALSE(ops::load_cached_schedule(path, "k3", "cpu").has_value());
+  REQUIRE(ops::store_cached_schedule(path, "k3", "cpu", s).is_ok());
+  auto e = ops::load_cached_schedule(path, "k3", "cpu");
+  REQUIRE(e.has_value());
+  CHECK(*e == s);
 
   // Corrupt: garbage, then valid JSON of the wrong shape, then a malformed entry.
   for (const char* text : {"{\"entries\": {\"k1|cpu\": {\"threads\": 2,", "[1, 2, 3]",
@@ -364,7 +375,8 @@ TEST_CASE(
     std::ifstream in(path);
     std::stringstream ss;
     ss << in.rdbuf();
-    CHECK_THAT(ss.str(), Catch::Contains("LSTM T9 B2 I13 H37 D1 team2|"));
+    // Teams of two key their verdicts by the members' exchange latency too (when measurable).
+    CHECK_THAT(ss.str(), Catch::Contains("LSTM T9 B2 I13 H37 D1 team2"));
   }
 
   // A corrupt cache file: a warning, a fresh calibration, a valid file again, right numbers.
@@ -382,7 +394,7 @@ TEST_CASE(
     std::ifstream in(path);
     std::stringstream ss;
     ss << in.rdbuf();
-    CHECK_THAT(ss.str(), Catch::Contains("GRU-lbr T8 B3 I11 H29 D1 team2|"));
+    CHECK_THAT(ss.str(), Catch::Contains("GRU-lbr T8 B3 I11 H29 D1 team2"));
   }
   if (old_dir.empty())
     unsetenv("GRAPHI_CACHE_DIR");
@@ -617,4 +629,25 @@ TEST_CASE("rnn schedule: a budget already spent stops the probe run at its first
     unsetenv("GRAPHI_RNN_SEARCH_BUDGET_MS");
   else
     setenv("GRAPHI_RNN_SEARCH_BUDGET_MS", old_budget.c_str(), 1);
+}
+
+TEST_CASE("rnn schedule: the team's exchange latency and its class", "[rnn_schedule]") {
+  CHECK(ops::rnn_wcs::exchange_class(0) == "");
+  CHECK(ops::rnn_wcs::exchange_class(95) == "near");
+  CHECK(ops::rnn_wcs::exchange_class(299) == "near");
+  CHECK(ops::rnn_wcs::exchange_class(514) == "far");
+  // A positive round trip where two CPUs exist (0 when a member was preempted for the whole
+  // 5 ms, which a loaded test machine can do; that is not kept and the next call measures).
+  const double ns = ops::rnn_wcs::team_round_trip_ns();
+  CHECK(ns >= 0);
+  if (omp_get_num_procs() < 2) CHECK(ns == 0);
+  if (ns > 0) CHECK(ops::rnn_wcs::team_round_trip_ns() == ns);  // measured once per process
+  // Inside a parallel region nothing is measured: the value kept, or 0.
+  double inside = -1;
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp master
+    inside = ops::rnn_wcs::team_round_trip_ns();
+  }
+  CHECK(inside == ns);
 }
