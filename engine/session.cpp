@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <mutex>
 #include <unordered_map>
 
@@ -137,6 +138,8 @@ struct Session::Impl {
 
   std::string input_list() const;
   Status bind_inputs(const NamedTensors& inputs, std::vector<const Tensor*>& bound) const;
+  Status run_bound(const std::vector<const void*>& in,
+                   const std::function<void(size_t, const void*)>& take);
   Status execute(int threads);
 };
 
@@ -467,8 +470,12 @@ Status Session::Impl::start_runtime() {
   return Status::ok();
 }
 
-Result<NamedTensors> Session::run(const NamedTensors& inputs) {
-  Impl& im = *impl_;
+// Runs the bound graph once: `in[k]` is graph input k's data; then hands each graph output's
+// bytes (in the arena, or the input itself) to `take(k, src)`. Holds the run lock throughout;
+// the pointers are unbound before it returns.
+Status Session::Impl::run_bound(const std::vector<const void*>& in,
+                                const std::function<void(size_t, const void*)>& take) {
+  Impl& im = *this;
   const graph::Graph& g = im.plan().graph();
   {
     std::lock_guard<std::mutex> lock(im.callers_mutex);
@@ -484,17 +491,17 @@ Result<NamedTensors> Session::run(const NamedTensors& inputs) {
   std::lock_guard<std::mutex> lock(im.run_mutex);
   if (im.closing.load(std::memory_order_acquire))
     return Status::invalid_argument(g.source() + ": run cancelled: the Session is being destroyed");
-
-  std::vector<const Tensor*> bound;
-  GRAPHI_RETURN_IF_ERROR(im.bind_inputs(inputs, bound));
-  for (const Impl::InputSlot& s : im.input_slots) im.in_ptrs[s.slot] = bound[s.input_index]->data();
+  // Caller buffers must not be referenced after the run returns.
+  struct Unbind {
+    Impl& im;
+    ~Unbind() {
+      for (const Impl::InputSlot& s : im.input_slots) im.in_ptrs[s.slot] = nullptr;
+    }
+  } unbind{im};
+  for (const Impl::InputSlot& s : im.input_slots) im.in_ptrs[s.slot] = in[s.input_index];
 
   if (im.runtime) {
-    Status st = im.runtime->run(SlotTables{im.in_ptrs.data(), im.out_ptrs.data()});
-    if (!st.is_ok()) {
-      for (const Impl::InputSlot& s : im.input_slots) im.in_ptrs[s.slot] = nullptr;
-      return st;
-    }
+    GRAPHI_RETURN_IF_ERROR(im.runtime->run(SlotTables{im.in_ptrs.data(), im.out_ptrs.data()}));
   } else {
     Status st;
     if (im.leader) {
@@ -522,32 +529,58 @@ Result<NamedTensors> Session::run(const NamedTensors& inputs) {
                             process_cpu_ms() - cpu_start);
       }
     }
-    if (!st.is_ok()) {
-      for (const Impl::InputSlot& s : im.input_slots) im.in_ptrs[s.slot] = nullptr;
-      return st;
-    }
+    GRAPHI_RETURN_IF_ERROR(st);
   }
+  for (size_t k = 0; k < g.outputs().size(); ++k) {
+    const ValueId v = g.outputs()[k];
+    const graph::Value& val = g.value(v);
+    take(k, im.memory().storage[v] == Storage::kCallerInput ? in[im.input_index.at(val.name)]
+                                                            : im.value_ptr(v));
+  }
+  return Status::ok();
+}
 
+Result<NamedTensors> Session::run(const NamedTensors& inputs) {
+  Impl& im = *impl_;
+  const graph::Graph& g = im.plan().graph();
+  std::vector<const Tensor*> bound;
+  {
+    // bind_inputs reads only the graph's descs: checked before the run lock is taken.
+    GRAPHI_RETURN_IF_ERROR(im.bind_inputs(inputs, bound));
+  }
+  std::vector<const void*> in(bound.size());
+  for (size_t k = 0; k < bound.size(); ++k) in[k] = bound[k]->data();
   NamedTensors out;
-  try {
-    out.reserve(g.outputs().size());
-    for (ValueId v : g.outputs()) {
-      const graph::Value& val = g.value(v);
-      const void* src = im.memory().storage[v] == Storage::kCallerInput
-                            ? bound[im.input_index.at(val.name)]->data()
-                            : im.value_ptr(v);
+  bool out_of_memory = false;
+  GRAPHI_RETURN_IF_ERROR(im.run_bound(in, [&](size_t k, const void* src) {
+    if (out_of_memory) return;
+    const graph::Value& val = g.value(g.outputs()[k]);
+    try {
+      if (k == 0) out.reserve(g.outputs().size());
       Tensor t(val.desc);
       std::memcpy(t.data(), src, val.desc.bytes());
       out.emplace_back(val.name, std::move(t));
+    } catch (const std::bad_alloc&) {
+      out_of_memory = true;
     }
-  } catch (const std::bad_alloc&) {
-    out.clear();
-  }
-  // Caller tensors must not be referenced after run() returns.
-  for (const Impl::InputSlot& s : im.input_slots) im.in_ptrs[s.slot] = nullptr;
-  if (out.size() != g.outputs().size())
+  }));
+  if (out_of_memory || out.size() != g.outputs().size())
     return Status(StatusCode::kOutOfMemory, g.source() + ": cannot allocate the output tensors");
   return out;
+}
+
+Status Session::run_buffers(std::span<const void* const> inputs, std::span<void* const> outputs) {
+  Impl& im = *impl_;
+  const graph::Graph& g = im.plan().graph();
+  if (inputs.size() != g.inputs().size() || outputs.size() != g.outputs().size())
+    return Status::invalid_argument(
+        g.source() + ": run_buffers: " + std::to_string(inputs.size()) + " inputs and " +
+        std::to_string(outputs.size()) + " outputs given, the graph has " +
+        std::to_string(g.inputs().size()) + " and " + std::to_string(g.outputs().size()));
+  std::vector<const void*> in(inputs.begin(), inputs.end());
+  return im.run_bound(in, [&](size_t k, const void* src) {
+    std::memcpy(outputs[k], src, g.value(g.outputs()[k]).desc.bytes());
+  });
 }
 
 }  // namespace graphi::engine

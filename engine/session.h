@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -84,6 +85,10 @@ class Session {
   // An op that fails at run time (a custom op whose code throws, ops/custom_op.h) makes run()
   // return an error naming the node; the Session stays usable.
   Result<NamedTensors> run(const NamedTensors& inputs);
+  // run() on the caller's buffers, unchecked: inputs[k] holds graph input k (graph().inputs()
+  // order, its desc's bytes), outputs[k] receives graph output k. For front ends that checked
+  // the data already (engine/batch_slices.h: one slice of a batch, no copies).
+  Status run_buffers(std::span<const void* const> inputs, std::span<void* const> outputs);
   // How many run() calls are inside this Session now: the one running plus those waiting for
   // their turn (a queue depth for serving; owners that destroy a Session under load use it to
   // know their callers have entered run(), tests/stress).

@@ -137,9 +137,10 @@ class PySession {
             bool pin, bool optimize, const std::map<std::string, int64_t>& dims, int ring_capacity,
             const std::string& cpuset, const std::string& plan, const std::string& rnn_weights,
             uint64_t max_memory, const std::map<std::string, std::vector<int64_t>>& input_shapes,
-            const std::vector<std::string>& override_initializers) {
+            const std::vector<std::string>& override_initializers, const std::string& batch_split) {
     graphi::SessionOptions o;
     o.override_initializers = override_initializers;
+    o.batch_split = batch_split;
     o.rnn_weights = rnn_weights;
     o.plan = plan;
     o.max_memory = max_memory;
@@ -311,13 +312,14 @@ PYBIND11_MODULE(_graphi, m) {
                     const std::map<std::string, int64_t>&, int, const std::string&,
                     const std::string&, const std::string&, uint64_t,
                     const std::map<std::string, std::vector<int64_t>>&,
-                    const std::vector<std::string>&>(),
+                    const std::vector<std::string>&, const std::string&>(),
            py::arg("path"), py::arg("executors"), py::arg("threads"), py::arg("scheduler"),
            py::arg("pin"), py::arg("optimize"), py::arg("dims"), py::arg("ring_capacity"),
            py::arg("cpuset"), py::arg("plan"), py::arg("rnn_weights") = "",
            py::arg("max_memory") = 0,
            py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{},
-           py::arg("override_initializers") = std::vector<std::string>{})
+           py::arg("override_initializers") = std::vector<std::string>{},
+           py::arg("batch_split") = "")
       .def("run", &PySession::run, py::arg("inputs"))
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)

@@ -13,10 +13,12 @@
 #include <set>
 #include <string>
 
+#include "engine/batch_slices.h"
 #include "engine/model_loader.h"
 #include "engine/session.h"
 #include "engine/training_session.h"
 #include "graph/onnx/onnx_import.h"
+#include "profiler/batch_split_choice.h"
 #include "profiler/chrome_trace.h"
 #include "profiler/plan_choice.h"
 
@@ -82,10 +84,9 @@ Result<Tensor> to_tensor(const Array& a) {
   return t;
 }
 
-// Reads `path` with options.dims for an .onnx file's symbolic dims.
-Result<std::shared_ptr<const graph::Graph>> load(
-    const std::string& path, const SessionOptions& options,
-    std::map<std::string, Tensor>* defaults = nullptr) {
+// The import options of `options` (options.dims for an .onnx file's symbolic dims).
+Result<graph::ImportOptions> import_options(const SessionOptions& options,
+                                            std::map<std::string, Tensor>* defaults) {
   graph::ImportOptions onnx;
   onnx.max_memory = options.max_memory;
   onnx.override_initializers.insert(options.override_initializers.begin(),
@@ -98,6 +99,14 @@ Result<std::shared_ptr<const graph::Graph>> load(
     onnx.dims[name] = value;
   }
   for (const auto& [name, shape] : options.input_shapes) onnx.input_shapes[name] = shape;
+  return onnx;
+}
+
+// Reads `path` with import_options(options).
+Result<std::shared_ptr<const graph::Graph>> load(
+    const std::string& path, const SessionOptions& options,
+    std::map<std::string, Tensor>* defaults = nullptr) {
+  GRAPHI_ASSIGN_OR_RETURN(graph::ImportOptions onnx, import_options(options, defaults));
   return engine::load_model(path, onnx);
 }
 
@@ -139,6 +148,8 @@ Array Array::clone() const { return copy_of(info_.name, info_.dtype, info_.shape
 
 struct Session::Impl {
   std::unique_ptr<engine::Session> session;  // declared first: destroyed last
+  // Set when the batch runs in slices (then `session` is null: slices owns the Session).
+  std::unique_ptr<engine::BatchSlices> slices;
   SessionOptions options;
   std::vector<TensorInfo> inputs, outputs;
   std::vector<std::string> bool_values;  // graph/onnx/onnx_import.h kBoolValuesKey
@@ -155,8 +166,11 @@ struct Session::Impl {
   std::condition_variable callers_left;
   int callers = 0;
 
+  engine::Session& active() const { return slices ? slices->session() : *session; }
+
   ~Impl() {
     if (session) session->cancel();
+    if (slices) slices->session().cancel();
     std::unique_lock<std::mutex> lock(callers_mutex);
     callers_left.wait(lock, [&] { return callers == 0; });
   }
@@ -206,6 +220,7 @@ Expected<Session> Session::open(const std::string& path, const SessionOptions& o
     Result<std::shared_ptr<const graph::Graph>> loaded = load(path, options, &impl->defaults);
     if (!loaded) return to_error(loaded.status());
     std::shared_ptr<const graph::Graph> g = std::move(loaded).value();
+    const std::shared_ptr<const graph::Graph> imported = g;  // before the passes
     for (const std::string& name : options.override_initializers) {
       auto v = g->find_value(name);
       if (!v || g->value(*v).kind != graph::ValueKind::kInput)
@@ -245,6 +260,20 @@ Expected<Session> Session::open(const std::string& path, const SessionOptions& o
     Result<std::unique_ptr<engine::Session>> s = engine::Session::create(g, eo);
     if (!s) return to_error(s.status().with_context(path));
     impl->session = std::move(s).value();
+    Result<profiler::BatchSplitPolicy> split = profiler::parse_batch_split(options.batch_split);
+    if (!split) return to_error(split.status().with_context("options.batch_split"));
+    std::map<std::string, Tensor> unused_defaults;
+    Result<graph::ImportOptions> io = import_options(options, &unused_defaults);
+    if (!io) return to_error(io.status());
+    std::string said;
+    Result<std::unique_ptr<engine::BatchSlices>> slices = profiler::batch_in_slices(
+        path, *io, options.optimize, *split, imported, req, eo, *impl->session, &said);
+    if (!slices) return to_error(slices.status().with_context(path));
+    if (!said.empty()) say_plan_once(said);
+    if (*slices) {
+      impl->slices = std::move(slices).value();
+      impl->session.reset();  // the whole batch's arena and packed weights
+    }
     for (graph::ValueId id : g->inputs()) impl->inputs.push_back(info_of(*g, id));
     for (graph::ValueId id : g->outputs()) impl->outputs.push_back(info_of(*g, id));
     impl->bool_values = graph::bool_values(*g);
@@ -280,7 +309,7 @@ Expected<std::vector<Array>> Session::run(const std::vector<Array>& inputs) {
       if (std::none_of(inputs.begin(), inputs.end(),
                        [&](const Array& a) { return a.name() == d.first; }))
         in.emplace_back(d.first, d.second);
-    Result<engine::NamedTensors> out = im->session->run(in);
+    Result<engine::NamedTensors> out = im->slices ? im->slices->run(in) : im->session->run(in);
     if (!out) return to_error(out.status());
     std::vector<Array> result;
     result.reserve(out->size());
@@ -324,25 +353,30 @@ const std::vector<std::string>& Session::bfloat16_values() const {
   return impl_ ? impl_->bfloat16_values : kNone;
 }
 std::string Session::config_summary() const {
-  return impl_ ? impl_->session->config_summary() : std::string();
+  if (!impl_) return std::string();
+  std::string s = impl_->active().config_summary();
+  if (impl_->slices)
+    s += "; batch " + std::to_string(impl_->slices->batch()) + " in slices of " +
+         std::to_string(impl_->slices->slice());
+  return s;
 }
 const std::string& Session::passes_summary() const { return impl_ ? impl_->passes : kNoString; }
 const std::string& Session::plan_summary() const { return impl_ ? impl_->plan : kNoString; }
 const SessionOptions& Session::options() const { return impl_ ? impl_->options : kNoOptions; }
 
 void Session::set_tracing(bool on) {
-  if (impl_) impl_->session->set_tracing(on);
+  if (impl_) impl_->active().set_tracing(on);
 }
 
 Expected<size_t> Session::write_trace(const std::string& path) const {
   if (!impl_)
     return ApiError{StatusCode::kInvalidArgument, "write_trace: the Session was moved from"};
   return guarded("write_trace", [&]() -> Expected<size_t> {
-    const engine::RunTrace t = impl_->session->last_trace();
+    const engine::RunTrace t = impl_->active().last_trace();
     if (t.run_end_ns == 0)
       return ApiError{StatusCode::kInvalidArgument,
                       path + ": no traced run to write (call set_tracing(true), then run())"};
-    Status st = profiler::write_chrome_trace(path, impl_->session->plan(), t);
+    Status st = profiler::write_chrome_trace(path, impl_->active().plan(), t);
     if (!st.is_ok()) return to_error(st);
     return t.ops.size();
   });

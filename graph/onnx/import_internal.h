@@ -233,6 +233,10 @@ class Importer {
   // Outputs with trailing absent ones dropped and inner absent ones named.
   std::vector<std::string> outputs_of(const onnx::Node& n, const std::string& name);
 
+  void rebatch_shape_operand(const onnx::Node& n);
+  // ImportOptions::batch set: the dim 0 the file declares for every input (-1: they differ).
+  int64_t declared_batch_ = 0;
+
   bool is_const(const std::string& v) const {
     auto it = vals_.find(v);
     return it != vals_.end() && it->second.is_const;

@@ -511,6 +511,25 @@ Status Importer::translate(const onnx::Node& n, const std::string& where) {
   return emit(op, name, ins, outs, std::move(attrs), where, &n);
 }
 
+// Imported for another batch (ImportOptions::batch): a Reshape or Expand of a run-time value
+// that now has the new batch on dim 0, to a constant shape whose dim-0 entry is the batch the
+// file declares (x.view(8, 2, 58, h, w) traced at batch 8), gets the new batch there instead.
+// graph/batch_split.h then checks that this kept the samples apart.
+void Importer::rebatch_shape_operand(const onnx::Node& n) {
+  if (opts_.batch < 1 || declared_batch_ < 1 || (n.op != "Reshape" && n.op != "Expand") ||
+      n.inputs.size() < 2 || n.inputs[0].empty() || is_const(n.inputs[0]) || !is_const(n.inputs[1]))
+    return;
+  const Shape& x = vals_.at(n.inputs[0]).desc.shape;
+  ValState& s = vals_.at(n.inputs[1]);
+  const HostTensor* h = s.host.get();
+  if (x.empty() || x[0] != opts_.batch || !h || h->is_float() || h->shape.size() != 1 ||
+      h->i.empty() || h->i[0] != declared_batch_ || !s.graph_name.empty() || s.tensor)
+    return;
+  auto patched = std::make_shared<HostTensor>(*h);
+  patched->i[0] = opts_.batch;
+  s.host = std::move(patched);
+}
+
 Status Importer::import_node(const onnx::Node& node_in) {
   const std::string where = where_of(node_in);
   GRAPHI_RETURN_IF_ERROR(materialize_qdq_inputs(node_in));
@@ -561,6 +580,7 @@ Status Importer::import_node(const onnx::Node& node_in) {
   for (const std::string& in : n.inputs)
     if (!in.empty() && !vals_.count(in))
       return Status::internal(where + ": input '" + in + "' is not defined");
+  rebatch_shape_operand(n);
 
   if (std::optional<Status> done = import_empty_slice(n, where)) return *done;
   GRAPHI_ASSIGN_OR_RETURN(std::optional<onnx::Node> kept, without_empty_inputs(n, where));
@@ -791,6 +811,11 @@ Status Importer::add_inputs() {
             "onnx.tools.update_model_dims");
       }
     }
+    if (opts_.batch >= 1 && !shape.empty()) {
+      // The batch the file declares (-1: the inputs disagree), for the shape constants below.
+      declared_batch_ = declared_batch_ == 0 || declared_batch_ == shape[0] ? shape[0] : -1;
+      shape[0] = opts_.batch;
+    }
     int64_t numel = 1;
     for (int64_t d : shape) {
       if (numel > (int64_t{1} << 40) / d)
@@ -1004,7 +1029,8 @@ Status Importer::add_outputs() {
     }
     b_.declare(v.name, TensorDesc{*dt, s});
   };
-  for (const onnx::ValueInfo& v : g.outputs) declare(v);
+  if (opts_.batch < 1)
+    for (const onnx::ValueInfo& v : g.outputs) declare(v);
   return Status::ok();
 }
 

@@ -52,6 +52,11 @@ struct ImportOptions {
   // The value of a symbolic dim that `dims` does not name (0: such a dim is an error). For tools
   // that load arbitrary models without knowing their dims (the fuzz targets, seed making).
   int64_t default_dim = 0;
+  // When >= 1: the batch the graph is imported for, whatever its inputs declare: every graph
+  // input's dim 0 (fixed or symbolic) takes this value and declared output shapes are not
+  // checked. For running a batch in slices (graph/batch_split.h compares the result with the
+  // graph imported as declared and refuses graphs whose samples do not stay apart).
+  int64_t batch = 0;
   // Graph inputs bound to fixed values: they become constants, so shape computations that
   // depend on them fold away (e.g. a Reshape whose shape is a graph input). The tensor's dtype
   // must match the input's element type; its shape replaces the declared one.

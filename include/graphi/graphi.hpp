@@ -191,6 +191,12 @@ struct SessionOptions {
   // feeding one is an error. A named one becomes an input of inputs(); run() uses the
   // initializer when you do not give it. A name that is not a graph input is kInvalidArgument.
   std::vector<std::string> override_initializers;
+  // A batch of N > 1 samples (every input of an .onnx model with the same dim 0) may run as N
+  // slices of one sample where the model keeps its samples apart (docs/CNN.md, "Batches in
+  // slices"): "auto" measures both once per model, split and machine and keeps the faster
+  // (cached); "off" never; "on" wherever the model allows; "" (default) = the environment's
+  // GRAPHI_BATCH_SPLIT, else "auto". Other values: kInvalidArgument.
+  std::string batch_split;
 };
 
 class GRAPHI_API Session {

@@ -164,7 +164,8 @@ class Session:
 
     Session(path, executors=None, threads=None, scheduler=None, pin=True, optimize=True,
             dims=None, ring_capacity=1, cpuset="", plan="auto", tracing=False,
-            rnn_weights=None, max_memory=None, input_shapes=None, override_initializers=None)
+            rnn_weights=None, max_memory=None, input_shapes=None, override_initializers=None,
+            batch_split=None)
 
     path: a .onnx or .graphi file. executors x threads: the engine's executor teams; None
     (default) takes the plan's split, giving one of them sets the other to 1.
@@ -198,13 +199,18 @@ class Session:
     as its name, an unnamed one as None); Session.compiled_shapes lists what is compiled; an
     error in the model (an unsupported op) is raised by the first run() then, not here, and the
     file must stay where it is (each compilation reads it).
+    batch_split: "auto" (None, default: unless GRAPHI_BATCH_SPLIT says otherwise), "off" or
+    "on". A .onnx model whose inputs all carry a batch of N > 1 on dim 0 may run as N slices of
+    one sample where it keeps its samples apart (docs/CNN.md, "Batches in slices"); "auto"
+    measures both once per model, split and machine (cached) and keeps the faster.
+    Session.config says which runs.
     Raises graphi.Error naming the file when it cannot be loaded.
     """
 
     def __init__(self, path, executors=None, threads=None, scheduler=None, pin=True,
                  optimize=True, dims=None, ring_capacity=1, cpuset="", plan="auto", tracing=False,
                  rnn_weights=None, max_memory=None, input_shapes=None,
-                 override_initializers=None, max_shapes=4):
+                 override_initializers=None, max_shapes=4, batch_split=None):
         path = _os.fspath(path)
         limit = _memory_size(max_memory, path)
         self.path = path
@@ -220,7 +226,7 @@ class Session:
         args = dict(executors=executors, threads=threads, scheduler=scheduler, pin=pin,
                     optimize=optimize, dims=dims, ring_capacity=ring_capacity, cpuset=cpuset,
                     plan=plan, tracing=tracing, rnn_weights=rnn_weights, max_memory=max_memory,
-                    override_initializers=overrides)
+                    override_initializers=overrides, batch_split=batch_split)
         try:
             self._s = _graphi.Session(path, 0 if executors is None else int(executors),
                                       0 if threads is None else int(threads),
@@ -230,7 +236,8 @@ class Session:
                                       "" if rnn_weights is None else str(rnn_weights), limit,
                                       {str(k): [int(d) for d in v]
                                        for k, v in (input_shapes or {}).items()},
-                                      overrides)
+                                      overrides,
+                                      "" if batch_split is None else str(batch_split))
         except Error:
             self._lazy = _ShapeCache.for_unbound_dims(path, args, input_shapes, max_shapes)
             if self._lazy is None:

@@ -1,0 +1,200 @@
+#include "profiler/batch_split_choice.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <vector>
+
+#include "engine/model_loader.h"
+#include "graph/batch_split.h"
+#include "ops/choice_cache.h"
+#include "profiler/plan_cache.h"
+
+namespace graphi::profiler {
+
+namespace {
+
+constexpr const char* kFile = "batch_split.json";
+constexpr const char* kWhat = "batch split";
+
+// The code that measured: a change of the measurement or the slicing bumps it.
+std::string signature() { return ops::machine_signature() + "|batch split 1"; }
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+std::string ms(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g", v);
+  return b;
+}
+
+}  // namespace
+
+Result<BatchSplitPolicy> parse_batch_split(const std::string& value) {
+  std::string v = value;
+  if (v.empty()) {
+    const char* e = std::getenv("GRAPHI_BATCH_SPLIT");
+    v = e && *e ? e : "auto";
+  }
+  if (v == "auto") return BatchSplitPolicy::kAuto;
+  if (v == "off") return BatchSplitPolicy::kOff;
+  if (v == "on") return BatchSplitPolicy::kOn;
+  return Status::invalid_argument("batch split '" + v + "': expected auto, off or on" +
+                                  (value.empty() ? " (GRAPHI_BATCH_SPLIT)" : ""));
+}
+
+std::optional<BatchSplitVerdict> cached_batch_split(const std::string& key) {
+  const std::string path = ops::choice_cache_path(kFile);
+  std::optional<nlohmann::json> e = ops::load_choice(path, key + "|" + signature(), kWhat);
+  if (!e) return std::nullopt;
+  if (!e->is_object() || !e->contains("slices") || !(*e)["slices"].is_boolean()) {
+    ops::warn_choice_cache(path, kWhat, "entry '" + key + "' is malformed");
+    return std::nullopt;
+  }
+  BatchSplitVerdict v;
+  v.slices = (*e)["slices"].get<bool>();
+  v.source = "cached";
+  if (e->contains("batch_ms") && (*e)["batch_ms"].is_number())
+    v.batch_ms = (*e)["batch_ms"].get<double>();
+  if (e->contains("slices_ms") && (*e)["slices_ms"].is_number())
+    v.slices_ms = (*e)["slices_ms"].get<double>();
+  return v;
+}
+
+Result<BatchSplitVerdict> measure_batch_split(const std::string& key, int64_t batch, int64_t slice,
+                                              const std::function<Status()>& run_batch,
+                                              const std::function<Status()>& run_slices) {
+  const double start = now_ms();
+  std::vector<double> tb, ts;
+  auto timed = [](const std::function<Status()>& f, std::vector<double>* into) -> Status {
+    const double t0 = now_ms();
+    Status st = f();
+    if (into) into->push_back(now_ms() - t0);
+    return st;
+  };
+  GRAPHI_RETURN_IF_ERROR(timed(run_batch, nullptr));
+  GRAPHI_RETURN_IF_ERROR(timed(run_slices, nullptr));
+  for (int round = 0; round < 15 && (tb.size() < 3 || now_ms() - start < 100); ++round) {
+    // Alternating which goes first: a drift of the machine's speed hits both alike.
+    if (round % 2 == 0) {
+      GRAPHI_RETURN_IF_ERROR(timed(run_batch, &tb));
+      GRAPHI_RETURN_IF_ERROR(timed(run_slices, &ts));
+    } else {
+      GRAPHI_RETURN_IF_ERROR(timed(run_slices, &ts));
+      GRAPHI_RETURN_IF_ERROR(timed(run_batch, &tb));
+    }
+  }
+  BatchSplitVerdict v;
+  v.batch_ms = median(tb);
+  v.slices_ms = median(ts);
+  v.slices = v.slices_ms <= 0.95 * v.batch_ms;
+  v.source = "measured";
+  v.message = "batch " + std::to_string(batch) +
+              (v.slices ? " in slices of " : " whole, not in slices of ") + std::to_string(slice) +
+              ": " + ms(v.slices ? v.slices_ms : v.batch_ms) + " ms against " +
+              ms(v.slices ? v.batch_ms : v.slices_ms) + " (measured in " +
+              ms((now_ms() - start) / 1e3) + " s)";
+  const std::string path = ops::choice_cache_path(kFile);
+  if (!path.empty()) {
+    Status st = ops::store_choice(
+        path, key + "|" + signature(),
+        {{"slices", v.slices}, {"batch_ms", v.batch_ms}, {"slices_ms", v.slices_ms}});
+    if (!st.is_ok())
+      std::fprintf(stderr, "graphi: warning: cannot write the batch split cache %s: %s\n",
+                   path.c_str(), st.message().c_str());
+  }
+  return v;
+}
+
+Result<std::unique_ptr<engine::BatchSlices>> batch_in_slices(
+    const std::string& path, graph::ImportOptions import, bool optimize, BatchSplitPolicy policy,
+    const std::shared_ptr<const graph::Graph>& imported, const PlanRequest& plan,
+    const engine::SessionOptions& session_options, engine::Session& whole, std::string* message) {
+  using Slices = std::unique_ptr<engine::BatchSlices>;
+  if (message) message->clear();
+  if (policy == BatchSplitPolicy::kOff || !imported) return Slices();
+  const std::string ext = std::filesystem::path(path).extension().string();
+  if (ext == ".graphi") return Slices();  // static shapes: no import for another batch
+  // Every input carries the same batch N > 1 on dim 0.
+  int64_t batch = 0;
+  for (graph::ValueId id : imported->inputs()) {
+    const Shape& s = imported->value(id).desc.shape;
+    if (s.empty() || s[0] < 2 || (batch != 0 && s[0] != batch)) return Slices();
+    batch = s[0];
+  }
+  if (batch < 2) return Slices();
+  constexpr int64_t kSlice = 1;
+  const std::string key =
+      graph_content_hash(*imported) + "|" + std::to_string(session_options.executors) + "x" +
+      std::to_string(session_options.threads) + "|slice " + std::to_string(kSlice);
+  std::optional<BatchSplitVerdict> cached;
+  if (policy == BatchSplitPolicy::kAuto) {
+    cached = cached_batch_split(key);
+    if (cached && !cached->slices) return Slices();
+  }
+  auto remember_whole = [&](const std::string& why) {
+    // Not separable (or not compilable for a slice) is a property of the model: remembered, so
+    // later loads do not import it twice.
+    if (policy != BatchSplitPolicy::kAuto) return;
+    const std::string file = ops::choice_cache_path("batch_split.json");
+    if (!file.empty())
+      (void)ops::store_choice(file, key + "|" + signature(), {{"slices", false}, {"why", why}});
+  };
+  import.batch = kSlice;
+  import.progress = nullptr;
+  Result<std::shared_ptr<const graph::Graph>> sliced = engine::load_model(path, import);
+  if (!sliced) {
+    remember_whole("the graph does not import for one sample: " + sliced.status().message());
+    return Slices();
+  }
+  if (Status st = graph::check_batch_split(*imported, **sliced, batch, kSlice); !st.is_ok()) {
+    remember_whole(st.message());
+    if (message && policy == BatchSplitPolicy::kOn)
+      *message = "graphi: batch " + std::to_string(batch) + " runs whole: " + st.message();
+    return Slices();
+  }
+  std::shared_ptr<const graph::Graph> g = *sliced;
+  if (optimize) {
+    GRAPHI_ASSIGN_OR_RETURN(engine::OptimizedGraph o, engine::optimize_graph(g));
+    g = o.graph;
+  }
+  GRAPHI_ASSIGN_OR_RETURN(PlanChoice chosen, choose_plan(*g, plan));
+  engine::SessionOptions so = chosen.options;
+  so.ring_capacity = session_options.ring_capacity;
+  so.rnn_weights = session_options.rnn_weights;
+  so.max_memory = session_options.max_memory;
+  GRAPHI_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> s, engine::Session::create(g, so));
+  // The slices take the whole graph's inputs and outputs: the graph the caller's Session runs.
+  GRAPHI_ASSIGN_OR_RETURN(Slices slices,
+                          engine::BatchSlices::create(whole.graph(), std::move(s), batch, kSlice));
+  if (policy == BatchSplitPolicy::kOn || cached) {
+    if (message && policy == BatchSplitPolicy::kOn)
+      *message = "graphi: batch " + std::to_string(batch) + " in slices of " +
+                 std::to_string(kSlice) + " (batch split on)";
+    return slices;
+  }
+  // Zero inputs of the declared shapes.
+  engine::NamedTensors zeros;
+  for (graph::ValueId id : whole.graph().inputs())
+    zeros.emplace_back(whole.graph().value(id).name, Tensor(whole.graph().value(id).desc));
+  GRAPHI_ASSIGN_OR_RETURN(BatchSplitVerdict v,
+                          measure_batch_split(
+                              key, batch, kSlice, [&] { return whole.run(zeros).status(); },
+                              [&] { return slices->run(zeros).status(); }));
+  if (message) *message = "graphi: " + v.message;
+  if (!v.slices) return Slices();
+  return slices;
+}
+
+}  // namespace graphi::profiler
