@@ -27,6 +27,7 @@
 #include "graph/onnx/onnx_import.h"
 #include "models/weights.h"
 #include "ops/rnn/rnn_sequence.h"
+#include "profiler/batch_split_choice.h"
 #include "profiler/chrome_trace.h"
 #include "profiler/plan_choice.h"
 
@@ -101,7 +102,7 @@ int run_command(int argc, char** argv) {
       "N] [--json [--json-indent N]]\n"
       "                  [--threads K] [--executors N] [--scheduler NAME] [--plan auto|FILE] "
       "[--no-plan]\n"
-      "                  [--no-fuse] [--dim NAME=VALUE]...",
+      "                  [--no-fuse] [--dim NAME=VALUE]... [--batch-split auto|off|on]",
       "Runs a .graphi or .onnx model and reports output shapes and latency. By default (--plan "
       "auto)\n"
       "it uses all allowed cores: the plan `graphi profile` cached for this model and machine, "
@@ -145,6 +146,11 @@ int run_command(int argc, char** argv) {
               "files' shapes)",
               true);
   args.flag("--no-pin", "do not pin threads to cores (allows oversubscribing the machine)");
+  args.option("--batch-split", "auto|off|on",
+              "run a batch of N samples as N one-sample slices where the model keeps them\n"
+              "                           apart: auto (default, or GRAPHI_BATCH_SPLIT) measures "
+              "both once per\n"
+              "                           model and machine and keeps the faster (docs/CNN.md)");
   args.option("--rnn-weights", "fp32|bf16|int8",
               "storage precision of the fused LSTM/GRU/RNN weights (default fp32; bf16: bf16\n"
               "                           weights, fp32 accumulation; int8: s8 weights, u8\n"
@@ -240,14 +246,28 @@ int run_command(int argc, char** argv) {
     return args.usage_error(w.status().message());
   opts.max_memory = dims->max_memory;
   load_progress.stage("compile");
-  auto session = engine::Session::create(g, opts);
-  if (!session.is_ok()) return runtime_error(session.status());
+  auto created = engine::Session::create(g, opts);
+  if (!created.is_ok()) return runtime_error(created.status());
+  std::unique_ptr<engine::Session> whole = std::move(created).value();
+  // A batch of N samples may run as N slices (profiler/batch_split_choice.h).
+  auto split = profiler::parse_batch_split(args.get("--batch-split", ""));
+  if (!split.is_ok()) return args.usage_error("--batch-split: " + split.status().message());
+  std::string said;
+  dims->progress = nullptr;
+  auto sliced = profiler::batch_in_slices(model_path, *dims, !args.has("--no-fuse"), *split,
+                                          *loaded, plan_request, opts, *whole, &said);
+  if (!sliced.is_ok()) return runtime_error(sliced.status());
+  if (!said.empty()) std::fprintf(stderr, "%s\n", said.c_str());
+  std::unique_ptr<engine::BatchSlices> slices = std::move(sliced).value();
+  if (slices) whole.reset();  // its arena and packed weights
+  engine::Session* session = slices ? &slices->session() : whole.get();
+  auto run_model = [&] { return slices ? slices->run(inputs) : session->run(inputs); };
   load_progress.done();
 
   Progress progress(true);
   engine::NamedTensors outputs;
   for (long i = 0; i < *warmup; ++i) {
-    auto r = (*session)->run(inputs);
+    auto r = run_model();
     if (!r.is_ok()) return runtime_error(with_input_hint(r.status(), *bound));
     if (i + 1 == *warmup) outputs = std::move(*r);
     progress.update("warmup", i + 1, *warmup);
@@ -256,9 +276,9 @@ int run_command(int argc, char** argv) {
   ms.reserve(static_cast<size_t>(*iterations));
   const std::string trace_path = args.get("--trace", "");
   for (long i = 0; i < *iterations; ++i) {
-    if (!trace_path.empty() && i + 1 == *iterations) (*session)->set_tracing(true);
+    if (!trace_path.empty() && i + 1 == *iterations) session->set_tracing(true);
     auto t0 = Clock::now();
-    auto r = (*session)->run(inputs);
+    auto r = run_model();
     auto t1 = Clock::now();
     if (!r.is_ok()) return runtime_error(with_input_hint(r.status(), *bound));
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
@@ -268,9 +288,9 @@ int run_command(int argc, char** argv) {
   progress.finish();
   const Latency lat = summarize(ms);
   if (!trace_path.empty()) {
-    const engine::RunTrace trace = (*session)->last_trace();
-    if (Status st = profiler::write_chrome_trace(trace_path, (*session)->plan(), trace);
-        !st.is_ok())
+    // In slices: the last slice's run.
+    const engine::RunTrace trace = session->last_trace();
+    if (Status st = profiler::write_chrome_trace(trace_path, session->plan(), trace); !st.is_ok())
       return runtime_error(st.with_context("--trace"));
     std::fprintf(
         stderr, "graphi: wrote the trace of the last iteration (%zu ops, makespan %.3f ms) to %s\n",
@@ -310,7 +330,11 @@ int run_command(int argc, char** argv) {
     }
   }
 
-  const engine::SessionOptions& eff = (*session)->options();
+  const engine::SessionOptions& eff = session->options();
+  const std::string summary =
+      session->config_summary() + (slices ? "; batch " + std::to_string(slices->batch()) +
+                                                " in slices of " + std::to_string(slices->slice())
+                                          : "");
   if (json) {
     nlohmann::ordered_json j;
     j["model"] = model_path;
@@ -319,7 +343,8 @@ int run_command(int argc, char** argv) {
                    {"scheduler", eff.scheduler},
                    {"pinned", eff.pin},
                    {"plan", chosen->source},
-                   {"summary", (*session)->config_summary()},
+                   {"summary", summary},
+                   {"batch_slice", slices ? slices->slice() : 0},
                    {"rnn_weights", eff.rnn_weights.empty() ? "fp32" : eff.rnn_weights}};
     j["iterations"] = *iterations;
     j["warmup"] = *warmup;
@@ -338,7 +363,7 @@ int run_command(int argc, char** argv) {
   }
   std::printf("model: %s (%zu nodes)\n", model_path.c_str(), g->num_nodes());
   std::printf("config: %d executor(s) x %d thread(s), scheduler %s (%s)\n", eff.executors,
-              eff.threads, eff.scheduler.c_str(), (*session)->config_summary().c_str());
+              eff.threads, eff.scheduler.c_str(), summary.c_str());
   // As the file declares them: an ONNX BOOL / FLOAT16 value is float32 inside graphi.
   auto shown = [&](const std::string& name, const Tensor& t) {
     auto v = g->find_value(name);

@@ -50,6 +50,13 @@ std::optional<std::string> omp_oversubscription_warning(const OmpThreadCount& c)
   return std::nullopt;
 }
 
+namespace {
+thread_local int t_quiet = 0;  // live QuietOmpClaims on this thread
+}  // namespace
+
+QuietOmpClaims::QuietOmpClaims() { ++t_quiet; }
+QuietOmpClaims::~QuietOmpClaims() { --t_quiet; }
+
 OmpThreadClaim::OmpThreadClaim(int executors, int threads, bool spinning_scheduler) {
   extra_ = executors * (threads - 1);
   const int process = 1 + g_extra_threads.fetch_add(extra_, std::memory_order_relaxed) + extra_;
@@ -59,7 +66,7 @@ OmpThreadClaim::OmpThreadClaim(int executors, int threads, bool spinning_schedul
   c.cpus = allowed_cpu_count();
   c.wait_policy_set = wait_policy_in_environment();
   warning_ = omp_oversubscription_warning(c);
-  if (!warning_) return;
+  if (!warning_ || t_quiet > 0) return;
   std::once_flag& once = c.session_threads > c.cpus ? g_warned_session : g_warned_process;
   std::call_once(once, [&] { std::fprintf(stderr, "graphi: warning: %s\n", warning_->c_str()); });
 }

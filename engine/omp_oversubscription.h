@@ -65,4 +65,15 @@ class OmpThreadClaim {
 // The process-wide count as graphi models it (1 + the extra threads of live claims).
 int omp_process_threads();
 
+// While one is alive, claims made on this thread count but do not print their warning: for a
+// Session that lives beside another only while the two are measured against each other
+// (profiler/batch_split_choice.h), one of which is then dropped.
+class QuietOmpClaims {
+ public:
+  QuietOmpClaims();
+  ~QuietOmpClaims();
+  QuietOmpClaims(const QuietOmpClaims&) = delete;
+  QuietOmpClaims& operator=(const QuietOmpClaims&) = delete;
+};
+
 }  // namespace graphi::engine

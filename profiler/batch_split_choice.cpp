@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/model_loader.h"
+#include "engine/omp_oversubscription.h"
 #include "graph/batch_split.h"
 #include "ops/choice_cache.h"
 #include "profiler/plan_cache.h"
@@ -174,7 +175,12 @@ Result<std::unique_ptr<engine::BatchSlices>> batch_in_slices(
   so.ring_capacity = session_options.ring_capacity;
   so.rnn_weights = session_options.rnn_weights;
   so.max_memory = session_options.max_memory;
-  GRAPHI_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> s, engine::Session::create(g, so));
+  std::unique_ptr<engine::Session> s;
+  {
+    // Beside `whole` only until one of the two is dropped below or by the caller.
+    engine::QuietOmpClaims quiet;
+    GRAPHI_ASSIGN_OR_RETURN(s, engine::Session::create(g, so));
+  }
   // The slices take the whole graph's inputs and outputs: the graph the caller's Session runs.
   GRAPHI_ASSIGN_OR_RETURN(Slices slices,
                           engine::BatchSlices::create(whole.graph(), std::move(s), batch, kSlice));

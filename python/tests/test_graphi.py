@@ -768,6 +768,82 @@ class TorchTest(unittest.TestCase):
             f(torch.randn(3, 4))  # shapes are fixed at compile time
 
 
+@unittest.skipIf(torch is None, "PyTorch is not installed")
+class BatchSplitTest(unittest.TestCase):
+    """A batch in one-sample slices (docs/CNN.md, "Batches in slices"): the outputs against
+    PyTorch's with the split on, off and chosen, on a CNN exported at batch 4 whose traced
+    view(4, ...) constants carry the batch; a model that mixes its samples runs whole."""
+
+    def setUp(self):
+        import tempfile
+        self.dir = tempfile.mkdtemp(prefix="graphi_batch_split_")
+        self.env = dict(os.environ)
+        os.environ["GRAPHI_CACHE_DIR"] = self.dir  # verdicts of this test only
+
+    def tearDown(self):
+        import shutil
+        os.environ.clear()
+        os.environ.update(self.env)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def export(self, module, x, name):
+        path = os.path.join(self.dir, name + ".onnx")
+        module.eval()
+        graphi.torch._export_onnx(module, (x,), path, ["x"], ["y"])
+        with torch.no_grad():
+            return path, module(x).numpy()
+
+    def test_shuffle_cnn_in_slices_matches_torch(self):
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+                self.conv2 = torch.nn.Conv2d(8, 8, 3, padding=1, groups=2)
+                self.fc = torch.nn.Linear(8 * 4 * 4, 5)
+
+            def forward(self, x):
+                b, _, h, w = x.shape
+                y = torch.relu(self.conv(x))
+                # ShuffleNet's channel shuffle: traced with b = 4 in the constants.
+                y = y.view(b, 2, 4, h, w).transpose(1, 2).reshape(b, 8, h, w)
+                y = torch.nn.functional.max_pool2d(torch.relu(self.conv2(y)), 2)
+                return torch.softmax(self.fc(y.view(b, -1)), dim=1)
+
+        torch.manual_seed(21)
+        x = torch.randn(4, 3, 8, 8)
+        path, want = self.export(Net(), x, "shuffle")
+        for mode in ("on", "off", "auto"):
+            s = graphi.Session(path, batch_split=mode)
+            got = s.run({"x": x.numpy()})["y"]
+            self.assertEqual(got.shape, (4, 5))
+            self.assertLess(np.abs(got - want).max(), 1e-5, mode)
+            if mode == "on":
+                self.assertIn("batch 4 in slices of 1", s.config)
+            if mode == "off":
+                self.assertNotIn("slices", s.config)
+        # The verdict is cached for the next Session of this model and split.
+        with open(os.path.join(self.dir, "batch_split.json")) as f:
+            self.assertIn('"slices"', f.read())
+
+    def test_a_model_that_mixes_samples_runs_whole(self):
+        class Mix(torch.nn.Module):
+            def forward(self, x):
+                return torch.softmax(x * 2.0, dim=0)  # across the batch
+
+        x = torch.randn(4, 6)
+        path, want = self.export(Mix(), x, "mix")
+        s = graphi.Session(path, batch_split="on")
+        self.assertNotIn("slices", s.config)
+        self.assertLess(np.abs(s.run({"x": x.numpy()})["y"] - want).max(), 1e-6)
+
+    def test_unknown_policy_is_an_error(self):
+        x = torch.randn(2, 3)
+        path, _ = self.export(torch.nn.ReLU(), x, "relu")
+        with self.assertRaises(graphi.Error) as e:
+            graphi.Session(path, batch_split="sometimes")
+        self.assertIn("sometimes", str(e.exception))
+
+
 class PackageTest(unittest.TestCase):
     """What a new user sees first: the version and the package's namespace."""
 
