@@ -61,7 +61,10 @@ typedef int32_t graphi_dtype;
 typedef struct graphi_session graphi_session; /* opaque */
 typedef struct graphi_outputs graphi_outputs; /* opaque */
 
-/* Session options. Fill with graphi_options_init, then change fields. */
+/* Session options. Fill with graphi_options_init, then change fields. A batch of N > 1
+ * samples may run as N one-sample slices where the model keeps its samples apart and that
+ * measured faster (docs/CNN.md, "Batches in slices"); the environment's GRAPHI_BATCH_SPLIT
+ * (auto, the default; off; on) decides, as for the other front ends. */
 typedef struct graphi_options {
   /* n executors x k threads each. 0 x 0 (the default) = the plan's split: the plan `graphi
    * profile` cached for this model and machine, else a quick choice from the graph and the
