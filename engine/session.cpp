@@ -23,7 +23,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <functional>
 #include <mutex>
 #include <unordered_map>
 
@@ -138,8 +137,8 @@ struct Session::Impl {
 
   std::string input_list() const;
   Status bind_inputs(const NamedTensors& inputs, std::vector<const Tensor*>& bound) const;
-  Status run_bound(const std::vector<const void*>& in,
-                   const std::function<void(size_t, const void*)>& take);
+  template <typename In, typename Take>
+  Status run_bound(const In& in, const Take& take);
   Status execute(int threads);
 };
 
@@ -470,11 +469,11 @@ Status Session::Impl::start_runtime() {
   return Status::ok();
 }
 
-// Runs the bound graph once: `in[k]` is graph input k's data; then hands each graph output's
+// Runs the bound graph once: `in(k)` is graph input k's data; then hands each graph output's
 // bytes (in the arena, or the input itself) to `take(k, src)`. Holds the run lock throughout;
-// the pointers are unbound before it returns.
-Status Session::Impl::run_bound(const std::vector<const void*>& in,
-                                const std::function<void(size_t, const void*)>& take) {
+// the pointers are unbound before it returns. Templates, not std::function: no allocation.
+template <typename In, typename Take>
+Status Session::Impl::run_bound(const In& in, const Take& take) {
   Impl& im = *this;
   const graph::Graph& g = im.plan().graph();
   {
@@ -498,7 +497,7 @@ Status Session::Impl::run_bound(const std::vector<const void*>& in,
       for (const Impl::InputSlot& s : im.input_slots) im.in_ptrs[s.slot] = nullptr;
     }
   } unbind{im};
-  for (const Impl::InputSlot& s : im.input_slots) im.in_ptrs[s.slot] = in[s.input_index];
+  for (const Impl::InputSlot& s : im.input_slots) im.in_ptrs[s.slot] = in(s.input_index);
 
   if (im.runtime) {
     GRAPHI_RETURN_IF_ERROR(im.runtime->run(SlotTables{im.in_ptrs.data(), im.out_ptrs.data()}));
@@ -534,7 +533,7 @@ Status Session::Impl::run_bound(const std::vector<const void*>& in,
   for (size_t k = 0; k < g.outputs().size(); ++k) {
     const ValueId v = g.outputs()[k];
     const graph::Value& val = g.value(v);
-    take(k, im.memory().storage[v] == Storage::kCallerInput ? in[im.input_index.at(val.name)]
+    take(k, im.memory().storage[v] == Storage::kCallerInput ? in(im.input_index.at(val.name))
                                                             : im.value_ptr(v));
   }
   return Status::ok();
@@ -548,10 +547,9 @@ Result<NamedTensors> Session::run(const NamedTensors& inputs) {
     // bind_inputs reads only the graph's descs: checked before the run lock is taken.
     GRAPHI_RETURN_IF_ERROR(im.bind_inputs(inputs, bound));
   }
-  std::vector<const void*> in(bound.size());
-  for (size_t k = 0; k < bound.size(); ++k) in[k] = bound[k]->data();
   NamedTensors out;
   bool out_of_memory = false;
+  auto in = [&](size_t k) -> const void* { return bound[k]->data(); };
   GRAPHI_RETURN_IF_ERROR(im.run_bound(in, [&](size_t k, const void* src) {
     if (out_of_memory) return;
     const graph::Value& val = g.value(g.outputs()[k]);
@@ -577,7 +575,7 @@ Status Session::run_buffers(std::span<const void* const> inputs, std::span<void*
         g.source() + ": run_buffers: " + std::to_string(inputs.size()) + " inputs and " +
         std::to_string(outputs.size()) + " outputs given, the graph has " +
         std::to_string(g.inputs().size()) + " and " + std::to_string(g.outputs().size()));
-  std::vector<const void*> in(inputs.begin(), inputs.end());
+  auto in = [&](size_t k) { return inputs[k]; };
   return im.run_bound(in, [&](size_t k, const void* src) {
     std::memcpy(outputs[k], src, g.value(g.outputs()[k]).desc.bytes());
   });
