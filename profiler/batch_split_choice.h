@@ -33,7 +33,7 @@ Result<BatchSplitPolicy> parse_batch_split(const std::string& value);
 struct BatchSplitVerdict {
   bool slices = false;
   double batch_ms = 0, slices_ms = 0;  // measured (0 when cached or forced)
-  std::string source;                  // "measured", "cached" or "forced"
+  std::string source;                  // "measured", "disturbed", "cached" or "forced"
   // "batch 8 in slices of 1: 11.0 ms against 13.0 as one batch (measured)", for the plan line.
   std::string message;
 };
@@ -42,9 +42,11 @@ struct BatchSplitVerdict {
 std::optional<BatchSplitVerdict> cached_batch_split(const std::string& key);
 
 // Times run_batch and run_slices (each runs the whole batch once) interleaved on the caller's
-// data: one warm-up each, then rounds until each has 3 runs and 100 ms have passed (at most 15
-// rounds), medians; slices win when >= 5% faster. Stores the verdict under `key`. A run that
-// fails ends the measurement with its error.
+// data: one warm-up each, then rounds until each has 3 runs and 200 ms have passed (at most 15
+// rounds), medians; slices win when >= 5% faster. Stores the verdict under `key`, unless other
+// processes held more than 15% of the CPUs during the rounds (/proc/stat): then the batch stays
+// whole and nothing is stored ("disturbed"). A run that fails ends the measurement with its
+// error.
 Result<BatchSplitVerdict> measure_batch_split(const std::string& key, int64_t batch, int64_t slice,
                                               const std::function<Status()>& run_batch,
                                               const std::function<Status()>& run_slices);
