@@ -1,6 +1,8 @@
 #include "ops/rnn/team_exchange.h"
 
 #include <omp.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -17,6 +19,7 @@ using Clock = std::chrono::steady_clock;
 
 // Thread 0 sends i on `ping`, thread 1 answers i on `pong`, batches of kRounds; a member that
 // does not see the other's word before the deadline gives up (a preempted or absent peer).
+// The deadline starts once both members are pinned.
 double measure() {
   if (omp_in_parallel() || omp_get_num_procs() < 2) return 0;
   constexpr int kBatches = 5, kRounds = 200;
@@ -26,7 +29,7 @@ double measure() {
   Line ping, pong;
   std::atomic<bool> failed{false};
   std::vector<double> batch_ns;
-  const auto deadline = Clock::now() + std::chrono::milliseconds(5);
+  Clock::time_point deadline;
   // Spins until word == want; false (and `failed` set) past the deadline or after the peer
   // failed.
   auto await = [&](const std::atomic<int>& word, int want) {
@@ -39,11 +42,28 @@ double measure() {
     }
     return true;
   };
+  // Two distinct CPUs, the first two this process may use: unpinned, a new team thread starts
+  // on its master's CPU and only runs once the scheduler moves it (milliseconds of the master
+  // spinning alone). Each member's own mask is restored afterwards.
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return 0;
+  int cpus[2] = {-1, -1};
+  for (int c = 0, n = 0; c < CPU_SETSIZE && n < 2; ++c)
+    if (CPU_ISSET(c, &allowed)) cpus[n++] = c;
+  if (cpus[1] < 0) return 0;
 #pragma omp parallel num_threads(2)
   {
-    if (omp_get_num_threads() != 2) {
+    const int me = omp_get_thread_num();
+    cpu_set_t saved, one;
+    const bool pinned = pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) == 0;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[me % 2], &one);
+    if (!pinned || pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) failed = true;
+#pragma omp single
+    deadline = Clock::now() + std::chrono::milliseconds(5);
+    if (omp_get_num_threads() != 2 || failed) {
       failed = true;
-    } else if (omp_get_thread_num() == 0) {
+    } else if (me == 0) {
       int i = 0;
       for (int b = 0; b < kBatches && !failed; ++b) {
         const auto t0 = Clock::now();
@@ -60,6 +80,7 @@ double measure() {
         pong.v.store(i, std::memory_order_release);
       }
     }
+    if (pinned) pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
   }
   if (failed || batch_ns.size() != kBatches) return 0;
   std::sort(batch_ns.begin(), batch_ns.end());
