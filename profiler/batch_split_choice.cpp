@@ -113,6 +113,13 @@ Result<BatchSplitVerdict> measure_batch_split(const std::string& key, int64_t ba
     return st;
   };
   GRAPHI_RETURN_IF_ERROR(timed(run_batch, nullptr));
+  // A long measurement ahead (>= 3 rounds of both): said first, as a long load should be.
+  if (now_ms() - start > 250)
+    std::fprintf(stderr,
+                 "graphi: measuring batch %lld whole against slices of %lld (%.1f s per batch; "
+                 "once per model and machine)...\n",
+                 static_cast<long long>(batch), static_cast<long long>(slice),
+                 (now_ms() - start) / 1e3);
   GRAPHI_RETURN_IF_ERROR(timed(run_slices, nullptr));
   const double timed_start = now_ms();
   const std::optional<double> others_start = others_cpu_s();
