@@ -195,46 +195,48 @@ Result<std::unique_ptr<engine::BatchSlices>> batch_in_slices(
     cached = cached_batch_split(key);
     if (cached && !cached->slices) return Slices();
   }
-  auto remember_whole = [&](const std::string& why) {
-    // Not separable (or not compilable for a slice) is a property of the model: remembered, so
-    // later loads do not import it twice.
-    if (policy != BatchSplitPolicy::kAuto) return;
-    const std::string file = ops::choice_cache_path("batch_split.json");
-    if (!file.empty())
-      (void)ops::store_choice(file, key + "|" + signature(), {{"slices", false}, {"why", why}});
+  // The batch stays whole: a property of the model (not separable, not compilable or not
+  // runnable for a slice), remembered under auto so later loads do not import it twice; said on
+  // stderr under on. Never an error of the load: the whole batch runs as it would without this.
+  auto keep_whole = [&](const std::string& why) {
+    if (policy == BatchSplitPolicy::kAuto) {
+      const std::string file = ops::choice_cache_path(kFile);
+      if (!file.empty())
+        (void)ops::store_choice(file, key + "|" + signature(), {{"slices", false}, {"why", why}});
+    } else if (message) {
+      *message = "graphi: batch " + std::to_string(batch) + " runs whole: " + why;
+    }
+    return Slices();
   };
   import.batch = kSlice;
   import.progress = nullptr;
   Result<std::shared_ptr<const graph::Graph>> sliced = engine::load_model(path, import);
-  if (!sliced) {
-    remember_whole("the graph does not import for one sample: " + sliced.status().message());
-    return Slices();
-  }
-  if (Status st = graph::check_batch_split(*imported, **sliced, batch, kSlice); !st.is_ok()) {
-    remember_whole(st.message());
-    if (message && policy == BatchSplitPolicy::kOn)
-      *message = "graphi: batch " + std::to_string(batch) + " runs whole: " + st.message();
-    return Slices();
-  }
+  if (!sliced)
+    return keep_whole("the graph does not import for one sample: " + sliced.status().message());
+  if (Status st = graph::check_batch_split(*imported, **sliced, batch, kSlice); !st.is_ok())
+    return keep_whole(st.message());
   std::shared_ptr<const graph::Graph> g = *sliced;
   if (optimize) {
-    GRAPHI_ASSIGN_OR_RETURN(engine::OptimizedGraph o, engine::optimize_graph(g));
-    g = o.graph;
+    Result<engine::OptimizedGraph> o = engine::optimize_graph(g);
+    if (!o) return keep_whole("the passes fail for one sample: " + o.status().message());
+    g = o->graph;
   }
-  GRAPHI_ASSIGN_OR_RETURN(PlanChoice chosen, choose_plan(*g, plan));
-  engine::SessionOptions so = chosen.options;
+  Result<PlanChoice> chosen = choose_plan(*g, plan);
+  if (!chosen) return keep_whole("no plan for one sample: " + chosen.status().message());
+  engine::SessionOptions so = chosen->options;
   so.ring_capacity = session_options.ring_capacity;
   so.rnn_weights = session_options.rnn_weights;
   so.max_memory = session_options.max_memory;
-  std::unique_ptr<engine::Session> s;
-  {
+  Result<std::unique_ptr<engine::Session>> s = [&] {
     // Beside `whole` only until one of the two is dropped below or by the caller.
     engine::QuietOmpClaims quiet;
-    GRAPHI_ASSIGN_OR_RETURN(s, engine::Session::create(g, so));
-  }
+    return engine::Session::create(g, so);
+  }();
+  if (!s) return keep_whole("one sample does not compile: " + s.status().message());
   // The slices take the whole graph's inputs and outputs: the graph the caller's Session runs.
-  GRAPHI_ASSIGN_OR_RETURN(Slices slices,
-                          engine::BatchSlices::create(whole.graph(), std::move(s), batch, kSlice));
+  Result<Slices> made = engine::BatchSlices::create(whole.graph(), std::move(*s), batch, kSlice);
+  if (!made) return keep_whole(made.status().message());
+  Slices slices = std::move(made).value();
   if (policy == BatchSplitPolicy::kOn || cached) {
     if (message && policy == BatchSplitPolicy::kOn)
       *message = "graphi: batch " + std::to_string(batch) + " in slices of " +
@@ -245,12 +247,12 @@ Result<std::unique_ptr<engine::BatchSlices>> batch_in_slices(
   engine::NamedTensors zeros;
   for (graph::ValueId id : whole.graph().inputs())
     zeros.emplace_back(whole.graph().value(id).name, Tensor(whole.graph().value(id).desc));
-  GRAPHI_ASSIGN_OR_RETURN(BatchSplitVerdict v,
-                          measure_batch_split(
-                              key, batch, kSlice, [&] { return whole.run(zeros).status(); },
-                              [&] { return slices->run(zeros).status(); }));
-  if (message) *message = "graphi: " + v.message;
-  if (!v.slices) return Slices();
+  Result<BatchSplitVerdict> v = measure_batch_split(
+      key, batch, kSlice, [&] { return whole.run(zeros).status(); },
+      [&] { return slices->run(zeros).status(); });
+  if (!v) return keep_whole("a run on zero inputs failed: " + v.status().message());
+  if (message) *message = "graphi: " + v->message;
+  if (!v->slices) return Slices();
   return slices;
 }
 

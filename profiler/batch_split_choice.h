@@ -59,8 +59,9 @@ Result<BatchSplitVerdict> measure_batch_split(const std::string& key, int64_t ba
 // .onnx file, its inputs do not all carry one batch N > 1 on dim 0, the cache says whole, the
 // samples do not stay apart (graph/batch_split.h; remembered as whole), or the measurement (on zero
 // inputs) says so. *message (if given) receives one line for stderr about a measured or forced
-// choice ("" when nothing was decided here). Errors: the slice graph cannot be compiled, or a run
-// fails.
+// choice ("" when nothing was decided here). Anything that fails on the way (the import for one
+// sample, its passes, plan or compilation, a run on zero inputs) keeps the batch whole
+// (remembered under auto, said under on): the load never fails because of the split.
 Result<std::unique_ptr<engine::BatchSlices>> batch_in_slices(
     const std::string& path, graph::ImportOptions import, bool optimize, BatchSplitPolicy policy,
     const std::shared_ptr<const graph::Graph>& imported, const PlanRequest& plan,
