@@ -24,6 +24,7 @@ namespace {
 
 constexpr const char* kFile = "batch_split.json";
 constexpr const char* kWhat = "batch split";
+constexpr double kMaxMeasuredBatchMs = 1000;
 
 // The code that measured: a change of the measurement or the slicing bumps it.
 std::string signature() { return ops::machine_signature() + "|batch split 1"; }
@@ -113,8 +114,24 @@ Result<BatchSplitVerdict> measure_batch_split(const std::string& key, int64_t ba
     return st;
   };
   GRAPHI_RETURN_IF_ERROR(timed(run_batch, nullptr));
+  // A batch that takes more than a second would make the measurement (>= 4 runs of each) a
+  // load of many seconds: whole, remembered, not measured. Slices pay through the caches,
+  // which a batch that long has long overflowed either way.
+  const double first_ms = now_ms() - start;
+  if (first_ms > kMaxMeasuredBatchMs) {
+    BatchSplitVerdict v;
+    v.batch_ms = first_ms;
+    v.source = "measured";
+    v.message = "batch " + std::to_string(batch) + " whole: one batch takes " + ms(first_ms / 1e3) +
+                " s, too long to measure slices of " + std::to_string(slice);
+    const std::string path = ops::choice_cache_path(kFile);
+    if (!path.empty())
+      (void)ops::store_choice(path, key + "|" + signature(),
+                              {{"slices", false}, {"batch_ms", first_ms}, {"why", v.message}});
+    return v;
+  }
   // A long measurement ahead (>= 3 rounds of both): said first, as a long load should be.
-  if (now_ms() - start > 250)
+  if (first_ms > 250)
     std::fprintf(stderr,
                  "graphi: measuring batch %lld whole against slices of %lld (%.1f s per batch; "
                  "once per model and machine)...\n",

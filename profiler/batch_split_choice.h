@@ -45,7 +45,8 @@ std::optional<BatchSplitVerdict> cached_batch_split(const std::string& key);
 // data: one warm-up each, then rounds until each has 3 runs and 200 ms have passed (at most 15
 // rounds), medians; slices win when >= 5% faster. Stores the verdict under `key`, unless other
 // processes held more than 15% of the CPUs during the rounds (/proc/stat): then the batch stays
-// whole and nothing is stored ("disturbed"). A run that fails ends the measurement with its
+// whole and nothing is stored ("disturbed"). A batch whose first run takes over a second stays
+// whole without measuring the slices (stored). A run that fails ends the measurement with its
 // error.
 Result<BatchSplitVerdict> measure_batch_split(const std::string& key, int64_t batch, int64_t slice,
                                               const std::function<Status()>& run_batch,

@@ -3,12 +3,14 @@
 // (the slices' outputs against the whole batch's and against naive loops written here; input
 // errors), Session::run_buffers, and the verdict cache of profiler/batch_split_choice.h.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/batch_slices.h"
@@ -225,6 +227,24 @@ TEST_CASE("batch split: verdicts are cached per key", "[batch_split]") {
       [] { return Status::invalid_argument("slice failed"); });
   CHECK_THAT(f.status().message(), Contains("slice failed"));
   CHECK_FALSE(profiler::cached_batch_split("k2").has_value());
+  // A batch slower than a second stays whole without a run of the slices (remembered).
+  int slow_slices = 0;
+  auto slow = profiler::measure_batch_split(
+      "k3", 8, 1,
+      [] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+        return Status::ok();
+      },
+      [&] {
+        ++slow_slices;
+        return Status::ok();
+      });
+  REQUIRE(slow.is_ok());
+  CHECK_FALSE(slow->slices);
+  CHECK(slow_slices == 0);
+  CHECK_THAT(slow->message, Contains("too long"));
+  REQUIRE(profiler::cached_batch_split("k3").has_value());
+  CHECK_FALSE(profiler::cached_batch_split("k3")->slices);
   CHECK(profiler::parse_batch_split("on").value() == profiler::BatchSplitPolicy::kOn);
   CHECK_FALSE(profiler::parse_batch_split("sometimes").is_ok());
   if (old_dir.empty())
