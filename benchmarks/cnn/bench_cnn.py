@@ -262,7 +262,11 @@ def main():
 
     # The FMA peak per thread count, probed before and after the timed cases (the best of the
     # two): with a model's FLOPs it bounds any implementation's time on this machine.
-    peak = {t: roofline_probe.fma_peak_gflops(args.build_dir, t) for t in threads}
+    probes = {t: roofline_probe.probe(args.build_dir, t) for t in threads}
+    peak = {t: p["fma_gflops"] if p else None for t, p in probes.items()}
+    # The cores' cache-line round trip, before and after (a VM's host may move its vCPUs: the
+    # Zen 5 guest swung between ~110 and ~520 ns, and every team barrier with it).
+    xcore = {t: [p.get("xcore_ns")] if p else [] for t, p in probes.items()}
     info, errors, ref, diff = {}, {}, {}, {}
     times = {c: [] for c in cases}
     rng = random.Random(args.seed)
@@ -306,7 +310,10 @@ def main():
     for w in workers.values():
         w.close()
     for t in threads:
-        again = roofline_probe.fma_peak_gflops(args.build_dir, t)
+        p = roofline_probe.probe(args.build_dir, t)
+        again = p["fma_gflops"] if p else None
+        if p:
+            xcore[t].append(p.get("xcore_ns"))
         if again and (not peak[t] or again > peak[t]):
             peak[t] = again
     graphi = os.path.join(args.build_dir, "graphi")
@@ -386,6 +393,10 @@ def main():
                                         f"{t} thread(s) not probed" for t in threads) +
           "); max x = best peer / bound: the largest speed-up over the best peer that any "
           "implementation could show here (below 1.30: the goal needs more than the FMA peak)")
+    trips = [f"{t} thread(s) " + " / ".join(f"{v:.0f}" for v in xcore[t] if v)
+             for t in threads if any(xcore[t])]
+    if trips:
+        print("cross-core round trip before / after, ns: " + "; ".join(trips))
     for c, e in errors.items():
         print(f"error: {c}: {e}")
     if args.raw_json:
