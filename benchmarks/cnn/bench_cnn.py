@@ -271,6 +271,7 @@ def main():
     times = {c: [] for c in cases}
     rng = random.Random(args.seed)
     groups = list(dict.fromkeys(c[:3] for c in cases))
+    xcore_case = {}
     for gi, grp in enumerate(groups):
         n, b, t = grp
         mine = [c for c in cases if c[:3] == grp]
@@ -289,6 +290,11 @@ def main():
                 ref[(n, b)] = v
             diff[c] = v
         live = [c for c in mine if c not in errors]
+        # The vCPUs' placement while this case runs (0.5 s): its cache-line round trip.
+        if t > 1:
+            p = roofline_probe.probe(args.build_dir, t)
+            if p and p.get("xcore_ns"):
+                xcore_case[grp] = p["xcore_ns"]
         # Same run, interleaved: every round times each setting of this case once, shuffled.
         for _ in range(args.rounds):
             rng.shuffle(live)
@@ -343,7 +349,8 @@ def main():
                        "torch_setting": bt[4] if bt else "unavailable",
                        "speedup_vs_best_peer": (med[bp] / med[g_auto]) if bp and g_auto in med
                        else float("nan"),
-                       "graphi_maxdiff": diff.get(g_auto, float("nan"))}
+                       "graphi_maxdiff": diff.get(g_auto, float("nan")),
+                       "xcore_ns": xcore_case.get((n, b, t), float("nan"))}
                 # The same ratio per round (every setting of a round is timed within seconds
                 # of the others; the host's speed drifts by up to ~1.4x over minutes): the
                 # best peer setting of round r / graphi's own choice in round r, median over r.
@@ -373,7 +380,7 @@ def main():
 
     hdr = (f"{'model':22} {'b':>2} {'t':>2} {'graphi':>9} {'1x2':>8} {'2x1':>8} {'ORT':>9} "
            f"{'torch':>9} {'x best':>7} {'x rnd':>6} {'auto/split':>10} {'bound':>8} {'max x':>6} "
-           f"{'maxdiff':>8}  graphi config / best settings")
+           f"{'maxdiff':>8} {'xcore':>6}  graphi config / best settings")
     print(hdr)
     for r in rows:
         print(f"{r['model']:22} {r['batch']:>2} {r['threads']:>2} {r['graphi_auto_ms']:9.3f} "
@@ -382,7 +389,8 @@ def main():
               f"{r['speedup_per_round']:6.2f} "
               f"{r['auto_vs_best_split']:10.2f} {r['bound_ms']:8.3f} "
               f"{r['best_peer_vs_bound']:6.2f} "
-              f"{r['graphi_maxdiff']:8.1e}  {r['graphi_config']} / ort {r['ort_setting']}, "
+              f"{r['graphi_maxdiff']:8.1e} {r['xcore_ns']:6.0f}  {r['graphi_config']} / ort "
+              f"{r['ort_setting']}, "
               f"torch {r['torch_setting']}")
     print("x best: best peer's time / graphi's own choice (goal >= 1.30); x rnd: the same "
           "ratio within each round (best peer setting of the round / graphi's), median over "
@@ -396,7 +404,10 @@ def main():
     trips = [f"{t} thread(s) " + " / ".join(f"{v:.0f}" for v in xcore[t] if v)
              for t in threads if any(xcore[t])]
     if trips:
-        print("cross-core round trip before / after, ns: " + "; ".join(trips))
+        print("xcore: the cores' cache-line round trip (ns) just before the case's rounds (a VM "
+              "host moves its vCPUs; the Zen 5 guest's swung between ~110 and ~1050 ns, and "
+              "small ops' team barriers with it); before / after the whole run: " +
+              "; ".join(trips))
     for c, e in errors.items():
         print(f"error: {c}: {e}")
     if args.raw_json:
