@@ -69,8 +69,6 @@ std::optional<std::vector<int64_t>> ints_operand(const Graph& g, const Node& n, 
   return out;
 }
 
-std::string dims_of(const TensorDesc& d) { return d.to_string(); }
-
 }  // namespace
 
 Status check_batch_split(const Graph& full, const Graph& slice, int64_t batch, int64_t slice_size) {
@@ -108,17 +106,17 @@ Status check_batch_split(const Graph& full, const Graph& slice, int64_t batch, i
     if (batched[id]) {
       TensorDesc want = a.desc;
       if (want.shape.empty() || want.shape[0] != batch)
-        return refuse("value '" + a.name + "' " + dims_of(a.desc) +
+        return refuse("value '" + a.name + "' " + a.desc.to_string() +
                       " does not keep the batch on dim 0");
       want.shape[0] = slice_size;
       if (b->desc != want)
-        return refuse("value '" + a.name + "' is " + dims_of(a.desc) + " for the batch but " +
-                      dims_of(b->desc) + " for a slice");
+        return refuse("value '" + a.name + "' is " + a.desc.to_string() + " for the batch but " +
+                      b->desc.to_string() + " for a slice");
       continue;
     }
     if (b->desc != a.desc)
-      return refuse("value '" + a.name + "' is " + dims_of(a.desc) + " for the batch but " +
-                    dims_of(b->desc) + " for a slice");
+      return refuse("value '" + a.name + "' is " + a.desc.to_string() + " for the batch but " +
+                    b->desc.to_string() + " for a slice");
     if (a.kind != ValueKind::kConstant || !a.data || !b->data || a.data == b->data) continue;
     if (a.data->bytes() > (size_t{64} << 10)) continue;  // weights from the file
     if (std::memcmp(a.data->data(), b->data->data(), a.data->bytes()) == 0) continue;

@@ -1,6 +1,5 @@
 #include "profiler/batch_split_choice.h"
 
-#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,9 +52,13 @@ std::optional<double> others_cpu_s() {
   return busy - (static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9);
 }
 
-int allowed_cpus() {
-  cpu_set_t set;
-  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+// Stores the verdict for `key` (this machine's signature appended); an error when there is no
+// cache directory or it cannot be written.
+Status store_verdict(const std::string& key, nlohmann::json entry) {
+  const std::string path = ops::choice_cache_path(kFile);
+  if (path.empty()) return Status::invalid_argument("no cache directory");
+  Status st = ops::store_choice(path, key + "|" + signature(), std::move(entry));
+  return st.is_ok() ? st : st.with_context(path);
 }
 
 double median(std::vector<double> v) {
@@ -124,10 +127,7 @@ Result<BatchSplitVerdict> measure_batch_split(const std::string& key, int64_t ba
     v.source = "measured";
     v.message = "batch " + std::to_string(batch) + " whole: one batch takes " + ms(first_ms / 1e3) +
                 " s, too long to measure slices of " + std::to_string(slice);
-    const std::string path = ops::choice_cache_path(kFile);
-    if (!path.empty())
-      (void)ops::store_choice(path, key + "|" + signature(),
-                              {{"slices", false}, {"batch_ms", first_ms}, {"why", v.message}});
+    (void)store_verdict(key, {{"slices", false}, {"batch_ms", first_ms}, {"why", v.message}});
     return v;
   }
   // A long measurement ahead (>= 3 rounds of both): said first, as a long load should be.
@@ -158,7 +158,7 @@ Result<BatchSplitVerdict> measure_batch_split(const std::string& key, int64_t ba
   const std::optional<double> others_end = others_cpu_s();
   double others_share = 0;
   if (others_start && others_end && wall_s >= 0.1)
-    others_share = (*others_end - *others_start) / (wall_s * allowed_cpus());
+    others_share = (*others_end - *others_start) / (wall_s * engine::allowed_cpu_count());
   const bool disturbed = others_share > 0.15;
   BatchSplitVerdict v;
   v.batch_ms = median(tb);
@@ -174,14 +174,12 @@ Result<BatchSplitVerdict> measure_batch_split(const std::string& key, int64_t ba
                                "% of the CPUs meanwhile: whole, measured again next time"
                          : "") +
               ")";
-  const std::string path = ops::choice_cache_path(kFile);
-  if (!path.empty() && !disturbed) {
-    Status st = ops::store_choice(
-        path, key + "|" + signature(),
-        {{"slices", v.slices}, {"batch_ms", v.batch_ms}, {"slices_ms", v.slices_ms}});
+  if (!disturbed && !ops::choice_cache_path(kFile).empty()) {
+    Status st = store_verdict(
+        key, {{"slices", v.slices}, {"batch_ms", v.batch_ms}, {"slices_ms", v.slices_ms}});
     if (!st.is_ok())
-      std::fprintf(stderr, "graphi: warning: cannot write the batch split cache %s: %s\n",
-                   path.c_str(), st.message().c_str());
+      std::fprintf(stderr, "graphi: warning: cannot write the batch split cache: %s\n",
+                   st.message().c_str());
   }
   return v;
 }
@@ -217,9 +215,7 @@ Result<std::unique_ptr<engine::BatchSlices>> batch_in_slices(
   // stderr under on. Never an error of the load: the whole batch runs as it would without this.
   auto keep_whole = [&](const std::string& why) {
     if (policy == BatchSplitPolicy::kAuto) {
-      const std::string file = ops::choice_cache_path(kFile);
-      if (!file.empty())
-        (void)ops::store_choice(file, key + "|" + signature(), {{"slices", false}, {"why", why}});
+      (void)store_verdict(key, {{"slices", false}, {"why", why}});
     } else if (message) {
       *message = "graphi: batch " + std::to_string(batch) + " runs whole: " + why;
     }
