@@ -15,6 +15,7 @@
 #include "engine/omp_oversubscription.h"
 #include "graph/batch_split.h"
 #include "ops/choice_cache.h"
+#include "ops/rnn/team_exchange.h"
 #include "profiler/plan_cache.h"
 
 namespace graphi::profiler {
@@ -202,9 +203,17 @@ Result<std::unique_ptr<engine::BatchSlices>> batch_in_slices(
   }
   if (batch < 2) return Slices();
   constexpr int64_t kSlice = 1;
-  const std::string key =
-      graph_content_hash(*imported) + "|" + std::to_string(session_options.executors) + "x" +
-      std::to_string(session_options.threads) + "|slice " + std::to_string(kSlice);
+  std::string key = graph_content_hash(*imported) + "|" +
+                    std::to_string(session_options.executors) + "x" +
+                    std::to_string(session_options.threads) + "|slice " + std::to_string(kSlice);
+  // The verdict holds for the cores' exchange latency it was measured at, as the RNN schedules'
+  // (ops/rnn/team_exchange.h): the slices run eight times the team barriers, and on the Zen 5
+  // guest DenseNet-like b8 in slices measured 37-39 against 47-52 ms whole with the vCPUs near
+  // (~100 ns round trip), 46-47 against 47-48 with them far (~500 ns).
+  if (session_options.executors * session_options.threads >= 2) {
+    const std::string cls = ops::rnn_wcs::exchange_class(ops::rnn_wcs::team_round_trip_ns());
+    if (!cls.empty()) key += "|exchange " + cls;
+  }
   std::optional<BatchSplitVerdict> cached;
   if (policy == BatchSplitPolicy::kAuto) {
     cached = cached_batch_split(key);

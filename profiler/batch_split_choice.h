@@ -4,8 +4,9 @@
 // depends on the model and the machine: measured on the 2-vCPU Zen 5 guest (graphi run, ms per
 // batch of 8), U-Net-like 13.0 whole / 11.0 in slices, ShuffleNetV2-like 15.6 / 10.0,
 // inception block 3.6 / 3.2, but GoogleNet 14.7 / 18.4 and ResNet-18 43.8 / 46.1. So it is
-// measured once per model, split and machine, and remembered in batch_split.json of the cache
-// directory (ops/choice_cache.h).
+// measured once per model, split, machine and exchange class of the cores (near / far,
+// ops/rnn/team_exchange.h: a VM's host moves its vCPUs), and remembered in batch_split.json of
+// the cache directory (ops/choice_cache.h).
 //
 // GRAPHI_BATCH_SPLIT: "auto" (default: as above), "off" (never), "on" (slices wherever the
 // check passes, no measurement).
