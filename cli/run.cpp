@@ -30,6 +30,7 @@
 #include "profiler/batch_split_choice.h"
 #include "profiler/chrome_trace.h"
 #include "profiler/plan_choice.h"
+#include "profiler/split_check.h"
 
 namespace graphi::cli {
 
@@ -249,10 +250,13 @@ int run_command(int argc, char** argv) {
   auto created = engine::Session::create(g, opts);
   if (!created.is_ok()) return runtime_error(created.status());
   std::unique_ptr<engine::Session> whole = std::move(created).value();
+  // A brief model: the analytical split timed against its contender (profiler/split_check.h).
+  std::string said;
+  profiler::check_split(g, *chosen, opts, whole, &said);
+  if (!said.empty()) std::fprintf(stderr, "%s\n", said.c_str());
   // A batch of N samples may run as N slices (profiler/batch_split_choice.h).
   auto split = profiler::parse_batch_split(args.get("--batch-split", ""));
   if (!split.is_ok()) return args.usage_error("--batch-split: " + split.status().message());
-  std::string said;
   dims->progress = nullptr;
   auto sliced = profiler::batch_in_slices(model_path, *dims, !args.has("--no-fuse"), *split,
                                           *loaded, plan_request, opts, *whole, &said);

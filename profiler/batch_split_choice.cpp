@@ -16,6 +16,7 @@
 #include "graph/batch_split.h"
 #include "ops/choice_cache.h"
 #include "ops/rnn/team_exchange.h"
+#include "profiler/interleaved_timing.h"
 #include "profiler/plan_cache.h"
 
 namespace graphi::profiler {
@@ -29,30 +30,6 @@ constexpr double kMaxMeasuredBatchMs = 1000;
 // The code that measured: a change of the measurement or the slicing bumps it.
 std::string signature() { return ops::machine_signature() + "|batch split 1"; }
 
-double now_ms() {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-// CPU time (s) that other processes (and the hypervisor: steal) used on all CPUs since boot:
-// /proc/stat's busy ticks minus this process's CPU time; nullopt when unreadable. Tick
-// resolution (10 ms per CPU), so only differences over 100 ms and more mean anything.
-std::optional<double> others_cpu_s() {
-  std::ifstream f("/proc/stat");
-  std::string cpu;
-  uint64_t v[8] = {};
-  f >> cpu;
-  for (uint64_t& x : v) f >> x;
-  if (!f || cpu != "cpu") return std::nullopt;
-  const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
-  // user nice system idle iowait irq softirq steal
-  const double busy = static_cast<double>(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / hz;
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return busy - (static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9);
-}
-
 // Stores the verdict for `key` (this machine's signature appended); an error when there is no
 // cache directory or it cannot be written.
 Status store_verdict(const std::string& key, nlohmann::json entry) {
@@ -60,11 +37,6 @@ Status store_verdict(const std::string& key, nlohmann::json entry) {
   if (path.empty()) return Status::invalid_argument("no cache directory");
   Status st = ops::store_choice(path, key + "|" + signature(), std::move(entry));
   return st.is_ok() ? st : st.with_context(path);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 std::string ms(double v) {
@@ -110,14 +82,7 @@ Result<BatchSplitVerdict> measure_batch_split(const std::string& key, int64_t ba
                                               const std::function<Status()>& run_batch,
                                               const std::function<Status()>& run_slices) {
   const double start = now_ms();
-  std::vector<double> tb, ts;
-  auto timed = [](const std::function<Status()>& f, std::vector<double>* into) -> Status {
-    const double t0 = now_ms();
-    Status st = f();
-    if (into) into->push_back(now_ms() - t0);
-    return st;
-  };
-  GRAPHI_RETURN_IF_ERROR(timed(run_batch, nullptr));
+  GRAPHI_RETURN_IF_ERROR(run_batch());
   // A batch that takes more than a second would make the measurement (>= 4 runs of each) a
   // load of many seconds: whole, remembered, not measured. Slices pay through the caches,
   // which a batch that long has long overflowed either way.
@@ -138,32 +103,18 @@ Result<BatchSplitVerdict> measure_batch_split(const std::string& key, int64_t ba
                  "once per model and machine)...\n",
                  static_cast<long long>(batch), static_cast<long long>(slice),
                  (now_ms() - start) / 1e3);
-  GRAPHI_RETURN_IF_ERROR(timed(run_slices, nullptr));
-  const double timed_start = now_ms();
-  const std::optional<double> others_start = others_cpu_s();
-  for (int round = 0; round < 15 && (tb.size() < 3 || now_ms() - timed_start < 200); ++round) {
-    // Alternating which goes first: a drift of the machine's speed hits both alike.
-    if (round % 2 == 0) {
-      GRAPHI_RETURN_IF_ERROR(timed(run_batch, &tb));
-      GRAPHI_RETURN_IF_ERROR(timed(run_slices, &ts));
-    } else {
-      GRAPHI_RETURN_IF_ERROR(timed(run_slices, &ts));
-      GRAPHI_RETURN_IF_ERROR(timed(run_batch, &tb));
-    }
-  }
   // Other processes on the CPUs during the timed rounds: the slices (eight times the ops and
   // their team barriers) suffer more than the batch (DenseNet-like b8 beside one busy loop:
-  // 229 against 113 ms, quiet 38 against 48), so a verdict taken then would outlive the load
-  // in the cache. Judged over >= 100 ms only (tick resolution).
-  const double wall_s = (now_ms() - timed_start) / 1e3;
-  const std::optional<double> others_end = others_cpu_s();
-  double others_share = 0;
-  if (others_start && others_end && wall_s >= 0.1)
-    others_share = (*others_end - *others_start) / (wall_s * engine::allowed_cpu_count());
-  const bool disturbed = others_share > 0.15;
+  // 229 against 113 ms, quiet 38 against 48), so a verdict taken then (`disturbed`) would
+  // outlive the load in the cache.
+  InterleavedTimingOptions opt;
+  opt.a_warm = true;
+  GRAPHI_ASSIGN_OR_RETURN(InterleavedTiming t, time_interleaved(run_batch, run_slices, opt));
+  const bool disturbed = t.disturbed;
+  const double others_share = t.others_share;
   BatchSplitVerdict v;
-  v.batch_ms = median(tb);
-  v.slices_ms = median(ts);
+  v.batch_ms = t.a_ms;
+  v.slices_ms = t.b_ms;
   v.slices = !disturbed && v.slices_ms <= 0.95 * v.batch_ms;
   v.source = disturbed ? "disturbed" : "measured";
   v.message = "batch " + std::to_string(batch) +

@@ -212,7 +212,7 @@ std::vector<RankedConfig> rank_configs(const CostModel& model, std::span<const C
 }
 
 Config analytical_choice(const CostModel& model, std::span<const Config> configs, std::string* why,
-                         double margin) {
+                         double margin, std::optional<Config>* contender) {
   const GraphShape shape = graph_shape(model.graph());
   std::vector<RankedConfig> ranked = rank_configs(model, configs);
   const RankedConfig* single = nullptr;
@@ -226,6 +226,16 @@ Config analytical_choice(const CostModel& model, std::span<const Config> configs
     char b[32];
     std::snprintf(b, sizeof b, "%.3g ms", us / 1e3);
     return std::string(b);
+  };
+  if (contender) contender->reset();
+  // The best ranked config that satisfies `keep`, as the contender.
+  auto offer = [&](auto keep) {
+    if (!contender) return;
+    for (const RankedConfig& r : ranked)
+      if (keep(r.config)) {
+        *contender = r.config;
+        return;
+      }
   };
   if (ranked.empty() || !single) {
     if (why) *why = "no configuration fits this machine: 1x1 sequential";
@@ -242,6 +252,7 @@ Config analytical_choice(const CostModel& model, std::span<const Config> configs
                         ms(single->predicted.makespan_us) + " against " +
                         ms(widest_single->predicted.makespan_us) + ")";
     }
+    offer([&](const Config& c) { return c.executors == 1 && c.threads != single->config.threads; });
     return single->config;
   }
   const RankedConfig& best = ranked.front();
@@ -257,6 +268,7 @@ Config analytical_choice(const CostModel& model, std::span<const Config> configs
       *why = "graph width " + std::to_string(shape.max_width) + ": predicted " +
              ms(best.predicted.makespan_us) + " against " + ms(single->predicted.makespan_us) +
              " for " + single->config.name();
+    if (contender) *contender = single->config;
     return best.config;
   }
   if (why) {
@@ -269,6 +281,7 @@ Config analytical_choice(const CostModel& model, std::span<const Config> configs
                       single->config.name() + ")"
                 : "one executor is predicted fastest (" + ms(single->predicted.makespan_us) + ")";
   }
+  offer([](const Config& c) { return c.executors > 1; });
   return single->config;
 }
 

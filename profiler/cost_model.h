@@ -25,6 +25,7 @@
 //     none for the sequential executor.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -148,7 +149,11 @@ std::vector<RankedConfig> rank_configs(const CostModel& model, std::span<const C
 // concurrent ops sharing caches and memory). A chain (width 1) gets one executor, the team size the
 // model predicts fastest (all cores unless its ops are too small to gain from a team: a 2-thread
 // team costs more than it saves on ops of a few microseconds). `why` gets one sentence.
+// `contender` (if given) gets the best ranked config on the other side of that decision, which a
+// measurement may prefer (profiler/split_check.h): for a chain, the best single executor of
+// another team size; else the best single executor when the choice has several, the best split
+// into several when it has one; nullopt when there is none.
 Config analytical_choice(const CostModel& model, std::span<const Config> configs, std::string* why,
-                         double margin = 0.10);
+                         double margin = 0.10, std::optional<Config>* contender = nullptr);
 
 }  // namespace graphi::profiler

@@ -3,6 +3,7 @@
 
 #include "profiler/cost_model.h"
 #include "profiler/plan_cache.h"
+#include "profiler/split_check.h"
 
 namespace graphi::profiler {
 
@@ -74,11 +75,33 @@ Result<PlanChoice> choose_plan(const graph::Graph& g, const PlanRequest& req) {
   const ConfigSpace space = enumerate_configs(topo);
   const CostModel model = CostModel::analytical(mg);
   std::string why;
-  const Config c = analytical_choice(model, space.configs, &why);
+  std::optional<Config> contender;
+  const Config c = analytical_choice(model, space.configs, &why, 0.10, &contender);
   apply(o, c);
   out.source = "analytical";
-  out.message = "graphi: plan auto: " + c.name() + " (" + why +
-                "; no cached plan: `graphi profile` measures; --no-plan for 1x1)";
+  auto say = [&](const std::string& measured) {
+    out.message = "graphi: plan auto: " + c.name() + " (" + why + measured +
+                  "; no cached plan: `graphi profile` measures; --no-plan for 1x1)";
+  };
+  say("");
+  GRAPHI_ASSIGN_OR_RETURN(bool check, split_check_enabled());
+  // An explicit scheduler names what the caller wants run: no contender then.
+  if (!contender || !check || !req.scheduler.empty()) return finish(out);
+  for (const RankedConfig& r : rank_configs(model, space.configs))
+    if (r.config.name() == c.name()) out.predicted_ms = r.predicted.makespan_us / 1e3;
+  out.check_key = split_check_key(hash, sig, c, *contender);
+  if (std::optional<bool> won = cached_split_check(out.check_key)) {
+    if (*won) {
+      apply(o, *contender);
+      out.source = "measured";
+      out.message = "graphi: plan auto: " + contender->name() + " (measured faster here than " +
+                    c.name() + ", the cost model's choice; remembered in split_check.json)";
+    } else {
+      say("; measured faster here than " + contender->name());
+    }
+    return finish(out);
+  }
+  out.contender = contender;
   return finish(out);
 }
 

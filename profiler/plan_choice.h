@@ -2,8 +2,10 @@
 // and graphi.Session use when the caller does not give executors x threads.
 //
 //   auto      a cached plan of this graph on this machine (plan_cache.h) when one matches, else
-//             a quick analytical choice from the graph and the topology (cost_model.h, no
-//             measurement; a chain gets one executor with all cores);
+//             a quick analytical choice from the graph and the topology (cost_model.h; a chain
+//             gets one executor with all cores), which for a brief model the front ends then
+//             time once against its contender (split_check.h: the remembered verdict is read
+//             here);
 //   none      today's behaviour before the profiler: 1x1 sequential (`--no-plan`);
 //   FILE      a plan file saved by `graphi profile --plan-out` (its key must match this graph
 //             and machine, else an error says which field differs);
@@ -35,6 +37,12 @@ struct PlanChoice {
   // 1x2 sequential (the graph is a chain (width 1): one executor with all 2 cores; no cached
   // plan: `graphi profile MODEL` measures)". Empty for "flags" and "none".
   std::string message;
+  // Source "analytical": the config on the other side of the model's decision, which
+  // check_split (split_check.h) may measure against the choice, the choice's predicted run (ms)
+  // and the key the verdict is remembered under. No contender once a verdict is remembered.
+  std::optional<Config> contender;
+  double predicted_ms = 0;
+  std::string check_key;
 };
 
 // Errors: an unreadable or mismatching plan FILE (naming it and the field), a graph with an

@@ -21,6 +21,7 @@
 #include "profiler/batch_split_choice.h"
 #include "profiler/chrome_trace.h"
 #include "profiler/plan_choice.h"
+#include "profiler/split_check.h"
 
 namespace graphi {
 namespace {
@@ -260,6 +261,13 @@ Expected<Session> Session::open(const std::string& path, const SessionOptions& o
     Result<std::unique_ptr<engine::Session>> s = engine::Session::create(g, eo);
     if (!s) return to_error(s.status().with_context(path));
     impl->session = std::move(s).value();
+    // A brief model: the analytical split timed against its contender (split_check.h).
+    std::string measured;
+    profiler::check_split(g, *chosen, eo, impl->session, &measured);
+    if (!measured.empty()) {
+      impl->plan = measured;
+      say_plan_once(measured);
+    }
     Result<profiler::BatchSplitPolicy> split = profiler::parse_batch_split(options.batch_split);
     if (!split) return to_error(split.status().with_context("options.batch_split"));
     std::map<std::string, Tensor> unused_defaults;

@@ -133,7 +133,9 @@ GRAPHI_C_API graphi_status graphi_session_open(const char* path, const graphi_op
                                                graphi_session** out);
 /* graphi_session_open with a choice of plan for a split the options leave at 0 x 0:
  *   NULL or "auto"  the cached plan of `graphi profile` for this model on this machine, else a
- *                   quick analytical choice (what graphi_session_open does);
+ *                   quick analytical choice (what graphi_session_open does), which for a model
+ *                   running <= 50 ms is timed once at open against its contender, the faster
+ *                   kept and remembered (GRAPHI_SPLIT_CHECK=off skips it; docs/PROFILER.md);
  *   "none"          1 x 1 sequential (the default before plans existed);
  *   a file path     a plan written by `graphi profile --plan-out` (GRAPHI_INVALID_ARGUMENT naming
  *                   the file and field if it was made for another graph, machine or version).

@@ -170,8 +170,9 @@ class Session:
     path: a .onnx or .graphi file. executors x threads: the engine's executor teams; None
     (default) takes the plan's split, giving one of them sets the other to 1.
     plan: "auto" (the plan `graphi profile` cached for this model and machine, else a quick
-    choice from the graph and the topology: all allowed cores), "none" (1x1 sequential) or a
-    plan file from `graphi profile --plan-out`. Session.plan says what was chosen.
+    choice from the graph and the topology, timed once against its contender for a model that
+    runs <= 50 ms: GRAPHI_SPLIT_CHECK=off skips that), "none" (1x1 sequential) or a plan file
+    from `graphi profile --plan-out`. Session.plan says what was chosen.
     scheduler: "sequential" (reference executor on the calling thread), "cpf"
     (critical-path first), "fifo" or "shared-queue"; None = cpf with several executors, else
     sequential. pin: pin each thread to its own core.

@@ -145,11 +145,17 @@ TEST_CASE("cost model ranks a wide graph's parallel split first and a chain's se
     const std::vector<double> t(mg->num_nodes(), 500.0);
     const auto flat = profiler::CostModel::fitted(*mg, t, t, 2);
     std::string why;
-    CHECK(profiler::analytical_choice(flat, kTwoCores, &why).executors == 2);
+    std::optional<Config> contender;
+    CHECK(profiler::analytical_choice(flat, kTwoCores, &why, 0.10, &contender).executors == 2);
     CHECK(why.find("width 8") != std::string::npos);
+    // The contender (what split_check.h measures against the choice): the best single executor.
+    REQUIRE(contender.has_value());
+    CHECK(contender->executors == 1);
     const auto scaling =
         profiler::CostModel::fitted(*mg, t, std::vector<double>(t.size(), 250.0), 2);
-    CHECK(profiler::analytical_choice(scaling, kTwoCores, &why).executors == 1);
+    CHECK(profiler::analytical_choice(scaling, kTwoCores, &why, 0.10, &contender).executors == 1);
+    REQUIRE(contender.has_value());  // and the other way round: the split into executors
+    CHECK(contender->name() == "2x1 cpf");
     // Against a team of 2 the 10% margin holds too (the executors' prediction misses what
     // concurrent ops cost each other): ops that gain 1.92x on a team (500 -> 260 us) put 1x2
     // at 32 x 260 = 8320 us, 2x1 at 16 x 500.1 = 8002 us (4% faster): 1x2 is kept; ops that gain
@@ -201,10 +207,18 @@ TEST_CASE("cost model ranks a wide graph's parallel split first and a chain's se
     CHECK(ranked.front().config.executors == 1);
     CHECK(ranked.back().config.executors == 2);  // 2x1 only adds overhead to a chain
     std::string why;
-    const Config c = profiler::analytical_choice(m, kTwoCores, &why);
+    std::optional<Config> contender;
+    const Config c = profiler::analytical_choice(m, kTwoCores, &why, 0.10, &contender);
     CHECK(c.executors == 1);
     CHECK(c.threads == 2);  // a chain: one executor with all cores
     CHECK(why.find("chain") != std::string::npos);
+    // Its contender: one executor of another team size (executors only add overhead to a chain).
+    REQUIRE(contender.has_value());
+    CHECK(contender->name() == "1x1 sequential");
+    // One config, no contender.
+    const std::vector<Config> one = {config(1, 1)};
+    CHECK(profiler::analytical_choice(m, one, &why, 0.10, &contender).name() == "1x1 sequential");
+    CHECK_FALSE(contender.has_value());
   }
 }
 
