@@ -1,15 +1,9 @@
 #include "profiler/batch_split_choice.h"
 
-#include <time.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <vector>
 
 #include "engine/model_loader.h"
 #include "engine/omp_oversubscription.h"

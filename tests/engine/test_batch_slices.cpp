@@ -198,9 +198,7 @@ TEST_CASE("batch split: Session::run_buffers writes the caller's buffers", "[bat
 
 TEST_CASE("batch split: verdicts are cached per key", "[batch_split]") {
   const auto dir = test::scratch_dir("batch_split_cache");
-  const char* old = std::getenv("GRAPHI_CACHE_DIR");
-  const std::string old_dir = old ? old : "";
-  setenv("GRAPHI_CACHE_DIR", dir.string().c_str(), 1);
+  const test::ScopedEnv cache("GRAPHI_CACHE_DIR", dir.string());
   CHECK_FALSE(profiler::cached_batch_split("k|1x2|slice 1").has_value());
   int batch_runs = 0, slice_runs = 0;
   auto v = profiler::measure_batch_split(
@@ -247,8 +245,4 @@ TEST_CASE("batch split: verdicts are cached per key", "[batch_split]") {
   CHECK_FALSE(profiler::cached_batch_split("k3")->slices);
   CHECK(profiler::parse_batch_split("on").value() == profiler::BatchSplitPolicy::kOn);
   CHECK_FALSE(profiler::parse_batch_split("sometimes").is_ok());
-  if (old_dir.empty())
-    unsetenv("GRAPHI_CACHE_DIR");
-  else
-    setenv("GRAPHI_CACHE_DIR", old_dir.c_str(), 1);
 }

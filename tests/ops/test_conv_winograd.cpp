@@ -153,19 +153,10 @@ std::vector<float> run(const ops::onednn::Primitive& prim, const std::vector<flo
 // for the scope, then put back.
 class ScopedCacheDir {
  public:
-  explicit ScopedCacheDir(const std::string& name) : dir_(test::scratch_dir(name)) {
-    const char* old = std::getenv("GRAPHI_CACHE_DIR");
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv("GRAPHI_CACHE_DIR", dir_.string().c_str(), 1);
+  explicit ScopedCacheDir(const std::string& name)
+      : dir_(test::scratch_dir(name)), env_("GRAPHI_CACHE_DIR", dir_.string()) {
     std::filesystem::remove(verdicts());
     ops::forget_conv_algorithm_verdicts();
-  }
-  ~ScopedCacheDir() {
-    if (had_ && !old_.empty())
-      setenv("GRAPHI_CACHE_DIR", old_.c_str(), 1);
-    else
-      unsetenv("GRAPHI_CACHE_DIR");
   }
   std::string verdicts() const { return (dir_ / "conv_algorithms.json").string(); }
   // The verdict file's contents, and a replacement of them (then no verdict is in memory: the
@@ -186,8 +177,7 @@ class ScopedCacheDir {
 
  private:
   std::filesystem::path dir_;
-  bool had_ = false;
-  std::string old_;
+  test::ScopedEnv env_;
 };
 
 bool is_winograd(const ops::onednn::Primitive& p) {

@@ -53,28 +53,6 @@ std::vector<float> naive_chain(const Tensor& x, const Tensor& w) {
   return cur;
 }
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
-
 }  // namespace
 
 TEST_CASE("split check: the analytical split is timed against its contender once", "[profiler]") {
@@ -82,8 +60,8 @@ TEST_CASE("split check: the analytical split is timed against its contender once
     WARN("one CPU: no contender to measure");
     return;
   }
-  ScopedEnv cache("GRAPHI_CACHE_DIR", test::scratch_dir("split_check").string());
-  ScopedEnv on("GRAPHI_SPLIT_CHECK", "auto");
+  test::ScopedEnv cache("GRAPHI_CACHE_DIR", test::scratch_dir("split_check").string());
+  test::ScopedEnv on("GRAPHI_SPLIT_CHECK", "auto");
   const auto g = chain_graph();
   profiler::PlanRequest req;
   auto chosen = profiler::choose_plan(*g, req);
@@ -139,22 +117,22 @@ TEST_CASE("split check: the analytical split is timed against its contender once
 }
 
 TEST_CASE("split check: off, a bad switch, an explicit scheduler, a long model", "[profiler]") {
-  ScopedEnv cache("GRAPHI_CACHE_DIR", test::scratch_dir("split_check_off").string());
+  test::ScopedEnv cache("GRAPHI_CACHE_DIR", test::scratch_dir("split_check_off").string());
   const auto g = chain_graph();
   profiler::PlanRequest req;
   {
-    ScopedEnv off("GRAPHI_SPLIT_CHECK", "off");
+    test::ScopedEnv off("GRAPHI_SPLIT_CHECK", "off");
     auto c = profiler::choose_plan(*g, req);
     REQUIRE(c.is_ok());
     CHECK_FALSE(c->contender.has_value());
   }
   {
-    ScopedEnv bad("GRAPHI_SPLIT_CHECK", "sometimes");
+    test::ScopedEnv bad("GRAPHI_SPLIT_CHECK", "sometimes");
     auto c = profiler::choose_plan(*g, req);
     REQUIRE_FALSE(c.is_ok());
     CHECK_THAT(c.status().message(), Contains("GRAPHI_SPLIT_CHECK 'sometimes'"));
   }
-  ScopedEnv on("GRAPHI_SPLIT_CHECK", "auto");
+  test::ScopedEnv on("GRAPHI_SPLIT_CHECK", "auto");
   profiler::PlanRequest fifo = req;
   fifo.scheduler = "fifo";
   auto f = profiler::choose_plan(*g, fifo);

@@ -68,6 +68,20 @@ double max_rel_error(const Tensor& a, const Tensor& b) {
   return worst;
 }
 
+ScopedEnv::ScopedEnv(const char* name, const std::string& value) : name_(name) {
+  const char* old = std::getenv(name);
+  had_ = old != nullptr;
+  if (had_) old_ = old;
+  setenv(name, value.c_str(), 1);
+}
+
+ScopedEnv::~ScopedEnv() {
+  if (had_)
+    setenv(name_, old_.c_str(), 1);
+  else
+    unsetenv(name_);
+}
+
 std::filesystem::path scratch_dir(const std::string& name) {
   std::filesystem::path dir = std::filesystem::path(GRAPHI_BINARY_DIR) / "test_scratch" / name;
   std::filesystem::remove_all(dir);

@@ -31,6 +31,20 @@ double max_rel_error(const Tensor& a, const Tensor& b);
 // when the next run asks for it, left in place afterwards so failures can be inspected.
 std::filesystem::path scratch_dir(const std::string& name);
 
+// An environment variable set for one scope, then put back (or unset, if it was not set).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
 // The graphi executable (set by CMake through the GRAPHI_CLI environment variable).
 std::string cli_path();
 
