@@ -12,6 +12,7 @@
 #include "ops/rnn/team_exchange.h"
 #include "profiler/interleaved_timing.h"
 #include "profiler/plan_cache.h"
+#include "profiler/split_check.h"
 
 namespace graphi::profiler {
 
@@ -200,6 +201,8 @@ Result<std::unique_ptr<engine::BatchSlices>> batch_in_slices(
     return engine::Session::create(g, so);
   }();
   if (!s) return keep_whole("one sample does not compile: " + s.status().message());
+  // One sample's ops are smaller: its quick choice checked as the whole batch's is.
+  check_split(g, *chosen, so, *s, nullptr);
   // The slices take the whole graph's inputs and outputs: the graph the caller's Session runs.
   Result<Slices> made = engine::BatchSlices::create(whole.graph(), std::move(*s), batch, kSlice);
   if (!made) return keep_whole(made.status().message());

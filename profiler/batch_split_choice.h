@@ -56,7 +56,8 @@ Result<BatchSplitVerdict> measure_batch_split(const std::string& key, int64_t ba
 // What the front ends call after compiling the whole batch's Session `whole` (options
 // `session_options`, split from `plan`) for the .onnx model `path`, imported with `import` as
 // `imported` (before the passes; `optimize`: whether the passes run). The slices get their own
-// split from `plan` (one sample may prefer another), the rest of `session_options`. Returns the
+// split from `plan` (one sample may prefer another; a quick choice checked by split_check.h as
+// the whole batch's is), the rest of `session_options`. Returns the
 // slices to run instead, or null to keep the whole batch: when the policy is off, the model is no
 // .onnx file, its inputs do not all carry one batch N > 1 on dim 0, the cache says whole, the
 // samples do not stay apart (graph/batch_split.h; remembered as whole), or the measurement (on zero

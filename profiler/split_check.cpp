@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "engine/memory_plan.h"
 #include "engine/omp_oversubscription.h"
 #include "ops/choice_cache.h"
 #include "ops/rnn/team_exchange.h"
@@ -94,6 +95,13 @@ void check_split(const std::shared_ptr<const graph::Graph>& g, PlanChoice& choic
   so.executors = contender.executors;
   so.threads = contender.threads;
   so.scheduler = contender.scheduler;
+  // A memory budget holds for the two Sessions together while both live: the contender gets
+  // what the first one's arena leaves (the weights are shared).
+  if (options.max_memory) {
+    const uint64_t held = session->memory().peak_bytes;
+    if (held >= options.max_memory) return keep("no memory budget left for " + contender.name());
+    so.max_memory = options.max_memory - held;
+  }
   Result<std::unique_ptr<engine::Session>> other = [&] {
     engine::QuietOmpClaims quiet;  // beside `session` only until one of the two is dropped
     return engine::Session::create(g, so);

@@ -42,7 +42,9 @@ std::optional<bool> cached_split_check(const std::string& key);
 // is an analytical choice with a contender (and the check is on), measures the two and, if the
 // contender wins, replaces `session` and the split in `options` (and `choice.options`) with the
 // contender's. Skipped, with nothing remembered, for a model predicted or measured to run longer
-// than 50 ms (the split's per-op overheads do not decide there, the cost model does). Anything
+// than 50 ms (the split's per-op overheads do not decide there, the cost model does). Under a
+// memory budget (options.max_memory) the contender gets what the first Session's arena leaves.
+// Anything
 // failing on the way (the contender does not compile, a run on zero inputs fails) keeps the
 // analytical choice (remembered): the load never fails because of the check. *message gets one
 // line for stderr about a measurement ("" when none was made).

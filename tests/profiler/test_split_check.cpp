@@ -155,6 +155,19 @@ TEST_CASE("split check: off, a bad switch, an explicit scheduler, a long model",
   CHECK(session.get() == before);
   CHECK(c->source == "analytical");
   CHECK_FALSE(profiler::cached_split_check(c->check_key).has_value());
+  // A memory budget the first Session's arena already fills leaves the contender nothing: the
+  // choice is kept and remembered, the Session untouched.
+  auto b = profiler::choose_plan(*g, req);
+  REQUIRE(b.is_ok());
+  REQUIRE(b->contender.has_value());
+  options = b->options;
+  options.max_memory = 1;
+  profiler::check_split(g, *b, options, session, &message);
+  CHECK(message.empty());
+  CHECK(session.get() == before);
+  CHECK(b->source == "analytical");
+  REQUIRE(profiler::cached_split_check(b->check_key).has_value());
+  CHECK_FALSE(*profiler::cached_split_check(b->check_key));
 }
 
 TEST_CASE("interleaved timing: blocks, order and errors", "[profiler]") {
