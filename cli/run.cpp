@@ -280,7 +280,12 @@ int run_command(int argc, char** argv) {
   ms.reserve(static_cast<size_t>(*iterations));
   const std::string trace_path = args.get("--trace", "");
   for (long i = 0; i < *iterations; ++i) {
-    if (!trace_path.empty() && i + 1 == *iterations) session->set_tracing(true);
+    if (!trace_path.empty() && i + 1 == *iterations) {
+      if (slices)
+        slices->set_tracing(true);
+      else
+        session->set_tracing(true);
+    }
     auto t0 = Clock::now();
     auto r = run_model();
     auto t1 = Clock::now();
@@ -292,8 +297,8 @@ int run_command(int argc, char** argv) {
   progress.finish();
   const Latency lat = summarize(ms);
   if (!trace_path.empty()) {
-    // In slices: the last slice's run.
-    const engine::RunTrace trace = session->last_trace();
+    // In slices: every slice's spans, one after the other.
+    const engine::RunTrace trace = slices ? slices->last_trace() : session->last_trace();
     if (Status st = profiler::write_chrome_trace(trace_path, session->plan(), trace); !st.is_ok())
       return runtime_error(st.with_context("--trace"));
     std::fprintf(

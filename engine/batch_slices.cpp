@@ -72,14 +72,41 @@ Result<NamedTensors> BatchSlices::run(const NamedTensors& inputs) {
   const int64_t parts = batch_ / slice_;
   std::vector<const void*> in_p(in.size());
   std::vector<void*> out_p(out.size());
+  const bool tracing = tracing_.load(std::memory_order_relaxed);
+  RunTrace traced;
   for (int64_t p = 0; p < parts; ++p) {
     for (size_t k = 0; k < in.size(); ++k)
       in_p[k] = static_cast<const char*>(in[k]->data()) + p * (in[k]->bytes() / parts);
     for (size_t o = 0; o < out.size(); ++o)
       out_p[o] = static_cast<char*>(out[o].second.data()) + p * (out[o].second.bytes() / parts);
     GRAPHI_RETURN_IF_ERROR(session_->run_buffers(in_p, out_p));
+    if (tracing) {
+      RunTrace t = session_->last_trace();
+      if (p == 0) {
+        traced = std::move(t);
+        continue;
+      }
+      traced.run_end_ns = t.run_end_ns;
+      traced.ops.insert(traced.ops.end(), t.ops.begin(), t.ops.end());
+      traced.scheduler_spans.insert(traced.scheduler_spans.end(), t.scheduler_spans.begin(),
+                                    t.scheduler_spans.end());
+    }
+  }
+  if (tracing) {
+    std::lock_guard<std::mutex> lock(trace_mutex_);
+    last_trace_ = std::move(traced);
   }
   return out;
+}
+
+void BatchSlices::set_tracing(bool on) {
+  session_->set_tracing(on);
+  tracing_.store(on, std::memory_order_relaxed);
+}
+
+RunTrace BatchSlices::last_trace() const {
+  std::lock_guard<std::mutex> lock(trace_mutex_);
+  return last_trace_;
 }
 
 }  // namespace graphi::engine

@@ -8,13 +8,16 @@
 // (Session::run_buffers): no copies beyond the one every run makes of its outputs.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "engine/session.h"
+#include "engine/trace.h"
 #include "graph/graph.h"
 
 namespace graphi::engine {
@@ -34,6 +37,12 @@ class BatchSlices {
   // may interleave; each call's outputs are its own).
   Result<NamedTensors> run(const NamedTensors& inputs);
 
+  // Tracing of the slices' runs (Session::set_tracing), and the last run's trace: the spans of
+  // all its slices, one after the other on the slice Session's executors (with concurrent
+  // traced runs, the last to finish). Empty (run_end_ns 0) before a traced run.
+  void set_tracing(bool on);
+  RunTrace last_trace() const;
+
   Session& session() { return *session_; }
   const Session& session() const { return *session_; }
   int64_t batch() const { return batch_; }
@@ -45,6 +54,9 @@ class BatchSlices {
   std::vector<std::pair<std::string, TensorDesc>> inputs_, outputs_;
   std::unique_ptr<Session> session_;
   int64_t batch_ = 0, slice_ = 0;
+  std::atomic<bool> tracing_{false};
+  mutable std::mutex trace_mutex_;
+  RunTrace last_trace_;
 };
 
 }  // namespace graphi::engine

@@ -373,14 +373,19 @@ const std::string& Session::plan_summary() const { return impl_ ? impl_->plan : 
 const SessionOptions& Session::options() const { return impl_ ? impl_->options : kNoOptions; }
 
 void Session::set_tracing(bool on) {
-  if (impl_) impl_->active().set_tracing(on);
+  if (!impl_) return;
+  if (impl_->slices)
+    impl_->slices->set_tracing(on);
+  else
+    impl_->session->set_tracing(on);
 }
 
 Expected<size_t> Session::write_trace(const std::string& path) const {
   if (!impl_)
     return ApiError{StatusCode::kInvalidArgument, "write_trace: the Session was moved from"};
   return guarded("write_trace", [&]() -> Expected<size_t> {
-    const engine::RunTrace t = impl_->active().last_trace();
+    const engine::RunTrace t =
+        impl_->slices ? impl_->slices->last_trace() : impl_->session->last_trace();
     if (t.run_end_ns == 0)
       return ApiError{StatusCode::kInvalidArgument,
                       path + ": no traced run to write (call set_tracing(true), then run())"};

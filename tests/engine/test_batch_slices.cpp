@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/batch_slices.h"
+#include "engine/plan.h"
 #include "engine/session.h"
 #include "graph/batch_split.h"
 #include "graph/graph_builder.h"
@@ -180,6 +181,28 @@ TEST_CASE("batch split: the slices check their inputs as a Session does", "[batc
   auto wrong = engine::BatchSlices::create(
       whole->graph(), value_or_throw(engine::Session::create(model(2), o)), 4, 1);
   CHECK_FALSE(wrong.is_ok());
+}
+
+TEST_CASE("batch split: a traced run holds every slice's spans in order", "[batch_split]") {
+  engine::SessionOptions o;
+  auto whole = value_or_throw(engine::Session::create(model(4), o));
+  auto slices = value_or_throw(engine::BatchSlices::create(
+      whole->graph(), value_or_throw(engine::Session::create(model(1), o)), 4, 1));
+  const Tensor x = test::random_tensor(TensorDesc{DType::kF32, {4, 3, 5}}, 9);
+  REQUIRE(slices->run({{"x", x}}).is_ok());
+  CHECK(slices->last_trace().run_end_ns == 0);  // not traced
+  slices->set_tracing(true);
+  REQUIRE(slices->run({{"x", x}}).is_ok());
+  const engine::RunTrace t = slices->last_trace();
+  const size_t nodes = slices->session().plan().num_nodes();
+  REQUIRE(nodes > 0);
+  // Four slices: every node four times, each slice's spans after the previous slice's.
+  REQUIRE(t.ops.size() == 4 * nodes);
+  for (size_t p = 1; p < 4; ++p)
+    CHECK(t.ops[p * nodes].start_ns >= t.ops[(p - 1) * nodes].start_ns);
+  CHECK(t.run_start_ns <= t.ops.front().start_ns);
+  CHECK(t.run_end_ns >= t.ops.back().end_ns);
+  slices->set_tracing(false);
 }
 
 TEST_CASE("batch split: Session::run_buffers writes the caller's buffers", "[batch_split]") {
