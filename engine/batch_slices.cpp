@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/input_binding.h"
+
 namespace graphi::engine {
 
 Result<std::unique_ptr<BatchSlices>> BatchSlices::create(const graph::Graph& full,
@@ -42,6 +44,7 @@ Result<std::unique_ptr<BatchSlices>> BatchSlices::create(const graph::Graph& ful
     b->inputs_.emplace_back(full.value(id).name, full.value(id).desc);
   for (graph::ValueId id : full.outputs())
     b->outputs_.emplace_back(full.value(id).name, full.value(id).desc);
+  b->source_ = full.source();
   b->session_ = std::move(slice_session);
   b->batch_ = batch;
   b->slice_ = slice;
@@ -49,21 +52,18 @@ Result<std::unique_ptr<BatchSlices>> BatchSlices::create(const graph::Graph& ful
 }
 
 Result<NamedTensors> BatchSlices::run(const NamedTensors& inputs) {
-  // The caller's tensors in the whole graph's input order, checked as Session::run checks them.
-  std::vector<const Tensor*> in(inputs_.size(), nullptr);
-  for (const auto& [name, t] : inputs) {
-    size_t k = 0;
-    while (k < in.size() && inputs_[k].first != name) ++k;
-    if (k == in.size()) return Status::invalid_argument("unknown input '" + name + "'");
-    if (in[k]) return Status::invalid_argument("input '" + name + "' is given twice");
-    const TensorDesc& want = inputs_[k].second;
-    if (t.desc() != want)
-      return Status::invalid_argument("input '" + name + "' is " + t.desc().to_string() +
-                                      ", the model takes " + want.to_string());
-    in[k] = &t;
-  }
-  for (size_t k = 0; k < in.size(); ++k)
-    if (!in[k]) return Status::invalid_argument("missing input '" + inputs_[k].first + "'");
+  // The caller's tensors in the whole graph's input order, checked (and the errors worded) as
+  // Session::run checks them.
+  std::vector<const Tensor*> in;
+  GRAPHI_RETURN_IF_ERROR(bind_named_inputs(
+      source_, inputs_.size(), [&](size_t i) -> const std::string& { return inputs_[i].first; },
+      [&](size_t i) -> const TensorDesc& { return inputs_[i].second; },
+      [&](const std::string& name) {
+        size_t k = 0;
+        while (k < inputs_.size() && inputs_[k].first != name) ++k;
+        return k;
+      },
+      inputs, in));
 
   NamedTensors out;
   out.reserve(outputs_.size());

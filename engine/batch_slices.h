@@ -52,6 +52,7 @@ class BatchSlices {
   BatchSlices() = default;
   // The whole batch's inputs and outputs, in the graph's order.
   std::vector<std::pair<std::string, TensorDesc>> inputs_, outputs_;
+  std::string source_;  // the whole graph's file, the first word of input errors
   std::unique_ptr<Session> session_;
   int64_t batch_ = 0, slice_ = 0;
   std::atomic<bool> tracing_{false};

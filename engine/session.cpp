@@ -27,6 +27,7 @@
 #include <unordered_map>
 
 #include "engine/adaptive_width.h"
+#include "engine/input_binding.h"
 #include "engine/node_runner.h"
 #include "engine/omp_oversubscription.h"
 #include "engine/parallel_runtime.h"
@@ -135,7 +136,6 @@ struct Session::Impl {
     return nullptr;
   }
 
-  std::string input_list() const;
   Status bind_inputs(const NamedTensors& inputs, std::vector<const Tensor*>& bound) const;
   template <typename In, typename Take>
   Status run_bound(const In& in, const Take& take);
@@ -335,42 +335,18 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Plan> pla
   return s;
 }
 
-std::string Session::Impl::input_list() const {
-  const graph::Graph& g = plan().graph();
-  std::string s;
-  for (ValueId v : g.inputs())
-    s += (s.empty() ? "" : ", ") + g.value(v).name + " " + g.value(v).desc.to_string();
-  return s.empty() ? "none" : s;
-}
-
 Status Session::Impl::bind_inputs(const NamedTensors& inputs,
                                   std::vector<const Tensor*>& bound) const {
   const graph::Graph& g = plan().graph();
-  const std::string prefix = g.source() + ": ";
-  bound.assign(g.inputs().size(), nullptr);
-  for (const auto& [name, tensor] : inputs) {
-    auto it = input_index.find(name);
-    if (it == input_index.end())
-      return Status::invalid_argument(
-          prefix + "'" + name + "' is not an input of the graph (inputs: " + input_list() + ")");
-    if (bound[it->second])
-      return Status::invalid_argument(prefix + "input '" + name + "' is given more than once");
-    const TensorDesc& want = g.value(g.inputs()[it->second]).desc;
-    if (!(tensor.desc() == want))
-      return Status::invalid_argument(prefix + "input '" + name + "': expected " +
-                                      want.to_string() + ", got " + tensor.desc().to_string());
-    if (tensor.data() == nullptr)
-      return Status::invalid_argument(prefix + "input '" + name + "' has no data");
-    bound[it->second] = &tensor;
-  }
-  std::string missing;
-  for (size_t i = 0; i < bound.size(); ++i)
-    if (!bound[i]) {
-      const graph::Value& v = g.value(g.inputs()[i]);
-      missing += (missing.empty() ? "" : ", ") + ("'" + v.name + "' " + v.desc.to_string());
-    }
-  if (!missing.empty()) return Status::invalid_argument(prefix + "missing input(s): " + missing);
-  return Status::ok();
+  return bind_named_inputs(
+      g.source(), g.inputs().size(),
+      [&](size_t i) -> const std::string& { return g.value(g.inputs()[i]).name; },
+      [&](size_t i) -> const TensorDesc& { return g.value(g.inputs()[i]).desc; },
+      [&](const std::string& name) -> size_t {
+        auto it = input_index.find(name);
+        return it == input_index.end() ? g.inputs().size() : it->second;
+      },
+      inputs, bound);
 }
 
 Status Session::Impl::execute(int threads) {
