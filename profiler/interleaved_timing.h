@@ -38,8 +38,9 @@ struct InterleavedTiming {
 };
 
 // The warm-up (a then b), then rounds of one block
-// of each until both have min_blocks and min_total_ms have passed, or max_rounds. A run that fails
-// ends the measurement with its error.
+// of each until both have min_blocks and min_total_ms have passed, or max_rounds; never less
+// than 100 ms of rounds (what /proc/stat's ticks need to judge other processes' share). A run that
+// fails ends the measurement with its error.
 Result<InterleavedTiming> time_interleaved(const std::function<Status()>& run_a,
                                            const std::function<Status()>& run_b,
                                            const InterleavedTimingOptions& options = {});

@@ -110,7 +110,7 @@ void check_split(const std::shared_ptr<const graph::Graph>& g, PlanChoice& choic
   InterleavedTimingOptions opt;
   opt.min_blocks = 5;
   opt.min_total_ms = 100;
-  opt.max_rounds = 30;
+  opt.max_rounds = 100;
   opt.block_ms = 2;
   opt.warmup_ms = 30;
   opt.a_warm = true;
@@ -122,11 +122,11 @@ void check_split(const std::shared_ptr<const graph::Graph>& g, PlanChoice& choic
   if (message)
     *message = "graphi: plan auto: " + (won ? contender.name() : chosen_name) + ", " +
                fmt(won ? t->b_ms : t->a_ms) + " ms against " + fmt(won ? t->a_ms : t->b_ms) +
-               " for " + (won ? chosen_name + " (the cost model's choice)" : contender.name()) +
+               " for " + (won ? chosen_name + ", the cost model's choice" : contender.name()) +
                " (measured in " + fmt(t->elapsed_s) + " s" +
                (t->disturbed ? "; other processes held " + fmt(100 * t->others_share) +
                                    "% of the CPUs meanwhile: kept, measured again next time"
-                             : "") +
+                             : ", once per model and machine") +
                ")";
   if (!t->disturbed)
     remember(choice.check_key, won, {{"chosen_ms", t->a_ms}, {"contender_ms", t->b_ms}});
