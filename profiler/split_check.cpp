@@ -132,7 +132,9 @@ void check_split(const std::shared_ptr<const graph::Graph>& g, PlanChoice& choic
     remember(choice.check_key, won, {{"chosen_ms", t->a_ms}, {"contender_ms", t->b_ms}});
   if (!won) return;
   session = std::move(other).value();
-  options = so;
+  options.executors = so.executors;  // the split only: the budget stays the caller's
+  options.threads = so.threads;
+  options.scheduler = so.scheduler;
   choice.options.executors = so.executors;
   choice.options.threads = so.threads;
   choice.options.scheduler = so.scheduler;

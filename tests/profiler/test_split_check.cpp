@@ -79,6 +79,7 @@ TEST_CASE("split check: the analytical split is timed against its contender once
   CHECK_FALSE(profiler::cached_split_check(chosen->check_key).has_value());
 
   engine::SessionOptions options = chosen->options;
+  options.max_memory = uint64_t{1} << 32;  // the contender's share of it is its own
   auto created = engine::Session::create(g, options);
   REQUIRE(created.is_ok());
   std::unique_ptr<engine::Session> session = std::move(created).value();
@@ -92,6 +93,7 @@ TEST_CASE("split check: the analytical split is timed against its contender once
   CHECK(session->options().threads == options.threads);
   CHECK(options.threads == (switched ? contender_threads : chosen_threads));
   CHECK(chosen->options.threads == options.threads);
+  CHECK(options.max_memory == uint64_t{1} << 32);
   // Remembered, unless other processes disturbed the measurement.
   const bool disturbed = message.find("measured again next time") != std::string::npos;
   const std::optional<bool> remembered = profiler::cached_split_check(chosen->check_key);
