@@ -90,13 +90,22 @@ double measure() {
 }  // namespace
 
 double team_round_trip_ns() {
-  // Remembered once measured; a call that could not measure (say, inside a parallel region)
-  // leaves the next one to try again.
+  // Remembered for a second: a VM's host moves its vCPUs between placements within seconds, and
+  // the choices keyed by the class (schedules, splits) are made when Sessions are created, which
+  // a long-lived process keeps doing. A call that could not measure (say, inside a parallel
+  // region) leaves the next one to try again.
   static std::atomic<double> ns{0};
-  if (ns.load() > 0) return ns.load();
+  static std::atomic<int64_t> at_ns{0};
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  constexpr int64_t kMaxAgeNs = 1'000'000'000;
+  if (ns.load() > 0 && now - at_ns.load() < kMaxAgeNs) return ns.load();
   const double m = measure();
-  if (m > 0) ns.store(m);
-  return m;
+  if (m > 0) {
+    ns.store(m);
+    at_ns.store(now);
+  }
+  return m > 0 ? m : ns.load();
 }
 
 std::string exchange_class(double round_trip_ns) {

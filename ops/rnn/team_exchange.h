@@ -16,9 +16,11 @@ namespace graphi::ops::rnn_wcs {
 
 // The median round trip (ns) of a cache line between OpenMP threads 0 and 1 of a two-thread
 // team pinned for the measurement to the first two CPUs the process may use (the team's own
-// placement is not made yet when a kernel calibrates), measured once per process (1000 round trips,
-// at most 5 ms when a member is not running); 0 when it cannot be measured (inside a parallel
-// region, one CPU, or a member that never answered), and then the next call tries again.
+// placement is not made yet when a kernel calibrates), measured again when the last measurement
+// is a second old (1000 round trips, at most 5 ms when a member is not running; a host moves its
+// vCPUs within seconds); the last good value (0 if none) when it cannot be measured (inside a
+// parallel region, one CPU, or a member that never answered), and then the next call tries
+// again.
 double team_round_trip_ns();
 
 // "near" (< 300 ns: cores of one die or L3 domain), "far" (anything slower: another die or

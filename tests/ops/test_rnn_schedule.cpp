@@ -641,7 +641,7 @@ TEST_CASE("rnn schedule: the team's exchange latency and its class", "[rnn_sched
   const double ns = ops::rnn_wcs::team_round_trip_ns();
   CHECK(ns >= 0);
   if (omp_get_num_procs() < 2) CHECK(ns == 0);
-  if (ns > 0) CHECK(ops::rnn_wcs::team_round_trip_ns() == ns);  // measured once per process
+  if (ns > 0) CHECK(ops::rnn_wcs::team_round_trip_ns() == ns);  // remembered for a second
   // Inside a parallel region nothing is measured: the value kept, or 0.
   double inside = -1;
 #pragma omp parallel num_threads(2)
