@@ -176,7 +176,8 @@ void RnnSequenceKernel::make_gemms(ThreadPlan& p) const {
   if (lowp_) return;  // ops/rnn/gemm_bf16.h and gemm_int8.h need no per-shape set-up
   for (Segment& seg : p.segs) {
     const int64_t w = seg.j1 - seg.j0;
-    seg.hoist = TiledGemm::create_panels(s_.gates * w, I, seg.pw_w, I, hoist_ldc, hoist_ns);
+    seg.hoist =
+        TiledGemm::create_panels(s_.gates * w, I, seg.pw_w, I, hoist_ldc, hoist_ns, {}, true);
     seg.rec0 = TiledGemm::create_panels(
         g0_ * w, H, seg.pw_r0, ldh_, ld_gh0_, {rows},
         kblocked_ ? std::vector<int64_t>{seg.j0, seg.j1} : std::vector<int64_t>{});

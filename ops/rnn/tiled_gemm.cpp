@@ -8,7 +8,7 @@ namespace graphi::ops {
 
 TiledGemm TiledGemm::create_panels(int64_t m, int64_t k, int64_t panel, int64_t ldb, int64_t ldc,
                                    const std::set<int64_t>& ns,
-                                   const std::vector<int64_t>& k_splits) {
+                                   const std::vector<int64_t>& k_splits, bool register_tiles) {
   // Panel p of block [b0, b1) starts at a + m_pad * b0 + p * panel * (b1 - b0), rows within it
   // `panel` floats apart (one block: a + p * panel * k).
   std::vector<int64_t> bounds = {0, k};
@@ -20,7 +20,7 @@ TiledGemm TiledGemm::create_panels(int64_t m, int64_t k, int64_t panel, int64_t 
   std::vector<KBlock> blocks;
   for (size_t i = 0; i + 1 < bounds.size(); ++i)
     blocks.push_back({bounds[i], bounds[i + 1], m_pad * bounds[i], bounds[i + 1] - bounds[i]});
-  return make(m, k, panel, panel, k, ldb, ldc, ns, std::move(blocks));
+  return make(m, k, panel, panel, k, ldb, ldc, ns, std::move(blocks), register_tiles);
 }
 
 int64_t TiledGemm::offset(int64_t col, int64_t q) const noexcept {
@@ -43,7 +43,7 @@ TiledGemm TiledGemm::create_row_major(int64_t m, int64_t k, int64_t lda, int64_t
 
 TiledGemm TiledGemm::make(int64_t m, int64_t k, int64_t mt, int64_t lda, int64_t col_step,
                           int64_t ldb, int64_t ldc, const std::set<int64_t>& ns,
-                          std::vector<KBlock> blocks) {
+                          std::vector<KBlock> blocks, bool register_tiles) {
   TiledGemm g;
   g.kblocks_ = blocks.empty() ? std::vector<KBlock>{{0, k, 0, col_step}} : std::move(blocks);
   g.m_ = m;
@@ -58,6 +58,10 @@ TiledGemm TiledGemm::make(int64_t m, int64_t k, int64_t mt, int64_t lda, int64_t
   g.nt_ = std::min<int64_t>(nmax, 32);
   constexpr int64_t kBudget = 64 * 64 * 64;
   g.kt_ = std::max<int64_t>(1, kBudget / (g.mt_ * g.nt_));  // the largest k tile
+  if (register_tiles && nmax >= 32) {
+    g.nt_ = std::clamp<int64_t>(512 / g.mt_, 1, 32);
+    g.kt_ = std::max<int64_t>(1, 8192 / g.nt_);  // B's tile: 32 KiB, in L1
+  }
   std::set<int64_t> nn_set;
   for (int64_t n : ns) {
     if (n >= g.nt_) nn_set.insert(g.nt_);
