@@ -186,7 +186,8 @@ CalibrationOutcome run_calibration(
 // two or more key theirs by the exchange latency (a Zen 5 guest's cache held 1 thread, chunk 8
 // for LSTM H64 B1 T100 on 2: 0.061 ms per run against 0.031 for the two-thread default).
 // 14: the hoisted projection on register tiles (TiledGemm's register_tiles: C over the whole
-// k), which changes what hoisting costs against the step's other work.
+// k), which changes what hoisting costs against the step's other work; layers whose R overflows
+// half the L2 calibrate zigzag walks only, on the whole team.
 inline constexpr int kRnnKernelVersion = 14;
 
 // "Intel(R) Xeon(R) Processor|fam 6 model 167|2 cpus|L2 2097152|libxsmm 1.17 (target cpx)|

@@ -199,7 +199,7 @@ TEST_CASE("rnn schedule: analytical default and candidates of small layers", "[r
     CHECK(has_rows);
     CHECK(has_units);
   }
-  SECTION("LSTM H=1024: weights overflow L2, zigzag is a knob") {
+  SECTION("LSTM H=1024: weights overflow L2, every candidate walks them zigzag") {
     auto s = lstm_shape(100, 1, 1024, 2);
     ops::RnnSchedule d = ops::default_rnn_schedule(s);
     CHECK(d.zigzag);          // 8 MiB of R per thread
@@ -207,12 +207,16 @@ TEST_CASE("rnn schedule: analytical default and candidates of small layers", "[r
     auto c = ops::rnn_schedule_candidates(s);
     // W (8 MiB per thread at 1x2, 16 MiB at 2x1) does not share the 2 MiB L2 with R: one hoist
     // of all 100 steps only (short chunks would re-read W from L3 per chunk). Tiles {64, 256,
-    // 128} x zigzag {1, 0} x p {2 (1x2), 1 (1x1)}.
-    CHECK(c.size() == 3 * 2 * 2);
+    // 128} on the whole team (1x2) only, all zigzag: the calibration's shortened copy cannot see
+    // what zigzag saves over a whole sequence, and fewer threads stream R from L3 no faster
+    // (kernel version 14).
+    CHECK(c.size() == 3);
     CHECK(c.front() == d);
     for (const auto& x : c) CHECK(x.chunk == 100);
+    for (const auto& x : c) CHECK(x.zigzag);
+    for (const auto& x : c) CHECK(x.threads == 2);
     for (const auto& x : c) CHECK(x.rec_tile != 4096);  // no whole-slab panel with zigzag
-    CHECK(std::count_if(c.begin(), c.end(), [](const auto& x) { return x.rec_tile == 64; }) == 4);
+    CHECK(std::count_if(c.begin(), c.end(), [](const auto& x) { return x.rec_tile == 64; }) == 1);
     // The AVX2 GEMV's block is 16 columns: that width then.
     s.stream_tile = 16;
     CHECK(ops::default_rnn_schedule(s).rec_tile == 16);
