@@ -23,7 +23,10 @@ template <typename Name, typename Desc, typename Find>
 Status bind_named_inputs(const std::string& source, size_t count, Name name, Desc desc, Find find,
                          const std::vector<std::pair<std::string, Tensor>>& inputs,
                          std::vector<const Tensor*>& bound) {
-  const std::string prefix = source + ": ";
+  // The file's name only on an error: a run that binds fine allocates nothing here.
+  auto error = [&](const std::string& what) {
+    return Status::invalid_argument(source + ": " + what);
+  };
   bound.assign(count, nullptr);
   for (const auto& [given, tensor] : inputs) {
     const size_t i = find(given);
@@ -31,18 +34,15 @@ Status bind_named_inputs(const std::string& source, size_t count, Name name, Des
       std::string list;
       for (size_t k = 0; k < count; ++k)
         list += (list.empty() ? "" : ", ") + std::string(name(k)) + " " + desc(k).to_string();
-      return Status::invalid_argument(
-          prefix + "'" + given +
-          "' is not an input of the graph (inputs: " + (list.empty() ? "none" : list) + ")");
+      return error("'" + given + "' is not an input of the graph (inputs: " +
+                   (list.empty() ? "none" : list) + ")");
     }
-    if (bound[i])
-      return Status::invalid_argument(prefix + "input '" + given + "' is given more than once");
+    if (bound[i]) return error("input '" + given + "' is given more than once");
     const TensorDesc& want = desc(i);
     if (!(tensor.desc() == want))
-      return Status::invalid_argument(prefix + "input '" + given + "': expected " +
-                                      want.to_string() + ", got " + tensor.desc().to_string());
-    if (tensor.data() == nullptr)
-      return Status::invalid_argument(prefix + "input '" + given + "' has no data");
+      return error("input '" + given + "': expected " + want.to_string() + ", got " +
+                   tensor.desc().to_string());
+    if (tensor.data() == nullptr) return error("input '" + given + "' has no data");
     bound[i] = &tensor;
   }
   std::string missing;
@@ -50,7 +50,7 @@ Status bind_named_inputs(const std::string& source, size_t count, Name name, Des
     if (!bound[i])
       missing +=
           (missing.empty() ? "" : ", ") + ("'" + std::string(name(i)) + "' " + desc(i).to_string());
-  if (!missing.empty()) return Status::invalid_argument(prefix + "missing input(s): " + missing);
+  if (!missing.empty()) return error("missing input(s): " + missing);
   return Status::ok();
 }
 

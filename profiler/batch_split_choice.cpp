@@ -34,12 +34,6 @@ Status store_verdict(const std::string& key, nlohmann::json entry) {
   return st.is_ok() ? st : st.with_context(path);
 }
 
-std::string ms(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3g", v);
-  return b;
-}
-
 }  // namespace
 
 Result<BatchSplitPolicy> parse_batch_split(const std::string& value) {
@@ -86,8 +80,9 @@ Result<BatchSplitVerdict> measure_batch_split(const std::string& key, int64_t ba
     BatchSplitVerdict v;
     v.batch_ms = first_ms;
     v.source = "measured";
-    v.message = "batch " + std::to_string(batch) + " whole: one batch takes " + ms(first_ms / 1e3) +
-                " s, too long to measure slices of " + std::to_string(slice);
+    v.message = "batch " + std::to_string(batch) + " whole: one batch takes " +
+                three_digits(first_ms / 1e3) + " s, too long to measure slices of " +
+                std::to_string(slice);
     (void)store_verdict(key, {{"slices", false}, {"batch_ms", first_ms}, {"why", v.message}});
     return v;
   }
@@ -114,10 +109,10 @@ Result<BatchSplitVerdict> measure_batch_split(const std::string& key, int64_t ba
   v.source = disturbed ? "disturbed" : "measured";
   v.message = "batch " + std::to_string(batch) +
               (v.slices ? " in slices of " : " whole, not in slices of ") + std::to_string(slice) +
-              ": " + ms(v.slices ? v.slices_ms : v.batch_ms) + " ms against " +
-              ms(v.slices ? v.batch_ms : v.slices_ms) + " (measured in " +
-              ms((now_ms() - start) / 1e3) + " s" +
-              (disturbed ? "; other processes held " + ms(100 * others_share) +
+              ": " + three_digits(v.slices ? v.slices_ms : v.batch_ms) + " ms against " +
+              three_digits(v.slices ? v.batch_ms : v.slices_ms) + " (measured in " +
+              three_digits((now_ms() - start) / 1e3) + " s" +
+              (disturbed ? "; other processes held " + three_digits(100 * others_share) +
                                "% of the CPUs meanwhile: whole, measured again next time"
                          : "") +
               ")";
@@ -213,10 +208,7 @@ Result<std::unique_ptr<engine::BatchSlices>> batch_in_slices(
                  std::to_string(kSlice) + " (batch split on)";
     return slices;
   }
-  // Zero inputs of the declared shapes.
-  engine::NamedTensors zeros;
-  for (graph::ValueId id : whole.graph().inputs())
-    zeros.emplace_back(whole.graph().value(id).name, Tensor(whole.graph().value(id).desc));
+  const engine::NamedTensors zeros = zero_inputs(whole.graph());
   Result<BatchSplitVerdict> v = measure_batch_split(
       key, batch, kSlice, [&] { return whole.run(zeros).status(); },
       [&] { return slices->run(zeros).status(); });

@@ -212,7 +212,7 @@ std::vector<RankedConfig> rank_configs(const CostModel& model, std::span<const C
 }
 
 Config analytical_choice(const CostModel& model, std::span<const Config> configs, std::string* why,
-                         double margin, std::optional<Config>* contender) {
+                         double margin, std::optional<Config>* contender, double* predicted_us) {
   const GraphShape shape = graph_shape(model.graph());
   std::vector<RankedConfig> ranked = rank_configs(model, configs);
   const RankedConfig* single = nullptr;
@@ -253,6 +253,7 @@ Config analytical_choice(const CostModel& model, std::span<const Config> configs
                         ms(widest_single->predicted.makespan_us) + ")";
     }
     offer([&](const Config& c) { return c.executors == 1 && c.threads != single->config.threads; });
+    if (predicted_us) *predicted_us = single->predicted.makespan_us;
     return single->config;
   }
   const RankedConfig& best = ranked.front();
@@ -269,6 +270,7 @@ Config analytical_choice(const CostModel& model, std::span<const Config> configs
              ms(best.predicted.makespan_us) + " against " + ms(single->predicted.makespan_us) +
              " for " + single->config.name();
     if (contender) *contender = single->config;
+    if (predicted_us) *predicted_us = best.predicted.makespan_us;
     return best.config;
   }
   if (why) {
@@ -282,6 +284,7 @@ Config analytical_choice(const CostModel& model, std::span<const Config> configs
                 : "one executor is predicted fastest (" + ms(single->predicted.makespan_us) + ")";
   }
   offer([](const Config& c) { return c.executors > 1; });
+  if (predicted_us) *predicted_us = single->predicted.makespan_us;
   return single->config;
 }
 

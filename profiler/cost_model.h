@@ -152,8 +152,10 @@ std::vector<RankedConfig> rank_configs(const CostModel& model, std::span<const C
 // `contender` (if given) gets the best ranked config on the other side of that decision, which a
 // measurement may prefer (profiler/split_check.h): for a chain, the best single executor of
 // another team size; else the best single executor when the choice has several, the best split
-// into several when it has one; nullopt when there is none.
+// into several when it has one; nullopt when there is none. `predicted_us` (if given) gets the
+// chosen config's predicted makespan (unchanged when nothing fits the machine).
 Config analytical_choice(const CostModel& model, std::span<const Config> configs, std::string* why,
-                         double margin = 0.10, std::optional<Config>* contender = nullptr);
+                         double margin = 0.10, std::optional<Config>* contender = nullptr,
+                         double* predicted_us = nullptr);
 
 }  // namespace graphi::profiler

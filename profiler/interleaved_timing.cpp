@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -43,6 +44,20 @@ std::optional<double> others_cpu_s() {
   timespec t{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return busy - (static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9);
+}
+
+engine::NamedTensors zero_inputs(const graph::Graph& g) {
+  engine::NamedTensors zeros;
+  zeros.reserve(g.inputs().size());
+  for (graph::ValueId id : g.inputs())
+    zeros.emplace_back(g.value(id).name, Tensor(g.value(id).desc));
+  return zeros;
+}
+
+std::string three_digits(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g", v);
+  return b;
 }
 
 Result<InterleavedTiming> time_interleaved(const std::function<Status()>& run_a,

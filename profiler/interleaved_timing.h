@@ -8,8 +8,11 @@
 
 #include <functional>
 #include <optional>
+#include <string>
 
+#include "engine/session.h"
 #include "graph/base.h"
+#include "graph/graph.h"
 
 namespace graphi::profiler {
 
@@ -52,5 +55,11 @@ std::optional<double> others_cpu_s();
 
 // Milliseconds on the steady clock.
 double now_ms();
+
+// What the choices measured at load run on: a zero tensor for every input of `g`, by name.
+engine::NamedTensors zero_inputs(const graph::Graph& g);
+
+// A measured value for their messages: three significant digits ("0.0406", "37.4").
+std::string three_digits(double v);
 
 }  // namespace graphi::profiler

@@ -76,7 +76,8 @@ Result<PlanChoice> choose_plan(const graph::Graph& g, const PlanRequest& req) {
   const CostModel model = CostModel::analytical(mg);
   std::string why;
   std::optional<Config> contender;
-  const Config c = analytical_choice(model, space.configs, &why, 0.10, &contender);
+  double predicted_us = 0;
+  const Config c = analytical_choice(model, space.configs, &why, 0.10, &contender, &predicted_us);
   apply(o, c);
   out.source = "analytical";
   auto say = [&](const std::string& measured) {
@@ -87,8 +88,7 @@ Result<PlanChoice> choose_plan(const graph::Graph& g, const PlanRequest& req) {
   GRAPHI_ASSIGN_OR_RETURN(bool check, split_check_enabled());
   // An explicit scheduler names what the caller wants run: no contender then.
   if (!contender || !check || !req.scheduler.empty()) return finish(out);
-  for (const RankedConfig& r : rank_configs(model, space.configs))
-    if (r.config.name() == c.name()) out.predicted_ms = r.predicted.makespan_us / 1e3;
+  out.predicted_ms = predicted_us / 1e3;
   out.check_key = split_check_key(hash, sig, c, *contender);
   if (std::optional<bool> won = cached_split_check(out.check_key)) {
     if (*won) {

@@ -23,12 +23,6 @@ constexpr double kMaxMeasuredMs = 50;
 // The code that measured: a change of the measurement bumps it.
 std::string signature() { return ops::machine_signature() + "|split check 1"; }
 
-std::string fmt(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3g", v);
-  return b;
-}
-
 void remember(const std::string& key, bool contender_won, nlohmann::json entry) {
   const std::string path = ops::choice_cache_path(kFile);
   if (path.empty()) return;
@@ -82,10 +76,7 @@ void check_split(const std::shared_ptr<const graph::Graph>& g, PlanChoice& choic
   const std::string chosen_name =
       Config{options.executors, options.threads, options.scheduler}.name();
   auto keep = [&](const std::string& why) { remember(choice.check_key, false, {{"why", why}}); };
-  // Zero inputs of the declared shapes.
-  engine::NamedTensors zeros;
-  for (graph::ValueId id : g->inputs())
-    zeros.emplace_back(g->value(id).name, Tensor(g->value(id).desc));
+  const engine::NamedTensors zeros = zero_inputs(*g);
   if (!session->run(zeros).is_ok()) return keep("a run on zero inputs failed");
   const double start = now_ms();  // the second run: the first pays for first touches
   if (!session->run(zeros).is_ok()) return keep("a run on zero inputs failed");
@@ -121,10 +112,11 @@ void check_split(const std::shared_ptr<const graph::Graph>& g, PlanChoice& choic
   const bool won = !t->disturbed && t->b_ms <= 0.95 * t->a_ms;
   if (message)
     *message = "graphi: plan auto: " + (won ? contender.name() : chosen_name) + ", " +
-               fmt(won ? t->b_ms : t->a_ms) + " ms against " + fmt(won ? t->a_ms : t->b_ms) +
-               " for " + (won ? chosen_name + ", the cost model's choice" : contender.name()) +
-               " (measured in " + fmt(t->elapsed_s) + " s" +
-               (t->disturbed ? "; other processes held " + fmt(100 * t->others_share) +
+               three_digits(won ? t->b_ms : t->a_ms) + " ms against " +
+               three_digits(won ? t->a_ms : t->b_ms) + " for " +
+               (won ? chosen_name + ", the cost model's choice" : contender.name()) +
+               " (measured in " + three_digits(t->elapsed_s) + " s" +
+               (t->disturbed ? "; other processes held " + three_digits(100 * t->others_share) +
                                    "% of the CPUs meanwhile: kept, measured again next time"
                              : ", once per model and machine") +
                ")";
