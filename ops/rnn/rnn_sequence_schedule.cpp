@@ -2,7 +2,6 @@
 // analytical default (ops/rnn/rnn_schedule.h), and the partition of hidden units and batch rows
 // over the team that it implies.
 #include <omp.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "ops/cpu_wait.h"
 #include "ops/rnn/gemm_bf16.h"
 #include "ops/rnn/gemm_int8.h"
 #include "ops/rnn/pcp_partition.h"
@@ -38,14 +38,6 @@ double now_ms() {
   return std::chrono::duration<double, std::milli>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-// The calling thread's involuntary context switches so far: the scheduler took its CPU for
-// another runnable thread (another process's, or a yield while one waited). A team region of the
-// calibration in which any member's count grew ran on a shared machine.
-long involuntary_switches() {
-  rusage u{};
-  return getrusage(RUSAGE_THREAD, &u) == 0 ? u.ru_nivcsw : 0;
 }
 
 }  // namespace
@@ -158,7 +150,8 @@ std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSch
   };
   // Best of `reps` timed runs (after one warm-up) of schedule `c` on kernel k; inf on failure.
   // Stops repeating once `deadline` (now_ms clock) has passed and one timed run exists.
-  // *disturbed (when given) is set when every timed run had a member preempted.
+  // *disturbed (when given) is set when in every timed run a member waited for its CPU more
+  // than 2% of the run (ops/cpu_wait.h: other threads had it).
   auto time_schedule = [&](RnnSequenceKernel& k, const RnnSchedule& c, int reps, double deadline,
                            bool* disturbed = nullptr) {
     const int64_t T = k.s_.seq_len, B = s_.batch, D = s_.num_directions, H = s_.hidden;
@@ -180,13 +173,13 @@ std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSch
     k.calib_deadline_ms_ = deadline;
     for (int rep = 0; rep <= reps && ok; ++rep) {
       double t0 = 0, t1 = 0;
-      std::atomic<long> switches{0};
+      std::atomic<int> preempted{0};
       k.calib_aborted_.store(false);
 #pragma omp parallel num_threads(team_)
       {
         if (omp_get_num_threads() != team_) ok = false;
-        // Counted outside the timed part (a getrusage costs about a microsecond).
-        const long sw0 = involuntary_switches();
+        // Read outside the timed part (a few microseconds each).
+        const CpuWaitMark mark = CpuWaitMark::now();
 #pragma omp barrier
         if (ok) {
           if (omp_get_thread_num() == 0) t0 = now_ms();
@@ -196,14 +189,15 @@ std::optional<RnnSchedule> RnnSequenceKernel::calibrate(const std::vector<RnnSch
 #pragma omp barrier
           if (omp_get_thread_num() == 0) t1 = now_ms();
         }
-        switches += involuntary_switches() - sw0;
+#pragma omp barrier
+        preempted += mark.disturbed_since(t1 - t0);
       }
       if (k.calib_aborted_.load()) break;
       // Past the deadline: the warm-up's time stands in when no timed run happened yet.
       const bool late = ok && now_ms() > deadline;
       if (ok && (rep > 0 || late)) {
         best_any_ms = std::min(best_any_ms, t1 - t0);
-        if (switches.load() == 0) best_ms = std::min(best_ms, t1 - t0);
+        if (preempted.load() == 0) best_ms = std::min(best_ms, t1 - t0);
       }
       if (late) break;
     }
