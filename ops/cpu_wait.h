@@ -4,7 +4,7 @@
 // run measured the machine's other load, not the code; a count of involuntary context switches
 // cannot tell that from a 5 us kworker wake-up, which on a 2-core machine lands in most runs
 // longer than a millisecond (the RNN calibration had flagged 1 in 3 LSTM h1024 calibrations as
-// disturbed on a quiet machine that way, and so cached none of them).
+// disturbed on a quiet machine that way, and did not cache those verdicts).
 #pragma once
 
 #include <cstdint>
