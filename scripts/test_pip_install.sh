@@ -5,7 +5,7 @@
 # package's tests against the installed package (run from python/tests, with no PYTHONPATH: the
 # import comes from the venv's site-packages) and the `graphi` command the wheel put on the venv's
 # PATH. Needs the C++ dependencies (./scripts/setup.sh python) and PyPI (build requirements,
-# numpy). The compile happens in build/pip/ and is reused by the next run (about 8 minutes on 2
+# numpy). The compile happens in build/pip/ and is reused by the next run (about 4 minutes on 2
 # cores the first time). docs/PYTHON.md, "pip install".
 #
 #   scripts/test_pip_install.sh                 # python3 from PATH
