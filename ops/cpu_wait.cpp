@@ -7,6 +7,17 @@
 
 namespace graphi::ops {
 
+namespace {
+
+// The calling thread's involuntary context switches so far: what marks a run where the kernel
+// does not report the wait.
+long involuntary_switches() {
+  rusage u{};
+  return getrusage(RUSAGE_THREAD, &u) == 0 ? u.ru_nivcsw : 0;
+}
+
+}  // namespace
+
 int64_t parse_schedstat_wait_ns(const char* text) {
   char* end = nullptr;
   std::strtoull(text, &end, 10);  // time on a CPU
@@ -25,11 +36,6 @@ int64_t thread_cpu_wait_ns() {
   std::fclose(f);
   buf[n] = '\0';
   return parse_schedstat_wait_ns(buf);
-}
-
-long involuntary_switches() {
-  rusage u{};
-  return getrusage(RUSAGE_THREAD, &u) == 0 ? u.ru_nivcsw : 0;
 }
 
 CpuWaitMark CpuWaitMark::now() { return CpuWaitMark{thread_cpu_wait_ns(), involuntary_switches()}; }

@@ -12,14 +12,11 @@
 namespace graphi::ops {
 
 // Nanoseconds the calling thread has waited for a CPU since it started; -1 where the kernel
-// does not say (no schedstat file): the caller then falls back to involuntary_switches().
+// does not say (no schedstat file).
 int64_t thread_cpu_wait_ns();
 
 // The second field of a schedstat line ("<on cpu ns> <waiting ns> <slices>"); -1 if malformed.
 int64_t parse_schedstat_wait_ns(const char* text);
-
-// The calling thread's involuntary context switches so far (getrusage).
-long involuntary_switches();
 
 // A thread's share of a timed run: what it had waited and switched when the run started.
 struct CpuWaitMark {
