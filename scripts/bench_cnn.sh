@@ -7,8 +7,9 @@
 # peers in one run, interleaved rounds, medians. At 2 threads graphi's number is the split it
 # chooses itself (plan auto); 1x2 and 2x1 are shown beside it.
 # Beside each row, the bound: the model's FLOPs at this machine's FMA peak (the roofline probe of
-# benchmarks/rnn, run before and after), and best peer / bound, the largest speed-up any
-# implementation could show here. Table to stdout and $BUILD_DIR/bench/cnn.txt, CSV to
+# benchmarks/rnn, run before and after), and best peer / bound, the largest speed-up an
+# implementation doing all the direct convolutions' multiplies could show here (Winograd does
+# fewer). Table to stdout and $BUILD_DIR/bench/cnn.txt, CSV to
 # $BUILD_DIR/bench/cnn.csv.
 #
 #   scripts/bench_cnn.sh                         # everything (~15-25 minutes on 2 loaded cores)

@@ -261,9 +261,12 @@ def main():
                 cases += [(n, b, t, "torch", s) for s in p]
 
     # The FMA peak per thread count, probed before and after the timed cases (the best of the
-    # two): with a model's FLOPs it bounds any implementation's time on this machine.
+    # two): with a model's FLOPs it bounds the time of any implementation doing the direct
+    # convolutions' multiplies.
     probes = {t: roofline_probe.probe(args.build_dir, t) for t in threads}
     peak = {t: p["fma_gflops"] if p else None for t, p in probes.items()}
+    # Its memory read rate: what weights that do not stay in the cache between runs stream at.
+    dram = {t: p.get("dram_gbs") if p else None for t, p in probes.items()}
     # The cores' cache-line round trip, before and after (a VM's host may move its vCPUs: the
     # Zen 5 guest swung between ~110 and ~520 ns, and every team barrier with it).
     xcore = {t: [p.get("xcore_ns")] if p else [] for t, p in probes.items()}
@@ -326,10 +329,13 @@ def main():
             xcore[t].append(p.get("xcore_ns"))
         if again and (not peak[t] or again > peak[t]):
             peak[t] = again
+        if p and p.get("dram_gbs") and (not dram[t] or p["dram_gbs"] > dram[t]):
+            dram[t] = p["dram_gbs"]
     graphi = os.path.join(args.build_dir, "graphi")
-    gflop = {(n, b): roofline_probe.model_gflop(graphi,
-                                                os.path.join(args.models_dir, f"{n}_b{b}.onnx"))
-             for n in names for b in batches}
+    minfo = {(n, b): roofline_probe.model_info(graphi,
+                                               os.path.join(args.models_dir, f"{n}_b{b}.onnx"))
+             or {} for n in names for b in batches}
+    gflop = {k: v["flops"] / 1e9 for k, v in minfo.items() if v.get("flops")}
 
     med = {c: statistics.median(v) for c, v in times.items() if v}
     rows = []
@@ -373,17 +379,28 @@ def main():
                 row["auto_vs_best_split"] = (min(splits) / row["graphi_auto_ms"]
                                              if t > 1 and splits else float("nan"))
                 # The bound: all FLOPs at the probed FMA peak; best peer / bound is the largest
-                # speed-up over the best peer that any implementation could show here.
+                # speed-up over the best peer that an implementation doing every multiply of the
+                # direct convolution could show here (Winograd does fewer and can go below it).
                 gf, pk = gflop.get((n, b)), peak.get(t)
                 row["gflop"] = gf if gf else float("nan")
                 row["fma_peak_gflops"] = pk if pk else float("nan")
                 row["bound_ms"] = gf / pk * 1e3 if gf and pk else float("nan")
                 best_peer_ms = med[bp] * 1e3 if bp else float("nan")
                 row["best_peer_vs_bound"] = best_peer_ms / row["bound_ms"]
+                # The weights read once from memory at the probed rate: what a run pays besides
+                # its FLOPs when they do not stay in the cache from one run to the next and are
+                # not read while the cores compute (a batch-1 run of 20+ MB of weights and more
+                # activations on a guest's share of a 32 MiB L3).
+                wb, dg = minfo[(n, b)].get("parameter_bytes"), dram.get(t)
+                row["weights_mib"] = wb / 2**20 if wb else float("nan")
+                row["dram_gbs"] = dg if dg else float("nan")
+                row["weights_from_memory_ms"] = wb / (dg * 1e9) * 1e3 if wb and dg \
+                    else float("nan")
                 rows.append(row)
 
     hdr = (f"{'model':22} {'b':>2} {'t':>2} {'graphi':>9} {'1x2':>8} {'2x1':>8} {'ORT':>9} "
            f"{'torch':>9} {'x best':>7} {'x rnd':>6} {'auto/split':>10} {'bound':>8} {'max x':>6} "
+           f"{'wts':>6} "
            f"{'maxdiff':>8} {'xcore':>6}  graphi config / best settings")
     print(hdr)
     for r in rows:
@@ -392,7 +409,7 @@ def main():
               f"{r['torch_ms']:9.3f} {r['speedup_vs_best_peer']:7.2f} "
               f"{r['speedup_per_round']:6.2f} "
               f"{r['auto_vs_best_split']:10.2f} {r['bound_ms']:8.3f} "
-              f"{r['best_peer_vs_bound']:6.2f} "
+              f"{r['best_peer_vs_bound']:6.2f} {r['weights_from_memory_ms']:6.3f} "
               f"{r['graphi_maxdiff']:8.1e} {r['xcore_ns']:6.0f}  {r['graphi_config']} / ort "
               f"{r['ort_setting']}, "
               f"torch {r['torch_setting']}")
@@ -403,8 +420,14 @@ def main():
     print("bound: the model's FLOPs (graphi info) at this machine's FMA peak, probed before and "
           "after the run (" + ", ".join(f"{t} thread(s) {peak[t]:.0f} GFLOP/s" if peak[t] else
                                         f"{t} thread(s) not probed" for t in threads) +
-          "); max x = best peer / bound: the largest speed-up over the best peer that any "
-          "implementation could show here (below 1.30: the goal needs more than the FMA peak)")
+          "); max x = best peer / bound: the largest speed-up over the best peer that an "
+          "implementation doing all of the direct convolutions' multiplies could show here "
+          "(below 1.30: the goal needs more than the FMA peak, or fewer multiplies: Winograd)")
+    print("wts: the model's weights (graphi info) read once from memory at the probed rate (" +
+          ", ".join(f"{t} thread(s) {dram[t]:.0f} GB/s" if dram[t] else f"{t} thread(s) not probed"
+                    for t in threads) +
+          "), ms: what a run pays besides bound when they do not stay in the cache between runs "
+          "and are not read while the cores compute")
     trips = [f"{t} thread(s) " + " / ".join(f"{v:.0f}" for v in xcore[t] if v)
              for t in threads if any(xcore[t])]
     if trips:

@@ -95,6 +95,9 @@ namespace {
 struct Roofline {
   int threads = 1;
   double fma_gflops = 0, l2_gbs = 0, l3_gbs = 0;
+  // Read bandwidth from memory: what a model whose weights do not stay in the cache between
+  // runs streams them at (the CNN benchmark's weights column).
+  double dram_gbs = 0;
   // Core-to-core round trip (ns, twice benchmarks/handoff.h's one-way hand-off; 0 for one
   // thread or when two CPUs are not available): what every batch-1 step's exchange pays. On a KVM
   // guest it depends on where the host puts the vCPUs at that moment (AMD Zen 5 guest: 120 or
@@ -104,9 +107,10 @@ struct Roofline {
   std::string isa;
 };
 
+// The size of one cache of `level` that cpu0 uses: sysfs first (one instance: on the AMD EPYC
+// guests glibc's sysconf says 384 MiB for the 32 MiB L3 of a CCD, the whole package's), then
+// sysconf.
 int64_t cache_bytes(int level, int64_t fallback) {
-  const long v = sysconf(level == 2 ? _SC_LEVEL2_CACHE_SIZE : _SC_LEVEL3_CACHE_SIZE);
-  if (v > 0) return v;
   std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(level == 2 ? 2 : 3) +
                   "/size");
   std::string s;
@@ -116,7 +120,8 @@ int64_t cache_bytes(int level, int64_t fallback) {
     if (s.back() == 'M') n <<= 20;
     if (n > 0) return n;
   }
-  return fallback;
+  const long v = sysconf(level == 2 ? _SC_LEVEL2_CACHE_SIZE : _SC_LEVEL3_CACHE_SIZE);
+  return v > 0 ? v : fallback;
 }
 
 volatile float g_sink;  // keeps the measuring loops' results alive
@@ -203,12 +208,12 @@ double best_parallel_seconds(int threads, int reps, Body body) {
   return best;
 }
 
-// Aggregate read bandwidth (GB/s) of `threads` threads each summing its own buffer of `bytes`.
-double read_bandwidth(int threads, int64_t bytes, bool avx512) {
+// Aggregate read bandwidth (GB/s) of `threads` threads each summing its own buffer of `bytes`,
+// `per_rep` bytes per thread and repetition (2e9: ~20 ms at ~100 GB/s per thread).
+double read_bandwidth(int threads, int64_t bytes, bool avx512, double per_rep = 2e9) {
   const int64_t n = std::max<int64_t>(bytes / 4 / 128 * 128, 128);
   std::vector<float*> bufs(size_t(threads), nullptr);
-  // Target ~20 ms per repetition at ~100 GB/s per thread.
-  const int64_t passes = std::max<int64_t>(1, int64_t(2e9 / double(n * 4)));
+  const int64_t passes = std::max<int64_t>(1, int64_t(per_rep / double(n * 4)));
   const double s = best_parallel_seconds(threads, 5, [&](int t) {
     if (!bufs[size_t(t)]) {  // first touch by the reading thread
       bufs[size_t(t)] = static_cast<float*>(std::aligned_alloc(64, size_t(n) * 4));
@@ -244,6 +249,12 @@ Roofline measure_roofline(int threads) {
   r.l2_gbs = read_bandwidth(threads, r.l2_bytes_per_core / 2, avx512);
   const int64_t l3_each = std::min<int64_t>(8 << 20, r.l3_bytes / (2 * threads));
   r.l3_gbs = read_bandwidth(threads, std::max<int64_t>(l3_each, 2 * r.l2_bytes_per_core), avx512);
+  // Memory: each thread's buffer twice an L3 (the threads may sit under different L3s: a guest's
+  // two vCPUs on two CCDs read 64 MiB at 176 GB/s), at most 2 GiB together, ~0.5 GB per thread
+  // and repetition (~20 ms at 25 GB/s per thread).
+  const int64_t dram_each =
+      std::max<int64_t>(16 << 20, std::min<int64_t>(2 * r.l3_bytes, (int64_t{2} << 30) / threads));
+  r.dram_gbs = read_bandwidth(threads, dram_each, avx512, 5e8);
   if (threads >= 2) r.xcore_ns = std::max(0.0, 2 * measure_handoff_ns());
   return r;
 }
@@ -780,7 +791,8 @@ std::string json_list(const std::vector<double>& v) {
 std::string roofline_json(const Roofline& m) {
   return "{\"kind\":\"roofline\",\"threads\":" + std::to_string(m.threads) + ",\"isa\":\"" + m.isa +
          "\",\"fma_gflops\":" + json_num(m.fma_gflops) + ",\"l2_gbs\":" + json_num(m.l2_gbs) +
-         ",\"l3_gbs\":" + json_num(m.l3_gbs) + ",\"xcore_ns\":" + json_num(m.xcore_ns) +
+         ",\"l3_gbs\":" + json_num(m.l3_gbs) + ",\"dram_gbs\":" + json_num(m.dram_gbs) +
+         ",\"xcore_ns\":" + json_num(m.xcore_ns) +
          ",\"l2_bytes_per_core\":" + std::to_string(m.l2_bytes_per_core) +
          ",\"l3_bytes\":" + std::to_string(m.l3_bytes) + "}";
 }
@@ -945,9 +957,9 @@ int main(int argc, char** argv) {
     roof[int(t)] = measure_roofline(int(t));
     const Roofline& m = roof[int(t)];
     std::printf(
-        "roofline, %d thread(s), %s: FMA %.0f GFLOP/s, L2 read %.0f GB/s, L3 read %.0f GB/s "
-        "(L2 %lld KiB per core); cross-core round trip %.0f ns\n",
-        m.threads, m.isa.c_str(), m.fma_gflops, m.l2_gbs, m.l3_gbs,
+        "roofline, %d thread(s), %s: FMA %.0f GFLOP/s, L2 read %.0f GB/s, L3 read %.0f GB/s, "
+        "memory read %.0f GB/s (L2 %lld KiB per core); cross-core round trip %.0f ns\n",
+        m.threads, m.isa.c_str(), m.fma_gflops, m.l2_gbs, m.l3_gbs, m.dram_gbs,
         (long long)(m.l2_bytes_per_core >> 10), m.xcore_ns);
   }
   std::fflush(stdout);
@@ -970,6 +982,7 @@ int main(int argc, char** argv) {
     m.fma_gflops = std::max(m.fma_gflops, again.fma_gflops);
     m.l2_gbs = std::max(m.l2_gbs, again.l2_gbs);
     m.l3_gbs = std::max(m.l3_gbs, again.l3_gbs);
+    m.dram_gbs = std::max(m.dram_gbs, again.dram_gbs);
   }
 
   if (std::filesystem::path(csv_path).has_parent_path())
@@ -1006,8 +1019,8 @@ int main(int argc, char** argv) {
   for (const auto& [t, m] : roof)
     std::printf(
         "\nroofline used, %d thread(s) (best of start and end): FMA %.0f GFLOP/s, L2 %.0f GB/s, "
-        "L3 %.0f GB/s",
-        t, m.fma_gflops, m.l2_gbs, m.l3_gbs);
+        "L3 %.0f GB/s, memory %.0f GB/s",
+        t, m.fma_gflops, m.l2_gbs, m.l3_gbs, m.dram_gbs);
   std::printf("\n");
   // float32 sums in a different order differ by ~1e-6; a wrong gate mapping differs by ~0.1.
   constexpr double kTolerance = 1e-4;
