@@ -1,10 +1,11 @@
 // The ONNX model zoo (tests/data/onnx_zoo, built by make_zoo.py from PyTorch 1.13 modules:
 // transformer layers, attention, a GPT-style block, 1-D/2-D CNNs, GRU/LSTM classifiers, masks,
-// index ops, norms, resizing; opsets 13/14/17, some with a dynamic batch). Every model listed
-// in MANIFEST is loaded the way the CLI and the Python package load it (engine::load_model with
-// the MANIFEST's --dim values, then the default graph passes), run, and compared with PyTorch's
-// committed outputs: 1e-4 of the output's scale plus 1e-5 absolute; integer outputs exactly;
-// bool outputs (graphi: float32 0/1) by value.
+// index ops, norms, resizing; opsets 13/14/17, some with a dynamic batch; PyTorch 2.13's
+// TorchScript exporter at opset 20 and its dynamo exporter, the *_dynamo models). Every model
+// listed in MANIFEST is loaded the way the CLI and the Python package load it (engine::load_model
+// with the MANIFEST's --dim values, then the default graph passes), run, and compared with
+// PyTorch's committed outputs: 1e-4 of the output's scale plus 1e-5 absolute; integer outputs
+// exactly; bool outputs (graphi: float32 0/1) by value.
 #include <catch2/catch.hpp>
 #include <cmath>
 

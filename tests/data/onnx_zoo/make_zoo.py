@@ -12,7 +12,12 @@ Run: /usr/bin/python3 tests/data/onnx_zoo/make_zoo.py [NAME ...]   (with names: 
 the MANIFEST is rewritten from all models either way). The *_op20 models are PyTorch 2's exports
 (its TorchScript exporter's default opset, with ONNX's Gelu op and opset 18's reductions): make
 them with the benchmarks' venv, `.venv/bin/python tests/data/onnx_zoo/make_zoo.py --op20`
-(PyTorch 2.13 from scripts/requirements-bench.txt); PyTorch 1.13 skips them.
+(PyTorch 2.13 from scripts/requirements-bench.txt); PyTorch 1.13 skips them. The *_dynamo models
+are PyTorch 2's dynamo exporter (`torch.onnx.export(..., dynamo=True)`, the default since
+PyTorch 2.9: torch.export's ATen graph translated by onnxscript, opset 18+, LayerNormalization,
+LSTM/GRU nodes, weights named after the module's parameters), which needs onnxscript:
+`.venv/bin/pip install --target DIR onnxscript`, then
+`PYTHONPATH=DIR .venv/bin/python tests/data/onnx_zoo/make_zoo.py --dynamo`.
 Known gaps (models graphi refuses, with the error they must give): make_zoo.py --gaps.
 Check against graphi: PYTHONPATH=build/python /usr/bin/python3 tests/data/onnx_zoo/make_zoo.py --check
 (graphi.Session on the committed files), --torch (graphi.torch.compile on the modules),
@@ -636,6 +641,31 @@ for _name, _make, _inputs in [
         ("upsample", UpsampleNet, lambda: [randn(1, 3, 3, 5)])]:
     add(_name, _make, _inputs, (20,))
 
+# PyTorch 2's dynamo exporter (see the module docstring): the same modules through torch.export.
+DYNAMO = set()
+for _name, _make, _inputs, _dynamic in [
+        ("encoder_layer_gelu_prenorm", lambda: EncoderLayer(True, "gelu"),
+         lambda: [randn(2, 6, 16)], None),
+        ("gpt_block", GptBlock, lambda: [ids(50, 2, 8)], None),
+        ("decoder_layer", DecoderLayer, lambda: [randn(2, 5, 16), randn(2, 7, 16)], None),
+        ("mobilenetish", MobileNetish, lambda: [randn(2, 3, 16, 16)], None),
+        ("mobilenetish_dyn", MobileNetish, lambda: [randn(3, 3, 16, 16)], {0: 0}),
+        ("gru_classifier", GruClassifier, lambda: [ids(30, 3, 7)], None),
+        ("lstm_dropout", LstmDropout, lambda: [randn(5, 2, 6)], None),
+        ("norms", Norms, lambda: [randn(2, 4, 5, 6)], None),
+        ("activations", Activations, lambda: [randn(3, 7) * 3], None),
+        ("softmax_axes", SoftmaxAxes, lambda: [randn(2, 3, 4, 5)], None),
+        ("upsample", UpsampleNet, lambda: [randn(1, 3, 3, 5)], None),
+        ("autoencoder2d", AutoEncoder2d, lambda: [randn(2, 3, 8, 10)], None),
+        ("ceil_pool_net", CeilPoolNet, lambda: [randn(2, 3, 11, 11)], None),
+        ("channel_shuffle", ShuffleStage, lambda: [randn(2, 3, 9, 11)], None),
+        ("super_resolution", SuperResolution, lambda: [randn(1, 1, 8, 8)], None),
+        ("rotary_einsum", RotaryEinsum, lambda: [randn(2, 6, 8)], None),
+        ("index_ops", IndexOps, lambda: [randn(4, 10)], None),
+        ("where_mask", WhereMask, lambda: [randn(3, 8), randn(3, 8)], None)]:
+    ZOO[f"{_name}_dynamo"] = (_make, _inputs, 20, _dynamic)
+    DYNAMO.add(f"{_name}_dynamo")
+
 
 # ---------------------------------------------------------------------------------------------
 # Known gaps: models graphi refuses. Written to gaps/NAME.onnx; gaps/EXPECTED lists each with
@@ -802,7 +832,7 @@ def torch_major():
 
 def export(name):
     make, inputs, opset, dynamic = ZOO[name]
-    torch.manual_seed(sum(map(ord, name.rsplit("_op", 1)[0])))
+    torch.manual_seed(sum(map(ord, name.rsplit("_op", 1)[0].removesuffix("_dynamo"))))
     model = make().eval()
     # Non-trivial BatchNorm statistics, so folding them is tested.
     for m in model.modules():
@@ -827,6 +857,15 @@ def export(name):
         first = dyn_axes(next(iter(dynamic.values())))
         if ys and all(ax < ys[0].dim() for ax in first):
             dyn[out_names[0]] = dict(first)
+    if name in DYNAMO:
+        # One file, weights inside (the dynamo exporter's default writes them beside it).
+        path = os.path.join(HERE, name + ".onnx")
+        torch.onnx.export(model, tuple(xs), path, dynamo=True, external_data=False,
+                          input_names=in_names, output_names=out_names, dynamic_axes=dyn)
+        if os.path.exists(path + ".data"):
+            os.remove(path + ".data")
+        save_io(name, xs, ys)
+        return manifest_dims(name, dynamic)
     buf = io.BytesIO()
     # Not under no_grad: eval + no_grad sends nn.MultiheadAttention and
     # nn.TransformerEncoderLayer down their fused fast path, which the exporter cannot write.
@@ -836,12 +875,16 @@ def export(name):
                       output_names=out_names, dynamic_axes=dyn, do_constant_folding=True, **extra)
     with open(os.path.join(HERE, name + ".onnx"), "wb") as f:
         f.write(buf.getvalue())
+    save_io(name, xs, ys)
+    return manifest_dims(name, dynamic)
+
+
+def save_io(name, xs, ys):
     for i, x in enumerate(xs):
         a = x.numpy()  # a bool input as graphi feeds it (graph/onnx/ONNX.md, Booleans)
         np.save(os.path.join(HERE, f"{name}.in{i}.npy"), a.astype(np.float32) if a.dtype == bool else a)
     for i, y in enumerate(ys):
         np.save(os.path.join(HERE, f"{name}.out{i}.npy"), y.numpy())
-    return manifest_dims(name, dynamic)
 
 
 def write_manifest():
@@ -953,7 +996,9 @@ def main():
         sys.exit(1 if check(names) else 0)
     if args and args[0] == "--op20":
         args = [n for n in ZOO if n.endswith("_op20")]
-    names = args or [n for n in ZOO if ZOO[n][2] < 18 or torch_major() >= 2]
+    if args and args[0] == "--dynamo":
+        args = sorted(DYNAMO)
+    names = args or [n for n in ZOO if n not in DYNAMO and (ZOO[n][2] < 18 or torch_major() >= 2)]
     for n in names:
         if n not in ZOO:
             sys.exit(f"unknown model {n}; models: {' '.join(ZOO)}")
