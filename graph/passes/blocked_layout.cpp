@@ -237,18 +237,22 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
 
   for (NodeId id = 0; id < g.num_nodes(); ++id) {
     const Node& n = g.node(id);
-    if (n.op == "Split" && n.inputs.size() == 1 && n.inputs[0] != kNoId &&
+    if (n.op == "Split" && n.inputs[0] != kNoId &&
+        (n.inputs.size() == 1 ||  // else the sizes as a constant input 1 (opsets 13-17)
+         (n.inputs.size() == 2 && (n.inputs[1] == kNoId || g.value(n.inputs[1]).data))) &&
         is_blocked(n.inputs[0], 0) && f32_4d(g.value(n.inputs[0])) && !padded(n.inputs[0])) {
       // A channel Split of a blocked value into whole blocks (conv_merge's Split after a wide
-      // convolution) is a Split on axis 1 of the 5-D tensor, in blocks.
+      // convolution, a gated activation's chunk(2, 1)) is a Split on axis 1 of the 5-D tensor,
+      // in blocks. The sizes are the outputs' channels, however the Split gives them (its
+      // `split` attribute or input, opset 18's `num_outputs`, equal parts).
       auto axis = attr_int(n.attrs, n.name, "axis", 0);
-      auto sizes = attr_ints(n.attrs, n.name, "split");
-      if (!axis.is_ok() || (*axis != 1 && *axis != -3) || !sizes.is_ok() ||
-          sizes->size() != n.outputs.size() ||
-          std::any_of(sizes->begin(), sizes->end(), [&](int64_t v) { return v % b != 0; }))
-        continue;
       std::vector<int64_t> blocks;
-      for (int64_t v : *sizes) blocks.push_back(v / b);
+      for (ValueId y : n.outputs) {
+        if (y == kNoId || !f32_4d(g.value(y)) || g.value(y).desc.shape[1] % b != 0) break;
+        blocks.push_back(g.value(y).desc.shape[1] / b);
+      }
+      if (!axis.is_ok() || (*axis != 1 && *axis != -3) || blocks.size() != n.outputs.size())
+        continue;
       std::vector<std::string> outs;
       for (ValueId y : n.outputs) {
         block[y] = b;

@@ -7,42 +7,6 @@
 namespace graphi::graph::passes {
 namespace {
 
-// A Pad's begin/end per dim of its input, when everything that decides them is a constant:
-// `pads` from input 1 (opset >= 11) or the attribute, opset 18's `axes` input 3.
-struct PadAmounts {
-  std::vector<int64_t> begin, end;
-};
-
-std::optional<PadAmounts> pad_amounts(const Graph& g, const Node& pad, int rank) {
-  std::optional<std::vector<int64_t>> pads;
-  if (pad.inputs.size() > 1 && pad.inputs[1] != kNoId) {
-    pads = const_ints(g, pad.inputs[1]);
-  } else {
-    auto a = attr_ints(pad.attrs, "", "pads");
-    if (a.is_ok()) pads = *a;
-  }
-  if (!pads) return std::nullopt;
-  std::vector<int64_t> axes;
-  if (pad.inputs.size() > 3 && pad.inputs[3] != kNoId) {
-    auto a = const_ints(g, pad.inputs[3]);
-    if (!a) return std::nullopt;
-    axes = *a;
-  } else {
-    for (int d = 0; d < rank; ++d) axes.push_back(d);
-  }
-  if (pads->size() != 2 * axes.size()) return std::nullopt;
-  PadAmounts p;
-  p.begin.assign(static_cast<size_t>(rank), 0);
-  p.end.assign(static_cast<size_t>(rank), 0);
-  for (size_t k = 0; k < axes.size(); ++k) {
-    const int64_t d = axes[k] < 0 ? axes[k] + rank : axes[k];
-    if (d < 0 || d >= rank) return std::nullopt;
-    p.begin[static_cast<size_t>(d)] = (*pads)[k];
-    p.end[static_cast<size_t>(d)] = (*pads)[k + axes.size()];
-  }
-  return p;
-}
-
 // Constant mode with fill value 0: the `value` attribute (opset < 11) or a constant input 2.
 bool pads_with_zeros(const Graph& g, const Node& pad) {
   auto mode = attr_string(pad.attrs, "", "mode", "constant");

@@ -243,6 +243,36 @@ std::optional<double> float_scalar(const Graph& g, ValueId v) {
   return static_cast<double>(c.data->data_as<float>()[0]);
 }
 
+std::optional<PadAmounts> pad_amounts(const Graph& g, const Node& pad, int rank) {
+  std::optional<std::vector<int64_t>> pads;
+  if (pad.inputs.size() > 1 && pad.inputs[1] != kNoId) {
+    pads = const_ints(g, pad.inputs[1]);
+  } else {
+    auto a = attr_ints(pad.attrs, "", "pads");
+    if (a.is_ok()) pads = *a;
+  }
+  if (!pads) return std::nullopt;
+  std::vector<int64_t> axes;
+  if (pad.inputs.size() > 3 && pad.inputs[3] != kNoId) {
+    auto a = const_ints(g, pad.inputs[3]);
+    if (!a) return std::nullopt;
+    axes = *a;
+  } else {
+    for (int d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  if (pads->size() != 2 * axes.size()) return std::nullopt;
+  PadAmounts p;
+  p.begin.assign(static_cast<size_t>(rank), 0);
+  p.end.assign(static_cast<size_t>(rank), 0);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const int64_t d = axes[k] < 0 ? axes[k] + rank : axes[k];
+    if (d < 0 || d >= rank) return std::nullopt;
+    p.begin[static_cast<size_t>(d)] = (*pads)[k];
+    p.end[static_cast<size_t>(d)] = (*pads)[k + axes.size()];
+  }
+  return p;
+}
+
 bool elementwise_unary_op(const std::string& op) {
   static const std::unordered_set<std::string> kOps = {"Relu",
                                                        "Sigmoid",

@@ -70,6 +70,13 @@ struct RowBlock {
 };
 std::optional<RowBlock> row_block(const Graph& g, ValueId v);
 
+// A Pad's begin / end per dim of its input of `rank`, when everything that decides them is a
+// constant: `pads` from input 1 (opset >= 11) or the attribute, opset 18's `axes` input 3.
+struct PadAmounts {
+  std::vector<int64_t> begin, end;
+};
+std::optional<PadAmounts> pad_amounts(const Graph& g, const Node& pad, int rank);
+
 // Element-wise ops whose value at each element depends only on that element (and on scalar
 // operands, Clip's bounds): they commute with any layout change and any split of their input.
 bool elementwise_unary_op(const std::string& op);

@@ -5,6 +5,7 @@
 #include "graph/passes/blocked_layout.h"
 #include "graph/passes/channel_affine.h"
 #include "graph/passes/channel_gather.h"
+#include "graph/passes/conv1d_lift.h"
 #include "graph/passes/conv_fusion.h"
 #include "graph/passes/conv_merge.h"
 #include "graph/passes/conv_reparam.h"
@@ -137,6 +138,15 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
              std::to_string(r.activations) + " with the activation after)";
     out.reports.push_back({"matmul_epilogue", did, r.fused});
     if (r.fused > 0) out.graph = std::move(r.graph);
+  }
+  if (options.conv1d_lift) {
+    GRAPHI_ASSIGN_OR_RETURN(Conv1dLiftResult r, lift_conv1d_chains(out.graph, shapes));
+    out.reports.push_back({"conv1d_lift",
+                           "ran " + plural(r.lifted, "op") +
+                               " between 1-D convs in their 4-D form (" +
+                               plural(r.removed, "Reshape") + " fewer)",
+                           r.lifted});
+    if (r.lifted > 0 || r.removed > 0) out.graph = std::move(r.graph);
   }
   if (options.pad_fold) {
     GRAPHI_ASSIGN_OR_RETURN(PadFoldResult r, fold_pads(out.graph, shapes));

@@ -14,6 +14,8 @@
 //       Reshape (+ per-channel Mul, Add, + Relu) -> GroupNorm, which blocked_layout keeps blocked;
 //   4c. matmul_epilogue (graph/passes/matmul_epilogue.h): MatMul by a constant + bias Add
 //       (+ a column scale Mul, + Relu / Gelu) -> MatMulBias (oneDNN post-ops);
+//   4d. conv1d_lift (graph/passes/conv1d_lift.h): the ops between 1-D convs (element-wise, channel
+//       Split / Concat, Pad) computed on the convs' 4-D form, without the importer's Reshapes;
 //   5. pad_fold (graph/passes/pad_fold.h): all-zero Pads dropped, zero Pads before a Conv or an
 //      AveragePool made part of its pads;
 //   5b. conv_trim (graph/passes/conv_trim.h): kernel taps that only ever meet the zero padding
@@ -54,6 +56,7 @@ struct PipelineOptions {
   bool hard_sigmoid_fusion = true;
   bool group_norm_fusion = true;
   bool matmul_epilogue = true;
+  bool conv1d_lift = true;
   bool pad_fold = true;
   bool conv_trim = true;
   bool conv_reparam = true;
@@ -89,6 +92,7 @@ inline constexpr PassSwitch kPassSwitches[] = {
     {"hard_sigmoid_fusion", &PipelineOptions::hard_sigmoid_fusion},
     {"group_norm_fusion", &PipelineOptions::group_norm_fusion},
     {"matmul_epilogue", &PipelineOptions::matmul_epilogue},
+    {"conv1d_lift", &PipelineOptions::conv1d_lift},
     {"pad_fold", &PipelineOptions::pad_fold},
     {"conv_trim", &PipelineOptions::conv_trim},
     {"conv_reparam", &PipelineOptions::conv_reparam},
@@ -107,8 +111,8 @@ struct PassReport {
                      // "gelu_fusion", "group_norm_fusion", "matmul_epilogue", "pad_fold",
                      // "conv_trim", "conv_reparam", "conv_fusion", "conv_merge", "channel_gather",
                      // "blocked_layout", "conv_sum", "conv_dw", "conv_scale", "channel_affine"
-  std::string did;  // e.g. "fused 6 LSTM cells into 2 LSTM sequence ops, ..."
-  int changes = 0;  // rewrites made (0: the pass changed nothing)
+  std::string did;   // e.g. "fused 6 LSTM cells into 2 LSTM sequence ops, ..."
+  int changes = 0;   // rewrites made (0: the pass changed nothing)
 };
 
 struct PipelineResult {
