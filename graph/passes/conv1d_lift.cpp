@@ -30,6 +30,29 @@ bool adds_unit_axis(const Graph& g, const Node& n) {
   return x.rank() == 3 && y.rank() == 4 && with_unit_axis(x.shape) == y.shape;
 }
 
+// A Slice's axes for a 3-D input, normalized: its constant input 3, or 0, 1, ... for as many as
+// its starts (input 1); nullopt when they are not constants (or the Slice is in attribute form).
+std::optional<std::vector<int64_t>> slice_axes(const Graph& g, const Node& n) {
+  if (n.inputs.size() < 3 || n.inputs[1] == kNoId || n.inputs[2] == kNoId) return std::nullopt;
+  const auto starts = const_ints(g, n.inputs[1]);
+  if (!starts || !const_ints(g, n.inputs[2])) return std::nullopt;
+  if (n.inputs.size() > 4 && n.inputs[4] != kNoId && !const_ints(g, n.inputs[4]))
+    return std::nullopt;
+  std::vector<int64_t> axes;
+  if (n.inputs.size() > 3 && n.inputs[3] != kNoId) {
+    const auto a = const_ints(g, n.inputs[3]);
+    if (!a) return std::nullopt;
+    axes = *a;
+  } else {
+    for (size_t d = 0; d < starts->size(); ++d) axes.push_back(static_cast<int64_t>(d));
+  }
+  for (int64_t& a : axes) {
+    if (a < 0) a += 3;
+    if (a < 0 || a > 2) return std::nullopt;
+  }
+  return axes;
+}
+
 bool binary_op(const std::string& op) {
   return op == "Add" || op == "Sub" || op == "Mul" || op == "Div";
 }
@@ -60,6 +83,8 @@ bool liftable(const Graph& g, const Node& n, const std::unordered_set<ValueId>& 
   if (n.op == "Concat")
     return node_axis(n, 3) == 1 && std::all_of(n.inputs.begin(), n.inputs.end(), in);
   if (n.op == "Pad") return in(n.inputs[0]) && pad_amounts(g, n, 3).has_value();
+  // TorchScript's chunk(2, 1): two Slices along the channels.
+  if (n.op == "Slice") return in(n.inputs[0]) && slice_axes(g, n).has_value();
   return false;
 }
 
@@ -128,6 +153,14 @@ Result<Conv1dLiftResult> lift_conv1d_chains(const Graph& g, const ShapeInference
         rw.add_constant(pads_name, i64_tensor(pads));
         in = {name4.at(n.inputs[0]), pads_name};
         if (n.inputs.size() > 2 && n.inputs[2] != kNoId) in.push_back(name_of(n.inputs[2]));
+      } else if (n.op == "Slice") {
+        // The same starts / ends / steps; the axes after the channels move past the unit axis.
+        std::vector<int64_t> axes = *slice_axes(g, n);
+        for (int64_t& a : axes) a += a == 2 ? 1 : 0;
+        const std::string axes_name = rw.fresh(n.name + "/axes4d");
+        rw.add_constant(axes_name, i64_tensor(axes));
+        in = {name4.at(n.inputs[0]), name_of(n.inputs[1]), name_of(n.inputs[2]), axes_name};
+        if (n.inputs.size() > 4 && n.inputs[4] != kNoId) in.push_back(name_of(n.inputs[4]));
       } else {
         for (ValueId v : n.inputs) in.push_back(lifted.count(v) ? name4.at(v) : name_of(v));
         if (n.op == "Split" || n.op == "Concat") attrs.set("axis", int64_t{1});

@@ -118,6 +118,39 @@ TEST_CASE("conv1d_lift: padded channel counts and 3-D readers keep their values"
   for (int threads : {1, 2}) test::check_same_outputs(g, piped.graph, threads, 1e-5);
 }
 
+TEST_CASE("conv1d_lift: Slices (chunk as two channel ranges, a TCN's chomp) are lifted",
+          "[passes][conv]") {
+  // Bai et al.'s TCN block: a conv padded on both sides, the right padding's outputs cut off by
+  // a Slice on the last axis (x[:, :, :-p]), then chunk(2, 1) as TorchScript writes it: two
+  // Slices along the channels (axes given as -2 on one, 1 on the other).
+  Conv1dNet net;
+  const int64_t len = net.length, c = 32;
+  net.b.add_input("x", TensorDesc{DType::kF32, {net.n, c, len}});
+  const std::string f = net.conv1d("f", "x", c, 2 * c, 3, 2, 4, 4, len);  // 4 + 4 - 4: len + 4
+  auto slice = [&](const std::string& name, const std::string& in, int64_t start, int64_t end,
+                   int64_t axis) {
+    net.b.add_constant(name + "/s", graph::passes::i64_tensor({start}));
+    net.b.add_constant(name + "/e", graph::passes::i64_tensor({end}));
+    net.b.add_constant(name + "/a", graph::passes::i64_tensor({axis}));
+    net.b.add_node("Slice", name, {in, name + "/s", name + "/e", name + "/a"}, {name});
+    return name;
+  };
+  const std::string chomped = slice("chomp", f, 0, -4, -1);
+  const std::string a = slice("a", chomped, 0, c, 1), gate = slice("g", chomped, c, 2 * c, -2);
+  net.b.add_node("Tanh", "tanh", {a}, {"ta"});
+  net.b.add_node("Sigmoid", "sigmoid", {gate}, {"sg"});
+  net.b.add_node("Mul", "z", {"ta", "sg"}, {"z"});
+  const std::string y = net.conv1d("r", "z", c, c, 1, 1, 0, 0, len);
+  net.b.add_node("Add", "res", {"x", y}, {"y"});
+  net.b.add_output("y");
+  const graph::Graph g = value_or_throw(net.b.finish(ops::Registry::get()));
+  auto r = value_or_throw(graph::passes::lift_conv1d_chains(g, ops::Registry::get()));
+  CHECK(r.lifted == 6);  // 3 Slices, Tanh, Sigmoid, Mul (the Add reads x, which is not lifted)
+  for (int threads : {1, 2}) test::check_same_outputs(g, r.graph, threads, 1e-5);
+  auto piped = value_or_throw(graph::passes::run_passes(g, ops::Registry::get()));
+  for (int threads : {1, 2}) test::check_same_outputs(g, piped.graph, threads, 1e-5);
+}
+
 TEST_CASE("conv1d_lift: nothing changes without a pair of Reshapes to remove", "[passes][conv]") {
   // One conv whose output goes to a graph output through an op on the last axis only.
   Conv1dNet net;

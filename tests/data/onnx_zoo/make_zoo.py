@@ -176,6 +176,30 @@ class Conv1dSignal(nn.Module):
         return self.fc(torch.flatten(x, 1))
 
 
+class WaveNetish(nn.Module):
+    """A WaveNet-style 1-D stack [N, 1, L]: causal dilated Conv1d (F.pad on the left), a gated
+    activation (chunk into tanh and sigmoid halves), 1x1 residual and skip convs, a per-channel
+    BatchNorm1d, log-softmax over channels (graph/passes/conv1d_lift.h)."""
+
+    def __init__(self, c=32, layers=4):
+        super().__init__()
+        self.inp = nn.Conv1d(1, c, 1)
+        self.f = nn.ModuleList([nn.Conv1d(c, 2 * c, 2, dilation=2 ** k) for k in range(layers)])
+        self.r = nn.ModuleList([nn.Conv1d(c, c, 1) for _ in range(layers)])
+        self.bn = nn.BatchNorm1d(c)
+        self.out = nn.Conv1d(c, 8, 1)
+
+    def forward(self, x):
+        h = self.inp(x)
+        skip = torch.zeros_like(h)
+        for k, (f, r) in enumerate(zip(self.f, self.r)):
+            a, g = f(F.pad(h, (2 ** k, 0))).chunk(2, 1)
+            z = torch.tanh(a) * torch.sigmoid(g)
+            h = h + r(z)
+            skip = skip + z
+        return self.out(F.relu(self.bn(skip))).log_softmax(1)
+
+
 class GlobalPools1d3d(nn.Module):
     """Conv1d + BatchNorm1d + GELU + MaxPool1d, then AdaptiveAvgPool1d(1) and AdaptiveMaxPool1d(1)
     (GlobalAveragePool / GlobalMaxPool on a 3-D input) and AdaptiveAvgPool3d(1) on the signal viewed
@@ -591,6 +615,7 @@ add("encoder_stack_dyn", EncoderStack, lambda: [randn(3, 5, 16)], (13,), {0: 0})
 add("gpt_block", GptBlock, lambda: [ids(50, 2, 8)], (14, 17))  # triu: opset >= 14
 add("text_cnn", TextCnn, lambda: [ids(40, 3, 20)])
 add("conv1d_signal", Conv1dSignal, lambda: [randn(2, 2, 32)], (13,))
+add("wavenetish", WaveNetish, lambda: [randn(2, 1, 50)], (13, 17))
 add("global_pools_1d3d", GlobalPools1d3d, lambda: [randn(2, 4, 16)], (13, 17))
 add("bicubic", Bicubic, lambda: [randn(2, 3, 5, 6)], (13, 17))
 add("dilated_pools", DilatedPools, lambda: [randn(2, 3, 11, 12)], (13, 17))
@@ -649,6 +674,7 @@ for _name, _make, _inputs, _dynamic in [
         ("gpt_block", GptBlock, lambda: [ids(50, 2, 8)], None),
         ("decoder_layer", DecoderLayer, lambda: [randn(2, 5, 16), randn(2, 7, 16)], None),
         ("mobilenetish", MobileNetish, lambda: [randn(2, 3, 16, 16)], None),
+        ("wavenetish", WaveNetish, lambda: [randn(2, 1, 50)], None),
         ("mobilenetish_dyn", MobileNetish, lambda: [randn(3, 3, 16, 16)], {0: 0}),
         ("gru_classifier", GruClassifier, lambda: [ids(30, 3, 7)], None),
         ("lstm_dropout", LstmDropout, lambda: [randn(5, 2, 6)], None),
