@@ -40,11 +40,60 @@ std::optional<std::vector<int64_t>> merged_pads(const Node& reader, const PadAmo
   return out;
 }
 
+// For a Slice reading a Conv's output: the Conv's pads with the cropped outputs' padding taken
+// off, when the Slice keeps [start, end) of the last axis only, the Conv has stride 1 there and
+// at least that much padding on each side (output j reads input from j - pad_left: dropping
+// the first `start` outputs is `start` columns less left padding, the last ones right padding;
+// a TCN's chomp, x[:, :, :-p] after a conv padded by p on both sides, is a causal conv).
+std::optional<std::vector<int64_t>> cropped_pads(const Graph& g, const Node& slice,
+                                                 const Node& conv) {
+  const Value& y = g.value(conv.outputs[0]);
+  const int rank = static_cast<int>(y.desc.rank());
+  if (rank != 4) return std::nullopt;
+  const auto range = slice_range(g, slice, rank - 1);
+  auto auto_pad = attr_string(conv.attrs, "", "auto_pad", "NOTSET");
+  auto strides = attr_ints(conv.attrs, "", "strides", {1, 1});
+  auto pads = attr_ints(conv.attrs, "", "pads", {0, 0, 0, 0});
+  if (!range || !auto_pad.is_ok() || *auto_pad != "NOTSET" || !strides.is_ok() ||
+      strides->size() != 2 || (*strides)[1] != 1 || !pads.is_ok() || pads->size() != 4)
+    return std::nullopt;
+  const int64_t len = y.desc.shape[3], cut_left = range->first, cut_right = len - range->second;
+  if (cut_left < 0 || cut_right < 0 || range->second <= range->first || cut_left > (*pads)[1] ||
+      cut_right > (*pads)[3])
+    return std::nullopt;
+  std::vector<int64_t> out = *pads;
+  out[1] -= cut_left;
+  out[3] -= cut_right;
+  return out;
+}
+
 }  // namespace
 
 Result<PadFoldResult> fold_pads(const Graph& g, const ShapeInferencer& shapes) {
   PadFoldResult result;
   Rewrite rw(g);
+  for (NodeId id = 0; id < g.num_nodes(); ++id) {
+    const Node& crop = g.node(id);
+    if (crop.op == "Slice" && !crop.inputs.empty() && crop.inputs[0] != kNoId &&
+        crop.outputs.size() == 1) {
+      // A crop of a Conv's padded border: the Conv without that padding.
+      const NodeId c = g.value(crop.inputs[0]).producer;
+      if (c == kNoId || rw.removed(c) || sole_reader(g, crop.inputs[0]) != id) continue;
+      const Node& conv = g.node(c);
+      if (conv.op != "Conv" || conv.outputs.size() != 1) continue;
+      const auto pads = cropped_pads(g, crop, conv);
+      if (!pads) continue;
+      Attributes attrs = conv.attrs;
+      attrs.set("pads", *pads);
+      std::vector<std::string> inputs;
+      for (ValueId v : conv.inputs) inputs.push_back(v == kNoId ? "" : g.value(v).name);
+      rw.remove(c);
+      rw.remove(id);
+      rw.add_node(conv.op, conv.name, inputs, {g.value(crop.outputs[0]).name}, attrs);
+      ++result.cropped;
+      continue;
+    }
+  }
   for (NodeId id = 0; id < g.num_nodes(); ++id) {
     const Node& pad = g.node(id);
     if (pad.op != "Pad" || pad.inputs.empty() || pad.inputs[0] == kNoId || pad.outputs.size() != 1)
@@ -90,7 +139,8 @@ Result<PadFoldResult> fold_pads(const Graph& g, const ShapeInferencer& shapes) {
     rw.add_node(reader.op, reader.name, inputs, outputs, attrs);
     ++result.folded;
   }
-  GRAPHI_ASSIGN_OR_RETURN(result.graph, rw.finish_or_copy(result.removed + result.folded, shapes));
+  GRAPHI_ASSIGN_OR_RETURN(
+      result.graph, rw.finish_or_copy(result.removed + result.folded + result.cropped, shapes));
   return result;
 }
 

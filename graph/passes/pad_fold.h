@@ -10,6 +10,9 @@
 //     (ceil_mode 0, auto_pad NOTSET, and count_include_pad 1 or no pads of its own), becomes
 //     part of that node's `pads` (an AveragePool then counts the padding: count_include_pad 1,
 //     the divisor explicit zeros had).
+//   - A Slice that keeps a range of the last axis of a stride-1 Conv's output (nothing else
+//     reading it) and crops only outputs of its padding makes the Conv's pads smaller instead
+//     (a TCN's chomp, x[:, :, :-p] after a conv padded by p on both sides: a causal conv).
 // MaxPool is left alone (its padding is -inf, not 0); the graph's inputs and outputs are kept.
 #pragma once
 
@@ -21,6 +24,7 @@ struct PadFoldResult {
   Graph graph;      // a copy of the input when nothing changed
   int removed = 0;  // all-zero Pads dropped
   int folded = 0;   // Pads absorbed into the Conv / AveragePool reading them
+  int cropped = 0;  // Slices of a Conv's padded border taken out of its pads
 };
 
 Result<PadFoldResult> fold_pads(const Graph& g, const ShapeInferencer& shapes);

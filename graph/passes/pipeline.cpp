@@ -157,8 +157,11 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
     if (r.folded > 0)
       did += (did.empty() ? "folded " : ", folded ") + plural(r.folded, "zero Pad") +
              " into the Conv / AveragePool after it";
-    out.reports.push_back({"pad_fold", did, r.removed + r.folded});
-    if (r.removed + r.folded > 0) out.graph = std::move(r.graph);
+    if (r.cropped > 0)
+      did += (did.empty() ? "" : ", ") + std::string("took ") + plural(r.cropped, "crop") +
+             " of a Conv's padding out of its pads";
+    out.reports.push_back({"pad_fold", did, r.removed + r.folded + r.cropped});
+    if (r.removed + r.folded + r.cropped > 0) out.graph = std::move(r.graph);
   }
   if (options.conv_trim) {
     GRAPHI_ASSIGN_OR_RETURN(ConvTrimResult r, trim_conv_taps(out.graph, shapes));

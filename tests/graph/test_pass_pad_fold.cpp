@@ -178,3 +178,73 @@ TEST_CASE("pad_fold: Pads that are not plain zero padding of a Conv / AveragePoo
   auto r = value_or_throw(graph::passes::fold_pads(g, ops::Registry::get()));
   CHECK(r.folded == 0);
 }
+
+namespace {
+
+// x [1, 8, 1, 30] -> Conv (1 x 3, dilation d, pads left / right, stride s) -> Slice of the
+// last axis [start, end) -> Relu (the graph's output); `twice`: the Conv's output is an output
+// too.
+graph::Graph conv_then_crop(int64_t left, int64_t right, int64_t d, int64_t stride, int64_t start,
+                            int64_t end, int64_t axis = 3, bool twice = false) {
+  graph::GraphBuilder b("<conv crop>");
+  b.add_input("x", TensorDesc{DType::kF32, {1, 8, 1, 30}});
+  b.add_constant("w", test::random_tensor(TensorDesc{DType::kF32, {8, 8, 1, 3}}, 5, -0.4, 0.4));
+  b.add_constant("b", test::random_tensor(TensorDesc{DType::kF32, {8}}, 6));
+  graph::Attributes a;
+  a.set("kernel_shape", std::vector<int64_t>{1, 3});
+  a.set("dilations", std::vector<int64_t>{1, d});
+  a.set("strides", std::vector<int64_t>{1, stride});
+  a.set("pads", std::vector<int64_t>{0, left, 0, right});
+  b.add_node("Conv", "c", {"x", "w", "b"}, {"c"}, a);
+  b.add_constant("s", graph::passes::i64_tensor({start}));
+  b.add_constant("e", graph::passes::i64_tensor({end}));
+  b.add_constant("a", graph::passes::i64_tensor({axis}));
+  b.add_node("Slice", "crop", {"c", "s", "e", "a"}, {"crop"});
+  b.add_node("Relu", "r", {"crop"}, {"r"});
+  b.add_output("r");
+  if (twice) b.add_output("c");
+  return value_or_throw(b.finish(ops::Registry::get()));
+}
+
+}  // namespace
+
+TEST_CASE("pad_fold: a crop of a Conv's padded border (a TCN's chomp) leaves its pads",
+          "[passes][conv]") {
+  // Bai et al.'s TCN: pads (k - 1) d on both sides, then x[:, :, :-(k - 1) d]: a causal conv.
+  for (int64_t d : {1, 2, 4}) {
+    const int64_t p = 2 * d;
+    const graph::Graph g = conv_then_crop(p, p, d, 1, 0, -p);
+    auto r = value_or_throw(graph::passes::fold_pads(g, ops::Registry::get()));
+    CHECK(r.cropped == 1);
+    CHECK(test::count_op(r.graph, "Slice") == 0);
+    for (const graph::Node& n : r.graph.nodes())
+      if (n.op == "Conv")
+        CHECK(*graph::attr_ints(n.attrs, "", "pads") == std::vector<int64_t>{0, p, 0, 0});
+    for (int threads : {1, 2}) test::check_same_outputs(g, r.graph, threads, 1e-6);
+  }
+  // Cropping both ends, within the padding on each side.
+  const graph::Graph both = conv_then_crop(3, 2, 1, 1, 1, -2);
+  auto r = value_or_throw(graph::passes::fold_pads(both, ops::Registry::get()));
+  CHECK(r.cropped == 1);
+  test::check_same_outputs(both, r.graph, 2, 1e-6);
+}
+
+TEST_CASE("pad_fold: crops that are not only a Conv's padding stay", "[passes][conv]") {
+  struct Case {
+    const char* what;
+    graph::Graph g;
+  };
+  const std::vector<Case> cases = {
+      {"more than the right padding", conv_then_crop(2, 2, 1, 1, 0, -3)},
+      {"more than the left padding", conv_then_crop(1, 2, 1, 1, 2, 30)},
+      {"stride 2", conv_then_crop(2, 2, 1, 2, 0, -1)},
+      {"the channels", conv_then_crop(2, 2, 1, 1, 0, 4, 1)},
+      {"the conv's output read besides", conv_then_crop(2, 2, 1, 1, 0, -2, 3, true)},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    auto r = value_or_throw(graph::passes::fold_pads(c.g, ops::Registry::get()));
+    CHECK(r.cropped == 0);
+    CHECK(test::count_op(r.graph, "Slice") == 1);
+  }
+}
