@@ -200,6 +200,33 @@ class WaveNetish(nn.Module):
         return self.out(F.relu(self.bn(skip))).log_softmax(1)
 
 
+class Tcn(nn.Module):
+    """Bai et al.'s temporal convolutional network [N, 8, L]: per level two dilated Conv1d padded
+    by (k - 1) d on both sides and chomped (x[:, :, :-(k - 1) d]), a 1x1 downsample on the
+    residual, a Linear on the last step (graph/passes/pad_fold.h's crop rule)."""
+
+    def __init__(self, c=24, levels=3, k=3):
+        super().__init__()
+        self.c1, self.c2, self.down, self.chomp = nn.ModuleList(), nn.ModuleList(), nn.ModuleList(), []
+        cin = 8
+        for i in range(levels):
+            d = 2 ** i
+            p = (k - 1) * d
+            self.c1.append(nn.Conv1d(cin, c, k, padding=p, dilation=d))
+            self.c2.append(nn.Conv1d(c, c, k, padding=p, dilation=d))
+            self.down.append(nn.Conv1d(cin, c, 1) if cin != c else nn.Identity())
+            self.chomp.append(p)
+            cin = c
+        self.fc = nn.Linear(c, 5)
+
+    def forward(self, x):
+        for c1, c2, down, p in zip(self.c1, self.c2, self.down, self.chomp):
+            y = F.relu(c1(x)[:, :, :-p])
+            y = F.relu(c2(y)[:, :, :-p])
+            x = F.relu(y + down(x))
+        return self.fc(x[:, :, -1])
+
+
 class GlobalPools1d3d(nn.Module):
     """Conv1d + BatchNorm1d + GELU + MaxPool1d, then AdaptiveAvgPool1d(1) and AdaptiveMaxPool1d(1)
     (GlobalAveragePool / GlobalMaxPool on a 3-D input) and AdaptiveAvgPool3d(1) on the signal viewed
@@ -616,6 +643,7 @@ add("gpt_block", GptBlock, lambda: [ids(50, 2, 8)], (14, 17))  # triu: opset >= 
 add("text_cnn", TextCnn, lambda: [ids(40, 3, 20)])
 add("conv1d_signal", Conv1dSignal, lambda: [randn(2, 2, 32)], (13,))
 add("wavenetish", WaveNetish, lambda: [randn(2, 1, 50)], (13, 17))
+add("tcn", Tcn, lambda: [randn(2, 8, 40)], (13,))
 add("global_pools_1d3d", GlobalPools1d3d, lambda: [randn(2, 4, 16)], (13, 17))
 add("bicubic", Bicubic, lambda: [randn(2, 3, 5, 6)], (13, 17))
 add("dilated_pools", DilatedPools, lambda: [randn(2, 3, 11, 12)], (13, 17))
@@ -675,6 +703,7 @@ for _name, _make, _inputs, _dynamic in [
         ("decoder_layer", DecoderLayer, lambda: [randn(2, 5, 16), randn(2, 7, 16)], None),
         ("mobilenetish", MobileNetish, lambda: [randn(2, 3, 16, 16)], None),
         ("wavenetish", WaveNetish, lambda: [randn(2, 1, 50)], None),
+        ("tcn", Tcn, lambda: [randn(2, 8, 40)], None),
         ("mobilenetish_dyn", MobileNetish, lambda: [randn(3, 3, 16, 16)], {0: 0}),
         ("gru_classifier", GruClassifier, lambda: [ids(30, 3, 7)], None),
         ("lstm_dropout", LstmDropout, lambda: [randn(5, 2, 6)], None),
