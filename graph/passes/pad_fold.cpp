@@ -72,27 +72,27 @@ std::optional<std::vector<int64_t>> cropped_pads(const Graph& g, const Node& sli
 Result<PadFoldResult> fold_pads(const Graph& g, const ShapeInferencer& shapes) {
   PadFoldResult result;
   Rewrite rw(g);
+  // A crop of a Conv's padded border: the Conv without that padding. First, so that a Pad
+  // before such a Conv (below) leaves it alone.
   for (NodeId id = 0; id < g.num_nodes(); ++id) {
     const Node& crop = g.node(id);
-    if (crop.op == "Slice" && !crop.inputs.empty() && crop.inputs[0] != kNoId &&
-        crop.outputs.size() == 1) {
-      // A crop of a Conv's padded border: the Conv without that padding.
-      const NodeId c = g.value(crop.inputs[0]).producer;
-      if (c == kNoId || rw.removed(c) || sole_reader(g, crop.inputs[0]) != id) continue;
-      const Node& conv = g.node(c);
-      if (conv.op != "Conv" || conv.outputs.size() != 1) continue;
-      const auto pads = cropped_pads(g, crop, conv);
-      if (!pads) continue;
-      Attributes attrs = conv.attrs;
-      attrs.set("pads", *pads);
-      std::vector<std::string> inputs;
-      for (ValueId v : conv.inputs) inputs.push_back(v == kNoId ? "" : g.value(v).name);
-      rw.remove(c);
-      rw.remove(id);
-      rw.add_node(conv.op, conv.name, inputs, {g.value(crop.outputs[0]).name}, attrs);
-      ++result.cropped;
+    if (crop.op != "Slice" || crop.inputs.empty() || crop.inputs[0] == kNoId ||
+        crop.outputs.size() != 1)
       continue;
-    }
+    const NodeId c = g.value(crop.inputs[0]).producer;
+    if (c == kNoId || rw.removed(c) || sole_reader(g, crop.inputs[0]) != id) continue;
+    const Node& conv = g.node(c);
+    if (conv.op != "Conv" || conv.outputs.size() != 1) continue;
+    const auto pads = cropped_pads(g, crop, conv);
+    if (!pads) continue;
+    Attributes attrs = conv.attrs;
+    attrs.set("pads", *pads);
+    std::vector<std::string> inputs;
+    for (ValueId v : conv.inputs) inputs.push_back(v == kNoId ? "" : g.value(v).name);
+    rw.remove(c);
+    rw.remove(id);
+    rw.add_node(conv.op, conv.name, inputs, {g.value(crop.outputs[0]).name}, attrs);
+    ++result.cropped;
   }
   for (NodeId id = 0; id < g.num_nodes(); ++id) {
     const Node& pad = g.node(id);
