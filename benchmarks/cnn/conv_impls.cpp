@@ -36,7 +36,7 @@ struct Shape {
 
 // 1x1 and 3x3 convolutions of the benchmark's batch-1 rows below 1.3x (benchmarks/README.md):
 // MobileNetV2 (its 24-channel layers pay 16-channel padding in nChw16c), GoogleNet's 8x8 and
-// 4x4 layers (weights streamed from memory at batch 1).
+// 4x4 layers, EfficientNet-like's squeeze-excitation (weights streamed from memory at batch 1).
 const Shape kShapes[] = {
     {"mobilenet_v2 features.3 pw", 32, 32, 112, 1, 1},
     {"mobilenet_v2 features.4 pw", 16, 96, 112, 1, 1},
@@ -54,6 +54,11 @@ const Shape kShapes[] = {
     {"googlenet 4b b2b", 112, 224, 8, 3, 1},
     {"googlenet 5b b2b", 192, 384, 4, 3, 1},
     {"googlenet c1 (stem, NCHW input)", 3, 64, 128, 7, 2},
+    // EfficientNet-like's squeeze-excitation 1x1s on pooled 1x1 features and its classifier as
+    // a 1x1: matrix-vector products whose weights come from memory in the graph (session 37).
+    {"efficientnet_like features.19 se.1", 960, 240, 1, 1, 1},
+    {"efficientnet_like features.19 se.3", 240, 960, 1, 1, 1},
+    {"efficientnet_like fc (as a 1x1)", 1280, 1000, 1, 1, 1},
 };
 
 struct Conv {
