@@ -83,6 +83,12 @@ bool liftable(const Graph& g, const Node& n, const std::unordered_set<ValueId>& 
   if (n.op == "Concat")
     return node_axis(n, 3) == 1 && std::all_of(n.inputs.begin(), n.inputs.end(), in);
   if (n.op == "Pad") return in(n.inputs[0]) && pad_amounts(g, n, 3).has_value();
+  // Per (image, group) statistics over the channels of the group and every position: the same
+  // with a unit axis (scale and bias are per channel, any layout).
+  if (n.op == "InstanceNormalization" || n.op == "GroupNorm")
+    return in(n.inputs[0]) && std::all_of(n.inputs.begin() + 1, n.inputs.end(), [&](ValueId v) {
+             return v == kNoId || g.value(v).data != nullptr;
+           });
   // TorchScript's chunk(2, 1): two Slices along the channels.
   if (n.op == "Slice") return in(n.inputs[0]) && slice_axes(g, n).has_value();
   return false;

@@ -6,11 +6,11 @@
 // every conv, two reorders more (a 6-layer WaveNet: 25 Reshapes and 24 reorders for 13 convs).
 // This pass removes such Reshape pairs: starting from the 3-D outputs of Reshapes that drop the
 // unit axis 2 of a 4-D value, the values that only element-wise ops, binary ops with constant
-// or lifted operands, channel Splits / Concats, constant Pads and Slices make from them are
-// computed on [N, C, 1, L] instead, and a Reshape that puts the unit axis back reads the lifted
-// value directly. A lifted value that something else reads (an op on the last axis, a Transpose, a
-// graph output) gets one Reshape back to its 3-D name. Applied only where it removes at least
-// one such pair; the graph's inputs, outputs and their names are kept.
+// or lifted operands, channel Splits / Concats, constant Pads, Slices and instance / group
+// norms make from them are computed on [N, C, 1, L] instead, and a Reshape that puts the unit axis
+// back reads the lifted value directly. A lifted value that something else reads (an op on the last
+// axis, a Transpose, a graph output) gets one Reshape back to its 3-D name. Applied only where it
+// removes at least one such pair; the graph's inputs, outputs and their names are kept.
 #pragma once
 
 #include "graph/graph.h"

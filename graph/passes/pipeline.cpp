@@ -103,6 +103,15 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
          r.removed});
     if (r.removed > 0) out.graph = std::move(r.graph);
   }
+  if (options.conv1d_lift) {
+    GRAPHI_ASSIGN_OR_RETURN(Conv1dLiftResult r, lift_conv1d_chains(out.graph, shapes));
+    out.reports.push_back({"conv1d_lift",
+                           "ran " + plural(r.lifted, "op") +
+                               " between 1-D convs in their 4-D form (" +
+                               plural(r.removed, "Reshape") + " fewer)",
+                           r.lifted});
+    if (r.lifted > 0 || r.removed > 0) out.graph = std::move(r.graph);
+  }
   if (options.gelu_fusion) {
     GRAPHI_ASSIGN_OR_RETURN(GeluFusionResult r, fuse_gelu(out.graph, shapes));
     out.gelus_fused = r.fused;
@@ -138,15 +147,6 @@ Result<PipelineResult> run_passes(const Graph& g, const ShapeInferencer& shapes,
              std::to_string(r.activations) + " with the activation after)";
     out.reports.push_back({"matmul_epilogue", did, r.fused});
     if (r.fused > 0) out.graph = std::move(r.graph);
-  }
-  if (options.conv1d_lift) {
-    GRAPHI_ASSIGN_OR_RETURN(Conv1dLiftResult r, lift_conv1d_chains(out.graph, shapes));
-    out.reports.push_back({"conv1d_lift",
-                           "ran " + plural(r.lifted, "op") +
-                               " between 1-D convs in their 4-D form (" +
-                               plural(r.removed, "Reshape") + " fewer)",
-                           r.lifted});
-    if (r.lifted > 0 || r.removed > 0) out.graph = std::move(r.graph);
   }
   if (options.pad_fold) {
     GRAPHI_ASSIGN_OR_RETURN(PadFoldResult r, fold_pads(out.graph, shapes));

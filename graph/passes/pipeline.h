@@ -7,6 +7,9 @@
 //   4. reshape_cleanup (graph/passes/reshape_cleanup.h): Reshape chains -> one Reshape;
 //   4a. transpose_sink (graph/passes/transpose_sink.h): Transposes pushed through element-wise
 //       ops until they cancel (tf2onnx's NHWC Keras models);
+//   4a'. conv1d_lift (graph/passes/conv1d_lift.h): the ops between 1-D convs (element-wise,
+//       channel Split / Concat, Pad, Slice, instance norm) computed on the convs' 4-D form,
+//       without the importer's Reshapes (before the fusions below, which then see 4-D chains);
 //   4b. gelu_fusion (graph/passes/gelu_fusion.h): the exact GELU's Div, Erf, Add, Mul, Mul -> Gelu;
 //       hard_sigmoid_fusion (graph/passes/hard_sigmoid_fusion.h): clip(x + c, 0, h) / h ->
 //       HardSigmoid (Keras' hard_sigmoid and hard_swish gate);
@@ -14,8 +17,6 @@
 //       Reshape (+ per-channel Mul, Add, + Relu) -> GroupNorm, which blocked_layout keeps blocked;
 //   4c. matmul_epilogue (graph/passes/matmul_epilogue.h): MatMul by a constant + bias Add
 //       (+ a column scale Mul, + Relu / Gelu) -> MatMulBias (oneDNN post-ops);
-//   4d. conv1d_lift (graph/passes/conv1d_lift.h): the ops between 1-D convs (element-wise, channel
-//       Split / Concat, Pad) computed on the convs' 4-D form, without the importer's Reshapes;
 //   5. pad_fold (graph/passes/pad_fold.h): all-zero Pads dropped, zero Pads before a Conv or an
 //      AveragePool made part of its pads;
 //   5b. conv_trim (graph/passes/conv_trim.h): kernel taps that only ever meet the zero padding
@@ -52,11 +53,11 @@ struct PipelineOptions {
   bool phase_hoisting = true;
   bool reshape_cleanup = true;
   bool transpose_sink = true;
+  bool conv1d_lift = true;
   bool gelu_fusion = true;
   bool hard_sigmoid_fusion = true;
   bool group_norm_fusion = true;
   bool matmul_epilogue = true;
-  bool conv1d_lift = true;
   bool pad_fold = true;
   bool conv_trim = true;
   bool conv_reparam = true;
@@ -88,11 +89,11 @@ inline constexpr PassSwitch kPassSwitches[] = {
     {"phase_hoisting", &PipelineOptions::phase_hoisting},
     {"reshape_cleanup", &PipelineOptions::reshape_cleanup},
     {"transpose_sink", &PipelineOptions::transpose_sink},
+    {"conv1d_lift", &PipelineOptions::conv1d_lift},
     {"gelu_fusion", &PipelineOptions::gelu_fusion},
     {"hard_sigmoid_fusion", &PipelineOptions::hard_sigmoid_fusion},
     {"group_norm_fusion", &PipelineOptions::group_norm_fusion},
     {"matmul_epilogue", &PipelineOptions::matmul_epilogue},
-    {"conv1d_lift", &PipelineOptions::conv1d_lift},
     {"pad_fold", &PipelineOptions::pad_fold},
     {"conv_trim", &PipelineOptions::conv_trim},
     {"conv_reparam", &PipelineOptions::conv_reparam},

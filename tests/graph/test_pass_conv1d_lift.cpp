@@ -151,6 +151,38 @@ TEST_CASE("conv1d_lift: Slices (chunk as two channel ranges, a TCN's chomp) are 
   for (int threads : {1, 2}) test::check_same_outputs(g, piped.graph, threads, 1e-5);
 }
 
+TEST_CASE("conv1d_lift: an instance norm between convs is lifted and then fused blocked",
+          "[passes][conv]") {
+  // wav2vec2's feature encoder: conv, GroupNorm(C, C) (exported as InstanceNormalization + the
+  // per-channel affine), GELU, the next conv.
+  Conv1dNet net;
+  const int64_t c = 32, len = net.length;
+  net.b.add_input("x", TensorDesc{DType::kF32, {net.n, c, len}});
+  const std::string h = net.conv1d("c0", "x", c, c, 5, 1, 2, 2, len);
+  // Unit scale and zero bias, as PyTorch's GroupNorm export writes them.
+  Tensor ones(TensorDesc{DType::kF32, {c}});
+  std::fill(ones.data_as<float>(), ones.data_as<float>() + c, 1.0f);
+  net.b.add_constant("ones", ones);
+  net.b.add_constant("zeros", Tensor(TensorDesc{DType::kF32, {c}}));
+  net.b.add_node("InstanceNormalization", "in", {h, "ones", "zeros"}, {"n"});
+  net.b.add_constant("gamma", test::random_tensor(TensorDesc{DType::kF32, {c, 1}}, 31, 0.5, 1.5));
+  net.b.add_constant("beta", test::random_tensor(TensorDesc{DType::kF32, {c, 1}}, 32));
+  net.b.add_node("Mul", "scale", {"n", "gamma"}, {"s"});
+  net.b.add_node("Add", "shift", {"s", "beta"}, {"t"});
+  net.b.add_node("Gelu", "gelu", {"t"}, {"a"});
+  const std::string y = net.conv1d("c1", "a", c, c, 3, 1, 1, 1, len);
+  net.b.add_output(y);
+  const graph::Graph g = value_or_throw(net.b.finish(ops::Registry::get()));
+  auto r = value_or_throw(graph::passes::lift_conv1d_chains(g, ops::Registry::get()));
+  CHECK(r.lifted == 4);
+  for (int threads : {1, 2}) test::check_same_outputs(g, r.graph, threads, 1e-5);
+  auto piped = value_or_throw(graph::passes::run_passes(g, ops::Registry::get()));
+  CHECK(test::count_op(piped.graph, "GroupNorm") == 1);
+  CHECK(test::count_op(piped.graph, "ToBlocked") == 1);  // x, a graph input of 32 channels
+  CHECK(test::count_op(piped.graph, "FromBlocked") == 1);
+  for (int threads : {1, 2}) test::check_same_outputs(g, piped.graph, threads, 1e-4);
+}
+
 TEST_CASE("conv1d_lift: nothing changes without a pair of Reshapes to remove", "[passes][conv]") {
   // One conv whose output goes to a graph output through an op on the last axis only.
   Conv1dNet net;
