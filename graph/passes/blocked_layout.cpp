@@ -123,13 +123,24 @@ bool patch_upsampler(const Graph& g, const Node& n) {
          attr_is("output_padding", {0, 0}, {0, 0});
 }
 
-// A ReduceMean over axes 2 and 3 of a 4-D value with keepdims = 1.
-bool spatial_mean(const Node& n) {
+// A ReduceMean over axes 2 and 3 of a 4-D value with keepdims = 1: the axes as the attribute
+// (opset < 18) or a constant input 1 (opset 18's form, as PyTorch's dynamo exporter writes a
+// squeeze-excitation's pool).
+bool spatial_mean(const Graph& g, const Node& n) {
   auto keep = attr_int(n.attrs, n.name, "keepdims", 1);
-  auto axes = attr_ints(n.attrs, n.name, "axes", {});
-  if (!keep.is_ok() || *keep != 1 || !axes.is_ok() || axes->size() != 2) return false;
+  if (!keep.is_ok() || *keep != 1) return false;
   std::vector<int64_t> a;
-  for (int64_t v : *axes) a.push_back(v < 0 ? v + 4 : v);
+  if (n.inputs.size() > 1 && n.inputs[1] != kNoId) {
+    const auto axes = const_ints(g, n.inputs[1]);
+    if (!axes) return false;
+    a = *axes;
+  } else {
+    auto axes = attr_ints(n.attrs, n.name, "axes", {});
+    if (!axes.is_ok()) return false;
+    a = *axes;
+  }
+  if (a.size() != 2) return false;
+  for (int64_t& v : a) v = v < 0 ? v + 4 : v;
   std::sort(a.begin(), a.end());
   return a == std::vector<int64_t>{2, 3};
 }
@@ -376,8 +387,7 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
       Attributes a = n.attrs;
       a.set("block", b);
       make_blocked(id, "Blocked" + n.op, {blocked_input(x)}, a);
-    } else if (n.op == "ReduceMean" && n.inputs.size() == 1 && is_blocked(x, 0) && f32_4d(xv) &&
-               spatial_mean(n)) {
+    } else if (n.op == "ReduceMean" && is_blocked(x, 0) && f32_4d(xv) && spatial_mean(g, n)) {
       // The mean over H and W kept as [N, C, 1, 1] (a squeeze-excitation's pool as tf2onnx
       // writes it) is a global AveragePool: blocked, padding lanes 0 in and out.
       Attributes a;

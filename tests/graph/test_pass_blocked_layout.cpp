@@ -919,3 +919,34 @@ TEST_CASE("blocked_layout: a depth-multiplier conv runs as a channel repeat + de
     for (int threads : {1, 2}) test::check_same_outputs(plain, blocked.graph, threads, 1e-4);
   }
 }
+
+TEST_CASE("blocked_layout: a spatial ReduceMean with its axes as an input (opset 18) pools blocked",
+          "[passes][conv][layout]") {
+  // PyTorch's dynamo exporter writes a squeeze-excitation's adaptive_avg_pool2d(x, 1) as
+  // ReduceMean(x, axes=[2, 3] as input 1, keepdims=1); before, each left the blocked layout.
+  for (bool axes_input : {true, false}) {
+    INFO("axes as " << (axes_input ? "input" : "attribute"));
+    CnnBuilder c;
+    c.b.add_input("x", TensorDesc{DType::kF32, {2, 32, 10, 10}});
+    c.conv("a", "x", 32, 32, 3);
+    graph::Attributes mean;
+    mean.set("keepdims", int64_t{1});
+    if (axes_input) {
+      c.b.add_constant("axes", test::i64_tensor({-1, 2}));
+      c.b.add_node("ReduceMean", "se_pool", {"a", "axes"}, {"m"}, mean);
+    } else {
+      mean.set("axes", std::vector<int64_t>{2, -1});
+      c.b.add_node("ReduceMean", "se_pool", {"a"}, {"m"}, mean);
+    }
+    c.b.add_node("Sigmoid", "gate", {"m"}, {"g"});
+    c.b.add_node("Mul", "scaled", {"a", "g"}, {"s"});
+    c.conv("b", "s", 32, 32, 1);
+    c.b.add_output("b");
+    const graph::Graph g = c.finish();
+    auto [plain, blocked] = plain_and_blocked(g);
+    CHECK(test::count_op(blocked.graph, "BlockedAveragePool") == 1);
+    CHECK(test::count_op(blocked.graph, "ReduceMean") == 0);
+    CHECK(test::count_op(blocked.graph, "FromBlocked") == 1);  // the output only
+    for (int threads : {1, 2}) test::check_same_outputs(plain, blocked.graph, threads, 1e-5);
+  }
+}
