@@ -175,10 +175,18 @@ Result<TransposeSinkResult> sink_transposes(const Graph& g, const ShapeInference
         const Value& c = g.value(v);
         ok = ok && c.kind == ValueKind::kConstant && c.data && c.desc.shape.size() <= perm->size();
       }
-    } else if (ok && reduce_op(n.op) && n.inputs.size() == 1 && held.count(n.inputs[0])) {
+    } else if (ok && reduce_op(n.op) && !n.inputs.empty() && n.inputs.size() <= 2 &&
+               held.count(n.inputs[0])) {
+      // The axes: the attribute, or a constant input 1 (opset 18's reductions).
+      const bool axes_input = n.inputs.size() == 2 && n.inputs[1] != kNoId;
       auto keep = attr_int(n.attrs, n.name, "keepdims", 1);
-      auto axes = attr_ints(n.attrs, n.name, "axes", {});
-      ok = keep.is_ok() && *keep == 1 && axes.is_ok();
+      std::optional<std::vector<int64_t>> axes;
+      if (axes_input) {
+        axes = const_ints(g, n.inputs[1]);
+      } else if (auto a = attr_ints(n.attrs, n.name, "axes", {}); a.is_ok()) {
+        axes = *a;
+      }
+      ok = keep.is_ok() && *keep == 1 && axes.has_value();
       if (ok && !axes->empty()) {
         std::vector<int64_t> moved;
         const int64_t r = static_cast<int64_t>(perm->size());
@@ -190,7 +198,15 @@ Result<TransposeSinkResult> sink_transposes(const Graph& g, const ShapeInference
             moved.push_back((*perm)[static_cast<size_t>(k)]);
         }
         std::sort(moved.begin(), moved.end());
-        attrs.set("axes", moved);
+        if (axes_input) {
+          const std::string c = rw.fresh(n.name + "/axes");
+          rw.add_constant(c, i64_tensor(moved));
+          ins = {held.at(n.inputs[0]).base, c};
+        } else {
+          attrs.set("axes", moved);
+        }
+      } else if (ok && axes_input) {
+        ok = false;  // opset 18's empty axes input: all axes or none (noop_with_empty_axes)
       }
     } else if (ok && n.op == "Pad" && n.inputs.size() >= 2 && n.inputs.size() <= 3 &&
                held.count(n.inputs[0]) && n.inputs[1] != kNoId) {

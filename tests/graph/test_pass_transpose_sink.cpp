@@ -29,44 +29,48 @@ graph::Attributes reduce(std::vector<int64_t> axes) {
 }  // namespace
 
 TEST_CASE("transpose_sink: a tf2onnx NHWC block loses its Transposes", "[passes][conv]") {
-  for (int64_t c : {16, 24}) {  // 24: padded channel blocks through the pipeline
-    INFO("channels " << c);
-    const int64_t n = 2, h = 9, w = 7;
-    test::NetBuilder nb;
-    nb.b.add_input("x", TensorDesc{DType::kF32, {n, 3, h, w}});
-    std::string y = nb.node("Conv", {"x", nb.weight({c, 3, 3, 3})}, test::conv_window(3, 1, 1));
-    // To NHWC: bias Add ([C]), Relu, per-channel Mul ([1, 1, 1, C]), Clip, back to NCHW.
-    std::string t = nb.node("Transpose", {y}, perm({0, 2, 3, 1}));
-    t = nb.node("Add", {t, nb.weight({c})});
-    t = nb.node("Relu", {t});
-    t = nb.node("Mul", {t, nb.weight({1, 1, 1, c})});
-    t = nb.node("Clip", {t, nb.scalar(-1.0f), nb.scalar(2.0f)});
-    // A squeeze-excitation in NHWC: mean over H and W, both operands of the Mul held.
-    const std::string m = nb.node("ReduceMean", {t}, reduce({1, 2}));
-    t = nb.node("Mul", {t, nb.node("Sigmoid", {m})});
-    // Zero padding in NHWC before the next conv.
-    t = nb.node("Pad", {t, nb.ints({0, 1, 2, 0, 0, 1, 0, 0})});
-    y = nb.node("Transpose", {t}, perm({0, 3, 1, 2}));
-    y = nb.node("Conv", {y, nb.weight({c, c, 3, 3})}, test::conv_window(3, 1, 0));
-    nb.b.add_output(y);
-    const graph::Graph g = value_or_throw(nb.finish());
+  for (int64_t c : {16, 24})                 // 24: padded channel blocks through the pipeline
+    for (bool axes_input : {false, true}) {  // the mean's axes as opset 18's input 1
+      INFO("channels " << c << ", axes " << (axes_input ? "input" : "attribute"));
+      const int64_t n = 2, h = 9, w = 7;
+      test::NetBuilder nb;
+      nb.b.add_input("x", TensorDesc{DType::kF32, {n, 3, h, w}});
+      std::string y = nb.node("Conv", {"x", nb.weight({c, 3, 3, 3})}, test::conv_window(3, 1, 1));
+      // To NHWC: bias Add ([C]), Relu, per-channel Mul ([1, 1, 1, C]), Clip, back to NCHW.
+      std::string t = nb.node("Transpose", {y}, perm({0, 2, 3, 1}));
+      t = nb.node("Add", {t, nb.weight({c})});
+      t = nb.node("Relu", {t});
+      t = nb.node("Mul", {t, nb.weight({1, 1, 1, c})});
+      t = nb.node("Clip", {t, nb.scalar(-1.0f), nb.scalar(2.0f)});
+      // A squeeze-excitation in NHWC: mean over H and W, both operands of the Mul held.
+      graph::Attributes keep;
+      keep.set("keepdims", int64_t{1});
+      const std::string m = axes_input ? nb.node("ReduceMean", {t, nb.ints({2, -3})}, keep)
+                                       : nb.node("ReduceMean", {t}, reduce({1, 2}));
+      t = nb.node("Mul", {t, nb.node("Sigmoid", {m})});
+      // Zero padding in NHWC before the next conv.
+      t = nb.node("Pad", {t, nb.ints({0, 1, 2, 0, 0, 1, 0, 0})});
+      y = nb.node("Transpose", {t}, perm({0, 3, 1, 2}));
+      y = nb.node("Conv", {y, nb.weight({c, c, 3, 3})}, test::conv_window(3, 1, 0));
+      nb.b.add_output(y);
+      const graph::Graph g = value_or_throw(nb.finish());
 
-    auto r = value_or_throw(graph::passes::sink_transposes(g, ops::Registry::get()));
-    CHECK(r.transposes == 2);
-    CHECK(r.removed == 2);
-    CHECK(test::count_op(r.graph, "Transpose") == 0);
-    test::check_same_outputs(g, r.graph, 2, 1e-6);
+      auto r = value_or_throw(graph::passes::sink_transposes(g, ops::Registry::get()));
+      CHECK(r.transposes == 2);
+      CHECK(r.removed == 2);
+      CHECK(test::count_op(r.graph, "Transpose") == 0);
+      test::check_same_outputs(g, r.graph, 2, 1e-6);
 
-    // Through the pipeline: the Pad folds into the conv, the mean is a blocked pool, one
-    // reorder out (at 24 channels the gate's Sigmoid runs NCHW: it would make the padding lanes
-    // 0.5, graph/passes/blocked_layout.h).
-    auto p = value_or_throw(graph::passes::run_passes(g, ops::Registry::get()));
-    CHECK(test::count_op(p.graph, "Transpose") == 0);
-    CHECK(test::count_op(p.graph, "Pad") == 0);
-    CHECK(test::count_op(p.graph, "ReduceMean") == 0);
-    CHECK(test::count_op(p.graph, "FromBlocked") == (c % 16 == 0 ? 1u : 2u));
-    test::check_same_outputs(g, p.graph, 2, 1e-5);
-  }
+      // Through the pipeline: the Pad folds into the conv, the mean is a blocked pool, one
+      // reorder out (at 24 channels the gate's Sigmoid runs NCHW: it would make the padding lanes
+      // 0.5, graph/passes/blocked_layout.h).
+      auto p = value_or_throw(graph::passes::run_passes(g, ops::Registry::get()));
+      CHECK(test::count_op(p.graph, "Transpose") == 0);
+      CHECK(test::count_op(p.graph, "Pad") == 0);
+      CHECK(test::count_op(p.graph, "ReduceMean") == 0);
+      CHECK(test::count_op(p.graph, "FromBlocked") == (c % 16 == 0 ? 1u : 2u));
+      test::check_same_outputs(g, p.graph, 2, 1e-5);
+    }
 }
 
 TEST_CASE("transpose_sink: leaves what does not commute and keeps graph outputs",
