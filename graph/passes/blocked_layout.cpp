@@ -248,7 +248,7 @@ Result<BlockedLayoutResult> rewrite(const Graph& g, const ShapeInferencer& shape
 
   for (NodeId id = 0; id < g.num_nodes(); ++id) {
     const Node& n = g.node(id);
-    if (n.op == "Split" && n.inputs[0] != kNoId &&
+    if (n.op == "Split" && !n.inputs.empty() && n.inputs[0] != kNoId &&
         (n.inputs.size() == 1 ||  // else the sizes as a constant input 1 (opsets 13-17)
          (n.inputs.size() == 2 && (n.inputs[1] == kNoId || g.value(n.inputs[1]).data))) &&
         is_blocked(n.inputs[0], 0) && f32_4d(g.value(n.inputs[0])) && !padded(n.inputs[0])) {
