@@ -129,17 +129,9 @@ bool patch_upsampler(const Graph& g, const Node& n) {
 bool spatial_mean(const Graph& g, const Node& n) {
   auto keep = attr_int(n.attrs, n.name, "keepdims", 1);
   if (!keep.is_ok() || *keep != 1) return false;
-  std::vector<int64_t> a;
-  if (n.inputs.size() > 1 && n.inputs[1] != kNoId) {
-    const auto axes = const_ints(g, n.inputs[1]);
-    if (!axes) return false;
-    a = *axes;
-  } else {
-    auto axes = attr_ints(n.attrs, n.name, "axes", {});
-    if (!axes.is_ok()) return false;
-    a = *axes;
-  }
-  if (a.size() != 2) return false;
+  auto axes = reduction_axes(g, n);
+  if (!axes || axes->size() != 2) return false;
+  std::vector<int64_t> a = *axes;
   for (int64_t& v : a) v = v < 0 ? v + 4 : v;
   std::sort(a.begin(), a.end());
   return a == std::vector<int64_t>{2, 3};

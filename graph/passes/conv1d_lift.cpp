@@ -12,22 +12,16 @@ namespace {
 
 Shape with_unit_axis(const Shape& s) { return {s[0], s[1], 1, s[2]}; }
 
-// A Reshape of a 4-D [N, C, 1, L] value to [N, C, L] (the importer's y of a 1-D conv).
-bool drops_unit_axis(const Graph& g, const Node& n) {
+// A Reshape between [N, C, L] and [N, C, 1, L]: `adds` the unit axis (3-D -> 4-D, the importer's
+// x of a 1-D conv) or drops it (4-D -> 3-D, its y).
+bool unit_axis_reshape(const Graph& g, const Node& n, bool adds) {
   if (n.op != "Reshape" || n.inputs.empty() || n.inputs[0] == kNoId || n.outputs.size() != 1)
     return false;
   const TensorDesc& x = g.value(n.inputs[0]).desc;
   const TensorDesc& y = g.value(n.outputs[0]).desc;
-  return x.rank() == 4 && y.rank() == 3 && x.shape[2] == 1 && with_unit_axis(y.shape) == x.shape;
-}
-
-// A Reshape of a 3-D [N, C, L] value to [N, C, 1, L] (the importer's x of a 1-D conv).
-bool adds_unit_axis(const Graph& g, const Node& n) {
-  if (n.op != "Reshape" || n.inputs.empty() || n.inputs[0] == kNoId || n.outputs.size() != 1)
-    return false;
-  const TensorDesc& x = g.value(n.inputs[0]).desc;
-  const TensorDesc& y = g.value(n.outputs[0]).desc;
-  return x.rank() == 3 && y.rank() == 4 && with_unit_axis(x.shape) == y.shape;
+  const TensorDesc& d3 = adds ? x : y;
+  const TensorDesc& d4 = adds ? y : x;
+  return d3.rank() == 3 && d4.rank() == 4 && with_unit_axis(d3.shape) == d4.shape;
 }
 
 // A Slice's axes for a 3-D input, normalized: its constant input 3, or 0, 1, ... for as many as
@@ -104,12 +98,12 @@ Result<Conv1dLiftResult> lift_conv1d_chains(const Graph& g, const ShapeInference
   int exits = 0;
   for (NodeId id = 0; id < g.num_nodes(); ++id) {
     const Node& n = g.node(id);
-    if (drops_unit_axis(g, n)) {
+    if (unit_axis_reshape(g, n, false)) {
       lifted.insert(n.outputs[0]);
       order.push_back(n.outputs[0]);
     } else if (liftable(g, n, lifted)) {
       for (ValueId y : n.outputs) lifted.insert(y), order.push_back(y);
-    } else if (adds_unit_axis(g, n) && lifted.count(n.inputs[0]) &&
+    } else if (unit_axis_reshape(g, n, true) && lifted.count(n.inputs[0]) &&
                !g.value(n.outputs[0]).is_output) {
       ++exits;
     }
@@ -141,7 +135,7 @@ Result<Conv1dLiftResult> lift_conv1d_chains(const Graph& g, const ShapeInference
   auto name_of = [&](ValueId v) { return v == kNoId ? std::string() : g.value(v).name; };
   for (NodeId id = 0; id < g.num_nodes(); ++id) {
     const Node& n = g.node(id);
-    if (drops_unit_axis(g, n) && lifted.count(n.outputs[0])) {
+    if (unit_axis_reshape(g, n, false) && lifted.count(n.outputs[0])) {
       rw.remove(id);
       name4[n.outputs[0]] = g.value(n.inputs[0]).name;
       ++result.removed;
@@ -179,7 +173,7 @@ Result<Conv1dLiftResult> lift_conv1d_chains(const Graph& g, const ShapeInference
       rw.remove(id);
       rw.add_node(n.op, n.name, in, out, std::move(attrs));
       ++result.lifted;
-    } else if (adds_unit_axis(g, n) && lifted.count(n.inputs[0]) &&
+    } else if (unit_axis_reshape(g, n, true) && lifted.count(n.inputs[0]) &&
                !g.value(n.outputs[0]).is_output) {
       rw.remove(id);
       rw.replace_uses(n.outputs[0], name4.at(n.inputs[0]));

@@ -243,6 +243,13 @@ std::optional<double> float_scalar(const Graph& g, ValueId v) {
   return static_cast<double>(c.data->data_as<float>()[0]);
 }
 
+std::optional<std::vector<int64_t>> reduction_axes(const Graph& g, const Node& n) {
+  if (n.inputs.size() > 1 && n.inputs[1] != kNoId) return const_ints(g, n.inputs[1]);
+  auto a = attr_ints(n.attrs, n.name, "axes", {});
+  if (!a.is_ok()) return std::nullopt;
+  return *a;
+}
+
 std::optional<PadAmounts> pad_amounts(const Graph& g, const Node& pad, int rank) {
   std::optional<std::vector<int64_t>> pads;
   if (pad.inputs.size() > 1 && pad.inputs[1] != kNoId) {

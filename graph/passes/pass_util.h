@@ -70,6 +70,10 @@ struct RowBlock {
 };
 std::optional<RowBlock> row_block(const Graph& g, ValueId v);
 
+// A reduction's axes as written: its `axes` attribute (opset < 18) or constant input 1 (opset 18;
+// an absent one: the attribute's default, empty). nullopt when input 1 is computed at run time.
+std::optional<std::vector<int64_t>> reduction_axes(const Graph& g, const Node& n);
+
 // A Pad's begin / end per dim of its input of `rank`, when everything that decides them is a
 // constant: `pads` from input 1 (opset >= 11) or the attribute, opset 18's `axes` input 3.
 struct PadAmounts {

@@ -180,12 +180,7 @@ Result<TransposeSinkResult> sink_transposes(const Graph& g, const ShapeInference
       // The axes: the attribute, or a constant input 1 (opset 18's reductions).
       const bool axes_input = n.inputs.size() == 2 && n.inputs[1] != kNoId;
       auto keep = attr_int(n.attrs, n.name, "keepdims", 1);
-      std::optional<std::vector<int64_t>> axes;
-      if (axes_input) {
-        axes = const_ints(g, n.inputs[1]);
-      } else if (auto a = attr_ints(n.attrs, n.name, "axes", {}); a.is_ok()) {
-        axes = *a;
-      }
+      const auto axes = reduction_axes(g, n);
       ok = keep.is_ok() && *keep == 1 && axes.has_value();
       if (ok && !axes->empty()) {
         std::vector<int64_t> moved;
